@@ -1,0 +1,317 @@
+// Package protocol holds the relay's WebSocket protocol: message names, the
+// shapes of their data, error codes, and the validating frame decoder.
+//
+// It is the contract between the relay (relay/) and its clients (client/,
+// ui/, the terminal client) and is written to ../shared/spec/PROTOCOL.md to
+// the letter. It depends on nothing but the standard library so that every
+// side can import it.
+package protocol
+
+import "encoding/json"
+
+// MaxFrameBytes is the largest frame the relay reads (PROTOCOL.md: 1 MiB).
+const MaxFrameBytes = 1 << 20
+
+// Client to server message types.
+const (
+	TypePing              = "ping"
+	TypeSubscribe         = "copilot:subscribe"
+	TypeUnsubscribe       = "copilot:unsubscribe"
+	TypeSend              = "copilot:send"
+	TypeAbort             = "copilot:abort"
+	TypeSetMode           = "copilot:set_mode"
+	TypeUserInputResponse = "copilot:user_input_response"
+	TypeList              = "copilot:list"
+	TypeClose             = "copilot:close"
+	TypeDelete            = "copilot:delete"
+)
+
+// Server to client message types.
+const (
+	TypePong             = "pong"
+	TypeError            = "error"
+	TypeSubscribed       = "copilot:subscribed"
+	TypeUserMessage      = "copilot:user_message"
+	TypeDelta            = "copilot:delta"
+	TypeMessage          = "copilot:message"
+	TypeToolStart        = "copilot:tool_start"
+	TypeToolEnd          = "copilot:tool_end"
+	TypeIdle             = "copilot:idle"
+	TypeAgentError       = "copilot:error"
+	TypeModeChanged      = "copilot:mode_changed"
+	TypeUserInputRequest = "copilot:user_input_request"
+	TypeUserInputTimeout = "copilot:user_input_timeout"
+	TypeUserInputClosed  = "copilot:user_input_closed"
+	TypeQuota            = "copilot:quota"
+	TypeShutdown         = "copilot:shutdown"
+	TypeConversations    = "copilot:conversations"
+	TypeDeleted          = "copilot:deleted"
+)
+
+// Error codes carried by an `error` message.
+const (
+	CodeInvalidJSON      = "invalid_json"
+	CodeInvalidMessage   = "invalid_message"
+	CodeUnknownType      = "unknown_type"
+	CodeMissingField     = "missing_field"
+	CodeInvalidField     = "invalid_field"
+	CodeConversationBusy = "conversation_busy"
+	CodeNotStreaming     = "not_streaming"
+	CodeInvalidAnswer    = "invalid_answer"
+	CodeTooLarge         = "too_large"
+	CodeLimit            = "limit"
+)
+
+// Mode is a conversation's tool policy: plan denies every tool request, act
+// approves every one.
+type Mode string
+
+const (
+	ModePlan Mode = "plan"
+	ModeAct  Mode = "act"
+)
+
+// Valid reports whether m is one of the two modes.
+func (m Mode) Valid() bool { return m == ModePlan || m == ModeAct }
+
+// Turn statuses carried by copilot:idle.
+const (
+	StatusCompleted = "completed"
+	StatusAborted   = "aborted"
+	StatusRejected  = "rejected"
+	StatusError     = "error"
+)
+
+// Input request types (seed 003). An ask_user request has no input type.
+const (
+	InputApproval = "approval"
+	InputChoice   = "choice"
+	InputText     = "text"
+)
+
+// Reasons carried by copilot:user_input_closed.
+const (
+	ClosedAnswered = "answered"
+	ClosedAborted  = "aborted"
+	ClosedRejected = "rejected"
+)
+
+// Approval answers.
+const (
+	AnswerApprove = "approve"
+	AnswerReject  = "reject"
+)
+
+// Envelope is one frame: {"type": string, "data"?: object}.
+type Envelope struct {
+	Type string          `json:"type"`
+	Data json.RawMessage `json:"data,omitempty"`
+}
+
+// Encode builds the frame for a message. data may be nil.
+func Encode(msgType string, data any) ([]byte, error) {
+	if data == nil {
+		return json.Marshal(struct {
+			Type string `json:"type"`
+		}{msgType})
+	}
+	return json.Marshal(struct {
+		Type string `json:"type"`
+		Data any    `json:"data"`
+	}{msgType, data})
+}
+
+// ---- client to server data ----
+
+// Subscribe is copilot:subscribe.
+type Subscribe struct {
+	ConversationID string `json:"conversationId"`
+	SinceSeq       *int64 `json:"sinceSeq,omitempty"`
+}
+
+// ConversationRef is the data of copilot:unsubscribe, copilot:close and
+// copilot:delete.
+type ConversationRef struct {
+	ConversationID string `json:"conversationId"`
+}
+
+// Send is copilot:send.
+type Send struct {
+	ConversationID string `json:"conversationId"`
+	Prompt         string `json:"prompt"`
+	Mode           Mode   `json:"mode,omitempty"`
+	Model          string `json:"model,omitempty"`
+}
+
+// Abort is copilot:abort. ConversationID is empty in the deprecated form.
+type Abort struct {
+	ConversationID string `json:"conversationId,omitempty"`
+}
+
+// SetMode is copilot:set_mode.
+type SetMode struct {
+	ConversationID string `json:"conversationId"`
+	Mode           Mode   `json:"mode"`
+}
+
+// UserInputResponse is copilot:user_input_response.
+type UserInputResponse struct {
+	ConversationID string `json:"conversationId"`
+	RequestID      string `json:"requestId"`
+	Answer         string `json:"answer"`
+	WasFreeform    *bool  `json:"wasFreeform,omitempty"`
+	Index          *int   `json:"index,omitempty"`
+	Rejected       bool   `json:"rejected,omitempty"`
+}
+
+// ---- server to client data ----
+
+// Error is the data of an `error` message.
+type Error struct {
+	Code           string `json:"code"`
+	Message        string `json:"message"`
+	Type           string `json:"type,omitempty"`
+	ConversationID string `json:"conversationId,omitempty"`
+}
+
+func (e *Error) Error() string { return e.Code + ": " + e.Message }
+
+// Header is carried by every conversation event: the conversation and the
+// event's sequence number (it grows by one per event of the conversation).
+type Header struct {
+	ConversationID string `json:"conversationId"`
+	Seq            int64  `json:"seq"`
+}
+
+// Subscribed is copilot:subscribed. Seq is the latest event's seq.
+type Subscribed struct {
+	ConversationID string            `json:"conversationId"`
+	Mode           Mode              `json:"mode"`
+	Streaming      bool              `json:"streaming"`
+	Seq            int64             `json:"seq"`
+	Epoch          string            `json:"epoch"`
+	PendingInput   *UserInputRequest `json:"pendingInput,omitempty"`
+}
+
+// UserMessage is copilot:user_message (ext): the prompt that started a turn,
+// so that every window, and a replay, shows the user's side of the
+// conversation.
+type UserMessage struct {
+	Header
+	MessageID string `json:"messageId"`
+	Content   string `json:"content"`
+	Mode      Mode   `json:"mode"`
+}
+
+// Delta is copilot:delta: the new text only.
+type Delta struct {
+	Header
+	MessageID string `json:"messageId"`
+	Content   string `json:"content"`
+}
+
+// Message is copilot:message: a whole assistant message.
+type Message struct {
+	Header
+	MessageID string `json:"messageId"`
+	Content   string `json:"content"`
+}
+
+// ToolStart is copilot:tool_start.
+type ToolStart struct {
+	Header
+	ToolCallID string          `json:"toolCallId"`
+	ToolName   string          `json:"toolName"`
+	Arguments  json.RawMessage `json:"arguments,omitempty"`
+}
+
+// ToolEnd is copilot:tool_end. Denied is true when the mode denied the call.
+type ToolEnd struct {
+	Header
+	ToolCallID string `json:"toolCallId"`
+	Success    bool   `json:"success"`
+	Denied     bool   `json:"denied"`
+	Result     string `json:"result,omitempty"`
+}
+
+// Idle is copilot:idle: the turn has ended with Status.
+type Idle struct {
+	Header
+	Status  string `json:"status"`
+	Message string `json:"message,omitempty"`
+}
+
+// AgentError is copilot:error.
+type AgentError struct {
+	Header
+	Message string `json:"message"`
+}
+
+// ModeChanged is copilot:mode_changed.
+type ModeChanged struct {
+	Header
+	Mode Mode `json:"mode"`
+}
+
+// UserInputRequest is copilot:user_input_request. It is also carried, without
+// a seq of its own meaning, as Subscribed.PendingInput.
+type UserInputRequest struct {
+	Header
+	RequestID     string   `json:"requestId"`
+	Question      string   `json:"question"`
+	Choices       []string `json:"choices,omitempty"`
+	AllowFreeform bool     `json:"allowFreeform"`
+	InputType     string   `json:"inputType,omitempty"`
+}
+
+// UserInputTimeout is copilot:user_input_timeout.
+type UserInputTimeout struct {
+	Header
+	RequestID     string   `json:"requestId"`
+	Question      string   `json:"question"`
+	Choices       []string `json:"choices,omitempty"`
+	AllowFreeform *bool    `json:"allowFreeform,omitempty"`
+}
+
+// UserInputClosed is copilot:user_input_closed.
+type UserInputClosed struct {
+	Header
+	RequestID string `json:"requestId"`
+	Reason    string `json:"reason"`
+}
+
+// Quota is copilot:quota. QuotaSnapshots is always an object.
+type Quota struct {
+	Header
+	QuotaSnapshots   json.RawMessage `json:"quotaSnapshots"`
+	Model            string          `json:"model,omitempty"`
+	Cost             *float64        `json:"cost,omitempty"`
+	CacheReadTokens  *int64          `json:"cacheReadTokens,omitempty"`
+	CacheWriteTokens *int64          `json:"cacheWriteTokens,omitempty"`
+}
+
+// Shutdown is copilot:shutdown. ModelMetrics is always an object.
+type Shutdown struct {
+	Header
+	TotalPremiumRequests float64         `json:"totalPremiumRequests"`
+	ModelMetrics         json.RawMessage `json:"modelMetrics"`
+}
+
+// ConversationInfo is one entry of copilot:conversations.
+type ConversationInfo struct {
+	ConversationID string `json:"conversationId"`
+	Title          string `json:"title"`
+	UpdatedAt      string `json:"updatedAt"` // RFC 3339
+	Streaming      bool   `json:"streaming"`
+	Mode           Mode   `json:"mode"`
+}
+
+// Conversations is copilot:conversations.
+type Conversations struct {
+	Conversations []ConversationInfo `json:"conversations"`
+}
+
+// Deleted is copilot:deleted.
+type Deleted struct {
+	Header
+}
