@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# Installs what building and testing pilotdesk needs on a Debian machine, and
+# only what is missing: the C toolchain and X11/GL headers Fyne's GLFW driver
+# compiles against, tmux for the terminal-client tests, desktop-file-utils
+# for checking the package, and the Go modules.
+#
+#   scripts/deps.sh          build and test dependencies
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+packages=(gcc libgl1-mesa-dev libx11-dev libxcursor-dev libxrandr-dev libxinerama-dev
+	libxi-dev libxxf86vm-dev tmux desktop-file-utils xz-utils)
+
+missing=()
+for p in "${packages[@]}"; do
+	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+	echo "deps: installing ${missing[*]}"
+	sudo=()
+	if [ "$(id -u)" != 0 ]; then
+		if command -v sudo >/dev/null; then sudo=(sudo); else
+			echo "deps: need root to run: apt-get install ${missing[*]}" >&2
+			exit 1
+		fi
+	fi
+	"${sudo[@]}" apt-get update -qq
+	"${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+if ! command -v go >/dev/null; then
+	if [ -x /usr/local/go/bin/go ]; then
+		export PATH="/usr/local/go/bin:$PATH"
+	else
+		echo "deps: Go is not installed. Install Go 1.21 or newer (https://go.dev/doc/install); it fetches the toolchain go.mod names by itself." >&2
+		exit 1
+	fi
+fi
+go mod download
