@@ -1,0 +1,681 @@
+package script
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/pilotdesk/pilotdesk/session"
+)
+
+// Script is a parsed scenario file. It is read-only once parsed, so one
+// Script serves every session of an Agent at the same time.
+type Script struct {
+	// Name is the file name errors and replies refer to.
+	Name  string
+	Turns []Turn
+}
+
+// Turn is the reply to every prompt its Match matches.
+type Turn struct {
+	// Match is a case-insensitive substring of the prompt; when HasMatch is
+	// false the turn matches every prompt.
+	Match    string
+	HasMatch bool
+	Steps    []Step
+
+	lowerMatch string
+}
+
+// matches reports whether the turn replies to a prompt already lower-cased.
+func (t *Turn) matches(lowerPrompt string) bool {
+	return !t.HasMatch || strings.Contains(lowerPrompt, t.lowerMatch)
+}
+
+// Step is one step of a turn: DeltaStep, SleepStep, ToolStep, AskStep,
+// InputStep, UsageStep, ShutdownStep or ErrorStep.
+type Step interface{ stepKey() string }
+
+// DeltaStep streams Text (after substitution) as part of the turn's message.
+type DeltaStep struct{ Text string }
+
+// SleepStep pauses the turn; an abort ends the pause at once.
+type SleepStep struct{ Duration time.Duration }
+
+// ToolStep runs a pretend tool: it asks the host for permission and reports
+// Result when the call is allowed.
+type ToolStep struct {
+	Name      string
+	Arguments json.RawMessage // an object, or nil
+	Result    string
+}
+
+// AskStep is an ask_user request. Its contents are passed on as written.
+type AskStep struct {
+	Question      string
+	Choices       []string
+	AllowFreeform *bool
+}
+
+// InputStep is one of seed 003's typed input requests. Its contents are
+// passed on as written, so a script can reproduce an agent's malformed
+// request.
+type InputStep struct {
+	Type    string
+	Prompt  string
+	Choices []string
+}
+
+// UsageStep reports usage (copilot:quota).
+type UsageStep struct{ Usage session.Usage }
+
+// ShutdownStep reports the end of the agent session (copilot:shutdown).
+type ShutdownStep struct{ Shutdown session.Shutdown }
+
+// ErrorStep fails the turn with Message.
+type ErrorStep struct{ Message string }
+
+func (DeltaStep) stepKey() string    { return "delta" }
+func (SleepStep) stepKey() string    { return "sleep" }
+func (ToolStep) stepKey() string     { return "tool" }
+func (AskStep) stepKey() string      { return "ask" }
+func (InputStep) stepKey() string    { return "input" }
+func (UsageStep) stepKey() string    { return "usage" }
+func (ShutdownStep) stepKey() string { return "shutdown" }
+func (ErrorStep) stepKey() string    { return "error" }
+
+// stepKeys are the keys a step may have, in the order SCRIPT-AGENT.md lists them.
+var stepKeys = []string{"delta", "sleep", "tool", "ask", "input", "usage", "error", "shutdown"}
+
+// ParseError is a script that was refused at load. It names the file and,
+// when the problem is inside one, the turn (1-based, with its match) and the
+// step (1-based); invalid JSON carries the line and column instead.
+type ParseError struct {
+	File         string
+	Line, Column int // 1-based position of invalid JSON; 0 otherwise
+	Turn         int // 1-based; 0 when the problem is not inside a turn
+	Match        string
+	HasMatch     bool // the turn has a match (Match may be empty)
+	Step         int  // 1-based; 0 when the problem is not inside a step
+	Err          error
+}
+
+func (e *ParseError) Error() string {
+	var b strings.Builder
+	b.WriteString(e.File)
+	var where []string
+	if e.Line > 0 {
+		where = append(where, fmt.Sprintf("line %d, column %d", e.Line, e.Column))
+	}
+	if e.Turn > 0 {
+		t := fmt.Sprintf("turn %d", e.Turn)
+		if e.HasMatch {
+			t += fmt.Sprintf(" (%q)", e.Match)
+		}
+		where = append(where, t)
+	}
+	if e.Step > 0 {
+		where = append(where, fmt.Sprintf("step %d", e.Step))
+	}
+	if len(where) > 0 {
+		b.WriteString(": ")
+		b.WriteString(strings.Join(where, ", "))
+	}
+	b.WriteString(": ")
+	b.WriteString(e.Err.Error())
+	return b.String()
+}
+
+func (e *ParseError) Unwrap() error { return e.Err }
+
+// Load reads and parses the script file at path. Errors name the file as
+// path was given.
+func Load(path string) (*Script, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("read script: %w", err)
+	}
+	return Parse(path, data)
+}
+
+// Parse parses a script (SCRIPT-AGENT.md). name is the file name its errors
+// and replies use. Every problem the format can have is reported here, so a
+// script that parses plays without surprises; only the contents of ask and
+// input steps are left for the relay to judge.
+func Parse(name string, data []byte) (*Script, error) {
+	fail := func(err error) error { return &ParseError{File: name, Err: err} }
+	// Editors on Windows like to start a UTF-8 file with a byte order mark.
+	data = bytes.TrimPrefix(data, []byte("\xef\xbb\xbf"))
+
+	// Check the syntax of the whole document first: encoding/json reports
+	// the byte offset, which becomes a line and column a person can find.
+	if err := syntaxCheck(data); err != nil {
+		var syn *json.SyntaxError
+		if errors.As(err, &syn) {
+			line, col := position(data, syn.Offset)
+			return nil, &ParseError{File: name, Line: line, Column: col, Err: fmt.Errorf("invalid JSON: %s", trimJSONPrefix(syn.Error()))}
+		}
+		return nil, fail(fmt.Errorf("invalid JSON: %s", trimJSONPrefix(err.Error())))
+	}
+
+	top, err := members(data, "the script", "turns")
+	if err != nil {
+		return nil, fail(err)
+	}
+	rawTurns, ok := top["turns"]
+	if !ok {
+		return nil, fail(errors.New(`no "turns": a script is {"turns": [{"match": "...", "steps": [...]}, ...]}`))
+	}
+	if k := kindOf(rawTurns); k != kindList {
+		return nil, fail(fmt.Errorf(`"turns" must be a list, not %s`, k))
+	}
+	var turns []json.RawMessage
+	if err := json.Unmarshal(rawTurns, &turns); err != nil {
+		return nil, fail(fmt.Errorf(`"turns": %w`, err))
+	}
+	if len(turns) == 0 {
+		return nil, fail(errors.New(`no turns: "turns" is empty`))
+	}
+
+	s := &Script{Name: name, Turns: make([]Turn, 0, len(turns))}
+	for i, raw := range turns {
+		t, err := parseTurn(raw)
+		if err != nil {
+			pe := &ParseError{File: name, Turn: i + 1, Match: t.Match, HasMatch: t.HasMatch, Err: err}
+			var se *stepError
+			if errors.As(err, &se) {
+				pe.Step, pe.Err = se.step, se.err
+			}
+			return nil, pe
+		}
+		s.Turns = append(s.Turns, t)
+	}
+	return s, nil
+}
+
+// stepError carries the 1-based index of the step a turn error is about.
+type stepError struct {
+	step int
+	err  error
+}
+
+func (e *stepError) Error() string { return fmt.Sprintf("step %d: %v", e.step, e.err) }
+
+// parseTurn returns the turn's match even when it fails, so the error can
+// name the turn by it.
+func parseTurn(raw json.RawMessage) (Turn, error) {
+	var t Turn
+	m, err := members(raw, "a turn", "match", "steps")
+	if err != nil {
+		return t, err
+	}
+	if v, ok := m["match"]; ok && kindOf(v) != kindNull {
+		if t.Match, err = stringValue(v, "match"); err != nil {
+			return t, err
+		}
+		t.HasMatch = true
+		t.lowerMatch = strings.ToLower(t.Match)
+	}
+	rawSteps, ok := m["steps"]
+	if !ok || kindOf(rawSteps) == kindNull {
+		return t, errors.New(`no "steps"`)
+	}
+	if k := kindOf(rawSteps); k != kindList {
+		return t, fmt.Errorf(`"steps" must be a list, not %s`, k)
+	}
+	var steps []json.RawMessage
+	if err := json.Unmarshal(rawSteps, &steps); err != nil {
+		return t, fmt.Errorf(`"steps": %w`, err)
+	}
+	if len(steps) == 0 {
+		return t, errors.New(`no steps: "steps" is empty`)
+	}
+	t.Steps = make([]Step, 0, len(steps))
+	for j, rs := range steps {
+		st, err := parseStep(rs)
+		if err != nil {
+			return t, &stepError{step: j + 1, err: err}
+		}
+		t.Steps = append(t.Steps, st)
+	}
+	return t, nil
+}
+
+func parseStep(raw json.RawMessage) (Step, error) {
+	if k := kindOf(raw); k != kindObject {
+		return nil, fmt.Errorf("a step must be an object with one key (%s), not %s", strings.Join(stepKeys, ", "), k)
+	}
+	keys, m, err := orderedMembers(raw)
+	if err != nil {
+		return nil, err
+	}
+	switch len(keys) {
+	case 0:
+		return nil, fmt.Errorf("empty step: a step has exactly one key (%s)", strings.Join(stepKeys, ", "))
+	case 1:
+	default:
+		return nil, fmt.Errorf("a step has exactly one key, this one has %d: %s", len(keys), quoteAll(keys))
+	}
+	key := keys[0]
+	v := m[key]
+	switch key {
+	case "delta":
+		text, err := stringValue(v, "delta")
+		return DeltaStep{Text: text}, err
+	case "sleep":
+		return parseSleep(v)
+	case "tool":
+		return parseTool(v)
+	case "ask":
+		return parseAsk(v)
+	case "input":
+		return parseInput(v)
+	case "usage":
+		return parseUsage(v)
+	case "shutdown":
+		return parseShutdown(v)
+	case "error":
+		text, err := stringValue(v, "error")
+		if err == nil && text == "" {
+			err = errors.New(`"error" needs the message the turn fails with`)
+		}
+		return ErrorStep{Message: text}, err
+	}
+	msg := fmt.Sprintf("unknown step key %q", key)
+	if near := nearest(key, stepKeys); near != "" {
+		msg += fmt.Sprintf(" (did you mean %q?)", near)
+	}
+	return nil, fmt.Errorf("%s; a step is one of %s", msg, strings.Join(stepKeys, ", "))
+}
+
+func parseSleep(v json.RawMessage) (Step, error) {
+	text, err := stringValue(v, "sleep")
+	if err != nil {
+		return nil, fmt.Errorf(`%w (a duration such as "200ms" or "1.5s")`, err)
+	}
+	d, err := time.ParseDuration(text)
+	if err != nil {
+		return nil, fmt.Errorf(`sleep: bad duration %q: want a number with a unit, such as "200ms" or "1.5s"`, text)
+	}
+	if d < 0 {
+		return nil, fmt.Errorf("sleep: bad duration %q: it must not be negative", text)
+	}
+	return SleepStep{Duration: d}, nil
+}
+
+func parseTool(v json.RawMessage) (Step, error) {
+	m, err := members(v, `"tool"`, "name", "arguments", "result")
+	if err != nil {
+		return nil, err
+	}
+	var t ToolStep
+	raw, ok := m["name"]
+	if !ok || kindOf(raw) == kindNull {
+		return nil, errors.New(`tool: no "name"`)
+	}
+	if t.Name, err = stringValue(raw, "name"); err != nil {
+		return nil, fmt.Errorf("tool: %w", err)
+	}
+	if t.Name == "" {
+		return nil, errors.New(`tool: "name" is empty`)
+	}
+	if t.Arguments, err = optionalObject(m, "arguments"); err != nil {
+		return nil, fmt.Errorf("tool: %w", err)
+	}
+	if t.Result, err = optionalString(m, "result"); err != nil {
+		return nil, fmt.Errorf("tool: %w", err)
+	}
+	return t, nil
+}
+
+// parseAsk checks only the types of the fields (each must fit the request);
+// whether the request makes sense is the relay's judgement.
+func parseAsk(v json.RawMessage) (Step, error) {
+	m, err := members(v, `"ask"`, "question", "choices", "allowFreeform")
+	if err != nil {
+		return nil, err
+	}
+	var a AskStep
+	if a.Question, err = optionalString(m, "question"); err != nil {
+		return nil, fmt.Errorf("ask: %w", err)
+	}
+	if a.Choices, err = optionalStrings(m, "choices"); err != nil {
+		return nil, fmt.Errorf("ask: %w", err)
+	}
+	if raw, ok := m["allowFreeform"]; ok && kindOf(raw) != kindNull {
+		if kindOf(raw) != kindBool {
+			return nil, fmt.Errorf(`ask: "allowFreeform" must be true or false, not %s`, kindOf(raw))
+		}
+		var b bool
+		if err := json.Unmarshal(raw, &b); err != nil {
+			return nil, fmt.Errorf(`ask: "allowFreeform": %w`, err)
+		}
+		a.AllowFreeform = &b
+	}
+	return a, nil
+}
+
+// parseInput, like parseAsk, checks types only: an unknown type or a choice
+// without choices reaches the relay as written.
+func parseInput(v json.RawMessage) (Step, error) {
+	m, err := members(v, `"input"`, "type", "prompt", "choices")
+	if err != nil {
+		return nil, err
+	}
+	var in InputStep
+	if in.Type, err = optionalString(m, "type"); err != nil {
+		return nil, fmt.Errorf("input: %w", err)
+	}
+	if in.Prompt, err = optionalString(m, "prompt"); err != nil {
+		return nil, fmt.Errorf("input: %w", err)
+	}
+	if in.Choices, err = optionalStrings(m, "choices"); err != nil {
+		return nil, fmt.Errorf("input: %w", err)
+	}
+	return in, nil
+}
+
+func parseUsage(v json.RawMessage) (Step, error) {
+	m, err := members(v, `"usage"`, "model", "cost", "inputTokens", "outputTokens", "cacheReadTokens", "cacheWriteTokens", "quotaSnapshots")
+	if err != nil {
+		return nil, err
+	}
+	var u session.Usage
+	wrap := func(err error) error { return fmt.Errorf("usage: %w", err) }
+	if u.Model, err = optionalString(m, "model"); err != nil {
+		return nil, wrap(err)
+	}
+	if u.Cost, err = optionalNumber(m, "cost"); err != nil {
+		return nil, wrap(err)
+	}
+	for _, f := range []struct {
+		key string
+		dst **int64
+	}{
+		{"inputTokens", &u.InputTokens},
+		{"outputTokens", &u.OutputTokens},
+		{"cacheReadTokens", &u.CacheReadTokens},
+		{"cacheWriteTokens", &u.CacheWriteTokens},
+	} {
+		if *f.dst, err = optionalInteger(m, f.key); err != nil {
+			return nil, wrap(err)
+		}
+	}
+	if u.QuotaSnapshots, err = optionalObject(m, "quotaSnapshots"); err != nil {
+		return nil, wrap(err)
+	}
+	return UsageStep{Usage: u}, nil
+}
+
+func parseShutdown(v json.RawMessage) (Step, error) {
+	m, err := members(v, `"shutdown"`, "totalPremiumRequests", "modelMetrics")
+	if err != nil {
+		return nil, err
+	}
+	var s session.Shutdown
+	total, err := optionalNumber(m, "totalPremiumRequests")
+	if err != nil {
+		return nil, fmt.Errorf("shutdown: %w", err)
+	}
+	if total != nil {
+		s.TotalPremiumRequests = *total
+	}
+	if s.ModelMetrics, err = optionalObject(m, "modelMetrics"); err != nil {
+		return nil, fmt.Errorf("shutdown: %w", err)
+	}
+	return ShutdownStep{Shutdown: s}, nil
+}
+
+// JSON kinds, worded for error messages.
+const (
+	kindString = "a string"
+	kindNumber = "a number"
+	kindBool   = "true or false"
+	kindObject = "an object"
+	kindList   = "a list"
+	kindNull   = "null"
+)
+
+// kindOf names the JSON kind of a value that is already known to be valid.
+func kindOf(raw json.RawMessage) string {
+	raw = bytes.TrimLeft(raw, " \t\r\n")
+	if len(raw) == 0 {
+		return kindNull
+	}
+	switch raw[0] {
+	case '"':
+		return kindString
+	case '{':
+		return kindObject
+	case '[':
+		return kindList
+	case 't', 'f':
+		return kindBool
+	case 'n':
+		return kindNull
+	}
+	return kindNumber
+}
+
+// members decodes an object and refuses keys other than allowed. what names
+// the object in messages ("a turn", `"tool"`).
+func members(raw json.RawMessage, what string, allowed ...string) (map[string]json.RawMessage, error) {
+	if k := kindOf(raw); k != kindObject {
+		return nil, fmt.Errorf("%s must be an object, not %s", what, k)
+	}
+	keys, m, err := orderedMembers(raw)
+	if err != nil {
+		return nil, err
+	}
+	for _, k := range keys {
+		if !slices.Contains(allowed, k) {
+			msg := fmt.Sprintf("unknown key %q in %s", k, what)
+			if near := nearest(k, allowed); near != "" {
+				msg += fmt.Sprintf(" (did you mean %q?)", near)
+			}
+			return nil, fmt.Errorf("%s; its keys are %s", msg, quoteAll(allowed))
+		}
+	}
+	return m, nil
+}
+
+// orderedMembers decodes an object, keeping its keys in order and refusing a
+// key given twice (encoding/json would silently keep the last one).
+func orderedMembers(raw json.RawMessage) ([]string, map[string]json.RawMessage, error) {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	if _, err := dec.Token(); err != nil { // '{'
+		return nil, nil, err
+	}
+	var keys []string
+	m := make(map[string]json.RawMessage)
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return nil, nil, err
+		}
+		key, ok := tok.(string)
+		if !ok {
+			return nil, nil, fmt.Errorf("object key %v is not a string", tok)
+		}
+		var v json.RawMessage
+		if err := dec.Decode(&v); err != nil {
+			return nil, nil, fmt.Errorf("%q: %w", key, err)
+		}
+		if _, dup := m[key]; dup {
+			return nil, nil, fmt.Errorf("key %q is given twice", key)
+		}
+		keys = append(keys, key)
+		m[key] = v
+	}
+	return keys, m, nil
+}
+
+func stringValue(raw json.RawMessage, key string) (string, error) {
+	if k := kindOf(raw); k != kindString {
+		return "", fmt.Errorf("%q must be a string, not %s", key, k)
+	}
+	var s string
+	if err := json.Unmarshal(raw, &s); err != nil {
+		return "", fmt.Errorf("%q: %w", key, err)
+	}
+	return s, nil
+}
+
+// The optional* helpers read m[key]; a missing key and null both mean "not
+// given".
+
+func optionalString(m map[string]json.RawMessage, key string) (string, error) {
+	raw, ok := m[key]
+	if !ok || kindOf(raw) == kindNull {
+		return "", nil
+	}
+	return stringValue(raw, key)
+}
+
+func optionalStrings(m map[string]json.RawMessage, key string) ([]string, error) {
+	raw, ok := m[key]
+	if !ok || kindOf(raw) == kindNull {
+		return nil, nil
+	}
+	if k := kindOf(raw); k != kindList {
+		return nil, fmt.Errorf("%q must be a list of strings, not %s", key, k)
+	}
+	var items []json.RawMessage
+	if err := json.Unmarshal(raw, &items); err != nil {
+		return nil, fmt.Errorf("%q: %w", key, err)
+	}
+	out := make([]string, 0, len(items))
+	for i, item := range items {
+		s, err := stringValue(item, fmt.Sprintf("%s[%d]", key, i))
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, s)
+	}
+	return out, nil
+}
+
+func optionalNumber(m map[string]json.RawMessage, key string) (*float64, error) {
+	raw, ok := m[key]
+	if !ok || kindOf(raw) == kindNull {
+		return nil, nil
+	}
+	if k := kindOf(raw); k != kindNumber {
+		return nil, fmt.Errorf("%q must be a number, not %s", key, k)
+	}
+	var f float64
+	if err := json.Unmarshal(raw, &f); err != nil {
+		return nil, fmt.Errorf("%q: %s is not a number that fits", key, bytes.TrimSpace(raw))
+	}
+	return &f, nil
+}
+
+func optionalInteger(m map[string]json.RawMessage, key string) (*int64, error) {
+	raw, ok := m[key]
+	if !ok || kindOf(raw) == kindNull {
+		return nil, nil
+	}
+	if k := kindOf(raw); k != kindNumber {
+		return nil, fmt.Errorf("%q must be a whole number, not %s", key, k)
+	}
+	var n int64
+	if err := json.Unmarshal(raw, &n); err != nil {
+		return nil, fmt.Errorf("%q must be a whole number, not %s", key, bytes.TrimSpace(raw))
+	}
+	return &n, nil
+}
+
+// optionalObject returns the object compacted, so the events carry it
+// without the file's indentation.
+func optionalObject(m map[string]json.RawMessage, key string) (json.RawMessage, error) {
+	raw, ok := m[key]
+	if !ok || kindOf(raw) == kindNull {
+		return nil, nil
+	}
+	if k := kindOf(raw); k != kindObject {
+		return nil, fmt.Errorf("%q must be an object, not %s", key, k)
+	}
+	var b bytes.Buffer
+	if err := json.Compact(&b, raw); err != nil {
+		return nil, fmt.Errorf("%q: %w", key, err)
+	}
+	return b.Bytes(), nil
+}
+
+// syntaxCheck reports the first syntax error of data (trailing data
+// included), or a document that is empty. Decoding into a RawMessage checks
+// the syntax only, so a number too large for float64 is not mistaken for
+// invalid JSON here.
+func syntaxCheck(data []byte) error {
+	if len(bytes.TrimSpace(data)) == 0 {
+		return errors.New("the file is empty")
+	}
+	var v json.RawMessage
+	return json.Unmarshal(data, &v)
+}
+
+// position turns a byte offset into a 1-based line and column (in bytes).
+func position(data []byte, offset int64) (line, col int) {
+	if offset > int64(len(data)) {
+		offset = int64(len(data))
+	}
+	if offset < 0 {
+		offset = 0
+	}
+	before := data[:offset]
+	line = bytes.Count(before, []byte("\n")) + 1
+	col = int(offset) - (bytes.LastIndexByte(before, '\n') + 1)
+	if col == 0 {
+		col = 1
+	}
+	return line, col
+}
+
+func trimJSONPrefix(s string) string { return strings.TrimPrefix(s, "json: ") }
+
+func quoteAll(keys []string) string {
+	q := make([]string, len(keys))
+	for i, k := range keys {
+		q[i] = fmt.Sprintf("%q", k)
+	}
+	return strings.Join(q, ", ")
+}
+
+// nearest returns the candidate closest to key when it is close enough to
+// be a typo (edit distance at most 2), else "".
+func nearest(key string, candidates []string) string {
+	best, bestDist := "", 3
+	for _, c := range candidates {
+		if d := editDistance(strings.ToLower(key), c); d < bestDist {
+			best, bestDist = c, d
+		}
+	}
+	return best
+}
+
+// editDistance is the Levenshtein distance of a and b (in bytes; keys are
+// ASCII).
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
+}

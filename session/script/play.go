@@ -1,0 +1,297 @@
+// Package script is the scripted agent of the spec's SCRIPT-AGENT.md:
+// a backend that plays scenarios from a JSON file instead of calling a model.
+// It is the offline demo, the engine of deterministic end-to-end tests and a
+// way to reproduce a bug report, so it goes through exactly the relay paths
+// the Copilot backend uses: tool calls ask Host.Permission, questions go
+// through Host.Ask, usage and shutdown are events.
+package script
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/pilotdesk/pilotdesk/session"
+)
+
+// New returns the scripted agent playing s. One Agent serves any number of
+// conversations at once: the Script is read-only and each turn keeps its
+// own state.
+func New(s *Script) session.Agent {
+	return &Agent{script: s, sleep: sleepContext}
+}
+
+// Agent is the scripted backend.
+type Agent struct {
+	script *Script
+	// sleep pauses for d or until ctx is done; tests replace it to play
+	// scripts without waiting.
+	sleep func(ctx context.Context, d time.Duration) error
+}
+
+// Name is the backend's name as the CLI spells it.
+func (a *Agent) Name() string { return "script" }
+
+// Open returns the conversation's scripted session. A script has no state to
+// resume, so opts.Resume changes nothing; opts.Model is ignored too (a
+// script's usage steps name their model).
+func (a *Agent) Open(_ context.Context, conversationID string, _ session.OpenOptions, host session.Host) (session.Session, error) {
+	if a.script == nil || len(a.script.Turns) == 0 {
+		return nil, errors.New("scripted agent: no script")
+	}
+	if host == nil {
+		return nil, fmt.Errorf("scripted agent: open %s: no host", conversationID)
+	}
+	return &Session{script: a.script, host: host, sleep: a.sleep}, nil
+}
+
+// Close has nothing to stop: sessions hold no resources.
+func (a *Agent) Close() error { return nil }
+
+// Session is one conversation's scripted session. The relay runs at most one
+// turn of a conversation at a time; a turn's state lives in Run, so a
+// Session needs no lock.
+type Session struct {
+	script *Script
+	host   session.Host
+	sleep  func(ctx context.Context, d time.Duration) error
+}
+
+// Close ends the session. A script tracks no usage of its own (its shutdown
+// steps report what the script says), so nothing is emitted; the relay
+// synthesizes copilot:shutdown if it needs one.
+func (s *Session) Close(context.Context) error { return nil }
+
+// Run plays the first turn whose match is in the prompt.
+//
+// A shutdown step only reports the end of the agent session: a script holds
+// no process, so the session stays usable, the rest of the turn plays, and a
+// later turn on the same conversation simply works, as if the relay had
+// opened a fresh session.
+func (s *Session) Run(ctx context.Context, turn session.Turn) error {
+	p := &player{
+		host:      s.host,
+		sleep:     s.sleep,
+		prompt:    turn.Prompt,
+		messageID: uuid.NewString(),
+	}
+	t := s.script.match(turn.Prompt)
+	if t == nil {
+		p.emitDelta(s.script.noReply(turn.Prompt))
+		p.finish()
+		return nil
+	}
+	for _, step := range t.Steps {
+		// An abort between steps ends the turn before the next step shows.
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if err := p.play(ctx, step); err != nil {
+			return err
+		}
+	}
+	p.finish()
+	return nil
+}
+
+// match returns the first turn matching prompt, or nil.
+func (s *Script) match(prompt string) *Turn {
+	lower := strings.ToLower(prompt)
+	for i := range s.Turns {
+		if s.Turns[i].matches(lower) {
+			return &s.Turns[i]
+		}
+	}
+	return nil
+}
+
+// noReply is the reply to a prompt no turn matches. It lists what the
+// script does answer, so the user can try again.
+func (s *Script) noReply(prompt string) string {
+	var matches []string
+	for _, t := range s.Turns {
+		if t.HasMatch && !slices.Contains(matches, t.Match) {
+			matches = append(matches, t.Match)
+		}
+	}
+	return fmt.Sprintf("The script %s has no reply for %q. It answers prompts containing %s.",
+		s.Name, prompt, quoteAll(matches))
+}
+
+// player plays one turn and keeps the state substitutions read.
+type player struct {
+	host      session.Host
+	sleep     func(ctx context.Context, d time.Duration) error
+	prompt    string
+	messageID string
+	message   strings.Builder // every delta of the turn
+
+	tool   string // {{tool}}
+	answer string // {{answer}}
+	index  string // {{index}}
+	errTag string // {{error}}
+}
+
+func (p *player) play(ctx context.Context, step Step) error {
+	switch st := step.(type) {
+	case DeltaStep:
+		p.emitDelta(p.substitute(st.Text))
+	case SleepStep:
+		return p.sleep(ctx, st.Duration)
+	case ToolStep:
+		return p.runTool(ctx, st)
+	case AskStep:
+		return p.ask(ctx, session.InputRequest{
+			Question:      st.Question,
+			Choices:       slices.Clone(st.Choices),
+			AllowFreeform: clonePtr(st.AllowFreeform),
+		})
+	case InputStep:
+		return p.ask(ctx, session.InputRequest{
+			Question:  st.Prompt,
+			Choices:   slices.Clone(st.Choices),
+			InputType: st.Type,
+		})
+	case UsageStep:
+		u := st.Usage
+		p.host.Emit(session.Usage{
+			Model:            u.Model,
+			Cost:             clonePtr(u.Cost),
+			InputTokens:      clonePtr(u.InputTokens),
+			OutputTokens:     clonePtr(u.OutputTokens),
+			CacheReadTokens:  clonePtr(u.CacheReadTokens),
+			CacheWriteTokens: clonePtr(u.CacheWriteTokens),
+			QuotaSnapshots:   slices.Clone(u.QuotaSnapshots),
+		})
+	case ShutdownStep:
+		p.host.Emit(session.Shutdown{
+			TotalPremiumRequests: st.Shutdown.TotalPremiumRequests,
+			ModelMetrics:         slices.Clone(st.Shutdown.ModelMetrics),
+		})
+	case ErrorStep:
+		// The text goes out unwrapped: the relay shows err.Error() as the
+		// copilot:error message, and the script chose those words.
+		return errors.New(st.Message)
+	default:
+		return fmt.Errorf("scripted agent: unknown step %T", step)
+	}
+	return nil
+}
+
+// emitDelta streams text as part of the turn's message. An empty delta
+// (say "{{answer}}" after a timeout) carries nothing and is not sent.
+func (p *player) emitDelta(text string) {
+	if text == "" {
+		return
+	}
+	p.message.WriteString(text)
+	p.host.Emit(session.Delta{MessageID: p.messageID, Content: text})
+}
+
+// finish sends the turn's deltas as one whole message, if there were any.
+func (p *player) finish() {
+	if p.message.Len() == 0 {
+		return
+	}
+	p.host.Emit(session.Message{MessageID: p.messageID, Content: p.message.String()})
+}
+
+// runTool reports the call, asks the host (the mode decides) and reports the
+// outcome, in the order the Copilot CLI does: tool start, then permission.
+func (p *player) runTool(ctx context.Context, st ToolStep) error {
+	id := "call_" + uuid.NewString()
+	args := slices.Clone(st.Arguments)
+	p.host.Emit(session.ToolStart{ToolCallID: id, ToolName: st.Name, Arguments: args})
+	d := p.host.Permission(ctx, session.PermissionRequest{
+		ToolCallID: id,
+		ToolName:   st.Name,
+		Kind:       "tool",
+		Arguments:  slices.Clone(args),
+	})
+	if err := ctx.Err(); err != nil {
+		// Aborted while asking: the tool never ran. Close its card so no
+		// window shows it running forever, then end the turn.
+		p.host.Emit(session.ToolEnd{ToolCallID: id, Success: false, Result: "aborted"})
+		return err
+	}
+	if d.Allow {
+		p.tool = "approved"
+		p.host.Emit(session.ToolEnd{ToolCallID: id, Success: true, Result: st.Result})
+		return nil
+	}
+	p.tool = "denied"
+	reason := d.Reason
+	if reason == "" {
+		reason = "denied"
+	}
+	p.host.Emit(session.ToolEnd{ToolCallID: id, Success: false, Denied: true, Result: reason})
+	return nil
+}
+
+// ask puts a question through the host. A timeout or an invalid request
+// fails only that request and the turn goes on; a rejection or an abort ends
+// the turn.
+func (p *player) ask(ctx context.Context, req session.InputRequest) error {
+	ans, err := p.host.Ask(ctx, req)
+	switch {
+	case err == nil:
+		p.answer, p.index, p.errTag = ans.Text, strconv.Itoa(ans.Index), ""
+		return nil
+	case ctx.Err() != nil:
+		// Aborted, or rejected and the relay has already cancelled the
+		// turn: either way the turn ends as the context says.
+		return ctx.Err()
+	case errors.Is(err, session.ErrTimeout):
+		p.answer, p.index, p.errTag = "", "-1", "timeout"
+		return nil
+	case errors.Is(err, session.ErrInvalidRequest):
+		p.answer, p.index, p.errTag = "", "-1", "invalid"
+		return nil
+	default:
+		// ErrRejected before the relay cancelled the context, or a failure
+		// of the host itself: the turn ends with it.
+		return fmt.Errorf("scripted agent: input request %q: %w", req.Question, err)
+	}
+}
+
+// substitute fills in a delta's placeholders. One pass: text that a
+// substitution brings in (the prompt, an answer) is not expanded again.
+func (p *player) substitute(text string) string {
+	if !strings.Contains(text, "{{") {
+		return text
+	}
+	return strings.NewReplacer(
+		"{{prompt}}", p.prompt,
+		"{{mode}}", p.host.Mode(),
+		"{{tool}}", p.tool,
+		"{{answer}}", p.answer,
+		"{{index}}", p.index,
+		"{{error}}", p.errTag,
+	).Replace(text)
+}
+
+// sleepContext pauses for d; an abort ends the pause at once.
+func sleepContext(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func clonePtr[T any](p *T) *T {
+	if p == nil {
+		return nil
+	}
+	v := *p
+	return &v
+}
