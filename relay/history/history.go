@@ -57,7 +57,10 @@ type Store interface {
 	Conversations(ctx context.Context) ([]Conversation, error)
 	// Conversation returns one conversation, or ErrNotFound.
 	Conversation(ctx context.Context, id string) (Conversation, error)
-	// Write commits a batch durably before it returns.
+	// Write commits a batch durably before it returns. Every event's
+	// conversation must be in the batch or already stored, and no event may
+	// repeat a (conversation, seq) that is stored or earlier in the batch;
+	// otherwise Write returns an error and writes nothing of the batch.
 	Write(ctx context.Context, b Batch) error
 	// Events calls fn for each event of the conversation with Seq > since, in
 	// seq order, until fn returns an error (which Events returns).

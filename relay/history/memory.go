@@ -1,12 +1,15 @@
 package history
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"fmt"
 	"slices"
 	"sort"
 	"sync"
+	"time"
 )
 
 // Memory is a Store that keeps everything in memory: a relay without a data
@@ -57,8 +60,44 @@ func (m *Memory) Conversation(ctx context.Context, id string) (Conversation, err
 func (m *Memory) Write(ctx context.Context, b Batch) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	// Check the whole batch before changing anything: a batch is applied
+	// entirely or not at all, as it is by a database transaction.
+	inBatch := make(map[string]bool, len(b.Conversations))
+	for _, c := range b.Conversations {
+		inBatch[c.ID] = true
+	}
+	// batchMax is the highest seq so far in this batch per conversation:
+	// an event above it (the usual case) cannot repeat one of the batch.
+	batchMax := make(map[string]int64, len(b.Conversations)+1)
+	for i, e := range b.Events {
+		if _, stored := m.convs[e.ConversationID]; !stored && !inBatch[e.ConversationID] {
+			return fmt.Errorf("write event %d of conversation %q: %w", e.Seq, e.ConversationID, ErrNotFound)
+		}
+		repeated := false
+		if _, found := m.find(e.ConversationID, e.Seq); found {
+			repeated = true
+		} else if top, ok := batchMax[e.ConversationID]; ok && e.Seq <= top {
+			repeated = slices.ContainsFunc(b.Events[:i], func(o Event) bool {
+				return o.ConversationID == e.ConversationID && o.Seq == e.Seq
+			})
+		}
+		if repeated {
+			return fmt.Errorf("write event %d of conversation %q: the seq is already stored", e.Seq, e.ConversationID)
+		}
+		if top, ok := batchMax[e.ConversationID]; !ok || e.Seq > top {
+			batchMax[e.ConversationID] = e.Seq
+		}
+	}
 	for _, e := range b.Events {
-		m.events[e.ConversationID] = append(m.events[e.ConversationID], e)
+		evs := m.events[e.ConversationID]
+		if n := len(evs); n == 0 || evs[n-1].Seq < e.Seq {
+			m.events[e.ConversationID] = append(evs, e) // the usual case: the next seq
+			continue
+		}
+		// Out of order: insert into a new array (Clip makes Insert
+		// allocate), because Events may be handing the old one to its fn.
+		i, _ := m.find(e.ConversationID, e.Seq)
+		m.events[e.ConversationID] = slices.Insert(slices.Clip(evs), i, e)
 	}
 	for _, c := range b.Conversations {
 		m.convs[c.ID] = c
@@ -66,11 +105,19 @@ func (m *Memory) Write(ctx context.Context, b Batch) error {
 	return nil
 }
 
+// find returns where seq is, or would be, in the conversation's events.
+// The caller holds m.mu.
+func (m *Memory) find(conversationID string, seq int64) (int, bool) {
+	return slices.BinarySearchFunc(m.events[conversationID], seq, func(e Event, seq int64) int { return cmp.Compare(e.Seq, seq) })
+}
+
 func (m *Memory) Events(ctx context.Context, conversationID string, since int64, fn func(Event) error) error {
 	m.mu.RLock()
 	evs := m.events[conversationID]
-	i, _ := slices.BinarySearchFunc(evs, since+1, func(e Event, seq int64) int { return int(e.Seq - seq) })
-	evs = evs[i:len(evs):len(evs)] // appends after this point never touch our view
+	i, _ := m.find(conversationID, since+1)
+	// Capped so that later appends never touch our view; Write never
+	// changes elements in place (an out-of-order insert copies).
+	evs = evs[i:len(evs):len(evs)]
 	m.mu.RUnlock()
 	for _, e := range evs {
 		if err := fn(e); err != nil {
@@ -86,6 +133,22 @@ func (m *Memory) Delete(ctx context.Context, conversationID string) error {
 	delete(m.convs, conversationID)
 	delete(m.events, conversationID)
 	return nil
+}
+
+// DeleteOlderThan removes the conversations last updated before cutoff, and
+// their events (--history-max-age), and returns how many it removed.
+func (m *Memory) DeleteOlderThan(ctx context.Context, cutoff time.Time) (int, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	n := 0
+	for id, c := range m.convs {
+		if c.UpdatedAt.Before(cutoff) {
+			delete(m.convs, id)
+			delete(m.events, id)
+			n++
+		}
+	}
+	return n, nil
 }
 
 func (m *Memory) Close() error { return nil }
