@@ -1,0 +1,252 @@
+package cli
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// runCLI runs the command line in-process and returns its exit status and
+// what it printed.
+func runCLI(t *testing.T, ctx context.Context, args ...string) (int, string, string) {
+	t.Helper()
+	var stdout, stderr bytes.Buffer
+	env := Env{Stdin: strings.NewReader(""), Stdout: &stdout, Stderr: &stderr, Getenv: func(string) string { return "" }}
+	code := Run(ctx, args, env)
+	return code, stdout.String(), stderr.String()
+}
+
+func TestServeRefusesBadInvocations(t *testing.T) {
+	dir := t.TempDir()
+	badScript := filepath.Join(dir, "bad.json")
+	if err := os.WriteFile(badScript, []byte(`{"turns":[{"steps":[{"dleta":"x"}]}]}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name string
+		args []string
+		code int
+		want string // in stderr
+	}{
+		{"unknown flag", []string{"serve", "--bogus"}, 2, "flag provided but not defined: -bogus"},
+		{"bad duration", []string{"serve", "--input-timeout", "soon"}, 2, "input-timeout"},
+		{"bad agent", []string{"serve", "--agent", "gpt"}, 2, `--agent must be auto, copilot or script, not "gpt"`},
+		{"bad provider type", []string{"serve", "--provider-type", "llama"}, 2, "--provider-type"},
+		{"bad provider url", []string{"serve", "--provider-url", "localhost:8080"}, 2, "--provider-url"},
+		{"tls cert without key", []string{"serve", "--tls-cert", "c.pem"}, 2, "--tls-cert and --tls-key go together"},
+		{"bad listen", []string{"serve", "--listen", "7420"}, 2, "--listen must be HOST:PORT"},
+		{"positional argument", []string{"serve", "now"}, 2, `unexpected argument "now"`},
+		{"non-loopback without token", []string{"serve", "--listen", "0.0.0.0:0", "--data-dir", memoryDataDir, "--agent", "script"}, 2, "refusing to listen on 0.0.0.0:0 without a token"},
+		{"bad script", []string{"serve", "--listen", "127.0.0.1:0", "--data-dir", memoryDataDir, "--agent", "script", "--script", badScript}, 1, "bad.json"},
+		{"missing script", []string{"serve", "--listen", "127.0.0.1:0", "--data-dir", memoryDataDir, "--agent", "script", "--script", filepath.Join(dir, "nope.json")}, 1, "nope.json"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			code, _, stderr := runCLI(t, context.Background(), tt.args...)
+			if code != tt.code {
+				t.Errorf("exit status %d, want %d; stderr:\n%s", code, tt.code, stderr)
+			}
+			if !strings.Contains(stderr, tt.want) {
+				t.Errorf("stderr does not say %q:\n%s", tt.want, stderr)
+			}
+		})
+	}
+}
+
+func TestServeHelpListsFlags(t *testing.T) {
+	code, stdout, _ := runCLI(t, context.Background(), "serve", "-h")
+	if code != 0 {
+		t.Fatalf("serve -h exited %d", code)
+	}
+	for _, flag := range []string{"-listen", "-token", "-insecure-no-auth", "-agent", "-script", "-copilot-path", "-model",
+		"-provider-url", "-provider-type", "-provider-key", "-workdir", "-heartbeat-timeout", "-input-timeout",
+		"-data-dir", "-history-max-age", "-tls-cert", "-tls-key"} {
+		if !strings.Contains(stdout, flag+" ") && !strings.Contains(stdout, flag+"\n") {
+			t.Errorf("serve -h does not list %s", flag)
+		}
+	}
+}
+
+func TestVersion(t *testing.T) {
+	code, stdout, _ := runCLI(t, context.Background(), "--version")
+	if code != 0 || strings.TrimSpace(stdout) != "pilotdesk "+Version {
+		t.Errorf("--version = %d %q", code, stdout)
+	}
+}
+
+var (
+	buildOnce sync.Once
+	binPath   string
+	buildErr  error
+)
+
+// pilotdeskBinary builds the real binary once per test run (with the test
+// driver tag, so it needs no display).
+func pilotdeskBinary(t *testing.T) string {
+	t.Helper()
+	buildOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "pilotdesk-bin")
+		if err != nil {
+			buildErr = err
+			return
+		}
+		binPath = filepath.Join(dir, "pilotdesk")
+		cmd := exec.Command("go", "build", "-tags", "ci", "-o", binPath, "..")
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
+		}
+	})
+	if buildErr != nil {
+		t.Fatal(buildErr)
+	}
+	return binPath
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if binPath != "" {
+		os.RemoveAll(filepath.Dir(binPath))
+	}
+	os.Exit(code)
+}
+
+// startServe starts `pilotdesk serve` and waits for its "relay listening"
+// line; it returns the process, the relay's address and a reader of the rest
+// of its log.
+func startServe(t *testing.T, args ...string) (*exec.Cmd, string, *logTail) {
+	t.Helper()
+	cmd := exec.Command(pilotdeskBinary(t), append([]string{"serve"}, args...)...)
+	cmd.Env = append(os.Environ(), "PILOTDESK_TOKEN=")
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	tail := newLogTail(stderr)
+	line, ok := tail.waitFor(regexp.MustCompile(`relay listening`), 60*time.Second)
+	if !ok {
+		t.Fatalf("serve did not start; log:\n%s", tail.String())
+	}
+	m := regexp.MustCompile(`url=wss?://([^/]+)/ws`).FindStringSubmatch(line)
+	if m == nil {
+		t.Fatalf("no url in %q", line)
+	}
+	return cmd, m[1], tail
+}
+
+func TestServeProcess(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary")
+	}
+	cmd, addr, tail := startServe(t, "--listen", "127.0.0.1:0", "--agent", "script", "--data-dir", t.TempDir(), "--token", "s3cret-token-value")
+
+	resp, err := http.Get("http://" + addr + "/healthz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Errorf("/healthz = %d", resp.StatusCode)
+	}
+
+	t.Run("port in use", func(t *testing.T) {
+		out, err := exec.Command(pilotdeskBinary(t), "serve", "--listen", addr, "--agent", "script", "--data-dir", memoryDataDir).CombinedOutput()
+		if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 1 {
+			t.Fatalf("second serve on %s: err %v, want exit 1; output:\n%s", addr, err, out)
+		}
+		if !strings.Contains(string(out), "the port is in use") {
+			t.Errorf("no clear message:\n%s", out)
+		}
+	})
+
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Errorf("serve exited with %v after SIGTERM; log:\n%s", err, tail.String())
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatalf("serve did not stop within 30 s of SIGTERM; log:\n%s", tail.String())
+	}
+	log := tail.String()
+	if !strings.Contains(log, "stopped") {
+		t.Errorf("no clean-stop line in the log:\n%s", log)
+	}
+	if strings.Contains(log, "s3cret-token-value") {
+		t.Errorf("the token appears in the log:\n%s", log)
+	}
+	if _, err := net.DialTimeout("tcp", addr, time.Second); err == nil {
+		t.Errorf("%s still accepts connections after shutdown", addr)
+	}
+}
+
+// logTail collects a process's output lines.
+type logTail struct {
+	mu    sync.Mutex
+	lines []string
+	cond  *sync.Cond
+	done  bool
+}
+
+func newLogTail(r interface{ Read([]byte) (int, error) }) *logTail {
+	lt := &logTail{}
+	lt.cond = sync.NewCond(&lt.mu)
+	go func() {
+		sc := bufio.NewScanner(r)
+		for sc.Scan() {
+			lt.mu.Lock()
+			lt.lines = append(lt.lines, sc.Text())
+			lt.cond.Broadcast()
+			lt.mu.Unlock()
+		}
+		lt.mu.Lock()
+		lt.done = true
+		lt.cond.Broadcast()
+		lt.mu.Unlock()
+	}()
+	return lt
+}
+
+func (lt *logTail) waitFor(re *regexp.Regexp, timeout time.Duration) (string, bool) {
+	timer := time.AfterFunc(timeout, func() { lt.mu.Lock(); lt.done = true; lt.cond.Broadcast(); lt.mu.Unlock() })
+	defer timer.Stop()
+	lt.mu.Lock()
+	defer lt.mu.Unlock()
+	for i := 0; ; {
+		for ; i < len(lt.lines); i++ {
+			if re.MatchString(lt.lines[i]) {
+				return lt.lines[i], true
+			}
+		}
+		if lt.done {
+			return "", false
+		}
+		lt.cond.Wait()
+	}
+}
+
+func (lt *logTail) String() string {
+	lt.mu.Lock()
+	defer lt.mu.Unlock()
+	return strings.Join(lt.lines, "\n")
+}
