@@ -1,0 +1,123 @@
+package client
+
+import (
+	"context"
+	"strings"
+
+	"github.com/pilotdesk/pilotdesk/protocol"
+)
+
+// Subscribe follows a conversation: the relay replays its events with
+// seq > sinceSeq (0 replays all of it), then sends copilot:subscribed, then
+// live events. The subscription is remembered: after a reconnect the client
+// renews it from the last seq it delivered. While disconnected it is only
+// remembered and the call returns nil.
+func (c *Client) Subscribe(ctx context.Context, conversationID string, sinceSeq int64) error {
+	c.mu.Lock()
+	s := c.sub(conversationID)
+	s.lastSeq = max(sinceSeq, 0)
+	s.syncing = true
+	s.buf = nil
+	conn := c.conn
+	c.mu.Unlock()
+	if conn == nil {
+		return nil
+	}
+	since := max(sinceSeq, 0)
+	return c.writeTo(ctx, conn, protocol.TypeSubscribe, protocol.Subscribe{ConversationID: conversationID, SinceSeq: &since})
+}
+
+// Unsubscribe stops following a conversation.
+func (c *Client) Unsubscribe(ctx context.Context, conversationID string) error {
+	c.mu.Lock()
+	delete(c.subs, conversationID)
+	conn := c.conn
+	c.mu.Unlock()
+	if conn == nil {
+		return nil
+	}
+	return c.writeTo(ctx, conn, protocol.TypeUnsubscribe, protocol.ConversationRef{ConversationID: conversationID})
+}
+
+// LastSeq returns the highest seq delivered for a conversation (0 if none).
+func (c *Client) LastSeq(conversationID string) int64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if s, ok := c.subs[conversationID]; ok {
+		return s.lastSeq
+	}
+	return 0
+}
+
+// Send starts a turn with prompt. mode "" means the relay's default (act);
+// model "" the session's model. Sending subscribes this connection to the
+// conversation, and the client remembers it for reconnects.
+func (c *Client) Send(ctx context.Context, conversationID, prompt string, mode protocol.Mode, model string) error {
+	c.mu.Lock()
+	c.sub(conversationID)
+	c.mu.Unlock()
+	return c.write(ctx, protocol.TypeSend, protocol.Send{ConversationID: conversationID, Prompt: prompt, Mode: mode, Model: model})
+}
+
+// Abort stops the conversation's running turn.
+func (c *Client) Abort(ctx context.Context, conversationID string) error {
+	return c.write(ctx, protocol.TypeAbort, protocol.Abort{ConversationID: conversationID})
+}
+
+// SetMode switches the conversation between plan and act, mid-stream too.
+func (c *Client) SetMode(ctx context.Context, conversationID string, mode protocol.Mode) error {
+	return c.write(ctx, protocol.TypeSetMode, protocol.SetMode{ConversationID: conversationID, Mode: mode})
+}
+
+// Answer resolves an input request with a text answer. For a choice pass
+// its 0-based index (nil otherwise); wasFreeform says the user typed it.
+func (c *Client) Answer(ctx context.Context, conversationID, requestID, answer string, wasFreeform bool, index *int) error {
+	return c.write(ctx, protocol.TypeUserInputResponse, protocol.UserInputResponse{
+		ConversationID: conversationID,
+		RequestID:      requestID,
+		Answer:         answer,
+		WasFreeform:    &wasFreeform,
+		Index:          index,
+	})
+}
+
+// Reject declines an input request, which cancels the turn (the relay keeps
+// the partial text and ends the turn with status rejected).
+func (c *Client) Reject(ctx context.Context, conversationID, requestID string) error {
+	return c.write(ctx, protocol.TypeUserInputResponse, protocol.UserInputResponse{
+		ConversationID: conversationID,
+		RequestID:      requestID,
+		Answer:         protocol.AnswerReject,
+		Rejected:       true,
+	})
+}
+
+// List asks for the relay's conversations; a copilot:conversations event
+// answers.
+func (c *Client) List(ctx context.Context) error {
+	return c.write(ctx, protocol.TypeList, nil)
+}
+
+// CloseConversation ends the conversation's agent session (copilot:close);
+// copilot:shutdown follows.
+func (c *Client) CloseConversation(ctx context.Context, conversationID string) error {
+	return c.write(ctx, protocol.TypeClose, protocol.ConversationRef{ConversationID: conversationID})
+}
+
+// DeleteConversation removes a conversation and its history
+// (copilot:delete); its subscribers get copilot:deleted.
+func (c *Client) DeleteConversation(ctx context.Context, conversationID string) error {
+	return c.write(ctx, protocol.TypeDelete, protocol.ConversationRef{ConversationID: conversationID})
+}
+
+// Ping sends a ping now; the keep-alive sends them by itself.
+func (c *Client) Ping(ctx context.Context) error {
+	return c.write(ctx, protocol.TypePing, nil)
+}
+
+// IsRejection reports whether a typed text answer means "reject" (seed 003:
+// `r` or `/reject` alone).
+func IsRejection(answer string) bool {
+	a := strings.TrimSpace(answer)
+	return a == "r" || a == "/reject"
+}

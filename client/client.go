@@ -1,0 +1,527 @@
+// Package client is the Go client of the relay's WebSocket protocol
+// (../shared/spec/PROTOCOL.md), shared by the desktop window and the terminal
+// client. It connects with a bearer token, decodes every server message into
+// its protocol struct, keeps the connection alive with pings, reconnects with
+// backoff and resumes each subscribed conversation from the last seq it saw,
+// so a consumer sees every event once and in order.
+//
+// It never imports Fyne: the window consumes Events like any other client.
+package client
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/coder/websocket"
+
+	"github.com/pilotdesk/pilotdesk/protocol"
+)
+
+// ErrNotConnected is returned by the send helpers while the connection is
+// down. Subscribe and Unsubscribe do not return it: they are remembered and
+// applied on reconnect.
+var ErrNotConnected = errors.New("not connected to the relay")
+
+// ErrClosed is returned by the send helpers after Close.
+var ErrClosed = errors.New("client closed")
+
+// Config configures a Client. The zero value of every duration means its
+// default.
+type Config struct {
+	// URL is the relay's WebSocket endpoint, ws://HOST:PORT/ws or wss://….
+	// http:// and https:// are accepted and mapped to ws:// and wss://.
+	URL string
+	// Token is sent as "Authorization: Bearer <Token>" when not empty.
+	Token string
+
+	// PingInterval is how long the client waits after the last message it
+	// received before it sends a ping (default 30 s, PROTOCOL.md).
+	PingInterval time.Duration
+	// PongTimeout is how long after a ping the client waits for any message
+	// before it declares the connection dead and reconnects (default 20 s).
+	PongTimeout time.Duration
+	// MinBackoff and MaxBackoff bound the wait between reconnection attempts
+	// (defaults 500 ms and 15 s); the wait doubles after each failure and
+	// gets ±20 % jitter.
+	MinBackoff time.Duration
+	MaxBackoff time.Duration
+	// OfflineAfter is how long reconnection may fail before the state
+	// becomes StateOffline (default 30 s). The client keeps retrying.
+	OfflineAfter time.Duration
+	// WriteTimeout bounds each outgoing frame (default 10 s).
+	WriteTimeout time.Duration
+	// DialTimeout bounds each connection attempt (default 10 s).
+	DialTimeout time.Duration
+	// EventBuffer is the capacity of the Events channel (default 1024). When
+	// it is full the reader waits: nothing is dropped.
+	EventBuffer int
+
+	// HTTPClient is used for the handshake (default http.DefaultClient).
+	HTTPClient *http.Client
+	// Logger receives the client's diagnostics (default slog.Default()).
+	Logger *slog.Logger
+}
+
+func (c *Config) setDefaults() {
+	def := func(d *time.Duration, v time.Duration) {
+		if *d <= 0 {
+			*d = v
+		}
+	}
+	def(&c.PingInterval, 30*time.Second)
+	def(&c.PongTimeout, 20*time.Second)
+	def(&c.MinBackoff, 500*time.Millisecond)
+	def(&c.MaxBackoff, 15*time.Second)
+	def(&c.OfflineAfter, 30*time.Second)
+	def(&c.WriteTimeout, 10*time.Second)
+	def(&c.DialTimeout, 10*time.Second)
+	if c.MaxBackoff < c.MinBackoff {
+		c.MaxBackoff = c.MinBackoff
+	}
+	if c.EventBuffer <= 0 {
+		c.EventBuffer = 1024
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	switch {
+	case strings.HasPrefix(c.URL, "http://"):
+		c.URL = "ws://" + strings.TrimPrefix(c.URL, "http://")
+	case strings.HasPrefix(c.URL, "https://"):
+		c.URL = "wss://" + strings.TrimPrefix(c.URL, "https://")
+	}
+}
+
+// Client is a connection to a relay that survives drops. Its methods are
+// safe to call from any goroutine.
+type Client struct {
+	cfg    Config
+	log    *slog.Logger
+	events chan Event
+	cancel context.CancelFunc
+	done   chan struct{}
+
+	mu    sync.Mutex
+	conn  *websocket.Conn // nil while disconnected
+	state State
+	subs  map[string]*subscription
+}
+
+// subscription is what the client remembers of a conversation it follows.
+type subscription struct {
+	lastSeq int64  // the highest seq delivered
+	epoch   string // from the last copilot:subscribed; "" before one
+	// syncing is true between sending copilot:subscribe and receiving
+	// copilot:subscribed: events are held in buf so that they can be
+	// ordered, de-duplicated, or dropped if the epoch changed.
+	syncing bool
+	buf     []Event
+}
+
+// Dial connects to the relay at url with token (may be empty) using the
+// default settings. See Config.Dial.
+func Dial(ctx context.Context, url, token string) (*Client, error) {
+	return Config{URL: url, Token: token}.Dial(ctx)
+}
+
+// Dial makes the first connection and returns a live Client, or the error of
+// that first attempt (a wrong URL or token should be reported, not retried).
+// ctx bounds the client's whole life: cancelling it closes the client as
+// Close does. Later drops are retried with backoff until then.
+func (cfg Config) Dial(ctx context.Context) (*Client, error) {
+	cfg.setDefaults()
+	c := &Client{
+		cfg:    cfg,
+		log:    cfg.Logger.With("relay", cfg.URL),
+		events: make(chan Event, cfg.EventBuffer),
+		done:   make(chan struct{}),
+		state:  StateConnecting,
+		subs:   make(map[string]*subscription),
+	}
+	conn, err := c.dial(ctx)
+	if err != nil {
+		return nil, err
+	}
+	ctx, c.cancel = context.WithCancel(ctx)
+	go c.run(ctx, conn)
+	return c, nil
+}
+
+// Events delivers every message from the relay, decoded, in the order it
+// arrived, with conversation events de-duplicated by seq, plus TypeState and
+// TypeReset events. It is closed after the client has stopped. Read it
+// promptly: a full channel stalls the connection's reader.
+func (c *Client) Events() <-chan Event { return c.events }
+
+// State returns the connection state now.
+func (c *Client) State() State {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.state
+}
+
+// URL returns the relay endpoint the client connects to.
+func (c *Client) URL() string { return c.cfg.URL }
+
+// Close ends the connection (with a normal closure) and stops reconnecting.
+// It waits until the client's goroutines have exited.
+func (c *Client) Close() error {
+	c.cancel()
+	<-c.done
+	return nil
+}
+
+func (c *Client) dial(ctx context.Context) (*websocket.Conn, error) {
+	ctx, cancel := context.WithTimeout(ctx, c.cfg.DialTimeout)
+	defer cancel()
+	hdr := http.Header{}
+	if c.cfg.Token != "" {
+		hdr.Set("Authorization", "Bearer "+c.cfg.Token)
+	}
+	conn, resp, err := websocket.Dial(ctx, c.cfg.URL, &websocket.DialOptions{
+		HTTPClient: c.cfg.HTTPClient,
+		HTTPHeader: hdr,
+	})
+	if err != nil {
+		if resp != nil && resp.StatusCode == http.StatusUnauthorized {
+			return nil, fmt.Errorf("connect to %s: the relay refused the token (HTTP 401): %w", c.cfg.URL, err)
+		}
+		return nil, fmt.Errorf("connect to %s: %w", c.cfg.URL, err)
+	}
+	// Frames from the relay are at most 1 MiB of data plus the envelope.
+	conn.SetReadLimit(protocol.MaxFrameBytes + 64<<10)
+	return conn, nil
+}
+
+// run owns the connection: it serves one connection until it fails, then
+// reconnects, until ctx ends.
+func (c *Client) run(ctx context.Context, conn *websocket.Conn) {
+	defer close(c.done)
+	defer close(c.events)
+	for {
+		err := c.serve(ctx, conn)
+		c.mu.Lock()
+		c.conn = nil
+		c.mu.Unlock()
+		if ctx.Err() != nil {
+			_ = conn.Close(websocket.StatusNormalClosure, "client closed")
+			c.setState(ctx, StateChange{State: StateClosed})
+			return
+		}
+		_ = conn.CloseNow()
+		c.log.Warn("relay connection lost", "err", err)
+		conn = c.reconnect(ctx, err)
+		if conn == nil {
+			c.setState(ctx, StateChange{State: StateClosed})
+			return
+		}
+	}
+}
+
+// reconnect dials with exponential backoff until it succeeds (the new
+// connection) or ctx ends (nil).
+func (c *Client) reconnect(ctx context.Context, cause error) *websocket.Conn {
+	start := time.Now()
+	delay := c.cfg.MinBackoff
+	state := StateReconnecting
+	for attempt := 0; ; attempt++ {
+		wait := jitter(delay)
+		c.setState(ctx, StateChange{State: state, Err: cause, Attempt: attempt, RetryIn: wait})
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil
+		case <-t.C:
+		}
+		conn, err := c.dial(ctx)
+		if err == nil {
+			c.log.Info("relay connection restored", "attempts", attempt+1)
+			return conn
+		}
+		if ctx.Err() != nil {
+			return nil
+		}
+		cause = err
+		c.log.Debug("reconnect failed", "attempt", attempt+1, "err", err)
+		if time.Since(start) >= c.cfg.OfflineAfter {
+			state = StateOffline
+		}
+		delay = min(delay*2, c.cfg.MaxBackoff)
+	}
+}
+
+// jitter spreads d by ±20 % so that many clients do not retry in step.
+func jitter(d time.Duration) time.Duration {
+	return time.Duration(float64(d) * (0.8 + 0.4*rand.Float64()))
+}
+
+// serve re-subscribes, then reads one connection until it fails or ctx ends.
+func (c *Client) serve(ctx context.Context, conn *websocket.Conn) error {
+	connCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+
+	// Publish the connection and take the subscriptions to renew in one
+	// critical section: a Subscribe that runs before it is renewed here, one
+	// that runs after sends its own frame, so each is sent exactly once.
+	c.mu.Lock()
+	c.conn = conn
+	type renew struct {
+		id    string
+		since int64
+	}
+	var renews []renew
+	for id, s := range c.subs {
+		s.syncing = true
+		s.buf = nil
+		renews = append(renews, renew{id, s.lastSeq})
+	}
+	c.mu.Unlock()
+	slices.SortFunc(renews, func(a, b renew) int { return strings.Compare(a.id, b.id) })
+	for _, r := range renews {
+		since := r.since
+		if err := c.writeTo(connCtx, conn, protocol.TypeSubscribe, protocol.Subscribe{ConversationID: r.id, SinceSeq: &since}); err != nil {
+			return err
+		}
+	}
+	c.setState(ctx, StateChange{State: StateLive})
+
+	activity := make(chan struct{}, 1)
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		c.keepAlive(connCtx, conn, activity)
+	}()
+	defer wg.Wait()
+	defer cancel()
+
+	for {
+		_, frame, err := conn.Read(connCtx)
+		if err != nil {
+			return fmt.Errorf("read: %w", err)
+		}
+		select {
+		case activity <- struct{}{}:
+		default:
+		}
+		ev, err := Decode(frame)
+		if err != nil {
+			c.log.Warn("ignoring a frame the client cannot decode", "err", err, "frame", truncate(frame, 200))
+			continue
+		}
+		if ev.Data == nil && ev.Type != protocol.TypePong {
+			c.log.Debug("message of a type this client does not know", "type", ev.Type)
+		}
+		if !c.route(ctx, ev) {
+			return ctx.Err()
+		}
+	}
+}
+
+// keepAlive sends a ping after PingInterval without any inbound message and
+// closes the connection when nothing at all arrives within PongTimeout of a
+// ping. Any inbound message restarts the interval (PROTOCOL.md, Heartbeat).
+func (c *Client) keepAlive(ctx context.Context, conn *websocket.Conn, activity <-chan struct{}) {
+	t := time.NewTimer(c.cfg.PingInterval)
+	defer t.Stop()
+	awaiting := false
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-activity:
+			awaiting = false
+			t.Reset(c.cfg.PingInterval)
+		case <-t.C:
+			if awaiting {
+				c.log.Warn("relay did not answer a ping; reconnecting", "waited", c.cfg.PongTimeout)
+				_ = conn.CloseNow()
+				return
+			}
+			if err := c.writeTo(ctx, conn, protocol.TypePing, nil); err != nil {
+				return // the reader sees the broken connection too
+			}
+			awaiting = true
+			t.Reset(c.cfg.PongTimeout)
+		}
+	}
+}
+
+// route applies subscription bookkeeping to ev and delivers what should be
+// delivered. It returns false when ctx ended while delivering.
+func (c *Client) route(ctx context.Context, ev Event) bool {
+	var out []Event
+	var resubscribe *protocol.Subscribe
+	var conn *websocket.Conn
+
+	c.mu.Lock()
+	switch d := ev.Data.(type) {
+	case *protocol.Subscribed:
+		s := c.sub(d.ConversationID)
+		if s.syncing && s.epoch != "" && d.Epoch != s.epoch {
+			// The relay's history of this conversation is not the one we
+			// resumed from: what it replayed belongs to a different
+			// history. Drop it and replay from the start.
+			c.log.Info("conversation history changed on the relay; replaying it", "conversation", d.ConversationID, "old_epoch", s.epoch, "new_epoch", d.Epoch)
+			s.epoch = d.Epoch
+			s.lastSeq = 0
+			s.buf = nil
+			zero := int64(0)
+			resubscribe = &protocol.Subscribe{ConversationID: d.ConversationID, SinceSeq: &zero}
+			conn = c.conn
+			out = append(out, Event{Type: TypeReset, Data: &Reset{ConversationID: d.ConversationID, Epoch: d.Epoch}})
+			break
+		}
+		s.epoch = d.Epoch
+		out = append(out, s.flush()...)
+		s.lastSeq = max(s.lastSeq, d.Seq)
+		out = append(out, ev)
+	case *protocol.Error:
+		if d.Type == protocol.TypeSubscribe && d.ConversationID != "" {
+			if s, ok := c.subs[d.ConversationID]; ok && s.syncing {
+				out = append(out, s.flush()...)
+			}
+		}
+		out = append(out, ev)
+	default:
+		h, ok := header(ev.Data)
+		if !ok || h.ConversationID == "" {
+			out = append(out, ev)
+			break
+		}
+		if ev.Type == protocol.TypeDeleted {
+			delete(c.subs, h.ConversationID)
+			out = append(out, ev)
+			break
+		}
+		s := c.sub(h.ConversationID)
+		if s.syncing {
+			s.buf = append(s.buf, ev)
+			break
+		}
+		if h.Seq > 0 {
+			if h.Seq <= s.lastSeq {
+				c.log.Debug("dropping an event already delivered", "conversation", h.ConversationID, "seq", h.Seq, "last", s.lastSeq)
+				break
+			}
+			s.lastSeq = h.Seq
+		}
+		out = append(out, ev)
+	}
+	c.mu.Unlock()
+
+	if resubscribe != nil && conn != nil {
+		if err := c.writeTo(ctx, conn, protocol.TypeSubscribe, resubscribe); err != nil {
+			c.log.Warn("replaying a conversation failed", "conversation", resubscribe.ConversationID, "err", err)
+		}
+	}
+	for _, e := range out {
+		if !c.emit(ctx, e) {
+			return false
+		}
+	}
+	return true
+}
+
+// sub returns the subscription of id, creating it (a conversation this
+// connection receives events of, e.g. after copilot:send). c.mu is held.
+func (c *Client) sub(id string) *subscription {
+	s, ok := c.subs[id]
+	if !ok {
+		s = &subscription{}
+		c.subs[id] = s
+	}
+	return s
+}
+
+// flush ends a resync: it returns the held events in seq order without the
+// ones already delivered. c.mu is held.
+func (s *subscription) flush() []Event {
+	buf := s.buf
+	s.buf = nil
+	s.syncing = false
+	slices.SortStableFunc(buf, func(a, b Event) int { return cmp.Compare(a.Seq(), b.Seq()) })
+	out := buf[:0]
+	for _, e := range buf {
+		seq := e.Seq()
+		if seq > 0 && seq <= s.lastSeq {
+			continue
+		}
+		if seq > 0 {
+			s.lastSeq = seq
+		}
+		out = append(out, e)
+	}
+	return out
+}
+
+func (c *Client) emit(ctx context.Context, ev Event) bool {
+	select {
+	case c.events <- ev:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+func (c *Client) setState(ctx context.Context, sc StateChange) {
+	c.mu.Lock()
+	c.state = sc.State
+	c.mu.Unlock()
+	ev := Event{Type: TypeState, Data: &sc}
+	if sc.State == StateClosed {
+		// Best effort: the consumer may have stopped reading already.
+		select {
+		case c.events <- ev:
+		default:
+		}
+		return
+	}
+	c.emit(ctx, ev)
+}
+
+func (c *Client) writeTo(ctx context.Context, conn *websocket.Conn, msgType string, data any) error {
+	frame, err := protocol.Encode(msgType, data)
+	if err != nil {
+		return fmt.Errorf("encode %s: %w", msgType, err)
+	}
+	ctx, cancel := context.WithTimeout(ctx, c.cfg.WriteTimeout)
+	defer cancel()
+	if err := conn.Write(ctx, websocket.MessageText, frame); err != nil {
+		return fmt.Errorf("send %s: %w", msgType, err)
+	}
+	return nil
+}
+
+// write sends one message on the current connection.
+func (c *Client) write(ctx context.Context, msgType string, data any) error {
+	select {
+	case <-c.done:
+		return ErrClosed
+	default:
+	}
+	c.mu.Lock()
+	conn := c.conn
+	c.mu.Unlock()
+	if conn == nil {
+		return fmt.Errorf("send %s: %w", msgType, ErrNotConnected)
+	}
+	return c.writeTo(ctx, conn, msgType, data)
+}
+
+func truncate(b []byte, n int) string {
+	if len(b) <= n {
+		return string(b)
+	}
+	return string(b[:n]) + "…"
+}
