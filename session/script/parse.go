@@ -210,16 +210,23 @@ func (e *stepError) Error() string { return fmt.Sprintf("step %d: %v", e.step, e
 // name the turn by it.
 func parseTurn(raw json.RawMessage) (Turn, error) {
 	var t Turn
-	m, err := members(raw, "a turn", "match", "steps")
+	if k := kindOf(raw); k != kindObject {
+		return t, fmt.Errorf("a turn must be an object, not %s", k)
+	}
+	keys, m, err := orderedMembers(raw)
 	if err != nil {
 		return t, err
 	}
+	// The match first, so that every later error can name the turn by it.
 	if v, ok := m["match"]; ok && kindOf(v) != kindNull {
 		if t.Match, err = stringValue(v, "match"); err != nil {
 			return t, err
 		}
 		t.HasMatch = true
 		t.lowerMatch = strings.ToLower(t.Match)
+	}
+	if err := checkKeys(keys, "a turn", "match", "steps"); err != nil {
+		return t, err
 	}
 	rawSteps, ok := m["steps"]
 	if !ok || kindOf(rawSteps) == kindNull {
@@ -472,16 +479,25 @@ func members(raw json.RawMessage, what string, allowed ...string) (map[string]js
 	if err != nil {
 		return nil, err
 	}
+	if err := checkKeys(keys, what, allowed...); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// checkKeys refuses the first key that is not allowed, suggesting the
+// allowed key it most likely misspells.
+func checkKeys(keys []string, what string, allowed ...string) error {
 	for _, k := range keys {
 		if !slices.Contains(allowed, k) {
 			msg := fmt.Sprintf("unknown key %q in %s", k, what)
 			if near := nearest(k, allowed); near != "" {
 				msg += fmt.Sprintf(" (did you mean %q?)", near)
 			}
-			return nil, fmt.Errorf("%s; its keys are %s", msg, quoteAll(allowed))
+			return fmt.Errorf("%s; its keys are %s", msg, quoteAll(allowed))
 		}
 	}
-	return m, nil
+	return nil
 }
 
 // orderedMembers decodes an object, keeping its keys in order and refusing a
