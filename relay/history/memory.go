@@ -71,7 +71,7 @@ func (m *Memory) Write(ctx context.Context, b Batch) error {
 	batchMax := make(map[string]int64, len(b.Conversations)+1)
 	for i, e := range b.Events {
 		if _, stored := m.convs[e.ConversationID]; !stored && !inBatch[e.ConversationID] {
-			return fmt.Errorf("write event %d of conversation %q: %w", e.Seq, e.ConversationID, ErrNotFound)
+			return fmt.Errorf("history: write event %d of conversation %q: %w", e.Seq, e.ConversationID, ErrNotFound)
 		}
 		repeated := false
 		if _, found := m.find(e.ConversationID, e.Seq); found {
@@ -82,7 +82,7 @@ func (m *Memory) Write(ctx context.Context, b Batch) error {
 			})
 		}
 		if repeated {
-			return fmt.Errorf("write event %d of conversation %q: the seq is already stored", e.Seq, e.ConversationID)
+			return fmt.Errorf("history: write event %d of conversation %q: the seq is already stored", e.Seq, e.ConversationID)
 		}
 		if top, ok := batchMax[e.ConversationID]; !ok || e.Seq > top {
 			batchMax[e.ConversationID] = e.Seq
