@@ -264,7 +264,11 @@ func checkFile(path string, log *slog.Logger) error {
 		return &OpenError{Path: path, Kind: ErrAccess, Detail: "cannot look at the file", Err: err, Fix: fixAccess(filepath.Dir(path), true)}
 	}
 	if !fi.Mode().IsRegular() {
-		return &OpenError{Path: path, Kind: ErrNotHistory, Detail: fmt.Sprintf("it is not a regular file (%s)", fi.Mode().Type()), Fix: moveAside(path)}
+		what := "a directory"
+		if !fi.IsDir() {
+			what = "not a regular file (" + fi.Mode().String() + ")"
+		}
+		return &OpenError{Path: path, Kind: ErrNotHistory, Detail: "it is " + what, Fix: moveAside(path)}
 	}
 	f, err := os.OpenFile(path, os.O_RDWR, 0)
 	if err != nil {
