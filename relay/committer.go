@@ -1,0 +1,194 @@
+package relay
+
+import (
+	"context"
+	"sync"
+
+	"github.com/pilotdesk/pilotdesk/relay/history"
+)
+
+// maxPending bounds the records waiting for the committer; an agent that
+// emits faster than the store can write waits in Host.Emit.
+const maxPending = 1 << 16
+
+type recordKind uint8
+
+const (
+	recEvent  recordKind = iota // store the frame, then fan it out
+	recDelete                   // delete the conversation from the store, then tell its subscribers
+)
+
+// record is one unit of work for the committer.
+type record struct {
+	kind  recordKind
+	conv  *conversation
+	seq   int64
+	typ   string
+	frame []byte
+	meta  history.Conversation // the conversation after this event
+	done  chan error           // recDelete: the outcome
+}
+
+// committer is the one goroutine that writes conversation events to the
+// store and then hands them to the subscribers (group commit): it takes every
+// record queued, from every conversation, writes them in one Store.Write and
+// fans the frames out in order. No frame leaves before the write that holds it
+// returned; while one write runs, the next batch gathers.
+type committer struct {
+	r *Relay
+
+	mu       sync.Mutex
+	work     *sync.Cond // the queue is not empty, or stopping
+	space    *sync.Cond // the queue shrank
+	queue    []record
+	spare    []record
+	stopping bool
+	stopped  bool
+	done     chan struct{}
+
+	// Reused between batches; owned by the committer goroutine.
+	events []history.Event
+	metas  []history.Conversation
+	index  map[*conversation]int
+	frames [][]byte
+}
+
+func newCommitter(r *Relay) *committer {
+	c := &committer{r: r, done: make(chan struct{}), index: map[*conversation]int{}}
+	c.work = sync.NewCond(&c.mu)
+	c.space = sync.NewCond(&c.mu)
+	return c
+}
+
+// push queues a record. It never blocks (callers hold a conversation's lock);
+// it reports false once the committer has stopped.
+func (c *committer) push(rec record) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.stopped {
+		return false
+	}
+	c.queue = append(c.queue, rec)
+	if len(c.queue) == 1 {
+		c.work.Signal()
+	}
+	return true
+}
+
+// waitSpace blocks while the queue is full. Callers must not hold a
+// conversation's lock (the committer needs it to fan out).
+func (c *committer) waitSpace() {
+	c.mu.Lock()
+	for len(c.queue) >= maxPending && !c.stopped {
+		c.space.Wait()
+	}
+	c.mu.Unlock()
+}
+
+// stop makes the committer finish what is queued and exit; done is closed
+// then.
+func (c *committer) stop() {
+	c.mu.Lock()
+	c.stopping = true
+	c.work.Signal()
+	c.mu.Unlock()
+}
+
+func (c *committer) run() {
+	defer close(c.done)
+	for {
+		c.mu.Lock()
+		for len(c.queue) == 0 && !c.stopping {
+			c.work.Wait()
+		}
+		if len(c.queue) == 0 {
+			c.stopped = true
+			c.space.Broadcast()
+			c.mu.Unlock()
+			return
+		}
+		batch := c.queue
+		c.queue, c.spare = c.spare[:0], nil
+		c.space.Broadcast()
+		c.mu.Unlock()
+
+		c.process(batch)
+
+		clear(batch)
+		if cap(batch) > 4*maxPending/64 && len(batch) < 64 {
+			batch = nil // a burst's array is not kept
+		}
+		c.mu.Lock()
+		c.spare = batch[:0]
+		c.mu.Unlock()
+	}
+}
+
+// process handles a batch in order: runs of events are committed together;
+// a delete is done between them.
+func (c *committer) process(batch []record) {
+	for i := 0; i < len(batch); {
+		j := i
+		for j < len(batch) && batch[j].kind == recEvent {
+			j++
+		}
+		if j > i {
+			c.commit(batch[i:j])
+		}
+		if j < len(batch) {
+			c.delete(batch[j])
+			j++
+		}
+		i = j
+	}
+}
+
+// commit writes the events and the latest state of their conversations in
+// one Store.Write, then fans them out. If the write fails the events are not
+// sent: the failure is logged and reported to the conversations' subscribers
+// as copilot:error (itself stored first).
+func (c *committer) commit(recs []record) {
+	c.events = c.events[:0]
+	c.metas = c.metas[:0]
+	clear(c.index)
+	for _, rec := range recs {
+		c.events = append(c.events, history.Event{ConversationID: rec.conv.id, Seq: rec.seq, Type: rec.typ, Frame: rec.frame})
+		if i, ok := c.index[rec.conv]; ok {
+			c.metas[i] = rec.meta
+		} else {
+			c.index[rec.conv] = len(c.metas)
+			c.metas = append(c.metas, rec.meta)
+		}
+	}
+	err := c.r.store.Write(context.Background(), history.Batch{Events: c.events, Conversations: c.metas})
+	clear(c.events) // drop the frames' references
+	if err != nil {
+		c.r.log.Error("relay: history store write failed; these events were not sent", "events", len(recs), "conversations", len(c.metas), "err", err)
+	}
+	for i := 0; i < len(recs); {
+		conv := recs[i].conv
+		j := i + 1
+		for j < len(recs) && recs[j].conv == conv {
+			j++
+		}
+		c.frames = c.frames[:0]
+		for _, rec := range recs[i:j] {
+			c.frames = append(c.frames, rec.frame)
+		}
+		conv.deliver(c.frames, recs[j-1].seq, err)
+		i = j
+	}
+	clear(c.frames)
+}
+
+// delete removes a conversation from the store; on success its subscribers
+// get copilot:deleted and it is forgotten, so a later subscribe finds it new.
+func (c *committer) delete(rec record) {
+	err := c.r.store.Delete(context.Background(), rec.conv.id)
+	if err != nil {
+		c.r.log.Error("relay: history store delete failed", "conversationId", rec.conv.id, "err", err)
+	} else {
+		rec.conv.finishDelete()
+	}
+	rec.done <- err
+}

@@ -1,0 +1,155 @@
+package relay
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"sync/atomic"
+
+	"github.com/pilotdesk/pilotdesk/protocol"
+	"github.com/pilotdesk/pilotdesk/session"
+)
+
+var emptyObject = json.RawMessage(`{}`)
+
+// host is the relay's side of one agent session (session.Host).
+type host struct {
+	conv       *conversation
+	dead       atomic.Bool  // the session was closed: later events are dropped
+	shutdowns  atomic.Int64 // Shutdown events emitted
+	cancelOpen context.CancelFunc
+}
+
+var _ session.Host = (*host)(nil)
+
+// Emit turns a session event into a conversation event.
+func (h *host) Emit(ev session.Event) {
+	if h.dead.Load() {
+		h.conv.r.log.Debug("relay: event of a closed agent session dropped", "conversationId", h.conv.id)
+		return
+	}
+	h.conv.r.commit.waitSpace()
+	c := h.conv
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	switch e := ev.(type) {
+	case session.Delta:
+		c.emitDeltaLocked(e)
+	case *session.Delta:
+		c.emitDeltaLocked(*e)
+	case session.Message:
+		c.emitMessageLocked(e)
+	case *session.Message:
+		c.emitMessageLocked(*e)
+	case session.ToolStart:
+		c.emitToolStartLocked(e)
+	case *session.ToolStart:
+		c.emitToolStartLocked(*e)
+	case session.ToolEnd:
+		c.emitToolEndLocked(e)
+	case *session.ToolEnd:
+		c.emitToolEndLocked(*e)
+	case session.Usage:
+		c.emitUsageLocked(e)
+	case *session.Usage:
+		c.emitUsageLocked(*e)
+	case session.Shutdown:
+		h.shutdowns.Add(1)
+		c.emitShutdownLocked(e)
+	case *session.Shutdown:
+		h.shutdowns.Add(1)
+		c.emitShutdownLocked(*e)
+	default:
+		c.r.log.Warn("relay: unknown session event dropped", "conversationId", c.id, "event", ev)
+	}
+}
+
+func (c *conversation) emitDeltaLocked(e session.Delta) {
+	if c.turn != nil {
+		c.turn.addDelta(e.MessageID, e.Content)
+	}
+	d := protocol.Delta{MessageID: e.MessageID, Content: e.Content}
+	c.emitLocked(protocol.TypeDelta, &d.Header, &d)
+}
+
+func (c *conversation) emitMessageLocked(e session.Message) {
+	if c.turn != nil {
+		c.turn.messageSent(e.MessageID)
+	}
+	d := protocol.Message{MessageID: e.MessageID, Content: e.Content}
+	c.emitLocked(protocol.TypeMessage, &d.Header, &d)
+}
+
+func (c *conversation) emitToolStartLocked(e session.ToolStart) {
+	d := protocol.ToolStart{ToolCallID: e.ToolCallID, ToolName: e.ToolName, Arguments: c.rawJSON(e.Arguments, "arguments", false)}
+	c.emitLocked(protocol.TypeToolStart, &d.Header, &d)
+}
+
+func (c *conversation) emitToolEndLocked(e session.ToolEnd) {
+	d := protocol.ToolEnd{ToolCallID: e.ToolCallID, Success: e.Success, Denied: e.Denied, Result: e.Result}
+	c.emitLocked(protocol.TypeToolEnd, &d.Header, &d)
+}
+
+func (c *conversation) emitUsageLocked(e session.Usage) {
+	d := protocol.Quota{
+		QuotaSnapshots:   c.rawJSON(e.QuotaSnapshots, "quotaSnapshots", true),
+		Model:            e.Model,
+		Cost:             e.Cost,
+		CacheReadTokens:  e.CacheReadTokens,
+		CacheWriteTokens: e.CacheWriteTokens,
+	}
+	c.emitLocked(protocol.TypeQuota, &d.Header, &d)
+}
+
+func (c *conversation) emitShutdownLocked(e session.Shutdown) {
+	d := protocol.Shutdown{TotalPremiumRequests: e.TotalPremiumRequests, ModelMetrics: c.rawJSON(e.ModelMetrics, "modelMetrics", true)}
+	c.emitLocked(protocol.TypeShutdown, &d.Header, &d)
+}
+
+// rawJSON checks JSON an agent handed over. With object, the result is
+// always an object ({} when raw is nil or not an object); otherwise nil
+// stays nil and invalid JSON becomes a JSON string of the text, so that one
+// bad field never loses the event.
+func (c *conversation) rawJSON(raw json.RawMessage, field string, object bool) json.RawMessage {
+	trimmed := bytes.TrimSpace(raw)
+	if len(trimmed) == 0 {
+		if object {
+			return emptyObject
+		}
+		return nil
+	}
+	if !json.Valid(trimmed) {
+		c.r.log.Warn("relay: the agent sent invalid JSON", "conversationId", c.id, "field", field)
+		if object {
+			return emptyObject
+		}
+		s, _ := json.Marshal(string(raw))
+		return s
+	}
+	if object && trimmed[0] != '{' {
+		c.r.log.Warn("relay: the agent sent a non-object where an object is expected", "conversationId", c.id, "field", field)
+		return emptyObject
+	}
+	return trimmed
+}
+
+// Mode is the conversation's mode now.
+func (h *host) Mode() string {
+	h.conv.mu.Lock()
+	defer h.conv.mu.Unlock()
+	return string(h.conv.mode)
+}
+
+// Permission decides from the mode at the moment of the call: plan denies,
+// act approves.
+func (h *host) Permission(ctx context.Context, req session.PermissionRequest) session.Decision {
+	if protocol.Mode(h.Mode()) == protocol.ModePlan {
+		return session.Decision{Allow: false, Reason: session.PlanDenialReason}
+	}
+	return session.Decision{Allow: true}
+}
+
+// Ask goes through the conversation's input bridge (input.go).
+func (h *host) Ask(ctx context.Context, req session.InputRequest) (session.Answer, error) {
+	return h.conv.ask(ctx, req)
+}

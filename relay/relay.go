@@ -1,0 +1,370 @@
+// Package relay is the WebSocket server between the agent sessions and every
+// window that shows them (../shared/spec/PROTOCOL.md, to the letter).
+//
+// Shape of the server:
+//
+//   - one conversation struct per conversation, with its own lock: seq,
+//     subscribers, mode, the input bridge, the running turn;
+//   - every conversation event is encoded once, gets the next seq and goes to
+//     the committer, one goroutine that writes everything queued (from all
+//     conversations) to the history store in one batch, then fans the frames
+//     out in order to the subscribers' send queues (committer.go);
+//   - per connection: the HTTP handler goroutine reads and dispatches, one
+//     writer goroutine drains the connection's bounded send queue with one
+//     syscall per batch (conn.go, cork.go);
+//   - a turn is one goroutine blocked in Session.Run (turn.go).
+package relay
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/coder/websocket"
+
+	"github.com/pilotdesk/pilotdesk/protocol"
+	"github.com/pilotdesk/pilotdesk/relay/history"
+	"github.com/pilotdesk/pilotdesk/session"
+)
+
+// Defaults for the zero values of Config.
+const (
+	DefaultHeartbeatTimeout = 180 * time.Second
+	DefaultInputTimeout     = 5 * time.Minute
+	DefaultSendQueue        = 4096
+	DefaultMaxConnections   = 10000
+	DefaultMaxSubscriptions = 1000
+)
+
+// Close codes the relay uses besides the standard ones.
+const (
+	// CloseTooSlow: the connection's send queue overflowed. The client
+	// reconnects and resubscribes with sinceSeq; nothing is lost.
+	CloseTooSlow websocket.StatusCode = 4000
+	// CloseHeartbeat: no inbound message within the heartbeat timeout.
+	CloseHeartbeat websocket.StatusCode = 4001
+)
+
+// Config configures a Relay.
+type Config struct {
+	Agent            session.Agent // required
+	Store            history.Store // nil: history.NewMemory()
+	Token            string        // "" = no auth
+	HeartbeatTimeout time.Duration // 0: 180s
+	InputTimeout     time.Duration // 0: 5m; negative: wait forever
+	SendQueue        int           // frames buffered per connection; 0: DefaultSendQueue
+	MaxConnections   int           // 0: DefaultMaxConnections
+	MaxSubscriptions int           // per connection; 0: DefaultMaxSubscriptions
+	OriginPatterns   []string      // extra allowed browser origins (websocket.AcceptOptions.OriginPatterns)
+	Logger           *slog.Logger  // nil: slog.Default()
+}
+
+// Relay serves the protocol over any session.Agent.
+type Relay struct {
+	agent       session.Agent
+	store       history.Store
+	epoch       string
+	log         *slog.Logger
+	token       bool
+	tokenDigest [sha256.Size]byte
+
+	heartbeat     time.Duration
+	inputTimeout  time.Duration // <= 0: none
+	sendQueue     int
+	maxConns      int
+	maxSubs       int
+	acceptOptions websocket.AcceptOptions
+	start         time.Time // origin of the monotonic clock used by heartbeats
+
+	// ctx ends when Close starts: every turn and connection derives from it.
+	ctx    context.Context
+	cancel context.CancelCauseFunc
+
+	commit *committer
+	mux    *http.ServeMux
+
+	mu          sync.Mutex
+	convs       map[string]*conversation
+	conns       map[*conn]struct{}
+	lastStarted string // conversation of the last stream started (deprecated abort)
+
+	// lifeMu guards closed and the WaitGroups' Add, so that nothing is
+	// started once Close is waiting.
+	lifeMu sync.Mutex
+	closed bool
+	work   sync.WaitGroup // turns, session closes, deletes
+	connWG sync.WaitGroup // connection handlers
+
+	closeOnce sync.Once
+	closeErr  error
+}
+
+var errShutdown = errors.New("the relay is shutting down")
+
+// New returns a relay serving cfg.Agent. It loads the conversations of
+// cfg.Store and closes the turns a previous run left open (PROTOCOL.md,
+// Durability).
+func New(cfg Config) (*Relay, error) {
+	if cfg.Agent == nil {
+		return nil, errors.New("relay: Config.Agent is required")
+	}
+	r := &Relay{
+		agent:        cfg.Agent,
+		store:        cfg.Store,
+		log:          cfg.Logger,
+		heartbeat:    cfg.HeartbeatTimeout,
+		inputTimeout: cfg.InputTimeout,
+		sendQueue:    cfg.SendQueue,
+		maxConns:     cfg.MaxConnections,
+		maxSubs:      cfg.MaxSubscriptions,
+		start:        time.Now(),
+		convs:        map[string]*conversation{},
+		conns:        map[*conn]struct{}{},
+	}
+	if r.store == nil {
+		r.store = history.NewMemory()
+	}
+	if r.log == nil {
+		r.log = slog.Default()
+	}
+	if r.heartbeat <= 0 {
+		r.heartbeat = DefaultHeartbeatTimeout
+	}
+	switch {
+	case r.inputTimeout == 0:
+		r.inputTimeout = DefaultInputTimeout
+	case r.inputTimeout < 0:
+		r.inputTimeout = 0
+	}
+	if r.sendQueue <= 0 {
+		r.sendQueue = DefaultSendQueue
+	}
+	if r.maxConns <= 0 {
+		r.maxConns = DefaultMaxConnections
+	}
+	if r.maxSubs <= 0 {
+		r.maxSubs = DefaultMaxSubscriptions
+	}
+	if cfg.Token != "" {
+		r.token = true
+		r.tokenDigest = sha256.Sum256([]byte(cfg.Token))
+	}
+	r.acceptOptions = websocket.AcceptOptions{OriginPatterns: append([]string(nil), cfg.OriginPatterns...)}
+	r.epoch = r.store.Epoch()
+
+	if err := r.load(); err != nil {
+		return nil, err
+	}
+
+	r.ctx, r.cancel = context.WithCancelCause(context.Background())
+	r.commit = newCommitter(r)
+	go r.commit.run()
+
+	r.mux = http.NewServeMux()
+	r.mux.HandleFunc("GET /ws", r.serveWS)
+	r.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		_, _ = w.Write([]byte("ok"))
+	})
+	return r, nil
+}
+
+// load reads the stored conversations. A conversation found streaming was
+// interrupted by a crash: its open input request is closed (reason aborted)
+// and its turn is closed (idle, status error, "relay restarted"), both stored
+// before anyone can subscribe.
+func (r *Relay) load() error {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	stored, err := r.store.Conversations(ctx)
+	if err != nil {
+		return fmt.Errorf("relay: load conversations: %w", err)
+	}
+	var batch history.Batch
+	now := time.Now()
+	for _, m := range stored {
+		mode := protocol.Mode(m.Mode)
+		if !mode.Valid() {
+			mode = protocol.ModeAct
+		}
+		c := newConversation(r, m.ID)
+		c.title, c.mode, c.model = m.Title, mode, m.Model
+		c.createdAt, c.updatedAt = m.CreatedAt, m.UpdatedAt
+		c.lastSeq, c.sentSeq = m.LastSeq, m.LastSeq
+		c.fromStore = true
+
+		var events []history.Event
+		add := func(typ string, hdr *protocol.Header, data any) error {
+			c.lastSeq++
+			*hdr = protocol.Header{ConversationID: c.id, Seq: c.lastSeq}
+			frame, err := protocol.Encode(typ, data)
+			if err != nil {
+				return fmt.Errorf("relay: encode %s for %s: %w", typ, c.id, err)
+			}
+			events = append(events, history.Event{ConversationID: c.id, Seq: c.lastSeq, Type: typ, Frame: frame})
+			return nil
+		}
+		if len(m.PendingInput) > 0 {
+			var pending struct {
+				RequestID string `json:"requestId"`
+			}
+			_ = json.Unmarshal(m.PendingInput, &pending) // an unreadable one is still closed
+			d := protocol.UserInputClosed{RequestID: pending.RequestID, Reason: protocol.ClosedAborted}
+			if err := add(protocol.TypeUserInputClosed, &d.Header, &d); err != nil {
+				return err
+			}
+		}
+		if m.Streaming {
+			d := protocol.Idle{Status: protocol.StatusError, Message: "relay restarted"}
+			if err := add(protocol.TypeIdle, &d.Header, &d); err != nil {
+				return err
+			}
+		}
+		if len(events) > 0 {
+			c.sentSeq = c.lastSeq
+			c.updatedAt = now
+			batch.Events = append(batch.Events, events...)
+			batch.Conversations = append(batch.Conversations, c.metaLocked())
+			r.log.Info("relay: closed a turn interrupted by a restart", "conversationId", c.id)
+		}
+		r.convs[c.id] = c
+	}
+	if len(batch.Events) > 0 {
+		if err := r.store.Write(ctx, batch); err != nil {
+			return fmt.Errorf("relay: close interrupted turns: %w", err)
+		}
+	}
+	return nil
+}
+
+// Handler serves GET /ws (the WebSocket) and GET /healthz.
+func (r *Relay) Handler() http.Handler { return r.mux }
+
+// Epoch names the relay's history (copilot:subscribed.epoch).
+func (r *Relay) Epoch() string { return r.epoch }
+
+// track starts fn on a goroutine that Close waits for. It reports false, and
+// starts nothing, once Close has begun.
+func (r *Relay) track(wg *sync.WaitGroup, fn func()) bool {
+	r.lifeMu.Lock()
+	defer r.lifeMu.Unlock()
+	if r.closed {
+		return false
+	}
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		fn()
+	}()
+	return true
+}
+
+// Close aborts open streams, closes every connection (after sending what is
+// queued), flushes the history and waits for the relay's goroutines. It
+// closes the agent sessions the relay opened, but not the Agent or the Store:
+// the caller owns them. When ctx ends first, connections are dropped at once
+// and ctx's error is returned.
+func (r *Relay) Close(ctx context.Context) error {
+	r.closeOnce.Do(func() { r.closeErr = r.shutdown(ctx) })
+	return r.closeErr
+}
+
+func (r *Relay) shutdown(ctx context.Context) error {
+	r.lifeMu.Lock()
+	r.closed = true
+	r.lifeMu.Unlock()
+	// Every turn's context ends: Run returns, the turn is closed with
+	// status aborted, open input requests are closed with reason aborted.
+	r.cancel(errShutdown)
+
+	var errs []error
+	if err := waitGroup(ctx, &r.work); err != nil {
+		errs = append(errs, fmt.Errorf("relay: wait for turns: %w", err))
+	}
+
+	// The sessions the relay opened; a Shutdown they emit while closing is
+	// stored and sent like any event.
+	r.mu.Lock()
+	convs := make([]*conversation, 0, len(r.convs))
+	for _, c := range r.convs {
+		convs = append(convs, c)
+	}
+	r.mu.Unlock()
+	for _, c := range convs {
+		c.mu.Lock()
+		sess, h := c.sess, c.host
+		c.sess, c.host = nil, nil
+		c.closeInputsLocked(nil, errShutdown)
+		c.mu.Unlock()
+		if sess != nil {
+			if err := sess.Close(ctx); err != nil {
+				r.log.Warn("relay: close agent session", "conversationId", c.id, "err", err)
+			}
+		}
+		if h != nil {
+			h.dead.Store(true)
+		}
+	}
+
+	// Everything emitted so far is committed and fanned out.
+	r.commit.stop()
+	select {
+	case <-r.commit.done:
+	case <-ctx.Done():
+		errs = append(errs, fmt.Errorf("relay: flush history: %w", ctx.Err()))
+	}
+
+	r.mu.Lock()
+	for c := range r.conns {
+		c.closeWith(websocket.StatusGoingAway, "relay shutting down", true)
+	}
+	r.mu.Unlock()
+	if err := waitGroup(ctx, &r.connWG); err != nil {
+		r.mu.Lock()
+		for c := range r.conns {
+			_ = c.ws.CloseNow()
+		}
+		r.mu.Unlock()
+		errs = append(errs, fmt.Errorf("relay: close connections: %w", err))
+	}
+	return errors.Join(errs...)
+}
+
+func waitGroup(ctx context.Context, wg *sync.WaitGroup) error {
+	done := make(chan struct{})
+	go func() {
+		wg.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// RequiresToken reports whether a relay listening on listenAddr must have a
+// token: true unless the host is loopback (127.0.0.0/8, ::1, localhost).
+func RequiresToken(listenAddr string) bool {
+	host := listenAddr
+	if h, _, err := net.SplitHostPort(listenAddr); err == nil {
+		host = h
+	}
+	host = strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")
+	if strings.EqualFold(host, "localhost") {
+		return false
+	}
+	if ip := net.ParseIP(host); ip != nil {
+		return !ip.IsLoopback()
+	}
+	return true
+}

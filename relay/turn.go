@@ -1,0 +1,404 @@
+package relay
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+	"unicode"
+
+	"github.com/google/uuid"
+
+	"github.com/pilotdesk/pilotdesk/protocol"
+	"github.com/pilotdesk/pilotdesk/session"
+)
+
+// Why a turn's context was cancelled; the idle status follows from it.
+var (
+	errAborted  = errors.New("the user aborted the turn")
+	errRejected = errors.New("the user rejected an input request")
+	errClosed   = errors.New("the conversation's agent session was closed")
+	errDeleted  = errors.New("the conversation was deleted")
+)
+
+// sessionCloseTimeout bounds Session.Close for copilot:close and
+// copilot:delete.
+const sessionCloseTimeout = 30 * time.Second
+
+// turn is one running Session.Run.
+type turn struct {
+	ctx    context.Context
+	cancel context.CancelCauseFunc
+	done   chan struct{} // closed after the turn's idle event was emitted
+
+	// Assistant text streamed in this turn, per message, so that an aborted
+	// or rejected turn keeps its partial text (seed 003, requirement 6).
+	partialOrder []string
+	partial      map[string]*strings.Builder
+	finished     map[string]bool // messages the agent sent whole
+}
+
+func (t *turn) addDelta(messageID, content string) {
+	b := t.partial[messageID]
+	if b == nil {
+		if t.partial == nil {
+			t.partial = map[string]*strings.Builder{}
+		}
+		b = &strings.Builder{}
+		t.partial[messageID] = b
+		t.partialOrder = append(t.partialOrder, messageID)
+	}
+	b.WriteString(content)
+}
+
+func (t *turn) messageSent(messageID string) {
+	if t.finished == nil {
+		t.finished = map[string]bool{}
+	}
+	t.finished[messageID] = true
+}
+
+// send handles copilot:send: it starts a turn unless one is running.
+func (r *Relay) send(c *conn, d *protocol.Send) {
+	conv, err := r.lockConversation(c.ctx, d.ConversationID)
+	if err != nil {
+		return
+	}
+	if conv.streaming {
+		conv.mu.Unlock()
+		c.sendError(&protocol.Error{Code: protocol.CodeConversationBusy, Type: protocol.TypeSend, ConversationID: d.ConversationID,
+			Message: "the conversation is streaming a reply: wait for copilot:idle or abort it first"})
+		return
+	}
+	// copilot:send implicitly subscribes the sender.
+	if c.subs[conv.id] != conv {
+		if !c.canSubscribe(protocol.TypeSend, conv.id) {
+			conv.mu.Unlock()
+			return
+		}
+		conv.subscribe(c, nil) // unlocks
+		c.subs[conv.id] = conv
+		conv.mu.Lock()
+		if conv.deleted || conv.deleting != nil || conv.streaming {
+			// Lost a race with a delete or another sender: start over.
+			conv.mu.Unlock()
+			r.send(c, d)
+			return
+		}
+	}
+	defer conv.mu.Unlock()
+
+	ctx, cancel := context.WithCancelCause(r.ctx)
+	t := &turn{ctx: ctx, cancel: cancel, done: make(chan struct{})}
+	mode := d.Mode
+	if mode == "" {
+		mode = protocol.ModeAct
+	}
+	prompt, model := d.Prompt, d.Model
+	started := r.track(&r.work, func() { r.runTurn(conv, t, prompt, model) })
+	if !started {
+		cancel(errShutdown)
+		return
+	}
+	if mode != conv.mode {
+		conv.mode = mode
+		mc := protocol.ModeChanged{Mode: mode}
+		conv.emitLocked(protocol.TypeModeChanged, &mc.Header, &mc)
+	}
+	if conv.title == "" {
+		conv.title = titleOf(prompt)
+	}
+	if model != "" {
+		conv.model = model
+	}
+	conv.streaming = true
+	conv.turn = t
+	um := protocol.UserMessage{MessageID: uuid.NewString(), Content: prompt, Mode: mode}
+	conv.emitLocked(protocol.TypeUserMessage, &um.Header, &um)
+
+	r.mu.Lock()
+	r.lastStarted = conv.id
+	r.mu.Unlock()
+}
+
+// runTurn is a turn's goroutine: it opens the agent session if needed, runs
+// the turn and closes it with copilot:idle. It starts while send still holds
+// the conversation's lock, and so waits for the user message to be emitted.
+func (r *Relay) runTurn(conv *conversation, t *turn, prompt, model string) {
+	defer t.cancel(nil)
+	sess, err := conv.session(t.ctx, model)
+	var runErr error
+	if err != nil {
+		runErr = fmt.Errorf("could not start the %s agent: %w", r.agent.Name(), err)
+	} else {
+		runErr = sess.Run(t.ctx, session.Turn{Prompt: prompt, Model: model})
+	}
+
+	status := protocol.StatusCompleted
+	switch cause := context.Cause(t.ctx); {
+	case t.ctx.Err() != nil && errors.Is(cause, errRejected):
+		status = protocol.StatusRejected
+	case t.ctx.Err() != nil:
+		status = protocol.StatusAborted
+	case errors.Is(runErr, session.ErrRejected):
+		status = protocol.StatusRejected
+	case runErr != nil:
+		status = protocol.StatusError
+		r.log.Warn("relay: turn failed", "conversationId", conv.id, "err", runErr)
+	}
+	conv.finishTurn(t, status, runErr)
+}
+
+// session returns the conversation's agent session, opening it on first use.
+// It waits for a close in progress (copilot:close) to finish first.
+func (c *conversation) session(ctx context.Context, model string) (session.Session, error) {
+	for {
+		c.mu.Lock()
+		if c.sess != nil {
+			s := c.sess
+			c.mu.Unlock()
+			return s, nil
+		}
+		if ch := c.closing; ch != nil {
+			c.mu.Unlock()
+			select {
+			case <-ch:
+				continue
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+		}
+		if model == "" {
+			model = c.model
+		}
+		opts := session.OpenOptions{Model: model, Resume: c.fromStore || c.hadSession}
+		h := &host{conv: c}
+		c.mu.Unlock()
+
+		// Open may take a while (a CLI starting); an abort meanwhile cancels
+		// it. The session itself lives until Close, so its context is the
+		// relay's, not the turn's.
+		openCtx, cancelOpen := context.WithCancel(c.r.ctx)
+		stop := context.AfterFunc(ctx, cancelOpen)
+		s, err := c.r.agent.Open(openCtx, c.id, opts, h)
+		stop()
+		if err != nil {
+			cancelOpen()
+			return nil, err
+		}
+		h.cancelOpen = cancelOpen
+		c.mu.Lock()
+		c.sess, c.host, c.hadSession = s, h, true
+		c.mu.Unlock()
+		return s, nil
+	}
+}
+
+// finishTurn closes a turn: open input requests are closed, the partial text
+// of an aborted or rejected turn is kept as a copilot:message, a failure is
+// reported as copilot:error, and copilot:idle ends the stream.
+func (c *conversation) finishTurn(t *turn, status string, runErr error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	defer close(t.done)
+	c.closeInputsLocked(t, context.Canceled)
+	if status == protocol.StatusAborted || status == protocol.StatusRejected {
+		for _, id := range t.partialOrder {
+			if t.finished[id] {
+				continue
+			}
+			m := protocol.Message{MessageID: id, Content: t.partial[id].String()}
+			c.emitLocked(protocol.TypeMessage, &m.Header, &m)
+		}
+	}
+	if status == protocol.StatusError {
+		c.emitErrorLocked(runErr.Error())
+	}
+	if c.turn == t {
+		c.turn = nil
+	}
+	c.streaming = false
+	idle := protocol.Idle{Status: status}
+	c.emitLocked(protocol.TypeIdle, &idle.Header, &idle)
+}
+
+// abortLocked cancels the running turn, if any, and closes its input
+// requests (reason aborted). It reports whether a turn was running.
+func (c *conversation) abortLocked(cause error) bool {
+	t := c.turn
+	if t == nil {
+		return false
+	}
+	t.cancel(cause)
+	c.closeInputsLocked(t, context.Canceled)
+	return true
+}
+
+// abort handles copilot:abort.
+func (r *Relay) abort(c *conn, d *protocol.Abort) {
+	id := d.ConversationID
+	if id == "" {
+		r.mu.Lock()
+		id = r.lastStarted
+		r.mu.Unlock()
+		r.log.Warn("relay: copilot:abort without conversationId is deprecated; aborting the last stream started on the relay", "conversationId", id)
+	}
+	notStreaming := func() {
+		c.sendError(&protocol.Error{Code: protocol.CodeNotStreaming, Type: protocol.TypeAbort, ConversationID: d.ConversationID,
+			Message: "there is no running stream to abort"})
+	}
+	conv := r.lookupConversation(id)
+	if id == "" || conv == nil {
+		notStreaming()
+		return
+	}
+	conv.mu.Lock()
+	ok := conv.abortLocked(errAborted)
+	conv.mu.Unlock()
+	if !ok {
+		notStreaming()
+	}
+}
+
+// setMode handles copilot:set_mode: the mode changes at once, mid-stream
+// too; the next permission request reads it.
+func (r *Relay) setMode(c *conn, d *protocol.SetMode) {
+	conv, err := r.lockConversation(c.ctx, d.ConversationID)
+	if err != nil {
+		return
+	}
+	defer conv.mu.Unlock()
+	conv.mode = d.Mode
+	mc := protocol.ModeChanged{Mode: d.Mode}
+	conv.emitLocked(protocol.TypeModeChanged, &mc.Header, &mc)
+}
+
+// closeConversation handles copilot:close: it aborts a running turn, closes
+// the agent session and emits copilot:shutdown (the agent's own, or one with
+// zero usage when the agent reported none).
+func (r *Relay) closeConversation(c *conn, d *protocol.ConversationRef) {
+	conv, err := r.lockConversation(c.ctx, d.ConversationID)
+	if err != nil {
+		return
+	}
+	defer conv.mu.Unlock()
+	if conv.closing != nil {
+		return // a close is already under way; its shutdown follows
+	}
+	ch := make(chan struct{})
+	conv.closing = ch
+	t := conv.turn
+	conv.abortLocked(errClosed)
+	started := r.track(&r.work, func() {
+		defer func() {
+			conv.mu.Lock()
+			conv.closing = nil
+			conv.mu.Unlock()
+			close(ch)
+		}()
+		if t != nil {
+			<-t.done
+		}
+		emitted := conv.closeSession()
+		conv.mu.Lock()
+		if !emitted {
+			sd := protocol.Shutdown{ModelMetrics: emptyObject}
+			conv.emitLocked(protocol.TypeShutdown, &sd.Header, &sd)
+		}
+		conv.mu.Unlock()
+	})
+	if !started {
+		conv.closing = nil
+		close(ch)
+	}
+}
+
+// closeSession closes the conversation's agent session, if one is open, and
+// reports whether the agent emitted a Shutdown while closing.
+func (c *conversation) closeSession() (shutdownEmitted bool) {
+	c.mu.Lock()
+	s, h := c.sess, c.host
+	c.sess, c.host = nil, nil
+	c.mu.Unlock()
+	if s == nil {
+		return false
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), sessionCloseTimeout)
+	defer cancel()
+	before := h.shutdowns.Load()
+	if err := s.Close(ctx); err != nil {
+		c.r.log.Warn("relay: close agent session", "conversationId", c.id, "err", err)
+	}
+	h.dead.Store(true)
+	if h.cancelOpen != nil {
+		h.cancelOpen()
+	}
+	return h.shutdowns.Load() > before
+}
+
+// deleteConversation handles copilot:delete: it aborts a running turn, closes
+// the agent session, removes the history from the store and tells the
+// subscribers (copilot:deleted). Until that is done, requests naming the
+// conversation wait, so that they see the new, empty one.
+func (r *Relay) deleteConversation(c *conn, d *protocol.ConversationRef) {
+	conv, err := r.lockConversation(c.ctx, d.ConversationID)
+	if err != nil {
+		return
+	}
+	defer conv.mu.Unlock()
+	ch := make(chan struct{})
+	conv.deleting = ch
+	t := conv.turn
+	conv.abortLocked(errDeleted)
+	closing := conv.closing
+	started := r.track(&r.work, func() {
+		defer close(ch)
+		if t != nil {
+			<-t.done
+		}
+		if closing != nil {
+			<-closing
+		}
+		conv.closeSession()
+		rec := record{kind: recDelete, conv: conv, done: make(chan error, 1)}
+		err := errShutdown
+		if r.commit.push(rec) {
+			err = <-rec.done
+		}
+		conv.mu.Lock()
+		conv.deleting = nil
+		if err != nil && !conv.deleted {
+			conv.emitErrorLocked(fmt.Sprintf("the conversation could not be deleted: %v", err))
+		}
+		conv.mu.Unlock()
+	})
+	if !started {
+		conv.deleting = nil
+		close(ch)
+	}
+}
+
+// titleOf makes a conversation's title from its first prompt: the first
+// non-blank line, at most titleLength characters.
+func titleOf(prompt string) string {
+	const titleLength = 60
+	line := ""
+	for l := range strings.SplitSeq(prompt, "\n") {
+		if l = strings.TrimSpace(l); l != "" {
+			line = l
+			break
+		}
+	}
+	line = strings.Map(func(r rune) rune {
+		if unicode.IsControl(r) {
+			return ' '
+		}
+		return r
+	}, line)
+	runes := []rune(line)
+	if len(runes) <= titleLength {
+		return line
+	}
+	return strings.TrimRightFunc(string(runes[:titleLength-1]), unicode.IsSpace) + "…"
+}
