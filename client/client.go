@@ -151,6 +151,11 @@ func (cfg Config) Dial(ctx context.Context) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
+	// Publish the connection before returning so that the caller can send
+	// at once; there is nothing to renew on a first connection.
+	c.conn = conn
+	c.state = StateLive
+	c.events <- Event{Type: TypeState, Data: &StateChange{State: StateLive}}
 	ctx, c.cancel = context.WithCancel(ctx)
 	go c.run(ctx, conn)
 	return c, nil
@@ -207,8 +212,8 @@ func (c *Client) dial(ctx context.Context) (*websocket.Conn, error) {
 func (c *Client) run(ctx context.Context, conn *websocket.Conn) {
 	defer close(c.done)
 	defer close(c.events)
-	for {
-		err := c.serve(ctx, conn)
+	for first := true; ; first = false {
+		err := c.serve(ctx, conn, !first)
 		c.mu.Lock()
 		c.conn = nil
 		c.mu.Unlock()
@@ -265,35 +270,16 @@ func jitter(d time.Duration) time.Duration {
 	return time.Duration(float64(d) * (0.8 + 0.4*rand.Float64()))
 }
 
-// serve re-subscribes, then reads one connection until it fails or ctx ends.
-func (c *Client) serve(ctx context.Context, conn *websocket.Conn) error {
+// serve reads one connection until it fails or ctx ends. On a reconnection
+// (renew) it first publishes the connection and renews every subscription.
+func (c *Client) serve(ctx context.Context, conn *websocket.Conn, renew bool) error {
 	connCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
-
-	// Publish the connection and take the subscriptions to renew in one
-	// critical section: a Subscribe that runs before it is renewed here, one
-	// that runs after sends its own frame, so each is sent exactly once.
-	c.mu.Lock()
-	c.conn = conn
-	type renew struct {
-		id    string
-		since int64
-	}
-	var renews []renew
-	for id, s := range c.subs {
-		s.syncing = true
-		s.buf = nil
-		renews = append(renews, renew{id, s.lastSeq})
-	}
-	c.mu.Unlock()
-	slices.SortFunc(renews, func(a, b renew) int { return strings.Compare(a.id, b.id) })
-	for _, r := range renews {
-		since := r.since
-		if err := c.writeTo(connCtx, conn, protocol.TypeSubscribe, protocol.Subscribe{ConversationID: r.id, SinceSeq: &since}); err != nil {
+	if renew {
+		if err := c.renew(ctx, connCtx, conn); err != nil {
 			return err
 		}
 	}
-	c.setState(ctx, StateChange{State: StateLive})
 
 	activity := make(chan struct{}, 1)
 	var wg sync.WaitGroup
@@ -326,6 +312,36 @@ func (c *Client) serve(ctx context.Context, conn *websocket.Conn) error {
 			return ctx.Err()
 		}
 	}
+}
+
+// renew publishes a new connection and renews every subscription from the
+// last seq delivered.
+func (c *Client) renew(ctx, connCtx context.Context, conn *websocket.Conn) error {
+	// Publish the connection and take the subscriptions to renew in one
+	// critical section: a Subscribe that runs before it is renewed here, one
+	// that runs after sends its own frame, so each is sent exactly once.
+	c.mu.Lock()
+	c.conn = conn
+	type renew struct {
+		id    string
+		since int64
+	}
+	var renews []renew
+	for id, s := range c.subs {
+		s.syncing = true
+		s.buf = nil
+		renews = append(renews, renew{id, s.lastSeq})
+	}
+	c.mu.Unlock()
+	slices.SortFunc(renews, func(a, b renew) int { return strings.Compare(a.id, b.id) })
+	for _, r := range renews {
+		since := r.since
+		if err := c.writeTo(connCtx, conn, protocol.TypeSubscribe, protocol.Subscribe{ConversationID: r.id, SinceSeq: &since}); err != nil {
+			return err
+		}
+	}
+	c.setState(ctx, StateChange{State: StateLive})
+	return nil
 }
 
 // keepAlive sends a ping after PingInterval without any inbound message and
