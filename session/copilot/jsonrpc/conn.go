@@ -141,13 +141,14 @@ type Conn struct {
 	pending map[int64]chan *Message
 	err     error // why the connection ended; set once
 
-	done     chan struct{}
-	ctx      context.Context // cancelled when the connection ends
-	cancel   context.CancelFunc
-	reader   sync.WaitGroup
+	done   chan struct{}
+	ctx    context.Context // cancelled when the connection ends
+	cancel context.CancelFunc
+	reader sync.WaitGroup
 }
 
-// NewConn starts a peer reading from r and writing to w.
+// NewConn starts a peer reading from r and writing to w. The reader starts
+// at once: h may be called before NewConn returns.
 func NewConn(r io.Reader, w io.Writer, h Handler, opts Options) *Conn {
 	log := opts.Logger
 	if log == nil {

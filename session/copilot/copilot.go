@@ -1,0 +1,451 @@
+// Package copilot is the GitHub Copilot CLI backend of session.Agent.
+//
+// It runs one `copilot --headless --no-auto-update --stdio` process per
+// Agent and speaks the CLI's SDK protocol to it: JSON-RPC 2.0 with LSP-style
+// framing (package jsonrpc), protocol version 3. Every conversation is one
+// CLI session. The facts it relies on are in research/copilot-protocol.md.
+//
+// The relay decides, the CLI asks: every permission.requested event is
+// answered from Host.Permission at that moment (approve-once or reject), so
+// plan/act switches apply mid-stream without touching the CLI session, which
+// always stays in the CLI's "interactive" mode. ask_user questions go to
+// Host.Ask; nothing is ever answered on a person's behalf.
+//
+// The CLI process starts at the first Open. When it dies, running turns fail
+// and the next turn starts a fresh process and resumes the session from the
+// CLI's own store (session.resume), so the conversation keeps its context.
+package copilot
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/pilotdesk/pilotdesk/session"
+	"github.com/pilotdesk/pilotdesk/session/copilot/jsonrpc"
+)
+
+// Errors a caller can tell apart with errors.Is. Each comes wrapped with a
+// message a person can act on.
+var (
+	// ErrCLINotFound: the copilot executable is not installed or not where
+	// we were told.
+	ErrCLINotFound = errors.New("GitHub Copilot CLI not found")
+	// ErrNotSignedIn: the CLI runs but has no GitHub login and no provider
+	// URL is set, so a turn could not call any model.
+	ErrNotSignedIn = errors.New("GitHub Copilot CLI is not signed in")
+	// ErrProtocolMismatch: the CLI speaks another SDK protocol version.
+	ErrProtocolMismatch = errors.New("GitHub Copilot CLI protocol mismatch")
+	// ErrClosed: the Agent or Session was closed.
+	ErrClosed = errors.New("copilot: closed")
+)
+
+// Options configures the backend.
+type Options struct {
+	// Path is the CLI executable; empty means `copilot` on PATH. A path
+	// ending in .js (the npm loader) is run with node.
+	Path string
+	// Model is the model of new sessions; empty: the CLI's default.
+	Model string
+	// WorkDir is where the agent works (its tools read and write there);
+	// empty: the current directory.
+	WorkDir string
+	// ProviderURL, when set, points the CLI at an OpenAI-compatible (or
+	// azure, anthropic) endpoint instead of GitHub's models (BYOK); no
+	// GitHub sign-in is needed then.
+	ProviderURL  string
+	ProviderType string // openai (default), azure or anthropic
+	ProviderKey  string
+	Logger       *slog.Logger
+	// Env is added to the CLI's environment ("KEY=value"; later entries win),
+	// for example COPILOT_HOME.
+	Env []string
+
+	// StartTimeout bounds starting the CLI and the handshake (the first run
+	// of a fresh install unpacks ~235 MB). Default 60s.
+	StartTimeout time.Duration
+	// StopGrace is how long a stopping CLI gets after its stdin closes
+	// before SIGTERM, and again before SIGKILL. Default 5s.
+	StopGrace time.Duration
+	// AbortTimeout bounds waiting for the CLI to go idle after an abort.
+	// Default 10s.
+	AbortTimeout time.Duration
+	// CloseTimeout bounds session.detach and waiting for its shutdown
+	// report when the caller's context has no deadline. Default 10s.
+	CloseTimeout time.Duration
+	// MaxFrameSize bounds one message from the CLI; larger ones are skipped.
+	// Default jsonrpc.DefaultMaxFrameSize.
+	MaxFrameSize int
+}
+
+func (o Options) withDefaults() Options {
+	if o.StartTimeout <= 0 {
+		o.StartTimeout = 60 * time.Second
+	}
+	if o.StopGrace <= 0 {
+		o.StopGrace = 5 * time.Second
+	}
+	if o.AbortTimeout <= 0 {
+		o.AbortTimeout = 10 * time.Second
+	}
+	if o.CloseTimeout <= 0 {
+		o.CloseTimeout = 10 * time.Second
+	}
+	if o.ProviderType == "" {
+		o.ProviderType = "openai"
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	return o
+}
+
+func (o Options) validate() error {
+	switch o.ProviderType {
+	case "", "openai", "azure", "anthropic":
+	default:
+		return fmt.Errorf("copilot: provider type %q: want openai, azure or anthropic", o.ProviderType)
+	}
+	return nil
+}
+
+// Agent is the Copilot backend. It is safe for concurrent use.
+type Agent struct {
+	opts Options
+	log  *slog.Logger
+
+	startMu sync.Mutex // serialises starting the CLI
+
+	mu       sync.Mutex
+	proc     *process // the current CLI, nil before the first Open
+	gen      int
+	sessions map[string]*Session // open sessions by CLI session id
+	closed   bool
+}
+
+var _ session.Agent = (*Agent)(nil)
+
+// New returns a backend. It checks the options but starts nothing: the CLI
+// starts at the first Open.
+func New(opts Options) (*Agent, error) {
+	if err := opts.validate(); err != nil {
+		return nil, err
+	}
+	opts = opts.withDefaults()
+	if opts.WorkDir != "" {
+		abs, err := filepath.Abs(opts.WorkDir)
+		if err != nil {
+			return nil, fmt.Errorf("copilot: work dir %q: %w", opts.WorkDir, err)
+		}
+		opts.WorkDir = abs
+	}
+	return &Agent{
+		opts:     opts,
+		log:      opts.Logger,
+		sessions: make(map[string]*Session),
+	}, nil
+}
+
+// Name is "copilot".
+func (a *Agent) Name() string { return "copilot" }
+
+// Probe checks that the CLI can serve turns: it is found, it speaks our
+// protocol, and it is signed in to GitHub or a provider URL is set. It starts
+// the CLI and stops it again. `--agent auto` uses it to pick a backend; each
+// error says what to do.
+func Probe(ctx context.Context, opts Options) error {
+	if err := opts.validate(); err != nil {
+		return err
+	}
+	opts = opts.withDefaults()
+	a := &Agent{opts: opts, log: opts.Logger, sessions: make(map[string]*Session)}
+	p, err := a.start(ctx, 1)
+	if err != nil {
+		return err
+	}
+	defer p.stop()
+	if opts.ProviderURL != "" {
+		return nil
+	}
+	var status struct {
+		IsAuthenticated bool   `json:"isAuthenticated"`
+		StatusMessage   string `json:"statusMessage"`
+		Login           string `json:"login"`
+	}
+	cctx, cancel := context.WithTimeout(ctx, opts.StartTimeout)
+	defer cancel()
+	if err := p.conn.Call(cctx, "auth.getStatus", nil, &status); err != nil {
+		return fmt.Errorf("copilot: asking the CLI for its sign-in status: %w", err)
+	}
+	if !status.IsAuthenticated {
+		msg := status.StatusMessage
+		if msg == "" {
+			msg = "not authenticated"
+		}
+		return fmt.Errorf("%w (%s): run `copilot` and type /login, or set a GitHub token in COPILOT_GITHUB_TOKEN, or use --provider-url to bring your own model", ErrNotSignedIn, msg)
+	}
+	return nil
+}
+
+// process returns the running CLI, starting one when there is none.
+func (a *Agent) process(ctx context.Context) (*process, error) {
+	a.startMu.Lock()
+	defer a.startMu.Unlock()
+	a.mu.Lock()
+	if a.closed {
+		a.mu.Unlock()
+		return nil, ErrClosed
+	}
+	p := a.proc
+	a.mu.Unlock()
+	if p != nil && p.alive() {
+		return p, nil
+	}
+	a.mu.Lock()
+	a.gen++
+	gen := a.gen
+	a.mu.Unlock()
+	if p != nil {
+		a.log.Info("copilot: restarting the CLI", "previous", p.err)
+	}
+	p, err := a.start(ctx, gen)
+	if err != nil {
+		return nil, err
+	}
+	a.mu.Lock()
+	if a.closed {
+		a.mu.Unlock()
+		p.stop()
+		return nil, ErrClosed
+	}
+	a.proc = p
+	a.mu.Unlock()
+	return p, nil
+}
+
+// start spawns a CLI and performs the handshake.
+func (a *Agent) start(ctx context.Context, gen int) (*process, error) {
+	cfg := processConfig{
+		path:    a.opts.Path,
+		workDir: a.opts.WorkDir,
+		env:     a.opts.Env,
+		grace:   a.opts.StopGrace,
+		log:     a.log,
+		conn:    jsonrpc.Options{MaxFrameSize: a.opts.MaxFrameSize, Logger: a.log},
+		handler: func(p *process) jsonrpc.Handler { return &router{a: a, p: p} },
+	}
+	p, err := startProcess(gen, cfg)
+	if err != nil {
+		return nil, err
+	}
+	hctx, cancel := context.WithTimeout(ctx, a.opts.StartTimeout)
+	defer cancel()
+	if err := a.handshake(hctx, p); err != nil {
+		p.stop()
+		return nil, err
+	}
+	a.log.Info("copilot: CLI started", "path", p.path, "version", p.version, "pid", p.cmd.Process.Pid)
+	return p, nil
+}
+
+// handshake checks the CLI's protocol version: `connect`, or `ping` from a
+// CLI too old to know connect.
+func (a *Agent) handshake(ctx context.Context, p *process) error {
+	var res struct {
+		ProtocolVersion *int   `json:"protocolVersion"`
+		Version         string `json:"version"`
+	}
+	err := p.conn.Call(ctx, "connect", nil, &res)
+	if jsonrpc.IsMethodNotFound(err) {
+		err = p.conn.Call(ctx, "ping", nil, &res)
+	}
+	if err != nil {
+		if errors.Is(err, jsonrpc.ErrClosed) {
+			<-p.done
+			return fmt.Errorf("copilot: the CLI at %s did not complete the handshake: %w", p.path, p.err)
+		}
+		return fmt.Errorf("copilot: handshake with the CLI at %s: %w", p.path, err)
+	}
+	if res.ProtocolVersion == nil {
+		return fmt.Errorf("%w: the CLI at %s did not report a protocol version; pilotdesk speaks version %d", ErrProtocolMismatch, p.path, ProtocolVersion)
+	}
+	if *res.ProtocolVersion != ProtocolVersion {
+		return fmt.Errorf("%w: the CLI at %s (version %s) speaks protocol version %d, pilotdesk speaks version %d; install a matching CLI (npm install -g @github/copilot@1.0.102)",
+			ErrProtocolMismatch, p.path, orUnknown(res.Version), *res.ProtocolVersion, ProtocolVersion)
+	}
+	p.version = res.Version
+	return nil
+}
+
+func orUnknown(s string) string {
+	if s == "" {
+		return "unknown"
+	}
+	return s
+}
+
+// Open starts (or, with opts.Resume, resumes) the CLI session of a
+// conversation. The CLI session id is derived from the conversation id, so a
+// relay that restarts finds the same CLI session again.
+func (a *Agent) Open(ctx context.Context, conversationID string, opts session.OpenOptions, host session.Host) (session.Session, error) {
+	if host == nil {
+		return nil, errors.New("copilot: Open needs a Host")
+	}
+	model := opts.Model
+	if model == "" {
+		model = a.opts.Model
+	}
+	s := newSession(a, conversationID, sessionID(conversationID), model, host)
+	// Register before the CLI hears of the session: its first events arrive
+	// before the answer to session.create.
+	if err := a.register(s); err != nil {
+		return nil, err
+	}
+	p, err := a.process(ctx)
+	if err == nil {
+		err = s.attach(ctx, p, opts.Resume)
+	}
+	if err != nil {
+		a.unregister(s)
+		s.stop()
+		return nil, err
+	}
+	return s, nil
+}
+
+// sessionNamespace makes CLI session ids out of conversation ids.
+var sessionNamespace = uuid.MustParse("6f1c6a52-0f4e-4b63-9a43-5b6f2bd2c1e7")
+
+// sessionID is the CLI session id of a conversation: a UUID derived from the
+// conversation id, so the same conversation always finds its CLI session.
+func sessionID(conversationID string) string {
+	return uuid.NewSHA1(sessionNamespace, []byte(conversationID)).String()
+}
+
+func (a *Agent) register(s *Session) error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.closed {
+		return ErrClosed
+	}
+	if _, ok := a.sessions[s.id]; ok {
+		return fmt.Errorf("copilot: conversation %s is already open", s.conversationID)
+	}
+	a.sessions[s.id] = s
+	return nil
+}
+
+func (a *Agent) unregister(s *Session) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.sessions[s.id] == s {
+		delete(a.sessions, s.id)
+	}
+}
+
+func (a *Agent) lookup(id string) *Session {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.sessions[id]
+}
+
+// Close ends every open session (each reports its Shutdown) and stops the
+// CLI: stdin closed, then SIGTERM and SIGKILL to its process group.
+func (a *Agent) Close() error {
+	a.mu.Lock()
+	if a.closed {
+		a.mu.Unlock()
+		return nil
+	}
+	a.closed = true
+	open := make([]*Session, 0, len(a.sessions))
+	for _, s := range a.sessions {
+		open = append(open, s)
+	}
+	a.mu.Unlock()
+
+	var wg sync.WaitGroup
+	for _, s := range open {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := s.Close(context.Background()); err != nil {
+				a.log.Warn("copilot: closing a session", "conversation", s.conversationID, "err", err)
+			}
+		}()
+	}
+	wg.Wait()
+
+	// Wait for a start in progress, then stop whatever runs.
+	a.startMu.Lock()
+	a.mu.Lock()
+	p := a.proc
+	a.proc = nil
+	a.mu.Unlock()
+	a.startMu.Unlock()
+	if p != nil {
+		p.stop()
+		a.log.Info("copilot: CLI stopped")
+	}
+	return nil
+}
+
+// router routes what one CLI process sends to the sessions.
+type router struct {
+	a *Agent
+	p *process
+}
+
+func (r *router) Notification(method string, params json.RawMessage) {
+	<-r.p.ready
+	if method != "session.event" {
+		return // session.lifecycle, host.event, telemetry: not ours to show
+	}
+	var n struct {
+		SessionID string          `json:"sessionId"`
+		Event     json.RawMessage `json:"event"`
+	}
+	if err := json.Unmarshal(params, &n); err != nil || n.SessionID == "" {
+		r.a.log.Warn("copilot: ignored a malformed session.event", "err", err)
+		return
+	}
+	s := r.a.lookup(n.SessionID)
+	if s == nil {
+		r.a.log.Debug("copilot: event for a session that is not open", "session", n.SessionID)
+		return
+	}
+	s.queue.push(queued{p: r.p, event: n.Event})
+}
+
+func (r *router) Request(ctx context.Context, method string, params json.RawMessage, reply jsonrpc.Replier) {
+	<-r.p.ready
+	if method != "userInput.request" {
+		// Plan-exit, elicitation, hooks and the like are never enabled; an
+		// unexpected one is refused rather than answered for the user.
+		r.a.log.Warn("copilot: refused an unexpected request from the CLI", "method", method)
+		reply(nil, jsonrpc.ErrMethodNotFound)
+		return
+	}
+	var p struct {
+		SessionID string `json:"sessionId"`
+	}
+	if err := json.Unmarshal(params, &p); err != nil {
+		reply(nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "invalid userInput.request: " + err.Error()})
+		return
+	}
+	s := r.a.lookup(p.SessionID)
+	if s == nil {
+		reply(nil, &jsonrpc.Error{Code: jsonrpc.CodeServerError, Message: "the conversation is closed; nobody can answer"})
+		return
+	}
+	// Queued behind the events that came before it, so the question reaches
+	// the user after the text that leads up to it.
+	s.queue.push(queued{p: r.p, input: &inputRequest{ctx: ctx, params: params, reply: reply}})
+}

@@ -1,0 +1,344 @@
+package copilot_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/pilotdesk/pilotdesk/session"
+	"github.com/pilotdesk/pilotdesk/session/copilot"
+	"github.com/pilotdesk/pilotdesk/session/copilot/internal/fakecli"
+)
+
+// TestMain lets the test binary play the Copilot CLI: the backend under test
+// re-executes it with fakecli.EnvEnable=1.
+func TestMain(m *testing.M) {
+	if os.Getenv(fakecli.EnvEnable) == "1" {
+		os.Exit(fakecli.Main())
+	}
+	os.Exit(m.Run())
+}
+
+// wait is the generous deadline of every wait in these tests.
+const wait = 20 * time.Second
+
+// fakeCLI is one test's fake CLI setup: its request log and session store.
+type fakeCLI struct {
+	t       *testing.T
+	logPath string
+}
+
+// newFake returns Options that run the fake CLI, with extra env for it.
+func newFake(t *testing.T, env ...string) (copilot.Options, *fakeCLI) {
+	t.Helper()
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	state := filepath.Join(dir, "state")
+	if err := os.Mkdir(state, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	f := &fakeCLI{t: t, logPath: filepath.Join(dir, "requests.jsonl")}
+	opts := copilot.Options{
+		Path:      exe,
+		WorkDir:   dir,
+		Logger:    testLogger(t),
+		StopGrace: 2 * time.Second,
+		Env: append([]string{
+			fakecli.EnvEnable + "=1",
+			fakecli.EnvLog + "=" + f.logPath,
+			fakecli.EnvState + "=" + state,
+			// A -race binary otherwise sleeps 1 s at exit.
+			"GORACE=atexit_sleep_ms=0",
+		}, env...),
+	}
+	return opts, f
+}
+
+// requests returns what the fake CLI(s) received, in order.
+func (f *fakeCLI) requests() []fakecli.LogEntry {
+	f.t.Helper()
+	data, err := os.ReadFile(f.logPath)
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		f.t.Fatal(err)
+	}
+	var out []fakecli.LogEntry
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	sc.Buffer(nil, 16<<20)
+	for sc.Scan() {
+		var e fakecli.LogEntry
+		if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
+			f.t.Fatalf("fake log: %v", err)
+		}
+		out = append(out, e)
+	}
+	return out
+}
+
+// methods lists the request methods received, optionally only those of pid.
+func (f *fakeCLI) methods() []string {
+	var out []string
+	for _, e := range f.requests() {
+		out = append(out, e.Method)
+	}
+	return out
+}
+
+func (f *fakeCLI) pids() []int {
+	var out []int
+	seen := map[int]bool{}
+	for _, e := range f.requests() {
+		if !seen[e.PID] {
+			seen[e.PID] = true
+			out = append(out, e.PID)
+		}
+	}
+	return out
+}
+
+func (f *fakeCLI) find(method string) []fakecli.LogEntry {
+	var out []fakecli.LogEntry
+	for _, e := range f.requests() {
+		if e.Method == method {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+func count(list []string, s string) int {
+	n := 0
+	for _, x := range list {
+		if x == s {
+			n++
+		}
+	}
+	return n
+}
+
+// waitGone waits until process pid no longer exists.
+func waitGone(t *testing.T, pid int) {
+	t.Helper()
+	deadline := time.Now().Add(wait)
+	for time.Now().Before(deadline) {
+		if err := syscall.Kill(pid, 0); errors.Is(err, syscall.ESRCH) {
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatalf("process %d still exists", pid)
+}
+
+// testLogger collects the backend's logs and prints them if the test fails.
+func testLogger(t *testing.T) *slog.Logger {
+	w := &logBuffer{}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("backend log:\n%s", w.String())
+		}
+	})
+	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: slog.LevelDebug}))
+}
+
+type logBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *logBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *logBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// testHost is a session.Host that records everything and decides
+// permissions from its mode, like the relay.
+type testHost struct {
+	mu      sync.Mutex
+	mode    string
+	events  []session.Event
+	perms   []session.PermissionRequest
+	asks    []session.InputRequest
+	changed chan struct{}
+	onEmit  func(h *testHost, e session.Event)
+	ask     func(ctx context.Context, h *testHost, req session.InputRequest) (session.Answer, error)
+}
+
+func newHost(mode string) *testHost {
+	return &testHost{mode: mode, changed: make(chan struct{})}
+}
+
+func (h *testHost) signal() {
+	close(h.changed)
+	h.changed = make(chan struct{})
+}
+
+func (h *testHost) Emit(e session.Event) {
+	h.mu.Lock()
+	h.events = append(h.events, e)
+	hook := h.onEmit
+	h.signal()
+	h.mu.Unlock()
+	if hook != nil {
+		hook(h, e)
+	}
+}
+
+func (h *testHost) Mode() string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.mode
+}
+
+func (h *testHost) SetMode(m string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.mode = m
+}
+
+func (h *testHost) Permission(ctx context.Context, req session.PermissionRequest) session.Decision {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.perms = append(h.perms, req)
+	h.signal()
+	if h.mode == "plan" {
+		return session.Decision{Allow: false, Reason: session.PlanDenialReason}
+	}
+	return session.Decision{Allow: true}
+}
+
+func (h *testHost) Ask(ctx context.Context, req session.InputRequest) (session.Answer, error) {
+	h.mu.Lock()
+	h.asks = append(h.asks, req)
+	ask := h.ask
+	h.signal()
+	h.mu.Unlock()
+	if ask == nil {
+		<-ctx.Done()
+		return session.Answer{}, ctx.Err()
+	}
+	return ask(ctx, h, req)
+}
+
+func (h *testHost) snapshot() []session.Event {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return append([]session.Event(nil), h.events...)
+}
+
+// waitFor waits until cond holds over the events so far.
+func (h *testHost) waitFor(t *testing.T, what string, cond func(events []session.Event) bool) {
+	t.Helper()
+	deadline := time.After(wait)
+	for {
+		h.mu.Lock()
+		ok := cond(h.events)
+		ch := h.changed
+		h.mu.Unlock()
+		if ok {
+			return
+		}
+		select {
+		case <-ch:
+		case <-deadline:
+			t.Fatalf("timed out waiting for %s; events: %s", what, describe(h.snapshot()))
+		}
+	}
+}
+
+// text is the concatenation of the deltas.
+func text(events []session.Event) string {
+	var b strings.Builder
+	for _, e := range events {
+		if d, ok := e.(session.Delta); ok {
+			b.WriteString(d.Content)
+		}
+	}
+	return b.String()
+}
+
+func ofType[T session.Event](events []session.Event) []T {
+	var out []T
+	for _, e := range events {
+		if v, ok := e.(T); ok {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+func describe(events []session.Event) string {
+	var b strings.Builder
+	for _, e := range events {
+		raw, _ := json.Marshal(e)
+		b.WriteString(strings.TrimPrefix(strings.TrimPrefix(typeName(e), "session."), "copilot."))
+		b.Write(raw)
+		b.WriteString("\n")
+	}
+	return b.String()
+}
+
+func typeName(e session.Event) string {
+	switch e.(type) {
+	case session.Delta:
+		return "Delta"
+	case session.Message:
+		return "Message"
+	case session.ToolStart:
+		return "ToolStart"
+	case session.ToolEnd:
+		return "ToolEnd"
+	case session.Usage:
+		return "Usage"
+	case session.Shutdown:
+		return "Shutdown"
+	}
+	return "?"
+}
+
+// newAgent makes an Agent closed at the end of the test.
+func newAgent(t *testing.T, opts copilot.Options) *copilot.Agent {
+	t.Helper()
+	a, err := copilot.New(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { a.Close() })
+	return a
+}
+
+func open(t *testing.T, a *copilot.Agent, conv string, opts session.OpenOptions, h session.Host) session.Session {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), wait)
+	defer cancel()
+	s, err := a.Open(ctx, conv, opts, h)
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	return s
+}
+
+func run(t *testing.T, s session.Session, prompt string) error {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), wait)
+	defer cancel()
+	return s.Run(ctx, session.Turn{Prompt: prompt})
+}
