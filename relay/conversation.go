@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/coder/websocket"
@@ -40,7 +41,7 @@ type conversation struct {
 	turn       *turn
 	closing    chan struct{} // non-nil while the agent session is being closed
 	deleting   chan struct{} // non-nil while the conversation is being deleted
-	deleted    bool          // removed from the relay; a lookup makes a new one
+	deleted    atomic.Bool   // removed from the relay; a lookup makes a new one (atomic: read without mu by canSubscribe)
 
 	openInput     *inputRequest
 	inputQueue    []*inputRequest
@@ -72,7 +73,7 @@ func (r *Relay) lockConversation(ctx context.Context, id string) (*conversation,
 		}
 		r.mu.Unlock()
 		c.mu.Lock()
-		if c.deleted {
+		if c.deleted.Load() {
 			c.mu.Unlock()
 			continue
 		}
@@ -103,14 +104,14 @@ func (r *Relay) forgetIfEmpty(c *conversation) {
 	defer r.mu.Unlock()
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.deleted || c.lastSeq != 0 || len(c.subs) != 0 || c.streaming || c.sess != nil ||
+	if c.deleted.Load() || c.lastSeq != 0 || len(c.subs) != 0 || c.streaming || c.sess != nil ||
 		c.closing != nil || c.deleting != nil || c.openInput != nil || c.fromStore {
 		return
 	}
 	if r.convs[c.id] == c {
 		delete(r.convs, c.id)
 	}
-	c.deleted = true
+	c.deleted.Store(true)
 }
 
 // metaLocked is what the store keeps about the conversation now.
@@ -135,7 +136,7 @@ func (c *conversation) metaLocked() history.Conversation {
 // to the committer, which stores it and then sends it to every subscriber.
 // hdr is the Header embedded in data.
 func (c *conversation) emitLocked(msgType string, hdr *protocol.Header, data any) {
-	if c.deleted {
+	if c.deleted.Load() {
 		c.r.log.Debug("relay: event of a deleted conversation dropped", "conversationId", c.id, "type", msgType)
 		return
 	}
@@ -166,7 +167,7 @@ func (c *conversation) deliver(frames [][]byte, lastSeq int64, storeErr error) {
 	defer c.mu.Unlock()
 	c.sentSeq = lastSeq
 	if storeErr != nil {
-		if !c.storeFailures && !c.deleted {
+		if !c.storeFailures && !c.deleted.Load() {
 			c.storeFailures = true
 			c.emitErrorLocked(fmt.Sprintf("the relay could not save %d event(s) to its history, so they were not sent: %v", len(frames), storeErr))
 		}
@@ -198,7 +199,7 @@ func (c *conversation) finishDelete() {
 
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.deleted = true
+	c.deleted.Store(true)
 	d := protocol.Deleted{Header: protocol.Header{ConversationID: c.id, Seq: c.lastSeq + 1}}
 	frame, err := protocol.Encode(protocol.TypeDeleted, &d)
 	if err != nil {
@@ -287,7 +288,7 @@ func (c *conversation) subscribe(cn *conn, since *int64) bool {
 
 	for {
 		c.mu.Lock()
-		if c.deleted {
+		if c.deleted.Load() {
 			buf := s.buffer
 			s.buffer = nil
 			c.mu.Unlock()

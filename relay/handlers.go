@@ -53,10 +53,7 @@ func (c *conn) canSubscribe(msgType, conversationID string) bool {
 	}
 	// Subscriptions to deleted conversations no longer count.
 	for id, conv := range c.subs {
-		conv.mu.Lock()
-		gone := conv.deleted
-		conv.mu.Unlock()
-		if gone {
+		if conv.deleted.Load() {
 			delete(c.subs, id)
 		}
 	}
@@ -116,7 +113,7 @@ func (r *Relay) list() *protocol.Conversations {
 	entries := make([]entry, 0, len(convs))
 	for _, c := range convs {
 		c.mu.Lock()
-		if !c.deleted && c.deleting == nil && c.lastSeq > 0 {
+		if !c.deleted.Load() && c.deleting == nil && c.lastSeq > 0 {
 			entries = append(entries, entry{protocol.ConversationInfo{
 				ConversationID: c.id,
 				Title:          c.title,

@@ -66,7 +66,7 @@ func (c *conversation) ask(ctx context.Context, req session.InputRequest) (sessi
 	ir.data.RequestID = ir.id
 
 	c.mu.Lock()
-	if c.deleted || c.deleting != nil {
+	if c.deleted.Load() || c.deleting != nil {
 		c.mu.Unlock()
 		return noAnswer, context.Canceled
 	}

@@ -94,7 +94,9 @@ type Relay struct {
 	mu          sync.Mutex
 	convs       map[string]*conversation
 	conns       map[*conn]struct{}
-	lastStarted string // conversation of the last stream started (deprecated abort)
+
+	lastMu      sync.Mutex // a leaf lock: taken under a conversation's lock
+	lastStarted string     // conversation of the last stream started (deprecated abort)
 
 	// lifeMu guards closed and the WaitGroups' Add, so that nothing is
 	// started once Close is waiting.

@@ -80,7 +80,7 @@ func (r *Relay) send(c *conn, d *protocol.Send) {
 		conv.subscribe(c, nil) // unlocks
 		c.subs[conv.id] = conv
 		conv.mu.Lock()
-		if conv.deleted || conv.deleting != nil || conv.streaming {
+		if conv.deleted.Load() || conv.deleting != nil || conv.streaming {
 			// Lost a race with a delete or another sender: start over.
 			conv.mu.Unlock()
 			r.send(c, d)
@@ -117,9 +117,9 @@ func (r *Relay) send(c *conn, d *protocol.Send) {
 	um := protocol.UserMessage{MessageID: uuid.NewString(), Content: prompt, Mode: mode}
 	conv.emitLocked(protocol.TypeUserMessage, &um.Header, &um)
 
-	r.mu.Lock()
+	r.lastMu.Lock()
 	r.lastStarted = conv.id
-	r.mu.Unlock()
+	r.lastMu.Unlock()
 }
 
 // runTurn is a turn's goroutine: it opens the agent session if needed, runs
@@ -239,9 +239,9 @@ func (c *conversation) abortLocked(cause error) bool {
 func (r *Relay) abort(c *conn, d *protocol.Abort) {
 	id := d.ConversationID
 	if id == "" {
-		r.mu.Lock()
+		r.lastMu.Lock()
 		id = r.lastStarted
-		r.mu.Unlock()
+		r.lastMu.Unlock()
 		r.log.Warn("relay: copilot:abort without conversationId is deprecated; aborting the last stream started on the relay", "conversationId", id)
 	}
 	notStreaming := func() {
@@ -368,7 +368,7 @@ func (r *Relay) deleteConversation(c *conn, d *protocol.ConversationRef) {
 		}
 		conv.mu.Lock()
 		conv.deleting = nil
-		if err != nil && !conv.deleted {
+		if err != nil && !conv.deleted.Load() {
 			conv.emitErrorLocked(fmt.Sprintf("the conversation could not be deleted: %v", err))
 		}
 		conv.mu.Unlock()
