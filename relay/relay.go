@@ -91,9 +91,9 @@ type Relay struct {
 	commit *committer
 	mux    *http.ServeMux
 
-	mu          sync.Mutex
-	convs       map[string]*conversation
-	conns       map[*conn]struct{}
+	mu    sync.Mutex
+	convs map[string]*conversation
+	conns map[*conn]struct{}
 
 	lastMu      sync.Mutex // a leaf lock: taken under a conversation's lock
 	lastStarted string     // conversation of the last stream started (deprecated abort)
