@@ -1,0 +1,169 @@
+package chat
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/pilotdesk/pilotdesk/protocol"
+)
+
+// openPrompt shows an input request and makes it the open one. Seed 003:
+// the spinner stops (statusLine shows nothing while a question is open) and
+// the live text is finished first.
+func (r *repl) openPrompt(req *protocol.UserInputRequest) {
+	r.waiting = false
+	r.scr.endLine()
+	p := newPrompt(req)
+	r.prompt = p
+	r.questionLines(p)
+	if !r.cfg.Term.Raw && p.kind == kindChoice {
+		// Without raw keys the list cannot change: print it once.
+		for _, l := range r.choiceLines(p, -1) {
+			r.scr.line(l)
+		}
+	}
+}
+
+// questionLines prints the part of a question that never changes: the
+// question, then the approval's two labels or the text hint.
+func (r *repl) questionLines(p *prompt) {
+	q := strings.TrimSpace(p.req.Question)
+	if q == "" {
+		q = "The agent asks:"
+	}
+	for _, l := range strings.Split(q, "\n") {
+		r.scr.line(r.scr.style(styleBold, sanitize(strings.TrimRight(l, "\r"))))
+	}
+	switch p.kind {
+	case kindApproval:
+		// Seed 003: the approve label in the info colour, the reject label
+		// in the error colour.
+		r.scr.line("  a/1) " + r.scr.style(styleInfo, oneLine(p.choices[0])))
+		r.scr.line("  r/2) " + r.scr.style(styleError, oneLine(p.choices[1])))
+	case kindText:
+		r.note(styleDim, "  Type your answer, or r or /reject to reject.")
+	}
+}
+
+// choiceLines is the numbered list (numbers in the info colour), the
+// pointer on the highlighted item, and Reject below.
+func (r *repl) choiceLines(p *prompt, highlight int) []string {
+	lines := make([]string, 0, len(p.choices)+2)
+	for i, c := range p.choices {
+		pointer := "  "
+		text := oneLine(c)
+		if i == highlight {
+			pointer = r.scr.style(styleInfo, "❯ ")
+			text = r.scr.style(styleBold, text)
+		}
+		lines = append(lines, pointer+r.scr.style(styleInfo, fmt.Sprintf("%d)", i+1))+" "+text)
+	}
+	lines = append(lines, "  r) "+r.scr.style(styleError, "Reject"))
+	if p.freeform {
+		lines = append(lines, r.scr.style(styleDim, "  or type your own answer"))
+	}
+	return lines
+}
+
+// glyph is the answer line's prompt: seed 003's `?` in the info colour for
+// text, a pointer for the others.
+func (r *repl) glyph(p *prompt) string {
+	if p.kind == kindText {
+		return r.scr.style(styleInfo, "?") + " "
+	}
+	return r.scr.style(styleDim, "›") + " "
+}
+
+// promptFooter is the open question's changing part in raw mode: the list
+// (its pointer moves), the hint after a bad input, the answer line.
+func (r *repl) promptFooter(p *prompt) []string {
+	var lines []string
+	if p.kind == kindChoice {
+		lines = r.choiceLines(p, p.highlight)
+	}
+	if p.hint != "" {
+		lines = append(lines, r.scr.style(styleWarn, p.hint))
+	}
+	return append(lines, r.glyph(p)+sanitize(p.input.String()))
+}
+
+// resolve sends a valid outcome: an answer or a rejection. An outcome that
+// is not valid changes nothing but the hint, and the question stays.
+func (r *repl) resolve(ctx context.Context, p *prompt, o outcome) {
+	if !o.valid || r.prompt != p {
+		return
+	}
+	r.prompt = nil
+	if r.cfg.Term.Raw {
+		// Leave the exchange in the transcript: the list with the pick,
+		// and the answer.
+		r.scr.showFooter(nil)
+		if p.kind == kindChoice {
+			picked := -1
+			if o.index != nil {
+				picked = *o.index
+			}
+			for _, l := range r.choiceLines(p, picked) {
+				r.scr.line(l)
+			}
+		}
+		style := styleInfo
+		if o.reject {
+			style = styleError
+		}
+		r.scr.line(r.glyph(p) + r.scr.style(style, oneLine(o.shown)))
+	}
+	p.hint = ""
+	err := r.send(ctx, func(c context.Context) error {
+		if o.reject {
+			return r.conn.Reject(c, r.conv, p.req.RequestID)
+		}
+		return r.conn.Answer(c, r.conv, p.req.RequestID, o.answer, o.freeform, o.index)
+	})
+	if err != nil {
+		r.note(styleError, "The answer was not sent: "+err.Error())
+		r.prompt = p
+		return
+	}
+	r.answered = p
+	// The agent goes on (or, after a rejection, the relay ends the turn).
+	r.waiting = !o.reject
+	r.openNext()
+}
+
+// closePrompt closes the open question without an answer from here (it
+// was answered in another window, timed out, the turn was aborted) and
+// says why.
+func (r *repl) closePrompt(why string) {
+	if r.prompt == nil {
+		return
+	}
+	r.prompt = nil
+	r.scr.showFooter(nil)
+	if why != "" {
+		r.note(styleInfo, why)
+	}
+	r.openNext()
+}
+
+// openNext opens the next queued question, if any.
+func (r *repl) openNext() {
+	if r.prompt != nil || len(r.queued) == 0 {
+		return
+	}
+	next := r.queued[0]
+	r.queued = r.queued[1:]
+	r.openPrompt(next)
+}
+
+// dropQueued removes a queued question that was closed before its turn.
+func (r *repl) dropQueued(id string) bool {
+	for i, q := range r.queued {
+		if q.RequestID == id {
+			r.queued = append(r.queued[:i], r.queued[i+1:]...)
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,424 @@
+package chat
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/pilotdesk/pilotdesk/client"
+	"github.com/pilotdesk/pilotdesk/protocol"
+)
+
+// event handles one message from the relay.
+func (r *repl) event(ctx context.Context, ev client.Event) {
+	switch d := ev.Data.(type) {
+	case *client.StateChange:
+		r.connection(d)
+		return
+	case *protocol.Conversations:
+		r.showList(d.Conversations)
+		return
+	case *protocol.Error:
+		if d.ConversationID == "" || d.ConversationID == r.conv {
+			r.relayError(d)
+		}
+		return
+	}
+	if id := ev.ConversationID(); id == "" || id != r.conv {
+		// Events of a conversation left behind by /new or /switch.
+		return
+	}
+	switch d := ev.Data.(type) {
+	case *protocol.Subscribed:
+		r.subscribed(d)
+	case *client.Reset:
+		r.scr.endLine()
+		r.note(styleWarn, "The relay lost this conversation's history; showing it again from the start.")
+		conv := r.conv
+		r.resetConversation()
+		r.conv, r.syncing = conv, true
+	case *protocol.UserMessage:
+		r.userMessage(d)
+	case *protocol.Delta:
+		r.text(d.MessageID, d.Content)
+	case *protocol.Message:
+		if !r.deltaSeen[d.MessageID] {
+			// An agent that sends whole messages only.
+			r.text(d.MessageID, d.Content)
+		}
+		delete(r.deltaSeen, d.MessageID)
+	case *protocol.ToolStart:
+		r.waiting = false
+		if _, ok := r.tools[d.ToolCallID]; !ok {
+			r.toolOrder = append(r.toolOrder, d.ToolCallID)
+		}
+		r.tools[d.ToolCallID] = toolCall{name: oneLine(d.ToolName), args: argsSummary(d.Arguments)}
+	case *protocol.ToolEnd:
+		r.toolEnd(d)
+	case *protocol.UserInputRequest:
+		if r.syncing {
+			r.replayed[d.RequestID] = true
+			r.scr.endLine()
+			r.questionLines(newPrompt(d))
+			return
+		}
+		switch {
+		case r.prompt != nil && r.prompt.req.RequestID == d.RequestID:
+		case r.answered != nil && r.answered.req.RequestID == d.RequestID:
+			// Already shown (say, as the pendingInput of a resync).
+		case r.prompt != nil:
+			r.queued = append(r.queued, d)
+		default:
+			r.openPrompt(d)
+		}
+	case *protocol.UserInputTimeout:
+		r.questionEnded(d.RequestID, "No answer in time: the question closed and the agent goes on without an answer.")
+	case *protocol.UserInputClosed:
+		r.inputClosed(d)
+	case *protocol.ModeChanged:
+		r.modeChanged(d.Mode)
+	case *protocol.AgentError:
+		r.waiting = false
+		r.errorShown = true
+		r.note(styleError, "Error: "+oneLine(d.Message))
+	case *protocol.Quota:
+		r.usage.addQuota(d, ev.Raw)
+	case *protocol.Shutdown:
+		r.usage.shutdown = d
+	case *protocol.Idle:
+		r.idle(d)
+	case *protocol.Deleted:
+		r.scr.endLine()
+		r.note(styleWarn, "This conversation was deleted on the relay. Starting a new one.")
+		if err := r.subscribe(ctx, ""); err != nil {
+			r.note(styleError, err.Error())
+		}
+	}
+}
+
+// connection reports a change of the connection's state. The client
+// resumes every conversation by itself; the REPL only says what happens.
+func (r *repl) connection(sc *client.StateChange) {
+	switch sc.State {
+	case client.StateReconnecting:
+		if !r.connDown {
+			r.connDown = true
+			msg := "The connection to the relay dropped; reconnecting…"
+			if sc.Err != nil {
+				msg = fmt.Sprintf("The connection to the relay dropped (%s); reconnecting…", oneLine(sc.Err.Error()))
+			}
+			r.note(styleWarn, msg)
+		}
+	case client.StateOffline:
+		if sc.Attempt > 0 && sc.Attempt%10 == 0 || !r.connDown {
+			r.note(styleWarn, "The relay is still unreachable; retrying.")
+		}
+		r.connDown = true
+	case client.StateLive:
+		if r.connDown {
+			r.connDown = false
+			r.note(styleOK, "Reconnected.")
+		}
+	}
+}
+
+// subscribed ends a replay (or a reconnect's resync): the conversation's
+// mode, whether a turn runs, and the question it waits on are now known.
+func (r *repl) subscribed(d *protocol.Subscribed) {
+	replay := r.syncing
+	r.syncing = false
+	r.ready = true
+	if d.Mode.Valid() {
+		r.mode = d.Mode
+	}
+	r.running = d.Streaming
+	if !d.Streaming {
+		r.sendPending = false
+		r.waiting = false
+		r.scr.endLine()
+	}
+	if replay && d.Seq > 0 {
+		r.scr.endLine()
+		state := "idle"
+		if d.Streaming {
+			state = "a turn is running"
+		}
+		r.note(styleDim, fmt.Sprintf("── end of history: %s mode, %s ──", d.Mode, state))
+	}
+	pending := d.PendingInput
+	switch {
+	case pending != nil && r.prompt != nil && r.prompt.req.RequestID == pending.RequestID:
+	case pending != nil && r.answered != nil && r.answered.req.RequestID == pending.RequestID:
+		// Answered here; the relay's close is on its way.
+	case pending != nil:
+		r.closePrompt("")
+		r.queued = nil
+		pending.ConversationID = r.conv
+		r.openPrompt(pending)
+	case r.prompt != nil:
+		r.closePrompt("The question was closed while the connection was down.")
+	}
+}
+
+// userMessage is the prompt of a turn: ours, echoed by the relay (already
+// printed), or typed in another window, or replayed.
+func (r *repl) userMessage(d *protocol.UserMessage) {
+	r.running = true
+	if !r.syncing && len(r.echoed) > 0 && r.echoed[0] == d.Content {
+		r.echoed = r.echoed[1:]
+		r.sendPending = false
+		return
+	}
+	r.scr.endLine()
+	mode := d.Mode
+	if !mode.Valid() {
+		mode = r.mode
+	}
+	r.echo(r.promptLabel(mode), oneLine(d.Content))
+	r.startTurn()
+}
+
+// text streams assistant text.
+func (r *repl) text(messageID, content string) {
+	r.waiting = false
+	r.deltaSeen[messageID] = true
+	if messageID != r.lastMsgID && r.lastMsgID != "" {
+		// A new assistant message (the agent spoke again after a tool,
+		// say) starts on a line of its own.
+		r.scr.endLine()
+	}
+	r.lastMsgID = messageID
+	r.scr.text(content)
+}
+
+// toolEnd prints the tool call as one line: approved, denied by plan
+// mode, or failed.
+func (r *repl) toolEnd(d *protocol.ToolEnd) {
+	tc, ok := r.tools[d.ToolCallID]
+	if !ok {
+		tc = toolCall{name: "tool"}
+	}
+	delete(r.tools, d.ToolCallID)
+	for i, id := range r.toolOrder {
+		if id == d.ToolCallID {
+			r.toolOrder = append(r.toolOrder[:i], r.toolOrder[i+1:]...)
+			break
+		}
+	}
+	head := "⚙ " + r.scr.style(styleBold, tc.name)
+	if tc.args != "" {
+		head += " " + tc.args
+	}
+	result := oneLine(d.Result)
+	var tail string
+	switch {
+	case d.Denied:
+		tail = r.scr.style(styleWarn, "denied by plan mode")
+	case d.Success:
+		tail = r.scr.style(styleOK, "approved")
+		if result != "" {
+			tail += r.scr.style(styleDim, " → "+truncate(result, 80))
+		}
+	default:
+		tail = r.scr.style(styleError, "failed")
+		if result != "" {
+			tail += r.scr.style(styleError, ": "+truncate(result, 80))
+		}
+	}
+	r.scr.endLine()
+	r.note("", head+" — "+tail)
+	r.lastMsgID = ""
+	r.waiting = !r.syncing && r.streaming()
+}
+
+// questionEnded closes a question the relay closed without our answer.
+func (r *repl) questionEnded(id, why string) {
+	switch {
+	case r.syncing:
+		if r.replayed[id] {
+			r.note(styleDim, "  ("+strings.TrimSuffix(why, ".")+")")
+		}
+	case r.prompt != nil && r.prompt.req.RequestID == id:
+		r.closePrompt(why)
+	case r.answered != nil && r.answered.req.RequestID == id:
+		r.answered = nil
+	default:
+		r.dropQueued(id)
+	}
+}
+
+func (r *repl) inputClosed(d *protocol.UserInputClosed) {
+	if r.syncing {
+		if r.replayed[d.RequestID] {
+			delete(r.replayed, d.RequestID)
+			r.note(styleDim, "  ("+d.Reason+")")
+		}
+		return
+	}
+	if r.answered != nil && r.answered.req.RequestID == d.RequestID {
+		r.answered = nil // our own answer, confirmed
+		return
+	}
+	var why string
+	switch d.Reason {
+	case protocol.ClosedAnswered:
+		why = "Answered in another window."
+	case protocol.ClosedRejected:
+		why = "Rejected in another window."
+	case protocol.ClosedAborted:
+		why = "The turn was aborted; the question is closed."
+	default:
+		why = "The question was closed (" + oneLine(d.Reason) + ")."
+	}
+	r.questionEnded(d.RequestID, why)
+}
+
+func (r *repl) modeChanged(m protocol.Mode) {
+	if !m.Valid() {
+		return
+	}
+	r.mode = m
+	if m == protocol.ModePlan {
+		r.note(styleWarn, "Plan mode: every tool call is denied; the agent can only describe what it would do.")
+	} else {
+		r.note(styleOK, "Act mode: tool calls run.")
+	}
+}
+
+// idle ends the turn: its outcome, then the usage line (seed 003: a
+// rejection says "Rejected. Agent response cancelled." and keeps the
+// partial text).
+func (r *repl) idle(d *protocol.Idle) {
+	r.scr.endLine()
+	if r.prompt != nil {
+		r.closePrompt("The turn ended; the question is closed.")
+	}
+	r.queued, r.answered = nil, nil
+	switch d.Status {
+	case protocol.StatusAborted:
+		r.note(styleWarn, "Aborted.")
+	case protocol.StatusRejected:
+		r.note(styleInfo, "Rejected. Agent response cancelled.")
+	case protocol.StatusError:
+		if !r.errorShown {
+			msg := "The turn failed."
+			if d.Message != "" {
+				msg = "The turn failed: " + oneLine(d.Message)
+			}
+			r.note(styleError, msg)
+		}
+	}
+	r.note(styleDim, r.usage.line())
+	r.scr.blank()
+	r.running, r.sendPending, r.waiting = false, false, false
+	r.tools = map[string]toolCall{}
+	r.toolOrder = nil
+	r.lastMsgID = ""
+	r.errorShown = false
+}
+
+// relayError reports an `error` message in words a person can act on.
+func (r *repl) relayError(d *protocol.Error) {
+	switch {
+	case d.Type == protocol.TypeSend:
+		if len(r.echoed) > 0 {
+			r.echoed = r.echoed[1:]
+		}
+		r.sendPending = false
+		if !r.running {
+			r.waiting = false
+		}
+		if d.Code == protocol.CodeConversationBusy {
+			r.note(styleWarn, "Not sent: a turn is already running in this conversation. Wait for it to end, or /abort it.")
+			return
+		}
+		r.note(styleError, "Not sent: "+oneLine(d.Message))
+	case d.Code == protocol.CodeNotStreaming:
+		r.note(styleDim, "Nothing to abort: no turn is running.")
+	case d.Code == protocol.CodeInvalidAnswer && r.answered != nil:
+		// The relay refused the answer and keeps the question open: ask again.
+		p := r.answered
+		r.answered = nil
+		r.note(styleWarn, "The relay refused the answer: "+oneLine(d.Message))
+		if r.prompt == nil {
+			r.scr.endLine()
+			r.prompt = p
+			r.questionLines(p)
+		} else {
+			r.queued = append([]*protocol.UserInputRequest{p.req}, r.queued...)
+		}
+	default:
+		r.note(styleError, fmt.Sprintf("Relay error (%s): %s", oneLine(d.Code), oneLine(d.Message)))
+	}
+}
+
+// showList prints /list's answer and keeps it for /switch N.
+func (r *repl) showList(list []protocol.ConversationInfo) {
+	r.list = list
+	if len(list) == 0 {
+		r.note(styleDim, "No conversations yet.")
+		return
+	}
+	r.note(styleBold, fmt.Sprintf("Conversations (%d):", len(list)))
+	now := r.cfg.Now()
+	for i, c := range list {
+		mark := "  "
+		if c.ConversationID == r.conv {
+			mark = r.scr.style(styleInfo, "* ")
+		}
+		title := oneLine(c.Title)
+		if title == "" {
+			title = "(untitled)"
+		}
+		parts := []string{truncate(title, 60), string(c.Mode)}
+		if c.Streaming {
+			parts = append(parts, "streaming")
+		}
+		if t, err := time.Parse(time.RFC3339Nano, c.UpdatedAt); err == nil {
+			parts = append(parts, ago(now.Sub(t)))
+		}
+		r.scr.line(fmt.Sprintf("%s%s %s", mark, r.scr.style(styleInfo, fmt.Sprintf("%d)", i+1)), strings.Join(parts, " · ")))
+	}
+	r.note(styleDim, "/switch N opens one.")
+}
+
+// ago says how long ago something happened, roughly.
+func ago(d time.Duration) string {
+	switch {
+	case d < time.Minute:
+		return "just now"
+	case d < time.Hour:
+		return fmt.Sprintf("%dm ago", int(d.Minutes()))
+	case d < 48*time.Hour:
+		return fmt.Sprintf("%dh ago", int(d.Hours()))
+	}
+	return fmt.Sprintf("%dd ago", int(d.Hours()/24))
+}
+
+// argsSummary shows a tool call's arguments briefly: a command as it is,
+// anything else as compact JSON.
+func argsSummary(raw json.RawMessage) string {
+	if len(raw) == 0 || string(raw) == "null" || string(raw) == "{}" {
+		return ""
+	}
+	var m map[string]any
+	if json.Unmarshal(raw, &m) == nil {
+		for _, k := range []string{"command", "path", "file", "url", "pattern", "query"} {
+			if s, ok := m[k].(string); ok && s != "" {
+				return truncate(oneLine(s), 60)
+			}
+		}
+	}
+	return truncate(oneLine(string(raw)), 60)
+}
+
+// truncate shortens s to at most n runes, with an ellipsis.
+func truncate(s string, n int) string {
+	rs := []rune(s)
+	if len(rs) <= n {
+		return s
+	}
+	return string(rs[:n-1]) + "…"
+}
