@@ -11,14 +11,20 @@ GO ?= go
 TEST_TAGS := ci
 FUZZTIME ?= 60s
 BIN := pilotdesk
+VERSION := $(shell sed -n 's/^ *Version *= *"\(.*\)"/\1/p' FyneApp.toml)
+BUILD := $(shell sed -n 's/^ *Build *= *\([0-9]*\)/\1/p' FyneApp.toml)
+LDFLAGS := -X github.com/pilotdesk/pilotdesk/cli.Version=$(VERSION)
+# The fyne packaging tool, pinned, installed into the project.
+FYNE_TOOL_VERSION := v1.7.4
+FYNE := .tools/bin/fyne
 
-.PHONY: run test deps copilot-cli build vet bench fuzz clean
+.PHONY: run test deps copilot-cli build vet bench fuzz package install package-windows package-darwin clean
 
 run: deps build
 	./$(BIN)
 
 build:
-	$(GO) build -o $(BIN) .
+	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) .
 
 deps:
 	@scripts/deps.sh
@@ -33,12 +39,45 @@ vet:
 
 test: deps copilot-cli vet
 	$(GO) test -race -tags $(TEST_TAGS) -count=1 -timeout 25m ./...
-	@# The real app (GL driver) must still build.
-	$(GO) build -o /dev/null .
+	@# The real app (GL driver) builds, packages, starts and has a valid .desktop entry.
+	$(MAKE) --no-print-directory package
+	scripts/check-package.sh dist/pilotdesk.tar.xz $(VERSION)
 
 fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzDecodeRequest$$' -fuzztime $(FUZZTIME) ./protocol/
 	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./session/script/
+
+$(FYNE):
+	GOBIN=$(CURDIR)/.tools/bin $(GO) install fyne.io/tools/cmd/fyne@$(FYNE_TOOL_VERSION)
+
+# The Linux package: dist/pilotdesk.tar.xz with the binary, the icon and a
+# .desktop entry (and a Makefile whose user-install target `make install` uses).
+package: deps $(FYNE)
+	$(GO) build -trimpath -ldflags "-s -w $(LDFLAGS)" -o dist/linux/pilotdesk .
+	cd dist/linux && ../../$(FYNE) package --os linux --exe pilotdesk --name pilotdesk \
+		--icon ../../assets/icon.png --app-id io.github.pilotdesk --app-version $(VERSION) --app-build $(BUILD) --release
+	mv dist/linux/pilotdesk.tar.xz dist/pilotdesk.tar.xz
+	@echo "package: dist/pilotdesk.tar.xz"
+
+# Installs the package for the current user (~/.local): the app appears in the
+# desktop's menu and starts by double-click.
+install: package
+	rm -rf dist/install && mkdir -p dist/install
+	tar -xJf dist/pilotdesk.tar.xz -C dist/install
+	$(MAKE) -C dist/install user-install
+
+# Windows and macOS installers are built with fyne-cross, which runs the
+# builds in Docker containers: these need a Docker engine (not available on
+# the project's CI machines, so CI checks only the Linux package).
+FYNE_CROSS := .tools/bin/fyne-cross
+$(FYNE_CROSS):
+	GOBIN=$(CURDIR)/.tools/bin $(GO) install github.com/fyne-io/fyne-cross@v1.6.1
+
+package-windows: $(FYNE_CROSS)
+	$(FYNE_CROSS) windows -arch=amd64 -app-id io.github.pilotdesk -icon assets/icon.png -app-version $(VERSION) -app-build $(BUILD) -name pilotdesk .
+
+package-darwin: $(FYNE_CROSS)
+	$(FYNE_CROSS) darwin -arch=amd64,arm64 -app-id io.github.pilotdesk -icon assets/icon.png -app-version $(VERSION) -app-build $(BUILD) -name pilotdesk .
 
 clean:
 	rm -f $(BIN)
