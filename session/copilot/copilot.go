@@ -306,6 +306,7 @@ func (a *Agent) Open(ctx context.Context, conversationID string, opts session.Op
 	// Register before the CLI hears of the session: its first events arrive
 	// before the answer to session.create.
 	if err := a.register(s); err != nil {
+		s.stop()
 		return nil, err
 	}
 	p, err := a.process(ctx)
