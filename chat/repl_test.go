@@ -1,0 +1,362 @@
+package chat
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/pilotdesk/pilotdesk/protocol"
+)
+
+// plain is a pipe in and a file out: no colours, no spinner, plain lines.
+var plain = Terminal{}
+
+func TestPlainPromptAndStream(t *testing.T) {
+	h := startREPL(t, plain, nil)
+	h.waitFor("pilotdesk chat · test relay")
+	h.waitFor("New conversation " + testConv)
+	h.subscribed(nil)
+
+	h.typeIn("hello there\n")
+	send := h.nextCall("send")
+	if send.prompt != "hello there" || send.mode != protocol.ModeAct || send.conv != testConv {
+		t.Fatalf("send = %+v", send)
+	}
+	h.waitFor("act> hello there")
+	// The relay echoes the prompt as copilot:user_message: not printed twice.
+	h.emit(protocol.TypeUserMessage, map[string]any{"messageId": "u1", "content": "hello there", "mode": "act"})
+	h.delta("Hi! ")
+	h.delta("How can I help?")
+	h.emit(protocol.TypeMessage, map[string]any{"messageId": "m1", "content": "Hi! How can I help?"})
+	cost := 1
+	h.emit(protocol.TypeQuota, map[string]any{"model": "gpt-5", "cost": cost, "quotaSnapshots": map[string]any{}})
+	h.idle(protocol.StatusCompleted)
+	h.waitFor("Hi! How can I help?\nusage: gpt-5 · cost 1\n")
+	out := h.out.text()
+	if n := strings.Count(out, "hello there"); n != 1 {
+		t.Errorf("the prompt shows %d times, want once:\n%s", n, out)
+	}
+	if n := strings.Count(out, "How can I help?"); n != 1 {
+		t.Errorf("the reply shows %d times (delta and message both printed?):\n%s", n, out)
+	}
+	if strings.Contains(h.out.bytes(), "\x1b") {
+		t.Errorf("plain output has escape sequences:\n%q", h.out.bytes())
+	}
+
+	// A prompt typed in another window shows as the user's.
+	h.emit(protocol.TypeUserMessage, map[string]any{"messageId": "u2", "content": "from the window", "mode": "plan"})
+	h.waitFor("plan> from the window")
+	h.idle(protocol.StatusCompleted)
+	h.waitFor("usage: none reported for this turn")
+
+	h.in.Close() // end of input: quits once idle
+	if err := h.exit(); err != nil {
+		t.Fatalf("Run = %v", err)
+	}
+}
+
+// TestPlainApproval covers seed 003's approval: labels, a/1 approve, r/2
+// reject, other input and bare Enter re-prompt with a hint.
+func TestPlainApproval(t *testing.T) {
+	h := startREPL(t, plain, nil)
+	h.subscribed(nil)
+	h.typeIn("migrate\n")
+	h.nextCall("send")
+	h.emit(protocol.TypeUserMessage, map[string]any{"messageId": "u1", "content": "migrate", "mode": "act"})
+	h.delta("Checking the schema... ")
+	id := h.request(protocol.InputApproval, "Run the migration?", []string{"Run it", "Skip"}, false)
+	// The live text is finished before the question.
+	h.waitFor("Checking the schema... \nRun the migration?\n  a/1) Run it\n  r/2) Skip\n")
+
+	h.typeIn("yes\n")
+	h.waitFor("› yes\nPlease answer a/1 or r/2.\n")
+	h.typeIn("\n")
+	h.waitFor("› \nPlease answer a/1 or r/2.\n")
+	h.typeIn("1\n")
+	ans := h.nextCall("answer")
+	if ans.reqID != id || ans.answer != protocol.AnswerApprove || ans.index != nil {
+		t.Fatalf("answer = %+v", ans)
+	}
+	h.emit(protocol.TypeUserInputClosed, map[string]any{"requestId": id, "reason": "answered"})
+	h.delta("Migrated.")
+	id2 := h.request(protocol.InputApproval, "Drop the old table?", []string{"Drop", "Keep"}, false)
+	h.waitFor("Drop the old table?")
+	h.typeIn("a\n")
+	if a := h.nextCall("answer"); a.reqID != id2 || a.answer != "approve" {
+		t.Fatalf("second answer = %+v", a)
+	}
+	id3 := h.request(protocol.InputApproval, "Deploy too?", []string{"Deploy", "Not now"}, false)
+	h.waitFor("Deploy too?")
+	h.typeIn("2\n")
+	if r := h.nextCall("reject"); r.reqID != id3 {
+		t.Fatalf("reject = %+v", r)
+	}
+	h.emit(protocol.TypeUserInputClosed, map[string]any{"requestId": id3, "reason": "rejected"})
+	h.idle(protocol.StatusRejected)
+	h.waitFor("Rejected. Agent response cancelled.")
+	out := h.out.text()
+	for _, s := range []string{"Checking the schema... ", "Migrated."} {
+		if !strings.Contains(out, s) {
+			t.Errorf("the partial text %q is gone:\n%s", s, out)
+		}
+	}
+	if strings.Contains(out, "Answered in another window") {
+		t.Errorf("our own answer was reported as another window's:\n%s", out)
+	}
+	// Back at the prompt: the next line is a prompt again.
+	h.typeIn("next\n")
+	if s := h.nextCall("send"); s.prompt != "next" {
+		t.Fatalf("after the rejection: %+v", s)
+	}
+}
+
+// TestPlainChoice covers the numbered list, the range hint, r, and a single
+// choice.
+func TestPlainChoice(t *testing.T) {
+	h := startREPL(t, plain, nil)
+	h.subscribed(map[string]any{"streaming": true})
+	id := h.request(protocol.InputChoice, "Which environment?", []string{"staging", "prod", "qa"}, false)
+	h.waitFor("Which environment?\n  1) staging\n  2) prod\n  3) qa\n  r) Reject\n")
+	h.typeIn("4\n")
+	h.waitFor("4 is not on the list. Please choose 1-3 or r.")
+	h.typeIn("prod\n")
+	h.waitFor("Please choose 1-3 or r.")
+	h.typeIn("\n")
+	h.waitFor("Please choose: 1-3 or r.")
+	h.typeIn("2\n")
+	a := h.nextCall("answer")
+	if a.reqID != id || a.answer != "prod" || a.index == nil || *a.index != 1 || a.freeform {
+		t.Fatalf("answer = %+v", a)
+	}
+	h.emit(protocol.TypeUserInputClosed, map[string]any{"requestId": id, "reason": "answered"})
+
+	id = h.request(protocol.InputChoice, "Only one way?", []string{"the way"}, false)
+	h.waitFor("Only one way?\n  1) the way\n  r) Reject\n")
+	h.typeIn("2\n")
+	h.waitFor("2 is not on the list. Please choose 1 or r.")
+	h.typeIn("r\n")
+	if r := h.nextCall("reject"); r.reqID != id {
+		t.Fatalf("reject = %+v", r)
+	}
+	// A rejection with no text before it: the turn ends with nothing shown
+	// but the notice.
+	h.idle(protocol.StatusRejected)
+	h.waitFor("Rejected. Agent response cancelled.")
+}
+
+func TestPlainFreeformAndText(t *testing.T) {
+	h := startREPL(t, plain, nil)
+	h.subscribed(map[string]any{"streaming": true})
+	id := h.request("", "Which color?", []string{"red", "blue"}, true)
+	h.waitFor("Which color?\n  1) red\n  2) blue\n  r) Reject\n  or type your own answer\n")
+	h.typeIn("green\n")
+	a := h.nextCall("answer")
+	if a.reqID != id || a.answer != "green" || !a.freeform || a.index != nil {
+		t.Fatalf("freeform answer = %+v", a)
+	}
+	id = h.request(protocol.InputText, "What should the release be called?", nil, true)
+	h.waitFor("What should the release be called?\n  Type your answer, or r or /reject to reject.\n")
+	h.typeIn("\n")
+	h.waitFor("An answer is required: type it, or r or /reject to reject.")
+	h.typeIn("Aurora\n")
+	a = h.nextCall("answer")
+	if a.reqID != id || a.answer != "Aurora" || !a.freeform {
+		t.Fatalf("text answer = %+v", a)
+	}
+	id = h.request(protocol.InputText, "Anything else?", nil, true)
+	h.waitFor("Anything else?")
+	h.typeIn("/reject\n")
+	if r := h.nextCall("reject"); r.reqID != id {
+		t.Fatalf("reject = %+v", r)
+	}
+}
+
+// TestPlainQueuedLines: in a pipe, lines wait for their turn: an answer
+// typed ahead waits for the question, a prompt for the turn to end.
+func TestPlainQueuedLines(t *testing.T) {
+	h := startREPL(t, plain, nil)
+	h.typeIn("deploy\na\nsecond\n/quit\n")
+	h.subscribed(nil)
+	if s := h.nextCall("send"); s.prompt != "deploy" {
+		t.Fatalf("send = %+v", s)
+	}
+	h.waitFor("act> deploy")
+	h.emit(protocol.TypeUserMessage, map[string]any{"messageId": "u1", "content": "deploy", "mode": "act"})
+	h.delta("Deploying. ")
+	h.waitFor("Deploying. ")
+	h.noCall()
+	id := h.request(protocol.InputApproval, "Go?", []string{"Go", "Stop"}, false)
+	if a := h.nextCall("answer"); a.reqID != id || a.answer != "approve" {
+		t.Fatalf("answer = %+v", a)
+	}
+	h.emit(protocol.TypeUserInputClosed, map[string]any{"requestId": id, "reason": "answered"})
+	h.delta("Done.")
+	h.waitFor("Done.")
+	h.noCall()
+	h.idle(protocol.StatusCompleted)
+	if s := h.nextCall("send"); s.prompt != "second" {
+		t.Fatalf("second send = %+v", s)
+	}
+	h.emit(protocol.TypeUserMessage, map[string]any{"messageId": "u2", "content": "second", "mode": "act"})
+	h.idle(protocol.StatusCompleted)
+	if err := h.exit(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestPlainModeCommands(t *testing.T) {
+	h := startREPL(t, plain, nil)
+	h.subscribed(nil)
+	h.typeIn("/plan\n")
+	if c := h.nextCall("set_mode"); c.mode != protocol.ModePlan {
+		t.Fatalf("set_mode = %+v", c)
+	}
+	h.waitFor("act> /plan")
+	h.emit(protocol.TypeModeChanged, map[string]any{"mode": "plan"})
+	h.waitFor("Plan mode: every tool call is denied")
+	h.typeIn("look around\n")
+	if s := h.nextCall("send"); s.mode != protocol.ModePlan {
+		t.Fatalf("send in plan mode = %+v", s)
+	}
+	h.waitFor("plan> look around")
+	h.emit(protocol.TypeUserMessage, map[string]any{"messageId": "u1", "content": "look around", "mode": "plan"})
+	h.emit(protocol.TypeToolStart, map[string]any{"toolCallId": "t1", "toolName": "bash", "arguments": map[string]any{"command": "ls -la"}})
+	h.emit(protocol.TypeToolEnd, map[string]any{"toolCallId": "t1", "success": false, "denied": true, "result": "plan mode"})
+	h.waitFor("⚙ bash ls -la — denied by plan mode")
+	// /act while the turn streams runs at once.
+	h.typeIn("/act\n")
+	if c := h.nextCall("set_mode"); c.mode != protocol.ModeAct {
+		t.Fatalf("set_mode = %+v", c)
+	}
+	h.emit(protocol.TypeModeChanged, map[string]any{"mode": "act"})
+	h.waitFor("Act mode: tool calls run.")
+	h.emit(protocol.TypeToolStart, map[string]any{"toolCallId": "t2", "toolName": "view", "arguments": map[string]any{"path": "go.mod"}})
+	h.emit(protocol.TypeToolEnd, map[string]any{"toolCallId": "t2", "success": true, "result": "module x"})
+	h.waitFor("⚙ view go.mod — approved → module x")
+	h.emit(protocol.TypeToolStart, map[string]any{"toolCallId": "t3", "toolName": "bash", "arguments": map[string]any{"command": "make"}})
+	h.emit(protocol.TypeToolEnd, map[string]any{"toolCallId": "t3", "success": false, "result": "exit status 2"})
+	h.waitFor("⚙ bash make — failed: exit status 2")
+	h.typeIn("/abort\n")
+	h.nextCall("abort")
+	h.idle(protocol.StatusAborted)
+	h.waitFor("Aborted.")
+	h.typeIn("/abort\n")
+	h.nextCall("abort")
+	h.emit(protocol.TypeError, map[string]any{"code": "not_streaming", "message": "no stream", "type": "copilot:abort"})
+	h.waitFor("Nothing to abort")
+	h.typeIn("/bogus\n")
+	h.waitFor("Unknown command /bogus.")
+	h.typeIn("/help\n")
+	h.waitFor("/switch N")
+}
+
+func TestListSwitchAndResume(t *testing.T) {
+	other := "99999999-2222-4333-8444-555555555555"
+	h := startREPL(t, plain, nil)
+	h.subscribed(nil)
+	h.typeIn("/switch 1\n")
+	h.waitFor("Run /list first")
+	h.typeIn("/list\n")
+	h.nextCall("list")
+	h.emit(protocol.TypeConversations, map[string]any{"conversations": []map[string]any{
+		{"conversationId": testConv, "title": "", "updatedAt": "2026-01-01T00:00:00Z", "streaming": false, "mode": "act"},
+		{"conversationId": other, "title": "Deploy the app", "updatedAt": "2026-01-01T00:00:00Z", "streaming": true, "mode": "plan"},
+	}})
+	h.waitFor("Conversations (2):\n* 1) (untitled) · act")
+	h.waitFor("  2) Deploy the app · plan · streaming")
+	h.typeIn("/switch 3\n")
+	h.waitFor("There is no conversation 3")
+	h.typeIn("/switch 2\n")
+	if u := h.nextCall("unsubscribe"); u.conv != testConv {
+		t.Fatalf("unsubscribe = %+v", u)
+	}
+	if s := h.nextCall("subscribe"); s.conv != other || s.since != 0 {
+		t.Fatalf("subscribe = %+v", s)
+	}
+	// The replay: a finished turn, then the running one with its question.
+	h.conv = other
+	h.seq = 0
+	h.emit(protocol.TypeUserMessage, map[string]any{"messageId": "u1", "content": "deploy", "mode": "act"})
+	h.delta("Partial answer")
+	h.emit(protocol.TypeUserInputRequest, map[string]any{"requestId": "old", "question": "Old question?", "inputType": "approval", "choices": []string{"Yes", "No"}, "allowFreeform": false})
+	h.emit(protocol.TypeUserInputClosed, map[string]any{"requestId": "old", "reason": "rejected"})
+	h.idle(protocol.StatusRejected)
+	h.emit(protocol.TypeUserMessage, map[string]any{"messageId": "u2", "content": "again", "mode": "plan"})
+	pending := map[string]any{"conversationId": other, "seq": 0, "requestId": "live", "question": "Live question?", "inputType": "text", "allowFreeform": true}
+	h.subscribed(map[string]any{"mode": "plan", "streaming": true, "pendingInput": pending})
+	h.waitFor("act> deploy\nPartial answer\nOld question?\n  a/1) Yes\n  r/2) No\n  (rejected)\nRejected. Agent response cancelled.")
+	h.waitFor("plan> again\n── end of history: plan mode, a turn is running ──\nLive question?")
+	h.typeIn("fine\n")
+	if a := h.nextCall("answer"); a.conv != other || a.reqID != "live" || a.answer != "fine" {
+		t.Fatalf("answer = %+v", a)
+	}
+	// In a pipe /new waits for the running turn to end.
+	h.typeIn("/new\n")
+	h.waitFor("? fine")
+	h.noCall()
+	h.idle(protocol.StatusCompleted)
+	h.nextCall("unsubscribe")
+	if s := h.nextCall("subscribe"); s.conv != testConv {
+		t.Fatalf("/new subscribed to %+v", s)
+	}
+}
+
+func TestResumeFromConfig(t *testing.T) {
+	id := "abababab-2222-4333-8444-555555555555"
+	h := startREPL(t, plain, func(c *Config) { c.ConversationID = id })
+	h.waitFor("Conversation " + id)
+	h.emit(protocol.TypeUserMessage, map[string]any{"messageId": "u1", "content": "earlier", "mode": "act"})
+	h.delta("Earlier reply.")
+	h.idle(protocol.StatusCompleted)
+	h.subscribed(nil)
+	h.waitFor("act> earlier\nEarlier reply.\nusage: none reported for this turn\n\n── end of history: act mode, idle ──")
+}
+
+// TestQuestionClosedElsewhere: another window answers, the timeout fires,
+// the turn is aborted: the question here closes with a note.
+func TestQuestionClosedElsewhere(t *testing.T) {
+	h := startREPL(t, plain, nil)
+	h.subscribed(map[string]any{"streaming": true})
+	id := h.request(protocol.InputChoice, "Pick one", []string{"x", "y"}, false)
+	h.waitFor("Pick one")
+	h.emit(protocol.TypeUserInputClosed, map[string]any{"requestId": id, "reason": "answered"})
+	h.waitFor("Answered in another window.")
+	id = h.request(protocol.InputText, "Name?", nil, true)
+	h.waitFor("Name?")
+	h.emit(protocol.TypeUserInputTimeout, map[string]any{"requestId": id, "question": "Name?"})
+	h.waitFor("No answer in time")
+	id = h.request(protocol.InputApproval, "Sure?", []string{"Yes", "No"}, false)
+	h.waitFor("Sure?")
+	h.emit(protocol.TypeUserInputClosed, map[string]any{"requestId": id, "reason": "aborted"})
+	h.waitFor("The turn was aborted; the question is closed.")
+	h.idle(protocol.StatusAborted)
+	h.waitFor("Aborted.")
+	// The line typed now is a prompt, not an answer.
+	h.typeIn("hello\n")
+	if s := h.nextCall("send"); s.prompt != "hello" {
+		t.Fatalf("send = %+v", s)
+	}
+}
+
+func TestAgentErrorsAndRelayErrors(t *testing.T) {
+	h := startREPL(t, plain, nil)
+	h.subscribed(nil)
+	h.typeIn("go\n")
+	h.nextCall("send")
+	h.emit(protocol.TypeError, map[string]any{"code": "conversation_busy", "message": "busy", "type": "copilot:send", "conversationId": testConv})
+	h.waitFor("Not sent: a turn is already running")
+	// An approval with no choices: the relay reports copilot:error (seed
+	// 003, requirement 1, edge case 1) and the turn goes on.
+	h.emit(protocol.TypeAgentError, map[string]any{"message": "approval request has no choices"})
+	h.waitFor("Error: approval request has no choices")
+	h.emit(protocol.TypeIdle, map[string]any{"status": "error", "message": "boom"})
+	h.waitFor("usage: none reported")
+	if strings.Contains(h.out.text(), "The turn failed") {
+		t.Errorf("the error was reported twice:\n%s", h.out.text())
+	}
+	h.emit(protocol.TypeIdle, map[string]any{"status": "error", "message": "relay restarted"})
+	h.waitFor("The turn failed: relay restarted")
+	// An agent that smuggles escape sequences does not reach the terminal.
+	h.emit(protocol.TypeUserMessage, map[string]any{"messageId": "u9", "content": "x", "mode": "act"})
+	h.delta("evil\x1b[2Jtext")
+	h.waitFor("evil^[[2Jtext")
+}
