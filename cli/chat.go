@@ -1,0 +1,121 @@
+package cli
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+
+	"github.com/google/uuid"
+
+	"github.com/pilotdesk/pilotdesk/chat"
+	"github.com/pilotdesk/pilotdesk/client"
+)
+
+// runChat runs the terminal client (`pilotdesk chat`, CLI.md "The terminal
+// client") on an embedded relay or, with --connect, a remote one.
+//
+// Logs: the embedded relay and the client must not write over the REPL.
+// With --log-file everything from info up (debug with --verbose) goes to
+// that file; without it, info and debug are dropped and warnings and errors
+// are shown in the REPL as dim "log:" lines, between its own output (and on
+// stderr for what comes after the REPL has ended).
+func runChat(ctx context.Context, args []string, env Env) error {
+	fs := flag.NewFlagSet("chat", flag.ContinueOnError)
+	var cf clientFlags
+	cf.register(fs, env.Getenv)
+	conversation := fs.String("conversation", "", "resume the conversation with this `ID`: replay it, then go on (default: a new conversation)")
+	logFile := fs.String("log-file", "", "write the relay's and the client's logs to `FILE` (default: warnings and errors show in the chat, the rest is dropped)")
+	if err := parseFlags(fs, args, env.Stdout); err != nil {
+		return err
+	}
+	if err := cf.validate(); err != nil {
+		return err
+	}
+	if *conversation != "" {
+		if _, err := uuid.Parse(*conversation); err != nil {
+			return usageError("--conversation must be a conversation ID (a UUID, as /list shows), not %q", *conversation)
+		}
+	}
+
+	var sink *chat.LogSink
+	var logger *slog.Logger
+	if *logFile != "" {
+		f, err := os.OpenFile(*logFile, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+		if err != nil {
+			return fmt.Errorf("opening the log file: %w", err)
+		}
+		defer f.Close()
+		level := slog.LevelInfo
+		if cf.relay.Verbose {
+			level = slog.LevelDebug
+		}
+		logger = newLogger(f, level)
+	} else {
+		sink = chat.NewLogSink()
+		logger = slog.New(sink.Handler(slog.LevelWarn))
+	}
+
+	tgt, stop, err := cf.startTarget(ctx, logger)
+	if err != nil {
+		flushLogs(sink, env.Stderr)
+		return err
+	}
+	defer func() {
+		stop()
+		flushLogs(sink, env.Stderr)
+	}()
+
+	conn, err := client.Config{URL: tgt.URL, Token: tgt.Token, Logger: logger}.Dial(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+
+	term, in, restore, err := chatTerminal(env)
+	if err != nil {
+		return err
+	}
+	defer restore()
+
+	name := tgt.Title()
+	if !tgt.Embedded {
+		name = "relay " + name
+	}
+	return chat.Run(ctx, chat.Config{
+		Conn:           conn,
+		In:             in,
+		Out:            env.Stdout,
+		Term:           term,
+		ConversationID: *conversation,
+		Relay:          name,
+		Logs:           sink,
+	})
+}
+
+// chatTerminal looks at the process's terminal when stdin and stdout are
+// files; anything else (a test's buffers) gets plain lines.
+func chatTerminal(env Env) (chat.Terminal, io.Reader, func(), error) {
+	stdin, inOK := env.Stdin.(*os.File)
+	stdout, outOK := env.Stdout.(*os.File)
+	if !inOK || !outOK {
+		return chat.Terminal{}, env.Stdin, func() {}, nil
+	}
+	return chat.OpenTerminal(stdin, stdout, env.Getenv)
+}
+
+// flushLogs prints the log lines the REPL did not show.
+func flushLogs(sink *chat.LogSink, w io.Writer) {
+	if sink == nil {
+		return
+	}
+	lines, dropped := sink.Take()
+	for _, l := range lines {
+		fmt.Fprintln(w, l)
+	}
+	if dropped > 0 {
+		fmt.Fprintf(w, "(%d more log lines were dropped)\n", dropped)
+	}
+}
