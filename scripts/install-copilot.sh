@@ -8,6 +8,10 @@
 #
 # On success it prints the path of the CLI (the npm loader, npm-loader.js).
 # On failure it prints why and exits non-zero.
+#
+# The native binary unpacks ~235 MB on its first run. The script does that
+# once into .tools/copilot/cache; point COPILOT_PKG_CACHE_HOME there (the
+# session/copilot tests do) to reuse it.
 set -euo pipefail
 
 # The protocol facts in research/copilot-protocol.md were measured on 1.0.102.
@@ -17,11 +21,14 @@ root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 dest="$root/.tools/copilot"
 loader="$dest/node_modules/@github/copilot/npm-loader.js"
 stamp="$dest/.installed-version"
+cache="$dest/cache"
 
-if ! command -v npm >/dev/null 2>&1; then
-	echo "install-copilot: npm is not installed (needed to install @github/copilot@$VERSION)" >&2
-	exit 1
-fi
+for tool in npm node; do
+	if ! command -v "$tool" >/dev/null 2>&1; then
+		echo "install-copilot: $tool is not installed (needed for @github/copilot@$VERSION)" >&2
+		exit 1
+	fi
+done
 
 # The loader runs the platform package's native binary; both must be present.
 native_present() {
@@ -60,6 +67,19 @@ if ! native_present; then
 	echo "  this platform ($(uname -s)/$(uname -m)) may not be supported, or npm skipped optional dependencies (see $log)" >&2
 	exit 1
 fi
+
+# First run: unpack the payload into the shared cache, and prove it runs.
+if ! out="$(COPILOT_PKG_CACHE_HOME="$cache" node "$loader" --version 2>&1)"; then
+	echo "install-copilot: the installed CLI does not run: $out" >&2
+	exit 1
+fi
+case "$out" in
+*"$VERSION"*) ;;
+*)
+	echo "install-copilot: expected version $VERSION, the CLI says: $out" >&2
+	exit 1
+	;;
+esac
 
 echo "$VERSION" >"$stamp"
 echo "$loader"

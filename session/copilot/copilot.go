@@ -146,6 +146,11 @@ func New(opts Options) (*Agent, error) {
 		}
 		opts.WorkDir = abs
 	}
+	if opts.ProviderURL != "" && opts.Model == "" {
+		// With a provider and no model the CLI asks the endpoint for its
+		// own default (claude-sonnet-4), which a local server rarely has.
+		opts.Logger.Warn("copilot: a provider URL without a model; pass --model with a model the endpoint serves")
+	}
 	return &Agent{
 		opts:     opts,
 		log:      opts.Logger,

@@ -124,6 +124,8 @@ func (s *Session) onEvent(p *process, raw json.RawMessage) {
 		if t != nil {
 			close(t.idle)
 		}
+		// Tool calls of an aborted turn never complete; forget them.
+		clear(s.tools)
 
 	case "session.shutdown":
 		var d struct {

@@ -13,7 +13,6 @@ import (
 	"runtime"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -156,19 +155,6 @@ func count(list []string, s string) int {
 		}
 	}
 	return n
-}
-
-// waitGone waits until process pid no longer exists.
-func waitGone(t *testing.T, pid int) {
-	t.Helper()
-	deadline := time.Now().Add(wait)
-	for time.Now().Before(deadline) {
-		if err := syscall.Kill(pid, 0); errors.Is(err, syscall.ESRCH) {
-			return
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	t.Fatalf("process %d still exists", pid)
 }
 
 // testLogger collects the backend's logs and prints them if the test fails.

@@ -46,6 +46,9 @@ func TestRealCLIThroughRelay(t *testing.T) {
 	if err != nil {
 		t.Fatalf("starting the CLI: %v", err)
 	}
+	if err := warm.Run(ctx, session.Turn{Prompt: "Say OK."}); err != nil {
+		t.Fatalf("warm-up turn: %v", err)
+	}
 	if err := warm.Close(ctx); err != nil {
 		t.Fatal(err)
 	}

@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -46,6 +47,16 @@ func (r *Request) Last() Message {
 		return Message{}
 	}
 	return r.Messages[len(r.Messages)-1]
+}
+
+// Prompt returns the last user message without the context the Copilot CLI
+// puts before the prompt ("<current_datetime>…</current_datetime>").
+func (r *Request) Prompt() string {
+	p := r.LastUser()
+	if i := strings.LastIndex(p, "</current_datetime>"); i >= 0 {
+		p = p[i+len("</current_datetime>"):]
+	}
+	return strings.TrimSpace(p)
 }
 
 // LastUser returns the text of the last user message.
@@ -116,6 +127,27 @@ type Server struct {
 
 // Start serves on a loopback port until Close.
 func Start(h Handler) *Server {
+	s := newServer(h)
+	s.srv.Start()
+	s.URL = s.srv.URL + "/v1"
+	return s
+}
+
+// Listen serves on addr (host:port; port 0 picks one) until Close.
+func Listen(addr string, h Handler) (*Server, error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("mockopenai: %w", err)
+	}
+	s := newServer(h)
+	s.srv.Listener.Close()
+	s.srv.Listener = ln
+	s.srv.Start()
+	s.URL = s.srv.URL + "/v1"
+	return s, nil
+}
+
+func newServer(h Handler) *Server {
 	s := &Server{handler: h}
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /v1/chat/completions", s.chat)
@@ -127,8 +159,7 @@ func Start(h Handler) *Server {
 		s.mu.Unlock()
 		http.Error(w, "not served by the mock", http.StatusNotFound)
 	})
-	s.srv = httptest.NewServer(mux)
-	s.URL = s.srv.URL + "/v1"
+	s.srv = httptest.NewUnstartedServer(mux)
 	return s
 }
 
