@@ -28,13 +28,13 @@ type Turn struct {
 	Match    string
 	HasMatch bool
 	Steps    []Step
-
-	lowerMatch string
 }
 
 // matches reports whether the turn replies to a prompt already lower-cased.
+// The match is lowered here rather than at parse time so that a Script
+// built by hand behaves the same.
 func (t *Turn) matches(lowerPrompt string) bool {
-	return !t.HasMatch || strings.Contains(lowerPrompt, t.lowerMatch)
+	return !t.HasMatch || strings.Contains(lowerPrompt, strings.ToLower(t.Match))
 }
 
 // Step is one step of a turn: DeltaStep, SleepStep, ToolStep, AskStep,
@@ -223,7 +223,6 @@ func parseTurn(raw json.RawMessage) (Turn, error) {
 			return t, err
 		}
 		t.HasMatch = true
-		t.lowerMatch = strings.ToLower(t.Match)
 	}
 	if err := checkKeys(keys, "a turn", "match", "steps"); err != nil {
 		return t, err

@@ -75,6 +75,9 @@ func (s *Session) Close(context.Context) error { return nil }
 // later turn on the same conversation simply works, as if the relay had
 // opened a fresh session.
 func (s *Session) Run(ctx context.Context, turn session.Turn) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
 	p := &player{
 		host:      s.host,
 		sleep:     s.sleep,

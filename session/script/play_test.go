@@ -644,3 +644,25 @@ func TestConcurrentSessions(t *testing.T) {
 		t.Error(err)
 	}
 }
+
+// TestHandBuiltScript: a Script made in Go, not parsed, plays the same.
+func TestHandBuiltScript(t *testing.T) {
+	s := &Script{Name: "inline", Turns: []Turn{
+		{Match: "Deploy", HasMatch: true, Steps: []Step{DeltaStep{Text: "deploying"}}},
+		{Steps: []Step{DeltaStep{Text: "other"}}},
+	}}
+	host := newFakeHost("act")
+	sess, err := New(s).Open(context.Background(), "c", session.OpenOptions{}, host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, prompt := range []string{"hello", "please deploy"} {
+		if err := run(t, sess, prompt); err != nil {
+			t.Fatal(err)
+		}
+	}
+	events, _, _ := host.recorded()
+	if got := deltasOf(events); !reflect.DeepEqual(got, []string{"other", "deploying"}) {
+		t.Errorf("deltas %q", got)
+	}
+}
