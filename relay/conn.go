@@ -24,6 +24,11 @@ import (
 // one over discardLimit is closed by the library with 1009.
 const discardLimit = 64 << 20
 
+// maxQueueBytes bounds the bytes queued for one connection besides the
+// frame count (Config.SendQueue), so that a stalled reader of large frames
+// (tool outputs) cannot pin unbounded memory.
+const maxQueueBytes = 64 << 20
+
 // conn is one WebSocket connection. The handler goroutine reads and
 // dispatches; the writer goroutine owns every write of data frames.
 type conn struct {
@@ -38,6 +43,7 @@ type conn struct {
 	// append; the writer takes everything at once.
 	mu          sync.Mutex
 	queue       [][]byte
+	queueBytes  int
 	closing     bool // no more frames are accepted
 	flushClose  bool // send what is queued before the close frame
 	closeCode   websocket.StatusCode
@@ -252,12 +258,13 @@ func (c *conn) enqueue(frame []byte) bool {
 		c.mu.Unlock()
 		return false
 	}
-	if len(c.queue) >= c.r.sendQueue {
+	if len(c.queue) >= c.r.sendQueue || c.queueBytes+len(frame) > maxQueueBytes {
 		c.overflowLocked()
 		c.mu.Unlock()
 		return false
 	}
 	c.queue = append(c.queue, frame)
+	c.queueBytes += len(frame)
 	first := len(c.queue) == 1
 	c.mu.Unlock()
 	if first {
@@ -277,13 +284,18 @@ func (c *conn) enqueueMany(frames [][]byte) bool {
 		c.mu.Unlock()
 		return false
 	}
-	if len(c.queue)+len(frames) > c.r.sendQueue {
+	n := 0
+	for _, f := range frames {
+		n += len(f)
+	}
+	if len(c.queue)+len(frames) > c.r.sendQueue || c.queueBytes+n > maxQueueBytes {
 		c.overflowLocked()
 		c.mu.Unlock()
 		return false
 	}
 	first := len(c.queue) == 0
 	c.queue = append(c.queue, frames...)
+	c.queueBytes += n
 	c.mu.Unlock()
 	if first {
 		c.notify()
@@ -302,8 +314,9 @@ func (c *conn) enqueueWait(frame []byte) bool {
 			c.mu.Unlock()
 			return false
 		}
-		if len(c.queue) < max(c.r.sendQueue/2, 1) {
+		if len(c.queue) < max(c.r.sendQueue/2, 1) && c.queueBytes < maxQueueBytes/2 {
 			c.queue = append(c.queue, frame)
+			c.queueBytes += len(frame)
 			first := len(c.queue) == 1
 			c.mu.Unlock()
 			if first {
@@ -341,7 +354,7 @@ func (c *conn) waitSpace() bool {
 func (c *conn) fits(n int) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return !c.closing && len(c.queue)+n <= c.r.sendQueue
+	return !c.closing && len(c.queue)+n <= c.r.sendQueue && c.queueBytes < maxQueueBytes/2
 }
 
 func (c *conn) overflowLocked() {
@@ -375,6 +388,7 @@ func (c *conn) closeLocked(code websocket.StatusCode, reason string, flush bool)
 	if !flush {
 		clear(c.queue)
 		c.queue = c.queue[:0]
+		c.queueBytes = 0
 	}
 	c.notify()
 }
@@ -389,6 +403,7 @@ func (c *conn) writeLoop() {
 	for range c.wake {
 		c.mu.Lock()
 		batch, c.queue = c.queue, batch[:0]
+		c.queueBytes = 0
 		closing, flush := c.closing, c.flushClose
 		code, reason := c.closeCode, c.closeReason
 		c.mu.Unlock()

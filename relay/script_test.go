@@ -1,0 +1,105 @@
+package relay_test
+
+import (
+	"testing"
+
+	"github.com/pilotdesk/pilotdesk/relay"
+	"github.com/pilotdesk/pilotdesk/relay/relaytest"
+	"github.com/pilotdesk/pilotdesk/session/script"
+)
+
+const scenario = `{
+  "turns": [
+    {
+      "match": "deploy",
+      "steps": [
+        {"delta": "Checking. "},
+        {"tool": {"name": "bash", "arguments": {"command": "make deploy"}, "result": "deployed"}},
+        {"delta": "The tool was {{tool}}. "},
+        {"input": {"type": "approval", "prompt": "Run the migration?", "choices": ["Run it", "Skip"]}},
+        {"ask": {"question": "Which environment?", "choices": ["staging", "prod"], "allowFreeform": false}},
+        {"delta": "You said {{answer}}."},
+        {"usage": {"model": "gpt-5", "cost": 1, "quotaSnapshots": {"premium": {"usedRequests": 1}}}}
+      ]
+    },
+    {"match": "broken", "steps": [{"input": {"type": "choice", "prompt": "Pick", "choices": []}}, {"delta": "after {{error}}"}]},
+    {"steps": [{"delta": "Echo: {{prompt}} in {{mode}}"}]}
+  ]
+}`
+
+// The scripted agent through the relay: the mode decides its tool calls, its
+// questions go through the input bridge, a rejection ends the turn.
+func TestScriptAgent(t *testing.T) {
+	checkNoLeaks(t)
+	s, err := script.Parse("test.json", []byte(scenario))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := relaytest.Start(t, relay.Config{Agent: script.New(s)})
+	cl := srv.Dial(t)
+
+	// plan: the tool is denied, the approval answered, the choice answered.
+	cl.Send("copilot:send", map[string]any{"conversationId": "sc", "prompt": "deploy now", "mode": "plan"})
+	end := cl.WaitFor("copilot:tool_end", nil)
+	if end.Field("denied") != true || end.Field("success") != false {
+		t.Fatalf("tool_end in plan %s", end.Raw)
+	}
+	appr := cl.WaitFor("copilot:user_input_request", nil)
+	if appr.Field("inputType") != "approval" || appr.Field("allowFreeform") != false {
+		t.Fatalf("approval %s", appr.Raw)
+	}
+	cl.Send("copilot:user_input_response", map[string]any{"conversationId": "sc", "requestId": appr.Field("requestId"), "answer": "approve"})
+	cl.Expect("copilot:user_input_closed")
+	ask := cl.Expect("copilot:user_input_request")
+	cl.Send("copilot:user_input_response", map[string]any{"conversationId": "sc", "requestId": ask.Field("requestId"), "answer": "staging"})
+	cl.Expect("copilot:user_input_closed")
+	idle, frames := cl.WaitForCollect("copilot:idle", nil)
+	if s := idle.Field("status"); s != "completed" {
+		t.Fatalf("status %v", s)
+	}
+	var gotMsg, gotQuota bool
+	for _, f := range frames {
+		switch f.Type {
+		case "copilot:message":
+			gotMsg = f.Field("content") == "Checking. The tool was denied. You said staging."
+		case "copilot:quota":
+			gotQuota = f.Field("model") == "gpt-5"
+		}
+	}
+	if !gotMsg || !gotQuota {
+		t.Fatalf("turn ended without the message or the quota: %s", framesString(frames))
+	}
+
+	// act: the tool runs; rejecting the approval cancels the turn.
+	cl.Send("copilot:send", map[string]any{"conversationId": "sc", "prompt": "deploy again", "mode": "act"})
+	cl.Expect("copilot:mode_changed")
+	end = cl.WaitFor("copilot:tool_end", nil)
+	if end.Field("denied") != false || end.Field("success") != true {
+		t.Fatalf("tool_end in act %s", end.Raw)
+	}
+	appr = cl.WaitFor("copilot:user_input_request", nil)
+	cl.Send("copilot:user_input_response", map[string]any{"conversationId": "sc", "requestId": appr.Field("requestId"), "answer": "reject"})
+	if c := cl.Expect("copilot:user_input_closed"); c.Field("reason") != "rejected" {
+		t.Fatalf("closed %s", c.Raw)
+	}
+	idle, frames = cl.WaitForCollect("copilot:idle", nil)
+	if idle.Field("status") != "rejected" {
+		t.Fatalf("idle %s", idle.Raw)
+	}
+	if last := frames[len(frames)-1]; last.Type != "copilot:message" || last.Field("content") != "Checking. The tool was approved. " {
+		t.Fatalf("partial turn kept as %s", last.Raw)
+	}
+
+	// A malformed request from the script: copilot:error, the turn goes on.
+	cl.Send("copilot:send", map[string]any{"conversationId": "sc", "prompt": "broken"})
+	cl.WaitFor("copilot:error", nil)
+	if s := cl.WaitFor("copilot:idle", nil).Field("status"); s != "completed" {
+		t.Fatalf("status %v", s)
+	}
+
+	// The fallback turn echoes the prompt and the mode.
+	cl.Send("copilot:send", map[string]any{"conversationId": "sc2", "prompt": "hello", "mode": "plan"})
+	if m := cl.WaitFor("copilot:message", nil); m.Field("content") != "Echo: hello in plan" {
+		t.Fatalf("echo %s", m.Raw)
+	}
+}
