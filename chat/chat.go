@@ -441,6 +441,10 @@ func (r *repl) key(ctx context.Context, k key) {
 		case keyUp, keyDown:
 			p.move(k.kind == keyDown)
 		case keyEnter:
+			if r.questionCommand(ctx, p.input.String()) {
+				p.input.clear()
+				return
+			}
 			r.resolve(ctx, p, p.enter())
 		case keyCtrlC:
 			// Seed 003: Ctrl+C during an input request is a rejection.
@@ -516,6 +520,9 @@ func (r *repl) drainLines(ctx context.Context) {
 		r.lines = r.lines[1:]
 		if p := r.prompt; p != nil {
 			r.echo(r.glyph(p), line)
+			if r.questionCommand(ctx, line) {
+				continue
+			}
 			o := p.interpret(line)
 			if !o.valid {
 				r.note(styleWarn, p.hint)
@@ -526,6 +533,21 @@ func (r *repl) drainLines(ctx context.Context) {
 		}
 		r.run(ctx, line)
 	}
+}
+
+// questionCommand runs the commands that make sense while a question is
+// open, /quit and /abort (no one answers a question with those), and
+// reports whether line was one.
+func (r *repl) questionCommand(ctx context.Context, line string) bool {
+	switch strings.TrimSpace(line) {
+	case "/quit", "/exit":
+		r.quitWithOpenQuestion()
+		return true
+	case "/abort":
+		r.abort(ctx)
+		return true
+	}
+	return false
 }
 
 // echo prints what was typed (in raw mode the prompt line, in line mode

@@ -211,7 +211,7 @@ func (r *repl) toolEnd(d *protocol.ToolEnd) {
 	if tc.args != "" {
 		head += " " + tc.args
 	}
-	result := oneLine(d.Result)
+	result := firstLine(d.Result)
 	var tail string
 	switch {
 	case d.Denied:
@@ -219,12 +219,12 @@ func (r *repl) toolEnd(d *protocol.ToolEnd) {
 	case d.Success:
 		tail = r.scr.style(styleOK, "approved")
 		if result != "" {
-			tail += r.scr.style(styleDim, " → "+truncate(result, 80))
+			tail += r.scr.style(styleDim, " → "+result)
 		}
 	default:
 		tail = r.scr.style(styleError, "failed")
 		if result != "" {
-			tail += r.scr.style(styleError, ": "+truncate(result, 80))
+			tail += r.scr.style(styleError, ": "+result)
 		}
 	}
 	r.scr.endLine()
@@ -412,6 +412,17 @@ func argsSummary(raw json.RawMessage) string {
 		}
 	}
 	return truncate(oneLine(string(raw)), 60)
+}
+
+// firstLine is the first non-blank line of a tool's result, with a count
+// of the lines left out.
+func firstLine(s string) string {
+	lines := strings.Split(strings.TrimSpace(strings.ReplaceAll(s, "\r\n", "\n")), "\n")
+	first := truncate(sanitize(strings.TrimSpace(lines[0])), 70)
+	if n := len(lines) - 1; n > 0 {
+		first += fmt.Sprintf(" (+%d lines)", n)
+	}
+	return first
 }
 
 // truncate shortens s to at most n runes, with an ellipsis.
