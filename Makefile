@@ -44,8 +44,8 @@ test: deps copilot-cli vet
 	scripts/check-package.sh dist/pilotdesk.tar.xz $(VERSION)
 
 fuzz:
-	$(GO) test -run '^$$' -fuzz '^FuzzDecodeRequest$$' -fuzztime $(FUZZTIME) ./protocol/
-	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./session/script/
+	$(GO) test -run '^$$' -fuzz '^FuzzDecodeRequest$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 5s ./protocol/
+	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 5s ./session/script/
 
 $(FYNE):
 	GOBIN=$(CURDIR)/.tools/bin $(GO) install fyne.io/tools/cmd/fyne@$(FYNE_TOOL_VERSION)
