@@ -142,7 +142,11 @@ type Conversation struct {
 	// Synced is true once copilot:subscribed arrived: the history has been
 	// replayed and what follows is live.
 	Synced bool
-	Rows   []Row
+	// OnRelay is true when the relay knows the conversation (it listed it
+	// or sent an event of it); a conversation made with New is not on the
+	// relay until its first prompt.
+	OnRelay bool
+	Rows    []Row
 	// turnOutput is true once the running turn showed any text or tool call.
 	turnOutput bool
 	Pending    *Pending
@@ -264,6 +268,14 @@ func (s *Store) Remove(id string) {
 	s.changed()
 }
 
+// OnRelay reports whether the relay knows the conversation.
+func (s *Store) OnRelay(id string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c, ok := s.convs[id]
+	return ok && c.OnRelay
+}
+
 // Has reports whether the store knows the conversation.
 func (s *Store) Has(id string) bool {
 	s.mu.Lock()
@@ -297,6 +309,9 @@ func (s *Store) Apply(ev client.Event) {
 }
 
 func (s *Store) apply(ev client.Event) {
+	if id := ev.ConversationID(); id != "" && ev.Type != protocol.TypeError && ev.Type != protocol.TypeDeleted {
+		s.conv(id).OnRelay = true
+	}
 	switch d := ev.Data.(type) {
 	case *client.StateChange:
 		s.conn = *d
@@ -331,6 +346,7 @@ func (s *Store) apply(ev client.Event) {
 	case *protocol.Conversations:
 		for _, info := range d.Conversations {
 			c := s.conv(info.ConversationID)
+			c.OnRelay = true
 			if info.Title != "" {
 				c.Title, c.titled = info.Title, true
 			}
@@ -354,6 +370,11 @@ func (s *Store) apply(ev client.Event) {
 		mode := d.Mode
 		if !mode.Valid() {
 			mode = protocol.ModeAct
+		}
+		// copilot:send carries the mode the turn runs in.
+		if mode != c.Mode {
+			c.Mode = mode
+			s.sidebarChanged = true
 		}
 		c.appendRow(Row{Kind: RowUser, Text: d.Content, Mode: mode, Done: true})
 		c.Streaming = true
@@ -671,6 +692,7 @@ type View struct {
 	Streaming bool
 	Thinking  bool
 	Synced    bool
+	OnRelay   bool
 	Pending   *Pending // a copy
 	Usage     Usage
 	NumRows   int
@@ -709,7 +731,7 @@ func (s *Store) Take(current string, full bool) Frame {
 	}
 	v := View{
 		ID: c.ID, Exists: true, Title: c.Title, Mode: c.Mode, Streaming: c.Streaming,
-		Thinking: c.Thinking(), Synced: c.Synced, Usage: c.Usage, NumRows: len(c.Rows),
+		Thinking: c.Thinking(), Synced: c.Synced, OnRelay: c.OnRelay, Usage: c.Usage, NumRows: len(c.Rows),
 	}
 	v.Usage.Quotas = slices.Clone(c.Usage.Quotas)
 	v.Usage.Models = slices.Clone(c.Usage.Models)

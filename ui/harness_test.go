@@ -1,0 +1,197 @@
+package ui
+
+import (
+	"context"
+	_ "embed"
+	"strings"
+	"testing"
+	"time"
+
+	"fyne.io/fyne/v2"
+	"fyne.io/fyne/v2/test"
+	"fyne.io/fyne/v2/theme"
+
+	"github.com/pilotdesk/pilotdesk/client"
+	"github.com/pilotdesk/pilotdesk/client/clienttest"
+	"github.com/pilotdesk/pilotdesk/relay"
+	"github.com/pilotdesk/pilotdesk/relay/relaytest"
+	"github.com/pilotdesk/pilotdesk/session/script"
+	"github.com/pilotdesk/pilotdesk/ui/model"
+)
+
+//go:embed testdata/script.json
+var testScript []byte
+
+const waitTimeout = 10 * time.Second
+
+// harness is a window on the Fyne test driver, connected through a cutting
+// proxy to a real relay that plays testdata/script.json.
+type harness struct {
+	t      *testing.T
+	app    fyne.App
+	srv    *relaytest.Server
+	proxy  *clienttest.Proxy
+	client *client.Client
+	w      *Window
+	clock  *fakeClock
+}
+
+type harnessConfig struct {
+	relay   relay.Config
+	theme   fyne.Theme
+	size    fyne.Size
+	options Options
+}
+
+// fakeClock lets tests freeze the countdowns for screenshots.
+type fakeClock struct{ t time.Time }
+
+func (c *fakeClock) now() time.Time { return c.t }
+
+func newHarness(t *testing.T, hc harnessConfig) *harness {
+	t.Helper()
+	s, err := script.Parse("testdata/script.json", testScript)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hc.relay.Agent = script.New(s)
+	if hc.relay.Token == "" {
+		hc.relay.Token = "test-token"
+	}
+	srv := relaytest.Start(t, hc.relay)
+	proxy := clienttest.StartProxy(t, srv.URL)
+
+	a := test.NewTempApp(t)
+	th := hc.theme
+	if th == nil {
+		th = theme.DefaultTheme()
+	}
+	a.Settings().SetTheme(th)
+
+	ctx, cancel := context.WithCancel(context.Background())
+	c, err := client.Config{URL: proxy.URL, Token: srv.Token, MinBackoff: 20 * time.Millisecond, MaxBackoff: 200 * time.Millisecond}.Dial(ctx)
+	if err != nil {
+		cancel()
+		t.Fatal(err)
+	}
+	opts := hc.options
+	opts.Manual = true
+	w := NewWindow(a, c, opts)
+	size := hc.size
+	if size.IsZero() {
+		size = fyne.NewSize(1000, 680)
+	}
+	w.Window().Resize(size)
+	w.Window().Show()
+	h := &harness{t: t, app: a, srv: srv, proxy: proxy, client: c, w: w}
+	t.Cleanup(func() {
+		w.Close()
+		c.Close()
+		cancel()
+		w.Wait()
+		w.Window().Close()
+	})
+	h.w.Sync()
+	return h
+}
+
+// waitFor syncs the window until cond holds, failing after waitTimeout.
+func (h *harness) waitFor(what string, cond func() bool) {
+	h.t.Helper()
+	deadline := time.After(waitTimeout)
+	for {
+		h.w.Sync()
+		if cond() {
+			return
+		}
+		select {
+		case <-h.w.Changed():
+		case <-time.After(50 * time.Millisecond):
+			// Changes that come from the outbox (a send that failed) do
+			// not pass through the store; poll now and then as well.
+		case <-deadline:
+			h.t.Fatalf("timed out waiting for %s; transcript:\n%s", what, h.dump())
+		}
+	}
+}
+
+// send types a prompt in the composer and presses Enter.
+func (h *harness) send(prompt string) {
+	h.t.Helper()
+	h.w.composer.SetText(prompt)
+	h.w.composer.TypedKey(&fyne.KeyEvent{Name: fyne.KeyReturn})
+}
+
+// rows returns the transcript rows the window shows.
+func (h *harness) rows() []model.Row { return h.w.transcript.rows }
+
+// lastRow returns the last row of a kind, or a zero Row.
+func (h *harness) lastRow(kind model.RowKind) model.Row {
+	rows := h.rows()
+	for i := len(rows) - 1; i >= 0; i-- {
+		if rows[i].Kind == kind {
+			return rows[i]
+		}
+	}
+	return model.Row{}
+}
+
+func (h *harness) hasStatus(status string) bool {
+	r := h.lastRow(model.RowStatus)
+	return r.State == status
+}
+
+// text joins every assistant text row.
+func (h *harness) text() string {
+	var b strings.Builder
+	for _, r := range h.rows() {
+		if r.Kind == model.RowText || r.Kind == model.RowCode {
+			b.WriteString(r.Text)
+			b.WriteString("|")
+		}
+	}
+	return b.String()
+}
+
+func (h *harness) dump() string {
+	var b strings.Builder
+	names := []string{"user", "text", "code", "tool", "status", "mode", "note"}
+	for _, r := range h.rows() {
+		b.WriteString(names[r.Kind] + ": " + r.Text + " [" + r.State + "]\n")
+	}
+	return b.String()
+}
+
+// modalOpen reports whether the input modal is on screen.
+func (h *harness) modalOpen() bool {
+	return h.w.modal != nil && len(h.w.Window().Canvas().Overlays().List()) > 0
+}
+
+// waitModal waits for the modal of a request of the given kind.
+func (h *harness) waitModal(kind string) *inputModal {
+	h.t.Helper()
+	h.waitFor("the "+kind+" modal", func() bool { return h.modalOpen() && h.w.modal.kind == kind })
+	return h.w.modal
+}
+
+// typeRunes types into whatever has the keyboard.
+func (h *harness) typeRunes(s string) {
+	c := h.w.Window().Canvas()
+	for _, r := range s {
+		if f := c.Focused(); f != nil {
+			f.TypedRune(r)
+		} else {
+			h.w.modal.typedRune(r)
+		}
+	}
+}
+
+func (h *harness) key(name fyne.KeyName) {
+	c := h.w.Window().Canvas()
+	ev := &fyne.KeyEvent{Name: name}
+	if f := c.Focused(); f != nil {
+		f.TypedKey(ev)
+	} else if h.w.modal != nil {
+		h.w.modal.typedKey(ev)
+	}
+}

@@ -1,0 +1,401 @@
+package ui
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"fyne.io/fyne/v2"
+	"fyne.io/fyne/v2/canvas"
+	"fyne.io/fyne/v2/container"
+	"fyne.io/fyne/v2/theme"
+	"fyne.io/fyne/v2/widget"
+
+	"github.com/pilotdesk/pilotdesk/client"
+	"github.com/pilotdesk/pilotdesk/protocol"
+	"github.com/pilotdesk/pilotdesk/ui/model"
+)
+
+// Modal kinds: the three input types of seed 003 and the plain ask_user
+// request of seed 000.
+const (
+	kindApproval = protocol.InputApproval
+	kindChoice   = protocol.InputChoice
+	kindText     = protocol.InputText
+	kindAsk      = "ask"
+)
+
+// inputModal is the non-dismissible modal for an input request: no close
+// button, Escape and clicks outside do nothing, and nothing is picked by
+// default. It closes when the user answers, or when the relay says the
+// request is over (answered elsewhere, timed out, aborted).
+type inputModal struct {
+	win    *Window
+	convID string
+	req    protocol.UserInputRequest
+	kind   string
+
+	popup     *widget.PopUp
+	sink      *keySink
+	hint      *widget.Label
+	countdown *widget.Label
+	deadline  time.Time
+
+	choices   []*widget.Button
+	highlight int    // -1: none
+	typed     string // digits typed for lists of ten or more
+	entry     *widget.Entry
+}
+
+func modalKind(req protocol.UserInputRequest) string {
+	switch req.InputType {
+	case protocol.InputApproval, protocol.InputChoice, protocol.InputText:
+		return req.InputType
+	}
+	return kindAsk
+}
+
+func newInputModal(w *Window, convID string, p model.Pending) *inputModal {
+	m := &inputModal{win: w, convID: convID, req: p.Request, kind: modalKind(p.Request), highlight: -1, deadline: p.Deadline}
+	m.sink = newKeySink(m.typedRune, m.typedKey)
+	m.hint = widget.NewLabel("")
+	m.hint.Importance = widget.WarningImportance
+	m.hint.Wrapping = fyne.TextWrapWord
+	m.hint.Hide()
+	m.countdown = widget.NewLabel("")
+	m.countdown.SizeName = theme.SizeNameCaptionText
+	m.countdown.Importance = widget.LowImportance
+
+	titles := map[string]string{
+		kindApproval: "Approval needed",
+		kindChoice:   "Choose an option",
+		kindText:     "The agent needs your input",
+		kindAsk:      "The agent asks",
+	}
+	title := widget.NewLabelWithStyle(titles[m.kind], fyne.TextAlignLeading, fyne.TextStyle{Bold: true})
+	question := widget.NewLabel(p.Request.Question)
+	question.Wrapping = fyne.TextWrapWord
+	question.Selectable = true
+
+	body := container.NewVBox()
+	switch m.kind {
+	case kindApproval:
+		m.buildApproval(body)
+	case kindChoice:
+		m.buildChoices(body, true)
+		if p.Request.AllowFreeform {
+			m.buildFreeform(body)
+		}
+	case kindText:
+		m.buildText(body)
+	default:
+		if len(p.Request.Choices) > 0 {
+			m.buildChoices(body, true)
+		}
+		if p.Request.AllowFreeform || len(p.Request.Choices) == 0 {
+			m.buildFreeform(body)
+		}
+		if len(p.Request.Choices) == 0 {
+			m.addRejectRow(body)
+		}
+	}
+
+	icon := widget.NewIcon(theme.QuestionIcon())
+	head := container.NewBorder(nil, nil, icon, nil, title)
+	content := container.NewVBox(head, question, widget.NewSeparator(), body, m.hint, m.countdown, m.sink)
+	m.popup = widget.NewModalPopUp(container.NewPadded(content), w.win.Canvas())
+	m.tick(w.now())
+	if p.Hint != "" {
+		m.setHint("The relay did not accept that answer: " + p.Hint)
+	}
+	return m
+}
+
+func (m *inputModal) buildApproval(body *fyne.Container) {
+	approve, reject := "Approve", "Reject"
+	if len(m.req.Choices) >= 2 {
+		approve, reject = m.req.Choices[0], m.req.Choices[1]
+	}
+	a := widget.NewButtonWithIcon("a) "+approve, theme.ConfirmIcon(), m.approve)
+	a.Importance = widget.HighImportance
+	r := widget.NewButtonWithIcon("r) "+reject, theme.CancelIcon(), m.reject)
+	r.Importance = widget.DangerImportance
+	body.Add(container.NewGridWithColumns(2, a, r))
+	body.Add(caption("Keys: a or 1 approves, r or 2 rejects (rejecting stops the agent)."))
+}
+
+func (m *inputModal) buildChoices(body *fyne.Container, withReject bool) {
+	for i, c := range m.req.Choices {
+		i := i
+		b := widget.NewButton(fmt.Sprintf("%d) %s", i+1, c), func() { m.pick(i) })
+		b.Alignment = widget.ButtonAlignLeading
+		b.Importance = widget.MediumImportance
+		m.choices = append(m.choices, b)
+		body.Add(b)
+	}
+	if withReject {
+		m.addRejectRow(body)
+	}
+	n := len(m.req.Choices)
+	keys := fmt.Sprintf("Keys: 1–%d picks, ↑/↓ then Enter, r rejects.", n)
+	if n == 1 {
+		keys = "Keys: 1 picks, ↑/↓ then Enter, r rejects."
+	}
+	body.Add(caption(keys))
+}
+
+func (m *inputModal) addRejectRow(body *fyne.Container) {
+	r := widget.NewButtonWithIcon("r) Reject", theme.CancelIcon(), m.reject)
+	r.Importance = widget.DangerImportance
+	r.Alignment = widget.ButtonAlignLeading
+	body.Add(r)
+}
+
+func (m *inputModal) buildFreeform(body *fyne.Container) {
+	m.entry = widget.NewEntry()
+	m.entry.SetPlaceHolder("Type your own answer…")
+	m.entry.OnSubmitted = func(string) { m.submitText() }
+	send := widget.NewButtonWithIcon("Send", theme.MailSendIcon(), m.submitText)
+	body.Add(container.NewBorder(nil, nil, nil, send, m.entry))
+}
+
+func (m *inputModal) buildText(body *fyne.Container) {
+	m.entry = widget.NewEntry()
+	m.entry.SetPlaceHolder("Your answer")
+	m.entry.OnSubmitted = func(string) { m.submitText() }
+	glyph := canvas.NewText("?", theme.Color(theme.ColorNamePrimary))
+	glyph.TextStyle = fyne.TextStyle{Bold: true}
+	glyph.TextSize = theme.TextSubHeadingSize()
+	send := widget.NewButtonWithIcon("Send", theme.MailSendIcon(), m.submitText)
+	body.Add(container.NewBorder(nil, nil, container.NewCenter(glyph), send, m.entry))
+	body.Add(caption("Enter sends. Type r or /reject alone to reject (that stops the agent)."))
+}
+
+func caption(text string) *widget.Label {
+	l := widget.NewLabel(text)
+	l.SizeName = theme.SizeNameCaptionText
+	l.Importance = widget.LowImportance
+	l.Wrapping = fyne.TextWrapWord
+	return l
+}
+
+// show puts the modal on screen and gives it the keyboard.
+func (m *inputModal) show() {
+	c := m.win.win.Canvas()
+	size := c.Size()
+	width := min(max(size.Width-80, 320), 560)
+	m.popup.Resize(fyne.NewSize(width, m.popup.Content.MinSize().Height))
+	m.popup.Show()
+	m.popup.Resize(fyne.NewSize(width, m.popup.Content.MinSize().Height))
+	if m.kind == kindText && m.entry != nil {
+		c.Focus(m.entry)
+	} else {
+		c.Focus(m.sink)
+	}
+}
+
+func (m *inputModal) hide() { m.popup.Hide() }
+
+func (m *inputModal) setHint(text string) {
+	m.hint.SetText(text)
+	m.hint.Show()
+	m.resize()
+}
+
+func (m *inputModal) resize() {
+	if m.popup.Visible() {
+		m.popup.Resize(fyne.NewSize(m.popup.Content.Size().Width+2*theme.Padding(), m.popup.Content.MinSize().Height))
+	}
+}
+
+// tick updates the countdown.
+func (m *inputModal) tick(now time.Time) {
+	left := m.deadline.Sub(now)
+	if left <= 0 {
+		m.countdown.SetText("Time is up: the agent goes on without an answer.")
+		return
+	}
+	m.countdown.SetText(fmt.Sprintf("Times out in %s; then the agent goes on without an answer.", clock(left)))
+}
+
+// clock formats a duration as m:ss.
+func clock(d time.Duration) string {
+	d = d.Round(time.Second)
+	return fmt.Sprintf("%d:%02d", int(d.Minutes()), int(d.Seconds())%60)
+}
+
+// ---- answers ----
+
+func (m *inputModal) approve() {
+	m.win.answer(m.convID, m.req.RequestID, protocol.AnswerApprove, false, nil)
+}
+
+func (m *inputModal) reject() {
+	m.win.reject(m.convID, m.req.RequestID)
+}
+
+func (m *inputModal) pick(i int) {
+	if i < 0 || i >= len(m.req.Choices) {
+		return
+	}
+	idx := i
+	m.win.answer(m.convID, m.req.RequestID, m.req.Choices[i], false, &idx)
+}
+
+func (m *inputModal) submitText() {
+	text := strings.TrimSpace(m.entry.Text)
+	if m.kind == kindText && client.IsRejection(text) {
+		m.reject()
+		return
+	}
+	if text == "" {
+		if m.kind == kindText {
+			m.setHint("An answer is required. Type it and press Enter, or type r to reject.")
+		} else {
+			m.setHint("Type an answer first, or pick one of the options.")
+		}
+		return
+	}
+	m.win.answer(m.convID, m.req.RequestID, text, true, nil)
+}
+
+// ---- keys ----
+
+func (m *inputModal) typedRune(r rune) {
+	switch m.kind {
+	case kindApproval:
+		switch r {
+		case 'a', 'A', '1':
+			m.approve()
+		case 'r', 'R', '2':
+			m.reject()
+		default:
+			m.setHint("Press a or 1 to approve, r or 2 to reject.")
+		}
+	case kindChoice, kindAsk:
+		m.choiceRune(r)
+	case kindText:
+		// The entry has the focus; a rune here means it lost it.
+		if m.entry != nil {
+			m.win.win.Canvas().Focus(m.entry)
+			m.entry.TypedRune(r)
+		}
+	}
+}
+
+func (m *inputModal) choiceRune(r rune) {
+	n := len(m.choices)
+	switch {
+	case r == 'r' || r == 'R':
+		m.reject()
+	case r >= '0' && r <= '9' && n > 0:
+		if n <= 9 {
+			i := int(r - '1')
+			if i < 0 || i >= n {
+				m.setHint(m.rangeHint())
+				return
+			}
+			m.pick(i)
+			return
+		}
+		m.typed += string(r)
+		if v, err := strconv.Atoi(m.typed); err == nil && v >= 1 && v <= n {
+			m.setHighlight(v - 1)
+			m.setHint(fmt.Sprintf("%s: press Enter to pick it.", m.typed))
+		} else {
+			m.typed = ""
+			m.setHint(m.rangeHint())
+		}
+	default:
+		m.setHint(m.rangeHint())
+	}
+}
+
+func (m *inputModal) rangeHint() string {
+	n := len(m.choices)
+	switch n {
+	case 0:
+		return "Type your answer in the field, or press r to reject."
+	case 1:
+		return "Press 1 (or ↓ then Enter) to pick the option, or r to reject."
+	}
+	return fmt.Sprintf("Press a number from 1 to %d, or ↑/↓ then Enter, or r to reject.", n)
+}
+
+func (m *inputModal) typedKey(k *fyne.KeyEvent) {
+	switch m.kind {
+	case kindApproval:
+		m.setHint("Press a or 1 to approve, r or 2 to reject.")
+	case kindChoice, kindAsk:
+		n := len(m.choices)
+		switch k.Name {
+		case fyne.KeyDown:
+			if n > 0 {
+				m.setHighlight((m.highlight + 1) % n)
+			}
+		case fyne.KeyUp:
+			if n > 0 {
+				if m.highlight < 0 {
+					m.setHighlight(n - 1)
+				} else {
+					m.setHighlight((m.highlight - 1 + n) % n)
+				}
+			}
+		case fyne.KeyReturn, fyne.KeyEnter:
+			if m.highlight >= 0 {
+				m.pick(m.highlight)
+			} else {
+				m.setHint("Nothing is selected. " + m.rangeHint())
+			}
+		case fyne.KeyBackspace:
+			m.typed = ""
+		default:
+			m.setHint(m.rangeHint())
+		}
+	case kindText:
+		if k.Name == fyne.KeyReturn || k.Name == fyne.KeyEnter {
+			m.submitText()
+			return
+		}
+		m.setHint("Type your answer and press Enter, or type r to reject.")
+	}
+}
+
+// setHighlight marks choice i as the one Enter picks.
+func (m *inputModal) setHighlight(i int) {
+	m.highlight = i
+	for j, b := range m.choices {
+		if j == i {
+			b.Importance = widget.HighImportance
+		} else {
+			b.Importance = widget.MediumImportance
+		}
+		b.Refresh()
+	}
+}
+
+// keySink is an invisible focusable widget that receives the modal's keys.
+type keySink struct {
+	widget.BaseWidget
+	onRune func(rune)
+	onKey  func(*fyne.KeyEvent)
+}
+
+func newKeySink(onRune func(rune), onKey func(*fyne.KeyEvent)) *keySink {
+	s := &keySink{onRune: onRune, onKey: onKey}
+	s.ExtendBaseWidget(s)
+	return s
+}
+
+func (s *keySink) CreateRenderer() fyne.WidgetRenderer {
+	r := canvas.NewRectangle(nil)
+	return widget.NewSimpleRenderer(r)
+}
+
+func (s *keySink) MinSize() fyne.Size          { return fyne.NewSize(0, 0) }
+func (s *keySink) FocusGained()                {}
+func (s *keySink) FocusLost()                  {}
+func (s *keySink) TypedRune(r rune)            { s.onRune(r) }
+func (s *keySink) TypedKey(k *fyne.KeyEvent)   { s.onKey(k) }
+func (s *keySink) TypedShortcut(fyne.Shortcut) {}

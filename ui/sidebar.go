@@ -1,0 +1,111 @@
+package ui
+
+import (
+	"fmt"
+	"time"
+
+	"fyne.io/fyne/v2"
+	"fyne.io/fyne/v2/container"
+	"fyne.io/fyne/v2/theme"
+	"fyne.io/fyne/v2/widget"
+
+	"github.com/pilotdesk/pilotdesk/protocol"
+	"github.com/pilotdesk/pilotdesk/ui/model"
+)
+
+// sidebar is the conversation list: a New button above the conversations,
+// most recent first, each with its title and a marker when it streams or
+// waits for an answer.
+type sidebar struct {
+	win     *Window
+	list    *widget.List
+	entries []model.Entry
+	// quiet is true while the list's selection is set from code, so that
+	// OnSelected does not switch conversations again.
+	quiet bool
+	root  fyne.CanvasObject
+}
+
+func newSidebar(w *Window) *sidebar {
+	s := &sidebar{win: w}
+	s.list = widget.NewList(
+		func() int { return len(s.entries) },
+		func() fyne.CanvasObject {
+			title := widget.NewLabelWithStyle("", fyne.TextAlignLeading, fyne.TextStyle{Bold: true})
+			title.Truncation = fyne.TextTruncateEllipsis
+			status := widget.NewLabel("")
+			status.SizeName = theme.SizeNameCaptionText
+			status.Truncation = fyne.TextTruncateEllipsis
+			return container.NewVBox(title, status)
+		},
+		func(id widget.ListItemID, o fyne.CanvasObject) {
+			if id >= len(s.entries) {
+				return
+			}
+			e := s.entries[id]
+			box := o.(*fyne.Container)
+			title := box.Objects[0].(*widget.Label)
+			status := box.Objects[1].(*widget.Label)
+			title.SetText(e.Title)
+			text, imp := entryStatus(e, s.win.now())
+			status.Importance = imp
+			status.SetText(text)
+		},
+	)
+	s.list.OnSelected = func(id widget.ListItemID) {
+		if s.quiet || id >= len(s.entries) {
+			return
+		}
+		s.win.switchTo(s.entries[id].ID)
+	}
+	newBtn := widget.NewButtonWithIcon("New conversation", theme.ContentAddIcon(), w.newConversation)
+	newBtn.Importance = widget.HighImportance
+	s.root = container.NewBorder(container.NewPadded(newBtn), nil, nil, nil, s.list)
+	return s
+}
+
+// entryStatus is the second line of a conversation entry.
+func entryStatus(e model.Entry, now time.Time) (string, widget.Importance) {
+	switch {
+	case e.Waiting:
+		left := e.Deadline.Sub(now)
+		if left < 0 {
+			left = 0
+		}
+		return fmt.Sprintf("⏳ waiting for your answer · %s left", clock(left)), widget.WarningImportance
+	case e.Streaming:
+		return "● streaming…", widget.HighImportance
+	case e.Mode == protocol.ModePlan:
+		return "plan mode", widget.WarningImportance
+	}
+	return "idle", widget.MediumImportance
+}
+
+// set shows entries and selects current.
+func (s *sidebar) set(entries []model.Entry, current string) {
+	s.entries = entries
+	s.list.Refresh()
+	s.selectCurrent(current)
+}
+
+func (s *sidebar) selectCurrent(current string) {
+	s.quiet = true
+	defer func() { s.quiet = false }()
+	for i, e := range s.entries {
+		if e.ID == current {
+			s.list.Select(i)
+			return
+		}
+	}
+	s.list.UnselectAll()
+}
+
+// waiting reports whether any entry shows a countdown.
+func (s *sidebar) waiting() bool {
+	for _, e := range s.entries {
+		if e.Waiting {
+			return true
+		}
+	}
+	return false
+}

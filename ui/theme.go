@@ -1,0 +1,83 @@
+package ui
+
+import (
+	"image/color"
+
+	"fyne.io/fyne/v2"
+	"fyne.io/fyne/v2/theme"
+)
+
+// palette holds the few colours the window adds to the theme. They follow
+// the theme's own light or dark look, which the system chooses.
+type palette struct {
+	amberBackground color.Color
+	amberBorder     color.Color
+	amberText       color.Color
+	codeBackground  color.Color
+	userBackground  color.Color
+	subtle          color.Color
+	live            color.Color
+	reconnecting    color.Color
+	offline         color.Color
+}
+
+func currentVariant() fyne.ThemeVariant {
+	if a := fyne.CurrentApp(); a != nil {
+		return a.Settings().ThemeVariant()
+	}
+	return theme.VariantDark
+}
+
+// isDark reports whether the theme paints light text on a dark background,
+// judged from the background itself so that any theme works.
+func isDark(th fyne.Theme) bool {
+	r, g, b, _ := th.Color(theme.ColorNameBackground, currentVariant()).RGBA()
+	// Relative luminance, roughly.
+	lum := (0.2126*float64(r) + 0.7152*float64(g) + 0.0722*float64(b)) / 0xffff
+	return lum < 0.5
+}
+
+func colors(th fyne.Theme) palette {
+	if isDark(th) {
+		return palette{
+			amberBackground: color.NRGBA{R: 0x4a, G: 0x37, B: 0x08, A: 0xff},
+			amberBorder:     color.NRGBA{R: 0xf5, G: 0x9e, B: 0x0b, A: 0xff},
+			amberText:       color.NRGBA{R: 0xfd, G: 0xe6, B: 0x8a, A: 0xff},
+			codeBackground:  color.NRGBA{R: 0x1b, G: 0x1d, B: 0x22, A: 0xff},
+			userBackground:  color.NRGBA{R: 0x2a, G: 0x33, B: 0x45, A: 0xff},
+			subtle:          color.NRGBA{R: 0x9a, G: 0xa0, B: 0xa6, A: 0xff},
+			live:            color.NRGBA{R: 0x4a, G: 0xde, B: 0x80, A: 0xff},
+			reconnecting:    color.NRGBA{R: 0xfb, G: 0xbf, B: 0x24, A: 0xff},
+			offline:         color.NRGBA{R: 0xf8, G: 0x71, B: 0x71, A: 0xff},
+		}
+	}
+	return palette{
+		amberBackground: color.NRGBA{R: 0xff, G: 0xf3, B: 0xc4, A: 0xff},
+		amberBorder:     color.NRGBA{R: 0xf5, G: 0x9e, B: 0x0b, A: 0xff},
+		amberText:       color.NRGBA{R: 0x78, G: 0x35, B: 0x0f, A: 0xff},
+		codeBackground:  color.NRGBA{R: 0xf1, G: 0xf3, B: 0xf5, A: 0xff},
+		userBackground:  color.NRGBA{R: 0xe3, G: 0xec, B: 0xfb, A: 0xff},
+		subtle:          color.NRGBA{R: 0x5f, G: 0x66, B: 0x6d, A: 0xff},
+		live:            color.NRGBA{R: 0x16, G: 0xa3, B: 0x4a, A: 0xff},
+		reconnecting:    color.NRGBA{R: 0xd9, G: 0x77, B: 0x06, A: 0xff},
+		offline:         color.NRGBA{R: 0xdc, G: 0x26, B: 0x26, A: 0xff},
+	}
+}
+
+// variantTheme renders a theme in one fixed variant (light or dark) whatever
+// the system says. The screenshots use it to show both looks of
+// theme.DefaultTheme().
+type variantTheme struct {
+	fyne.Theme
+	variant fyne.ThemeVariant
+}
+
+func (t variantTheme) Color(n fyne.ThemeColorName, _ fyne.ThemeVariant) color.Color {
+	return t.Theme.Color(n, t.variant)
+}
+
+// FixedVariant returns th drawn always in variant (theme.VariantLight or
+// theme.VariantDark).
+func FixedVariant(th fyne.Theme, variant fyne.ThemeVariant) fyne.Theme {
+	return variantTheme{Theme: th, variant: variant}
+}

@@ -1,0 +1,670 @@
+package ui
+
+import (
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"fyne.io/fyne/v2"
+	"fyne.io/fyne/v2/canvas"
+	"fyne.io/fyne/v2/container"
+	"fyne.io/fyne/v2/theme"
+	"fyne.io/fyne/v2/widget"
+
+	"github.com/pilotdesk/pilotdesk/protocol"
+	"github.com/pilotdesk/pilotdesk/ui/model"
+)
+
+// transcript is the chat history: a virtualised widget.List with one row
+// per transcript row (a user turn, one markdown block, a code block, a tool
+// call, a status line…). Each row's height is set with SetItemHeight: exact
+// for rows that were shown or changed, estimated from their text for the
+// rest of a long history, and corrected when they scroll into view.
+//
+// Everything here runs on the UI goroutine.
+type transcript struct {
+	win   *Window
+	list  *widget.List
+	rows  []model.Row
+	cache []rowCache
+	// gen grows on every full reload, so that recycled row views know
+	// their content belongs to another conversation.
+	gen   uint64
+	width float32
+	// heights mirrors what the list was told, to know where the bottom is.
+	heights []float32
+	// loading makes Length report 0 while many heights are set, so that
+	// each SetItemHeight (which refreshes the list) costs nothing.
+	loading bool
+	views   map[fyne.CanvasObject]*rowState
+	measure *rowState
+	// unit holds per-kind height estimates for the current width.
+	unit map[model.RowKind]estimate
+	// fixes are rows whose exact height was found while they were being
+	// shown; they are applied after the list's own layout pass.
+	fixes        map[int]float32
+	fixScheduled bool
+	// widthTimer debounces re-measuring after the width changes.
+	widthTimer *time.Timer
+	root       fyne.CanvasObject
+}
+
+type rowCache struct {
+	version uint32
+	segs    []widget.RichTextSegment
+	// exact is true when height was measured at width.
+	exact bool
+	width float32
+}
+
+type estimate struct {
+	base, perLine, charWidth float32
+}
+
+type rowKey struct {
+	gen     uint64
+	id      int
+	version uint32
+}
+
+func newTranscript(w *Window) *transcript {
+	t := &transcript{win: w, views: map[fyne.CanvasObject]*rowState{}, fixes: map[int]float32{}}
+	t.list = widget.NewList(t.length, t.createItem, t.updateItem)
+	t.list.HideSeparators = true
+	t.list.OnSelected = func(id widget.ListItemID) { t.list.Unselect(id) }
+	t.measure = t.newRowState()
+	t.root = container.New(&widthWatcher{onWidth: t.widthChanged}, t.list)
+	return t
+}
+
+func (t *transcript) length() int {
+	if t.loading {
+		return 0
+	}
+	return len(t.rows)
+}
+
+func (t *transcript) createItem() fyne.CanvasObject {
+	s := t.newRowState()
+	t.views[s.root] = s
+	return s.root
+}
+
+func (t *transcript) updateItem(id widget.ListItemID, obj fyne.CanvasObject) {
+	s := t.views[obj]
+	if s == nil || id < 0 || id >= len(t.rows) {
+		return
+	}
+	r := t.rows[id]
+	key := rowKey{t.gen, id, r.Version}
+	if s.key == key && s.width == t.width {
+		return
+	}
+	s.show(id, r, t.segments(id))
+	s.key, s.width = key, t.width
+	c := &t.cache[id]
+	if t.width > 0 && !(c.exact && c.width == t.width) {
+		old := obj.Size()
+		h := s.measureAt(t.width)
+		obj.Resize(old)
+		c.exact, c.width = true, t.width
+		if h != t.heights[id] {
+			t.fixes[id] = h
+			t.scheduleFixes()
+		}
+	}
+}
+
+// segments returns row id's parsed markdown, parsing it only when it changed.
+func (t *transcript) segments(id int) []widget.RichTextSegment {
+	r := t.rows[id]
+	if r.Kind != model.RowText {
+		return nil
+	}
+	c := &t.cache[id]
+	if c.segs == nil || c.version != r.Version {
+		c.segs = parseMarkdown(r.Text)
+		c.version = r.Version
+	}
+	return c.segs
+}
+
+// parseMarkdown renders one markdown block into rich text segments.
+func parseMarkdown(md string) []widget.RichTextSegment {
+	return widget.NewRichTextFromMarkdown(md).Segments
+}
+
+// apply shows what the model says changed in the current conversation.
+func (t *transcript) apply(v model.View) {
+	follow := t.atBottom()
+	if v.Full {
+		t.reload(v.Rows)
+		t.list.ScrollToBottom()
+		return
+	}
+	if len(v.Changed) == 0 {
+		return
+	}
+	appended := v.NumRows > len(t.rows)
+	if appended {
+		t.rows = append(t.rows, make([]model.Row, v.NumRows-len(t.rows))...)
+		t.cache = append(t.cache, make([]rowCache, v.NumRows-len(t.cache))...)
+		t.heights = append(t.heights, make([]float32, v.NumRows-len(t.heights))...)
+	}
+	changedHeights := map[int]float32{}
+	for k, i := range v.Changed {
+		t.rows[i] = v.Rows[k]
+		t.cache[i].exact = false
+		if h := t.measureRow(i); h != t.heights[i] {
+			changedHeights[i] = h
+		}
+	}
+	switch {
+	case !appended && len(v.Changed) == 1 && len(changedHeights) <= 1:
+		// The common case while streaming: the tail block grew.
+		i := v.Changed[0]
+		if h, ok := changedHeights[i]; ok {
+			t.heights[i] = h
+			t.list.SetItemHeight(i, h) // refreshes row i too
+		} else {
+			t.list.RefreshItem(i)
+		}
+	default:
+		t.setHeights(changedHeights)
+	}
+	if follow {
+		t.list.ScrollToBottom()
+	}
+}
+
+// reload replaces every row (a conversation switch, a reset).
+func (t *transcript) reload(rows []model.Row) {
+	t.gen++
+	t.rows = rows
+	t.cache = make([]rowCache, len(rows))
+	t.heights = make([]float32, len(rows))
+	clear(t.fixes)
+	all := make(map[int]float32, len(rows))
+	// Measure the rows near the bottom, which are shown first; estimate the
+	// rest until they scroll into view.
+	exactFrom := max(0, len(rows)-60)
+	for i := range rows {
+		if i >= exactFrom {
+			all[i] = t.measureRow(i)
+		} else {
+			all[i] = t.estimate(rows[i])
+		}
+	}
+	t.setHeights(all)
+}
+
+// setHeights tells the list many heights at once, then refreshes it once.
+func (t *transcript) setHeights(hs map[int]float32) {
+	offset := t.list.GetScrollOffset()
+	t.loading = true
+	for i, h := range hs {
+		t.heights[i] = h
+		t.list.SetItemHeight(i, h)
+	}
+	t.loading = false
+	t.list.Refresh()
+	t.list.ScrollToOffset(offset)
+}
+
+// measureRow returns row i's exact height at the current width.
+func (t *transcript) measureRow(i int) float32 {
+	if t.width <= 0 {
+		return t.estimate(t.rows[i])
+	}
+	t.measure.show(i, t.rows[i], t.segments(i))
+	t.measure.key = rowKey{}
+	h := t.measure.measureAt(t.width)
+	t.cache[i].exact, t.cache[i].width = true, t.width
+	return h
+}
+
+// estimate guesses a row's height from its text length.
+func (t *transcript) estimate(r model.Row) float32 {
+	width := t.width
+	if width <= 0 {
+		width = 600
+	}
+	if t.unit == nil {
+		t.calibrate(width)
+	}
+	u := t.unit[r.Kind]
+	if u.charWidth <= 0 {
+		return u.base
+	}
+	perLine := max(1, int((width-4*theme.Padding())/u.charWidth))
+	lines := 0
+	for _, l := range strings.Split(r.Text, "\n") {
+		lines += 1 + utf8.RuneCountInString(l)/perLine
+	}
+	return u.base + float32(max(lines-1, 0))*u.perLine
+}
+
+// calibrate measures one- and two-line rows of each kind at width.
+func (t *transcript) calibrate(width float32) {
+	t.unit = map[model.RowKind]estimate{}
+	th := theme.Current()
+	textW := fyne.MeasureText("The quick brown fox jumps over the lazy dog", th.Size(theme.SizeNameText), fyne.TextStyle{}).Width / 43
+	monoW := fyne.MeasureText("0123456789", th.Size(theme.SizeNameText), fyne.TextStyle{Monospace: true}).Width / 10
+	for _, k := range []model.RowKind{model.RowUser, model.RowText, model.RowCode, model.RowTool, model.RowStatus, model.RowMode, model.RowNote} {
+		one := model.Row{Kind: k, Text: "x", State: model.NoteInfo}
+		two := one
+		two.Text = "x\nx"
+		t.measure.show(-1, one, parseMarkdown(one.Text))
+		h1 := t.measure.measureAt(width)
+		t.measure.show(-1, two, parseMarkdown(two.Text))
+		h2 := t.measure.measureAt(width)
+		cw := textW
+		if k == model.RowCode {
+			cw = monoW
+		}
+		t.unit[k] = estimate{base: h1, perLine: max(h2-h1, 0), charWidth: cw}
+	}
+	t.measure.key = rowKey{}
+}
+
+// scheduleFixes applies heights found during the list's layout once that
+// layout is over (SetItemHeight from inside it would re-enter it).
+func (t *transcript) scheduleFixes() {
+	if t.fixScheduled || t.win.manual {
+		return // a manual window applies them in Sync
+	}
+	t.fixScheduled = true
+	go fyne.Do(t.applyFixes)
+}
+
+func (t *transcript) applyFixes() {
+	t.fixScheduled = false
+	if len(t.fixes) == 0 {
+		return
+	}
+	follow := t.atBottom()
+	fixes := t.fixes
+	t.fixes = map[int]float32{}
+	for i := range fixes {
+		if i >= len(t.rows) {
+			delete(fixes, i)
+		}
+	}
+	t.setHeights(fixes)
+	if follow {
+		t.list.ScrollToBottom()
+	}
+}
+
+// atBottom reports whether the newest row is in view (follow mode).
+func (t *transcript) atBottom() bool {
+	if len(t.rows) == 0 {
+		return true
+	}
+	pad := theme.Padding()
+	var total float32
+	for _, h := range t.heights {
+		total += h
+	}
+	total += pad * float32(len(t.heights)-1)
+	view := t.list.Size().Height
+	return total <= view || t.list.GetScrollOffset()+view >= total-2*pad
+}
+
+func (t *transcript) widthChanged(w float32) {
+	if w == t.width {
+		return
+	}
+	first := t.width == 0
+	t.width = w
+	t.unit = nil
+	if first || t.win.manual {
+		t.remeasure()
+		return
+	}
+	// Dragging a window edge changes the width many times a second: wait
+	// for it to settle before measuring again.
+	if t.widthTimer != nil {
+		t.widthTimer.Stop()
+	}
+	t.widthTimer = time.AfterFunc(120*time.Millisecond, func() { fyne.Do(t.remeasure) })
+}
+
+// remeasure recomputes every height for the current width.
+func (t *transcript) remeasure() {
+	if len(t.rows) == 0 {
+		return
+	}
+	follow := t.atBottom()
+	rows := t.rows
+	t.gen++ // every visible row must be laid out again
+	hs := make(map[int]float32, len(rows))
+	exactFrom := max(0, len(rows)-60)
+	for i := range rows {
+		t.cache[i].exact = false
+		if i >= exactFrom {
+			hs[i] = t.measureRow(i)
+		} else {
+			hs[i] = t.estimate(rows[i])
+		}
+	}
+	t.setHeights(hs)
+	if follow {
+		t.list.ScrollToBottom()
+	}
+}
+
+// widthWatcher lays out its only child at full size and reports width
+// changes.
+type widthWatcher struct {
+	onWidth func(float32)
+}
+
+func (l *widthWatcher) Layout(objs []fyne.CanvasObject, size fyne.Size) {
+	l.onWidth(size.Width)
+	for _, o := range objs {
+		o.Resize(size)
+		o.Move(fyne.NewPos(0, 0))
+	}
+}
+
+func (l *widthWatcher) MinSize(objs []fyne.CanvasObject) fyne.Size {
+	return fyne.NewSize(200, 100)
+}
+
+// ---- row views ----
+
+// rowState is one list row: a stack holding the view of the row's kind.
+type rowState struct {
+	t     *transcript
+	root  *fyne.Container
+	key   rowKey
+	width float32
+	cur   fyne.CanvasObject
+
+	user *userView
+	text *widget.RichText
+	code *codeView
+	tool *toolView
+	line *lineView
+}
+
+func (t *transcript) newRowState() *rowState {
+	return &rowState{t: t, root: container.NewStack()}
+}
+
+func (s *rowState) show(id int, r model.Row, segs []widget.RichTextSegment) {
+	var obj fyne.CanvasObject
+	switch r.Kind {
+	case model.RowUser:
+		if s.user == nil {
+			s.user = newUserView()
+		}
+		s.user.set(r)
+		obj = s.user.obj
+	case model.RowText:
+		if s.text == nil {
+			s.text = widget.NewRichText()
+			s.text.Wrapping = fyne.TextWrapWord
+		}
+		s.text.Segments = segs
+		s.text.Refresh()
+		obj = s.text
+	case model.RowCode:
+		if s.code == nil {
+			s.code = newCodeView(s.t.win)
+		}
+		s.code.set(r)
+		obj = s.code.obj
+	case model.RowTool:
+		if s.tool == nil {
+			s.tool = newToolView()
+		}
+		s.tool.set(r)
+		obj = s.tool.obj
+	default:
+		if s.line == nil {
+			s.line = newLineView(s.t.win)
+		}
+		s.line.set(id, r)
+		obj = s.line.obj
+	}
+	if obj == s.cur {
+		return
+	}
+	if s.cur != nil {
+		s.cur.Hide()
+	}
+	found := false
+	for _, o := range s.root.Objects {
+		if o == obj {
+			found = true
+			break
+		}
+	}
+	if !found {
+		s.root.Add(obj)
+	}
+	obj.Show()
+	s.cur = obj
+}
+
+// measureAt lays the row out at width and returns the height it needs.
+func (s *rowState) measureAt(width float32) float32 {
+	s.root.Resize(fyne.NewSize(width, 1))
+	h := s.root.MinSize().Height
+	// Wrapped text reports its height for the width it was given; a second
+	// pass settles containers whose children wrapped differently.
+	s.root.Resize(fyne.NewSize(width, h))
+	return s.root.MinSize().Height
+}
+
+// userView is the user's prompt in a tinted box.
+type userView struct {
+	obj  fyne.CanvasObject
+	bg   *canvas.Rectangle
+	mode *widget.Label
+	text *widget.Label
+}
+
+func newUserView() *userView {
+	v := &userView{}
+	v.bg = canvas.NewRectangle(colors(theme.Current()).userBackground)
+	v.bg.CornerRadius = theme.InputRadiusSize()
+	who := widget.NewLabelWithStyle("You", fyne.TextAlignLeading, fyne.TextStyle{Bold: true})
+	v.mode = widget.NewLabel("")
+	v.mode.Importance = widget.WarningImportance
+	v.mode.SizeName = theme.SizeNameCaptionText
+	v.text = widget.NewLabel("")
+	v.text.Wrapping = fyne.TextWrapWord
+	v.text.Selectable = true
+	head := container.NewHBox(who, v.mode)
+	v.obj = container.NewStack(v.bg, container.NewBorder(head, nil, nil, nil, v.text))
+	return v
+}
+
+func (v *userView) set(r model.Row) {
+	v.bg.FillColor = colors(theme.Current()).userBackground
+	v.bg.Refresh()
+	if r.Mode == protocol.ModePlan {
+		v.mode.SetText("plan mode")
+		v.mode.Show()
+	} else {
+		v.mode.Hide()
+	}
+	v.text.SetText(r.Text)
+}
+
+// codeView is a fenced code block: monospace, selectable, with a copy button.
+type codeView struct {
+	obj  fyne.CanvasObject
+	bg   *canvas.Rectangle
+	lang *widget.Label
+	code *widget.Label
+	text string
+}
+
+func newCodeView(w *Window) *codeView {
+	v := &codeView{}
+	v.bg = canvas.NewRectangle(colors(theme.Current()).codeBackground)
+	v.bg.CornerRadius = theme.InputRadiusSize()
+	v.lang = widget.NewLabel("")
+	v.lang.SizeName = theme.SizeNameCaptionText
+	v.lang.TextStyle = fyne.TextStyle{Italic: true}
+	copyBtn := widget.NewButtonWithIcon("Copy", theme.ContentCopyIcon(), func() { w.copyText(v.text) })
+	copyBtn.Importance = widget.LowImportance
+	v.code = widget.NewLabel("")
+	v.code.TextStyle = fyne.TextStyle{Monospace: true}
+	v.code.Wrapping = fyne.TextWrapBreak
+	v.code.Selectable = true
+	head := container.NewBorder(nil, nil, v.lang, copyBtn)
+	v.obj = container.NewStack(v.bg, container.NewBorder(head, nil, nil, nil, v.code))
+	return v
+}
+
+func (v *codeView) set(r model.Row) {
+	v.bg.FillColor = colors(theme.Current()).codeBackground
+	v.bg.Refresh()
+	v.text = r.Text
+	lang := r.Lang
+	if lang == "" {
+		lang = "code"
+	}
+	v.lang.SetText(lang)
+	v.code.SetText(r.Text)
+}
+
+// toolView is a compact tool call row.
+type toolView struct {
+	obj    fyne.CanvasObject
+	icon   *widget.Icon
+	name   *widget.Label
+	args   *widget.Label
+	state  *widget.Label
+	detail *widget.Label
+}
+
+func newToolView() *toolView {
+	v := &toolView{}
+	v.icon = widget.NewIcon(theme.SettingsIcon())
+	v.name = widget.NewLabelWithStyle("", fyne.TextAlignLeading, fyne.TextStyle{Bold: true})
+	v.args = widget.NewLabelWithStyle("", fyne.TextAlignLeading, fyne.TextStyle{Monospace: true})
+	v.args.Truncation = fyne.TextTruncateEllipsis
+	v.state = widget.NewLabel("")
+	v.detail = widget.NewLabel("")
+	v.detail.Truncation = fyne.TextTruncateEllipsis
+	v.detail.SizeName = theme.SizeNameCaptionText
+	left := container.NewHBox(v.icon, v.name)
+	v.obj = container.NewBorder(nil, v.detail, left, v.state, v.args)
+	return v
+}
+
+func (v *toolView) set(r model.Row) {
+	v.name.SetText(r.Title)
+	v.args.SetText(r.Text)
+	switch r.State {
+	case model.ToolRunning:
+		v.icon.SetResource(theme.MediaPlayIcon())
+		v.state.Importance = widget.MediumImportance
+		v.state.SetText("running…")
+	case model.ToolApproved:
+		v.icon.SetResource(theme.ConfirmIcon())
+		v.state.Importance = widget.SuccessImportance
+		v.state.SetText("approved")
+	case model.ToolDenied:
+		v.icon.SetResource(theme.CancelIcon())
+		v.state.Importance = widget.WarningImportance
+		v.state.SetText("denied by plan")
+	default:
+		v.icon.SetResource(theme.ErrorIcon())
+		v.state.Importance = widget.DangerImportance
+		v.state.SetText("failed")
+	}
+	v.state.Refresh()
+	if r.Detail != "" && r.State != model.ToolApproved {
+		v.detail.SetText(r.Detail)
+		v.detail.Show()
+	} else {
+		v.detail.Hide()
+	}
+}
+
+// lineView shows a status line, a mode marker or a note: an icon and a
+// wrapped, selectable line, with a "Copy reply" button under a finished turn.
+type lineView struct {
+	win    *Window
+	obj    fyne.CanvasObject
+	icon   *widget.Icon
+	text   *widget.Label
+	detail *widget.Label
+	copy   *widget.Button
+	idx    int
+}
+
+func newLineView(w *Window) *lineView {
+	v := &lineView{win: w}
+	v.icon = widget.NewIcon(theme.InfoIcon())
+	v.text = widget.NewLabel("")
+	v.text.Wrapping = fyne.TextWrapWord
+	v.text.Selectable = true
+	v.detail = widget.NewLabel("")
+	v.detail.Wrapping = fyne.TextWrapWord
+	v.detail.Selectable = true
+	v.detail.SizeName = theme.SizeNameCaptionText
+	v.copy = widget.NewButtonWithIcon("Copy reply", theme.ContentCopyIcon(), func() { w.copyReplyBefore(v.idx) })
+	v.copy.Importance = widget.LowImportance
+	v.obj = container.NewBorder(nil, nil, container.NewVBox(v.icon), container.NewVBox(v.copy), container.NewVBox(v.text, v.detail))
+	return v
+}
+
+func (v *lineView) set(idx int, r model.Row) {
+	v.idx = idx
+	v.text.TextStyle = fyne.TextStyle{}
+	v.copy.Hide()
+	switch r.Kind {
+	case model.RowStatus:
+		switch r.State {
+		case protocol.StatusCompleted:
+			v.icon.SetResource(theme.ConfirmIcon())
+			v.text.Importance = widget.LowImportance
+		case protocol.StatusRejected:
+			v.icon.SetResource(theme.CancelIcon())
+			v.text.Importance = widget.WarningImportance
+			v.text.TextStyle = fyne.TextStyle{Bold: true}
+		case protocol.StatusAborted:
+			v.icon.SetResource(theme.MediaStopIcon())
+			v.text.Importance = widget.WarningImportance
+		default:
+			v.icon.SetResource(theme.ErrorIcon())
+			v.text.Importance = widget.DangerImportance
+		}
+		v.copy.Show()
+	case model.RowMode:
+		v.icon.SetResource(theme.ViewRefreshIcon())
+		if r.Mode == protocol.ModePlan {
+			v.text.Importance = widget.WarningImportance
+		} else {
+			v.text.Importance = widget.SuccessImportance
+		}
+		v.text.TextStyle = fyne.TextStyle{Italic: true}
+	default:
+		switch r.State {
+		case model.NoteError:
+			v.icon.SetResource(theme.ErrorIcon())
+			v.text.Importance = widget.DangerImportance
+		case model.NoteWarn:
+			v.icon.SetResource(theme.WarningIcon())
+			v.text.Importance = widget.WarningImportance
+		default:
+			v.icon.SetResource(theme.InfoIcon())
+			v.text.Importance = widget.MediumImportance
+		}
+	}
+	v.text.SetText(r.Text)
+	if r.Detail != "" {
+		v.detail.SetText(r.Detail)
+		v.detail.Show()
+	} else {
+		v.detail.Hide()
+	}
+}

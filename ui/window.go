@@ -1,0 +1,718 @@
+// Package ui is pilotdesk's desktop window: the conversation list, the chat
+// view with streamed markdown, the composer with the Plan/Act toggle, the
+// plan banner, the waiting indicator, the non-dismissible input modal, the
+// usage bar and the connection badge.
+//
+// It talks to the relay only through client.Client. The client's goroutine
+// feeds a model (ui/model) and makes no Fyne calls; the window takes what
+// changed at most once per frame with fyne.Do. It never imports
+// fyne.io/fyne/v2/app: the caller owns the fyne.App.
+package ui
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+
+	"fyne.io/fyne/v2"
+	"fyne.io/fyne/v2/canvas"
+	"fyne.io/fyne/v2/container"
+	"fyne.io/fyne/v2/driver/desktop"
+	"fyne.io/fyne/v2/theme"
+	"fyne.io/fyne/v2/widget"
+	"github.com/google/uuid"
+
+	"github.com/pilotdesk/pilotdesk/client"
+	"github.com/pilotdesk/pilotdesk/protocol"
+	"github.com/pilotdesk/pilotdesk/ui/model"
+)
+
+// PlanBannerText is the amber banner shown above the composer in plan mode.
+const PlanBannerText = "Plan mode: the agent can read your request but every tool call is denied"
+
+// Options configures a Window.
+type Options struct {
+	// Remote is true when the client talks to a remote relay; the title
+	// then names it. Otherwise the title says "embedded relay".
+	Remote bool
+	// Model is sent with every prompt ("" = the agent's default).
+	Model string
+	// InputTimeout is the relay's input request timeout, for the countdown
+	// (default 5 minutes). The protocol carries no deadline.
+	InputTimeout time.Duration
+	// FrameInterval is the longest a change waits before it is drawn
+	// (default 16 ms, one frame at 60 Hz).
+	FrameInterval time.Duration
+	// Manual turns off the frame timer and the countdown ticker: changes
+	// are drawn only when Sync is called. Tests use it to drive the window
+	// from one goroutine.
+	Manual bool
+	// Now is the clock (default time.Now).
+	Now    func() time.Time
+	Logger *slog.Logger
+}
+
+// Window is the pilotdesk window.
+type Window struct {
+	app    fyne.App
+	win    fyne.Window
+	client *client.Client
+	store  *model.Store
+	opts   Options
+	log    *slog.Logger
+	manual bool
+
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+	outbox chan func(context.Context)
+
+	frameMu        sync.Mutex
+	frameScheduled bool
+	changed        chan struct{} // signalled on every model change (tests)
+	// uiq holds work that the sender goroutine hands to the UI goroutine;
+	// Sync runs it.
+	uiq chan func()
+
+	// Everything below belongs to the UI goroutine.
+	current    string
+	subscribed map[string]bool
+	transcript *transcript
+	sidebar    *sidebar
+	status     *statusBar
+	title      *widget.Label
+	composer   *composerEntry
+	sendBtn    *widget.Button
+	toggle     *PlanActToggle
+	banner     fyne.CanvasObject
+	bannerBg   *canvas.Rectangle
+	bannerText *canvas.Text
+	waitBox    fyne.CanvasObject
+	waitIcon   *widget.Icon
+	waitSpin   *widget.Activity
+	waitLabel  *widget.Label
+	modal      *inputModal
+	view       model.View
+	focused    bool
+	notified   map[string]bool // request ids already notified
+	// wantMode is the mode the user picked and the relay has not confirmed.
+	wantMode     protocol.Mode
+	wantModeConv string
+	lastConn     client.StateChange
+	waitingAny   bool
+}
+
+// NewWindow builds the window on a and starts following c's events. Show it
+// with Window().Show() or ShowAndRun(). The caller keeps ownership of c and
+// closes it after the window is gone.
+func NewWindow(a fyne.App, c *client.Client, opts Options) *Window {
+	if opts.FrameInterval <= 0 {
+		opts.FrameInterval = 16 * time.Millisecond
+	}
+	if opts.InputTimeout <= 0 {
+		opts.InputTimeout = 5 * time.Minute
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	w := &Window{
+		app:        a,
+		client:     c,
+		opts:       opts,
+		log:        opts.Logger,
+		manual:     opts.Manual,
+		outbox:     make(chan func(context.Context), 256),
+		changed:    make(chan struct{}, 1),
+		uiq:        make(chan func(), 64),
+		subscribed: map[string]bool{},
+		focused:    true,
+		notified:   map[string]bool{},
+	}
+	w.store = model.NewStore(model.Options{InputTimeout: opts.InputTimeout, Now: opts.Now, OnChange: w.requestFrame, Logger: opts.Logger})
+	w.ctx, w.cancel = context.WithCancel(context.Background())
+
+	w.win = a.NewWindow(windowTitle(opts.Remote, c.URL()))
+	w.build()
+	w.win.Resize(fyne.NewSize(1100, 720))
+	w.win.SetOnClosed(w.Close)
+	a.Lifecycle().SetOnEnteredForeground(func() { w.focused = true })
+	a.Lifecycle().SetOnExitedForeground(func() { w.focused = false })
+
+	w.newConversation()
+
+	w.wg.Add(2)
+	go w.pump()
+	go w.send()
+	if !w.manual {
+		w.wg.Add(1)
+		go w.ticker()
+	}
+	w.enqueue(func(ctx context.Context) {
+		if err := c.List(ctx); err != nil {
+			w.log.Warn("listing conversations failed", "err", err)
+		}
+	})
+	return w
+}
+
+func windowTitle(remote bool, relayURL string) string {
+	if !remote {
+		return "pilotdesk — embedded relay"
+	}
+	host := relayURL
+	if u, err := url.Parse(relayURL); err == nil && u.Host != "" {
+		host = u.Scheme + "://" + u.Host
+	}
+	return "pilotdesk — remote relay " + host
+}
+
+// Window returns the fyne window.
+func (w *Window) Window() fyne.Window { return w.win }
+
+// ShowAndRun shows the window and runs the app until it quits.
+func (w *Window) ShowAndRun() { w.win.ShowAndRun() }
+
+// Close stops the window's goroutines (the window's own close calls it).
+// The client's event goroutine stops when the client is closed.
+func (w *Window) Close() {
+	w.cancel()
+}
+
+// Wait waits until every goroutine of the window has stopped: call it after
+// Close and after closing the client.
+func (w *Window) Wait() { w.wg.Wait() }
+
+func (w *Window) now() time.Time { return w.opts.Now() }
+
+// ---- goroutines (no Fyne calls) ----
+
+// pump applies the client's events to the model.
+func (w *Window) pump() {
+	defer w.wg.Done()
+	events := w.client.Events()
+	for {
+		select {
+		case ev, ok := <-events:
+			if !ok {
+				return
+			}
+			w.store.Apply(ev)
+		case <-w.ctx.Done():
+			return
+		}
+	}
+}
+
+// send runs outgoing requests one at a time, in order, off the UI
+// goroutine, so that a slow network never freezes the window.
+func (w *Window) send() {
+	defer w.wg.Done()
+	for {
+		select {
+		case f := <-w.outbox:
+			f(w.ctx)
+		case <-w.ctx.Done():
+			return
+		}
+	}
+}
+
+func (w *Window) enqueue(f func(context.Context)) {
+	select {
+	case w.outbox <- f:
+	case <-w.ctx.Done():
+	}
+}
+
+// ticker redraws once a second while a countdown is shown.
+func (w *Window) ticker() {
+	defer w.wg.Done()
+	t := time.NewTicker(time.Second)
+	defer t.Stop()
+	for {
+		select {
+		case <-t.C:
+			w.frameMu.Lock()
+			waiting := w.waitingAny
+			w.frameMu.Unlock()
+			if waiting {
+				w.requestFrame()
+			}
+		case <-w.ctx.Done():
+			return
+		}
+	}
+}
+
+// requestFrame schedules one redraw for everything that changed in the
+// next FrameInterval: a burst of deltas costs one refresh.
+func (w *Window) requestFrame() {
+	select {
+	case w.changed <- struct{}{}:
+	default:
+	}
+	if w.manual {
+		return
+	}
+	w.frameMu.Lock()
+	if w.frameScheduled {
+		w.frameMu.Unlock()
+		return
+	}
+	w.frameScheduled = true
+	w.frameMu.Unlock()
+	time.AfterFunc(w.opts.FrameInterval, func() {
+		if w.ctx.Err() != nil {
+			return
+		}
+		fyne.Do(w.frame)
+	})
+}
+
+// onUI runs f on the UI goroutine at the next Sync.
+func (w *Window) onUI(f func()) {
+	select {
+	case w.uiq <- f:
+		w.requestFrame()
+	case <-w.ctx.Done():
+	}
+}
+
+func (w *Window) frame() {
+	w.frameMu.Lock()
+	w.frameScheduled = false
+	w.frameMu.Unlock()
+	w.Sync()
+}
+
+// Changed is signalled after every model change; tests wait on it.
+func (w *Window) Changed() <-chan struct{} { return w.changed }
+
+// ---- UI goroutine ----
+
+func (w *Window) build() {
+	w.transcript = newTranscript(w)
+	w.sidebar = newSidebar(w)
+	w.status = newStatusBar()
+
+	w.title = widget.NewLabelWithStyle("New conversation", fyne.TextAlignLeading, fyne.TextStyle{Bold: true})
+	w.title.Truncation = fyne.TextTruncateEllipsis
+
+	w.composer = newComposerEntry()
+	w.composer.onEnter = w.submit
+	w.composer.onEscape = w.stop
+	w.composer.onShortcut = w.shortcut
+	w.sendBtn = widget.NewButtonWithIcon("Send", theme.MailSendIcon(), w.sendOrStop)
+	w.sendBtn.Importance = widget.HighImportance
+	w.toggle = NewPlanActToggle(w.modeToggled)
+
+	p := colors(theme.Current())
+	w.bannerBg = canvas.NewRectangle(p.amberBackground)
+	w.bannerBg.StrokeColor = p.amberBorder
+	w.bannerBg.StrokeWidth = 1
+	w.bannerBg.CornerRadius = theme.InputRadiusSize()
+	w.bannerText = canvas.NewText(PlanBannerText, p.amberText)
+	w.bannerText.TextStyle = fyne.TextStyle{Bold: true}
+	warn := widget.NewIcon(theme.WarningIcon())
+	w.banner = container.NewStack(w.bannerBg, container.NewPadded(container.NewBorder(nil, nil, warn, nil, w.bannerText)))
+	w.banner.Hide()
+
+	w.waitIcon = widget.NewIcon(theme.HistoryIcon())
+	w.waitSpin = widget.NewActivity()
+	w.waitLabel = widget.NewLabel("")
+	w.waitLabel.Importance = widget.MediumImportance
+	w.waitBox = container.NewHBox(container.NewStack(w.waitSpin, w.waitIcon), w.waitLabel)
+	w.waitBox.Hide()
+
+	controls := container.NewVBox(w.toggle, w.sendBtn)
+	composerRow := container.NewBorder(nil, nil, nil, controls, w.composer)
+	bottom := container.NewVBox(w.waitBox, w.banner, composerRow)
+	header := container.NewVBox(container.NewPadded(w.title), widget.NewSeparator())
+	chat := container.NewBorder(header, container.NewPadded(bottom), nil, nil, w.transcript.root)
+
+	split := container.NewHSplit(w.sidebar.root, chat)
+	split.Offset = 0.24
+	w.win.SetContent(container.NewBorder(nil, w.status.root, nil, nil, split))
+
+	c := w.win.Canvas()
+	for _, s := range shortcuts() {
+		s := s
+		c.AddShortcut(s, func(fyne.Shortcut) { w.shortcut(s) })
+	}
+	// With the modal open, keys that reach the canvas go to it, so that a
+	// click on the dimmed window does not leave the keyboard dead.
+	c.SetOnTypedRune(func(r rune) {
+		if w.modal != nil {
+			w.modal.typedRune(r)
+		}
+	})
+	c.SetOnTypedKey(func(k *fyne.KeyEvent) {
+		if w.modal != nil {
+			w.modal.typedKey(k)
+		}
+	})
+}
+
+// Keyboard shortcuts: Ctrl+N new conversation, Ctrl+. stop, Ctrl+L focus
+// the composer, Ctrl+M switch Plan/Act. (Escape in the composer stops too.)
+var (
+	shortcutNew   = &desktop.CustomShortcut{KeyName: fyne.KeyN, Modifier: fyne.KeyModifierShortcutDefault}
+	shortcutStop  = &desktop.CustomShortcut{KeyName: fyne.KeyPeriod, Modifier: fyne.KeyModifierShortcutDefault}
+	shortcutFocus = &desktop.CustomShortcut{KeyName: fyne.KeyL, Modifier: fyne.KeyModifierShortcutDefault}
+	shortcutMode  = &desktop.CustomShortcut{KeyName: fyne.KeyM, Modifier: fyne.KeyModifierShortcutDefault}
+)
+
+func shortcuts() []*desktop.CustomShortcut {
+	return []*desktop.CustomShortcut{shortcutNew, shortcutStop, shortcutFocus, shortcutMode}
+}
+
+// shortcut runs one of the window's shortcuts; false if s is not one.
+func (w *Window) shortcut(s fyne.Shortcut) bool {
+	cs, ok := s.(*desktop.CustomShortcut)
+	if !ok {
+		return false
+	}
+	if w.modal != nil {
+		return true // the question comes first
+	}
+	switch cs.ShortcutName() {
+	case shortcutNew.ShortcutName():
+		w.newConversation()
+	case shortcutStop.ShortcutName():
+		w.stop()
+	case shortcutFocus.ShortcutName():
+		w.win.Canvas().Focus(w.composer)
+	case shortcutMode.ShortcutName():
+		w.toggle.Toggle()
+	default:
+		return false
+	}
+	return true
+}
+
+// Sync draws everything that changed since the last Sync. It runs on the
+// UI goroutine (fyne.Do calls it once per frame; tests call it directly).
+func (w *Window) Sync() {
+	w.sync(false)
+}
+
+func (w *Window) sync(full bool) {
+drain:
+	for {
+		select {
+		case f := <-w.uiq:
+			f()
+		default:
+			break drain
+		}
+	}
+	f := w.store.Take(w.current, full)
+	now := w.now()
+
+	if f.ConnChanged || full {
+		w.status.setConn(f.Conn, now)
+		w.status.setNotice(f.Notice)
+		w.lastConn = f.Conn
+	}
+	if f.SidebarChanged {
+		w.sidebar.set(f.Sidebar, w.current)
+	} else if w.sidebar.waiting() {
+		w.sidebar.list.Refresh() // the countdowns
+	}
+
+	v := f.Conv
+	w.view = v
+	if v.Full || len(v.Changed) > 0 {
+		w.transcript.apply(v)
+	}
+	if len(w.transcript.fixes) > 0 && w.manual {
+		w.transcript.applyFixes()
+	}
+
+	title := v.Title
+	if !v.Exists || title == "" {
+		title = "New conversation"
+	}
+	w.title.SetText(title)
+
+	if w.wantMode != "" && (w.wantModeConv != w.current || v.Mode == w.wantMode) {
+		w.wantMode = ""
+	}
+	mode := w.shownMode()
+	w.toggle.SetMode(mode)
+	w.showBanner(mode == protocol.ModePlan)
+
+	if v.Streaming {
+		w.sendBtn.SetText("Stop")
+		w.sendBtn.SetIcon(theme.MediaStopIcon())
+		w.sendBtn.Importance = widget.DangerImportance
+	} else {
+		w.sendBtn.SetText("Send")
+		w.sendBtn.SetIcon(theme.MailSendIcon())
+		w.sendBtn.Importance = widget.HighImportance
+	}
+	w.sendBtn.Refresh()
+
+	w.showWaiting(v, now)
+	w.showModal(v, now)
+	w.status.setUsage(v.Usage)
+
+	waiting := v.Pending != nil || w.sidebar.waiting()
+	w.frameMu.Lock()
+	w.waitingAny = waiting
+	w.frameMu.Unlock()
+}
+
+func (w *Window) shownMode() protocol.Mode {
+	if w.wantMode != "" {
+		return w.wantMode
+	}
+	if w.view.Mode.Valid() {
+		return w.view.Mode
+	}
+	return protocol.ModeAct
+}
+
+func (w *Window) showBanner(on bool) {
+	if on == w.banner.Visible() {
+		return
+	}
+	if on {
+		p := colors(theme.Current())
+		w.bannerBg.FillColor, w.bannerBg.StrokeColor = p.amberBackground, p.amberBorder
+		w.bannerText.Color = p.amberText
+		w.banner.Show()
+	} else {
+		w.banner.Hide()
+	}
+}
+
+// showWaiting is the indicator above the composer: "thinking" while a turn
+// has shown nothing yet, "waiting for your answer" with the time left while
+// a question is open.
+func (w *Window) showWaiting(v model.View, now time.Time) {
+	switch {
+	case v.Pending != nil:
+		left := max(v.Pending.Deadline.Sub(now), 0)
+		w.waitLabel.SetText(fmt.Sprintf("Waiting for your answer · %s left", clock(left)))
+		w.waitLabel.Importance = widget.WarningImportance
+		w.waitLabel.Refresh()
+		w.waitSpin.Stop()
+		w.waitSpin.Hide()
+		w.waitIcon.Show()
+		w.waitBox.Show()
+	case v.Thinking:
+		w.waitLabel.SetText("Thinking…")
+		w.waitLabel.Importance = widget.MediumImportance
+		w.waitLabel.Refresh()
+		w.waitIcon.Hide()
+		w.waitSpin.Show()
+		if !w.manual {
+			w.waitSpin.Start()
+		}
+		w.waitBox.Show()
+	default:
+		w.waitSpin.Stop()
+		w.waitBox.Hide()
+	}
+}
+
+// showModal opens, updates or closes the input modal to match the model.
+func (w *Window) showModal(v model.View, now time.Time) {
+	p := v.Pending
+	if p == nil || p.Answering {
+		if w.modal != nil {
+			w.modal.hide()
+			w.modal = nil
+			w.win.Canvas().Focus(w.composer)
+		}
+		return
+	}
+	if w.modal != nil && (w.modal.req.RequestID != p.Request.RequestID || w.modal.convID != v.ID) {
+		w.modal.hide()
+		w.modal = nil
+	}
+	if w.modal == nil {
+		w.modal = newInputModal(w, v.ID, *p)
+		w.modal.show()
+		if v.Synced && !w.focused && !w.notified[p.Request.RequestID] {
+			w.app.SendNotification(fyne.NewNotification("pilotdesk: the agent is asking", p.Request.Question))
+		}
+		w.notified[p.Request.RequestID] = true
+	} else if p.Hint != "" && w.modal.hint.Text != "The relay did not accept that answer: "+p.Hint {
+		w.modal.setHint("The relay did not accept that answer: " + p.Hint)
+	}
+	w.modal.tick(now)
+}
+
+// ---- actions (UI goroutine) ----
+
+func (w *Window) newConversation() {
+	id := uuid.NewString()
+	w.store.Create(id)
+	w.switchTo(id)
+	w.win.Canvas().Focus(w.composer)
+}
+
+// switchTo shows another conversation, subscribing to it the first time.
+func (w *Window) switchTo(id string) {
+	if id == w.current && w.view.ID == id {
+		return
+	}
+	w.current = id
+	w.wantMode = ""
+	if w.modal != nil {
+		w.modal.hide()
+		w.modal = nil
+	}
+	if !w.subscribed[id] && w.store.OnRelay(id) {
+		w.subscribe(id)
+	}
+	w.sync(true)
+}
+
+func (w *Window) subscribe(id string) {
+	w.subscribed[id] = true
+	w.enqueue(func(ctx context.Context) {
+		if err := w.client.Subscribe(ctx, id, 0); err != nil {
+			w.log.Warn("subscribe failed", "conversation", id, "err", err)
+		}
+	})
+}
+
+func (w *Window) sendOrStop() {
+	if w.view.Streaming {
+		w.stop()
+		return
+	}
+	w.submit()
+}
+
+// submit sends the composer's text as a prompt.
+func (w *Window) submit() {
+	prompt := strings.TrimSpace(w.composer.Text)
+	if prompt == "" {
+		return
+	}
+	if w.view.Streaming {
+		return // Enter while streaming keeps the draft; Stop first
+	}
+	id, mode, modelName := w.current, w.shownMode(), w.opts.Model
+	w.composer.SetText("")
+	first := !w.subscribed[id]
+	w.subscribed[id] = true
+	w.enqueue(func(ctx context.Context) {
+		if first {
+			if err := w.client.Subscribe(ctx, id, 0); err != nil {
+				w.log.Warn("subscribe failed", "conversation", id, "err", err)
+			}
+		}
+		if err := w.client.Send(ctx, id, prompt, mode, modelName); err != nil {
+			w.store.AddNote(id, model.NoteError, "Not sent: "+err.Error()+". Your prompt is back in the box below.")
+			w.onUI(func() {
+				if w.composer.Text == "" {
+					w.composer.SetText(prompt)
+				}
+			})
+		}
+	})
+}
+
+// stop aborts the current conversation's turn.
+func (w *Window) stop() {
+	if !w.view.Streaming {
+		return
+	}
+	id := w.current
+	w.enqueue(func(ctx context.Context) {
+		if err := w.client.Abort(ctx, id); err != nil {
+			w.store.AddNote(id, model.NoteError, "Could not stop the agent: "+err.Error())
+		}
+	})
+}
+
+// modeToggled sends the new mode: it applies to the next tool request, also
+// in the middle of a turn.
+func (w *Window) modeToggled(mode protocol.Mode) {
+	id := w.current
+	w.wantMode, w.wantModeConv = mode, id
+	w.showBanner(mode == protocol.ModePlan)
+	if !w.subscribed[id] {
+		// Nothing on the relay yet: the mode goes with the first prompt.
+		return
+	}
+	w.enqueue(func(ctx context.Context) {
+		if err := w.client.SetMode(ctx, id, mode); err != nil {
+			w.store.AddNote(id, model.NoteError, "Could not switch mode: "+err.Error())
+			w.onUI(func() {
+				if w.wantModeConv == id {
+					w.wantMode = ""
+				}
+			})
+		}
+	})
+}
+
+// answer sends an answer to an input request and closes the modal.
+func (w *Window) answer(convID, requestID, answer string, freeform bool, index *int) {
+	w.store.MarkAnswering(convID, requestID, answer, false)
+	w.enqueue(func(ctx context.Context) {
+		if err := w.client.Answer(ctx, convID, requestID, answer, freeform, index); err != nil {
+			w.store.AnswerFailed(convID, requestID, "not sent: "+err.Error())
+		}
+	})
+	w.closeModalNow()
+}
+
+// reject declines an input request, which stops the agent's turn.
+func (w *Window) reject(convID, requestID string) {
+	w.store.MarkAnswering(convID, requestID, "", true)
+	w.enqueue(func(ctx context.Context) {
+		if err := w.client.Reject(ctx, convID, requestID); err != nil {
+			w.store.AnswerFailed(convID, requestID, "not sent: "+err.Error())
+		}
+	})
+	w.closeModalNow()
+}
+
+func (w *Window) closeModalNow() {
+	if w.modal != nil {
+		w.modal.hide()
+		w.modal = nil
+		w.win.Canvas().Focus(w.composer)
+	}
+}
+
+func (w *Window) copyText(s string) {
+	w.app.Clipboard().SetContent(s)
+}
+
+// copyReplyBefore copies the assistant's text of the turn that ends at the
+// status row idx.
+func (w *Window) copyReplyBefore(idx int) {
+	rows := w.transcript.rows
+	if idx < 0 || idx >= len(rows) {
+		return
+	}
+	var ids []string
+	seen := map[string]bool{}
+	for i := idx - 1; i >= 0 && rows[i].Kind != model.RowUser; i-- {
+		r := rows[i]
+		if (r.Kind == model.RowText || r.Kind == model.RowCode) && r.MessageID != "" && !seen[r.MessageID] {
+			seen[r.MessageID] = true
+			ids = append([]string{r.MessageID}, ids...)
+		}
+	}
+	var parts []string
+	for _, id := range ids {
+		parts = append(parts, w.store.MessageText(w.current, id))
+	}
+	w.copyText(strings.Join(parts, "\n\n"))
+}

@@ -1,0 +1,165 @@
+package ui
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"fyne.io/fyne/v2"
+	"fyne.io/fyne/v2/test"
+	"fyne.io/fyne/v2/widget"
+
+	"github.com/pilotdesk/pilotdesk/protocol"
+	"github.com/pilotdesk/pilotdesk/ui/model"
+)
+
+func TestMarkdownTurnAndUsage(t *testing.T) {
+	h := newHarness(t, harnessConfig{})
+	if got := h.w.Window().Title(); got != "pilotdesk — embedded relay" {
+		t.Fatalf("title %q", got)
+	}
+	h.send("show me markdown")
+	h.waitFor("the turn to complete", func() bool { return h.hasStatus(protocol.StatusCompleted) })
+
+	var kinds []string
+	names := []string{"user", "text", "code", "tool", "status", "mode", "note"}
+	for _, r := range h.rows() {
+		kinds = append(kinds, names[r.Kind])
+	}
+	if strings.Join(kinds, ",") != "user,text,text,text,code,text,status" {
+		t.Fatalf("rows %v\n%s", kinds, h.dump())
+	}
+	rows := h.rows()
+	if rows[0].Text != "show me markdown" || rows[1].Text != "# Release plan" || rows[4].Lang != "go" || !strings.Contains(rows[4].Text, "ship it") {
+		t.Fatalf("rows:\n%s", h.dump())
+	}
+	// The markdown renders as rich text: a heading, a list, a link.
+	segs := parseMarkdown(rows[3].Text)
+	if _, ok := segs[0].(*widget.ListSegment); !ok {
+		t.Fatalf("the list block parsed as %T", segs[0])
+	}
+	if h.w.title.Text != "show me markdown" {
+		t.Fatalf("conversation title %q", h.w.title.Text)
+	}
+	if got := h.w.status.usage.Text; !strings.Contains(got, "Model gpt-5") || !strings.Contains(got, "premium interactions: 12 of 300 used, 96% left") ||
+		!strings.Contains(got, "chat: unlimited") || !strings.Contains(got, "×1 premium per request") || !strings.Contains(got, "cache 300 read / 40 written") {
+		t.Fatalf("usage bar %q", got)
+	}
+	if got := h.w.status.totals.Text; got != "Session total: 1 premium request  ·  gpt-5: 1 request, 1200 tokens in / 80 out" {
+		t.Fatalf("totals %q", got)
+	}
+	if h.w.status.conn.Text != "live" {
+		t.Fatalf("badge %q", h.w.status.conn.Text)
+	}
+	// Copy reply puts the whole markdown on the clipboard.
+	h.w.copyReplyBefore(len(rows) - 1)
+	if got := h.app.Clipboard().Content(); !strings.HasPrefix(got, "# Release plan\n\n") || !strings.HasSuffix(got, "That is all.") {
+		t.Fatalf("clipboard %q", got)
+	}
+}
+
+func TestToolRowsAndComposer(t *testing.T) {
+	h := newHarness(t, harnessConfig{})
+	// Shift+Enter adds a line instead of sending.
+	test.Type(h.w.composer, "run the tool")
+	h.w.composer.KeyDown(&fyne.KeyEvent{Name: "LeftShift"})
+	h.w.composer.TypedKey(&fyne.KeyEvent{Name: fyne.KeyReturn})
+	h.w.composer.KeyUp(&fyne.KeyEvent{Name: "LeftShift"})
+	if h.w.composer.Text != "run the tool\n" {
+		t.Fatalf("shift+enter: composer %q", h.w.composer.Text)
+	}
+	h.w.composer.TypedKey(&fyne.KeyEvent{Name: fyne.KeyReturn})
+	if h.w.composer.Text != "" {
+		t.Fatalf("enter did not send: %q", h.w.composer.Text)
+	}
+	h.waitFor("the turn to complete", func() bool { return h.hasStatus(protocol.StatusCompleted) })
+	tool := h.lastRow(model.RowTool)
+	if tool.Title != "bash" || tool.State != model.ToolApproved || tool.Text != "make deploy" {
+		t.Fatalf("tool row %+v", tool)
+	}
+	if !strings.Contains(h.text(), "The tool was approved.") {
+		t.Fatalf("text %q", h.text())
+	}
+	if h.rows()[0].Text != "run the tool" {
+		t.Fatalf("prompt sent as %q", h.rows()[0].Text)
+	}
+}
+
+func TestStopReplacesSend(t *testing.T) {
+	h := newHarness(t, harnessConfig{})
+	if h.w.sendBtn.Text != "Send" {
+		t.Fatal("idle button is not Send")
+	}
+	h.send("wait for it")
+	h.waitFor("streaming", func() bool { return h.w.view.Streaming })
+	if h.w.sendBtn.Text != "Stop" || h.w.sendBtn.Importance != widget.DangerImportance {
+		t.Fatalf("streaming button %q", h.w.sendBtn.Text)
+	}
+	if !h.w.waitBox.Visible() || h.w.waitLabel.Text != "Thinking…" {
+		t.Fatalf("thinking indicator: visible %v %q", h.w.waitBox.Visible(), h.w.waitLabel.Text)
+	}
+	// A prompt typed while streaming stays in the box.
+	h.send("second")
+	if h.w.composer.Text != "second" {
+		t.Fatal("a prompt sent while streaming was lost")
+	}
+	test.Tap(h.w.sendBtn)
+	h.waitFor("the abort", func() bool { return h.hasStatus(protocol.StatusAborted) })
+	if h.w.sendBtn.Text != "Send" || h.w.waitBox.Visible() {
+		t.Fatal("after stop: button or indicator not reset")
+	}
+}
+
+func TestPlanToggleBannerAndDeniedTool(t *testing.T) {
+	h := newHarness(t, harnessConfig{})
+	if h.w.toggle.Mode() != protocol.ModeAct || h.w.banner.Visible() {
+		t.Fatal("a new conversation must start in Act without the banner")
+	}
+	test.Tap(h.w.toggle.plan)
+	if !h.w.banner.Visible() || h.w.bannerText.Text != PlanBannerText {
+		t.Fatal("plan banner not shown")
+	}
+	h.send("use the tool")
+	h.waitFor("the turn to complete", func() bool { return h.hasStatus(protocol.StatusCompleted) })
+	if r := h.lastRow(model.RowTool); r.State != model.ToolDenied {
+		t.Fatalf("tool in plan mode: %+v", r)
+	}
+	if r := h.rows()[0]; r.Mode != protocol.ModePlan {
+		t.Fatalf("the prompt went in mode %q", r.Mode)
+	}
+	test.Tap(h.w.toggle.act)
+	h.waitFor("act confirmed", func() bool { return h.w.view.Mode == protocol.ModeAct })
+	if h.w.banner.Visible() {
+		t.Fatal("banner still shown in act")
+	}
+	if r := h.lastRow(model.RowMode); r.Mode != protocol.ModeAct {
+		t.Fatalf("no mode marker: %s", h.dump())
+	}
+}
+
+// TestMidStreamModeSwitch switches to Plan while a turn runs: the relay
+// applies it to the next tool request, and the transcript marks the switch.
+func TestMidStreamModeSwitch(t *testing.T) {
+	h := newHarness(t, harnessConfig{})
+	h.send("switch modes")
+	h.waitFor("the first text", func() bool { return strings.Contains(h.text(), "Working in act mode.") })
+	test.Tap(h.w.toggle.plan)
+	h.waitFor("the mode marker", func() bool { return h.lastRow(model.RowMode).Mode == protocol.ModePlan })
+	m := h.waitModal(kindApproval)
+	m.typedRune('a')
+	h.waitFor("the turn to complete", func() bool { return h.hasStatus(protocol.StatusCompleted) })
+	if r := h.lastRow(model.RowTool); r.State != model.ToolDenied {
+		t.Fatalf("tool after the switch: %+v\n%s", r, h.dump())
+	}
+	if !strings.Contains(h.text(), "The deploy tool was denied.") {
+		t.Fatalf("text %q", h.text())
+	}
+	// The marker sits between the text before and the question after.
+	var order []string
+	for _, r := range h.rows() {
+		order = append(order, fmt.Sprint(r.Kind))
+	}
+	if !strings.Contains(h.dump(), "mode: Switched to Plan: every tool call is denied from the next tool call.") {
+		t.Fatalf("marker text:\n%s", h.dump())
+	}
+}
