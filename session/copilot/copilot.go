@@ -9,7 +9,10 @@
 // answered from Host.Permission at that moment (approve-once or reject), so
 // plan/act switches apply mid-stream without touching the CLI session, which
 // always stays in the CLI's "interactive" mode. ask_user questions go to
-// Host.Ask; nothing is ever answered on a person's behalf.
+// Host.Ask; nothing is ever answered on a person's behalf. The ask_user
+// tool call itself is reported like any tool (ToolStart, then ToolEnd whose
+// result is the CLI's "User selected: …"), so the transcript keeps the
+// question's outcome; it never asks permission.
 //
 // The CLI process starts at the first Open. When it dies, running turns fail
 // and the next turn starts a fresh process and resumes the session from the

@@ -213,6 +213,24 @@ func TestCrashMidTurnThenResume(t *testing.T) {
 	}
 }
 
+func TestNothingOutlivesTheCLI(t *testing.T) {
+	opts, fake := newFake(t)
+	a := newAgent(t, opts)
+	s := open(t, a, "conv-orphan", session.OpenOptions{}, newHost("act"))
+	if err := run(t, s, "orphan"); err == nil {
+		t.Fatal("the turn survived the CLI's exit")
+	}
+	children := fake.find("child")
+	if len(children) != 1 {
+		t.Fatalf("child log = %+v", children)
+	}
+	var pid int
+	if err := json.Unmarshal(children[0].Params, &pid); err != nil || pid <= 0 {
+		t.Fatalf("child pid %s", children[0].Params)
+	}
+	waitGone(t, pid)
+}
+
 func TestUnreadableStreamIsACrash(t *testing.T) {
 	opts, fake := newFake(t)
 	opts.StopGrace = 300 * time.Millisecond

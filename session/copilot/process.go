@@ -1,6 +1,7 @@
 package copilot
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -177,11 +178,18 @@ func cliEnv(extra []string) []string {
 func (p *process) watch() {
 	select {
 	case <-p.exited:
+		// The CLI may leave processes behind in its group: the native
+		// binary when only the npm loader died, or shells its tools
+		// started. The group id cannot be reused while any member lives,
+		// so this reaches only what the CLI left.
+		signalGroup(p.cmd, true)
 		// Give the reader a moment to take what the CLI wrote last.
+		t := time.NewTimer(p.grace)
 		select {
 		case <-p.conn.Done():
-		case <-time.After(p.grace):
+		case <-t.C:
 		}
+		t.Stop()
 	case <-p.conn.Done():
 		// End of stream or garbage while the process lives on: it is no use
 		// to us any more.
@@ -237,19 +245,26 @@ func (p *process) stop() {
 
 func (p *process) terminate() {
 	p.closeOnce.Do(func() { p.stdin.Close() })
+	if !p.waitExit(p.grace) {
+		signalGroup(p.cmd, false)
+		if !p.waitExit(p.grace) {
+			signalGroup(p.cmd, true)
+			<-p.exited
+		}
+	}
+	signalGroup(p.cmd, true) // what the CLI left in its group
+}
+
+// waitExit waits up to d for the process to exit.
+func (p *process) waitExit(d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
 	select {
 	case <-p.exited:
-		return
-	case <-time.After(p.grace):
+		return true
+	case <-t.C:
+		return false
 	}
-	signalGroup(p.cmd, false)
-	select {
-	case <-p.exited:
-		return
-	case <-time.After(p.grace):
-	}
-	signalGroup(p.cmd, true)
-	<-p.exited
 }
 
 // alive reports whether the process can still take requests.
@@ -289,7 +304,7 @@ func (t *tailWriter) Write(b []byte) (int, error) {
 	}
 	t.line = append(t.line, b...)
 	for {
-		i := strings.IndexByte(string(t.line), '\n')
+		i := bytes.IndexByte(t.line, '\n')
 		if i < 0 {
 			break
 		}

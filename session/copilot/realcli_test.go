@@ -6,6 +6,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -61,6 +62,16 @@ func realCLI(t *testing.T) copilot.Options {
 			"GH_TOKEN=", "GITHUB_TOKEN=", "COPILOT_GITHUB_TOKEN=",
 		},
 	}
+}
+
+// homeEnv is the HOME=… entry that marks the CLI processes of a test.
+func homeEnv(opts copilot.Options) string {
+	for _, kv := range opts.Env {
+		if strings.HasPrefix(kv, "HOME=") {
+			return kv
+		}
+	}
+	return ""
 }
 
 func repoRoot() (string, error) {
@@ -297,11 +308,16 @@ func TestRealCLIThroughAgent(t *testing.T) {
 		t.Errorf("shutdown = %s", describe(shutdown2events(sd)))
 	}
 	t.Logf("session close (detach, shutdown report): %v", time.Since(started))
+	if runtime.GOOS == "linux" && len(processesWithEnv(homeEnv(opts))) == 0 {
+		t.Error("no CLI process found by its environment: the leftover check below would prove nothing")
+	}
 	started = time.Now()
 	if err := a.Close(); err != nil {
 		t.Fatal(err)
 	}
 	t.Logf("agent close (CLI stopped): %v", time.Since(started))
+	// Neither the npm loader nor the native binary it started is left.
+	waitNoProcessWithEnv(t, homeEnv(opts))
 	if nf := mock.NotFound(); len(nf) > 0 {
 		t.Logf("the CLI also asked the mock for: %v", nf)
 	}

@@ -5,7 +5,8 @@
 //
 // Prompts: "tools" (two shell tools asking permission), "ask" (a
 // userInput.request mid-stream), "hang" (streams until aborted), "error"
-// (session.error), "crash" (exits mid-turn), "garbage" (malformed frames
+// (session.error), "crash" (exits mid-turn), "orphan" (starts a child in
+// its process group, then exits), "garbage" (malformed frames
 // around a normal turn), "fatal" (an unreadable frame, then it ignores EOF
 // and SIGTERM), "unexpected" (server requests that were never enabled);
 // anything else streams "turn N: echo PROMPT", where N counts the session's
@@ -17,6 +18,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"strconv"
@@ -351,6 +353,20 @@ func (f *fake) turn(s *fsession, prompt string, n int, abort chan struct{}) {
 		time.Sleep(50 * time.Millisecond) // let the delta leave before dying
 		fmt.Fprintln(os.Stderr, "fake copilot: crashing on purpose")
 		os.Exit(3)
+
+	case "orphan":
+		// Leave a child in the process group, then die: the backend must
+		// not let it outlive the CLI (as the npm loader's native binary
+		// would, SIGTERM not being forwarded).
+		child := exec.Command("sleep", "300")
+		if err := child.Start(); err != nil {
+			say("could not start a child: " + err.Error())
+			finish()
+			return
+		}
+		f.log("child", child.Process.Pid)
+		time.Sleep(50 * time.Millisecond)
+		os.Exit(4)
 
 	case "fatal":
 		f.mu.Lock()
