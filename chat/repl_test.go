@@ -360,3 +360,17 @@ func TestAgentErrorsAndRelayErrors(t *testing.T) {
 	h.delta("evil\x1b[2Jtext")
 	h.waitFor("evil^[[2Jtext")
 }
+
+// TestLineBreaksAroundREPLLines: a line of the REPL's own (a tool call, an
+// answer) ends the agent's line; the agent's own line feed right after it
+// is not doubled, the rest of its blank lines stay.
+func TestLineBreaksAroundREPLLines(t *testing.T) {
+	h := startREPL(t, plain, nil)
+	h.subscribed(map[string]any{"streaming": true})
+	h.delta("Running: ")
+	h.emit(protocol.TypeToolStart, map[string]any{"toolCallId": "t1", "toolName": "bash"})
+	h.emit(protocol.TypeToolEnd, map[string]any{"toolCallId": "t1", "success": true})
+	h.delta("\n\nDone.\n")
+	h.delta("\nNext.")
+	h.waitFor("Running: \n⚙ bash — approved\n\nDone.\n\nNext.")
+}

@@ -69,6 +69,11 @@ type screen struct {
 	// cursor is at the start of a fresh line.
 	col int
 
+	// brokeLine: the last thing written was one of the REPL's own lines
+	// (a tool call, an answer, a note), which ended the agent's line for it;
+	// the agent's own line feed right after is then one too many.
+	brokeLine bool
+
 	footer      []string // the footer on the screen; nil when none is
 	footerUp    int      // rows from the footer's first row up to the cursor
 	footerBelow bool     // the footer starts on the row after an unfinished transcript line
@@ -96,6 +101,12 @@ func (s *screen) style(code, text string) string {
 // text appends assistant text to the transcript as it streams.
 func (s *screen) text(t string) {
 	s.clearFooter()
+	if s.brokeLine {
+		t = strings.TrimPrefix(strings.TrimPrefix(t, "\r"), "\n")
+	}
+	if t != "" {
+		s.brokeLine = false
+	}
 	s.writeTranscript(t)
 }
 
@@ -116,6 +127,7 @@ func (s *screen) line(l string) {
 	s.endLine()
 	s.out.WriteString(l)
 	s.out.WriteString(s.nl())
+	s.brokeLine = true
 }
 
 // blank prints an empty line.
