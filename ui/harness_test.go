@@ -4,6 +4,7 @@ import (
 	"context"
 	_ "embed"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -41,12 +42,22 @@ type harnessConfig struct {
 	theme   fyne.Theme
 	size    fyne.Size
 	options Options
+	// fakeClock freezes the window's clock (countdowns) at a fixed time.
+	fakeClock bool
 }
 
-// fakeClock lets tests freeze the countdowns for screenshots.
-type fakeClock struct{ t time.Time }
+// fakeClock lets tests freeze the countdowns for screenshots. It is read
+// by the client's goroutine and set by the test.
+type fakeClock struct{ ns atomic.Int64 }
 
-func (c *fakeClock) now() time.Time { return c.t }
+func newFakeClock() *fakeClock {
+	c := &fakeClock{}
+	c.ns.Store(time.Date(2026, 11, 23, 9, 0, 0, 0, time.UTC).UnixNano())
+	return c
+}
+
+func (c *fakeClock) now() time.Time          { return time.Unix(0, c.ns.Load()) }
+func (c *fakeClock) advance(d time.Duration) { c.ns.Add(int64(d)) }
 
 func newHarness(t *testing.T, hc harnessConfig) *harness {
 	t.Helper()
@@ -76,6 +87,11 @@ func newHarness(t *testing.T, hc harnessConfig) *harness {
 	}
 	opts := hc.options
 	opts.Manual = true
+	var clock *fakeClock
+	if hc.fakeClock {
+		clock = newFakeClock()
+		opts.Now = clock.now
+	}
 	w := NewWindow(a, c, opts)
 	size := hc.size
 	if size.IsZero() {
@@ -83,7 +99,7 @@ func newHarness(t *testing.T, hc harnessConfig) *harness {
 	}
 	w.Window().Resize(size)
 	w.Window().Show()
-	h := &harness{t: t, app: a, srv: srv, proxy: proxy, client: c, w: w}
+	h := &harness{t: t, app: a, srv: srv, proxy: proxy, client: c, w: w, clock: clock}
 	t.Cleanup(func() {
 		w.Close()
 		c.Close()
@@ -195,3 +211,6 @@ func (h *harness) key(name fyne.KeyName) {
 		h.w.modal.typedKey(ev)
 	}
 }
+
+// lastCode returns the code of the last code row.
+func (h *harness) lastCode() string { return h.lastRow(model.RowCode).Text }

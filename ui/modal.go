@@ -65,7 +65,7 @@ func newInputModal(w *Window, convID string, p model.Pending) *inputModal {
 	m.hint.Hide()
 	m.countdown = widget.NewLabel("")
 	m.countdown.SizeName = theme.SizeNameCaptionText
-	m.countdown.Importance = widget.LowImportance
+	m.countdown.TextStyle = fyne.TextStyle{Bold: true}
 
 	titles := map[string]string{
 		kindApproval: "Approval needed",
@@ -135,6 +135,7 @@ func (m *inputModal) buildChoices(body *fyne.Container, withReject bool) {
 		body.Add(b)
 	}
 	if withReject {
+		body.Add(widget.NewSeparator())
 		m.addRejectRow(body)
 	}
 	n := len(m.req.Choices)
@@ -175,7 +176,6 @@ func (m *inputModal) buildText(body *fyne.Container) {
 func caption(text string) *widget.Label {
 	l := widget.NewLabel(text)
 	l.SizeName = theme.SizeNameCaptionText
-	l.Importance = widget.LowImportance
 	l.Wrapping = fyne.TextWrapWord
 	return l
 }

@@ -307,7 +307,7 @@ func TestWaitingMarkerAndNotification(t *testing.T) {
 	for _, e := range h.w.sidebar.entries {
 		if e.ID == first {
 			text, _ := entryStatus(e, h.w.now())
-			found = strings.HasPrefix(text, "⏳ waiting for your answer · ")
+			found = strings.HasPrefix(text, "waiting for your answer · ")
 		}
 	}
 	if !found {

@@ -72,7 +72,7 @@ func entryStatus(e model.Entry, now time.Time) (string, widget.Importance) {
 		if left < 0 {
 			left = 0
 		}
-		return fmt.Sprintf("⏳ waiting for your answer · %s left", clock(left)), widget.WarningImportance
+		return fmt.Sprintf("waiting for your answer · %s left", clock(left)), widget.WarningImportance
 	case e.Streaming:
 		return "● streaming…", widget.HighImportance
 	case e.Mode == protocol.ModePlan:

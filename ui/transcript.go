@@ -8,6 +8,7 @@ import (
 	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/canvas"
 	"fyne.io/fyne/v2/container"
+	"fyne.io/fyne/v2/layout"
 	"fyne.io/fyne/v2/theme"
 	"fyne.io/fyne/v2/widget"
 
@@ -47,7 +48,15 @@ type transcript struct {
 	// widthTimer debounces re-measuring after the width changes.
 	widthTimer *time.Timer
 	root       fyne.CanvasObject
+	empty      fyne.CanvasObject
 }
+
+// emptyText greets a conversation with nothing in it yet.
+const emptyText = `Type a prompt below and press Enter.
+
+Act runs the agent's tool calls; Plan denies every one of them, so the agent can only describe what it would do. You can switch at any time, even while it works.
+
+Shortcuts: Ctrl+N new conversation · Ctrl+L the prompt box · Ctrl+M Plan/Act · Esc or Ctrl+. stop`
 
 type rowCache struct {
 	version uint32
@@ -73,7 +82,12 @@ func newTranscript(w *Window) *transcript {
 	t.list.HideSeparators = true
 	t.list.OnSelected = func(id widget.ListItemID) { t.list.Unselect(id) }
 	t.measure = t.newRowState()
-	t.root = container.New(&widthWatcher{onWidth: t.widthChanged}, t.list)
+	hint := widget.NewLabel(emptyText)
+	hint.Wrapping = fyne.TextWrapWord
+	hint.Alignment = fyne.TextAlignCenter
+	hint.Importance = widget.MediumImportance
+	t.empty = container.NewPadded(container.NewVBox(layout.NewSpacer(), hint, layout.NewSpacer()))
+	t.root = container.NewStack(container.New(&widthWatcher{onWidth: t.widthChanged}, t.list), t.empty)
 	return t
 }
 
@@ -136,6 +150,13 @@ func parseMarkdown(md string) []widget.RichTextSegment {
 
 // apply shows what the model says changed in the current conversation.
 func (t *transcript) apply(v model.View) {
+	defer func() {
+		if len(t.rows) == 0 {
+			t.empty.Show()
+		} else {
+			t.empty.Hide()
+		}
+	}()
 	follow := t.atBottom()
 	if v.Full {
 		t.reload(v.Rows)
@@ -472,6 +493,7 @@ func newUserView() *userView {
 	v.bg = canvas.NewRectangle(colors(theme.Current()).userBackground)
 	v.bg.CornerRadius = theme.InputRadiusSize()
 	who := widget.NewLabelWithStyle("You", fyne.TextAlignLeading, fyne.TextStyle{Bold: true})
+	who.SizeName = theme.SizeNameCaptionText
 	v.mode = widget.NewLabel("")
 	v.mode.Importance = widget.WarningImportance
 	v.mode.SizeName = theme.SizeNameCaptionText
@@ -626,7 +648,7 @@ func (v *lineView) set(idx int, r model.Row) {
 		switch r.State {
 		case protocol.StatusCompleted:
 			v.icon.SetResource(theme.ConfirmIcon())
-			v.text.Importance = widget.LowImportance
+			v.text.Importance = widget.SuccessImportance
 		case protocol.StatusRejected:
 			v.icon.SetResource(theme.CancelIcon())
 			v.text.Importance = widget.WarningImportance

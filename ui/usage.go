@@ -2,6 +2,7 @@ package ui
 
 import (
 	"fmt"
+	"image/color"
 	"strings"
 	"time"
 
@@ -20,7 +21,8 @@ import (
 // quota left per snapshot, cost multiplier, cache tokens, session totals).
 type statusBar struct {
 	dot    *canvas.Circle
-	conn   *widget.Label
+	pill   *canvas.Rectangle
+	conn   *canvas.Text
 	notice *widget.Label
 	usage  *widget.Label
 	totals *widget.Label
@@ -30,9 +32,13 @@ type statusBar struct {
 
 func newStatusBar() *statusBar {
 	b := &statusBar{}
-	b.dot = canvas.NewCircle(colors(theme.Current()).reconnecting)
-	b.conn = widget.NewLabel("connecting…")
-	b.conn.SizeName = theme.SizeNameCaptionText
+	p := colors(theme.Current())
+	b.dot = canvas.NewCircle(p.reconnecting)
+	b.pill = canvas.NewRectangle(p.reconnecting)
+	b.pill.CornerRadius = 9
+	b.conn = canvas.NewText("connecting…", theme.Color(theme.ColorNameForegroundOnPrimary))
+	b.conn.TextStyle = fyne.TextStyle{Bold: true}
+	b.conn.TextSize = theme.CaptionTextSize()
 	b.notice = widget.NewLabel("")
 	b.notice.SizeName = theme.SizeNameCaptionText
 	b.notice.Importance = widget.DangerImportance
@@ -46,11 +52,14 @@ func newStatusBar() *statusBar {
 	b.totals.SizeName = theme.SizeNameCaptionText
 	b.totals.Truncation = fyne.TextTruncateEllipsis
 	b.totals.Importance = widget.LowImportance
-	dot := container.NewCenter(container.NewGridWrap(fyne.NewSize(10, 10), b.dot))
-	badge := container.NewHBox(dot, b.conn)
-	right := container.NewVBox(b.usage, b.totals)
+	dot := container.NewCenter(container.NewGridWrap(fyne.NewSize(8, 8), b.dot))
+	// The badge is a coloured pill so that a dropped connection is seen.
+	pillText := container.New(&pillLayout{}, dot, b.conn)
+	badge := container.NewCenter(container.NewStack(b.pill, pillText))
+	lines := container.New(&tightVBox{}, b.usage, b.totals)
 	bg := canvas.NewRectangle(theme.Color(theme.ColorNameHeaderBackground))
-	b.root = container.NewStack(bg, container.NewBorder(nil, nil, badge, nil, container.NewBorder(nil, nil, b.notice, nil, right)))
+	row := container.NewBorder(nil, nil, container.NewPadded(badge), nil, container.NewBorder(nil, nil, b.notice, nil, lines))
+	b.root = container.NewStack(bg, row)
 	return b
 }
 
@@ -58,24 +67,28 @@ func newStatusBar() *statusBar {
 func (b *statusBar) setConn(sc client.StateChange, now time.Time) {
 	b.state = sc
 	p := colors(theme.Current())
+	var fill = p.offline
 	switch sc.State {
 	case client.StateLive:
-		b.dot.FillColor = p.live
-		b.conn.SetText("live")
+		fill = p.live
+		b.conn.Text = "live"
 	case client.StateConnecting:
-		b.dot.FillColor = p.reconnecting
-		b.conn.SetText("connecting…")
+		fill = p.reconnecting
+		b.conn.Text = "connecting…"
 	case client.StateReconnecting:
-		b.dot.FillColor = p.reconnecting
-		b.conn.SetText(fmt.Sprintf("reconnecting… (attempt %d)", sc.Attempt+1))
+		fill = p.reconnecting
+		b.conn.Text = fmt.Sprintf("reconnecting… (attempt %d)", sc.Attempt+1)
 	case client.StateOffline:
-		b.dot.FillColor = p.offline
-		b.conn.SetText("offline — retrying")
+		b.conn.Text = "offline — retrying"
 	default:
-		b.dot.FillColor = p.offline
-		b.conn.SetText("disconnected")
+		b.conn.Text = "disconnected"
 	}
+	b.pill.FillColor = fill
+	b.dot.FillColor = color.White
+	b.conn.Color = color.White
+	b.pill.Refresh()
 	b.dot.Refresh()
+	b.conn.Refresh()
 }
 
 func (b *statusBar) setNotice(text string) {
@@ -176,4 +189,50 @@ func tokens(n int64) string {
 		return fmt.Sprintf("%.1fk", float64(n)/1000)
 	}
 	return fmt.Sprintf("%d", n)
+}
+
+// pillLayout places a dot and a text side by side with padding around, the
+// inside of the connection badge.
+type pillLayout struct{}
+
+func (pillLayout) Layout(objs []fyne.CanvasObject, size fyne.Size) {
+	dot, text := objs[0], objs[1]
+	pad := float32(8)
+	d := dot.MinSize()
+	dot.Resize(d)
+	dot.Move(fyne.NewPos(pad, (size.Height-d.Height)/2))
+	t := text.MinSize()
+	text.Resize(t)
+	text.Move(fyne.NewPos(pad+d.Width+5, (size.Height-t.Height)/2))
+}
+
+func (pillLayout) MinSize(objs []fyne.CanvasObject) fyne.Size {
+	d, t := objs[0].MinSize(), objs[1].MinSize()
+	return fyne.NewSize(8+d.Width+5+t.Width+10, max(d.Height, t.Height)+6)
+}
+
+// tightVBox stacks objects with no padding and trims the labels' own
+// vertical padding, for the two small lines of the usage bar.
+type tightVBox struct{}
+
+func (tightVBox) Layout(objs []fyne.CanvasObject, size fyne.Size) {
+	trim := theme.Padding()
+	y := -trim / 2
+	for _, o := range objs {
+		h := o.MinSize().Height
+		o.Move(fyne.NewPos(0, y))
+		o.Resize(fyne.NewSize(size.Width, h))
+		y += h - trim
+	}
+}
+
+func (tightVBox) MinSize(objs []fyne.CanvasObject) fyne.Size {
+	trim := theme.Padding()
+	var w, h float32
+	for _, o := range objs {
+		m := o.MinSize()
+		w = max(w, m.Width)
+		h += m.Height - trim
+	}
+	return fyne.NewSize(w, h)
 }

@@ -51,6 +51,9 @@ type Options struct {
 	// are drawn only when Sync is called. Tests use it to drive the window
 	// from one goroutine.
 	Manual bool
+	// ListInterval is how often the conversation list is refreshed from
+	// the relay (default 20 s).
+	ListInterval time.Duration
 	// Now is the clock (default time.Now).
 	Now    func() time.Time
 	Logger *slog.Logger
@@ -119,6 +122,9 @@ func NewWindow(a fyne.App, c *client.Client, opts Options) *Window {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
+	if opts.ListInterval <= 0 {
+		opts.ListInterval = 20 * time.Second
+	}
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
@@ -154,12 +160,19 @@ func NewWindow(a fyne.App, c *client.Client, opts Options) *Window {
 		w.wg.Add(1)
 		go w.ticker()
 	}
+	w.refreshList()
+	return w
+}
+
+// refreshList asks the relay for its conversations. The protocol does not
+// announce conversations that other clients start, so the window asks at
+// start, after each reconnection and every ListInterval.
+func (w *Window) refreshList() {
 	w.enqueue(func(ctx context.Context) {
-		if err := c.List(ctx); err != nil {
-			w.log.Warn("listing conversations failed", "err", err)
+		if err := w.client.List(ctx); err != nil {
+			w.log.Debug("listing conversations failed", "err", err)
 		}
 	})
-	return w
 }
 
 func windowTitle(remote bool, relayURL string) string {
@@ -231,13 +244,20 @@ func (w *Window) enqueue(f func(context.Context)) {
 	}
 }
 
-// ticker redraws once a second while a countdown is shown.
+// ticker redraws once a second while a countdown is shown, and refreshes
+// the conversation list now and then.
 func (w *Window) ticker() {
 	defer w.wg.Done()
 	t := time.NewTicker(time.Second)
 	defer t.Stop()
+	list := time.NewTicker(w.opts.ListInterval)
+	defer list.Stop()
 	for {
 		select {
+		case <-list.C:
+			if w.client.State() == client.StateLive {
+				w.refreshList()
+			}
 		case <-t.C:
 			w.frameMu.Lock()
 			waiting := w.waitingAny
@@ -417,6 +437,9 @@ drain:
 	now := w.now()
 
 	if f.ConnChanged || full {
+		if f.Conn.State == client.StateLive && w.lastConn.State != client.StateLive && w.lastConn.State != client.StateConnecting {
+			w.refreshList() // back after a drop: conversations may have come and gone
+		}
 		w.status.setConn(f.Conn, now)
 		w.status.setNotice(f.Notice)
 		w.lastConn = f.Conn
@@ -500,6 +523,7 @@ func (w *Window) showBanner(on bool) {
 func (w *Window) showWaiting(v model.View, now time.Time) {
 	switch {
 	case v.Pending != nil:
+		w.waitIcon.SetResource(theme.HistoryIcon())
 		left := max(v.Pending.Deadline.Sub(now), 0)
 		w.waitLabel.SetText(fmt.Sprintf("Waiting for your answer · %s left", clock(left)))
 		w.waitLabel.Importance = widget.WarningImportance
@@ -512,9 +536,14 @@ func (w *Window) showWaiting(v model.View, now time.Time) {
 		w.waitLabel.SetText("Thinking…")
 		w.waitLabel.Importance = widget.MediumImportance
 		w.waitLabel.Refresh()
-		w.waitIcon.Hide()
-		w.waitSpin.Show()
-		if !w.manual {
+		if w.manual {
+			// No animation without a frame loop: a still icon instead.
+			w.waitSpin.Hide()
+			w.waitIcon.SetResource(theme.MoreHorizontalIcon())
+			w.waitIcon.Show()
+		} else {
+			w.waitIcon.Hide()
+			w.waitSpin.Show()
 			w.waitSpin.Start()
 		}
 		w.waitBox.Show()

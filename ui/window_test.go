@@ -163,3 +163,108 @@ func TestMidStreamModeSwitch(t *testing.T) {
 		t.Fatalf("marker text:\n%s", h.dump())
 	}
 }
+
+// TestReconnectReplaysWithoutDuplicates cuts the network mid-stream: the
+// badge says reconnecting, and once back the turn's text is complete and
+// shown once.
+func TestReconnectReplaysWithoutDuplicates(t *testing.T) {
+	h := newHarness(t, harnessConfig{})
+	h.send("slow count")
+	h.waitFor("the first words", func() bool { return strings.Contains(h.text(), "two") })
+	h.proxy.SetRefuse(true)
+	h.proxy.DropAll()
+	h.waitFor("the reconnecting badge", func() bool { return strings.HasPrefix(h.w.status.conn.Text, "reconnecting") })
+	h.proxy.SetRefuse(false)
+	h.waitFor("the turn", func() bool { return h.hasStatus(protocol.StatusCompleted) })
+	if h.w.status.conn.Text != "live" {
+		t.Fatalf("badge %q", h.w.status.conn.Text)
+	}
+	var kinds []string
+	names := []string{"user", "text", "code", "tool", "status", "mode", "note"}
+	for _, r := range h.rows() {
+		kinds = append(kinds, names[r.Kind])
+	}
+	if strings.Join(kinds, ",") != "user,text,status" || h.rows()[1].Text != "zero one two three four five six seven eight nine" {
+		t.Fatalf("after the reconnect:\n%s", h.dump())
+	}
+}
+
+// TestOtherConversationsAndReplay: a conversation started by another client
+// is listed; opening it replays its history.
+func TestOtherConversationsAndReplay(t *testing.T) {
+	h := newHarness(t, harnessConfig{})
+	other := h.srv.Dial(t)
+	const id = "0b7e3a40-0000-4000-8000-00000000beef"
+	other.Send(protocol.TypeSend, protocol.Send{ConversationID: id, Prompt: "use the tool please"})
+	other.WaitFor(protocol.TypeIdle, nil)
+	h.w.refreshList()
+	h.waitFor("the listed conversation", func() bool {
+		for _, e := range h.w.sidebar.entries {
+			if e.ID == id {
+				return e.Title == "use the tool please"
+			}
+		}
+		return false
+	})
+	for i, e := range h.w.sidebar.entries {
+		if e.ID == id {
+			h.w.sidebar.list.Select(i)
+		}
+	}
+	h.waitFor("the replay", func() bool { return h.hasStatus(protocol.StatusCompleted) })
+	if h.w.current != id || h.rows()[0].Text != "use the tool please" || h.lastRow(model.RowTool).State != model.ToolApproved {
+		t.Fatalf("replayed:\n%s", h.dump())
+	}
+}
+
+func TestFailedTurn(t *testing.T) {
+	h := newHarness(t, harnessConfig{})
+	h.send("fail now")
+	h.waitFor("the error", func() bool { return h.hasStatus(protocol.StatusError) })
+	if r := h.lastRow(model.RowStatus); r.Detail != "the model is overloaded" {
+		t.Fatalf("status %+v\n%s", r, h.dump())
+	}
+}
+
+func TestShortcuts(t *testing.T) {
+	h := newHarness(t, harnessConfig{})
+	first := h.w.current
+	h.w.shortcut(shortcutNew)
+	if h.w.current == first {
+		t.Fatal("Ctrl+N did not open a new conversation")
+	}
+	h.w.shortcut(shortcutMode)
+	if h.w.toggle.Mode() != protocol.ModePlan || !h.w.banner.Visible() {
+		t.Fatal("Ctrl+M did not switch to plan")
+	}
+	h.w.shortcut(shortcutMode)
+	if h.w.toggle.Mode() != protocol.ModeAct {
+		t.Fatal("Ctrl+M did not switch back")
+	}
+	h.w.Window().Canvas().Unfocus()
+	h.w.shortcut(shortcutFocus)
+	if h.w.Window().Canvas().Focused() != h.w.composer {
+		t.Fatal("Ctrl+L did not focus the composer")
+	}
+	h.send("wait for it")
+	h.waitFor("streaming", func() bool { return h.w.view.Streaming })
+	// The composer forwards the window's shortcuts.
+	h.w.composer.TypedShortcut(shortcutStop)
+	h.waitFor("the abort", func() bool { return h.hasStatus(protocol.StatusAborted) })
+	h.send("wait for it")
+	h.waitFor("streaming", func() bool { return h.w.view.Streaming && len(h.rows()) == 3 })
+	h.w.composer.TypedKey(&fyne.KeyEvent{Name: fyne.KeyEscape})
+	h.waitFor("the second abort", func() bool { return h.hasStatus(protocol.StatusAborted) && !h.w.view.Streaming })
+}
+
+func TestOfflineSendKeepsPrompt(t *testing.T) {
+	h := newHarness(t, harnessConfig{})
+	h.proxy.SetRefuse(true)
+	h.proxy.DropAll()
+	h.waitFor("the reconnecting badge", func() bool { return strings.HasPrefix(h.w.status.conn.Text, "reconnecting") })
+	h.send("hello while offline")
+	h.waitFor("the prompt back in the box", func() bool { return h.w.composer.Text == "hello while offline" })
+	if r := h.lastRow(model.RowNote); !strings.HasPrefix(r.Text, "Not sent:") {
+		t.Fatalf("note %+v", r)
+	}
+}

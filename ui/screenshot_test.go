@@ -1,0 +1,181 @@
+package ui
+
+import (
+	"bytes"
+	"flag"
+	"image"
+	"image/png"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"fyne.io/fyne/v2"
+	"fyne.io/fyne/v2/test"
+	"fyne.io/fyne/v2/theme"
+
+	"github.com/pilotdesk/pilotdesk/client"
+	"github.com/pilotdesk/pilotdesk/protocol"
+)
+
+// -update rewrites the screenshots in ../screenshots and the goldens in
+// testdata/golden. Without it the key states are compared to the goldens.
+var update = flag.Bool("update", false, "write screenshots/*.png and ui/testdata/golden/*.png")
+
+// goldenStates are the states whose pictures are kept as goldens.
+var goldenStates = map[string]bool{
+	"light-empty":          true,
+	"light-streaming":      true,
+	"light-plan-banner":    true,
+	"light-modal-approval": true,
+	"light-modal-choice":   true,
+	"light-modal-text":     true,
+	"light-rejected":       true,
+	"dark-streaming":       true,
+}
+
+type shooter struct {
+	t       *testing.T
+	variant string
+}
+
+// shot captures the window and writes or checks the picture.
+func (s *shooter) shot(h *harness, name string) {
+	s.t.Helper()
+	full := s.variant + "-" + name
+	h.w.Sync()
+	// The test canvas does not re-run layouts by itself as the real driver
+	// does each frame: refresh once so that shown/hidden parts settle.
+	h.w.Window().Content().Refresh()
+	for _, o := range h.w.Window().Canvas().Overlays().List() {
+		o.Refresh()
+	}
+	h.w.Sync()
+	img := h.w.Window().Canvas().Capture()
+	if *update {
+		writePNG(s.t, filepath.Join("..", "screenshots", full+".png"), img)
+		if goldenStates[full] {
+			writePNG(s.t, filepath.Join("testdata", "golden", full+".png"), img)
+		}
+		return
+	}
+	if goldenStates[full] {
+		test.AssertImageMatches(s.t, filepath.Join("golden", full+".png"), img)
+	}
+}
+
+func writePNG(t *testing.T, path string, img image.Image) {
+	t.Helper()
+	var buf bytes.Buffer
+	if err := png.Encode(&buf, img); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestScreenshots drives the window through every state the brief names
+// and captures each: `go test ./ui -run TestScreenshots -args -update`
+// writes them to screenshots/.
+func TestScreenshots(t *testing.T) {
+	for _, v := range []struct {
+		name    string
+		variant fyne.ThemeVariant
+		all     bool
+	}{
+		{"light", theme.VariantLight, true},
+		{"dark", theme.VariantDark, false},
+	} {
+		t.Run(v.name, func(t *testing.T) {
+			s := &shooter{t: t, variant: v.name}
+			th := FixedVariant(theme.DefaultTheme(), v.variant)
+			newH := func() *harness {
+				return newHarness(t, harnessConfig{theme: th, fakeClock: true, size: fyne.NewSize(1100, 720)})
+			}
+
+			if v.all {
+				h := newH()
+				s.shot(h, "empty")
+
+				h.send("wait for it")
+				h.waitFor("thinking", func() bool { return h.w.view.Thinking })
+				s.shot(h, "thinking")
+			}
+
+			h := newH()
+			h.send("show me markdown")
+			h.waitFor("the turn", func() bool { return h.hasStatus(protocol.StatusCompleted) })
+			h.send("use the tool")
+			h.waitFor("the tool turn", func() bool { return len(h.rows()) > 8 && h.hasStatus(protocol.StatusCompleted) })
+			s.shot(h, "usage")
+			h.send("stream a reply")
+			h.waitFor("the streamed code", func() bool { return h.lastCode() == "make test" })
+			s.shot(h, "streaming")
+
+			h = newH()
+			test.Tap(h.w.toggle.plan)
+			h.send("use the tool")
+			h.waitFor("the turn", func() bool { return h.hasStatus(protocol.StatusCompleted) })
+			s.shot(h, "plan-banner")
+			if !v.all {
+				h.send("approve the migration")
+				h.waitModal(kindApproval)
+				h.clock.advance(72 * time.Second)
+				s.shot(h, "modal-approval")
+				return
+			}
+
+			h = newH()
+			h.send("approve the migration")
+			h.waitModal(kindApproval)
+			h.clock.advance(72 * time.Second)
+			s.shot(h, "modal-approval")
+			h.typeRunes("x")
+			s.shot(h, "modal-approval-hint")
+			h.typeRunes("r")
+			h.waitFor("the rejection", func() bool { return h.hasStatus(protocol.StatusRejected) })
+			s.shot(h, "rejected")
+
+			h = newH()
+			h.send("choose an environment")
+			h.waitModal(kindChoice)
+			h.key(fyne.KeyDown)
+			h.key(fyne.KeyDown)
+			s.shot(h, "modal-choice")
+
+			h = newH()
+			h.send("text please")
+			h.waitModal(kindText)
+			h.key(fyne.KeyReturn)
+			s.shot(h, "modal-text")
+
+			h = newH()
+			h.send("ask me")
+			h.waitModal(kindAsk)
+			s.shot(h, "modal-ask")
+
+			// Waiting: the question belongs to a conversation not shown.
+			first := h.w.current
+			h.w.newConversation()
+			h.clock.advance(95 * time.Second)
+			h.w.Sync()
+			s.shot(h, "waiting-list")
+			h.w.switchTo(first)
+			h.waitModal(kindAsk)
+			h.w.modal.hide() // show the strip behind the modal without the modal
+			s.shot(h, "waiting-indicator")
+
+			h = newH()
+			h.send("show me markdown")
+			h.waitFor("the turn", func() bool { return h.hasStatus(protocol.StatusCompleted) })
+			h.proxy.SetRefuse(true)
+			h.proxy.DropAll()
+			h.waitFor("reconnecting", func() bool { return h.w.status.state.State == client.StateReconnecting })
+			s.shot(h, "reconnecting")
+		})
+	}
+}
