@@ -1,0 +1,265 @@
+package reliability
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/pilotdesk/pilotdesk/relay/relaytest"
+)
+
+// timeout bounds every wait of these tests. It is generous: the machine is
+// small and others compile on it at the same time.
+const timeout = 60 * time.Second
+
+var (
+	buildOnce sync.Once
+	binPath   string
+	buildErr  error
+)
+
+// pilotdesk builds the real binary once per test run. The ci tag swaps
+// Fyne's GL driver for its software one (no display, no GL compile); the
+// relay, the agents and the history store are the same code either way.
+func pilotdesk(t *testing.T) string {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("builds and runs the pilotdesk binary")
+	}
+	buildOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "pilotdesk-reliability")
+		if err != nil {
+			buildErr = err
+			return
+		}
+		binPath = filepath.Join(dir, "pilotdesk")
+		cmd := exec.Command("go", "build", "-tags", "ci", "-o", binPath, "../..")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
+		}
+	})
+	if buildErr != nil {
+		t.Fatal(buildErr)
+	}
+	return binPath
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if binPath != "" {
+		os.RemoveAll(filepath.Dir(binPath))
+	}
+	os.Exit(code)
+}
+
+// relayProc is a running `pilotdesk serve`.
+type relayProc struct {
+	t    *testing.T
+	cmd  *exec.Cmd
+	URL  string // ws://127.0.0.1:PORT/ws or wss://…
+	Addr string // 127.0.0.1:PORT
+	log  *logTail
+
+	exited  chan struct{}
+	waitErr error
+}
+
+var listeningLine = regexp.MustCompile(`relay listening.* url=(wss?)://([^/ ]+)/ws`)
+
+// startRelay runs `pilotdesk serve args…` and waits until it listens. The
+// process is killed when the test ends, if it still runs. env adds
+// variables to the process's environment (PILOTDESK_TOKEN is cleared first
+// so the caller's shell cannot leak a token in).
+func startRelay(t *testing.T, env []string, args ...string) *relayProc {
+	t.Helper()
+	p := launchRelay(t, env, args...)
+	line, ok := p.log.waitFor(listeningLine, timeout)
+	if !ok {
+		p.kill()
+		t.Fatalf("pilotdesk serve %s did not start; log:\n%s", strings.Join(args, " "), p.log.String())
+	}
+	m := listeningLine.FindStringSubmatch(line)
+	p.Addr = m[2]
+	p.URL = m[1] + "://" + m[2] + "/ws"
+	return p
+}
+
+// launchRelay starts the process without waiting for it to listen.
+func launchRelay(t *testing.T, env []string, args ...string) *relayProc {
+	t.Helper()
+	cmd := exec.Command(pilotdesk(t), append([]string{"serve"}, args...)...)
+	cmd.Env = append(append(os.Environ(), "PILOTDESK_TOKEN="), env...)
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	p := &relayProc{t: t, cmd: cmd, log: newLogTail(stderr), exited: make(chan struct{})}
+	go func() {
+		// Wait only after the log is read to its end (exec's rule for
+		// StderrPipe).
+		p.log.waitDone()
+		p.waitErr = cmd.Wait()
+		close(p.exited)
+	}()
+	t.Cleanup(p.kill)
+	return p
+}
+
+// kill sends SIGKILL and waits for the process to be gone: no deferred
+// function, no flush, no shutdown code runs in the relay.
+func (p *relayProc) kill() {
+	select {
+	case <-p.exited:
+		return
+	default:
+	}
+	_ = p.cmd.Process.Signal(syscall.SIGKILL)
+	p.wait()
+}
+
+// stop sends SIGTERM and fails the test unless the relay exits cleanly.
+func (p *relayProc) stop() {
+	p.t.Helper()
+	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		p.t.Fatalf("SIGTERM: %v", err)
+	}
+	if err := p.wait(); err != nil {
+		p.t.Errorf("pilotdesk serve exited with %v after SIGTERM; log:\n%s", err, p.log.String())
+	}
+}
+
+// wait waits for the process to exit and returns what Wait returned.
+func (p *relayProc) wait() error {
+	select {
+	case <-p.exited:
+		return p.waitErr
+	case <-time.After(timeout):
+		p.t.Fatalf("pilotdesk serve still runs %s later; log:\n%s", timeout, p.log.String())
+		return nil
+	}
+}
+
+// exitCode waits for the process and returns its exit status.
+func (p *relayProc) exitCode() int {
+	p.t.Helper()
+	_ = p.wait()
+	return p.cmd.ProcessState.ExitCode()
+}
+
+// logTail collects a process's output lines.
+type logTail struct {
+	mu    sync.Mutex
+	cond  *sync.Cond
+	lines []string
+	done  bool
+	eof   chan struct{}
+}
+
+func newLogTail(r io.Reader) *logTail {
+	lt := &logTail{eof: make(chan struct{})}
+	lt.cond = sync.NewCond(&lt.mu)
+	go func() {
+		defer close(lt.eof)
+		sc := bufio.NewScanner(r)
+		sc.Buffer(make([]byte, 64<<10), 1<<20)
+		for sc.Scan() {
+			lt.mu.Lock()
+			lt.lines = append(lt.lines, sc.Text())
+			lt.cond.Broadcast()
+			lt.mu.Unlock()
+		}
+		_, _ = io.Copy(io.Discard, r) // a line over 1 MiB: keep the pipe drained
+		lt.mu.Lock()
+		lt.done = true
+		lt.cond.Broadcast()
+		lt.mu.Unlock()
+	}()
+	return lt
+}
+
+func (lt *logTail) waitDone() { <-lt.eof }
+
+// waitFor returns the first line matching re, waiting up to d for it.
+func (lt *logTail) waitFor(re *regexp.Regexp, d time.Duration) (string, bool) {
+	expired := false
+	timer := time.AfterFunc(d, func() {
+		lt.mu.Lock()
+		expired = true
+		lt.cond.Broadcast()
+		lt.mu.Unlock()
+	})
+	defer timer.Stop()
+	lt.mu.Lock()
+	defer lt.mu.Unlock()
+	for i := 0; ; {
+		for ; i < len(lt.lines); i++ {
+			if re.MatchString(lt.lines[i]) {
+				return lt.lines[i], true
+			}
+		}
+		if lt.done || expired {
+			return "", false
+		}
+		lt.cond.Wait()
+	}
+}
+
+func (lt *logTail) String() string {
+	lt.mu.Lock()
+	defer lt.mu.Unlock()
+	return strings.Join(lt.lines, "\n")
+}
+
+// writeScript writes a scripted agent's scenario (SCRIPT-AGENT.md) and
+// returns its path.
+func writeScript(t *testing.T, script any) string {
+	t.Helper()
+	b, err := json.MarshalIndent(script, "", " ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "script.json")
+	if err := os.WriteFile(path, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// dataOf decodes a frame's data as a map.
+func dataOf(t *testing.T, f relaytest.Frame) map[string]any {
+	t.Helper()
+	m := map[string]any{}
+	if len(f.Data) > 0 {
+		if err := json.Unmarshal(f.Data, &m); err != nil {
+			t.Fatalf("frame %s: data is not an object: %v", f.Raw, err)
+		}
+	}
+	return m
+}
+
+// expectPong sends a ping and fails unless the next frame is the pong: the
+// connection is open and nothing else was sent meanwhile.
+func expectPong(t *testing.T, cl *relaytest.Client, after string) {
+	t.Helper()
+	cl.Send("ping", nil)
+	f, ok := cl.TryNext(timeout)
+	if !ok {
+		t.Fatalf("after %s: no pong; the connection ended: %v", after, cl.Err())
+	}
+	if f.Type != "pong" {
+		t.Fatalf("after %s: got %s, want only a pong", after, f.Raw)
+	}
+}
