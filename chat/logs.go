@@ -25,7 +25,16 @@ func NewLogSink() *LogSink { return &LogSink{notify: make(chan struct{}, 1)} }
 // Handler returns a slog handler writing records of level or above into
 // the sink.
 func (s *LogSink) Handler(level slog.Leveler) slog.Handler {
-	return slog.NewTextHandler(s, &slog.HandlerOptions{Level: level})
+	return slog.NewTextHandler(s, &slog.HandlerOptions{
+		Level: level,
+		// The line shows up at once: its time says nothing more.
+		ReplaceAttr: func(groups []string, a slog.Attr) slog.Attr {
+			if len(groups) == 0 && a.Key == slog.TimeKey {
+				return slog.Attr{}
+			}
+			return a
+		},
+	})
 }
 
 // Write takes one formatted record (slog's text handler writes each record

@@ -1,9 +1,13 @@
 package chat
 
 import (
+	"errors"
+	"fmt"
+	"log/slog"
 	"strings"
 	"testing"
 
+	"github.com/pilotdesk/pilotdesk/client"
 	"github.com/pilotdesk/pilotdesk/protocol"
 )
 
@@ -373,4 +377,44 @@ func TestLineBreaksAroundREPLLines(t *testing.T) {
 	h.delta("\n\nDone.\n")
 	h.delta("\nNext.")
 	h.waitFor("Running: \n⚙ bash — approved\n\nDone.\n\nNext.")
+}
+
+func TestConnectionNotesAndLogs(t *testing.T) {
+	sink := NewLogSink()
+	h := startREPL(t, plain, func(c *Config) { c.Logs = sink })
+	h.subscribed(nil)
+	slog.New(sink.Handler(slog.LevelWarn)).Warn("something odd", "n", 3)
+	slog.New(sink.Handler(slog.LevelWarn)).Info("not shown")
+	h.waitFor(`log: level=WARN msg="something odd" n=3`)
+	h.conn.events <- client.Event{Type: client.TypeState, Data: &client.StateChange{State: client.StateReconnecting, Err: errors.New("EOF")}}
+	h.conn.events <- client.Event{Type: client.TypeState, Data: &client.StateChange{State: client.StateReconnecting, Attempt: 1}}
+	h.conn.events <- client.Event{Type: client.TypeState, Data: &client.StateChange{State: client.StateLive}}
+	h.waitFor("The connection to the relay dropped (EOF); reconnecting…\nReconnected.\n")
+	if strings.Contains(h.out.text(), "not shown") {
+		t.Errorf("an info log line was shown:\n%s", h.out.text())
+	}
+	// The relay kept a question open while the connection was down: the
+	// resync's copilot:subscribed carries it.
+	pending := map[string]any{"conversationId": testConv, "seq": 0, "requestId": "q1", "question": "Still there?", "inputType": "approval", "choices": []string{"Yes", "No"}, "allowFreeform": false}
+	h.subscribed(map[string]any{"streaming": true, "pendingInput": pending})
+	h.waitFor("Still there?\n  a/1) Yes\n  r/2) No\n")
+	// And the connection closing for good ends the REPL with an error.
+	close(h.conn.events)
+	if err := h.exit(); !errors.Is(err, ErrConnectionClosed) {
+		t.Errorf("Run = %v, want ErrConnectionClosed", err)
+	}
+}
+
+func TestLogSinkBounded(t *testing.T) {
+	s := NewLogSink()
+	for i := 0; i < maxLogLines+7; i++ {
+		fmt.Fprintf(s, "line %d\n", i)
+	}
+	lines, dropped := s.Take()
+	if len(lines) != maxLogLines || dropped != 7 || lines[0] != "line 0" {
+		t.Errorf("took %d lines (first %q), %d dropped", len(lines), lines[0], dropped)
+	}
+	if lines, dropped := s.Take(); len(lines) != 0 || dropped != 0 {
+		t.Errorf("a second Take returned %d, %d", len(lines), dropped)
+	}
 }

@@ -623,3 +623,38 @@ func TestChatInProcess(t *testing.T) {
 		t.Errorf("stdout:\n%s", stdout.String())
 	}
 }
+
+// TestChatLogs: the embedded relay's warnings show in the chat as "log:"
+// lines; with --log-file they go to the file instead, info lines too.
+func TestChatLogs(t *testing.T) {
+	scriptPath := writeChatScript(t)
+	run := func(extra ...string) string {
+		t.Helper()
+		var stdout, stderr bytes.Buffer
+		env := Env{Stdin: strings.NewReader("broken\n"), Stdout: &stdout, Stderr: &stderr, Getenv: func(string) string { return "" }}
+		args := append([]string{"chat", "--agent", "script", "--script", scriptPath, "--data-dir", memoryDataDir}, extra...)
+		if code := Run(context.Background(), args, env); code != 0 {
+			t.Fatalf("exit %d; stderr:\n%s", code, stderr.String())
+		}
+		if !strings.Contains(stdout.String(), "Went on (invalid).") {
+			t.Errorf("stdout:\n%s", stdout.String())
+		}
+		return stdout.String()
+	}
+	out := run()
+	if !strings.Contains(out, "log: level=WARN") || !strings.Contains(out, "a choice request needs choices") {
+		t.Errorf("the relay's warning is not in the chat:\n%s", out)
+	}
+	logPath := filepath.Join(t.TempDir(), "chat.log")
+	out = run("--log-file", logPath)
+	if strings.Contains(out, "log:") {
+		t.Errorf("log lines in the chat with --log-file:\n%s", out)
+	}
+	b, err := os.ReadFile(logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(b), "a choice request needs choices") {
+		t.Errorf("the log file lacks the warning:\n%s", b)
+	}
+}
