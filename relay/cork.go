@@ -22,21 +22,44 @@ type corkConn struct {
 
 	mu     sync.Mutex
 	corked bool
-	buf    []byte
+	buf    *[]byte // from corkBuffers while corked, nil otherwise
 }
 
-// maxKeptCorkBuffer bounds the buffer kept between batches: a burst may grow
-// it, an idle connection should not keep that memory.
-const maxKeptCorkBuffer = 64 << 10
+// corkBufferSize is the most a corked connection holds back: a batch larger
+// than that leaves in chunks of this size, still far fewer syscalls than one
+// per frame, and no buffer grows with the batch.
+const corkBufferSize = 32 << 10
+
+// corkBuffers lends buffers to corked connections only, so an idle
+// connection holds none.
+var corkBuffers = sync.Pool{New: func() any {
+	b := make([]byte, 0, corkBufferSize)
+	return &b
+}}
 
 func (c *corkConn) Write(p []byte) (int, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.corked {
-		c.buf = append(c.buf, p...)
-		return len(p), nil
+	if !c.corked {
+		return c.Conn.Write(p)
 	}
-	return c.Conn.Write(p)
+	if c.buf == nil {
+		c.buf = corkBuffers.Get().(*[]byte)
+	}
+	b := *c.buf
+	if len(b)+len(p) > cap(b) && len(b) > 0 {
+		if _, err := c.Conn.Write(b); err != nil {
+			*c.buf = b[:0]
+			return 0, err
+		}
+		b = b[:0]
+	}
+	*c.buf = b
+	if len(p) > cap(b) {
+		return c.Conn.Write(p) // bigger than the buffer: nothing is gained by copying it
+	}
+	*c.buf = append(b, p...)
+	return len(p), nil
 }
 
 func (c *corkConn) cork() {
@@ -45,20 +68,21 @@ func (c *corkConn) cork() {
 	c.mu.Unlock()
 }
 
-// uncork sends everything written while corked with one Write.
+// uncork sends what was held back with one Write.
 func (c *corkConn) uncork() error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.corked = false
-	if len(c.buf) == 0 {
+	if c.buf == nil {
 		return nil
 	}
-	_, err := c.Conn.Write(c.buf)
-	if cap(c.buf) > maxKeptCorkBuffer {
-		c.buf = nil
-	} else {
-		c.buf = c.buf[:0]
+	var err error
+	if b := *c.buf; len(b) > 0 {
+		_, err = c.Conn.Write(b)
 	}
+	*c.buf = (*c.buf)[:0]
+	corkBuffers.Put(c.buf)
+	c.buf = nil
 	return err
 }
 
