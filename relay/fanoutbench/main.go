@@ -307,7 +307,6 @@ func dialAll(url string, n int) ([]*subscriber, error) {
 	return subs, nil
 }
 
-
 func closeAll[T any](cs []T) {
 	for _, c := range cs {
 		switch v := any(c).(type) {

@@ -147,4 +147,3 @@ func (s benchSession) Run(ctx context.Context, turn session.Turn) error {
 	}
 	return nil
 }
-
