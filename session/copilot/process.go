@@ -319,7 +319,7 @@ func (t *tailWriter) Write(b []byte) (int, error) {
 	return len(b), nil
 }
 
-// Tail returns the last few lines, trimmed.
+// Tail returns the last few lines, trimmed, for an error message.
 func (t *tailWriter) Tail() string {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -328,5 +328,9 @@ func (t *tailWriter) Tail() string {
 	if len(lines) > 5 {
 		lines = lines[len(lines)-5:]
 	}
-	return strings.Join(lines, " | ")
+	tail := strings.Join(lines, " | ")
+	if len(tail) > 600 {
+		tail = "…" + strings.ToValidUTF8(tail[len(tail)-600:], "")
+	}
+	return tail
 }

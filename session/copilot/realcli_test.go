@@ -26,11 +26,11 @@ import (
 // realCLI returns Options for the real CLI, or skips the test.
 func realCLI(t *testing.T) copilot.Options {
 	t.Helper()
-	root, err := repoRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
 	path := os.Getenv("PILOTDESK_COPILOT_PATH")
+	root, err := repoRoot()
+	if err != nil && path == "" {
+		t.Skipf("the real Copilot CLI cannot be located: %v; set PILOTDESK_COPILOT_PATH", err)
+	}
 	if path == "" {
 		path = filepath.Join(root, ".tools", "copilot", "node_modules", "@github", "copilot", "npm-loader.js")
 		if _, err := os.Stat(path); err != nil {
@@ -40,7 +40,7 @@ func realCLI(t *testing.T) copilot.Options {
 	// The native binary unpacks ~235 MB on its first run; share that cache
 	// between tests and runs instead of paying it per test.
 	cache := os.Getenv("COPILOT_PKG_CACHE_HOME")
-	if cache == "" {
+	if cache == "" && root != "" {
 		cache = filepath.Join(root, ".tools", "copilot", "cache")
 	}
 	home := t.TempDir()
