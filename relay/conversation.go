@@ -281,7 +281,7 @@ func (c *conversation) subscribe(cn *conn, since *int64) bool {
 		}
 		return nil
 	})
-	if err != nil && !errors.Is(err, errStopReplay) && !errors.Is(err, errConnClosed) {
+	if err != nil && !errors.Is(err, errStopReplay) && !errors.Is(err, errConnClosed) && cn.ctx.Err() == nil {
 		c.r.log.Error("relay: replay from the history store failed", "conversationId", c.id, "err", err)
 		cn.closeWith(websocket.StatusInternalError, "could not read the history: try again", false)
 	}

@@ -207,8 +207,11 @@ func runBench(o options) error {
 		results = append(results, r)
 		printRound(fmt.Sprint(i+1), r)
 	}
-	med := median(results)
-	printRound("median", med)
+	var med roundResult
+	if len(results) > 0 {
+		med = median(results)
+		printRound("median", med)
+	}
 	if o.pacedRate > 0 {
 		r, err := round(ch, subs, "paced", o.deltas, o.size, o.pacedRate)
 		if err != nil {
