@@ -180,7 +180,10 @@ type repl struct {
 	prompt   *prompt                      // the open one
 	queued   []*protocol.UserInputRequest // more, in order (the relay sends one at a time)
 	answered *prompt                      // the last one answered here, until the relay closes it
-	replayed map[string]bool              // requests shown during a replay
+	// replayed holds the questions of a replay until the replay says how
+	// they ended: an answered one is then printed as it was, the one still
+	// open becomes the prompt (copilot:subscribed's pendingInput).
+	replayed map[string]*protocol.UserInputRequest
 
 	list []protocol.ConversationInfo // the last /list, for /switch N
 
@@ -212,7 +215,7 @@ func (r *repl) resetConversation() {
 	r.usage = turnUsage{}
 	r.errorShown = false
 	r.prompt, r.queued, r.answered = nil, nil, nil
-	r.replayed = map[string]bool{}
+	r.replayed = map[string]*protocol.UserInputRequest{}
 }
 
 // streaming reports whether a turn runs (or is about to).

@@ -59,9 +59,8 @@ func (r *repl) event(ctx context.Context, ev client.Event) {
 		r.toolEnd(d)
 	case *protocol.UserInputRequest:
 		if r.syncing {
-			r.replayed[d.RequestID] = true
 			r.scr.endLine()
-			r.questionLines(newPrompt(d))
+			r.replayed[d.RequestID] = d
 			return
 		}
 		switch {
@@ -148,6 +147,16 @@ func (r *repl) subscribed(d *protocol.Subscribed) {
 		r.note(styleDim, fmt.Sprintf("── end of history: %s mode, %s ──", d.Mode, state))
 	}
 	pending := d.PendingInput
+	if replay {
+		// The open question is shown as the prompt below; any other one
+		// the history left without an end is shown as it stands.
+		for id := range r.replayed {
+			if pending == nil || id != pending.RequestID {
+				r.replayedQuestion(id, "closed")
+			}
+		}
+		r.replayed = map[string]*protocol.UserInputRequest{}
+	}
 	switch {
 	case pending != nil && r.prompt != nil && r.prompt.req.RequestID == pending.RequestID:
 	case pending != nil && r.answered != nil && r.answered.req.RequestID == pending.RequestID:
@@ -237,9 +246,7 @@ func (r *repl) toolEnd(d *protocol.ToolEnd) {
 func (r *repl) questionEnded(id, why string) {
 	switch {
 	case r.syncing:
-		if r.replayed[id] {
-			r.note(styleDim, "  ("+strings.TrimSuffix(why, ".")+")")
-		}
+		r.replayedQuestion(id, why)
 	case r.prompt != nil && r.prompt.req.RequestID == id:
 		r.closePrompt(why)
 	case r.answered != nil && r.answered.req.RequestID == id:
@@ -249,12 +256,27 @@ func (r *repl) questionEnded(id, why string) {
 	}
 }
 
+// replayedQuestion prints a question of the history, now that the replay
+// says how it ended.
+func (r *repl) replayedQuestion(id, outcome string) {
+	q, ok := r.replayed[id]
+	if !ok {
+		return
+	}
+	delete(r.replayed, id)
+	p := newPrompt(q)
+	r.questionLines(p)
+	if p.kind == kindChoice {
+		for _, l := range r.choiceLines(p, -1) {
+			r.scr.line(l)
+		}
+	}
+	r.note(styleDim, "  ("+strings.TrimSuffix(outcome, ".")+")")
+}
+
 func (r *repl) inputClosed(d *protocol.UserInputClosed) {
 	if r.syncing {
-		if r.replayed[d.RequestID] {
-			delete(r.replayed, d.RequestID)
-			r.note(styleDim, "  ("+d.Reason+")")
-		}
+		r.replayedQuestion(d.RequestID, d.Reason)
 		return
 	}
 	if r.answered != nil && r.answered.req.RequestID == d.RequestID {
@@ -343,9 +365,7 @@ func (r *repl) relayError(d *protocol.Error) {
 		r.answered = nil
 		r.note(styleWarn, "The relay refused the answer: "+oneLine(d.Message))
 		if r.prompt == nil {
-			r.scr.endLine()
-			r.prompt = p
-			r.questionLines(p)
+			r.openPrompt(p.req)
 		} else {
 			r.queued = append([]*protocol.UserInputRequest{p.req}, r.queued...)
 		}

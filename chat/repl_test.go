@@ -418,3 +418,27 @@ func TestLogSinkBounded(t *testing.T) {
 		t.Errorf("a second Take returned %d, %d", len(lines), dropped)
 	}
 }
+
+// TestResumeWithOpenQuestion: the history holds the question the turn
+// waits on; the replay shows it once, as the prompt, and an answered one
+// with its list and outcome.
+func TestResumeWithOpenQuestion(t *testing.T) {
+	id := "cdcdcdcd-2222-4333-8444-555555555555"
+	h := startREPL(t, plain, func(c *Config) { c.ConversationID = id })
+	h.emit(protocol.TypeUserMessage, map[string]any{"messageId": "u1", "content": "set up", "mode": "act"})
+	h.delta("First, ")
+	h.emit(protocol.TypeUserInputRequest, map[string]any{"requestId": "q1", "question": "Which language?", "inputType": "choice", "choices": []string{"Go", "Rust"}, "allowFreeform": false})
+	h.emit(protocol.TypeUserInputClosed, map[string]any{"requestId": "q1", "reason": "answered"})
+	h.delta("then ")
+	h.emit(protocol.TypeUserInputRequest, map[string]any{"requestId": "q2", "question": "Which database?", "inputType": "choice", "choices": []string{"SQLite", "Postgres"}, "allowFreeform": false})
+	pending := map[string]any{"conversationId": id, "seq": 0, "requestId": "q2", "question": "Which database?", "inputType": "choice", "choices": []string{"SQLite", "Postgres"}, "allowFreeform": false}
+	h.subscribed(map[string]any{"streaming": true, "pendingInput": pending})
+	h.waitFor("act> set up\nFirst, \nWhich language?\n  1) Go\n  2) Rust\n  r) Reject\n  (answered)\nthen \n── end of history: act mode, a turn is running ──\nWhich database?\n  1) SQLite\n  2) Postgres\n  r) Reject\n")
+	if n := strings.Count(h.out.text(), "Which database?"); n != 1 {
+		t.Errorf("the open question shows %d times:\n%s", n, h.out.text())
+	}
+	h.typeIn("2\n")
+	if a := h.nextCall("answer"); a.reqID != "q2" || a.answer != "Postgres" {
+		t.Fatalf("answer = %+v", a)
+	}
+}

@@ -501,9 +501,21 @@ func TestChatInTerminal(t *testing.T) {
 				t.Fatal("the window never saw the question")
 			}
 		}
+		// A second terminal joining the conversation now shows the open
+		// question once, as its prompt.
+		q := startPane(t, colourEnv, bin, "chat", "--connect", wsURL, "--token", token, "--conversation", id)
+		qs := q.waitPrompt("›")
+		if !strings.HasSuffix(qs, "── end of history: act mode, a turn is running ──\nWhich environment?\n  1) staging\n  2) prod\n  3) qa\n  r) Reject\n›") ||
+			strings.Count(qs, "Which environment?") != 1 {
+			t.Errorf("the joining terminal:\n%s", qs)
+		}
 		i := 2
 		if err := window.Answer(ctx, id, req.RequestID, "qa", false, &i); err != nil {
 			t.Fatal(err)
+		}
+		qs = q.waitPrompt("act>")
+		if !strings.HasSuffix(qs, "Which environment?\nAnswered in another window.\nDeploying to qa (index 2).\nusage: none reported for this turn\n\nact>") {
+			t.Errorf("the joining terminal after the window answered:\n%s", qs)
 		}
 		s := p.waitPrompt("act>")
 		if !strings.HasSuffix(s, "Which environment?\nAnswered in another window.\nDeploying to qa (index 2).\nusage: none reported for this turn\n\nact>") {
