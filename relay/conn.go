@@ -29,6 +29,10 @@ const discardLimit = 64 << 20
 // (tool outputs) cannot pin unbounded memory.
 const maxQueueBytes = 64 << 20
 
+// closeGrace is how long a closing connection may take to send what it
+// must and finish the close handshake (the library allows 5 s for each).
+const closeGrace = 15 * time.Second
+
 // conn is one WebSocket connection. The handler goroutine reads and
 // dispatches; the writer goroutine owns every write of data frames.
 type conn struct {
@@ -41,16 +45,17 @@ type conn struct {
 
 	// Send queue, guarded by mu. The committer and the handler goroutine
 	// append; the writer takes everything at once.
-	mu          sync.Mutex
-	queue       [][]byte
-	queueBytes  int
-	closing     bool // no more frames are accepted
-	flushClose  bool // send what is queued before the close frame
-	closeCode   websocket.StatusCode
-	closeReason string
-	wake        chan struct{} // cap 1: the queue or closing changed
-	space       chan struct{} // cap 1: the writer took a batch
-	writerDone  chan struct{}
+	mu            sync.Mutex
+	queue         [][]byte
+	queueBytes    int
+	closing       bool // no more frames are accepted
+	flushClose    bool // send what is queued before the close frame
+	closeCode     websocket.StatusCode
+	closeReason   string
+	closeWatchdog *time.Timer
+	wake          chan struct{} // cap 1: the queue or closing changed
+	space         chan struct{} // cap 1: the writer took a batch
+	writerDone    chan struct{}
 
 	// Heartbeat: nanoseconds since r.start of the last inbound message.
 	lastInbound atomic.Int64
@@ -385,6 +390,10 @@ func (c *conn) closeLocked(code websocket.StatusCode, reason string, flush bool)
 	c.closing = true
 	c.flushClose = flush
 	c.closeCode, c.closeReason = code, reason
+	// A peer that stopped reading can hold the writer in a write forever
+	// (TCP retries for many minutes): past the grace period the connection
+	// is dropped without ceremony.
+	c.closeWatchdog = time.AfterFunc(closeGrace, func() { _ = c.ws.CloseNow() })
 	if !flush {
 		clear(c.queue)
 		c.queue = c.queue[:0]
@@ -398,7 +407,14 @@ func (c *conn) closeLocked(code websocket.StatusCode, reason string, flush bool)
 // Writes use a context without deadline (no timer per write); a connection
 // that stops reading is closed by the queue's bound or the heartbeat.
 func (c *conn) writeLoop() {
-	defer close(c.writerDone)
+	defer func() {
+		c.mu.Lock()
+		if c.closeWatchdog != nil {
+			c.closeWatchdog.Stop()
+		}
+		c.mu.Unlock()
+		close(c.writerDone)
+	}()
 	var batch [][]byte
 	for range c.wake {
 		c.mu.Lock()
