@@ -108,11 +108,18 @@ func (r *Relay) serveWS(w http.ResponseWriter, req *http.Request) {
 	defer cancel()
 
 	r.mu.Lock()
+	// Close iterates r.conns after cancelling r.ctx: a connection registered
+	// after that must see the cancellation itself.
+	shuttingDown := r.ctx.Err() != nil
 	full := len(r.conns) >= r.maxConns
-	if !full {
+	if !full && !shuttingDown {
 		r.conns[c] = struct{}{}
 	}
 	r.mu.Unlock()
+	if shuttingDown {
+		_ = ws.Close(websocket.StatusGoingAway, "relay shutting down")
+		return
+	}
 	if full {
 		c.log.Warn("relay: connection limit reached; refusing a connection", "limit", r.maxConns)
 		frame, _ := protocol.Encode(protocol.TypeError, &protocol.Error{
@@ -131,6 +138,7 @@ func (r *Relay) serveWS(w http.ResponseWriter, req *http.Request) {
 
 	err = c.readLoop()
 
+	c.cancel() // before stopping the heartbeat: a check running now sees it
 	c.heartbeat.Stop()
 	for _, conv := range c.subs {
 		conv.unsubscribe(c)
@@ -246,6 +254,9 @@ func (c *conn) touch() {
 // for the time that is left. Resetting a timer per inbound message would cost
 // more than this.
 func (c *conn) checkHeartbeat() {
+	if c.ctx.Err() != nil {
+		return // the connection is gone
+	}
 	idle := time.Since(c.r.start) - time.Duration(c.lastInbound.Load())
 	if idle >= c.r.heartbeat {
 		c.log.Info("relay: heartbeat timeout; closing the connection", "idle", idle.Round(time.Millisecond))
