@@ -28,7 +28,7 @@ const waitTimeout = 10 * time.Second
 // harness is a window on the Fyne test driver, connected through a cutting
 // proxy to a real relay that plays testdata/script.json.
 type harness struct {
-	t      *testing.T
+	t      testing.TB
 	app    fyne.App
 	srv    *relaytest.Server
 	proxy  *clienttest.Proxy
@@ -59,7 +59,7 @@ func newFakeClock() *fakeClock {
 func (c *fakeClock) now() time.Time          { return time.Unix(0, c.ns.Load()) }
 func (c *fakeClock) advance(d time.Duration) { c.ns.Add(int64(d)) }
 
-func newHarness(t *testing.T, hc harnessConfig) *harness {
+func newHarness(t testing.TB, hc harnessConfig) *harness {
 	t.Helper()
 	s, err := script.Parse("testdata/script.json", testScript)
 	if err != nil {

@@ -118,9 +118,7 @@ func (t *transcript) updateItem(id widget.ListItemID, obj fyne.CanvasObject) {
 	s.key, s.width = key, t.width
 	c := &t.cache[id]
 	if t.width > 0 && !(c.exact && c.width == t.width) {
-		old := obj.Size()
 		h := s.measureAt(t.width)
-		obj.Resize(old)
 		c.exact, c.width = true, t.width
 		if h != t.heights[id] {
 			t.fixes[id] = h
@@ -172,30 +170,56 @@ func (t *transcript) apply(v model.View) {
 		t.cache = append(t.cache, make([]rowCache, v.NumRows-len(t.cache))...)
 		t.heights = append(t.heights, make([]float32, v.NumRows-len(t.heights))...)
 	}
-	changedHeights := map[int]float32{}
 	for k, i := range v.Changed {
 		t.rows[i] = v.Rows[k]
 		t.cache[i].exact = false
-		if h := t.measureRow(i); h != t.heights[i] {
-			changedHeights[i] = h
-		}
 	}
-	switch {
-	case !appended && len(v.Changed) == 1 && len(changedHeights) <= 1:
-		// The common case while streaming: the tail block grew.
+	if !appended && len(v.Changed) == 1 {
+		// The common case while streaming: the tail block grew. Update its
+		// row in place; the list is touched only when its height changed.
 		i := v.Changed[0]
-		if h, ok := changedHeights[i]; ok {
-			t.heights[i] = h
-			t.list.SetItemHeight(i, h) // refreshes row i too
-		} else {
-			t.list.RefreshItem(i)
+		h, shown := t.updateShown(i)
+		if !shown {
+			h = t.estimate(t.rows[i])
 		}
-	default:
-		t.setHeights(changedHeights)
+		if h != t.heights[i] {
+			t.heights[i] = h
+			t.list.SetItemHeight(i, h)
+			if follow {
+				t.list.ScrollToBottom()
+			}
+		}
+		return
 	}
+	hs := make(map[int]float32, len(v.Changed))
+	for _, i := range v.Changed {
+		if h, shown := t.updateShown(i); shown {
+			hs[i] = h
+		} else {
+			hs[i] = t.measureRow(i)
+		}
+	}
+	t.setHeights(hs)
 	if follow {
 		t.list.ScrollToBottom()
 	}
+}
+
+// updateShown redraws row i in place if it is on screen and returns its
+// height; shown is false when it is not on screen.
+func (t *transcript) updateShown(i int) (h float32, shown bool) {
+	for _, s := range t.views {
+		if s.key.gen != t.gen || s.key.id != i || s.width != t.width {
+			continue
+		}
+		r := t.rows[i]
+		s.show(i, r, t.segments(i))
+		s.key.version = r.Version
+		h = s.measureAt(t.width)
+		t.cache[i].exact, t.cache[i].width = true, t.width
+		return h, true
+	}
+	return 0, false
 }
 
 // reload replaces every row (a conversation switch, a reset).
@@ -219,8 +243,20 @@ func (t *transcript) reload(rows []model.Row) {
 	t.setHeights(all)
 }
 
-// setHeights tells the list many heights at once, then refreshes it once.
+// setHeights tells the list new heights. A few are set one by one (each
+// refreshes the list, whose rows skip work when unchanged); many at once
+// with the list emptied for the time being, then refreshed once.
 func (t *transcript) setHeights(hs map[int]float32) {
+	if len(hs) <= 4 {
+		for i, h := range hs {
+			if h != t.heights[i] || !t.told(i) {
+				t.heights[i] = h
+				t.list.SetItemHeight(i, h)
+			}
+		}
+		t.list.Refresh()
+		return
+	}
 	offset := t.list.GetScrollOffset()
 	t.loading = true
 	for i, h := range hs {
@@ -231,6 +267,9 @@ func (t *transcript) setHeights(hs map[int]float32) {
 	t.list.Refresh()
 	t.list.ScrollToOffset(offset)
 }
+
+// told reports whether the list knows a height for row i.
+func (t *transcript) told(i int) bool { return t.heights[i] > 0 }
 
 // measureRow returns row i's exact height at the current width.
 func (t *transcript) measureRow(i int) float32 {
@@ -470,14 +509,19 @@ func (s *rowState) show(id int, r model.Row, segs []widget.RichTextSegment) {
 	s.cur = obj
 }
 
-// measureAt lays the row out at width and returns the height it needs.
+// measureAt returns the height the row needs at width. The row is resized
+// only when its width differs: wrapped text already fits its width, and a
+// resize of a RichText costs two layout passes over its text.
 func (s *rowState) measureAt(width float32) float32 {
-	s.root.Resize(fyne.NewSize(width, 1))
-	h := s.root.MinSize().Height
-	// Wrapped text reports its height for the width it was given; a second
-	// pass settles containers whose children wrapped differently.
-	s.root.Resize(fyne.NewSize(width, h))
-	return s.root.MinSize().Height
+	if s.cur == nil {
+		return 0
+	}
+	if s.cur.Size().Width != width {
+		h := max(s.cur.Size().Height, 1)
+		s.root.Resize(fyne.NewSize(width, h))
+		s.cur.Resize(fyne.NewSize(width, h))
+	}
+	return s.cur.MinSize().Height
 }
 
 // userView is the user's prompt in a tinted box.

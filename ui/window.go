@@ -107,6 +107,10 @@ type Window struct {
 	wantModeConv string
 	lastConn     client.StateChange
 	waitingAny   bool
+	// What the window shows now, to touch widgets only on change.
+	shownStreaming *bool
+	shownUsage     [2]string
+	shownWait      string
 }
 
 // NewWindow builds the window on a and starts following c's events. Show it
@@ -463,7 +467,9 @@ drain:
 	if !v.Exists || title == "" {
 		title = "New conversation"
 	}
-	w.title.SetText(title)
+	if w.title.Text != title {
+		w.title.SetText(title)
+	}
 
 	if w.wantMode != "" && (w.wantModeConv != w.current || v.Mode == w.wantMode) {
 		w.wantMode = ""
@@ -471,21 +477,13 @@ drain:
 	mode := w.shownMode()
 	w.toggle.SetMode(mode)
 	w.showBanner(mode == protocol.ModePlan)
-
-	if v.Streaming {
-		w.sendBtn.SetText("Stop")
-		w.sendBtn.SetIcon(theme.MediaStopIcon())
-		w.sendBtn.Importance = widget.DangerImportance
-	} else {
-		w.sendBtn.SetText("Send")
-		w.sendBtn.SetIcon(theme.MailSendIcon())
-		w.sendBtn.Importance = widget.HighImportance
-	}
-	w.sendBtn.Refresh()
-
+	w.showStreaming(v.Streaming)
 	w.showWaiting(v, now)
 	w.showModal(v, now)
-	w.status.setUsage(v.Usage)
+	if line, totals := usageLine(v.Usage), totalsLine(v.Usage); line != w.shownUsage[0] || totals != w.shownUsage[1] {
+		w.shownUsage = [2]string{line, totals}
+		w.status.setUsage(v.Usage)
+	}
 
 	waiting := v.Pending != nil || w.sidebar.waiting()
 	w.frameMu.Lock()
@@ -517,25 +515,52 @@ func (w *Window) showBanner(on bool) {
 	}
 }
 
+// showStreaming turns Send into Stop while a turn runs.
+func (w *Window) showStreaming(streaming bool) {
+	if w.shownStreaming != nil && *w.shownStreaming == streaming {
+		return
+	}
+	w.shownStreaming = &streaming
+	if streaming {
+		w.sendBtn.SetText("Stop")
+		w.sendBtn.SetIcon(theme.MediaStopIcon())
+		w.sendBtn.Importance = widget.DangerImportance
+	} else {
+		w.sendBtn.SetText("Send")
+		w.sendBtn.SetIcon(theme.MailSendIcon())
+		w.sendBtn.Importance = widget.HighImportance
+	}
+	w.sendBtn.Refresh()
+}
+
 // showWaiting is the indicator above the composer: "thinking" while a turn
 // has shown nothing yet, "waiting for your answer" with the time left while
 // a question is open.
 func (w *Window) showWaiting(v model.View, now time.Time) {
+	var text string
+	switch {
+	case v.Pending != nil:
+		left := max(v.Pending.Deadline.Sub(now), 0)
+		text = fmt.Sprintf("Waiting for your answer · %s left", clock(left))
+	case v.Thinking:
+		text = "Thinking…"
+	}
+	if text == w.shownWait {
+		return
+	}
+	w.shownWait = text
 	switch {
 	case v.Pending != nil:
 		w.waitIcon.SetResource(theme.HistoryIcon())
-		left := max(v.Pending.Deadline.Sub(now), 0)
-		w.waitLabel.SetText(fmt.Sprintf("Waiting for your answer · %s left", clock(left)))
 		w.waitLabel.Importance = widget.WarningImportance
-		w.waitLabel.Refresh()
+		w.waitLabel.SetText(text)
 		w.waitSpin.Stop()
 		w.waitSpin.Hide()
 		w.waitIcon.Show()
 		w.waitBox.Show()
 	case v.Thinking:
-		w.waitLabel.SetText("Thinking…")
 		w.waitLabel.Importance = widget.MediumImportance
-		w.waitLabel.Refresh()
+		w.waitLabel.SetText(text)
 		if w.manual {
 			// No animation without a frame loop: a still icon instead.
 			w.waitSpin.Hide()
