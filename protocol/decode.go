@@ -139,7 +139,8 @@ func DecodeRequest(frame []byte) (Request, *Error) {
 		return Request{}, &Error{Code: CodeInvalidMessage, Message: `frame has no "type": send {"type": string, "data"?: object}`}
 	}
 	var msgType string
-	if err := json.Unmarshal(rawType, &msgType); err != nil {
+	// null unmarshals into a string without error, but it is no string.
+	if err := json.Unmarshal(rawType, &msgType); err != nil || bytes.Equal(bytes.TrimSpace(rawType), []byte("null")) {
 		return Request{}, &Error{Code: CodeInvalidMessage, Message: `"type" must be a string`}
 	}
 	req := Request{Type: msgType}
