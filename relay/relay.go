@@ -95,8 +95,11 @@ type Relay struct {
 	convs map[string]*conversation
 	conns map[*conn]struct{}
 
-	lastMu      sync.Mutex // a leaf lock: taken under a conversation's lock
-	lastStarted string     // conversation of the last stream started (deprecated abort)
+	// The running streams in the order they started, for the deprecated
+	// copilot:abort without conversationId (the last active stream).
+	streamsMu  sync.Mutex // a leaf lock: taken under a conversation's lock
+	streamSeq  uint64
+	streamsRun map[*turn]streamStart
 
 	// lifeMu guards closed and the WaitGroups' Add, so that nothing is
 	// started once Close is waiting.
@@ -130,6 +133,7 @@ func New(cfg Config) (*Relay, error) {
 		start:        time.Now(),
 		convs:        map[string]*conversation{},
 		conns:        map[*conn]struct{}{},
+		streamsRun:   map[*turn]streamStart{},
 	}
 	if r.store == nil {
 		r.store = history.NewMemory()

@@ -117,9 +117,10 @@ func (r *Relay) send(c *conn, d *protocol.Send) {
 	um := protocol.UserMessage{MessageID: uuid.NewString(), Content: prompt, Mode: mode}
 	conv.emitLocked(protocol.TypeUserMessage, &um.Header, &um)
 
-	r.lastMu.Lock()
-	r.lastStarted = conv.id
-	r.lastMu.Unlock()
+	r.streamsMu.Lock()
+	r.streamSeq++
+	r.streamsRun[t] = streamStart{conv: conv, seq: r.streamSeq}
+	r.streamsMu.Unlock()
 }
 
 // runTurn is a turn's goroutine: it opens the agent session if needed, runs
@@ -218,6 +219,9 @@ func (c *conversation) finishTurn(t *turn, status string, runErr error) {
 	if c.turn == t {
 		c.turn = nil
 	}
+	c.r.streamsMu.Lock()
+	delete(c.r.streamsRun, t)
+	c.r.streamsMu.Unlock()
 	c.streaming = false
 	idle := protocol.Idle{Status: status}
 	c.emitLocked(protocol.TypeIdle, &idle.Header, &idle)
@@ -237,19 +241,22 @@ func (c *conversation) abortLocked(cause error) bool {
 
 // abort handles copilot:abort.
 func (r *Relay) abort(c *conn, d *protocol.Abort) {
-	id := d.ConversationID
-	if id == "" {
-		r.lastMu.Lock()
-		id = r.lastStarted
-		r.lastMu.Unlock()
-		r.log.Warn("relay: copilot:abort without conversationId is deprecated; aborting the last stream started on the relay", "conversationId", id)
-	}
 	notStreaming := func() {
 		c.sendError(&protocol.Error{Code: protocol.CodeNotStreaming, Type: protocol.TypeAbort, ConversationID: d.ConversationID,
 			Message: "there is no running stream to abort"})
 	}
-	conv := r.lookupConversation(id)
-	if id == "" || conv == nil {
+	var conv *conversation
+	if d.ConversationID == "" {
+		conv = r.lastActiveStream()
+		id := ""
+		if conv != nil {
+			id = conv.id
+		}
+		r.log.Warn("relay: copilot:abort without conversationId is deprecated (send data.conversationId); aborting the last active stream", "conversationId", id)
+	} else {
+		conv = r.lookupConversation(d.ConversationID)
+	}
+	if conv == nil {
 		notStreaming()
 		return
 	}
@@ -259,6 +266,26 @@ func (r *Relay) abort(c *conn, d *protocol.Abort) {
 	if !ok {
 		notStreaming()
 	}
+}
+
+// streamStart is a running stream in the order streams started.
+type streamStart struct {
+	conv *conversation
+	seq  uint64
+}
+
+// lastActiveStream is the conversation of the most recently started stream
+// that is still running, or nil.
+func (r *Relay) lastActiveStream() *conversation {
+	r.streamsMu.Lock()
+	defer r.streamsMu.Unlock()
+	var last streamStart
+	for _, s := range r.streamsRun {
+		if s.seq > last.seq {
+			last = s
+		}
+	}
+	return last.conv
 }
 
 // setMode handles copilot:set_mode: the mode changes at once, mid-stream

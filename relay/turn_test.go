@@ -269,13 +269,19 @@ func TestAbortWithoutConversationID(t *testing.T) {
 	if !strings.HasPrefix(line, "WARN") || !strings.Contains(line, "second") {
 		t.Fatalf("log line %q", line)
 	}
-	// The last stream has ended: another deprecated abort finds none.
+	// The last one has ended: the next deprecated abort takes the last
+	// active one, then there is none.
+	a.Send("copilot:abort", nil)
+	if err := ftA.waitRan(t); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Run of the remaining stream returned %v", err)
+	}
+	if s := a.WaitFor("copilot:idle", nil).Field("status"); s != "aborted" {
+		t.Fatalf("status %v", s)
+	}
 	a.Send("copilot:abort", nil)
 	if m := dataMap(t, a.WaitFor("error", nil)); m["code"] != protocol.CodeNotStreaming {
-		t.Fatalf("second deprecated abort: %v", m)
+		t.Fatalf("deprecated abort with no stream: %v", m)
 	}
-	ftA.finish(nil)
-	a.WaitFor("copilot:idle", nil)
 }
 
 // The mode: act by default; copilot:send's mode sets it (mode_changed when
