@@ -188,11 +188,12 @@ type repl struct {
 	list []protocol.ConversationInfo // the last /list, for /switch N
 
 	// What the user types.
-	keys    keyDecoder
-	editor  editor
-	partial []byte   // line mode: an unfinished line
-	lines   []string // line mode: lines waiting their turn
-	eof     bool
+	keys         keyDecoder
+	editor       editor
+	enterPending bool     // raw mode: Enter was pressed before the conversation was ready
+	partial      []byte   // line mode: an unfinished line
+	lines        []string // line mode: lines waiting their turn
+	eof          bool
 
 	connDown bool
 	spin     int
@@ -269,6 +270,9 @@ func (r *repl) loop(ctx context.Context, inputs <-chan inputChunk) error {
 		}
 		if !r.cfg.Term.Raw {
 			r.drainLines(ctx)
+		} else if r.enterPending && r.ready && r.prompt == nil {
+			r.enterPending = false
+			r.run(ctx, r.editor.submit(true))
 		}
 	}
 	r.printLogs()
@@ -476,7 +480,9 @@ func (r *repl) key(ctx context.Context, k key) {
 		r.editor.newer()
 	case keyEnter:
 		if !r.ready {
-			// The conversation is not known yet: keep the line.
+			// The conversation is not known yet (its mode, whether a turn
+			// runs): the line goes once it is.
+			r.enterPending = true
 			return
 		}
 		r.run(ctx, r.editor.submit(true))
