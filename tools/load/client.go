@@ -1,0 +1,302 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/coder/websocket"
+)
+
+// promptPrefix starts every prompt; the send time follows it in Unix
+// nanoseconds. The script echoes the prompt as the turn's first delta, and
+// the relay sends it as copilot:user_message, so both carry the send time.
+const promptPrefix = "load t="
+
+// conversation is one conversation under load and what its sender learned.
+type conversation struct {
+	id     string
+	index  int
+	sender *client
+
+	turns atomic.Int64
+	// final is the seq of the last event, once the last turn after the run
+	// ended (-1 before); finalCh is closed then.
+	final   atomic.Int64
+	finalCh chan struct{}
+}
+
+// client is one WebSocket connection subscribed to one conversation. One
+// goroutine (run) owns the connection and everything below mu-less fields;
+// main reads them only after run has returned, except the atomics.
+type client struct {
+	id     int
+	conv   *conversation
+	sender bool
+	url    string
+	token  string
+	log    *slog.Logger
+	run    *runState
+
+	conn *websocket.Conn // the current connection; Write is safe from any goroutine
+	mu   sync.Mutex      // guards conn for the writers
+
+	// Owned by the run goroutine.
+	seqs       seqTracker
+	recvAt     []int64         // receive time (Unix ns) of seq base+1+i; 0 if never received
+	e2e        []time.Duration // send → receive of the events that carry the send time
+	reconnects int
+	errFrames  []string
+
+	lastSeq   atomic.Int64 // the highest seq received, for main's drain check
+	delivered atomic.Int64 // conversation events received
+	ready     chan error   // the first subscription's outcome
+}
+
+// runState is what every client shares.
+type runState struct {
+	stopping atomic.Bool // no new prompts once set
+	errors   atomic.Int64
+}
+
+// frame is the part of a relay message the load tool reads.
+type frame struct {
+	Type string `json:"type"`
+	Data struct {
+		ConversationID string `json:"conversationId"`
+		Seq            int64  `json:"seq"`
+		Content        string `json:"content"`
+		Status         string `json:"status"`
+		Code           string `json:"code"`
+		Message        string `json:"message"`
+	} `json:"data"`
+}
+
+// dial opens a connection and subscribes; from is the seq to resume after
+// (-1 for a first subscription: live events from now on).
+func (c *client) dial(ctx context.Context, from int64) error {
+	dctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	conn, resp, err := websocket.Dial(dctx, c.url, &websocket.DialOptions{
+		HTTPHeader: http.Header{"Authorization": {"Bearer " + c.token}},
+	})
+	if resp != nil && resp.Body != nil {
+		resp.Body.Close()
+	}
+	if err != nil {
+		return fmt.Errorf("connection %d: dial: %w", c.id, err)
+	}
+	conn.SetReadLimit(4 << 20)
+	c.mu.Lock()
+	c.conn = conn
+	c.mu.Unlock()
+	sub := map[string]any{"conversationId": c.conv.id}
+	if from >= 0 {
+		sub["sinceSeq"] = from
+	}
+	return c.write(ctx, "copilot:subscribe", sub)
+}
+
+func (c *client) write(ctx context.Context, typ string, data any) error {
+	b, err := json.Marshal(map[string]any{"type": typ, "data": data})
+	if err != nil {
+		return err
+	}
+	c.mu.Lock()
+	conn := c.conn
+	c.mu.Unlock()
+	wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if err := conn.Write(wctx, websocket.MessageText, b); err != nil {
+		return fmt.Errorf("connection %d: write %s: %w", c.id, typ, err)
+	}
+	return nil
+}
+
+// sendPrompt starts a turn; the prompt carries the send time.
+func (c *client) sendPrompt(ctx context.Context) error {
+	prompt := promptPrefix + strconv.FormatInt(time.Now().UnixNano(), 10)
+	return c.write(ctx, "copilot:send", map[string]any{"conversationId": c.conv.id, "prompt": prompt})
+}
+
+// loop reads until ctx ends, reconnecting (and resuming with sinceSeq) when
+// the relay drops the connection. dialSem bounds the first dials.
+func (c *client) loop(ctx context.Context, dialSem chan struct{}) {
+	dialSem <- struct{}{}
+	err := c.dial(ctx, -1)
+	<-dialSem
+	if err != nil {
+		c.ready <- err
+		return
+	}
+	first := true
+	go c.keepAlive(ctx)
+	for {
+		err := c.read(ctx, &first)
+		if ctx.Err() != nil {
+			c.closeConn()
+			return
+		}
+		if first {
+			c.ready <- fmt.Errorf("connection %d: before its subscription: %w", c.id, err)
+			return
+		}
+		// Dropped (a slow consumer, say): resume from the last seq.
+		c.reconnects++
+		c.log.Warn("load: connection dropped; resuming", "conn", c.id, "err", err, "lastSeq", c.seqs.last)
+		c.closeConn()
+		for ctx.Err() == nil {
+			if err := c.dial(ctx, c.seqs.last); err == nil {
+				break
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+	}
+}
+
+func (c *client) closeConn() {
+	c.mu.Lock()
+	if c.conn != nil {
+		_ = c.conn.CloseNow()
+	}
+	c.mu.Unlock()
+}
+
+// keepAlive pings every 30 s (PROTOCOL.md, Heartbeat).
+func (c *client) keepAlive(ctx context.Context) {
+	t := time.NewTicker(30 * time.Second)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			_ = c.write(ctx, "ping", nil)
+		}
+	}
+}
+
+// read handles frames until the connection fails.
+func (c *client) read(ctx context.Context, first *bool) error {
+	c.mu.Lock()
+	conn := c.conn
+	c.mu.Unlock()
+	var f frame
+	for {
+		_, msg, err := conn.Read(ctx)
+		if err != nil {
+			return err
+		}
+		now := time.Now().UnixNano()
+		f = frame{}
+		if err := json.Unmarshal(msg, &f); err != nil {
+			c.fail(fmt.Sprintf("undecodable frame %.200s: %v", msg, err))
+			continue
+		}
+		switch f.Type {
+		case "pong":
+			continue
+		case "error":
+			c.fail(fmt.Sprintf("error frame: %s", msg))
+			continue
+		case "copilot:subscribed":
+			if *first {
+				*first = false
+				c.seqs.start(f.Data.Seq)
+				c.lastSeq.Store(f.Data.Seq)
+				c.ready <- nil
+			}
+			continue
+		}
+		if f.Data.ConversationID != c.conv.id || f.Data.Seq < 1 {
+			c.fail(fmt.Sprintf("unexpected frame: %.200s", msg))
+			continue
+		}
+		if !c.seqs.add(f.Data.Seq) {
+			continue // a repeat: counted by the tracker
+		}
+		c.delivered.Add(1)
+		c.lastSeq.Store(f.Data.Seq)
+		if i := int(f.Data.Seq - c.seqs.base - 1); i >= 0 {
+			for len(c.recvAt) <= i {
+				c.recvAt = append(c.recvAt, 0)
+			}
+			c.recvAt[i] = now
+		}
+		if (f.Type == "copilot:delta" || f.Type == "copilot:user_message") && strings.HasPrefix(f.Data.Content, promptPrefix) {
+			if sent, err := strconv.ParseInt(f.Data.Content[len(promptPrefix):], 10, 64); err == nil {
+				c.e2e = append(c.e2e, time.Duration(now-sent))
+			}
+		}
+		if c.sender && f.Type == "copilot:idle" {
+			c.turnEnded(ctx, &f)
+		}
+	}
+}
+
+// turnEnded is the sender's reaction to copilot:idle: the next prompt, or,
+// once the run is over, the conversation's final seq.
+func (c *client) turnEnded(ctx context.Context, f *frame) {
+	if f.Data.Status != "completed" {
+		c.fail(fmt.Sprintf("a turn ended with status %s: %s", f.Data.Status, f.Data.Message))
+	}
+	c.conv.turns.Add(1)
+	if c.run.stopping.Load() {
+		if c.conv.final.CompareAndSwap(-1, f.Data.Seq) {
+			close(c.conv.finalCh)
+		}
+		return
+	}
+	if err := c.sendPrompt(ctx); err != nil && ctx.Err() == nil {
+		c.fail(err.Error())
+	}
+}
+
+func (c *client) fail(msg string) {
+	c.run.errors.Add(1)
+	if len(c.errFrames) < 5 {
+		c.errFrames = append(c.errFrames, msg)
+	}
+	c.log.Debug("load: unexpected", "conn", c.id, "what", msg)
+}
+
+// seqTracker checks that a subscriber's seqs run base+1, base+2, … with no
+// gap and no repeat.
+type seqTracker struct {
+	base     int64 // seq of copilot:subscribed: events after it are expected
+	last     int64 // the highest seq received
+	received int64
+	lost     int64 // seqs skipped
+	repeats  int64 // seqs received again, or out of order
+}
+
+func (s *seqTracker) start(base int64) { s.base, s.last = base, base }
+
+// add records seq and reports whether it is new.
+func (s *seqTracker) add(seq int64) bool {
+	switch {
+	case seq == s.last+1:
+	case seq > s.last+1:
+		s.lost += seq - s.last - 1
+	default:
+		s.repeats++
+		return false
+	}
+	s.last = seq
+	s.received++
+	return true
+}
+
+// finish counts the seqs up to final that never came.
+func (s *seqTracker) finish(final int64) {
+	if final > s.last {
+		s.lost += final - s.last
+	}
+}

@@ -1,0 +1,142 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/pilotdesk/pilotdesk/session/script"
+)
+
+func TestSeqTracker(t *testing.T) {
+	tests := []struct {
+		name                    string
+		base                    int64
+		seqs                    []int64
+		final                   int64
+		received, lost, repeats int64
+	}{
+		{"contiguous", 0, []int64{1, 2, 3, 4}, 4, 4, 0, 0},
+		{"from a later subscription point", 10, []int64{11, 12}, 12, 2, 0, 0},
+		{"a gap", 0, []int64{1, 2, 5, 6}, 6, 4, 2, 0},
+		{"a repeat", 0, []int64{1, 2, 2, 3}, 3, 3, 0, 1},
+		{"out of order", 0, []int64{1, 3, 2}, 3, 2, 1, 1},
+		{"the tail never came", 0, []int64{1, 2}, 5, 2, 3, 0},
+		{"nothing came", 7, nil, 9, 0, 2, 0},
+		{"an event from before the subscription", 5, []int64{5, 6}, 6, 1, 0, 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var s seqTracker
+			s.start(tt.base)
+			for _, seq := range tt.seqs {
+				s.add(seq)
+			}
+			s.finish(tt.final)
+			if s.received != tt.received || s.lost != tt.lost || s.repeats != tt.repeats {
+				t.Errorf("received %d lost %d repeats %d, want %d %d %d", s.received, s.lost, s.repeats, tt.received, tt.lost, tt.repeats)
+			}
+		})
+	}
+}
+
+// The generated script is one the scripted agent accepts, with the prompt
+// echoed first and deltas of the asked size.
+func TestLoadScript(t *testing.T) {
+	cfg := config{Deltas: 5, Interval: 15 * time.Millisecond, Payload: 24}
+	s, err := script.Parse("load.json", loadScript(cfg))
+	if err != nil {
+		t.Fatalf("the scripted agent refuses the load script: %v\n%s", err, loadScript(cfg))
+	}
+	if len(s.Turns) != 1 || len(s.Turns[0].Steps) != 1+2*cfg.Deltas {
+		t.Fatalf("script: %+v", s)
+	}
+	if d, ok := s.Turns[0].Steps[0].(script.DeltaStep); !ok || d.Text != "{{prompt}}" {
+		t.Errorf("first step %+v, want the prompt echoed", s.Turns[0].Steps[0])
+	}
+	for _, st := range s.Turns[0].Steps[1:] {
+		switch st := st.(type) {
+		case script.DeltaStep:
+			if len(st.Text) != cfg.Payload {
+				t.Errorf("delta %q is %d bytes, want %d", st.Text, len(st.Text), cfg.Payload)
+			}
+		case script.SleepStep:
+			if st.Duration != cfg.Interval {
+				t.Errorf("sleep %v, want %v", st.Duration, cfg.Interval)
+			}
+		default:
+			t.Errorf("unexpected step %T", st)
+		}
+	}
+}
+
+func TestLatencyPercentiles(t *testing.T) {
+	var ds []time.Duration
+	for i := 100; i >= 1; i-- {
+		ds = append(ds, time.Duration(i)*time.Millisecond)
+	}
+	l := latencyOf(ds)
+	if l.Samples != 100 || l.P50 != 50 || l.P99 != 99 || l.Max != 100 {
+		t.Errorf("%+v", l)
+	}
+	if l := latencyOf(nil); l.Samples != 0 {
+		t.Errorf("empty: %+v", l)
+	}
+}
+
+// TestRunSmall runs the whole tool, small and short, against the real
+// binary, with SQLite and with in-memory history: nothing lost, figures
+// filled in.
+func TestRunSmall(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the pilotdesk binary")
+	}
+	bin := filepath.Join(t.TempDir(), "pilotdesk")
+	if out, err := exec.Command("go", "build", "-tags", "ci", "-o", bin, "../..").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	for _, memory := range []bool{false, true} {
+		t.Run(fmt.Sprintf("memory=%v", memory), func(t *testing.T) {
+			cfg := config{Bin: bin, Conns: 40, Convs: 4, Duration: 2 * time.Second, Memory: memory,
+				Deltas: 20, Interval: 10 * time.Millisecond, Payload: 24, DialConc: 8, Drain: 60 * time.Second}
+			if err := cfg.validate(); err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+			defer cancel()
+			res, err := run(ctx, cfg, slog.New(slog.NewTextHandler(io.Discard, nil)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var out strings.Builder
+			res.print(&out)
+			t.Log("\n" + out.String())
+			if res.failed() {
+				t.Fatalf("the run failed: %s", res.failure())
+			}
+			if res.Turns < int64(cfg.Convs) || res.Deliveries == 0 || res.AllDeliveries < res.Deliveries {
+				t.Errorf("turns %d, deliveries %d of %d", res.Turns, res.Deliveries, res.AllDeliveries)
+			}
+			// Every subscriber gets every event of every turn: user
+			// message, the deltas, the message, idle.
+			perTurn := int64(1 + 1 + cfg.Deltas + 2)
+			if want := res.Turns * perTurn * int64(cfg.Conns/cfg.Convs); res.AllDeliveries != want {
+				t.Errorf("%d deliveries in all, want %d turns × %d events × %d subscribers = %d",
+					res.AllDeliveries, res.Turns, perTurn, cfg.Conns/cfg.Convs, want)
+			}
+			if res.EndToEnd.Samples == 0 || res.Spread.Samples == 0 || res.RelayPeakRSSKiB == 0 {
+				t.Errorf("figures missing: %+v", res)
+			}
+			if res.Dir != "" {
+				os.RemoveAll(res.Dir)
+			}
+		})
+	}
+}

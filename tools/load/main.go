@@ -1,0 +1,108 @@
+// Command load runs the relay under load: it starts the real `pilotdesk
+// serve` (the scripted agent streaming long replies, SQLite history in a temp
+// data dir, or -memory), opens -conns WebSocket connections on 127.0.0.1
+// spread over -convs conversations, keeps every conversation streaming for
+// -duration (a prompt is re-sent when a turn ends), and then checks that every
+// subscriber received every event from its subscription point on, once and
+// in order. It prints deliveries per second, lost deliveries, latency and the
+// relay's peak RSS, and exits 1 if a delivery was lost.
+//
+//	go build -tags ci -o /tmp/pilotdesk . && go run ./tools/load -bin /tmp/pilotdesk
+//
+// See docs/reliability.md for what the figures mean and how they are measured.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+)
+
+// config is the run's settings, one per flag.
+type config struct {
+	Bin      string
+	Conns    int
+	Convs    int
+	Duration time.Duration
+	Memory   bool
+	Deltas   int           // deltas per turn
+	Interval time.Duration // pause between two deltas
+	Payload  int           // bytes of text per delta
+	DialConc int           // connections opened at once during setup
+	Drain    time.Duration // how long subscribers may take to catch up at the end
+	Keep     bool          // keep the temp dir (data dir, relay log)
+	JSON     bool          // print the result as JSON
+	Verbose  bool
+}
+
+func main() {
+	var cfg config
+	flag.StringVar(&cfg.Bin, "bin", "./pilotdesk", "the pilotdesk binary to run as the relay (`go build -tags ci -o pilotdesk .`)")
+	flag.IntVar(&cfg.Conns, "conns", 1000, "concurrent WebSocket connections (each subscribes to one conversation)")
+	flag.IntVar(&cfg.Convs, "convs", 100, "conversations streaming at once (one connection of each sends the prompts)")
+	flag.DurationVar(&cfg.Duration, "duration", 60*time.Second, "how long the conversations stream")
+	flag.BoolVar(&cfg.Memory, "memory", false, "keep the relay's history in memory (--data-dir :memory:) instead of SQLite")
+	flag.IntVar(&cfg.Deltas, "deltas", 100, "deltas per turn of the scripted agent")
+	flag.DurationVar(&cfg.Interval, "interval", 20*time.Millisecond, "pause between two deltas of a turn")
+	flag.IntVar(&cfg.Payload, "payload", 24, "bytes of text per delta")
+	flag.IntVar(&cfg.DialConc, "dial-concurrency", 50, "connections opened at once during setup")
+	flag.DurationVar(&cfg.Drain, "drain", 60*time.Second, "how long subscribers may take to receive the last events after the run")
+	flag.BoolVar(&cfg.Keep, "keep", false, "keep the temp dir with the data dir and the relay's log")
+	flag.BoolVar(&cfg.JSON, "json", false, "print the result as JSON")
+	flag.BoolVar(&cfg.Verbose, "v", false, "log progress details")
+	flag.Parse()
+	if flag.NArg() > 0 {
+		fmt.Fprintf(os.Stderr, "load: unexpected argument %q\n", flag.Arg(0))
+		os.Exit(2)
+	}
+	if err := cfg.validate(); err != nil {
+		fmt.Fprintf(os.Stderr, "load: %v\n", err)
+		os.Exit(2)
+	}
+	level := slog.LevelInfo
+	if cfg.Verbose {
+		level = slog.LevelDebug
+	}
+	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	res, err := run(ctx, cfg, log)
+	if res != nil {
+		if cfg.JSON {
+			res.printJSON(os.Stdout)
+		} else {
+			res.print(os.Stdout)
+		}
+	}
+	switch {
+	case err != nil:
+		fmt.Fprintf(os.Stderr, "load: %v\n", err)
+		os.Exit(1)
+	case res.failed():
+		fmt.Fprintln(os.Stderr, "load: FAILED: "+res.failure())
+		os.Exit(1)
+	}
+}
+
+func (c *config) validate() error {
+	switch {
+	case c.Conns < 1 || c.Convs < 1:
+		return fmt.Errorf("-conns and -convs must be at least 1")
+	case c.Convs > c.Conns:
+		return fmt.Errorf("-convs (%d) cannot exceed -conns (%d): each conversation needs a connection that sends", c.Convs, c.Conns)
+	case c.Duration <= 0 || c.Interval <= 0 || c.Deltas < 1 || c.Payload < 1:
+		return fmt.Errorf("-duration, -interval, -deltas and -payload must be positive")
+	case c.DialConc < 1:
+		return fmt.Errorf("-dial-concurrency must be at least 1")
+	}
+	if _, err := os.Stat(c.Bin); err != nil {
+		return fmt.Errorf("the relay binary: %w (build it with `go build -tags ci -o pilotdesk .`, or run `make load`)", err)
+	}
+	return nil
+}
