@@ -71,6 +71,7 @@ func BenchmarkStreamBatch(b *testing.B) {
 				h.w.Sync()
 			}
 			start()
+			ops0 := h.w.transcript.listOps
 			b.ReportAllocs()
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
@@ -88,6 +89,8 @@ func BenchmarkStreamBatch(b *testing.B) {
 				h.w.Sync()
 			}
 			b.StopTimer()
+			b.ReportMetric(float64(h.w.transcript.listOps-ops0)/float64(b.N), "listops/op")
+			b.ReportMetric(float64(len(h.w.transcript.rows)), "rows")
 			if got := len(h.w.transcript.rows); got < n {
 				b.Fatalf("the window shows %d rows for %d messages", got, n)
 			}
@@ -138,9 +141,10 @@ func TestStreamingUpdatesShownRow(t *testing.T) {
 	if got := shown.text.String(); strings.TrimSpace(got) != strings.TrimSpace(text) {
 		t.Fatalf("the row shows %d characters of %d", len(got), len(text))
 	}
-	want := shown.measureAt(h.w.transcript.width)
-	if got := h.w.transcript.heights[last]; got != want || want < 100 {
-		t.Fatalf("row height %v, needs %v", got, want)
+	// A streaming block has up to growStep of room below its text.
+	need := shown.measureAt(h.w.transcript.width)
+	if got := h.w.transcript.heights[last]; got < need || got > need+growStep || need < 100 {
+		t.Fatalf("row height %v, needs %v", got, need)
 	}
 	if !h.w.transcript.atBottom() {
 		t.Fatal("the list stopped following the bottom")

@@ -49,6 +49,8 @@ type transcript struct {
 	widthTimer *time.Timer
 	root       fyne.CanvasObject
 	empty      fyne.CanvasObject
+	// listOps counts the list operations whose cost grows with the rows.
+	listOps int
 }
 
 // emptyText greets a conversation with nothing in it yet.
@@ -158,7 +160,7 @@ func (t *transcript) apply(v model.View) {
 	follow := t.atBottom()
 	if v.Full {
 		t.reload(v.Rows)
-		t.list.ScrollToBottom()
+		t.scrollToBottom()
 		return
 	}
 	if len(v.Changed) == 0 {
@@ -182,11 +184,17 @@ func (t *transcript) apply(v model.View) {
 		if !shown {
 			h = t.estimate(t.rows[i])
 		}
+		if !t.rows[i].Done {
+			// A block still streaming gets room to grow by a few lines, so
+			// that the list (whose refresh costs grow with the history) is
+			// told a new height every few lines rather than every line.
+			h = growRoom(h)
+		}
 		if h != t.heights[i] {
 			t.heights[i] = h
-			t.list.SetItemHeight(i, h)
+			t.setItemHeight(i, h)
 			if follow {
-				t.list.ScrollToBottom()
+				t.scrollToBottom()
 			}
 		}
 		return
@@ -201,8 +209,33 @@ func (t *transcript) apply(v model.View) {
 	}
 	t.setHeights(hs)
 	if follow {
-		t.list.ScrollToBottom()
+		t.scrollToBottom()
 	}
+}
+
+// The list's refreshes cost time in proportion to the number of rows
+// (widget.List walks every custom height); these wrappers count them so
+// that the benchmark can report how often a frame pays that.
+func (t *transcript) setItemHeight(i int, h float32) {
+	t.listOps++
+	t.list.SetItemHeight(i, h)
+}
+
+func (t *transcript) refreshList() {
+	t.listOps++
+	t.list.Refresh()
+}
+
+func (t *transcript) scrollToBottom() {
+	t.listOps++
+	t.list.ScrollToBottom()
+}
+
+// growStep is the slack given to a streaming block, about three lines.
+const growStep = 64
+
+func growRoom(h float32) float32 {
+	return float32(int(h/growStep)+1) * growStep
 }
 
 // updateShown redraws row i in place if it is on screen and returns its
@@ -248,13 +281,20 @@ func (t *transcript) reload(rows []model.Row) {
 // with the list emptied for the time being, then refreshed once.
 func (t *transcript) setHeights(hs map[int]float32) {
 	if len(hs) <= 4 {
+		// SetItemHeight refreshes the whole list (rows that did not change
+		// skip their work); without one the list still needs to learn its
+		// new length.
+		told := false
 		for i, h := range hs {
-			if h != t.heights[i] || !t.told(i) {
+			if h != t.heights[i] {
 				t.heights[i] = h
-				t.list.SetItemHeight(i, h)
+				t.setItemHeight(i, h)
+				told = true
 			}
 		}
-		t.list.Refresh()
+		if !told {
+			t.refreshList()
+		}
 		return
 	}
 	offset := t.list.GetScrollOffset()
@@ -267,9 +307,6 @@ func (t *transcript) setHeights(hs map[int]float32) {
 	t.list.Refresh()
 	t.list.ScrollToOffset(offset)
 }
-
-// told reports whether the list knows a height for row i.
-func (t *transcript) told(i int) bool { return t.heights[i] > 0 }
 
 // measureRow returns row i's exact height at the current width.
 func (t *transcript) measureRow(i int) float32 {
@@ -352,7 +389,7 @@ func (t *transcript) applyFixes() {
 	}
 	t.setHeights(fixes)
 	if follow {
-		t.list.ScrollToBottom()
+		t.scrollToBottom()
 	}
 }
 
@@ -410,7 +447,7 @@ func (t *transcript) remeasure() {
 	}
 	t.setHeights(hs)
 	if follow {
-		t.list.ScrollToBottom()
+		t.scrollToBottom()
 	}
 }
 
