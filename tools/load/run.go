@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -50,6 +51,9 @@ type result struct {
 	RelayWarnings   int      `json:"relayWarnings"`
 	WarningSamples  []string `json:"warningSamples,omitempty"`
 	RelayExit       string   `json:"relayExit"`
+	CPUs            int      `json:"cpus"`
+	LoadAvgBefore   string   `json:"loadAverageBefore"`
+	LoadAvgAfter    string   `json:"loadAverageAfter"`
 	Dir             string   `json:"dir,omitempty"`
 }
 
@@ -182,6 +186,7 @@ func run(ctx context.Context, cfg config, log *slog.Logger) (*result, error) {
 	log.Info("load: connected and subscribed", "conns", cfg.Conns, "seconds", fmt.Sprintf("%.1f", res.ConnectSeconds))
 	res.RelayIdleRSSKiB, _ = procStatus(pid, "VmRSS")
 
+	res.CPUs, res.LoadAvgBefore = runtime.NumCPU(), loadAverage()
 	// Stream: every sender starts a turn, and another when one ends.
 	cpu0, _ := procCPU(pid)
 	self0 := selfCPU()
@@ -210,6 +215,7 @@ wait:
 	state.stopping.Store(true)
 	elapsed := time.Since(t0)
 	res.RunSeconds = elapsed.Seconds()
+	res.LoadAvgAfter = loadAverage()
 	res.Deliveries = sumDelivered(clients)
 	cpu1, _ := procCPU(pid)
 	res.LoadCPUSeconds = (selfCPU() - self0).Seconds()
@@ -351,6 +357,7 @@ func (r *result) print(w io.Writer) {
 	p("  relay CPU during the run          %.1f s (%.2f cores), %.2f µs per delivery", r.RelayCPUSeconds,
 		r.RelayCPUSeconds/r.RunSeconds, r.RelayCPUPerDel)
 	p("  load tool CPU during the run      %.1f s", r.LoadCPUSeconds)
+	p("  machine                           %d CPUs, load average (1/5/15 min) %s before, %s after", r.CPUs, r.LoadAvgBefore, r.LoadAvgAfter)
 	p("  relay warnings in its log         %d", r.RelayWarnings)
 	for _, s := range r.WarningSamples {
 		p("    %s", s)
@@ -376,4 +383,18 @@ func (r *result) printJSON(w io.Writer) {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	_ = enc.Encode(r)
+}
+
+// loadAverage is the machine's load average over 1, 5 and 15 minutes: the
+// figures depend on what else the machine runs.
+func loadAverage() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "unknown"
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 3 {
+		return "unknown"
+	}
+	return strings.Join(f[:3], "/")
 }
