@@ -229,7 +229,7 @@ func TestCrossOrigin(t *testing.T) {
 	}{
 		{"http://evil.example.com", http.StatusForbidden},
 		{"https://app.example.com", http.StatusSwitchingProtocols},
-		{strings.Replace(e.srv.HTTPURL, "http://", "http://", 1), http.StatusSwitchingProtocols}, // same origin
+		{e.srv.HTTPURL, http.StatusSwitchingProtocols}, // same origin
 	}
 	for _, tc := range cases {
 		if got := httpStatusOfDial(t, e.srv.URL, http.Header{"Origin": {tc.origin}}); got != tc.want {
