@@ -40,8 +40,6 @@ type client struct {
 	id     int
 	conv   *conversation
 	sender bool
-	url    string
-	token  string
 	log    *slog.Logger
 	run    *runState
 
@@ -49,6 +47,8 @@ type client struct {
 	mu   sync.Mutex      // guards conn for the writers
 
 	// Owned by the run goroutine.
+	resumed    bool // reconnected, and its copilot:subscribed has not come yet
+	prompted   bool // a prompt was sent since the last reconnect
 	seqs       seqTracker
 	recvAt     []int64         // receive time (Unix ns) of seq base+1+i; 0 if never received
 	e2e        []time.Duration // send → receive of the events that carry the send time
@@ -62,8 +62,12 @@ type client struct {
 
 // runState is what every client shares.
 type runState struct {
-	stopping atomic.Bool // no new prompts once set
-	errors   atomic.Int64
+	url       atomic.Pointer[string] // the relay's; a restart changes it
+	token     string
+	killed    atomic.Bool // the relay was killed: turns closed by its restart are expected
+	stopping  atomic.Bool // no new prompts once set
+	errors    atomic.Int64
+	restarted atomic.Int64 // turns closed by the restart (idle status error, "relay restarted")
 }
 
 // frame is the part of a relay message the load tool reads.
@@ -74,6 +78,7 @@ type frame struct {
 		Seq            int64  `json:"seq"`
 		Content        string `json:"content"`
 		Status         string `json:"status"`
+		Streaming      bool   `json:"streaming"`
 		Code           string `json:"code"`
 		Message        string `json:"message"`
 	} `json:"data"`
@@ -84,8 +89,8 @@ type frame struct {
 func (c *client) dial(ctx context.Context, from int64) error {
 	dctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	conn, resp, err := websocket.Dial(dctx, c.url, &websocket.DialOptions{
-		HTTPHeader: http.Header{"Authorization": {"Bearer " + c.token}},
+	conn, resp, err := websocket.Dial(dctx, *c.run.url.Load(), &websocket.DialOptions{
+		HTTPHeader: http.Header{"Authorization": {"Bearer " + c.run.token}},
 	})
 	if resp != nil && resp.Body != nil {
 		resp.Body.Close()
@@ -148,9 +153,11 @@ func (c *client) loop(ctx context.Context, dialSem chan struct{}) {
 			c.ready <- fmt.Errorf("connection %d: before its subscription: %w", c.id, err)
 			return
 		}
-		// Dropped (a slow consumer, say): resume from the last seq.
+		// Dropped (a slow consumer, a relay restart): resume from the last
+		// seq.
 		c.reconnects++
-		c.log.Warn("load: connection dropped; resuming", "conn", c.id, "err", err, "lastSeq", c.seqs.last)
+		c.resumed, c.prompted = true, false
+		c.log.Debug("load: connection dropped; resuming", "conn", c.id, "err", err, "lastSeq", c.seqs.last)
 		c.closeConn()
 		for ctx.Err() == nil {
 			if err := c.dial(ctx, c.seqs.last); err == nil {
@@ -212,6 +219,9 @@ func (c *client) read(ctx context.Context, first *bool) error {
 				c.seqs.start(f.Data.Seq)
 				c.lastSeq.Store(f.Data.Seq)
 				c.ready <- nil
+			} else if c.resumed {
+				c.resumed = false
+				c.afterResume(ctx, &f)
 			}
 			continue
 		}
@@ -244,19 +254,41 @@ func (c *client) read(ctx context.Context, first *bool) error {
 // turnEnded is the sender's reaction to copilot:idle: the next prompt, or,
 // once the run is over, the conversation's final seq.
 func (c *client) turnEnded(ctx context.Context, f *frame) {
-	if f.Data.Status != "completed" {
+	switch {
+	case f.Data.Status == "completed":
+		c.conv.turns.Add(1)
+	case f.Data.Status == "error" && f.Data.Message == "relay restarted" && c.run.killed.Load():
+		c.run.restarted.Add(1)
+	default:
 		c.fail(fmt.Sprintf("a turn ended with status %s: %s", f.Data.Status, f.Data.Message))
 	}
-	c.conv.turns.Add(1)
+	c.next(ctx, f.Data.Seq)
+}
+
+// next sends the next prompt, or, once the run is over, records the
+// conversation's final seq (that of its last idle).
+func (c *client) next(ctx context.Context, lastSeq int64) {
 	if c.run.stopping.Load() {
-		if c.conv.final.CompareAndSwap(-1, f.Data.Seq) {
+		if c.conv.final.CompareAndSwap(-1, lastSeq) {
 			close(c.conv.finalCh)
 		}
 		return
 	}
+	c.prompted = true
 	if err := c.sendPrompt(ctx); err != nil && ctx.Err() == nil {
 		c.fail(err.Error())
 	}
+}
+
+// afterResume runs on the copilot:subscribed that ends a resume. A sender
+// whose conversation is idle and that has not prompted since it reconnected
+// lost its prompt with the connection (the relay died before it was read):
+// it sends it again.
+func (c *client) afterResume(ctx context.Context, f *frame) {
+	if !c.sender || f.Data.Streaming || c.prompted {
+		return
+	}
+	c.next(ctx, f.Data.Seq)
 }
 
 func (c *client) fail(msg string) {

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"io"
 	"log/slog"
 	"os"
@@ -102,10 +101,18 @@ func TestRunSmall(t *testing.T) {
 	if out, err := exec.Command("go", "build", "-tags", "ci", "-o", bin, "../..").CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
-	for _, memory := range []bool{false, true} {
-		t.Run(fmt.Sprintf("memory=%v", memory), func(t *testing.T) {
-			cfg := config{Bin: bin, Conns: 40, Convs: 4, Duration: 2 * time.Second, Memory: memory,
-				Deltas: 20, Interval: 10 * time.Millisecond, Payload: 24, DialConc: 8, Drain: 60 * time.Second}
+	for _, tc := range []struct {
+		name   string
+		memory bool
+		killAt time.Duration
+	}{
+		{"sqlite", false, 0},
+		{"memory", true, 0},
+		{"sqlite, SIGKILL and restart mid-run", false, 1500 * time.Millisecond},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := config{Bin: bin, Conns: 40, Convs: 4, Duration: 3 * time.Second, Memory: tc.memory, KillAt: tc.killAt,
+				Deltas: 20, Interval: 10 * time.Millisecond, Payload: 24, DialConc: 8, Drain: 60 * time.Second, VerifyHistory: true}
 			if err := cfg.validate(); err != nil {
 				t.Fatal(err)
 			}
@@ -124,12 +131,27 @@ func TestRunSmall(t *testing.T) {
 			if res.Turns < int64(cfg.Convs) || res.Deliveries == 0 || res.AllDeliveries < res.Deliveries {
 				t.Errorf("turns %d, deliveries %d of %d", res.Turns, res.Deliveries, res.AllDeliveries)
 			}
-			// Every subscriber gets every event of every turn: user
-			// message, the deltas, the message, idle.
-			perTurn := int64(1 + 1 + cfg.Deltas + 2)
-			if want := res.Turns * perTurn * int64(cfg.Conns/cfg.Convs); res.AllDeliveries != want {
-				t.Errorf("%d deliveries in all, want %d turns × %d events × %d subscribers = %d",
-					res.AllDeliveries, res.Turns, perTurn, cfg.Conns/cfg.Convs, want)
+			if tc.killAt > 0 {
+				if res.Kills != 1 || res.Reconnects < cfg.Conns || res.RestartedTurns == 0 {
+					t.Errorf("kills %d, reconnects %d, turns closed by the restart %d: want 1, every connection, some",
+						res.Kills, res.Reconnects, res.RestartedTurns)
+				}
+			} else {
+				// Every subscriber gets every event of every turn: user
+				// message, the echoed prompt, the deltas, the message,
+				// idle.
+				perTurn := int64(1 + 1 + cfg.Deltas + 2)
+				if want := res.Turns * perTurn * int64(cfg.Conns/cfg.Convs); res.AllDeliveries != want {
+					t.Errorf("%d deliveries in all, want %d turns × %d events × %d subscribers = %d",
+						res.AllDeliveries, res.Turns, perTurn, cfg.Conns/cfg.Convs, want)
+				}
+				if res.Reconnects != 0 {
+					t.Errorf("%d reconnects in a run without a kill", res.Reconnects)
+				}
+			}
+			if !tc.memory && res.HistoryChecked != res.AllDeliveries/int64(cfg.Conns/cfg.Convs) {
+				t.Errorf("the history check read %d events, want %d (every event of every conversation)",
+					res.HistoryChecked, res.AllDeliveries/int64(cfg.Conns/cfg.Convs))
 			}
 			if res.EndToEnd.Samples == 0 || res.Spread.Samples == 0 || res.RelayPeakRSSKiB == 0 {
 				t.Errorf("figures missing: %+v", res)

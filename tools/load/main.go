@@ -25,19 +25,21 @@ import (
 
 // config is the run's settings, one per flag.
 type config struct {
-	Bin      string
-	Conns    int
-	Convs    int
-	Duration time.Duration
-	Memory   bool
-	Deltas   int           // deltas per turn
-	Interval time.Duration // pause between two deltas
-	Payload  int           // bytes of text per delta
-	DialConc int           // connections opened at once during setup
-	Drain    time.Duration // how long subscribers may take to catch up at the end
-	Keep     bool          // keep the temp dir (data dir, relay log)
-	JSON     bool          // print the result as JSON
-	Verbose  bool
+	Bin           string
+	Conns         int
+	Convs         int
+	Duration      time.Duration
+	Memory        bool
+	Deltas        int           // deltas per turn
+	Interval      time.Duration // pause between two deltas
+	Payload       int           // bytes of text per delta
+	DialConc      int           // connections opened at once during setup
+	Drain         time.Duration // how long subscribers may take to catch up at the end
+	KillAt        time.Duration // SIGKILL the relay this far into the run and restart it (0: never)
+	VerifyHistory bool          // replay every conversation from seq 0 at the end
+	Keep          bool          // keep the temp dir (data dir, relay log)
+	JSON          bool          // print the result as JSON
+	Verbose       bool
 }
 
 func main() {
@@ -52,6 +54,8 @@ func main() {
 	flag.IntVar(&cfg.Payload, "payload", 24, "bytes of text per delta")
 	flag.IntVar(&cfg.DialConc, "dial-concurrency", 50, "connections opened at once during setup")
 	flag.DurationVar(&cfg.Drain, "drain", 60*time.Second, "how long subscribers may take to receive the last events after the run")
+	flag.DurationVar(&cfg.KillAt, "kill-at", 0, "SIGKILL the relay this far into the run, restart it on the same data dir and let every client resume (0: never; needs SQLite history)")
+	flag.BoolVar(&cfg.VerifyHistory, "verify-history", true, "at the end, replay every conversation from seq 0 and check the stored history (SQLite only)")
 	flag.BoolVar(&cfg.Keep, "keep", false, "keep the temp dir with the data dir and the relay's log")
 	flag.BoolVar(&cfg.JSON, "json", false, "print the result as JSON")
 	flag.BoolVar(&cfg.Verbose, "v", false, "log progress details")
@@ -100,6 +104,10 @@ func (c *config) validate() error {
 		return fmt.Errorf("-duration, -interval, -deltas and -payload must be positive")
 	case c.DialConc < 1:
 		return fmt.Errorf("-dial-concurrency must be at least 1")
+	case c.KillAt < 0 || (c.KillAt > 0 && c.KillAt >= c.Duration):
+		return fmt.Errorf("-kill-at must be within -duration")
+	case c.KillAt > 0 && c.Memory:
+		return fmt.Errorf("-kill-at needs SQLite history: with -memory a restart loses everything")
 	}
 	if _, err := os.Stat(c.Bin); err != nil {
 		return fmt.Errorf("the relay binary: %w (build it with `go build -tags ci -o pilotdesk .`, or run `make load`)", err)

@@ -35,9 +35,16 @@ type relayProc struct {
 
 var listening = regexp.MustCompile(`relay listening.* url=(ws://[^ ]+)`)
 
-// startRelay writes the script and starts the relay in dir; its log goes to
-// dir/relay.log.
-func startRelay(ctx context.Context, cfg config, dir string) (*relayProc, error) {
+// newToken returns a random token for the relay.
+func newToken() string {
+	var tok [16]byte
+	_, _ = rand.Read(tok[:])
+	return hex.EncodeToString(tok[:])
+}
+
+// startRelay writes the script and starts the relay on dir/data (the same
+// data dir for a restart) with token; its log goes to dir/logName.
+func startRelay(ctx context.Context, cfg config, dir, token, logName string) (*relayProc, error) {
 	scriptPath := filepath.Join(dir, "script.json")
 	if err := os.WriteFile(scriptPath, loadScript(cfg), 0o600); err != nil {
 		return nil, fmt.Errorf("writing the script: %w", err)
@@ -46,9 +53,7 @@ func startRelay(ctx context.Context, cfg config, dir string) (*relayProc, error)
 	if cfg.Memory {
 		dataDir = ":memory:"
 	}
-	var tok [16]byte
-	_, _ = rand.Read(tok[:])
-	p := &relayProc{token: hex.EncodeToString(tok[:]), logPath: filepath.Join(dir, "relay.log"), exited: make(chan struct{})}
+	p := &relayProc{token: token, logPath: filepath.Join(dir, logName), exited: make(chan struct{})}
 	logFile, err := os.Create(p.logPath)
 	if err != nil {
 		return nil, err

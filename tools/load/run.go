@@ -51,6 +51,12 @@ type result struct {
 	RelayWarnings   int      `json:"relayWarnings"`
 	WarningSamples  []string `json:"warningSamples,omitempty"`
 	RelayExit       string   `json:"relayExit"`
+	Kills           int      `json:"kills"`
+	RestartSeconds  float64  `json:"restartSeconds,omitempty"`
+	RestartedTurns  int64    `json:"turnsClosedByRestart"`
+	KillWarnings    []string `json:"-"`
+	HistoryChecked  int64    `json:"historyEventsChecked"`
+	HistoryProblems []string `json:"historyProblems,omitempty"`
 	CPUs            int      `json:"cpus"`
 	LoadAvgBefore   string   `json:"loadAverageBefore"`
 	LoadAvgAfter    string   `json:"loadAverageAfter"`
@@ -93,6 +99,9 @@ func (r *result) failure() string {
 	if r.Errors > 0 {
 		why = append(why, fmt.Sprintf("%d unexpected frames or failed sends", r.Errors))
 	}
+	if len(r.HistoryProblems) > 0 {
+		why = append(why, fmt.Sprintf("%d problems in the stored history", len(r.HistoryProblems)))
+	}
 	if r.Deliveries == 0 {
 		why = append(why, "nothing was delivered")
 	}
@@ -124,18 +133,25 @@ func run(ctx context.Context, cfg config, log *slog.Logger) (*result, error) {
 		os.RemoveAll(dir)
 	}()
 
-	relay, err := startRelay(ctx, cfg, dir)
+	token := newToken()
+	relay, err := startRelay(ctx, cfg, dir, token, "relay.log")
 	if err != nil {
 		keep = true
 		return nil, err
 	}
-	pid := relay.cmd.Process.Pid
-	log.Info("load: relay started", "url", relay.url, "pid", pid, "history", res.History,
+	log.Info("load: relay started", "url", relay.url, "pid", relay.cmd.Process.Pid, "history", res.History,
 		"conns", cfg.Conns, "convs", cfg.Convs, "duration", cfg.Duration)
+	// relayStop ends whichever relay runs, on every return.
+	defer func() {
+		if relay != nil {
+			relay.kill()
+		}
+	}()
 
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	state := &runState{}
+	state := &runState{token: token}
+	state.url.Store(&relay.url)
 	convs := make([]*conversation, cfg.Convs)
 	for i := range convs {
 		convs[i] = &conversation{id: uuid.NewString(), index: i, finalCh: make(chan struct{})}
@@ -144,8 +160,7 @@ func run(ctx context.Context, cfg config, log *slog.Logger) (*result, error) {
 	clients := make([]*client, cfg.Conns)
 	for i := range clients {
 		conv := convs[i%cfg.Convs]
-		c := &client{id: i, conv: conv, sender: i < cfg.Convs, url: relay.url, token: relay.token,
-			log: log, run: state, ready: make(chan error, 1)}
+		c := &client{id: i, conv: conv, sender: i < cfg.Convs, log: log, run: state, ready: make(chan error, 1)}
 		if c.sender {
 			conv.sender = c
 		}
@@ -179,26 +194,30 @@ func run(ctx context.Context, cfg config, log *slog.Logger) (*result, error) {
 	if setupErr != nil {
 		cancel()
 		wg.Wait()
-		_ = relay.stop()
 		keep = true
 		return nil, fmt.Errorf("connecting: %w (relay log: %s)", setupErr, relay.logPath)
 	}
 	log.Info("load: connected and subscribed", "conns", cfg.Conns, "seconds", fmt.Sprintf("%.1f", res.ConnectSeconds))
-	res.RelayIdleRSSKiB, _ = procStatus(pid, "VmRSS")
+	res.RelayIdleRSSKiB, _ = procStatus(relay.cmd.Process.Pid, "VmRSS")
 
 	res.CPUs, res.LoadAvgBefore = runtime.NumCPU(), loadAverage()
 	// Stream: every sender starts a turn, and another when one ends.
-	cpu0, _ := procCPU(pid)
+	var usage relayUsage
+	usage.begin(relay)
 	self0 := selfCPU()
 	t0 := time.Now()
 	for _, conv := range convs {
 		if err := conv.sender.sendPrompt(runCtx); err != nil {
-			conv.sender.run.errors.Add(1)
+			state.errors.Add(1)
 			log.Error("load: first prompt", "err", err)
 		}
 	}
 	progress := time.NewTicker(10 * time.Second)
 	deadline := time.NewTimer(cfg.Duration)
+	var killAt <-chan time.Time
+	if cfg.KillAt > 0 {
+		killAt = time.After(cfg.KillAt)
+	}
 wait:
 	for {
 		select {
@@ -209,6 +228,27 @@ wait:
 			break wait
 		case <-progress.C:
 			log.Info("load: running", "elapsed", time.Since(t0).Round(time.Second), "deliveries", sumDelivered(clients))
+		case <-killAt:
+			// SIGKILL in the middle of the streams, restart on the same
+			// data dir; the clients resume with sinceSeq.
+			usage.end(relay)
+			state.killed.Store(true)
+			relay.kill()
+			killed := time.Now()
+			log.Warn("load: relay killed with SIGKILL; restarting it on the same data dir")
+			res.Kills++
+			res.KillWarnings = append(res.KillWarnings, relay.warningLines()...)
+			relay, err = startRelay(ctx, cfg, dir, token, "relay-after-kill.log")
+			if err != nil {
+				keep = true
+				cancel()
+				wg.Wait()
+				return nil, fmt.Errorf("restarting the relay after SIGKILL: %w", err)
+			}
+			res.RestartSeconds = time.Since(killed).Seconds()
+			state.url.Store(&relay.url)
+			usage.begin(relay)
+			log.Info("load: relay restarted", "url", relay.url, "seconds", fmt.Sprintf("%.2f", res.RestartSeconds))
 		}
 	}
 	progress.Stop()
@@ -217,12 +257,12 @@ wait:
 	res.RunSeconds = elapsed.Seconds()
 	res.LoadAvgAfter = loadAverage()
 	res.Deliveries = sumDelivered(clients)
-	cpu1, _ := procCPU(pid)
+	usage.end(relay)
 	res.LoadCPUSeconds = (selfCPU() - self0).Seconds()
 	res.DeliveriesPerSec = float64(res.Deliveries) / elapsed.Seconds()
-	res.RelayCPUSeconds = (cpu1 - cpu0).Seconds()
+	res.RelayCPUSeconds = usage.cpu.Seconds()
 	if res.Deliveries > 0 {
-		res.RelayCPUPerDel = (cpu1 - cpu0).Seconds() * 1e6 / float64(res.Deliveries)
+		res.RelayCPUPerDel = usage.cpu.Seconds() * 1e6 / float64(res.Deliveries)
 	}
 
 	// The last turns end; then every subscriber must catch up to them.
@@ -250,15 +290,26 @@ wait:
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	res.RelayPeakRSSKiB, _ = procStatus(pid, "VmHWM")
+	usage.peak(relay)
+	res.RelayPeakRSSKiB = usage.peakKiB
 	cancel()
 	wg.Wait()
+
+	// The stored history holds every event of every conversation.
+	if !cfg.Memory && cfg.VerifyHistory {
+		res.HistoryChecked, res.HistoryProblems = verifyHistory(ctx, *state.url.Load(), token, convs, cfg.DialConc)
+		for _, p := range res.HistoryProblems[:min(len(res.HistoryProblems), 5)] {
+			log.Error("load: history", "problem", p)
+		}
+	}
+
 	if err := relay.stop(); err != nil {
 		res.RelayExit = err.Error()
 	} else {
 		res.RelayExit = "clean (exit 0 after SIGTERM)"
 	}
-	warnings := relay.warningLines()
+	warnings := append(res.KillWarnings, relay.warningLines()...)
+	relay = nil
 	res.RelayWarnings = len(warnings)
 	res.WarningSamples = warnings[:min(len(warnings), 5)]
 
@@ -288,6 +339,7 @@ wait:
 		}
 	}
 	res.Errors = state.errors.Load()
+	res.RestartedTurns = state.restarted.Load()
 	res.EndToEnd = latencyOf(e2e)
 	res.Spread = latencyOf(fanOutSpread(clients, convs))
 	if res.failed() {
@@ -348,6 +400,16 @@ func (r *result) print(w io.Writer) {
 	p("  lost deliveries                   %d", r.Lost)
 	p("  repeated deliveries               %d", r.Repeats)
 	p("  reconnects (resumed with sinceSeq) %d", r.Reconnects)
+	if r.Kills > 0 {
+		p("  relay killed (SIGKILL) mid-run     %d time(s); restarted on the same data dir in %.2f s; %d turns closed by it (idle error \"relay restarted\")",
+			r.Kills, r.RestartSeconds, r.RestartedTurns)
+	}
+	if r.HistoryChecked > 0 || len(r.HistoryProblems) > 0 {
+		p("  stored history replayed from 0    %d events, %d problems", r.HistoryChecked, len(r.HistoryProblems))
+		for _, s := range r.HistoryProblems[:min(len(r.HistoryProblems), 5)] {
+			p("    %s", s)
+		}
+	}
 	p("  latency send -> subscriber        p50 %.2f ms, p90 %.2f ms, p99 %.2f ms, max %.2f ms (%d samples)",
 		r.EndToEnd.P50, r.EndToEnd.P90, r.EndToEnd.P99, r.EndToEnd.Max, r.EndToEnd.Samples)
 	p("  fan-out spread                    p50 %.2f ms, p90 %.2f ms, p99 %.2f ms, max %.2f ms (%d deliveries)",
@@ -397,4 +459,31 @@ func loadAverage() string {
 		return "unknown"
 	}
 	return strings.Join(f[:3], "/")
+}
+
+// relayUsage adds up the CPU of the relay processes of a run (more than one
+// when the relay is killed and restarted) and keeps the highest peak RSS.
+type relayUsage struct {
+	cpu     time.Duration
+	start   time.Duration
+	peakKiB int64
+}
+
+func (u *relayUsage) begin(p *relayProc) {
+	u.start, _ = procCPU(p.cmd.Process.Pid)
+}
+
+// end adds the CPU used since begin and notes the peak RSS.
+func (u *relayUsage) end(p *relayProc) {
+	if now, err := procCPU(p.cmd.Process.Pid); err == nil {
+		u.cpu += now - u.start
+		u.start = now
+	}
+	u.peak(p)
+}
+
+func (u *relayUsage) peak(p *relayProc) {
+	if kib, err := procStatus(p.cmd.Process.Pid, "VmHWM"); err == nil {
+		u.peakKiB = max(u.peakKiB, kib)
+	}
 }
