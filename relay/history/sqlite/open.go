@@ -12,6 +12,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 
@@ -37,8 +38,10 @@ type Options struct {
 	// last commits on power loss; "EXTRA" also syncs the directory.
 	Synchronous string
 	// ReadConns is the number of connections that serve Events,
-	// Conversation and Conversations while the one writer connection
-	// commits (WAL lets readers run beside it). Default 4.
+	// Conversation and Conversations beside the one writer connection
+	// (WAL lets readers run while it commits). Default: half the CPUs, at
+	// least one, so that many clients replaying at once leave CPU for the
+	// live conversations' commits (BenchmarkReplayWhileWriting).
 	ReadConns int
 	// PageEvents is how many events Events reads per query; between pages
 	// it holds no read transaction. Default 500.
@@ -58,6 +61,9 @@ type Options struct {
 
 	// migrations replaces the schema's migrations in tests.
 	migrations []migration
+	// sharedPool makes reads use the writer's connection, for the
+	// benchmark that justifies the separate read pool.
+	sharedPool bool
 }
 
 func (o *Options) setDefaults() error {
@@ -70,7 +76,7 @@ func (o *Options) setDefaults() error {
 		return fmt.Errorf("history: synchronous %q: want FULL, NORMAL or EXTRA", o.Synchronous)
 	}
 	if o.ReadConns <= 0 {
-		o.ReadConns = 4
+		o.ReadConns = max(1, runtime.GOMAXPROCS(0)/2)
 	}
 	if o.PageEvents <= 0 {
 		o.PageEvents = 500
@@ -159,12 +165,14 @@ func Open(ctx context.Context, dir string, opts Options) (st *Store, err error) 
 		return nil, &OpenError{Path: path, Kind: ErrCorrupt, Detail: "it has no epoch", Err: err, Fix: moveAside(path)}
 	}
 
-	r, err := sql.Open("sqlite", dsn(path, opts, true))
-	if err != nil {
-		return nil, fmt.Errorf("history: open %s: %w", path, err)
+	r := w
+	if !opts.sharedPool {
+		if r, err = sql.Open("sqlite", dsn(path, opts, true)); err != nil {
+			return nil, fmt.Errorf("history: open %s: %w", path, err)
+		}
+		r.SetMaxOpenConns(opts.ReadConns)
+		r.SetMaxIdleConns(opts.ReadConns)
 	}
-	r.SetMaxOpenConns(opts.ReadConns)
-	r.SetMaxIdleConns(opts.ReadConns)
 	st = &Store{
 		path:       path,
 		epoch:      epoch,
@@ -177,7 +185,9 @@ func Open(ctx context.Context, dir string, opts Options) (st *Store, err error) 
 	}
 	if err := st.prepare(ctx); err != nil {
 		st.closeStatements()
-		r.Close()
+		if r != w {
+			r.Close()
+		}
 		return nil, err
 	}
 	return st, nil

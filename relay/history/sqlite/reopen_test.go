@@ -230,3 +230,30 @@ func TestCancelledWriteWritesNothing(t *testing.T) {
 	}
 	mustWrite(t, s, history.Batch{Conversations: []history.Conversation{{ID: "a"}}, Events: testEvents("a", 1, 3)})
 }
+
+// Events go in by many rows per statement; a refused event in the middle of
+// a big batch is still named exactly, and nothing of the batch stays.
+func TestBadEventInBigBatchIsNamed(t *testing.T) {
+	s := openStore(t, t.TempDir(), Options{})
+	defer mustClose(t, s)
+	mustWrite(t, s, history.Batch{Conversations: []history.Conversation{{ID: "a"}}, Events: testEvents("a", 1, 10)})
+
+	batch := testEvents("a", 11, 200)
+	batch[150] = testEvent("a", 7) // already stored
+	err := s.Write(context.Background(), history.Batch{Conversations: []history.Conversation{{ID: "a", Title: "changed"}}, Events: batch})
+	if err == nil || !strings.Contains(err.Error(), `event 7 of conversation "a"`) || !strings.Contains(err.Error(), "already stored") {
+		t.Fatalf("Write: %v", err)
+	}
+	batch = testEvents("a", 11, 200)
+	batch[77] = testEvent("nobody", 1)
+	err = s.Write(context.Background(), history.Batch{Events: batch})
+	if !errors.Is(err, history.ErrNotFound) || !strings.Contains(err.Error(), `conversation "nobody"`) {
+		t.Fatalf("Write: %v", err)
+	}
+	sameEvents(t, allEvents(t, s, "a"), testEvents("a", 1, 10))
+	if c, _ := s.Conversation(context.Background(), "a"); c.Title != "" {
+		t.Fatalf("the failed batch changed the conversation: %+v", c)
+	}
+	mustWrite(t, s, history.Batch{Events: testEvents("a", 11, 200)})
+	sameEvents(t, allEvents(t, s, "a"), testEvents("a", 1, 200))
+}

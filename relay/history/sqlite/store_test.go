@@ -11,7 +11,7 @@ import (
 // quiet keeps the store's logs out of test output.
 func quiet() Options { return Options{Logger: discardLogger()} }
 
-func openStore(t *testing.T, dir string, opts Options) *Store {
+func openStore(t testing.TB, dir string, opts Options) *Store {
 	t.Helper()
 	if opts.Logger == nil {
 		opts.Logger = discardLogger()
