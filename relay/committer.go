@@ -36,6 +36,10 @@ type record struct {
 // returned; while one write runs, the next batch gathers.
 type committer struct {
 	r *Relay
+	// ctx is given to the store; it ends only when Close gives up waiting
+	// for the flush, so that a stuck store cannot keep the goroutine.
+	ctx    context.Context
+	cancel context.CancelFunc
 
 	mu       sync.Mutex
 	work     *sync.Cond // the queue is not empty, or stopping
@@ -55,6 +59,7 @@ type committer struct {
 
 func newCommitter(r *Relay) *committer {
 	c := &committer{r: r, done: make(chan struct{}), index: map[*conversation]int{}}
+	c.ctx, c.cancel = context.WithCancel(context.Background())
 	c.work = sync.NewCond(&c.mu)
 	c.space = sync.NewCond(&c.mu)
 	return c
@@ -96,6 +101,7 @@ func (c *committer) stop() {
 
 func (c *committer) run() {
 	defer close(c.done)
+	defer c.cancel()
 	for {
 		c.mu.Lock()
 		for len(c.queue) == 0 && !c.stopping {
@@ -160,7 +166,7 @@ func (c *committer) commit(recs []record) {
 			c.metas = append(c.metas, rec.meta)
 		}
 	}
-	err := c.r.store.Write(context.Background(), history.Batch{Events: c.events, Conversations: c.metas})
+	err := c.r.store.Write(c.ctx, history.Batch{Events: c.events, Conversations: c.metas})
 	clear(c.events) // drop the frames' references
 	if err != nil {
 		c.r.log.Error("relay: history store write failed; these events were not sent", "events", len(recs), "conversations", len(c.metas), "err", err)
@@ -184,7 +190,7 @@ func (c *committer) commit(recs []record) {
 // delete removes a conversation from the store; on success its subscribers
 // get copilot:deleted and it is forgotten, so a later subscribe finds it new.
 func (c *committer) delete(rec record) {
-	err := c.r.store.Delete(context.Background(), rec.conv.id)
+	err := c.r.store.Delete(c.ctx, rec.conv.id)
 	if err != nil {
 		c.r.log.Error("relay: history store delete failed", "conversationId", rec.conv.id, "err", err)
 	} else {

@@ -325,6 +325,7 @@ func (r *Relay) shutdown(ctx context.Context) error {
 	select {
 	case <-r.commit.done:
 	case <-ctx.Done():
+		r.commit.cancel()
 		errs = append(errs, fmt.Errorf("relay: flush history: %w", ctx.Err()))
 	}
 
