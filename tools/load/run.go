@@ -60,6 +60,7 @@ type result struct {
 	CPUs            int      `json:"cpus"`
 	LoadAvgBefore   string   `json:"loadAverageBefore"`
 	LoadAvgAfter    string   `json:"loadAverageAfter"`
+	CPUPressure     string   `json:"cpuPressureAfter"`
 	Dir             string   `json:"dir,omitempty"`
 }
 
@@ -256,6 +257,7 @@ wait:
 	elapsed := time.Since(t0)
 	res.RunSeconds = elapsed.Seconds()
 	res.LoadAvgAfter = loadAverage()
+	res.CPUPressure = cpuPressure()
 	res.Deliveries = sumDelivered(clients)
 	usage.end(relay)
 	res.LoadCPUSeconds = (selfCPU() - self0).Seconds()
@@ -420,6 +422,7 @@ func (r *result) print(w io.Writer) {
 		r.RelayCPUSeconds/r.RunSeconds, r.RelayCPUPerDel)
 	p("  load tool CPU during the run      %.1f s", r.LoadCPUSeconds)
 	p("  machine                           %d CPUs, load average (1/5/15 min) %s before, %s after", r.CPUs, r.LoadAvgBefore, r.LoadAvgAfter)
+	p("                                    CPU pressure (share of time some task waited for a CPU, 10 s/60 s) %s", r.CPUPressure)
 	p("  relay warnings in its log         %d", r.RelayWarnings)
 	for _, s := range r.WarningSamples {
 		p("    %s", s)
@@ -486,4 +489,27 @@ func (u *relayUsage) peak(p *relayProc) {
 	if kib, err := procStatus(p.cmd.Process.Pid, "VmHWM"); err == nil {
 		u.peakKiB = max(u.peakKiB, kib)
 	}
+}
+
+// cpuPressure is the kernel's CPU pressure (PSI): the share of the last 10
+// and 60 s in which some runnable task waited for a CPU. Near 100 % means
+// the machine was saturated and latencies include waiting for a core.
+func cpuPressure() string {
+	b, err := os.ReadFile("/proc/pressure/cpu")
+	if err != nil {
+		return "unknown"
+	}
+	var avg10, avg60 string
+	for _, f := range strings.Fields(strings.SplitN(string(b), "\n", 2)[0]) {
+		if v, ok := strings.CutPrefix(f, "avg10="); ok {
+			avg10 = v
+		}
+		if v, ok := strings.CutPrefix(f, "avg60="); ok {
+			avg60 = v
+		}
+	}
+	if avg10 == "" {
+		return "unknown"
+	}
+	return avg10 + "%/" + avg60 + "%"
 }
