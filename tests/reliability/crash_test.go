@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/google/uuid"
 
@@ -86,6 +87,7 @@ func TestCrashRecovery(t *testing.T) {
 	x.cl.Send("copilot:send", map[string]any{"conversationId": stream, "prompt": "stream until the crash", "mode": "plan"})
 	y.until("50 events of the stream", func(relaytest.Frame) bool { return y.count(stream) >= 50 })
 
+	killed := time.Now()
 	p.kill()
 	for _, w := range []*watcher{x, y, late} {
 		w.drain()
@@ -99,6 +101,7 @@ func TestCrashRecovery(t *testing.T) {
 
 	// Round 1: restart on the same data dir.
 	p = startRelay(t, nil, args...)
+	t.Logf("restarted on the same data dir %s after the SIGKILL", time.Since(killed).Round(time.Millisecond))
 	r := newWatcher(t, "resumer", p.URL, token)
 
 	streamSeq := checkResume(t, r, stream, maxSeq(saw[stream]), epoch, "plan", "")
@@ -132,6 +135,7 @@ func TestCrashRecovery(t *testing.T) {
 	y2.until("50 events of the second stream", func(relaytest.Frame) bool { return y2.count(stream) >= 50 })
 
 	// Round 2: killed again in the middle of the new turn.
+	killed = time.Now()
 	p.kill()
 	r.drain()
 	y2.drain()
@@ -141,6 +145,7 @@ func TestCrashRecovery(t *testing.T) {
 		}
 	}
 	p = startRelay(t, nil, args...)
+	t.Logf("restarted on the same data dir %s after the second SIGKILL", time.Since(killed).Round(time.Millisecond))
 	r2 := newWatcher(t, "resumer2", p.URL, token)
 	streamSeq = checkResume(t, r2, stream, maxSeq(saw[stream]), epoch, "plan", "")
 	checkHistory(t, p, token, stream, streamSeq, saw[stream], r2.events[stream])
