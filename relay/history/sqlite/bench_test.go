@@ -3,6 +3,8 @@ package sqlite
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"testing"
 	"time"
@@ -109,12 +111,17 @@ func BenchmarkOpen(b *testing.B) {
 		fill(b, s, fmt.Sprint("c", i), 50000)
 	}
 	s.Close()
+	fi, err := os.Stat(filepath.Join(dir, FileName))
+	if err != nil {
+		b.Fatal(err)
+	}
 	for _, skip := range []bool{false, true} {
 		b.Run(fmt.Sprintf("skipCheck=%v", skip), func(b *testing.B) {
 			for b.Loop() {
 				s := openStore(b, dir, Options{SkipCheck: skip})
 				s.Close()
 			}
+			b.ReportMetric(float64(fi.Size())/(1<<20), "file-MiB")
 		})
 	}
 }

@@ -204,6 +204,9 @@ func dsn(path string, opts Options, reader bool) string {
 	if reader {
 		q.Add("_pragma", "query_only(1)")
 	} else {
+		// Deleted conversations are overwritten with zeros in the
+		// database file, not just unlinked (copilot:delete).
+		q.Add("_pragma", "secure_delete(1)")
 		// Take the write lock at BEGIN: a transaction that reads first
 		// and upgrades later could fail with SQLITE_BUSY midway.
 		q.Set("_txlock", "immediate")

@@ -257,3 +257,37 @@ func TestBadEventInBigBatchIsNamed(t *testing.T) {
 	mustWrite(t, s, history.Batch{Events: testEvents("a", 11, 200)})
 	sameEvents(t, allEvents(t, s, "a"), testEvents("a", 1, 200))
 }
+
+// copilot:delete removes a conversation from disk: its bytes do not stay
+// behind in free pages of the database file.
+func TestDeleteLeavesNoTrace(t *testing.T) {
+	dir := t.TempDir()
+	s := openStore(t, dir, Options{})
+	secret := func(seq int64) history.Event {
+		return history.Event{ConversationID: "secret", Seq: seq, Type: "copilot:delta", Frame: fmt.Appendf(nil, `{"content":"TOP-SECRET-PAYLOAD-%05d"}`, seq)}
+	}
+	mustWrite(t, s, history.Batch{Conversations: []history.Conversation{{ID: "secret", Title: "TOP-SECRET-TITLE"}, {ID: "kept"}}, Events: testEvents("kept", 1, 300)})
+	for from := int64(1); from <= 2000; from += 100 {
+		var evs []history.Event
+		for seq := from; seq < from+100; seq++ {
+			evs = append(evs, secret(seq))
+		}
+		mustWrite(t, s, history.Batch{Events: evs})
+	}
+	if err := s.Delete(context.Background(), "secret"); err != nil {
+		t.Fatal(err)
+	}
+	mustClose(t, s) // checkpoints the log into the file and removes it
+	data, err := os.ReadFile(filepath.Join(dir, FileName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, trace := range []string{"TOP-SECRET-PAYLOAD", "TOP-SECRET-TITLE"} {
+		if strings.Contains(string(data), trace) {
+			t.Errorf("%q is still in the database file after Delete", trace)
+		}
+	}
+	if !strings.Contains(string(data), `"messageId":"m1"`) {
+		t.Fatal("the kept conversation is not in the file either: the test looks in the wrong place")
+	}
+}
