@@ -31,11 +31,16 @@ var sqliteMagic = []byte("SQLite format 3\x00")
 
 // Options tune a Store; the zero value is the documented default.
 type Options struct {
-	// Synchronous is SQLite's synchronous setting: "FULL" (the default)
+	// Synchronous is SQLite's synchronous setting. "FULL" (the default)
 	// makes every commit wait for fsync of the write-ahead log, so a
-	// committed event survives a crash of the relay and of the machine;
-	// "NORMAL" survives a crash of the relay (SIGKILL) but may lose the
-	// last commits on power loss; "EXTRA" also syncs the directory.
+	// committed event survives a crash of the relay and of the machine.
+	// "NORMAL" survives a crash of the relay (SIGKILL: the log is in the
+	// OS's cache) but a power loss may undo the last commits; the relay
+	// would then hand out again, under the same epoch, seqs that clients
+	// already saw, and a client resuming past them would miss the new
+	// events. FULL costs one fsync per commit, which the relay's group
+	// commit shares among all the events of a batch (BenchmarkWrite).
+	// "EXTRA" is accepted and, in WAL mode, is the same as FULL.
 	Synchronous string
 	// ReadConns is the number of connections that serve Events,
 	// Conversation and Conversations beside the one writer connection
