@@ -49,6 +49,7 @@ type client struct {
 	// Owned by the run goroutine.
 	resumed    bool // reconnected, and its copilot:subscribed has not come yet
 	prompted   bool // a prompt was sent since the last reconnect
+	turnOpen   bool // the sender saw a turn's user message and not yet its idle
 	seqs       seqTracker
 	recvAt     []int64         // receive time (Unix ns) of seq base+1+i; 0 if never received
 	e2e        []time.Duration // send → receive of the events that carry the send time
@@ -245,8 +246,17 @@ func (c *client) read(ctx context.Context, first *bool) error {
 				c.e2e = append(c.e2e, time.Duration(now-sent))
 			}
 		}
-		if c.sender && f.Type == "copilot:idle" {
-			c.turnEnded(ctx, &f)
+		if c.sender {
+			switch f.Type {
+			case "copilot:user_message":
+				if c.turnOpen {
+					c.fail(fmt.Sprintf("seq %d: a turn started before the previous one ended with copilot:idle", f.Data.Seq))
+				}
+				c.turnOpen = true
+			case "copilot:idle":
+				c.turnOpen = false
+				c.turnEnded(ctx, &f)
+			}
 		}
 	}
 }
@@ -285,7 +295,16 @@ func (c *client) next(ctx context.Context, lastSeq int64) {
 // lost its prompt with the connection (the relay died before it was read):
 // it sends it again.
 func (c *client) afterResume(ctx context.Context, f *frame) {
-	if !c.sender || f.Data.Streaming || c.prompted {
+	if !c.sender || f.Data.Streaming {
+		return
+	}
+	if c.turnOpen {
+		// PROTOCOL.md, Durability: a turn the relay's death interrupted is
+		// closed on restart by a stored copilot:idle.
+		c.fail(fmt.Sprintf("resumed at seq %d: the turn that was running is not streaming any more but was never closed with copilot:idle", f.Data.Seq))
+		c.turnOpen = false
+	}
+	if c.prompted {
 		return
 	}
 	c.next(ctx, f.Data.Seq)

@@ -162,3 +162,25 @@ func TestRunSmall(t *testing.T) {
 		})
 	}
 }
+
+// A sender that resumes after a restart and finds its conversation idle
+// while the turn it saw start never ended reports it: the relay must close
+// an interrupted turn with a stored copilot:idle.
+func TestResumeDetectsUnclosedTurn(t *testing.T) {
+	state := &runState{}
+	c := &client{sender: true, run: state, log: slog.New(slog.NewTextHandler(io.Discard, nil)), conv: &conversation{}}
+	c.turnOpen, c.prompted = true, true // prompted: no new prompt is sent
+	var f frame
+	f.Data.Streaming = false
+	c.afterResume(context.Background(), &f)
+	if state.errors.Load() != 1 || c.turnOpen {
+		t.Errorf("errors %d, turnOpen %v: the unclosed turn went unnoticed", state.errors.Load(), c.turnOpen)
+	}
+	// Still streaming: nothing to report yet.
+	c.turnOpen = true
+	f.Data.Streaming = true
+	c.afterResume(context.Background(), &f)
+	if state.errors.Load() != 1 {
+		t.Errorf("a streaming conversation was reported")
+	}
+}
