@@ -123,6 +123,9 @@ func TestAuth(t *testing.T) {
 			if tc.code == http.StatusUnauthorized && !strings.Contains(body, "token") {
 				t.Errorf("the 401 does not say what is missing: %q", body)
 			}
+			if tc.code == http.StatusUnauthorized && !strings.HasPrefix(hdr.Get("WWW-Authenticate"), "Bearer") {
+				t.Errorf("the 401 has no WWW-Authenticate: Bearer header: %v", hdr)
+			}
 			// The library's client sees the same refusal.
 			conn, resp, err := dialWS(tc.url, tc.hdr, nil)
 			if err == nil {
