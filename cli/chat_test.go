@@ -189,9 +189,16 @@ func (p *tmuxPane) waitExit() string {
 	p.t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		st := strings.TrimSpace(p.tmux("display-message", "-p", "-t", "chat", "#{pane_dead} #{pane_dead_status}"))
-		if strings.HasPrefix(st, "1") {
-			return strings.TrimSpace(strings.TrimPrefix(st, "1"))
+		// tmux marks the pane dead when its terminal closes, and knows the
+		// status once it has reaped the process: wait for both.
+		st := strings.Split(p.tmux("display-message", "-p", "-t", "chat", "#{pane_dead}|#{pane_dead_status}|#{pane_dead_signal}"), "|")
+		if len(st) == 3 && st[0] == "1" {
+			if status := strings.TrimSpace(st[1]); status != "" {
+				return status
+			}
+			if sig := strings.TrimSpace(st[2]); sig != "" {
+				return "signal " + sig
+			}
 		}
 		if time.Now().After(deadline) {
 			p.t.Fatalf("the program did not exit; the terminal shows:\n%s", p.screen())
@@ -220,7 +227,9 @@ var conversationLine = regexp.MustCompile(`New conversation ([0-9a-f-]{36})`)
 
 // The environment every pane gets: no colours unless a test wants them
 // (NO_COLOR empty counts as unset), no token from the test's environment.
-var colourEnv = []string{"NO_COLOR=", "PILOTDESK_TOKEN=", "TERM=xterm-256color"}
+// LANG as the Makefile sets it: Fyne, linked into the binary, complains
+// about the C locale on stderr when its package starts.
+var colourEnv = []string{"NO_COLOR=", "PILOTDESK_TOKEN=", "TERM=xterm-256color", "LANG=en_US.UTF-8"}
 
 func TestChatInTerminal(t *testing.T) {
 	if testing.Short() {
@@ -528,7 +537,7 @@ func TestChatInTerminal(t *testing.T) {
 
 	// NO_COLOR: no colours, no spinner; the prompts still work.
 	t.Run("NO_COLOR", func(t *testing.T) {
-		p := remote(t, []string{"NO_COLOR=1", "PILOTDESK_TOKEN=", "TERM=xterm-256color"})
+		p := remote(t, []string{"NO_COLOR=1", "PILOTDESK_TOKEN=", "TERM=xterm-256color", "LANG=en_US.UTF-8"})
 		p.typeLine("choose")
 		p.waitPrompt("›")
 		p.keys("Down")
@@ -552,7 +561,7 @@ func TestChatPiped(t *testing.T) {
 	bin := pilotdeskBinary(t)
 	scriptPath := writeChatScript(t)
 	cmd := exec.Command(bin, "chat", "--agent", "script", "--script", scriptPath, "--data-dir", memoryDataDir)
-	cmd.Env = append(os.Environ(), "PILOTDESK_TOKEN=", "NO_COLOR=")
+	cmd.Env = append(os.Environ(), "PILOTDESK_TOKEN=", "NO_COLOR=", "LANG=en_US.UTF-8")
 	cmd.Stdin = strings.NewReader("approve\nx\na\nchoose\n9\n3\nname\n\nAurora\nhello\n")
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
