@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -289,5 +290,30 @@ func TestDeleteLeavesNoTrace(t *testing.T) {
 	}
 	if !strings.Contains(string(data), `"messageId":"m1"`) {
 		t.Fatal("the kept conversation is not in the file either: the test looks in the wrong place")
+	}
+}
+
+// Close leaves no goroutine of the store behind (database/sql starts one per
+// pool; the modernc driver one per query with a cancellable context).
+func TestCloseLeavesNoGoroutines(t *testing.T) {
+	before := runtime.NumGoroutine()
+	s := openStore(t, t.TempDir(), Options{})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	mustWrite(t, s, history.Batch{Conversations: []history.Conversation{{ID: "a"}}, Events: testEvents("a", 1, 1200)})
+	if err := s.Events(ctx, "a", 0, func(history.Event) error { return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Conversations(ctx); err != nil {
+		t.Fatal(err)
+	}
+	mustClose(t, s)
+	deadline := time.Now().Add(10 * time.Second)
+	for runtime.NumGoroutine() > before {
+		if time.Now().After(deadline) {
+			buf := make([]byte, 1<<20)
+			t.Fatalf("%d goroutines before Open, %d after Close:\n%s", before, runtime.NumGoroutine(), buf[:runtime.Stack(buf, true)])
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }
