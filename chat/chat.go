@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -642,9 +643,9 @@ func (r *repl) command(ctx context.Context, text string) {
 			r.note(styleWarn, "Usage: /switch N (a number from /list) or /switch ID.")
 			return
 		}
-		id, err := r.pickConversation(fields[1])
-		if err != nil {
-			r.note(styleWarn, err.Error())
+		id, problem := r.pickConversation(fields[1])
+		if problem != "" {
+			r.note(styleWarn, problem)
 			return
 		}
 		if err := r.switchTo(ctx, id); err != nil {
@@ -663,22 +664,23 @@ func (r *repl) command(ctx context.Context, text string) {
 	}
 }
 
-func (r *repl) pickConversation(arg string) (string, error) {
+// pickConversation reads /switch's argument: a number from the last /list
+// or a conversation ID. problem says what is wrong with it, for the user.
+func (r *repl) pickConversation(arg string) (id, problem string) {
 	if isNumber(arg) {
 		if r.list == nil {
-			return "", errors.New("Run /list first, then /switch N with a number from it.")
+			return "", "Run /list first, then /switch N with a number from it."
 		}
-		var n int
-		fmt.Sscan(arg, &n)
-		if n < 1 || n > len(r.list) {
-			return "", fmt.Errorf("There is no conversation %s: /list shows %d.", arg, len(r.list))
+		n, err := strconv.Atoi(arg)
+		if err != nil || n < 1 || n > len(r.list) {
+			return "", fmt.Sprintf("There is no conversation %s: /list shows %d.", arg, len(r.list))
 		}
-		return r.list[n-1].ConversationID, nil
+		return r.list[n-1].ConversationID, ""
 	}
 	if _, err := uuid.Parse(arg); err != nil {
-		return "", fmt.Errorf("%q is neither a number from /list nor a conversation ID.", arg)
+		return "", fmt.Sprintf("%q is neither a number from /list nor a conversation ID.", arg)
 	}
-	return arg, nil
+	return arg, ""
 }
 
 // switchTo leaves the current conversation (its turn, if any, goes on in
