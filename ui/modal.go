@@ -211,6 +211,10 @@ func (m *inputModal) resize() {
 
 // tick updates the countdown.
 func (m *inputModal) tick(now time.Time) {
+	if m.deadline.IsZero() {
+		m.countdown.SetText("No time limit: the agent waits for your answer.")
+		return
+	}
 	left := m.deadline.Sub(now)
 	if left <= 0 {
 		m.countdown.SetText("Time is up: the agent goes on without an answer.")

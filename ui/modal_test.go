@@ -318,3 +318,23 @@ func TestWaitingMarkerAndNotification(t *testing.T) {
 	h.typeRunes("a")
 	h.waitFor("the turn", func() bool { return h.hasStatus(protocol.StatusCompleted) })
 }
+
+func TestNoInputTimeout(t *testing.T) {
+	h := newHarness(t, harnessConfig{options: Options{InputTimeout: -1, RelayName: "relay.example.com:7420"}})
+	if got := h.w.Window().Title(); got != "pilotdesk — relay.example.com:7420" {
+		t.Fatalf("title %q", got)
+	}
+	h.send("approve the migration")
+	m := h.waitModal(kindApproval)
+	if m.countdown.Text != "No time limit: the agent waits for your answer." || h.w.waitLabel.Text != "Waiting for your answer" {
+		t.Fatalf("countdown %q, indicator %q", m.countdown.Text, h.w.waitLabel.Text)
+	}
+	h.typeRunes("a")
+	h.waitFor("the turn", func() bool { return h.hasStatus(protocol.StatusCompleted) })
+}
+
+func TestRemoteTitle(t *testing.T) {
+	if got := windowTitle(Options{Remote: true}, "wss://relay.example.com:7420/ws"); got != "pilotdesk — remote relay wss://relay.example.com:7420" {
+		t.Fatalf("title %q", got)
+	}
+}

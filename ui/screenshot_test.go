@@ -50,7 +50,6 @@ func (s *shooter) shot(h *harness, name string) {
 	for _, o := range h.w.Window().Canvas().Overlays().List() {
 		o.Refresh()
 	}
-	h.w.Sync()
 	img := h.w.Window().Canvas().Capture()
 	if *update {
 		writePNG(s.t, filepath.Join("..", "screenshots", full+".png"), img)

@@ -67,6 +67,8 @@ func newSidebar(w *Window) *sidebar {
 // entryStatus is the second line of a conversation entry.
 func entryStatus(e model.Entry, now time.Time) (string, widget.Importance) {
 	switch {
+	case e.Waiting && e.Deadline.IsZero():
+		return "waiting for your answer", widget.WarningImportance
 	case e.Waiting:
 		left := e.Deadline.Sub(now)
 		if left < 0 {

@@ -51,6 +51,11 @@ type transcript struct {
 	empty      fyne.CanvasObject
 	// listOps counts the list operations whose cost grows with the rows.
 	listOps int
+	// follow is true while the newest row is kept in view. It stops when
+	// the user scrolls up and starts again when they scroll back down;
+	// lastOffset is the offset the window itself last scrolled to.
+	follow     bool
+	lastOffset float32
 }
 
 // emptyText greets a conversation with nothing in it yet.
@@ -89,7 +94,8 @@ func newTranscript(w *Window) *transcript {
 	hint.Alignment = fyne.TextAlignCenter
 	hint.Importance = widget.MediumImportance
 	t.empty = container.NewPadded(container.NewVBox(layout.NewSpacer(), hint, layout.NewSpacer()))
-	t.root = container.NewStack(container.New(&widthWatcher{onWidth: t.widthChanged}, t.list), t.empty)
+	t.follow = true
+	t.root = container.NewStack(container.New(&widthWatcher{onWidth: t.widthChanged, onResized: t.resized}, t.list), t.empty)
 	return t
 }
 
@@ -157,7 +163,7 @@ func (t *transcript) apply(v model.View) {
 			t.empty.Hide()
 		}
 	}()
-	follow := t.atBottom()
+	follow := t.following()
 	if v.Full {
 		t.reload(v.Rows)
 		t.scrollToBottom()
@@ -229,6 +235,27 @@ func (t *transcript) refreshList() {
 func (t *transcript) scrollToBottom() {
 	t.listOps++
 	t.list.ScrollToBottom()
+	t.lastOffset = t.list.GetScrollOffset()
+}
+
+// following reports whether new rows should scroll into view: the window
+// follows the bottom unless the user scrolled up since it last scrolled.
+func (t *transcript) following() bool {
+	switch {
+	case t.atBottom():
+		t.follow = true
+	case t.list.GetScrollOffset() < t.lastOffset-1:
+		t.follow = false // the user scrolled up
+	}
+	return t.follow
+}
+
+// resized keeps the bottom in view when the list gets shorter (the plan
+// banner or the waiting indicator appeared below it).
+func (t *transcript) resized() {
+	if t.follow && !t.atBottom() && len(t.rows) > 0 {
+		t.scrollToBottom()
+	}
 }
 
 // growStep is the slack given to a streaming block, about three lines.
@@ -379,7 +406,7 @@ func (t *transcript) applyFixes() {
 	if len(t.fixes) == 0 {
 		return
 	}
-	follow := t.atBottom()
+	follow := t.following()
 	fixes := t.fixes
 	t.fixes = map[int]float32{}
 	for i := range fixes {
@@ -432,7 +459,7 @@ func (t *transcript) remeasure() {
 	if len(t.rows) == 0 {
 		return
 	}
-	follow := t.atBottom()
+	follow := t.following()
 	rows := t.rows
 	t.gen++ // every visible row must be laid out again
 	hs := make(map[int]float32, len(rows))
@@ -454,7 +481,8 @@ func (t *transcript) remeasure() {
 // widthWatcher lays out its only child at full size and reports width
 // changes.
 type widthWatcher struct {
-	onWidth func(float32)
+	onWidth   func(float32)
+	onResized func()
 }
 
 func (l *widthWatcher) Layout(objs []fyne.CanvasObject, size fyne.Size) {
@@ -463,6 +491,7 @@ func (l *widthWatcher) Layout(objs []fyne.CanvasObject, size fyne.Size) {
 		o.Resize(size)
 		o.Move(fyne.NewPos(0, 0))
 	}
+	l.onResized()
 }
 
 func (l *widthWatcher) MinSize(objs []fyne.CanvasObject) fyne.Size {

@@ -89,6 +89,10 @@ func (b *statusBar) setConn(sc client.StateChange, now time.Time) {
 	b.pill.Refresh()
 	b.dot.Refresh()
 	b.conn.Refresh()
+	// The pill's width follows its text: lay the bar out again.
+	if c, ok := b.root.(*fyne.Container); ok {
+		c.Refresh()
+	}
 }
 
 func (b *statusBar) setNotice(text string) {

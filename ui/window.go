@@ -39,10 +39,14 @@ type Options struct {
 	// Remote is true when the client talks to a remote relay; the title
 	// then names it. Otherwise the title says "embedded relay".
 	Remote bool
+	// RelayName, when set, is what the title says about the relay instead
+	// (e.g. "embedded relay, script agent" or "relay.example.com:7420").
+	RelayName string
 	// Model is sent with every prompt ("" = the agent's default).
 	Model string
 	// InputTimeout is the relay's input request timeout, for the countdown
-	// (default 5 minutes). The protocol carries no deadline.
+	// (0: the default 5 minutes; negative: the relay waits forever and no
+	// countdown is shown). The protocol carries no deadline.
 	InputTimeout time.Duration
 	// FrameInterval is the longest a change waits before it is drawn
 	// (default 16 ms, one frame at 60 Hz).
@@ -120,7 +124,7 @@ func NewWindow(a fyne.App, c *client.Client, opts Options) *Window {
 	if opts.FrameInterval <= 0 {
 		opts.FrameInterval = 16 * time.Millisecond
 	}
-	if opts.InputTimeout <= 0 {
+	if opts.InputTimeout == 0 {
 		opts.InputTimeout = 5 * time.Minute
 	}
 	if opts.Now == nil {
@@ -148,7 +152,7 @@ func NewWindow(a fyne.App, c *client.Client, opts Options) *Window {
 	w.store = model.NewStore(model.Options{InputTimeout: opts.InputTimeout, Now: opts.Now, OnChange: w.requestFrame, Logger: opts.Logger})
 	w.ctx, w.cancel = context.WithCancel(context.Background())
 
-	w.win = a.NewWindow(windowTitle(opts.Remote, c.URL()))
+	w.win = a.NewWindow(windowTitle(opts, c.URL()))
 	w.build()
 	w.win.Resize(fyne.NewSize(1100, 720))
 	w.win.SetOnClosed(w.Close)
@@ -179,8 +183,11 @@ func (w *Window) refreshList() {
 	})
 }
 
-func windowTitle(remote bool, relayURL string) string {
-	if !remote {
+func windowTitle(opts Options, relayURL string) string {
+	if opts.RelayName != "" {
+		return "pilotdesk — " + opts.RelayName
+	}
+	if !opts.Remote {
 		return "pilotdesk — embedded relay"
 	}
 	host := relayURL
@@ -539,6 +546,8 @@ func (w *Window) showStreaming(streaming bool) {
 func (w *Window) showWaiting(v model.View, now time.Time) {
 	var text string
 	switch {
+	case v.Pending != nil && v.Pending.Deadline.IsZero():
+		text = "Waiting for your answer"
 	case v.Pending != nil:
 		left := max(v.Pending.Deadline.Sub(now), 0)
 		text = fmt.Sprintf("Waiting for your answer · %s left", clock(left))

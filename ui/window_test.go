@@ -268,3 +268,36 @@ func TestOfflineSendKeepsPrompt(t *testing.T) {
 		t.Fatalf("note %+v", r)
 	}
 }
+
+// TestFollowBottom: new rows scroll into view while the user is at the
+// bottom, also when the banner makes the list shorter; not after the user
+// scrolled up; again once they scroll back down.
+func TestFollowBottom(t *testing.T) {
+	h := newHarness(t, harnessConfig{size: fyne.NewSize(900, 500)})
+	relayout := func() { h.w.Window().Content().Refresh() }
+	for i := 0; i < 3; i++ {
+		h.send("show me markdown")
+		h.waitFor("the turn", func() bool { return h.w.view.NumRows == 7*(i+1) && h.hasStatus(protocol.StatusCompleted) })
+	}
+	tr := h.w.transcript
+	if !tr.atBottom() {
+		t.Fatal("not at the bottom after three turns")
+	}
+	test.Tap(h.w.toggle.plan) // the banner takes room below the list
+	relayout()
+	if !tr.atBottom() {
+		t.Fatal("the banner pushed the last row out of view")
+	}
+	tr.list.ScrollToTop()
+	h.send("show me markdown")
+	h.waitFor("the turn", func() bool { return h.w.view.NumRows == 29 && h.hasStatus(protocol.StatusCompleted) })
+	if tr.list.GetScrollOffset() != 0 {
+		t.Fatal("the list scrolled although the user was reading above")
+	}
+	tr.list.ScrollToBottom()
+	h.send("use the tool")
+	h.waitFor("the turn", func() bool { return h.w.view.NumRows > 29 && h.hasStatus(protocol.StatusCompleted) })
+	if !tr.atBottom() {
+		t.Fatal("following did not resume at the bottom")
+	}
+}

@@ -85,7 +85,7 @@ type Pending struct {
 	// plus the relay's input timeout (the protocol carries no deadline, so
 	// this is the window's estimate).
 	Since    time.Time
-	Deadline time.Time
+	Deadline time.Time // zero when the relay waits forever
 	// Answering is true while this window's answer is on its way; the modal
 	// hides, and shows again if the relay refuses the answer.
 	Answering bool
@@ -181,7 +181,8 @@ func (c *Conversation) Thinking() bool {
 // Options configures a Store.
 type Options struct {
 	// InputTimeout is the relay's input request timeout, for the countdown
-	// (default 5 minutes, PROTOCOL.md).
+	// (0: the default 5 minutes, PROTOCOL.md; negative: no timeout, and
+	// Pending.Deadline stays zero).
 	InputTimeout time.Duration
 	// Now is the clock (default time.Now).
 	Now func() time.Time
@@ -209,7 +210,7 @@ type Store struct {
 
 // NewStore returns an empty store.
 func NewStore(opts Options) *Store {
-	if opts.InputTimeout <= 0 {
+	if opts.InputTimeout == 0 {
 		opts.InputTimeout = 5 * time.Minute
 	}
 	if opts.Now == nil {
@@ -488,7 +489,10 @@ func (s *Store) openRequest(c *Conversation, req protocol.UserInputRequest) {
 		return // the same request again (a re-subscribe): keep its deadline
 	}
 	now := s.opts.Now()
-	c.Pending = &Pending{Request: req, Since: now, Deadline: now.Add(s.opts.InputTimeout)}
+	c.Pending = &Pending{Request: req, Since: now}
+	if s.opts.InputTimeout > 0 {
+		c.Pending.Deadline = now.Add(s.opts.InputTimeout)
+	}
 	s.sidebarChanged = true
 }
 
