@@ -535,6 +535,19 @@ func TestChatInTerminal(t *testing.T) {
 		}
 	})
 
+	// A question nobody answers in time closes here with a note, and the
+	// agent goes on without an answer (the embedded relay's --input-timeout).
+	t.Run("timeout", func(t *testing.T) {
+		p := startPane(t, colourEnv, bin, "chat", "--agent", "script", "--script", scriptPath, "--data-dir", memoryDataDir, "--input-timeout", "1s")
+		p.waitPrompt("act>")
+		p.typeLine("name it")
+		p.waitPrompt("?")
+		s := p.waitPrompt("act>")
+		if !strings.HasSuffix(s, "What should the release be called?\n  Type your answer, or r or /reject to reject.\nNo answer in time: the question closed and the agent goes on without an answer.\nRelease timeout.\nusage: none reported for this turn\n\nact>") {
+			t.Errorf("after the timeout:\n%s", s)
+		}
+	})
+
 	// NO_COLOR: no colours, no spinner; the prompts still work.
 	t.Run("NO_COLOR", func(t *testing.T) {
 		p := remote(t, []string{"NO_COLOR=1", "PILOTDESK_TOKEN=", "TERM=xterm-256color", "LANG=en_US.UTF-8"})
