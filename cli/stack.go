@@ -10,8 +10,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"os"
-	"path/filepath"
 	"syscall"
 	"time"
 
@@ -31,11 +29,8 @@ type stack struct {
 	Token  string
 	logger *slog.Logger
 
-	server   *http.Server
-	served   chan error
-	unlock   func()
-	stopJobs context.CancelFunc
-	jobsDone chan struct{}
+	server *http.Server
+	served chan error
 }
 
 // startStack opens the history store, builds the agent, starts the relay
@@ -56,17 +51,22 @@ func startStack(ctx context.Context, s relaySettings, logger *slog.Logger) (_ *s
 	if s.DataDir == memoryDataDir {
 		st.Store = history.NewMemory()
 	} else {
-		unlock, err := lockDataDir(s.DataDir)
-		if err != nil {
-			return nil, err
-		}
-		st.unlock = unlock
-		store, err := sqlite.Open(ctx, s.DataDir, sqlite.Options{})
+		// The store locks the data dir: a second relay on it is refused.
+		store, err := sqlite.Open(ctx, s.DataDir, sqlite.Options{Logger: logger})
 		if err != nil {
 			return nil, fmt.Errorf("opening the history in %s: %w", s.DataDir, err)
 		}
 		st.Store = store
 		logger.Info("history", "dir", s.DataDir)
+		// Retention runs before the relay loads the conversations, so the
+		// relay never holds one the store has dropped.
+		if s.HistoryMaxAge > 0 {
+			n, err := store.DeleteOlderThan(ctx, time.Now().Add(-s.HistoryMaxAge))
+			if err != nil {
+				return nil, fmt.Errorf("dropping conversations older than %v: %w", s.HistoryMaxAge, err)
+			}
+			logger.Info("history retention", "dropped", n, "maxAge", s.HistoryMaxAge)
+		}
 	}
 
 	agent, err := buildAgent(ctx, s, logger)
@@ -91,13 +91,6 @@ func startStack(ctx context.Context, s relaySettings, logger *slog.Logger) (_ *s
 		return nil, fmt.Errorf("starting the relay: %w", err)
 	}
 	st.Relay = r
-
-	jobsCtx, stopJobs := context.WithCancel(context.Background())
-	st.stopJobs, st.jobsDone = stopJobs, make(chan struct{})
-	go func() {
-		defer close(st.jobsDone)
-		st.retention(jobsCtx, s.HistoryMaxAge)
-	}()
 
 	ln, err := net.Listen("tcp", s.Listen)
 	if err != nil {
@@ -128,31 +121,6 @@ func startStack(ctx context.Context, s relaySettings, logger *slog.Logger) (_ *s
 	return st, nil
 }
 
-// retention drops conversations untouched for longer than maxAge, at start
-// and then hourly.
-func (st *stack) retention(ctx context.Context, maxAge time.Duration) {
-	pruner, ok := st.Store.(interface {
-		DeleteOlderThan(context.Context, time.Time) (int, error)
-	})
-	if maxAge <= 0 || !ok {
-		return
-	}
-	for {
-		n, err := pruner.DeleteOlderThan(ctx, time.Now().Add(-maxAge))
-		switch {
-		case err != nil && ctx.Err() == nil:
-			st.logger.Error("history retention", "err", err)
-		case n > 0:
-			st.logger.Info("history retention: dropped old conversations", "count", n, "maxAge", maxAge)
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-time.After(time.Hour):
-		}
-	}
-}
-
 // Close stops serving, aborts open streams, flushes the history and stops
 // the agent. It is safe on a partly started stack.
 func (st *stack) Close(ctx context.Context) error {
@@ -170,18 +138,11 @@ func (st *stack) Close(ctx context.Context) error {
 			errs = append(errs, err)
 		}
 	}
-	if st.stopJobs != nil {
-		st.stopJobs()
-		<-st.jobsDone
-	}
 	if st.Agent != nil {
 		errs = append(errs, st.Agent.Close())
 	}
 	if st.Store != nil {
 		errs = append(errs, st.Store.Close())
-	}
-	if st.unlock != nil {
-		st.unlock()
 	}
 	return errors.Join(errs...)
 }
@@ -191,22 +152,4 @@ func randomToken() string {
 	var b [32]byte
 	_, _ = rand.Read(b[:])
 	return hex.EncodeToString(b[:])
-}
-
-// lockDataDir takes an exclusive lock on the data dir so that two relays never
-// write the same history (their seqs would collide).
-func lockDataDir(dir string) (func(), error) {
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return nil, fmt.Errorf("creating the data dir %s: %w", dir, err)
-	}
-	path := filepath.Join(dir, "relay.lock")
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o600)
-	if err != nil {
-		return nil, fmt.Errorf("opening %s: %w", path, err)
-	}
-	if err := lockFile(f); err != nil {
-		f.Close()
-		return nil, fmt.Errorf("the data dir %s is in use by another pilotdesk relay (%w); stop it, or pass another --data-dir", dir, err)
-	}
-	return func() { unlockFile(f); f.Close() }, nil
 }
