@@ -107,7 +107,8 @@ func newHarness(t testing.TB, hc harnessConfig) *harness {
 		w.Wait()
 		w.Window().Close()
 	})
-	h.w.Sync()
+	// Start from a settled window: the client's "live" has been applied.
+	h.waitFor("the connection to go live", func() bool { return h.w.store.State().State == client.StateLive })
 	return h
 }
 

@@ -59,7 +59,43 @@ func (s *shooter) shot(h *harness, name string) {
 		return
 	}
 	if goldenStates[full] {
-		test.AssertImageMatches(s.t, filepath.Join("golden", full+".png"), img)
+		compareGolden(s.t, full, img)
+	}
+}
+
+// compareGolden compares img with testdata/golden/name.png pixel by pixel;
+// on a difference it writes the picture to testdata/failed/name.png.
+func compareGolden(t *testing.T, name string, img image.Image) {
+	t.Helper()
+	f, err := os.Open(filepath.Join("testdata", "golden", name+".png"))
+	if err != nil {
+		t.Errorf("golden %s: %v (run with -args -update to write it)", name, err)
+		return
+	}
+	defer f.Close()
+	want, err := png.Decode(f)
+	if err != nil {
+		t.Fatalf("golden %s: %v", name, err)
+	}
+	if want.Bounds() != img.Bounds() {
+		t.Errorf("golden %s: size %v, got %v", name, want.Bounds(), img.Bounds())
+		return
+	}
+	diff, box := 0, image.Rectangle{}
+	for y := img.Bounds().Min.Y; y < img.Bounds().Max.Y; y++ {
+		for x := img.Bounds().Min.X; x < img.Bounds().Max.X; x++ {
+			r1, g1, b1, a1 := want.At(x, y).RGBA()
+			r2, g2, b2, a2 := img.At(x, y).RGBA()
+			if r1 != r2 || g1 != g2 || b1 != b2 || a1 != a2 {
+				diff++
+				box = box.Union(image.Rect(x, y, x+1, y+1))
+			}
+		}
+	}
+	if diff > 0 {
+		out := filepath.Join("testdata", "failed", name+".png")
+		writePNG(t, out, img)
+		t.Errorf("golden %s: %d pixels differ in %v; the picture is in %s", name, diff, box, out)
 	}
 }
 
