@@ -196,9 +196,14 @@ func (c *client) read(ctx context.Context, first *bool) error {
 	c.mu.Lock()
 	conn := c.conn
 	c.mu.Unlock()
+	// Reads use a context without deadline or cancel: coder/websocket
+	// watches a cancellable context on every read, which costs CPU the relay
+	// would rather have. The end of ctx closes the connection instead.
+	stop := context.AfterFunc(ctx, func() { _ = conn.CloseNow() })
+	defer stop()
 	var f frame
 	for {
-		_, msg, err := conn.Read(ctx)
+		_, msg, err := conn.Read(context.Background())
 		if err != nil {
 			return err
 		}

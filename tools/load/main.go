@@ -19,6 +19,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"runtime/pprof"
 	"syscall"
 	"time"
 )
@@ -40,9 +41,15 @@ type config struct {
 	Keep          bool          // keep the temp dir (data dir, relay log)
 	JSON          bool          // print the result as JSON
 	Verbose       bool
+	CPUProfile    string // write the load tool's own CPU profile here
 }
 
-func main() {
+func main() { os.Exit(loadMain()) }
+
+// loadMain parses the flags, runs and returns the exit status: 0 when
+// nothing was lost, 1 when something was (or the run failed), 2 for bad
+// flags.
+func loadMain() int {
 	var cfg config
 	flag.StringVar(&cfg.Bin, "bin", "./pilotdesk", "the pilotdesk binary to run as the relay (`go build -tags ci -o pilotdesk .`)")
 	flag.IntVar(&cfg.Conns, "conns", 1000, "concurrent WebSocket connections (each subscribes to one conversation)")
@@ -59,14 +66,15 @@ func main() {
 	flag.BoolVar(&cfg.Keep, "keep", false, "keep the temp dir with the data dir and the relay's log")
 	flag.BoolVar(&cfg.JSON, "json", false, "print the result as JSON")
 	flag.BoolVar(&cfg.Verbose, "v", false, "log progress details")
+	flag.StringVar(&cfg.CPUProfile, "cpuprofile", "", "write the load tool's own CPU profile to `FILE` (to see what the clients cost)")
 	flag.Parse()
 	if flag.NArg() > 0 {
 		fmt.Fprintf(os.Stderr, "load: unexpected argument %q\n", flag.Arg(0))
-		os.Exit(2)
+		return 2
 	}
 	if err := cfg.validate(); err != nil {
 		fmt.Fprintf(os.Stderr, "load: %v\n", err)
-		os.Exit(2)
+		return 2
 	}
 	level := slog.LevelInfo
 	if cfg.Verbose {
@@ -74,6 +82,19 @@ func main() {
 	}
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
 
+	if cfg.CPUProfile != "" {
+		f, err := os.Create(cfg.CPUProfile)
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "load: %v\n", err)
+			return 2
+		}
+		if err := pprof.StartCPUProfile(f); err != nil {
+			fmt.Fprintf(os.Stderr, "load: %v\n", err)
+			return 2
+		}
+		defer f.Close()
+		defer pprof.StopCPUProfile()
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	res, err := run(ctx, cfg, log)
@@ -87,11 +108,12 @@ func main() {
 	switch {
 	case err != nil:
 		fmt.Fprintf(os.Stderr, "load: %v\n", err)
-		os.Exit(1)
+		return 1
 	case res.failed():
 		fmt.Fprintln(os.Stderr, "load: FAILED: "+res.failure())
-		os.Exit(1)
+		return 1
 	}
+	return 0
 }
 
 func (c *config) validate() error {
