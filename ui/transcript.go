@@ -586,8 +586,26 @@ func (s *rowState) measureAt(width float32) float32 {
 		h := max(s.cur.Size().Height, 1)
 		s.root.Resize(fyne.NewSize(width, h))
 		s.cur.Resize(fyne.NewSize(width, h))
+	} else if c, ok := s.cur.(*fyne.Container); ok {
+		// Same width, but parts may have been shown or hidden (a copy
+		// button, a detail line): lay the boxes out again so that wrapped
+		// labels get their new widths before they are measured.
+		relayout(c)
 	}
 	return s.cur.MinSize().Height
+}
+
+// relayout runs the layouts of c and of the containers inside it, without
+// refreshing any widget.
+func relayout(c *fyne.Container) {
+	if c.Layout != nil {
+		c.Layout.Layout(c.Objects, c.Size())
+	}
+	for _, o := range c.Objects {
+		if cc, ok := o.(*fyne.Container); ok && cc.Visible() {
+			relayout(cc)
+		}
+	}
 }
 
 // userView is the user's prompt in a tinted box.

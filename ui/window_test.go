@@ -301,3 +301,61 @@ func TestFollowBottom(t *testing.T) {
 		t.Fatal("following did not resume at the bottom")
 	}
 }
+
+// TestHeightsAfterResize: after the window gets narrower every row is as
+// tall as its content needs at the new width.
+func TestHeightsAfterResize(t *testing.T) {
+	h := newHarness(t, harnessConfig{size: fyne.NewSize(1100, 720)})
+	h.send("approve the migration")
+	h.waitModal(kindApproval)
+	h.typeRunes("a")
+	h.waitFor("the turn", func() bool { return h.hasStatus(protocol.StatusCompleted) })
+	h.send("choose an environment")
+	h.waitModal(kindChoice)
+	h.typeRunes("2")
+	h.waitFor("the turn", func() bool { return h.w.view.NumRows > 8 && h.hasStatus(protocol.StatusCompleted) })
+	h.w.Window().Resize(fyne.NewSize(760, 640))
+	h.w.Window().Content().Refresh()
+	h.w.Sync()
+	tr := h.w.transcript
+	for i, r := range tr.rows {
+		fresh := tr.newRowState()
+		fresh.show(i, r, parseMarkdown(r.Text))
+		if want := fresh.measureAt(tr.width); tr.heights[i] != want {
+			t.Errorf("row %d (%s) is %v tall, needs %v", i, r.Text, tr.heights[i], want)
+		}
+	}
+}
+
+// TestRecycledRowMeasuresItsNewContent: a row view that showed a status
+// line (with its copy button) and is reused for a note measures the note.
+func TestRecycledRowMeasuresItsNewContent(t *testing.T) {
+	h := newHarness(t, harnessConfig{size: fyne.NewSize(620, 600)})
+	h.send("approve the migration")
+	h.waitModal(kindApproval)
+	h.typeRunes("a")
+	h.waitFor("the turn", func() bool { return h.hasStatus(protocol.StatusCompleted) })
+	tr := h.w.transcript
+	note, status := -1, -1
+	for i, r := range tr.rows {
+		switch r.Kind {
+		case model.RowNote:
+			note = i
+		case model.RowStatus:
+			status = i
+		}
+	}
+	obj := tr.createItem()
+	obj.Resize(fyne.NewSize(tr.width, 40))
+	tr.cache[status].exact = false
+	tr.updateItem(status, obj)
+	tr.cache[note].exact = false
+	clear(tr.fixes)
+	tr.heights[note] = -1 // force a fix to be recorded
+	tr.updateItem(note, obj)
+	fresh := tr.newRowState()
+	fresh.show(note, tr.rows[note], nil)
+	if got, want := tr.fixes[note], fresh.measureAt(tr.width); got != want {
+		t.Fatalf("the reused row measured the note as %v, it needs %v", got, want)
+	}
+}
