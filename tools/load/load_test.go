@@ -184,3 +184,24 @@ func TestResumeDetectsUnclosedTurn(t *testing.T) {
 		t.Errorf("a streaming conversation was reported")
 	}
 }
+
+// The verdict that decides the exit status: any loss, repeat, unfinished
+// conversation, unexpected frame or history problem fails the run.
+func TestFailureVerdict(t *testing.T) {
+	ok := result{Deliveries: 10}
+	if ok.failed() {
+		t.Fatalf("a clean run failed: %s", ok.failure())
+	}
+	for name, r := range map[string]result{
+		"lost":       {Deliveries: 10, Lost: 1},
+		"repeated":   {Deliveries: 10, Repeats: 1},
+		"unfinished": {Deliveries: 10, Unfinished: 1},
+		"errors":     {Deliveries: 10, Errors: 1},
+		"history":    {Deliveries: 10, HistoryProblems: []string{"gap"}},
+		"nothing":    {},
+	} {
+		if !r.failed() {
+			t.Errorf("%s: the run passed", name)
+		}
+	}
+}
