@@ -81,3 +81,25 @@ func (t variantTheme) Color(n fyne.ThemeColorName, _ fyne.ThemeVariant) color.Co
 func FixedVariant(th fyne.Theme, variant fyne.ThemeVariant) fyne.Theme {
 	return variantTheme{Theme: th, variant: variant}
 }
+
+// bannerTheme is the app's theme with the plan banner's text colour as the
+// foreground, for the label inside the amber banner.
+type bannerTheme struct{}
+
+func (bannerTheme) base() fyne.Theme {
+	if a := fyne.CurrentApp(); a != nil && a.Settings().Theme() != nil {
+		return a.Settings().Theme()
+	}
+	return theme.DefaultTheme()
+}
+
+func (t bannerTheme) Color(n fyne.ThemeColorName, v fyne.ThemeVariant) color.Color {
+	if n == theme.ColorNameForeground {
+		return colors(t.base()).amberText
+	}
+	return t.base().Color(n, v)
+}
+
+func (t bannerTheme) Font(s fyne.TextStyle) fyne.Resource     { return t.base().Font(s) }
+func (t bannerTheme) Icon(n fyne.ThemeIconName) fyne.Resource { return t.base().Icon(n) }
+func (t bannerTheme) Size(n fyne.ThemeSizeName) float32       { return t.base().Size(n) }

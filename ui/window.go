@@ -97,7 +97,7 @@ type Window struct {
 	toggle     *PlanActToggle
 	banner     fyne.CanvasObject
 	bannerBg   *canvas.Rectangle
-	bannerText *canvas.Text
+	bannerText *widget.Label
 	waitBox    fyne.CanvasObject
 	waitIcon   *widget.Icon
 	waitSpin   *widget.Activity
@@ -349,10 +349,14 @@ func (w *Window) build() {
 	w.bannerBg.StrokeColor = p.amberBorder
 	w.bannerBg.StrokeWidth = 1
 	w.bannerBg.CornerRadius = theme.InputRadiusSize()
-	w.bannerText = canvas.NewText(PlanBannerText, p.amberText)
-	w.bannerText.TextStyle = fyne.TextStyle{Bold: true}
+	// A wrapping label, so that a narrow window does not cut the banner;
+	// the override gives it the banner's text colour.
+	w.bannerText = widget.NewLabelWithStyle(PlanBannerText, fyne.TextAlignLeading, fyne.TextStyle{Bold: true})
+	w.bannerText.Wrapping = fyne.TextWrapWord
 	warn := widget.NewIcon(theme.WarningIcon())
-	w.banner = container.NewStack(w.bannerBg, container.NewPadded(container.NewBorder(nil, nil, warn, nil, w.bannerText)))
+	w.banner = container.NewThemeOverride(
+		container.NewStack(w.bannerBg, container.NewBorder(nil, nil, container.NewPadded(warn), nil, w.bannerText)),
+		bannerTheme{})
 	w.banner.Hide()
 
 	w.waitIcon = widget.NewIcon(theme.HistoryIcon())
@@ -515,7 +519,6 @@ func (w *Window) showBanner(on bool) {
 	if on {
 		p := colors(theme.Current())
 		w.bannerBg.FillColor, w.bannerBg.StrokeColor = p.amberBackground, p.amberBorder
-		w.bannerText.Color = p.amberText
 		w.banner.Show()
 	} else {
 		w.banner.Hide()
@@ -707,6 +710,9 @@ func (w *Window) modeToggled(mode protocol.Mode) {
 	id := w.current
 	w.wantMode, w.wantModeConv = mode, id
 	w.showBanner(mode == protocol.ModePlan)
+	if w.modal == nil {
+		w.win.Canvas().Focus(w.composer) // keep typing after a click on the toggle
+	}
 	if !w.subscribed[id] {
 		// Nothing on the relay yet: the mode goes with the first prompt.
 		return
