@@ -672,6 +672,7 @@ func (w *Window) submit() {
 	}
 	id, mode, modelName := w.current, w.shownMode(), w.opts.Model
 	w.composer.SetText("")
+	w.store.ClearNotice()
 	first := !w.subscribed[id]
 	w.subscribed[id] = true
 	w.enqueue(func(ctx context.Context) {

@@ -552,6 +552,17 @@ func (s *Store) AnswerFailed(convID, requestID, why string) {
 	s.changed()
 }
 
+// ClearNotice forgets the last relay error not tied to a conversation.
+func (s *Store) ClearNotice() {
+	s.mu.Lock()
+	if s.notice != "" {
+		s.notice = ""
+		s.connChanged = true
+	}
+	s.mu.Unlock()
+	s.changed()
+}
+
 // AddNote adds a note row to a conversation (something the window itself
 // wants to say, such as a prompt that could not be sent).
 func (s *Store) AddNote(convID, tone, text string) {
