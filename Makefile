@@ -18,7 +18,7 @@ LDFLAGS := -X github.com/pilotdesk/pilotdesk/cli.Version=$(VERSION)
 FYNE_TOOL_VERSION := v1.7.4
 FYNE := .tools/bin/fyne
 
-.PHONY: run test deps copilot-cli build vet bench fuzz package install package-windows package-darwin clean
+.PHONY: run test deps copilot-cli build vet bench fuzz load package install package-windows package-darwin clean
 
 run: deps build
 	./$(BIN)
@@ -47,6 +47,17 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzDecodeRequest$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 5s ./protocol/
 	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 5s ./session/script/
 	$(GO) test -run '^$$' -fuzz '^FuzzReadFrame$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 5s ./session/copilot/jsonrpc/
+
+# The load run of docs/reliability.md: the real relay (`pilotdesk serve`, the
+# scripted agent, SQLite history in a temp dir) under 1,000 WebSocket
+# connections and 100 conversations streaming at once for 60 s. It exits
+# non-zero if any delivery was lost. LOAD_FLAGS adds flags, e.g.
+# LOAD_FLAGS="-memory", "-kill-at 30s", "-conns 200 -convs 20 -duration 10s".
+LOAD_FLAGS ?=
+load:
+	$(GO) build -tags $(TEST_TAGS) -o .tools/load/pilotdesk .
+	$(GO) build -o .tools/load/load ./tools/load
+	.tools/load/load -bin .tools/load/pilotdesk $(LOAD_FLAGS)
 
 $(FYNE):
 	GOBIN=$(CURDIR)/.tools/bin $(GO) install fyne.io/tools/cmd/fyne@$(FYNE_TOOL_VERSION)
