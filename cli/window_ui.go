@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"time"
 
 	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/app"
@@ -38,10 +39,17 @@ func showWindow(ctx context.Context, cf *clientFlags, env Env) error {
 	}
 	defer c.Close()
 
+	inputTimeout := cf.relay.InputTimeout
+	if inputTimeout == 0 && !t.Embedded {
+		inputTimeout = 5 * time.Minute // a remote relay's setting is unknown: assume the default
+	} else if inputTimeout == 0 {
+		inputTimeout = -1 // --input-timeout 0: no time limit
+	}
 	w := ui.NewWindow(a, c, ui.Options{
 		Remote:       !t.Embedded,
+		RelayName:    t.Title(),
 		Model:        cf.relay.Model,
-		InputTimeout: cf.relay.InputTimeout,
+		InputTimeout: inputTimeout,
 		Logger:       logger,
 	})
 	// A signal quits the app as closing the window does.
