@@ -18,7 +18,7 @@ LDFLAGS := -X github.com/pilotdesk/pilotdesk/cli.Version=$(VERSION)
 FYNE_TOOL_VERSION := v1.7.4
 FYNE := .tools/bin/fyne
 
-.PHONY: run test deps copilot-cli build vet bench fuzz load package install package-windows package-darwin clean
+.PHONY: run test deps copilot-cli build vet bench screenshots fuzz load package install package-windows package-darwin clean
 
 run: deps build
 	./$(BIN)
@@ -42,6 +42,21 @@ test: deps copilot-cli vet
 	@# The real app (GL driver) builds, packages, starts and has a valid .desktop entry.
 	$(MAKE) --no-print-directory package
 	scripts/check-package.sh dist/pilotdesk.tar.xz $(VERSION)
+
+# Speed targets live here, never in unit tests: the relay's fan-out (4,000
+# deltas of 64 B to 50 subscribers over loopback WebSockets; deliveries/s,
+# p50/p99 latency, CPU and allocations per delivery, RSS with 1,000 idle
+# connections), in memory and on SQLite, and the window's cost of drawing one
+# frame's batch of deltas with 50, 200 and 800 messages in the history.
+bench:
+	$(GO) run ./relay/fanoutbench
+	$(GO) run ./relay/fanoutbench -store sqlite
+	$(GO) test -tags $(TEST_TAGS) ./ui -run '^$$' -bench StreamBatch -benchtime 2000x
+
+# PNGs of every state of the window into screenshots/ (and the goldens the
+# UI tests compare against into ui/testdata/golden/).
+screenshots:
+	$(GO) test -tags $(TEST_TAGS) ./ui -run TestScreenshots -count=1 -args -update
 
 fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzDecodeRequest$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 5s ./protocol/
