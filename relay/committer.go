@@ -11,6 +11,11 @@ import (
 // emits faster than the store can write waits in Host.Emit.
 const maxPending = 1 << 16
 
+// maxCommitEvents caps the events of one Store.Write, so that a burst is
+// written and fanned out in slices that overlap (the writers send one slice
+// while the store writes the next) instead of waiting for one long write.
+const maxCommitEvents = 512
+
 type recordKind uint8
 
 const (
@@ -138,8 +143,8 @@ func (c *committer) process(batch []record) {
 		for j < len(batch) && batch[j].kind == recEvent {
 			j++
 		}
-		if j > i {
-			c.commit(batch[i:j])
+		for k := i; k < j; k += maxCommitEvents {
+			c.commit(batch[k:min(j, k+maxCommitEvents)])
 		}
 		if j < len(batch) {
 			c.delete(batch[j])
@@ -198,3 +203,4 @@ func (c *committer) delete(rec record) {
 	}
 	rec.done <- err
 }
+
