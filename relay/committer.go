@@ -203,4 +203,3 @@ func (c *committer) delete(rec record) {
 	}
 	rec.done <- err
 }
-
