@@ -50,7 +50,7 @@ test: deps copilot-cli vet
 # frame's batch of deltas with 50, 200 and 800 messages in the history.
 bench:
 	$(GO) run ./relay/fanoutbench
-	$(GO) run ./relay/fanoutbench -store sqlite
+	$(GO) run ./relay/fanoutbench -store sqlite -idle 0
 	$(GO) test -tags $(TEST_TAGS) ./ui -run '^$$' -bench StreamBatch -benchtime 2000x
 
 # PNGs of every state of the window into screenshots/ (and the goldens the
