@@ -29,8 +29,10 @@ type stack struct {
 	Token  string
 	logger *slog.Logger
 
-	server *http.Server
-	served chan error
+	server    *http.Server
+	served    chan error
+	stopPrune context.CancelFunc
+	pruneDone chan struct{}
 }
 
 // startStack opens the history store, builds the agent, starts the relay
@@ -91,6 +93,11 @@ func startStack(ctx context.Context, s relaySettings, logger *slog.Logger) (_ *s
 		return nil, fmt.Errorf("starting the relay: %w", err)
 	}
 	st.Relay = r
+	if s.HistoryMaxAge > 0 {
+		pruneCtx, stop := context.WithCancel(context.Background())
+		st.stopPrune, st.pruneDone = stop, make(chan struct{})
+		go st.prune(pruneCtx, s.HistoryMaxAge, time.Hour)
+	}
 
 	ln, err := net.Listen("tcp", s.Listen)
 	if err != nil {
@@ -121,12 +128,34 @@ func startStack(ctx context.Context, s relaySettings, logger *slog.Logger) (_ *s
 	return st, nil
 }
 
+// prune drops conversations untouched for longer than maxAge, every
+// interval, while the relay runs (a relay is left running for days).
+func (st *stack) prune(ctx context.Context, maxAge, interval time.Duration) {
+	defer close(st.pruneDone)
+	ticker := time.NewTicker(interval)
+	defer ticker.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-ticker.C:
+			if n := st.Relay.PruneIdle(ctx, time.Now().Add(-maxAge)); n > 0 {
+				st.logger.Info("history retention: dropped old conversations", "count", n, "maxAge", maxAge)
+			}
+		}
+	}
+}
+
 // Close stops serving, aborts open streams, flushes the history and stops
 // the agent. It is safe on a partly started stack.
 func (st *stack) Close(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, 15*time.Second)
 	defer cancel()
 	var errs []error
+	if st.stopPrune != nil {
+		st.stopPrune()
+		<-st.pruneDone
+	}
 	if st.Relay != nil {
 		// The relay closes its WebSocket connections (they are hijacked, so
 		// http.Server.Shutdown does not wait for them).

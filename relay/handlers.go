@@ -30,7 +30,7 @@ func (r *Relay) dispatch(c *conn, req protocol.Request) {
 		case protocol.TypeClose:
 			r.closeConversation(c, d)
 		case protocol.TypeDelete:
-			r.deleteConversation(c, d)
+			r.deleteConversation(c.ctx, d.ConversationID, nil)
 		}
 	case *protocol.Send:
 		r.send(c, d)

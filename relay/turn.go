@@ -368,12 +368,18 @@ func (c *conversation) closeSession() (shutdownEmitted bool) {
 // the agent session, removes the history from the store and tells the
 // subscribers (copilot:deleted). Until that is done, requests naming the
 // conversation wait, so that they see the new, empty one.
-func (r *Relay) deleteConversation(c *conn, d *protocol.ConversationRef) {
-	conv, err := r.lockConversation(c.ctx, d.ConversationID)
+// When only is not nil, the conversation is deleted only if only, called
+// under the conversation's lock, says so; deleteConversation reports whether
+// it deleted.
+func (r *Relay) deleteConversation(ctx context.Context, id string, only func(*conversation) bool) bool {
+	conv, err := r.lockConversation(ctx, id)
 	if err != nil {
-		return
+		return false
 	}
 	defer conv.mu.Unlock()
+	if only != nil && !only(conv) {
+		return false
+	}
 	ch := make(chan struct{})
 	conv.deleting = ch
 	t := conv.turn
@@ -404,6 +410,32 @@ func (r *Relay) deleteConversation(c *conn, d *protocol.ConversationRef) {
 		conv.deleting = nil
 		close(ch)
 	}
+	return started
+}
+
+// PruneIdle deletes, as copilot:delete does (subscribers get
+// copilot:deleted, the history leaves the store), every conversation that is
+// not streaming and was last updated before cutoff. It returns how many it
+// deleted. `serve --history-max-age` calls it periodically.
+func (r *Relay) PruneIdle(ctx context.Context, cutoff time.Time) int {
+	r.mu.Lock()
+	ids := make([]string, 0, len(r.convs))
+	for id := range r.convs {
+		ids = append(ids, id)
+	}
+	r.mu.Unlock()
+	n := 0
+	for _, id := range ids {
+		if r.lookupConversation(id) == nil {
+			continue // deleted meanwhile; lockConversation would recreate it
+		}
+		if r.deleteConversation(ctx, id, func(c *conversation) bool {
+			return c.turn == nil && c.updatedAt.Before(cutoff)
+		}) {
+			n++
+		}
+	}
+	return n
 }
 
 // titleOf makes a conversation's title from its first prompt: the first
