@@ -21,6 +21,7 @@ import (
 	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/canvas"
 	"fyne.io/fyne/v2/container"
+	"fyne.io/fyne/v2/dialog"
 	"fyne.io/fyne/v2/driver/desktop"
 	"fyne.io/fyne/v2/theme"
 	"fyne.io/fyne/v2/widget"
@@ -61,6 +62,34 @@ type Options struct {
 	// Now is the clock (default time.Now).
 	Now    func() time.Time
 	Logger *slog.Logger
+
+	// Version is the app's version, for the About dialog.
+	Version string
+	// Agent names the embedded relay's agent ("copilot", "script"); ""
+	// when the relay is remote. The About dialog shows it.
+	Agent string
+	// DemoReason, when set, says why the embedded relay runs the built-in
+	// demo although the Copilot CLI was wanted (auto found none that can
+	// run). The window shows the first-run notice with it, until the user
+	// dismisses it for good.
+	DemoReason string
+	// StartProblem, when set, says that the saved settings did not start
+	// and what runs instead; the window shows it as a notice (markdown).
+	StartProblem string
+	// Effective are the settings in use: the preferences under what the
+	// command line fixed. Locked names the fields the command line fixed
+	// (field → "--model", "env PILOTDESK_TOKEN"…): the Settings dialog shows
+	// them read-only with their Effective value.
+	Effective Settings
+	Locked    map[SettingField]string
+	// Restart applies saved settings that need the relay restarted (or
+	// reconnected): the caller stops the old relay, starts one from the
+	// preferences now saved, and replaces the window (Replace). It runs on
+	// the UI goroutine and must return at once; it calls done on the UI
+	// goroutine, with nil once the new relay is in use, or with why not
+	// after it has gone back to the previous one. nil: those settings
+	// apply at the next start.
+	Restart func(done func(err error))
 }
 
 // Window is the pilotdesk window.
@@ -106,6 +135,13 @@ type Window struct {
 	view       model.View
 	focused    bool
 	notified   map[string]bool // request ids already notified
+	// notifiedConv is the conversation of the latest notification sent
+	// while the window was in the background; focus brings it up.
+	notifiedConv string
+	noticeSlot   *fyne.Container
+	notice       *noticeCard
+	settings     *settingsDialog
+	about        dialog.Dialog
 	// wantMode is the mode the user picked and the relay has not confirmed.
 	wantMode     protocol.Mode
 	wantModeConv string
@@ -121,6 +157,25 @@ type Window struct {
 // with Window().Show() or ShowAndRun(). The caller keeps ownership of c and
 // closes it after the window is gone.
 func NewWindow(a fyne.App, c *client.Client, opts Options) *Window {
+	return newWindow(a, c, opts, nil)
+}
+
+// Replace stops w (as Close does) and builds a window on c in w's place,
+// in the same desktop window: the content, title, menu and shortcuts are
+// w's no more. The settings use it to move the window to a restarted
+// relay. The caller then closes w's client and calls w.Wait.
+func (w *Window) Replace(c *client.Client, opts Options) *Window {
+	w.Close()
+	if w.modal != nil {
+		w.modal.hide()
+		w.modal = nil
+	}
+	nw := newWindow(w.app, c, opts, w.win)
+	nw.focused = w.focused
+	return nw
+}
+
+func newWindow(a fyne.App, c *client.Client, opts Options, host fyne.Window) *Window {
 	if opts.FrameInterval <= 0 {
 		opts.FrameInterval = 16 * time.Millisecond
 	}
@@ -152,14 +207,21 @@ func NewWindow(a fyne.App, c *client.Client, opts Options) *Window {
 	w.store = model.NewStore(model.Options{InputTimeout: opts.InputTimeout, Now: opts.Now, OnChange: w.requestFrame, Logger: opts.Logger})
 	w.ctx, w.cancel = context.WithCancel(context.Background())
 
-	w.win = a.NewWindow(windowTitle(opts, c.URL()))
-	w.build()
-	w.win.Resize(fyne.NewSize(1100, 720))
+	if host != nil {
+		w.win = host
+		w.win.SetTitle(windowTitle(opts, c.URL()))
+		w.build()
+	} else {
+		w.win = a.NewWindow(windowTitle(opts, c.URL()))
+		w.build()
+		w.win.Resize(fyne.NewSize(1100, 720))
+	}
 	w.win.SetOnClosed(w.Close)
-	a.Lifecycle().SetOnEnteredForeground(func() { w.focused = true })
-	a.Lifecycle().SetOnExitedForeground(func() { w.focused = false })
+	a.Lifecycle().SetOnEnteredForeground(w.focusGained)
+	a.Lifecycle().SetOnExitedForeground(w.focusLost)
 
 	w.newConversation()
+	w.showStartNotices()
 
 	w.wg.Add(2)
 	go w.pump()
@@ -221,6 +283,7 @@ func (w *Window) now() time.Time { return w.opts.Now() }
 func (w *Window) pump() {
 	defer w.wg.Done()
 	events := w.client.Events()
+	var live liveTracker
 	for {
 		select {
 		case ev, ok := <-events:
@@ -228,6 +291,9 @@ func (w *Window) pump() {
 				return
 			}
 			w.store.Apply(ev)
+			if n := live.observe(ev); n.kind != notifyNone {
+				w.onUI(func() { w.notify(n) })
+			}
 		case <-w.ctx.Done():
 			return
 		}
@@ -369,12 +435,15 @@ func (w *Window) build() {
 	controls := container.NewVBox(w.toggle, w.sendBtn)
 	composerRow := container.NewBorder(nil, nil, nil, controls, w.composer)
 	bottom := container.NewVBox(w.waitBox, w.banner, composerRow)
-	header := container.NewVBox(container.NewPadded(w.title), widget.NewSeparator())
+	w.noticeSlot = container.NewVBox()
+	w.noticeSlot.Hide()
+	header := container.NewVBox(container.NewPadded(w.title), widget.NewSeparator(), w.noticeSlot)
 	chat := container.NewBorder(header, container.NewPadded(bottom), nil, nil, w.transcript.root)
 
 	split := container.NewHSplit(w.sidebar.root, chat)
 	split.Offset = 0.24
 	w.win.SetContent(container.NewBorder(nil, w.status.root, nil, nil, split))
+	w.win.SetMainMenu(w.mainMenu())
 
 	c := w.win.Canvas()
 	for _, s := range shortcuts() {
@@ -396,16 +465,18 @@ func (w *Window) build() {
 }
 
 // Keyboard shortcuts: Ctrl+N new conversation, Ctrl+. stop, Ctrl+L focus
-// the composer, Ctrl+M switch Plan/Act. (Escape in the composer stops too.)
+// the composer, Ctrl+M switch Plan/Act, Ctrl+, Settings. (Escape in the
+// composer stops too.)
 var (
-	shortcutNew   = &desktop.CustomShortcut{KeyName: fyne.KeyN, Modifier: fyne.KeyModifierShortcutDefault}
-	shortcutStop  = &desktop.CustomShortcut{KeyName: fyne.KeyPeriod, Modifier: fyne.KeyModifierShortcutDefault}
-	shortcutFocus = &desktop.CustomShortcut{KeyName: fyne.KeyL, Modifier: fyne.KeyModifierShortcutDefault}
-	shortcutMode  = &desktop.CustomShortcut{KeyName: fyne.KeyM, Modifier: fyne.KeyModifierShortcutDefault}
+	shortcutNew      = &desktop.CustomShortcut{KeyName: fyne.KeyN, Modifier: fyne.KeyModifierShortcutDefault}
+	shortcutStop     = &desktop.CustomShortcut{KeyName: fyne.KeyPeriod, Modifier: fyne.KeyModifierShortcutDefault}
+	shortcutFocus    = &desktop.CustomShortcut{KeyName: fyne.KeyL, Modifier: fyne.KeyModifierShortcutDefault}
+	shortcutMode     = &desktop.CustomShortcut{KeyName: fyne.KeyM, Modifier: fyne.KeyModifierShortcutDefault}
+	shortcutSettings = &desktop.CustomShortcut{KeyName: fyne.KeyComma, Modifier: fyne.KeyModifierShortcutDefault}
 )
 
 func shortcuts() []*desktop.CustomShortcut {
-	return []*desktop.CustomShortcut{shortcutNew, shortcutStop, shortcutFocus, shortcutMode}
+	return []*desktop.CustomShortcut{shortcutNew, shortcutStop, shortcutFocus, shortcutMode, shortcutSettings}
 }
 
 // shortcut runs one of the window's shortcuts; false if s is not one.
@@ -426,6 +497,8 @@ func (w *Window) shortcut(s fyne.Shortcut) bool {
 		w.win.Canvas().Focus(w.composer)
 	case shortcutMode.ShortcutName():
 		w.toggle.Toggle()
+	case shortcutSettings.ShortcutName():
+		w.ShowSettings()
 	default:
 		return false
 	}
@@ -608,10 +681,6 @@ func (w *Window) showModal(v model.View, now time.Time) {
 	if w.modal == nil {
 		w.modal = newInputModal(w, v.ID, *p)
 		w.modal.show()
-		if v.Synced && !w.focused && !w.notified[p.Request.RequestID] {
-			w.app.SendNotification(fyne.NewNotification("pilotdesk: the agent is asking", p.Request.Question))
-		}
-		w.notified[p.Request.RequestID] = true
 	} else if p.Hint != "" && w.modal.hint.Text != "The relay did not accept that answer: "+p.Hint {
 		w.modal.setHint("The relay did not accept that answer: " + p.Hint)
 	}

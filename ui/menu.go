@@ -1,0 +1,28 @@
+package ui
+
+import (
+	"fyne.io/fyne/v2"
+	"fyne.io/fyne/v2/theme"
+)
+
+// mainMenu is the window's menu: File (New conversation, Settings…, Quit)
+// and Help (About). The items show the shortcuts the canvas handles.
+func (w *Window) mainMenu() *fyne.MainMenu {
+	newConv := fyne.NewMenuItemWithIcon("New conversation", theme.ContentAddIcon(), func() {
+		if w.modal == nil {
+			w.newConversation()
+		}
+	})
+	newConv.Shortcut = shortcutNew
+	settings := fyne.NewMenuItemWithIcon("Settings…", theme.SettingsIcon(), w.ShowSettings)
+	settings.Shortcut = shortcutSettings
+	// With no action, the driver quits the app the way closing the window
+	// does.
+	quit := fyne.NewMenuItem("Quit", nil)
+	quit.IsQuit = true
+	about := fyne.NewMenuItemWithIcon("About pilotdesk", theme.InfoIcon(), w.ShowAbout)
+	return fyne.NewMainMenu(
+		fyne.NewMenu("File", newConv, settings, fyne.NewMenuItemSeparator(), quit),
+		fyne.NewMenu("Help", about),
+	)
+}

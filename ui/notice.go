@@ -1,0 +1,132 @@
+package ui
+
+import (
+	"image/color"
+
+	"fyne.io/fyne/v2"
+	"fyne.io/fyne/v2/canvas"
+	"fyne.io/fyne/v2/container"
+	"fyne.io/fyne/v2/layout"
+	"fyne.io/fyne/v2/theme"
+	"fyne.io/fyne/v2/widget"
+)
+
+// noticeCard is an info card above the conversation: an icon, a title, a
+// markdown body and a row of buttons. It says something about the app (the
+// agent is a demo, the saved settings did not start), not an error of a
+// turn, and the user dismisses it.
+type noticeCard struct {
+	id    string // which notice: firstRunNoticeID, startNoticeID
+	title *widget.Label
+	body  *widget.RichText
+	bg    *canvas.Rectangle
+	root  fyne.CanvasObject
+}
+
+// noticeAction is one button of a notice.
+type noticeAction struct {
+	label     string
+	icon      fyne.Resource
+	important bool
+	do        func()
+}
+
+func newNoticeCard(id string, icon fyne.Resource, title, markdown string, actions ...noticeAction) *noticeCard {
+	n := &noticeCard{id: id}
+	n.title = widget.NewLabelWithStyle(title, fyne.TextAlignLeading, fyne.TextStyle{Bold: true})
+	n.title.Wrapping = fyne.TextWrapWord
+	n.body = widget.NewRichTextFromMarkdown(markdown)
+	n.body.Wrapping = fyne.TextWrapWord
+	bg, border := noticeColors()
+	n.bg = canvas.NewRectangle(bg)
+	n.bg.StrokeColor = border
+	n.bg.StrokeWidth = 1
+	n.bg.CornerRadius = theme.InputRadiusSize()
+
+	buttons := container.NewHBox(layout.NewSpacer())
+	for _, a := range actions {
+		b := widget.NewButtonWithIcon(a.label, a.icon, a.do)
+		if a.important {
+			b.Importance = widget.HighImportance
+		}
+		buttons.Add(b)
+	}
+	text := container.NewVBox(n.title, n.body, buttons)
+	iconBox := container.NewVBox(container.NewPadded(widget.NewIcon(icon)))
+	n.root = container.NewPadded(container.NewStack(n.bg, container.NewPadded(container.NewBorder(nil, nil, iconBox, nil, text))))
+	return n
+}
+
+// noticeColors are a calm blue card that reads as information in both the
+// light and the dark look.
+func noticeColors() (bg, border color.Color) {
+	if isDark(theme.Current()) {
+		return color.NRGBA{R: 0x16, G: 0x27, B: 0x3f, A: 0xff}, color.NRGBA{R: 0x3b, G: 0x82, B: 0xf6, A: 0xff}
+	}
+	return color.NRGBA{R: 0xeb, G: 0xf3, B: 0xfe, A: 0xff}, color.NRGBA{R: 0x60, G: 0xa5, B: 0xfa, A: 0xff}
+}
+
+// Notice ids.
+const (
+	firstRunNoticeID = "first-run"
+	startNoticeID    = "start"
+)
+
+// FirstRunTitle is the title of the notice shown when the embedded relay
+// runs the demo because the Copilot CLI cannot run.
+const FirstRunTitle = "You are using the built-in demo agent"
+
+// firstRunText is the notice's body: why, then how to get the real agent.
+func firstRunText(reason string) string {
+	return reason + " pilotdesk runs a scripted demo instead, so you can try the window: its answers are canned.\n\n" +
+		"**To use GitHub Copilot**, install its CLI with `npm install -g @github/copilot` (Node.js 22 or newer), " +
+		"then run `copilot` in a terminal and type `/login`. " +
+		"Or bring your own model: set a provider URL in Settings. " +
+		"Then pick the agent in Settings and apply: no restart of the app needed."
+}
+
+// showNotice puts n above the conversation, replacing any other notice.
+func (w *Window) showNotice(n *noticeCard) {
+	w.notice = n
+	w.noticeSlot.Objects = []fyne.CanvasObject{n.root}
+	w.noticeSlot.Show()
+	w.noticeSlot.Refresh()
+}
+
+// dismissNotice removes the notice id if it is shown.
+func (w *Window) dismissNotice(id string) {
+	if w.notice == nil || w.notice.id != id {
+		return
+	}
+	w.notice = nil
+	w.noticeSlot.Objects = nil
+	w.noticeSlot.Hide()
+	w.noticeSlot.Refresh()
+	if w.modal == nil {
+		w.win.Canvas().Focus(w.composer)
+	}
+}
+
+// showStartNotices shows what Options asks for at start: the relay's start
+// problem first (it needs action), else the first-run notice unless the
+// user dismissed it before.
+func (w *Window) showStartNotices() {
+	switch {
+	case w.opts.StartProblem != "":
+		w.showNotice(newNoticeCard(startNoticeID, theme.WarningIcon(), "Your saved settings did not start", w.opts.StartProblem,
+			noticeAction{label: "Dismiss", do: func() { w.dismissNotice(startNoticeID) }},
+			noticeAction{label: "Open Settings", icon: theme.SettingsIcon(), important: true, do: w.ShowSettings},
+		))
+	case w.opts.DemoReason != "" && !w.app.Preferences().Bool(prefFirstRunDismissed):
+		w.showNotice(newNoticeCard(firstRunNoticeID, theme.InfoIcon(), FirstRunTitle, firstRunText(w.opts.DemoReason),
+			noticeAction{label: "Use the demo", do: w.dismissFirstRun},
+			noticeAction{label: "Open Settings", icon: theme.SettingsIcon(), important: true, do: w.ShowSettings},
+		))
+	}
+}
+
+// dismissFirstRun hides the first-run notice for good.
+func (w *Window) dismissFirstRun() {
+	w.app.Preferences().SetBool(prefFirstRunDismissed, true)
+	w.dismissNotice(firstRunNoticeID)
+}
