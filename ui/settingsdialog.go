@@ -83,6 +83,7 @@ type settingsDialog struct {
 	notifications *widget.Check
 
 	errs     map[SettingField]*widget.Label
+	items    map[SettingField]*widget.FormItem
 	status   *widget.Label
 	activity *widget.Activity
 	apply    *widget.Button
@@ -107,6 +108,7 @@ func newSettingsDialog(w *Window) *settingsDialog {
 		saved:  LoadSettings(w.app.Preferences(), DefaultSettings()),
 		locked: w.opts.Locked,
 		errs:   map[SettingField]*widget.Label{},
+		items:  map[SettingField]*widget.FormItem{},
 	}
 	// What the dialog shows: the saved value, or the one the command line
 	// fixed.
@@ -227,8 +229,9 @@ func newSettingsDialog(w *Window) *settingsDialog {
 	d.dlg = dialog.NewCustomWithoutButtons("Settings", content, w.win)
 	d.dlg.SetButtons([]fyne.CanvasObject{d.cancel, d.apply})
 	d.dlg.SetOnClosed(func() {
-		if w.settings == d {
-			w.settings = nil
+		// d.w, not w: a restart moves the open dialog to the new window.
+		if d.w.settings == d {
+			d.w.settings = nil
 		}
 	})
 
@@ -265,6 +268,7 @@ func (d *settingsDialog) item(f SettingField, label string, input fyne.CanvasObj
 		hint = "Set by " + by + " for this run: start pilotdesk without it to change it here"
 	}
 	it.HintText = hint
+	d.items[f] = it
 	return it
 }
 

@@ -170,8 +170,16 @@ func (w *Window) Replace(c *client.Client, opts Options) *Window {
 		w.modal.hide()
 		w.modal = nil
 	}
+	if w.about != nil {
+		w.about.Hide() // it names the old relay
+	}
 	nw := newWindow(w.app, c, opts, w.win)
 	nw.focused = w.focused
+	// An open Settings dialog (the one that asked for the restart) now
+	// applies to the new window.
+	if d := w.settings; d != nil {
+		w.settings, nw.settings, d.w = nil, d, nw
+	}
 	return nw
 }
 
