@@ -64,7 +64,8 @@ func aboutContent(info aboutInfo) fyne.CanvasObject {
 		container.NewVBox(name, ver, blurb))
 
 	relay := widget.NewLabel(info.relayLine())
-	relay.Wrapping = fyne.TextWrapBreak
+	// One line: the dialog grows to fit the address.
+	relay.Wrapping = fyne.TextWrapOff
 	relay.Selectable = true
 	details := widget.NewForm(
 		widget.NewFormItem("Relay", relay),

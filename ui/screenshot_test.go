@@ -32,6 +32,8 @@ var goldenStates = map[string]bool{
 	"light-modal-text":     true,
 	"light-rejected":       true,
 	"dark-streaming":       true,
+	"light-settings":       true,
+	"light-first-run":      true,
 }
 
 type shooter struct {
@@ -133,6 +135,8 @@ func TestScreenshots(t *testing.T) {
 			}
 
 			if v.all {
+				shootAppDialogs(t, s, th)
+
 				h := newH()
 				s.shot(h, "empty")
 
@@ -213,4 +217,35 @@ func TestScreenshots(t *testing.T) {
 			s.shot(h, "reconnecting")
 		})
 	}
+}
+
+// shootAppDialogs captures the first-run notice, the Settings dialog and
+// the About dialog.
+func shootAppDialogs(t *testing.T, s *shooter, th fyne.Theme) {
+	h := newHarness(t, harnessConfig{theme: th, fakeClock: true, size: fyne.NewSize(1100, 720), options: Options{
+		Version:    "0.1.0",
+		Agent:      "script",
+		DemoReason: "No GitHub Copilot CLI was found on this computer.",
+		Restart:    func(done func(error)) { done(nil) },
+	}})
+	s.shot(h, "first-run")
+
+	// Settings as a user who set a model and a provider key sees them.
+	saved := DefaultSettings()
+	saved.Model = "gpt-5"
+	saved.ProviderKey = "sk-example"
+	SaveSettings(h.app.Preferences(), saved)
+	h.w.ShowSettings()
+	h.w.Window().Canvas().Unfocus() // no blinking cursor in the picture
+	s.shot(h, "settings")
+	h.w.settings.workDir.SetText("/no/such/folder")
+	h.w.settings.inputTimeout.SetText("soon")
+	test.Tap(h.w.settings.apply)
+	h.w.Window().Canvas().Unfocus()
+	s.shot(h, "settings-invalid")
+	h.w.settings.close()
+
+	// Not a golden: it shows the test relay's random port.
+	h.w.ShowAbout()
+	s.shot(h, "about")
 }

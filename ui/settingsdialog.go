@@ -142,7 +142,6 @@ func newSettingsDialog(w *Window) *settingsDialog {
 	}
 
 	d.connection = widget.NewRadioGroup([]string{connEmbedded, connRemote}, func(string) { d.connectionChanged() })
-	d.connection.Horizontal = true
 	d.connection.Required = true
 	d.remoteURL = widget.NewEntry()
 	d.remoteURL.SetPlaceHolder("ws://host:7420/ws")
@@ -170,7 +169,7 @@ func newSettingsDialog(w *Window) *settingsDialog {
 	d.model.SetPlaceHolder("the agent's default")
 	d.model.SetText(shown.Model)
 	d.providerURL = widget.NewEntry()
-	d.providerURL.SetPlaceHolder("none: GitHub's models (or http://127.0.0.1:8080/v1)")
+	d.providerURL.SetPlaceHolder("optional: http://127.0.0.1:8080/v1")
 	d.providerURL.SetText(shown.ProviderURL)
 	d.providerType = widget.NewSelect([]string{"openai", "azure", "anthropic"}, nil)
 	d.providerType.SetSelected(shown.ProviderType)
@@ -178,30 +177,32 @@ func newSettingsDialog(w *Window) *settingsDialog {
 	d.providerKey.SetPlaceHolder("API key for the provider")
 	d.providerKey.SetText(shown.ProviderKey)
 	d.workDir = widget.NewEntry()
-	d.workDir.SetPlaceHolder("the folder pilotdesk was started in")
+	d.workDir.SetPlaceHolder("where pilotdesk started")
 	d.workDir.SetText(shown.WorkDir)
 	d.workBrowse = widget.NewButtonWithIcon("Browse…", theme.FolderOpenIcon(), d.pickWorkDir)
 	d.inputTimeout = widget.NewSelectEntry([]string{"1m", "5m", "15m", "1h", neverText})
 	d.inputTimeout.SetText(FormatInputTimeout(shown.InputTimeout))
-	d.notifications = widget.NewCheck("Notify me when the agent asks something or finishes while pilotdesk is in the background", nil)
+	d.notifications = widget.NewCheck("When the agent asks or finishes", nil)
 	d.notifications.SetChecked(shown.Notifications)
 
-	connection := widget.NewForm(
-		d.item(FieldRemote, "Relay", d.connection, ""),
-		d.item(FieldRemoteURL, "Address", d.remoteURL, "A relay started with `pilotdesk serve`, e.g. ws://host:7420/ws or wss://host/ws"),
-		d.item(FieldRemoteToken, "Token", d.remoteToken, ""),
-	)
 	agent := widget.NewForm(
 		d.item(FieldAgent, "Agent", d.agent, ""),
 		d.item(FieldCopilotPath, "Copilot CLI", container.NewBorder(nil, nil, nil, d.copilotBrowse, d.copilotPath), ""),
-		d.item(FieldModel, "Model", d.model, "Sent with each prompt, also to a remote relay; applies from the next prompt"),
-		d.item(FieldProviderURL, "Provider URL", d.providerURL, "Bring your own model: an OpenAI-compatible endpoint; no GitHub sign-in needed then"),
+		d.item(FieldProviderURL, "Provider URL", d.providerURL, "Bring your own model (OpenAI-compatible): no GitHub sign-in"),
 		d.item(FieldProviderType, "Provider type", d.providerType, ""),
 		d.item(FieldProviderKey, "Provider key", d.providerKey, ""),
 		d.item(FieldWorkDir, "Working folder", container.NewBorder(nil, nil, nil, d.workBrowse, d.workDir), "The agent's tools read and write here"),
-		d.item(FieldInputTimeout, "Input timeout", d.inputTimeout, "How long a question waits for your answer: 90s, 5m, 1h… or never"),
+		d.item(FieldInputTimeout, "Input timeout", d.inputTimeout, "How long a question waits: 90s, 5m, 1h… or never"),
 	)
-	window := widget.NewForm(d.item(FieldNotifications, "Notifications", d.notifications, ""))
+	connection := widget.NewForm(
+		d.item(FieldRemote, "Relay", d.connection, ""),
+		d.item(FieldRemoteURL, "Address", d.remoteURL, "A relay run by pilotdesk serve, e.g. on a server"),
+		d.item(FieldRemoteToken, "Token", d.remoteToken, ""),
+	)
+	window := widget.NewForm(
+		d.item(FieldModel, "Model", d.model, "Sent with each prompt; applies from the next one"),
+		d.item(FieldNotifications, "Notify me", d.notifications, "While pilotdesk is in the background"),
+	)
 
 	note := settingsNote
 	if w.opts.Restart == nil {
@@ -213,13 +214,14 @@ func newSettingsDialog(w *Window) *settingsDialog {
 	d.activity = widget.NewActivity()
 	d.activity.Hide()
 
-	form := container.NewVBox(
-		section("Connection"), connection,
-		section("Agent (embedded relay)"), agent,
-		section("Window"), window,
+	// Two columns, so that everything fits a 720 px high window without
+	// scrolling; the scroll is there for smaller windows.
+	form := container.NewGridWithColumns(2,
+		container.NewVBox(section("Agent (embedded relay)"), agent),
+		container.NewVBox(section("Connection"), connection, section("Window"), window),
 	)
 	scroll := container.NewVScroll(container.NewPadded(form))
-	scroll.SetMinSize(fyne.NewSize(660, 470))
+	scroll.SetMinSize(fyne.NewSize(960, 470))
 	statusRow := container.NewBorder(nil, nil, d.activity, nil, d.status)
 	content := container.NewBorder(nil, container.NewVBox(widget.NewSeparator(), statusRow), nil, nil, scroll)
 
