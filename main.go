@@ -6,8 +6,10 @@ import (
 	"os"
 
 	"github.com/pilotdesk/pilotdesk/cli"
+	"github.com/pilotdesk/pilotdesk/internal/fynelocale"
 )
 
 func main() {
+	fynelocale.Restore()
 	os.Exit(cli.Main(os.Args[1:]))
 }
