@@ -81,9 +81,11 @@ $(FYNE):
 # .desktop entry (and a Makefile whose user-install target `make install` uses).
 package: deps $(FYNE)
 	$(GO) build -trimpath -ldflags "-s -w $(LDFLAGS)" -o dist/linux/pilotdesk .
-	cd dist/linux && ../../$(FYNE) package --os linux --exe pilotdesk --name pilotdesk \
-		--icon ../../assets/icon.png --app-id io.github.pilotdesk --app-version $(VERSION) --app-build $(BUILD) --release
-	mv dist/linux/pilotdesk.tar.xz dist/pilotdesk.tar.xz
+	@# fyne package wraps the binary built above (its own build would not
+	@# set the version) and writes pilotdesk.tar.xz here.
+	$(FYNE) package --os linux --exe dist/linux/pilotdesk --name pilotdesk \
+		--icon assets/icon.png --app-id io.github.pilotdesk --app-version $(VERSION) --app-build $(BUILD) --release
+	mv pilotdesk.tar.xz dist/pilotdesk.tar.xz
 	@echo "package: dist/pilotdesk.tar.xz"
 
 # Installs the package for the current user (~/.local): the app appears in the
