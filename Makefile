@@ -83,8 +83,12 @@ package: deps $(FYNE)
 	$(GO) build -trimpath -ldflags "-s -w $(LDFLAGS)" -o dist/linux/pilotdesk .
 	@# fyne package wraps the binary built above (its own build would not
 	@# set the version) and writes pilotdesk.tar.xz here.
+	@# It also rewrites FyneApp.toml with the build number bumped; the build
+	@# number is ours to set, so the file is put back as it was.
+	cp FyneApp.toml dist/FyneApp.toml.orig
 	$(FYNE) package --os linux --exe dist/linux/pilotdesk --name pilotdesk \
-		--icon assets/icon.png --app-id io.github.pilotdesk --app-version $(VERSION) --app-build $(BUILD) --release
+		--icon assets/icon.png --app-id io.github.pilotdesk --app-version $(VERSION) --app-build $(BUILD) --release; \
+		status=$$?; mv dist/FyneApp.toml.orig FyneApp.toml; exit $$status
 	mv pilotdesk.tar.xz dist/pilotdesk.tar.xz
 	@echo "package: dist/pilotdesk.tar.xz"
 
