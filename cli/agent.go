@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -15,34 +16,56 @@ import (
 
 // buildAgent makes the backend --agent names. auto picks the Copilot CLI when
 // it can run (found, and signed in or given a provider URL), else the
-// built-in demo, and logs which it picked and why.
-func buildAgent(ctx context.Context, s relaySettings, logger *slog.Logger) (session.Agent, error) {
+// built-in demo, and logs which it picked and why. demoReason is set when
+// auto fell back to the demo because the Copilot CLI cannot run: why, for a
+// person (the window's first-run notice).
+func buildAgent(ctx context.Context, s relaySettings, logger *slog.Logger) (_ session.Agent, demoReason string, _ error) {
 	switch s.Agent {
 	case "script":
-		return scriptAgent(s.Script)
+		a, err := scriptAgent(s.Script)
+		return a, "", err
 	case "copilot":
 		opts := copilotOptions(s, logger)
 		probeCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
 		defer cancel()
 		if err := copilot.Probe(probeCtx, opts); err != nil {
-			return nil, fmt.Errorf("the Copilot agent cannot start: %w", err)
+			return nil, "", fmt.Errorf("the Copilot agent cannot start: %w", err)
 		}
-		return copilot.New(opts)
+		a, err := copilot.New(opts)
+		return a, "", err
 	default: // auto
 		if s.Script != "" {
 			logger.Info("agent: script", "why", "--script was given", "script", s.Script)
-			return scriptAgent(s.Script)
+			a, err := scriptAgent(s.Script)
+			return a, "", err
 		}
 		opts := copilotOptions(s, logger)
 		probeCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
 		defer cancel()
 		if err := copilot.Probe(probeCtx, opts); err != nil {
 			logger.Info("agent: script (built-in demo)", "why", err.Error())
-			return scriptAgent("")
+			a, err2 := scriptAgent("")
+			return a, whyDemo(s, err), err2
 		}
 		logger.Info("agent: copilot", "why", "the Copilot CLI is installed and can run a turn")
-		return copilot.New(opts)
+		a, err := copilot.New(opts)
+		return a, "", err
 	}
+}
+
+// whyDemo words the Copilot CLI's probe failure for the first-run notice.
+func whyDemo(s relaySettings, err error) string {
+	switch {
+	case errors.Is(err, copilot.ErrCLINotFound) && s.CopilotPath != "":
+		return fmt.Sprintf("No GitHub Copilot CLI was found at %s.", s.CopilotPath)
+	case errors.Is(err, copilot.ErrCLINotFound):
+		return "No GitHub Copilot CLI was found on this computer."
+	case errors.Is(err, copilot.ErrNotSignedIn):
+		return "The GitHub Copilot CLI is installed but not signed in."
+	case errors.Is(err, copilot.ErrProtocolMismatch):
+		return "The installed GitHub Copilot CLI is a version pilotdesk cannot talk to (update it)."
+	}
+	return fmt.Sprintf("The GitHub Copilot CLI could not start (%v).", err)
 }
 
 func copilotOptions(s relaySettings, logger *slog.Logger) copilot.Options {

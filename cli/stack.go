@@ -22,12 +22,15 @@ import (
 // stack is a running relay with its agent and history store: what `serve`
 // runs, and what the window and the terminal client embed.
 type stack struct {
-	Relay  *relay.Relay
-	Agent  session.Agent
-	Store  history.Store
-	URL    string // ws://… or wss://…
-	Token  string
-	logger *slog.Logger
+	Relay *relay.Relay
+	Agent session.Agent
+	// DemoReason says why --agent auto picked the built-in demo instead
+	// of the Copilot CLI ("" when it did not).
+	DemoReason string
+	Store      history.Store
+	URL        string // ws://… or wss://…
+	Token      string
+	logger     *slog.Logger
 
 	server    *http.Server
 	served    chan error
@@ -71,11 +74,12 @@ func startStack(ctx context.Context, s relaySettings, logger *slog.Logger) (_ *s
 		}
 	}
 
-	agent, err := buildAgent(ctx, s, logger)
+	agent, demoReason, err := buildAgent(ctx, s, logger)
 	if err != nil {
 		return nil, err
 	}
 	st.Agent = agent
+	st.DemoReason = demoReason
 
 	inputTimeout := s.InputTimeout
 	if inputTimeout == 0 {

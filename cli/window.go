@@ -15,6 +15,8 @@ type target struct {
 	Token    string
 	Embedded bool   // the relay runs in this process
 	Agent    string // the embedded relay's agent backend
+	// DemoReason: why --agent auto picked the built-in demo ("" if not).
+	DemoReason string
 }
 
 // Title names the relay for a window title: "embedded" or the remote host.
@@ -72,7 +74,7 @@ func (c *clientFlags) startTarget(ctx context.Context, logger *slog.Logger) (tar
 			logger.Error("stopping the embedded relay", "err", err)
 		}
 	}
-	return target{URL: st.URL, Token: st.Token, Embedded: true, Agent: st.Agent.Name()}, stop, nil
+	return target{URL: st.URL, Token: st.Token, Embedded: true, Agent: st.Agent.Name(), DemoReason: st.DemoReason}, stop, nil
 }
 
 // runWindow opens the desktop window (the default command).
@@ -91,5 +93,5 @@ func runWindow(ctx context.Context, args []string, env Env) error {
 	if err := cf.validate(); err != nil {
 		return err
 	}
-	return showWindow(ctx, &cf, env)
+	return showWindow(ctx, fs, &cf, env)
 }

@@ -2,8 +2,11 @@ package cli
 
 import (
 	"context"
+	"errors"
+	"flag"
 	"fmt"
 	"log/slog"
+	"sync"
 	"time"
 
 	"fyne.io/fyne/v2"
@@ -17,9 +20,9 @@ import (
 // AppID is the desktop app's id (FyneApp.toml, preferences, the .desktop entry).
 const AppID = "io.github.pilotdesk"
 
-// showWindow runs the desktop window on the relay the flags name until the
-// window is closed or ctx ends (SIGINT/SIGTERM).
-func showWindow(ctx context.Context, cf *clientFlags, env Env) error {
+// showWindow runs the desktop window on the relay the flags and the saved
+// settings name until the window is closed or ctx ends (SIGINT/SIGTERM).
+func showWindow(ctx context.Context, fs *flag.FlagSet, cf *clientFlags, env Env) error {
 	logger := newLogger(env.Stderr, slog.LevelInfo)
 	if cf.relay.Verbose {
 		logger = newLogger(env.Stderr, slog.LevelDebug)
@@ -27,38 +30,262 @@ func showWindow(ctx context.Context, cf *clientFlags, env Env) error {
 	a := app.NewWithID(AppID)
 	a.SetIcon(fyne.NewStaticResource("pilotdesk.png", assets.Icon))
 
-	t, stopRelay, err := cf.startTarget(ctx, logger)
+	d, err := openDesktop(ctx, desktopConfig{
+		app:    a,
+		flags:  *cf,
+		locked: lockedFields(fs, env.Getenv),
+		logger: logger,
+	})
 	if err != nil {
 		return err
 	}
-	defer stopRelay()
-
-	c, err := client.Config{URL: t.URL, Token: t.Token, Logger: logger}.Dial(ctx)
-	if err != nil {
-		return fmt.Errorf("connecting to the relay at %s: %w", t.URL, err)
-	}
-	defer c.Close()
-
-	inputTimeout := cf.relay.InputTimeout
-	if inputTimeout == 0 && !t.Embedded {
-		inputTimeout = 5 * time.Minute // a remote relay's setting is unknown: assume the default
-	} else if inputTimeout == 0 {
-		inputTimeout = -1 // --input-timeout 0: no time limit
-	}
-	w := ui.NewWindow(a, c, ui.Options{
-		Remote:       !t.Embedded,
-		RelayName:    t.Title(),
-		Model:        cf.relay.Model,
-		InputTimeout: inputTimeout,
-		Logger:       logger,
-	})
 	// A signal quits the app as closing the window does.
 	stopWatch := context.AfterFunc(ctx, func() { fyne.Do(a.Quit) })
 	defer stopWatch()
 
-	w.ShowAndRun()
-	w.Close()
-	c.Close()
-	w.Wait()
+	d.win.ShowAndRun()
+	d.close()
 	return nil
+}
+
+// desktopConfig is what openDesktop needs.
+type desktopConfig struct {
+	app    fyne.App
+	flags  clientFlags // the command line, validated
+	locked map[ui.SettingField]string
+	logger *slog.Logger
+	// base holds the window options the desktop does not set (tests set
+	// Manual).
+	base ui.Options
+	// do runs f on the UI goroutine (default fyne.Do).
+	do func(f func())
+}
+
+// desktop is the running window app: the relay it embeds or connects to,
+// the client, and the window. Applying settings restarts the relay
+// in-process and moves the window to the new one.
+type desktop struct {
+	desktopConfig
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup // restarts and retired windows
+
+	mu      sync.Mutex
+	closed  bool
+	pending *relayConn // started by a restart, not yet handed to the UI
+
+	// The UI goroutine's.
+	win        *ui.Window
+	cur        *relayConn
+	restarting bool
+}
+
+// relayConn is a relay the window talks to and the client connected to it.
+type relayConn struct {
+	flags    clientFlags
+	target   target
+	client   *client.Client
+	stopOnce sync.Once
+	stopFn   func()
+}
+
+// stop stops the relay if it is embedded; once.
+func (r *relayConn) stop() { r.stopOnce.Do(r.stopFn) }
+
+// close closes the client, then stops the relay.
+func (r *relayConn) close() {
+	r.client.Close()
+	r.stop()
+}
+
+// openDesktop starts the relay the flags and the saved settings name,
+// connects and builds the window (not shown yet). If the saved settings do
+// not start, it starts on the command line and the defaults alone and the
+// window says why.
+func openDesktop(ctx context.Context, cfg desktopConfig) (*desktop, error) {
+	if cfg.do == nil {
+		cfg.do = fyne.Do
+	}
+	d := &desktop{desktopConfig: cfg}
+	d.ctx, d.cancel = context.WithCancel(ctx)
+
+	saved := ui.LoadSettings(d.app.Preferences(), ui.DefaultSettings())
+	want, err := withPrefs(d.flags, d.locked, saved)
+	var r *relayConn
+	if err == nil {
+		r, err = d.connect(want)
+	}
+	problem := ""
+	if err != nil {
+		if want == d.flags {
+			d.cancel()
+			return nil, err // the command line's own settings fail: say so and stop
+		}
+		d.logger.Warn("the saved settings did not start; starting on the command line and the defaults", "err", err)
+		problem = "pilotdesk could not start with your saved settings: " + unwrapUsage(err) +
+			". It runs on the defaults instead: open Settings to fix them."
+		r, err = d.connect(d.flags)
+		if err != nil {
+			d.cancel()
+			return nil, err
+		}
+	}
+	d.cur = r
+	d.win = ui.NewWindow(d.app, r.client, d.options(r, problem))
+	return d, nil
+}
+
+// connect starts the relay cf names (or picks the remote one) and dials it.
+func (d *desktop) connect(cf clientFlags) (*relayConn, error) {
+	d.logger.Info("window settings", "settings", effectiveSettings(cf, d.notifications()))
+	t, stop, err := cf.startTarget(d.ctx, d.logger)
+	if err != nil {
+		return nil, err
+	}
+	c, err := client.Config{URL: t.URL, Token: t.Token, Logger: d.logger}.Dial(d.ctx)
+	if err != nil {
+		stop()
+		return nil, fmt.Errorf("connecting to the relay at %s: %w", t.URL, err)
+	}
+	return &relayConn{flags: cf, target: t, client: c, stopFn: stop}, nil
+}
+
+func (d *desktop) notifications() bool {
+	return ui.LoadSettings(d.app.Preferences(), ui.DefaultSettings()).Notifications
+}
+
+// options are the window's options on r.
+func (d *desktop) options(r *relayConn, problem string) ui.Options {
+	t := r.target
+	opts := d.base
+	opts.Remote = !t.Embedded
+	opts.RelayName = t.Title()
+	opts.Model = r.flags.relay.Model
+	opts.InputTimeout = r.flags.relay.InputTimeout
+	if opts.InputTimeout == 0 && !t.Embedded {
+		opts.InputTimeout = 5 * time.Minute // a remote relay's setting is unknown: assume the default
+	} else if opts.InputTimeout == 0 {
+		opts.InputTimeout = -1 // no time limit
+	}
+	opts.Logger = d.logger
+	opts.Version = Version
+	if t.Embedded {
+		opts.Agent = t.Agent
+		opts.DemoReason = t.DemoReason
+	}
+	opts.StartProblem = problem
+	opts.Effective = effectiveSettings(r.flags, d.notifications())
+	opts.Locked = d.locked
+	opts.Restart = d.restart
+	return opts
+}
+
+// restart applies the saved settings: it stops the running relay (its
+// turns end), starts the new one, and moves the window to it. If the new
+// settings do not start, it starts the previous ones again and done gets
+// why. It runs on the UI goroutine; the work runs on a goroutine and done
+// is called on the UI goroutine.
+func (d *desktop) restart(done func(error)) {
+	if d.restarting {
+		done(errors.New("the relay is already restarting"))
+		return
+	}
+	saved := ui.LoadSettings(d.app.Preferences(), ui.DefaultSettings())
+	want, err := withPrefs(d.flags, d.locked, saved)
+	if err != nil {
+		done(errors.New(unwrapUsage(err)))
+		return
+	}
+	d.restarting = true
+	old := d.cur
+	d.wg.Add(1)
+	go func() {
+		defer d.wg.Done()
+		d.logger.Info("restarting the relay with the new settings")
+		// First stop the old relay: the new one opens the same history,
+		// which only one relay may hold.
+		old.stop()
+		r, err := d.connect(want)
+		if err != nil {
+			d.logger.Warn("the new settings did not start; going back to the previous ones", "err", err)
+			back, err2 := d.connect(old.flags)
+			if err2 != nil {
+				err = fmt.Errorf("%v; starting the previous settings again failed too: %v", err, err2)
+			}
+			d.handOver(back, err, done)
+			return
+		}
+		d.handOver(r, nil, done)
+	}()
+}
+
+// handOver gives a started relay (or none) to the UI goroutine, which
+// moves the window to it and reports to done. If the desktop is closing,
+// the relay is stopped instead.
+func (d *desktop) handOver(r *relayConn, err error, done func(error)) {
+	d.mu.Lock()
+	if d.closed {
+		d.mu.Unlock()
+		if r != nil {
+			r.close()
+		}
+		return
+	}
+	d.pending = r
+	d.mu.Unlock()
+	d.do(func() {
+		d.mu.Lock()
+		r := d.pending
+		d.pending = nil
+		closed := d.closed
+		d.mu.Unlock()
+		if closed {
+			return // close took the pending relay
+		}
+		d.restarting = false
+		if r != nil {
+			d.swap(r)
+		}
+		done(unwrapErr(err))
+	})
+}
+
+// unwrapErr drops the "usage: " prefix of a settings error.
+func unwrapErr(err error) error {
+	if err == nil || !errors.Is(err, errUsage) {
+		return err
+	}
+	return errors.New(unwrapUsage(err))
+}
+
+// swap moves the window to r and retires the old client and window.
+func (d *desktop) swap(r *relayConn) {
+	oldWin, old := d.win, d.cur
+	d.cur = r
+	d.win = oldWin.Replace(r.client, d.options(r, ""))
+	d.wg.Add(1)
+	go func() {
+		defer d.wg.Done()
+		old.close()
+		oldWin.Wait()
+	}()
+}
+
+// close ends everything after the window's loop has ended: a restart
+// under way, the window's goroutines, the client and the relay.
+func (d *desktop) close() {
+	d.cancel() // a restart still connecting gives up
+	d.mu.Lock()
+	d.closed = true
+	pending := d.pending
+	d.pending = nil
+	d.mu.Unlock()
+	if pending != nil {
+		pending.close()
+	}
+	d.wg.Wait()
+	d.win.Close()
+	d.cur.client.Close()
+	d.win.Wait()
+	d.cur.stop()
 }

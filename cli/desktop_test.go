@@ -1,0 +1,473 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"flag"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"fyne.io/fyne/v2"
+	"fyne.io/fyne/v2/app"
+
+	"github.com/pilotdesk/pilotdesk/client"
+	"github.com/pilotdesk/pilotdesk/protocol"
+	"github.com/pilotdesk/pilotdesk/ui"
+)
+
+// parseWindowFlags parses the window's command line as runWindow does.
+func parseWindowFlags(t *testing.T, env map[string]string, args ...string) (clientFlags, *flag.FlagSet, func(string) string) {
+	t.Helper()
+	getenv := func(k string) string { return env[k] }
+	fs := flag.NewFlagSet("pilotdesk", flag.ContinueOnError)
+	var cf clientFlags
+	cf.register(fs, getenv)
+	if err := parseFlags(fs, args, &bytes.Buffer{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := cf.validate(); err != nil {
+		t.Fatal(err)
+	}
+	return cf, fs, getenv
+}
+
+// TestSettingsPrecedence: flags given on the command line (and their
+// environment variables) win over the saved settings, which win over the
+// defaults.
+func TestSettingsPrecedence(t *testing.T) {
+	dir := t.TempDir()
+	saved := ui.DefaultSettings()
+	saved.Agent = ui.AgentDemo
+	saved.Model = "saved-model"
+	saved.InputTimeout = 2 * time.Minute
+	saved.ProviderKey = "saved-key"
+	saved.WorkDir = dir
+	remote := saved
+	remote.Remote, remote.RemoteURL, remote.RemoteToken = true, "ws://saved.example.com/ws", "saved-token"
+
+	for _, c := range []struct {
+		name   string
+		env    map[string]string
+		args   []string
+		saved  *ui.Settings
+		check  func(t *testing.T, got clientFlags)
+		locked map[ui.SettingField]string
+	}{
+		{
+			name: "defaults", args: []string{"--data-dir", memoryDataDir},
+			check: func(t *testing.T, got clientFlags) {
+				if got.relay.Agent != "auto" || got.relay.Model != "" || got.relay.InputTimeout != 5*time.Minute || got.Connect != "" {
+					t.Errorf("%+v", got)
+				}
+			},
+			locked: map[ui.SettingField]string{},
+		},
+		{
+			name: "preferences over defaults", args: []string{"--data-dir", memoryDataDir}, saved: &saved,
+			check: func(t *testing.T, got clientFlags) {
+				r := got.relay
+				if r.Agent != "script" || r.Model != "saved-model" || r.InputTimeout != 2*time.Minute || r.ProviderKey != "saved-key" || r.WorkDir != dir {
+					t.Errorf("%+v", r)
+				}
+			},
+			locked: map[ui.SettingField]string{},
+		},
+		{
+			name: "flags over preferences", saved: &saved,
+			args: []string{"--data-dir", memoryDataDir, "--model", "flag-model", "--input-timeout", "0", "--agent", "auto"},
+			check: func(t *testing.T, got clientFlags) {
+				r := got.relay
+				if r.Agent != "auto" || r.Model != "flag-model" || r.InputTimeout != 0 || r.ProviderKey != "saved-key" {
+					t.Errorf("%+v", r)
+				}
+			},
+			locked: map[ui.SettingField]string{ui.FieldModel: "--model", ui.FieldInputTimeout: "--input-timeout", ui.FieldAgent: "--agent"},
+		},
+		{
+			name: "environment over preferences", saved: &saved, env: map[string]string{"PILOTDESK_PROVIDER_KEY": "env-key"},
+			args: []string{"--data-dir", memoryDataDir},
+			check: func(t *testing.T, got clientFlags) {
+				if got.relay.ProviderKey != "env-key" || got.relay.Model != "saved-model" {
+					t.Errorf("%+v", got.relay)
+				}
+			},
+			locked: map[ui.SettingField]string{ui.FieldProviderKey: "PILOTDESK_PROVIDER_KEY"},
+		},
+		{
+			name: "flag over its environment variable", env: map[string]string{"PILOTDESK_PROVIDER_KEY": "env-key"},
+			args: []string{"--data-dir", memoryDataDir, "--provider-key", "flag-key"},
+			check: func(t *testing.T, got clientFlags) {
+				if got.relay.ProviderKey != "flag-key" {
+					t.Errorf("%+v", got.relay)
+				}
+			},
+			locked: map[ui.SettingField]string{ui.FieldProviderKey: "--provider-key"},
+		},
+		{
+			name: "saved remote relay", saved: &remote, args: []string{"--data-dir", memoryDataDir},
+			check: func(t *testing.T, got clientFlags) {
+				if got.Connect != "ws://saved.example.com/ws" || got.Token != "saved-token" {
+					t.Errorf("connect %q token %q", got.Connect, got.Token)
+				}
+			},
+			locked: map[ui.SettingField]string{},
+		},
+		{
+			name: "--connect over the saved relay", saved: &remote,
+			args: []string{"--data-dir", memoryDataDir, "--connect", "wss://flag.example.com/ws"},
+			check: func(t *testing.T, got clientFlags) {
+				if got.Connect != "wss://flag.example.com/ws" || got.Token != "" {
+					t.Errorf("connect %q token %q: the saved token must not go to another relay", got.Connect, got.Token)
+				}
+			},
+			locked: map[ui.SettingField]string{ui.FieldRemote: "--connect", ui.FieldRemoteURL: "--connect", ui.FieldRemoteToken: "--connect"},
+		},
+		{
+			name: "--script fixes the agent", saved: &saved,
+			args: []string{"--data-dir", memoryDataDir, "--script", filepath.Join("..", "ui", "testdata", "script.json")},
+			check: func(t *testing.T, got clientFlags) {
+				if got.relay.Agent != "auto" || got.relay.Script == "" {
+					t.Errorf("%+v", got.relay)
+				}
+				if s := effectiveSettings(got, true); s.Agent != ui.AgentDemo {
+					t.Errorf("effective agent %q", s.Agent)
+				}
+			},
+			locked: map[ui.SettingField]string{ui.FieldAgent: "--script"},
+		},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			cf, fs, getenv := parseWindowFlags(t, c.env, c.args...)
+			locked := lockedFields(fs, getenv)
+			if len(locked) != len(c.locked) {
+				t.Errorf("locked %v, want %v", locked, c.locked)
+			}
+			for f, by := range c.locked {
+				if locked[f] != by {
+					t.Errorf("locked[%s] = %q, want %q", f, locked[f], by)
+				}
+			}
+			p := ui.DefaultSettings()
+			if c.saved != nil {
+				p = *c.saved
+			}
+			got, err := withPrefs(cf, locked, p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			c.check(t, got)
+		})
+	}
+
+	// A saved folder that has gone is an error, not a silent default.
+	gone := saved
+	gone.WorkDir = filepath.Join(dir, "gone")
+	cf, fs, getenv := parseWindowFlags(t, nil, "--data-dir", memoryDataDir)
+	if _, err := withPrefs(cf, lockedFields(fs, getenv), gone); err == nil || !strings.Contains(err.Error(), "gone") {
+		t.Fatalf("err %v", err)
+	}
+}
+
+// newPrefsApp returns an app whose preferences live in a file, as the real
+// app's do (the ci build tag gives it the headless driver). Apps with the
+// same id share the file.
+func newPrefsApp(t *testing.T, id string) fyne.App {
+	t.Helper()
+	a := app.NewWithID(id)
+	t.Cleanup(func() {
+		// The preferences are in os.TempDir()/fyne-test/<id> under -tags ci.
+		os.RemoveAll(filepath.Join(os.TempDir(), "fyne-test", id))
+	})
+	return a
+}
+
+func testAppID() string {
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	return "io.github.pilotdesk.test-" + hex.EncodeToString(b[:])
+}
+
+// stopApp does what the driver does when the app exits: the stopped hooks
+// run and the preferences are written.
+func stopApp(a fyne.App) {
+	if f := a.Lifecycle().(interface{ OnStopped() func() }).OnStopped(); f != nil {
+		f()
+	}
+}
+
+// TestSettingsPersistAcrossRestart: settings saved in one run of the app
+// are read back by the next one.
+func TestSettingsPersistAcrossRestart(t *testing.T) {
+	id := testAppID()
+	a := newPrefsApp(t, id)
+	s := ui.Settings{Agent: ui.AgentCopilot, CopilotPath: "/opt/copilot/copilot", Model: "gpt-5", ProviderURL: "http://127.0.0.1:8080/v1",
+		ProviderType: "anthropic", ProviderKey: "k-123", WorkDir: t.TempDir(), InputTimeout: 90 * time.Second, Notifications: false,
+		Remote: true, RemoteURL: "wss://relay.example.com/ws", RemoteToken: "t-456"}
+	ui.SaveSettings(a.Preferences(), s)
+	stopApp(a)
+
+	if _, err := os.Stat(filepath.Join(os.TempDir(), "fyne-test", id, "preferences.json")); err != nil {
+		t.Fatalf("no preferences file: %v", err)
+	}
+	again := newPrefsApp(t, id)
+	if got := ui.LoadSettings(again.Preferences(), ui.DefaultSettings()); got != s {
+		t.Fatalf("after a restart: %+v\nwant %+v", got, s)
+	}
+	other := newPrefsApp(t, testAppID())
+	if got := ui.LoadSettings(other.Preferences(), ui.DefaultSettings()); got != ui.DefaultSettings() {
+		t.Fatalf("another app id sees %+v", got)
+	}
+}
+
+// syncBuffer is a log sink shared by goroutines.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// testDesktop is a desktop on the headless driver whose UI work runs on
+// the test's goroutine.
+type testDesktop struct {
+	t    *testing.T
+	d    *desktop
+	app  fyne.App
+	logs *syncBuffer
+	ui   chan func()
+}
+
+func openTestDesktop(t *testing.T, a fyne.App, args ...string) (*testDesktop, error) {
+	t.Helper()
+	cf, fs, getenv := parseWindowFlags(t, nil, args...)
+	logs := &syncBuffer{}
+	td := &testDesktop{t: t, app: a, logs: logs, ui: make(chan func(), 16)}
+	d, err := openDesktop(context.Background(), desktopConfig{
+		app:    a,
+		flags:  cf,
+		locked: lockedFields(fs, getenv),
+		logger: slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
+		base:   ui.Options{Manual: true},
+		do:     func(f func()) { td.ui <- f },
+	})
+	if err != nil {
+		return nil, err
+	}
+	td.d = d
+	d.win.Window().Show()
+	t.Cleanup(func() {
+		d.close()
+		d.win.Window().Close()
+	})
+	return td, nil
+}
+
+// restart applies the saved settings as the dialog does and waits for done.
+func (td *testDesktop) restart() error {
+	td.t.Helper()
+	result := make(chan error, 1)
+	td.d.restart(func(err error) { result <- err })
+	deadline := time.After(60 * time.Second) // a start may probe the Copilot CLI
+	for {
+		select {
+		case err := <-result:
+			return err
+		case f := <-td.ui:
+			f()
+		case <-deadline:
+			td.t.Fatal("the restart did not finish")
+		}
+	}
+}
+
+// prompt types a prompt into the window's composer and presses Enter.
+func (td *testDesktop) prompt(text string) {
+	td.t.Helper()
+	td.d.win.Sync()
+	c := td.d.win.Window().Canvas()
+	f := c.Focused()
+	if f == nil {
+		td.t.Fatal("nothing has the keyboard: the composer should")
+	}
+	for _, r := range text {
+		f.TypedRune(r)
+	}
+	f.TypedKey(&fyne.KeyEvent{Name: fyne.KeyReturn})
+}
+
+// waitConversation waits until the relay at url lists a finished
+// conversation titled title, asking with a client of its own.
+func waitConversation(t *testing.T, r *relayConn, title string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	c, err := client.Config{URL: r.target.URL, Token: r.target.Token}.Dial(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		if err := c.List(ctx); err != nil {
+			t.Fatal(err)
+		}
+	read:
+		for {
+			select {
+			case ev := <-c.Events():
+				if l, ok := ev.Data.(*protocol.Conversations); ok {
+					for _, info := range l.Conversations {
+						if info.Title == title && !info.Streaming {
+							return
+						}
+					}
+					break read
+				}
+			case <-ctx.Done():
+				t.Fatalf("the relay at %s never listed a finished %q", r.target.URL, title)
+			}
+		}
+		select {
+		case <-tick.C:
+		case <-ctx.Done():
+			t.Fatalf("the relay at %s never listed a finished %q", r.target.URL, title)
+		}
+	}
+}
+
+// TestApplyingSettingsRestartsTheEmbeddedRelay: applying new agent
+// settings stops the embedded relay, starts one with them, and the window
+// ends up on the new relay and works there; the history is kept. Settings
+// that cannot start put the previous relay back. The provider key is never
+// logged.
+func TestApplyingSettingsRestartsTheEmbeddedRelay(t *testing.T) {
+	a := newPrefsApp(t, testAppID())
+	start := ui.DefaultSettings()
+	start.Agent = ui.AgentDemo
+	ui.SaveSettings(a.Preferences(), start)
+	td, err := openTestDesktop(t, a, "--data-dir", t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := td.d.cur
+	if !first.target.Embedded || first.target.Agent != "script" || first.flags.relay.InputTimeout != 5*time.Minute {
+		t.Fatalf("first relay %+v", first.target)
+	}
+	td.prompt("markdown from the first relay")
+	waitConversation(t, first, "markdown from the first relay")
+
+	const secret = "sk-live-NEVER-IN-LOGS-42"
+	next := start
+	next.InputTimeout = 2 * time.Minute
+	next.ProviderKey = secret
+	ui.SaveSettings(a.Preferences(), next)
+	if err := td.restart(); err != nil {
+		t.Fatalf("restart: %v", err)
+	}
+	second := td.d.cur
+	if second == first || second.target.URL == first.target.URL {
+		t.Fatal("the relay was not restarted")
+	}
+	if second.flags.relay.InputTimeout != 2*time.Minute || second.flags.relay.ProviderKey != secret {
+		t.Fatalf("the new relay does not run the new settings: %+v", second.flags.relay)
+	}
+	if got := td.d.win.Window().Title(); !strings.Contains(got, "embedded relay") {
+		t.Fatalf("title %q", got)
+	}
+	oldCfg := client.Config{URL: first.target.URL, Token: first.target.Token, DialTimeout: 2 * time.Second}
+	if _, err := oldCfg.Dial(context.Background()); err == nil {
+		t.Fatal("the old relay still accepts connections")
+	}
+	// The window works on the new relay, which kept the history.
+	td.prompt("markdown from the second relay")
+	waitConversation(t, second, "markdown from the second relay")
+	waitConversation(t, second, "markdown from the first relay")
+
+	// Settings that cannot start: the previous relay comes back.
+	bad := next
+	bad.Agent = ui.AgentCopilot
+	bad.CopilotPath = filepath.Join(t.TempDir(), "copilot")
+	ui.SaveSettings(a.Preferences(), bad)
+	err = td.restart()
+	if err == nil || !strings.Contains(err.Error(), "the Copilot agent cannot start") {
+		t.Fatalf("restart with a missing Copilot CLI: %v", err)
+	}
+	third := td.d.cur
+	if third == second || third.flags != second.flags {
+		t.Fatalf("not back on the previous settings: %+v", third.flags.relay)
+	}
+	td.prompt("markdown after going back")
+	waitConversation(t, third, "markdown after going back")
+
+	logs := td.logs.String()
+	if strings.Contains(logs, secret) {
+		t.Fatalf("the provider key is in the log:\n%s", logs)
+	}
+	if !strings.Contains(logs, "providerKey=********") {
+		t.Fatalf("the settings in use were not logged:\n%s", logs)
+	}
+}
+
+// TestFirstRunPicksTheDemo: with no Copilot CLI, auto runs the demo and the
+// window is told why.
+func TestFirstRunPicksTheDemo(t *testing.T) {
+	a := newPrefsApp(t, testAppID())
+	missing := filepath.Join(t.TempDir(), "copilot")
+	td, err := openTestDesktop(t, a, "--data-dir", memoryDataDir, "--copilot-path", missing)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tg := td.d.cur.target
+	if tg.Agent != "script" || tg.DemoReason != "No GitHub Copilot CLI was found at "+missing+"." {
+		t.Fatalf("agent %q, reason %q", tg.Agent, tg.DemoReason)
+	}
+	if opts := td.d.options(td.d.cur, ""); opts.DemoReason != tg.DemoReason || opts.Agent != "script" || opts.Version != Version {
+		t.Fatalf("window options %+v", opts)
+	}
+}
+
+// TestSavedSettingsThatFailFallBack: saved settings that do not start
+// leave the app usable on the defaults; the command line's own failing
+// settings are an error as before.
+func TestSavedSettingsThatFailFallBack(t *testing.T) {
+	a := newPrefsApp(t, testAppID())
+	s := ui.DefaultSettings()
+	s.Agent = ui.AgentDemo
+	s.Remote, s.RemoteURL = true, "ws://127.0.0.1:1/ws"
+	ui.SaveSettings(a.Preferences(), s)
+	td, err := openTestDesktop(t, a, "--data-dir", memoryDataDir, "--agent", "script")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !td.d.cur.target.Embedded {
+		t.Fatal("not on the embedded relay")
+	}
+	if !strings.Contains(td.logs.String(), "the saved settings did not start") {
+		t.Fatalf("log:\n%s", td.logs.String())
+	}
+	td.prompt("markdown still works")
+	waitConversation(t, td.d.cur, "markdown still works")
+
+	b := newPrefsApp(t, testAppID())
+	if _, err := openTestDesktop(t, b, "--data-dir", memoryDataDir, "--connect", "ws://127.0.0.1:1/ws"); err == nil {
+		t.Fatal("an unreachable --connect relay opened a window")
+	}
+}
