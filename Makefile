@@ -97,7 +97,7 @@ package: deps $(FYNE)
 install: package
 	rm -rf dist/install && mkdir -p dist/install
 	tar -xJf dist/pilotdesk.tar.xz -C dist/install
-	$(MAKE) -C dist/install user-install
+	$(MAKE) -C dist/install/pilotdesk user-install
 
 # Windows and macOS installers are built with fyne-cross, which runs the
 # builds in Docker containers: these need a Docker engine (not available on
