@@ -471,3 +471,66 @@ func TestSavedSettingsThatFailFallBack(t *testing.T) {
 		t.Fatal("an unreachable --connect relay opened a window")
 	}
 }
+
+// TestApplyingSettingsSwitchesToARemoteRelay: picking a remote relay in
+// Settings stops the embedded one and moves the window to the remote;
+// picking the embedded one again starts it anew.
+func TestApplyingSettingsSwitchesToARemoteRelay(t *testing.T) {
+	remoteSettings := relaySettings{Listen: "127.0.0.1:0", Token: "remote-token", Agent: "script",
+		Script: filepath.Join("..", "ui", "testdata", "script.json"), HeartbeatTimeout: time.Minute, DataDir: memoryDataDir}
+	remote, err := startStack(context.Background(), remoteSettings, slog.New(slog.NewTextHandler(&syncBuffer{}, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { remote.Close(context.Background()) })
+
+	a := newPrefsApp(t, testAppID())
+	s := ui.DefaultSettings()
+	s.Agent = ui.AgentDemo
+	ui.SaveSettings(a.Preferences(), s)
+	td, err := openTestDesktop(t, a, "--data-dir", memoryDataDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	embedded := td.d.cur
+
+	s.Remote, s.RemoteURL, s.RemoteToken = true, remote.URL, "remote-token"
+	ui.SaveSettings(a.Preferences(), s)
+	if err := td.restart(); err != nil {
+		t.Fatal(err)
+	}
+	r := td.d.cur
+	if r.target.Embedded || r.target.URL != remote.URL || r.client.URL() != remote.URL {
+		t.Fatalf("not on the remote relay: %+v", r.target)
+	}
+	if got := td.d.win.Window().Title(); !strings.Contains(got, strings.TrimPrefix(strings.TrimSuffix(remote.URL, "/ws"), "ws://")) {
+		t.Fatalf("title %q", got)
+	}
+	oldCfg := client.Config{URL: embedded.target.URL, Token: embedded.target.Token, DialTimeout: 2 * time.Second}
+	if _, err := oldCfg.Dial(context.Background()); err == nil {
+		t.Fatal("the embedded relay still runs")
+	}
+	td.prompt("show me markdown on the remote")
+	waitConversation(t, r, "show me markdown on the remote")
+
+	// A wrong token is refused and the window stays on the remote relay.
+	s.RemoteToken = "wrong"
+	ui.SaveSettings(a.Preferences(), s)
+	if err := td.restart(); err == nil {
+		t.Fatal("a wrong token was accepted")
+	}
+	if td.d.cur.target.URL != remote.URL || td.d.cur.target.Embedded {
+		t.Fatalf("after the refused token: %+v", td.d.cur.target)
+	}
+
+	s.Remote = false
+	ui.SaveSettings(a.Preferences(), s)
+	if err := td.restart(); err != nil {
+		t.Fatal(err)
+	}
+	if !td.d.cur.target.Embedded {
+		t.Fatal("not back on an embedded relay")
+	}
+	td.prompt("markdown back home")
+	waitConversation(t, td.d.cur, "markdown back home")
+}

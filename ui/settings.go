@@ -117,20 +117,44 @@ var allFields = []SettingField{
 	FieldProviderURL, FieldProviderType, FieldProviderKey, FieldWorkDir, FieldInputTimeout, FieldNotifications,
 }
 
-// SaveSettings writes every field of s to p.
+// SaveSettings writes every field of s to p, in one change where the
+// preferences allow it: Fyne's file-backed preferences write the whole file
+// on each change, so twelve separate changes would mean twelve writes that
+// its file watcher can read half-written.
 func SaveSettings(p fyne.Preferences, s Settings) {
-	p.SetString(prefKey(FieldAgent), s.Agent)
-	p.SetString(prefKey(FieldCopilotPath), s.CopilotPath)
-	p.SetString(prefKey(FieldModel), s.Model)
-	p.SetString(prefKey(FieldProviderURL), s.ProviderURL)
-	p.SetString(prefKey(FieldProviderType), s.ProviderType)
-	p.SetString(prefKey(FieldProviderKey), s.ProviderKey)
-	p.SetString(prefKey(FieldWorkDir), s.WorkDir)
-	p.SetString(prefKey(FieldInputTimeout), FormatInputTimeout(s.InputTimeout))
-	p.SetBool(prefKey(FieldNotifications), s.Notifications)
-	p.SetBool(prefKey(FieldRemote), s.Remote)
-	p.SetString(prefKey(FieldRemoteURL), s.RemoteURL)
-	p.SetString(prefKey(FieldRemoteToken), s.RemoteToken)
+	values := map[string]any{
+		prefKey(FieldAgent):         s.Agent,
+		prefKey(FieldCopilotPath):   s.CopilotPath,
+		prefKey(FieldModel):         s.Model,
+		prefKey(FieldProviderURL):   s.ProviderURL,
+		prefKey(FieldProviderType):  s.ProviderType,
+		prefKey(FieldProviderKey):   s.ProviderKey,
+		prefKey(FieldWorkDir):       s.WorkDir,
+		prefKey(FieldInputTimeout):  FormatInputTimeout(s.InputTimeout),
+		prefKey(FieldNotifications): s.Notifications,
+		prefKey(FieldRemote):        s.Remote,
+		prefKey(FieldRemoteURL):     s.RemoteURL,
+		prefKey(FieldRemoteToken):   s.RemoteToken,
+	}
+	// The app's and the test driver's preferences (internal.
+	// InMemoryPreferences) offer a batch write; other implementations get
+	// one call per key.
+	if batch, ok := p.(interface{ WriteValues(func(map[string]any)) }); ok {
+		batch.WriteValues(func(m map[string]any) {
+			for k, v := range values {
+				m[k] = v
+			}
+		})
+		return
+	}
+	for k, v := range values {
+		switch v := v.(type) {
+		case string:
+			p.SetString(k, v)
+		case bool:
+			p.SetBool(k, v)
+		}
+	}
 }
 
 // ParseInputTimeout reads an input timeout as the dialog accepts it: a Go

@@ -218,6 +218,12 @@ func TestSettingsPersistInPreferences(t *testing.T) {
 	if got := LoadSettings(a.Preferences(), def); got != s {
 		t.Fatalf("read back %+v, want %+v", got, s)
 	}
+	// Preferences without a batch write get one call per key.
+	s.Model, s.Remote, s.InputTimeout = "other", false, time.Hour
+	SaveSettings(struct{ fyne.Preferences }{a.Preferences()}, s)
+	if got := LoadSettings(a.Preferences(), def); got != s {
+		t.Fatalf("read back %+v, want %+v", got, s)
+	}
 	// A value the user could not have typed falls back to the default.
 	a.Preferences().SetString(prefKey(FieldInputTimeout), "soon")
 	if got := LoadSettings(a.Preferences(), def).InputTimeout; got != def.InputTimeout {
@@ -432,7 +438,7 @@ func TestSettingsLockedByCommandLine(t *testing.T) {
 	if d.model.Text != "from-flag" || !d.model.Disabled() {
 		t.Fatalf("model entry %q disabled %v", d.model.Text, d.model.Disabled())
 	}
-	if hint := d.items[FieldModel].HintText; hint != "Set by --model for this run: start pilotdesk without it to change it here" {
+	if hint := d.items[FieldModel].HintText; hint != "Set by --model for this run" {
 		t.Fatalf("hint %q", hint)
 	}
 	d.inputTimeout.SetText("2m")

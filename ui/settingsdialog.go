@@ -267,7 +267,7 @@ func (d *settingsDialog) item(f SettingField, label string, input fyne.CanvasObj
 	d.errs[f] = e
 	it := widget.NewFormItem(label, container.NewVBox(input, e))
 	if by, ok := d.locked[f]; ok {
-		hint = "Set by " + by + " for this run: start pilotdesk without it to change it here"
+		hint = "Set by " + by + " for this run"
 	}
 	it.HintText = hint
 	d.items[f] = it
