@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"fmt"
 	"net"
 	"net/http"
 	"os"
@@ -16,6 +15,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/pilotdesk/pilotdesk/internal/testbin"
 )
 
 // runCLI runs the command line in-process and returns its exit status and
@@ -86,40 +87,12 @@ func TestVersion(t *testing.T) {
 	}
 }
 
-var (
-	buildOnce sync.Once
-	binPath   string
-	buildErr  error
-)
-
-// pilotdeskBinary builds the real binary once per test run (with the test
-// driver tag, so it needs no display).
-func pilotdeskBinary(t *testing.T) string {
-	t.Helper()
-	buildOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "pilotdesk-bin")
-		if err != nil {
-			buildErr = err
-			return
-		}
-		binPath = filepath.Join(dir, "pilotdesk")
-		cmd := exec.Command("go", "build", "-tags", "ci", "-o", binPath, "..")
-		out, err := cmd.CombinedOutput()
-		if err != nil {
-			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
-		}
-	})
-	if buildErr != nil {
-		t.Fatal(buildErr)
-	}
-	return binPath
-}
+// pilotdeskBinary is the real binary, built once per test run.
+func pilotdeskBinary(t *testing.T) string { return testbin.Build(t) }
 
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if binPath != "" {
-		os.RemoveAll(filepath.Dir(binPath))
-	}
+	testbin.Cleanup()
 	os.Exit(code)
 }
 

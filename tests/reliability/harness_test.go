@@ -3,7 +3,6 @@ package reliability
 import (
 	"bufio"
 	"encoding/json"
-	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -15,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pilotdesk/pilotdesk/internal/testbin"
 	"github.com/pilotdesk/pilotdesk/relay/relaytest"
 )
 
@@ -22,43 +22,12 @@ import (
 // small and others compile on it at the same time.
 const timeout = 60 * time.Second
 
-var (
-	buildOnce sync.Once
-	binPath   string
-	buildErr  error
-)
-
-// pilotdesk builds the real binary once per test run. The ci tag swaps
-// Fyne's GL driver for its software one (no display, no GL compile); the
-// relay, the agents and the history store are the same code either way.
-func pilotdesk(t *testing.T) string {
-	t.Helper()
-	if testing.Short() {
-		t.Skip("builds and runs the pilotdesk binary")
-	}
-	buildOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "pilotdesk-reliability")
-		if err != nil {
-			buildErr = err
-			return
-		}
-		binPath = filepath.Join(dir, "pilotdesk")
-		cmd := exec.Command("go", "build", "-tags", "ci", "-o", binPath, "../..")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
-		}
-	})
-	if buildErr != nil {
-		t.Fatal(buildErr)
-	}
-	return binPath
-}
+// pilotdesk is the real binary, built once per test run.
+func pilotdesk(t *testing.T) string { return testbin.Build(t) }
 
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if binPath != "" {
-		os.RemoveAll(filepath.Dir(binPath))
-	}
+	testbin.Cleanup()
 	os.Exit(code)
 }
 

@@ -5,13 +5,13 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/pilotdesk/pilotdesk/session/script"
+
+	"github.com/pilotdesk/pilotdesk/internal/testbin"
 )
 
 func TestSeqTracker(t *testing.T) {
@@ -94,13 +94,8 @@ func TestLatencyPercentiles(t *testing.T) {
 // binary, with SQLite and with in-memory history: nothing lost, figures
 // filled in.
 func TestRunSmall(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds and runs the pilotdesk binary")
-	}
-	bin := filepath.Join(t.TempDir(), "pilotdesk")
-	if out, err := exec.Command("go", "build", "-tags", "ci", "-o", bin, "../..").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := testbin.Build(t)
+	defer testbin.Cleanup()
 	for _, tc := range []struct {
 		name   string
 		memory bool
