@@ -298,10 +298,13 @@ func (w *Window) pump() {
 			if !ok {
 				return
 			}
-			w.store.Apply(ev)
+			// The notification is queued before the event reaches the
+			// store, so that it is sent by the frame that shows the
+			// event at the latest.
 			if n := live.observe(ev); n.kind != notifyNone {
 				w.onUI(func() { w.notify(n) })
 			}
+			w.store.Apply(ev)
 		case <-w.ctx.Done():
 			return
 		}
