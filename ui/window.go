@@ -78,7 +78,7 @@ type Options struct {
 	StartProblem string
 	// Effective are the settings in use: the preferences under what the
 	// command line fixed. Locked names the fields the command line fixed
-	// (field → "--model", "env PILOTDESK_TOKEN"…): the Settings dialog shows
+	// (field → "--model", "PILOTDESK_TOKEN"…): the Settings dialog shows
 	// them read-only with their Effective value.
 	Effective Settings
 	Locked    map[SettingField]string
