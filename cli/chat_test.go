@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -188,6 +189,7 @@ func (p *tmuxPane) waitPrompt(prompt string) string {
 func (p *tmuxPane) waitExit() string {
 	p.t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
+	pid := strings.TrimSpace(p.tmux("display-message", "-p", "-t", "chat", "#{pane_pid}"))
 	for {
 		// tmux marks the pane dead when its terminal closes, and knows the
 		// status once it has reaped the process: wait for both.
@@ -200,11 +202,45 @@ func (p *tmuxPane) waitExit() string {
 				return "signal " + sig
 			}
 		}
+		// On a loaded machine tmux can leave the exited program a zombie
+		// it has not reaped for a long while (seen: over 30 s), so its
+		// status never shows; the kernel has it already.
+		if status, ok := zombieStatus(pid); ok {
+			return status
+		}
 		if time.Now().After(deadline) {
 			p.t.Fatalf("the program did not exit; the terminal shows:\n%s", p.screen())
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+}
+
+// zombieStatus reads the exit status of a process that has exited but not
+// been reaped, from /proc/PID/stat (field 52, exit_code, as waitpid(2)
+// reports it). ok is false while the process runs (or is gone).
+func zombieStatus(pid string) (status string, ok bool) {
+	stat, err := os.ReadFile("/proc/" + pid + "/stat")
+	if err != nil {
+		return "", false
+	}
+	// The command name, in parentheses, may hold spaces: fields start
+	// after its closing parenthesis, at field 3 (the state).
+	i := strings.LastIndexByte(string(stat), ')')
+	if i < 0 {
+		return "", false
+	}
+	fields := strings.Fields(string(stat[i+1:]))
+	if len(fields) < 50 || fields[0] != "Z" {
+		return "", false
+	}
+	code, err := strconv.Atoi(fields[49]) // field 52
+	if err != nil {
+		return "", false
+	}
+	if sig := code & 0x7f; sig != 0 {
+		return "signal " + strconv.Itoa(sig), true
+	}
+	return strconv.Itoa(code >> 8), true
 }
 
 // inColour reports whether text appears in the foreground colour code
