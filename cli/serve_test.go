@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"net"
@@ -11,7 +10,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -99,7 +97,7 @@ func TestMain(m *testing.M) {
 // startServe starts `pilotdesk serve` and waits for its "relay listening"
 // line; it returns the process, the relay's address and a reader of the rest
 // of its log.
-func startServe(t *testing.T, args ...string) (*exec.Cmd, string, *logTail) {
+func startServe(t *testing.T, args ...string) (*exec.Cmd, string, *testbin.LogTail) {
 	t.Helper()
 	cmd := exec.Command(pilotdeskBinary(t), append([]string{"serve"}, args...)...)
 	cmd.Env = append(os.Environ(), "PILOTDESK_TOKEN=")
@@ -111,8 +109,8 @@ func startServe(t *testing.T, args ...string) (*exec.Cmd, string, *logTail) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	tail := newLogTail(stderr)
-	line, ok := tail.waitFor(regexp.MustCompile(`relay listening`), 60*time.Second)
+	tail := testbin.NewLogTail(stderr)
+	line, ok := tail.WaitFor(regexp.MustCompile(`relay listening`), 60*time.Second)
 	if !ok {
 		t.Fatalf("serve did not start; log:\n%s", tail.String())
 	}
@@ -171,55 +169,4 @@ func TestServeProcess(t *testing.T) {
 	if _, err := net.DialTimeout("tcp", addr, time.Second); err == nil {
 		t.Errorf("%s still accepts connections after shutdown", addr)
 	}
-}
-
-// logTail collects a process's output lines.
-type logTail struct {
-	mu    sync.Mutex
-	lines []string
-	cond  *sync.Cond
-	done  bool
-}
-
-func newLogTail(r interface{ Read([]byte) (int, error) }) *logTail {
-	lt := &logTail{}
-	lt.cond = sync.NewCond(&lt.mu)
-	go func() {
-		sc := bufio.NewScanner(r)
-		for sc.Scan() {
-			lt.mu.Lock()
-			lt.lines = append(lt.lines, sc.Text())
-			lt.cond.Broadcast()
-			lt.mu.Unlock()
-		}
-		lt.mu.Lock()
-		lt.done = true
-		lt.cond.Broadcast()
-		lt.mu.Unlock()
-	}()
-	return lt
-}
-
-func (lt *logTail) waitFor(re *regexp.Regexp, timeout time.Duration) (string, bool) {
-	timer := time.AfterFunc(timeout, func() { lt.mu.Lock(); lt.done = true; lt.cond.Broadcast(); lt.mu.Unlock() })
-	defer timer.Stop()
-	lt.mu.Lock()
-	defer lt.mu.Unlock()
-	for i := 0; ; {
-		for ; i < len(lt.lines); i++ {
-			if re.MatchString(lt.lines[i]) {
-				return lt.lines[i], true
-			}
-		}
-		if lt.done {
-			return "", false
-		}
-		lt.cond.Wait()
-	}
-}
-
-func (lt *logTail) String() string {
-	lt.mu.Lock()
-	defer lt.mu.Unlock()
-	return strings.Join(lt.lines, "\n")
 }

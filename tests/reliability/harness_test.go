@@ -1,15 +1,12 @@
 package reliability
 
 import (
-	"bufio"
 	"encoding/json"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -37,7 +34,7 @@ type relayProc struct {
 	cmd  *exec.Cmd
 	URL  string // ws://127.0.0.1:PORT/ws or wss://…
 	Addr string // 127.0.0.1:PORT
-	log  *logTail
+	log  *testbin.LogTail
 
 	exited  chan struct{}
 	waitErr error
@@ -52,7 +49,7 @@ var listeningLine = regexp.MustCompile(`relay listening.* url=(wss?)://([^/ ]+)/
 func startRelay(t *testing.T, env []string, args ...string) *relayProc {
 	t.Helper()
 	p := launchRelay(t, env, args...)
-	line, ok := p.log.waitFor(listeningLine, timeout)
+	line, ok := p.log.WaitFor(listeningLine, timeout)
 	if !ok {
 		p.kill()
 		t.Fatalf("pilotdesk serve %s did not start; log:\n%s", strings.Join(args, " "), p.log.String())
@@ -75,11 +72,11 @@ func launchRelay(t *testing.T, env []string, args ...string) *relayProc {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	p := &relayProc{t: t, cmd: cmd, log: newLogTail(stderr), exited: make(chan struct{})}
+	p := &relayProc{t: t, cmd: cmd, log: testbin.NewLogTail(stderr), exited: make(chan struct{})}
 	go func() {
 		// Wait only after the log is read to its end (exec's rule for
 		// StderrPipe).
-		p.log.waitDone()
+		p.log.WaitDone()
 		p.waitErr = cmd.Wait()
 		close(p.exited)
 	}()
@@ -126,70 +123,6 @@ func (p *relayProc) exitCode() int {
 	p.t.Helper()
 	_ = p.wait()
 	return p.cmd.ProcessState.ExitCode()
-}
-
-// logTail collects a process's output lines.
-type logTail struct {
-	mu    sync.Mutex
-	cond  *sync.Cond
-	lines []string
-	done  bool
-	eof   chan struct{}
-}
-
-func newLogTail(r io.Reader) *logTail {
-	lt := &logTail{eof: make(chan struct{})}
-	lt.cond = sync.NewCond(&lt.mu)
-	go func() {
-		defer close(lt.eof)
-		sc := bufio.NewScanner(r)
-		sc.Buffer(make([]byte, 64<<10), 1<<20)
-		for sc.Scan() {
-			lt.mu.Lock()
-			lt.lines = append(lt.lines, sc.Text())
-			lt.cond.Broadcast()
-			lt.mu.Unlock()
-		}
-		_, _ = io.Copy(io.Discard, r) // a line over 1 MiB: keep the pipe drained
-		lt.mu.Lock()
-		lt.done = true
-		lt.cond.Broadcast()
-		lt.mu.Unlock()
-	}()
-	return lt
-}
-
-func (lt *logTail) waitDone() { <-lt.eof }
-
-// waitFor returns the first line matching re, waiting up to d for it.
-func (lt *logTail) waitFor(re *regexp.Regexp, d time.Duration) (string, bool) {
-	expired := false
-	timer := time.AfterFunc(d, func() {
-		lt.mu.Lock()
-		expired = true
-		lt.cond.Broadcast()
-		lt.mu.Unlock()
-	})
-	defer timer.Stop()
-	lt.mu.Lock()
-	defer lt.mu.Unlock()
-	for i := 0; ; {
-		for ; i < len(lt.lines); i++ {
-			if re.MatchString(lt.lines[i]) {
-				return lt.lines[i], true
-			}
-		}
-		if lt.done || expired {
-			return "", false
-		}
-		lt.cond.Wait()
-	}
-}
-
-func (lt *logTail) String() string {
-	lt.mu.Lock()
-	defer lt.mu.Unlock()
-	return strings.Join(lt.lines, "\n")
 }
 
 // writeScript writes a scripted agent's scenario (SCRIPT-AGENT.md) and
