@@ -30,13 +30,11 @@ func TestPruneIdle(t *testing.T) {
 	store := history.NewMemory()
 	srv := relaytest.Start(t, relay.Config{Agent: agent, Store: store})
 	cl := srv.Dial(t)
-	for _, id := range []string{"old", "busy"} {
-		prompt := "hi"
-		if id == "busy" {
-			prompt = "hold"
-		}
-		cl.Send(protocol.TypeSend, protocol.Send{ConversationID: id, Prompt: prompt})
-	}
+	// The busy turn runs, and its events are stored (nothing is sent before
+	// it is stored), once its prompt comes back.
+	cl.Send(protocol.TypeSend, protocol.Send{ConversationID: "busy", Prompt: "hold"})
+	cl.WaitFor(protocol.TypeUserMessage, func(f relaytest.Frame) bool { return f.Field("conversationId") == "busy" })
+	cl.Send(protocol.TypeSend, protocol.Send{ConversationID: "old", Prompt: "hi"})
 	cl.WaitFor(protocol.TypeIdle, func(f relaytest.Frame) bool { return f.Field("conversationId") == "old" })
 
 	cutoff := time.Now().Add(time.Minute) // both are older than this
