@@ -18,13 +18,14 @@ func (c *Client) Subscribe(ctx context.Context, conversationID string, sinceSeq 
 	s.lastSeq = max(sinceSeq, 0)
 	s.syncing = true
 	s.buf = nil
+	epoch := s.epoch
 	conn := c.conn
 	c.mu.Unlock()
 	if conn == nil {
 		return nil
 	}
 	since := max(sinceSeq, 0)
-	return c.writeTo(ctx, conn, protocol.TypeSubscribe, protocol.Subscribe{ConversationID: conversationID, SinceSeq: &since})
+	return c.writeTo(ctx, conn, protocol.TypeSubscribe, protocol.Subscribe{ConversationID: conversationID, SinceSeq: &since, Epoch: epoch})
 }
 
 // Unsubscribe stops following a conversation.

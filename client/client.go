@@ -325,18 +325,19 @@ func (c *Client) renew(ctx, connCtx context.Context, conn *websocket.Conn) error
 	type renew struct {
 		id    string
 		since int64
+		epoch string
 	}
 	var renews []renew
 	for id, s := range c.subs {
 		s.syncing = true
 		s.buf = nil
-		renews = append(renews, renew{id, s.lastSeq})
+		renews = append(renews, renew{id, s.lastSeq, s.epoch})
 	}
 	c.mu.Unlock()
 	slices.SortFunc(renews, func(a, b renew) int { return strings.Compare(a.id, b.id) })
 	for _, r := range renews {
 		since := r.since
-		if err := c.writeTo(connCtx, conn, protocol.TypeSubscribe, protocol.Subscribe{ConversationID: r.id, SinceSeq: &since}); err != nil {
+		if err := c.writeTo(connCtx, conn, protocol.TypeSubscribe, protocol.Subscribe{ConversationID: r.id, SinceSeq: &since, Epoch: r.epoch}); err != nil {
 			return err
 		}
 	}
@@ -377,26 +378,23 @@ func (c *Client) keepAlive(ctx context.Context, conn *websocket.Conn, activity <
 // delivered. It returns false when ctx ended while delivering.
 func (c *Client) route(ctx context.Context, ev Event) bool {
 	var out []Event
-	var resubscribe *protocol.Subscribe
-	var conn *websocket.Conn
 
 	c.mu.Lock()
 	switch d := ev.Data.(type) {
 	case *protocol.Subscribed:
 		s := c.sub(d.ConversationID)
-		if s.syncing && s.epoch != "" && d.Epoch != s.epoch {
+		if d.Reset || (s.epoch != "" && d.Epoch != s.epoch) {
 			// The relay's history of this conversation is not the one we
-			// resumed from: what it replayed belongs to a different
-			// history. Drop it and replay from the start.
+			// held. The relay decides: given our epoch it replayed from
+			// seq 0 and said so with reset, so what it replayed replaces
+			// our copy, with no second round trip.
+			if !d.Reset {
+				c.log.Warn("the relay's epoch changed but it did not replay from the start; the conversation may show only part of its history",
+					"conversation", d.ConversationID, "old_epoch", s.epoch, "new_epoch", d.Epoch)
+			}
 			c.log.Info("conversation history changed on the relay; replaying it", "conversation", d.ConversationID, "old_epoch", s.epoch, "new_epoch", d.Epoch)
-			s.epoch = d.Epoch
 			s.lastSeq = 0
-			s.buf = nil
-			zero := int64(0)
-			resubscribe = &protocol.Subscribe{ConversationID: d.ConversationID, SinceSeq: &zero}
-			conn = c.conn
 			out = append(out, Event{Type: TypeReset, Data: &Reset{ConversationID: d.ConversationID, Epoch: d.Epoch}})
-			break
 		}
 		s.epoch = d.Epoch
 		out = append(out, s.flush()...)
@@ -409,9 +407,9 @@ func (c *Client) route(ctx context.Context, ev Event) bool {
 			}
 		}
 		out = append(out, ev)
-	default:
-		h, ok := header(ev.Data)
-		if !ok || h.ConversationID == "" {
+	case protocol.Sequenced:
+		h := d.EventHeader()
+		if h.ConversationID == "" {
 			out = append(out, ev)
 			break
 		}
@@ -433,14 +431,11 @@ func (c *Client) route(ctx context.Context, ev Event) bool {
 			s.lastSeq = h.Seq
 		}
 		out = append(out, ev)
+	default:
+		out = append(out, ev)
 	}
 	c.mu.Unlock()
 
-	if resubscribe != nil && conn != nil {
-		if err := c.writeTo(ctx, conn, protocol.TypeSubscribe, resubscribe); err != nil {
-			c.log.Warn("replaying a conversation failed", "conversation", resubscribe.ConversationID, "err", err)
-		}
-	}
 	for _, e := range out {
 		if !c.emit(ctx, e) {
 			return false

@@ -230,8 +230,10 @@ func TestReconnectResumes(t *testing.T) {
 }
 
 // TestEpochChangeReplaysFromStart: after a reconnect the relay has a
-// different history of the conversation; the client drops what it replayed
-// from the wrong offset, reports a reset and replays from seq 0.
+// different history of the conversation. The client resumes with the epoch
+// it holds; the relay decides, replays from seq 0 and says reset; the client
+// reports the reset and delivers the new history once, with a single
+// subscribe (no second round trip).
 func TestEpochChangeReplaysFromStart(t *testing.T) {
 	f := newFakeRelay(t, "")
 	c := dialT(t, fastConfig(f.url(), ""))
@@ -267,6 +269,16 @@ func TestEpochChangeReplaysFromStart(t *testing.T) {
 	}
 	if fmt.Sprint(seqs) != "[1 2 3 4 5]" {
 		t.Fatalf("replayed seqs %v, want [1 2 3 4 5]", seqs)
+	}
+	var subs []string
+	for _, env := range f.receivedFrames() {
+		if env.Type == protocol.TypeSubscribe {
+			subs = append(subs, string(env.Data))
+		}
+	}
+	// The first subscribe, then exactly one renewal carrying the old epoch.
+	if len(subs) != 2 || !strings.Contains(subs[1], `"epoch":"epoch-1"`) {
+		t.Fatalf("subscribes sent %q, want the first and one renewal with the held epoch", subs)
 	}
 }
 

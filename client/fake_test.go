@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -113,6 +114,13 @@ func (f *fakeRelay) serve(w http.ResponseWriter, r *http.Request) {
 			fc.subs[sub.ConversationID] = true
 			var replay []json.RawMessage
 			log := f.logs[sub.ConversationID]
+			// As the relay does: a client holding another epoch's copy
+			// gets the whole history, marked reset.
+			reset := sub.Epoch != "" && sub.Epoch != f.epoch
+			if reset {
+				zero := int64(0)
+				sub.SinceSeq = &zero
+			}
 			if sub.SinceSeq != nil {
 				from := int(*sub.SinceSeq)
 				if f.sloppy {
@@ -123,7 +131,7 @@ func (f *fakeRelay) serve(w http.ResponseWriter, r *http.Request) {
 				}
 			}
 			subscribed, _ := protocol.Encode(protocol.TypeSubscribed, protocol.Subscribed{
-				ConversationID: sub.ConversationID, Mode: protocol.ModeAct, Seq: int64(len(log)), Epoch: f.epoch,
+				ConversationID: sub.ConversationID, Mode: protocol.ModeAct, Seq: int64(len(log)), Epoch: f.epoch, Reset: reset,
 			})
 			// Write under the lock so that live events cannot slip in
 			// between the replay and copilot:subscribed.
@@ -198,4 +206,11 @@ func (f *fakeRelay) connCount() int {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return len(f.conns)
+}
+
+// receivedFrames returns a copy of every frame the fake relay received.
+func (f *fakeRelay) receivedFrames() []protocol.Envelope {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Clone(f.received)
 }

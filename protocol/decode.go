@@ -24,19 +24,8 @@ type Request struct {
 // ConversationID returns the conversation the request names, if any. It is
 // used to attach the id to an error about the request.
 func (r Request) ConversationID() string {
-	switch d := r.Data.(type) {
-	case *Subscribe:
-		return d.ConversationID
-	case *ConversationRef:
-		return d.ConversationID
-	case *Send:
-		return d.ConversationID
-	case *Abort:
-		return d.ConversationID
-	case *SetMode:
-		return d.ConversationID
-	case *UserInputResponse:
-		return d.ConversationID
+	if a, ok := r.Data.(Addressed); ok {
+		return a.Conversation()
 	}
 	return ""
 }
@@ -71,6 +60,7 @@ var schemas = map[string]schema{
 	TypeSubscribe: {fields: []field{
 		{"conversationId", kindID, true},
 		{"sinceSeq", kindSeq, false},
+		{"epoch", kindString, false},
 	}, build: func() any { return new(Subscribe) }},
 	TypeUnsubscribe: {fields: []field{{"conversationId", kindID, true}}, build: func() any { return new(ConversationRef) }},
 	TypeClose:       {fields: []field{{"conversationId", kindID, true}}, build: func() any { return new(ConversationRef) }},

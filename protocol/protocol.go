@@ -2,9 +2,11 @@
 // shapes of their data, error codes, and the validating frame decoder.
 //
 // It is the contract between the relay (relay/) and its clients (client/,
-// ui/, the terminal client) and is written to ../shared/spec/PROTOCOL.md to
-// the letter. It depends on nothing but the standard library so that every
-// side can import it.
+// ui/, the terminal client), documented in docs/protocol.md. Both directions
+// live here: schemas (decode.go) for what clients send, and serverMessages
+// (events.go) for what the relay sends, so that a new message is one struct
+// and one table row. It depends on nothing but the standard library so that
+// every side can import it.
 package protocol
 
 import "encoding/json"
@@ -123,10 +125,13 @@ func Encode(msgType string, data any) ([]byte, error) {
 
 // ---- client to server data ----
 
-// Subscribe is copilot:subscribe.
+// Subscribe is copilot:subscribe. Epoch is the epoch the client's copy of
+// the conversation belongs to: when it differs from the relay's, the relay
+// replays from seq 0 and marks copilot:subscribed with Reset.
 type Subscribe struct {
 	ConversationID string `json:"conversationId"`
 	SinceSeq       *int64 `json:"sinceSeq,omitempty"`
+	Epoch          string `json:"epoch,omitempty"`
 }
 
 // ConversationRef is the data of copilot:unsubscribe, copilot:close and
@@ -176,22 +181,50 @@ type Error struct {
 
 func (e *Error) Error() string { return e.Code + ": " + e.Message }
 
+// Conversation returns the conversation the error is about, "" if none.
+func (e *Error) Conversation() string { return e.ConversationID }
+
 // Header is carried by every conversation event: the conversation and the
 // event's sequence number (it grows by one per event of the conversation).
+// Embedding it is what makes a struct a conversation event (Sequenced).
 type Header struct {
 	ConversationID string `json:"conversationId"`
 	Seq            int64  `json:"seq"`
 }
 
-// Subscribed is copilot:subscribed. Seq is the latest event's seq.
+// Conversation returns the conversation the event belongs to.
+func (h Header) Conversation() string { return h.ConversationID }
+
+// EventHeader returns the header itself; every struct that embeds Header
+// has it, so no code needs a switch over event types to read a seq.
+func (h Header) EventHeader() Header { return h }
+
+// Addressed is a server message about one conversation.
+type Addressed interface{ Conversation() string }
+
+// Sequenced is a conversation event: it has a seq, is stored in the
+// conversation's history and replayed.
+type Sequenced interface {
+	Addressed
+	EventHeader() Header
+}
+
+// Subscribed is copilot:subscribed. Seq is the latest event's seq (not an
+// event of its own: Subscribed is Addressed, not Sequenced). Reset is true
+// when the relay replayed from seq 0 because the client's epoch was not its
+// own: the client replaces its copy of the conversation.
 type Subscribed struct {
 	ConversationID string            `json:"conversationId"`
 	Mode           Mode              `json:"mode"`
 	Streaming      bool              `json:"streaming"`
 	Seq            int64             `json:"seq"`
 	Epoch          string            `json:"epoch"`
+	Reset          bool              `json:"reset,omitempty"`
 	PendingInput   *UserInputRequest `json:"pendingInput,omitempty"`
 }
+
+// Conversation returns the conversation subscribed to.
+func (s *Subscribed) Conversation() string { return s.ConversationID }
 
 // UserMessage is copilot:user_message (ext): the prompt that started a turn,
 // so that every window, and a replay, shows the user's side of the
@@ -280,7 +313,8 @@ type UserInputClosed struct {
 	Reason    string `json:"reason"`
 }
 
-// Quota is copilot:quota. QuotaSnapshots is always an object.
+// Quota is copilot:quota: the usage of one model call. QuotaSnapshots is
+// always an object (quota name → QuotaSnapshot).
 type Quota struct {
 	Header
 	QuotaSnapshots   json.RawMessage `json:"quotaSnapshots"`
@@ -288,13 +322,60 @@ type Quota struct {
 	Cost             *float64        `json:"cost,omitempty"`
 	CacheReadTokens  *int64          `json:"cacheReadTokens,omitempty"`
 	CacheWriteTokens *int64          `json:"cacheWriteTokens,omitempty"`
+	InputTokens      *int64          `json:"inputTokens,omitempty"`
+	OutputTokens     *int64          `json:"outputTokens,omitempty"`
 }
 
-// Shutdown is copilot:shutdown. ModelMetrics is always an object.
+// QuotaSnapshot is one entry of Quota.QuotaSnapshots, in the Copilot CLI's
+// shape. Pointers tell a missing figure from a zero.
+type QuotaSnapshot struct {
+	Unlimited           bool     `json:"isUnlimitedEntitlement"`
+	EntitlementRequests *float64 `json:"entitlementRequests,omitempty"`
+	UsedRequests        *float64 `json:"usedRequests,omitempty"`
+	RemainingPercentage *float64 `json:"remainingPercentage,omitempty"`
+	ResetDate           string   `json:"resetDate,omitempty"`
+}
+
+// Snapshots decodes QuotaSnapshots; an empty or malformed object gives nil
+// (a bring-your-own-model provider reports {}).
+func (q *Quota) Snapshots() map[string]QuotaSnapshot {
+	var snaps map[string]QuotaSnapshot
+	if len(q.QuotaSnapshots) == 0 || json.Unmarshal(q.QuotaSnapshots, &snaps) != nil || len(snaps) == 0 {
+		return nil
+	}
+	return snaps
+}
+
+// Shutdown is copilot:shutdown. ModelMetrics is always an object (model
+// name → ModelMetric).
 type Shutdown struct {
 	Header
 	TotalPremiumRequests float64         `json:"totalPremiumRequests"`
 	ModelMetrics         json.RawMessage `json:"modelMetrics"`
+}
+
+// ModelMetric is one entry of Shutdown.ModelMetrics, in the Copilot CLI's
+// shape.
+type ModelMetric struct {
+	Requests struct {
+		Count float64 `json:"count"`
+		Cost  float64 `json:"cost"`
+	} `json:"requests"`
+	Usage struct {
+		InputTokens      int64 `json:"inputTokens"`
+		OutputTokens     int64 `json:"outputTokens"`
+		CacheReadTokens  int64 `json:"cacheReadTokens,omitempty"`
+		CacheWriteTokens int64 `json:"cacheWriteTokens,omitempty"`
+	} `json:"usage"`
+}
+
+// Metrics decodes ModelMetrics; a malformed object gives nil.
+func (s *Shutdown) Metrics() map[string]ModelMetric {
+	var m map[string]ModelMetric
+	if json.Unmarshal(s.ModelMetrics, &m) != nil {
+		return nil
+	}
+	return m
 }
 
 // ConversationInfo is one entry of copilot:conversations.
@@ -315,3 +396,13 @@ type Conversations struct {
 type Deleted struct {
 	Header
 }
+
+// Conversation methods make every request that names a conversation
+// Addressed, so that an error about it can name the conversation.
+
+func (d *Subscribe) Conversation() string         { return d.ConversationID }
+func (d *ConversationRef) Conversation() string   { return d.ConversationID }
+func (d *Send) Conversation() string              { return d.ConversationID }
+func (d *Abort) Conversation() string             { return d.ConversationID }
+func (d *SetMode) Conversation() string           { return d.ConversationID }
+func (d *UserInputResponse) Conversation() string { return d.ConversationID }
