@@ -64,6 +64,12 @@ const (
 	CodeLimit            = "limit"
 )
 
+// ErrorCodes lists every error code the relay sends.
+func ErrorCodes() []string {
+	return []string{CodeInvalidJSON, CodeInvalidMessage, CodeUnknownType, CodeMissingField, CodeInvalidField,
+		CodeConversationBusy, CodeNotStreaming, CodeInvalidAnswer, CodeTooLarge, CodeLimit}
+}
+
 // Mode is a conversation's tool policy: plan denies every tool request, act
 // approves every one.
 type Mode string
