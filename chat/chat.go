@@ -22,6 +22,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/pilotdesk/pilotdesk/client"
+	"github.com/pilotdesk/pilotdesk/conversation"
 	"github.com/pilotdesk/pilotdesk/protocol"
 )
 
@@ -171,11 +172,11 @@ type repl struct {
 	waiting     bool     // expecting the agent's output and nothing came yet: the spinner runs
 	echoed      []string // our prompts already printed, to skip when the relay echoes them
 	lastMsgID   string
-	deltaSeen   map[string]bool // messages whose deltas were printed
-	tools       map[string]toolCall
-	toolOrder   []string
-	usage       turnUsage
-	errorShown  bool // a copilot:error of this turn was printed
+	// fold is the conversation's state, folded from its events by package
+	// conversation (the same fold as the window's); the REPL prints what
+	// each event changed in it.
+	fold       *conversation.State
+	errorShown bool // a copilot:error of this turn was printed
 
 	// Input requests.
 	prompt   *prompt                      // the open one
@@ -201,20 +202,12 @@ type repl struct {
 	quit     bool
 }
 
-type toolCall struct {
-	name string
-	args string
-}
-
 func (r *repl) resetConversation() {
 	r.syncing, r.ready = false, false
 	r.running, r.sendPending, r.waiting = false, false, false
 	r.echoed = nil
 	r.lastMsgID = ""
-	r.deltaSeen = map[string]bool{}
-	r.tools = map[string]toolCall{}
-	r.toolOrder = nil
-	r.usage = turnUsage{}
+	r.fold = nil
 	r.errorShown = false
 	r.prompt, r.queued, r.answered = nil, nil, nil
 	r.replayed = map[string]*protocol.UserInputRequest{}
@@ -361,9 +354,8 @@ func (r *repl) statusLine() string {
 		return ""
 	}
 	frame := r.scr.style(styleInfo, spinnerFrames[r.spin%len(spinnerFrames)])
-	if n := len(r.toolOrder); n > 0 {
-		tc := r.tools[r.toolOrder[n-1]]
-		return frame + r.scr.style(styleDim, " running "+tc.name+"…")
+	if tool, ok := r.runningTool(); ok {
+		return frame + r.scr.style(styleDim, " running "+oneLine(tool.Title)+"…")
 	}
 	if r.waiting {
 		return frame + r.scr.style(styleDim, " thinking…")
@@ -605,7 +597,6 @@ func (r *repl) run(ctx context.Context, line string) {
 
 // startTurn resets what the REPL tracks per turn.
 func (r *repl) startTurn() {
-	r.usage = turnUsage{}
 	r.errorShown = false
 	r.waiting = !r.syncing
 	r.lastMsgID = ""

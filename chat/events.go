@@ -2,12 +2,12 @@ package chat
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"strings"
 	"time"
 
 	"github.com/pilotdesk/pilotdesk/client"
+	"github.com/pilotdesk/pilotdesk/conversation"
 	"github.com/pilotdesk/pilotdesk/protocol"
 )
 
@@ -30,6 +30,10 @@ func (r *repl) event(ctx context.Context, ev client.Event) {
 		// Events of a conversation left behind by /new or /switch.
 		return
 	}
+	if _, reset := ev.Data.(*client.Reset); reset || r.fold == nil || r.fold.ID != r.conv {
+		r.fold = conversation.New(r.conv, conversation.Options{Now: r.cfg.Now})
+	}
+	u := r.fold.Apply(ev)
 	switch d := ev.Data.(type) {
 	case *protocol.Subscribed:
 		r.subscribed(d)
@@ -41,22 +45,17 @@ func (r *repl) event(ctx context.Context, ev client.Event) {
 		r.conv, r.syncing = conv, true
 	case *protocol.UserMessage:
 		r.userMessage(d)
-	case *protocol.Delta:
-		r.text(d.MessageID, d.Content)
-	case *protocol.Message:
-		if !r.deltaSeen[d.MessageID] {
-			// An agent that sends whole messages only.
-			r.text(d.MessageID, d.Content)
+	case *protocol.Delta, *protocol.Message:
+		// The fold says what text is new: a delta's, or what a whole
+		// message adds to its deltas (all of it for an agent that sends
+		// whole messages only).
+		if u.Text != "" {
+			r.text(u.MessageID, u.Text)
 		}
-		delete(r.deltaSeen, d.MessageID)
 	case *protocol.ToolStart:
 		r.waiting = false
-		if _, ok := r.tools[d.ToolCallID]; !ok {
-			r.toolOrder = append(r.toolOrder, d.ToolCallID)
-		}
-		r.tools[d.ToolCallID] = toolCall{name: oneLine(d.ToolName), args: argsSummary(d.Arguments)}
 	case *protocol.ToolEnd:
-		r.toolEnd(d)
+		r.toolEnd(u)
 	case *protocol.UserInputRequest:
 		if r.syncing {
 			r.scr.endLine()
@@ -82,10 +81,6 @@ func (r *repl) event(ctx context.Context, ev client.Event) {
 		r.waiting = false
 		r.errorShown = true
 		r.note(styleError, "Error: "+oneLine(d.Message))
-	case *protocol.Quota:
-		r.usage.addQuota(d, ev.Raw)
-	case *protocol.Shutdown:
-		r.usage.shutdown = d
 	case *protocol.Idle:
 		r.idle(d)
 	case *protocol.Deleted:
@@ -192,7 +187,6 @@ func (r *repl) userMessage(d *protocol.UserMessage) {
 // text streams assistant text.
 func (r *repl) text(messageID, content string) {
 	r.waiting = false
-	r.deltaSeen[messageID] = true
 	if messageID != r.lastMsgID && r.lastMsgID != "" {
 		// A new assistant message (the agent spoke again after a tool,
 		// say) starts on a line of its own.
@@ -202,30 +196,25 @@ func (r *repl) text(messageID, content string) {
 	r.scr.text(content)
 }
 
-// toolEnd prints the tool call as one line: approved, denied by plan
-// mode, or failed.
-func (r *repl) toolEnd(d *protocol.ToolEnd) {
-	tc, ok := r.tools[d.ToolCallID]
-	if !ok {
-		tc = toolCall{name: "tool"}
-	}
-	delete(r.tools, d.ToolCallID)
-	for i, id := range r.toolOrder {
-		if id == d.ToolCallID {
-			r.toolOrder = append(r.toolOrder[:i], r.toolOrder[i+1:]...)
-			break
+// toolEnd prints the tool call the fold just ended as one line: approved,
+// denied by plan mode, or failed.
+func (r *repl) toolEnd(u conversation.Update) {
+	var tool conversation.Row
+	for _, i := range u.Rows {
+		if row := r.fold.Rows[i]; row.Kind == conversation.RowTool {
+			tool = row
 		}
 	}
-	head := "⚙ " + r.scr.style(styleBold, tc.name)
-	if tc.args != "" {
-		head += " " + tc.args
+	head := "⚙ " + r.scr.style(styleBold, oneLine(tool.Title))
+	if tool.Text != "" {
+		head += " " + sanitize(tool.Text)
 	}
-	result := firstLine(d.Result)
+	result := firstLine(tool.Detail)
 	var tail string
-	switch {
-	case d.Denied:
+	switch tool.State {
+	case conversation.ToolDenied:
 		tail = r.scr.style(styleWarn, "denied by plan mode")
-	case d.Success:
+	case conversation.ToolApproved:
 		tail = r.scr.style(styleOK, "approved")
 		if result != "" {
 			tail += r.scr.style(styleDim, " → "+result)
@@ -240,6 +229,19 @@ func (r *repl) toolEnd(d *protocol.ToolEnd) {
 	r.note("", head+" — "+tail)
 	r.lastMsgID = ""
 	r.waiting = !r.syncing && r.streaming()
+}
+
+// runningTool is the last tool call of the conversation still running.
+func (r *repl) runningTool() (conversation.Row, bool) {
+	if r.fold == nil {
+		return conversation.Row{}, false
+	}
+	for i := len(r.fold.Rows) - 1; i >= 0; i-- {
+		if row := r.fold.Rows[i]; row.Kind == conversation.RowTool {
+			return row, !row.Done
+		}
+	}
+	return conversation.Row{}, false
 }
 
 // questionEnded closes a question the relay closed without our answer.
@@ -332,11 +334,9 @@ func (r *repl) idle(d *protocol.Idle) {
 			r.note(styleError, msg)
 		}
 	}
-	r.note(styleDim, r.usage.line())
+	r.note(styleDim, conversation.TurnText(r.fold.Turn))
 	r.scr.blank()
 	r.running, r.sendPending, r.waiting = false, false, false
-	r.tools = map[string]toolCall{}
-	r.toolOrder = nil
 	r.lastMsgID = ""
 	r.errorShown = false
 }
@@ -415,23 +415,6 @@ func ago(d time.Duration) string {
 		return fmt.Sprintf("%dh ago", int(d.Hours()))
 	}
 	return fmt.Sprintf("%dd ago", int(d.Hours()/24))
-}
-
-// argsSummary shows a tool call's arguments briefly: a command as it is,
-// anything else as compact JSON.
-func argsSummary(raw json.RawMessage) string {
-	if len(raw) == 0 || string(raw) == "null" || string(raw) == "{}" {
-		return ""
-	}
-	var m map[string]any
-	if json.Unmarshal(raw, &m) == nil {
-		for _, k := range []string{"command", "path", "file", "url", "pattern", "query"} {
-			if s, ok := m[k].(string); ok && s != "" {
-				return truncate(oneLine(s), 60)
-			}
-		}
-	}
-	return truncate(oneLine(string(raw)), 60)
 }
 
 // firstLine is the first non-blank line of a tool's result, with a count

@@ -164,29 +164,6 @@ func TestApprovalWithMissingLabels(t *testing.T) {
 	}
 }
 
-func TestUsageLine(t *testing.T) {
-	var u turnUsage
-	if got := u.line(); got != "usage: none reported for this turn" {
-		t.Errorf("empty usage = %q", got)
-	}
-	cost := 1.0
-	frame := []byte(`{"type":"copilot:quota","data":{"conversationId":"c","seq":3,"model":"gpt-5","cost":1,"inputTokens":1200,"outputTokens":80,
-		"quotaSnapshots":{"premium_interactions":{"entitlementRequests":300,"usedRequests":12,"remainingPercentage":96}}}}`)
-	u.addQuota(&protocol.Quota{Model: "gpt-5", Cost: &cost, QuotaSnapshots: jsonOf(map[string]any{
-		"premium_interactions": map[string]any{"entitlementRequests": 300, "usedRequests": 12, "remainingPercentage": 96},
-	})}, frame)
-	u.shutdown = &protocol.Shutdown{TotalPremiumRequests: 1}
-	want := "usage: gpt-5 · 1,200 in / 80 out tokens · cost 1 · premium requests 12/300 (96% left) · session ended: 1 premium request"
-	if got := u.line(); got != want {
-		t.Errorf("usage line =\n  %q\nwant\n  %q", got, want)
-	}
-	var v turnUsage
-	v.addQuota(&protocol.Quota{QuotaSnapshots: jsonOf(map[string]any{"chat": map[string]any{"isUnlimitedEntitlement": true}})}, nil)
-	if got := v.line(); got != "usage: cost 0 · chat unlimited" {
-		t.Errorf("unlimited = %q", got)
-	}
-}
-
 func TestVisibleWidth(t *testing.T) {
 	for s, w := range map[string]int{
 		"abc":                  3,

@@ -14,10 +14,10 @@ import (
 
 	"github.com/pilotdesk/pilotdesk/client"
 	"github.com/pilotdesk/pilotdesk/client/clienttest"
+	"github.com/pilotdesk/pilotdesk/conversation"
 	"github.com/pilotdesk/pilotdesk/relay"
 	"github.com/pilotdesk/pilotdesk/relay/relaytest"
 	"github.com/pilotdesk/pilotdesk/session/script"
-	"github.com/pilotdesk/pilotdesk/ui/model"
 )
 
 //go:embed testdata/script.json
@@ -140,21 +140,21 @@ func (h *harness) send(prompt string) {
 }
 
 // rows returns the transcript rows the window shows.
-func (h *harness) rows() []model.Row { return h.w.transcript.rows }
+func (h *harness) rows() []conversation.Row { return h.w.transcript.rows }
 
 // lastRow returns the last row of a kind, or a zero Row.
-func (h *harness) lastRow(kind model.RowKind) model.Row {
+func (h *harness) lastRow(kind conversation.RowKind) conversation.Row {
 	rows := h.rows()
 	for i := len(rows) - 1; i >= 0; i-- {
 		if rows[i].Kind == kind {
 			return rows[i]
 		}
 	}
-	return model.Row{}
+	return conversation.Row{}
 }
 
 func (h *harness) hasStatus(status string) bool {
-	r := h.lastRow(model.RowStatus)
+	r := h.lastRow(conversation.RowStatus)
 	return r.State == status
 }
 
@@ -162,7 +162,7 @@ func (h *harness) hasStatus(status string) bool {
 func (h *harness) text() string {
 	var b strings.Builder
 	for _, r := range h.rows() {
-		if r.Kind == model.RowText || r.Kind == model.RowCode {
+		if r.Kind == conversation.RowText || r.Kind == conversation.RowCode {
 			b.WriteString(r.Text)
 			b.WriteString("|")
 		}
@@ -214,4 +214,4 @@ func (h *harness) key(name fyne.KeyName) {
 }
 
 // lastCode returns the code of the last code row.
-func (h *harness) lastCode() string { return h.lastRow(model.RowCode).Text }
+func (h *harness) lastCode() string { return h.lastRow(conversation.RowCode).Text }

@@ -13,8 +13,8 @@ import (
 	"fyne.io/fyne/v2/widget"
 
 	"github.com/pilotdesk/pilotdesk/client"
+	"github.com/pilotdesk/pilotdesk/conversation"
 	"github.com/pilotdesk/pilotdesk/protocol"
-	"github.com/pilotdesk/pilotdesk/ui/model"
 )
 
 // Modal kinds: the three input types of seed 003 and the plain ask_user
@@ -56,7 +56,7 @@ func modalKind(req protocol.UserInputRequest) string {
 	return kindAsk
 }
 
-func newInputModal(w *Window, convID string, p model.Pending) *inputModal {
+func newInputModal(w *Window, convID string, p conversation.Pending) *inputModal {
 	m := &inputModal{win: w, convID: convID, req: p.Request, kind: modalKind(p.Request), highlight: -1, deadline: p.Deadline}
 	m.sink = newKeySink(m.typedRune, m.typedKey)
 	m.hint = widget.NewLabel("")

@@ -9,9 +9,9 @@ import (
 	"fyne.io/fyne/v2/test"
 	"fyne.io/fyne/v2/widget"
 
+	"github.com/pilotdesk/pilotdesk/conversation"
 	"github.com/pilotdesk/pilotdesk/protocol"
 	"github.com/pilotdesk/pilotdesk/relay"
-	"github.com/pilotdesk/pilotdesk/ui/model"
 )
 
 func TestApprovalModalKeys(t *testing.T) {
@@ -52,7 +52,7 @@ func TestApprovalModalKeys(t *testing.T) {
 				t.Fatalf("text %q", h.text())
 			}
 			if tc.status == protocol.StatusRejected {
-				if r := h.lastRow(model.RowStatus); r.Text != model.RejectedText {
+				if r := h.lastRow(conversation.RowStatus); r.Text != conversation.RejectedText {
 					t.Fatalf("status %q", r.Text)
 				}
 				// The partial text is kept above the status line.

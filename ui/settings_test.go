@@ -17,11 +17,11 @@ import (
 	"fyne.io/fyne/v2/widget"
 
 	"github.com/pilotdesk/pilotdesk/client"
+	"github.com/pilotdesk/pilotdesk/conversation"
 	"github.com/pilotdesk/pilotdesk/protocol"
 	"github.com/pilotdesk/pilotdesk/relay"
 	"github.com/pilotdesk/pilotdesk/relay/relaytest"
 	"github.com/pilotdesk/pilotdesk/session/script"
-	"github.com/pilotdesk/pilotdesk/ui/model"
 )
 
 // ---- pure parts ----
@@ -661,7 +661,7 @@ func tapButton(t *testing.T, o fyne.CanvasObject, text string) {
 func statusRows(h *harness) int {
 	n := 0
 	for _, r := range h.rows() {
-		if r.Kind == model.RowStatus {
+		if r.Kind == conversation.RowStatus {
 			n++
 		}
 	}

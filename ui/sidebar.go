@@ -10,7 +10,7 @@ import (
 	"fyne.io/fyne/v2/widget"
 
 	"github.com/pilotdesk/pilotdesk/protocol"
-	"github.com/pilotdesk/pilotdesk/ui/model"
+	"github.com/pilotdesk/pilotdesk/ui/store"
 )
 
 // sidebar is the conversation list: a New button above the conversations,
@@ -19,7 +19,7 @@ import (
 type sidebar struct {
 	win     *Window
 	list    *widget.List
-	entries []model.Entry
+	entries []store.Entry
 	// quiet is true while the list's selection is set from code, so that
 	// OnSelected does not switch conversations again.
 	quiet bool
@@ -65,7 +65,7 @@ func newSidebar(w *Window) *sidebar {
 }
 
 // entryStatus is the second line of a conversation entry.
-func entryStatus(e model.Entry, now time.Time) (string, widget.Importance) {
+func entryStatus(e store.Entry, now time.Time) (string, widget.Importance) {
 	switch {
 	case e.Waiting && e.Deadline.IsZero():
 		return "waiting for your answer", widget.WarningImportance
@@ -84,7 +84,7 @@ func entryStatus(e model.Entry, now time.Time) (string, widget.Importance) {
 }
 
 // set shows entries and selects current.
-func (s *sidebar) set(entries []model.Entry, current string) {
+func (s *sidebar) set(entries []store.Entry, current string) {
 	s.entries = entries
 	s.list.Refresh()
 	s.selectCurrent(current)

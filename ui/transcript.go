@@ -12,8 +12,9 @@ import (
 	"fyne.io/fyne/v2/theme"
 	"fyne.io/fyne/v2/widget"
 
+	"github.com/pilotdesk/pilotdesk/conversation"
 	"github.com/pilotdesk/pilotdesk/protocol"
-	"github.com/pilotdesk/pilotdesk/ui/model"
+	"github.com/pilotdesk/pilotdesk/ui/store"
 )
 
 // transcript is the chat history: a virtualised widget.List with one row
@@ -26,7 +27,7 @@ import (
 type transcript struct {
 	win   *Window
 	list  *widget.List
-	rows  []model.Row
+	rows  []conversation.Row
 	cache []rowCache
 	// gen grows on every full reload, so that recycled row views know
 	// their content belongs to another conversation.
@@ -40,7 +41,7 @@ type transcript struct {
 	views   map[fyne.CanvasObject]*rowState
 	measure *rowState
 	// unit holds per-kind height estimates for the current width.
-	unit map[model.RowKind]estimate
+	unit map[conversation.RowKind]estimate
 	// fixes are rows whose exact height was found while they were being
 	// shown; they are applied after the list's own layout pass.
 	fixes        map[int]float32
@@ -138,7 +139,7 @@ func (t *transcript) updateItem(id widget.ListItemID, obj fyne.CanvasObject) {
 // segments returns row id's parsed markdown, parsing it only when it changed.
 func (t *transcript) segments(id int) []widget.RichTextSegment {
 	r := t.rows[id]
-	if r.Kind != model.RowText {
+	if r.Kind != conversation.RowText {
 		return nil
 	}
 	c := &t.cache[id]
@@ -155,7 +156,7 @@ func parseMarkdown(md string) []widget.RichTextSegment {
 }
 
 // apply shows what the model says changed in the current conversation.
-func (t *transcript) apply(v model.View) {
+func (t *transcript) apply(v store.View) {
 	defer func() {
 		if len(t.rows) == 0 {
 			t.empty.Show()
@@ -174,7 +175,7 @@ func (t *transcript) apply(v model.View) {
 	}
 	appended := v.NumRows > len(t.rows)
 	if appended {
-		t.rows = append(t.rows, make([]model.Row, v.NumRows-len(t.rows))...)
+		t.rows = append(t.rows, make([]conversation.Row, v.NumRows-len(t.rows))...)
 		t.cache = append(t.cache, make([]rowCache, v.NumRows-len(t.cache))...)
 		t.heights = append(t.heights, make([]float32, v.NumRows-len(t.heights))...)
 	}
@@ -283,7 +284,7 @@ func (t *transcript) updateShown(i int) (h float32, shown bool) {
 }
 
 // reload replaces every row (a conversation switch, a reset).
-func (t *transcript) reload(rows []model.Row) {
+func (t *transcript) reload(rows []conversation.Row) {
 	t.gen++
 	t.rows = rows
 	t.cache = make([]rowCache, len(rows))
@@ -348,7 +349,7 @@ func (t *transcript) measureRow(i int) float32 {
 }
 
 // estimate guesses a row's height from its text length.
-func (t *transcript) estimate(r model.Row) float32 {
+func (t *transcript) estimate(r conversation.Row) float32 {
 	width := t.width
 	if width <= 0 {
 		width = 600
@@ -370,12 +371,12 @@ func (t *transcript) estimate(r model.Row) float32 {
 
 // calibrate measures one- and two-line rows of each kind at width.
 func (t *transcript) calibrate(width float32) {
-	t.unit = map[model.RowKind]estimate{}
+	t.unit = map[conversation.RowKind]estimate{}
 	th := theme.Current()
 	textW := fyne.MeasureText("The quick brown fox jumps over the lazy dog", th.Size(theme.SizeNameText), fyne.TextStyle{}).Width / 43
 	monoW := fyne.MeasureText("0123456789", th.Size(theme.SizeNameText), fyne.TextStyle{Monospace: true}).Width / 10
-	for _, k := range []model.RowKind{model.RowUser, model.RowText, model.RowCode, model.RowTool, model.RowStatus, model.RowMode, model.RowNote} {
-		one := model.Row{Kind: k, Text: "x", State: model.NoteInfo}
+	for _, k := range []conversation.RowKind{conversation.RowUser, conversation.RowText, conversation.RowCode, conversation.RowTool, conversation.RowStatus, conversation.RowMode, conversation.RowNote} {
+		one := conversation.Row{Kind: k, Text: "x", State: conversation.NoteInfo}
 		two := one
 		two.Text = "x\nx"
 		t.measure.show(-1, one, parseMarkdown(one.Text))
@@ -383,7 +384,7 @@ func (t *transcript) calibrate(width float32) {
 		t.measure.show(-1, two, parseMarkdown(two.Text))
 		h2 := t.measure.measureAt(width)
 		cw := textW
-		if k == model.RowCode {
+		if k == conversation.RowCode {
 			cw = monoW
 		}
 		t.unit[k] = estimate{base: h1, perLine: max(h2-h1, 0), charWidth: cw}
@@ -519,16 +520,16 @@ func (t *transcript) newRowState() *rowState {
 	return &rowState{t: t, root: container.NewStack()}
 }
 
-func (s *rowState) show(id int, r model.Row, segs []widget.RichTextSegment) {
+func (s *rowState) show(id int, r conversation.Row, segs []widget.RichTextSegment) {
 	var obj fyne.CanvasObject
 	switch r.Kind {
-	case model.RowUser:
+	case conversation.RowUser:
 		if s.user == nil {
 			s.user = newUserView()
 		}
 		s.user.set(r)
 		obj = s.user.obj
-	case model.RowText:
+	case conversation.RowText:
 		if s.text == nil {
 			s.text = widget.NewRichText()
 			s.text.Wrapping = fyne.TextWrapWord
@@ -536,13 +537,13 @@ func (s *rowState) show(id int, r model.Row, segs []widget.RichTextSegment) {
 		s.text.Segments = segs
 		s.text.Refresh()
 		obj = s.text
-	case model.RowCode:
+	case conversation.RowCode:
 		if s.code == nil {
 			s.code = newCodeView(s.t.win)
 		}
 		s.code.set(r)
 		obj = s.code.obj
-	case model.RowTool:
+	case conversation.RowTool:
 		if s.tool == nil {
 			s.tool = newToolView()
 		}
@@ -633,7 +634,7 @@ func newUserView() *userView {
 	return v
 }
 
-func (v *userView) set(r model.Row) {
+func (v *userView) set(r conversation.Row) {
 	v.bg.FillColor = colors(theme.Current()).userBackground
 	v.bg.Refresh()
 	if r.Mode == protocol.ModePlan {
@@ -672,7 +673,7 @@ func newCodeView(w *Window) *codeView {
 	return v
 }
 
-func (v *codeView) set(r model.Row) {
+func (v *codeView) set(r conversation.Row) {
 	v.bg.FillColor = colors(theme.Current()).codeBackground
 	v.bg.Refresh()
 	v.text = r.Text
@@ -709,19 +710,19 @@ func newToolView() *toolView {
 	return v
 }
 
-func (v *toolView) set(r model.Row) {
+func (v *toolView) set(r conversation.Row) {
 	v.name.SetText(r.Title)
 	v.args.SetText(r.Text)
 	switch r.State {
-	case model.ToolRunning:
+	case conversation.ToolRunning:
 		v.icon.SetResource(theme.MediaPlayIcon())
 		v.state.Importance = widget.MediumImportance
 		v.state.SetText("running…")
-	case model.ToolApproved:
+	case conversation.ToolApproved:
 		v.icon.SetResource(theme.ConfirmIcon())
 		v.state.Importance = widget.SuccessImportance
 		v.state.SetText("approved")
-	case model.ToolDenied:
+	case conversation.ToolDenied:
 		v.icon.SetResource(theme.CancelIcon())
 		v.state.Importance = widget.WarningImportance
 		v.state.SetText("denied by plan")
@@ -731,7 +732,7 @@ func (v *toolView) set(r model.Row) {
 		v.state.SetText("failed")
 	}
 	v.state.Refresh()
-	if r.Detail != "" && r.State != model.ToolApproved {
+	if r.Detail != "" && r.State != conversation.ToolApproved {
 		v.detail.SetText(r.Detail)
 		v.detail.Show()
 	} else {
@@ -767,12 +768,12 @@ func newLineView(w *Window) *lineView {
 	return v
 }
 
-func (v *lineView) set(idx int, r model.Row) {
+func (v *lineView) set(idx int, r conversation.Row) {
 	v.idx = idx
 	v.text.TextStyle = fyne.TextStyle{}
 	v.copy.Hide()
 	switch r.Kind {
-	case model.RowStatus:
+	case conversation.RowStatus:
 		switch r.State {
 		case protocol.StatusCompleted:
 			v.icon.SetResource(theme.ConfirmIcon())
@@ -789,7 +790,7 @@ func (v *lineView) set(idx int, r model.Row) {
 			v.text.Importance = widget.DangerImportance
 		}
 		v.copy.Show()
-	case model.RowMode:
+	case conversation.RowMode:
 		v.icon.SetResource(theme.ViewRefreshIcon())
 		if r.Mode == protocol.ModePlan {
 			v.text.Importance = widget.WarningImportance
@@ -799,10 +800,10 @@ func (v *lineView) set(idx int, r model.Row) {
 		v.text.TextStyle = fyne.TextStyle{Italic: true}
 	default:
 		switch r.State {
-		case model.NoteError:
+		case conversation.NoteError:
 			v.icon.SetResource(theme.ErrorIcon())
 			v.text.Importance = widget.DangerImportance
-		case model.NoteWarn:
+		case conversation.NoteWarn:
 			v.icon.SetResource(theme.WarningIcon())
 			v.text.Importance = widget.WarningImportance
 		default:

@@ -3,7 +3,6 @@ package ui
 import (
 	"fmt"
 	"image/color"
-	"strings"
 	"time"
 
 	"fyne.io/fyne/v2"
@@ -13,7 +12,7 @@ import (
 	"fyne.io/fyne/v2/widget"
 
 	"github.com/pilotdesk/pilotdesk/client"
-	"github.com/pilotdesk/pilotdesk/ui/model"
+	"github.com/pilotdesk/pilotdesk/conversation"
 )
 
 // statusBar is the bottom bar: the connection badge on the left, the usage
@@ -105,94 +104,21 @@ func (b *statusBar) setNotice(text string) {
 }
 
 // setUsage shows a conversation's usage.
-func (b *statusBar) setUsage(u model.Usage) {
-	b.usage.SetText(usageLine(u))
+func (b *statusBar) setUsage(u conversation.Usage) {
+	b.usage.SetText(conversation.UsageText(u))
 	if u.Empty() {
 		b.usage.Importance = widget.LowImportance
 	} else {
 		b.usage.Importance = widget.MediumImportance
 	}
 	b.usage.Refresh()
-	if t := totalsLine(u); t != "" {
+	if t := conversation.TotalsText(u); t != "" {
 		b.totals.Importance = widget.MediumImportance
 		b.totals.SetText(t)
 	} else {
 		b.totals.Importance = widget.LowImportance
 		b.totals.SetText("Session totals appear when the agent session ends")
 	}
-}
-
-// usageLine is the usage bar's first line.
-func usageLine(u model.Usage) string {
-	if u.Empty() {
-		return "No usage reported yet"
-	}
-	var parts []string
-	if u.Model != "" {
-		parts = append(parts, "Model "+u.Model)
-	}
-	for _, q := range u.Quotas {
-		name := strings.ReplaceAll(q.Name, "_", " ")
-		switch {
-		case q.Unlimited:
-			parts = append(parts, name+": unlimited")
-		case q.Entitlement > 0:
-			s := fmt.Sprintf("%s: %s of %s used", name, num(q.Used), num(q.Entitlement))
-			if q.HasRemaining {
-				s += fmt.Sprintf(", %s%% left", num(q.RemainingPercent))
-			}
-			parts = append(parts, s)
-		case q.HasRemaining:
-			parts = append(parts, fmt.Sprintf("%s: %s%% left", name, num(q.RemainingPercent)))
-		}
-	}
-	if u.Cost != nil {
-		parts = append(parts, "×"+num(*u.Cost)+" premium per request")
-	}
-	if u.CacheReadTokens != nil || u.CacheWriteTokens != nil {
-		var r, w int64
-		if u.CacheReadTokens != nil {
-			r = *u.CacheReadTokens
-		}
-		if u.CacheWriteTokens != nil {
-			w = *u.CacheWriteTokens
-		}
-		parts = append(parts, fmt.Sprintf("cache %s read / %s written", tokens(r), tokens(w)))
-	}
-	return strings.Join(parts, "  ·  ")
-}
-
-// totalsLine is the session totals from copilot:shutdown.
-func totalsLine(u model.Usage) string {
-	if !u.HaveTotals {
-		return ""
-	}
-	s := "Session total: " + plural(u.TotalPremiumRequests, "premium request")
-	for _, m := range u.Models {
-		s += fmt.Sprintf("  ·  %s: %s, %s tokens in / %s out", m.Model, plural(m.Requests, "request"), tokens(m.InputTokens), tokens(m.OutputTokens))
-	}
-	return s
-}
-
-func plural(n float64, what string) string {
-	if n == 1 {
-		return "1 " + what
-	}
-	return num(n) + " " + what + "s"
-}
-
-func num(f float64) string {
-	if f == float64(int64(f)) {
-		return fmt.Sprintf("%d", int64(f))
-	}
-	return strings.TrimRight(strings.TrimRight(fmt.Sprintf("%.2f", f), "0"), ".")
-}
-
-func tokens(n int64) string {
-	if n >= 10000 {
-		return fmt.Sprintf("%.1fk", float64(n)/1000)
-	}
-	return fmt.Sprintf("%d", n)
 }
 
 // pillLayout places a dot and a text side by side with padding around, the

@@ -28,8 +28,9 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/pilotdesk/pilotdesk/client"
+	"github.com/pilotdesk/pilotdesk/conversation"
 	"github.com/pilotdesk/pilotdesk/protocol"
-	"github.com/pilotdesk/pilotdesk/ui/model"
+	"github.com/pilotdesk/pilotdesk/ui/store"
 )
 
 // PlanBannerText is the amber banner shown above the composer in plan mode.
@@ -97,7 +98,7 @@ type Window struct {
 	app    fyne.App
 	win    fyne.Window
 	client *client.Client
-	store  *model.Store
+	store  *store.Store
 	opts   Options
 	log    *slog.Logger
 	manual bool
@@ -132,7 +133,7 @@ type Window struct {
 	waitSpin   *widget.Activity
 	waitLabel  *widget.Label
 	modal      *inputModal
-	view       model.View
+	view       store.View
 	focused    bool
 	notified   map[string]bool // request ids already notified
 	// notifiedConv is the conversation of the latest notification sent
@@ -212,7 +213,7 @@ func newWindow(a fyne.App, c *client.Client, opts Options, host fyne.Window) *Wi
 		focused:    true,
 		notified:   map[string]bool{},
 	}
-	w.store = model.NewStore(model.Options{InputTimeout: opts.InputTimeout, Now: opts.Now, OnChange: w.requestFrame, Logger: opts.Logger})
+	w.store = store.NewStore(store.Options{InputTimeout: opts.InputTimeout, Now: opts.Now, OnChange: w.requestFrame, Logger: opts.Logger})
 	w.ctx, w.cancel = context.WithCancel(context.Background())
 
 	if host != nil {
@@ -575,7 +576,7 @@ drain:
 	w.showStreaming(v.Streaming)
 	w.showWaiting(v, now)
 	w.showModal(v, now)
-	if line, totals := usageLine(v.Usage), totalsLine(v.Usage); line != w.shownUsage[0] || totals != w.shownUsage[1] {
+	if line, totals := conversation.UsageText(v.Usage), conversation.TotalsText(v.Usage); line != w.shownUsage[0] || totals != w.shownUsage[1] {
 		w.shownUsage = [2]string{line, totals}
 		w.status.setUsage(v.Usage)
 	}
@@ -630,7 +631,7 @@ func (w *Window) showStreaming(streaming bool) {
 // showWaiting is the indicator above the composer: "thinking" while a turn
 // has shown nothing yet, "waiting for your answer" with the time left while
 // a question is open.
-func (w *Window) showWaiting(v model.View, now time.Time) {
+func (w *Window) showWaiting(v store.View, now time.Time) {
 	var text string
 	switch {
 	case v.Pending != nil && v.Pending.Deadline.IsZero():
@@ -675,7 +676,7 @@ func (w *Window) showWaiting(v model.View, now time.Time) {
 }
 
 // showModal opens, updates or closes the input modal to match the model.
-func (w *Window) showModal(v model.View, now time.Time) {
+func (w *Window) showModal(v store.View, now time.Time) {
 	p := v.Pending
 	if p == nil || p.Answering {
 		if w.modal != nil {
@@ -762,7 +763,7 @@ func (w *Window) submit() {
 			}
 		}
 		if err := w.client.Send(ctx, id, prompt, mode, modelName); err != nil {
-			w.store.AddNote(id, model.NoteError, "Not sent: "+err.Error()+". Your prompt is back in the box below.")
+			w.store.AddNote(id, conversation.NoteError, "Not sent: "+err.Error()+". Your prompt is back in the box below.")
 			w.onUI(func() {
 				if w.composer.Text == "" {
 					w.composer.SetText(prompt)
@@ -780,7 +781,7 @@ func (w *Window) stop() {
 	id := w.current
 	w.enqueue(func(ctx context.Context) {
 		if err := w.client.Abort(ctx, id); err != nil {
-			w.store.AddNote(id, model.NoteError, "Could not stop the agent: "+err.Error())
+			w.store.AddNote(id, conversation.NoteError, "Could not stop the agent: "+err.Error())
 		}
 	})
 }
@@ -800,7 +801,7 @@ func (w *Window) modeToggled(mode protocol.Mode) {
 	}
 	w.enqueue(func(ctx context.Context) {
 		if err := w.client.SetMode(ctx, id, mode); err != nil {
-			w.store.AddNote(id, model.NoteError, "Could not switch mode: "+err.Error())
+			w.store.AddNote(id, conversation.NoteError, "Could not switch mode: "+err.Error())
 			w.onUI(func() {
 				if w.wantModeConv == id {
 					w.wantMode = ""
@@ -853,9 +854,9 @@ func (w *Window) copyReplyBefore(idx int) {
 	}
 	var ids []string
 	seen := map[string]bool{}
-	for i := idx - 1; i >= 0 && rows[i].Kind != model.RowUser; i-- {
+	for i := idx - 1; i >= 0 && rows[i].Kind != conversation.RowUser; i-- {
 		r := rows[i]
-		if (r.Kind == model.RowText || r.Kind == model.RowCode) && r.MessageID != "" && !seen[r.MessageID] {
+		if (r.Kind == conversation.RowText || r.Kind == conversation.RowCode) && r.MessageID != "" && !seen[r.MessageID] {
 			seen[r.MessageID] = true
 			ids = append([]string{r.MessageID}, ids...)
 		}

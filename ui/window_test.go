@@ -9,8 +9,8 @@ import (
 	"fyne.io/fyne/v2/test"
 	"fyne.io/fyne/v2/widget"
 
+	"github.com/pilotdesk/pilotdesk/conversation"
 	"github.com/pilotdesk/pilotdesk/protocol"
-	"github.com/pilotdesk/pilotdesk/ui/model"
 )
 
 func TestMarkdownTurnAndUsage(t *testing.T) {
@@ -73,8 +73,8 @@ func TestToolRowsAndComposer(t *testing.T) {
 		t.Fatalf("enter did not send: %q", h.w.composer.Text)
 	}
 	h.waitFor("the turn to complete", func() bool { return h.hasStatus(protocol.StatusCompleted) })
-	tool := h.lastRow(model.RowTool)
-	if tool.Title != "bash" || tool.State != model.ToolApproved || tool.Text != "make deploy" {
+	tool := h.lastRow(conversation.RowTool)
+	if tool.Title != "bash" || tool.State != conversation.ToolApproved || tool.Text != "make deploy" {
 		t.Fatalf("tool row %+v", tool)
 	}
 	if !strings.Contains(h.text(), "The tool was approved.") {
@@ -121,7 +121,7 @@ func TestPlanToggleBannerAndDeniedTool(t *testing.T) {
 	}
 	h.send("use the tool")
 	h.waitFor("the turn to complete", func() bool { return h.hasStatus(protocol.StatusCompleted) })
-	if r := h.lastRow(model.RowTool); r.State != model.ToolDenied {
+	if r := h.lastRow(conversation.RowTool); r.State != conversation.ToolDenied {
 		t.Fatalf("tool in plan mode: %+v", r)
 	}
 	if r := h.rows()[0]; r.Mode != protocol.ModePlan {
@@ -132,7 +132,7 @@ func TestPlanToggleBannerAndDeniedTool(t *testing.T) {
 	if h.w.banner.Visible() {
 		t.Fatal("banner still shown in act")
 	}
-	if r := h.lastRow(model.RowMode); r.Mode != protocol.ModeAct {
+	if r := h.lastRow(conversation.RowMode); r.Mode != protocol.ModeAct {
 		t.Fatalf("no mode marker: %s", h.dump())
 	}
 }
@@ -144,11 +144,11 @@ func TestMidStreamModeSwitch(t *testing.T) {
 	h.send("switch modes")
 	h.waitFor("the first text", func() bool { return strings.Contains(h.text(), "Working in act mode.") })
 	test.Tap(h.w.toggle.plan)
-	h.waitFor("the mode marker", func() bool { return h.lastRow(model.RowMode).Mode == protocol.ModePlan })
+	h.waitFor("the mode marker", func() bool { return h.lastRow(conversation.RowMode).Mode == protocol.ModePlan })
 	m := h.waitModal(kindApproval)
 	m.typedRune('a')
 	h.waitFor("the turn to complete", func() bool { return h.hasStatus(protocol.StatusCompleted) })
-	if r := h.lastRow(model.RowTool); r.State != model.ToolDenied {
+	if r := h.lastRow(conversation.RowTool); r.State != conversation.ToolDenied {
 		t.Fatalf("tool after the switch: %+v\n%s", r, h.dump())
 	}
 	if !strings.Contains(h.text(), "The deploy tool was denied.") {
@@ -212,7 +212,7 @@ func TestOtherConversationsAndReplay(t *testing.T) {
 		}
 	}
 	h.waitFor("the replay", func() bool { return h.hasStatus(protocol.StatusCompleted) })
-	if h.w.current != id || h.rows()[0].Text != "use the tool please" || h.lastRow(model.RowTool).State != model.ToolApproved {
+	if h.w.current != id || h.rows()[0].Text != "use the tool please" || h.lastRow(conversation.RowTool).State != conversation.ToolApproved {
 		t.Fatalf("replayed:\n%s", h.dump())
 	}
 }
@@ -221,7 +221,7 @@ func TestFailedTurn(t *testing.T) {
 	h := newHarness(t, harnessConfig{})
 	h.send("fail now")
 	h.waitFor("the error", func() bool { return h.hasStatus(protocol.StatusError) })
-	if r := h.lastRow(model.RowStatus); r.Detail != "the model is overloaded" {
+	if r := h.lastRow(conversation.RowStatus); r.Detail != "the model is overloaded" {
 		t.Fatalf("status %+v\n%s", r, h.dump())
 	}
 }
@@ -264,7 +264,7 @@ func TestOfflineSendKeepsPrompt(t *testing.T) {
 	h.waitFor("the reconnecting badge", func() bool { return strings.HasPrefix(h.w.status.conn.Text, "reconnecting") })
 	h.send("hello while offline")
 	h.waitFor("the prompt back in the box", func() bool { return h.w.composer.Text == "hello while offline" })
-	if r := h.lastRow(model.RowNote); !strings.HasPrefix(r.Text, "Not sent:") {
+	if r := h.lastRow(conversation.RowNote); !strings.HasPrefix(r.Text, "Not sent:") {
 		t.Fatalf("note %+v", r)
 	}
 }
@@ -339,9 +339,9 @@ func TestRecycledRowMeasuresItsNewContent(t *testing.T) {
 	note, status := -1, -1
 	for i, r := range tr.rows {
 		switch r.Kind {
-		case model.RowNote:
+		case conversation.RowNote:
 			note = i
-		case model.RowStatus:
+		case conversation.RowStatus:
 			status = i
 		}
 	}

@@ -1,4 +1,4 @@
-package model
+package store
 
 import (
 	"encoding/json"
@@ -8,94 +8,9 @@ import (
 	"time"
 
 	"github.com/pilotdesk/pilotdesk/client"
+	"github.com/pilotdesk/pilotdesk/conversation"
 	"github.com/pilotdesk/pilotdesk/protocol"
 )
-
-const sampleMD = "# Plan\n\nFirst a paragraph\nthat spans two lines.\n\n- one\n- two with `code`\n\n```go\nfunc main() {\n\n\tprintln(\"hi\")\n}\n```\nAfter the fence.\n\n\n~~~\nplain\n~~~\nlast [link](https://example.com)"
-
-var sampleBlocks = []block{
-	{text: "# Plan"},
-	{text: "First a paragraph\nthat spans two lines."},
-	{text: "- one\n- two with `code`"},
-	{text: "```go\nfunc main() {\n\n\tprintln(\"hi\")\n}\n```\n", code: true},
-	{text: "After the fence."},
-	{text: "~~~\nplain\n~~~\n", code: true},
-}
-
-func allBlocks(s *splitter, chunks []string) []block {
-	var out []block
-	for _, c := range chunks {
-		out = append(out, s.write(c)...)
-	}
-	return out
-}
-
-func TestSplitterBlocks(t *testing.T) {
-	for _, size := range []int{1, 2, 3, 7, 1000} {
-		var chunks []string
-		for i := 0; i < len(sampleMD); i += size {
-			chunks = append(chunks, sampleMD[i:min(i+size, len(sampleMD))])
-		}
-		s := newSplitter()
-		got := allBlocks(s, chunks)
-		if fmt.Sprintf("%#v", got) != fmt.Sprintf("%#v", sampleBlocks) {
-			t.Fatalf("chunk size %d: blocks\n%#v\nwant\n%#v", size, got, sampleBlocks)
-		}
-		tail, ok := s.tail()
-		if !ok || tail.text != "last [link](https://example.com)" || tail.code {
-			t.Fatalf("chunk size %d: tail %q %v", size, tail.text, ok)
-		}
-		if s.text() != sampleMD {
-			t.Fatal("text() lost bytes")
-		}
-	}
-}
-
-func TestSplitterFenceStaysOpenUntilClosed(t *testing.T) {
-	s := newSplitter()
-	if got := s.write("```py\nx = 1\n\ny = 2\n``"); len(got) != 0 {
-		t.Fatalf("a blank line inside a fence ended a block: %#v", got)
-	}
-	if b, _ := s.tail(); !b.code {
-		t.Fatal("the open fence's tail is not code")
-	}
-	got := s.write("`\nnext")
-	if len(got) != 1 || !got[0].code || got[0].text != "```py\nx = 1\n\ny = 2\n```\n" {
-		t.Fatalf("closing fence: %#v", got)
-	}
-	if lang, code := CodeBody(got[0].text); lang != "py" || code != "x = 1\n\ny = 2" {
-		t.Fatalf("CodeBody = %q, %q", lang, code)
-	}
-}
-
-func TestSplitterCutInsideFence(t *testing.T) {
-	s := newSplitter()
-	s.write("```sh\nmake\n")
-	b, ok := s.cut()
-	if !ok || !b.code || b.text != "```sh\nmake\n```" {
-		t.Fatalf("cut block %q", b.text)
-	}
-	s.write("make test\n```\nok")
-	tail, _ := s.tail()
-	if tail.text != "ok" {
-		t.Fatalf("tail after fence %q", tail.text)
-	}
-}
-
-func TestCodeBody(t *testing.T) {
-	cases := map[string][2]string{
-		"```go\na\n```":        {"go", "a"},
-		"```\na\nb":            {"", "a\nb"}, // still streaming
-		"~~~~ js x\n1\n~~~~\n": {"js", "1"},
-		"not code":             {"", "not code"},
-	}
-	for in, want := range cases {
-		lang, code := CodeBody(in)
-		if lang != want[0] || code != want[1] {
-			t.Errorf("CodeBody(%q) = %q %q, want %q %q", in, lang, code, want[0], want[1])
-		}
-	}
-}
 
 // ---- store ----
 
@@ -143,10 +58,10 @@ func (f *feed) ev(conv string, data any) {
 	f.s.Apply(client.Event{Data: data})
 }
 
-func rowsOf(s *Store, id string) []Row { return s.Transcript(id) }
+func rowsOf(s *Store, id string) []conversation.Row { return s.Transcript(id) }
 
-func kinds(rows []Row) string {
-	names := map[RowKind]string{RowUser: "user", RowText: "text", RowCode: "code", RowTool: "tool", RowStatus: "status", RowMode: "mode", RowNote: "note"}
+func kinds(rows []conversation.Row) string {
+	names := map[conversation.RowKind]string{conversation.RowUser: "user", conversation.RowText: "text", conversation.RowCode: "code", conversation.RowTool: "tool", conversation.RowStatus: "status", conversation.RowMode: "mode", conversation.RowNote: "note"}
 	var parts []string
 	for _, r := range rows {
 		parts = append(parts, names[r.Kind])
@@ -179,7 +94,7 @@ func TestTurnWithToolInterleaved(t *testing.T) {
 	if rows[1].Text != "Checking the build... " || !rows[1].Done {
 		t.Fatalf("text before the tool: %+v", rows[1])
 	}
-	if rows[2].State != ToolApproved || rows[2].Text != "make deploy" || rows[2].Title != "bash" {
+	if rows[2].State != conversation.ToolApproved || rows[2].Text != "make deploy" || rows[2].Title != "bash" {
 		t.Fatalf("tool row %+v", rows[2])
 	}
 	if rows[3].Text != "The tool was approved." || !rows[3].Done {
@@ -235,7 +150,7 @@ func TestRejectedTurnKeepsPartialText(t *testing.T) {
 	if kinds(rows) != "user,text,note,status" {
 		t.Fatalf("rows %s", kinds(rows))
 	}
-	if rows[1].Text != "I will run the migration" || rows[3].Text != RejectedText || rows[2].Text != `You rejected "Run the migration?".` {
+	if rows[1].Text != "I will run the migration" || rows[3].Text != conversation.RejectedText || rows[2].Text != `You rejected "Run the migration?".` {
 		t.Fatalf("rows %+v", rows)
 	}
 }
@@ -293,7 +208,7 @@ func TestInputRequestLifecycle(t *testing.T) {
 
 	var notes []string
 	for _, r := range rowsOf(f.s, "c") {
-		if r.Kind == RowNote {
+		if r.Kind == conversation.RowNote {
 			notes = append(notes, r.Text)
 		}
 	}

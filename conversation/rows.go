@@ -1,0 +1,58 @@
+package conversation
+
+import "github.com/pilotdesk/pilotdesk/protocol"
+
+// RowKind says what a transcript row shows.
+type RowKind int
+
+const (
+	RowUser   RowKind = iota // the user's prompt
+	RowText                  // one markdown block of an assistant message
+	RowCode                  // one fenced code block of an assistant message
+	RowTool                  // a tool call
+	RowStatus                // how a turn ended
+	RowMode                  // the mode changed here
+	RowNote                  // something that happened (question timed out, answered, refused…)
+)
+
+// Tool call states shown on a RowTool.
+const (
+	ToolRunning  = "running"
+	ToolApproved = "approved"
+	ToolDenied   = "denied by plan"
+	ToolFailed   = "failed"
+)
+
+// Note tones for RowNote.
+const (
+	NoteInfo  = "info"
+	NoteWarn  = "warning"
+	NoteError = "error"
+)
+
+// Row is one transcript row. Rows are values: renderers keep copies.
+type Row struct {
+	Kind RowKind
+	// Text: the prompt (RowUser), markdown (RowText), code without its
+	// fences (RowCode), the line to show (RowStatus, RowMode, RowNote), the
+	// tool's arguments in short (RowTool, see ToolSummary).
+	Text string
+	// Lang is a code block's language.
+	Lang string
+	// Title is the tool's name (RowTool).
+	Title string
+	// State: a tool's state (Tool*), a turn's status (protocol.Status*), a
+	// note's tone (Note*).
+	State string
+	// Detail is a tool's result or a failed turn's message.
+	Detail string
+	// Mode is the mode of a user turn, or the new mode of a RowMode.
+	Mode protocol.Mode
+	// MessageID is the assistant message a text or code block belongs to,
+	// or a tool row's tool call id.
+	MessageID string
+	// Done is true when the row will not change again.
+	Done bool
+	// Version grows each time the row changes.
+	Version uint32
+}

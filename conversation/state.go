@@ -1,0 +1,511 @@
+// Package conversation folds the relay's events of one conversation into
+// its state: the transcript's rows (prompts, assistant text cut into
+// markdown blocks, tool calls, status lines, notes), the mode, whether a
+// turn streams, the open question and its deadline, and the usage. It is
+// the one interpretation of the protocol's conversation events; the window
+// (ui/) and the terminal client (chat/) only render it, as a view renders a
+// model. It imports no Fyne and holds no lock: its owner serialises calls.
+package conversation
+
+import (
+	"fmt"
+	"log/slog"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/pilotdesk/pilotdesk/client"
+	"github.com/pilotdesk/pilotdesk/protocol"
+)
+
+// Pending is the open input request of a conversation.
+type Pending struct {
+	Request protocol.UserInputRequest
+	// Since is when this client first saw the request; Deadline is Since
+	// plus the relay's input timeout (zero when the relay waits forever).
+	Since    time.Time
+	Deadline time.Time
+	// Answering is true while this client's answer is on its way; the
+	// question hides, and shows again if the relay refuses the answer.
+	Answering bool
+	// Hint is the relay's reason for refusing the last answer.
+	Hint string
+}
+
+// Options configures a State.
+type Options struct {
+	// InputTimeout is the relay's input request timeout, for the deadline
+	// (0: the default 5 minutes; negative: no timeout, Deadline stays zero).
+	InputTimeout time.Duration
+	// Now is the clock (default time.Now).
+	Now    func() time.Time
+	Logger *slog.Logger
+}
+
+// Update says what one Apply changed, for a renderer that draws changes
+// rather than the whole state.
+type Update struct {
+	// Rows lists the rows appended or changed, ascending, once each.
+	Rows []int
+	// Rebuilt is true when every row was replaced (the relay lost the
+	// conversation's history and it is replayed anew).
+	Rebuilt bool
+	// Listing is true when what a list of conversations shows changed:
+	// title, mode, streaming, waiting, last activity.
+	Listing bool
+	// Text is the assistant text this event added, as streamed, and
+	// MessageID the message it belongs to: a line-oriented renderer prints
+	// it as it comes.
+	Text      string
+	MessageID string
+}
+
+// State is one conversation's state. Read its exported fields; change it
+// only through Apply and the methods below.
+type State struct {
+	ID        string
+	Title     string
+	UpdatedAt time.Time
+	Mode      protocol.Mode
+	Streaming bool
+	// Synced is true once copilot:subscribed arrived: the history has been
+	// replayed and what follows is live.
+	Synced bool
+	// OnRelay is true when the relay knows the conversation (it listed it
+	// or sent an event of it); a conversation made with New is not on the
+	// relay until its first prompt.
+	OnRelay bool
+	Rows    []Row
+	Pending *Pending
+	// Usage is the conversation's usage; Turn the running or last turn's.
+	Usage Usage
+	Turn  Usage
+
+	opts Options
+	// turnOutput is true once the running turn showed any text or tool call.
+	turnOutput bool
+	// lastError is the last copilot:error of the running turn.
+	lastError string
+	titled    bool                // the title came from the relay or a prompt
+	msgs      map[string]*message // assistant messages by id
+	answered  map[string]string   // requestId → the answer this client sent
+	upd       *Update             // the Update being built by Apply
+}
+
+// message is the streaming state of one assistant message.
+type message struct {
+	id    string
+	split *splitter
+	// tailRow is the row showing the unfinished block, -1 if none.
+	tailRow int
+	// lastRow is the last row this message wrote, to notice that something
+	// else came in between.
+	lastRow int
+	done    bool
+}
+
+// New returns the empty state of conversation id.
+func New(id string, opts Options) *State {
+	if opts.InputTimeout == 0 {
+		opts.InputTimeout = 5 * time.Minute
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	return &State{
+		ID:        id,
+		Title:     "New conversation",
+		Mode:      protocol.ModeAct,
+		UpdatedAt: opts.Now(),
+		opts:      opts,
+		msgs:      map[string]*message{},
+		answered:  map[string]string{},
+	}
+}
+
+// Thinking is true while a turn streams and has shown nothing yet.
+func (s *State) Thinking() bool {
+	return s.Streaming && s.Pending == nil && !s.turnOutput
+}
+
+// Apply folds one event of this conversation in and says what changed.
+// Events of other conversations, and messages that are not about a
+// conversation, change nothing.
+func (s *State) Apply(ev client.Event) Update {
+	var u Update
+	s.upd = &u
+	defer func() { s.upd = nil }()
+	if id := ev.ConversationID(); id != s.ID {
+		return u
+	}
+	if ev.Type != protocol.TypeError && ev.Type != protocol.TypeDeleted {
+		s.OnRelay = true
+	}
+	switch d := ev.Data.(type) {
+	case *client.Reset:
+		s.Rows = nil
+		s.msgs = map[string]*message{}
+		s.Pending = nil
+		s.Streaming = false
+		s.Synced = false
+		s.Usage, s.Turn = Usage{}, Usage{}
+		u.Rebuilt, u.Listing = true, true
+	case *protocol.Subscribed:
+		s.Mode = d.Mode
+		if s.Streaming != d.Streaming {
+			u.Listing = true
+		}
+		s.Streaming = d.Streaming
+		s.Synced = true
+		if !d.Streaming {
+			s.finishMessages()
+		}
+		if d.PendingInput != nil {
+			s.openRequest(*d.PendingInput)
+		} else if s.Pending != nil {
+			s.Pending = nil
+			u.Listing = true
+		}
+	case *protocol.UserMessage:
+		s.finishMessages()
+		mode := d.Mode
+		if !mode.Valid() {
+			mode = protocol.ModeAct
+		}
+		// copilot:send carries the mode the turn runs in.
+		s.Mode = mode
+		s.appendRow(Row{Kind: RowUser, Text: d.Content, Mode: mode, Done: true})
+		s.Streaming = true
+		s.turnOutput = false
+		s.lastError = ""
+		s.Turn = Usage{}
+		s.UpdatedAt = s.opts.Now()
+		if !s.titled {
+			s.Title, s.titled = TitleFrom(d.Content), true
+		}
+		u.Listing = true
+	case *protocol.Delta:
+		s.delta(d.MessageID, d.Content)
+		s.turnOutput = true
+	case *protocol.Message:
+		s.wholeMessage(d.MessageID, d.Content)
+	case *protocol.ToolStart:
+		s.turnOutput = true
+		s.appendRow(Row{Kind: RowTool, Title: d.ToolName, Text: ToolSummary(d.Arguments), State: ToolRunning, MessageID: d.ToolCallID})
+	case *protocol.ToolEnd:
+		s.turnOutput = true
+		state := ToolApproved
+		switch {
+		case d.Denied:
+			state = ToolDenied
+		case !d.Success:
+			state = ToolFailed
+		}
+		i := s.findTool(d.ToolCallID)
+		if i < 0 {
+			s.appendRow(Row{Kind: RowTool, Title: d.ToolCallID, State: state, Detail: d.Result, MessageID: d.ToolCallID, Done: true})
+			break
+		}
+		r := s.Rows[i]
+		r.State, r.Detail, r.Done = state, d.Result, true
+		s.setRow(i, r)
+	case *protocol.ModeChanged:
+		if d.Mode != s.Mode {
+			s.Mode = d.Mode
+			if len(s.Rows) > 0 {
+				s.appendRow(Row{Kind: RowMode, Mode: d.Mode, Text: modeChangeText(d.Mode, s.Streaming), Done: true})
+			}
+			u.Listing = true
+		}
+	case *protocol.UserInputRequest:
+		s.openRequest(*d)
+	case *protocol.UserInputTimeout:
+		s.appendRow(Row{Kind: RowNote, State: NoteWarn, Done: true,
+			Text: fmt.Sprintf("No answer in time: the question %q timed out and the agent goes on without an answer.", OneLine(d.Question, 120))})
+		s.closeRequest(d.RequestID)
+	case *protocol.UserInputClosed:
+		if s.Pending != nil && s.Pending.Request.RequestID == d.RequestID {
+			s.appendRow(Row{Kind: RowNote, State: NoteInfo, Done: true, Text: closedText(s.Pending.Request.Question, s.answered, d)})
+		}
+		s.closeRequest(d.RequestID)
+	case *protocol.AgentError:
+		s.lastError = d.Message
+		s.appendRow(Row{Kind: RowNote, State: NoteError, Text: "Agent error: " + d.Message, Done: true})
+	case *protocol.Idle:
+		s.finishMessages()
+		detail := d.Message
+		if detail == "" && d.Status == protocol.StatusError {
+			detail = s.lastError
+		}
+		s.appendRow(Row{Kind: RowStatus, State: d.Status, Text: StatusText(d.Status), Detail: detail, Done: true})
+		s.Streaming = false
+		s.turnOutput = false
+		s.Pending = nil
+		s.UpdatedAt = s.opts.Now()
+		u.Listing = true
+	case *protocol.Quota:
+		s.Usage.addQuota(d)
+		s.Turn.addQuota(d)
+	case *protocol.Shutdown:
+		s.Usage.addShutdown(d)
+		s.Turn.addShutdown(d)
+	case *protocol.Error:
+		s.relayError(d)
+	}
+	slices.Sort(u.Rows)
+	u.Rows = slices.Compact(u.Rows)
+	return u
+}
+
+// Listed folds the conversation's entry of copilot:conversations in.
+func (s *State) Listed(info protocol.ConversationInfo) {
+	s.OnRelay = true
+	if info.Title != "" {
+		s.Title, s.titled = info.Title, true
+	}
+	if t, err := time.Parse(time.RFC3339, info.UpdatedAt); err == nil {
+		s.UpdatedAt = t
+	}
+	if !s.Synced {
+		// Until the subscription says, the list is the best we know.
+		s.Streaming = info.Streaming
+		if info.Mode.Valid() {
+			s.Mode = info.Mode
+		}
+	}
+}
+
+// relayError shows an `error` about this conversation where it belongs: a
+// refused answer reopens the question with the relay's hint, anything
+// else is a note.
+func (s *State) relayError(e *protocol.Error) {
+	if e.Code == protocol.CodeInvalidAnswer && s.Pending != nil {
+		s.Pending.Answering = false
+		s.Pending.Hint = e.Message
+		return
+	}
+	s.appendRow(Row{Kind: RowNote, State: NoteError, Done: true, Text: "The relay refused the request: " + e.Message})
+}
+
+// MarkAnswering records that this client sent an answer (or a rejection:
+// rejected true) to the open request.
+func (s *State) MarkAnswering(requestID, answer string, rejected bool) {
+	if rejected {
+		answer = ""
+	}
+	s.answered[requestID] = answer
+	if s.Pending != nil && s.Pending.Request.RequestID == requestID {
+		s.Pending.Answering = true
+		s.Pending.Hint = ""
+	}
+}
+
+// AnswerFailed reopens the request after the answer could not be sent.
+func (s *State) AnswerFailed(requestID, why string) {
+	if s.Pending != nil && s.Pending.Request.RequestID == requestID {
+		s.Pending.Answering = false
+		s.Pending.Hint = why
+	}
+}
+
+// AddNote adds a note row: something the client itself wants to say, such
+// as a prompt that could not be sent. It returns the row's index.
+func (s *State) AddNote(tone, text string) int {
+	return s.appendRow(Row{Kind: RowNote, State: tone, Text: text, Done: true})
+}
+
+// MessageText returns the whole markdown of an assistant message so far.
+func (s *State) MessageText(messageID string) string {
+	if m, ok := s.msgs[messageID]; ok {
+		return m.split.text()
+	}
+	return ""
+}
+
+// Snapshot returns a copy of the state's readable fields that shares no
+// memory with s, for a reader on another goroutine.
+func (s *State) Snapshot() State {
+	c := State{
+		ID: s.ID, Title: s.Title, UpdatedAt: s.UpdatedAt, Mode: s.Mode, Streaming: s.Streaming,
+		Synced: s.Synced, OnRelay: s.OnRelay, Rows: slices.Clone(s.Rows),
+		Usage: s.Usage.clone(), Turn: s.Turn.clone(), turnOutput: s.turnOutput,
+	}
+	if s.Pending != nil {
+		p := *s.Pending
+		p.Request.Choices = slices.Clone(p.Request.Choices)
+		c.Pending = &p
+	}
+	return c
+}
+
+// ---- rows ----
+
+func (s *State) appendRow(r Row) int {
+	r.Version = 1
+	s.Rows = append(s.Rows, r)
+	i := len(s.Rows) - 1
+	s.touched(i)
+	return i
+}
+
+func (s *State) setRow(i int, r Row) {
+	r.Version = s.Rows[i].Version + 1
+	s.Rows[i] = r
+	s.touched(i)
+}
+
+func (s *State) touched(i int) {
+	if s.upd != nil {
+		s.upd.Rows = append(s.upd.Rows, i)
+	}
+}
+
+func (s *State) findTool(id string) int {
+	for i := len(s.Rows) - 1; i >= 0; i-- {
+		if s.Rows[i].Kind == RowTool && s.Rows[i].MessageID == id {
+			return i
+		}
+	}
+	return -1
+}
+
+// ---- questions ----
+
+func (s *State) openRequest(req protocol.UserInputRequest) {
+	if s.Pending != nil && s.Pending.Request.RequestID == req.RequestID {
+		return // the same request again (a re-subscribe): keep its deadline
+	}
+	now := s.opts.Now()
+	s.Pending = &Pending{Request: req, Since: now}
+	if s.opts.InputTimeout > 0 {
+		s.Pending.Deadline = now.Add(s.opts.InputTimeout)
+	}
+	s.listing()
+}
+
+func (s *State) closeRequest(requestID string) {
+	if s.Pending != nil && s.Pending.Request.RequestID == requestID {
+		s.Pending = nil
+		s.listing()
+	}
+}
+
+func (s *State) listing() {
+	if s.upd != nil {
+		s.upd.Listing = true
+	}
+}
+
+// ---- assistant text ----
+
+// delta streams text into an assistant message.
+func (s *State) delta(id, text string) {
+	m, ok := s.msgs[id]
+	if !ok || m.done {
+		m = &message{id: id, split: newSplitter(), tailRow: -1, lastRow: -1}
+		s.msgs[id] = m
+	}
+	if m.lastRow >= 0 && m.lastRow != len(s.Rows)-1 {
+		// Something else was shown since this message last wrote: what
+		// follows goes below it.
+		s.cut(m)
+	}
+	for _, b := range m.split.write(text) {
+		s.placeBlock(m, b, true)
+	}
+	if b, ok := m.split.tail(); ok {
+		s.placeBlock(m, b, false)
+	}
+	if s.upd != nil && text != "" {
+		s.upd.Text += text
+		s.upd.MessageID = id
+	}
+}
+
+// placeBlock shows b in the message's tail row (creating it), finished or not.
+func (s *State) placeBlock(m *message, b block, done bool) {
+	r := Row{Kind: RowText, Text: b.text, Done: done}
+	if b.code {
+		r.Kind = RowCode
+		r.Lang, r.Text = CodeBody(b.text)
+	}
+	if m.tailRow >= 0 {
+		old := s.Rows[m.tailRow]
+		r.MessageID = old.MessageID
+		if old.Kind == r.Kind && old.Text == r.Text && old.Lang == r.Lang && old.Done == r.Done {
+			m.lastRow = m.tailRow
+			if done {
+				m.tailRow = -1
+			}
+			return
+		}
+		s.setRow(m.tailRow, r)
+		m.lastRow = m.tailRow
+	} else {
+		r.MessageID = m.id
+		m.lastRow = s.appendRow(r)
+		m.tailRow = m.lastRow
+	}
+	if done {
+		m.tailRow = -1
+	}
+}
+
+// cut ends a message's open block where it stands, marking it done.
+func (s *State) cut(m *message) {
+	if b, ok := m.split.cut(); ok {
+		if m.tailRow >= 0 {
+			s.placeBlock(m, b, true)
+		}
+	}
+	m.tailRow = -1
+	m.lastRow = -1
+}
+
+// wholeMessage handles copilot:message, the whole text of a message: an
+// agent that streams no deltas shows it here; one that did gets any text
+// its deltas missed.
+func (s *State) wholeMessage(id, content string) {
+	m, ok := s.msgs[id]
+	if !ok || m.done {
+		if content == "" {
+			return
+		}
+		s.delta(id, content)
+		m = s.msgs[id]
+	} else if streamed := m.split.text(); streamed != content {
+		if strings.HasPrefix(content, streamed) {
+			s.delta(id, content[len(streamed):])
+		} else {
+			s.opts.Logger.Warn("assistant message differs from its streamed deltas; keeping what was streamed",
+				"conversation", s.ID, "message", id, "streamed_bytes", len(streamed), "message_bytes", len(content))
+		}
+	}
+	if content != "" {
+		s.turnOutput = true
+	}
+	s.finishMessage(m)
+}
+
+// finishMessage marks a message's tail row done.
+func (s *State) finishMessage(m *message) {
+	if m.done {
+		return
+	}
+	if m.tailRow >= 0 {
+		if b, ok := m.split.tail(); ok {
+			s.placeBlock(m, b, true)
+		}
+	}
+	m.tailRow = -1
+	m.done = true
+}
+
+func (s *State) finishMessages() {
+	for _, m := range s.msgs {
+		s.finishMessage(m)
+	}
+}

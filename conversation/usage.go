@@ -1,0 +1,247 @@
+package conversation
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/pilotdesk/pilotdesk/protocol"
+)
+
+// Quota is one quota snapshot of a copilot:quota.
+type Quota struct {
+	Name             string
+	Unlimited        bool
+	Entitlement      float64
+	Used             float64
+	HasUsed          bool // the agent reported Used and Entitlement
+	RemainingPercent float64
+	HasRemaining     bool
+	ResetDate        string
+}
+
+// ModelMetric is one model's totals from copilot:shutdown.
+type ModelMetric struct {
+	Model        string
+	Requests     float64
+	Cost         float64
+	InputTokens  int64
+	OutputTokens int64
+}
+
+// Usage is what the agent reported: for the conversation (State.Usage) or
+// for the turn that runs or ran last (State.Turn). The latest value wins
+// for Model, Cost, cache tokens and Quotas; calls and tokens add up.
+type Usage struct {
+	// Calls counts the copilot:quota reports (one per model call).
+	Calls            int
+	Model            string
+	Cost             *float64 // the premium-request multiplier of the last call
+	CostSum          float64  // the multipliers added up
+	CacheReadTokens  *int64
+	CacheWriteTokens *int64
+	// InputTokens and OutputTokens add up what the calls reported;
+	// HaveTokens says whether any did.
+	InputTokens  int64
+	OutputTokens int64
+	HaveTokens   bool
+	// Quotas are the last non-empty snapshots, premium_interactions first.
+	Quotas []Quota
+	// Session totals, from copilot:shutdown.
+	HaveTotals           bool
+	TotalPremiumRequests float64
+	Models               []ModelMetric
+}
+
+// Empty reports whether nothing has been reported yet.
+func (u Usage) Empty() bool {
+	return u.Model == "" && u.Cost == nil && u.CacheReadTokens == nil && u.CacheWriteTokens == nil && len(u.Quotas) == 0 && !u.HaveTotals
+}
+
+// addQuota folds one copilot:quota in.
+func (u *Usage) addQuota(q *protocol.Quota) {
+	u.Calls++
+	if q.Model != "" {
+		u.Model = q.Model
+	}
+	if q.Cost != nil {
+		c := *q.Cost
+		u.Cost = &c
+		u.CostSum += c
+	}
+	if q.CacheReadTokens != nil {
+		n := *q.CacheReadTokens
+		u.CacheReadTokens = &n
+	}
+	if q.CacheWriteTokens != nil {
+		n := *q.CacheWriteTokens
+		u.CacheWriteTokens = &n
+	}
+	if q.InputTokens != nil {
+		u.InputTokens += *q.InputTokens
+		u.HaveTokens = true
+	}
+	if q.OutputTokens != nil {
+		u.OutputTokens += *q.OutputTokens
+		u.HaveTokens = true
+	}
+	snaps := q.Snapshots()
+	if len(snaps) == 0 {
+		return // BYOK and the like report {}: keep the last known quotas
+	}
+	u.Quotas = u.Quotas[:0]
+	for name, sn := range snaps {
+		qq := Quota{Name: name, Unlimited: sn.Unlimited, ResetDate: sn.ResetDate}
+		if sn.EntitlementRequests != nil && sn.UsedRequests != nil {
+			qq.Entitlement, qq.Used, qq.HasUsed = *sn.EntitlementRequests, *sn.UsedRequests, true
+		}
+		if sn.RemainingPercentage != nil {
+			qq.RemainingPercent, qq.HasRemaining = *sn.RemainingPercentage, true
+		}
+		u.Quotas = append(u.Quotas, qq)
+	}
+	sort.Slice(u.Quotas, func(i, j int) bool {
+		// premium_interactions first: it is the one people pay for.
+		pi, pj := u.Quotas[i].Name == "premium_interactions", u.Quotas[j].Name == "premium_interactions"
+		if pi != pj {
+			return pi
+		}
+		return u.Quotas[i].Name < u.Quotas[j].Name
+	})
+}
+
+// addShutdown folds copilot:shutdown in: the session's totals.
+func (u *Usage) addShutdown(sd *protocol.Shutdown) {
+	u.HaveTotals = true
+	u.TotalPremiumRequests = sd.TotalPremiumRequests
+	u.Models = u.Models[:0]
+	for name, m := range sd.Metrics() {
+		u.Models = append(u.Models, ModelMetric{Model: name, Requests: m.Requests.Count, Cost: m.Requests.Cost, InputTokens: m.Usage.InputTokens, OutputTokens: m.Usage.OutputTokens})
+	}
+	sort.Slice(u.Models, func(i, j int) bool { return u.Models[i].Model < u.Models[j].Model })
+}
+
+// clone returns a copy that shares nothing with u.
+func (u Usage) clone() Usage {
+	u.Quotas = append([]Quota(nil), u.Quotas...)
+	u.Models = append([]ModelMetric(nil), u.Models...)
+	return u
+}
+
+// ---- words, the same in every front end ----
+
+// QuotaText describes one quota snapshot: "premium interactions: 12 of 300
+// used, 96% left", "chat: unlimited"; "" when it says nothing.
+func QuotaText(q Quota) string {
+	name := strings.ReplaceAll(q.Name, "_", " ")
+	switch {
+	case q.Unlimited:
+		return name + ": unlimited"
+	case q.HasUsed && q.Entitlement > 0:
+		s := fmt.Sprintf("%s: %s of %s used", name, Num(q.Used), Num(q.Entitlement))
+		if q.HasRemaining {
+			s += fmt.Sprintf(", %s%% left", Num(q.RemainingPercent))
+		}
+		return s
+	case q.HasRemaining:
+		return fmt.Sprintf("%s: %s%% left", name, Num(q.RemainingPercent))
+	}
+	return ""
+}
+
+// UsageText is the usage of a conversation on one line: the model, every
+// quota, the premium multiplier and the cache tokens.
+func UsageText(u Usage) string {
+	if u.Empty() {
+		return "No usage reported yet"
+	}
+	var parts []string
+	if u.Model != "" {
+		parts = append(parts, "Model "+u.Model)
+	}
+	for _, q := range u.Quotas {
+		if s := QuotaText(q); s != "" {
+			parts = append(parts, s)
+		}
+	}
+	if u.Cost != nil {
+		parts = append(parts, "×"+Num(*u.Cost)+" premium per request")
+	}
+	if u.CacheReadTokens != nil || u.CacheWriteTokens != nil {
+		var r, w int64
+		if u.CacheReadTokens != nil {
+			r = *u.CacheReadTokens
+		}
+		if u.CacheWriteTokens != nil {
+			w = *u.CacheWriteTokens
+		}
+		parts = append(parts, fmt.Sprintf("cache %s read / %s written", Tokens(r), Tokens(w)))
+	}
+	return strings.Join(parts, "  ·  ")
+}
+
+// TotalsText is the session's totals from copilot:shutdown, "" before the
+// session ended.
+func TotalsText(u Usage) string {
+	if !u.HaveTotals {
+		return ""
+	}
+	s := "Session total: " + Plural(u.TotalPremiumRequests, "premium request")
+	for _, m := range u.Models {
+		s += fmt.Sprintf("  ·  %s: %s, %s tokens in / %s out", m.Model, Plural(m.Requests, "request"), Tokens(m.InputTokens), Tokens(m.OutputTokens))
+	}
+	return s
+}
+
+// TurnText is a turn's usage on one line, as the terminal prints it after
+// each turn: the model, tokens, the premium cost, the first quota, and the
+// session totals when the session ended.
+func TurnText(u Usage) string {
+	if u.Calls == 0 && !u.HaveTotals {
+		return "usage: none reported for this turn"
+	}
+	var parts []string
+	if u.Model != "" {
+		parts = append(parts, OneLine(u.Model, 60))
+	}
+	if u.HaveTokens {
+		parts = append(parts, fmt.Sprintf("%s in / %s out tokens", Tokens(u.InputTokens), Tokens(u.OutputTokens)))
+	}
+	if u.Calls > 0 {
+		parts = append(parts, "cost "+Num(u.CostSum))
+	}
+	for _, q := range u.Quotas {
+		if s := QuotaText(q); s != "" {
+			parts = append(parts, s)
+			break
+		}
+	}
+	if u.HaveTotals {
+		parts = append(parts, "session ended: "+Plural(u.TotalPremiumRequests, "premium request"))
+	}
+	return "usage: " + strings.Join(parts, " · ")
+}
+
+// Plural says "1 request", "2 requests", "1.5 requests".
+func Plural(n float64, what string) string {
+	if n == 1 {
+		return "1 " + what
+	}
+	return Num(n) + " " + what + "s"
+}
+
+// Num prints a figure with at most two decimals and no trailing zeros.
+func Num(f float64) string {
+	if f == float64(int64(f)) {
+		return fmt.Sprintf("%d", int64(f))
+	}
+	return strings.TrimRight(strings.TrimRight(fmt.Sprintf("%.2f", f), "0"), ".")
+}
+
+// Tokens prints a token count, in thousands from 10,000 on.
+func Tokens(n int64) string {
+	if n >= 10000 {
+		return fmt.Sprintf("%.1fk", float64(n)/1000)
+	}
+	return fmt.Sprintf("%d", n)
+}
