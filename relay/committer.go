@@ -46,7 +46,7 @@ type committer struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 
-	mu       sync.Mutex
+	mu       sync.Mutex // guards queue, spare, stopping, stopped
 	work     *sync.Cond // the queue is not empty, or stopping
 	space    *sync.Cond // the queue shrank
 	queue    []record

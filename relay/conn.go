@@ -43,9 +43,9 @@ type conn struct {
 	ctx    context.Context // ends when the connection's handler returns
 	cancel context.CancelFunc
 
-	// Send queue, guarded by mu. The committer and the handler goroutine
-	// append; the writer takes everything at once.
-	mu            sync.Mutex
+	// Send queue. The committer and the handler goroutine append; the
+	// writer takes everything at once.
+	mu            sync.Mutex // guards queue, queueBytes, closing, flushClose, closeCode, closeReason, closeWatchdog
 	queue         [][]byte
 	queueBytes    int
 	closing       bool // no more frames are accepted

@@ -16,14 +16,22 @@ import (
 	"github.com/pilotdesk/pilotdesk/session"
 )
 
-// conversation is one conversation's state. Everything in it is guarded by
-// mu; the lock order is Relay.mu, then conversation.mu, then a conn's or the
-// committer's lock.
+// conversation is one conversation's state. The lock order is Relay.mu,
+// then conversation.mu, then any of Relay.streamsMu, Relay.lifeMu, a conn's
+// mu or the committer's queue; no conversation lock is taken under another.
+//
+// A method whose name ends in Locked is called with mu held and returns with
+// it held; every other method takes and releases mu itself.
 type conversation struct {
 	r  *Relay
 	id string
 
-	mu        sync.Mutex
+	// deleted: removed from the relay; a lookup makes a new one. Written
+	// under mu, but atomic because canSubscribe reads it without mu.
+	deleted atomic.Bool
+
+	mu sync.Mutex // guards every field below, and the fields of turn
+	// title, mode, model, createdAt and updatedAt are what the store keeps.
 	title     string
 	mode      protocol.Mode
 	model     string
@@ -41,7 +49,6 @@ type conversation struct {
 	turn       *turn
 	closing    chan struct{} // non-nil while the agent session is being closed
 	deleting   chan struct{} // non-nil while the conversation is being deleted
-	deleted    atomic.Bool   // removed from the relay; a lookup makes a new one (atomic: read without mu by canSubscribe)
 
 	openInput     *inputRequest
 	inputQueue    []*inputRequest
@@ -50,6 +57,7 @@ type conversation struct {
 
 // subscriber is one connection's subscription. While catchingUp, the
 // connection is replaying stored events and the live ones wait in buffer.
+// Its fields are guarded by the conversation's mu.
 type subscriber struct {
 	conn       *conn
 	catchingUp bool
@@ -61,9 +69,11 @@ func newConversation(r *Relay, id string) *conversation {
 	return &conversation{r: r, id: id, mode: protocol.ModeAct, createdAt: now, updatedAt: now}
 }
 
-// lockConversation returns the conversation, locked, creating it if needed.
-// A conversation being deleted is waited for, so the caller gets the new one.
-func (r *Relay) lockConversation(ctx context.Context, id string) (*conversation, error) {
+// withConversation calls fn with the lock of the conversation named id held,
+// creating the conversation if needed. A conversation being deleted is
+// waited for, so that fn sees the new one. It returns ctx's error if ctx ends
+// while waiting, and then fn is not called.
+func (r *Relay) withConversation(ctx context.Context, id string, fnLocked func(c *conversation)) error {
 	for {
 		r.mu.Lock()
 		c := r.convs[id]
@@ -82,11 +92,13 @@ func (r *Relay) lockConversation(ctx context.Context, id string) (*conversation,
 			select {
 			case <-ch:
 			case <-ctx.Done():
-				return nil, ctx.Err()
+				return ctx.Err()
 			}
 			continue
 		}
-		return c, nil
+		fnLocked(c)
+		c.mu.Unlock()
+		return nil
 	}
 }
 
@@ -154,7 +166,7 @@ func (c *conversation) emitLocked(msgType string, hdr *protocol.Header, data any
 	}
 }
 
-// emitError emits copilot:error.
+// emitErrorLocked emits copilot:error.
 func (c *conversation) emitErrorLocked(msg string) {
 	d := protocol.AgentError{Message: msg}
 	c.emitLocked(protocol.TypeAgentError, &d.Header, &d)
@@ -249,15 +261,19 @@ func (c *conversation) subscribedLocked() []byte {
 	return frame
 }
 
-var errStopReplay = errors.New("replay done")
+// replay is what subscribeLocked leaves to catchUp: the stored events after
+// since, up to upTo, go to the subscriber before it joins the live stream.
+type replay struct {
+	sub   *subscriber
+	since int64
+	upTo  int64
+}
 
-// subscribe makes cn a subscriber; c.mu is held on entry and released on
-// return. With since, the stored events after it are replayed first, at the
-// client's pace, while live events wait in the subscriber's buffer; then the
-// buffer and copilot:subscribed are queued under the lock, so live events
-// follow with no gap and no repeat. It reports false if the conversation was
-// deleted meanwhile (the caller subscribes to the new one).
-func (c *conversation) subscribe(cn *conn, since *int64) bool {
+// subscribeLocked makes cn a subscriber. Without a replay to do (no since,
+// or nothing after it) copilot:subscribed is queued now and the result is
+// nil; otherwise the caller runs catchUp with the result once the lock is
+// released, and until then live events wait in the subscriber's buffer.
+func (c *conversation) subscribeLocked(cn *conn, since *int64) *replay {
 	if i := c.findSubLocked(cn); i >= 0 {
 		c.subs = slices.Delete(c.subs, i, i+1) // a new subscribe starts over
 	}
@@ -265,15 +281,23 @@ func (c *conversation) subscribe(cn *conn, since *int64) bool {
 	c.subs = append(c.subs, s)
 	if since == nil || *since >= c.sentSeq {
 		cn.enqueue(c.subscribedLocked())
-		c.mu.Unlock()
-		return true
+		return nil
 	}
 	s.catchingUp = true
-	upTo := c.sentSeq
-	c.mu.Unlock()
+	return &replay{sub: s, since: *since, upTo: c.sentSeq}
+}
 
-	err := c.r.store.Events(cn.ctx, c.id, *since, func(e history.Event) error {
-		if e.Seq > upTo {
+var errStopReplay = errors.New("replay done")
+
+// catchUp finishes what subscribeLocked started: the stored events of rp
+// are replayed at the client's pace; then the live events buffered meanwhile
+// and copilot:subscribed are queued under the lock, so live events follow
+// with no gap and no repeat. It reports false if the conversation was deleted
+// meanwhile (the caller subscribes to the new one).
+func (c *conversation) catchUp(cn *conn, rp *replay) bool {
+	s := rp.sub
+	err := c.r.store.Events(cn.ctx, c.id, rp.since, func(e history.Event) error {
+		if e.Seq > rp.upTo {
 			return errStopReplay
 		}
 		if !cn.enqueueWait(e.Frame) {
@@ -287,26 +311,16 @@ func (c *conversation) subscribe(cn *conn, since *int64) bool {
 	}
 
 	for {
-		c.mu.Lock()
-		if c.deleted.Load() {
-			buf := s.buffer
-			s.buffer = nil
-			c.mu.Unlock()
+		buf, joined, deleted := c.joinLiveOrTakeBuffer(s)
+		switch {
+		case joined:
+			return true
+		case deleted:
 			for _, f := range buf {
 				cn.enqueueWait(f)
 			}
 			return false
 		}
-		if cn.fits(len(s.buffer) + 1) {
-			cn.enqueueMany(s.buffer)
-			cn.enqueue(c.subscribedLocked())
-			s.catchingUp, s.buffer = false, nil
-			c.mu.Unlock()
-			return true
-		}
-		buf := s.buffer
-		s.buffer = nil
-		c.mu.Unlock()
 		if len(buf) == 0 && !cn.waitSpace() {
 			return true // the connection is closing; its cleanup unsubscribes
 		}
@@ -316,6 +330,26 @@ func (c *conversation) subscribe(cn *conn, since *int64) bool {
 			}
 		}
 	}
+}
+
+// joinLiveOrTakeBuffer ends a catch-up when the subscriber's buffer and
+// copilot:subscribed fit in its connection's queue now: they are queued and
+// joined is true. Otherwise it takes the buffer, for the caller to queue at
+// the client's pace, and deleted says whether the conversation is gone.
+func (c *conversation) joinLiveOrTakeBuffer(s *subscriber) (buf [][]byte, joined, deleted bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	buf, s.buffer = s.buffer, nil
+	if c.deleted.Load() {
+		return buf, false, true
+	}
+	if s.conn.fits(len(buf) + 1) {
+		s.conn.enqueueMany(buf)
+		s.conn.enqueue(c.subscribedLocked())
+		s.catchingUp = false
+		return nil, true, false
+	}
+	return buf, false, false
 }
 
 var errConnClosed = errors.New("connection closed")

@@ -20,7 +20,7 @@ import (
 type corkConn struct {
 	net.Conn
 
-	mu     sync.Mutex
+	mu     sync.Mutex // guards corked, buf; held across writes to Conn, which so keep their order
 	corked bool
 	buf    *[]byte // from corkBuffers while corked, nil otherwise
 }

@@ -68,16 +68,20 @@ func (c *conn) canSubscribe(msgType, conversationID string) bool {
 // subscribe handles copilot:subscribe.
 func (r *Relay) subscribe(c *conn, d *protocol.Subscribe) {
 	for {
-		conv, err := r.lockConversation(c.ctx, d.ConversationID)
-		if err != nil {
+		var conv *conversation
+		var rp *replay
+		err := r.withConversation(c.ctx, d.ConversationID, func(cv *conversation) {
+			if c.subs[cv.id] != cv && !c.canSubscribe(protocol.TypeSubscribe, cv.id) {
+				return
+			}
+			conv = cv
+			c.subs[cv.id] = cv
+			rp = cv.subscribeLocked(c, d.SinceSeq)
+		})
+		if err != nil || conv == nil || rp == nil {
 			return
 		}
-		if c.subs[conv.id] != conv && !c.canSubscribe(protocol.TypeSubscribe, conv.id) {
-			conv.mu.Unlock()
-			return
-		}
-		c.subs[conv.id] = conv
-		if conv.subscribe(c, d.SinceSeq) { // unlocks
+		if conv.catchUp(c, rp) {
 			return
 		}
 		// Deleted during the replay: subscribe to the new conversation.

@@ -66,7 +66,7 @@ func (h *host) Emit(ev session.Event) {
 
 func (c *conversation) emitDeltaLocked(e session.Delta) {
 	if c.turn != nil {
-		c.turn.addDelta(e.MessageID, e.Content)
+		c.turn.addDeltaLocked(e.MessageID, e.Content)
 	}
 	d := protocol.Delta{MessageID: e.MessageID, Content: e.Content}
 	c.emitLocked(protocol.TypeDelta, &d.Header, &d)
@@ -74,7 +74,7 @@ func (c *conversation) emitDeltaLocked(e session.Delta) {
 
 func (c *conversation) emitMessageLocked(e session.Message) {
 	if c.turn != nil {
-		c.turn.messageSent(e.MessageID)
+		c.turn.messageSentLocked(e.MessageID)
 	}
 	d := protocol.Message{MessageID: e.MessageID, Content: e.Content}
 	c.emitLocked(protocol.TypeMessage, &d.Header, &d)

@@ -16,7 +16,8 @@ import (
 
 // inputRequest is one Host.Ask waiting for its answer. A conversation has at
 // most one open request; later ones wait in its queue and are sent only when
-// the open one is answered, times out or is cancelled.
+// the open one is answered, times out or is cancelled. Once opened, its
+// fields are guarded by the conversation's mu.
 type inputRequest struct {
 	id      string
 	turn    *turn // the turn that asked; nil outside a turn

@@ -13,6 +13,13 @@
 //     writer goroutine drains the connection's bounded send queue with one
 //     syscall per batch (conn.go, cork.go);
 //   - a turn is one goroutine blocked in Session.Run (turn.go).
+//
+// Locks: each mutex says which fields it guards. A function whose name ends
+// in Locked is called with its receiver's lock held (a conversation's, a
+// connection's) and returns with it held; every other function takes and
+// releases the locks it needs, and none returns holding one. The lock order
+// is Relay.mu, then a conversation's mu, then the leaf locks (Relay.lifeMu,
+// Relay.streamsMu, a connection's send queue, the committer's queue).
 package relay
 
 import (
@@ -91,19 +98,19 @@ type Relay struct {
 	commit *committer
 	mux    *http.ServeMux
 
-	mu    sync.Mutex
+	mu    sync.Mutex // guards convs, conns; taken before any conversation's lock
 	convs map[string]*conversation
 	conns map[*conn]struct{}
 
 	// The running streams in the order they started, for the deprecated
 	// copilot:abort without conversationId (the last active stream).
-	streamsMu  sync.Mutex // a leaf lock: taken under a conversation's lock
+	streamsMu  sync.Mutex // guards streamSeq, streamsRun; a leaf lock, taken under a conversation's lock
 	streamSeq  uint64
 	streamsRun map[*turn]streamStart
 
-	// lifeMu guards closed and the WaitGroups' Add, so that nothing is
-	// started once Close is waiting.
-	lifeMu sync.Mutex
+	// lifeMu is held around the WaitGroups' Add, so that nothing is started
+	// once Close is waiting. A leaf lock.
+	lifeMu sync.Mutex // guards closed
 	closed bool
 	work   sync.WaitGroup // turns, session closes, deletes
 	connWG sync.WaitGroup // connection handlers

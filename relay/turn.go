@@ -34,12 +34,13 @@ type turn struct {
 
 	// Assistant text streamed in this turn, per message, so that an aborted
 	// or rejected turn keeps its partial text (seed 003, requirement 6).
+	// Guarded by the conversation's mu.
 	partialOrder []string
 	partial      map[string]*strings.Builder
 	finished     map[string]bool // messages the agent sent whole
 }
 
-func (t *turn) addDelta(messageID, content string) {
+func (t *turn) addDeltaLocked(messageID, content string) {
 	b := t.partial[messageID]
 	if b == nil {
 		if t.partial == nil {
@@ -52,43 +53,42 @@ func (t *turn) addDelta(messageID, content string) {
 	b.WriteString(content)
 }
 
-func (t *turn) messageSent(messageID string) {
+func (t *turn) messageSentLocked(messageID string) {
 	if t.finished == nil {
 		t.finished = map[string]bool{}
 	}
 	t.finished[messageID] = true
 }
 
-// send handles copilot:send: it starts a turn unless one is running.
+// send handles copilot:send: it starts a turn unless one is running. The
+// sender is subscribed first, implicitly, under the same lock, so no other
+// send or delete can come in between.
 func (r *Relay) send(c *conn, d *protocol.Send) {
-	conv, err := r.lockConversation(c.ctx, d.ConversationID)
-	if err != nil {
-		return
-	}
-	if conv.streaming {
-		conv.mu.Unlock()
+	busy := false
+	_ = r.withConversation(c.ctx, d.ConversationID, func(conv *conversation) {
+		if conv.streaming {
+			busy = true
+			return
+		}
+		if c.subs[conv.id] != conv {
+			if !c.canSubscribe(protocol.TypeSend, conv.id) {
+				return
+			}
+			conv.subscribeLocked(c, nil) // without since: nothing to replay
+			c.subs[conv.id] = conv
+		}
+		conv.startTurnLocked(d)
+	})
+	if busy {
 		c.sendError(&protocol.Error{Code: protocol.CodeConversationBusy, Type: protocol.TypeSend, ConversationID: d.ConversationID,
 			Message: "the conversation is streaming a reply: wait for copilot:idle or abort it first"})
-		return
 	}
-	// copilot:send implicitly subscribes the sender.
-	if c.subs[conv.id] != conv {
-		if !c.canSubscribe(protocol.TypeSend, conv.id) {
-			conv.mu.Unlock()
-			return
-		}
-		conv.subscribe(c, nil) // unlocks
-		c.subs[conv.id] = conv
-		conv.mu.Lock()
-		if conv.deleted.Load() || conv.deleting != nil || conv.streaming {
-			// Lost a race with a delete or another sender: start over.
-			conv.mu.Unlock()
-			r.send(c, d)
-			return
-		}
-	}
-	defer conv.mu.Unlock()
+}
 
+// startTurnLocked starts a turn for d: the mode and the user message are
+// emitted, and runTurn runs the agent on a goroutine of its own.
+func (c *conversation) startTurnLocked(d *protocol.Send) {
+	r := c.r
 	ctx, cancel := context.WithCancelCause(r.ctx)
 	t := &turn{ctx: ctx, cancel: cancel, done: make(chan struct{})}
 	mode := d.Mode
@@ -96,36 +96,37 @@ func (r *Relay) send(c *conn, d *protocol.Send) {
 		mode = protocol.ModeAct
 	}
 	prompt, model := d.Prompt, d.Model
-	started := r.track(&r.work, func() { r.runTurn(conv, t, prompt, model) })
+	started := r.track(&r.work, func() { r.runTurn(c, t, prompt, model) })
 	if !started {
 		cancel(errShutdown)
 		return
 	}
-	if mode != conv.mode {
-		conv.mode = mode
+	if mode != c.mode {
+		c.mode = mode
 		mc := protocol.ModeChanged{Mode: mode}
-		conv.emitLocked(protocol.TypeModeChanged, &mc.Header, &mc)
+		c.emitLocked(protocol.TypeModeChanged, &mc.Header, &mc)
 	}
-	if conv.title == "" {
-		conv.title = titleOf(prompt)
+	if c.title == "" {
+		c.title = titleOf(prompt)
 	}
 	if model != "" {
-		conv.model = model
+		c.model = model
 	}
-	conv.streaming = true
-	conv.turn = t
+	c.streaming = true
+	c.turn = t
 	um := protocol.UserMessage{MessageID: uuid.NewString(), Content: prompt, Mode: mode}
-	conv.emitLocked(protocol.TypeUserMessage, &um.Header, &um)
+	c.emitLocked(protocol.TypeUserMessage, &um.Header, &um)
 
 	r.streamsMu.Lock()
 	r.streamSeq++
-	r.streamsRun[t] = streamStart{conv: conv, seq: r.streamSeq}
+	r.streamsRun[t] = streamStart{conv: c, seq: r.streamSeq}
 	r.streamsMu.Unlock()
 }
 
 // runTurn is a turn's goroutine: it opens the agent session if needed, runs
-// the turn and closes it with copilot:idle. It starts while send still holds
-// the conversation's lock, and so waits for the user message to be emitted.
+// the turn and closes it with copilot:idle. It starts while startTurnLocked
+// still holds the conversation's lock, and so waits for the user message to
+// be emitted.
 func (r *Relay) runTurn(conv *conversation, t *turn, prompt, model string) {
 	defer t.cancel(nil)
 	sess, err := conv.session(t.ctx, model)
@@ -239,6 +240,13 @@ func (c *conversation) abortLocked(cause error) bool {
 	return true
 }
 
+// abort cancels the running turn, as abortLocked does.
+func (c *conversation) abort(cause error) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.abortLocked(cause)
+}
+
 // abort handles copilot:abort.
 func (r *Relay) abort(c *conn, d *protocol.Abort) {
 	notStreaming := func() {
@@ -260,10 +268,7 @@ func (r *Relay) abort(c *conn, d *protocol.Abort) {
 		notStreaming()
 		return
 	}
-	conv.mu.Lock()
-	ok := conv.abortLocked(errAborted)
-	conv.mu.Unlock()
-	if !ok {
+	if !conv.abort(errAborted) {
 		notStreaming()
 	}
 }
@@ -291,53 +296,57 @@ func (r *Relay) lastActiveStream() *conversation {
 // setMode handles copilot:set_mode: the mode changes at once, mid-stream
 // too; the next permission request reads it.
 func (r *Relay) setMode(c *conn, d *protocol.SetMode) {
-	conv, err := r.lockConversation(c.ctx, d.ConversationID)
-	if err != nil {
-		return
-	}
-	defer conv.mu.Unlock()
-	conv.mode = d.Mode
-	mc := protocol.ModeChanged{Mode: d.Mode}
-	conv.emitLocked(protocol.TypeModeChanged, &mc.Header, &mc)
+	_ = r.withConversation(c.ctx, d.ConversationID, func(conv *conversation) {
+		conv.setModeLocked(d.Mode)
+	})
+}
+
+func (c *conversation) setModeLocked(mode protocol.Mode) {
+	c.mode = mode
+	mc := protocol.ModeChanged{Mode: mode}
+	c.emitLocked(protocol.TypeModeChanged, &mc.Header, &mc)
 }
 
 // closeConversation handles copilot:close: it aborts a running turn, closes
 // the agent session and emits copilot:shutdown (the agent's own, or one with
 // zero usage when the agent reported none).
 func (r *Relay) closeConversation(c *conn, d *protocol.ConversationRef) {
-	conv, err := r.lockConversation(c.ctx, d.ConversationID)
-	if err != nil {
-		return
-	}
-	defer conv.mu.Unlock()
-	if conv.closing != nil {
+	_ = r.withConversation(c.ctx, d.ConversationID, (*conversation).startCloseLocked)
+}
+
+// startCloseLocked aborts the running turn and starts closing the agent
+// session on a goroutine of its own; closing is set until that is done.
+func (c *conversation) startCloseLocked() {
+	if c.closing != nil {
 		return // a close is already under way; its shutdown follows
 	}
 	ch := make(chan struct{})
-	conv.closing = ch
-	t := conv.turn
-	conv.abortLocked(errClosed)
-	started := r.track(&r.work, func() {
-		defer func() {
-			conv.mu.Lock()
-			conv.closing = nil
-			conv.mu.Unlock()
-			close(ch)
-		}()
+	c.closing = ch
+	t := c.turn
+	c.abortLocked(errClosed)
+	started := c.r.track(&c.r.work, func() {
+		defer close(ch)
 		if t != nil {
 			<-t.done
 		}
-		emitted := conv.closeSession()
-		conv.mu.Lock()
-		if !emitted {
-			sd := protocol.Shutdown{ModelMetrics: emptyObject}
-			conv.emitLocked(protocol.TypeShutdown, &sd.Header, &sd)
-		}
-		conv.mu.Unlock()
+		emitted := c.closeSession()
+		c.finishClose(emitted)
 	})
 	if !started {
-		conv.closing = nil
+		c.closing = nil
 		close(ch)
+	}
+}
+
+// finishClose ends a close: a copilot:shutdown with zero usage stands in for
+// the agent's when it emitted none.
+func (c *conversation) finishClose(shutdownEmitted bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.closing = nil
+	if !shutdownEmitted {
+		sd := protocol.Shutdown{ModelMetrics: emptyObject}
+		c.emitLocked(protocol.TypeShutdown, &sd.Header, &sd)
 	}
 }
 
@@ -368,23 +377,30 @@ func (c *conversation) closeSession() (shutdownEmitted bool) {
 // the agent session, removes the history from the store and tells the
 // subscribers (copilot:deleted). Until that is done, requests naming the
 // conversation wait, so that they see the new, empty one.
-// When only is not nil, the conversation is deleted only if only, called
-// under the conversation's lock, says so; deleteConversation reports whether
-// it deleted.
-func (r *Relay) deleteConversation(ctx context.Context, id string, only func(*conversation) bool) bool {
-	conv, err := r.lockConversation(ctx, id)
-	if err != nil {
-		return false
-	}
-	defer conv.mu.Unlock()
-	if only != nil && !only(conv) {
-		return false
-	}
+// When onlyLocked is not nil, the conversation is deleted only if onlyLocked,
+// called under the conversation's lock, says so; deleteConversation reports
+// whether it deleted.
+func (r *Relay) deleteConversation(ctx context.Context, id string, onlyLocked func(*conversation) bool) bool {
+	started := false
+	_ = r.withConversation(ctx, id, func(conv *conversation) {
+		if onlyLocked != nil && !onlyLocked(conv) {
+			return
+		}
+		started = conv.startDeleteLocked()
+	})
+	return started
+}
+
+// startDeleteLocked aborts the running turn and starts the delete on a
+// goroutine of its own; deleting is set until that is done. It reports
+// false, and deletes nothing, once the relay is shutting down.
+func (c *conversation) startDeleteLocked() bool {
+	r := c.r
 	ch := make(chan struct{})
-	conv.deleting = ch
-	t := conv.turn
-	conv.abortLocked(errDeleted)
-	closing := conv.closing
+	c.deleting = ch
+	t := c.turn
+	c.abortLocked(errDeleted)
+	closing := c.closing
 	started := r.track(&r.work, func() {
 		defer close(ch)
 		if t != nil {
@@ -393,24 +409,30 @@ func (r *Relay) deleteConversation(ctx context.Context, id string, only func(*co
 		if closing != nil {
 			<-closing
 		}
-		conv.closeSession()
-		rec := record{kind: recDelete, conv: conv, done: make(chan error, 1)}
+		c.closeSession()
+		rec := record{kind: recDelete, conv: c, done: make(chan error, 1)}
 		err := errShutdown
 		if r.commit.push(rec) {
 			err = <-rec.done
 		}
-		conv.mu.Lock()
-		conv.deleting = nil
-		if err != nil && !conv.deleted.Load() {
-			conv.emitErrorLocked(fmt.Sprintf("the conversation could not be deleted: %v", err))
-		}
-		conv.mu.Unlock()
+		c.finishDeleteAttempt(err)
 	})
 	if !started {
-		conv.deleting = nil
+		c.deleting = nil
 		close(ch)
 	}
 	return started
+}
+
+// finishDeleteAttempt ends a delete; one that failed is reported to the
+// subscribers as copilot:error.
+func (c *conversation) finishDeleteAttempt(err error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.deleting = nil
+	if err != nil && !c.deleted.Load() {
+		c.emitErrorLocked(fmt.Sprintf("the conversation could not be deleted: %v", err))
+	}
 }
 
 // PruneIdle deletes, as copilot:delete does (subscribers get
@@ -427,7 +449,7 @@ func (r *Relay) PruneIdle(ctx context.Context, cutoff time.Time) int {
 	n := 0
 	for _, id := range ids {
 		if r.lookupConversation(id) == nil {
-			continue // deleted meanwhile; lockConversation would recreate it
+			continue // deleted meanwhile; withConversation would recreate it
 		}
 		if r.deleteConversation(ctx, id, func(c *conversation) bool {
 			return c.turn == nil && c.updatedAt.Before(cutoff)

@@ -17,7 +17,7 @@ import (
 type Memory struct {
 	epoch string
 
-	mu     sync.RWMutex
+	mu     sync.RWMutex // guards convs, events
 	convs  map[string]Conversation
 	events map[string][]Event // per conversation, in seq order
 }

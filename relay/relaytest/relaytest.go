@@ -129,7 +129,7 @@ type Client struct {
 	Conn *websocket.Conn
 	t    testing.TB
 
-	mu      sync.Mutex
+	mu      sync.Mutex // guards frames, readErr
 	frames  []Frame
 	readErr error
 	notify  chan struct{}
