@@ -246,6 +246,11 @@ func (s *State) Apply(ev client.Event) Update {
 		s.Pending = nil
 		s.UpdatedAt = s.opts.Now()
 		u.Listing = true
+	case *protocol.ConversationChanged:
+		if !d.Deleted {
+			s.Listed(d.ConversationInfo)
+			u.Listing = true
+		}
 	case *protocol.Quota:
 		s.Usage.addQuota(d)
 		s.Turn.addQuota(d)

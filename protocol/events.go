@@ -28,6 +28,7 @@ var serverMessages = map[string]func() any{
 	TypeQuota:            func() any { return new(Quota) },
 	TypeShutdown:         func() any { return new(Shutdown) },
 	TypeConversations:    func() any { return new(Conversations) },
+	TypeConversation:     func() any { return new(ConversationChanged) },
 	TypeDeleted:          func() any { return new(Deleted) },
 }
 

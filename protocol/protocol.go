@@ -47,6 +47,7 @@ const (
 	TypeQuota            = "copilot:quota"
 	TypeShutdown         = "copilot:shutdown"
 	TypeConversations    = "copilot:conversations"
+	TypeConversation     = "copilot:conversation"
 	TypeDeleted          = "copilot:deleted"
 )
 
@@ -397,6 +398,18 @@ type ConversationInfo struct {
 type Conversations struct {
 	Conversations []ConversationInfo `json:"conversations"`
 }
+
+// ConversationChanged is copilot:conversation: one conversation's entry
+// changed (created, renamed, started or stopped streaming, changed mode), or
+// it was deleted. It goes to connections that watch the list, so a list is
+// kept without polling; it is not a conversation event and has no seq.
+type ConversationChanged struct {
+	ConversationInfo
+	Deleted bool `json:"deleted,omitempty"`
+}
+
+// Conversation returns the conversation that changed.
+func (c *ConversationChanged) Conversation() string { return c.ConversationID }
 
 // Deleted is copilot:deleted.
 type Deleted struct {

@@ -168,6 +168,12 @@ func (s *Store) applyLocked(ev client.Event) {
 		delete(s.convs, d.ConversationID)
 		s.sidebarChanged = true
 		return
+	case *protocol.ConversationChanged:
+		if d.Deleted {
+			delete(s.convs, d.ConversationID)
+			s.sidebarChanged = true
+			return
+		}
 	case *protocol.Error:
 		if _, ok := s.convs[d.ConversationID]; !ok {
 			s.notice = "The relay refused a request: " + d.Message

@@ -305,3 +305,24 @@ func TestSidebarOrderAndTitles(t *testing.T) {
 		t.Fatalf("title %q", sb[0].Title)
 	}
 }
+
+// TestConversationChanged: the watched list's entries add, rename and
+// delete sidebar entries.
+func TestConversationChanged(t *testing.T) {
+	f := newFeed(t, Options{})
+	for _, frame := range []string{
+		`{"type":"copilot:conversation","data":{"conversationId":"a","title":"First","updatedAt":"2026-11-24T10:00:00Z","mode":"act"}}`,
+		`{"type":"copilot:conversation","data":{"conversationId":"b","title":"Second","updatedAt":"2026-11-24T11:00:00Z","mode":"plan"}}`,
+		`{"type":"copilot:conversation","data":{"conversationId":"a","deleted":true}}`,
+	} {
+		ev, err := client.Decode([]byte(frame))
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.s.Apply(ev)
+	}
+	side := f.s.Take("", false).Sidebar
+	if len(side) != 1 || side[0].ID != "b" || side[0].Title != "Second" || side[0].Mode != protocol.ModePlan {
+		t.Fatalf("sidebar %+v", side)
+	}
+}

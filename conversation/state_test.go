@@ -1,0 +1,203 @@
+package conversation
+
+import (
+	"bufio"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/pilotdesk/pilotdesk/client"
+	"github.com/pilotdesk/pilotdesk/protocol"
+)
+
+// replay folds a recorded event stream (testdata/*.jsonl, one relay frame a
+// line) into a new State and returns it with the Update of every event.
+func replay(t *testing.T, file string) (*State, []Update) {
+	t.Helper()
+	f, err := os.Open(filepath.Join("testdata", file))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var st *State
+	var updates []Update
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		ev, err := client.Decode(sc.Bytes())
+		if err != nil {
+			t.Fatalf("%s: %v", file, err)
+		}
+		if st == nil {
+			st = New(ev.ConversationID(), Options{Now: func() time.Time { return time.Unix(1000, 0) }})
+		}
+		updates = append(updates, st.Apply(ev))
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return st, updates
+}
+
+func kindsOf(rows []Row) string {
+	names := map[RowKind]string{RowUser: "user", RowText: "text", RowCode: "code", RowTool: "tool", RowStatus: "status", RowMode: "mode", RowNote: "note"}
+	var parts []string
+	for _, r := range rows {
+		parts = append(parts, names[r.Kind])
+	}
+	return strings.Join(parts, ",")
+}
+
+// TestFoldRecordedStreams folds recorded streams and checks the state both
+// front ends render: rows, title, mode, usage lines.
+func TestFoldRecordedStreams(t *testing.T) {
+	cases := []struct {
+		file      string
+		kinds     string
+		rows      map[int]Row // the fields set here must match
+		title     string
+		mode      protocol.Mode
+		usage     string
+		totals    string
+		turn      string
+		streaming bool
+	}{{
+		file:  "tool-turn.jsonl",
+		kinds: "user,text,code,tool,text,status",
+		rows: map[int]Row{
+			0: {Kind: RowUser, Text: "Deploy the app\nto staging", Mode: protocol.ModeAct},
+			1: {Kind: RowText, Text: "Checking the build.", MessageID: "m1"},
+			2: {Kind: RowCode, Text: "make build", Lang: "sh", MessageID: "m1"},
+			3: {Kind: RowTool, Title: "bash", Text: "make deploy ENV=staging", State: ToolApproved, Detail: "deployed\nversion 1.2.3", MessageID: "t1"},
+			4: {Kind: RowText, Text: "Done: deployed.", MessageID: "m1"},
+			5: {Kind: RowStatus, Text: "Completed", State: protocol.StatusCompleted},
+		},
+		title:  "Deploy the app",
+		mode:   protocol.ModeAct,
+		usage:  "Model gpt-5  ·  premium interactions: 12 of 300 used, 96% left  ·  chat: unlimited  ·  ×1 premium per request  ·  cache 300 read / 0 written",
+		totals: "Session total: 1 premium request  ·  gpt-5: 1 request, 1200 tokens in / 80 out",
+		turn:   "usage: gpt-5 · 1200 in / 80 out tokens · cost 1 · premium interactions: 12 of 300 used, 96% left · session ended: 1 premium request",
+	}, {
+		file:  "plan-question.jsonl",
+		kinds: "user,tool,note,mode,text,note,status",
+		rows: map[int]Row{
+			0: {Kind: RowUser, Text: "migrate the database", Mode: protocol.ModePlan},
+			1: {Kind: RowTool, Title: "edit", Text: "db/schema.sql", State: ToolDenied, Detail: "denied by plan mode", MessageID: "t1"},
+			2: {Kind: RowNote, State: NoteInfo, Text: `"Which environment?" was answered from another window.`},
+			3: {Kind: RowMode, Mode: protocol.ModeAct, Text: "Switched to Act: tool calls run from the next tool call."},
+			4: {Kind: RowText, Text: "I would migrate", MessageID: "m1"},
+			5: {Kind: RowNote, State: NoteInfo, Text: `"Run the migration?" was rejected from another window.`},
+			6: {Kind: RowStatus, Text: RejectedText, State: protocol.StatusRejected},
+		},
+		title: "migrate the database",
+		mode:  protocol.ModeAct,
+		usage: "No usage reported yet",
+		turn:  "usage: none reported for this turn",
+	}, {
+		file:  "failed-turn.jsonl",
+		kinds: "user,note,note,status",
+		rows: map[int]Row{
+			1: {Kind: RowNote, State: NoteWarn, Text: `No answer in time: the question "Name?" timed out and the agent goes on without an answer.`},
+			2: {Kind: RowNote, State: NoteError, Text: "Agent error: provider unreachable"},
+			3: {Kind: RowStatus, State: protocol.StatusError, Text: "The turn failed.", Detail: "provider unreachable"},
+		},
+		title: "hello",
+		mode:  protocol.ModeAct,
+		// A bring-your-own-model provider reports no quota: the model only.
+		usage: "Model my-model",
+		turn:  "usage: my-model · 10 in / 3 out tokens · cost 0",
+	}}
+	for _, tc := range cases {
+		t.Run(tc.file, func(t *testing.T) {
+			st, _ := replay(t, tc.file)
+			if got := kindsOf(st.Rows); got != tc.kinds {
+				t.Fatalf("rows %s, want %s", got, tc.kinds)
+			}
+			for i, want := range tc.rows {
+				got := st.Rows[i]
+				want.Version, want.Done = got.Version, true
+				if got != want {
+					t.Errorf("row %d = %+v\nwant %+v", i, got, want)
+				}
+			}
+			if st.Title != tc.title || st.Mode != tc.mode || st.Streaming != tc.streaming || st.Pending != nil {
+				t.Errorf("title %q mode %s streaming %v pending %v", st.Title, st.Mode, st.Streaming, st.Pending)
+			}
+			if got := UsageText(st.Usage); got != tc.usage {
+				t.Errorf("usage\n got %q\nwant %q", got, tc.usage)
+			}
+			if got := TotalsText(st.Usage); got != tc.totals {
+				t.Errorf("totals\n got %q\nwant %q", got, tc.totals)
+			}
+			if got := TurnText(st.Turn); got != tc.turn {
+				t.Errorf("turn usage\n got %q\nwant %q", got, tc.turn)
+			}
+		})
+	}
+}
+
+// TestUpdatesSayWhatChanged: a line renderer prints each Update's text and
+// the rows it names; together they are the whole message, once.
+func TestUpdatesSayWhatChanged(t *testing.T) {
+	st, updates := replay(t, "tool-turn.jsonl")
+	var text strings.Builder
+	for _, u := range updates {
+		text.WriteString(u.Text)
+	}
+	if got, want := text.String(), st.MessageText("m1"); got != want {
+		t.Fatalf("streamed text %q, want the message %q", got, want)
+	}
+	// tool_start appends row 3, tool_end changes it.
+	if got := updates[4].Rows; len(got) != 1 || got[0] != 3 {
+		t.Fatalf("tool_start changed rows %v", got)
+	}
+	if got := updates[5].Rows; len(got) != 1 || got[0] != 3 || st.Rows[3].State != ToolApproved {
+		t.Fatalf("tool_end changed rows %v", got)
+	}
+	if !updates[0].Listing || !updates[9].Listing || updates[2].Listing {
+		t.Fatalf("listing changes: user_message %v idle %v delta %v", updates[0].Listing, updates[9].Listing, updates[2].Listing)
+	}
+}
+
+// TestWholeMessageOnly: an agent that sends no deltas shows its message
+// once, and a message that adds to its deltas shows only what is new.
+func TestWholeMessageOnly(t *testing.T) {
+	st := New("c", Options{})
+	hdr := protocol.Header{ConversationID: "c", Seq: 1}
+	u := st.Apply(client.Event{Type: protocol.TypeMessage, Data: &protocol.Message{Header: hdr, MessageID: "m", Content: "Whole answer."}})
+	if u.Text != "Whole answer." || u.MessageID != "m" || kindsOf(st.Rows) != "text" || !st.Rows[0].Done {
+		t.Fatalf("update %+v rows %+v", u, st.Rows)
+	}
+	st.Apply(client.Event{Type: protocol.TypeDelta, Data: &protocol.Delta{Header: hdr, MessageID: "n", Content: "Part"}})
+	u = st.Apply(client.Event{Type: protocol.TypeMessage, Data: &protocol.Message{Header: hdr, MessageID: "n", Content: "Part and rest"}})
+	if u.Text != " and rest" || st.Rows[1].Text != "Part and rest" {
+		t.Fatalf("update %+v rows %+v", u, st.Rows)
+	}
+}
+
+// TestOtherConversationsChangeNothing: the fold is of one conversation.
+func TestOtherConversationsChangeNothing(t *testing.T) {
+	st := New("mine", Options{})
+	u := st.Apply(client.Event{Type: protocol.TypeDelta, Data: &protocol.Delta{Header: protocol.Header{ConversationID: "other", Seq: 1}, MessageID: "m", Content: "x"}})
+	if len(st.Rows) != 0 || u.Text != "" || st.OnRelay {
+		t.Fatalf("folded another conversation's event: %+v %+v", u, st.Rows)
+	}
+}
+
+func TestToolSummary(t *testing.T) {
+	for in, want := range map[string]string{
+		``:                              "",
+		`null`:                          "",
+		`{"command":"ls -la\nrm x"}`:    "ls -la",
+		`{"path":"a.go","content":"x"}`: "a.go",
+		`{"b":1,"a":"x"}`:               "a=x b=1",
+		`{"only":[1,2]}`:                "[1,2]",
+		`"just a string"`:               `"just a string"`,
+		`{"command":"` + strings.Repeat("x", 200) + `"}`: strings.Repeat("x", ToolSummaryMax-1) + "…",
+	} {
+		if got := ToolSummary([]byte(in)); got != want {
+			t.Errorf("ToolSummary(%s) = %q, want %q", in, got, want)
+		}
+	}
+}
