@@ -12,7 +12,9 @@
 //   - per connection: the HTTP handler goroutine reads and dispatches, one
 //     writer goroutine drains the connection's bounded send queue with one
 //     syscall per batch (conn.go, cork.go);
-//   - a turn is one goroutine blocked in Session.Run (turn.go).
+//   - a turn is one goroutine blocked in Session.Run (turn.go);
+//   - the requests are handled on the connection's handler goroutine
+//     (handlers.go); close and delete finish on goroutines of their own.
 //
 // Locks: each mutex says which fields it guards. A function whose name ends
 // in Locked is called with its receiver's lock held (a conversation's, a

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"time"
 	"unicode"
 
 	"github.com/google/uuid"
@@ -21,10 +20,6 @@ var (
 	errClosed   = errors.New("the conversation's agent session was closed")
 	errDeleted  = errors.New("the conversation was deleted")
 )
-
-// sessionCloseTimeout bounds Session.Close for copilot:close and
-// copilot:delete.
-const sessionCloseTimeout = 30 * time.Second
 
 // turn is one running Session.Run.
 type turn struct {
@@ -247,217 +242,10 @@ func (c *conversation) abort(cause error) bool {
 	return c.abortLocked(cause)
 }
 
-// abort handles copilot:abort.
-func (r *Relay) abort(c *conn, d *protocol.Abort) {
-	notStreaming := func() {
-		c.sendError(&protocol.Error{Code: protocol.CodeNotStreaming, Type: protocol.TypeAbort, ConversationID: d.ConversationID,
-			Message: "there is no running stream to abort"})
-	}
-	var conv *conversation
-	if d.ConversationID == "" {
-		conv = r.lastActiveStream()
-		id := ""
-		if conv != nil {
-			id = conv.id
-		}
-		r.log.Warn("relay: copilot:abort without conversationId is deprecated (send data.conversationId); aborting the last active stream", "conversationId", id)
-	} else {
-		conv = r.lookupConversation(d.ConversationID)
-	}
-	if conv == nil {
-		notStreaming()
-		return
-	}
-	if !conv.abort(errAborted) {
-		notStreaming()
-	}
-}
-
 // streamStart is a running stream in the order streams started.
 type streamStart struct {
 	conv *conversation
 	seq  uint64
-}
-
-// lastActiveStream is the conversation of the most recently started stream
-// that is still running, or nil.
-func (r *Relay) lastActiveStream() *conversation {
-	r.streamsMu.Lock()
-	defer r.streamsMu.Unlock()
-	var last streamStart
-	for _, s := range r.streamsRun {
-		if s.seq > last.seq {
-			last = s
-		}
-	}
-	return last.conv
-}
-
-// setMode handles copilot:set_mode: the mode changes at once, mid-stream
-// too; the next permission request reads it.
-func (r *Relay) setMode(c *conn, d *protocol.SetMode) {
-	_ = r.withConversation(c.ctx, d.ConversationID, func(conv *conversation) {
-		conv.setModeLocked(d.Mode)
-	})
-}
-
-func (c *conversation) setModeLocked(mode protocol.Mode) {
-	c.mode = mode
-	mc := protocol.ModeChanged{Mode: mode}
-	c.emitLocked(protocol.TypeModeChanged, &mc.Header, &mc)
-}
-
-// closeConversation handles copilot:close: it aborts a running turn, closes
-// the agent session and emits copilot:shutdown (the agent's own, or one with
-// zero usage when the agent reported none).
-func (r *Relay) closeConversation(c *conn, d *protocol.ConversationRef) {
-	_ = r.withConversation(c.ctx, d.ConversationID, (*conversation).startCloseLocked)
-}
-
-// startCloseLocked aborts the running turn and starts closing the agent
-// session on a goroutine of its own; closing is set until that is done.
-func (c *conversation) startCloseLocked() {
-	if c.closing != nil {
-		return // a close is already under way; its shutdown follows
-	}
-	ch := make(chan struct{})
-	c.closing = ch
-	t := c.turn
-	c.abortLocked(errClosed)
-	started := c.r.track(&c.r.work, func() {
-		defer close(ch)
-		if t != nil {
-			<-t.done
-		}
-		emitted := c.closeSession()
-		c.finishClose(emitted)
-	})
-	if !started {
-		c.closing = nil
-		close(ch)
-	}
-}
-
-// finishClose ends a close: a copilot:shutdown with zero usage stands in for
-// the agent's when it emitted none.
-func (c *conversation) finishClose(shutdownEmitted bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.closing = nil
-	if !shutdownEmitted {
-		sd := protocol.Shutdown{ModelMetrics: emptyObject}
-		c.emitLocked(protocol.TypeShutdown, &sd.Header, &sd)
-	}
-}
-
-// closeSession closes the conversation's agent session, if one is open, and
-// reports whether the agent emitted a Shutdown while closing.
-func (c *conversation) closeSession() (shutdownEmitted bool) {
-	c.mu.Lock()
-	s, h := c.sess, c.host
-	c.sess, c.host = nil, nil
-	c.mu.Unlock()
-	if s == nil {
-		return false
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), sessionCloseTimeout)
-	defer cancel()
-	before := h.shutdowns.Load()
-	if err := s.Close(ctx); err != nil {
-		c.r.log.Warn("relay: close agent session", "conversationId", c.id, "err", err)
-	}
-	h.dead.Store(true)
-	if h.cancelOpen != nil {
-		h.cancelOpen()
-	}
-	return h.shutdowns.Load() > before
-}
-
-// deleteConversation handles copilot:delete: it aborts a running turn, closes
-// the agent session, removes the history from the store and tells the
-// subscribers (copilot:deleted). Until that is done, requests naming the
-// conversation wait, so that they see the new, empty one.
-// When onlyLocked is not nil, the conversation is deleted only if onlyLocked,
-// called under the conversation's lock, says so; deleteConversation reports
-// whether it deleted.
-func (r *Relay) deleteConversation(ctx context.Context, id string, onlyLocked func(*conversation) bool) bool {
-	started := false
-	_ = r.withConversation(ctx, id, func(conv *conversation) {
-		if onlyLocked != nil && !onlyLocked(conv) {
-			return
-		}
-		started = conv.startDeleteLocked()
-	})
-	return started
-}
-
-// startDeleteLocked aborts the running turn and starts the delete on a
-// goroutine of its own; deleting is set until that is done. It reports
-// false, and deletes nothing, once the relay is shutting down.
-func (c *conversation) startDeleteLocked() bool {
-	r := c.r
-	ch := make(chan struct{})
-	c.deleting = ch
-	t := c.turn
-	c.abortLocked(errDeleted)
-	closing := c.closing
-	started := r.track(&r.work, func() {
-		defer close(ch)
-		if t != nil {
-			<-t.done
-		}
-		if closing != nil {
-			<-closing
-		}
-		c.closeSession()
-		rec := record{kind: recDelete, conv: c, done: make(chan error, 1)}
-		err := errShutdown
-		if r.commit.push(rec) {
-			err = <-rec.done
-		}
-		c.finishDeleteAttempt(err)
-	})
-	if !started {
-		c.deleting = nil
-		close(ch)
-	}
-	return started
-}
-
-// finishDeleteAttempt ends a delete; one that failed is reported to the
-// subscribers as copilot:error.
-func (c *conversation) finishDeleteAttempt(err error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.deleting = nil
-	if err != nil && !c.deleted.Load() {
-		c.emitErrorLocked(fmt.Sprintf("the conversation could not be deleted: %v", err))
-	}
-}
-
-// PruneIdle deletes, as copilot:delete does (subscribers get
-// copilot:deleted, the history leaves the store), every conversation that is
-// not streaming and was last updated before cutoff. It returns how many it
-// deleted. `serve --history-max-age` calls it periodically.
-func (r *Relay) PruneIdle(ctx context.Context, cutoff time.Time) int {
-	r.mu.Lock()
-	ids := make([]string, 0, len(r.convs))
-	for id := range r.convs {
-		ids = append(ids, id)
-	}
-	r.mu.Unlock()
-	n := 0
-	for _, id := range ids {
-		if r.lookupConversation(id) == nil {
-			continue // deleted meanwhile; withConversation would recreate it
-		}
-		if r.deleteConversation(ctx, id, func(c *conversation) bool {
-			return c.turn == nil && c.updatedAt.Before(cutoff)
-		}) {
-			n++
-		}
-	}
-	return n
 }
 
 // titleOf makes a conversation's title from its first prompt: the first
