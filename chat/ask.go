@@ -8,9 +8,9 @@ import (
 	"github.com/pilotdesk/pilotdesk/protocol"
 )
 
-// openPrompt shows an input request and makes it the open one. Seed 003:
-// the spinner stops (statusLine shows nothing while a question is open) and
-// the live text is finished first.
+// openPrompt shows an input request and makes it the open one
+// (docs/cli.md, Answering questions): the spinner stops (statusLine shows
+// nothing while a question is open) and the live text is finished first.
 func (r *repl) openPrompt(req *protocol.UserInputRequest) {
 	r.waiting = false
 	r.scr.endLine()
@@ -37,7 +37,7 @@ func (r *repl) questionLines(p *prompt) {
 	}
 	switch p.kind {
 	case kindApproval:
-		// Seed 003: the approve label in the info colour, the reject label
+		// The approve label in the info colour, the reject label
 		// in the error colour.
 		r.scr.line("  a/1) " + r.scr.style(styleInfo, oneLine(p.choices[0])))
 		r.scr.line("  r/2) " + r.scr.style(styleError, oneLine(p.choices[1])))
@@ -66,8 +66,8 @@ func (r *repl) choiceLines(p *prompt, highlight int) []string {
 	return lines
 }
 
-// glyph is the answer line's prompt: seed 003's `?` in the info colour for
-// text, a pointer for the others.
+// glyph is the answer line's prompt: a `?` in the info colour for text, a
+// pointer for the others (docs/cli.md, Answering questions).
 func (r *repl) glyph(p *prompt) string {
 	if p.kind == kindText {
 		return r.scr.style(styleInfo, "?") + " "

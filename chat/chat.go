@@ -1,6 +1,6 @@
 // Package chat is the terminal client of the relay (`pilotdesk chat`): a
 // REPL that streams a conversation, switches between plan and act, and asks
-// the agent's questions the way seed 003 describes them.
+// the agent's questions (docs/cli.md, Answering questions).
 //
 // The REPL is one goroutine that owns all of its state. It selects over the
 // relay's events (from client/), what the user types, the spinner's ticker
@@ -447,7 +447,7 @@ func (r *repl) key(ctx context.Context, k key) {
 			}
 			r.resolve(ctx, p, p.enter())
 		case keyCtrlC:
-			// Seed 003: Ctrl+C during an input request is a rejection.
+			// Ctrl+C during a question rejects it (docs/cli.md, Answering questions).
 			r.resolve(ctx, p, outcome{valid: true, reject: true, shown: "Reject (Ctrl+C)"})
 		case keyCtrlD:
 			if p.input.empty() {

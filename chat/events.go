@@ -311,9 +311,9 @@ func (r *repl) modeChanged(m protocol.Mode) {
 	}
 }
 
-// idle ends the turn: its outcome, then the usage line (seed 003: a
-// rejection says "Rejected. Agent response cancelled." and keeps the
-// partial text).
+// idle ends the turn: its outcome, then the usage line (a rejection says
+// "Rejected. Agent response cancelled." and keeps the partial text:
+// docs/cli.md, Answering questions).
 func (r *repl) idle(d *protocol.Idle) {
 	r.scr.endLine()
 	if r.prompt != nil {

@@ -96,9 +96,9 @@ func TestRawMidStreamPlan(t *testing.T) {
 	h.waitScreen("the abort", func(s string) bool { return strings.Contains(s, "Aborted.") && lastLine(s) == "plan>" })
 }
 
-// TestRawChoiceArrows covers seed 003's arrow keys: no item highlighted at
-// first, Down highlights the first, Up the last, Enter picks; Enter with
-// nothing highlighted or typed re-prompts.
+// TestRawChoiceArrows covers the choice list's arrow keys: no item
+// highlighted at first, Down highlights the first, Up the last, Enter picks;
+// Enter with nothing highlighted or typed re-prompts.
 func TestRawChoiceArrows(t *testing.T) {
 	h := startREPL(t, rawTerm, nil)
 	h.subscribed(map[string]any{"streaming": true})
@@ -144,9 +144,8 @@ func TestRawChoiceArrows(t *testing.T) {
 	}
 }
 
-// TestRawCtrlCRejects: Ctrl+C during an input request rejects it (seed 003,
-// requirement 2 edge case 1, requirement 5 edge case 2); the partial text
-// stays.
+// TestRawCtrlCRejects: Ctrl+C during an input request rejects it (docs/cli.md,
+// Answering questions); the partial text stays.
 func TestRawCtrlCRejects(t *testing.T) {
 	for _, tc := range []struct {
 		name, inputType string
@@ -238,9 +237,9 @@ func TestRawClosedElsewhere(t *testing.T) {
 	h.noCall()
 }
 
-// TestColours checks seed 003's colours: the approve label in the info
-// colour, the reject label in the error colour, choice numbers and the text
-// glyph in the info colour.
+// TestColours checks the colours of docs/cli.md, Answering questions: the
+// approve label in the info colour, the reject label in the error colour,
+// choice numbers and the text glyph in the info colour.
 func TestColours(t *testing.T) {
 	h := startREPL(t, Terminal{Raw: true, Live: true, Color: true, Spinner: true}, nil)
 	h.subscribed(nil)

@@ -58,8 +58,9 @@ func TestPlainPromptAndStream(t *testing.T) {
 	}
 }
 
-// TestPlainApproval covers seed 003's approval: labels, a/1 approve, r/2
-// reject, other input and bare Enter re-prompt with a hint.
+// TestPlainApproval covers the approval (docs/cli.md, Answering questions):
+// labels, a/1 approve, r/2 reject, other input and bare Enter re-prompt with
+// a hint.
 func TestPlainApproval(t *testing.T) {
 	h := startREPL(t, plain, nil)
 	h.subscribed(nil)
@@ -348,8 +349,8 @@ func TestAgentErrorsAndRelayErrors(t *testing.T) {
 	h.nextCall("send")
 	h.emit(protocol.TypeError, map[string]any{"code": "conversation_busy", "message": "busy", "type": "copilot:send", "conversationId": testConv})
 	h.waitFor("Not sent: a turn is already running")
-	// An approval with no choices: the relay reports copilot:error (seed
-	// 003, requirement 1, edge case 1) and the turn goes on.
+	// An approval with no choices: the relay reports copilot:error
+	// (docs/protocol.md, Input requests) and the turn goes on.
 	h.emit(protocol.TypeAgentError, map[string]any{"message": "approval request has no choices"})
 	h.waitFor("Error: approval request has no choices")
 	h.emit(protocol.TypeIdle, map[string]any{"status": "error", "message": "boom"})

@@ -9,7 +9,7 @@ import (
 	"github.com/pilotdesk/pilotdesk/protocol"
 )
 
-// requestKind is how the REPL asks: seed 003's three input types. An
+// requestKind is how the REPL asks: the three input types. An
 // ask_user request (no input type) is a choice when it offers choices and
 // text when it does not.
 type requestKind int
@@ -28,7 +28,7 @@ type prompt struct {
 	freeform bool     // typed text is an answer too (ask_user's allowFreeform)
 
 	hint      string // shown after an input that was not valid
-	highlight int    // the choice the pointer is on; -1: none (seed 003: nothing highlighted at first)
+	highlight int    // the choice the pointer is on; -1: none (nothing is highlighted at first)
 	input     editor // what is being typed (raw mode)
 }
 
@@ -75,8 +75,8 @@ type outcome struct {
 	shown    string // how the answer is echoed
 }
 
-// validInputs names what the user may type, for hints (seed 003: "a hint
-// showing valid inputs", "the valid range").
+// validInputs names what the user may type, for hints: the valid inputs,
+// the valid range (docs/cli.md, Answering questions).
 func (p *prompt) validInputs() string {
 	switch p.kind {
 	case kindApproval:

@@ -43,9 +43,9 @@ func (t Terminal) width() int {
 	return 80
 }
 
-// ANSI styles. The REPL's colours follow seed 003: the info colour for
-// choice numbers, the approve label and the text prompt glyph; the error
-// colour for the reject label.
+// ANSI styles. The REPL's colours (docs/cli.md, Answering questions): the
+// info colour for choice numbers, the approve label and the text prompt
+// glyph; the error colour for the reject label.
 const (
 	styleInfo  = "36" // cyan
 	styleError = "31" // red
@@ -110,8 +110,8 @@ func (s *screen) text(t string) {
 	s.writeTranscript(t)
 }
 
-// endLine finishes an unfinished transcript line (seed 003: "finalize the
-// live text").
+// endLine finishes an unfinished transcript line (a question, for one, starts
+// on a line of its own: docs/cli.md, Answering questions).
 func (s *screen) endLine() {
 	s.clearFooter()
 	if s.col > 0 {

@@ -112,7 +112,7 @@ func TestPromptPointer(t *testing.T) {
 	req := &protocol.UserInputRequest{InputType: protocol.InputChoice, Choices: []string{"a", "b", "c"}}
 	p := newPrompt(req)
 	if p.highlight != -1 {
-		t.Fatalf("a new list has item %d highlighted; seed 003 wants none", p.highlight)
+		t.Fatalf("a new list has item %d highlighted; nothing should be at first", p.highlight)
 	}
 	if o := p.enter(); o.valid || p.hint == "" {
 		t.Fatalf("Enter with nothing highlighted or typed = %+v, hint %q; want a re-prompt", o, p.hint)

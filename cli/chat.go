@@ -14,8 +14,8 @@ import (
 	"github.com/pilotdesk/pilotdesk/client"
 )
 
-// runChat runs the terminal client (`pilotdesk chat`, CLI.md "The terminal
-// client") on an embedded relay or, with --connect, a remote one.
+// runChat runs the terminal client (`pilotdesk chat`, docs/cli.md, The
+// terminal client) on an embedded relay or, with --connect, a remote one.
 //
 // Logs: the embedded relay and the client must not write over the REPL.
 // With --log-file everything from info up (debug with --verbose) goes to

@@ -20,8 +20,8 @@ import (
 // The terminal client's end-to-end tests run the real binary in a real
 // terminal: a tmux pane (a pseudo-terminal with a screen tmux keeps), typed
 // into with send-keys and read back with capture-pane, against a relay with
-// the scripted agent and the script below. They go through seed 003's
-// acceptance criteria and edge cases one by one.
+// the scripted agent and the script below. They go through the rules of
+// docs/cli.md, Answering questions, one by one.
 
 const chatTestScript = `{"turns": [
   {"match": "approve", "steps": [
@@ -289,7 +289,7 @@ func TestChatInTerminal(t *testing.T) {
 		}
 	}()
 
-	// Seed 003, requirement 3: the approval prompt, its colours, a/1 and
+	// Approval: the approval prompt, its colours, a/1 and
 	// r/2, a hint for anything else and for a bare Enter. The embedded
 	// relay (no --connect) with the same script.
 	t.Run("approval on the embedded relay", func(t *testing.T) {
@@ -339,7 +339,7 @@ func TestChatInTerminal(t *testing.T) {
 		}
 	})
 
-	// Requirement 4: the numbered list, arrows (nothing highlighted first,
+	// Choice: the numbered list, arrows (nothing highlighted first,
 	// Down the first, Up the last, Enter picks), the range hint, r.
 	t.Run("choice with arrows", func(t *testing.T) {
 		p := remote(t, colourEnv)
@@ -405,7 +405,7 @@ func TestChatInTerminal(t *testing.T) {
 		}
 	})
 
-	// Requirement 5: text input, the ? glyph in the info colour, the hint
+	// Text: text input, the ? glyph in the info colour, the hint
 	// that r or /reject rejects, empty input re-prompts.
 	t.Run("text", func(t *testing.T) {
 		p := remote(t, colourEnv)
@@ -442,7 +442,7 @@ func TestChatInTerminal(t *testing.T) {
 		p.typeLine("green")
 		p.waitText("› green\nColor green (index -1).")
 		p.waitPrompt("act>")
-		// Requirement 1, edge case 1: a choice with no choices is an error
+		// A choice with no choices is an error
 		// the user sees; the turn goes on.
 		p.typeLine("broken")
 		p.waitText("Asking badly.\nError: ")
@@ -450,7 +450,7 @@ func TestChatInTerminal(t *testing.T) {
 		p.waitPrompt("act>")
 	})
 
-	// Requirement 2, edge case 1 and requirement 6: Ctrl+C during a question
+	// Ctrl+C during a question
 	// rejects it; the partial text stays, here and in the history.
 	t.Run("ctrl+c rejects and the partial text is kept", func(t *testing.T) {
 		p := remote(t, colourEnv)

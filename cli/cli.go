@@ -1,6 +1,6 @@
 // Package cli is pilotdesk's command line: it parses flags and wires the
 // relay, the agent backends, the history store and the clients together
-// (../shared/spec/CLI.md). main.go only calls Main.
+// (docs/cli.md). main.go only calls Main.
 package cli
 
 import (

@@ -13,8 +13,8 @@ import (
 	"time"
 )
 
-// relaySettings are the relay's settings (CLI.md's serve flags). The window's
-// embedded relay takes the same ones.
+// relaySettings are the relay's settings (the serve flags of docs/cli.md).
+// The window's embedded relay takes the same ones.
 type relaySettings struct {
 	Listen           string
 	Token            string

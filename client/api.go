@@ -116,8 +116,8 @@ func (c *Client) Ping(ctx context.Context) error {
 	return c.write(ctx, protocol.TypePing, nil)
 }
 
-// IsRejection reports whether a typed text answer means "reject" (seed 003:
-// `r` or `/reject` alone).
+// IsRejection reports whether a typed text answer means "reject": `r` or
+// `/reject` alone (docs/cli.md, Answering questions).
 func IsRejection(answer string) bool {
 	a := strings.TrimSpace(answer)
 	return a == "r" || a == "/reject"

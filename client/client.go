@@ -1,5 +1,5 @@
 // Package client is the Go client of the relay's WebSocket protocol
-// (../shared/spec/PROTOCOL.md), shared by the desktop window and the terminal
+// (docs/protocol.md), shared by the desktop window and the terminal
 // client. It connects with a bearer token, decodes every server message into
 // its protocol struct, keeps the connection alive with pings, reconnects with
 // backoff and resumes each subscribed conversation from the last seq it saw,
@@ -44,7 +44,8 @@ type Config struct {
 	Token string
 
 	// PingInterval is how long the client waits after the last message it
-	// received before it sends a ping (default 30 s, PROTOCOL.md).
+	// received before it sends a ping (default 30 s, docs/protocol.md,
+	// Heartbeat).
 	PingInterval time.Duration
 	// PongTimeout is how long after a ping the client waits for any message
 	// before it declares the connection dead and reconnects (default 20 s).
@@ -347,7 +348,7 @@ func (c *Client) renew(ctx, connCtx context.Context, conn *websocket.Conn) error
 
 // keepAlive sends a ping after PingInterval without any inbound message and
 // closes the connection when nothing at all arrives within PongTimeout of a
-// ping. Any inbound message restarts the interval (PROTOCOL.md, Heartbeat).
+// ping. Any inbound message restarts the interval (docs/protocol.md, Heartbeat).
 func (c *Client) keepAlive(ctx context.Context, conn *websocket.Conn, activity <-chan struct{}) {
 	t := time.NewTimer(c.cfg.PingInterval)
 	defer t.Stop()

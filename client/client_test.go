@@ -123,7 +123,7 @@ func TestSubscribeDecodesAndSends(t *testing.T) {
 		t.Fatalf("subscribed = %+v", sub)
 	}
 
-	// Each helper sends the message PROTOCOL.md names, with its fields.
+	// Each helper sends the message docs/protocol.md names, with its fields.
 	ctx := context.Background()
 	checks := []struct {
 		send func() error

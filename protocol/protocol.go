@@ -11,7 +11,8 @@ package protocol
 
 import "encoding/json"
 
-// MaxFrameBytes is the largest frame the relay reads (PROTOCOL.md: 1 MiB).
+// MaxFrameBytes is the largest frame the relay reads (docs/protocol.md,
+// Transport: 1 MiB).
 const MaxFrameBytes = 1 << 20
 
 // Client to server message types.
@@ -91,7 +92,8 @@ const (
 	StatusError     = "error"
 )
 
-// Input request types (seed 003). An ask_user request has no input type.
+// Input request types (docs/protocol.md, Input requests). An ask_user
+// request has no input type.
 const (
 	InputApproval = "approval"
 	InputChoice   = "choice"

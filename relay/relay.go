@@ -1,5 +1,5 @@
 // Package relay is the WebSocket server between the agent sessions and every
-// window that shows them (../shared/spec/PROTOCOL.md, to the letter).
+// window that shows them (docs/protocol.md).
 //
 // Shape of the server:
 //
@@ -124,7 +124,7 @@ type Relay struct {
 var errShutdown = errors.New("the relay is shutting down")
 
 // New returns a relay serving cfg.Agent. It loads the conversations of
-// cfg.Store and closes the turns a previous run left open (PROTOCOL.md,
+// cfg.Store and closes the turns a previous run left open (docs/protocol.md,
 // Durability).
 func New(cfg Config) (*Relay, error) {
 	if cfg.Agent == nil {

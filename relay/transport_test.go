@@ -42,7 +42,7 @@ func TestPingPong(t *testing.T) {
 }
 
 // Every bad frame gets one error with the right code, and the connection
-// stays open (PROTOCOL.md, Transport).
+// stays open (docs/protocol.md, Transport).
 func TestBadFrames(t *testing.T) {
 	e := start(t, nil)
 	cl := e.dial()

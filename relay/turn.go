@@ -28,7 +28,7 @@ type turn struct {
 	done   chan struct{} // closed after the turn's idle event was emitted
 
 	// Assistant text streamed in this turn, per message, so that an aborted
-	// or rejected turn keeps its partial text (seed 003, requirement 6).
+	// or rejected turn keeps its partial text (docs/protocol.md, Turns).
 	// Guarded by the conversation's mu.
 	partialOrder []string
 	partial      map[string]*strings.Builder

@@ -13,7 +13,7 @@ import (
 )
 
 // Session events become protocol events with the exact shapes of
-// PROTOCOL.md.
+// docs/protocol.md, Server to client.
 func TestEventMapping(t *testing.T) {
 	e := start(t, nil)
 	cl, _ := e.subscribe("ev")

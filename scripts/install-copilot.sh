@@ -14,7 +14,7 @@
 # session/copilot tests do) to reuse it.
 set -euo pipefail
 
-# The protocol facts in research/copilot-protocol.md were measured on 1.0.102.
+# The protocol facts in docs/copilot-cli.md were checked against 1.0.102.
 VERSION="${COPILOT_VERSION:-1.0.102}"
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"

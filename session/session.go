@@ -102,7 +102,8 @@ type Decision struct {
 const PlanDenialReason = "plan mode: tools are disabled; describe the plan instead"
 
 // InputRequest is a question for the user: an ask_user request (InputType
-// empty) or one of seed 003's typed requests ("approval", "choice", "text").
+// empty) or one of the typed requests ("approval", "choice", "text"; see
+// docs/protocol.md, Input requests).
 type InputRequest struct {
 	Question      string
 	Choices       []string

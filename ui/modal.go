@@ -17,8 +17,8 @@ import (
 	"github.com/pilotdesk/pilotdesk/protocol"
 )
 
-// Modal kinds: the three input types of seed 003 and the plain ask_user
-// request of seed 000.
+// Modal kinds: the three typed input requests and the plain ask_user
+// request (docs/protocol.md, Input requests).
 const (
 	kindApproval = protocol.InputApproval
 	kindChoice   = protocol.InputChoice

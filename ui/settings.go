@@ -15,7 +15,7 @@ import (
 
 // Settings are what the Settings dialog edits and the app keeps in its Fyne
 // preferences. The embedded relay's settings mirror the command-line flags
-// of the same names (CLI.md); flags given on the command line win over them.
+// of the same names (docs/cli.md); flags given on the command line win over them.
 type Settings struct {
 	// Agent is the embedded relay's backend: "auto", "copilot" or
 	// "script" (the built-in demo).

@@ -10,8 +10,9 @@ import (
 	"github.com/pilotdesk/pilotdesk/protocol"
 )
 
-// PlanActToggle is the segmented two-button control of seed 004: Plan and
-// Act side by side, the active one filled. Act is the default.
+// PlanActToggle is the segmented two-button control of a conversation's
+// mode (docs/protocol.md, Modes): Plan and Act side by side, the active one
+// filled. Act is the default.
 type PlanActToggle struct {
 	widget.BaseWidget
 	// OnChanged is called when the user picks the other mode (not by

@@ -51,7 +51,7 @@ type Batch struct {
 // Store keeps conversations. Its methods are safe for concurrent use.
 type Store interface {
 	// Epoch names this store's history; it is created with the store and
-	// never changes (PROTOCOL.md, copilot:subscribed.epoch).
+	// never changes (docs/protocol.md, Conversations, seq and epoch).
 	Epoch() string
 	// Conversations lists every conversation, most recently updated first.
 	Conversations(ctx context.Context) ([]Conversation, error)

@@ -3,7 +3,7 @@
 // It runs one `copilot --headless --no-auto-update --stdio` process per
 // Agent and speaks the CLI's SDK protocol to it: JSON-RPC 2.0 with LSP-style
 // framing (package jsonrpc), protocol version 3. Every conversation is one
-// CLI session. The facts it relies on are in research/copilot-protocol.md.
+// CLI session. The facts it relies on are in docs/copilot-cli.md.
 //
 // The relay decides, the CLI asks: every permission.requested event is
 // answered from Host.Permission at that moment (approve-once or reject), so

@@ -62,7 +62,7 @@ type AskStep struct {
 	AllowFreeform *bool
 }
 
-// InputStep is one of seed 003's typed input requests. Its contents are
+// InputStep is one of the typed input requests. Its contents are
 // passed on as written, so a script can reproduce an agent's malformed
 // request.
 type InputStep struct {
@@ -89,7 +89,8 @@ func (UsageStep) stepKey() string    { return "usage" }
 func (ShutdownStep) stepKey() string { return "shutdown" }
 func (ErrorStep) stepKey() string    { return "error" }
 
-// stepKeys are the keys a step may have, in the order SCRIPT-AGENT.md lists them.
+// stepKeys are the keys a step may have, in the order docs/script-agent.md
+// lists them.
 var stepKeys = []string{"delta", "sleep", "tool", "ask", "input", "usage", "error", "shutdown"}
 
 // ParseError is a script that was refused at load. It names the file and,
@@ -143,7 +144,7 @@ func Load(path string) (*Script, error) {
 	return Parse(path, data)
 }
 
-// Parse parses a script (SCRIPT-AGENT.md). name is the file name its errors
+// Parse parses a script (docs/script-agent.md). name is the file name its errors
 // and replies use. Every problem the format can have is reported here, so a
 // script that parses plays without surprises; only the contents of ask and
 // input steps are left for the relay to judge.

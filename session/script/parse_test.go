@@ -10,7 +10,7 @@ import (
 	"time"
 )
 
-// specExample is the example of SCRIPT-AGENT.md, verbatim.
+// specExample is a script with every kind of step (docs/script-agent.md).
 const specExample = `{
   "turns": [
     {
@@ -175,7 +175,7 @@ func TestParseErrorFields(t *testing.T) {
 }
 
 // TestParseLeavesRequestsToTheRelay: a malformed ask or input request is the
-// relay's to judge (SCRIPT-AGENT.md), so a script can reproduce an agent's
+// relay's to judge (docs/script-agent.md), so a script can reproduce an agent's
 // mistakes.
 func TestParseLeavesRequestsToTheRelay(t *testing.T) {
 	s := mustParse(t, `{"turns": [{"steps": [

@@ -1,4 +1,4 @@
-// Package script is the scripted agent of the spec's SCRIPT-AGENT.md:
+// Package script is the scripted agent (docs/script-agent.md):
 // a backend that plays scenarios from a JSON file instead of calling a model.
 // It is the offline demo, the engine of deterministic end-to-end tests and a
 // way to reproduce a bug report, so it goes through exactly the relay paths

@@ -33,7 +33,7 @@ var validField = map[string]any{
 }
 
 // optionalFields are the optional fields of each client message type
-// (PROTOCOL.md's tables); protocol.RequiredFields lists the required ones.
+// (docs/protocol.md, Client to server); protocol.RequiredFields lists the required ones.
 var optionalFields = map[string][]string{
 	protocol.TypeSubscribe:         {"sinceSeq"},
 	protocol.TypeSend:              {"mode", "model"},

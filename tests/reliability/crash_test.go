@@ -33,7 +33,7 @@ func crashScript() any {
 
 // TestCrashRecovery kills the relay binary with SIGKILL while one
 // conversation streams and another waits on a question, restarts it on the
-// same data dir, twice, and checks PROTOCOL.md's Durability section:
+// same data dir, twice, and checks docs/protocol.md's Durability section:
 // nothing a client saw is lost, a resuming client gets every remaining
 // stored event once, the interrupted turn and question are closed by stored
 // events, seq and epoch carry on, and a fresh data dir gets a new epoch.

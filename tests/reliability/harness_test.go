@@ -125,7 +125,7 @@ func (p *relayProc) exitCode() int {
 	return p.cmd.ProcessState.ExitCode()
 }
 
-// writeScript writes a scripted agent's scenario (SCRIPT-AGENT.md) and
+// writeScript writes a scripted agent's scenario (docs/script-agent.md) and
 // returns its path.
 func writeScript(t *testing.T, script any) string {
 	t.Helper()

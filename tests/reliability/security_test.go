@@ -68,7 +68,7 @@ func upgrade(t *testing.T, wsURL string, hdr http.Header) (status int, respHdr h
 }
 
 // TestAuth runs the relay binary with a token (from PILOTDESK_TOKEN) and
-// tries to get in every wrong way PROTOCOL.md (Auth) names: each is answered
+// tries to get in every wrong way docs/protocol.md (Auth) names: each is answered
 // HTTP 401 (403 for a cross-origin browser) and no WebSocket is opened. The
 // right token, in the header or the query, gets in. No token, right or
 // wrong, appears in the relay's log, even at debug level.

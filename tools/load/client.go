@@ -177,7 +177,7 @@ func (c *client) closeConn() {
 	c.mu.Unlock()
 }
 
-// keepAlive pings every 30 s (PROTOCOL.md, Heartbeat).
+// keepAlive pings every 30 s (docs/protocol.md, Heartbeat).
 func (c *client) keepAlive(ctx context.Context) {
 	t := time.NewTicker(30 * time.Second)
 	defer t.Stop()
@@ -304,7 +304,7 @@ func (c *client) afterResume(ctx context.Context, f *frame) {
 		return
 	}
 	if c.turnOpen {
-		// PROTOCOL.md, Durability: a turn the relay's death interrupted is
+		// docs/protocol.md, Durability: a turn the relay's death interrupted is
 		// closed on restart by a stored copilot:idle.
 		c.fail(fmt.Sprintf("resumed at seq %d: the turn that was running is not streaming any more but was never closed with copilot:idle", f.Data.Seq))
 		c.turnOpen = false
