@@ -191,6 +191,13 @@ func (s *State) Apply(ev client.Event) Update {
 		s.delta(d.MessageID, d.Content)
 		s.turnOutput = true
 	case *protocol.Message:
+		if d.Truncated {
+			// Too long for one frame: the deltas carried the text.
+			if m, ok := s.msgs[d.MessageID]; ok {
+				s.finishMessage(m)
+			}
+			break
+		}
 		s.wholeMessage(d.MessageID, d.Content)
 	case *protocol.ToolStart:
 		s.turnOutput = true

@@ -201,3 +201,15 @@ func TestToolSummary(t *testing.T) {
 		}
 	}
 }
+
+// TestTruncatedMessage: a message too long for one frame comes without its
+// content; the streamed text stands, finished, and nothing is added.
+func TestTruncatedMessage(t *testing.T) {
+	st := New("c", Options{})
+	hdr := protocol.Header{ConversationID: "c", Seq: 1}
+	st.Apply(client.Event{Type: protocol.TypeDelta, Data: &protocol.Delta{Header: hdr, MessageID: "m", Content: "long text"}})
+	u := st.Apply(client.Event{Type: protocol.TypeMessage, Data: &protocol.Message{Header: hdr, MessageID: "m", Truncated: true}})
+	if u.Text != "" || len(st.Rows) != 1 || st.Rows[0].Text != "long text" || !st.Rows[0].Done {
+		t.Fatalf("update %+v rows %+v", u, st.Rows)
+	}
+}

@@ -15,7 +15,7 @@ import (
 const MaxIDLength = 128
 
 // Request is a decoded, validated client message. Data holds a pointer to the
-// type's struct (*Send, *Subscribe, …) or nil for ping and copilot:list.
+// type's struct (*Send, *Subscribe, *List, …) or nil for ping.
 type Request struct {
 	Type string
 	Data any
@@ -56,7 +56,11 @@ type schema struct {
 
 var schemas = map[string]schema{
 	TypePing: {},
-	TypeList: {},
+	TypeList: {fields: []field{
+		{"watch", kindBool, false},
+		{"limit", kindIndex, false},
+		{"cursor", kindString, false},
+	}, build: func() any { return new(List) }},
 	TypeSubscribe: {fields: []field{
 		{"conversationId", kindID, true},
 		{"sinceSeq", kindSeq, false},

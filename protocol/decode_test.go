@@ -79,11 +79,26 @@ func TestDecodeRequestValid(t *testing.T) {
 		t.Errorf("ConversationID() = %q", req.ConversationID())
 	}
 
-	for _, frame := range []string{`{"type":"ping"}`, `{"type":"ping","data":null}`, `{"type":"ping","data":{}}`, `{"type":"copilot:list"}`} {
+	for _, frame := range []string{`{"type":"ping"}`, `{"type":"ping","data":null}`, `{"type":"ping","data":{}}`} {
 		req, err := DecodeRequest([]byte(frame))
 		if err != nil || req.Data != nil {
 			t.Errorf("DecodeRequest(%s) = %+v, %v; want no data, no error", frame, req, err)
 		}
+	}
+	// copilot:list has only optional fields: no data is the first page.
+	for frame, want := range map[string]List{
+		`{"type":"copilot:list"}`:                                                 {},
+		`{"type":"copilot:list","data":{}}`:                                       {},
+		`{"type":"copilot:list","data":{"limit":5,"cursor":"abc","watch":false}}`: {Limit: 5, Cursor: "abc", Watch: new(bool)},
+	} {
+		req, err := DecodeRequest([]byte(frame))
+		l, ok := req.Data.(*List)
+		if err != nil || !ok || l.Limit != want.Limit || l.Cursor != want.Cursor || (l.Watch == nil) != (want.Watch == nil) {
+			t.Errorf("DecodeRequest(%s) = %+v, %v; want %+v", frame, req.Data, err, want)
+		}
+	}
+	if n := (&List{Limit: 1000}).PageSize(); n != MaxListLimit {
+		t.Errorf("a limit over the maximum gives pages of %d", n)
 	}
 
 	req, err = DecodeRequest([]byte(`{"type":"copilot:subscribe","data":{"conversationId":"c1","sinceSeq":0}}`))
@@ -163,6 +178,18 @@ func TestDecodeRequestEachRequiredField(t *testing.T) {
 				t.Errorf("%s with an array for %s: got %v, want %s", typ, name, err, CodeInvalidField)
 			}
 		}
+	}
+}
+
+// TestEncodeKeepsMarkup: <, > and & leave as they are, not as six-byte
+// escapes, so a prompt of them does not grow six-fold on the wire.
+func TestEncodeKeepsMarkup(t *testing.T) {
+	b, err := Encode(TypeDelta, &Delta{Header: Header{ConversationID: "c", Seq: 1}, MessageID: "m", Content: "<a & b>"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := `{"type":"copilot:delta","data":{"conversationId":"c","seq":1,"messageId":"m","content":"<a & b>"}}`; string(b) != want {
+		t.Fatalf("Encode = %s, want %s", b, want)
 	}
 }
 

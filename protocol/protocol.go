@@ -9,7 +9,10 @@
 // every side can import it.
 package protocol
 
-import "encoding/json"
+import (
+	"bytes"
+	"encoding/json"
+)
 
 // MaxFrameBytes is the largest frame the relay reads (docs/protocol.md,
 // Transport: 1 MiB).
@@ -119,17 +122,28 @@ type Envelope struct {
 	Data json.RawMessage `json:"data,omitempty"`
 }
 
-// Encode builds the frame for a message. data may be nil.
+// Encode builds the frame for a message. data may be nil. Unlike
+// json.Marshal it leaves <, > and & as they are: escaped, each costs six
+// bytes, and a prompt of them would grow six-fold on the wire.
 func Encode(msgType string, data any) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	var err error
 	if data == nil {
-		return json.Marshal(struct {
+		err = enc.Encode(struct {
 			Type string `json:"type"`
 		}{msgType})
+	} else {
+		err = enc.Encode(struct {
+			Type string `json:"type"`
+			Data any    `json:"data"`
+		}{msgType, data})
 	}
-	return json.Marshal(struct {
-		Type string `json:"type"`
-		Data any    `json:"data"`
-	}{msgType, data})
+	if err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
 }
 
 // ---- client to server data ----
@@ -155,6 +169,27 @@ type Send struct {
 	Prompt         string `json:"prompt"`
 	Mode           Mode   `json:"mode,omitempty"`
 	Model          string `json:"model,omitempty"`
+}
+
+// MaxListLimit is the most conversations one copilot:conversations page
+// holds, and the page size when copilot:list gives no limit.
+const MaxListLimit = 200
+
+// List is copilot:list: Limit (0: MaxListLimit; more is cut to it) entries
+// from Cursor (a previous page's NextCursor; "" for the first page). Watch,
+// when given, turns copilot:conversation notices on or off.
+type List struct {
+	Watch  *bool  `json:"watch,omitempty"`
+	Limit  int    `json:"limit,omitempty"`
+	Cursor string `json:"cursor,omitempty"`
+}
+
+// PageSize is the number of entries the request asks for.
+func (l *List) PageSize() int {
+	if l == nil || l.Limit <= 0 || l.Limit > MaxListLimit {
+		return MaxListLimit
+	}
+	return l.Limit
 }
 
 // Abort is copilot:abort. ConversationID is empty in the deprecated form.
@@ -252,11 +287,14 @@ type Delta struct {
 	Content   string `json:"content"`
 }
 
-// Message is copilot:message: a whole assistant message.
+// Message is copilot:message: a whole assistant message. Truncated is true
+// when the message would not fit in a frame: Content is then empty and the
+// text is what the deltas carried.
 type Message struct {
 	Header
 	MessageID string `json:"messageId"`
 	Content   string `json:"content"`
+	Truncated bool   `json:"truncated,omitempty"`
 }
 
 // ToolStart is copilot:tool_start.
@@ -391,14 +429,18 @@ func (s *Shutdown) Metrics() map[string]ModelMetric {
 type ConversationInfo struct {
 	ConversationID string `json:"conversationId"`
 	Title          string `json:"title"`
-	UpdatedAt      string `json:"updatedAt"` // RFC 3339
+	CreatedAt      string `json:"createdAt,omitempty"` // RFC 3339
+	UpdatedAt      string `json:"updatedAt"`           // RFC 3339
 	Streaming      bool   `json:"streaming"`
 	Mode           Mode   `json:"mode"`
+	WaitingInput   bool   `json:"waitingInput"`
 }
 
-// Conversations is copilot:conversations.
+// Conversations is copilot:conversations: one page of the list, most
+// recently updated first. NextCursor, when set, asks for the next page.
 type Conversations struct {
 	Conversations []ConversationInfo `json:"conversations"`
+	NextCursor    string             `json:"nextCursor,omitempty"`
 }
 
 // ConversationChanged is copilot:conversation: one conversation's entry
