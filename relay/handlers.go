@@ -16,12 +16,13 @@ var pongFrame, _ = protocol.Encode(protocol.TypePong, nil)
 func (r *Relay) dispatch(c *conn, req protocol.Request) {
 	switch d := req.Data.(type) {
 	case nil:
-		switch req.Type {
-		case protocol.TypePing:
+		if req.Type == protocol.TypePing {
 			c.enqueue(pongFrame)
-		case protocol.TypeList:
-			c.send(protocol.TypeConversations, r.list())
 		}
+	case *protocol.List:
+		// Paging and watching (limit, cursor, watch) are not implemented
+		// yet: the one page holds every conversation.
+		c.send(protocol.TypeConversations, r.list())
 	case *protocol.Subscribe:
 		r.subscribe(c, d)
 	case *protocol.ConversationRef:
@@ -127,6 +128,7 @@ func (r *Relay) list() *protocol.Conversations {
 				UpdatedAt:      c.updatedAt.UTC().Format("2006-01-02T15:04:05.000Z07:00"),
 				Streaming:      c.streaming,
 				Mode:           c.mode,
+				WaitingInput:   c.openInput != nil,
 			}, c.updatedAt})
 		}
 		c.mu.Unlock()

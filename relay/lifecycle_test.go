@@ -46,8 +46,8 @@ func TestList(t *testing.T) {
 	}
 	for _, c := range dataMap(t, f)["conversations"].([]any) {
 		m := c.(map[string]any)
-		if len(m) != 5 {
-			t.Fatalf("entry keys %v", mapKeys(m))
+		if len(m) != 6 || m["waitingInput"] != false {
+			t.Fatalf("entry keys %v, waitingInput %v", mapKeys(m), m["waitingInput"])
 		}
 	}
 	first, second := list.Conversations[0], list.Conversations[1]
@@ -68,6 +68,36 @@ func TestList(t *testing.T) {
 	if len(list.Conversations) != 2 {
 		t.Fatalf("an empty conversation is listed: %+v", list)
 	}
+}
+
+// A conversation whose agent waits for an answer is listed with
+// waitingInput, and without once it is answered.
+func TestListWaitingInput(t *testing.T) {
+	e := start(t, nil)
+	cl, _ := e.subscribe("wi")
+	ft := e.startTurn(cl, "wi", "ask", nil)
+	res := ft.ask(session.InputRequest{Question: "Name?"})
+	req := cl.Expect("copilot:user_input_request")
+	waiting := func() any {
+		cl.Send("copilot:list", nil)
+		var list protocol.Conversations
+		cl.WaitFor("copilot:conversations", nil).Decode(t, &list)
+		if len(list.Conversations) != 1 {
+			t.Fatalf("list %+v", list)
+		}
+		return list.Conversations[0].WaitingInput
+	}
+	if !waiting().(bool) {
+		t.Fatal("a conversation waiting for an answer is listed without waitingInput")
+	}
+	cl.Send("copilot:user_input_response", map[string]any{"conversationId": "wi", "requestId": req.Field("requestId"), "answer": "Ada"})
+	if r := waitAsk(t, res); r.err != nil || r.answer.Text != "Ada" {
+		t.Fatalf("Ask: %+v", r)
+	}
+	if waiting().(bool) {
+		t.Fatal("an answered conversation is listed with waitingInput")
+	}
+	ft.finish(nil)
 }
 
 func TestClose(t *testing.T) {
