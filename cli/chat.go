@@ -31,7 +31,7 @@ func runChat(ctx context.Context, args []string, env Env) error {
 	if err := parseFlags(fs, args, env.Stdout); err != nil {
 		return err
 	}
-	if err := cf.validate(); err != nil {
+	if err := cf.validate(fromCommandLine); err != nil {
 		return err
 	}
 	if *conversation != "" {

@@ -19,6 +19,7 @@ import (
 
 	"github.com/pilotdesk/pilotdesk/client"
 	"github.com/pilotdesk/pilotdesk/protocol"
+	"github.com/pilotdesk/pilotdesk/settings"
 	"github.com/pilotdesk/pilotdesk/ui"
 )
 
@@ -32,7 +33,7 @@ func parseWindowFlags(t *testing.T, env map[string]string, args ...string) (clie
 	if err := parseFlags(fs, args, &bytes.Buffer{}); err != nil {
 		t.Fatal(err)
 	}
-	if err := cf.validate(); err != nil {
+	if err := cf.validate(fromCommandLine); err != nil {
 		t.Fatal(err)
 	}
 	return cf, fs, getenv
@@ -43,8 +44,8 @@ func parseWindowFlags(t *testing.T, env map[string]string, args ...string) (clie
 // defaults.
 func TestSettingsPrecedence(t *testing.T) {
 	dir := t.TempDir()
-	saved := ui.DefaultSettings()
-	saved.Agent = ui.AgentDemo
+	saved := settings.Defaults()
+	saved.Agent = settings.AgentDemo
 	saved.Model = "saved-model"
 	saved.InputTimeout = 2 * time.Minute
 	saved.ProviderKey = "saved-key"
@@ -56,18 +57,18 @@ func TestSettingsPrecedence(t *testing.T) {
 		name   string
 		env    map[string]string
 		args   []string
-		saved  *ui.Settings
+		saved  *settings.Settings
 		check  func(t *testing.T, got clientFlags)
-		locked map[ui.SettingField]string
+		locked map[settings.Field]string
 	}{
 		{
 			name: "defaults", args: []string{"--data-dir", memoryDataDir},
 			check: func(t *testing.T, got clientFlags) {
-				if got.relay.Agent != "auto" || got.relay.Model != "" || got.relay.InputTimeout != 5*time.Minute || got.Connect != "" {
+				if got.relay.Agent != "auto" || got.relay.Model != "" || got.relay.InputTimeout != 5*time.Minute || got.relay.Remote {
 					t.Errorf("%+v", got)
 				}
 			},
-			locked: map[ui.SettingField]string{},
+			locked: map[settings.Field]string{},
 		},
 		{
 			name: "preferences over defaults", args: []string{"--data-dir", memoryDataDir}, saved: &saved,
@@ -77,7 +78,7 @@ func TestSettingsPrecedence(t *testing.T) {
 					t.Errorf("%+v", r)
 				}
 			},
-			locked: map[ui.SettingField]string{},
+			locked: map[settings.Field]string{},
 		},
 		{
 			name: "flags over preferences", saved: &saved,
@@ -88,7 +89,7 @@ func TestSettingsPrecedence(t *testing.T) {
 					t.Errorf("%+v", r)
 				}
 			},
-			locked: map[ui.SettingField]string{ui.FieldModel: "--model", ui.FieldInputTimeout: "--input-timeout", ui.FieldAgent: "--agent"},
+			locked: map[settings.Field]string{settings.FieldModel: "--model", settings.FieldInputTimeout: "--input-timeout", settings.FieldAgent: "--agent"},
 		},
 		{
 			name: "environment over preferences", saved: &saved, env: map[string]string{"PILOTDESK_PROVIDER_KEY": "env-key"},
@@ -98,7 +99,7 @@ func TestSettingsPrecedence(t *testing.T) {
 					t.Errorf("%+v", got.relay)
 				}
 			},
-			locked: map[ui.SettingField]string{ui.FieldProviderKey: "PILOTDESK_PROVIDER_KEY"},
+			locked: map[settings.Field]string{settings.FieldProviderKey: "PILOTDESK_PROVIDER_KEY"},
 		},
 		{
 			name: "flag over its environment variable", env: map[string]string{"PILOTDESK_PROVIDER_KEY": "env-key"},
@@ -108,26 +109,26 @@ func TestSettingsPrecedence(t *testing.T) {
 					t.Errorf("%+v", got.relay)
 				}
 			},
-			locked: map[ui.SettingField]string{ui.FieldProviderKey: "--provider-key"},
+			locked: map[settings.Field]string{settings.FieldProviderKey: "--provider-key"},
 		},
 		{
 			name: "saved remote relay", saved: &remote, args: []string{"--data-dir", memoryDataDir},
 			check: func(t *testing.T, got clientFlags) {
-				if got.Connect != "ws://saved.example.com/ws" || got.Token != "saved-token" {
-					t.Errorf("connect %q token %q", got.Connect, got.Token)
+				if !got.relay.Remote || got.relay.RemoteURL != "ws://saved.example.com/ws" || got.relay.RemoteToken != "saved-token" {
+					t.Errorf("remote %v %q token %q", got.relay.Remote, got.relay.RemoteURL, got.relay.RemoteToken)
 				}
 			},
-			locked: map[ui.SettingField]string{},
+			locked: map[settings.Field]string{},
 		},
 		{
 			name: "--connect over the saved relay", saved: &remote,
 			args: []string{"--data-dir", memoryDataDir, "--connect", "wss://flag.example.com/ws"},
 			check: func(t *testing.T, got clientFlags) {
-				if got.Connect != "wss://flag.example.com/ws" || got.Token != "" {
-					t.Errorf("connect %q token %q: the saved token must not go to another relay", got.Connect, got.Token)
+				if !got.relay.Remote || got.relay.RemoteURL != "wss://flag.example.com/ws" || got.relay.RemoteToken != "" {
+					t.Errorf("remote %v %q token %q: the saved token must not go to another relay", got.relay.Remote, got.relay.RemoteURL, got.relay.RemoteToken)
 				}
 			},
-			locked: map[ui.SettingField]string{ui.FieldRemote: "--connect", ui.FieldRemoteURL: "--connect", ui.FieldRemoteToken: "--connect"},
+			locked: map[settings.Field]string{settings.FieldRemote: "--connect", settings.FieldRemoteURL: "--connect", settings.FieldRemoteToken: "--connect"},
 		},
 		{
 			name: "--script fixes the agent", saved: &saved,
@@ -136,16 +137,16 @@ func TestSettingsPrecedence(t *testing.T) {
 				if got.relay.Agent != "auto" || got.relay.Script == "" {
 					t.Errorf("%+v", got.relay)
 				}
-				if s := effectiveSettings(got, true); s.Agent != ui.AgentDemo {
+				if s := effectiveSettings(got); s.Agent != settings.AgentDemo {
 					t.Errorf("effective agent %q", s.Agent)
 				}
 			},
-			locked: map[ui.SettingField]string{ui.FieldAgent: "--script"},
+			locked: map[settings.Field]string{settings.FieldAgent: "--script"},
 		},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			cf, fs, getenv := parseWindowFlags(t, c.env, c.args...)
-			locked := lockedFields(fs, getenv)
+			locked := settings.Locked(fs, getenv)
 			if len(locked) != len(c.locked) {
 				t.Errorf("locked %v, want %v", locked, c.locked)
 			}
@@ -154,7 +155,7 @@ func TestSettingsPrecedence(t *testing.T) {
 					t.Errorf("locked[%s] = %q, want %q", f, locked[f], by)
 				}
 			}
-			p := ui.DefaultSettings()
+			p := settings.Defaults()
 			if c.saved != nil {
 				p = *c.saved
 			}
@@ -170,7 +171,7 @@ func TestSettingsPrecedence(t *testing.T) {
 	gone := saved
 	gone.WorkDir = filepath.Join(dir, "gone")
 	cf, fs, getenv := parseWindowFlags(t, nil, "--data-dir", memoryDataDir)
-	if _, err := withPrefs(cf, lockedFields(fs, getenv), gone); err == nil || !strings.Contains(err.Error(), "gone") {
+	if _, err := withPrefs(cf, settings.Locked(fs, getenv), gone); err == nil || !strings.Contains(err.Error(), "gone") {
 		t.Fatalf("err %v", err)
 	}
 }
@@ -207,21 +208,21 @@ func stopApp(a fyne.App) {
 func TestSettingsPersistAcrossRestart(t *testing.T) {
 	id := testAppID()
 	a := newPrefsApp(t, id)
-	s := ui.Settings{Agent: ui.AgentCopilot, CopilotPath: "/opt/copilot/copilot", Model: "gpt-5", ProviderURL: "http://127.0.0.1:8080/v1",
+	s := settings.Settings{Agent: settings.AgentCopilot, CopilotPath: "/opt/copilot/copilot", Model: "gpt-5", ProviderURL: "http://127.0.0.1:8080/v1",
 		ProviderType: "anthropic", ProviderKey: "k-123", WorkDir: t.TempDir(), InputTimeout: 90 * time.Second, Notifications: false,
 		Remote: true, RemoteURL: "wss://relay.example.com/ws", RemoteToken: "t-456"}
-	ui.SaveSettings(a.Preferences(), s)
+	settings.Save(a.Preferences(), s)
 	stopApp(a)
 
 	if _, err := os.Stat(filepath.Join(os.TempDir(), "fyne-test", id, "preferences.json")); err != nil {
 		t.Fatalf("no preferences file: %v", err)
 	}
 	again := newPrefsApp(t, id)
-	if got := ui.LoadSettings(again.Preferences(), ui.DefaultSettings()); got != s {
+	if got := settings.Load(again.Preferences(), settings.Defaults()); got != s {
 		t.Fatalf("after a restart: %+v\nwant %+v", got, s)
 	}
 	other := newPrefsApp(t, testAppID())
-	if got := ui.LoadSettings(other.Preferences(), ui.DefaultSettings()); got != ui.DefaultSettings() {
+	if got := settings.Load(other.Preferences(), settings.Defaults()); got != settings.Defaults() {
 		t.Fatalf("another app id sees %+v", got)
 	}
 }
@@ -262,7 +263,7 @@ func openTestDesktop(t *testing.T, a fyne.App, args ...string) (*testDesktop, er
 	d, err := openDesktop(context.Background(), desktopConfig{
 		app:    a,
 		flags:  cf,
-		locked: lockedFields(fs, getenv),
+		locked: settings.Locked(fs, getenv),
 		logger: slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
 		base:   ui.Options{Manual: true},
 		do:     func(f func()) { td.ui <- f },
@@ -360,9 +361,9 @@ func waitConversation(t *testing.T, r *relayConn, title string) {
 // logged.
 func TestApplyingSettingsRestartsTheEmbeddedRelay(t *testing.T) {
 	a := newPrefsApp(t, testAppID())
-	start := ui.DefaultSettings()
-	start.Agent = ui.AgentDemo
-	ui.SaveSettings(a.Preferences(), start)
+	start := settings.Defaults()
+	start.Agent = settings.AgentDemo
+	settings.Save(a.Preferences(), start)
 	td, err := openTestDesktop(t, a, "--data-dir", t.TempDir())
 	if err != nil {
 		t.Fatal(err)
@@ -378,7 +379,7 @@ func TestApplyingSettingsRestartsTheEmbeddedRelay(t *testing.T) {
 	next := start
 	next.InputTimeout = 2 * time.Minute
 	next.ProviderKey = secret
-	ui.SaveSettings(a.Preferences(), next)
+	settings.Save(a.Preferences(), next)
 	if err := td.restart(); err != nil {
 		t.Fatalf("restart: %v", err)
 	}
@@ -403,9 +404,9 @@ func TestApplyingSettingsRestartsTheEmbeddedRelay(t *testing.T) {
 
 	// Settings that cannot start: the previous relay comes back.
 	bad := next
-	bad.Agent = ui.AgentCopilot
+	bad.Agent = settings.AgentCopilot
 	bad.CopilotPath = filepath.Join(t.TempDir(), "copilot")
-	ui.SaveSettings(a.Preferences(), bad)
+	settings.Save(a.Preferences(), bad)
 	err = td.restart()
 	if err == nil || !strings.Contains(err.Error(), "the Copilot agent cannot start") {
 		t.Fatalf("restart with a missing Copilot CLI: %v", err)
@@ -449,10 +450,10 @@ func TestFirstRunPicksTheDemo(t *testing.T) {
 // settings are an error as before.
 func TestSavedSettingsThatFailFallBack(t *testing.T) {
 	a := newPrefsApp(t, testAppID())
-	s := ui.DefaultSettings()
-	s.Agent = ui.AgentDemo
+	s := settings.Defaults()
+	s.Agent = settings.AgentDemo
 	s.Remote, s.RemoteURL = true, "ws://127.0.0.1:1/ws"
-	ui.SaveSettings(a.Preferences(), s)
+	settings.Save(a.Preferences(), s)
 	td, err := openTestDesktop(t, a, "--data-dir", memoryDataDir, "--agent", "script")
 	if err != nil {
 		t.Fatal(err)
@@ -476,7 +477,7 @@ func TestSavedSettingsThatFailFallBack(t *testing.T) {
 // Settings stops the embedded one and moves the window to the remote;
 // picking the embedded one again starts it anew.
 func TestApplyingSettingsSwitchesToARemoteRelay(t *testing.T) {
-	remoteSettings := relaySettings{Listen: "127.0.0.1:0", Token: "remote-token", Agent: "script",
+	remoteSettings := relaySettings{Settings: settings.Settings{Agent: "script"}, Listen: "127.0.0.1:0", Token: "remote-token",
 		Script: filepath.Join("..", "ui", "testdata", "script.json"), HeartbeatTimeout: time.Minute, DataDir: memoryDataDir}
 	remote, err := startStack(context.Background(), remoteSettings, slog.New(slog.NewTextHandler(&syncBuffer{}, nil)))
 	if err != nil {
@@ -485,9 +486,9 @@ func TestApplyingSettingsSwitchesToARemoteRelay(t *testing.T) {
 	t.Cleanup(func() { remote.Close(context.Background()) })
 
 	a := newPrefsApp(t, testAppID())
-	s := ui.DefaultSettings()
-	s.Agent = ui.AgentDemo
-	ui.SaveSettings(a.Preferences(), s)
+	s := settings.Defaults()
+	s.Agent = settings.AgentDemo
+	settings.Save(a.Preferences(), s)
 	td, err := openTestDesktop(t, a, "--data-dir", memoryDataDir)
 	if err != nil {
 		t.Fatal(err)
@@ -495,7 +496,7 @@ func TestApplyingSettingsSwitchesToARemoteRelay(t *testing.T) {
 	embedded := td.d.cur
 
 	s.Remote, s.RemoteURL, s.RemoteToken = true, remote.URL, "remote-token"
-	ui.SaveSettings(a.Preferences(), s)
+	settings.Save(a.Preferences(), s)
 	if err := td.restart(); err != nil {
 		t.Fatal(err)
 	}
@@ -515,7 +516,7 @@ func TestApplyingSettingsSwitchesToARemoteRelay(t *testing.T) {
 
 	// A wrong token is refused and the window stays on the remote relay.
 	s.RemoteToken = "wrong"
-	ui.SaveSettings(a.Preferences(), s)
+	settings.Save(a.Preferences(), s)
 	if err := td.restart(); err == nil {
 		t.Fatal("a wrong token was accepted")
 	}
@@ -524,7 +525,7 @@ func TestApplyingSettingsSwitchesToARemoteRelay(t *testing.T) {
 	}
 
 	s.Remote = false
-	ui.SaveSettings(a.Preferences(), s)
+	settings.Save(a.Preferences(), s)
 	if err := td.restart(); err != nil {
 		t.Fatal(err)
 	}

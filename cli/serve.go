@@ -15,7 +15,7 @@ func runServe(ctx context.Context, args []string, env Env) error {
 	if err := parseFlags(fs, args, env.Stdout); err != nil {
 		return err
 	}
-	if err := s.validate(); err != nil {
+	if err := s.validate(fromCommandLine); err != nil {
 		return err
 	}
 	level := slog.LevelInfo

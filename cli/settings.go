@@ -5,30 +5,27 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"net/url"
 	"os"
 	"path/filepath"
 	"runtime"
 	"strings"
 	"time"
+
+	"github.com/pilotdesk/pilotdesk/settings"
 )
 
 // relaySettings are the relay's settings (the serve flags of docs/cli.md).
-// The window's embedded relay takes the same ones.
+// The window's embedded relay takes the same ones. The settings the
+// window's Settings dialog edits are the table of package settings; the
+// rest are the relay's own.
 type relaySettings struct {
+	settings.Settings
+
 	Listen           string
 	Token            string
 	InsecureNoAuth   bool
-	Agent            string
 	Script           string
-	CopilotPath      string
-	Model            string
-	ProviderURL      string
-	ProviderType     string
-	ProviderKey      string
-	WorkDir          string
 	HeartbeatTimeout time.Duration
-	InputTimeout     time.Duration
 	DataDir          string
 	HistoryMaxAge    time.Duration
 	TLSCert          string
@@ -41,53 +38,36 @@ const memoryDataDir = ":memory:"
 
 func (s *relaySettings) register(fs *flag.FlagSet, getenv func(string) string, withListen bool) {
 	if withListen {
+		// The token clients must present: the one they name with
+		// --token, so the same environment variable gives it.
+		env := settings.Lookup(settings.FieldRemoteToken).Env
 		fs.StringVar(&s.Listen, "listen", "127.0.0.1:7420", "where the relay listens (`ADDR`); host:0 picks a free port")
-		fs.StringVar(&s.Token, "token", getenv("PILOTDESK_TOKEN"), "clients must present this `TOKEN` (default: env PILOTDESK_TOKEN)")
+		fs.StringVar(&s.Token, "token", getenv(env), "clients must present this `TOKEN` (default: env "+env+")")
 		fs.BoolVar(&s.InsecureNoAuth, "insecure-no-auth", false, "allow a non-loopback --listen with no token")
 		fs.StringVar(&s.TLSCert, "tls-cert", "", "serve wss:// with this certificate `FILE`")
 		fs.StringVar(&s.TLSKey, "tls-key", "", "the certificate's private key `FILE`")
 	}
-	fs.StringVar(&s.Agent, "agent", "auto", "agent backend: copilot, script or auto")
+	settings.RegisterFlags(fs, &s.Settings, getenv, settings.GroupAgent, settings.GroupWindow)
 	fs.StringVar(&s.Script, "script", "", "scenario `FILE` for the scripted agent (default: the built-in demo)")
-	fs.StringVar(&s.CopilotPath, "copilot-path", "", "the Copilot CLI executable (default: copilot on PATH)")
-	fs.StringVar(&s.Model, "model", "", "model for new conversations (default: the CLI's)")
-	fs.StringVar(&s.ProviderURL, "provider-url", getenv("PILOTDESK_PROVIDER_URL"), "bring-your-own-model: an OpenAI-compatible `URL` (…/v1) (default: env PILOTDESK_PROVIDER_URL)")
-	fs.StringVar(&s.ProviderType, "provider-type", "openai", "provider type: openai, azure or anthropic")
-	fs.StringVar(&s.ProviderKey, "provider-key", getenv("PILOTDESK_PROVIDER_KEY"), "API `KEY` for the provider (default: env PILOTDESK_PROVIDER_KEY)")
-	fs.StringVar(&s.WorkDir, "workdir", "", "the `DIR`ectory the agent works in (default: the current directory)")
 	fs.DurationVar(&s.HeartbeatTimeout, "heartbeat-timeout", 180*time.Second, "close a connection after this long with no inbound message")
-	fs.DurationVar(&s.InputTimeout, "input-timeout", 5*time.Minute, "how long an input request waits for an answer; 0 waits forever")
 	fs.StringVar(&s.DataDir, "data-dir", "", "where conversation history is kept (default: the OS's user data dir; "+memoryDataDir+" keeps it in memory)")
 	fs.DurationVar(&s.HistoryMaxAge, "history-max-age", 0, "drop conversations untouched for longer than this (default: keep everything)")
 	fs.BoolVar(&s.Verbose, "verbose", false, "log debug messages")
 }
 
 // validate checks the settings that flag parsing cannot, and fills defaults.
-func (s *relaySettings) validate() error {
-	switch s.Agent {
-	case "auto", "copilot", "script":
-	default:
-		return usageError("--agent must be auto, copilot or script, not %q", s.Agent)
+// A bad value of the settings table is worded for the command line, or for
+// the Settings dialog's user if it came from the saved settings (saved
+// reports which).
+func (s *relaySettings) validate(saved func(settings.Field) bool) error {
+	if err := settingsError(s.Settings, saved); err != nil {
+		return err
 	}
-	switch s.ProviderType {
-	case "openai", "azure", "anthropic":
-	default:
-		return usageError("--provider-type must be openai, azure or anthropic, not %q", s.ProviderType)
-	}
-	if s.ProviderURL != "" {
-		u, err := url.Parse(s.ProviderURL)
-		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			return usageError("--provider-url must be an http(s) URL such as http://127.0.0.1:8080/v1, not %q", s.ProviderURL)
-		}
-	}
-	if s.Script != "" && s.Agent == "copilot" {
+	if s.Script != "" && s.Agent == settings.AgentCopilot {
 		return usageError("--script is for the scripted agent; it cannot be used with --agent copilot")
 	}
 	if s.HeartbeatTimeout <= 0 {
 		return usageError("--heartbeat-timeout must be positive, not %v", s.HeartbeatTimeout)
-	}
-	if s.InputTimeout < 0 {
-		return usageError("--input-timeout must be 0 (wait forever) or positive, not %v", s.InputTimeout)
 	}
 	if s.HistoryMaxAge < 0 {
 		return usageError("--history-max-age must be positive, not %v", s.HistoryMaxAge)
@@ -100,11 +80,6 @@ func (s *relaySettings) validate() error {
 			return usageError("--listen must be HOST:PORT, such as 127.0.0.1:7420: %v", err)
 		}
 	}
-	if s.WorkDir != "" {
-		if fi, err := os.Stat(s.WorkDir); err != nil || !fi.IsDir() {
-			return usageError("--workdir %q is not a directory", s.WorkDir)
-		}
-	}
 	if s.DataDir == "" {
 		dir, err := userDataDir()
 		if err != nil {
@@ -113,6 +88,24 @@ func (s *relaySettings) validate() error {
 		s.DataDir = dir
 	}
 	return nil
+}
+
+// fromCommandLine says that every setting came from the command line.
+func fromCommandLine(settings.Field) bool { return false }
+
+// settingsError is the first problem a run on s would refuse, as a usage
+// error: in the flag's words, or in the dialog's for a value that came from
+// the saved settings (saved reports which).
+func settingsError(s settings.Settings, saved func(settings.Field) bool) error {
+	errs := s.Validate()
+	if len(errs) == 0 {
+		return nil
+	}
+	e := errs[0]
+	if saved(e.Field) {
+		return usageError("%s", e.Message)
+	}
+	return usageError("%s", e.Flag)
 }
 
 // userDataDir is where the OS keeps an app's data: XDG_DATA_HOME on Linux,

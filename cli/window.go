@@ -7,6 +7,8 @@ import (
 	"log/slog"
 	"net/url"
 	"time"
+
+	"github.com/pilotdesk/pilotdesk/settings"
 )
 
 // target is the relay a client (the window or the terminal client) talks to.
@@ -30,35 +32,33 @@ func (t target) Title() string {
 	return t.URL
 }
 
-// clientFlags are the flags of the window and of the terminal client.
+// clientFlags are the flags of the window and of the terminal client:
+// every setting of the settings table (relay.Settings, the connection's
+// included) and the embedded relay's own flags.
 type clientFlags struct {
-	Connect string
-	Token   string
-	relay   relaySettings
+	relay relaySettings
 }
 
 func (c *clientFlags) register(fs *flag.FlagSet, getenv func(string) string) {
-	fs.StringVar(&c.Connect, "connect", "", "open on the remote relay at `URL` (ws://HOST:PORT/ws or wss://…) instead of an embedded one")
-	fs.StringVar(&c.Token, "token", getenv("PILOTDESK_TOKEN"), "the remote relay's `TOKEN` (default: env PILOTDESK_TOKEN)")
+	settings.RegisterFlags(fs, &c.relay.Settings, getenv, settings.GroupConnection)
 	c.relay.register(fs, getenv, false)
 }
 
-func (c *clientFlags) validate() error {
-	if c.Connect != "" {
-		u, err := url.Parse(c.Connect)
-		if err != nil || (u.Scheme != "ws" && u.Scheme != "wss") || u.Host == "" {
-			return usageError("--connect must be a ws:// or wss:// URL such as ws://host:7420/ws, not %q", c.Connect)
-		}
-		return nil
+// validate checks the flags; saved reports the settings that came from the
+// saved settings rather than the command line, for the wording.
+func (c *clientFlags) validate(saved func(settings.Field) bool) error {
+	if c.relay.Remote {
+		// No relay runs here: only the connection's settings matter.
+		return settingsError(c.relay.Settings, saved)
 	}
-	return c.relay.validate()
+	return c.relay.validate(saved)
 }
 
 // startTarget starts the embedded relay, unless the flags name a remote one.
 // The returned stop function stops what was started.
 func (c *clientFlags) startTarget(ctx context.Context, logger *slog.Logger) (target, func(), error) {
-	if c.Connect != "" {
-		return target{URL: c.Connect, Token: c.Token}, func() {}, nil
+	if c.relay.Remote {
+		return target{URL: c.relay.RemoteURL, Token: c.relay.RemoteToken}, func() {}, nil
 	}
 	s := c.relay
 	s.Listen = "127.0.0.1:0"
@@ -90,7 +90,7 @@ func runWindow(ctx context.Context, args []string, env Env) error {
 		fmt.Fprintf(env.Stdout, "pilotdesk %s\n", Version)
 		return nil
 	}
-	if err := cf.validate(); err != nil {
+	if err := cf.validate(fromCommandLine); err != nil {
 		return err
 	}
 	return showWindow(ctx, fs, &cf, env)

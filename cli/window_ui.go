@@ -14,6 +14,7 @@ import (
 
 	"github.com/pilotdesk/pilotdesk/assets"
 	"github.com/pilotdesk/pilotdesk/client"
+	"github.com/pilotdesk/pilotdesk/settings"
 	"github.com/pilotdesk/pilotdesk/ui"
 )
 
@@ -33,7 +34,7 @@ func showWindow(ctx context.Context, fs *flag.FlagSet, cf *clientFlags, env Env)
 	d, err := openDesktop(ctx, desktopConfig{
 		app:    a,
 		flags:  *cf,
-		locked: lockedFields(fs, env.Getenv),
+		locked: settings.Locked(fs, env.Getenv),
 		logger: logger,
 	})
 	if err != nil {
@@ -52,7 +53,7 @@ func showWindow(ctx context.Context, fs *flag.FlagSet, cf *clientFlags, env Env)
 type desktopConfig struct {
 	app    fyne.App
 	flags  clientFlags // the command line, validated
-	locked map[ui.SettingField]string
+	locked map[settings.Field]string
 	logger *slog.Logger
 	// base holds the window options the desktop does not set (tests set
 	// Manual).
@@ -109,22 +110,28 @@ func openDesktop(ctx context.Context, cfg desktopConfig) (*desktop, error) {
 	d := &desktop{desktopConfig: cfg}
 	d.ctx, d.cancel = context.WithCancel(ctx)
 
-	saved := ui.LoadSettings(d.app.Preferences(), ui.DefaultSettings())
-	want, err := withPrefs(d.flags, d.locked, saved)
+	// The command line over the defaults: what runs if the saved
+	// settings do not start.
+	base, err := withPrefs(d.flags, d.locked, settings.Defaults())
+	if err != nil {
+		d.cancel()
+		return nil, err
+	}
+	want, err := withPrefs(d.flags, d.locked, d.savedSettings())
 	var r *relayConn
 	if err == nil {
 		r, err = d.connect(want)
 	}
 	problem := ""
 	if err != nil {
-		if want == d.flags {
+		if want == base {
 			d.cancel()
 			return nil, err // the command line's own settings fail: say so and stop
 		}
 		d.logger.Warn("the saved settings did not start; starting on the command line and the defaults", "err", err)
 		problem = "pilotdesk could not start with your saved settings: " + unwrapUsage(err) +
 			". It runs on the defaults instead: open Settings to fix them."
-		r, err = d.connect(d.flags)
+		r, err = d.connect(base)
 		if err != nil {
 			d.cancel()
 			return nil, err
@@ -137,7 +144,7 @@ func openDesktop(ctx context.Context, cfg desktopConfig) (*desktop, error) {
 
 // connect starts the relay cf names (or picks the remote one) and dials it.
 func (d *desktop) connect(cf clientFlags) (*relayConn, error) {
-	d.logger.Info("window settings", "settings", effectiveSettings(cf, d.notifications()))
+	d.logger.Info("window settings", "settings", effectiveSettings(cf))
 	t, stop, err := cf.startTarget(d.ctx, d.logger)
 	if err != nil {
 		return nil, err
@@ -150,8 +157,9 @@ func (d *desktop) connect(cf clientFlags) (*relayConn, error) {
 	return &relayConn{flags: cf, target: t, client: c, stopFn: stop}, nil
 }
 
-func (d *desktop) notifications() bool {
-	return ui.LoadSettings(d.app.Preferences(), ui.DefaultSettings()).Notifications
+// savedSettings are the settings the Settings dialog saved.
+func (d *desktop) savedSettings() settings.Settings {
+	return settings.Load(d.app.Preferences(), settings.Defaults())
 }
 
 // options are the window's options on r.
@@ -174,7 +182,7 @@ func (d *desktop) options(r *relayConn, problem string) ui.Options {
 		opts.DemoReason = t.DemoReason
 	}
 	opts.StartProblem = problem
-	opts.Effective = effectiveSettings(r.flags, d.notifications())
+	opts.Effective = effectiveSettings(r.flags)
 	opts.Locked = d.locked
 	opts.Restart = d.restart
 	return opts
@@ -190,8 +198,7 @@ func (d *desktop) restart(done func(error)) {
 		done(errors.New("the relay is already restarting"))
 		return
 	}
-	saved := ui.LoadSettings(d.app.Preferences(), ui.DefaultSettings())
-	want, err := withPrefs(d.flags, d.locked, saved)
+	want, err := withPrefs(d.flags, d.locked, d.savedSettings())
 	if err != nil {
 		done(errors.New(unwrapUsage(err)))
 		return

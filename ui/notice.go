@@ -72,6 +72,10 @@ const (
 	startNoticeID    = "start"
 )
 
+// prefFirstRunDismissed remembers that the user dismissed the notice about
+// running the demo because no Copilot CLI was found.
+const prefFirstRunDismissed = "notice.firstRunDismissed"
+
 // FirstRunTitle is the title of the notice shown when the embedded relay
 // runs the demo because the Copilot CLI cannot run.
 const FirstRunTitle = "You are using the built-in demo agent"

@@ -5,6 +5,7 @@ import (
 
 	"github.com/pilotdesk/pilotdesk/client"
 	"github.com/pilotdesk/pilotdesk/protocol"
+	"github.com/pilotdesk/pilotdesk/settings"
 )
 
 // Desktop notifications: when the agent asks a question or a turn ends
@@ -80,7 +81,7 @@ func (t *liveTracker) observe(ev client.Event) notifyEvent {
 // notificationsOn reads the setting at the moment of use, so that turning
 // notifications off in Settings applies at once.
 func (w *Window) notificationsOn() bool {
-	return w.app.Preferences().BoolWithFallback(prefKey(FieldNotifications), DefaultSettings().Notifications)
+	return settings.Load(w.app.Preferences(), settings.Defaults()).Notifications
 }
 
 // notify sends the notification for e if it should be sent. It runs on the

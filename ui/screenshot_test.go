@@ -16,6 +16,7 @@ import (
 
 	"github.com/pilotdesk/pilotdesk/client"
 	"github.com/pilotdesk/pilotdesk/protocol"
+	"github.com/pilotdesk/pilotdesk/settings"
 )
 
 // -update rewrites the screenshots in ../screenshots and the goldens in
@@ -231,15 +232,15 @@ func shootAppDialogs(t *testing.T, s *shooter, th fyne.Theme) {
 	s.shot(h, "first-run")
 
 	// Settings as a user who set a model and a provider key sees them.
-	saved := DefaultSettings()
+	saved := settings.Defaults()
 	saved.Model = "gpt-5"
 	saved.ProviderKey = "sk-example"
-	SaveSettings(h.app.Preferences(), saved)
+	settings.Save(h.app.Preferences(), saved)
 	h.w.ShowSettings()
 	h.w.Window().Canvas().Unfocus() // no blinking cursor in the picture
 	s.shot(h, "settings")
-	h.w.settings.workDir.SetText("/no/such/folder")
-	h.w.settings.inputTimeout.SetText("soon")
+	h.w.settings.entry(settings.FieldWorkDir).SetText("/no/such/folder")
+	h.w.settings.selectEntry(settings.FieldInputTimeout).SetText("soon")
 	test.Tap(h.w.settings.apply)
 	h.w.Window().Canvas().Unfocus()
 	s.shot(h, "settings-invalid")

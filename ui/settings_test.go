@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"log/slog"
-	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -22,6 +21,7 @@ import (
 	"github.com/pilotdesk/pilotdesk/relay"
 	"github.com/pilotdesk/pilotdesk/relay/relaytest"
 	"github.com/pilotdesk/pilotdesk/session/script"
+	"github.com/pilotdesk/pilotdesk/settings"
 )
 
 // ---- pure parts ----
@@ -81,152 +81,31 @@ func TestLiveTracker(t *testing.T) {
 	}
 }
 
-func TestInputTimeoutText(t *testing.T) {
-	for _, c := range []struct {
-		in   string
-		want time.Duration
-		err  string
-	}{
-		{"5m", 5 * time.Minute, ""},
-		{" 90s ", 90 * time.Second, ""},
-		{"1h30m", 90 * time.Minute, ""},
-		{"never", 0, ""},
-		{"Never", 0, ""},
-		{"0", 0, ""},
-		{"soon", 0, `"soon" is not a duration: write it like 90s, 5m or 1h, or never`},
-		{"5", 0, `"5" is not a duration`},
-		{"-3m", 0, `"-3m" must be longer than zero, or never`},
-	} {
-		got, err := ParseInputTimeout(c.in)
-		switch {
-		case c.err != "" && (err == nil || !strings.Contains(err.Error(), c.err)):
-			t.Errorf("ParseInputTimeout(%q) error %v, want %q", c.in, err, c.err)
-		case c.err == "" && (err != nil || got != c.want):
-			t.Errorf("ParseInputTimeout(%q) = %v, %v; want %v", c.in, got, err, c.want)
-		}
-	}
-	for d, want := range map[time.Duration]string{5 * time.Minute: "5m", 90 * time.Second: "1m30s", 2 * time.Hour: "2h", 0: "never"} {
-		if got := FormatInputTimeout(d); got != want {
-			t.Errorf("FormatInputTimeout(%v) = %q, want %q", d, got, want)
-		}
-		back, err := ParseInputTimeout(FormatInputTimeout(d))
-		if err != nil || back != d {
-			t.Errorf("round trip of %v: %v, %v", d, back, err)
-		}
-	}
-}
-
-func TestValidateMessages(t *testing.T) {
-	dir := t.TempDir()
-	file := filepath.Join(dir, "file.txt")
-	if err := os.WriteFile(file, []byte("x"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	base := DefaultSettings()
-	for _, c := range []struct {
-		name  string
-		edit  func(*Settings)
-		field SettingField
-		msg   string
-	}{
-		{"remote without address", func(s *Settings) { s.Remote = true }, FieldRemoteURL, "Enter the relay's address, such as ws://host:7420/ws"},
-		{"remote http", func(s *Settings) { s.Remote, s.RemoteURL = true, "http://host:7420/ws" }, FieldRemoteURL, `"http://host:7420/ws" is not a relay address: use ws://host:7420/ws or wss://host/ws`},
-		{"remote no host", func(s *Settings) { s.Remote, s.RemoteURL = true, "ws:///ws" }, FieldRemoteURL, "is not a relay address"},
-		{"provider ftp", func(s *Settings) { s.ProviderURL = "ftp://x/v1" }, FieldProviderURL, `"ftp://x/v1" is not a provider URL: use http(s)://host:port/v1`},
-		{"missing dir", func(s *Settings) { s.WorkDir = filepath.Join(dir, "nope") }, FieldWorkDir, `The folder "` + filepath.Join(dir, "nope") + `" does not exist`},
-		{"file as dir", func(s *Settings) { s.WorkDir = file }, FieldWorkDir, "is a file, not a folder"},
-		{"copilot missing", func(s *Settings) { s.CopilotPath = filepath.Join(dir, "copilot") }, FieldCopilotPath, "No Copilot CLI at"},
-		{"agent", func(s *Settings) { s.Agent = "gpt" }, FieldAgent, `Unknown agent "gpt"`},
-		{"negative timeout", func(s *Settings) { s.InputTimeout = -time.Second }, FieldInputTimeout, "must be longer than zero"},
-	} {
-		s := base
-		c.edit(&s)
-		errs := s.Validate()
-		if len(errs) != 1 || errs[0].Field != c.field || !strings.Contains(errs[0].Message, c.msg) {
-			t.Errorf("%s: %+v, want one error on %s containing %q", c.name, errs, c.field, c.msg)
-		}
-	}
-	ok := base
-	ok.Remote, ok.RemoteURL, ok.WorkDir, ok.ProviderURL = true, "wss://relay.example.com/ws", dir, "http://127.0.0.1:8080/v1"
-	if errs := ok.Validate(); len(errs) != 0 {
-		t.Errorf("valid settings refused: %v", errs)
-	}
-}
-
-func TestNeedsRestart(t *testing.T) {
-	base := DefaultSettings()
-	remote := base
-	remote.Remote, remote.RemoteURL = true, "ws://a/ws"
-	for _, c := range []struct {
-		name      string
-		old, edit func(*Settings)
-		want      bool
-	}{
-		{"model only", nil, func(s *Settings) { s.Model = "gpt-5" }, false},
-		{"notifications only", nil, func(s *Settings) { s.Notifications = false }, false},
-		{"agent", nil, func(s *Settings) { s.Agent = AgentDemo }, true},
-		{"workdir", nil, func(s *Settings) { s.WorkDir = "/tmp" }, true},
-		{"key", nil, func(s *Settings) { s.ProviderKey = "k" }, true},
-		{"timeout", nil, func(s *Settings) { s.InputTimeout = 0 }, true},
-		{"to remote", nil, func(s *Settings) { s.Remote, s.RemoteURL = true, "ws://a/ws" }, true},
-		{"remote address unused when embedded", nil, func(s *Settings) { s.RemoteURL = "ws://b/ws" }, false},
-		{"remote: agent unused", func(s *Settings) { *s = remote }, func(s *Settings) { *s = remote; s.Agent = AgentDemo }, false},
-		{"remote: new token", func(s *Settings) { *s = remote }, func(s *Settings) { *s = remote; s.RemoteToken = "t" }, true},
-	} {
-		old, s := base, base
-		if c.old != nil {
-			c.old(&old)
-		}
-		c.edit(&s)
-		if got := needsRestart(old, s); got != c.want {
-			t.Errorf("%s: needsRestart = %v, want %v", c.name, got, c.want)
-		}
-	}
-}
-
-// TestSecretsNeverPrinted: the key and the token are masked in slog and
-// fmt output of Settings.
-func TestSecretsNeverPrinted(t *testing.T) {
-	s := DefaultSettings()
-	s.ProviderKey, s.RemoteToken = "sk-live-SECRET-1", "tok-SECRET-2"
-	var buf bytes.Buffer
-	logger := slog.New(slog.NewTextHandler(&buf, nil))
-	logger.Info("settings", "settings", s)
-	slog.New(slog.NewJSONHandler(&buf, nil)).Info("settings", "settings", s)
-	for _, out := range []string{buf.String(), s.String(), s.GoString()} {
-		if strings.Contains(out, "SECRET") {
-			t.Fatalf("a secret leaked: %s", out)
-		}
-		if !strings.Contains(out, "********") {
-			t.Fatalf("no masked value in %s", out)
-		}
-	}
-}
-
-// TestSettingsPersistInPreferences: what SaveSettings writes, LoadSettings
-// reads back; missing values come from the defaults.
+// TestSettingsPersistInPreferences: what settings.Save writes to Fyne's
+// preferences, settings.Load reads back; missing values come from the
+// defaults.
 func TestSettingsPersistInPreferences(t *testing.T) {
 	a := test.NewTempApp(t)
-	def := DefaultSettings()
-	if got := LoadSettings(a.Preferences(), def); got != def {
+	def := settings.Defaults()
+	if got := settings.Load(a.Preferences(), def); got != def {
 		t.Fatalf("empty preferences: %+v, want the defaults", got)
 	}
-	s := Settings{Agent: AgentCopilot, CopilotPath: "/opt/copilot", Model: "gpt-5", ProviderURL: "http://127.0.0.1:8080/v1",
+	s := settings.Settings{Agent: settings.AgentCopilot, CopilotPath: "/opt/copilot", Model: "gpt-5", ProviderURL: "http://127.0.0.1:8080/v1",
 		ProviderType: "azure", ProviderKey: "k", WorkDir: "/src", InputTimeout: 0, Notifications: false,
 		Remote: true, RemoteURL: "wss://relay/ws", RemoteToken: "t"}
-	SaveSettings(a.Preferences(), s)
-	if got := LoadSettings(a.Preferences(), def); got != s {
+	settings.Save(a.Preferences(), s)
+	if got := settings.Load(a.Preferences(), def); got != s {
 		t.Fatalf("read back %+v, want %+v", got, s)
 	}
 	// Preferences without a batch write get one call per key.
 	s.Model, s.Remote, s.InputTimeout = "other", false, time.Hour
-	SaveSettings(struct{ fyne.Preferences }{a.Preferences()}, s)
-	if got := LoadSettings(a.Preferences(), def); got != s {
+	settings.Save(struct{ fyne.Preferences }{a.Preferences()}, s)
+	if got := settings.Load(a.Preferences(), def); got != s {
 		t.Fatalf("read back %+v, want %+v", got, s)
 	}
 	// A value the user could not have typed falls back to the default.
-	a.Preferences().SetString(prefKey(FieldInputTimeout), "soon")
-	if got := LoadSettings(a.Preferences(), def).InputTimeout; got != def.InputTimeout {
+	a.Preferences().SetString(settings.Lookup(settings.FieldInputTimeout).PrefKey(), "soon")
+	if got := settings.Load(a.Preferences(), def).InputTimeout; got != def.InputTimeout {
 		t.Fatalf("bad stored timeout read as %v", got)
 	}
 }
@@ -282,6 +161,19 @@ type writerFunc func([]byte) (int, error)
 
 func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
 
+// The dialog's inputs, by setting, as the tests type into them.
+func (d *settingsDialog) entry(f settings.Field) *widget.Entry { return d.inputs[f].(*widget.Entry) }
+func (d *settingsDialog) selectEntry(f settings.Field) *widget.SelectEntry {
+	return d.inputs[f].(*widget.SelectEntry)
+}
+func (d *settingsDialog) check(f settings.Field) *widget.Check { return d.inputs[f].(*widget.Check) }
+func (d *settingsDialog) selector(f settings.Field) *widget.Select {
+	return d.inputs[f].(*widget.Select)
+}
+func (d *settingsDialog) radio(f settings.Field) *widget.RadioGroup {
+	return d.inputs[f].(*widget.RadioGroup)
+}
+
 func TestSettingsShortcutAndMenu(t *testing.T) {
 	h := newHarness(t, harnessConfig{})
 	h.w.shortcut(shortcutSettings)
@@ -316,17 +208,17 @@ func TestSettingsValidationMessages(t *testing.T) {
 	h := newHarness(t, harnessConfig{})
 	h.w.ShowSettings()
 	d := h.w.settings
-	d.connection.SetSelected(connRemote)
-	d.remoteURL.SetText("http://relay.example.com")
-	d.workDir.SetText(filepath.Join(t.TempDir(), "missing"))
-	d.inputTimeout.SetText("soon")
-	d.model.SetText("gpt-5")
+	d.radio(settings.FieldRemote).SetSelected(settings.Lookup(settings.FieldRemote).ChoiceLabel("true"))
+	d.entry(settings.FieldRemoteURL).SetText("http://relay.example.com")
+	d.entry(settings.FieldWorkDir).SetText(filepath.Join(t.TempDir(), "missing"))
+	d.selectEntry(settings.FieldInputTimeout).SetText("soon")
+	d.entry(settings.FieldModel).SetText("gpt-5")
 	test.Tap(d.apply)
 
-	want := map[SettingField]string{
-		FieldRemoteURL:    `"http://relay.example.com" is not a relay address: use ws://host:7420/ws or wss://host/ws`,
-		FieldWorkDir:      "does not exist",
-		FieldInputTimeout: `Input timeout "soon" is not a duration: write it like 90s, 5m or 1h, or never`,
+	want := map[settings.Field]string{
+		settings.FieldRemoteURL:    `"http://relay.example.com" is not a relay address: use ws://host:7420/ws or wss://host/ws`,
+		settings.FieldWorkDir:      "does not exist",
+		settings.FieldInputTimeout: `Input timeout "soon" is not a duration: write it like 90s, 5m or 1h, or never`,
 	}
 	for f, l := range d.errs {
 		msg, bad := want[f]
@@ -340,23 +232,23 @@ func TestSettingsValidationMessages(t *testing.T) {
 	if d.status.Text != "3 settings need fixing: see the messages in red. Nothing was changed." {
 		t.Errorf("status %q", d.status.Text)
 	}
-	if got := LoadSettings(h.app.Preferences(), DefaultSettings()); got != DefaultSettings() {
+	if got := settings.Load(h.app.Preferences(), settings.Defaults()); got != settings.Defaults() {
 		t.Errorf("saved despite the errors: %+v", got)
 	}
 	if h.w.opts.Model != "" {
 		t.Errorf("model applied despite the errors")
 	}
 	// Fixed: the errors go and the settings are saved.
-	d.remoteURL.SetText("ws://relay.example.com:7420/ws")
-	d.workDir.SetText(t.TempDir())
-	d.inputTimeout.SetText("never")
+	d.entry(settings.FieldRemoteURL).SetText("ws://relay.example.com:7420/ws")
+	d.entry(settings.FieldWorkDir).SetText(t.TempDir())
+	d.selectEntry(settings.FieldInputTimeout).SetText("never")
 	test.Tap(d.apply)
 	for f, l := range d.errs {
 		if l.Visible() {
 			t.Errorf("%s still shows %q", f, l.Text)
 		}
 	}
-	got := LoadSettings(h.app.Preferences(), DefaultSettings())
+	got := settings.Load(h.app.Preferences(), settings.Defaults())
 	if !got.Remote || got.RemoteURL != "ws://relay.example.com:7420/ws" || got.InputTimeout != 0 || got.Model != "gpt-5" {
 		t.Errorf("saved %+v", got)
 	}
@@ -378,8 +270,8 @@ func TestSettingsApply(t *testing.T) {
 
 	h.w.ShowSettings()
 	d := h.w.settings
-	d.model.SetText("gpt-5")
-	d.notifications.SetChecked(false)
+	d.entry(settings.FieldModel).SetText("gpt-5")
+	d.check(settings.FieldNotifications).SetChecked(false)
 	test.Tap(d.apply)
 	if restarts != 0 || h.w.settings != nil {
 		t.Fatalf("model and notifications: %d restarts, dialog open %v", restarts, h.w.settings != nil)
@@ -390,14 +282,14 @@ func TestSettingsApply(t *testing.T) {
 
 	h.w.ShowSettings()
 	d = h.w.settings
-	if d.model.Text != "gpt-5" || d.notifications.Checked {
-		t.Fatalf("the dialog does not show the saved values: %q %v", d.model.Text, d.notifications.Checked)
+	if d.entry(settings.FieldModel).Text != "gpt-5" || d.check(settings.FieldNotifications).Checked {
+		t.Fatalf("the dialog does not show the saved values: %q %v", d.entry(settings.FieldModel).Text, d.check(settings.FieldNotifications).Checked)
 	}
-	if d.providerKey.Password != true {
+	if d.entry(settings.FieldProviderKey).Password != true {
 		t.Fatal("the provider key is not a password entry")
 	}
-	d.providerKey.SetText("sk-live-TOPSECRET")
-	d.agent.SetSelected(agentLabel(AgentDemo))
+	d.entry(settings.FieldProviderKey).SetText("sk-live-TOPSECRET")
+	d.selector(settings.FieldAgent).SetSelected(settings.Lookup(settings.FieldAgent).ChoiceLabel(settings.AgentDemo))
 	fail = errors.New("the Copilot agent cannot start")
 	test.Tap(d.apply)
 	if restarts != 1 || h.w.settings == nil {
@@ -406,7 +298,7 @@ func TestSettingsApply(t *testing.T) {
 	if !strings.HasPrefix(d.status.Text, "Not applied: the Copilot agent cannot start.") {
 		t.Fatalf("status %q", d.status.Text)
 	}
-	if got := LoadSettings(h.app.Preferences(), DefaultSettings()); got.ProviderKey != "" || got.Agent != AgentAuto {
+	if got := settings.Load(h.app.Preferences(), settings.Defaults()); got.ProviderKey != "" || got.Agent != settings.AgentAuto {
 		t.Fatalf("a failed restart left the new preferences: %+v", got)
 	}
 	fail = nil
@@ -414,7 +306,7 @@ func TestSettingsApply(t *testing.T) {
 	if restarts != 2 || h.w.settings != nil {
 		t.Fatalf("restarts %d, dialog open %v", restarts, h.w.settings != nil)
 	}
-	if got := LoadSettings(h.app.Preferences(), DefaultSettings()); got.ProviderKey != "sk-live-TOPSECRET" || got.Agent != AgentDemo {
+	if got := settings.Load(h.app.Preferences(), settings.Defaults()); got.ProviderKey != "sk-live-TOPSECRET" || got.Agent != settings.AgentDemo {
 		t.Fatalf("saved %+v", got)
 	}
 	out := logs()
@@ -429,21 +321,22 @@ func TestSettingsApply(t *testing.T) {
 // TestSettingsLockedByCommandLine: a field the command line fixed shows
 // the value in use, read-only, and its saved value is left alone.
 func TestSettingsLockedByCommandLine(t *testing.T) {
-	eff := DefaultSettings()
+	eff := settings.Defaults()
 	eff.Model = "from-flag"
-	h := newHarness(t, harnessConfig{options: Options{Effective: eff, Locked: map[SettingField]string{FieldModel: "--model"}, Model: "from-flag"}})
-	SaveSettings(h.app.Preferences(), Settings{Agent: AgentAuto, ProviderType: "openai", InputTimeout: time.Minute, Model: "saved-model", Notifications: true})
+	h := newHarness(t, harnessConfig{options: Options{Effective: eff, Locked: map[settings.Field]string{settings.FieldModel: "--model"}, Model: "from-flag"}})
+	settings.Save(h.app.Preferences(), settings.Settings{Agent: settings.AgentAuto, ProviderType: "openai", InputTimeout: time.Minute, Model: "saved-model", Notifications: true})
 	h.w.ShowSettings()
 	d := h.w.settings
-	if d.model.Text != "from-flag" || !d.model.Disabled() {
-		t.Fatalf("model entry %q disabled %v", d.model.Text, d.model.Disabled())
+	model := d.entry(settings.FieldModel)
+	if model.Text != "from-flag" || !model.Disabled() {
+		t.Fatalf("model entry %q disabled %v", model.Text, model.Disabled())
 	}
-	if hint := d.items[FieldModel].HintText; hint != "Set by --model for this run" {
+	if hint := d.items[settings.FieldModel].HintText; hint != "Set by --model for this run" {
 		t.Fatalf("hint %q", hint)
 	}
-	d.inputTimeout.SetText("2m")
+	d.selectEntry(settings.FieldInputTimeout).SetText("2m")
 	test.Tap(d.apply)
-	got := LoadSettings(h.app.Preferences(), DefaultSettings())
+	got := settings.Load(h.app.Preferences(), settings.Defaults())
 	if got.Model != "saved-model" || got.InputTimeout != 2*time.Minute {
 		t.Fatalf("saved %+v", got)
 	}
@@ -482,7 +375,7 @@ func TestNotificationsForTurnEndsAndOff(t *testing.T) {
 		t.Fatal("focus state not updated")
 	}
 
-	h.app.Preferences().SetBool(prefKey(FieldNotifications), false)
+	h.app.Preferences().SetBool(settings.Lookup(settings.FieldNotifications).PrefKey(), false)
 	lc.OnExitedForeground()()
 	test.AssertNotificationSent(t, nil, func() {
 		h.send("approve the migration")

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 
 	"fyne.io/fyne/v2"
@@ -12,44 +13,23 @@ import (
 	"fyne.io/fyne/v2/storage"
 	"fyne.io/fyne/v2/theme"
 	"fyne.io/fyne/v2/widget"
+
+	"github.com/pilotdesk/pilotdesk/settings"
 )
 
-// The Settings dialog edits the saved Settings. Flags given on the command
-// line fix their fields for the run (Options.Locked): those show the value
-// in use, read-only. The model and the notifications apply at once; the
-// connection and the agent's settings restart the embedded relay (or
-// reconnect to the remote one) through Options.Restart, which stops the
-// turns that run.
+// The Settings dialog edits the saved settings. It builds one input per
+// row of the settings table (package settings), in the table's order, in a
+// section per group. Flags given on the command line fix their settings for
+// the run (Options.Locked): those show the value in use, read-only. The
+// settings that apply live (the model, notifications) apply at once; the
+// others restart the embedded relay (or connect to the remote one) through
+// Options.Restart, which stops the turns that run.
 
-// Connection choices.
-const (
-	connEmbedded = "Embedded relay on this computer"
-	connRemote   = "Remote relay"
-)
-
-// agentChoices are the agent select's labels, in order, and their values.
-var agentChoices = []struct{ label, value string }{
-	{"Auto: Copilot when it can run, else the demo", AgentAuto},
-	{"GitHub Copilot CLI", AgentCopilot},
-	{"Built-in demo (scripted)", AgentDemo},
-}
-
-func agentLabel(value string) string {
-	for _, c := range agentChoices {
-		if c.value == value {
-			return c.label
-		}
-	}
-	return agentChoices[0].label
-}
-
-func agentValue(label string) string {
-	for _, c := range agentChoices {
-		if c.label == label {
-			return c.value
-		}
-	}
-	return AgentAuto
+// sectionTitles name the dialog's sections.
+var sectionTitles = map[settings.Group]string{
+	settings.GroupAgent:      "Agent (embedded relay)",
+	settings.GroupConnection: "Connection",
+	settings.GroupWindow:     "Window",
 }
 
 // Texts of the dialog's status line.
@@ -63,27 +43,15 @@ const (
 
 type settingsDialog struct {
 	w      *Window
-	saved  Settings // the preferences when the dialog opened
-	locked map[SettingField]string
+	saved  settings.Settings // the preferences when the dialog opened
+	locked map[settings.Field]string
 	dlg    *dialog.CustomDialog
 
-	connection    *widget.RadioGroup
-	remoteURL     *widget.Entry
-	remoteToken   *widget.Entry
-	agent         *widget.Select
-	copilotPath   *widget.Entry
-	copilotBrowse *widget.Button
-	model         *widget.Entry
-	providerURL   *widget.Entry
-	providerType  *widget.Select
-	providerKey   *widget.Entry
-	workDir       *widget.Entry
-	workBrowse    *widget.Button
-	inputTimeout  *widget.SelectEntry
-	notifications *widget.Check
+	inputs map[settings.Field]fyne.CanvasObject // the widget that edits each setting
+	browse map[settings.Field]*widget.Button    // the pickers next to paths
 
-	errs     map[SettingField]*widget.Label
-	items    map[SettingField]*widget.FormItem
+	errs     map[settings.Field]*widget.Label
+	items    map[settings.Field]*widget.FormItem
 	status   *widget.Label
 	activity *widget.Activity
 	apply    *widget.Button
@@ -99,110 +67,33 @@ func (w *Window) ShowSettings() {
 	d := newSettingsDialog(w)
 	w.settings = d
 	d.dlg.Show()
-	w.win.Canvas().Focus(d.model)
+	w.win.Canvas().Focus(d.inputs[settings.FieldModel].(fyne.Focusable))
 }
 
 func newSettingsDialog(w *Window) *settingsDialog {
 	d := &settingsDialog{
 		w:      w,
-		saved:  LoadSettings(w.app.Preferences(), DefaultSettings()),
+		saved:  settings.Load(w.app.Preferences(), settings.Defaults()),
 		locked: w.opts.Locked,
-		errs:   map[SettingField]*widget.Label{},
-		items:  map[SettingField]*widget.FormItem{},
+		inputs: map[settings.Field]fyne.CanvasObject{},
+		browse: map[settings.Field]*widget.Button{},
+		errs:   map[settings.Field]*widget.Label{},
+		items:  map[settings.Field]*widget.FormItem{},
 	}
 	// What the dialog shows: the saved value, or the one the command line
 	// fixed.
 	shown := d.saved
-	eff := w.opts.Effective
 	for f := range d.locked {
-		switch f {
-		case FieldAgent:
-			shown.Agent = eff.Agent
-		case FieldCopilotPath:
-			shown.CopilotPath = eff.CopilotPath
-		case FieldModel:
-			shown.Model = eff.Model
-		case FieldProviderURL:
-			shown.ProviderURL = eff.ProviderURL
-		case FieldProviderType:
-			shown.ProviderType = eff.ProviderType
-		case FieldProviderKey:
-			shown.ProviderKey = eff.ProviderKey
-		case FieldWorkDir:
-			shown.WorkDir = eff.WorkDir
-		case FieldInputTimeout:
-			shown.InputTimeout = eff.InputTimeout
-		case FieldRemote:
-			shown.Remote = eff.Remote
-		case FieldRemoteURL:
-			shown.RemoteURL = eff.RemoteURL
-		case FieldRemoteToken:
-			shown.RemoteToken = eff.RemoteToken
+		settings.Lookup(f).Copy(&shown, w.opts.Effective)
+	}
+
+	forms := map[settings.Group]*widget.Form{}
+	for _, r := range settings.All() {
+		if forms[r.Group] == nil {
+			forms[r.Group] = widget.NewForm()
 		}
+		forms[r.Group].AppendItem(d.item(r, d.newInput(r, shown)))
 	}
-
-	d.connection = widget.NewRadioGroup([]string{connEmbedded, connRemote}, func(string) { d.connectionChanged() })
-	d.connection.Required = true
-	d.remoteURL = widget.NewEntry()
-	d.remoteURL.SetPlaceHolder("ws://host:7420/ws")
-	d.remoteURL.SetText(shown.RemoteURL)
-	d.remoteToken = widget.NewPasswordEntry()
-	d.remoteToken.SetPlaceHolder("the relay's token")
-	d.remoteToken.SetText(shown.RemoteToken)
-	if shown.Remote {
-		d.connection.SetSelected(connRemote)
-	} else {
-		d.connection.SetSelected(connEmbedded)
-	}
-
-	labels := make([]string, len(agentChoices))
-	for i, c := range agentChoices {
-		labels[i] = c.label
-	}
-	d.agent = widget.NewSelect(labels, nil)
-	d.agent.SetSelected(agentLabel(shown.Agent))
-	d.copilotPath = widget.NewEntry()
-	d.copilotPath.SetPlaceHolder("copilot on PATH")
-	d.copilotPath.SetText(shown.CopilotPath)
-	d.copilotBrowse = widget.NewButtonWithIcon("Browse…", theme.FileIcon(), d.pickCopilot)
-	d.model = widget.NewEntry()
-	d.model.SetPlaceHolder("the agent's default")
-	d.model.SetText(shown.Model)
-	d.providerURL = widget.NewEntry()
-	d.providerURL.SetPlaceHolder("optional: http://127.0.0.1:8080/v1")
-	d.providerURL.SetText(shown.ProviderURL)
-	d.providerType = widget.NewSelect([]string{"openai", "azure", "anthropic"}, nil)
-	d.providerType.SetSelected(shown.ProviderType)
-	d.providerKey = widget.NewPasswordEntry()
-	d.providerKey.SetPlaceHolder("API key for the provider")
-	d.providerKey.SetText(shown.ProviderKey)
-	d.workDir = widget.NewEntry()
-	d.workDir.SetPlaceHolder("where pilotdesk started")
-	d.workDir.SetText(shown.WorkDir)
-	d.workBrowse = widget.NewButtonWithIcon("Browse…", theme.FolderOpenIcon(), d.pickWorkDir)
-	d.inputTimeout = widget.NewSelectEntry([]string{"1m", "5m", "15m", "1h", neverText})
-	d.inputTimeout.SetText(FormatInputTimeout(shown.InputTimeout))
-	d.notifications = widget.NewCheck("When the agent asks or finishes", nil)
-	d.notifications.SetChecked(shown.Notifications)
-
-	agent := widget.NewForm(
-		d.item(FieldAgent, "Agent", d.agent, ""),
-		d.item(FieldCopilotPath, "Copilot CLI", container.NewBorder(nil, nil, nil, d.copilotBrowse, d.copilotPath), ""),
-		d.item(FieldProviderURL, "Provider URL", d.providerURL, "Bring your own model (OpenAI-compatible): no GitHub sign-in"),
-		d.item(FieldProviderType, "Provider type", d.providerType, ""),
-		d.item(FieldProviderKey, "Provider key", d.providerKey, ""),
-		d.item(FieldWorkDir, "Working folder", container.NewBorder(nil, nil, nil, d.workBrowse, d.workDir), "The agent's tools read and write here"),
-		d.item(FieldInputTimeout, "Input timeout", d.inputTimeout, "How long a question waits: 90s, 5m, 1h… or never"),
-	)
-	connection := widget.NewForm(
-		d.item(FieldRemote, "Relay", d.connection, ""),
-		d.item(FieldRemoteURL, "Address", d.remoteURL, "A relay run by pilotdesk serve, e.g. on a server"),
-		d.item(FieldRemoteToken, "Token", d.remoteToken, ""),
-	)
-	window := widget.NewForm(
-		d.item(FieldModel, "Model", d.model, "Sent with each prompt; applies from the next one"),
-		d.item(FieldNotifications, "Notify me", d.notifications, "While pilotdesk is in the background"),
-	)
 
 	note := settingsNote
 	if w.opts.Restart == nil {
@@ -216,9 +107,12 @@ func newSettingsDialog(w *Window) *settingsDialog {
 
 	// Two columns, so that everything fits a 720 px high window without
 	// scrolling; the scroll is there for smaller windows.
+	section := func(g settings.Group) []fyne.CanvasObject {
+		return []fyne.CanvasObject{sectionHeader(sectionTitles[g]), forms[g]}
+	}
 	form := container.NewGridWithColumns(2,
-		container.NewVBox(section("Agent (embedded relay)"), agent),
-		container.NewVBox(section("Connection"), connection, section("Window"), window),
+		container.NewVBox(section(settings.GroupAgent)...),
+		container.NewVBox(append(section(settings.GroupConnection), section(settings.GroupWindow)...)...),
 	)
 	scroll := container.NewVScroll(container.NewPadded(form))
 	scroll.SetMinSize(fyne.NewSize(960, 470))
@@ -231,90 +125,137 @@ func newSettingsDialog(w *Window) *settingsDialog {
 	d.dlg = dialog.NewCustomWithoutButtons("Settings", content, w.win)
 	d.dlg.SetButtons([]fyne.CanvasObject{d.cancel, d.apply})
 	d.dlg.SetOnClosed(func() {
-		// d.w, not w: a restart moves the open dialog to the new window.
-		if d.w.settings == d {
-			d.w.settings = nil
+		if w.settings == d {
+			w.settings = nil
 		}
 	})
 
 	for f := range d.locked {
-		if o, ok := d.input(f).(fyne.Disableable); ok {
+		if o, ok := d.inputs[f].(fyne.Disableable); ok {
 			o.Disable()
 		}
-		switch f {
-		case FieldCopilotPath:
-			d.copilotBrowse.Disable()
-		case FieldWorkDir:
-			d.workBrowse.Disable()
+		if b := d.browse[f]; b != nil {
+			b.Disable()
 		}
 	}
 	d.connectionChanged()
 	return d
 }
 
-func section(title string) fyne.CanvasObject {
+// newInput builds the widget that edits r, showing its value in s: a radio
+// group or a select for a setting with choices, an entry with suggestions
+// for a duration, a check box for a flag, a password entry for a secret,
+// an entry otherwise.
+func (d *settingsDialog) newInput(r settings.Setting, s settings.Settings) fyne.CanvasObject {
+	var in fyne.CanvasObject
+	labels := make([]string, len(r.Choices))
+	for i, c := range r.Choices {
+		labels[i] = c.Label
+	}
+	value := r.Text(s)
+	switch {
+	case r.Kind == settings.KindBool && len(r.Choices) > 0:
+		// The switch between the embedded and the remote relay: it
+		// enables the remote relay's fields.
+		g := widget.NewRadioGroup(labels, func(string) { d.connectionChanged() })
+		g.Required = true
+		g.SetSelected(r.ChoiceLabel(value))
+		in = g
+	case r.Kind == settings.KindBool:
+		c := widget.NewCheck(r.Placeholder, nil)
+		c.SetChecked(value == "true")
+		in = c
+	case r.Kind == settings.KindDuration:
+		e := widget.NewSelectEntry(labels)
+		e.SetText(value)
+		in = e
+	case len(r.Choices) > 0:
+		sel := widget.NewSelect(labels, nil)
+		sel.SetSelected(r.ChoiceLabel(value))
+		in = sel
+	default:
+		e := widget.NewEntry()
+		if r.Secret {
+			e = widget.NewPasswordEntry()
+		}
+		e.SetPlaceHolder(r.Placeholder)
+		e.SetText(value)
+		in = e
+	}
+	d.inputs[r.Field] = in
+	switch r.Browse {
+	case settings.BrowseFile:
+		d.browse[r.Field] = widget.NewButtonWithIcon("Browse…", theme.FileIcon(), func() { d.pickFile(r.Field) })
+	case settings.BrowseFolder:
+		d.browse[r.Field] = widget.NewButtonWithIcon("Browse…", theme.FolderOpenIcon(), func() { d.pickFolder(r.Field) })
+	}
+	if b := d.browse[r.Field]; b != nil {
+		return container.NewBorder(nil, nil, nil, b, in)
+	}
+	return in
+}
+
+func sectionHeader(title string) fyne.CanvasObject {
 	l := widget.NewLabelWithStyle(title, fyne.TextAlignLeading, fyne.TextStyle{Bold: true})
 	return container.NewVBox(l, widget.NewSeparator())
 }
 
 // item is one form row: the input, its hint (or why it is read-only) and
 // a red line for its validation error.
-func (d *settingsDialog) item(f SettingField, label string, input fyne.CanvasObject, hint string) *widget.FormItem {
+func (d *settingsDialog) item(r settings.Setting, input fyne.CanvasObject) *widget.FormItem {
 	e := widget.NewLabel("")
 	e.Importance = widget.DangerImportance
 	e.Wrapping = fyne.TextWrapWord
 	e.Hide()
-	d.errs[f] = e
-	it := widget.NewFormItem(label, container.NewVBox(input, e))
-	if by, ok := d.locked[f]; ok {
-		hint = "Set by " + by + " for this run"
+	d.errs[r.Field] = e
+	it := widget.NewFormItem(r.Label, container.NewVBox(input, e))
+	it.HintText = r.Hint
+	if by, ok := d.locked[r.Field]; ok {
+		it.HintText = "Set by " + by + " for this run"
 	}
-	it.HintText = hint
-	d.items[f] = it
+	d.items[r.Field] = it
 	return it
 }
 
-// input returns the widget that edits f.
-func (d *settingsDialog) input(f SettingField) fyne.CanvasObject {
-	switch f {
-	case FieldAgent:
-		return d.agent
-	case FieldCopilotPath:
-		return d.copilotPath
-	case FieldModel:
-		return d.model
-	case FieldProviderURL:
-		return d.providerURL
-	case FieldProviderType:
-		return d.providerType
-	case FieldProviderKey:
-		return d.providerKey
-	case FieldWorkDir:
-		return d.workDir
-	case FieldInputTimeout:
-		return d.inputTimeout
-	case FieldNotifications:
-		return d.notifications
-	case FieldRemote:
-		return d.connection
-	case FieldRemoteURL:
-		return d.remoteURL
-	case FieldRemoteToken:
-		return d.remoteToken
+// text is what the input of f holds, as settings.Setting.SetText reads it.
+func (d *settingsDialog) text(f settings.Field) string {
+	r := settings.Lookup(f)
+	switch in := d.inputs[f].(type) {
+	case *widget.RadioGroup:
+		return r.ChoiceValue(in.Selected)
+	case *widget.Select:
+		return r.ChoiceValue(in.Selected)
+	case *widget.Check:
+		return strconv.FormatBool(in.Checked)
+	case *widget.SelectEntry:
+		return in.Text
+	case *widget.Entry:
+		return in.Text
 	}
-	return nil
+	return ""
+}
+
+// remoteSelected reports whether the dialog has the remote relay picked.
+func (d *settingsDialog) remoteSelected() bool {
+	return d.text(settings.FieldRemote) == "true"
 }
 
 // connectionChanged enables the remote relay's fields only when it is
 // picked.
 func (d *settingsDialog) connectionChanged() {
-	if d.remoteURL == nil || d.remoteToken == nil {
+	if _, built := d.inputs[settings.FieldRemote]; !built || d.status == nil {
 		return // still building
 	}
-	remote := d.connection.Selected == connRemote
-	for _, f := range []SettingField{FieldRemoteURL, FieldRemoteToken} {
-		e := d.input(f).(*widget.Entry)
-		_, locked := d.locked[f]
+	remote := d.remoteSelected()
+	for _, r := range settings.All() {
+		if r.Group != settings.GroupConnection || r.Field == settings.FieldRemote {
+			continue
+		}
+		e, ok := d.inputs[r.Field].(fyne.Disableable)
+		if !ok {
+			continue
+		}
+		_, locked := d.locked[r.Field]
 		if remote && !locked && !d.busy {
 			e.Enable()
 		} else {
@@ -324,62 +265,33 @@ func (d *settingsDialog) connectionChanged() {
 }
 
 // read returns the settings the dialog shows, keeping the saved value of
-// every field the command line fixed, and the problems found.
-func (d *settingsDialog) read() (Settings, []FieldError) {
+// every setting the command line fixed, and the problems found.
+func (d *settingsDialog) read() (settings.Settings, []settings.FieldError) {
 	s := d.saved
-	var errs []FieldError
-	free := func(f SettingField) bool { _, locked := d.locked[f]; return !locked }
-	if free(FieldRemote) {
-		s.Remote = d.connection.Selected == connRemote
-	}
-	if free(FieldRemoteURL) {
-		s.RemoteURL = strings.TrimSpace(d.remoteURL.Text)
-	}
-	if free(FieldRemoteToken) {
-		s.RemoteToken = d.remoteToken.Text
-	}
-	if free(FieldAgent) {
-		s.Agent = agentValue(d.agent.Selected)
-	}
-	if free(FieldCopilotPath) {
-		s.CopilotPath = strings.TrimSpace(d.copilotPath.Text)
-	}
-	if free(FieldModel) {
-		s.Model = strings.TrimSpace(d.model.Text)
-	}
-	if free(FieldProviderURL) {
-		s.ProviderURL = strings.TrimSpace(d.providerURL.Text)
-	}
-	if free(FieldProviderType) {
-		s.ProviderType = d.providerType.Selected
-	}
-	if free(FieldProviderKey) {
-		s.ProviderKey = strings.TrimSpace(d.providerKey.Text)
-	}
-	if free(FieldWorkDir) {
-		s.WorkDir = strings.TrimSpace(d.workDir.Text)
-	}
-	if free(FieldInputTimeout) {
-		t, err := ParseInputTimeout(d.inputTimeout.Text)
-		if err != nil {
-			errs = append(errs, FieldError{Field: FieldInputTimeout, Message: "Input timeout " + err.Error()})
-		} else {
-			s.InputTimeout = t
+	var errs []settings.FieldError
+	unreadable := map[settings.Field]bool{}
+	free := func(f settings.Field) bool { _, locked := d.locked[f]; return !locked }
+	for _, r := range settings.All() {
+		if !free(r.Field) {
+			continue
+		}
+		if err := r.SetText(&s, d.text(r.Field)); err != nil {
+			unreadable[r.Field] = true
+			errs = append(errs, settings.FieldError{Field: r.Field, Message: r.Label + " " + err.Error()})
 		}
 	}
-	s.Notifications = d.notifications.Checked
-	for _, e := range s.Validate() {
-		// A fixed field cannot be corrected here: the command line's
+	for _, e := range s.ValidateAll() {
+		// A fixed setting cannot be corrected here: the command line's
 		// value is the one in use.
-		if free(e.Field) && !(e.Field == FieldInputTimeout && len(errs) > 0) {
+		if free(e.Field) && !unreadable[e.Field] {
 			errs = append(errs, e)
 		}
 	}
 	return s, errs
 }
 
-// showErrors marks each bad field and clears the others.
-func (d *settingsDialog) showErrors(errs []FieldError) {
+// showErrors marks each bad setting and clears the others.
+func (d *settingsDialog) showErrors(errs []settings.FieldError) {
 	for f, l := range d.errs {
 		msg := ""
 		for _, e := range errs {
@@ -405,28 +317,30 @@ func (d *settingsDialog) setStatus(text string, imp widget.Importance) {
 // setBusy locks the dialog while the relay restarts.
 func (d *settingsDialog) setBusy(on bool) {
 	d.busy = on
-	for _, f := range allFields {
-		if _, locked := d.locked[f]; locked {
+	for _, r := range settings.All() {
+		if _, locked := d.locked[r.Field]; locked {
 			continue
 		}
-		if o, ok := d.input(f).(fyne.Disableable); ok {
+		if o, ok := d.inputs[r.Field].(fyne.Disableable); ok {
 			if on {
 				o.Disable()
 			} else {
 				o.Enable()
 			}
 		}
+		if b := d.browse[r.Field]; b != nil {
+			if on {
+				b.Disable()
+			} else {
+				b.Enable()
+			}
+		}
 	}
-	for _, b := range []*widget.Button{d.apply, d.cancel, d.copilotBrowse, d.workBrowse} {
+	for _, b := range []*widget.Button{d.apply, d.cancel} {
 		if on {
 			b.Disable()
 		} else {
 			b.Enable()
-		}
-	}
-	for f, b := range map[SettingField]*widget.Button{FieldCopilotPath: d.copilotBrowse, FieldWorkDir: d.workBrowse} {
-		if _, locked := d.locked[f]; locked {
-			b.Disable()
 		}
 	}
 	d.connectionChanged()
@@ -446,8 +360,8 @@ func (d *settingsDialog) close() {
 	d.dlg.Hide()
 }
 
-// applyChanges validates, saves, and applies: the model and notifications
-// at once, the rest by restarting the relay.
+// applyChanges validates, saves, and applies: what applies live at once,
+// the rest by restarting the relay.
 func (d *settingsDialog) applyChanges() {
 	if d.busy {
 		return
@@ -468,12 +382,10 @@ func (d *settingsDialog) applyChanges() {
 		return
 	}
 	prefs := d.w.app.Preferences()
-	SaveSettings(prefs, s)
+	settings.Save(prefs, s)
 	d.w.log.Info("settings saved", "settings", s)
-	if _, locked := d.locked[FieldModel]; !locked {
-		d.w.opts.Model = s.Model
-	}
-	if !needsRestart(old, s) {
+	d.w.applyLive(s)
+	if !settings.NeedsRestart(old, s) {
 		d.close()
 		return
 	}
@@ -495,7 +407,8 @@ func (d *settingsDialog) applyChanges() {
 		if err != nil {
 			// Back to what runs: the relay is on the previous settings
 			// again, and so are the preferences.
-			SaveSettings(prefs, old)
+			settings.Save(prefs, old)
+			d.w.applyLive(old)
 			d.w.log.Warn("settings not applied", "err", err)
 			d.setStatus("Not applied: "+err.Error()+". The previous settings are in use again; nothing was saved.", widget.DangerImportance)
 			return
@@ -505,8 +418,24 @@ func (d *settingsDialog) applyChanges() {
 	})
 }
 
-// pickCopilot opens a file picker for the Copilot CLI executable.
-func (d *settingsDialog) pickCopilot() {
+// applyLive applies the settings that apply live (settings.Live) and that
+// the command line did not fix. Notifications are read when there is
+// something to notify: only the model is kept here.
+func (w *Window) applyLive(s settings.Settings) {
+	if _, locked := w.opts.Locked[settings.FieldModel]; !locked {
+		w.opts.Model = s.Model
+	}
+}
+
+// entryOf returns the entry of a path setting.
+func (d *settingsDialog) entryOf(f settings.Field) *widget.Entry {
+	e, _ := d.inputs[f].(*widget.Entry)
+	return e
+}
+
+// pickFile opens a file picker for a path setting (the Copilot CLI).
+func (d *settingsDialog) pickFile(f settings.Field) {
+	e := d.entryOf(f)
 	fd := dialog.NewFileOpen(func(r fyne.URIReadCloser, err error) {
 		if err != nil {
 			d.setStatus("Could not open the file picker: "+err.Error(), widget.DangerImportance)
@@ -517,9 +446,9 @@ func (d *settingsDialog) pickCopilot() {
 		}
 		path := r.URI().Path()
 		r.Close()
-		d.copilotPath.SetText(path)
+		e.SetText(path)
 	}, d.w.win)
-	if dir := existingDir(filepath.Dir(strings.TrimSpace(d.copilotPath.Text))); dir != "" {
+	if dir := existingDir(filepath.Dir(strings.TrimSpace(e.Text))); dir != "" {
 		if l, err := storage.ListerForURI(storage.NewFileURI(dir)); err == nil {
 			fd.SetLocation(l)
 		}
@@ -527,8 +456,10 @@ func (d *settingsDialog) pickCopilot() {
 	fd.Show()
 }
 
-// pickWorkDir opens a folder picker for the working folder.
-func (d *settingsDialog) pickWorkDir() {
+// pickFolder opens a folder picker for a folder setting (the working
+// folder).
+func (d *settingsDialog) pickFolder(f settings.Field) {
+	e := d.entryOf(f)
 	fd := dialog.NewFolderOpen(func(l fyne.ListableURI, err error) {
 		if err != nil {
 			d.setStatus("Could not open the folder picker: "+err.Error(), widget.DangerImportance)
@@ -537,9 +468,9 @@ func (d *settingsDialog) pickWorkDir() {
 		if l == nil {
 			return // cancelled
 		}
-		d.workDir.SetText(l.Path())
+		e.SetText(l.Path())
 	}, d.w.win)
-	if dir := existingDir(strings.TrimSpace(d.workDir.Text)); dir != "" {
+	if dir := existingDir(strings.TrimSpace(e.Text)); dir != "" {
 		if l, err := storage.ListerForURI(storage.NewFileURI(dir)); err == nil {
 			fd.SetLocation(l)
 		}

@@ -30,6 +30,7 @@ import (
 	"github.com/pilotdesk/pilotdesk/client"
 	"github.com/pilotdesk/pilotdesk/conversation"
 	"github.com/pilotdesk/pilotdesk/protocol"
+	"github.com/pilotdesk/pilotdesk/settings"
 	"github.com/pilotdesk/pilotdesk/ui/store"
 )
 
@@ -81,8 +82,8 @@ type Options struct {
 	// command line fixed. Locked names the fields the command line fixed
 	// (field → "--model", "PILOTDESK_TOKEN"…): the Settings dialog shows
 	// them read-only with their Effective value.
-	Effective Settings
-	Locked    map[SettingField]string
+	Effective settings.Settings
+	Locked    map[settings.Field]string
 	// Restart applies saved settings that need the relay restarted (or
 	// reconnected): the caller stops the old relay, starts one from the
 	// preferences now saved, and replaces the window (Replace). It runs on
