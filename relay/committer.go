@@ -2,8 +2,8 @@ package relay
 
 import (
 	"context"
-	"sync"
 
+	"github.com/pilotdesk/pilotdesk/internal/queue"
 	"github.com/pilotdesk/pilotdesk/relay/history"
 )
 
@@ -21,6 +21,7 @@ type recordKind uint8
 const (
 	recEvent  recordKind = iota // store the frame, then fan it out
 	recDelete                   // delete the conversation from the store, then tell its subscribers
+	recStop                     // stop once everything queued is done (committer.stop)
 )
 
 // record is one unit of work for the committer.
@@ -46,16 +47,15 @@ type committer struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 
-	mu       sync.Mutex // guards queue, spare, stopping, stopped
-	work     *sync.Cond // the queue is not empty, or stopping
-	space    *sync.Cond // the queue shrank
-	queue    []record
-	spare    []record
-	stopping bool
-	stopped  bool
-	done     chan struct{}
+	// queue has no hard bound: the emitters hold a conversation's lock and
+	// must not wait (push). Host.Emit waits for room before it takes that
+	// lock (waitSpace), which bounds it at maxPending records but for the
+	// few events one agent event makes. It is closed once the committer
+	// has stopped.
+	queue *queue.Queue[record]
+	done  chan struct{}
 
-	// Reused between batches; owned by the committer goroutine.
+	// Owned by the committer goroutine.
 	events []history.Event
 	metas  []history.Conversation
 	index  map[*conversation]int
@@ -63,81 +63,61 @@ type committer struct {
 }
 
 func newCommitter(r *Relay) *committer {
-	c := &committer{r: r, done: make(chan struct{}), index: map[*conversation]int{}}
+	c := &committer{
+		r:     r,
+		queue: queue.New(queue.Options[record]{WaitLen: maxPending}),
+		done:  make(chan struct{}),
+		index: map[*conversation]int{},
+	}
 	c.ctx, c.cancel = context.WithCancel(context.Background())
-	c.work = sync.NewCond(&c.mu)
-	c.space = sync.NewCond(&c.mu)
 	return c
 }
 
 // push queues a record. It never blocks (callers hold a conversation's lock);
 // it reports false once the committer has stopped.
 func (c *committer) push(rec record) bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.stopped {
-		return false
-	}
-	c.queue = append(c.queue, rec)
-	if len(c.queue) == 1 {
-		c.work.Signal()
-	}
-	return true
+	return c.queue.TryPush(rec) == nil
 }
 
 // waitSpace blocks while the queue is full. Callers must not hold a
 // conversation's lock (the committer needs it to fan out).
 func (c *committer) waitSpace() {
-	c.mu.Lock()
-	for len(c.queue) >= maxPending && !c.stopped {
-		c.space.Wait()
-	}
-	c.mu.Unlock()
+	_ = c.queue.WaitRoom(context.Background()) // ErrClosed: stopped, push will say so
 }
 
 // stop makes the committer finish what is queued and exit; done is closed
-// then.
+// then. Records pushed meanwhile, by the fan-out of that work, are done too.
 func (c *committer) stop() {
-	c.mu.Lock()
-	c.stopping = true
-	c.work.Signal()
-	c.mu.Unlock()
+	c.push(record{kind: recStop})
 }
 
 func (c *committer) run() {
 	defer close(c.done)
 	defer c.cancel()
+	var batch []record
+	stopping := false
 	for {
-		c.mu.Lock()
-		for len(c.queue) == 0 && !c.stopping {
-			c.work.Wait()
-		}
-		if len(c.queue) == 0 {
-			c.stopped = true
-			c.space.Broadcast()
-			c.mu.Unlock()
+		if stopping && c.queue.CloseIfEmpty() {
 			return
 		}
-		batch := c.queue
-		c.queue, c.spare = c.spare[:0], nil
-		c.space.Broadcast()
-		c.mu.Unlock()
-
-		c.process(batch)
-
-		clear(batch)
+		var err error
+		batch, err = c.queue.PopAll(context.Background(), batch)
+		if err != nil {
+			return // closed: cannot happen before CloseIfEmpty above
+		}
+		if c.process(batch) {
+			stopping = true
+		}
 		if cap(batch) > 4*maxPending/64 && len(batch) < 64 {
 			batch = nil // a burst's array is not kept
 		}
-		c.mu.Lock()
-		c.spare = batch[:0]
-		c.mu.Unlock()
 	}
 }
 
 // process handles a batch in order: runs of events are committed together;
-// a delete is done between them.
-func (c *committer) process(batch []record) {
+// a delete is done between them. It reports whether the batch asked the
+// committer to stop.
+func (c *committer) process(batch []record) (stop bool) {
 	for i := 0; i < len(batch); {
 		j := i
 		for j < len(batch) && batch[j].kind == recEvent {
@@ -147,11 +127,17 @@ func (c *committer) process(batch []record) {
 			c.commit(batch[k:min(j, k+maxCommitEvents)])
 		}
 		if j < len(batch) {
-			c.delete(batch[j])
+			switch batch[j].kind {
+			case recDelete:
+				c.delete(batch[j])
+			case recStop:
+				stop = true
+			}
 			j++
 		}
 		i = j
 	}
+	return stop
 }
 
 // commit writes the events and the latest state of their conversations in

@@ -16,6 +16,7 @@ import (
 
 	"github.com/coder/websocket"
 
+	"github.com/pilotdesk/pilotdesk/internal/queue"
 	"github.com/pilotdesk/pilotdesk/protocol"
 )
 
@@ -43,19 +44,18 @@ type conn struct {
 	ctx    context.Context // ends when the connection's handler returns
 	cancel context.CancelFunc
 
-	// Send queue. The committer and the handler goroutine append; the
-	// writer takes everything at once.
-	mu            sync.Mutex // guards queue, queueBytes, closing, flushClose, closeCode, closeReason, closeWatchdog
-	queue         [][]byte
-	queueBytes    int
-	closing       bool // no more frames are accepted
-	flushClose    bool // send what is queued before the close frame
+	// The send queue, bounded by Config.SendQueue frames and maxQueueBytes.
+	// The committer and the handler goroutine push; the writer takes
+	// everything at once. Closing the connection closes it.
+	queue      *queue.Queue[[]byte]
+	writerDone chan struct{}
+
+	mu            sync.Mutex // guards closing, flushClose, closeCode, closeReason, closeWatchdog
+	closing       bool       // closeWith was called: no more frames are accepted
+	flushClose    bool       // send what is queued before the close frame
 	closeCode     websocket.StatusCode
 	closeReason   string
 	closeWatchdog *time.Timer
-	wake          chan struct{} // cap 1: the queue or closing changed
-	space         chan struct{} // cap 1: the writer took a batch
-	writerDone    chan struct{}
 
 	// Heartbeat: nanoseconds since r.start of the last inbound message.
 	lastInbound atomic.Int64
@@ -100,8 +100,7 @@ func (r *Relay) serveWS(w http.ResponseWriter, req *http.Request) {
 		log:        r.log.With("remote", req.RemoteAddr),
 		ctx:        ctx,
 		cancel:     cancel,
-		wake:       make(chan struct{}, 1),
-		space:      make(chan struct{}, 1),
+		queue:      newSendQueue(r.sendQueue),
 		writerDone: make(chan struct{}),
 		subs:       map[string]*conversation{},
 	}
@@ -266,137 +265,81 @@ func (c *conn) checkHeartbeat() {
 	c.heartbeat.Reset(c.r.heartbeat - idle)
 }
 
+// newSendQueue is a connection's send queue. A replay (enqueueWait) waits
+// while it is half full, so that it follows the client's pace and leaves
+// the other half for the live events of other conversations, which never
+// wait: a connection they do not fit in is closed (CloseTooSlow).
+func newSendQueue(frames int) *queue.Queue[[]byte] {
+	return queue.New(queue.Options[[]byte]{
+		MaxLen:    frames,
+		MaxBytes:  maxQueueBytes,
+		Size:      func(frame []byte) int { return len(frame) },
+		WaitLen:   max(frames/2, 1),
+		WaitBytes: maxQueueBytes / 2,
+	})
+}
+
 // enqueue queues one frame. It never blocks: a connection whose queue is
 // full is closed (CloseTooSlow) and reconnects with sinceSeq.
 func (c *conn) enqueue(frame []byte) bool {
-	c.mu.Lock()
-	if c.closing {
-		c.mu.Unlock()
-		return false
-	}
-	if len(c.queue) >= c.r.sendQueue || c.queueBytes+len(frame) > maxQueueBytes {
-		c.overflowLocked()
-		c.mu.Unlock()
-		return false
-	}
-	c.queue = append(c.queue, frame)
-	c.queueBytes += len(frame)
-	first := len(c.queue) == 1
-	c.mu.Unlock()
-	if first {
-		c.notify()
-	}
-	return true
+	return c.pushed(c.queue.TryPush(frame))
 }
 
 // enqueueMany queues frames in order, or closes the connection if they do
 // not fit.
 func (c *conn) enqueueMany(frames [][]byte) bool {
-	if len(frames) == 0 {
-		return true
-	}
-	c.mu.Lock()
-	if c.closing {
-		c.mu.Unlock()
-		return false
-	}
-	n := 0
-	for _, f := range frames {
-		n += len(f)
-	}
-	if len(c.queue)+len(frames) > c.r.sendQueue || c.queueBytes+n > maxQueueBytes {
-		c.overflowLocked()
-		c.mu.Unlock()
-		return false
-	}
-	first := len(c.queue) == 0
-	c.queue = append(c.queue, frames...)
-	c.queueBytes += n
-	c.mu.Unlock()
-	if first {
-		c.notify()
-	}
-	return true
+	return c.pushed(c.queue.TryPushAll(frames))
 }
 
-// enqueueWait queues a frame of a replay: it waits while the queue is more
-// than half full, so a long replay follows the client's pace and leaves room
-// for the live events of other conversations. It reports false when the
-// connection ends.
+// pushed handles the outcome of a push that must not wait: a full queue
+// closes the connection.
+func (c *conn) pushed(err error) bool {
+	if errors.Is(err, queue.ErrFull) {
+		c.overflow()
+	}
+	return err == nil
+}
+
+// enqueueWait queues a frame of a replay: it waits while the queue is half
+// full, so a long replay follows the client's pace and leaves room for the
+// live events of other conversations. It reports false when the connection
+// ends.
 func (c *conn) enqueueWait(frame []byte) bool {
-	for {
-		c.mu.Lock()
-		if c.closing {
-			c.mu.Unlock()
-			return false
-		}
-		if len(c.queue) < max(c.r.sendQueue/2, 1) && c.queueBytes < maxQueueBytes/2 {
-			c.queue = append(c.queue, frame)
-			c.queueBytes += len(frame)
-			first := len(c.queue) == 1
-			c.mu.Unlock()
-			if first {
-				c.notify()
-			}
-			return true
-		}
-		c.mu.Unlock()
-		select {
-		case <-c.space:
-		case <-c.writerDone:
-			return false
-		}
-	}
+	return c.queue.Push(context.Background(), frame) == nil
 }
 
-// waitSpace waits until the writer takes a batch; false if the connection
-// ends first.
+// waitSpace waits until a replay's frame would be queued without waiting;
+// false if the connection ends first.
 func (c *conn) waitSpace() bool {
-	c.mu.Lock()
-	closing := c.closing
-	c.mu.Unlock()
-	if closing {
-		return false
-	}
-	select {
-	case <-c.space:
-		return true
-	case <-c.writerDone:
-		return false
-	}
+	return c.queue.WaitRoom(context.Background()) == nil
 }
 
-// fits reports whether n more frames fit in the queue now.
+// fits reports whether n more frames fit in the queue now, leaving room for
+// live events.
 func (c *conn) fits(n int) bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return !c.closing && len(c.queue)+n <= c.r.sendQueue && c.queueBytes < maxQueueBytes/2
+	s := c.queue.Stats()
+	return !s.Closed && s.Len+n <= c.r.sendQueue && s.Bytes < maxQueueBytes/2
 }
 
-func (c *conn) overflowLocked() {
-	c.log.Warn("relay: a connection fell too far behind; disconnecting it", "queued", len(c.queue))
-	c.closeLocked(CloseTooSlow, "too far behind: reconnect and resume with sinceSeq", false)
-}
-
-func (c *conn) notify() {
-	select {
-	case c.wake <- struct{}{}:
-	default:
+func (c *conn) overflow() {
+	queued := c.queue.Len()
+	if c.closeWith(CloseTooSlow, "too far behind: reconnect and resume with sinceSeq", false) {
+		c.log.Warn("relay: a connection fell too far behind; disconnecting it", "queued", queued)
 	}
 }
 
 // closeWith closes the connection with a close frame. With flush, frames
-// already queued are sent first. Only the first call counts.
-func (c *conn) closeWith(code websocket.StatusCode, reason string, flush bool) {
+// already queued are sent first. Only the first call counts; it reports
+// whether this one did.
+func (c *conn) closeWith(code websocket.StatusCode, reason string, flush bool) bool {
 	c.mu.Lock()
-	c.closeLocked(code, reason, flush)
-	c.mu.Unlock()
-	c.notify()
+	defer c.mu.Unlock()
+	return c.closeLocked(code, reason, flush)
 }
 
-func (c *conn) closeLocked(code websocket.StatusCode, reason string, flush bool) {
+func (c *conn) closeLocked(code websocket.StatusCode, reason string, flush bool) bool {
 	if c.closing {
-		return
+		return false
 	}
 	c.closing = true
 	c.flushClose = flush
@@ -405,18 +348,26 @@ func (c *conn) closeLocked(code websocket.StatusCode, reason string, flush bool)
 	// (TCP retries for many minutes): past the grace period the connection
 	// is dropped without ceremony.
 	c.closeWatchdog = time.AfterFunc(closeGrace, func() { _ = c.ws.CloseNow() })
-	if !flush {
-		clear(c.queue)
-		c.queue = c.queue[:0]
-		c.queueBytes = 0
+	if flush {
+		c.queue.Close()
+	} else {
+		c.queue.CloseDiscard()
 	}
-	c.notify()
+	return true
+}
+
+// closeState is what closeWith decided, for the writer.
+func (c *conn) closeState() (closing, flush bool, code websocket.StatusCode, reason string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.closing, c.flushClose, c.closeCode, c.closeReason
 }
 
 // writeLoop is the connection's writer: it takes every queued frame, writes
 // them while the connection is corked and sends them with one syscall.
 // Writes use a context without deadline (no timer per write); a connection
-// that stops reading is closed by the queue's bound or the heartbeat.
+// that stops reading is closed by the queue's bound or the heartbeat. Once
+// the queue is closed and drained it sends the close frame.
 func (c *conn) writeLoop() {
 	defer func() {
 		c.mu.Lock()
@@ -427,45 +378,27 @@ func (c *conn) writeLoop() {
 		close(c.writerDone)
 	}()
 	var batch [][]byte
-	for range c.wake {
-		c.mu.Lock()
-		batch, c.queue = c.queue, batch[:0]
-		c.queueBytes = 0
-		closing, flush := c.closing, c.flushClose
-		code, reason := c.closeCode, c.closeReason
-		c.mu.Unlock()
-		select {
-		case c.space <- struct{}{}:
-		default:
+	for {
+		var err error
+		batch, err = c.queue.PopAll(context.Background(), batch)
+		if err != nil {
+			break // closed, and everything to send was sent
 		}
-		if closing && !flush {
-			batch = batch[:0]
+		if closing, flush, _, _ := c.closeState(); closing && !flush {
+			continue // closed without flush while this batch was taken: it goes too
 		}
-		if len(batch) > 0 {
-			err := c.writeBatch(batch)
-			clear(batch)
-			if cap(batch) > 1024 && len(batch) < 64 {
-				batch = nil // do not keep a burst's array on a quiet connection
-			}
-			if err != nil {
-				c.mu.Lock()
-				c.closeLocked(websocket.StatusInternalError, "", false)
-				c.mu.Unlock()
-				_ = c.ws.CloseNow()
-				return
-			}
+		err = c.writeBatch(batch)
+		if cap(batch) > 1024 && len(batch) < 64 {
+			batch = nil // do not keep a burst's array on a quiet connection
 		}
-		if closing {
-			c.mu.Lock()
-			rest := len(c.queue)
-			c.mu.Unlock()
-			if flush && rest > 0 {
-				continue // frames queued before closing began
-			}
-			_ = c.ws.Close(code, reason)
+		if err != nil {
+			c.closeWith(websocket.StatusInternalError, "", false)
+			_ = c.ws.CloseNow()
 			return
 		}
 	}
+	_, _, code, reason := c.closeState()
+	_ = c.ws.Close(code, reason)
 }
 
 func (c *conn) writeBatch(batch [][]byte) error {

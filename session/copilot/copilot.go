@@ -430,7 +430,7 @@ func (r *router) Notification(method string, params json.RawMessage) {
 		r.a.log.Debug("copilot: event for a session that is not open", "session", n.SessionID)
 		return
 	}
-	s.queue.push(queued{p: r.p, event: n.Event})
+	s.enqueue(queued{p: r.p, event: n.Event})
 }
 
 func (r *router) Request(ctx context.Context, method string, params json.RawMessage, reply jsonrpc.Replier) {
@@ -456,5 +456,5 @@ func (r *router) Request(ctx context.Context, method string, params json.RawMess
 	}
 	// Queued behind the events that came before it, so the question reaches
 	// the user after the text that leads up to it.
-	s.queue.push(queued{p: r.p, input: &inputRequest{ctx: ctx, params: params, reply: reply}})
+	s.enqueue(queued{p: r.p, input: &inputRequest{ctx: ctx, params: params, reply: reply}})
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"sync"
@@ -659,4 +660,62 @@ func TestHandshakeProblems(t *testing.T) {
 			t.Error("New accepted provider type llama")
 		}
 	})
+}
+
+// A Host slower than the CLI (the relay's store, say) holds the stream
+// back: the session's queue fills to its bound and stays there, the reader
+// waits (and so does the CLI's writer), and once the Host catches up every
+// event arrives, in order; none is dropped.
+func TestSlowHostHoldsTheStreamBack(t *testing.T) {
+	opts, _ := newFake(t)
+	a := newAgent(t, opts)
+	h := newHost("act")
+	gate := make(chan struct{})
+	var once sync.Once
+	h.onEmit = func(_ *testHost, e session.Event) {
+		if _, ok := e.(session.Delta); ok {
+			once.Do(func() { <-gate }) // the first delta stalls the Host
+		}
+	}
+	s := open(t, a, "conv-flood", session.OpenOptions{}, h)
+	n := 4 * copilot.EventQueueLen
+	done := make(chan error, 1)
+	go func() { done <- run(t, s, fmt.Sprintf("flood %d", n)) }()
+
+	deadline := time.Now().Add(wait)
+	for copilot.QueuedEvents(s) < copilot.EventQueueLen {
+		if time.Now().After(deadline) {
+			t.Fatalf("the queue holds %d events, never its bound %d", copilot.QueuedEvents(s), copilot.EventQueueLen)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	for range 20 {
+		if q := copilot.QueuedEvents(s); q > copilot.EventQueueLen {
+			t.Fatalf("the queue grew past its bound: %d > %d", q, copilot.EventQueueLen)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	select {
+	case err := <-done:
+		t.Fatalf("the turn ended (%v) while the Host was stalled", err)
+	default:
+	}
+	close(gate)
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("Run = %v", err)
+		}
+	case <-time.After(wait):
+		t.Fatal("the turn did not end once the Host caught up")
+	}
+	deltas := ofType[session.Delta](h.snapshot())
+	if len(deltas) != n {
+		t.Fatalf("%d deltas arrived, want %d", len(deltas), n)
+	}
+	for i, d := range deltas {
+		if d.Content != fmt.Sprintf("%d ", i) {
+			t.Fatalf("delta %d is %q, want %q", i, d.Content, fmt.Sprintf("%d ", i))
+		}
+	}
 }

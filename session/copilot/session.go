@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/pilotdesk/pilotdesk/internal/queue"
 	"github.com/pilotdesk/pilotdesk/session"
 	"github.com/pilotdesk/pilotdesk/session/copilot/jsonrpc"
 )
@@ -22,7 +23,7 @@ type Session struct {
 	id             string // the CLI session id
 	log            *slog.Logger
 
-	queue    eventQueue
+	queue    *queue.Queue[queued] // what the reader received, for the pump
 	pumpDone chan struct{}
 	// ctx lives until Close; permission decisions and questions outside a
 	// turn use it.
@@ -103,8 +104,8 @@ func newSession(a *Agent, conversationID, id, model string, host session.Host) *
 		usage:          make(map[string]*modelUsage),
 		shutdown:       make(chan struct{}),
 		tools:          make(map[string]toolCall),
+		queue:          newEventQueue(),
 	}
-	s.queue.wake = make(chan struct{}, 1)
 	go s.pump()
 	return s
 }
@@ -351,7 +352,7 @@ func (s *Session) Close(ctx context.Context) error {
 // stop ends the pump (after the events already queued) and waits for the
 // goroutines the session started.
 func (s *Session) stop() {
-	s.queue.close()
+	s.queue.Close()
 	<-s.pumpDone
 	s.cancel()
 	s.workers.Wait()
@@ -379,14 +380,27 @@ func (s *Session) turnCtx() context.Context {
 	return s.ctx
 }
 
+// eventQueueLen bounds the events and questions waiting for the pump. When
+// the Host is slow (the relay's store, a slow relay) the queue fills and the
+// connection's reader waits to push, so the CLI's writes block in turn:
+// back-pressure reaches the agent instead of memory growing, and no event is
+// dropped.
+const eventQueueLen = 1024
+
+func newEventQueue() *queue.Queue[queued] {
+	return queue.New(queue.Options[queued]{MaxLen: eventQueueLen})
+}
+
 // pump delivers the session's events in order. It is the only goroutine
 // that calls Host.Emit while the session is open.
 func (s *Session) pump() {
 	defer close(s.pumpDone)
+	var items []queued
 	for {
-		items, ok := s.queue.take()
-		if !ok {
-			return
+		var err error
+		items, err = s.queue.PopAll(context.Background(), items)
+		if err != nil {
+			return // closed and drained
 		}
 		for _, it := range items {
 			if it.input != nil {
@@ -398,13 +412,17 @@ func (s *Session) pump() {
 	}
 }
 
-// eventQueue is an unbounded FIFO: the connection's reader never waits for a
-// slow Host.
-type eventQueue struct {
-	mu     sync.Mutex
-	items  []queued
-	closed bool
-	wake   chan struct{} // capacity 1
+// enqueue hands an event or a question to the pump, in arrival order. It
+// runs on the connection's reader goroutine and waits while the queue is
+// full. Once the session is closed a question is answered with an error.
+func (s *Session) enqueue(it queued) {
+	if err := s.queue.Push(s.ctx, it); err != nil {
+		if it.input != nil {
+			it.input.reply(nil, &jsonrpc.Error{Code: jsonrpc.CodeServerError, Message: "the conversation is closed; nobody can answer"})
+		} else {
+			s.log.Debug("copilot: event after the session closed dropped", "err", err)
+		}
+	}
 }
 
 type queued struct {
@@ -418,52 +436,6 @@ type inputRequest struct {
 	ctx    context.Context
 	params json.RawMessage
 	reply  jsonrpc.Replier
-}
-
-func (q *eventQueue) push(it queued) {
-	q.mu.Lock()
-	if q.closed {
-		q.mu.Unlock()
-		if it.input != nil {
-			it.input.reply(nil, &jsonrpc.Error{Code: jsonrpc.CodeServerError, Message: "the conversation is closed; nobody can answer"})
-		}
-		return
-	}
-	q.items = append(q.items, it)
-	q.mu.Unlock()
-	select {
-	case q.wake <- struct{}{}:
-	default:
-	}
-}
-
-// take waits for queued items; false means the queue is closed and empty.
-func (q *eventQueue) take() ([]queued, bool) {
-	for {
-		q.mu.Lock()
-		if len(q.items) > 0 {
-			items := q.items
-			q.items = nil
-			q.mu.Unlock()
-			return items, true
-		}
-		if q.closed {
-			q.mu.Unlock()
-			return nil, false
-		}
-		q.mu.Unlock()
-		<-q.wake
-	}
-}
-
-func (q *eventQueue) close() {
-	q.mu.Lock()
-	q.closed = true
-	q.mu.Unlock()
-	select {
-	case q.wake <- struct{}{}:
-	default:
-	}
 }
 
 // onInput answers a userInput.request from Host.Ask, on a goroutine of its

@@ -8,7 +8,8 @@
 // (session.error), "crash" (exits mid-turn), "orphan" (starts a child in
 // its process group, then exits), "garbage" (malformed frames
 // around a normal turn), "fatal" (an unreadable frame, then it ignores EOF
-// and SIGTERM), "unexpected" (server requests that were never enabled);
+// and SIGTERM), "unexpected" (server requests that were never enabled),
+// "flood N" (N deltas "0 ", "1 ", … as fast as the pipe takes them);
 // anything else streams "turn N: echo PROMPT", where N counts the session's
 // turns across restarts (the session store survives the process).
 package fakecli
@@ -443,6 +444,14 @@ func (f *fake) turn(s *fsession, prompt string, n int, abort chan struct{}) {
 			f.abortTail(s)
 			return
 		default:
+		}
+		finish()
+
+	case "flood":
+		_, arg, _ := strings.Cut(strings.TrimSpace(prompt), " ")
+		n, _ := strconv.Atoi(arg)
+		for i := range n {
+			say(strconv.Itoa(i) + " ")
 		}
 		finish()
 

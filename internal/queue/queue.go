@@ -1,0 +1,346 @@
+// Package queue is a bounded FIFO queue for one or more producers and a
+// consumer that takes everything queued at once: a connection's writer that
+// sends a batch per syscall, a committer that writes a batch per
+// transaction, an event pump.
+//
+// A producer that must never wait (it holds a lock, or a slow consumer is
+// to be dropped rather than waited for) uses TryPush, which fails with
+// ErrFull at the bound. One that may wait uses Push, which blocks while the
+// queue is full, so that a slow consumer slows its producers down
+// (back-pressure) instead of letting the queue grow. Push can be made to wait
+// earlier than the bound (Options.WaitLen, Options.WaitBytes), which keeps
+// room above for TryPush: a bulk producer yields to urgent ones.
+//
+// Besides the item count the queue can bound the bytes its items hold
+// (Options.Size, Options.MaxBytes).
+package queue
+
+import (
+	"context"
+	"errors"
+	"sync"
+)
+
+var (
+	// ErrFull is returned by TryPush and TryPushAll when the items would
+	// take the queue over one of its bounds.
+	ErrFull = errors.New("queue: full")
+	// ErrClosed is returned by the pushes once the queue is closed, and by
+	// PopAll once it is closed and empty.
+	ErrClosed = errors.New("queue: closed")
+)
+
+// Options configures a Queue. The zero value is an unbounded queue.
+type Options[T any] struct {
+	// MaxLen bounds the items: TryPush fails with ErrFull rather than go
+	// over it. Zero means no bound.
+	MaxLen int
+	// MaxBytes bounds the sum of Size over the items, as MaxLen does the
+	// count. Zero means no bound.
+	MaxBytes int
+	// Size is an item's size in bytes; nil counts every item as 0.
+	Size func(T) int
+	// WaitLen and WaitBytes are where Push starts to wait: it appends only
+	// while the queue holds fewer than WaitLen items and fewer than
+	// WaitBytes bytes. Zero means MaxLen and MaxBytes; WaitLen is at most
+	// MaxLen. Push looks at the bytes queued, not at the item's own size,
+	// so that an item larger than the room left, or than MaxBytes, waits
+	// for the queue to drain instead of waiting forever: the bytes can then
+	// go over MaxBytes by that one item.
+	WaitLen   int
+	WaitBytes int
+}
+
+// Queue is a FIFO queue of T, safe for concurrent use. Create it with New.
+type Queue[T any] struct {
+	maxLen, maxBytes   int
+	waitLen, waitBytes int
+	size               func(T) int
+
+	// ready holds a token when an item may have arrived since the consumer
+	// last looked; done is closed by Close. Neither needs mu.
+	ready chan struct{}
+	done  chan struct{}
+
+	mu     sync.Mutex // guards items, bytes, closed, room
+	items  []T
+	bytes  int
+	closed bool
+	// room is closed, and set to nil, when items leave the queue or it
+	// closes; a Push that has to wait makes it.
+	room chan struct{}
+}
+
+// New returns an empty queue.
+func New[T any](opts Options[T]) *Queue[T] {
+	q := &Queue[T]{
+		maxLen:    max(opts.MaxLen, 0),
+		maxBytes:  max(opts.MaxBytes, 0),
+		waitLen:   max(opts.WaitLen, 0),
+		waitBytes: max(opts.WaitBytes, 0),
+		size:      opts.Size,
+		ready:     make(chan struct{}, 1),
+		done:      make(chan struct{}),
+	}
+	if q.waitLen == 0 || (q.maxLen > 0 && q.waitLen > q.maxLen) {
+		q.waitLen = q.maxLen
+	}
+	if q.waitBytes == 0 {
+		q.waitBytes = q.maxBytes
+	}
+	return q
+}
+
+func (q *Queue[T]) sizeOf(v T) int {
+	if q.size == nil {
+		return 0
+	}
+	return q.size(v)
+}
+
+// fitsLocked reports whether n items of the given bytes stay within the
+// bounds.
+func (q *Queue[T]) fitsLocked(n, bytes int) bool {
+	return (q.maxLen == 0 || len(q.items)+n <= q.maxLen) &&
+		(q.maxBytes == 0 || q.bytes+bytes <= q.maxBytes)
+}
+
+// roomLocked reports whether Push may append now.
+func (q *Queue[T]) roomLocked() bool {
+	return (q.waitLen == 0 || len(q.items) < q.waitLen) &&
+		(q.waitBytes == 0 || q.bytes < q.waitBytes)
+}
+
+func (q *Queue[T]) appendLocked(v T, bytes int) {
+	q.items = append(q.items, v)
+	q.bytes += bytes
+}
+
+// signal tells a waiting consumer that items arrived.
+func (q *Queue[T]) signal() {
+	select {
+	case q.ready <- struct{}{}:
+	default:
+	}
+}
+
+// wakePushersLocked lets the Pushes waiting for room look again.
+func (q *Queue[T]) wakePushersLocked() {
+	if q.room != nil {
+		close(q.room)
+		q.room = nil
+	}
+}
+
+// TryPush appends v without waiting. It fails with ErrFull if v would take
+// the queue over MaxLen or MaxBytes, and with ErrClosed once it is closed.
+func (q *Queue[T]) TryPush(v T) error {
+	bytes := q.sizeOf(v)
+	q.mu.Lock()
+	if q.closed {
+		q.mu.Unlock()
+		return ErrClosed
+	}
+	if !q.fitsLocked(1, bytes) {
+		q.mu.Unlock()
+		return ErrFull
+	}
+	q.appendLocked(v, bytes)
+	first := len(q.items) == 1
+	q.mu.Unlock()
+	if first {
+		q.signal()
+	}
+	return nil
+}
+
+// TryPushAll appends vs, in order, without waiting: all of them or, with
+// ErrFull or ErrClosed, none.
+func (q *Queue[T]) TryPushAll(vs []T) error {
+	if len(vs) == 0 {
+		return nil
+	}
+	bytes := 0
+	if q.size != nil {
+		for _, v := range vs {
+			bytes += q.size(v)
+		}
+	}
+	q.mu.Lock()
+	if q.closed {
+		q.mu.Unlock()
+		return ErrClosed
+	}
+	if !q.fitsLocked(len(vs), bytes) {
+		q.mu.Unlock()
+		return ErrFull
+	}
+	first := len(q.items) == 0
+	q.items = append(q.items, vs...)
+	q.bytes += bytes
+	q.mu.Unlock()
+	if first {
+		q.signal()
+	}
+	return nil
+}
+
+// Push appends v, waiting while the queue holds WaitLen items or WaitBytes
+// bytes. It fails with ErrClosed once the queue is closed (a Push waiting
+// then returns at once), or with ctx's error when ctx ends first; v is then
+// not queued.
+func (q *Queue[T]) Push(ctx context.Context, v T) error {
+	bytes := q.sizeOf(v)
+	q.mu.Lock()
+	for {
+		if q.closed {
+			q.mu.Unlock()
+			return ErrClosed
+		}
+		if q.roomLocked() {
+			q.appendLocked(v, bytes)
+			first := len(q.items) == 1
+			q.mu.Unlock()
+			if first {
+				q.signal()
+			}
+			return nil
+		}
+		if err := q.waitRoom(ctx); err != nil {
+			return err
+		}
+		q.mu.Lock()
+	}
+}
+
+// WaitRoom waits until Push would append without waiting. It returns
+// ErrClosed if the queue is or gets closed, or ctx's error.
+func (q *Queue[T]) WaitRoom(ctx context.Context) error {
+	q.mu.Lock()
+	for {
+		if q.closed {
+			q.mu.Unlock()
+			return ErrClosed
+		}
+		if q.roomLocked() {
+			q.mu.Unlock()
+			return nil
+		}
+		if err := q.waitRoom(ctx); err != nil {
+			return err
+		}
+		q.mu.Lock()
+	}
+}
+
+// waitRoom is called with mu held and returns with it released, once items
+// left the queue or it closed, or with ctx's error.
+func (q *Queue[T]) waitRoom(ctx context.Context) error {
+	if q.room == nil {
+		q.room = make(chan struct{})
+	}
+	room := q.room
+	q.mu.Unlock()
+	select {
+	case <-room:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// PopAll waits until the queue holds items and takes all of them, oldest
+// first. dst is the consumer's previous batch, or nil: its items are cleared
+// at once (so that a consumer waiting here holds no reference to what it
+// sent) and the queue keeps its array for the items that follow, so that a
+// consumer handing back every batch allocates nothing in a steady state;
+// dst must not be used after the call. PopAll returns ErrClosed once the
+// queue is closed and empty, or ctx's error.
+func (q *Queue[T]) PopAll(ctx context.Context, dst []T) ([]T, error) {
+	clear(dst)
+	dst = dst[:0]
+	for {
+		q.mu.Lock()
+		if len(q.items) > 0 {
+			out := q.items
+			q.items = dst
+			q.bytes = 0
+			q.wakePushersLocked()
+			q.mu.Unlock()
+			return out, nil
+		}
+		closed := q.closed
+		q.mu.Unlock()
+		if closed {
+			return dst, ErrClosed
+		}
+		select {
+		case <-q.ready:
+		case <-q.done:
+		case <-ctx.Done():
+			return dst, ctx.Err()
+		}
+	}
+}
+
+// Close closes the queue: every push fails with ErrClosed from now on, and
+// the pushes waiting return it. The items queued stay for PopAll, which
+// returns ErrClosed once they are taken. Only the first call has an effect.
+func (q *Queue[T]) Close() {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.closeLocked()
+}
+
+// CloseDiscard closes the queue as Close does and drops the items queued.
+func (q *Queue[T]) CloseDiscard() {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.closeLocked()
+	clear(q.items)
+	q.items = q.items[:0]
+	q.bytes = 0
+}
+
+// CloseIfEmpty closes the queue if it holds no item, atomically, and reports
+// whether it is closed. A consumer that must accept pushes until it has
+// drained everything stops with it.
+func (q *Queue[T]) CloseIfEmpty() bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if len(q.items) > 0 {
+		return false
+	}
+	q.closeLocked()
+	return true
+}
+
+func (q *Queue[T]) closeLocked() {
+	if q.closed {
+		return
+	}
+	q.closed = true
+	close(q.done)
+	q.wakePushersLocked()
+}
+
+// Stats is a snapshot of a queue.
+type Stats struct {
+	Len    int  // items queued
+	Bytes  int  // the sum of Options.Size over them
+	Closed bool // Close or CloseDiscard was called
+}
+
+// Stats returns the queue's state now, read at once.
+func (q *Queue[T]) Stats() Stats {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return Stats{Len: len(q.items), Bytes: q.bytes, Closed: q.closed}
+}
+
+// Len returns the number of items queued.
+func (q *Queue[T]) Len() int {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return len(q.items)
+}
