@@ -62,6 +62,7 @@ type subscriber struct {
 	conn       *conn
 	catchingUp bool
 	buffer     [][]byte
+	reset      bool // copilot:subscribed says reset: the replay started over from seq 0
 }
 
 func newConversation(r *Relay, id string) *conversation {
@@ -241,14 +242,16 @@ func (c *conversation) unsubscribe(cn *conn) {
 }
 
 // subscribedLocked is the copilot:subscribed frame for the state now: seq is
-// the last event sent, so live events follow it with no gap.
-func (c *conversation) subscribedLocked() []byte {
+// the last event sent, so live events follow it with no gap. reset says that
+// the replay before it started over from seq 0.
+func (c *conversation) subscribedLocked(reset bool) []byte {
 	d := protocol.Subscribed{
 		ConversationID: c.id,
 		Mode:           c.mode,
 		Streaming:      c.streaming,
 		Seq:            c.sentSeq,
 		Epoch:          c.r.epoch,
+		Reset:          reset,
 	}
 	if c.openInput != nil {
 		p := c.openInput.data
@@ -269,18 +272,28 @@ type replay struct {
 	upTo  int64
 }
 
-// subscribeLocked makes cn a subscriber. Without a replay to do (no since,
-// or nothing after it) copilot:subscribed is queued now and the result is
-// nil; otherwise the caller runs catchUp with the result once the lock is
-// released, and until then live events wait in the subscriber's buffer.
-func (c *conversation) subscribeLocked(cn *conn, since *int64) *replay {
+// subscribeLocked makes cn a subscriber. epoch is the epoch of the client's
+// copy of the conversation ("" when it holds none). The relay decides: a
+// copy of another epoch belongs to another history, whose seqs mean nothing
+// here, so the replay starts over from seq 0 whatever since says, and
+// copilot:subscribed says reset for the client to replace its copy.
+//
+// Without a replay to do (no since, or nothing after it) copilot:subscribed
+// is queued now and the result is nil; otherwise the caller runs catchUp
+// with the result once the lock is released, and until then live events
+// wait in the subscriber's buffer.
+func (c *conversation) subscribeLocked(cn *conn, since *int64, epoch string) *replay {
 	if i := c.findSubLocked(cn); i >= 0 {
 		c.subs = slices.Delete(c.subs, i, i+1) // a new subscribe starts over
 	}
 	s := &subscriber{conn: cn}
+	if epoch != "" && epoch != c.r.epoch {
+		s.reset = true
+		since = new(int64)
+	}
 	c.subs = append(c.subs, s)
 	if since == nil || *since >= c.sentSeq {
-		cn.enqueue(c.subscribedLocked())
+		cn.enqueue(c.subscribedLocked(s.reset))
 		return nil
 	}
 	s.catchingUp = true
@@ -345,7 +358,7 @@ func (c *conversation) joinLiveOrTakeBuffer(s *subscriber) (buf [][]byte, joined
 	}
 	if s.conn.fits(len(buf) + 1) {
 		s.conn.enqueueMany(buf)
-		s.conn.enqueue(c.subscribedLocked())
+		s.conn.enqueue(c.subscribedLocked(s.reset))
 		s.catchingUp = false
 		return nil, true, false
 	}

@@ -80,7 +80,7 @@ func (r *Relay) subscribe(c *conn, d *protocol.Subscribe) {
 			}
 			conv = cv
 			c.subs[cv.id] = cv
-			rp = cv.subscribeLocked(c, d.SinceSeq)
+			rp = cv.subscribeLocked(c, d.SinceSeq, d.Epoch)
 		})
 		if err != nil || conv == nil || rp == nil {
 			return

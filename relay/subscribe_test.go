@@ -210,3 +210,171 @@ func TestSendSubscribes(t *testing.T) {
 	cl.Expect("copilot:delta")
 	cl.Expect("copilot:idle")
 }
+
+// streamed makes conversation id with a finished turn of n deltas: its
+// events are seq 1 (the user message) to n+2 (idle).
+func (e *env) streamed(id string, n int) *relaytest.Client {
+	e.t.Helper()
+	cl, _ := e.subscribe(id)
+	ft := e.startTurn(cl, id, "hello", nil)
+	for i := range n {
+		ft.delta("m", fmt.Sprint(i))
+	}
+	ft.finish(nil)
+	cl.WaitFor("copilot:idle", nil)
+	return cl
+}
+
+// seqsOf lists the frames' seqs.
+func seqsOf(frames []relaytest.Frame) []int64 {
+	out := make([]int64, len(frames))
+	for i, f := range frames {
+		out[i] = f.Seq()
+	}
+	return out
+}
+
+// The relay decides on the epoch: a subscribe carrying an epoch other than
+// the relay's is replayed from seq 0, whatever its sinceSeq, and
+// copilot:subscribed says reset. The same epoch, or none, is as before:
+// from sinceSeq, and no reset key at all.
+func TestSubscribeEpoch(t *testing.T) {
+	e := start(t, nil)
+	e.streamed("ep", 5) // seq 7
+	epoch := e.store.Epoch()
+	since := func(n int) *int { return &n }
+	tests := []struct {
+		name      string
+		sinceSeq  *int
+		epoch     string
+		wantSeqs  string
+		wantReset bool
+	}{
+		{"same epoch", since(5), epoch, "[6 7]", false},
+		{"no epoch", since(5), "", "[6 7]", false},
+		{"no epoch, no sinceSeq", nil, "", "[]", false},
+		{"same epoch, up to date", since(7), epoch, "[]", false},
+		{"other epoch", since(5), "not-" + epoch, "[1 2 3 4 5 6 7]", true},
+		{"other epoch, up to date", since(7), "not-" + epoch, "[1 2 3 4 5 6 7]", true},
+		{"other epoch, past the end", since(99), "not-" + epoch, "[1 2 3 4 5 6 7]", true},
+		{"other epoch, no sinceSeq", nil, "not-" + epoch, "[1 2 3 4 5 6 7]", true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cl := e.dial()
+			data := map[string]any{"conversationId": "ep"}
+			if tt.sinceSeq != nil {
+				data["sinceSeq"] = *tt.sinceSeq
+			}
+			if tt.epoch != "" {
+				data["epoch"] = tt.epoch
+			}
+			cl.Send("copilot:subscribe", data)
+			sub, replay := cl.WaitForCollect("copilot:subscribed", nil)
+			if got := fmt.Sprint(seqsOf(replay)); got != tt.wantSeqs {
+				t.Fatalf("replayed seqs %s, want %s: %s", got, tt.wantSeqs, framesString(replay))
+			}
+			if tt.wantReset && (replay[0].Type != "copilot:user_message" || replay[0].Field("content") != "hello") {
+				t.Fatalf("a reset replay does not start with the first event: %s", replay[0].Raw)
+			}
+			m := dataMap(t, sub)
+			reset, has := m["reset"]
+			switch {
+			case tt.wantReset && reset != true:
+				t.Fatalf("subscribed %s: want reset true", sub.Raw)
+			case !tt.wantReset && has:
+				t.Fatalf("subscribed %s: want no reset key", sub.Raw)
+			}
+			if sub.Seq() != 7 || m["epoch"] != epoch {
+				t.Fatalf("subscribed %s: want seq 7 and the relay's epoch %q", sub.Raw, epoch)
+			}
+			expectQuiet(t, cl)
+		})
+	}
+
+	// A conversation the relay does not have yet: nothing to replay, but the
+	// client's copy is still of another history.
+	cl := e.dial()
+	cl.Send("copilot:subscribe", map[string]any{"conversationId": "ep-new", "sinceSeq": 3, "epoch": "not-" + epoch})
+	if f := cl.Next(); f.Type != "copilot:subscribed" || f.Seq() != 0 || f.Field("reset") != true {
+		t.Fatalf("subscribe to an empty conversation with another epoch: %s", f.Raw)
+	}
+	expectQuiet(t, cl)
+}
+
+// The case the epoch is for: the relay lost its history (a new store) and
+// the conversation started over with fewer events than the client saw. With
+// the old epoch the client gets the new history whole; with sinceSeq alone
+// it would get nothing.
+func TestSubscribeEpochAfterNewHistory(t *testing.T) {
+	old := start(t, nil)
+	old.streamed("moved", 5) // seq 7 in the old history
+	oldEpoch := old.store.Epoch()
+	old.srv.Close() // before the second relay starts, for its leak check
+
+	e := start(t, nil)
+	e.streamed("moved", 1) // seq 3 in the new one
+	if e.store.Epoch() == oldEpoch {
+		t.Fatal("two memory stores share an epoch")
+	}
+	cl := e.dial()
+	cl.Send("copilot:subscribe", map[string]any{"conversationId": "moved", "sinceSeq": 7, "epoch": oldEpoch})
+	sub, replay := cl.WaitForCollect("copilot:subscribed", nil)
+	if got := fmt.Sprint(seqsOf(replay)); got != "[1 2 3]" {
+		t.Fatalf("replayed %s, want the new history [1 2 3]: %s", got, framesString(replay))
+	}
+	if sub.Field("reset") != true || sub.Field("epoch") != e.store.Epoch() || sub.Seq() != 3 {
+		t.Fatalf("subscribed %s", sub.Raw)
+	}
+}
+
+// A reset replay joins a running stream as any replay does: every event from
+// seq 1 on, once, in order, then the live ones.
+func TestSubscribeEpochDuringStream(t *testing.T) {
+	e := start(t, nil)
+	owner, _ := e.subscribe("live")
+	ft := e.startTurn(owner, "live", "go", nil)
+	const n = 2000
+	watcher := e.dial()
+	go func() {
+		for i := range n {
+			if i == n/2 {
+				b, _ := json.Marshal(map[string]any{"type": "copilot:subscribe", "data": map[string]any{
+					"conversationId": "live", "sinceSeq": i, "epoch": "stale"}})
+				_ = watcher.Conn.Write(context.Background(), websocket.MessageText, b)
+			}
+			ft.delta("m", fmt.Sprintf("%d ", i))
+		}
+		ft.finish(nil)
+	}()
+	var frames []relaytest.Frame
+	var sub relaytest.Frame
+	for {
+		f := watcher.Next()
+		if f.Type == "copilot:subscribed" {
+			sub = f
+			if len(frames) > 0 && frames[len(frames)-1].Seq() != f.Seq() {
+				t.Fatalf("subscribed seq %d after replaying up to %d", f.Seq(), frames[len(frames)-1].Seq())
+			}
+			if len(frames) > 0 && frames[len(frames)-1].Type == "copilot:idle" {
+				break
+			}
+			continue
+		}
+		frames = append(frames, f)
+		if f.Type == "copilot:idle" && sub.Type != "" {
+			break
+		}
+	}
+	if sub.Field("reset") != true {
+		t.Fatalf("subscribed %s: want reset", sub.Raw)
+	}
+	for i, f := range frames {
+		if f.Seq() != int64(i+1) {
+			t.Fatalf("frame %d has seq %d, want %d (gap or repeat)", i, f.Seq(), i+1)
+		}
+	}
+	if last := frames[len(frames)-1].Seq(); last != n+2 {
+		t.Fatalf("ended at seq %d, want %d", last, n+2)
+	}
+}

@@ -69,7 +69,7 @@ func (r *Relay) send(c *conn, d *protocol.Send) {
 			if !c.canSubscribe(protocol.TypeSend, conv.id) {
 				return
 			}
-			conv.subscribeLocked(c, nil) // without since: nothing to replay
+			conv.subscribeLocked(c, nil, "") // no since, no copy: nothing to replay
 			c.subs[conv.id] = conv
 		}
 		conv.startTurnLocked(d)
