@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"sync/atomic"
 
 	"github.com/pilotdesk/pilotdesk/protocol"
@@ -22,7 +23,8 @@ type host struct {
 
 var _ session.Host = (*host)(nil)
 
-// Emit turns a session event into a conversation event.
+// Emit turns a session event into a conversation event. Backends pass
+// events by value (session.Event); anything else is logged and dropped.
 func (h *host) Emit(ev session.Event) {
 	if h.dead.Load() {
 		h.conv.r.log.Debug("relay: event of a closed agent session dropped", "conversationId", h.conv.id)
@@ -35,32 +37,19 @@ func (h *host) Emit(ev session.Event) {
 	switch e := ev.(type) {
 	case session.Delta:
 		c.emitDeltaLocked(e)
-	case *session.Delta:
-		c.emitDeltaLocked(*e)
 	case session.Message:
 		c.emitMessageLocked(e)
-	case *session.Message:
-		c.emitMessageLocked(*e)
 	case session.ToolStart:
 		c.emitToolStartLocked(e)
-	case *session.ToolStart:
-		c.emitToolStartLocked(*e)
 	case session.ToolEnd:
 		c.emitToolEndLocked(e)
-	case *session.ToolEnd:
-		c.emitToolEndLocked(*e)
 	case session.Usage:
 		c.emitUsageLocked(e)
-	case *session.Usage:
-		c.emitUsageLocked(*e)
 	case session.Shutdown:
 		h.shutdowns.Add(1)
 		c.emitShutdownLocked(e)
-	case *session.Shutdown:
-		h.shutdowns.Add(1)
-		c.emitShutdownLocked(*e)
 	default:
-		c.r.log.Warn("relay: unknown session event dropped", "conversationId", c.id, "event", ev)
+		c.r.log.Warn("relay: unknown session event dropped", "conversationId", c.id, "event", fmt.Sprintf("%T", ev))
 	}
 }
 
@@ -95,6 +84,8 @@ func (c *conversation) emitUsageLocked(e session.Usage) {
 		QuotaSnapshots:   c.rawJSON(e.QuotaSnapshots, "quotaSnapshots", true),
 		Model:            e.Model,
 		Cost:             e.Cost,
+		InputTokens:      e.InputTokens,
+		OutputTokens:     e.OutputTokens,
 		CacheReadTokens:  e.CacheReadTokens,
 		CacheWriteTokens: e.CacheWriteTokens,
 	}

@@ -23,7 +23,7 @@ func TestEventMapping(t *testing.T) {
 	ft.Host.Emit(session.Message{MessageID: "m1", Content: "Hi"})
 	ft.Host.Emit(session.ToolStart{ToolCallID: "t1", ToolName: "bash", Arguments: json.RawMessage(`{"command":"ls"}`)})
 	ft.Host.Emit(session.ToolEnd{ToolCallID: "t1", Success: true, Result: "a b"})
-	ft.Host.Emit(&session.ToolStart{ToolCallID: "t2", ToolName: "view"}) // pointer events work too
+	ft.Host.Emit(session.ToolStart{ToolCallID: "t2", ToolName: "view"})
 	ft.Host.Emit(session.ToolEnd{ToolCallID: "t2", Denied: true})
 	ft.Host.Emit(session.Usage{Model: "gpt-5", Cost: &cost, CacheReadTokens: &read, CacheWriteTokens: &write,
 		QuotaSnapshots: json.RawMessage(`{"premium":{"used":1}}`)})
@@ -74,6 +74,50 @@ func TestEventMapping(t *testing.T) {
 			}
 		}
 	}
+}
+
+// The token counts a backend reports reach the client on copilot:quota: a
+// count of 0 is sent, an unknown one is left out.
+func TestUsageTokens(t *testing.T) {
+	e := start(t, nil)
+	cl, _ := e.subscribe("tok")
+	ft := e.startTurn(cl, "tok", "count", nil)
+	in, out, zero := int64(1200), int64(80), int64(0)
+	ft.Host.Emit(session.Usage{Model: "gpt-5", InputTokens: &in, OutputTokens: &out})
+	ft.Host.Emit(session.Usage{Model: "gpt-5", InputTokens: &zero})
+	ft.finish(nil)
+
+	f := cl.Expect("copilot:quota")
+	m := keys(t, f, "conversationId", "seq", "quotaSnapshots", "model", "inputTokens", "outputTokens")
+	if m["inputTokens"] != 1200.0 || m["outputTokens"] != 80.0 {
+		t.Fatalf("quota %s: want inputTokens 1200, outputTokens 80", f.Raw)
+	}
+	var q protocol.Quota
+	f.Decode(t, &q)
+	if q.InputTokens == nil || *q.InputTokens != 1200 || q.OutputTokens == nil || *q.OutputTokens != 80 {
+		t.Fatalf("decoded quota %+v", q)
+	}
+	f = cl.Expect("copilot:quota")
+	if m := keys(t, f, "conversationId", "seq", "quotaSnapshots", "model", "inputTokens"); m["inputTokens"] != 0.0 {
+		t.Fatalf("quota %s: want inputTokens 0 and no outputTokens", f.Raw)
+	}
+	cl.Expect("copilot:idle")
+}
+
+// Backends pass events by value; a pointer is not an event the relay knows:
+// it is logged and dropped, and takes no seq.
+func TestPointerEventIsDropped(t *testing.T) {
+	e := start(t, nil)
+	cl, _ := e.subscribe("ptr")
+	ft := e.startTurn(cl, "ptr", "go", nil) // user_message is seq 1
+	ft.Host.Emit(&session.Delta{MessageID: "m", Content: "lost"})
+	ft.Host.Emit(session.Delta{MessageID: "m", Content: "kept"})
+	ft.finish(nil)
+	if d := cl.Expect("copilot:delta"); d.Field("content") != "kept" || d.Seq() != 2 {
+		t.Fatalf("delta %s: want the value event, seq 2", d.Raw)
+	}
+	cl.Expect("copilot:idle")
+	e.logs.waitLog(t, "unknown session event dropped")
 }
 
 // Before the agent runs a turn the relay emits copilot:user_message; the

@@ -118,7 +118,8 @@ type Answer struct {
 	Index       int // 0-based index of the picked choice; -1 when none was picked
 }
 
-// Event is something a session reports: one of the types below.
+// Event is something a session reports: one of the types below, passed by
+// value (a pointer to one is not an event the Host knows).
 type Event interface{ isEvent() }
 
 // Delta is new assistant text.
