@@ -49,8 +49,8 @@ test: deps copilot-cli vet
 # connections), in memory and on SQLite, and the window's cost of drawing one
 # frame's batch of deltas with 50, 200 and 800 messages in the history.
 bench:
-	$(GO) run ./relay/fanoutbench
-	$(GO) run ./relay/fanoutbench -store sqlite -idle 0
+	$(GO) run ./tools/fanoutbench
+	$(GO) run ./tools/fanoutbench -store sqlite -idle 0
 	$(GO) test -tags $(TEST_TAGS) ./ui -run '^$$' -bench StreamBatch -benchtime 2000x
 
 # PNGs of every state of the window into screenshots/ (and the goldens the

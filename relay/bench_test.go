@@ -18,7 +18,7 @@ import (
 // BenchmarkFanout is the hot path in one process: one conversation streams
 // b.N deltas of 64 bytes to 50 subscribers over loopback WebSockets. ns/op is
 // per delta; deliveries/s counts frames read by subscribers. The two-process
-// figures (the relay's own CPU, RSS) come from ./relay/fanoutbench.
+// figures (the relay's own CPU, RSS) come from ./tools/fanoutbench.
 func BenchmarkFanout(b *testing.B) {
 	const subscribers = 50
 	text := strings.Repeat("x", 64)

@@ -1,8 +1,8 @@
 // Command fanoutbench measures the relay's fan-out over real loopback
 // WebSockets: one conversation streams N deltas to M subscribers.
 //
-//	go run ./relay/fanoutbench                 # 4000 deltas of 64 B to 50 subscribers, in-memory history
-//	go run ./relay/fanoutbench -store sqlite   # the same on the SQLite store
+//	go run ./tools/fanoutbench                 # 4000 deltas of 64 B to 50 subscribers, in-memory history
+//	go run ./tools/fanoutbench -store sqlite   # the same on the SQLite store
 //
 // The relay runs in a child process (this binary re-executed), so that its
 // CPU time, allocations and RSS are its own; the clients run in this process.
