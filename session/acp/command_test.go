@@ -21,8 +21,8 @@ func TestSplitCommand(t *testing.T) {
 		{`agent ''`, []string{"agent", ""}},
 		{`agent --x=a"b c"d`, []string{"agent", "--x=ab cd"}},
 		{`'it''s'`, []string{"its"}},
-		{`'a\b'`, []string{`a\b`}},                // no escapes in single quotes
-		{`"a\b"`, []string{`a\b`}},                // \b is not an escape in "…"
+		{`'a\b'`, []string{`a\b`}}, // no escapes in single quotes
+		{`"a\b"`, []string{`a\b`}}, // \b is not an escape in "…"
 		{`"a\"b" "c\\d" "e\$f"`, []string{`a"b`, `c\d`, `e$f`}},
 		{`a\\b`, []string{`a\b`}},
 		{`a\"b`, []string{`a"b`}},

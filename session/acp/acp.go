@@ -1,0 +1,356 @@
+// Package acp is the Agent Client Protocol backend of session.Agent: any ACP
+// agent (`copilot --acp`, `opencode acp`, `gemini --acp`, `goose acp`,
+// `claude-agent-acp`, codex-acp, …) started from a command line and driven
+// over newline-delimited JSON-RPC on its stdio with github.com/coder/acp-go-sdk.
+// docs/acp.md says what it relies on of the protocol and of the agents.
+//
+// One agent process serves the whole relay, and each conversation is one ACP
+// session in it (session/new with the work dir). ACP is built for that: every
+// request names its session, and the agents tried (Copilot, opencode,
+// claude-agent-acp) run many sessions in one process. None needs a process of
+// its own per conversation: what differs between processes is the
+// environment (where agents take their model configuration from), and that
+// is the relay's for every conversation alike. One process also means one
+// start-up per relay, which matters for agents that take seconds to start.
+//
+// The relay decides, the agent asks: every session/request_permission is
+// answered from Host.Permission at that moment, plan with the agent's
+// reject-once option and act with its allow-once option. Never allow-always:
+// after it the agent stops asking, and a later switch to plan could not deny.
+// The agent's own modes are left alone. An agent that offers no reject
+// option, or runs a tool that changes things without asking, is reported once
+// per conversation as a note in the transcript.
+//
+// When the process dies, running turns fail with the reason (exit status and
+// the end of its stderr) and the next turn starts a new process and loads
+// the conversation's ACP session again (session/load, or session/resume,
+// where the agent offers it), so the agent keeps its context. Closing the
+// Agent stops the process and its whole process group.
+package acp
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	sdk "github.com/coder/acp-go-sdk"
+
+	"github.com/pilotdesk/pilotdesk/session"
+)
+
+// Errors a caller can tell apart with errors.Is. Each comes wrapped with a
+// message a person can act on.
+var (
+	// ErrAgentNotFound: the agent's executable is not installed or not where
+	// the command line says.
+	ErrAgentNotFound = errors.New("ACP agent not found")
+	// ErrAuthRequired: the agent wants its user signed in first.
+	ErrAuthRequired = errors.New("the ACP agent needs you to sign in")
+	// ErrProtocolMismatch: the agent speaks another ACP version.
+	ErrProtocolMismatch = errors.New("ACP protocol version mismatch")
+	// ErrClosed: the Agent or Session was closed.
+	ErrClosed = errors.New("acp: closed")
+)
+
+// Options configures the backend.
+type Options struct {
+	// Command is the agent's command line, split by SplitCommand, such as
+	// "copilot --acp" or "opencode acp". Required.
+	Command string
+	// WorkDir is where the agent runs and the cwd of every ACP session;
+	// empty: the current directory.
+	WorkDir string
+	// Env is added to the relay's environment for the agent ("KEY=value";
+	// later entries win). Agents take their model configuration from it.
+	Env    []string
+	Logger *slog.Logger
+	// SessionMap is the file where each conversation's ACP session id is
+	// kept, so that a restarted relay resumes it; empty: in memory only.
+	SessionMap string
+	// ClientVersion is what pilotdesk reports itself as in initialize.
+	ClientVersion string
+
+	// StartTimeout bounds starting the agent and initialize (opencode takes
+	// seconds on a fresh home, copilot unpacks itself on its first run).
+	// Default 2m.
+	StartTimeout time.Duration
+	// StopGrace is how long a stopping agent gets after its stdin closes
+	// before SIGTERM, and again before SIGKILL. Default 5s.
+	StopGrace time.Duration
+	// AbortTimeout bounds waiting for the agent to end a cancelled turn.
+	// Default 10s.
+	AbortTimeout time.Duration
+	// CloseTimeout bounds session/close when the caller's context has no
+	// deadline. Default 10s.
+	CloseTimeout time.Duration
+}
+
+func (o Options) withDefaults() (Options, error) {
+	if o.StartTimeout <= 0 {
+		o.StartTimeout = 2 * time.Minute
+	}
+	if o.StopGrace <= 0 {
+		o.StopGrace = 5 * time.Second
+	}
+	if o.AbortTimeout <= 0 {
+		o.AbortTimeout = 10 * time.Second
+	}
+	if o.CloseTimeout <= 0 {
+		o.CloseTimeout = 10 * time.Second
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.ClientVersion == "" {
+		o.ClientVersion = "dev"
+	}
+	if o.WorkDir == "" {
+		wd, err := os.Getwd()
+		if err != nil {
+			return o, fmt.Errorf("acp: the current directory: %w", err)
+		}
+		o.WorkDir = wd
+	}
+	abs, err := filepath.Abs(o.WorkDir)
+	if err != nil {
+		return o, fmt.Errorf("acp: work dir %q: %w", o.WorkDir, err)
+	}
+	o.WorkDir = abs // ACP wants an absolute cwd
+	return o, nil
+}
+
+// Agent is the ACP backend. It is safe for concurrent use.
+type Agent struct {
+	opts  Options
+	argv  []string
+	log   *slog.Logger
+	store *sessionStore
+
+	startMu sync.Mutex // serialises starting the agent
+
+	mu       sync.Mutex
+	proc     *process                   // the current agent, nil before the first Open
+	sessions map[sdk.SessionId]*Session // open sessions by ACP session id
+	closed   bool
+}
+
+var _ session.Agent = (*Agent)(nil)
+
+// New checks the options and returns a backend. It starts nothing: the agent
+// starts at the first Open (Probe starts it up front).
+func New(opts Options) (*Agent, error) {
+	argv, err := SplitCommand(opts.Command)
+	if err != nil {
+		return nil, fmt.Errorf("acp: --acp-command: %w", err)
+	}
+	opts, err = opts.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	store, err := openStore(opts.SessionMap)
+	if err != nil {
+		return nil, err
+	}
+	return &Agent{
+		opts:     opts,
+		argv:     argv,
+		log:      opts.Logger,
+		store:    store,
+		sessions: make(map[sdk.SessionId]*Session),
+	}, nil
+}
+
+// Name is "acp".
+func (a *Agent) Name() string { return "acp" }
+
+// Probe starts the agent and initializes it, so that a missing or broken
+// agent is reported when the relay starts rather than at the first prompt.
+// The process keeps running for the first conversation.
+func (a *Agent) Probe(ctx context.Context) error {
+	_, err := a.process(ctx)
+	return err
+}
+
+// process returns the running agent, starting one when there is none.
+func (a *Agent) process(ctx context.Context) (*process, error) {
+	a.startMu.Lock()
+	defer a.startMu.Unlock()
+	a.mu.Lock()
+	if a.closed {
+		a.mu.Unlock()
+		return nil, ErrClosed
+	}
+	p := a.proc
+	a.mu.Unlock()
+	if p != nil && p.alive() {
+		return p, nil
+	}
+	if p != nil {
+		a.log.Info("acp: restarting the agent", "previous", p.dead())
+	}
+	p, err := a.start(ctx)
+	if err != nil {
+		return nil, err
+	}
+	a.mu.Lock()
+	if a.closed {
+		a.mu.Unlock()
+		p.stop()
+		return nil, ErrClosed
+	}
+	a.proc = p
+	a.mu.Unlock()
+	return p, nil
+}
+
+// start spawns the agent and initializes the connection.
+func (a *Agent) start(ctx context.Context) (*process, error) {
+	p, err := startProcess(a.argv, a.opts.WorkDir, a.opts.Env, a.opts.StopGrace, &router{a: a}, a.log)
+	if err != nil {
+		return nil, err
+	}
+	ictx, cancel := context.WithTimeout(ctx, a.opts.StartTimeout)
+	defer cancel()
+	info, err := p.conn.Initialize(ictx, sdk.InitializeRequest{
+		ProtocolVersion: sdk.ProtocolVersionNumber,
+		// No fs and no terminal: the agent then runs its own tools and
+		// asks permission for them, instead of asking us to run them.
+		ClientCapabilities: sdk.ClientCapabilities{Fs: sdk.FileSystemCapabilities{}, Terminal: false},
+		ClientInfo:         &sdk.Implementation{Name: "pilotdesk", Version: a.opts.ClientVersion},
+	})
+	if err == nil && info.ProtocolVersion != sdk.ProtocolVersionNumber {
+		err = fmt.Errorf("%w: the agent speaks ACP version %d, pilotdesk speaks %d", ErrProtocolMismatch, info.ProtocolVersion, sdk.ProtocolVersionNumber)
+	}
+	if err != nil {
+		if dead := p.dead(); dead != nil {
+			err = dead
+		} else if ictx.Err() != nil && ctx.Err() == nil {
+			err = fmt.Errorf("acp: the agent (%s) did not answer initialize within %v", a.opts.Command, a.opts.StartTimeout)
+		}
+		p.stop()
+		return nil, fmt.Errorf("acp: starting the agent: %w", err)
+	}
+	p.info = info
+	name, version := "unknown", ""
+	if info.AgentInfo != nil {
+		name, version = info.AgentInfo.Name, info.AgentInfo.Version
+	}
+	a.log.Info("acp: agent started", "command", a.opts.Command, "agent", name, "version", version,
+		"pid", p.cmd.Process.Pid, "loadSession", info.AgentCapabilities.LoadSession)
+	return p, nil
+}
+
+// Open starts the conversation's ACP session, or with opts.Resume loads the
+// one it had (when the agent can). OpenOptions.Model is not passed on: ACP
+// has no stable way to choose a model, so the agent's own configuration
+// decides.
+func (a *Agent) Open(ctx context.Context, conversationID string, opts session.OpenOptions, host session.Host) (session.Session, error) {
+	if host == nil {
+		return nil, errors.New("acp: Open needs a Host")
+	}
+	s := newSession(a, conversationID, host)
+	var prev sdk.SessionId
+	if opts.Resume {
+		if id, ok := a.store.get(conversationID, a.opts.Command, a.opts.WorkDir); ok {
+			prev = sdk.SessionId(id)
+		}
+	}
+	p, err := a.process(ctx)
+	if err == nil {
+		err = s.attach(ctx, p, prev)
+	}
+	if err != nil {
+		s.stop()
+		return nil, err
+	}
+	return s, nil
+}
+
+// register routes the ACP session id's traffic to s.
+func (a *Agent) register(id sdk.SessionId, s *Session) error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.closed {
+		return ErrClosed
+	}
+	if other, ok := a.sessions[id]; ok && other != s {
+		return fmt.Errorf("acp: the agent's session %s is already open for conversation %s", id, other.conversationID)
+	}
+	a.sessions[id] = s
+	return nil
+}
+
+func (a *Agent) unregister(id sdk.SessionId, s *Session) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.sessions[id] == s {
+		delete(a.sessions, id)
+	}
+}
+
+func (a *Agent) lookup(id sdk.SessionId) *Session {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.sessions[id]
+}
+
+// remember records the conversation's ACP session for a later resume.
+func (a *Agent) remember(conversationID string, id sdk.SessionId) {
+	e := storedSession{SessionID: string(id), Command: a.opts.Command, Cwd: a.opts.WorkDir}
+	if err := a.store.put(conversationID, e); err != nil {
+		a.log.Warn("acp: the conversation could not be resumed after a restart", "conversation", conversationID, "err", err)
+	}
+}
+
+// Close ends every open session and stops the agent: stdin closed, then
+// SIGTERM and SIGKILL to its process group.
+func (a *Agent) Close() error {
+	a.mu.Lock()
+	if a.closed {
+		a.mu.Unlock()
+		return nil
+	}
+	a.closed = true
+	open := make(map[*Session]bool, len(a.sessions))
+	for _, s := range a.sessions {
+		open[s] = true
+	}
+	a.mu.Unlock()
+
+	var wg sync.WaitGroup
+	for s := range open {
+		wg.Go(func() {
+			if err := s.Close(context.Background()); err != nil {
+				a.log.Warn("acp: closing a session", "conversation", s.conversationID, "err", err)
+			}
+		})
+	}
+	wg.Wait()
+
+	// Wait for a start in progress, then stop whatever runs.
+	a.startMu.Lock()
+	a.mu.Lock()
+	p := a.proc
+	a.proc = nil
+	a.mu.Unlock()
+	a.startMu.Unlock()
+	if p != nil {
+		p.stop()
+		a.log.Info("acp: agent stopped", "command", a.opts.Command)
+	}
+	return nil
+}
+
+// agentName names the agent for messages: its own name, else the command.
+func (p *process) agentName() string {
+	if p.info.AgentInfo != nil && p.info.AgentInfo.Name != "" {
+		return p.info.AgentInfo.Name
+	}
+	return strings.Join(p.argv, " ")
+}

@@ -1,0 +1,388 @@
+package acp_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/pilotdesk/pilotdesk/session"
+	"github.com/pilotdesk/pilotdesk/session/acp"
+	"github.com/pilotdesk/pilotdesk/session/acp/internal/fakeagent"
+)
+
+// TestMain lets the test binary play the ACP agent: the backend under test
+// re-executes it with fakeagent.EnvEnable=1. Once the tests pass it checks
+// that no goroutine of the backend or of the SDK outlived them.
+func TestMain(m *testing.M) {
+	if os.Getenv(fakeagent.EnvEnable) == "1" {
+		os.Exit(fakeagent.Main())
+	}
+	code := m.Run()
+	if code == 0 {
+		if leaked := leakedGoroutines(); leaked != "" {
+			fmt.Fprintf(os.Stderr, "goroutines of session/acp or its SDK outlived the tests:\n%s\n", leaked)
+			code = 1
+		}
+	}
+	os.Exit(code)
+}
+
+// leakedGoroutines returns the stacks of goroutines still running code of
+// this package or of the ACP SDK, after a grace period for those finishing
+// (the SDK gives a closed connection's notifications 5 s to drain).
+func leakedGoroutines() string {
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		buf := make([]byte, 1<<20)
+		buf = buf[:runtime.Stack(buf, true)]
+		var leaked []string
+		for _, g := range strings.Split(string(buf), "\n\n") {
+			if (strings.Contains(g, "pilotdesk/session/acp") || strings.Contains(g, "coder/acp-go-sdk")) && !strings.Contains(g, "leakedGoroutines") {
+				leaked = append(leaked, g)
+			}
+		}
+		if len(leaked) == 0 || time.Now().After(deadline) {
+			return strings.Join(leaked, "\n\n")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// wait is the generous deadline of every wait in these tests.
+const wait = 20 * time.Second
+
+// fake is one test's fake agent setup: its request log, state and work dir.
+type fake struct {
+	t       *testing.T
+	logPath string
+	workDir string
+}
+
+// newFake returns Options that run the fake agent, with extra env for it.
+func newFake(t *testing.T, env ...string) (acp.Options, *fake) {
+	t.Helper()
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	state := filepath.Join(dir, "state")
+	work := filepath.Join(dir, "work")
+	for _, d := range []string{state, work} {
+		if err := os.Mkdir(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f := &fake{t: t, logPath: filepath.Join(dir, "requests.jsonl"), workDir: work}
+	opts := acp.Options{
+		Command:    "'" + strings.ReplaceAll(exe, "'", `'\''`) + "'",
+		WorkDir:    work,
+		Logger:     testLogger(t),
+		StopGrace:  2 * time.Second,
+		SessionMap: filepath.Join(dir, "sessions.json"),
+		Env: append([]string{
+			fakeagent.EnvEnable + "=1",
+			fakeagent.EnvLog + "=" + f.logPath,
+			fakeagent.EnvState + "=" + state,
+			// A -race binary otherwise sleeps 1 s at exit.
+			"GORACE=atexit_sleep_ms=0",
+		}, env...),
+	}
+	return opts, f
+}
+
+// entries returns what the fake agent(s) logged, in order.
+func (f *fake) entries() []fakeagent.LogEntry {
+	f.t.Helper()
+	data, err := os.ReadFile(f.logPath)
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		f.t.Fatal(err)
+	}
+	var out []fakeagent.LogEntry
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	sc.Buffer(nil, 16<<20)
+	for sc.Scan() {
+		var e fakeagent.LogEntry
+		if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
+			f.t.Fatalf("fake log: %v", err)
+		}
+		out = append(out, e)
+	}
+	return out
+}
+
+// find returns the entries of one method ("permission" for the answers).
+func (f *fake) find(method string) []fakeagent.LogEntry {
+	var out []fakeagent.LogEntry
+	for _, e := range f.entries() {
+		if e.Method == method {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// outcomes lists the permission answers the fake got, in order.
+func (f *fake) outcomes() []string {
+	var out []string
+	for _, e := range f.find("permission") {
+		out = append(out, e.Outcome)
+	}
+	return out
+}
+
+// waitOutcomes waits until the fake logged n permission answers (the log
+// line is written after the answer arrives, which may be after the turn).
+func (f *fake) waitOutcomes(n int) []string {
+	f.t.Helper()
+	deadline := time.Now().Add(wait)
+	for {
+		got := f.outcomes()
+		if len(got) >= n || time.Now().After(deadline) {
+			return got
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func (f *fake) pids() []int {
+	var out []int
+	seen := map[int]bool{}
+	for _, e := range f.entries() {
+		if !seen[e.PID] {
+			seen[e.PID] = true
+			out = append(out, e.PID)
+		}
+	}
+	return out
+}
+
+// testLogger collects the backend's logs and prints them if the test fails.
+func testLogger(t *testing.T) *slog.Logger {
+	w := &logBuffer{}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("backend log:\n%s", w.String())
+		}
+	})
+	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: slog.LevelDebug}))
+}
+
+type logBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *logBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *logBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// testHost is a session.Host that records everything and decides
+// permissions from its mode, as the relay does.
+type testHost struct {
+	mu      sync.Mutex
+	mode    string
+	events  []session.Event
+	perms   []session.PermissionRequest
+	changed chan struct{}
+	onEmit  func(h *testHost, e session.Event)
+}
+
+func newHost(mode string) *testHost {
+	return &testHost{mode: mode, changed: make(chan struct{})}
+}
+
+func (h *testHost) signal() {
+	close(h.changed)
+	h.changed = make(chan struct{})
+}
+
+func (h *testHost) Emit(e session.Event) {
+	h.mu.Lock()
+	h.events = append(h.events, e)
+	hook := h.onEmit
+	h.signal()
+	h.mu.Unlock()
+	if hook != nil {
+		hook(h, e)
+	}
+}
+
+func (h *testHost) Mode() string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.mode
+}
+
+func (h *testHost) SetMode(m string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.mode = m
+}
+
+func (h *testHost) Permission(ctx context.Context, req session.PermissionRequest) session.Decision {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.perms = append(h.perms, req)
+	h.signal()
+	if h.mode == "plan" {
+		return session.Decision{Allow: false, Reason: session.PlanDenialReason}
+	}
+	return session.Decision{Allow: true}
+}
+
+func (h *testHost) Ask(ctx context.Context, req session.InputRequest) (session.Answer, error) {
+	return session.Answer{}, errors.New("the ACP backend does not ask questions")
+}
+
+func (h *testHost) permissions() []session.PermissionRequest {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return append([]session.PermissionRequest(nil), h.perms...)
+}
+
+func (h *testHost) snapshot() []session.Event {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return append([]session.Event(nil), h.events...)
+}
+
+// since returns the events after the first n.
+func (h *testHost) since(n int) []session.Event {
+	return h.snapshot()[n:]
+}
+
+// waitFor waits until cond holds over the events so far.
+func (h *testHost) waitFor(t *testing.T, what string, cond func(events []session.Event) bool) {
+	t.Helper()
+	deadline := time.After(wait)
+	for {
+		h.mu.Lock()
+		ok := cond(h.events)
+		ch := h.changed
+		h.mu.Unlock()
+		if ok {
+			return
+		}
+		select {
+		case <-ch:
+		case <-deadline:
+			t.Fatalf("timed out waiting for %s; events:\n%s", what, describe(h.snapshot()))
+		}
+	}
+}
+
+// text is the concatenation of the deltas.
+func text(events []session.Event) string {
+	var b strings.Builder
+	for _, e := range events {
+		if d, ok := e.(session.Delta); ok {
+			b.WriteString(d.Content)
+		}
+	}
+	return b.String()
+}
+
+func ofType[T session.Event](events []session.Event) []T {
+	var out []T
+	for _, e := range events {
+		if v, ok := e.(T); ok {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+func describe(events []session.Event) string {
+	var b strings.Builder
+	for _, e := range events {
+		raw, _ := json.Marshal(e)
+		fmt.Fprintf(&b, "%T%s\n", e, raw)
+	}
+	return b.String()
+}
+
+// newAgent makes an Agent closed at the end of the test.
+func newAgent(t *testing.T, opts acp.Options) *acp.Agent {
+	t.Helper()
+	a, err := acp.New(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { a.Close() })
+	return a
+}
+
+func open(t *testing.T, a *acp.Agent, conv string, opts session.OpenOptions, h session.Host) session.Session {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), wait)
+	defer cancel()
+	s, err := a.Open(ctx, conv, opts, h)
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	return s
+}
+
+func run(t *testing.T, s session.Session, prompt string) error {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), wait)
+	defer cancel()
+	return s.Run(ctx, session.Turn{Prompt: prompt})
+}
+
+// shape lists the events as short strings: "delta:Hello", "message:…",
+// "start:ID:name", "end:ID:ok|failed|denied", "usage:in/out".
+func shape(events []session.Event) []string {
+	var out []string
+	for _, e := range events {
+		switch v := e.(type) {
+		case session.Delta:
+			out = append(out, "delta:"+v.Content)
+		case session.Message:
+			out = append(out, "message:"+v.Content)
+		case session.ToolStart:
+			out = append(out, "start:"+v.ToolCallID+":"+v.ToolName)
+		case session.ToolEnd:
+			status := "failed"
+			switch {
+			case v.Denied:
+				status = "denied"
+			case v.Success:
+				status = "ok"
+			}
+			out = append(out, "end:"+v.ToolCallID+":"+status)
+		case session.Usage:
+			out = append(out, fmt.Sprintf("usage:%d/%d", deref(v.InputTokens), deref(v.OutputTokens)))
+		default:
+			out = append(out, fmt.Sprintf("%T", e))
+		}
+	}
+	return out
+}
+
+func deref(p *int64) int64 {
+	if p == nil {
+		return -1
+	}
+	return *p
+}

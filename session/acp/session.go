@@ -1,0 +1,382 @@
+package acp
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	sdk "github.com/coder/acp-go-sdk"
+
+	"github.com/pilotdesk/pilotdesk/session"
+)
+
+// Session is one conversation's ACP session.
+type Session struct {
+	a              *Agent
+	host           session.Host
+	conversationID string
+	log            *slog.Logger
+
+	// The pump runs what the connection's handlers queue, in order; it is
+	// the only goroutine that calls Host.Emit while the session is open,
+	// and the only one that touches st.
+	queue    *workQueue
+	pumpDone chan struct{}
+	st       *stream
+
+	// ctx lives until Close: the prompt request and permission decisions
+	// outside a turn use it.
+	ctx    context.Context
+	cancel context.CancelFunc
+
+	runMu sync.Mutex // one turn at a time; a turn may re-attach the session
+
+	mu      sync.Mutex
+	proc    *process      // the process the session lives in
+	id      sdk.SessionId // its ACP session id there
+	loading bool          // session/load replays the history: not news
+	turnCtx context.Context
+	closed  bool
+	usage   usageCounter
+}
+
+var _ session.Session = (*Session)(nil)
+
+func newSession(a *Agent, conversationID string, host session.Host) *Session {
+	ctx, cancel := context.WithCancel(context.Background())
+	log := a.log.With("conversation", conversationID)
+	s := &Session{
+		a:              a,
+		host:           host,
+		conversationID: conversationID,
+		log:            log,
+		queue:          newWorkQueue(),
+		pumpDone:       make(chan struct{}),
+		st:             newStream(host, log),
+		ctx:            ctx,
+		cancel:         cancel,
+	}
+	go s.queue.run(s.pumpDone)
+	return s
+}
+
+// attach gives the session an ACP session in process p: the previous one
+// (prev) loaded again where the agent can, else a new one.
+func (s *Session) attach(ctx context.Context, p *process, prev sdk.SessionId) error {
+	if prev != "" {
+		err := s.reopen(ctx, p, prev)
+		if err == nil {
+			return nil
+		}
+		if dead := p.dead(); dead != nil {
+			return dead
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		// The agent keeps the transcript's context no more; the
+		// conversation goes on with a fresh agent session.
+		s.log.Warn("acp: the agent cannot resume the conversation's session; starting a new one", "session", prev, "err", err)
+	}
+	res, err := p.conn.NewSession(ctx, sdk.NewSessionRequest{Cwd: s.a.opts.WorkDir, McpServers: []sdk.McpServer{}})
+	if err != nil {
+		return s.failed(ctx, p, "session/new", err)
+	}
+	return s.bind(p, res.SessionId, false)
+}
+
+// reopen loads (session/load) or resumes (session/resume) an earlier ACP
+// session, whichever the agent offers.
+func (s *Session) reopen(ctx context.Context, p *process, id sdk.SessionId) error {
+	caps := p.info.AgentCapabilities
+	switch {
+	case caps.LoadSession:
+		// Registered, but loading: the history the agent replays before
+		// it answers is the relay's already.
+		if err := s.bind(p, id, true); err != nil {
+			return err
+		}
+		_, err := p.conn.LoadSession(ctx, sdk.LoadSessionRequest{SessionId: id, Cwd: s.a.opts.WorkDir, McpServers: []sdk.McpServer{}})
+		s.mu.Lock()
+		s.loading = false
+		if err != nil {
+			s.proc, s.id = nil, ""
+		}
+		s.mu.Unlock()
+		if err != nil {
+			s.a.unregister(id, s)
+			return fmt.Errorf("session/load: %s", rpcMessage(err))
+		}
+		s.log.Info("acp: loaded the conversation's session", "session", id)
+		return nil
+	case caps.SessionCapabilities.Resume != nil:
+		if _, err := p.conn.ResumeSession(ctx, sdk.ResumeSessionRequest{SessionId: id, Cwd: s.a.opts.WorkDir, McpServers: []sdk.McpServer{}}); err != nil {
+			return fmt.Errorf("session/resume: %s", rpcMessage(err))
+		}
+		s.log.Info("acp: resumed the conversation's session", "session", id)
+		return s.bind(p, id, false)
+	default:
+		return errors.New("the agent offers neither session/load nor session/resume")
+	}
+}
+
+// bind makes id, in process p, the session's ACP session.
+func (s *Session) bind(p *process, id sdk.SessionId, loading bool) error {
+	if err := s.a.register(id, s); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	old := s.id
+	s.proc, s.id, s.loading = p, id, loading
+	s.usage.reset(p)
+	s.mu.Unlock()
+	if old != "" && old != id {
+		s.a.unregister(old, s)
+	}
+	s.a.remember(s.conversationID, id)
+	return nil
+}
+
+// failed words an error of a call to the agent: the process's death, the
+// agent wanting a sign-in, or what the agent said.
+func (s *Session) failed(ctx context.Context, p *process, method string, err error) error {
+	if dead := p.dead(); dead != nil {
+		return dead
+	}
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	var re *sdk.RequestError
+	if errors.As(err, &re) && re.Code == authRequiredCode {
+		return fmt.Errorf("%w: %s answered %s with %q; %s", ErrAuthRequired, p.agentName(), method, re.Message, authHint(p.info.AuthMethods))
+	}
+	return fmt.Errorf("acp: %s: %s", method, rpcMessage(err))
+}
+
+// live returns the process the session lives in and its ACP session id,
+// starting the agent again and reloading the session after a crash.
+func (s *Session) live(ctx context.Context) (*process, sdk.SessionId, error) {
+	p, err := s.a.process(ctx)
+	if err != nil {
+		return nil, "", err
+	}
+	s.mu.Lock()
+	same, id := s.proc == p, s.id
+	s.mu.Unlock()
+	if !same {
+		s.log.Info("acp: the agent was restarted; reopening the conversation's session", "previous", id)
+		if err := s.attach(ctx, p, id); err != nil {
+			return nil, "", err
+		}
+		s.mu.Lock()
+		id = s.id
+		s.mu.Unlock()
+	}
+	return p, id, nil
+}
+
+// Run sends the prompt and waits for the agent's answer, the end of the
+// turn. Cancelling ctx sends session/cancel, answers open permission
+// requests "cancelled", waits (bounded) for the agent to end the turn, and
+// returns ctx.Err().
+func (s *Session) Run(ctx context.Context, t session.Turn) error {
+	s.runMu.Lock()
+	defer s.runMu.Unlock()
+	s.mu.Lock()
+	closed := s.closed
+	s.mu.Unlock()
+	if closed {
+		return ErrClosed
+	}
+	p, id, err := s.live(ctx)
+	if err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		return err
+	}
+	if t.Model != "" {
+		s.log.Debug("acp: the agent's own configuration picks the model; the turn's model is not passed on", "model", t.Model)
+	}
+
+	s.mu.Lock()
+	s.turnCtx = ctx
+	s.mu.Unlock()
+	res, aborted, err := s.prompt(ctx, p, id, t.Prompt)
+	s.mu.Lock()
+	s.turnCtx = nil
+	usage := s.usage.turn(res.Usage)
+	s.mu.Unlock()
+
+	// Every update the agent sent before its answer is queued by now (the
+	// SDK hands notifications over before the response): end the turn
+	// after them.
+	s.sync(func() { s.st.endTurn(aborted, usage) })
+
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	if err != nil {
+		if dead := p.dead(); dead != nil {
+			return dead
+		}
+		if s.ctx.Err() != nil {
+			return ErrClosed
+		}
+		return fmt.Errorf("acp: the agent failed the turn: %s", rpcMessage(err))
+	}
+	return s.stopReason(res.StopReason)
+}
+
+// prompt sends session/prompt and waits for its answer. The request runs
+// under the session's context, not the turn's: an abort is session/cancel,
+// after which the agent still answers (stopReason cancelled), and the next
+// turn must not see this one's tail.
+func (s *Session) prompt(ctx context.Context, p *process, id sdk.SessionId, text string) (_ sdk.PromptResponse, aborted bool, _ error) {
+	pctx, cancel := context.WithCancel(s.ctx)
+	defer cancel()
+	type result struct {
+		res sdk.PromptResponse
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		res, err := p.conn.Prompt(pctx, sdk.PromptRequest{SessionId: id, Prompt: []sdk.ContentBlock{sdk.TextBlock(text)}})
+		done <- result{res, err}
+	}()
+	select {
+	case r := <-done:
+		return r.res, false, r.err
+	case <-ctx.Done():
+	}
+	if err := p.conn.Cancel(context.Background(), sdk.CancelNotification{SessionId: id}); err != nil {
+		s.log.Warn("acp: session/cancel could not be sent", "err", err)
+	}
+	t := time.NewTimer(s.a.opts.AbortTimeout)
+	defer t.Stop()
+	select {
+	case r := <-done:
+		return r.res, true, r.err
+	case <-t.C:
+		s.log.Warn("acp: the agent did not end the cancelled turn; no longer waiting", "waited", s.a.opts.AbortTimeout)
+		cancel()
+		r := <-done
+		return r.res, true, r.err
+	}
+}
+
+// stopReason maps how the agent ended a turn that was not aborted.
+func (s *Session) stopReason(r sdk.StopReason) error {
+	switch r {
+	case sdk.StopReasonEndTurn:
+		// Also after a denied tool: copilot and opencode end the turn
+		// there, and the model sees the denial with the next prompt.
+		return nil
+	case sdk.StopReasonCancelled:
+		return errors.New("acp: the agent cancelled the turn by itself")
+	case sdk.StopReasonMaxTokens:
+		return errors.New("acp: the agent stopped: the model reached its output token limit (max_tokens)")
+	case sdk.StopReasonMaxTurnRequests:
+		return errors.New("acp: the agent stopped: it reached its limit of model requests for one turn (max_turn_requests)")
+	case sdk.StopReasonRefusal:
+		return errors.New("acp: the agent stopped: the model refused to go on (refusal)")
+	}
+	s.log.Warn("acp: the agent ended the turn with an unknown stop reason; taking it as completed", "stopReason", r)
+	return nil
+}
+
+// sync runs f on the pump after everything queued before it, and waits.
+func (s *Session) sync(f func()) {
+	done := make(chan struct{})
+	if !s.queue.push(func() { f(); close(done) }) {
+		return // closed: the session is going away
+	}
+	select {
+	case <-done:
+	case <-s.pumpDone:
+	}
+}
+
+// onUpdate queues a session/update for the pump.
+func (s *Session) onUpdate(p *process, u sdk.SessionUpdate) {
+	s.mu.Lock()
+	ours := s.proc == p && !s.loading
+	s.mu.Unlock()
+	if ours {
+		s.queue.push(func() { s.st.update(u) })
+	}
+}
+
+// onPermission answers a session/request_permission. The pump decides (in
+// order with the updates before it, so the tool's row comes first); this
+// goroutine waits for that, for the turn's abort or for the connection.
+func (s *Session) onPermission(ctx context.Context, p *process, req sdk.RequestPermissionRequest) sdk.RequestPermissionResponse {
+	s.mu.Lock()
+	ours := s.proc == p
+	turnCtx := s.turnCtx
+	if turnCtx == nil {
+		turnCtx = s.ctx
+	}
+	s.mu.Unlock()
+	if !ours {
+		return cancelledOutcome()
+	}
+	reply := make(chan sdk.RequestPermissionResponse, 1)
+	if !s.queue.push(func() { reply <- s.st.permission(turnCtx, req) }) {
+		return cancelledOutcome()
+	}
+	select {
+	case r := <-reply:
+		if turnCtx.Err() == nil {
+			return r
+		}
+	case <-ctx.Done():
+	case <-turnCtx.Done():
+	}
+	// Aborted (ACP wants open requests answered "cancelled"), closed, or
+	// the connection is gone.
+	return cancelledOutcome()
+}
+
+// Close ends the ACP session (session/close where the agent offers it) and
+// stops the session's goroutines. ACP reports no usage totals, so there is
+// no Shutdown event; the relay sends its own.
+func (s *Session) Close(ctx context.Context) error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil
+	}
+	s.closed = true
+	p, id := s.proc, s.id
+	s.mu.Unlock()
+
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, s.a.opts.CloseTimeout)
+		defer cancel()
+	}
+	var err error
+	if p != nil && id != "" && p.alive() && p.info.AgentCapabilities.SessionCapabilities.Close != nil {
+		_, err = p.conn.CloseSession(ctx, sdk.CloseSessionRequest{SessionId: id})
+	}
+	if id != "" {
+		s.a.unregister(id, s)
+	}
+	s.stop()
+	if err != nil && p.dead() == nil {
+		return fmt.Errorf("acp: session/close: %s", rpcMessage(err))
+	}
+	return nil
+}
+
+// stop cancels what waits on the session and ends the pump after the work
+// already queued.
+func (s *Session) stop() {
+	s.cancel()
+	s.queue.close()
+	<-s.pumpDone
+}
