@@ -85,7 +85,7 @@ func (r *Relay) serveWS(w http.ResponseWriter, req *http.Request) {
 	defer r.connWG.Done()
 
 	cw := &corkingWriter{ResponseWriter: w}
-	ws, err := websocket.Accept(cw, req, &r.acceptOptions)
+	ws, err := websocket.Accept(cw, req, r.acceptFor(req))
 	if err != nil {
 		// Accept has answered (403 for a cross-origin request, 400 …).
 		r.log.Info("relay: refused a WebSocket upgrade", "remote", req.RemoteAddr, "err", err)

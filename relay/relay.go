@@ -42,6 +42,7 @@ import (
 	"github.com/pilotdesk/pilotdesk/protocol"
 	"github.com/pilotdesk/pilotdesk/relay/history"
 	"github.com/pilotdesk/pilotdesk/session"
+	"github.com/pilotdesk/pilotdesk/web"
 )
 
 // Defaults for the zero values of Config.
@@ -189,6 +190,9 @@ func New(cfg Config) (*Relay, error) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		_, _ = w.Write([]byte("ok"))
 	})
+	// The web client: the page a phone opens from the Share dialog's QR
+	// code. /ws and /healthz are more specific patterns and keep theirs.
+	r.mux.Handle("GET /", web.Handler())
 	return r, nil
 }
 
@@ -260,7 +264,8 @@ func (r *Relay) load() error {
 	return nil
 }
 
-// Handler serves GET /ws (the WebSocket) and GET /healthz.
+// Handler serves GET /ws (the WebSocket), GET /healthz and the web client
+// (GET / and its files).
 func (r *Relay) Handler() http.Handler { return r.mux }
 
 // Epoch names the relay's history (copilot:subscribed.epoch).

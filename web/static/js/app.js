@@ -1,0 +1,461 @@
+// app.js: the page's state and what the user can do with it. It owns the
+// connection, one Conversation per conversation it follows, and the list
+// of the relay's conversations; the views (list, transcript, indicator,
+// composer, question, notifier) only render what it hands them.
+
+import { $, el, clear } from './dom.js';
+import { Connection } from './connection.js';
+import { Conversation } from './conversation.js';
+import { ConversationList } from './list.js';
+import { Transcript } from './transcript.js';
+import { Indicator } from './indicator.js';
+import { Composer } from './composer.js';
+import { QuestionDialog } from './question.js';
+import { Notifier } from './notify.js';
+import { uuid } from './ids.js';
+import { forgetDevice, saveToken, takeToken, tokenFromInput } from './token.js';
+import { statusText, totalsText, usageText } from './words.js';
+
+const PAGE = 50; // conversations per copilot:list page
+const CURRENT_KEY = 'pilotdesk.current';
+
+export class App {
+  constructor() {
+    this.token = takeToken();
+    this.clock = { skew: 0 };
+    this.convs = new Map(); // id → Conversation
+    this.entries = new Map(); // id → the relay's list entry
+    this.nextCursor = '';
+    this.listRequests = []; // 'first' | 'more', in the order sent
+    this.listedOnce = false;
+    this.current = load(CURRENT_KEY);
+    this.lastPrompt = new Map(); // id → the prompt last sent, to restore when refused
+    this.state = 'connecting';
+    this.stateInfo = {};
+    this.frame = 0;
+
+    this.list = new ConversationList({ list: $('conv-list'), more: $('more'), fresh: $('new-conv') }, {
+      open: (id) => this.open(id),
+      more: () => this.requestList('more'),
+      fresh: () => this.newConversation(),
+    });
+    this.transcript = new Transcript($('transcript'));
+    this.indicator = new Indicator($('indicator'));
+    this.composer = new Composer(
+      { form: $('composer'), input: $('prompt'), send: $('send'), plan: $('mode-plan'), act: $('mode-act'), banner: $('plan-banner') },
+      { send: (text) => this.send(text), stop: () => this.stop(), setMode: (m) => this.setMode(m) });
+    this.question = new QuestionDialog($('question'), $('app'), {
+      answer: (c, r, text, o) => this.answer(c, r, text, o),
+      reject: (c, r) => this.reject(c, r),
+    });
+    this.notifier = new Notifier({ button: $('notify'), state: $('notify-state') }, (id) => this.open(id));
+
+    $('menu').addEventListener('click', () => this.toggleDrawer());
+    $('scrim').addEventListener('click', () => this.toggleDrawer(false));
+    $('forget').addEventListener('click', () => this.forget());
+    $('login-form').addEventListener('submit', (ev) => {
+      ev.preventDefault();
+      this.login($('login-token').value);
+    });
+    $('elsewhere').addEventListener('click', (ev) => {
+      const b = ev.target.closest('[data-id]');
+      if (b) this.open(b.dataset.id);
+    });
+    document.addEventListener('keydown', (ev) => {
+      if (ev.key === 'Escape' && !this.question.open) this.toggleDrawer(false);
+    });
+    document.addEventListener('visibilitychange', () => {
+      if (document.hidden) return;
+      this.notifier.render();
+      // Back on the page: a fresh first page of the list (not a poll: it
+      // follows the user's coming back).
+      this.requestList('first');
+      this.render();
+    });
+    setInterval(() => this.tick(), 1000);
+  }
+
+  start() {
+    const url = new URL('ws', new URL('.', location.href));
+    url.protocol = location.protocol === 'https:' ? 'wss:' : 'ws:';
+    this.conn = new Connection({
+      url: url.href,
+      token: this.token,
+      onMessage: (m) => this.onMessage(m),
+      onState: (s, info) => this.onState(s, info),
+    });
+    this.conn.start();
+    this.render();
+  }
+
+  // ---- the relay ----
+
+  onState(state, info = {}) {
+    this.state = state;
+    this.stateInfo = info;
+    document.body.dataset.state = state;
+    document.body.dataset.connects = String(this.conn.connects);
+    if (state === 'live') {
+      this.listRequests = [];
+      $('login').hidden = true;
+      this.requestList('first');
+      if (this.current && this.convs.has(this.current)) this.conn.follow(this.current);
+    }
+    if (state === 'refused') this.showLogin(info.reason);
+    this.scheduleRender();
+  }
+
+  onMessage({ type, data: d }) {
+    switch (type) {
+      case 'copilot:conversations':
+        this.listed(d);
+        break;
+      case 'copilot:conversation':
+        if (d.deleted) this.deleted(d.conversationId);
+        else this.upsertEntry(d);
+        break;
+      case 'copilot:deleted':
+        this.deleted(d.conversationId);
+        break;
+      case 'reset': {
+        const c = this.convs.get(d.conversationId);
+        if (c) c.resetCopy();
+        break;
+      }
+      default: {
+        if (type === 'copilot:subscribed' && typeof d.serverTime === 'string') {
+          const t = Date.parse(d.serverTime);
+          if (!Number.isNaN(t)) this.clock.skew = t - Date.now();
+        }
+        const id = d.conversationId;
+        if (type === 'error' && d.type === 'copilot:send' && id) this.restorePrompt(id);
+        const c = typeof id === 'string' ? this.conv(id) : null;
+        if (!c) {
+          if (type === 'error') this.toast(`The relay refused the request: ${d.message || d.code}`);
+          break;
+        }
+        const live = c.synced;
+        const ch = c.apply(type, d);
+        if (live && ch.opened) this.notifier.questionOpened(c, ch.opened);
+        if (live && ch.ended) this.notifier.turnEnded(c, statusText(ch.ended));
+        if (ch.listing) this.upsertEntry(null, c);
+      }
+    }
+    this.notifier.setCount(this.waitingIds().length);
+    this.scheduleRender();
+  }
+
+  // conv returns the Conversation of id, made on first use.
+  conv(id) {
+    let c = this.convs.get(id);
+    if (!c) {
+      c = new Conversation(id, this.clock);
+      const e = this.entries.get(id);
+      if (e) c.listed(e);
+      this.convs.set(id, c);
+    }
+    return c;
+  }
+
+  requestList(kind) {
+    if (!this.conn || !this.conn.live) return;
+    if (kind === 'more' && !this.nextCursor) return;
+    if (this.listRequests.includes(kind)) return;
+    const data = { limit: PAGE, watch: true };
+    if (kind === 'more') data.cursor = this.nextCursor;
+    if (this.conn.send('copilot:list', data)) this.listRequests.push(kind);
+  }
+
+  listed(d) {
+    const kind = this.listRequests.shift() || 'first';
+    if (kind === 'first') this.entries = new Map();
+    for (const e of Array.isArray(d.conversations) ? d.conversations : []) this.upsertEntry(e);
+    this.nextCursor = typeof d.nextCursor === 'string' ? d.nextCursor : '';
+    if (!this.listedOnce) {
+      this.listedOnce = true;
+      this.pickFirst();
+    }
+  }
+
+  // upsertEntry records a list entry from the relay (info), or the entry of
+  // a followed conversation (c), and follows conversations that are busy
+  // so that their questions reach the title and the notifications.
+  upsertEntry(info, c) {
+    if (info) {
+      this.entries.set(info.conversationId, info);
+      const known = this.convs.get(info.conversationId);
+      if (known) known.listed(info);
+      if ((info.streaming || info.waitingInput) && this.conn.live) this.follow(info.conversationId);
+    } else if (c) {
+      const e = this.entries.get(c.id);
+      if (e) Object.assign(e, { title: c.title, streaming: c.streaming, mode: c.mode, waitingInput: !!c.pending });
+    }
+  }
+
+  follow(id) {
+    this.conv(id);
+    this.conn.follow(id);
+  }
+
+  deleted(id) {
+    this.entries.delete(id);
+    this.convs.delete(id);
+    this.conn.forget(id);
+    if (this.current === id) {
+      this.current = null;
+      this.toast('This conversation was deleted.');
+      this.pickFirst();
+    }
+  }
+
+  // pickFirst opens a conversation when none is: one waiting for an answer,
+  // else the last one opened here, else the most recent, else a new one.
+  pickFirst() {
+    if (this.current && (this.entries.has(this.current) || this.convs.has(this.current))) {
+      this.open(this.current, { keepDrawer: true });
+      return;
+    }
+    const entries = this.sortedEntries();
+    const pick = entries.find((e) => e.waiting) || entries[0];
+    if (pick) this.open(pick.id, { keepDrawer: true });
+    else this.newConversation({ keepDrawer: true });
+  }
+
+  // ---- what the user does ----
+
+  open(id, { keepDrawer = false } = {}) {
+    this.current = id;
+    store(CURRENT_KEY, id);
+    const c = this.conv(id);
+    if (this.conn && this.conn.live && (c.onRelay || this.entries.has(id))) this.conn.follow(id);
+    if (!keepDrawer) this.toggleDrawer(false);
+    this.scheduleRender();
+  }
+
+  newConversation(opts) {
+    const id = uuid();
+    const c = this.conv(id);
+    c.updatedAt = Date.now();
+    this.open(id, opts);
+    if (!opts) $('prompt').focus();
+  }
+
+  send(text) {
+    const c = this.current && this.convs.get(this.current);
+    if (!c) return false;
+    if (!this.conn.live) {
+      c.note('error', 'Not connected to the relay: the prompt was not sent.');
+      this.scheduleRender();
+      return false;
+    }
+    this.conn.follow(c.id);
+    this.conn.send('copilot:send', { conversationId: c.id, prompt: text, mode: c.mode });
+    this.lastPrompt.set(c.id, text);
+    c.updatedAt = Date.now();
+    return true;
+  }
+
+  restorePrompt(id) {
+    const text = this.lastPrompt.get(id);
+    const input = $('prompt');
+    if (text && id === this.current && !input.value) {
+      input.value = text;
+      this.composer.fit();
+    }
+  }
+
+  stop() {
+    const c = this.current && this.convs.get(this.current);
+    if (c && !this.conn.send('copilot:abort', { conversationId: c.id })) {
+      c.note('error', 'Not connected to the relay: Stop was not sent.');
+      this.scheduleRender();
+    }
+  }
+
+  setMode(mode) {
+    const c = this.current && this.convs.get(this.current);
+    if (!c || c.mode === mode) return;
+    if (c.rows.length === 0 && !c.streaming) {
+      // Not on the relay yet: the first copilot:send carries the mode.
+      c.mode = mode;
+    } else if (!this.conn.send('copilot:set_mode', { conversationId: c.id, mode })) {
+      c.note('error', 'Not connected to the relay: the mode was not changed.');
+    }
+    this.scheduleRender();
+  }
+
+  answer(convId, requestId, text, { wasFreeform, index }) {
+    const c = this.convs.get(convId);
+    if (!c) return;
+    c.markAnswering(requestId, text, false);
+    const data = { conversationId: convId, requestId, answer: text, wasFreeform: !!wasFreeform };
+    if (Number.isInteger(index)) data.index = index;
+    if (!this.conn.send('copilot:user_input_response', data)) {
+      c.answerFailed(requestId, 'Not connected to the relay: the answer was not sent. Try again once the page is connected.');
+    }
+    this.scheduleRender();
+  }
+
+  reject(convId, requestId) {
+    const c = this.convs.get(convId);
+    if (!c) return;
+    c.markAnswering(requestId, '', true);
+    if (!this.conn.send('copilot:user_input_response', { conversationId: convId, requestId, answer: 'reject', rejected: true })) {
+      c.answerFailed(requestId, 'Not connected to the relay: the rejection was not sent. Try again once the page is connected.');
+    }
+    this.scheduleRender();
+  }
+
+  forget() {
+    if (!window.confirm('Forget this device? The page will need the link (or the token) from the Share dialog again.')) return;
+    forgetDevice();
+    this.token = '';
+    this.conn.stop();
+    this.convs.clear();
+    this.entries.clear();
+    this.current = null;
+    this.listedOnce = false;
+    this.toggleDrawer(false);
+    this.showLogin('forgotten');
+    this.render();
+  }
+
+  login(text) {
+    const token = tokenFromInput(text);
+    if (!token) return;
+    saveToken(token);
+    this.token = token;
+    $('login').hidden = true;
+    if (this.conn) this.conn.stop();
+    this.start();
+  }
+
+  showLogin(reason) {
+    const why = {
+      token: 'The relay is up but refused this page: the token is wrong or was revoked.',
+      revoked: "This device's token was revoked.",
+      forgotten: 'This device is forgotten: the token is no longer stored here.',
+    }[reason] || '';
+    $('login-why').textContent = why;
+    $('login').hidden = false;
+    if (reason !== 'token') $('login-token').focus();
+  }
+
+  toggleDrawer(open) {
+    const app = $('app');
+    const on = open === undefined ? !app.classList.contains('drawer-open') : open;
+    app.classList.toggle('drawer-open', on);
+    $('menu').setAttribute('aria-expanded', String(on));
+    $('scrim').hidden = !on;
+  }
+
+  toast(text) {
+    const t = $('toast');
+    t.textContent = text;
+    t.hidden = false;
+    clearTimeout(this.toastTimer);
+    this.toastTimer = setTimeout(() => { t.hidden = true; }, 6000);
+  }
+
+  // ---- rendering ----
+
+  // waitingIds lists the conversations with a question open.
+  waitingIds() {
+    const ids = new Set();
+    for (const [id, c] of this.convs) if (c.pending && !c.pending.answering) ids.add(id);
+    for (const [id, e] of this.entries) if (e.waitingInput && !this.conn?.following(id)) ids.add(id);
+    return [...ids];
+  }
+
+  sortedEntries() {
+    const out = new Map();
+    for (const [id, e] of this.entries) {
+      out.set(id, { id, title: e.title, streaming: !!e.streaming, mode: e.mode, waiting: !!e.waitingInput, updatedAt: Date.parse(e.updatedAt) || 0 });
+    }
+    for (const [id, c] of this.convs) {
+      if (!out.has(id) && !(id === this.current && !c.onRelay) && c.rows.length === 0) continue;
+      const prev = out.get(id) || {};
+      out.set(id, {
+        id, title: c.title || prev.title, streaming: c.synced ? c.streaming : prev.streaming,
+        mode: c.mode, waiting: c.synced ? !!c.pending : prev.waiting, updatedAt: Math.max(c.updatedAt || 0, prev.updatedAt || 0),
+      });
+    }
+    return [...out.values()].sort((a, b) => b.updatedAt - a.updatedAt);
+  }
+
+  scheduleRender() {
+    if (this.frame) return;
+    this.frame = requestAnimationFrame(() => {
+      this.frame = 0;
+      this.render();
+    });
+  }
+
+  render() {
+    const c = this.current ? this.convs.get(this.current) : null;
+    const live = !!(this.conn && this.conn.live);
+    $('title').textContent = c ? c.title || 'New conversation' : 'pilotdesk';
+    this.transcript.render(c);
+    this.indicator.render(c, Date.now());
+    this.composer.render(c, live);
+    this.question.show(c);
+    $('usage').textContent = c ? [usageText(c.usage), totalsText(c.usage)].filter(Boolean).join('  ·  ') : '';
+    this.list.render(this.sortedEntries(), this.current, !!this.nextCursor);
+    this.renderElsewhere();
+    this.renderState();
+  }
+
+  // renderElsewhere points at questions waiting in other conversations.
+  renderElsewhere() {
+    const others = this.waitingIds().filter((id) => id !== this.current);
+    const box = $('elsewhere');
+    box.hidden = others.length === 0;
+    const badge = $('menu-badge');
+    badge.hidden = others.length === 0;
+    badge.textContent = String(others.length);
+    if (!others.length) return;
+    const c = this.convs.get(others[0]);
+    const title = (c && c.title) || this.entries.get(others[0])?.title || 'another conversation';
+    clear(box).append(
+      el('span', { text: others.length === 1 ? `A question waits in “${title}”.` : `${others.length} questions wait in other conversations.` }),
+      el('button', { type: 'button', dataset: { id: others[0] }, text: 'Open' }));
+  }
+
+  renderState() {
+    const s = $('conn');
+    const words = {
+      connecting: 'connecting…',
+      live: 'live',
+      reconnecting: `reconnecting${this.stateInfo.inMs ? ` in ${Math.max(1, Math.round(this.stateInfo.inMs / 1000))} s` : ''}…`,
+      refused: 'refused',
+      closed: 'offline',
+    };
+    s.textContent = words[this.state] || this.state;
+    s.dataset.state = this.state;
+  }
+
+  tick() {
+    const c = this.current ? this.convs.get(this.current) : null;
+    if (c && c.pending && c.pending.deadline) {
+      const now = Date.now();
+      this.indicator.render(c, now);
+      this.question.tick(now);
+    }
+  }
+}
+
+function load(key) {
+  try {
+    return localStorage.getItem(key);
+  } catch {
+    return null;
+  }
+}
+
+function store(key, value) {
+  try {
+    localStorage.setItem(key, value);
+  } catch {
+    // not kept across reloads
+  }
+}

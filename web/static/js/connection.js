@@ -1,0 +1,264 @@
+// connection.js: one WebSocket to the relay that survives drops, as the Go
+// client (client/) does: it connects with ?token=…&client=web, sends ping
+// after 30 s of silence and gives up on the socket 20 s after a ping that
+// got nothing back, reconnects with a backoff from 0.5 s to 15 s (doubling,
+// ±20 % jitter), and re-subscribes to every conversation it follows with
+// sinceSeq (the last seq it delivered) and the epoch it holds. Events reach
+// the page once and in order: while a (re)subscription replays, they are
+// held, then sorted and stripped of what was already delivered.
+
+const PING_AFTER = 30_000;
+const PONG_WITHIN = 20_000;
+const BACKOFF_MIN = 500;
+const BACKOFF_MAX = 15_000;
+
+// Messages about a conversation that are not events: they have no seq of
+// their own to order or de-duplicate by.
+const NOT_EVENTS = new Set(['copilot:subscribed', 'copilot:deleted', 'copilot:conversation', 'error']);
+
+export class Connection {
+  /**
+   * @param {object} o
+   * @param {string} o.url the relay's /ws URL, without token
+   * @param {string} o.token the token ('' when the relay has none)
+   * @param {(msg: {type: string, data: object}) => void} o.onMessage
+   * @param {(state: string, info?: object) => void} o.onState states:
+   *   connecting, live, reconnecting ({inMs}), refused ({reason}), closed
+   */
+  constructor({ url, token, onMessage, onState }) {
+    this.url = url;
+    this.token = token;
+    this.onMessage = onMessage;
+    this.onState = onState;
+    this.ws = null;
+    this.subs = new Map(); // conversationId → {lastSeq, epoch, syncing, buf}
+    this.backoff = BACKOFF_MIN;
+    this.failures = 0; // connections that failed before opening, in a row
+    this.stopped = false;
+    this.silence = null;
+    this.retry = null;
+    this.connects = 0; // how many times a socket opened (the tests read it)
+  }
+
+  start() {
+    this.stopped = false;
+    this.open('connecting');
+  }
+
+  /** stop closes the socket for good. */
+  stop() {
+    this.stopped = true;
+    clearTimeout(this.retry);
+    clearTimeout(this.silence);
+    if (this.ws) this.ws.close(1000, 'closed by the page');
+    this.ws = null;
+    this.onState('closed');
+  }
+
+  get live() {
+    return !!this.ws && this.ws.readyState === WebSocket.OPEN && this.ready;
+  }
+
+  /** send sends one message; false when there is no live socket. */
+  send(type, data) {
+    if (!this.live) return false;
+    this.ws.send(JSON.stringify(data === undefined ? { type } : { type, data }));
+    return true;
+  }
+
+  /**
+   * follow subscribes to a conversation and replays its whole history (or,
+   * when it is followed already, does nothing). Its events then flow to
+   * onMessage, and a reconnect resumes it where it stood.
+   */
+  follow(id) {
+    if (this.subs.has(id)) return;
+    this.subs.set(id, { lastSeq: 0, epoch: '', syncing: false, buf: [] });
+    this.subscribe(id);
+  }
+
+  /** forget drops a conversation that is gone (deleted). */
+  forget(id) {
+    this.subs.delete(id);
+  }
+
+  following(id) {
+    return this.subs.has(id);
+  }
+
+  subscribe(id) {
+    const s = this.subs.get(id);
+    if (!s || !this.live) return;
+    s.syncing = true;
+    s.buf = [];
+    const data = { conversationId: id, sinceSeq: s.lastSeq };
+    if (s.epoch) data.epoch = s.epoch;
+    this.send('copilot:subscribe', data);
+  }
+
+  // ---- the socket ----
+
+  open(state) {
+    clearTimeout(this.retry);
+    if (this.stopped) return;
+    this.onState(state);
+    const u = new URL(this.url);
+    if (this.token) u.searchParams.set('token', this.token);
+    u.searchParams.set('client', 'web');
+    let ws;
+    try {
+      ws = new WebSocket(u.href);
+    } catch (err) {
+      this.scheduleRetry(String(err));
+      return;
+    }
+    this.ws = ws;
+    this.ready = false;
+    let opened = false;
+    ws.addEventListener('open', () => {
+      if (ws !== this.ws) return;
+      opened = true;
+      this.ready = true;
+      this.failures = 0;
+      this.backoff = BACKOFF_MIN;
+      this.connects++;
+      this.heard();
+      this.onState('live');
+      for (const id of this.subs.keys()) this.subscribe(id);
+    });
+    ws.addEventListener('message', (ev) => {
+      if (ws !== this.ws) return;
+      this.heard();
+      this.receive(ev.data);
+    });
+    ws.addEventListener('close', (ev) => {
+      if (ws !== this.ws) return;
+      this.ws = null;
+      this.ready = false;
+      clearTimeout(this.silence);
+      if (this.stopped) return;
+      if (ev.code === 4003) {
+        // The token was revoked: trying again would only be refused.
+        this.onState('refused', { reason: 'revoked' });
+        return;
+      }
+      if (!opened) this.failures++;
+      this.scheduleRetry(ev.reason || `closed (${ev.code})`);
+    });
+  }
+
+  async scheduleRetry(why) {
+    if (this.stopped) return;
+    const jitter = 1 + (Math.random() * 0.4 - 0.2);
+    const wait = Math.round(this.backoff * jitter);
+    this.backoff = Math.min(this.backoff * 2, BACKOFF_MAX);
+    this.retry = setTimeout(() => this.open('reconnecting'), wait);
+    let refused = false;
+    if (this.failures >= 2) {
+      // A browser does not show why an upgrade failed. When the relay
+      // answers /healthz but refuses the socket, the token is the likely
+      // reason (or this page's origin), not the network.
+      refused = await this.relayAnswers();
+    }
+    if (this.stopped || this.ws) return;
+    if (refused) this.onState('refused', { reason: 'token', inMs: wait });
+    else this.onState('reconnecting', { inMs: wait, why });
+  }
+
+  async relayAnswers() {
+    try {
+      const res = await fetch(new URL('healthz', new URL('.', location.href)), { cache: 'no-store' });
+      return res.ok;
+    } catch {
+      return false;
+    }
+  }
+
+  // heard restarts the silence timer: ping after PING_AFTER without a
+  // message, drop the socket PONG_WITHIN after that.
+  heard() {
+    clearTimeout(this.silence);
+    this.silence = setTimeout(() => {
+      if (!this.send('ping')) return;
+      this.silence = setTimeout(() => {
+        if (this.ws) this.ws.close(4000, 'no answer to ping');
+      }, PONG_WITHIN);
+    }, PING_AFTER);
+  }
+
+  receive(raw) {
+    let msg;
+    try {
+      msg = JSON.parse(raw);
+    } catch {
+      console.warn('pilotdesk: the relay sent a frame that is not JSON');
+      return;
+    }
+    if (!msg || typeof msg.type !== 'string') return;
+    const d = msg.data && typeof msg.data === 'object' ? msg.data : {};
+    msg.data = d;
+    if (msg.type === 'ping') {
+      this.send('pong');
+      return;
+    }
+    if (msg.type === 'pong') return;
+    const id = d.conversationId;
+    const s = typeof id === 'string' ? this.subs.get(id) : undefined;
+
+    if (msg.type === 'copilot:subscribed' && s) {
+      const out = [];
+      if (d.reset || (s.epoch && d.epoch !== s.epoch)) {
+        // The relay's history of this conversation is not the one held
+        // here. Given our epoch it replayed from seq 0 and said reset, so
+        // what it just replayed replaces the copy, with no second trip.
+        s.lastSeq = 0;
+        out.push({ type: 'reset', data: { conversationId: id, epoch: d.epoch } });
+      }
+      s.epoch = d.epoch || '';
+      out.push(...this.flush(s));
+      s.lastSeq = Math.max(s.lastSeq, Number(d.seq) || 0);
+      out.push(msg);
+      for (const m of out) this.onMessage(m);
+      return;
+    }
+    if (msg.type === 'error' && d.type === 'copilot:subscribe' && s && s.syncing) {
+      for (const m of this.flush(s)) this.onMessage(m);
+      this.onMessage(msg);
+      return;
+    }
+    if (msg.type === 'copilot:deleted' && s) {
+      this.subs.delete(id);
+      this.onMessage(msg);
+      return;
+    }
+    if (s && !NOT_EVENTS.has(msg.type)) {
+      if (s.syncing) {
+        s.buf.push(msg);
+        return;
+      }
+      const seq = Number(d.seq) || 0;
+      if (seq > 0) {
+        if (seq <= s.lastSeq) return; // delivered already
+        s.lastSeq = seq;
+      }
+    }
+    this.onMessage(msg);
+  }
+
+  // flush ends a resync: the held events in seq order, without the ones
+  // delivered already.
+  flush(s) {
+    const buf = s.buf;
+    s.buf = [];
+    s.syncing = false;
+    buf.sort((a, b) => (Number(a.data.seq) || 0) - (Number(b.data.seq) || 0));
+    const out = [];
+    for (const m of buf) {
+      const seq = Number(m.data.seq) || 0;
+      if (seq > 0 && seq <= s.lastSeq) continue;
+      if (seq > 0) s.lastSeq = seq;
+      out.push(m);
+    }
+    return out;
+  }
+}

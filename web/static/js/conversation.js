@@ -1,0 +1,327 @@
+// conversation.js: the fold of one conversation's events into what the
+// page shows, as conversation.State does for the window and the terminal
+// client: rows (prompts, assistant text, tool calls, turn endings, mode
+// switches, notes), the mode, whether a turn runs, the open question and
+// its deadline, and the usage. It touches no DOM; the views render it.
+
+import {
+  addQuota, addShutdown, closedText, modeChangeText, newUsage, oneLine, statusText, titleFrom,
+  toolSummary, turnText,
+} from './words.js';
+
+/**
+ * A row is one entry of the transcript. Every row has kind and v (its
+ * version, bumped on each change). Kinds and their fields:
+ *   user:   text, mode
+ *   text:   messageId, text (markdown), done
+ *   tool:   id, name, summary, state (running|approved|denied|failed), detail
+ *   status: status, text, detail, usage
+ *   mode:   mode, text
+ *   note:   tone (info|warning|error), text
+ */
+
+export class Conversation {
+  /**
+   * @param {string} id
+   * @param {{skew: number}} clock the relay's clock minus this one's, in
+   *   ms (from copilot:subscribed's serverTime), shared by every
+   *   conversation of one relay.
+   */
+  constructor(id, clock = { skew: 0 }) {
+    this.id = id;
+    this.clock = clock;
+    this.title = '';
+    this.titled = false;
+    this.updatedAt = 0;
+    this.onRelay = false;
+    this.resetCopy();
+  }
+
+  /** resetCopy forgets everything the relay sent (a new epoch). */
+  resetCopy() {
+    this.mode = this.mode || 'act';
+    this.streaming = false;
+    this.synced = false;
+    this.rows = [];
+    this.pending = null;
+    this.usage = newUsage();
+    this.turn = newUsage();
+    this.turnOutput = false;
+    this.lastError = '';
+    this.msgs = new Map(); // messageId → {row, text, done}
+    this.answered = new Map(); // requestId → answer sent from here ('' for a rejection)
+  }
+
+  /** thinking: a turn runs and has shown nothing yet. */
+  get thinking() {
+    return this.streaming && !this.pending && !this.turnOutput;
+  }
+
+  /**
+   * apply folds one message of this conversation in. It returns what
+   * changed: {rows, listing, opened (a question opened), ended (a turn's
+   * status)}.
+   */
+  apply(type, d) {
+    const ch = { rows: false, listing: false, opened: null, ended: null };
+    this.ch = ch;
+    try {
+      this.applyInner(type, d || {}, ch);
+    } finally {
+      this.ch = null;
+    }
+    return ch;
+  }
+
+  applyInner(type, d, ch) {
+    if (type !== 'error' && type !== 'copilot:deleted') this.onRelay = true;
+    switch (type) {
+      case 'copilot:subscribed':
+        if (d.mode === 'plan' || d.mode === 'act') this.mode = d.mode;
+        if (this.streaming !== !!d.streaming) ch.listing = true;
+        this.streaming = !!d.streaming;
+        this.synced = true;
+        if (!this.streaming) this.finishMessages();
+        if (d.pendingInput) this.openRequest(d.pendingInput);
+        else if (this.pending) this.closeRequest(this.pending.request.requestId);
+        break;
+      case 'copilot:user_message': {
+        this.finishMessages();
+        this.mode = d.mode === 'plan' ? 'plan' : 'act';
+        this.push({ kind: 'user', text: d.content ?? '', mode: this.mode });
+        this.streaming = true;
+        this.turnOutput = false;
+        this.lastError = '';
+        this.turn = newUsage();
+        this.updatedAt = Date.now();
+        if (!this.titled) {
+          this.title = titleFrom(d.content ?? '');
+          this.titled = true;
+        }
+        ch.listing = true;
+        break;
+      }
+      case 'copilot:delta':
+        this.delta(d.messageId, d.content ?? '');
+        this.turnOutput = true;
+        break;
+      case 'copilot:message':
+        if (d.truncated) {
+          // Too long for one frame: the deltas carried the text.
+          const m = this.msgs.get(d.messageId);
+          if (m) this.finish(m);
+        } else this.wholeMessage(d.messageId, d.content ?? '');
+        break;
+      case 'copilot:tool_start':
+        this.turnOutput = true;
+        this.push({ kind: 'tool', id: d.toolCallId, name: d.toolName || 'tool', summary: toolSummary(d.arguments), state: 'running', detail: '' });
+        break;
+      case 'copilot:tool_end': {
+        this.turnOutput = true;
+        const state = d.denied ? 'denied' : d.success ? 'approved' : 'failed';
+        const i = this.findTool(d.toolCallId);
+        if (i < 0) this.push({ kind: 'tool', id: d.toolCallId, name: d.toolCallId, summary: '', state, detail: d.result ?? '' });
+        else this.update(i, { state, detail: d.result ?? '' });
+        break;
+      }
+      case 'copilot:mode_changed':
+        if (d.mode !== this.mode && (d.mode === 'plan' || d.mode === 'act')) {
+          this.mode = d.mode;
+          if (this.rows.length) this.push({ kind: 'mode', mode: d.mode, text: modeChangeText(d.mode, this.streaming) });
+          ch.listing = true;
+        }
+        break;
+      case 'copilot:user_input_request':
+        this.openRequest(d);
+        break;
+      case 'copilot:user_input_timeout':
+        this.note('warning', `No answer in time: the question ${JSON.stringify(oneLine(d.question, 120))} timed out and the agent goes on without an answer.`);
+        this.closeRequest(d.requestId);
+        break;
+      case 'copilot:user_input_closed':
+        if (this.pending && this.pending.request.requestId === d.requestId) {
+          this.note('info', closedText(this.pending.request.question, this.answered.get(d.requestId), d.reason));
+        }
+        this.closeRequest(d.requestId);
+        break;
+      case 'copilot:error':
+        this.lastError = d.message ?? '';
+        this.note('error', `Agent error: ${d.message ?? ''}`);
+        break;
+      case 'copilot:idle': {
+        this.finishMessages();
+        let detail = d.message ?? '';
+        if (!detail && d.status === 'error') detail = this.lastError;
+        this.push({ kind: 'status', status: d.status, text: statusText(d.status), detail, usage: turnText(this.turn) });
+        this.streaming = false;
+        this.turnOutput = false;
+        this.pending = null;
+        this.updatedAt = Date.now();
+        ch.ended = d.status;
+        ch.listing = true;
+        break;
+      }
+      case 'copilot:quota':
+        addQuota(this.usage, d);
+        addQuota(this.turn, d);
+        ch.rows = true; // the usage line changed
+        break;
+      case 'copilot:shutdown':
+        addShutdown(this.usage, d);
+        addShutdown(this.turn, d);
+        ch.rows = true;
+        break;
+      case 'error':
+        this.relayError(d);
+        break;
+      default:
+        // A type this page does not know: skipped, so that a newer relay
+        // keeps working with this page.
+        break;
+    }
+  }
+
+  /** listed folds the conversation's entry of the list in. */
+  listed(info) {
+    this.onRelay = true;
+    if (info.title) {
+      this.title = info.title;
+      this.titled = true;
+    }
+    const t = Date.parse(info.updatedAt);
+    if (!Number.isNaN(t)) this.updatedAt = t;
+    if (!this.synced) {
+      // Until the subscription says, the list is the best we know.
+      this.streaming = !!info.streaming;
+      if (info.mode === 'plan' || info.mode === 'act') this.mode = info.mode;
+    }
+  }
+
+  // ---- local actions ----
+
+  /** markAnswering records an answer sent from here ('' and rejected for a rejection). */
+  markAnswering(requestId, answer, rejected) {
+    this.answered.set(requestId, rejected ? '' : answer);
+    if (this.pending && this.pending.request.requestId === requestId) {
+      this.pending.answering = true;
+      this.pending.hint = '';
+    }
+  }
+
+  /** answerFailed shows the question again with why the answer did not go. */
+  answerFailed(requestId, why) {
+    if (this.pending && this.pending.request.requestId === requestId) {
+      this.pending.answering = false;
+      this.pending.hint = why;
+    }
+  }
+
+  /** note adds a note row: something the page itself has to say. */
+  note(tone, text) {
+    this.push({ kind: 'note', tone, text });
+  }
+
+  // ---- internals ----
+
+  relayError(e) {
+    if (e.code === 'invalid_answer' && this.pending) {
+      this.pending.answering = false;
+      this.pending.hint = `The relay did not accept that answer: ${e.message ?? ''}`;
+      return;
+    }
+    if (e.code === 'conversation_busy') {
+      this.note('warning', 'The agent is still working on the last prompt: wait for it to finish, or Stop it.');
+      return;
+    }
+    this.note('error', `The relay refused the request: ${e.message ?? e.code}`);
+  }
+
+  openRequest(req) {
+    if (this.pending && this.pending.request.requestId === req.requestId) {
+      this.pending.request = req; // a re-subscribe: keep what this page knows
+      return;
+    }
+    let deadline = 0;
+    const expires = Date.parse(req.expiresAt ?? '');
+    if (!Number.isNaN(expires)) deadline = expires - this.clock.skew;
+    this.pending = { request: req, deadline, answering: false, hint: '' };
+    if (this.ch) {
+      this.ch.opened = req;
+      this.ch.listing = true;
+    }
+  }
+
+  closeRequest(requestId) {
+    if (this.pending && this.pending.request.requestId === requestId) {
+      this.pending = null;
+      if (this.ch) this.ch.listing = true;
+    }
+  }
+
+  push(row) {
+    row.v = 1;
+    this.rows.push(row);
+    if (this.ch) this.ch.rows = true;
+    return this.rows.length - 1;
+  }
+
+  update(i, fields) {
+    const row = this.rows[i];
+    Object.assign(row, fields);
+    row.v++;
+    if (this.ch) this.ch.rows = true;
+  }
+
+  findTool(id) {
+    for (let i = this.rows.length - 1; i >= 0; i--) {
+      if (this.rows[i].kind === 'tool' && this.rows[i].id === id) return i;
+    }
+    return -1;
+  }
+
+  // delta streams text into an assistant message. When something else was
+  // shown since the message last wrote (a tool call), the text goes on in
+  // a new row below it.
+  delta(id, text) {
+    let m = this.msgs.get(id);
+    if (!m || m.done) {
+      m = { row: -1, text: '', done: false };
+      this.msgs.set(id, m);
+    }
+    if (!text) return;
+    if (m.row >= 0 && m.row !== this.rows.length - 1) {
+      this.update(m.row, { done: true });
+      m.row = -1;
+    }
+    if (m.row < 0) m.row = this.push({ kind: 'text', messageId: id, text: '', done: false });
+    m.text += text;
+    this.update(m.row, { text: this.rows[m.row].text + text });
+  }
+
+  // wholeMessage handles copilot:message: an agent that streams no deltas
+  // shows its text here; one that did gets any text its deltas missed.
+  wholeMessage(id, content) {
+    let m = this.msgs.get(id);
+    if (!m || m.done) {
+      if (!content) return;
+      this.delta(id, content);
+      m = this.msgs.get(id);
+    } else if (m.text !== content) {
+      if (content.startsWith(m.text)) this.delta(id, content.slice(m.text.length));
+      else console.warn('pilotdesk: an assistant message differs from its deltas; keeping what was streamed', id);
+    }
+    if (content) this.turnOutput = true;
+    this.finish(m);
+  }
+
+  finish(m) {
+    if (m.done) return;
+    if (m.row >= 0) this.update(m.row, { done: true });
+    m.row = -1;
+    m.done = true;
+  }
+
+  finishMessages() {
+    for (const m of this.msgs.values()) this.finish(m);
+  }
+}

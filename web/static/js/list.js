@@ -1,0 +1,48 @@
+// list.js: the conversations, most recently updated first, with what each
+// is doing, and "Load more" when the relay pages the list.
+
+import { el, clear } from './dom.js';
+
+export class ConversationList {
+  /**
+   * @param {object} n the nodes: list (ul), more (button), fresh (button)
+   * @param {object} actions open(id), more(), fresh()
+   */
+  constructor(n, actions) {
+    this.n = n;
+    n.more.addEventListener('click', () => actions.more());
+    n.fresh.addEventListener('click', () => actions.fresh());
+    n.list.addEventListener('click', (ev) => {
+      const item = ev.target.closest('[data-id]');
+      if (item) actions.open(item.dataset.id);
+    });
+  }
+
+  /**
+   * render shows entries ({id, title, streaming, waiting, mode,
+   * updatedAt}), marks current, and offers more when hasMore.
+   */
+  render(entries, current, hasMore) {
+    const items = entries.map((e) => {
+      const sub = e.waiting ? 'waiting for your answer' : e.streaming ? 'working…' : e.mode === 'plan' ? 'plan mode' : when(e.updatedAt);
+      const tone = e.waiting ? 'waiting' : e.streaming ? 'busy' : e.mode === 'plan' ? 'plan' : '';
+      return el('li', null,
+        el('button', { type: 'button', class: e.id === current ? 'conv current' : 'conv', dataset: { id: e.id }, 'aria-current': e.id === current ? 'true' : null },
+          el('span', { class: 'conv-title', text: e.title || 'New conversation' }),
+          el('span', { class: `conv-sub ${tone}`, text: sub })));
+    });
+    if (items.length === 0) items.push(el('li', { class: 'small empty-list', text: 'No conversations yet.' }));
+    clear(this.n.list).append(...items);
+    this.n.more.hidden = !hasMore;
+  }
+}
+
+// when says how long ago a time (ms) was, briefly.
+function when(ms) {
+  if (!ms) return '';
+  const s = (Date.now() - ms) / 1000;
+  if (s < 60) return 'just now';
+  if (s < 3600) return `${Math.floor(s / 60)} min ago`;
+  if (s < 86400) return `${Math.floor(s / 3600)} h ago`;
+  return new Date(ms).toLocaleDateString();
+}

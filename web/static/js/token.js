@@ -1,0 +1,62 @@
+// token.js: the relay's token. It arrives once in the URL's fragment
+// (/#token=…), which browsers never send to a server, is kept in this
+// origin's localStorage, and is taken out of the address bar at once so
+// that it is not bookmarked, shared or shown over a shoulder.
+
+const KEY = 'pilotdesk.token';
+let memory = ''; // when storage is not available (some private modes)
+
+/** takeToken returns the token: from the fragment (stored), else stored. */
+export function takeToken() {
+  const hash = location.hash.replace(/^#/, '');
+  // Parsed by hand: URLSearchParams would turn a "+" of the token into a space.
+  const parts = hash ? hash.split('&') : [];
+  const at = parts.findIndex((p) => p.startsWith('token='));
+  if (at >= 0) {
+    const fromURL = safeDecode(parts[at].slice('token='.length));
+    parts.splice(at, 1);
+    const rest = parts.join('&');
+    history.replaceState(history.state, '', location.pathname + location.search + (rest ? `#${rest}` : ''));
+    if (fromURL) saveToken(fromURL);
+  }
+  try {
+    return localStorage.getItem(KEY) || memory;
+  } catch {
+    return memory;
+  }
+}
+
+function safeDecode(s) {
+  try {
+    return decodeURIComponent(s);
+  } catch {
+    return s;
+  }
+}
+
+/** saveToken keeps a token for this origin. */
+export function saveToken(token) {
+  memory = token;
+  try {
+    localStorage.setItem(KEY, token);
+  } catch {
+    // kept in memory for this page only
+  }
+}
+
+/** tokenFromInput accepts a bare token or a whole link with #token=…. */
+export function tokenFromInput(text) {
+  const t = text.trim();
+  const m = /[#&]token=([^&\s]+)/.exec(t);
+  return m ? safeDecode(m[1]) : t;
+}
+
+/** forgetDevice removes everything this page stored for this origin. */
+export function forgetDevice() {
+  memory = '';
+  try {
+    for (const k of Object.keys(localStorage)) if (k.startsWith('pilotdesk.')) localStorage.removeItem(k);
+  } catch {
+    // nothing stored
+  }
+}

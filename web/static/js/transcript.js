@@ -1,0 +1,132 @@
+// transcript.js: the rows of the open conversation. It redraws only the
+// rows whose version changed, and of a streaming reply only the markdown
+// block still growing, so a long reply costs the same per delta as a short
+// one. Rows far off screen are skipped by the browser's layout
+// (content-visibility in app.css), which keeps long transcripts light.
+
+import { el, clear } from './dom.js';
+import { renderBlock, splitBlocks } from './markdown.js';
+
+const TOOL_STATES = {
+  running: { icon: '…', label: 'running' },
+  approved: { icon: '✓', label: 'approved' },
+  denied: { icon: '✕', label: 'denied by plan' },
+  failed: { icon: '!', label: 'failed' },
+};
+
+const STATUS_ICONS = { completed: '✓', aborted: '■', rejected: '✕', error: '!' };
+
+export class Transcript {
+  /** @param {HTMLElement} root the scrolling container */
+  constructor(root) {
+    this.root = root;
+    this.convId = null;
+    this.nodes = []; // the row nodes, by row index
+    this.versions = [];
+    this.blocks = new WeakMap(); // text row node → [{src, node}]
+  }
+
+  /** render shows conv (null: nothing open). */
+  render(conv) {
+    const id = conv ? conv.id : null;
+    const rows = conv ? conv.rows : [];
+    if (id !== this.convId || rows.length < this.nodes.length) {
+      // Another conversation, or a copy replaced after a reset.
+      clear(this.root);
+      this.nodes = [];
+      this.versions = [];
+      this.convId = id;
+    }
+    const stick = this.atBottom();
+    this.root.querySelector(':scope > .empty')?.remove();
+    for (let i = 0; i < rows.length; i++) {
+      const row = rows[i];
+      if (this.versions[i] === row.v && this.nodes[i]) continue;
+      const old = this.nodes[i];
+      const node = old && old.dataset.kind === 'text' && row.kind === 'text' ? this.updateText(old, row) : this.build(row);
+      node.dataset.row = String(i);
+      if (!old) this.root.append(node);
+      else if (old !== node) old.replaceWith(node);
+      this.nodes[i] = node;
+      this.versions[i] = row.v;
+    }
+    if (rows.length === 0) {
+      this.root.append(el('div', { class: 'empty' },
+        el('p', { text: conv ? 'Ask the agent something below.' : 'No conversation is open.' }),
+        el('p', { class: 'small', text: 'Plan denies every tool call, so the agent can only describe what it would do; Act lets tools run.' })));
+    }
+    if (stick) this.scrollToEnd();
+  }
+
+  atBottom() {
+    const r = this.root;
+    return r.scrollHeight - r.scrollTop - r.clientHeight < 80;
+  }
+
+  scrollToEnd() {
+    this.root.scrollTop = this.root.scrollHeight;
+  }
+
+  build(row) {
+    switch (row.kind) {
+      case 'user':
+        return el('div', { class: 'row user', dataset: { kind: 'user' } },
+          el('div', { class: 'who' }, 'You', row.mode === 'plan' ? el('span', { class: 'tag plan', text: 'plan mode' }) : null),
+          el('div', { class: 'prompt', text: row.text }));
+      case 'text':
+        return this.updateText(el('div', { class: 'row text md', dataset: { kind: 'text' } }), row);
+      case 'tool':
+        return this.buildTool(row);
+      case 'status':
+        return el('div', { class: `row status ${row.status}`, dataset: { kind: 'status', status: row.status } },
+          el('span', { class: 'icon', 'aria-hidden': 'true', text: STATUS_ICONS[row.status] || '•' }),
+          el('div', null,
+            el('div', { class: 'status-text', text: row.text }),
+            row.detail ? el('div', { class: 'detail', text: row.detail }) : null,
+            row.usage ? el('div', { class: 'small', text: row.usage }) : null));
+      case 'mode':
+        return el('div', { class: `row mode ${row.mode}`, dataset: { kind: 'mode' }, text: row.text });
+      case 'note':
+      default:
+        return el('div', { class: `row note ${row.tone || 'info'}`, dataset: { kind: 'note' }, role: row.tone === 'error' ? 'alert' : null, text: row.text });
+    }
+  }
+
+  buildTool(row) {
+    const st = TOOL_STATES[row.state] || TOOL_STATES.failed;
+    const head = el('div', { class: 'tool-head' },
+      el('span', { class: 'icon', 'aria-hidden': 'true', text: st.icon }),
+      el('span', { class: 'tool-name', text: row.name }),
+      el('code', { class: 'tool-args', text: row.summary }),
+      el('span', { class: 'tool-state', text: st.label }));
+    const node = el('div', { class: `row tool ${row.state}`, dataset: { kind: 'tool', state: row.state } }, head);
+    if (row.detail) {
+      if (row.state === 'denied') node.append(el('div', { class: 'detail', text: row.detail }));
+      else node.append(el('details', null, el('summary', { text: 'output' }), el('pre', { text: row.detail })));
+    }
+    return node;
+  }
+
+  // updateText renders a text row's markdown into node, keeping the
+  // blocks that did not change.
+  updateText(node, row) {
+    const srcs = splitBlocks(row.text);
+    const old = this.blocks.get(node) || [];
+    const next = [];
+    for (let k = 0; k < srcs.length; k++) {
+      if (old[k] && old[k].src === srcs[k]) {
+        next.push(old[k]);
+        continue;
+      }
+      const wrap = el('div', { class: 'block' });
+      wrap.append(renderBlock(srcs[k]));
+      if (old[k]) old[k].node.replaceWith(wrap);
+      else node.append(wrap);
+      next.push({ src: srcs[k], node: wrap });
+    }
+    for (let k = srcs.length; k < old.length; k++) old[k].node.remove();
+    this.blocks.set(node, next);
+    node.classList.toggle('streaming', !row.done);
+    return node;
+  }
+}

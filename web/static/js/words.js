@@ -1,0 +1,215 @@
+// words.js: how the page words what happened, the same words as the window
+// and the terminal client (conversation/text.go and conversation/usage.go
+// in the Go code): turn endings, tool summaries, usage and quotas.
+
+export const REJECTED_TEXT = 'Rejected. Agent response cancelled.';
+const TOOL_SUMMARY_MAX = 100;
+// The argument keys that say most about a tool call, in the order they
+// are looked for: a shell command, a file, a URL, a search.
+const TOOL_KEYS = ['command', 'path', 'file', 'url', 'pattern', 'query'];
+
+/** oneLine returns the first non-blank line of s, cut to max characters. */
+export function oneLine(s, max) {
+  for (const raw of String(s ?? '').split('\n')) {
+    const line = raw.trim();
+    if (!line) continue;
+    const chars = Array.from(line);
+    if (chars.length > max) return chars.slice(0, max - 1).join('').trim() + '…';
+    return line;
+  }
+  return '';
+}
+
+/** titleFrom makes a conversation's title from its first prompt. */
+export function titleFrom(prompt) {
+  return oneLine(prompt, 48) || 'Untitled';
+}
+
+/** toolSummary puts a tool call's arguments on one short line. */
+export function toolSummary(args) {
+  if (args === undefined || args === null) return '';
+  if (typeof args !== 'object' || Array.isArray(args)) {
+    return oneLine(JSON.stringify(args), TOOL_SUMMARY_MAX);
+  }
+  for (const key of TOOL_KEYS) {
+    const v = args[key];
+    if (typeof v === 'string' && v.trim() !== '') return oneLine(v, TOOL_SUMMARY_MAX);
+  }
+  const keys = Object.keys(args).sort();
+  const parts = keys.map((k) => {
+    const v = typeof args[k] === 'string' ? args[k] : JSON.stringify(args[k]);
+    return keys.length === 1 ? v : `${k}=${v}`;
+  });
+  return oneLine(parts.join(' '), TOOL_SUMMARY_MAX);
+}
+
+/** statusText is how a turn's end is worded. */
+export function statusText(status) {
+  switch (status) {
+    case 'completed': return 'Completed';
+    case 'aborted': return "Stopped. The agent's response so far is kept above.";
+    case 'rejected': return REJECTED_TEXT;
+    case 'error': return 'The turn failed.';
+    default: return `Ended: ${status}`;
+  }
+}
+
+/** modeChangeText says what a mode switch does. */
+export function modeChangeText(mode, streaming) {
+  const when = streaming ? 'from the next tool call' : 'from the next turn';
+  return mode === 'plan'
+    ? `Switched to Plan: every tool call is denied ${when}.`
+    : `Switched to Act: tool calls run ${when}.`;
+}
+
+/** closedText says how an open question was closed. */
+export function closedText(question, answeredHere, reason) {
+  const q = JSON.stringify(oneLine(question, 80));
+  switch (reason) {
+    case 'answered':
+      return answeredHere !== undefined
+        ? `You answered ${JSON.stringify(oneLine(answeredHere, 80))} to ${q}.`
+        : `${q} was answered from another window.`;
+    case 'rejected':
+      return answeredHere !== undefined ? `You rejected ${q}.` : `${q} was rejected from another window.`;
+    case 'aborted':
+      return `The question ${q} was withdrawn: the turn was stopped.`;
+    default:
+      return `The question ${q} was closed (${reason}).`;
+  }
+}
+
+/** clock formats milliseconds as m:ss. */
+export function clock(ms) {
+  const s = Math.max(0, Math.round(ms / 1000));
+  return `${Math.floor(s / 60)}:${String(s % 60).padStart(2, '0')}`;
+}
+
+// ---- usage ----
+
+/** newUsage is an empty usage record (see conversation.Usage in Go). */
+export function newUsage() {
+  return {
+    calls: 0, model: '', cost: null, costSum: 0, cacheRead: null, cacheWrite: null,
+    inputTokens: 0, outputTokens: 0, haveTokens: false, quotas: [],
+    haveTotals: false, totalPremium: 0, models: [],
+  };
+}
+
+const isNum = (v) => typeof v === 'number' && Number.isFinite(v);
+
+/** addQuota folds one copilot:quota into u. */
+export function addQuota(u, q) {
+  u.calls++;
+  if (q.model) u.model = q.model;
+  if (isNum(q.cost)) { u.cost = q.cost; u.costSum += q.cost; }
+  if (isNum(q.cacheReadTokens)) u.cacheRead = q.cacheReadTokens;
+  if (isNum(q.cacheWriteTokens)) u.cacheWrite = q.cacheWriteTokens;
+  if (isNum(q.inputTokens)) { u.inputTokens += q.inputTokens; u.haveTokens = true; }
+  if (isNum(q.outputTokens)) { u.outputTokens += q.outputTokens; u.haveTokens = true; }
+  const snaps = q.quotaSnapshots && typeof q.quotaSnapshots === 'object' ? q.quotaSnapshots : {};
+  const names = Object.keys(snaps);
+  if (names.length === 0) return; // a bring-your-own-model provider reports {}
+  u.quotas = names.map((name) => {
+    const s = snaps[name] || {};
+    return {
+      name,
+      unlimited: s.isUnlimitedEntitlement === true,
+      hasUsed: isNum(s.entitlementRequests) && isNum(s.usedRequests),
+      entitlement: s.entitlementRequests, used: s.usedRequests,
+      hasRemaining: isNum(s.remainingPercentage), remaining: s.remainingPercentage,
+    };
+  });
+  // premium_interactions first: it is the one people pay for.
+  u.quotas.sort((a, b) => (a.name === 'premium_interactions' ? -1 : b.name === 'premium_interactions' ? 1 : a.name < b.name ? -1 : 1));
+}
+
+/** addShutdown folds copilot:shutdown (the session's totals) into u. */
+export function addShutdown(u, d) {
+  u.haveTotals = true;
+  u.totalPremium = isNum(d.totalPremiumRequests) ? d.totalPremiumRequests : 0;
+  const metrics = d.modelMetrics && typeof d.modelMetrics === 'object' ? d.modelMetrics : {};
+  u.models = Object.keys(metrics).sort().map((model) => {
+    const m = metrics[model] || {};
+    return {
+      model,
+      requests: m.requests?.count ?? 0,
+      inputTokens: m.usage?.inputTokens ?? 0,
+      outputTokens: m.usage?.outputTokens ?? 0,
+    };
+  });
+}
+
+/** num prints a figure with at most two decimals and no trailing zeros. */
+export function num(f) {
+  if (Number.isInteger(f)) return String(f);
+  return f.toFixed(2).replace(/0+$/, '').replace(/\.$/, '');
+}
+
+/** tokens prints a token count, in thousands from 10,000 on. */
+export function tokens(n) {
+  return n >= 10000 ? `${(n / 1000).toFixed(1)}k` : String(n);
+}
+
+/** plural says "1 request", "2 requests", "1.5 requests". */
+export function plural(n, what) {
+  return n === 1 ? `1 ${what}` : `${num(n)} ${what}s`;
+}
+
+/** quotaText describes one quota, "" when it says nothing. */
+export function quotaText(q) {
+  const name = q.name.replaceAll('_', ' ');
+  if (q.unlimited) return `${name}: unlimited`;
+  if (q.hasUsed && q.entitlement > 0) {
+    let s = `${name}: ${num(q.used)} of ${num(q.entitlement)} used`;
+    if (q.hasRemaining) s += `, ${num(q.remaining)}% left`;
+    return s;
+  }
+  if (q.hasRemaining) return `${name}: ${num(q.remaining)}% left`;
+  return '';
+}
+
+function usageEmpty(u) {
+  return !u.model && u.cost === null && u.cacheRead === null && u.cacheWrite === null && u.quotas.length === 0 && !u.haveTotals;
+}
+
+/** usageText is a conversation's usage on one line. */
+export function usageText(u) {
+  if (usageEmpty(u)) return 'No usage reported yet';
+  const parts = [];
+  if (u.model) parts.push(`Model ${u.model}`);
+  for (const q of u.quotas) {
+    const s = quotaText(q);
+    if (s) parts.push(s);
+  }
+  if (u.cost !== null) parts.push(`×${num(u.cost)} premium per request`);
+  if (u.cacheRead !== null || u.cacheWrite !== null) {
+    parts.push(`cache ${tokens(u.cacheRead ?? 0)} read / ${tokens(u.cacheWrite ?? 0)} written`);
+  }
+  return parts.join('  ·  ');
+}
+
+/** totalsText is the session's totals, "" before the session ended. */
+export function totalsText(u) {
+  if (!u.haveTotals) return '';
+  let s = `Session total: ${plural(u.totalPremium, 'premium request')}`;
+  for (const m of u.models) {
+    s += `  ·  ${m.model}: ${plural(m.requests, 'request')}, ${tokens(m.inputTokens)} tokens in / ${tokens(m.outputTokens)} out`;
+  }
+  return s;
+}
+
+/** turnText is one turn's usage on one line, "" when none was reported. */
+export function turnText(u) {
+  if (u.calls === 0 && !u.haveTotals) return '';
+  const parts = [];
+  if (u.model) parts.push(oneLine(u.model, 60));
+  if (u.haveTokens) parts.push(`${tokens(u.inputTokens)} in / ${tokens(u.outputTokens)} out tokens`);
+  if (u.calls > 0) parts.push(`cost ${num(u.costSum)}`);
+  for (const q of u.quotas) {
+    const s = quotaText(q);
+    if (s) { parts.push(s); break; }
+  }
+  if (u.haveTotals) parts.push(`session ended: ${plural(u.totalPremium, 'premium request')}`);
+  return `usage: ${parts.join(' · ')}`;
+}
