@@ -354,11 +354,80 @@ func waitConversation(t *testing.T, r *relayConn, title string) {
 	}
 }
 
+// waitPrompt waits until the relay r has run prompt to its end in the
+// conversation titled title, asking with a client of its own.
+func waitPrompt(t *testing.T, r *relayConn, title, prompt string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	c, err := client.Config{URL: r.target.URL, Token: r.target.Token}.Dial(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	for {
+		waitConversation(t, r, title)
+		if err := c.List(ctx); err != nil {
+			t.Fatal(err)
+		}
+		id := ""
+		for id == "" {
+			select {
+			case ev := <-c.Events():
+				if l, ok := ev.Data.(*protocol.Conversations); ok {
+					for _, info := range l.Conversations {
+						if info.Title == title {
+							id = info.ConversationID
+						}
+					}
+					if id == "" {
+						t.Fatalf("the relay at %s lists no %q", r.target.URL, title)
+					}
+				}
+			case <-ctx.Done():
+				t.Fatalf("the relay at %s did not list its conversations", r.target.URL)
+			}
+		}
+		// The history, up to copilot:subscribed: was prompt sent, and is
+		// its turn over?
+		if err := c.Subscribe(ctx, id, 0); err != nil {
+			t.Fatal(err)
+		}
+		sent, done := false, false
+	replay:
+		for {
+			select {
+			case ev := <-c.Events():
+				switch d := ev.Data.(type) {
+				case *protocol.UserMessage:
+					sent = sent || d.Content == prompt
+				case *protocol.Subscribed:
+					done = !d.Streaming
+					break replay
+				}
+			case <-ctx.Done():
+				t.Fatalf("the relay at %s never ran %q in %q", r.target.URL, prompt, title)
+			}
+		}
+		if sent && done {
+			return
+		}
+		if err := c.Unsubscribe(ctx, id); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case <-time.After(100 * time.Millisecond):
+		case <-ctx.Done():
+			t.Fatalf("the relay at %s never ran %q in %q", r.target.URL, prompt, title)
+		}
+	}
+}
+
 // TestApplyingSettingsRestartsTheEmbeddedRelay: applying new agent
-// settings stops the embedded relay, starts one with them, and the window
-// ends up on the new relay and works there; the history is kept. Settings
-// that cannot start put the previous relay back. The provider key is never
-// logged.
+// settings stops the embedded relay, starts one with them, and the same
+// window goes on on the new relay, in the conversation it had open: the
+// history is kept. Settings that cannot start put the previous relay back.
+// The provider key is never logged.
 func TestApplyingSettingsRestartsTheEmbeddedRelay(t *testing.T) {
 	a := newPrefsApp(t, testAppID())
 	start := settings.Defaults()
@@ -368,7 +437,7 @@ func TestApplyingSettingsRestartsTheEmbeddedRelay(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	first := td.d.cur
+	first, win := td.d.cur, td.d.win
 	if !first.target.Embedded || first.target.Agent != "script" || first.flags.relay.InputTimeout != 5*time.Minute {
 		t.Fatalf("first relay %+v", first.target)
 	}
@@ -393,14 +462,17 @@ func TestApplyingSettingsRestartsTheEmbeddedRelay(t *testing.T) {
 	if got := td.d.win.Window().Title(); !strings.Contains(got, "embedded relay") {
 		t.Fatalf("title %q", got)
 	}
+	if td.d.win != win {
+		t.Fatal("the window was replaced")
+	}
 	oldCfg := client.Config{URL: first.target.URL, Token: first.target.Token, DialTimeout: 2 * time.Second}
 	if _, err := oldCfg.Dial(context.Background()); err == nil {
 		t.Fatal("the old relay still accepts connections")
 	}
-	// The window works on the new relay, which kept the history.
+	// The window works on the new relay, which kept the history, in the
+	// conversation it had open.
 	td.prompt("markdown from the second relay")
-	waitConversation(t, second, "markdown from the second relay")
-	waitConversation(t, second, "markdown from the first relay")
+	waitPrompt(t, second, "markdown from the first relay", "markdown from the second relay")
 
 	// Settings that cannot start: the previous relay comes back.
 	bad := next
@@ -416,7 +488,7 @@ func TestApplyingSettingsRestartsTheEmbeddedRelay(t *testing.T) {
 		t.Fatalf("not back on the previous settings: %+v", third.flags.relay)
 	}
 	td.prompt("markdown after going back")
-	waitConversation(t, third, "markdown after going back")
+	waitPrompt(t, third, "markdown from the first relay", "markdown after going back")
 
 	logs := td.logs.String()
 	if strings.Contains(logs, secret) {

@@ -63,20 +63,22 @@ type desktopConfig struct {
 }
 
 // desktop is the running window app: the relay it embeds or connects to,
-// the client, and the window. Applying settings restarts the relay
-// in-process and moves the window to the new one.
+// the client, and the window. Applying settings that need it restarts the
+// relay in-process and moves the window to the new one (ui.Window.SetClient);
+// the window itself stays.
 type desktop struct {
 	desktopConfig
 	ctx    context.Context
 	cancel context.CancelFunc
-	wg     sync.WaitGroup // restarts and retired windows
+	wg     sync.WaitGroup // restarts and retired clients
 
 	mu      sync.Mutex
 	closed  bool
 	pending *relayConn // started by a restart, not yet handed to the UI
 
+	win *ui.Window // for the desktop's life
+
 	// The UI goroutine's.
-	win        *ui.Window
 	cur        *relayConn
 	restarting bool
 }
@@ -265,16 +267,16 @@ func unwrapErr(err error) error {
 	return errors.New(unwrapUsage(err))
 }
 
-// swap moves the window to r and retires the old client and window.
+// swap moves the window to r and retires the old client (its relay has
+// stopped already, unless it is remote).
 func (d *desktop) swap(r *relayConn) {
-	oldWin, old := d.win, d.cur
+	old := d.cur
 	d.cur = r
-	d.win = oldWin.Replace(r.client, d.options(r, ""))
+	d.win.SetClient(r.client, d.options(r, ""))
 	d.wg.Add(1)
 	go func() {
 		defer d.wg.Done()
 		old.close()
-		oldWin.Wait()
 	}()
 }
 

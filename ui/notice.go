@@ -2,6 +2,7 @@ package ui
 
 import (
 	"image/color"
+	"net/url"
 
 	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/canvas"
@@ -16,7 +17,7 @@ import (
 // agent is a demo, the saved settings did not start), not an error of a
 // turn, and the user dismisses it.
 type noticeCard struct {
-	id    string // which notice: firstRunNoticeID, startNoticeID
+	id    string // which notice: firstRunNoticeID, startNoticeID, relayNoticeID
 	title *widget.Label
 	body  *widget.RichText
 	bg    *canvas.Rectangle
@@ -70,6 +71,7 @@ func noticeColors() (bg, border color.Color) {
 const (
 	firstRunNoticeID = "first-run"
 	startNoticeID    = "start"
+	relayNoticeID    = "relay" // the window moved to another relay (SetClient)
 )
 
 // prefFirstRunDismissed remembers that the user dismissed the notice about
@@ -133,4 +135,48 @@ func (w *Window) showStartNotices() {
 func (w *Window) dismissFirstRun() {
 	w.app.Preferences().SetBool(prefFirstRunDismissed, true)
 	w.dismissNotice(firstRunNoticeID)
+}
+
+// showRelayChanged says plainly that the window is on another relay now
+// (SetClient): the embedded one restarted, or another one; and what became
+// of the turns that were running.
+func (w *Window) showRelayChanged(wasRemote bool) {
+	title, body := relayChangedText(w.opts, w.client.URL(), wasRemote)
+	w.showNotice(newNoticeCard(relayNoticeID, theme.InfoIcon(), title, body,
+		noticeAction{label: "Dismiss", do: func() { w.dismissNotice(relayNoticeID) }},
+	))
+}
+
+// relayChangedText is the notice's title and markdown body for the relay at
+// relayURL that opts describe.
+func relayChangedText(opts Options, relayURL string, wasRemote bool) (title, body string) {
+	switch {
+	case opts.Remote:
+		title = "Now on the relay at " + relayHost(relayURL)
+		body = "pilotdesk connected to this relay; the conversations are the ones it keeps."
+		if !wasRemote {
+			body += " The embedded relay stopped: turns that were running on it stopped, its conversations are kept for when you come back."
+		}
+		return title, body
+	case wasRemote:
+		title = "Now on the embedded relay"
+		body = "pilotdesk started its relay on this computer; the conversations are the ones kept here."
+	default:
+		title = "The embedded relay restarted"
+		body = "pilotdesk restarted its relay with the settings: turns that were running stopped, your conversations are kept."
+	}
+	if opts.DemoReason != "" {
+		body += "\n\nIt runs the built-in demo: " + opts.DemoReason
+	} else if opts.Agent != "" {
+		body += "\n\nAgent: " + aboutInfo{Agent: opts.Agent}.agentLine() + "."
+	}
+	return title, body
+}
+
+// relayHost is a relay's address without its path, for a title.
+func relayHost(relayURL string) string {
+	if u, err := url.Parse(relayURL); err == nil && u.Host != "" {
+		return u.Host
+	}
+	return relayURL
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/pilotdesk/pilotdesk/conversation"
 	"github.com/pilotdesk/pilotdesk/protocol"
 	"github.com/pilotdesk/pilotdesk/relay"
+	"github.com/pilotdesk/pilotdesk/relay/history"
 	"github.com/pilotdesk/pilotdesk/relay/relaytest"
 	"github.com/pilotdesk/pilotdesk/session/script"
 	"github.com/pilotdesk/pilotdesk/settings"
@@ -441,12 +442,29 @@ func TestFirstRunNotice(t *testing.T) {
 		t.Fatal("the dismissal was not remembered")
 	}
 
-	// A window built later on the same app (the relay restarted) does not
-	// show it again, and works on its new relay.
-	nw, _ := replaceRelay(t, h, Options{DemoReason: reason})
-	if nw.notice != nil {
+	// A window built later on the same app (the next start) does not
+	// show it again.
+	c, err := client.Config{URL: h.srv.URL, Token: h.srv.Token}.Dial(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	later := NewWindow(h.app, c, Options{DemoReason: reason, Manual: true})
+	t.Cleanup(func() { later.Close(); c.Close(); later.Wait(); later.Window().Close() })
+	if later.notice != nil {
 		t.Fatal("the dismissed notice came back")
 	}
+	// Nor does the relay restarted by Settings: the window says that it
+	// restarted, and why it still runs the demo; and it works on its new
+	// relay.
+	moveToRelay(t, h, nil, Options{DemoReason: reason})
+	if n := h.w.notice; n == nil || n.id != relayNoticeID {
+		t.Fatalf("after the restart: notice %+v, want the relay's", n)
+	}
+	if body := strings.Join(texts(h.w.notice.root), "\n"); !strings.Contains(body, "The embedded relay restarted") || !strings.Contains(body, reason) {
+		t.Fatalf("relay notice:\n%s", body)
+	}
+	h.send("show me markdown")
+	h.waitFor("the turn on the new relay", func() bool { return h.hasStatus(protocol.StatusCompleted) })
 }
 
 // TestStartProblemNotice: the saved settings that did not start are named
@@ -465,42 +483,84 @@ func TestStartProblemNotice(t *testing.T) {
 	}
 }
 
-// TestReplaceMovesToNewRelay: the window moves to another relay in place
-// (what applying settings does) and works there.
-func TestReplaceMovesToNewRelay(t *testing.T) {
+// TestSetClientMovesToNewRelay: the window moves to another relay in
+// place (what applying settings does): the same Window and desktop window,
+// the same conversation open, which the new relay does not have; an open
+// Settings dialog stays with the window; it works there.
+func TestSetClientMovesToNewRelay(t *testing.T) {
 	h := newHarness(t, harnessConfig{})
 	h.send("show me markdown")
 	h.waitFor("the turn", func() bool { return h.hasStatus(protocol.StatusCompleted) })
-	oldWin := h.w.Window()
+	w, oldWin, conv := h.w, h.w.Window(), h.w.current
 	h.w.ShowAbout()
+	h.w.ShowSettings()
+	dlg := h.w.settings
 
-	nw, srv := replaceRelay(t, h, Options{RelayName: "second relay"})
-	if nw.Window() != oldWin || oldWin.Title() != "pilotdesk — second relay" {
-		t.Fatalf("not the same desktop window, or title %q", oldWin.Title())
+	srv := moveToRelay(t, h, nil, Options{RelayName: "second relay"})
+	if oldWin.Title() != "pilotdesk — second relay" {
+		t.Fatalf("title %q", oldWin.Title())
 	}
-	if nw.client.URL() != srv.URL {
-		t.Fatalf("window on %s, want %s", nw.client.URL(), srv.URL)
+	if w.client.URL() != srv.URL {
+		t.Fatalf("window on %s, want %s", w.client.URL(), srv.URL)
 	}
+	if w.current != conv || w.settings != dlg || w.about != nil {
+		t.Fatalf("conversation %s (was %s), settings dialog %p (was %p), about %v", w.current, conv, w.settings, dlg, w.about)
+	}
+	h.waitFor("the conversation to be replayed from the new relay", func() bool { return h.w.view.Synced })
 	if len(h.rows()) != 0 {
 		t.Fatal("the old relay's conversation is still shown")
 	}
+	if w.notice == nil || w.notice.id != relayNoticeID {
+		t.Fatal("the window does not say that the relay changed")
+	}
+	dlg.close()
 	h.send("show me markdown")
 	h.waitFor("the turn on the new relay", func() bool { return h.hasStatus(protocol.StatusCompleted) })
 	h.w.shortcut(shortcutSettings)
 	if h.w.settings == nil {
-		t.Fatal("the new window's shortcuts do not work")
+		t.Fatal("the shortcuts do not work on the new relay")
 	}
 }
 
-// replaceRelay starts a second relay and moves h's window to it; h then
-// drives the new window.
-func replaceRelay(t *testing.T, h *harness, opts Options) (*Window, *relaytest.Server) {
+// TestSetClientKeepsTheConversation: a relay restarted on the same history
+// (the embedded relay's data dir) replays the open conversation into the
+// same window, which goes on with it there.
+func TestSetClientKeepsTheConversation(t *testing.T) {
+	store := history.NewMemory()
+	h := newHarness(t, harnessConfig{relay: relay.Config{Store: store}})
+	h.send("show me markdown")
+	h.waitFor("the turn", func() bool { return h.hasStatus(protocol.StatusCompleted) })
+	conv, rows, text := h.w.current, len(h.rows()), h.text()
+	h.w.Sync()
+	title := h.w.title.Text
+
+	h.srv.Close() // what restarting the embedded relay does first
+	moveToRelay(t, h, store, Options{Agent: "script"})
+	h.waitFor("the conversation replayed", func() bool { return h.w.view.Synced && len(h.rows()) == rows })
+	if h.w.current != conv || h.text() != text || h.w.title.Text != title {
+		t.Fatalf("conversation %s (was %s), title %q (was %q), text %q (was %q)", h.w.current, conv, h.w.title.Text, title, h.text(), text)
+	}
+	body := strings.Join(texts(h.w.notice.root), "\n")
+	if !strings.Contains(body, "The embedded relay restarted") || !strings.Contains(body, "built-in demo (scripted)") {
+		t.Fatalf("relay notice:\n%s", body)
+	}
+	h.send("show me markdown again")
+	h.waitFor("the second turn, in the same conversation", func() bool { return statusRows(h) == 2 && h.hasStatus(protocol.StatusCompleted) })
+	if h.w.current != conv {
+		t.Fatal("the prompt went to another conversation")
+	}
+}
+
+// moveToRelay starts another relay playing the test script, on store if
+// not nil, and moves h's window to it with opts (SetClient); h then drives
+// the window on the new client.
+func moveToRelay(t *testing.T, h *harness, store history.Store, opts Options) *relaytest.Server {
 	t.Helper()
 	s, err := script.Parse("testdata/script.json", testScript)
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := relaytest.Start(t, relay.Config{Agent: script.New(s), Token: "second-token"})
+	srv := relaytest.Start(t, relay.Config{Agent: script.New(s), Token: "second-token", Store: store})
 	ctx, cancel := context.WithCancel(context.Background())
 	c, err := client.Config{URL: srv.URL, Token: srv.Token}.Dial(ctx)
 	if err != nil {
@@ -508,19 +568,16 @@ func replaceRelay(t *testing.T, h *harness, opts Options) (*Window, *relaytest.S
 		t.Fatal(err)
 	}
 	opts.Manual = true
-	old, oldClient := h.w, h.client
-	nw := old.Replace(c, opts)
-	oldClient.Close()
-	old.Wait()
+	old := h.client
+	h.w.SetClient(c, opts)
+	old.Close()
 	t.Cleanup(func() {
-		nw.Close()
 		c.Close()
 		cancel()
-		nw.Wait()
 	})
-	h.w, h.client = nw, c
-	h.waitFor("the new connection to go live", func() bool { return nw.store.State().State == client.StateLive })
-	return nw, srv
+	h.client = c
+	h.waitFor("the new connection to go live", func() bool { return h.w.store.State().State == client.StateLive })
+	return srv
 }
 
 // tapButton taps the button labelled text under o.

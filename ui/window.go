@@ -86,10 +86,10 @@ type Options struct {
 	Locked    map[settings.Field]string
 	// Restart applies saved settings that need the relay restarted (or
 	// reconnected): the caller stops the old relay, starts one from the
-	// preferences now saved, and replaces the window (Replace). It runs on
-	// the UI goroutine and must return at once; it calls done on the UI
-	// goroutine, with nil once the new relay is in use, or with why not
-	// after it has gone back to the previous one. nil: those settings
+	// preferences now saved, and moves the window to it (SetClient). It
+	// runs on the UI goroutine and must return at once; it calls done on
+	// the UI goroutine, with nil once the new relay is in use, or with why
+	// not after it has gone back to the previous one. nil: those settings
 	// apply at the next start.
 	Restart func(done func(err error))
 }
@@ -159,15 +159,55 @@ type Window struct {
 // with Window().Show() or ShowAndRun(). The caller keeps ownership of c and
 // closes it after the window is gone.
 func NewWindow(a fyne.App, c *client.Client, opts Options) *Window {
-	return newWindow(a, c, opts, nil)
+	opts = withDefaults(opts)
+	w := &Window{
+		app:      a,
+		opts:     opts,
+		log:      opts.Logger,
+		manual:   opts.Manual,
+		outbox:   make(chan func(context.Context), 256),
+		changed:  make(chan struct{}, 1),
+		uiq:      make(chan func(), 64),
+		focused:  true,
+		notified: map[string]bool{},
+	}
+	w.follow(c)
+	w.win = a.NewWindow(windowTitle(opts, c.URL()))
+	w.build()
+	w.win.Resize(fyne.NewSize(1100, 720))
+	w.win.SetOnClosed(w.Close)
+	a.Lifecycle().SetOnEnteredForeground(w.focusGained)
+	a.Lifecycle().SetOnExitedForeground(w.focusLost)
+
+	w.newConversation()
+	w.showStartNotices()
+	w.start()
+	return w
 }
 
-// Replace stops w (as Close does) and builds a window on c in w's place,
-// in the same desktop window: the content, title, menu and shortcuts are
-// w's no more. The settings use it to move the window to a restarted
-// relay. The caller then closes w's client and calls w.Wait.
-func (w *Window) Replace(c *client.Client, opts Options) *Window {
+// SetClient moves the window to c, the client of another relay, with opts:
+// applying settings restarted the embedded relay or picked another relay.
+// The window stays as it is (its widgets, the draft in the composer, an
+// open dialog) and keeps the conversation it shows, which it replays from
+// c's relay: an embedded relay restarted on the same data dir has its
+// history. What the window knew of the old relay goes: its conversation
+// list, and an open question (its turn stopped with the relay). The window
+// says that the relay changed. It runs on the UI goroutine; the caller
+// then closes the old client.
+func (w *Window) SetClient(c *client.Client, opts Options) {
+	// The goroutines that follow the old client read what changes below.
 	w.Close()
+	w.Wait()
+	// Requests still queued were for the old relay.
+drain:
+	for {
+		select {
+		case <-w.outbox:
+		default:
+			break drain
+		}
+	}
+	wasRemote, onRelay := w.opts.Remote, w.store.OnRelay(w.current)
 	if w.modal != nil {
 		w.modal.hide()
 		w.modal = nil
@@ -175,17 +215,22 @@ func (w *Window) Replace(c *client.Client, opts Options) *Window {
 	if w.about != nil {
 		w.about.Hide() // it names the old relay
 	}
-	nw := newWindow(w.app, c, opts, w.win)
-	nw.focused = w.focused
-	// An open Settings dialog (the one that asked for the restart) now
-	// applies to the new window.
-	if d := w.settings; d != nil {
-		w.settings, nw.settings, d.w = nil, d, nw
+	w.opts = withDefaults(opts)
+	w.log, w.manual = w.opts.Logger, w.opts.Manual
+	w.wantMode = ""
+	w.follow(c)
+	w.win.SetTitle(windowTitle(w.opts, c.URL()))
+	w.store.Create(w.current)
+	if onRelay {
+		w.subscribe(w.current)
 	}
-	return nw
+	w.showRelayChanged(wasRemote)
+	w.start()
+	w.sync(true)
 }
 
-func newWindow(a fyne.App, c *client.Client, opts Options, host fyne.Window) *Window {
+// withDefaults fills the options left zero.
+func withDefaults(opts Options) Options {
 	if opts.FrameInterval <= 0 {
 		opts.FrameInterval = 16 * time.Millisecond
 	}
@@ -201,38 +246,28 @@ func newWindow(a fyne.App, c *client.Client, opts Options, host fyne.Window) *Wi
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
-	w := &Window{
-		app:        a,
-		client:     c,
-		opts:       opts,
-		log:        opts.Logger,
-		manual:     opts.Manual,
-		outbox:     make(chan func(context.Context), 256),
-		changed:    make(chan struct{}, 1),
-		uiq:        make(chan func(), 64),
-		subscribed: map[string]bool{},
-		focused:    true,
-		notified:   map[string]bool{},
-	}
-	w.store = store.NewStore(store.Options{InputTimeout: opts.InputTimeout, Now: opts.Now, OnChange: w.requestFrame, Logger: opts.Logger})
+	return opts
+}
+
+// follow makes c the window's client, with a store of its own: what the
+// window knew of another relay's conversations does not hold on c's. The
+// window's goroutines must not be running.
+func (w *Window) follow(c *client.Client) {
+	w.client = c
+	w.store = store.NewStore(store.Options{InputTimeout: w.opts.InputTimeout, Now: w.opts.Now, OnChange: w.requestFrame, Logger: w.opts.Logger})
+	w.subscribed = map[string]bool{}
+	// Under frameMu: a frame timer of the old client's may still read
+	// the context (requestFrame), and it draws nothing once that is
+	// cancelled, so no frame is pending any more.
+	w.frameMu.Lock()
 	w.ctx, w.cancel = context.WithCancel(context.Background())
+	w.frameScheduled = false
+	w.frameMu.Unlock()
+}
 
-	if host != nil {
-		w.win = host
-		w.win.SetTitle(windowTitle(opts, c.URL()))
-		w.build()
-	} else {
-		w.win = a.NewWindow(windowTitle(opts, c.URL()))
-		w.build()
-		w.win.Resize(fyne.NewSize(1100, 720))
-	}
-	w.win.SetOnClosed(w.Close)
-	a.Lifecycle().SetOnEnteredForeground(w.focusGained)
-	a.Lifecycle().SetOnExitedForeground(w.focusLost)
-
-	w.newConversation()
-	w.showStartNotices()
-
+// start starts the goroutines that follow the client, and asks the relay
+// for its conversations.
+func (w *Window) start() {
 	w.wg.Add(2)
 	go w.pump()
 	go w.send()
@@ -241,7 +276,6 @@ func newWindow(a fyne.App, c *client.Client, opts Options, host fyne.Window) *Wi
 		go w.ticker()
 	}
 	w.refreshList()
-	return w
 }
 
 // refreshList asks the relay for its conversations. The protocol does not
@@ -377,9 +411,10 @@ func (w *Window) requestFrame() {
 		return
 	}
 	w.frameScheduled = true
+	ctx := w.ctx // SetClient replaces it, under frameMu
 	w.frameMu.Unlock()
 	time.AfterFunc(w.opts.FrameInterval, func() {
-		if w.ctx.Err() != nil {
+		if ctx.Err() != nil {
 			return
 		}
 		fyne.Do(w.frame)
