@@ -64,3 +64,46 @@ func gone(pid int) bool {
 	rest := string(stat[strings.LastIndexByte(string(stat), ')')+1:])
 	return strings.HasPrefix(strings.TrimSpace(rest), "Z")
 }
+
+// processesWithEnv lists the processes (of any user we may read) whose
+// environment holds kv, from /proc; nil where there is no /proc.
+func processesWithEnv(kv string) []int {
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil
+	}
+	var pids []int
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || gone(pid) {
+			continue
+		}
+		env, err := os.ReadFile("/proc/" + e.Name() + "/environ")
+		if err != nil {
+			continue
+		}
+		for _, v := range strings.Split(string(env), "\x00") {
+			if v == kv {
+				pids = append(pids, pid)
+				break
+			}
+		}
+	}
+	return pids
+}
+
+// waitNoProcessWithEnv waits until no process has kv in its environment.
+func waitNoProcessWithEnv(t *testing.T, kv string) {
+	t.Helper()
+	deadline := time.Now().Add(wait)
+	for {
+		pids := processesWithEnv(kv)
+		if len(pids) == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("processes %v (with %s) outlived the agent", pids, kv)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
