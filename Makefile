@@ -18,7 +18,7 @@ LDFLAGS := -X github.com/pilotdesk/pilotdesk/cli.Version=$(VERSION)
 FYNE_TOOL_VERSION := v1.7.4
 FYNE := .tools/bin/fyne
 
-.PHONY: run test deps copilot-cli build vet bench screenshots fuzz load package install package-windows package-darwin clean
+.PHONY: run test deps copilot-cli opencode build vet bench screenshots fuzz load package install package-windows package-darwin clean
 
 run: deps build
 	./$(BIN)
@@ -34,10 +34,15 @@ deps:
 copilot-cli:
 	@scripts/install-copilot.sh || echo "make: the Copilot CLI could not be installed from npm; its end-to-end tests will be skipped"
 
+# opencode from npm: the ACP backend's end-to-end test runs `opencode acp` as
+# a second real agent; skipped, with the reason printed, when this fails.
+opencode:
+	@scripts/install-opencode.sh || echo "make: opencode could not be installed from npm; its ACP end-to-end test will be skipped"
+
 vet:
 	$(GO) vet -tags $(TEST_TAGS) ./...
 
-test: deps copilot-cli vet
+test: deps copilot-cli opencode vet
 	$(GO) test -race -tags $(TEST_TAGS) -count=1 -timeout 25m ./...
 	@# The real app (GL driver) builds, packages, starts and has a valid .desktop entry.
 	$(MAKE) --no-print-directory package

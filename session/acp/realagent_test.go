@@ -1,3 +1,5 @@
+//go:build unix
+
 package acp_test
 
 import (
@@ -300,4 +302,118 @@ func checkUsage(t *testing.T, events []session.Event) {
 	if out := deref(u[0].OutputTokens); out <= 0 {
 		t.Errorf("usage output tokens = %d", out)
 	}
+}
+
+// realOpencode returns Options that run `opencode acp` against the mock at
+// mockURL, or skips the test. opencode takes its provider from a JSON
+// config in the environment; "permission": "ask" makes it ask before bash
+// and edits, which by default it runs unasked.
+func realOpencode(t *testing.T, mockURL string) (acp.Options, string) {
+	t.Helper()
+	bin := os.Getenv("PILOTDESK_OPENCODE_PATH")
+	if bin == "" {
+		root, err := repoRoot()
+		if err != nil {
+			t.Skipf("opencode cannot be located: %v; set PILOTDESK_OPENCODE_PATH", err)
+		}
+		bin = filepath.Join(root, ".tools", "opencode", "node_modules", ".bin", "opencode")
+	}
+	if _, err := os.Stat(bin); err != nil {
+		t.Skipf("opencode is not installed (%s is missing); run scripts/install-opencode.sh", bin)
+	}
+	config, _ := json.Marshal(map[string]any{
+		"provider": map[string]any{"mock": map[string]any{
+			"npm":     "@ai-sdk/openai-compatible",
+			"name":    "Mock",
+			"options": map[string]any{"baseURL": mockURL, "apiKey": "mock-key"},
+			"models":  map[string]any{"gpt-4.1": map[string]any{"name": "gpt-4.1", "tool_call": true}},
+		}},
+		"model":       "mock/gpt-4.1",
+		"small_model": "mock/gpt-4.1",
+		"permission":  map[string]any{"bash": "ask", "edit": "ask", "webfetch": "ask"},
+		"autoupdate":  false,
+		"share":       "disabled",
+	})
+	home := t.TempDir()
+	return acp.Options{
+		Command:      quote(bin) + " acp",
+		WorkDir:      t.TempDir(),
+		Logger:       testLogger(t),
+		StartTimeout: 2 * time.Minute,
+		Env: []string{
+			"HOME=" + home,
+			"XDG_CONFIG_HOME=" + filepath.Join(home, ".config"),
+			"XDG_DATA_HOME=" + filepath.Join(home, ".local", "share"),
+			"XDG_CACHE_HOME=" + filepath.Join(home, ".cache"),
+			"XDG_STATE_HOME=" + filepath.Join(home, ".local", "state"),
+			"OPENCODE_CONFIG_CONTENT=" + string(config),
+			"OPENCODE_DISABLE_AUTOUPDATE=1",
+			"OPENCODE_DISABLE_MODELS_FETCH=1",
+			"OPENCODE_DISABLE_SHARE=1",
+			"OPENCODE_DISABLE_LSP_DOWNLOAD=1",
+			"OPENCODE_DISABLE_DEFAULT_PLUGINS=1",
+			"npm_config_offline=true", // else it asks the npm registry for its plugins at start
+		},
+	}, "HOME=" + home
+}
+
+// TestRealOpencodeACP runs the text turn and the plan denial against
+// another agent, opencode, to show that nothing is Copilot's.
+func TestRealOpencodeACP(t *testing.T) {
+	sc := &realScenario{gate: make(chan struct{})}
+	mock := mockopenai.Start(func(r *mockopenai.Request) mockopenai.Reply {
+		if len(r.Tools) == 0 {
+			// opencode names a session with a tool-less call first.
+			return mockopenai.Reply{Text: []string{"A title"}}
+		}
+		return sc.reply(r)
+	})
+	defer mock.Close()
+	opts, marker := realOpencode(t, mock.URL)
+	sc.dir = opts.WorkDir
+
+	a, err := acp.New(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	h := newHost("act")
+	started := time.Now()
+	s, err := a.Open(ctx, "e2e", session.OpenOptions{}, h)
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	t.Logf("open (start, initialize, session/new): %v", time.Since(started))
+
+	started = time.Now()
+	if err := s.Run(ctx, session.Turn{Prompt: promptHello}); err != nil {
+		t.Fatalf("text turn: %v", err)
+	}
+	t.Logf("text turn: %v", time.Since(started))
+	if got := text(h.snapshot()); got != "Hello from the mock." {
+		t.Errorf("text turn streamed %q", got)
+	}
+
+	h.SetMode("plan")
+	n := len(h.snapshot())
+	started = time.Now()
+	if err := s.Run(ctx, session.Turn{Prompt: promptPlan}); err != nil {
+		t.Fatalf("plan turn: %v", err)
+	}
+	t.Logf("plan turn: %v", time.Since(started))
+	events := h.since(n)
+	if len(h.permissions()) != 1 {
+		t.Errorf("the agent asked %d times, want once", len(h.permissions()))
+	}
+	ends := ofType[session.ToolEnd](events)
+	if len(ends) != 1 || !ends[0].Denied || ends[0].Success {
+		t.Errorf("plan tool ends = %+v, want one denied; events:\n%s", ends, describe(events))
+	}
+	if _, err := os.Stat(filepath.Join(sc.dir, "planned.txt")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("planned.txt: %v; the denied command must not run", err)
+	}
+	a.Close()
+	waitNoProcessWithEnv(t, marker)
 }
