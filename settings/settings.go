@@ -15,6 +15,7 @@ package settings
 import (
 	"fmt"
 	"log/slog"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -123,6 +124,7 @@ const (
 // Setting is one row of the table.
 type Setting struct {
 	Field Field
+	Kind  Kind
 	Group Group
 	Apply Apply
 	// Secret values are never logged and are shown masked.
@@ -150,8 +152,7 @@ type Setting struct {
 	Choices     []Choice
 	Browse      Browse
 
-	Kind Kind
-
+	// The setting's value in a Settings, by its Kind.
 	str     func(*Settings) *string
 	boolean func(*Settings) *bool
 	dur     func(*Settings) *time.Duration
@@ -280,8 +281,9 @@ var table = []Setting{
 	},
 }
 
-// All returns every setting, in the dialog's order within each group.
-func All() []Setting { return table }
+// All returns every setting, in the dialog's order within each group: a
+// copy, so that no caller can change the table.
+func All() []Setting { return slices.Clone(table) }
 
 // Lookup returns the setting f. It panics on a Field that is not one of
 // the constants: that is a programming error.
@@ -413,18 +415,6 @@ func NeedsRestart(old, s Settings) bool {
 		}
 	}
 	return false
-}
-
-// Changed lists the settings whose value differs between a and b, in the
-// table's order.
-func Changed(a, b Settings) []Field {
-	var out []Field
-	for _, r := range table {
-		if !r.Equal(a, b) {
-			out = append(out, r.Field)
-		}
-	}
-	return out
 }
 
 // masked stands in for a secret in logs and text.
