@@ -26,6 +26,7 @@ var importRules = []struct {
 	{"internal/queue", nil, false},
 	{"session/script", []string{"session", "assets"}, false},
 	{"session/copilot/...", []string{"session", "session/copilot/...", "internal/queue"}, false},
+	{"session/acp/...", []string{"session", "session/acp/..."}, false},
 	{"relay/history", nil, false},
 	{"relay/history/sqlite", []string{"relay/history"}, false},
 	{"web", nil, false},
