@@ -6,12 +6,15 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/pilotdesk/pilotdesk/assets"
 	"github.com/pilotdesk/pilotdesk/session"
+	"github.com/pilotdesk/pilotdesk/session/acp"
 	"github.com/pilotdesk/pilotdesk/session/copilot"
 	"github.com/pilotdesk/pilotdesk/session/script"
+	"github.com/pilotdesk/pilotdesk/settings"
 )
 
 // buildAgent makes the backend --agent names. auto picks the Copilot CLI when
@@ -23,6 +26,9 @@ func buildAgent(ctx context.Context, s relaySettings, logger *slog.Logger) (_ se
 	switch s.Agent {
 	case "script":
 		a, err := scriptAgent(s.Script)
+		return a, "", err
+	case settings.AgentACP:
+		a, err := acpAgent(ctx, s, logger)
 		return a, "", err
 	case "copilot":
 		opts := copilotOptions(s, logger)
@@ -82,6 +88,36 @@ func copilotOptions(s relaySettings, logger *slog.Logger) copilot.Options {
 		ProviderKey:  s.ProviderKey,
 		Logger:       logger,
 	}
+}
+
+// acpAgent starts the ACP agent --acp-command names (`auto` never picks
+// it) and checks it answers initialize, so that a missing or broken agent
+// stops the relay at start rather than at the first prompt. Each
+// conversation's ACP session id is kept in the data dir, so a restarted
+// relay resumes it.
+func acpAgent(ctx context.Context, s relaySettings, logger *slog.Logger) (session.Agent, error) {
+	sessionMap := ""
+	if s.DataDir != memoryDataDir {
+		sessionMap = filepath.Join(s.DataDir, "acp-sessions.json")
+	}
+	a, err := acp.New(acp.Options{
+		Command:       s.ACPCommand,
+		WorkDir:       s.WorkDir,
+		Logger:        logger,
+		SessionMap:    sessionMap,
+		ClientVersion: Version,
+	})
+	if err != nil {
+		return nil, err
+	}
+	probeCtx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	if err := a.Probe(probeCtx); err != nil {
+		a.Close()
+		return nil, fmt.Errorf("the ACP agent cannot start: %w", err)
+	}
+	logger.Info("agent: acp", "command", s.ACPCommand)
+	return a, nil
 }
 
 // scriptAgent loads a scenario file, or the built-in demo when path is empty.

@@ -41,7 +41,12 @@ func TestServeRefusesBadInvocations(t *testing.T) {
 	}{
 		{"unknown flag", []string{"serve", "--bogus"}, 2, "flag provided but not defined: -bogus"},
 		{"bad duration", []string{"serve", "--input-timeout", "soon"}, 2, "input-timeout"},
-		{"bad agent", []string{"serve", "--agent", "gpt"}, 2, `--agent must be auto, copilot or script, not "gpt"`},
+		{"bad agent", []string{"serve", "--agent", "gpt"}, 2, `--agent must be auto, copilot, acp or script, not "gpt"`},
+		{"acp without command", []string{"serve", "--agent", "acp"}, 2, "--agent acp needs --acp-command CMD"},
+		{"acp command unsplittable", []string{"serve", "--agent", "acp", "--acp-command", "agent 'open"}, 2, "--acp-command: the command line has an unterminated ' quote"},
+		{"acp command with a pipe", []string{"serve", "--agent", "acp", "--acp-command", "agent | tee"}, 2, "no shell runs it"},
+		{"acp agent missing", []string{"serve", "--listen", "127.0.0.1:0", "--data-dir", memoryDataDir, "--agent", "acp", "--acp-command", "no-such-acp-agent-here acp"}, 1, "the ACP agent cannot start"},
+		{"script with acp", []string{"serve", "--agent", "acp", "--acp-command", "opencode acp", "--script", "x.json"}, 2, "cannot be used with --agent acp"},
 		{"bad provider type", []string{"serve", "--provider-type", "llama"}, 2, "--provider-type"},
 		{"bad provider url", []string{"serve", "--provider-url", "localhost:8080"}, 2, "--provider-url"},
 		{"tls cert without key", []string{"serve", "--tls-cert", "c.pem"}, 2, "--tls-cert and --tls-key go together"},

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/pilotdesk/pilotdesk/session/acp"
 	"github.com/pilotdesk/pilotdesk/settings"
 )
 
@@ -63,8 +64,13 @@ func (s *relaySettings) validate(saved func(settings.Field) bool) error {
 	if err := settingsError(s.Settings, saved); err != nil {
 		return err
 	}
-	if s.Script != "" && s.Agent == settings.AgentCopilot {
-		return usageError("--script is for the scripted agent; it cannot be used with --agent copilot")
+	if s.Script != "" && (s.Agent == settings.AgentCopilot || s.Agent == settings.AgentACP) {
+		return usageError("--script is for the scripted agent; it cannot be used with --agent %s", s.Agent)
+	}
+	if s.Agent == settings.AgentACP {
+		if _, err := acp.SplitCommand(s.ACPCommand); err != nil {
+			return usageError("--acp-command: %v", err)
+		}
 	}
 	if s.HeartbeatTimeout <= 0 {
 		return usageError("--heartbeat-timeout must be positive, not %v", s.HeartbeatTimeout)

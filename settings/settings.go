@@ -25,10 +25,11 @@ import (
 // dialog edits, the preferences keep and the command line can fix for a
 // run.
 type Settings struct {
-	// Agent is the embedded relay's backend: AgentAuto, AgentCopilot or
-	// AgentDemo.
+	// Agent is the embedded relay's backend: AgentAuto, AgentCopilot,
+	// AgentACP or AgentDemo.
 	Agent        string
 	CopilotPath  string // the Copilot CLI executable; "" = copilot on PATH
+	ACPCommand   string // the ACP agent's command line, for AgentACP
 	Model        string // sent with every prompt; "" = the agent's default
 	ProviderURL  string // bring-your-own-model endpoint (…/v1)
 	ProviderType string // "openai", "azure" or "anthropic"
@@ -48,6 +49,7 @@ type Settings struct {
 const (
 	AgentAuto    = "auto"
 	AgentCopilot = "copilot"
+	AgentACP     = "acp" // any Agent Client Protocol agent, run by ACPCommand
 	AgentDemo    = "script"
 )
 
@@ -58,6 +60,7 @@ type Field string
 const (
 	FieldAgent         Field = "agent"
 	FieldCopilotPath   Field = "copilotPath"
+	FieldACPCommand    Field = "acpCommand"
 	FieldModel         Field = "model"
 	FieldProviderURL   Field = "providerURL"
 	FieldProviderType  Field = "providerType"
@@ -205,13 +208,14 @@ var table = []Setting{
 	},
 	{
 		Field: FieldAgent, Group: GroupAgent, Apply: Restart, Default: AgentAuto,
-		Flag: "agent", Usage: "agent backend: copilot, script or auto",
+		Flag: "agent", Usage: "agent backend: copilot, acp, script or auto",
 		// --script runs the scripted agent.
 		LockedBy: []string{"script"},
 		Label:    "Agent",
 		Choices: []Choice{
 			{AgentAuto, "Auto: Copilot when it can run, else the demo"},
 			{AgentCopilot, "GitHub Copilot CLI"},
+			{AgentACP, "An ACP agent (the command below)"},
 			{AgentDemo, "Built-in demo (scripted)"},
 		},
 		Kind: KindString, str: func(s *Settings) *string { return &s.Agent },
@@ -223,6 +227,13 @@ var table = []Setting{
 		Label: "Copilot CLI", Placeholder: "copilot on PATH", Browse: BrowseFile,
 		Kind: KindString, str: func(s *Settings) *string { return &s.CopilotPath },
 		used: embeddedOnly, check: checkCopilotPath, preflight: true,
+	},
+	{
+		Field: FieldACPCommand, Group: GroupAgent, Apply: Restart,
+		Flag: "acp-command", Usage: "the ACP agent's command line (`CMD`) for --agent acp, split as a shell would: \"copilot --acp\", \"opencode acp\"",
+		Label: "ACP agent", Hint: "For the ACP agent: opencode acp, gemini --acp…", Placeholder: "opencode acp",
+		Kind: KindString, str: func(s *Settings) *string { return &s.ACPCommand },
+		used: embeddedOnly, check: checkACPCommand,
 	},
 	{
 		Field: FieldProviderURL, Group: GroupAgent, Apply: Restart,

@@ -58,7 +58,7 @@ func TestTable(t *testing.T) {
 	}
 	sort.Strings(keys)
 	want := []string{
-		"settings.agent", "settings.copilotPath", "settings.inputTimeout", "settings.model", "settings.notifications",
+		"settings.acpCommand", "settings.agent", "settings.copilotPath", "settings.inputTimeout", "settings.model", "settings.notifications",
 		"settings.providerKey", "settings.providerType", "settings.providerURL", "settings.remote", "settings.remoteToken",
 		"settings.remoteURL", "settings.workDir",
 	}
@@ -137,7 +137,8 @@ func TestValidateMessages(t *testing.T) {
 		{"missing dir", func(s *Settings) { s.WorkDir = filepath.Join(dir, "nope") }, FieldWorkDir, `The folder "` + filepath.Join(dir, "nope") + `" does not exist`, "--workdir"},
 		{"file as dir", func(s *Settings) { s.WorkDir = file }, FieldWorkDir, "is a file, not a folder", `--workdir "` + file + `" is not a directory`},
 		{"copilot missing", func(s *Settings) { s.CopilotPath = filepath.Join(dir, "copilot") }, FieldCopilotPath, "No Copilot CLI at", "--copilot-path"},
-		{"agent", func(s *Settings) { s.Agent = "gpt" }, FieldAgent, `Unknown agent "gpt"`, `--agent must be auto, copilot or script, not "gpt"`},
+		{"agent", func(s *Settings) { s.Agent = "gpt" }, FieldAgent, `Unknown agent "gpt"`, `--agent must be auto, copilot, acp or script, not "gpt"`},
+		{"acp without command", func(s *Settings) { s.Agent, s.ACPCommand = AgentACP, " " }, FieldACPCommand, "Enter the ACP agent's command line", "--agent acp needs --acp-command CMD"},
 		{"negative timeout", func(s *Settings) { s.InputTimeout = -time.Second }, FieldInputTimeout, "must be longer than zero", "--input-timeout must be 0 (wait forever) or positive, not -1s"},
 		{"provider without model", func(s *Settings) { s.ProviderURL = "http://127.0.0.1:8080/v1" }, FieldModel, "Enter the model to use with the provider URL", "--provider-url needs --model"},
 	} {

@@ -15,8 +15,8 @@ import (
 // the flag.
 type FieldError struct {
 	Field   Field
-	Message string // "Unknown agent "gpt": pick auto, Copilot or the demo"
-	Flag    string // "--agent must be auto, copilot or script, not "gpt""
+	Message string // "Unknown agent "gpt": pick auto, Copilot, an ACP agent or the demo"
+	Flag    string // "--agent must be auto, copilot, acp or script, not "gpt""
 }
 
 func (e FieldError) Error() string { return e.Message }
@@ -71,11 +71,21 @@ func checkRemoteURL(s Settings) *FieldError {
 
 func checkAgent(s Settings) *FieldError {
 	switch s.Agent {
-	case AgentAuto, AgentCopilot, AgentDemo:
+	case AgentAuto, AgentCopilot, AgentACP, AgentDemo:
 		return nil
 	}
-	return problem(FieldAgent, fmt.Sprintf("--agent must be auto, copilot or script, not %q", s.Agent),
-		"Unknown agent %q: pick auto, Copilot or the demo", s.Agent)
+	return problem(FieldAgent, fmt.Sprintf("--agent must be auto, copilot, acp or script, not %q", s.Agent),
+		"Unknown agent %q: pick auto, Copilot, an ACP agent or the demo", s.Agent)
+}
+
+// checkACPCommand: the ACP agent needs its command line. How it splits is
+// session/acp's to say (cli checks it); settings imports nothing of ours.
+func checkACPCommand(s Settings) *FieldError {
+	if s.Agent == AgentACP && strings.TrimSpace(s.ACPCommand) == "" {
+		return problem(FieldACPCommand, "--agent acp needs --acp-command CMD, such as --acp-command \"opencode acp\"",
+			"Enter the ACP agent's command line, such as opencode acp")
+	}
+	return nil
 }
 
 func checkCopilotPath(s Settings) *FieldError {
