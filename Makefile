@@ -18,7 +18,7 @@ LDFLAGS := -X github.com/pilotdesk/pilotdesk/cli.Version=$(VERSION)
 FYNE_TOOL_VERSION := v1.7.4
 FYNE := .tools/bin/fyne
 
-.PHONY: run test deps copilot-cli opencode build vet bench screenshots fuzz load package install package-windows package-darwin clean
+.PHONY: run test deps copilot-cli opencode build vet web-test web-screenshots bench screenshots fuzz load package install package-windows package-darwin clean
 
 run: deps build
 	./$(BIN)
@@ -44,9 +44,20 @@ vet:
 
 test: deps copilot-cli opencode vet
 	$(GO) test -race -tags $(TEST_TAGS) -count=1 -timeout 25m ./...
+	@# The web client in a real browser (installs chromium and the npm driver).
+	scripts/web-e2e.sh
 	@# The real app (GL driver) builds, packages, starts and has a valid .desktop entry.
 	$(MAKE) --no-print-directory package
 	scripts/check-package.sh dist/pilotdesk.tar.xz $(VERSION)
+
+# The web client's browser tests alone: the real relay in Debian's headless
+# chromium (scripts/web-e2e.sh says why, and skips, when chromium or Node.js
+# cannot be installed). web-screenshots writes screenshots/web-*.png.
+web-test:
+	scripts/web-e2e.sh
+
+web-screenshots:
+	WEB_SCREENSHOTS=screenshots scripts/web-e2e.sh screenshots.test.js
 
 # Speed targets live here, never in unit tests: the relay's fan-out (4,000
 # deltas of 64 B to 50 subscribers over loopback WebSockets; deliveries/s,

@@ -2,14 +2,19 @@
 # Installs what building and testing pilotdesk needs on a Debian machine, and
 # only what is missing: the C toolchain and X11/GL headers Fyne's GLFW driver
 # compiles against, tmux for the terminal-client tests, desktop-file-utils
-# for checking the package, and the Go modules.
+# for checking the package, and the Go modules; with "web", also chromium
+# for the web client's browser tests (scripts/web-e2e.sh).
 #
 #   scripts/deps.sh          build and test dependencies
+#   scripts/deps.sh web      those and chromium
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 packages=(gcc libgl1-mesa-dev libx11-dev libxcursor-dev libxrandr-dev libxinerama-dev
 	libxi-dev libxxf86vm-dev tmux desktop-file-utils xz-utils)
+# Debian's chromium, not a browser downloaded by the test driver: it comes
+# from the distribution's archive like every other package here.
+if [ "${1:-}" = web ]; then packages+=(chromium); fi
 
 missing=()
 for p in "${packages[@]}"; do

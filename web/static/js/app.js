@@ -101,7 +101,7 @@ export class App {
       this.requestList('first');
       if (this.current && this.convs.has(this.current)) this.conn.follow(this.current);
     }
-    if (state === 'refused') this.showLogin(info.reason);
+    if (state === 'refused') this.showLogin(this.token ? info.reason : 'missing');
     this.scheduleRender();
   }
 
@@ -335,6 +335,7 @@ export class App {
       token: 'The relay is up but refused this page: the token is wrong or was revoked.',
       revoked: "This device's token was revoked.",
       forgotten: 'This device is forgotten: the token is no longer stored here.',
+      missing: 'This page needs the token of the relay that served it.',
     }[reason] || '';
     $('login-why').textContent = why;
     $('login').hidden = false;
@@ -396,6 +397,7 @@ export class App {
     const live = !!(this.conn && this.conn.live);
     $('title').textContent = c ? c.title || 'New conversation' : 'pilotdesk';
     this.transcript.render(c);
+    $('transcript').classList.toggle('paused', !!(c && c.pending));
     this.indicator.render(c, Date.now());
     this.composer.render(c, live);
     this.question.show(c);

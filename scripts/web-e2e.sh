@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# Runs the web client's browser tests (web/e2e/): the real relay
+# (`pilotdesk serve`, the scripted agent) in Debian's headless chromium,
+# driven by playwright-core (pinned in web/e2e/package-lock.json).
+#
+# It installs what is missing: chromium (scripts/deps.sh web), the npm
+# package (npm ci), and it builds the binary with the headless `ci` tag.
+# When chromium or Node.js cannot be had (no root, no network, an old
+# node), it says so on stderr and skips: exit 0, never silently. With
+# WEB_E2E=require a skip is an error instead (exit 1).
+#
+#   scripts/web-e2e.sh                      every browser test
+#   WEB_SCREENSHOTS=screenshots scripts/web-e2e.sh screenshots.test.js
+#                                           the screenshots into screenshots/
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export PATH="/usr/local/go/bin:$PATH"
+
+skip() {
+	echo "web-e2e: SKIPPED, the web client's browser tests did not run: $*" >&2
+	if [ "${WEB_E2E:-}" = require ]; then exit 1; fi
+	exit 0
+}
+
+scripts/deps.sh web || skip "chromium could not be installed (the reason is above)"
+[ -x "${CHROMIUM:-/usr/bin/chromium}" ] || skip "${CHROMIUM:-/usr/bin/chromium} is missing after the install"
+command -v node >/dev/null || skip "node is not installed (Node.js 20 or newer)"
+node -e 'process.exit(Number(process.versions.node.split(".")[0]) >= 20 ? 0 : 1)' ||
+	skip "node $(node --version) is too old: playwright-core needs Node.js 20 or newer"
+command -v npm >/dev/null || skip "npm is not installed"
+
+if [ ! -f web/e2e/node_modules/.package-lock.json ] || [ web/e2e/package-lock.json -nt web/e2e/node_modules/.package-lock.json ]; then
+	echo "web-e2e: npm ci in web/e2e" >&2
+	(cd web/e2e && npm ci --no-audit --no-fund --loglevel=error) || skip "npm ci failed in web/e2e (no network to the npm registry?)"
+fi
+
+go build -tags ci -o .tools/e2e/pilotdesk .
+cd web/e2e
+start=$(date +%s)
+PILOTDESK_BIN="$PWD/../../.tools/e2e/pilotdesk" node --test --test-concurrency=1 --test-reporter=spec "$@"
+echo "web-e2e: passed in $(($(date +%s) - start)) s" >&2

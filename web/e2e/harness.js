@@ -1,0 +1,119 @@
+// harness.js: what the browser tests share: the real relay (`pilotdesk
+// serve` with the scripted agent) as a child process, Debian's chromium
+// driven by playwright-core, and a few waits.
+
+import { spawn, execFileSync } from 'node:child_process';
+import { mkdtempSync, rmSync, existsSync, mkdirSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { chromium } from 'playwright-core';
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+export const repo = path.resolve(here, '../..');
+export const CHROMIUM = process.env.CHROMIUM || '/usr/bin/chromium';
+export const SCENARIO = path.join(here, 'scenario.json');
+
+let builtBin = '';
+
+// binary returns the pilotdesk binary: $PILOTDESK_BIN (what `make test`
+// builds), else one built here once, with the headless `ci` tag so that no
+// GL toolchain is needed.
+export function binary() {
+  if (process.env.PILOTDESK_BIN) return process.env.PILOTDESK_BIN;
+  if (builtBin) return builtBin;
+  const out = path.join(repo, '.tools', 'e2e', 'pilotdesk');
+  mkdirSync(path.dirname(out), { recursive: true });
+  execFileSync('go', ['build', '-tags', 'ci', '-o', out, '.'], { cwd: repo, stdio: 'inherit' });
+  builtBin = out;
+  return out;
+}
+
+/**
+ * startRelay runs `pilotdesk serve` and resolves once it listens.
+ * opts: token, port (0: any), dataDir (':memory:' by default), script
+ * (a scenario file; the built-in demo when null), args (more flags).
+ */
+export async function startRelay(opts = {}) {
+  const token = opts.token ?? 'e2e-token-0123456789';
+  const dataDir = opts.dataDir ?? ':memory:';
+  const args = ['serve', '--agent', 'script', '--listen', `127.0.0.1:${opts.port ?? 0}`, '--token', token, '--data-dir', dataDir, '--verbose'];
+  if (opts.script !== null) args.push('--script', opts.script ?? SCENARIO);
+  args.push(...(opts.args ?? []));
+  const proc = spawn(binary(), args, { stdio: ['ignore', 'pipe', 'pipe'] });
+  let log = '';
+  proc.stdout.on('data', (b) => { log += b; });
+  proc.stderr.on('data', (b) => { log += b; });
+  const exited = new Promise((resolve) => proc.on('exit', resolve));
+  const port = await new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`the relay did not start in 30 s:\n${log}`)), 30_000);
+    const check = () => {
+      const m = /relay listening" url=ws:\/\/127\.0\.0\.1:(\d+)\/ws/.exec(log);
+      if (m) {
+        clearTimeout(timer);
+        resolve(Number(m[1]));
+      }
+    };
+    proc.stderr.on('data', check);
+    proc.stdout.on('data', check);
+    proc.on('exit', (code) => reject(new Error(`the relay exited (${code}):\n${log}`)));
+  });
+  const relay = {
+    token,
+    port,
+    dataDir,
+    base: `http://127.0.0.1:${port}/`,
+    pageURL: `http://127.0.0.1:${port}/#token=${encodeURIComponent(token)}`,
+    log: () => log,
+    async stop(signal = 'SIGTERM') {
+      if (proc.exitCode === null && proc.signalCode === null) proc.kill(signal);
+      await exited;
+    },
+  };
+  return relay;
+}
+
+/** tempDir makes a directory removed at exit. */
+export function tempDir(prefix) {
+  const dir = mkdtempSync(path.join(tmpdir(), prefix));
+  process.on('exit', () => rmSync(dir, { recursive: true, force: true }));
+  return dir;
+}
+
+/** chromiumMissing returns why the browser tests cannot run, or ''. */
+export function chromiumMissing() {
+  return existsSync(CHROMIUM) ? '' : `${CHROMIUM} is not installed (apt-get install chromium)`;
+}
+
+/**
+ * browser starts Debian's headless chromium. Playwright gives it a new,
+ * empty profile directory, and each test's context has its own storage.
+ */
+export async function browser() {
+  return chromium.launch({
+    executablePath: CHROMIUM,
+    headless: true,
+    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
+      '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+  });
+}
+
+/**
+ * watchPage fails the test on what a page must never do: an uncaught
+ * error, a console error, a request to any host but the relay.
+ */
+export function watchPage(page, relay, problems) {
+  page.on('pageerror', (err) => problems.push(`page error: ${err.message}`));
+  page.on('console', (msg) => {
+    if (msg.type() === 'error') problems.push(`console error: ${msg.text()}`);
+  });
+  page.on('request', (req) => {
+    const u = new URL(req.url());
+    if (u.host !== `127.0.0.1:${relay.port}`) problems.push(`request to another host: ${req.url()}`);
+  });
+}
+
+/** transcriptRows returns the transcript's rows as {kind, text}. */
+export function transcriptRows(page) {
+  return page.$$eval('#transcript [data-row]', (rows) => rows.map((r) => ({ kind: r.dataset.kind, text: r.textContent })));
+}

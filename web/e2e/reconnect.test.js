@@ -1,0 +1,132 @@
+// The web client when its connection breaks: the relay drops the socket
+// in the middle of a reply, restarts on its data dir, crashes mid-turn, and
+// comes back with its history lost. Nothing may be lost or shown twice.
+
+import { describe, it, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { browser, chromiumMissing, startRelay, tempDir, transcriptRows, watchPage } from './harness.js';
+
+const skip = chromiumMissing();
+const WAIT = 30_000;
+const SLOW = Array.from({ length: 40 }, (_, i) => `w${String(i + 1).padStart(2, '0')}`).join(' ');
+
+describe('reconnecting', { skip: skip || false }, () => {
+  let chrome;
+  let relay;
+  const problems = [];
+
+  before(async () => {
+    chrome = await browser();
+  });
+
+  after(async () => {
+    await chrome?.close();
+    await relay?.stop();
+  });
+
+  async function open() {
+    const ctx = await chrome.newContext({ viewport: { width: 390, height: 844 } });
+    ctx.setDefaultTimeout(WAIT);
+    const page = await ctx.newPage();
+    watchPage(page, relay, problems);
+    await page.goto(relay.pageURL);
+    await page.waitForSelector('body[data-state="live"]');
+    await page.click('#menu');
+    await page.click('#new-conv');
+    return page;
+  }
+
+  // send types a prompt and sends it, again if the socket dropped at that
+  // very moment (the page then says "not sent").
+  async function send(page, text) {
+    const users = () => page.$$eval('#transcript [data-kind="user"]', (r) => r.length);
+    const before = await users();
+    for (let i = 0; i < 20; i++) {
+      await page.waitForSelector('#send:not([disabled])');
+      await page.fill('#prompt', text);
+      await page.press('#prompt', 'Enter');
+      try {
+        await page.waitForFunction((n) => document.querySelectorAll('#transcript [data-kind="user"]').length > n, before, { timeout: 3000 });
+        return;
+      } catch {
+        // dropped before it went out: try again
+      }
+    }
+    throw new Error(`could not send ${text}`);
+  }
+
+  const statuses = (page, n) => page.waitForFunction((k) => document.querySelectorAll('#transcript [data-kind="status"]').length >= k, n);
+  const connects = (page) => page.evaluate(() => Number(document.body.dataset.connects));
+
+  // unexpected returns the page's problems but the ones a relay that goes
+  // away causes on purpose: refused connections, and /healthz unanswered.
+  const unexpected = () => problems.filter((p) => !/WebSocket connection to .* failed|Failed to load resource: net::ERR_CONNECTION_REFUSED/.test(p));
+
+  it('resumes after the relay drops the socket mid-reply, with nothing lost or doubled', async () => {
+    // The relay drops a connection after 1 s without an inbound frame; the
+    // page pings after 30 s of silence, so it is dropped again and again.
+    relay = await startRelay({ args: ['--heartbeat-timeout', '1s'] });
+    const page = await open();
+    await send(page, 'slow');
+    await statuses(page, 1);
+    const rows = await transcriptRows(page);
+    assert.deepEqual(rows.map((r) => r.kind), ['user', 'text', 'status']);
+    assert.equal(rows[1].text, SLOW);
+    assert.match(rows[2].text, /Completed/);
+    const n = await connects(page);
+    assert.ok(n >= 3, `the page connected ${n} times during a 4 s reply; the relay was to drop it every second`);
+    assert.match(relay.log(), /heartbeat timeout/);
+    assert.deepEqual(unexpected(), []);
+    await page.context().close();
+    await relay.stop();
+  });
+
+  it('resumes after a restart and after a crash mid-turn on the same data dir, and replaces its copy when the history is lost', async () => {
+    const dataDir = tempDir('pilotdesk-e2e-data-');
+    relay = await startRelay({ dataDir });
+    const port = relay.port;
+    const page = await open();
+    await send(page, 'hello');
+    await statuses(page, 1);
+    const before = await transcriptRows(page);
+
+    // A clean restart: the page comes back to the same transcript, once.
+    let n = await connects(page);
+    await relay.stop('SIGTERM');
+    relay = await startRelay({ dataDir, port });
+    await page.waitForFunction((k) => Number(document.body.dataset.connects) > k && document.body.dataset.state === 'live', n);
+    assert.deepEqual(await transcriptRows(page), before);
+    await send(page, 'hello');
+    await statuses(page, 2);
+    assert.equal((await transcriptRows(page)).length, before.length * 2);
+
+    // A crash in the middle of a reply: what was stored reaches the page
+    // once and in order, and the turn ends as interrupted.
+    await send(page, 'slow');
+    await page.waitForFunction(() => /w05/.test(document.querySelector('#transcript [data-kind="text"]:last-of-type')?.textContent ?? ''));
+    n = await connects(page);
+    await relay.stop('SIGKILL');
+    relay = await startRelay({ dataDir, port });
+    await statuses(page, 3);
+    const rows = await transcriptRows(page);
+    const last = rows.at(-1);
+    assert.equal(last.kind, 'status');
+    assert.match(last.text, /The turn failed\.relay restarted/);
+    const words = rows.at(-2).text.split(' ');
+    assert.ok(words.length >= 5, `only ${words.length} words survived`);
+    assert.equal(rows.at(-2).text, SLOW.split(' ').slice(0, words.length).join(' '), 'words lost, doubled or out of order');
+    assert.ok(await connects(page) > n);
+
+    // A relay with another history (a fresh data dir: a new epoch): the
+    // page's copy is replaced by the relay's, which is empty.
+    await relay.stop('SIGTERM');
+    relay = await startRelay({ port, dataDir: ':memory:' });
+    await page.waitForFunction(() => document.querySelectorAll('#transcript [data-row]').length === 0);
+    await page.waitForSelector('#transcript .empty');
+    assert.equal(await page.evaluate(() => document.body.dataset.state), 'live');
+    await send(page, 'hello');
+    await statuses(page, 1);
+    assert.deepEqual((await transcriptRows(page)).map((r) => r.kind), ['user', 'text', 'status']);
+    assert.deepEqual(unexpected(), []);
+  });
+});
