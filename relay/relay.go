@@ -190,8 +190,9 @@ func New(cfg Config) (*Relay, error) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		_, _ = w.Write([]byte("ok"))
 	})
-	// The web client: the page a phone opens from the Share dialog's QR
-	// code. /ws and /healthz are more specific patterns and keep theirs.
+	// The web client: the page a phone or a browser opens with the token in
+	// its fragment. /ws and /healthz are more specific patterns and keep
+	// theirs.
 	r.mux.Handle("GET /", web.Handler())
 	return r, nil
 }

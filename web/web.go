@@ -1,7 +1,6 @@
 // Package web is the relay's web client: the page every relay serves at
-// GET / so that a phone which scans the Share dialog's QR code, or any
-// browser, can follow and answer conversations (docs/protocol.md, The web
-// client). It is plain HTML, CSS and JavaScript modules embedded in the
+// GET / so that a phone, or any browser, can follow and answer
+// conversations (docs/protocol.md, The web client). It is plain HTML, CSS and JavaScript modules embedded in the
 // binary: no build step, and nothing is fetched from anywhere but the relay.
 //
 // The page learns the token from the URL's fragment (/#token=…), which a

@@ -97,7 +97,7 @@ describe('web client', { skip: skip || false }, () => {
     assert.ok(refusals.length > 0);
     problems.splice(0, problems.length, ...problems.filter((p) => !refusals.includes(p)));
 
-    // Pasting the Share dialog's link connects again.
+    // Pasting the link with the token connects again.
     await page.fill('#login-token', relay.pageURL);
     await page.click('#login-form button[type=submit]');
     await page.waitForSelector('body[data-state="live"]');

@@ -50,7 +50,7 @@ describe('screenshots', { skip: skip || false }, () => {
     await newConversation(p);
     if (plan) await p.click('#mode-plan');
     await p.fill('#prompt', prompt);
-    await p.press('#prompt', 'Enter');
+    await p.click('#send'); // on a touch screen Enter adds a line
   }
 
   const done = (p, n = 1) => p.waitForFunction((k) => document.querySelectorAll('#transcript [data-kind="status"]').length >= k, n);

@@ -76,6 +76,12 @@ export class App {
   }
 
   start() {
+    // A new connection starts from nothing: its subscriptions replay each
+    // conversation from the start, which must not land on an old copy.
+    this.convs.clear();
+    this.entries.clear();
+    this.nextCursor = '';
+    this.listedOnce = false;
     const url = new URL('ws', new URL('.', location.href));
     url.protocol = location.protocol === 'https:' ? 'wss:' : 'ws:';
     this.conn = new Connection({
@@ -307,14 +313,13 @@ export class App {
   }
 
   forget() {
-    if (!window.confirm('Forget this device? The page will need the link (or the token) from the Share dialog again.')) return;
+    if (!window.confirm("Forget this device? The page will need the relay's link (or its token) again.")) return;
     forgetDevice();
     this.token = '';
     this.conn.stop();
     this.convs.clear();
     this.entries.clear();
     this.current = null;
-    this.listedOnce = false;
     this.toggleDrawer(false);
     this.showLogin('forgotten');
     this.render();
@@ -374,7 +379,8 @@ export class App {
       out.set(id, { id, title: e.title, streaming: !!e.streaming, mode: e.mode, waiting: !!e.waitingInput, updatedAt: Date.parse(e.updatedAt) || 0 });
     }
     for (const [id, c] of this.convs) {
-      if (!out.has(id) && !(id === this.current && !c.onRelay) && c.rows.length === 0) continue;
+      // A conversation made here shows once it has rows, or while it is open.
+      if (!out.has(id) && c.rows.length === 0 && id !== this.current) continue;
       const prev = out.get(id) || {};
       out.set(id, {
         id, title: c.title || prev.title, streaming: c.synced ? c.streaming : prev.streaming,

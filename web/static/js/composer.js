@@ -14,9 +14,13 @@ export class Composer {
       ev.preventDefault();
       this.submit();
     });
+    // On a touch screen the keyboard has no Shift+Enter: Enter adds a line
+    // there and the Send button sends.
+    this.touch = window.matchMedia('(pointer: coarse)');
+    n.input.enterKeyHint = this.touch.matches ? 'enter' : 'send';
     n.input.addEventListener('keydown', (ev) => {
       // Enter sends, Shift+Enter adds a line, as in the window.
-      if (ev.key === 'Enter' && !ev.shiftKey && !ev.isComposing) {
+      if (ev.key === 'Enter' && !ev.shiftKey && !ev.isComposing && !this.touch.matches) {
         ev.preventDefault();
         this.submit();
       }

@@ -39,6 +39,8 @@ export class Conversation {
 
   /** resetCopy forgets everything the relay sent (a new epoch). */
   resetCopy() {
+    // A view that drew the old copy knows by this that it must start over.
+    this.generation = (this.generation || 0) + 1;
     this.mode = this.mode || 'act';
     this.streaming = false;
     this.synced = false;

@@ -21,6 +21,7 @@ export class Transcript {
   constructor(root) {
     this.root = root;
     this.convId = null;
+    this.generation = 0;
     this.nodes = []; // the row nodes, by row index
     this.versions = [];
     this.blocks = new WeakMap(); // text row node → [{src, node}]
@@ -29,13 +30,15 @@ export class Transcript {
   /** render shows conv (null: nothing open). */
   render(conv) {
     const id = conv ? conv.id : null;
+    const generation = conv ? conv.generation : 0;
     const rows = conv ? conv.rows : [];
-    if (id !== this.convId || rows.length < this.nodes.length) {
+    if (id !== this.convId || generation !== this.generation || rows.length < this.nodes.length) {
       // Another conversation, or a copy replaced after a reset.
       clear(this.root);
       this.nodes = [];
       this.versions = [];
       this.convId = id;
+      this.generation = generation;
     }
     const stick = this.atBottom();
     this.root.querySelector(':scope > .empty')?.remove();
