@@ -13,6 +13,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	"github.com/coder/websocket"
 
@@ -172,6 +173,8 @@ func (r *Relay) authorized(req *http.Request) bool {
 	return subtle.ConstantTimeCompare(d[:], r.tokenDigest[:]) == 1
 }
 
+var errInvalidUTF8 = errors.New("a text frame is not valid UTF-8")
+
 // readLoop reads frames until the connection fails or closes.
 func (c *conn) readLoop() error {
 	for {
@@ -191,6 +194,15 @@ func (c *conn) readLoop() error {
 		if typ != websocket.MessageText {
 			c.sendError(&protocol.Error{Code: protocol.CodeInvalidMessage, Message: `binary frames are not supported: send text frames holding {"type": string, "data"?: object}`})
 			continue
+		}
+		if !utf8.Valid(frame) {
+			// RFC 6455 (8.1) closes the connection on a text frame that is
+			// not UTF-8. Decoding it instead would turn each invalid byte
+			// into U+FFFD, so different byte strings would name one
+			// conversation.
+			c.log.Info("relay: a text frame is not valid UTF-8; closing the connection")
+			c.closeWith(websocket.StatusInvalidFramePayloadData, "text frame is not valid UTF-8", false)
+			return errInvalidUTF8
 		}
 		req, perr := protocol.DecodeRequest(frame)
 		if perr != nil {

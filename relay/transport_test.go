@@ -374,3 +374,34 @@ func TestSubscriptionLimit(t *testing.T) {
 	cl.Send("copilot:subscribe", map[string]any{"conversationId": "c"})
 	cl.Expect("copilot:subscribed")
 }
+
+// A text frame that is not valid UTF-8 closes the connection with 1007
+// (RFC 6455, 8.1; docs/protocol.md, Transport): it is never read as JSON,
+// where the invalid bytes would become U+FFFD and two different byte
+// strings would name one conversation.
+func TestInvalidUTF8Closes1007(t *testing.T) {
+	e := start(t, nil)
+	cl := e.dial()
+	cl.SendRaw([]byte("{\"type\":\"copilot:subscribe\",\"data\":{\"conversationId\":\"ab\xffcd\"}}"))
+	code, reason := cl.WaitClosed()
+	if code != websocket.StatusInvalidFramePayloadData {
+		t.Fatalf("closed with %d %q, want 1007", code, reason)
+	}
+	if !strings.Contains(reason, "UTF-8") {
+		t.Errorf("close reason %q does not say why", reason)
+	}
+	// Nothing was subscribed: no reply came before the close.
+	if f, ok := cl.TryNext(0); ok {
+		t.Fatalf("the invalid frame was answered: %s", f.Raw)
+	}
+	// A binary frame is not text: it keeps its invalid_message answer.
+	bin := e.dial()
+	ctx, cancel := context.WithTimeout(context.Background(), wait)
+	defer cancel()
+	if err := bin.Conn.Write(ctx, websocket.MessageBinary, []byte("\xff")); err != nil {
+		t.Fatal(err)
+	}
+	if m := dataMap(t, bin.Expect("error")); m["code"] != protocol.CodeInvalidMessage {
+		t.Fatalf("binary frame: %v", m)
+	}
+}

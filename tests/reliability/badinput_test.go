@@ -202,7 +202,6 @@ func TestBadFramesReal(t *testing.T) {
 		{"JSON number", []byte(`42`), []string{protocol.CodeInvalidJSON}},
 		{"JSON null", []byte(`null`), []string{protocol.CodeInvalidJSON}},
 		{"two objects", []byte(`{"type":"ping"}{"type":"ping"}`), []string{protocol.CodeInvalidJSON}},
-		{"invalid UTF-8", []byte("{\"type\":\"\xff\xfe\"}"), []string{protocol.CodeInvalidJSON, protocol.CodeUnknownType}},
 		{"no type", []byte(`{"data":{}}`), []string{protocol.CodeInvalidMessage}},
 		{"type a number", []byte(`{"type":5}`), []string{protocol.CodeInvalidMessage}},
 		{"type null", []byte(`{"type":null}`), []string{protocol.CodeInvalidMessage}},
@@ -250,5 +249,39 @@ func TestBadFramesReal(t *testing.T) {
 	cl.Send("copilot:subscribe", map[string]any{"conversationId": id})
 	if f := cl.Next(); f.Type != "copilot:subscribed" || f.Field("conversationId") != id {
 		t.Fatalf("subscribe after the bad frames: %s", f.Raw)
+	}
+}
+
+// TestBadUTF8Real: a text frame that is not valid UTF-8 closes the
+// connection with 1007 (RFC 6455), where it used to get an error reply and,
+// worse, a conversationId with an invalid byte became U+FFFD, so
+// "ab\xffcd" and "ab\ufffdcd" named one conversation. Nothing the frame
+// asked for happens, and other connections are not affected.
+func TestBadUTF8Real(t *testing.T) {
+	const token = "bad-utf8-token-14142135"
+	p := startRelay(t, nil, "--agent", "script", "--data-dir", t.TempDir(), "--listen", "127.0.0.1:0", "--token", token)
+	for _, bad := range [][]byte{
+		[]byte("{\"type\":\"copilot:send\",\"data\":{\"conversationId\":\"ab\xffcd\",\"prompt\":\"hello\"}}"),
+		[]byte("{\"type\":\"\xff\xfe\"}"),
+		[]byte("{\"type\":\"ping\",\"data\":{\"x\":\"\xed\xa0\x80\"}}"), // a UTF-16 surrogate, encoded
+	} {
+		cl := relaytest.Dial(t, p.URL, token)
+		cl.SendRaw(bad)
+		code, reason := cl.WaitClosed()
+		if code != websocket.StatusInvalidFramePayloadData {
+			t.Errorf("%q: closed with %d %q, want 1007", bad, code, reason)
+		}
+		if f, ok := cl.TryNext(0); ok {
+			t.Errorf("%q: answered with %s before the close", bad, f.Raw)
+		}
+	}
+	other := relaytest.Dial(t, p.URL, token)
+	other.Send("copilot:list", nil)
+	f := other.Next()
+	if f.Type != "copilot:conversations" {
+		t.Fatalf("list: %s", f.Raw)
+	}
+	if convs := dataOf(t, f)["conversations"].([]any); len(convs) != 0 {
+		t.Fatalf("the frame with an invalid id started a conversation: %s", f.Raw)
 	}
 }
