@@ -55,11 +55,8 @@ type desktopConfig struct {
 	flags  clientFlags // the command line, validated
 	locked map[settings.Field]string
 	logger *slog.Logger
-	// base holds the window options the desktop does not set (tests set
-	// Manual).
+	// base holds the window options the desktop does not set.
 	base ui.Options
-	// do runs f on the UI goroutine (default fyne.Do).
-	do func(f func())
 }
 
 // desktop is the running window app: the relay it embeds or connects to,
@@ -106,9 +103,6 @@ func (r *relayConn) close() {
 // not start, it starts on the command line and the defaults alone and the
 // window says why.
 func openDesktop(ctx context.Context, cfg desktopConfig) (*desktop, error) {
-	if cfg.do == nil {
-		cfg.do = fyne.Do
-	}
 	d := &desktop{desktopConfig: cfg}
 	d.ctx, d.cancel = context.WithCancel(ctx)
 
@@ -242,7 +236,7 @@ func (d *desktop) handOver(r *relayConn, err error, done func(error)) {
 	}
 	d.pending = r
 	d.mu.Unlock()
-	d.do(func() {
+	fyne.Do(func() {
 		d.mu.Lock()
 		r := d.pending
 		d.pending = nil

@@ -20,7 +20,7 @@ import (
 	"github.com/pilotdesk/pilotdesk/client"
 	"github.com/pilotdesk/pilotdesk/protocol"
 	"github.com/pilotdesk/pilotdesk/settings"
-	"github.com/pilotdesk/pilotdesk/ui"
+	"github.com/pilotdesk/pilotdesk/ui/uitest"
 )
 
 // parseWindowFlags parses the window's command line as runWindow does.
@@ -252,21 +252,20 @@ type testDesktop struct {
 	d    *desktop
 	app  fyne.App
 	logs *syncBuffer
-	ui   chan func()
+	loop *uitest.Loop // the UI goroutine's queue: the test runs it
 }
 
 func openTestDesktop(t *testing.T, a fyne.App, args ...string) (*testDesktop, error) {
 	t.Helper()
 	cf, fs, getenv := parseWindowFlags(t, nil, args...)
 	logs := &syncBuffer{}
-	td := &testDesktop{t: t, app: a, logs: logs, ui: make(chan func(), 16)}
+	a, loop := uitest.Wrap(t, a)
+	td := &testDesktop{t: t, app: a, logs: logs, loop: loop}
 	d, err := openDesktop(context.Background(), desktopConfig{
 		app:    a,
 		flags:  cf,
 		locked: settings.Locked(fs, getenv),
 		logger: slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
-		base:   ui.Options{Manual: true},
-		do:     func(f func()) { td.ui <- f },
 	})
 	if err != nil {
 		return nil, err
@@ -285,23 +284,23 @@ func (td *testDesktop) restart() error {
 	td.t.Helper()
 	result := make(chan error, 1)
 	td.d.restart(func(err error) { result <- err })
-	deadline := time.After(60 * time.Second) // a start may probe the Copilot CLI
-	for {
+	var err error
+	// A start may probe the Copilot CLI: allow it time.
+	td.loop.WaitFor(td.t, 60*time.Second, "the restart", func() bool {
 		select {
-		case err := <-result:
-			return err
-		case f := <-td.ui:
-			f()
-		case <-deadline:
-			td.t.Fatal("the restart did not finish")
+		case err = <-result:
+			return true
+		default:
+			return false
 		}
-	}
+	}, nil)
+	return err
 }
 
 // prompt types a prompt into the window's composer and presses Enter.
 func (td *testDesktop) prompt(text string) {
 	td.t.Helper()
-	td.d.win.Sync()
+	td.loop.Drain()
 	c := td.d.win.Window().Canvas()
 	f := c.Focused()
 	if f == nil {

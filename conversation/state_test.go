@@ -75,9 +75,9 @@ func TestFoldRecordedStreams(t *testing.T) {
 		},
 		title:  "Deploy the app",
 		mode:   protocol.ModeAct,
-		usage:  "Model gpt-5  ·  premium interactions: 12 of 300 used, 96% left  ·  chat: unlimited  ·  ×1 premium per request  ·  cache 300 read / 0 written",
+		usage:  "Model gpt-5  ·  premium requests 12/300 (96% left)  ·  chat unlimited  ·  ×1 premium per request  ·  cache 300 read / 0 written",
 		totals: "Session total: 1 premium request  ·  gpt-5: 1 request, 1200 tokens in / 80 out",
-		turn:   "usage: gpt-5 · 1200 in / 80 out tokens · cost 1 · premium interactions: 12 of 300 used, 96% left · session ended: 1 premium request",
+		turn:   "usage: gpt-5 · 1200 in / 80 out tokens · cost 1 · premium requests 12/300 (96% left) · session ended: 1 premium request",
 	}, {
 		file:  "plan-question.jsonl",
 		kinds: "user,tool,note,mode,text,note,status",

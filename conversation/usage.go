@@ -130,21 +130,25 @@ func (u Usage) clone() Usage {
 
 // ---- words, the same in every front end ----
 
-// QuotaText describes one quota snapshot: "premium interactions: 12 of 300
-// used, 96% left", "chat: unlimited"; "" when it says nothing.
+// QuotaText describes one quota snapshot, short enough for a terminal's
+// usage line: "premium requests 12/300 (96% left)", "chat unlimited"; ""
+// when it says nothing.
 func QuotaText(q Quota) string {
 	name := strings.ReplaceAll(q.Name, "_", " ")
+	if q.Name == "premium_interactions" {
+		name = "premium requests" // what people call them
+	}
 	switch {
 	case q.Unlimited:
-		return name + ": unlimited"
+		return name + " unlimited"
 	case q.HasUsed && q.Entitlement > 0:
-		s := fmt.Sprintf("%s: %s of %s used", name, Num(q.Used), Num(q.Entitlement))
+		s := fmt.Sprintf("%s %s/%s", name, Num(q.Used), Num(q.Entitlement))
 		if q.HasRemaining {
-			s += fmt.Sprintf(", %s%% left", Num(q.RemainingPercent))
+			s += fmt.Sprintf(" (%s%% left)", Num(q.RemainingPercent))
 		}
 		return s
 	case q.HasRemaining:
-		return fmt.Sprintf("%s: %s%% left", name, Num(q.RemainingPercent))
+		return fmt.Sprintf("%s %s%% left", name, Num(q.RemainingPercent))
 	}
 	return ""
 }

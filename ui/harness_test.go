@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"fyne.io/fyne/v2"
-	"fyne.io/fyne/v2/test"
 	"fyne.io/fyne/v2/theme"
 
 	"github.com/pilotdesk/pilotdesk/client"
@@ -18,6 +17,7 @@ import (
 	"github.com/pilotdesk/pilotdesk/relay"
 	"github.com/pilotdesk/pilotdesk/relay/relaytest"
 	"github.com/pilotdesk/pilotdesk/session/script"
+	"github.com/pilotdesk/pilotdesk/ui/uitest"
 )
 
 //go:embed testdata/script.json
@@ -30,6 +30,7 @@ const waitTimeout = 10 * time.Second
 type harness struct {
 	t      testing.TB
 	app    fyne.App
+	loop   *uitest.Loop // the UI goroutine's queue: the test runs it
 	srv    *relaytest.Server
 	proxy  *clienttest.Proxy
 	client *client.Client
@@ -72,7 +73,7 @@ func newHarness(t testing.TB, hc harnessConfig) *harness {
 	srv := relaytest.Start(t, hc.relay)
 	proxy := clienttest.StartProxy(t, srv.URL)
 
-	a := test.NewTempApp(t)
+	a, loop := uitest.NewApp(t)
 	th := hc.theme
 	if th == nil {
 		th = theme.DefaultTheme()
@@ -86,7 +87,6 @@ func newHarness(t testing.TB, hc harnessConfig) *harness {
 		t.Fatal(err)
 	}
 	opts := hc.options
-	opts.Manual = true
 	var clock *fakeClock
 	if hc.fakeClock {
 		clock = newFakeClock()
@@ -99,7 +99,7 @@ func newHarness(t testing.TB, hc harnessConfig) *harness {
 	}
 	w.Window().Resize(size)
 	w.Window().Show()
-	h := &harness{t: t, app: a, srv: srv, proxy: proxy, client: c, w: w, clock: clock}
+	h := &harness{t: t, app: a, loop: loop, srv: srv, proxy: proxy, client: c, w: w, clock: clock}
 	t.Cleanup(func() {
 		w.Close()
 		c.Close()
@@ -112,24 +112,18 @@ func newHarness(t testing.TB, hc harnessConfig) *harness {
 	return h
 }
 
-// waitFor syncs the window until cond holds, failing after waitTimeout.
+// waitFor runs the UI loop, where the window draws its frames, until cond
+// holds, failing after waitTimeout.
 func (h *harness) waitFor(what string, cond func() bool) {
 	h.t.Helper()
-	deadline := time.After(waitTimeout)
-	for {
-		h.w.Sync()
-		if cond() {
-			return
-		}
-		select {
-		case <-h.w.Changed():
-		case <-time.After(50 * time.Millisecond):
-			// Changes that come from the outbox (a send that failed) do
-			// not pass through the store; poll now and then as well.
-		case <-deadline:
-			h.t.Fatalf("timed out waiting for %s; transcript:\n%s", what, h.dump())
-		}
-	}
+	h.loop.WaitFor(h.t, waitTimeout, what, cond, func() string { return "transcript:\n" + h.dump() })
+}
+
+// frame runs the UI loop and then draws a frame at once, as the frame
+// timer would a moment later: for a test that has just typed or tapped.
+func (h *harness) frame() {
+	h.loop.Drain()
+	h.w.frame()
 }
 
 // send types a prompt in the composer and presses Enter.

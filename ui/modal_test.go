@@ -285,21 +285,21 @@ func TestTimeoutClosesModal(t *testing.T) {
 func TestWaitingMarkerAndNotification(t *testing.T) {
 	h := newHarness(t, harnessConfig{})
 	// In the foreground: no notification.
-	test.AssertNotificationSent(t, nil, func() {
+	h.loop.AssertNotificationSent(t, nil, func() {
 		h.send("ask me")
 		h.waitModal(kindAsk)
 		h.typeRunes("1")
 		h.waitFor("the turn", func() bool { return h.hasStatus(protocol.StatusCompleted) })
 	})
 	h.w.focused = false
-	test.AssertNotificationSent(t, fyne.NewNotification("pilotdesk: the agent is asking", "Run the migration?"), func() {
+	h.loop.AssertNotificationSent(t, fyne.NewNotification("pilotdesk: the agent is asking", "Run the migration?"), func() {
 		h.send("approve the migration")
 		h.waitModal(kindApproval)
 	})
 	first := h.w.current
 	// Switch away: the entry shows the wait with the time left.
 	h.w.newConversation()
-	h.w.Sync()
+	h.frame()
 	if h.modalOpen() {
 		t.Fatal("the modal of another conversation is shown")
 	}

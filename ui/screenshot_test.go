@@ -46,7 +46,7 @@ type shooter struct {
 func (s *shooter) shot(h *harness, name string) {
 	s.t.Helper()
 	full := s.variant + "-" + name
-	h.w.Sync()
+	h.frame()
 	// The test canvas does not re-run layouts by itself as the real driver
 	// does each frame: refresh once so that shown/hidden parts settle.
 	h.w.Window().Content().Refresh()
@@ -202,7 +202,7 @@ func TestScreenshots(t *testing.T) {
 			first := h.w.current
 			h.w.newConversation()
 			h.clock.advance(95 * time.Second)
-			h.w.Sync()
+			h.frame()
 			s.shot(h, "waiting-list")
 			h.w.switchTo(first)
 			h.waitModal(kindAsk)

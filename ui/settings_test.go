@@ -360,7 +360,7 @@ func TestNotificationsForTurnEndsAndOff(t *testing.T) {
 	first := h.w.current
 
 	lc.OnExitedForeground()()
-	test.AssertNotificationSent(t, fyne.NewNotification("pilotdesk: the agent finished", "show me markdown"), func() {
+	h.loop.AssertNotificationSent(t, fyne.NewNotification("pilotdesk: the agent finished", "show me markdown"), func() {
 		h.send("show me markdown again")
 		h.waitFor("the second turn", func() bool { return statusRows(h) == 2 && h.hasStatus(protocol.StatusCompleted) })
 	})
@@ -378,7 +378,7 @@ func TestNotificationsForTurnEndsAndOff(t *testing.T) {
 
 	h.app.Preferences().SetBool(settings.Lookup(settings.FieldNotifications).PrefKey(), false)
 	lc.OnExitedForeground()()
-	test.AssertNotificationSent(t, nil, func() {
+	h.loop.AssertNotificationSent(t, nil, func() {
 		h.send("approve the migration")
 		h.waitModal(kindApproval)
 		h.typeRunes("a")
@@ -448,7 +448,7 @@ func TestFirstRunNotice(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	later := NewWindow(h.app, c, Options{DemoReason: reason, Manual: true})
+	later := NewWindow(h.app, c, Options{DemoReason: reason})
 	t.Cleanup(func() { later.Close(); c.Close(); later.Wait(); later.Window().Close() })
 	if later.notice != nil {
 		t.Fatal("the dismissed notice came back")
@@ -531,7 +531,7 @@ func TestSetClientKeepsTheConversation(t *testing.T) {
 	h.send("show me markdown")
 	h.waitFor("the turn", func() bool { return h.hasStatus(protocol.StatusCompleted) })
 	conv, rows, text := h.w.current, len(h.rows()), h.text()
-	h.w.Sync()
+	h.frame()
 	title := h.w.title.Text
 
 	h.srv.Close() // what restarting the embedded relay does first
@@ -567,7 +567,6 @@ func moveToRelay(t *testing.T, h *harness, store history.Store, opts Options) *r
 		cancel()
 		t.Fatal(err)
 	}
-	opts.Manual = true
 	old := h.client
 	h.w.SetClient(c, opts)
 	old.Close()

@@ -50,8 +50,6 @@ type transcript struct {
 	widthTimer *time.Timer
 	root       fyne.CanvasObject
 	empty      fyne.CanvasObject
-	// listOps counts the list operations whose cost grows with the rows.
-	listOps int
 	// follow is true while the newest row is kept in view. It stops when
 	// the user scrolls up and starts again when they scroll back down;
 	// lastOffset is the offset the window itself last scrolled to.
@@ -199,7 +197,7 @@ func (t *transcript) apply(v store.View) {
 		}
 		if h != t.heights[i] {
 			t.heights[i] = h
-			t.setItemHeight(i, h)
+			t.list.SetItemHeight(i, h)
 			if follow {
 				t.scrollToBottom()
 			}
@@ -220,21 +218,7 @@ func (t *transcript) apply(v store.View) {
 	}
 }
 
-// The list's refreshes cost time in proportion to the number of rows
-// (widget.List walks every custom height); these wrappers count them so
-// that the benchmark can report how often a frame pays that.
-func (t *transcript) setItemHeight(i int, h float32) {
-	t.listOps++
-	t.list.SetItemHeight(i, h)
-}
-
-func (t *transcript) refreshList() {
-	t.listOps++
-	t.list.Refresh()
-}
-
 func (t *transcript) scrollToBottom() {
-	t.listOps++
 	t.list.ScrollToBottom()
 	t.lastOffset = t.list.GetScrollOffset()
 }
@@ -316,12 +300,12 @@ func (t *transcript) setHeights(hs map[int]float32) {
 		for i, h := range hs {
 			if h != t.heights[i] {
 				t.heights[i] = h
-				t.setItemHeight(i, h)
+				t.list.SetItemHeight(i, h)
 				told = true
 			}
 		}
 		if !told {
-			t.refreshList()
+			t.list.Refresh()
 		}
 		return
 	}
@@ -395,11 +379,11 @@ func (t *transcript) calibrate(width float32) {
 // scheduleFixes applies heights found during the list's layout once that
 // layout is over (SetItemHeight from inside it would re-enter it).
 func (t *transcript) scheduleFixes() {
-	if t.fixScheduled || t.win.manual {
-		return // a manual window applies them in Sync
+	if t.fixScheduled {
+		return
 	}
 	t.fixScheduled = true
-	go fyne.Do(t.applyFixes)
+	t.win.later(0, t.applyFixes)
 }
 
 func (t *transcript) applyFixes() {
@@ -443,7 +427,7 @@ func (t *transcript) widthChanged(w float32) {
 	first := t.width == 0
 	t.width = w
 	t.unit = nil
-	if first || t.win.manual {
+	if first {
 		t.remeasure()
 		return
 	}
@@ -452,7 +436,7 @@ func (t *transcript) widthChanged(w float32) {
 	if t.widthTimer != nil {
 		t.widthTimer.Stop()
 	}
-	t.widthTimer = time.AfterFunc(120*time.Millisecond, func() { fyne.Do(t.remeasure) })
+	t.widthTimer = t.win.later(120*time.Millisecond, t.remeasure)
 }
 
 // remeasure recomputes every height for the current width.

@@ -54,10 +54,6 @@ type Options struct {
 	// FrameInterval is the longest a change waits before it is drawn
 	// (default 16 ms, one frame at 60 Hz).
 	FrameInterval time.Duration
-	// Manual turns off the frame timer and the countdown ticker: changes
-	// are drawn only when Sync is called. Tests use it to drive the window
-	// from one goroutine.
-	Manual bool
 	// ListInterval is how often the conversation list is refreshed from
 	// the relay (default 20 s).
 	ListInterval time.Duration
@@ -102,7 +98,6 @@ type Window struct {
 	store  *store.Store
 	opts   Options
 	log    *slog.Logger
-	manual bool
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -111,7 +106,6 @@ type Window struct {
 
 	frameMu        sync.Mutex
 	frameScheduled bool
-	changed        chan struct{} // signalled on every model change (tests)
 	// uiq holds work that the sender goroutine hands to the UI goroutine;
 	// Sync runs it.
 	uiq chan func()
@@ -164,9 +158,7 @@ func NewWindow(a fyne.App, c *client.Client, opts Options) *Window {
 		app:      a,
 		opts:     opts,
 		log:      opts.Logger,
-		manual:   opts.Manual,
 		outbox:   make(chan func(context.Context), 256),
-		changed:  make(chan struct{}, 1),
 		uiq:      make(chan func(), 64),
 		focused:  true,
 		notified: map[string]bool{},
@@ -216,7 +208,7 @@ drain:
 		w.about.Hide() // it names the old relay
 	}
 	w.opts = withDefaults(opts)
-	w.log, w.manual = w.opts.Logger, w.opts.Manual
+	w.log = w.opts.Logger
 	w.wantMode = ""
 	w.follow(c)
 	w.win.SetTitle(windowTitle(w.opts, c.URL()))
@@ -271,10 +263,8 @@ func (w *Window) start() {
 	w.wg.Add(2)
 	go w.pump()
 	go w.send()
-	if !w.manual {
-		w.wg.Add(1)
-		go w.ticker()
-	}
+	w.wg.Add(1)
+	go w.ticker()
 	w.refreshList()
 }
 
@@ -398,30 +388,36 @@ func (w *Window) ticker() {
 // requestFrame schedules one redraw for everything that changed in the
 // next FrameInterval: a burst of deltas costs one refresh.
 func (w *Window) requestFrame() {
-	select {
-	case w.changed <- struct{}{}:
-	default:
-	}
-	if w.manual {
-		return
-	}
 	w.frameMu.Lock()
 	if w.frameScheduled {
 		w.frameMu.Unlock()
 		return
 	}
 	w.frameScheduled = true
+	w.frameMu.Unlock()
+	w.later(w.opts.FrameInterval, w.frame)
+}
+
+// later runs f on the UI goroutine after d (at the next chance when d is
+// 0), unless the window has been closed, or moved to another client, by
+// then: nothing the window scheduled outlives it.
+func (w *Window) later(d time.Duration, f func()) *time.Timer {
+	w.frameMu.Lock()
 	ctx := w.ctx // SetClient replaces it, under frameMu
 	w.frameMu.Unlock()
-	time.AfterFunc(w.opts.FrameInterval, func() {
+	return time.AfterFunc(d, func() {
 		if ctx.Err() != nil {
 			return
 		}
-		fyne.Do(w.frame)
+		fyne.Do(func() {
+			if ctx.Err() == nil {
+				f()
+			}
+		})
 	})
 }
 
-// onUI runs f on the UI goroutine at the next Sync.
+// onUI runs f on the UI goroutine at the next frame.
 func (w *Window) onUI(f func()) {
 	select {
 	case w.uiq <- f:
@@ -434,11 +430,8 @@ func (w *Window) frame() {
 	w.frameMu.Lock()
 	w.frameScheduled = false
 	w.frameMu.Unlock()
-	w.Sync()
+	w.sync(false)
 }
-
-// Changed is signalled after every model change; tests wait on it.
-func (w *Window) Changed() <-chan struct{} { return w.changed }
 
 // ---- UI goroutine ----
 
@@ -553,12 +546,8 @@ func (w *Window) shortcut(s fyne.Shortcut) bool {
 	return true
 }
 
-// Sync draws everything that changed since the last Sync. It runs on the
-// UI goroutine (fyne.Do calls it once per frame; tests call it directly).
-func (w *Window) Sync() {
-	w.sync(false)
-}
-
+// sync draws everything that changed since the last frame (everything when
+// full). It runs on the UI goroutine: fyne.Do calls it once per frame.
 func (w *Window) sync(full bool) {
 drain:
 	for {
@@ -590,9 +579,6 @@ drain:
 	w.view = v
 	if v.Full || len(v.Changed) > 0 {
 		w.transcript.apply(v)
-	}
-	if len(w.transcript.fixes) > 0 && w.manual {
-		w.transcript.applyFixes()
 	}
 
 	title := v.Title
@@ -694,16 +680,9 @@ func (w *Window) showWaiting(v store.View, now time.Time) {
 	case v.Thinking:
 		w.waitLabel.Importance = widget.MediumImportance
 		w.waitLabel.SetText(text)
-		if w.manual {
-			// No animation without a frame loop: a still icon instead.
-			w.waitSpin.Hide()
-			w.waitIcon.SetResource(theme.MoreHorizontalIcon())
-			w.waitIcon.Show()
-		} else {
-			w.waitIcon.Hide()
-			w.waitSpin.Show()
-			w.waitSpin.Start()
-		}
+		w.waitIcon.Hide()
+		w.waitSpin.Show()
+		w.waitSpin.Start()
 		w.waitBox.Show()
 	default:
 		w.waitSpin.Stop()

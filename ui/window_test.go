@@ -41,8 +41,8 @@ func TestMarkdownTurnAndUsage(t *testing.T) {
 	if h.w.title.Text != "show me markdown" {
 		t.Fatalf("conversation title %q", h.w.title.Text)
 	}
-	if got := h.w.status.usage.Text; !strings.Contains(got, "Model gpt-5") || !strings.Contains(got, "premium interactions: 12 of 300 used, 96% left") ||
-		!strings.Contains(got, "chat: unlimited") || !strings.Contains(got, "×1 premium per request") || !strings.Contains(got, "cache 300 read / 40 written") {
+	if got := h.w.status.usage.Text; !strings.Contains(got, "Model gpt-5") || !strings.Contains(got, "premium requests 12/300 (96% left)") ||
+		!strings.Contains(got, "chat unlimited") || !strings.Contains(got, "×1 premium per request") || !strings.Contains(got, "cache 300 read / 40 written") {
 		t.Fatalf("usage bar %q", got)
 	}
 	if got := h.w.status.totals.Text; got != "Session total: 1 premium request  ·  gpt-5: 1 request, 1200 tokens in / 80 out" {
@@ -316,7 +316,7 @@ func TestHeightsAfterResize(t *testing.T) {
 	h.waitFor("the turn", func() bool { return h.w.view.NumRows > 8 && h.hasStatus(protocol.StatusCompleted) })
 	h.w.Window().Resize(fyne.NewSize(760, 640))
 	h.w.Window().Content().Refresh()
-	h.w.Sync()
+	h.frame()
 	tr := h.w.transcript
 	for i, r := range tr.rows {
 		fresh := tr.newRowState()
