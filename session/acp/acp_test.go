@@ -133,6 +133,46 @@ func TestToolInPlanIsRejectedOnce(t *testing.T) {
 	}
 }
 
+// TestPermissionWaitsForEarlierUpdates: the SDK runs a request's handler at
+// once, so without a barrier the permission request could overtake the
+// text and the tool_call before it. Repeated to give the race its chances.
+func TestPermissionWaitsForEarlierUpdates(t *testing.T) {
+	opts, f := newFake(t)
+	h := newHost("act")
+	s := open(t, newAgent(t, opts), "c1", session.OpenOptions{}, h)
+	for i := range 20 {
+		n := len(h.snapshot())
+		if err := run(t, s, "tool x.txt"); err != nil {
+			t.Fatal(err)
+		}
+		got := shape(h.since(n))
+		if len(got) < 3 || got[0] != "delta:I will create x.txt." || got[1] != "message:I will create x.txt." || got[2] != "start:t1:Create x.txt" {
+			t.Fatalf("turn %d: events = %q, want the text before the tool", i, got)
+		}
+	}
+	if n := len(f.find("_pilotdesk/barrier")); n != 20 {
+		t.Errorf("%d barriers for 20 permission requests", n)
+	}
+}
+
+// TestAgentThatNeverAnswersTheBarrier: one request waits for the barrier's
+// timeout, the next ones do not wait at all, and the decisions stand.
+func TestAgentThatNeverAnswersTheBarrier(t *testing.T) {
+	opts, f := newFake(t, fakeagent.EnvMute+"=1")
+	s := open(t, newAgent(t, opts), "c1", session.OpenOptions{}, newHost("plan"))
+	for range 3 {
+		if err := run(t, s, "tool x.txt"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := f.waitOutcomes(3); !slices.Equal(got, []string{"opt-reject_once", "opt-reject_once", "opt-reject_once"}) {
+		t.Errorf("permission answers = %q", got)
+	}
+	if n := len(f.find("_pilotdesk/barrier")); n != 1 {
+		t.Errorf("the mute agent got %d barriers, want 1", n)
+	}
+}
+
 // TestNeverAllowAlways: act picks allow-once wherever it is listed, and
 // with no allow-once option refuses rather than answering allow-always.
 func TestNeverAllowAlways(t *testing.T) {

@@ -50,6 +50,8 @@ func (r *router) RequestPermission(ctx context.Context, req sdk.RequestPermissio
 	if s == nil {
 		return cancelledOutcome(), nil
 	}
+	// The tool_call and the text before the request come first.
+	p.order.wait(ctx, p)
 	return s.onPermission(ctx, p, req), nil
 }
 

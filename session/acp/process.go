@@ -24,6 +24,8 @@ type process struct {
 	conn   *sdk.ClientSideConnection
 	stderr *tailWriter
 	grace  time.Duration
+	log    *slog.Logger
+	order  orderer // keeps the agent's requests behind its notifications
 
 	// What initialize returned; set before the process is shared.
 	info sdk.InitializeResponse
@@ -86,6 +88,7 @@ func startProcess(argv []string, workDir string, env []string, grace time.Durati
 		stdout:   outR,
 		stderr:   tail,
 		grace:    grace,
+		log:      log,
 		exited:   make(chan struct{}),
 		stopping: make(chan struct{}),
 		done:     make(chan struct{}),

@@ -203,6 +203,7 @@ func TestRealCopilotACP(t *testing.T) {
 	if len(ends) != 1 || !ends[0].Denied || ends[0].Success {
 		t.Errorf("plan tool ends = %+v, want one denied", ends)
 	}
+	checkTextBeforeTool(t, events, "Creating it.")
 	if _, err := os.Stat(filepath.Join(sc.dir, "planned.txt")); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("planned.txt: %v; the denied command must not run", err)
 	}
@@ -284,6 +285,26 @@ func TestRealCopilotACP(t *testing.T) {
 	waitNoProcessWithEnv(t, marker) // neither the npm loader nor the native binary
 	if nf := mock.NotFound(); len(nf) > 0 {
 		t.Logf("the agent also asked the mock for: %v", nf)
+	}
+}
+
+// checkTextBeforeTool: the text the model wrote before its tool call is a
+// message of its own, before the tool's row (the permission request must
+// not overtake it).
+func checkTextBeforeTool(t *testing.T, events []session.Event, text string) {
+	t.Helper()
+	got := shape(events)
+	msg, start := -1, -1
+	for i, e := range got {
+		if e == "message:"+text && msg < 0 {
+			msg = i
+		}
+		if strings.HasPrefix(e, "start:") && start < 0 {
+			start = i
+		}
+	}
+	if msg < 0 || start < 0 || msg > start {
+		t.Errorf("events = %q, want the message %q before the tool", got, text)
 	}
 }
 
@@ -414,6 +435,7 @@ func TestRealOpencodeACP(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(sc.dir, "planned.txt")); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("planned.txt: %v; the denied command must not run", err)
 	}
+	checkTextBeforeTool(t, events, "Creating it.")
 	a.Close()
 	waitNoProcessWithEnv(t, marker)
 }

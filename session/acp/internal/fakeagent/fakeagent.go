@@ -57,6 +57,7 @@ const (
 	EnvExitEarly  = "FAKE_ACP_EXIT_EARLY" // "1": print to stderr and exit 7 before reading
 	EnvProtocol   = "FAKE_ACP_PROTOCOL"   // the protocol version to answer (default 1)
 	EnvClose      = "FAKE_ACP_NO_CLOSE"   // "1": do not offer session/close
+	EnvMute       = "FAKE_ACP_MUTE"       // "1": never answer extension requests (as a broken agent)
 )
 
 // LogEntry is one line of the EnvLog file.
@@ -151,6 +152,17 @@ func (a *agent) Initialize(_ context.Context, p sdk.InitializeRequest) (sdk.Init
 			Id: "fake-login", Name: "Log in to the fake", Description: sdk.Ptr("Run `fake-acp login` in a terminal"),
 		}}},
 	}, nil
+}
+
+// HandleExtensionMethod answers "method not found", as ACP asks of an
+// agent for a request it does not know; with EnvMute it never answers.
+func (a *agent) HandleExtensionMethod(ctx context.Context, method string, params json.RawMessage) (any, error) {
+	a.logRequest(method, "", params)
+	if os.Getenv(EnvMute) == "1" {
+		<-ctx.Done()
+		return nil, ctx.Err()
+	}
+	return nil, sdk.NewMethodNotFound(method)
 }
 
 func (a *agent) Authenticate(context.Context, sdk.AuthenticateRequest) (sdk.AuthenticateResponse, error) {
