@@ -339,15 +339,36 @@ describe('web client', { skip: skip || false }, () => {
     ]);
   });
 
-  it('pages the list and counts down to the relay\'s deadline when the relay sends them', async () => {
-    // Relays that page the list (nextCursor) and send expiresAt and
-    // serverTime: the frames of this relay with those added on the way.
+  it('speaks what newer relays add: a paged list, the deadline, truncated messages, pings', async () => {
+    // This relay's frames with what the protocol's extensions add, changed
+    // on the way: the list in pages (nextCursor), expiresAt and serverTime,
+    // copilot:message marked truncated (the text is the deltas'), and a
+    // ping from the relay.
+    // Three conversations at least, so that the list has a second page.
+    const seed = await fresh();
+    for (const n of [1, 2, 3]) {
+      if (n > 1) {
+        await seed.click('#menu');
+        await seed.click('#new-conv');
+      }
+      await send(seed, `seed ${n}`);
+      await statuses(seed, 1);
+    }
+    await seed.context().close();
+
     const ctx = await context({ viewport: { width: 1280, height: 800 } });
     let full = [];
+    const pongs = [];
+    let toPage;
     await ctx.routeWebSocket(/\/ws/, (ws) => {
       const server = ws.connectToServer();
+      toPage = ws;
       ws.onMessage((raw) => {
         const m = JSON.parse(raw);
+        if (m.type === 'pong') {
+          pongs.push(m);
+          return;
+        }
         if (m.type === 'copilot:list' && m.data?.cursor === 'page-2') {
           ws.send(JSON.stringify({ type: 'copilot:conversations', data: { conversations: full.slice(2) } }));
           return;
@@ -369,10 +390,17 @@ describe('web client', { skip: skip || false }, () => {
           m.data.expiresAt = new Date(Date.now() + 3600_000 + 125_000).toISOString();
           m.data.queued = 1;
         }
+        if (m.type === 'copilot:message') {
+          m.data.truncated = true;
+          delete m.data.content;
+        }
         ws.send(JSON.stringify(m));
       });
     });
     const page = await open(ctx);
+    toPage.send(JSON.stringify({ type: 'ping' }));
+    for (let i = 0; i < 100 && pongs.length === 0; i++) await new Promise((r) => setTimeout(r, 50));
+    assert.equal(pongs.length, 1, 'the page did not answer the relay\'s ping');
     await page.waitForSelector('#more:not([hidden])');
     assert.equal(await page.$$eval('#conv-list .conv', (c) => c.length), 2);
     const total = full.length;
@@ -389,6 +417,39 @@ describe('web client', { skip: skip || false }, () => {
     assert.match(await page.textContent('.q-card'), /1 more question waits after this one/);
     await page.keyboard.press('1');
     await statuses(page, 1);
+    const texts = (await transcriptRows(page)).filter((r) => r.kind === 'text').map((r) => r.text);
+    assert.deepEqual(texts, ['Pick one.', 'Picked staging (index 0).'], 'a truncated message keeps the streamed text');
+  });
+
+  it('renders markdown without ever parsing HTML', async () => {
+    const page = await open(await context());
+    const out = await page.evaluate(async () => {
+      const { renderMarkdown } = await import('/js/markdown.js');
+      const html = (md) => {
+        const d = document.createElement('div');
+        d.append(renderMarkdown(md));
+        return d.innerHTML;
+      };
+      return {
+        snake: html('call snake_case_name and 2*3*4'),
+        emphasis: html('**bold**, *em*, ***both***, ~~gone~~ and `a <b> c`'),
+        lists: html('3. three\n4. four\n   - nested *x*\n5. five'),
+        table: html('| a | b |\n|:--|--:|\n| `x|y` | 2 |'),
+        links: html('[ok](https://e.x/a_(b)) [bad](javascript:alert(1)) [rel](/x) ![pic](https://e.x/p.png) <https://e.x/q> see https://e.x/r.'),
+        fence: html('```sh\necho "<script>"\n'),
+        escapes: html('\\*not em\\* and <img src=x onerror=alert(1)>'),
+        heading: html('# Title\n---\n> quoted **b**'),
+      };
+    });
+    assert.equal(out.snake, '<p>call snake_case_name and 2<em>3</em>4</p>');
+    assert.equal(out.emphasis, '<p><strong>bold</strong>, <em>em</em>, <strong><em>both</em></strong>, <del>gone</del> and <code>a &lt;b&gt; c</code></p>');
+    assert.equal(out.lists, '<ol start="3"><li>three</li><li>four<ul><li>nested <em>x</em></li></ul></li><li>five</li></ol>');
+    assert.equal(out.table, '<div class="table-wrap"><table><thead><tr><th class="align-left">a</th><th class="align-right">b</th></tr></thead><tbody><tr><td class="align-left"><code>x|y</code></td><td class="align-right">2</td></tr></tbody></table></div>');
+    const a = (href, text) => `<a href="${href}" target="_blank" rel="noopener noreferrer nofollow">${text}</a>`;
+    assert.equal(out.links, `<p>${a('https://e.x/a_(b)', 'ok')} bad rel ${a('https://e.x/p.png', 'image: pic')} ${a('https://e.x/q', 'https://e.x/q')} see ${a('https://e.x/r', 'https://e.x/r')}.</p>`);
+    assert.equal(out.fence, '<div class="code open"><div class="code-lang">sh</div><pre><code class="language-sh">echo "&lt;script&gt;"\n</code></pre></div>');
+    assert.equal(out.escapes, '<p>*not em* and &lt;img src=x onerror=alert(1)&gt;</p>');
+    assert.equal(out.heading, '<h2>Title</h2><hr><blockquote><p>quoted <strong>b</strong></p></blockquote>');
   });
 
   it('never writes the token to the relay\'s log', () => {
