@@ -129,6 +129,13 @@ func (s *Session) bind(p *process, id sdk.SessionId, loading bool) error {
 		return err
 	}
 	s.mu.Lock()
+	if s.closed {
+		// Closed while a turn re-attached it: the agent must not route
+		// to it any more.
+		s.mu.Unlock()
+		s.a.unregister(id, s)
+		return ErrClosed
+	}
 	old := s.id
 	s.proc, s.id, s.loading = p, id, loading
 	s.usage.reset(p)
