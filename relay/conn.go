@@ -70,6 +70,12 @@ type conn struct {
 // serveWS authenticates and upgrades a request, then runs the connection
 // until it ends.
 func (r *Relay) serveWS(w http.ResponseWriter, req *http.Request) {
+	if !r.hostAllowed(req) {
+		r.log.Info("relay: refused an upgrade for a Host that is not loopback (DNS rebinding?)", "remote", req.RemoteAddr, "host", req.Host)
+		http.Error(w, "forbidden: this relay answers only to a loopback Host (localhost, 127.0.0.1, [::1]): "+
+			"the request named another host, as a web page reaching it through DNS rebinding would", http.StatusForbidden)
+		return
+	}
 	if !r.authorized(req) {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="pilotdesk"`)
 		http.Error(w, "unauthorized: send the relay's token as \"Authorization: Bearer <token>\" or ?token=<token>", http.StatusUnauthorized)

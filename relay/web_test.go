@@ -1,11 +1,14 @@
 package relay_test
 
 import (
+	"context"
 	"io"
 	"net"
 	"net/http"
 	"strings"
 	"testing"
+
+	"github.com/coder/websocket"
 
 	"github.com/pilotdesk/pilotdesk/relay"
 )
@@ -95,4 +98,65 @@ func TestOwnOriginUpgrade(t *testing.T) {
 	if got := httpStatusOfDial(t, e.srv.URL, http.Header{"Origin": {e.srv.HTTPURL}}); got != http.StatusUnauthorized {
 		t.Errorf("own origin without the token: %d, want 401", got)
 	}
+}
+
+// TestDNSRebinding: a page of another site whose name resolves to 127.0.0.1
+// reaches the relay with its own name as Host and as Origin. Without a
+// token, and with one on loopback, only a loopback Host is answered; the
+// web client's own-origin upgrade still works.
+func TestDNSRebinding(t *testing.T) {
+	for _, token := range []string{"", "rebind-token-271828"} {
+		t.Run("token="+token, func(t *testing.T) { testDNSRebinding(t, token) })
+	}
+}
+
+func testDNSRebinding(t *testing.T, token string) {
+	e := start(t, func(c *relay.Config) { c.Token = token })
+	_, port, _ := net.SplitHostPort(strings.TrimPrefix(e.srv.HTTPURL, "http://"))
+	url := e.srv.URL
+	if token != "" {
+		url += "?token=" + token
+	}
+	cases := []struct {
+		host, origin string
+		want         int
+	}{
+		{"evil.example:" + port, "http://evil.example:" + port, http.StatusForbidden},
+		{"evil.example:" + port, "", http.StatusForbidden},
+		{"localhost.evil.example:" + port, "http://localhost.evil.example:" + port, http.StatusForbidden},
+		{"192.168.1.5:" + port, "", http.StatusForbidden},
+		{"127.0.0.1:" + port, "http://127.0.0.1:" + port, http.StatusSwitchingProtocols}, // the web client
+		{"localhost:" + port, "http://localhost:" + port, http.StatusSwitchingProtocols},
+		{"[::1]:" + port, "", http.StatusSwitchingProtocols},
+		{"127.0.0.2:9", "", http.StatusSwitchingProtocols},
+	}
+	for _, tc := range cases {
+		hdr := http.Header{}
+		if tc.origin != "" {
+			hdr.Set("Origin", tc.origin)
+		}
+		if got := dialStatus(t, url, tc.host, hdr); got != tc.want {
+			t.Errorf("token %q, Host %s, Origin %q: status %d, want %d", token, tc.host, tc.origin, got, tc.want)
+		}
+	}
+	if !strings.Contains(e.logs.all(), "Host that is not loopback") {
+		t.Errorf("the refusals were not logged:\n%s", e.logs.all())
+	}
+}
+
+// dialStatus upgrades url with host as the Host header and returns the
+// HTTP status (101 when the upgrade went through).
+func dialStatus(t *testing.T, url, host string, header http.Header) int {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), wait)
+	defer cancel()
+	conn, resp, err := websocket.Dial(ctx, url, &websocket.DialOptions{Host: host, HTTPHeader: header})
+	if err == nil {
+		conn.CloseNow()
+		return http.StatusSwitchingProtocols
+	}
+	if resp == nil {
+		t.Fatalf("dial %s (Host %s): %v", url, host, err)
+	}
+	return resp.StatusCode
 }

@@ -29,8 +29,8 @@ import (
 )
 
 // upgrade sends a WebSocket upgrade request (GET /ws with the handshake
-// headers) with extra headers and returns the relay's answer. A 101 answer
-// is closed at once.
+// headers) with extra headers (Host too) and returns the relay's answer. A
+// 101 answer is closed at once.
 func upgrade(t *testing.T, wsURL string, hdr http.Header) (status int, respHdr http.Header, body string) {
 	t.Helper()
 	u, err := url.Parse(wsURL)
@@ -52,6 +52,9 @@ func upgrade(t *testing.T, wsURL string, hdr http.Header) (status int, respHdr h
 		for _, v := range vs {
 			req.Header.Add(k, v)
 		}
+	}
+	if h := hdr.Get("Host"); h != "" {
+		req.Host = h // net/http sends req.Host, never a Host in Header
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
@@ -257,6 +260,50 @@ func TestNonLoopbackListen(t *testing.T) {
 	conn.CloseNow()
 	guarded.stop()
 	checkNoSecrets(t, guarded.log.String(), token)
+}
+
+// TestDNSRebindingReal: a web page of evil.example whose name was made to
+// resolve to 127.0.0.1 reaches `serve --listen 127.0.0.1:P` with Host and
+// Origin evil.example:P. Without a token (allowed on loopback) that used to
+// be a WebSocket on which the page could run the agent's tools; now only a
+// loopback Host is answered, with a token too. The same page on the relay's
+// own loopback origin (the web client) still gets in.
+func TestDNSRebindingReal(t *testing.T) {
+	const token = "rebinding-token-57721566"
+	for _, withToken := range []bool{false, true} {
+		args := []string{"--listen", "127.0.0.1:0", "--agent", "script", "--data-dir", ":memory:"}
+		auth := http.Header{}
+		if withToken {
+			args = append(args, "--token", token)
+			auth.Set("Authorization", "Bearer "+token)
+		}
+		p := startRelay(t, nil, args...)
+		port := p.Addr[strings.LastIndex(p.Addr, ":")+1:]
+		for _, tc := range []struct {
+			host, origin string
+			want         int
+		}{
+			{"evil.example:" + port, "http://evil.example:" + port, http.StatusForbidden},
+			{"evil.example:" + port, "", http.StatusForbidden},
+			{"127.0.0.1.nip.io:" + port, "http://127.0.0.1.nip.io:" + port, http.StatusForbidden},
+			{"127.0.0.1:" + port, "http://127.0.0.1:" + port, http.StatusSwitchingProtocols},
+			{"localhost:" + port, "", http.StatusSwitchingProtocols},
+		} {
+			hdr := auth.Clone()
+			hdr.Set("Host", tc.host)
+			if tc.origin != "" {
+				hdr.Set("Origin", tc.origin)
+			}
+			status, _, body := upgrade(t, p.URL, hdr)
+			if status != tc.want {
+				t.Errorf("token %v, Host %s, Origin %q: %d %q, want %d", withToken, tc.host, tc.origin, status, body, tc.want)
+			}
+			if status == http.StatusForbidden && !strings.Contains(body, "loopback") {
+				t.Errorf("Host %s: the refusal does not say why: %q", tc.host, body)
+			}
+		}
+		p.stop()
+	}
 }
 
 // TestTLS serves wss:// with a self-signed certificate made here: a client
