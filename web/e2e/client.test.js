@@ -70,9 +70,14 @@ describe('web client', { skip: skip || false }, () => {
     return page.$$eval('#transcript [data-kind="text"]', (r) => r.at(-1)?.textContent ?? '');
   }
 
-  it('takes the token from the fragment, keeps it, hides it, and forgets it', async () => {
+  it('takes the token from the fragment, keeps it, hides it, and forgets it', async (t) => {
     const ctx = await context();
+    const started = Date.now();
     const page = await open(ctx);
+    const live = Date.now() - started;
+    const paint = await page.evaluate(() => performance.getEntriesByName('first-contentful-paint')[0]?.startTime);
+    t.diagnostic(`first paint after ${Math.round(paint)} ms, connected after ${live} ms`);
+    assert.ok(paint < 1000, `the first paint took ${paint} ms on the loopback`);
     assert.equal(page.url(), relay.base, 'the token is still in the address bar');
     assert.equal(await page.evaluate(() => localStorage.getItem('pilotdesk.token')), relay.token);
 
