@@ -24,6 +24,9 @@ run: deps build
 	./$(BIN)
 
 build:
+	@# The first build compiles Fyne's OpenGL and GLFW drivers with cgo,
+	@# which is silent for minutes: say so, so that nobody thinks it hangs.
+	@test -x $(BIN) || echo "make: building ./$(BIN); the first build compiles Fyne's OpenGL driver (cgo) and takes about 4 minutes on 2 cores, later builds a few seconds"
 	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) .
 
 deps:

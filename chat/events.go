@@ -82,7 +82,7 @@ func (r *repl) event(ctx context.Context, ev client.Event) {
 		r.errorShown = true
 		r.note(styleError, "Error: "+oneLine(d.Message))
 	case *protocol.Idle:
-		r.idle(d)
+		r.idle(d, u)
 	case *protocol.Deleted:
 		r.scr.endLine()
 		r.note(styleWarn, "This conversation was deleted on the relay. Starting a new one.")
@@ -196,15 +196,19 @@ func (r *repl) text(messageID, content string) {
 	r.scr.text(content)
 }
 
-// toolEnd prints the tool call the fold just ended as one line: approved,
-// denied by plan mode, or failed.
+// toolEnd prints the tool call the fold just ended.
 func (r *repl) toolEnd(u conversation.Update) {
-	var tool conversation.Row
 	for _, i := range u.Rows {
 		if row := r.fold.Rows[i]; row.Kind == conversation.RowTool {
-			tool = row
+			r.toolLine(row)
 		}
 	}
+	r.waiting = !r.syncing && r.streaming()
+}
+
+// toolLine prints a tool call as one line: approved, denied by plan mode,
+// failed, or stopped with its turn.
+func (r *repl) toolLine(tool conversation.Row) {
 	head := "⚙ " + r.scr.style(styleBold, oneLine(tool.Title))
 	if tool.Text != "" {
 		head += " " + sanitize(tool.Text)
@@ -219,6 +223,8 @@ func (r *repl) toolEnd(u conversation.Update) {
 		if result != "" {
 			tail += r.scr.style(styleDim, " → "+result)
 		}
+	case conversation.ToolStopped:
+		tail = r.scr.style(styleDim, "stopped with the turn")
 	default:
 		tail = r.scr.style(styleError, "failed")
 		if result != "" {
@@ -228,7 +234,6 @@ func (r *repl) toolEnd(u conversation.Update) {
 	r.scr.endLine()
 	r.note("", head+" — "+tail)
 	r.lastMsgID = ""
-	r.waiting = !r.syncing && r.streaming()
 }
 
 // runningTool is the last tool call of the conversation still running.
@@ -314,8 +319,13 @@ func (r *repl) modeChanged(m protocol.Mode) {
 // idle ends the turn: its outcome, then the usage line (a rejection says
 // "Rejected. Agent response cancelled." and keeps the partial text:
 // docs/cli.md, Answering questions).
-func (r *repl) idle(d *protocol.Idle) {
+func (r *repl) idle(d *protocol.Idle, u conversation.Update) {
 	r.scr.endLine()
+	for _, i := range u.Rows {
+		if row := r.fold.Rows[i]; row.Kind == conversation.RowTool && row.State == conversation.ToolStopped {
+			r.toolLine(row)
+		}
+	}
 	if r.prompt != nil {
 		r.closePrompt("The turn ended; the question is closed.")
 	}

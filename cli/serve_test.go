@@ -175,3 +175,13 @@ func TestServeProcess(t *testing.T) {
 		t.Errorf("%s still accepts connections after shutdown", addr)
 	}
 }
+
+// TestHelpNamesTheCommand: -h says how to call the command, once.
+func TestHelpNamesTheCommand(t *testing.T) {
+	for args, want := range map[string]string{"-h": "Usage: pilotdesk [flags]\n", "serve -h": "Usage: pilotdesk serve [flags]\n", "chat -h": "Usage: pilotdesk chat [flags]\n"} {
+		code, stdout, _ := runCLI(t, context.Background(), strings.Fields(args)...)
+		if code != 0 || !strings.HasPrefix(stdout, want) {
+			t.Errorf("pilotdesk %s = %d, %q…; want it to start %q", args, code, stdout[:min(len(stdout), 60)], want)
+		}
+	}
+}

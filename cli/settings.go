@@ -147,7 +147,11 @@ func parseFlags(fs *flag.FlagSet, args []string, out io.Writer) error {
 	if err := fs.Parse(args); err != nil {
 		if err == flag.ErrHelp {
 			fs.SetOutput(out)
-			fmt.Fprintf(out, "Usage of pilotdesk %s:\n", fs.Name())
+			cmd := "pilotdesk"
+			if fs.Name() != cmd {
+				cmd += " " + fs.Name() // a subcommand: serve, chat
+			}
+			fmt.Fprintf(out, "Usage: %s [flags]\n\nFlags:\n", cmd)
 			fs.PrintDefaults()
 			return err
 		}

@@ -21,6 +21,9 @@ const (
 	ToolApproved = "approved"
 	ToolDenied   = "denied by plan"
 	ToolFailed   = "failed"
+	// ToolStopped: the turn ended (stopped, rejected, failed, the relay
+	// restarted) before the tool reported its end.
+	ToolStopped = "stopped"
 )
 
 // Note tones for RowNote.

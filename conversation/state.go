@@ -84,8 +84,10 @@ type State struct {
 	opts Options
 	// turnOutput is true once the running turn showed any text or tool call.
 	turnOutput bool
-	// lastError is the last copilot:error of the running turn.
+	// lastError is the last copilot:error of the running turn, and
+	// errorRow the row that shows it (-1: none).
 	lastError string
+	errorRow  int
 	titled    bool                // the title came from the relay or a prompt
 	msgs      map[string]*message // assistant messages by id
 	answered  map[string]string   // requestId → the answer this client sent
@@ -121,6 +123,7 @@ func New(id string, opts Options) *State {
 		Mode:      protocol.ModeAct,
 		UpdatedAt: opts.Now(),
 		opts:      opts,
+		errorRow:  -1,
 		msgs:      map[string]*message{},
 		answered:  map[string]string{},
 	}
@@ -162,6 +165,7 @@ func (s *State) Apply(ev client.Event) Update {
 		s.Synced = true
 		if !d.Streaming {
 			s.finishMessages()
+			s.stopTools()
 		}
 		if d.PendingInput != nil {
 			s.openRequest(*d.PendingInput)
@@ -180,7 +184,7 @@ func (s *State) Apply(ev client.Event) Update {
 		s.appendRow(Row{Kind: RowUser, Text: d.Content, Mode: mode, Done: true})
 		s.Streaming = true
 		s.turnOutput = false
-		s.lastError = ""
+		s.lastError, s.errorRow = "", -1
 		s.Turn = Usage{}
 		s.UpdatedAt = s.opts.Now()
 		if !s.titled {
@@ -240,14 +244,28 @@ func (s *State) Apply(ev client.Event) Update {
 		s.closeRequest(d.RequestID)
 	case *protocol.AgentError:
 		s.lastError = d.Message
-		s.appendRow(Row{Kind: RowNote, State: NoteError, Text: "Agent error: " + d.Message, Done: true})
+		s.errorRow = s.appendRow(Row{Kind: RowNote, State: NoteError, Text: "Agent error: " + d.Message, Done: true})
 	case *protocol.Idle:
 		s.finishMessages()
+		s.stopTools()
 		detail := d.Message
 		if detail == "" && d.Status == protocol.StatusError {
 			detail = s.lastError
 		}
-		s.appendRow(Row{Kind: RowStatus, State: d.Status, Text: StatusText(d.Status), Detail: detail, Done: true})
+		status := Row{Kind: RowStatus, State: d.Status, Text: StatusText(d.Status), Detail: detail, Done: true}
+		switch {
+		case detail == "" || detail != s.lastError || s.errorRow < 0:
+			s.appendRow(status)
+		case s.errorRow == len(s.Rows)-1:
+			// The agent's error ends the turn: one row says both, rather
+			// than the same words twice.
+			s.setRow(s.errorRow, status)
+		default:
+			// Its error row stands above what followed; the end says
+			// only that the turn failed.
+			status.Detail = ""
+			s.appendRow(status)
+		}
 		s.Streaming = false
 		s.turnOutput = false
 		s.Pending = nil
@@ -372,6 +390,16 @@ func (s *State) setRow(i int, r Row) {
 func (s *State) touched(i int) {
 	if s.upd != nil {
 		s.upd.Rows = append(s.upd.Rows, i)
+	}
+}
+
+// stopTools closes the tool rows the turn left running: its end is theirs.
+func (s *State) stopTools() {
+	for i, r := range s.Rows {
+		if r.Kind == RowTool && r.State == ToolRunning {
+			r.State, r.Done = ToolStopped, true
+			s.setRow(i, r)
+		}
 	}
 }
 

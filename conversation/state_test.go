@@ -95,18 +95,33 @@ func TestFoldRecordedStreams(t *testing.T) {
 		usage: "No usage reported yet",
 		turn:  "usage: none reported for this turn",
 	}, {
-		file:  "failed-turn.jsonl",
-		kinds: "user,note,note,status",
+		file: "failed-turn.jsonl",
+		// The agent's error and the turn's end are one row: the error is
+		// said once.
+		kinds: "user,note,status",
 		rows: map[int]Row{
 			1: {Kind: RowNote, State: NoteWarn, Text: `No answer in time: the question "Name?" timed out and the agent goes on without an answer.`},
-			2: {Kind: RowNote, State: NoteError, Text: "Agent error: provider unreachable"},
-			3: {Kind: RowStatus, State: protocol.StatusError, Text: "The turn failed.", Detail: "provider unreachable"},
+			2: {Kind: RowStatus, State: protocol.StatusError, Text: "The turn failed.", Detail: "provider unreachable"},
 		},
 		title: "hello",
 		mode:  protocol.ModeAct,
 		// A bring-your-own-model provider reports no quota: the model only.
 		usage: "Model my-model",
 		turn:  "usage: my-model · 10 in / 3 out tokens · cost 0",
+	}, {
+		file: "stopped-tool.jsonl",
+		// A turn's end closes the tool rows it left running.
+		kinds: "user,tool,text,note,tool,status",
+		rows: map[int]Row{
+			1: {Kind: RowTool, Title: "bash", Text: "sleep 60", State: ToolStopped, MessageID: "t1"},
+			3: {Kind: RowNote, State: NoteError, Text: "Agent error: interrupted"},
+			4: {Kind: RowTool, Title: "bash", Text: "make", State: ToolStopped, MessageID: "t2"},
+			5: {Kind: RowStatus, State: protocol.StatusAborted, Text: StatusText(protocol.StatusAborted)},
+		},
+		title: "run things",
+		mode:  protocol.ModeAct,
+		usage: "No usage reported yet",
+		turn:  "usage: none reported for this turn",
 	}}
 	for _, tc := range cases {
 		t.Run(tc.file, func(t *testing.T) {

@@ -170,6 +170,12 @@ func (m *inputModal) buildText(body *fyne.Container) {
 	glyph.TextSize = theme.TextSubHeadingSize()
 	send := widget.NewButtonWithIcon("Send", theme.MailSendIcon(), m.submitText)
 	body.Add(container.NewBorder(nil, nil, container.NewCenter(glyph), send, m.entry))
+	// The same Reject the other kinds have: typing r is a keyboard path,
+	// a button is what a pointer looks for.
+	r := widget.NewButtonWithIcon("Reject", theme.CancelIcon(), m.reject)
+	r.Importance = widget.DangerImportance
+	r.Alignment = widget.ButtonAlignLeading
+	body.Add(r)
 	body.Add(caption("Enter sends. Type r or /reject alone to reject (that stops the agent)."))
 }
 

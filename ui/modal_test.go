@@ -192,6 +192,16 @@ func TestTextModal(t *testing.T) {
 			}
 		})
 	}
+	t.Run("reject-button", func(t *testing.T) {
+		h := newHarness(t, harnessConfig{})
+		h.send("text please")
+		m := h.waitModal(kindText)
+		tapButton(t, m.popup.Content, "Reject")
+		h.waitFor("the rejection", func() bool { return h.hasStatus(protocol.StatusRejected) })
+		if h.modalOpen() || strings.Contains(h.text(), "You wrote") {
+			t.Fatal("the Reject button did not reject")
+		}
+	})
 }
 
 func TestAskUserModal(t *testing.T) {

@@ -55,9 +55,21 @@ type transcript struct {
 	// lastOffset is the offset the window itself last scrolled to.
 	follow     bool
 	lastOffset float32
+	// hint is the empty conversation's greeting.
+	hint *widget.Label
 }
 
-// emptyText greets a conversation with nothing in it yet.
+// emptyHint greets a conversation with nothing in it yet; with the
+// built-in demo agent (agent "script") it says what to type first.
+func emptyHint(agent string) string {
+	if agent == "script" {
+		return demoHint + "\n\n" + emptyText
+	}
+	return emptyText
+}
+
+const demoHint = "This is the built-in demo agent: type help to see what it can show."
+
 const emptyText = `Type a prompt below and press Enter.
 
 Act runs the agent's tool calls; Plan denies every one of them, so the agent can only describe what it would do. You can switch at any time, even while it works.
@@ -88,11 +100,11 @@ func newTranscript(w *Window) *transcript {
 	t.list.HideSeparators = true
 	t.list.OnSelected = func(id widget.ListItemID) { t.list.Unselect(id) }
 	t.measure = t.newRowState()
-	hint := widget.NewLabel(emptyText)
-	hint.Wrapping = fyne.TextWrapWord
-	hint.Alignment = fyne.TextAlignCenter
-	hint.Importance = widget.MediumImportance
-	t.empty = container.NewPadded(container.NewVBox(layout.NewSpacer(), hint, layout.NewSpacer()))
+	t.hint = widget.NewLabel(emptyHint(w.opts.Agent))
+	t.hint.Wrapping = fyne.TextWrapWord
+	t.hint.Alignment = fyne.TextAlignCenter
+	t.hint.Importance = widget.MediumImportance
+	t.empty = container.NewPadded(container.NewVBox(layout.NewSpacer(), t.hint, layout.NewSpacer()))
 	t.follow = true
 	t.root = container.NewStack(container.New(&widthWatcher{onWidth: t.widthChanged, onResized: t.resized}, t.list), t.empty)
 	return t
@@ -710,6 +722,10 @@ func (v *toolView) set(r conversation.Row) {
 		v.icon.SetResource(theme.CancelIcon())
 		v.state.Importance = widget.WarningImportance
 		v.state.SetText("denied by plan")
+	case conversation.ToolStopped:
+		v.icon.SetResource(theme.MediaStopIcon())
+		v.state.Importance = widget.LowImportance
+		v.state.SetText("stopped with the turn")
 	default:
 		v.icon.SetResource(theme.ErrorIcon())
 		v.state.Importance = widget.DangerImportance

@@ -212,6 +212,7 @@ drain:
 	w.wantMode = ""
 	w.follow(c)
 	w.win.SetTitle(windowTitle(w.opts, c.URL()))
+	w.transcript.hint.SetText(emptyHint(w.opts.Agent))
 	w.store.Create(w.current)
 	if onRelay {
 		w.subscribe(w.current)

@@ -359,3 +359,16 @@ func TestRecycledRowMeasuresItsNewContent(t *testing.T) {
 		t.Fatalf("the reused row measured the note as %v, it needs %v", got, want)
 	}
 }
+
+// TestEmptyHintNamesTheDemo: with the built-in demo agent the empty
+// conversation says to type help; with another agent it does not.
+func TestEmptyHintNamesTheDemo(t *testing.T) {
+	h := newHarness(t, harnessConfig{options: Options{Agent: "script"}})
+	if got := h.w.transcript.hint.Text; !strings.HasPrefix(got, "This is the built-in demo agent: type help") {
+		t.Fatalf("hint with the demo: %q", got)
+	}
+	h = newHarness(t, harnessConfig{options: Options{Agent: "copilot"}})
+	if got := h.w.transcript.hint.Text; strings.Contains(got, "help") {
+		t.Fatalf("hint with copilot: %q", got)
+	}
+}

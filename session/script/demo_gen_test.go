@@ -213,7 +213,7 @@ That is all the formatting a coding agent usually needs.`)
 		t.tool("view", map[string]any{"path": "README.md"}, "# demo\n\nA tiny module for the pilotdesk tour.\n")
 		t.words(`
 
-That call was **{{tool}}** too. Every tool call asks the relay first, and the mode decides at that moment: **act** approves, **plan** denies. Flip the mode and send ˋtoolˋ again to see the other outcome.`)
+That call was **{{tool}}**. Every tool call asks the relay first, and the mode decides at that moment: **act** approves, **plan** denies. Flip the mode and send ˋtoolˋ again to see the other outcome.`)
 	})
 
 	add("plan", func(t *demoTurn) {
@@ -247,7 +247,7 @@ The edit was **{{tool}}**. In plan mode that is the point: you read the plan fir
 	add("text", func(t *demoTurn) {
 		t.words("## A free-text question\n\nI need a name before I create the package. ")
 		t.input("text", "What should the new package be called?")
-		t.words("\n\nCreating ˋ{{answer}}{{error}}ˋ. Any non-empty text is an answer; ˋrˋ or ˋ/rejectˋ alone rejects the question and cancels the reply.")
+		t.words("\n\nThe question ended with ˋ{{answer}}{{error}}ˋ: your answer, or ˋtimeoutˋ when nobody answered in time. Any non-empty text is an answer; ˋrˋ or ˋ/rejectˋ alone rejects the question and cancels the reply.")
 	})
 
 	add("ask", func(t *demoTurn) {
@@ -328,7 +328,7 @@ This is the built-in demo: a scripted agent that plays replies instead of callin
 - ˋerrorˋ: a reply that fails
 - anything else: the whole tour
 
-The mode switch (ˋ/planˋ and ˋ/actˋ in ˋpilotdesk chatˋ) decides whether tool calls run. Install the GitHub Copilot CLI to talk to a real agent, or play your own script with ˋpilotdesk --script FILEˋ.`
+The **Plan** and **Act** buttons beside the prompt box decide whether tool calls run (in the terminal client, ˋ/planˋ and ˋ/actˋ). Install the GitHub Copilot CLI to talk to a real agent, or play your own script with ˋpilotdesk --script FILEˋ.`
 
 const markdownCode = "```go\n" + `// Greeting returns a friendly hello.
 func Greeting(name string) string {

@@ -287,3 +287,51 @@ func TestDemoShowsEveryFeature(t *testing.T) {
 }
 
 func slicesClone(s []string) []string { return append([]string(nil), s...) }
+
+// demoText is the assistant text a played demo turn wrote.
+func demoText(events []session.Event) string {
+	var b strings.Builder
+	for _, e := range events {
+		if d, ok := e.(session.Delta); ok {
+			b.WriteString(d.Content)
+		}
+	}
+	return b.String()
+}
+
+// TestDemoWordsFitWhatHappened: the demo's sentences stay true whatever
+// the user did: a mode switch between two tool calls, a question left to
+// time out; and its help speaks of the window's buttons.
+func TestDemoWordsFitWhatHappened(t *testing.T) {
+	host := newFakeHost("plan")
+	host.onEmit = func(e session.Event) {
+		if _, ok := e.(session.ToolEnd); ok {
+			host.setMode("act") // the user switches after the first call
+		}
+	}
+	events, _, err := playDemo(t, host, "tool")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if text := demoText(events); !strings.Contains(text, "was **denied**") || !strings.Contains(text, "That call was **approved**.") || strings.Contains(text, "too.") {
+		t.Errorf("tool turn after a switch says:\n%s", text)
+	}
+
+	host = newFakeHost("act")
+	host.answer = func(context.Context, session.InputRequest) (session.Answer, error) { return session.Answer{}, session.ErrTimeout }
+	events, _, err = playDemo(t, host, "text")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if text := demoText(events); strings.Contains(text, "Creating") || !strings.Contains(text, "ended with `timeout`") {
+		t.Errorf("text turn after a timeout says:\n%s", text)
+	}
+
+	events, _, err = playDemo(t, newFakeHost("act"), "help")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if text := demoText(events); !strings.Contains(text, "**Plan** and **Act** buttons") {
+		t.Errorf("help does not name the window's buttons:\n%s", text)
+	}
+}

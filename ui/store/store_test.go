@@ -261,8 +261,13 @@ func TestErrorTurn(t *testing.T) {
 	f.ev("c", &protocol.AgentError{Message: "model overloaded"})
 	f.ev("c", &protocol.Idle{Status: protocol.StatusError})
 	rows := rowsOf(f.s, "c")
-	if kinds(rows) != "user,note,status" || rows[2].Detail != "model overloaded" {
+	// The error and the turn's end are one row: the error shows once.
+	if kinds(rows) != "user,status" || rows[1].Detail != "model overloaded" {
 		t.Fatalf("rows %+v", rows)
+	}
+	// The frame that takes it sees the note row become the status row.
+	if v := f.s.Take("c", false).Conv; v.NumRows != 2 {
+		t.Fatalf("view %+v", v)
 	}
 }
 
