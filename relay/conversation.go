@@ -53,6 +53,27 @@ type conversation struct {
 	openInput     *inputRequest
 	inputQueue    []*inputRequest
 	storeFailures bool // a store failure was reported and nothing stored since
+
+	// sent is the state after event sentSeq, which copilot:subscribed
+	// describes (its seq is sentSeq): the events up to it have left, the
+	// later ones follow. unsent holds the state changes of the events
+	// handed to the committer and not fanned out yet, in seq order; most
+	// events (deltas) change nothing and add nothing here.
+	sent   moment
+	unsent []momentAt
+}
+
+// moment is what copilot:subscribed says of a conversation besides its seq.
+type moment struct {
+	mode      protocol.Mode
+	streaming bool
+	pending   *inputRequest // the open question
+}
+
+// momentAt is the state after event seq.
+type momentAt struct {
+	seq int64
+	moment
 }
 
 // subscriber is one connection's subscription. While catchingUp, the
@@ -67,7 +88,37 @@ type subscriber struct {
 
 func newConversation(r *Relay, id string) *conversation {
 	now := time.Now()
-	return &conversation{r: r, id: id, mode: protocol.ModeAct, createdAt: now, updatedAt: now}
+	c := &conversation{r: r, id: id, mode: protocol.ModeAct, createdAt: now, updatedAt: now}
+	c.sent = c.momentLocked()
+	return c
+}
+
+// momentLocked is the state now, after event lastSeq.
+func (c *conversation) momentLocked() moment {
+	return moment{mode: c.mode, streaming: c.streaming, pending: c.openInput}
+}
+
+// markMomentLocked records the state after event seq, just emitted, if it
+// differs from the state after the event before it.
+func (c *conversation) markMomentLocked(seq int64) {
+	prev := c.sent
+	if n := len(c.unsent); n > 0 {
+		prev = c.unsent[n-1].moment
+	}
+	if now := c.momentLocked(); now != prev {
+		c.unsent = append(c.unsent, momentAt{seq, now})
+	}
+}
+
+// sentUpToLocked moves sent to the state after event seq, fanned out now.
+func (c *conversation) sentUpToLocked(seq int64) {
+	c.sentSeq = seq
+	i := 0
+	for i < len(c.unsent) && c.unsent[i].seq <= seq {
+		c.sent = c.unsent[i].moment
+		i++
+	}
+	c.unsent = slices.Delete(c.unsent, 0, i)
 }
 
 // withConversation calls fn with the lock of the conversation named id held,
@@ -162,6 +213,7 @@ func (c *conversation) emitLocked(msgType string, hdr *protocol.Header, data any
 	}
 	c.lastSeq = seq
 	c.updatedAt = time.Now()
+	c.markMomentLocked(seq)
 	if !c.r.commit.push(record{kind: recEvent, conv: c, seq: seq, typ: msgType, frame: frame, meta: c.metaLocked()}) {
 		c.r.log.Warn("relay: event after shutdown dropped", "conversationId", c.id, "type", msgType)
 	}
@@ -178,7 +230,7 @@ func (c *conversation) emitErrorLocked(msg string) {
 func (c *conversation) deliver(frames [][]byte, lastSeq int64, storeErr error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.sentSeq = lastSeq
+	c.sentUpToLocked(lastSeq)
 	if storeErr != nil {
 		if !c.storeFailures && !c.deleted.Load() {
 			c.storeFailures = true
@@ -241,21 +293,24 @@ func (c *conversation) unsubscribe(cn *conn) {
 	}
 }
 
-// subscribedLocked is the copilot:subscribed frame for the state now: seq is
-// the last event sent, so live events follow it with no gap. reset says that
-// the replay before it started over from seq 0.
+// subscribedLocked is the copilot:subscribed frame: seq is the last event
+// sent, so live events follow it with no gap, and the mode, streaming and
+// the open question are as they were after that event, not as they are
+// now: events emitted and not yet sent (waiting for their commit) follow
+// the frame and change them then. reset says that the replay before it
+// started over from seq 0.
 func (c *conversation) subscribedLocked(reset bool) []byte {
 	d := protocol.Subscribed{
 		ConversationID: c.id,
-		Mode:           c.mode,
-		Streaming:      c.streaming,
+		Mode:           c.sent.mode,
+		Streaming:      c.sent.streaming,
 		Seq:            c.sentSeq,
 		Epoch:          c.r.epoch,
 		Reset:          reset,
 	}
-	if c.openInput != nil {
-		p := c.openInput.data
-		d.PendingInput = &p
+	if p := c.sent.pending; p != nil {
+		data := p.data
+		d.PendingInput = &data
 	}
 	frame, err := protocol.Encode(protocol.TypeSubscribed, &d)
 	if err != nil {

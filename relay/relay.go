@@ -255,6 +255,7 @@ func (r *Relay) load() error {
 			batch.Conversations = append(batch.Conversations, c.metaLocked())
 			r.log.Info("relay: closed a turn interrupted by a restart", "conversationId", c.id)
 		}
+		c.sent = c.momentLocked()
 		r.convs[c.id] = c
 	}
 	if len(batch.Events) > 0 {

@@ -5,10 +5,14 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"testing"
+	"time"
 
 	"github.com/coder/websocket"
 
+	"github.com/pilotdesk/pilotdesk/relay"
+	"github.com/pilotdesk/pilotdesk/relay/history"
 	"github.com/pilotdesk/pilotdesk/relay/relaytest"
 	"github.com/pilotdesk/pilotdesk/session"
 )
@@ -376,5 +380,132 @@ func TestSubscribeEpochDuringStream(t *testing.T) {
 	}
 	if last := frames[len(frames)-1].Seq(); last != n+2 {
 		t.Fatalf("ended at seq %d, want %d", last, n+2)
+	}
+}
+
+// stepStore lets the test pass the committer's writes one at a time: each
+// Write reports the types of its events on entered and waits for a token on
+// pass (or for pass to be closed).
+type stepStore struct {
+	history.Store
+	entered chan []string
+	pass    chan struct{}
+}
+
+func (s *stepStore) Write(ctx context.Context, b history.Batch) error {
+	types := make([]string, len(b.Events))
+	for i, e := range b.Events {
+		types[i] = e.Type
+	}
+	s.entered <- types
+	<-s.pass
+	return s.Store.Write(ctx, b)
+}
+
+// copilot:subscribed describes one moment: the state after event seq. A
+// late subscriber that arrives while the end of a turn is being stored (the
+// idle emitted, not yet sent) must not hear streaming: false and then the
+// rest of the turn, idle included; nor the new mode and then the
+// mode_changed that sets it; nor a question as pending and then the event
+// that opens it.
+func TestSubscribedDescribesOneMoment(t *testing.T) {
+	checkNoLeaks(t)
+	st := &stepStore{Store: history.NewMemory(), entered: make(chan []string), pass: make(chan struct{})}
+	agent := newFakeAgent()
+	srv := relaytest.Start(t, relay.Config{Agent: agent, Store: st})
+	stepping := true
+	t.Cleanup(func() {
+		if stepping {
+			close(st.pass)
+		}
+	})
+	// passUntil lets writes through until one holds an event of type
+	// stop; that write is left waiting, its events emitted but not sent.
+	passUntil := func(stop string) {
+		t.Helper()
+		for {
+			select {
+			case types := <-st.entered:
+				if slices.Contains(types, stop) {
+					return
+				}
+				st.pass <- struct{}{}
+			case <-time.After(wait):
+				t.Fatalf("no write with %s within %s", stop, wait)
+			}
+		}
+	}
+	// release lets every write through from now on.
+	release := func() {
+		stepping = false
+		close(st.pass)
+		go func() {
+			for range st.entered {
+			}
+		}()
+	}
+
+	// lateSubscriber subscribes a new connection while a write waits;
+	// the next frame after copilot:subscribed, once that write is passed,
+	// must be the event right after its seq.
+	lateSubscriber := func(held string) map[string]any {
+		t.Helper()
+		cl := srv.Dial(t)
+		cl.Send("copilot:subscribe", map[string]any{"conversationId": "m"})
+		sub := cl.Expect("copilot:subscribed")
+		st.pass <- struct{}{}
+		next := cl.WaitFor(held, nil)
+		if next.Seq() <= sub.Seq() {
+			t.Fatalf("subscribed at seq %d, then %s", sub.Seq(), next.Raw)
+		}
+		return dataMap(t, sub)
+	}
+
+	owner := srv.Dial(t)
+	owner.Send("copilot:send", map[string]any{"conversationId": "m", "prompt": "go"})
+	passUntil("copilot:user_message")
+	st.pass <- struct{}{}
+	owner.WaitFor("copilot:user_message", nil)
+	ft := agent.nextTurn(t)
+
+	// A question opens: its event waits to be stored.
+	ft.delta("a", "hello ")
+	ask := ft.ask(session.InputRequest{Question: "Go on?"})
+	passUntil("copilot:user_input_request")
+	if m := lateSubscriber("copilot:user_input_request"); m["pendingInput"] != nil {
+		t.Errorf("subscribed carries a question, then the event that opens it comes: %v", m)
+	}
+	req := owner.WaitFor("copilot:user_input_request", nil)
+
+	// It is answered: the closing event waits.
+	owner.Send("copilot:user_input_response", map[string]any{"conversationId": "m", "requestId": req.Field("requestId"), "answer": "yes"})
+	passUntil("copilot:user_input_closed")
+	if m := lateSubscriber("copilot:user_input_closed"); m["pendingInput"] == nil {
+		t.Errorf("subscribed has no question, then the question's copilot:user_input_closed comes: %v", m)
+	}
+	if got := waitAsk(t, ask); got.err != nil {
+		t.Fatalf("Ask: %v", got.err)
+	}
+
+	// The mode changes: copilot:mode_changed waits.
+	owner.Send("copilot:set_mode", map[string]any{"conversationId": "m", "mode": "plan"})
+	passUntil("copilot:mode_changed")
+	if m := lateSubscriber("copilot:mode_changed"); m["mode"] != "act" {
+		t.Errorf("subscribed says mode %v, then the copilot:mode_changed that sets it comes", m["mode"])
+	}
+
+	// The turn ends: the idle waits.
+	ft.finish(nil)
+	passUntil("copilot:idle")
+	if m := lateSubscriber("copilot:idle"); m["streaming"] != true {
+		t.Errorf("subscribed says streaming false, then the turn's copilot:idle comes: %v", m)
+	}
+	release()
+
+	// With nothing waiting, a subscriber sees the turn over, in plan.
+	done := srv.Dial(t)
+	done.Send("copilot:subscribe", map[string]any{"conversationId": "m"})
+	if m := dataMap(t, done.Expect("copilot:subscribed")); m["streaming"] != false || m["mode"] != "plan" || m["pendingInput"] != nil {
+		t.Errorf("after the turn: %v", m)
 	}
 }
