@@ -35,6 +35,8 @@ var goldenStates = map[string]bool{
 	"dark-streaming":       true,
 	"light-settings":       true,
 	"light-first-run":      true,
+	"light-markdown":       true,
+	"dark-markdown":        true,
 }
 
 type shooter struct {
@@ -146,7 +148,14 @@ func TestScreenshots(t *testing.T) {
 				s.shot(h, "thinking")
 			}
 
+			// What agents write: a numbered and a nested task list, a quote, a
+			// table and highlighted code.
 			h := newH()
+			h.send("formatting")
+			h.waitFor("the formatting turn", func() bool { return h.hasStatus(protocol.StatusCompleted) })
+			s.shot(h, "markdown")
+
+			h = newH()
 			h.send("show me markdown")
 			h.waitFor("the turn", func() bool { return h.hasStatus(protocol.StatusCompleted) })
 			h.send("use the tool")

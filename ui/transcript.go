@@ -160,11 +160,6 @@ func (t *transcript) segments(id int) []widget.RichTextSegment {
 	return c.segs
 }
 
-// parseMarkdown renders one markdown block into rich text segments.
-func parseMarkdown(md string) []widget.RichTextSegment {
-	return widget.NewRichTextFromMarkdown(md).Segments
-}
-
 // apply shows what the model says changed in the current conversation.
 func (t *transcript) apply(v store.View) {
 	defer func() {
@@ -647,8 +642,9 @@ type codeView struct {
 	obj  fyne.CanvasObject
 	bg   *canvas.Rectangle
 	lang *widget.Label
-	code *widget.Label
+	code *widget.RichText // highlighted by highlight
 	text string
+	hlLang string // what code shows, to highlight only on change
 }
 
 func newCodeView(w *Window) *codeView {
@@ -660,25 +656,27 @@ func newCodeView(w *Window) *codeView {
 	v.lang.TextStyle = fyne.TextStyle{Italic: true}
 	copyBtn := widget.NewButtonWithIcon("Copy", theme.ContentCopyIcon(), func() { w.copyText(v.text) })
 	copyBtn.Importance = widget.LowImportance
-	v.code = widget.NewLabel("")
-	v.code.TextStyle = fyne.TextStyle{Monospace: true}
+	v.code = widget.NewRichText()
 	v.code.Wrapping = fyne.TextWrapBreak
-	v.code.Selectable = true
 	head := container.NewBorder(nil, nil, v.lang, copyBtn)
-	v.obj = container.NewStack(v.bg, container.NewBorder(head, nil, nil, nil, v.code))
+	body := container.NewPadded(container.NewThemeOverride(v.code, syntaxTheme{}))
+	v.obj = container.NewStack(v.bg, container.NewBorder(head, nil, nil, nil, body))
 	return v
 }
 
 func (v *codeView) set(r conversation.Row) {
 	v.bg.FillColor = colors(theme.Current()).codeBackground
 	v.bg.Refresh()
-	v.text = r.Text
 	lang := r.Lang
 	if lang == "" {
 		lang = "code"
 	}
 	v.lang.SetText(lang)
-	v.code.SetText(r.Text)
+	if r.Text != v.text || r.Lang != v.hlLang || v.code.Segments == nil {
+		v.code.Segments = highlight(r.Text, r.Lang)
+		v.code.Refresh()
+	}
+	v.text, v.hlLang = r.Text, r.Lang
 }
 
 // toolView is a compact tool call row.

@@ -1,0 +1,322 @@
+package ui
+
+import (
+	"net/url"
+	"strconv"
+	"strings"
+
+	"fyne.io/fyne/v2"
+	"fyne.io/fyne/v2/container"
+	"fyne.io/fyne/v2/widget"
+	"github.com/yuin/goldmark"
+	"github.com/yuin/goldmark/ast"
+	"github.com/yuin/goldmark/extension"
+	east "github.com/yuin/goldmark/extension/ast"
+	"github.com/yuin/goldmark/text"
+)
+
+// markdownParser parses what agents write: CommonMark with GitHub's tables,
+// task lists, strikethrough and bare links. It is configured once here and
+// never changed.
+var markdownParser = goldmark.New(goldmark.WithExtensions(extension.Table, extension.TaskList, extension.Strikethrough, extension.Linkify)).Parser()
+
+// parseMarkdown renders one markdown block into rich text segments.
+//
+// Fyne's own renderer (widget.NewRichTextFromMarkdown) puts a space after
+// every inline text node, and goldmark splits text at each "_" or "*" it
+// considered as emphasis: my_snake_case_name came out as "my_ snake_ case_
+// name". It also numbers no nested list, indents only the first line of a
+// quote and drops tables and task lists. This renderer joins adjacent text,
+// keeps soft line breaks as spaces, and draws those blocks.
+func parseMarkdown(md string) []widget.RichTextSegment {
+	src := []byte(md)
+	doc := markdownParser.Parse(text.NewReader(src))
+	r := &mdRenderer{src: src}
+	r.blocks(doc, 0)
+	return r.out
+}
+
+// mdRenderer walks goldmark's tree and collects segments.
+type mdRenderer struct {
+	src []byte
+	out []widget.RichTextSegment
+}
+
+// blocks renders the block children of n; depth is the list nesting.
+func (r *mdRenderer) blocks(n ast.Node, depth int) {
+	for c := n.FirstChild(); c != nil; c = c.NextSibling() {
+		r.block(c, depth)
+	}
+}
+
+func (r *mdRenderer) block(n ast.Node, depth int) {
+	switch b := n.(type) {
+	case *ast.Paragraph, *ast.TextBlock:
+		r.out = append(r.out, r.inlines(n, widget.RichTextStyleInline)...)
+		r.out = append(r.out, &widget.TextSegment{Style: widget.RichTextStyleParagraph})
+	case *ast.Heading:
+		style := widget.RichTextStyleParagraph
+		switch b.Level {
+		case 1:
+			style = widget.RichTextStyleHeading
+		case 2:
+			style = widget.RichTextStyleSubHeading
+		default:
+			style.TextStyle.Bold = true
+		}
+		r.out = append(r.out, &widget.TextSegment{Style: style, Text: plainText(r.src, n)})
+	case *ast.ThematicBreak:
+		r.out = append(r.out, &widget.SeparatorSegment{})
+	case *ast.CodeBlock, *ast.FencedCodeBlock:
+		var code strings.Builder
+		lines := n.Lines()
+		for i := 0; i < lines.Len(); i++ {
+			seg := lines.At(i)
+			code.Write(seg.Value(r.src))
+		}
+		r.out = append(r.out, &widget.TextSegment{Style: widget.RichTextStyleCodeBlock, Text: strings.TrimSuffix(code.String(), "\n")})
+	case *ast.Blockquote:
+		// One segment per paragraph of the quote, so every line of it is
+		// indented, not only the first.
+		for c := n.FirstChild(); c != nil; c = c.NextSibling() {
+			if t := strings.TrimSpace(plainText(r.src, c)); t != "" {
+				r.out = append(r.out, &widget.TextSegment{Style: widget.RichTextStyleBlockquote, Text: t})
+			}
+		}
+	case *ast.List:
+		r.list(b, depth)
+	case *east.Table:
+		r.out = append(r.out, r.table(b))
+	case *ast.HTMLBlock:
+		var raw strings.Builder
+		lines := n.Lines()
+		for i := 0; i < lines.Len(); i++ {
+			seg := lines.At(i)
+			raw.Write(seg.Value(r.src))
+		}
+		r.out = append(r.out, &widget.TextSegment{Style: widget.RichTextStyleParagraph, Text: strings.TrimSpace(raw.String())})
+	default:
+		r.blocks(n, depth)
+	}
+}
+
+// list draws each item as a paragraph led by its number or bullet (or a
+// task's box), indented by its depth; nested lists follow their item.
+func (r *mdRenderer) list(l *ast.List, depth int) {
+	indent := strings.Repeat("    ", depth)
+	i := 0
+	for item := l.FirstChild(); item != nil; item = item.NextSibling() {
+		marker := "•"
+		if l.IsOrdered() {
+			marker = strconv.Itoa(l.Start+i) + "."
+		}
+		i++
+		var texts []widget.RichTextSegment
+		var nested []ast.Node
+		for c := item.FirstChild(); c != nil; c = c.NextSibling() {
+			switch c.(type) {
+			case *ast.Paragraph, *ast.TextBlock:
+				if len(texts) > 0 {
+					texts = append(texts, &widget.TextSegment{Style: widget.RichTextStyleInline, Text: " "})
+				}
+				if box, ok := c.FirstChild().(*east.TaskCheckBox); ok {
+					marker = "☐"
+					if box.IsChecked {
+						marker = "☑"
+					}
+				}
+				texts = append(texts, r.inlines(c, widget.RichTextStyleInline)...)
+			default:
+				nested = append(nested, c)
+			}
+		}
+		lead := &widget.TextSegment{Style: widget.RichTextStyleStrong, Text: indent + marker + " "}
+		// A block segment ends the item's line, as Fyne's own lists do.
+		end := widget.RichTextStyleInline
+		end.Inline = false
+		texts = append([]widget.RichTextSegment{lead}, texts...)
+		r.out = append(r.out, &widget.ParagraphSegment{Texts: append(texts, &widget.TextSegment{Style: end})})
+		for _, c := range nested {
+			r.block(c, depth+1)
+		}
+	}
+}
+
+// inlines renders the inline children of n, joining adjacent text of one
+// style into one segment.
+func (r *mdRenderer) inlines(n ast.Node, base widget.RichTextStyle) []widget.RichTextSegment {
+	var out []widget.RichTextSegment
+	add := func(style widget.RichTextStyle, s string) {
+		if s == "" {
+			return
+		}
+		if last, ok := lastText(out); ok && last.Style == style {
+			last.Text += s
+			return
+		}
+		out = append(out, &widget.TextSegment{Style: style, Text: s})
+	}
+	var walk func(n ast.Node, style widget.RichTextStyle)
+	walk = func(n ast.Node, style widget.RichTextStyle) {
+		for c := n.FirstChild(); c != nil; c = c.NextSibling() {
+			switch t := c.(type) {
+			case *ast.Text:
+				add(style, string(t.Value(r.src)))
+				switch {
+				case t.HardLineBreak():
+					add(style, "\n")
+				case t.SoftLineBreak():
+					add(style, " ")
+				}
+			case *ast.String:
+				add(style, string(t.Value))
+			case *ast.CodeSpan:
+				add(widget.RichTextStyleCodeInline, plainText(r.src, t))
+			case *ast.Emphasis:
+				s := style
+				s.TextStyle = style.TextStyle
+				if t.Level >= 2 {
+					s.TextStyle.Bold = true
+				} else {
+					s.TextStyle.Italic = true
+				}
+				walk(t, s)
+			case *ast.Link:
+				out = append(out, hyperlink(plainText(r.src, t), string(t.Destination)))
+			case *ast.AutoLink:
+				dest := string(t.URL(r.src))
+				out = append(out, hyperlink(string(t.Label(r.src)), dest))
+			case *ast.Image:
+				// Never loaded: an agent's image is a link to follow.
+				out = append(out, hyperlink("image: "+plainText(r.src, t), string(t.Destination)))
+			case *ast.RawHTML:
+				segs := t.Segments
+				for i := 0; i < segs.Len(); i++ {
+					seg := segs.At(i)
+					add(style, string(seg.Value(r.src)))
+				}
+			case *east.TaskCheckBox:
+				// Drawn as the item's marker.
+			default:
+				walk(c, style)
+			}
+		}
+	}
+	walk(n, base)
+	return out
+}
+
+func lastText(segs []widget.RichTextSegment) (*widget.TextSegment, bool) {
+	if len(segs) == 0 {
+		return nil, false
+	}
+	t, ok := segs[len(segs)-1].(*widget.TextSegment)
+	return t, ok
+}
+
+// hyperlink is a link that opens in the browser, or plain text when its
+// destination is no web or mail address (nothing else is opened).
+func hyperlink(label, dest string) widget.RichTextSegment {
+	u, err := url.Parse(dest)
+	if label == "" {
+		label = dest
+	}
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https" && u.Scheme != "mailto") {
+		return &widget.TextSegment{Style: widget.RichTextStyleInline, Text: label}
+	}
+	return &widget.HyperlinkSegment{Alignment: fyne.TextAlignLeading, Text: label, URL: u}
+}
+
+// plainText is the text of n and its children, soft breaks as spaces.
+func plainText(src []byte, n ast.Node) string {
+	var b strings.Builder
+	_ = ast.Walk(n, func(c ast.Node, entering bool) (ast.WalkStatus, error) {
+		if !entering {
+			return ast.WalkContinue, nil
+		}
+		switch t := c.(type) {
+		case *ast.Text:
+			b.Write(t.Value(src))
+			if t.SoftLineBreak() || t.HardLineBreak() {
+				b.WriteByte(' ')
+			}
+		case *ast.String:
+			b.Write(t.Value)
+		case *ast.CodeSpan:
+			// Its text children are walked.
+		}
+		return ast.WalkContinue, nil
+	})
+	return b.String()
+}
+
+// table draws a GitHub table as a grid: the header bold, cells aligned as
+// the separator row says.
+func (r *mdRenderer) table(t *east.Table) widget.RichTextSegment {
+	seg := &tableSegment{}
+	for row := t.FirstChild(); row != nil; row = row.NextSibling() {
+		var cells []string
+		for cell := row.FirstChild(); cell != nil; cell = cell.NextSibling() {
+			cells = append(cells, strings.TrimSpace(plainText(r.src, cell)))
+		}
+		seg.rows = append(seg.rows, cells)
+	}
+	for _, a := range t.Alignments {
+		switch a {
+		case east.AlignRight:
+			seg.align = append(seg.align, fyne.TextAlignTrailing)
+		case east.AlignCenter:
+			seg.align = append(seg.align, fyne.TextAlignCenter)
+		default:
+			seg.align = append(seg.align, fyne.TextAlignLeading)
+		}
+	}
+	return seg
+}
+
+// tableSegment is a rich text block holding a table; its first row is the
+// header.
+type tableSegment struct {
+	rows  [][]string
+	align []fyne.TextAlign
+}
+
+func (s *tableSegment) Inline() bool { return false }
+
+// Textual is the table as tab-separated lines, for copying.
+func (s *tableSegment) Textual() string {
+	lines := make([]string, len(s.rows))
+	for i, row := range s.rows {
+		lines[i] = strings.Join(row, "\t")
+	}
+	return strings.Join(lines, "\n")
+}
+
+func (s *tableSegment) Visual() fyne.CanvasObject {
+	cols := len(s.align)
+	for _, row := range s.rows {
+		cols = max(cols, len(row))
+	}
+	grid := container.NewGridWithColumns(max(cols, 1))
+	for i, row := range s.rows {
+		for c := 0; c < cols; c++ {
+			cell := ""
+			if c < len(row) {
+				cell = row[c]
+			}
+			l := widget.NewLabel(cell)
+			l.Wrapping = fyne.TextWrapWord
+			l.TextStyle.Bold = i == 0
+			if c < len(s.align) {
+				l.Alignment = s.align[c]
+			}
+			grid.Add(l)
+		}
+	}
+	return container.NewVBox(grid, widget.NewSeparator())
+}
+
+func (s *tableSegment) Update(fyne.CanvasObject)  {}
+func (s *tableSegment) Select(_, _ fyne.Position) {}
+func (s *tableSegment) SelectedText() string      { return "" }
+func (s *tableSegment) Unselect()                 {}
