@@ -514,6 +514,14 @@ func (r *repl) drainLines(ctx context.Context) {
 		}
 		line := r.lines[0]
 		if !r.ready {
+			// Lines wait for the conversation, but /quit does not: a
+			// relay that never gets there (one that keeps dropping the
+			// connection) must not keep the user in.
+			if cmd := strings.TrimSpace(line); cmd == "/quit" || cmd == "/exit" {
+				r.lines = r.lines[1:]
+				r.echo(r.promptLabel(r.mode), cmd)
+				r.quit = true
+			}
 			return
 		}
 		if r.prompt == nil && r.streaming() && !midStreamCommand(line) {

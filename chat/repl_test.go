@@ -443,3 +443,20 @@ func TestResumeWithOpenQuestion(t *testing.T) {
 		t.Fatalf("answer = %+v", a)
 	}
 }
+
+// /quit works before the conversation is ready: a relay that drops the
+// connection before copilot:subscribed, again and again, must not keep the
+// user in (issue #18: a frame too big for the client made it reconnect 76
+// times in 40 s, and /quit waited for a subscription that never came).
+func TestQuitWhileNotReady(t *testing.T) {
+	h := startREPL(t, plain, nil)
+	for range 3 {
+		h.conn.events <- client.Event{Type: client.TypeState, Data: &client.StateChange{State: client.StateReconnecting, Err: errors.New("message too big")}}
+		h.conn.events <- client.Event{Type: client.TypeState, Data: &client.StateChange{State: client.StateLive}}
+	}
+	h.typeIn("/quit\n")
+	if err := h.exit(); err != nil {
+		t.Fatalf("Run = %v, want nil after /quit", err)
+	}
+	h.noCall()
+}

@@ -437,6 +437,12 @@ func (c *conn) send(msgType string, data any) {
 		c.log.Error("relay: encode a reply", "type", msgType, "err", err)
 		return
 	}
+	if len(frame) > protocol.MaxFrameBytes {
+		// Replies are bounded where they are made (a list is paged); one
+		// that is not would stop the client, so it does not leave.
+		c.log.Error("relay: a reply over the frame limit was not sent", "type", msgType, "bytes", len(frame))
+		return
+	}
 	c.enqueue(frame)
 }
 

@@ -211,12 +211,34 @@ func (c *conversation) emitLocked(msgType string, hdr *protocol.Header, data any
 		c.r.log.Error("relay: encode an event", "conversationId", c.id, "type", msgType, "err", err)
 		return
 	}
+	if len(frame) > protocol.MaxFrameBytes {
+		if frame = c.shortenLocked(msgType, data, len(frame)); frame == nil {
+			return
+		}
+	}
 	c.lastSeq = seq
 	c.updatedAt = time.Now()
 	c.markMomentLocked(seq)
 	if !c.r.commit.push(record{kind: recEvent, conv: c, seq: seq, typ: msgType, frame: frame, meta: c.metaLocked()}) {
 		c.r.log.Warn("relay: event after shutdown dropped", "conversationId", c.id, "type", msgType)
 	}
+}
+
+// shortenLocked makes an event that encoded to size bytes, over the frame
+// limit, fit (frames.go) and returns its new frame. An event it cannot
+// shorten is dropped, and copilot:error says so: a frame no client can read
+// would stop every client that follows the conversation.
+func (c *conversation) shortenLocked(msgType string, data any, size int) []byte {
+	if fitEvent(msgType, data, size) {
+		frame, err := protocol.Encode(msgType, data)
+		if err == nil && len(frame) <= protocol.MaxFrameBytes {
+			c.r.log.Warn("relay: an event over the frame limit was shortened", "conversationId", c.id, "type", msgType, "bytes", size, "now", len(frame))
+			return frame
+		}
+	}
+	c.r.log.Error("relay: an event over the frame limit was dropped", "conversationId", c.id, "type", msgType, "bytes", size)
+	c.emitErrorLocked(fmt.Sprintf("the agent sent a %s of %d bytes, over the %d-byte frame limit; it was dropped", msgType, size, protocol.MaxFrameBytes))
+	return nil
 }
 
 // emitErrorLocked emits copilot:error.
@@ -367,6 +389,15 @@ func (c *conversation) catchUp(cn *conn, rp *replay) bool {
 	err := c.r.store.Events(cn.ctx, c.id, rp.since, func(e history.Event) error {
 		if e.Seq > rp.upTo {
 			return errStopReplay
+		}
+		if len(e.Frame) > protocol.MaxFrameBytes {
+			// Stored by an older relay, which did not bound frames.
+			frame, err := refitStored(e.Frame)
+			if err != nil {
+				c.r.log.Error("relay: a stored event over the frame limit is left out of a replay", "conversationId", c.id, "seq", e.Seq, "err", err)
+				return nil
+			}
+			e.Frame = frame
 		}
 		if !cn.enqueueWait(e.Frame) {
 			return errConnClosed

@@ -35,6 +35,13 @@ func (r *Relay) dispatch(c *conn, req protocol.Request) {
 			r.deleteConversation(c.ctx, d.ConversationID, nil)
 		}
 	case *protocol.Send:
+		if ok, size := userMessageFits(d); !ok {
+			// The prompt goes back to every subscriber as
+			// copilot:user_message, which must fit a frame too.
+			c.sendError(&protocol.Error{Code: protocol.CodeTooLarge, Type: protocol.TypeSend, ConversationID: d.ConversationID,
+				Message: fmt.Sprintf("the prompt is too long: its copilot:user_message would be %d bytes, over the %d-byte frame limit; send a shorter prompt", size, protocol.MaxFrameBytes)})
+			return
+		}
 		r.send(c, d)
 	case *protocol.Abort:
 		r.abort(c, d)

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"sync/atomic"
 
 	"github.com/pilotdesk/pilotdesk/protocol"
@@ -53,19 +54,49 @@ func (h *host) Emit(ev session.Event) {
 	}
 }
 
+// emitDeltaLocked emits a delta, as several when its text would not fit in
+// one frame (frames.go): the clients join a message's deltas.
 func (c *conversation) emitDeltaLocked(e session.Delta) {
 	if c.turn != nil {
 		c.turn.addDeltaLocked(e.MessageID, e.Content)
 	}
-	d := protocol.Delta{MessageID: e.MessageID, Content: e.Content}
-	c.emitLocked(protocol.TypeDelta, &d.Header, &d)
+	if surelyFits(len(e.Content), c.id, e.MessageID) {
+		// The common case, without the slice splitDelta would make.
+		d := protocol.Delta{MessageID: e.MessageID, Content: e.Content}
+		c.emitLocked(protocol.TypeDelta, &d.Header, &d)
+		return
+	}
+	for _, part := range splitDelta(c.id, e.MessageID, e.Content) {
+		d := protocol.Delta{MessageID: e.MessageID, Content: part}
+		c.emitLocked(protocol.TypeDelta, &d.Header, &d)
+	}
 }
 
+// emitMessageLocked emits a whole message. One too long for a frame goes
+// out truncated, with no content: the clients keep the text its deltas
+// carried, so the deltas must carry all of it. What the agent did not
+// stream (all of it, for an agent that sends whole messages only) is sent
+// as deltas first.
 func (c *conversation) emitMessageLocked(e session.Message) {
+	d := protocol.Message{MessageID: e.MessageID, Content: e.Content}
+	if !messageFits(c.id, e.MessageID, e.Content) {
+		streamed := ""
+		if c.turn != nil {
+			if b := c.turn.partial[e.MessageID]; b != nil {
+				streamed = b.String()
+			}
+		}
+		if rest, ok := strings.CutPrefix(e.Content, streamed); !ok {
+			// The clients keep the streamed text too (conversation.State).
+			c.r.log.Warn("relay: a message over the frame limit differs from its deltas; the deltas stand", "conversationId", c.id, "messageId", e.MessageID)
+		} else if rest != "" {
+			c.emitDeltaLocked(session.Delta{MessageID: e.MessageID, Content: rest})
+		}
+		d.Content, d.Truncated = "", true
+	}
 	if c.turn != nil {
 		c.turn.messageSentLocked(e.MessageID)
 	}
-	d := protocol.Message{MessageID: e.MessageID, Content: e.Content}
 	c.emitLocked(protocol.TypeMessage, &d.Header, &d)
 }
 

@@ -65,6 +65,10 @@ func (c *conversation) ask(ctx context.Context, req session.InputRequest) (sessi
 		result: make(chan inputResult, 1),
 	}
 	ir.data.RequestID = ir.id
+	if !fitQuestion(c.id, &ir.data) {
+		return noAnswer, c.rejectAsk(fmt.Sprintf("the agent asked a question whose choices are over the %d-byte frame limit; it was not shown", protocol.MaxFrameBytes),
+			fmt.Errorf("%w: the choices are too long for a frame", session.ErrInvalidRequest))
+	}
 
 	c.mu.Lock()
 	if c.deleted.Load() || c.deleting != nil {
