@@ -49,6 +49,9 @@ type Row struct {
 	State string
 	// Detail is a tool's result or a failed turn's message.
 	Detail string
+	// Args is a tool call's arguments as the agent sent them (JSON), for
+	// DescribeTool.
+	Args string
 	// Mode is the mode of a user turn, or the new mode of a RowMode.
 	Mode protocol.Mode
 	// MessageID is the assistant message a text or code block belongs to,

@@ -205,7 +205,7 @@ func (s *State) Apply(ev client.Event) Update {
 		s.wholeMessage(d.MessageID, d.Content)
 	case *protocol.ToolStart:
 		s.turnOutput = true
-		s.appendRow(Row{Kind: RowTool, Title: d.ToolName, Text: ToolSummary(d.Arguments), State: ToolRunning, MessageID: d.ToolCallID})
+		s.appendRow(Row{Kind: RowTool, Title: d.ToolName, Text: ToolSummary(d.Arguments), Args: string(d.Arguments), State: ToolRunning, MessageID: d.ToolCallID})
 	case *protocol.ToolEnd:
 		s.turnOutput = true
 		state := ToolApproved

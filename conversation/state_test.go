@@ -132,6 +132,9 @@ func TestFoldRecordedStreams(t *testing.T) {
 			for i, want := range tc.rows {
 				got := st.Rows[i]
 				want.Version, want.Done = got.Version, true
+				if want.Kind == RowTool && want.Args == "" {
+					want.Args = got.Args // checked by TestToolRowsKeepTheirArguments
+				}
 				if got != want {
 					t.Errorf("row %d = %+v\nwant %+v", i, got, want)
 				}
@@ -226,5 +229,14 @@ func TestTruncatedMessage(t *testing.T) {
 	u := st.Apply(client.Event{Type: protocol.TypeMessage, Data: &protocol.Message{Header: hdr, MessageID: "m", Truncated: true}})
 	if u.Text != "" || len(st.Rows) != 1 || st.Rows[0].Text != "long text" || !st.Rows[0].Done {
 		t.Fatalf("update %+v rows %+v", u, st.Rows)
+	}
+}
+
+// TestToolRowsKeepTheirArguments: the tool row holds the agent's arguments
+// as sent, for DescribeTool.
+func TestToolRowsKeepTheirArguments(t *testing.T) {
+	st, _ := replay(t, "tool-turn.jsonl")
+	if w := DescribeTool(st.Rows[3].Title, []byte(st.Rows[3].Args), st.Rows[3].Detail); w.Kind != ToolShell || w.Command != "make deploy ENV=staging" {
+		t.Fatalf("row %+v describes as %+v", st.Rows[3], w)
 	}
 }

@@ -37,6 +37,8 @@ var goldenStates = map[string]bool{
 	"light-first-run":      true,
 	"light-markdown":       true,
 	"dark-markdown":        true,
+	"light-tool-rows":      true,
+	"dark-tool-rows":       true,
 }
 
 type shooter struct {
@@ -148,9 +150,20 @@ func TestScreenshots(t *testing.T) {
 				s.shot(h, "thinking")
 			}
 
+			// The work a turn did: a shell row and an edit row, expanded.
+			h := newH()
+			h.send("do the work")
+			h.waitFor("the work turn", func() bool { return h.hasStatus(protocol.StatusCompleted) })
+			for _, i := range toolRows(h) {
+				test.Tap(h.shownTool(i).expand)
+				h.frame()
+			}
+			h.w.transcript.scrollToBottom()
+			s.shot(h, "tool-rows")
+
 			// What agents write: a numbered and a nested task list, a quote, a
 			// table and highlighted code.
-			h := newH()
+			h = newH()
 			h.send("formatting")
 			h.waitFor("the formatting turn", func() bool { return h.hasStatus(protocol.StatusCompleted) })
 			s.shot(h, "markdown")

@@ -57,6 +57,9 @@ type transcript struct {
 	lastOffset float32
 	// hint is the empty conversation's greeting.
 	hint *widget.Label
+	// open says which tool rows are expanded, by tool call id, so that it
+	// holds across reloads of the conversation.
+	open map[string]toolOpen
 }
 
 // emptyHint greets a conversation with nothing in it yet; with the
@@ -92,10 +95,11 @@ type rowKey struct {
 	gen     uint64
 	id      int
 	version uint32
+	open    toolOpen // a tool row's expansion
 }
 
 func newTranscript(w *Window) *transcript {
-	t := &transcript{win: w, views: map[fyne.CanvasObject]*rowState{}, fixes: map[int]float32{}}
+	t := &transcript{win: w, views: map[fyne.CanvasObject]*rowState{}, fixes: map[int]float32{}, open: map[string]toolOpen{}}
 	t.list = widget.NewList(t.length, t.createItem, t.updateItem)
 	t.list.HideSeparators = true
 	t.list.OnSelected = func(id widget.ListItemID) { t.list.Unselect(id) }
@@ -129,7 +133,7 @@ func (t *transcript) updateItem(id widget.ListItemID, obj fyne.CanvasObject) {
 		return
 	}
 	r := t.rows[id]
-	key := rowKey{t.gen, id, r.Version}
+	key := rowKey{t.gen, id, r.Version, t.openOf(r)}
 	if s.key == key && s.width == t.width {
 		return
 	}
@@ -266,7 +270,7 @@ func (t *transcript) updateShown(i int) (h float32, shown bool) {
 		}
 		r := t.rows[i]
 		s.show(i, r, t.segments(i))
-		s.key.version = r.Version
+		s.key.version, s.key.open = r.Version, t.openOf(r)
 		h = s.measureAt(t.width)
 		t.cache[i].exact, t.cache[i].width = true, t.width
 		return h, true
@@ -536,9 +540,9 @@ func (s *rowState) show(id int, r conversation.Row, segs []widget.RichTextSegmen
 		obj = s.code.obj
 	case conversation.RowTool:
 		if s.tool == nil {
-			s.tool = newToolView()
+			s.tool = newToolView(s.t)
 		}
-		s.tool.set(r)
+		s.tool.set(id, r, s.t.openOf(r))
 		obj = s.tool.obj
 	default:
 		if s.line == nil {
@@ -677,65 +681,6 @@ func (v *codeView) set(r conversation.Row) {
 		v.code.Refresh()
 	}
 	v.text, v.hlLang = r.Text, r.Lang
-}
-
-// toolView is a compact tool call row.
-type toolView struct {
-	obj    fyne.CanvasObject
-	icon   *widget.Icon
-	name   *widget.Label
-	args   *widget.Label
-	state  *widget.Label
-	detail *widget.Label
-}
-
-func newToolView() *toolView {
-	v := &toolView{}
-	v.icon = widget.NewIcon(theme.SettingsIcon())
-	v.name = widget.NewLabelWithStyle("", fyne.TextAlignLeading, fyne.TextStyle{Bold: true})
-	v.args = widget.NewLabelWithStyle("", fyne.TextAlignLeading, fyne.TextStyle{Monospace: true})
-	v.args.Truncation = fyne.TextTruncateEllipsis
-	v.state = widget.NewLabel("")
-	v.detail = widget.NewLabel("")
-	v.detail.Truncation = fyne.TextTruncateEllipsis
-	v.detail.SizeName = theme.SizeNameCaptionText
-	left := container.NewHBox(v.icon, v.name)
-	v.obj = container.NewBorder(nil, v.detail, left, v.state, v.args)
-	return v
-}
-
-func (v *toolView) set(r conversation.Row) {
-	v.name.SetText(r.Title)
-	v.args.SetText(r.Text)
-	switch r.State {
-	case conversation.ToolRunning:
-		v.icon.SetResource(theme.MediaPlayIcon())
-		v.state.Importance = widget.MediumImportance
-		v.state.SetText("running…")
-	case conversation.ToolApproved:
-		v.icon.SetResource(theme.ConfirmIcon())
-		v.state.Importance = widget.SuccessImportance
-		v.state.SetText("approved")
-	case conversation.ToolDenied:
-		v.icon.SetResource(theme.CancelIcon())
-		v.state.Importance = widget.WarningImportance
-		v.state.SetText("denied by plan")
-	case conversation.ToolStopped:
-		v.icon.SetResource(theme.MediaStopIcon())
-		v.state.Importance = widget.LowImportance
-		v.state.SetText("stopped with the turn")
-	default:
-		v.icon.SetResource(theme.ErrorIcon())
-		v.state.Importance = widget.DangerImportance
-		v.state.SetText("failed")
-	}
-	v.state.Refresh()
-	if r.Detail != "" && r.State != conversation.ToolApproved {
-		v.detail.SetText(r.Detail)
-		v.detail.Show()
-	} else {
-		v.detail.Hide()
-	}
 }
 
 // lineView shows a status line, a mode marker or a note: an icon and a

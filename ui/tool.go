@@ -1,0 +1,277 @@
+package ui
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"fyne.io/fyne/v2"
+	"fyne.io/fyne/v2/container"
+	"fyne.io/fyne/v2/theme"
+	"fyne.io/fyne/v2/widget"
+
+	"github.com/pilotdesk/pilotdesk/conversation"
+)
+
+// toolOpen is how far a tool row is expanded.
+type toolOpen int
+
+const (
+	toolClosed  toolOpen = iota // one line
+	toolOpened                  // what it did, long output cut to its ends
+	toolShowAll                 // all of its output
+)
+
+// outputEnds is how many lines of a long output show at each end.
+const outputEnds = 6
+
+// maxShownLines bounds "show all": a tool that printed a million lines
+// must not build a million-line label.
+const maxShownLines = 2000
+
+// openOf is how far row r is expanded (only tool rows expand).
+func (t *transcript) openOf(r conversation.Row) toolOpen {
+	if r.Kind != conversation.RowTool {
+		return toolClosed
+	}
+	return t.open[r.MessageID]
+}
+
+// setOpen expands or collapses tool row id, measures it anew and gives the
+// keyboard back to the composer (a click should not strand it).
+func (t *transcript) setOpen(id int, o toolOpen) {
+	if id < 0 || id >= len(t.rows) {
+		return
+	}
+	r := t.rows[id]
+	if o == toolClosed {
+		delete(t.open, r.MessageID)
+	} else {
+		t.open[r.MessageID] = o
+	}
+	t.cache[id].exact = false
+	h := t.measureRow(id)
+	if h == t.heights[id] {
+		t.list.RefreshItem(id)
+	}
+	t.setHeights(map[int]float32{id: h})
+	t.win.win.Canvas().Focus(t.win.composer)
+}
+
+// toolView is a tool call: one line (name, what it was called with, its
+// state, a button to expand), and when expanded what it did: for a shell
+// the command and its output, for an edit or a new file a coloured diff,
+// for a read or a search what was read or found. In Plan the same shows
+// what would have run.
+type toolView struct {
+	t      *transcript
+	id     int
+	open   toolOpen
+	obj    *fyne.Container
+	icon   *widget.Icon
+	name   *widget.Label
+	args   *widget.Label
+	state  *widget.Label
+	detail *widget.Label
+	expand *widget.Button
+	body   *fyne.Container
+}
+
+func newToolView(t *transcript) *toolView {
+	v := &toolView{t: t}
+	v.icon = widget.NewIcon(theme.SettingsIcon())
+	v.name = widget.NewLabelWithStyle("", fyne.TextAlignLeading, fyne.TextStyle{Bold: true})
+	v.args = widget.NewLabelWithStyle("", fyne.TextAlignLeading, fyne.TextStyle{Monospace: true})
+	v.args.Truncation = fyne.TextTruncateEllipsis
+	v.state = widget.NewLabel("")
+	v.detail = widget.NewLabel("")
+	v.detail.Truncation = fyne.TextTruncateEllipsis
+	v.detail.SizeName = theme.SizeNameCaptionText
+	v.expand = widget.NewButtonWithIcon("", theme.MenuExpandIcon(), func() {
+		if v.open == toolClosed {
+			v.t.setOpen(v.id, toolOpened)
+		} else {
+			v.t.setOpen(v.id, toolClosed)
+		}
+	})
+	v.expand.Importance = widget.LowImportance
+	v.body = container.NewVBox()
+	left := container.NewHBox(v.icon, v.name)
+	head := container.NewBorder(nil, v.detail, left, container.NewHBox(v.state, v.expand), v.args)
+	v.obj = container.NewVBox(head, v.body)
+	return v
+}
+
+func (v *toolView) set(id int, r conversation.Row, open toolOpen) {
+	v.id, v.open = id, open
+	v.name.SetText(r.Title)
+	v.args.SetText(r.Text)
+	switch r.State {
+	case conversation.ToolRunning:
+		v.icon.SetResource(theme.MediaPlayIcon())
+		v.state.Importance = widget.MediumImportance
+		v.state.SetText("running…")
+	case conversation.ToolApproved:
+		v.icon.SetResource(theme.ConfirmIcon())
+		v.state.Importance = widget.SuccessImportance
+		v.state.SetText("approved")
+	case conversation.ToolDenied:
+		v.icon.SetResource(theme.CancelIcon())
+		v.state.Importance = widget.WarningImportance
+		v.state.SetText("denied by plan")
+	case conversation.ToolStopped:
+		v.icon.SetResource(theme.MediaStopIcon())
+		v.state.Importance = widget.LowImportance
+		v.state.SetText("stopped with the turn")
+	default:
+		v.icon.SetResource(theme.ErrorIcon())
+		v.state.Importance = widget.DangerImportance
+		v.state.SetText("failed")
+	}
+	v.state.Refresh()
+	if open == toolClosed {
+		v.expand.SetIcon(theme.MenuExpandIcon())
+		v.body.RemoveAll()
+		v.body.Hide()
+		if r.Detail != "" && r.State != conversation.ToolApproved {
+			v.detail.SetText(r.Detail)
+			v.detail.Show()
+		} else {
+			v.detail.Hide()
+		}
+		return
+	}
+	v.expand.SetIcon(theme.MenuDropDownIcon())
+	v.detail.Hide()
+	v.body.Objects = v.work(r, open)
+	v.body.Show()
+	// The new parts have no size yet: lay the row out now, so that it is
+	// measured and drawn with them in place.
+	relayout(v.obj)
+}
+
+// work builds the expanded part of row r.
+func (v *toolView) work(r conversation.Row, open toolOpen) []fyne.CanvasObject {
+	w := conversation.DescribeTool(r.Title, json.RawMessage(r.Args), r.Detail)
+	var objs []fyne.CanvasObject
+	if r.State == conversation.ToolDenied {
+		objs = append(objs, smallNote("Plan mode denied this call: nothing ran. This is what it would have done."))
+	}
+	switch w.Kind {
+	case conversation.ToolShell:
+		objs = append(objs, mono("$ "+w.Command))
+	case conversation.ToolEdit, conversation.ToolCreate, conversation.ToolRead:
+		if w.Path != "" {
+			objs = append(objs, mono(w.Path))
+		}
+	case conversation.ToolSearch:
+		objs = append(objs, mono(fmt.Sprintf("%s  in %s", w.Query, orDot(w.Path))))
+	default:
+		if args := prettyArgs(r.Args); args != "" {
+			objs = append(objs, mono(args))
+		}
+	}
+	if len(w.Diff) > 0 {
+		objs = append(objs, diffView(w.Diff))
+	}
+	ran := r.State == conversation.ToolApproved || r.State == conversation.ToolFailed
+	if ran && strings.TrimSpace(w.Output) != "" && (len(w.Diff) == 0 || w.Kind == conversation.ToolShell) {
+		objs = append(objs, v.output(w.Output, open)...)
+	}
+	return objs
+}
+
+// output shows a tool's output: its first and last lines with a button to
+// show all of it, or all of it (up to maxShownLines).
+func (v *toolView) output(out string, open toolOpen) []fyne.CanvasObject {
+	head, tail, hidden := conversation.HeadTail(out, outputEnds)
+	if hidden == 0 || open == toolShowAll {
+		lines := strings.Split(strings.TrimRight(out, "\n"), "\n")
+		note := ""
+		if len(lines) > maxShownLines {
+			note = fmt.Sprintf("… the first %d of %d lines; Copy on the reply has the rest in the agent's words", maxShownLines, len(lines))
+			lines = lines[:maxShownLines]
+		}
+		objs := []fyne.CanvasObject{mono(strings.Join(lines, "\n"))}
+		if note != "" {
+			objs = append(objs, smallNote(note))
+		}
+		if hidden > 0 {
+			less := widget.NewButton("Show less", func() { v.t.setOpen(v.id, toolOpened) })
+			less.Importance = widget.LowImportance
+			objs = append(objs, container.NewHBox(less))
+		}
+		return objs
+	}
+	all := widget.NewButton(fmt.Sprintf("Show all %d lines", len(head)+len(tail)+hidden), func() { v.t.setOpen(v.id, toolShowAll) })
+	all.Importance = widget.LowImportance
+	return []fyne.CanvasObject{
+		mono(strings.Join(head, "\n")),
+		smallNote(fmt.Sprintf("… %d more lines …", hidden)),
+		mono(strings.Join(tail, "\n")),
+		container.NewHBox(all),
+	}
+}
+
+// diffView draws a unified diff: added lines in the theme's green, removed
+// ones in red, hunk headers dimmed.
+func diffView(diff []conversation.DiffLine) fyne.CanvasObject {
+	rt := widget.NewRichText()
+	// Long lines end in an ellipsis rather than wrap, so the row's height
+	// is its number of lines, known before it is laid out.
+	rt.Truncation = fyne.TextTruncateEllipsis
+	for i, l := range diff {
+		text := string(l.Op) + " " + l.Text
+		var c fyne.ThemeColorName
+		switch l.Op {
+		case '+':
+			c = colorSyntaxInserted
+		case '-':
+			c = colorSyntaxDeleted
+		case '@':
+			c, text = colorSyntaxComment, l.Text
+		case ' ':
+			text = "  " + l.Text
+		}
+		if i < len(diff)-1 {
+			text += "\n"
+		}
+		rt.Segments = append(rt.Segments, codeSegment(text, c))
+	}
+	rt.Refresh()
+	return container.NewThemeOverride(rt, syntaxTheme{})
+}
+
+// mono is monospace text whose long lines end in an ellipsis (see
+// diffView).
+func mono(text string) fyne.CanvasObject {
+	l := widget.NewLabelWithStyle(text, fyne.TextAlignLeading, fyne.TextStyle{Monospace: true})
+	l.Truncation = fyne.TextTruncateEllipsis
+	l.Selectable = true
+	return l
+}
+
+// smallNote is a one-line caption.
+func smallNote(text string) fyne.CanvasObject {
+	l := widget.NewLabel(text)
+	l.SizeName = theme.SizeNameCaptionText
+	l.Truncation = fyne.TextTruncateEllipsis
+	return l
+}
+
+func orDot(p string) string {
+	if p == "" {
+		return "."
+	}
+	return p
+}
+
+// prettyArgs indents a tool's JSON arguments for reading.
+func prettyArgs(raw string) string {
+	var b bytes.Buffer
+	if json.Indent(&b, []byte(raw), "", "  ") != nil {
+		return raw
+	}
+	return b.String()
+}
