@@ -38,6 +38,7 @@ var goldenStates = map[string]bool{
 	"light-markdown":       true,
 	"dark-markdown":        true,
 	"light-tool-rows":      true,
+	"light-minimum-size":   true,
 	"dark-tool-rows":       true,
 }
 
@@ -148,6 +149,14 @@ func TestScreenshots(t *testing.T) {
 				h.send("wait for it")
 				h.waitFor("thinking", func() bool { return h.w.view.Thinking })
 				s.shot(h, "thinking")
+			}
+
+			if v.all {
+				// The smallest the window gets.
+				h := newHarness(t, harnessConfig{theme: th, fakeClock: true, size: minWindowSize})
+				h.send("use the tool")
+				h.waitFor("the tool turn", func() bool { return h.hasStatus(protocol.StatusCompleted) })
+				s.shot(h, "minimum-size")
 			}
 
 			// The work a turn did: a shell row and an edit row, expanded.

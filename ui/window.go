@@ -166,8 +166,11 @@ func NewWindow(a fyne.App, c *client.Client, opts Options) *Window {
 	w.follow(c)
 	w.win = a.NewWindow(windowTitle(opts, c.URL()))
 	w.build()
-	w.win.Resize(fyne.NewSize(1100, 720))
-	w.win.SetOnClosed(w.Close)
+	w.win.Resize(w.savedSize())
+	w.win.SetOnClosed(func() {
+		w.saveSize()
+		w.Close()
+	})
 	a.Lifecycle().SetOnEnteredForeground(w.focusGained)
 	a.Lifecycle().SetOnExitedForeground(w.focusLost)
 
@@ -484,7 +487,9 @@ func (w *Window) build() {
 
 	split := container.NewHSplit(w.sidebar.root, chat)
 	split.Offset = 0.24
-	w.win.SetContent(container.NewBorder(nil, w.status.root, nil, nil, split))
+	// The window shrinks no further than where the status words and the
+	// composer's buttons still fit on their lines.
+	w.win.SetContent(container.New(minSizeLayout{minWindowSize}, container.NewBorder(nil, w.status.root, nil, nil, split)))
 	w.win.SetMainMenu(w.mainMenu())
 
 	c := w.win.Canvas()
@@ -726,6 +731,8 @@ func (w *Window) newConversation() {
 
 // switchTo shows another conversation, subscribing to it the first time.
 func (w *Window) switchTo(id string) {
+	// A click in the list leaves the keyboard where the user types.
+	defer w.win.Canvas().Focus(w.composer)
 	if id == w.current && w.view.ID == id {
 		return
 	}

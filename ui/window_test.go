@@ -374,3 +374,43 @@ func TestEmptyHintNamesTheDemo(t *testing.T) {
 		t.Fatalf("hint with copilot: %q", got)
 	}
 }
+
+// TestWindowSize: the window cannot shrink below its minimum, and reopens
+// at the size it was closed with.
+func TestWindowSize(t *testing.T) {
+	h := newHarness(t, harnessConfig{})
+	if m := h.w.Window().Content().MinSize(); m.Width < minWindowSize.Width || m.Height < minWindowSize.Height {
+		t.Fatalf("content min size %v, want at least %v", m, minWindowSize)
+	}
+	h.w.Window().Resize(fyne.NewSize(900, 650))
+	h.frame()
+	h.w.saveSize()
+	if got := h.w.savedSize(); got != fyne.NewSize(900, 650) {
+		t.Fatalf("saved size %v", got)
+	}
+	h.app.Preferences().SetFloat(prefWindowWidth, 200) // a size from a smaller screen
+	if got := h.w.savedSize(); got.Width != minWindowSize.Width {
+		t.Fatalf("a saved size under the minimum gives %v", got)
+	}
+}
+
+// TestListClickKeepsTheKeyboard: choosing a conversation in the list gives
+// the keyboard back to the composer.
+func TestListClickKeepsTheKeyboard(t *testing.T) {
+	h := newHarness(t, harnessConfig{})
+	h.send("show me markdown")
+	h.waitFor("the turn", func() bool { return h.hasStatus(protocol.StatusCompleted) })
+	first := h.w.current
+	h.w.newConversation()
+	h.frame()
+	h.w.Window().Canvas().Unfocus()
+	for i, e := range h.w.sidebar.entries {
+		if e.ID == first {
+			h.w.sidebar.list.Select(i)
+		}
+	}
+	h.frame()
+	if h.w.current != first || h.w.Window().Canvas().Focused() != h.w.composer {
+		t.Fatalf("after a click in the list: current %q, focused %T", h.w.current, h.w.Window().Canvas().Focused())
+	}
+}
