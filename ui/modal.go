@@ -192,6 +192,10 @@ func (m *inputModal) show() {
 	size := c.Size()
 	width := min(max(size.Width-80, 320), 560)
 	m.popup.Resize(fyne.NewSize(width, m.popup.Content.MinSize().Height))
+	// The window's content keeps its own focus under an overlay: take it
+	// from the composer first, or both it and the answer field show a
+	// focus border. Hiding the modal gives it back (Window.showModal).
+	c.Unfocus()
 	m.popup.Show()
 	m.popup.Resize(fyne.NewSize(width, m.popup.Content.MinSize().Height))
 	if m.kind == kindText && m.entry != nil {

@@ -192,6 +192,17 @@ func TestTextModal(t *testing.T) {
 			}
 		})
 	}
+	t.Run("one-focus", func(t *testing.T) {
+		// Only the answer field has the keyboard: the composer under the
+		// modal no longer shows a focus border.
+		h := newHarness(t, harnessConfig{})
+		h.send("text please")
+		m := h.waitModal(kindText)
+		m.popup.Hide() // look under the modal without the window's own hiding
+		if f := h.w.Window().Canvas().Focused(); f != nil {
+			t.Fatalf("under the modal %T still has the focus", f)
+		}
+	})
 	t.Run("reject-button", func(t *testing.T) {
 		h := newHarness(t, harnessConfig{})
 		h.send("text please")
