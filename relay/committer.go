@@ -2,6 +2,9 @@ package relay
 
 import (
 	"context"
+	"errors"
+	"sync/atomic"
+	"time"
 
 	"github.com/pilotdesk/pilotdesk/internal/queue"
 	"github.com/pilotdesk/pilotdesk/relay/history"
@@ -28,6 +31,7 @@ const (
 type record struct {
 	kind  recordKind
 	conv  *conversation
+	gen   uint64 // the conversation's gen when the event was made (storefail.go)
 	seq   int64
 	typ   string
 	frame []byte
@@ -60,15 +64,29 @@ type committer struct {
 	metas  []history.Conversation
 	index  map[*conversation]int
 	frames [][]byte
+
+	// A failing store (storefail.go). down is set by the committer
+	// goroutine from the first failed write until every conversation it
+	// failed is stored again; copilot:send reads it to refuse new turns.
+	down atomic.Bool
+	// The rest is owned by the committer goroutine.
+	guard    history.UnstoredGuard      // nil: the store has none
+	marked   bool                       // the guard says unstored events may be sent, for this failure
+	failed   map[*conversation]struct{} // conversations whose unstored events wait for the store
+	retryAt  time.Time                  // the next attempt to store them
+	backoff  time.Duration              // the wait after the next failed attempt
+	lastWarn time.Time                  // when it last logged that the store still fails
 }
 
 func newCommitter(r *Relay) *committer {
 	c := &committer{
-		r:     r,
-		queue: queue.New(queue.Options[record]{WaitLen: maxPending}),
-		done:  make(chan struct{}),
-		index: map[*conversation]int{},
+		r:      r,
+		queue:  queue.New(queue.Options[record]{WaitLen: maxPending}),
+		done:   make(chan struct{}),
+		index:  map[*conversation]int{},
+		failed: map[*conversation]struct{}{},
 	}
+	c.guard, _ = r.store.(history.UnstoredGuard)
 	c.ctx, c.cancel = context.WithCancel(context.Background())
 	return c
 }
@@ -98,10 +116,15 @@ func (c *committer) run() {
 	stopping := false
 	for {
 		if stopping && c.queue.CloseIfEmpty() {
+			c.lastRetry()
 			return
 		}
 		var err error
-		batch, err = c.queue.PopAll(context.Background(), batch)
+		batch, err = c.pop(batch)
+		if errors.Is(err, context.DeadlineExceeded) {
+			c.retry()
+			continue
+		}
 		if err != nil {
 			return // closed: cannot happen before CloseIfEmpty above
 		}
@@ -140,11 +163,27 @@ func (c *committer) process(batch []record) (stop bool) {
 	return stop
 }
 
+// pop takes everything queued. While conversations wait for a failing
+// store, it waits only until the next retry, and then returns
+// context.DeadlineExceeded.
+func (c *committer) pop(batch []record) ([]record, error) {
+	if len(c.failed) == 0 {
+		return c.queue.PopAll(context.Background(), batch)
+	}
+	ctx, cancel := context.WithDeadline(context.Background(), c.retryAt)
+	defer cancel()
+	return c.queue.PopAll(ctx, batch)
+}
+
 // commit writes the events and the latest state of their conversations in
-// one Store.Write, then fans them out. If the write fails the events are not
-// sent: the failure is logged and reported to the conversations' subscribers
-// as copilot:error (itself stored first).
+// one Store.Write, then fans them out. If the write fails the events are
+// never sent, and their conversations fail (storefail.go): their seqs are
+// handed out again, the turns stop with copilot:error and copilot:idle.
 func (c *committer) commit(recs []record) {
+	recs = c.dropStale(recs)
+	if len(recs) == 0 {
+		return
+	}
 	c.events = c.events[:0]
 	c.metas = c.metas[:0]
 	clear(c.index)
@@ -160,7 +199,11 @@ func (c *committer) commit(recs []record) {
 	err := c.r.store.Write(c.ctx, history.Batch{Events: c.events, Conversations: c.metas})
 	clear(c.events) // drop the frames' references
 	if err != nil {
-		c.r.log.Error("relay: history store write failed; these events were not sent", "events", len(recs), "conversations", len(c.metas), "err", err)
+		c.fail(recs, len(c.metas), err)
+		return
+	}
+	if len(c.failed) > 0 {
+		c.retry() // the store writes again: store what waits for it now
 	}
 	for i := 0; i < len(recs); {
 		conv := recs[i].conv
@@ -172,7 +215,7 @@ func (c *committer) commit(recs []record) {
 		for _, rec := range recs[i:j] {
 			c.frames = append(c.frames, rec.frame)
 		}
-		conv.deliver(c.frames, recs[j-1].seq, err)
+		conv.deliver(c.frames, recs[j-1].seq)
 		i = j
 	}
 	clear(c.frames)
@@ -186,6 +229,7 @@ func (c *committer) delete(rec record) {
 		c.r.log.Error("relay: history store delete failed", "conversationId", rec.conv.id, "err", err)
 	} else {
 		rec.conv.finishDelete()
+		c.forget(rec.conv)
 	}
 	rec.done <- err
 }

@@ -50,9 +50,9 @@ type conversation struct {
 	closing    chan struct{} // non-nil while the agent session is being closed
 	deleting   chan struct{} // non-nil while the conversation is being deleted
 
-	openInput     *inputRequest
-	inputQueue    []*inputRequest
-	storeFailures bool // a store failure was reported and nothing stored since
+	openInput  *inputRequest
+	inputQueue []*inputRequest
+	failure    storeFailure // a write of its events failed (storefail.go)
 
 	// sent is the state after event sentSeq, which copilot:subscribed
 	// describes (its seq is sentSeq): the events up to it have left, the
@@ -204,6 +204,10 @@ func (c *conversation) emitLocked(msgType string, hdr *protocol.Header, data any
 		c.r.log.Debug("relay: event of a deleted conversation dropped", "conversationId", c.id, "type", msgType)
 		return
 	}
+	if c.failure.failed && !keptWhenFailed(msgType) {
+		c.r.log.Debug("relay: event dropped: the conversation's history could not be saved", "conversationId", c.id, "type", msgType)
+		return
+	}
 	seq := c.lastSeq + 1
 	*hdr = protocol.Header{ConversationID: c.id, Seq: seq}
 	frame, err := protocol.Encode(msgType, data)
@@ -219,7 +223,11 @@ func (c *conversation) emitLocked(msgType string, hdr *protocol.Header, data any
 	c.lastSeq = seq
 	c.updatedAt = time.Now()
 	c.markMomentLocked(seq)
-	if !c.r.commit.push(record{kind: recEvent, conv: c, seq: seq, typ: msgType, frame: frame, meta: c.metaLocked()}) {
+	if c.failure.failed {
+		c.addTailLocked(history.Event{ConversationID: c.id, Seq: seq, Type: msgType, Frame: frame})
+		return
+	}
+	if !c.r.commit.push(record{kind: recEvent, conv: c, gen: c.failure.gen, seq: seq, typ: msgType, frame: frame, meta: c.metaLocked()}) {
 		c.r.log.Warn("relay: event after shutdown dropped", "conversationId", c.id, "type", msgType)
 	}
 }
@@ -248,19 +256,17 @@ func (c *conversation) emitErrorLocked(msg string) {
 }
 
 // deliver is called by the committer with a run of this conversation's
-// frames, in seq order, once they are stored (storeErr nil) or failed to be.
-func (c *conversation) deliver(frames [][]byte, lastSeq int64, storeErr error) {
+// frames, in seq order, once they are stored.
+func (c *conversation) deliver(frames [][]byte, lastSeq int64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.sentUpToLocked(lastSeq)
-	if storeErr != nil {
-		if !c.storeFailures && !c.deleted.Load() {
-			c.storeFailures = true
-			c.emitErrorLocked(fmt.Sprintf("the relay could not save %d event(s) to its history, so they were not sent: %v", len(frames), storeErr))
-		}
-		return
-	}
-	c.storeFailures = false
+	c.fanOutLocked(frames)
+}
+
+// fanOutLocked queues frames for every subscriber; one that is replaying
+// gets them after its replay.
+func (c *conversation) fanOutLocked(frames [][]byte) {
 	for _, s := range c.subs {
 		if s.catchingUp {
 			if len(s.buffer)+len(frames) > c.r.sendQueue {
@@ -374,7 +380,9 @@ func (c *conversation) subscribeLocked(cn *conn, since *int64, epoch string) *re
 		return nil
 	}
 	s.catchingUp = true
-	return &replay{sub: s, since: *since, upTo: c.sentSeq}
+	upTo, unstored := c.unstoredSinceLocked(*since) // sent but not stored yet: they follow the replay
+	s.buffer = unstored
+	return &replay{sub: s, since: *since, upTo: upTo}
 }
 
 var errStopReplay = errors.New("replay done")

@@ -279,8 +279,6 @@ type gateStore struct {
 	gate   chan struct{} // nil: open
 	writes int
 	events int
-	fail   error // the next Write fails with it
-	failN  int   // how many Writes fail
 }
 
 func (s *gateStore) Write(ctx context.Context, b history.Batch) error {
@@ -293,15 +291,7 @@ func (s *gateStore) Write(ctx context.Context, b history.Batch) error {
 	s.mu.Lock()
 	s.writes++
 	s.events += len(b.Events)
-	var err error
-	if s.failN > 0 {
-		s.failN--
-		err = s.fail
-	}
 	s.mu.Unlock()
-	if err != nil {
-		return err
-	}
 	return s.Store.Write(ctx, b)
 }
 

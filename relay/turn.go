@@ -59,6 +59,14 @@ func (t *turn) messageSentLocked(messageID string) {
 // sender is subscribed first, implicitly, under the same lock, so no other
 // send or delete can come in between.
 func (r *Relay) send(c *conn, d *protocol.Send) {
+	if r.commit.down.Load() {
+		// Its events could not be stored, so they could not be sent
+		// (storefail.go). A turn that slips past this check as the store
+		// fails ends like the running ones, with copilot:error.
+		c.sendError(&protocol.Error{Code: protocol.CodeLimit, Type: protocol.TypeSend, ConversationID: d.ConversationID,
+			Message: "the relay cannot save conversation history right now (is its disk full?), so it starts no new turn; it keeps retrying by itself: send again in a moment"})
+		return
+	}
 	busy := false
 	_ = r.withConversation(c.ctx, d.ConversationID, func(conv *conversation) {
 		if conv.streaming {
@@ -136,6 +144,8 @@ func (r *Relay) runTurn(conv *conversation, t *turn, prompt, model string) {
 	switch cause := context.Cause(t.ctx); {
 	case t.ctx.Err() != nil && errors.Is(cause, errRejected):
 		status = protocol.StatusRejected
+	case t.ctx.Err() != nil && errors.Is(cause, errStoreFailed):
+		status, runErr = protocol.StatusError, cause // reported by copilot:error already
 	case t.ctx.Err() != nil:
 		status = protocol.StatusAborted
 	case errors.Is(runErr, session.ErrRejected):
@@ -209,7 +219,7 @@ func (c *conversation) finishTurn(t *turn, status string, runErr error) {
 			c.emitLocked(protocol.TypeMessage, &m.Header, &m)
 		}
 	}
-	if status == protocol.StatusError {
+	if status == protocol.StatusError && !c.failure.failed {
 		c.emitErrorLocked(runErr.Error())
 	}
 	if c.turn == t {

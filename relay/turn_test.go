@@ -427,34 +427,3 @@ func TestStoredBeforeSent(t *testing.T) {
 		t.Fatalf("stored conversation %+v", meta)
 	}
 }
-
-// A failed Store.Write is not silent: the events are not sent, the failure is
-// logged and reported as copilot:error; later events flow again.
-func TestStoreWriteFailure(t *testing.T) {
-	e := start(t, nil)
-	cl, _ := e.subscribe("sf")
-	ft := e.startTurn(cl, "sf", "go", nil)
-	gate := e.store.close()
-	e.store.mu.Lock()
-	e.store.fail, e.store.failN = errors.New("disk full"), 1
-	e.store.mu.Unlock()
-	ft.delta("m", "lost")
-	e.store.open(gate)
-	ef := cl.Expect("copilot:error")
-	if msg := ef.Field("message").(string); !strings.Contains(msg, "disk full") || !strings.Contains(msg, "not sent") {
-		t.Fatalf("copilot:error %s", ef.Raw)
-	}
-	e.logs.waitLog(t, "write failed")
-	ft.delta("m", "kept")
-	d := cl.Expect("copilot:delta")
-	if d.Field("content") != "kept" || d.Seq() <= ef.Seq() {
-		t.Fatalf("after the failure: %s", d.Raw)
-	}
-	for _, ev := range storedFrames(t, e.store, "sf") {
-		if strings.Contains(string(ev.Frame), "lost") {
-			t.Fatal("the failed event is in the store")
-		}
-	}
-	ft.finish(nil)
-	cl.Expect("copilot:idle")
-}

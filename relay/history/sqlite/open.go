@@ -169,6 +169,28 @@ func Open(ctx context.Context, dir string, opts Options) (st *Store, err error) 
 	if err := w.QueryRowContext(ctx, `SELECT value FROM meta WHERE key = 'epoch'`).Scan(&epoch); err != nil || epoch == "" {
 		return nil, &OpenError{Path: path, Kind: ErrCorrupt, Detail: "it has no epoch", Err: err, Fix: moveAside(path)}
 	}
+	guard, unstored, err := openGuard(dir, opts.Logger)
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err != nil {
+			guard.Close()
+		}
+	}()
+	if unstored {
+		if epoch, err = renewEpoch(ctx, w, path, epoch, opts.Logger); err != nil {
+			return nil, err
+		}
+		// Only now that the new epoch is committed: a crash before this
+		// line renews it once more, which costs nothing.
+		if _, err = guard.WriteAt(guardClean, 0); err == nil {
+			err = guard.Sync()
+		}
+		if err != nil {
+			return nil, fmt.Errorf("history: %s: clear the guard file: %w", path, err)
+		}
+	}
 
 	r := w
 	if !opts.sharedPool {
@@ -185,6 +207,7 @@ func Open(ctx context.Context, dir string, opts Options) (st *Store, err error) 
 		w:          w,
 		r:          r,
 		lock:       lock,
+		guard:      guard,
 		pageEvents: opts.PageEvents,
 		pageBytes:  opts.PageBytes,
 	}

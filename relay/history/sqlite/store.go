@@ -50,6 +50,9 @@ type Store struct {
 	writeMu    sync.Mutex // one Write at a time; guards insertArgs
 	insertArgs []any
 
+	guardMu sync.Mutex // guards guard: MarkUnstored, ClearUnstored and Close
+	guard   *os.File   // guardName, open for the store's life
+
 	closeOnce sync.Once
 	closeErr  error
 }
@@ -132,6 +135,13 @@ func (s *Store) Write(ctx context.Context, b history.Batch) error {
 		return err
 	}
 	if err := tx.Commit(); err != nil {
+		// A COMMIT that fails with SQLITE_FULL or an I/O error may leave
+		// the transaction open, and database/sql forgets it all the same;
+		// SQLite's advice is an explicit ROLLBACK (an error when the
+		// transaction is already gone, which is fine). Otherwise every
+		// later BEGIN on the one writer connection would fail, and the
+		// store would never work again once space returns.
+		_, _ = s.w.ExecContext(context.WithoutCancel(ctx), "ROLLBACK")
 		return fmt.Errorf("history: write: commit: %w", err)
 	}
 	return nil
@@ -439,8 +449,12 @@ func (s *Store) Close() error {
 		// documentation advises before closing.
 		_, _ = s.w.Exec("PRAGMA optimize")
 		werr := s.w.Close()
+		s.guardMu.Lock()
+		gerr := s.guard.Close()
+		s.guard = nil
+		s.guardMu.Unlock()
 		lerr := s.lock.Close()
-		if err := errors.Join(werr, rerr, lerr); err != nil {
+		if err := errors.Join(werr, rerr, gerr, lerr); err != nil {
 			s.closeErr = fmt.Errorf("history: close %s: %w", s.path, err)
 		}
 	})
