@@ -36,7 +36,7 @@ type Conn interface {
 	SetMode(ctx context.Context, conversationID string, mode protocol.Mode) error
 	Answer(ctx context.Context, conversationID, requestID, answer string, wasFreeform bool, index *int) error
 	Reject(ctx context.Context, conversationID, requestID string) error
-	List(ctx context.Context) error
+	ListPage(ctx context.Context, limit int, cursor string) error
 }
 
 var _ Conn = (*client.Client)(nil)
@@ -187,7 +187,9 @@ type repl struct {
 	// open becomes the prompt (copilot:subscribed's pendingInput).
 	replayed map[string]*protocol.UserInputRequest
 
-	list []protocol.ConversationInfo // the last /list, for /switch N
+	list       []protocol.ConversationInfo // the last /list and its /more pages, for /switch N
+	listNext   string                      // the cursor of the page /more asks for; "" when there is none
+	listAppend bool                        // the page asked for is /more's: it continues list
 
 	// What the user types.
 	keys         keyDecoder
@@ -610,10 +612,15 @@ func (r *repl) startTurn() {
 	r.lastMsgID = ""
 }
 
+// listPageSize is how many conversations /list and /more show at a time:
+// a screenful, where the relay's own page (200) would scroll away.
+const listPageSize = 50
+
 const helpText = `Commands:
   /plan, /act   switch the mode (also while a turn runs): plan denies every tool, act runs them
   /new          start a new conversation
-  /list         list the relay's conversations
+  /list         list the relay's conversations (the most recent first)
+  /more         list the next ones, after /list
   /switch N     open conversation N of the last /list (or /switch ID)
   /abort        stop the running turn (Ctrl+C does too)
   /quit         leave (Ctrl+D does too)`
@@ -633,8 +640,17 @@ func (r *repl) command(ctx context.Context, text string) {
 		if err := r.switchTo(ctx, ""); err != nil {
 			r.note(styleError, err.Error())
 		}
-	case "/list":
-		if err := r.send(ctx, r.conn.List); err != nil {
+	case "/list", "/more":
+		cursor := ""
+		if fields[0] == "/more" {
+			if r.listNext == "" {
+				r.note(styleDim, "Nothing more to list: /list starts from the most recent again.")
+				return
+			}
+			cursor = r.listNext
+		}
+		r.listAppend = cursor != ""
+		if err := r.send(ctx, func(c context.Context) error { return r.conn.ListPage(c, listPageSize, cursor) }); err != nil {
 			r.note(styleError, "Could not list the conversations: "+err.Error())
 		}
 	case "/switch":
@@ -659,7 +675,7 @@ func (r *repl) command(ctx context.Context, text string) {
 			r.note(styleDim, l)
 		}
 	default:
-		r.note(styleWarn, fmt.Sprintf("Unknown command %s. Commands: /plan /act /new /list /switch N /abort /quit /help.", sanitize(fields[0])))
+		r.note(styleWarn, fmt.Sprintf("Unknown command %s. Commands: /plan /act /new /list /more /switch N /abort /quit /help.", sanitize(fields[0])))
 	}
 }
 

@@ -18,7 +18,7 @@ func (r *repl) event(ctx context.Context, ev client.Event) {
 		r.connection(d)
 		return
 	case *protocol.Conversations:
-		r.showList(d.Conversations)
+		r.showList(d)
 		return
 	case *protocol.Error:
 		if d.ConversationID == "" || d.ConversationID == r.conv {
@@ -384,16 +384,32 @@ func (r *repl) relayError(d *protocol.Error) {
 	}
 }
 
-// showList prints /list's answer and keeps it for /switch N.
-func (r *repl) showList(list []protocol.ConversationInfo) {
-	r.list = list
-	if len(list) == 0 {
+// showList prints a page of the list, /list's or /more's, and keeps it
+// for /switch N: /more's pages continue the numbers of the one before.
+func (r *repl) showList(page *protocol.Conversations) {
+	start := 0
+	if r.listAppend {
+		start = len(r.list)
+		r.list = append(r.list, page.Conversations...)
+	} else {
+		r.list = page.Conversations
+	}
+	r.listAppend = false
+	r.listNext = page.NextCursor
+	switch {
+	case len(page.Conversations) == 0 && start == 0:
 		r.note(styleDim, "No conversations yet.")
 		return
+	case len(page.Conversations) == 0:
+		r.note(styleDim, "No more conversations.")
+		return
+	case start == 0 && page.NextCursor == "":
+		r.note(styleBold, fmt.Sprintf("Conversations (%d):", len(page.Conversations)))
+	default:
+		r.note(styleBold, fmt.Sprintf("Conversations %d–%d:", start+1, len(r.list)))
 	}
-	r.note(styleBold, fmt.Sprintf("Conversations (%d):", len(list)))
 	now := r.cfg.Now()
-	for i, c := range list {
+	for i, c := range page.Conversations {
 		mark := "  "
 		if c.ConversationID == r.conv {
 			mark = r.scr.style(styleInfo, "* ")
@@ -409,7 +425,11 @@ func (r *repl) showList(list []protocol.ConversationInfo) {
 		if t, err := time.Parse(time.RFC3339Nano, c.UpdatedAt); err == nil {
 			parts = append(parts, ago(now.Sub(t)))
 		}
-		r.scr.line(fmt.Sprintf("%s%s %s", mark, r.scr.style(styleInfo, fmt.Sprintf("%d)", i+1)), strings.Join(parts, " · ")))
+		r.scr.line(fmt.Sprintf("%s%s %s", mark, r.scr.style(styleInfo, fmt.Sprintf("%d)", start+i+1)), strings.Join(parts, " · ")))
+	}
+	if page.NextCursor != "" {
+		r.note(styleDim, "/switch N opens one; /more lists more.")
+		return
 	}
 	r.note(styleDim, "/switch N opens one.")
 }

@@ -27,6 +27,8 @@ type call struct {
 	answer   string
 	freeform bool
 	index    *int
+	limit    int    // list
+	cursor   string // list
 }
 
 // fakeConn is a relay connection the test drives: it records what the REPL
@@ -75,7 +77,9 @@ func (f *fakeConn) Answer(_ context.Context, id, reqID, answer string, freeform 
 func (f *fakeConn) Reject(_ context.Context, id, reqID string) error {
 	return f.record(call{kind: "reject", conv: id, reqID: reqID})
 }
-func (f *fakeConn) List(context.Context) error { return f.record(call{kind: "list"}) }
+func (f *fakeConn) ListPage(_ context.Context, limit int, cursor string) error {
+	return f.record(call{kind: "list", limit: limit, cursor: cursor})
+}
 
 // output collects what the REPL writes, and plays it on a vt when the
 // terminal is Live.

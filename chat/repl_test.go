@@ -460,3 +460,40 @@ func TestQuitWhileNotReady(t *testing.T) {
 	}
 	h.noCall()
 }
+
+// /list shows the first page of the list; /more the next, numbered on, so
+// /switch N reaches every conversation listed so far.
+func TestListPages(t *testing.T) {
+	third := "33333333-2222-4333-8444-555555555555"
+	h := startREPL(t, plain, nil)
+	h.subscribed(nil)
+	h.typeIn("/more\n")
+	h.waitFor("Nothing more to list")
+	h.typeIn("/list\n")
+	if c := h.nextCall("list"); c.limit != listPageSize || c.cursor != "" {
+		t.Fatalf("/list asked for %+v", c)
+	}
+	h.emit(protocol.TypeConversations, map[string]any{"nextCursor": "page-2", "conversations": []map[string]any{
+		{"conversationId": testConv, "title": "First", "updatedAt": "2026-01-01T00:00:00Z", "streaming": false, "mode": "act"},
+		{"conversationId": "22222222-2222-4333-8444-555555555555", "title": "Second", "updatedAt": "2026-01-01T00:00:00Z", "streaming": false, "mode": "act"},
+	}})
+	h.waitFor("Conversations 1–2:\n* 1) First · act")
+	h.waitFor("  2) Second · act")
+	h.waitFor("/switch N opens one; /more lists more.")
+	h.typeIn("/more\n")
+	if c := h.nextCall("list"); c.limit != listPageSize || c.cursor != "page-2" {
+		t.Fatalf("/more asked for %+v", c)
+	}
+	h.emit(protocol.TypeConversations, map[string]any{"conversations": []map[string]any{
+		{"conversationId": third, "title": "Third", "updatedAt": "2026-01-01T00:00:00Z", "streaming": true, "mode": "plan"},
+	}})
+	h.waitFor("Conversations 3–3:\n  3) Third · plan · streaming")
+	h.waitFor("/switch N opens one.\n")
+	h.typeIn("/more\n")
+	h.waitFor("Nothing more to list: /list starts from the most recent again.")
+	h.typeIn("/switch 3\n")
+	h.nextCall("unsubscribe")
+	if s := h.nextCall("subscribe"); s.conv != third {
+		t.Fatalf("/switch 3 subscribed to %+v", s)
+	}
+}

@@ -93,10 +93,37 @@ func (c *Client) Reject(ctx context.Context, conversationID, requestID string) e
 	})
 }
 
-// List asks for the relay's conversations; a copilot:conversations event
-// answers.
+// List asks for the first page of the relay's conversations (the most
+// recently updated, up to protocol.MaxListLimit); a copilot:conversations
+// event answers, with NextCursor when there are more.
 func (c *Client) List(ctx context.Context) error {
 	return c.write(ctx, protocol.TypeList, nil)
+}
+
+// ListPage asks for limit conversations (0: the relay's page size,
+// protocol.MaxListLimit) after cursor: "" for the first page, else the
+// NextCursor of the page before. A copilot:conversations event answers; a
+// cursor the relay does not know gets an error (invalid_field).
+func (c *Client) ListPage(ctx context.Context, limit int, cursor string) error {
+	return c.write(ctx, protocol.TypeList, protocol.List{Limit: max(limit, 0), Cursor: cursor})
+}
+
+// Watch turns the relay's copilot:conversation notices on or off: while on,
+// every change of the list (a conversation created, renamed, starting or
+// ending a turn, opening or closing a question, changing mode, deleted)
+// arrives as an event. The relay answers with the first page of the list,
+// as for List. The client remembers it and turns it on again after a
+// reconnect; while disconnected it is only remembered and Watch returns
+// nil.
+func (c *Client) Watch(ctx context.Context, on bool) error {
+	c.mu.Lock()
+	c.watching = on
+	conn := c.conn
+	c.mu.Unlock()
+	if conn == nil {
+		return nil
+	}
+	return c.writeTo(ctx, conn, protocol.TypeList, protocol.List{Watch: &on})
 }
 
 // CloseConversation ends the conversation's agent session (copilot:close);

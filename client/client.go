@@ -111,10 +111,11 @@ type Client struct {
 	cancel context.CancelFunc
 	done   chan struct{}
 
-	mu    sync.Mutex
-	conn  *websocket.Conn // nil while disconnected
-	state State
-	subs  map[string]*subscription
+	mu       sync.Mutex      // guards conn, state, subs, watching
+	conn     *websocket.Conn // nil while disconnected
+	state    State
+	subs     map[string]*subscription
+	watching bool // Watch(true): renewed after a reconnect
 }
 
 // subscription is what the client remembers of a conversation it follows.
@@ -315,8 +316,8 @@ func (c *Client) serve(ctx context.Context, conn *websocket.Conn, renew bool) er
 	}
 }
 
-// renew publishes a new connection and renews every subscription from the
-// last seq delivered.
+// renew publishes a new connection, renews every subscription from the
+// last seq delivered, and the watch of the list.
 func (c *Client) renew(ctx, connCtx context.Context, conn *websocket.Conn) error {
 	// Publish the connection and take the subscriptions to renew in one
 	// critical section: a Subscribe that runs before it is renewed here, one
@@ -334,11 +335,19 @@ func (c *Client) renew(ctx, connCtx context.Context, conn *websocket.Conn) error
 		s.buf = nil
 		renews = append(renews, renew{id, s.lastSeq, s.epoch})
 	}
+	watching := c.watching
 	c.mu.Unlock()
 	slices.SortFunc(renews, func(a, b renew) int { return strings.Compare(a.id, b.id) })
 	for _, r := range renews {
 		since := r.since
 		if err := c.writeTo(connCtx, conn, protocol.TypeSubscribe, protocol.Subscribe{ConversationID: r.id, SinceSeq: &since, Epoch: r.epoch}); err != nil {
+			return err
+		}
+	}
+	if watching {
+		// A relay forgets a connection's watch with the connection.
+		on := true
+		if err := c.writeTo(connCtx, conn, protocol.TypeList, protocol.List{Watch: &on}); err != nil {
 			return err
 		}
 	}

@@ -136,3 +136,121 @@ func TestRealRelayErrors(t *testing.T) {
 		}
 	}
 }
+
+// nextOf waits for the next event of type typ from c.
+func nextOf(t *testing.T, c *client.Client, typ string) client.Event {
+	t.Helper()
+	deadline := time.After(10 * time.Second)
+	for {
+		select {
+		case ev, ok := <-c.Events():
+			if !ok {
+				t.Fatalf("events closed while waiting for %s", typ)
+			}
+			if ev.Type == typ {
+				return ev
+			}
+		case <-deadline:
+			t.Fatalf("no %s within 10s", typ)
+		}
+	}
+}
+
+// TestRealRelayListPageAndWatch: ListPage pages the list with the relay's
+// cursors; Watch turns the change notices on, and the client turns them on
+// again after a reconnect.
+func TestRealRelayListPageAndWatch(t *testing.T) {
+	srv := startRelay(t)
+	proxy := clienttest.StartProxy(t, srv.URL)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	c, err := client.Config{URL: proxy.URL, Token: srv.Token, MinBackoff: 20 * time.Millisecond, MaxBackoff: 100 * time.Millisecond}.Dial(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	other, err := client.Dial(ctx, srv.URL, srv.Token)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	touch := func(id string) {
+		t.Helper()
+		if err := other.SetMode(ctx, id, protocol.ModePlan); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ids := []string{"7f9c2a5e-0000-4000-8000-00000000000a", "7f9c2a5e-0000-4000-8000-00000000000b", "7f9c2a5e-0000-4000-8000-00000000000c"}
+	for _, id := range ids {
+		touch(id)
+		time.Sleep(2 * time.Millisecond) // distinct updatedAt
+	}
+
+	// Two pages of two and one, newest first.
+	var got []string
+	cursor := ""
+	for range 2 {
+		if err := c.ListPage(ctx, 2, cursor); err != nil {
+			t.Fatal(err)
+		}
+		page := nextOf(t, c, protocol.TypeConversations).Data.(*protocol.Conversations)
+		for _, e := range page.Conversations {
+			got = append(got, e.ConversationID)
+		}
+		cursor = page.NextCursor
+	}
+	if strings.Join(got, " ") != ids[2]+" "+ids[1]+" "+ids[0] || cursor != "" {
+		t.Fatalf("pages %v, cursor %q", got, cursor)
+	}
+
+	if err := c.Watch(ctx, true); err != nil {
+		t.Fatal(err)
+	}
+	nextOf(t, c, protocol.TypeConversations) // the watch is answered with the first page
+	touch("7f9c2a5e-0000-4000-8000-00000000000d")
+	if n := nextOf(t, c, protocol.TypeConversation).Data.(*protocol.ConversationChanged); n.ConversationID != "7f9c2a5e-0000-4000-8000-00000000000d" {
+		t.Fatalf("notice %+v", n)
+	}
+
+	// After a reconnect the notices still come.
+	proxy.DropAll()
+	nextOf(t, c, client.TypeState)
+	for {
+		ev := nextOf(t, c, client.TypeState)
+		if ev.Data.(*client.StateChange).State == client.StateLive {
+			break
+		}
+	}
+	nextOf(t, c, protocol.TypeConversations) // the renewed watch's answer
+	touch("7f9c2a5e-0000-4000-8000-00000000000e")
+	if n := nextOf(t, c, protocol.TypeConversation).Data.(*protocol.ConversationChanged); n.ConversationID != "7f9c2a5e-0000-4000-8000-00000000000e" {
+		t.Fatalf("notice after the reconnect %+v", n)
+	}
+
+	// Watch(false) stops them.
+	if err := c.Watch(ctx, false); err != nil {
+		t.Fatal(err)
+	}
+	nextOf(t, c, protocol.TypeConversations)
+	touch("7f9c2a5e-0000-4000-8000-00000000000f")
+	if err := c.Ping(ctx); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(200 * time.Millisecond)
+	if err := c.Ping(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for pongs := 0; pongs < 2; {
+		select {
+		case ev := <-c.Events():
+			if ev.Type == protocol.TypeConversation {
+				t.Fatalf("a notice after Watch(false): %+v", ev.Data)
+			}
+			if ev.Type == protocol.TypePong {
+				pongs++
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatal("no pong")
+		}
+	}
+}

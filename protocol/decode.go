@@ -145,8 +145,9 @@ func DecodeRequest(frame []byte) (Request, *Error) {
 	fields := map[string]json.RawMessage{}
 	if rawData, ok := top["data"]; ok {
 		if !isJSONObject(rawData) {
-			// A null data is as good as none for messages without fields.
-			if !(bytes.Equal(bytes.TrimSpace(rawData), []byte("null")) && len(sc.fields) == 0) {
+			// A null data is as good as none for messages without required
+			// fields (ping; copilot:list, whose fields are all optional).
+			if !(bytes.Equal(bytes.TrimSpace(rawData), []byte("null")) && len(RequiredFields(msgType)) == 0) {
 				return req, &Error{Code: CodeInvalidMessage, Type: msgType, Message: `"data" must be an object`}
 			}
 		} else if err := json.Unmarshal(rawData, &fields); err != nil {

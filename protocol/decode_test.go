@@ -89,6 +89,7 @@ func TestDecodeRequestValid(t *testing.T) {
 	for frame, want := range map[string]List{
 		`{"type":"copilot:list"}`:                                                 {},
 		`{"type":"copilot:list","data":{}}`:                                       {},
+		`{"type":"copilot:list","data":null}`:                                     {},
 		`{"type":"copilot:list","data":{"limit":5,"cursor":"abc","watch":false}}`: {Limit: 5, Cursor: "abc", Watch: new(bool)},
 	} {
 		req, err := DecodeRequest([]byte(frame))

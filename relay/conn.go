@@ -146,6 +146,7 @@ func (r *Relay) serveWS(w http.ResponseWriter, req *http.Request) {
 
 	c.cancel() // before stopping the heartbeat: a check running now sees it
 	c.heartbeat.Stop()
+	r.watch.set(c, false)
 	for _, conv := range c.subs {
 		conv.unsubscribe(c)
 		r.forgetIfEmpty(conv)

@@ -63,8 +63,10 @@ type conversation struct {
 	unsent []momentAt
 }
 
-// moment is what copilot:subscribed says of a conversation besides its seq.
+// moment is what copilot:subscribed and the list say of a conversation
+// besides its seq.
 type moment struct {
+	title     string
 	mode      protocol.Mode
 	streaming bool
 	pending   *inputRequest // the open question
@@ -95,7 +97,7 @@ func newConversation(r *Relay, id string) *conversation {
 
 // momentLocked is the state now, after event lastSeq.
 func (c *conversation) momentLocked() moment {
-	return moment{mode: c.mode, streaming: c.streaming, pending: c.openInput}
+	return moment{title: c.title, mode: c.mode, streaming: c.streaming, pending: c.openInput}
 }
 
 // markMomentLocked records the state after event seq, just emitted, if it
@@ -111,7 +113,11 @@ func (c *conversation) markMomentLocked(seq int64) {
 }
 
 // sentUpToLocked moves sent to the state after event seq, fanned out now.
+// The connections that watch the list hear of a change of what it shows:
+// the conversation appears with its first event, and its title, mode,
+// streaming and open question are the ones of the events sent.
 func (c *conversation) sentUpToLocked(seq int64) {
+	listed, before := c.sentSeq > 0, c.sent
 	c.sentSeq = seq
 	i := 0
 	for i < len(c.unsent) && c.unsent[i].seq <= seq {
@@ -119,6 +125,9 @@ func (c *conversation) sentUpToLocked(seq int64) {
 		i++
 	}
 	c.unsent = slices.Delete(c.unsent, 0, i)
+	if !listed || c.sent != before {
+		c.r.watch.noteLocked(c)
+	}
 }
 
 // withConversation calls fn with the lock of the conversation named id held,
@@ -293,6 +302,9 @@ func (c *conversation) finishDelete() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.deleted.Store(true)
+	if c.sentSeq > 0 {
+		c.r.watch.noteLocked(c) // the watchers drop it from their lists
+	}
 	d := protocol.Deleted{Header: protocol.Header{ConversationID: c.id, Seq: c.lastSeq + 1}}
 	frame, err := protocol.Encode(protocol.TypeDeleted, &d)
 	if err != nil {

@@ -1,10 +1,8 @@
 package relay
 
 import (
-	"cmp"
 	"context"
 	"fmt"
-	"slices"
 	"time"
 
 	"github.com/pilotdesk/pilotdesk/protocol"
@@ -20,9 +18,7 @@ func (r *Relay) dispatch(c *conn, req protocol.Request) {
 			c.enqueue(pongFrame)
 		}
 	case *protocol.List:
-		// Paging and watching (limit, cursor, watch) are not implemented
-		// yet: the one page holds every conversation.
-		c.send(protocol.TypeConversations, r.list())
+		r.list(c, d)
 	case *protocol.Subscribe:
 		r.subscribe(c, d)
 	case *protocol.ConversationRef:
@@ -110,44 +106,6 @@ func (r *Relay) unsubscribe(c *conn, id string) {
 	delete(c.subs, id)
 	conv.unsubscribe(c)
 	r.forgetIfEmpty(conv)
-}
-
-// list is copilot:conversations: every conversation that has an event, most
-// recently updated first.
-func (r *Relay) list() *protocol.Conversations {
-	r.mu.Lock()
-	convs := make([]*conversation, 0, len(r.convs))
-	for _, c := range r.convs {
-		convs = append(convs, c)
-	}
-	r.mu.Unlock()
-	type entry struct {
-		info    protocol.ConversationInfo
-		updated time.Time
-	}
-	entries := make([]entry, 0, len(convs))
-	for _, c := range convs {
-		c.mu.Lock()
-		if !c.deleted.Load() && c.deleting == nil && c.lastSeq > 0 {
-			entries = append(entries, entry{protocol.ConversationInfo{
-				ConversationID: c.id,
-				Title:          c.title,
-				UpdatedAt:      c.updatedAt.UTC().Format("2006-01-02T15:04:05.000Z07:00"),
-				Streaming:      c.streaming,
-				Mode:           c.mode,
-				WaitingInput:   c.openInput != nil,
-			}, c.updatedAt})
-		}
-		c.mu.Unlock()
-	}
-	slices.SortFunc(entries, func(a, b entry) int {
-		return cmp.Or(b.updated.Compare(a.updated), cmp.Compare(a.info.ConversationID, b.info.ConversationID))
-	})
-	out := &protocol.Conversations{Conversations: make([]protocol.ConversationInfo, len(entries))}
-	for i, e := range entries {
-		out.Conversations[i] = e.info
-	}
-	return out
 }
 
 // ---- commands on a conversation: abort, set_mode, close, delete, prune ----

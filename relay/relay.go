@@ -99,6 +99,7 @@ type Relay struct {
 	cancel context.CancelCauseFunc
 
 	commit *committer
+	watch  *watchHub // the connections that watch the list (list.go)
 	mux    *http.ServeMux
 
 	mu    sync.Mutex // guards convs, conns; taken before any conversation's lock
@@ -181,6 +182,7 @@ func New(cfg Config) (*Relay, error) {
 	}
 
 	r.ctx, r.cancel = context.WithCancelCause(context.Background())
+	r.watch = newWatchHub(r)
 	r.commit = newCommitter(r)
 	go r.commit.run()
 
@@ -344,6 +346,8 @@ func (r *Relay) shutdown(ctx context.Context) error {
 		r.commit.cancel()
 		errs = append(errs, fmt.Errorf("relay: flush history: %w", ctx.Err()))
 	}
+
+	r.watch.close() // nothing changes any more
 
 	r.mu.Lock()
 	for c := range r.conns {
