@@ -13,6 +13,7 @@ const (
 	RowStatus                // how a turn ended
 	RowMode                  // the mode changed here
 	RowNote                  // something that happened (question timed out, answered, refused…)
+	RowPlan                  // the tool calls a turn's plan asked for and Plan denied
 )
 
 // Tool call states shown on a RowTool.
@@ -52,6 +53,9 @@ type Row struct {
 	// Args is a tool call's arguments as the agent sent them (JSON), for
 	// DescribeTool.
 	Args string
+	// Steps are a RowPlan's denied tool rows, by index, in order. Rows
+	// are only ever appended, so the indexes hold.
+	Steps []int
 	// Mode is the mode of a user turn, or the new mode of a RowMode.
 	Mode protocol.Mode
 	// MessageID is the assistant message a text or code block belongs to,

@@ -84,6 +84,9 @@ type State struct {
 	opts Options
 	// turnOutput is true once the running turn showed any text or tool call.
 	turnOutput bool
+	// turnStart is the row of the running or last turn's prompt (-1:
+	// none yet).
+	turnStart int
 	// lastError is the last copilot:error of the running turn, and
 	// errorRow the row that shows it (-1: none).
 	lastError string
@@ -124,6 +127,7 @@ func New(id string, opts Options) *State {
 		UpdatedAt: opts.Now(),
 		opts:      opts,
 		errorRow:  -1,
+		turnStart: -1,
 		msgs:      map[string]*message{},
 		answered:  map[string]string{},
 	}
@@ -181,7 +185,7 @@ func (s *State) Apply(ev client.Event) Update {
 		}
 		// copilot:send carries the mode the turn runs in.
 		s.Mode = mode
-		s.appendRow(Row{Kind: RowUser, Text: d.Content, Mode: mode, Done: true})
+		s.turnStart = s.appendRow(Row{Kind: RowUser, Text: d.Content, Mode: mode, Done: true})
 		s.Streaming = true
 		s.turnOutput = false
 		s.lastError, s.errorRow = "", -1
@@ -266,6 +270,7 @@ func (s *State) Apply(ev client.Event) Update {
 			status.Detail = ""
 			s.appendRow(status)
 		}
+		s.planCard() // under the turn's end
 		s.Streaming = false
 		s.turnOutput = false
 		s.Pending = nil
@@ -390,6 +395,20 @@ func (s *State) setRow(i int, r Row) {
 func (s *State) touched(i int) {
 	if s.upd != nil {
 		s.upd.Rows = append(s.upd.Rows, i)
+	}
+}
+
+// planCard ends a turn whose tool calls Plan denied with the plan they
+// make: what the agent wanted to do, to review and run.
+func (s *State) planCard() {
+	var steps []int
+	for i := max(s.turnStart, 0); i < len(s.Rows); i++ {
+		if s.Rows[i].Kind == RowTool && s.Rows[i].State == ToolDenied {
+			steps = append(steps, i)
+		}
+	}
+	if len(steps) > 0 {
+		s.appendRow(Row{Kind: RowPlan, Steps: steps, MessageID: "plan-" + s.Rows[steps[0]].MessageID, Done: true})
 	}
 }
 

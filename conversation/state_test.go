@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -41,7 +42,7 @@ func replay(t *testing.T, file string) (*State, []Update) {
 }
 
 func kindsOf(rows []Row) string {
-	names := map[RowKind]string{RowUser: "user", RowText: "text", RowCode: "code", RowTool: "tool", RowStatus: "status", RowMode: "mode", RowNote: "note"}
+	names := map[RowKind]string{RowUser: "user", RowText: "text", RowCode: "code", RowTool: "tool", RowStatus: "status", RowMode: "mode", RowNote: "note", RowPlan: "plan"}
 	var parts []string
 	for _, r := range rows {
 		parts = append(parts, names[r.Kind])
@@ -80,7 +81,8 @@ func TestFoldRecordedStreams(t *testing.T) {
 		turn:   "usage: gpt-5 · 1200 in / 80 out tokens · cost 1 · premium requests 12/300 (96% left) · session ended: 1 premium request",
 	}, {
 		file:  "plan-question.jsonl",
-		kinds: "user,tool,note,mode,text,note,status",
+		// The denied edit is the turn's plan, in a card under its end.
+		kinds: "user,tool,note,mode,text,note,status,plan",
 		rows: map[int]Row{
 			0: {Kind: RowUser, Text: "migrate the database", Mode: protocol.ModePlan},
 			1: {Kind: RowTool, Title: "edit", Text: "db/schema.sql", State: ToolDenied, Detail: "denied by plan mode", MessageID: "t1"},
@@ -89,6 +91,7 @@ func TestFoldRecordedStreams(t *testing.T) {
 			4: {Kind: RowText, Text: "I would migrate", MessageID: "m1"},
 			5: {Kind: RowNote, State: NoteInfo, Text: `"Run the migration?" was rejected from another window.`},
 			6: {Kind: RowStatus, Text: RejectedText, State: protocol.StatusRejected},
+			7: {Kind: RowPlan, Steps: []int{1}, MessageID: "plan-t1"},
 		},
 		title: "migrate the database",
 		mode:  protocol.ModeAct,
@@ -135,7 +138,7 @@ func TestFoldRecordedStreams(t *testing.T) {
 				if want.Kind == RowTool && want.Args == "" {
 					want.Args = got.Args // checked by TestToolRowsKeepTheirArguments
 				}
-				if got != want {
+				if !reflect.DeepEqual(got, want) {
 					t.Errorf("row %d = %+v\nwant %+v", i, got, want)
 				}
 			}
@@ -238,5 +241,50 @@ func TestToolRowsKeepTheirArguments(t *testing.T) {
 	st, _ := replay(t, "tool-turn.jsonl")
 	if w := DescribeTool(st.Rows[3].Title, []byte(st.Rows[3].Args), st.Rows[3].Detail); w.Kind != ToolShell || w.Command != "make deploy ENV=staging" {
 		t.Fatalf("row %+v describes as %+v", st.Rows[3], w)
+	}
+}
+
+// TestPlanCard: the plan is the denied calls of the turn, in order, each
+// worded for a person, and "Run in Act" asks for exactly the chosen ones.
+func TestPlanCard(t *testing.T) {
+	st := New("c", Options{})
+	hdr := protocol.Header{ConversationID: "c", Seq: 1}
+	apply := func(d any) { st.Apply(client.Event{Data: d}) }
+	apply(&protocol.UserMessage{Header: hdr, MessageID: "u1", Content: "first", Mode: protocol.ModeAct})
+	apply(&protocol.ToolStart{Header: hdr, ToolCallID: "old", ToolName: "bash", Arguments: []byte(`{"command":"ls"}`)})
+	apply(&protocol.ToolEnd{Header: hdr, ToolCallID: "old", Denied: true})
+	apply(&protocol.Idle{Header: hdr, Status: protocol.StatusCompleted})
+	apply(&protocol.UserMessage{Header: hdr, MessageID: "u2", Content: "plan it", Mode: protocol.ModePlan})
+	apply(&protocol.ToolStart{Header: hdr, ToolCallID: "t1", ToolName: "bash", Arguments: []byte(`{"command":"go test ./..."}`)})
+	apply(&protocol.ToolEnd{Header: hdr, ToolCallID: "t1", Denied: true})
+	apply(&protocol.ToolStart{Header: hdr, ToolCallID: "t2", ToolName: "edit", Arguments: []byte(`{"path":"main.go","old_str":"a","new_str":"b"}`)})
+	apply(&protocol.ToolEnd{Header: hdr, ToolCallID: "t2", Denied: true})
+	apply(&protocol.ToolStart{Header: hdr, ToolCallID: "t3", ToolName: "view", Arguments: []byte(`{"path":"go.mod"}`)})
+	apply(&protocol.ToolEnd{Header: hdr, ToolCallID: "t3", Success: true}) // approved after a switch: not in the plan
+	apply(&protocol.Idle{Header: hdr, Status: protocol.StatusCompleted})
+	last := len(st.Rows) - 1
+	steps := st.Plan(last)
+	var words []string
+	for _, p := range steps {
+		words = append(words, StepText(p))
+	}
+	if got := strings.Join(words, " | "); got != "run `go test ./...` | edit main.go" {
+		t.Fatalf("plan of the second turn: %s (rows %s)", got, kindsOf(st.Rows))
+	}
+	want := "Carry out exactly these steps of your plan, in this order, and nothing else:\n1. edit main.go (the change you proposed)\n"
+	if got := PlanPrompt(steps[1:]); got != want {
+		t.Fatalf("prompt for the second step only:\n%s", got)
+	}
+	if kindsOf(st.Rows) != "user,tool,status,plan,user,tool,tool,tool,status,plan" {
+		t.Fatalf("rows %s", kindsOf(st.Rows))
+	}
+}
+
+// TestPlanCardIsAnUpdate: the idle that ends a plan turn reports the card's
+// row, so that a renderer drawing changes draws it.
+func TestPlanCardIsAnUpdate(t *testing.T) {
+	_, updates := replay(t, "plan-question.jsonl")
+	if u := updates[len(updates)-1]; len(u.Rows) == 0 || u.Rows[len(u.Rows)-1] != 7 {
+		t.Fatalf("the idle's update names rows %v, want the plan card's 7 among them", u.Rows)
 	}
 }

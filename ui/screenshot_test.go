@@ -15,6 +15,7 @@ import (
 	"fyne.io/fyne/v2/theme"
 
 	"github.com/pilotdesk/pilotdesk/client"
+	"github.com/pilotdesk/pilotdesk/conversation"
 	"github.com/pilotdesk/pilotdesk/protocol"
 	"github.com/pilotdesk/pilotdesk/settings"
 )
@@ -39,6 +40,7 @@ var goldenStates = map[string]bool{
 	"dark-markdown":        true,
 	"light-tool-rows":      true,
 	"light-minimum-size":   true,
+	"light-plan-card":      true,
 	"dark-tool-rows":       true,
 }
 
@@ -157,6 +159,17 @@ func TestScreenshots(t *testing.T) {
 				h.send("use the tool")
 				h.waitFor("the tool turn", func() bool { return h.hasStatus(protocol.StatusCompleted) })
 				s.shot(h, "minimum-size")
+
+				// A plan turn's card, one step unticked.
+				h = newH()
+				test.Tap(h.w.toggle.plan)
+				h.send("do the work")
+				h.waitFor("the plan card", func() bool { return h.lastRow(conversation.RowPlan).Kind == conversation.RowPlan })
+				h.frame()
+				p := h.shownPlan(len(h.rows()) - 1)
+				test.Tap(p.steps.Objects[0].(fyne.Tappable))
+				h.w.transcript.scrollToBottom()
+				s.shot(h, "plan-card")
 			}
 
 			// The work a turn did: a shell row and an edit row, expanded.

@@ -60,6 +60,8 @@ type transcript struct {
 	// open says which tool rows are expanded, by tool call id, so that it
 	// holds across reloads of the conversation.
 	open map[string]toolOpen
+	// ticks are the plan cards' ticked steps, by plan id.
+	ticks map[string][]bool
 }
 
 // emptyHint greets a conversation with nothing in it yet; with the
@@ -99,7 +101,7 @@ type rowKey struct {
 }
 
 func newTranscript(w *Window) *transcript {
-	t := &transcript{win: w, views: map[fyne.CanvasObject]*rowState{}, fixes: map[int]float32{}, open: map[string]toolOpen{}}
+	t := &transcript{win: w, views: map[fyne.CanvasObject]*rowState{}, fixes: map[int]float32{}, open: map[string]toolOpen{}, ticks: map[string][]bool{}}
 	t.list = widget.NewList(t.length, t.createItem, t.updateItem)
 	t.list.HideSeparators = true
 	t.list.OnSelected = func(id widget.ListItemID) { t.list.Unselect(id) }
@@ -352,6 +354,10 @@ func (t *transcript) estimate(r conversation.Row) float32 {
 	if t.unit == nil {
 		t.calibrate(width)
 	}
+	if r.Kind == conversation.RowPlan {
+		// A title, a line per step and the button's line.
+		return float32(len(r.Steps)+2) * 2 * theme.TextSize()
+	}
 	u := t.unit[r.Kind]
 	if u.charWidth <= 0 {
 		return u.base
@@ -508,6 +514,7 @@ type rowState struct {
 	text *widget.RichText
 	code *codeView
 	tool *toolView
+	plan *planView
 	line *lineView
 }
 
@@ -544,6 +551,12 @@ func (s *rowState) show(id int, r conversation.Row, segs []widget.RichTextSegmen
 		}
 		s.tool.set(id, r, s.t.openOf(r))
 		obj = s.tool.obj
+	case conversation.RowPlan:
+		if s.plan == nil {
+			s.plan = newPlanView(s.t)
+		}
+		s.plan.set(id, s.t.rows)
+		obj = s.plan.obj
 	default:
 		if s.line == nil {
 			s.line = newLineView(s.t.win)
@@ -643,11 +656,11 @@ func (v *userView) set(r conversation.Row) {
 
 // codeView is a fenced code block: monospace, selectable, with a copy button.
 type codeView struct {
-	obj  fyne.CanvasObject
-	bg   *canvas.Rectangle
-	lang *widget.Label
-	code *widget.RichText // highlighted by highlight
-	text string
+	obj    fyne.CanvasObject
+	bg     *canvas.Rectangle
+	lang   *widget.Label
+	code   *widget.RichText // highlighted by highlight
+	text   string
 	hlLang string // what code shows, to highlight only on change
 }
 

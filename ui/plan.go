@@ -1,0 +1,132 @@
+package ui
+
+import (
+	"context"
+	"fmt"
+
+	"fyne.io/fyne/v2"
+	"fyne.io/fyne/v2/canvas"
+	"fyne.io/fyne/v2/container"
+	"fyne.io/fyne/v2/theme"
+	"fyne.io/fyne/v2/widget"
+
+	"github.com/pilotdesk/pilotdesk/conversation"
+	"github.com/pilotdesk/pilotdesk/protocol"
+)
+
+// planView is the card under a turn whose tool calls Plan denied: the
+// steps the agent wanted to take, each ticked, and "Run in Act", which
+// switches the conversation to Act and asks the agent to carry out exactly
+// the ticked steps.
+type planView struct {
+	t     *transcript
+	obj   *fyne.Container
+	bg    *canvas.Rectangle
+	title *widget.Label
+	steps *fyne.Container
+	run   *widget.Button
+	row   int
+	plan  []conversation.PlanStep
+	// ticked is the card's state, kept by the transcript per plan so that
+	// it survives the row being scrolled out and back.
+	ticked []bool
+}
+
+func newPlanView(t *transcript) *planView {
+	v := &planView{t: t}
+	v.bg = canvas.NewRectangle(colors(theme.Current()).amberBackground)
+	v.bg.CornerRadius = theme.InputRadiusSize()
+	v.bg.StrokeColor = colors(theme.Current()).amberBorder
+	v.bg.StrokeWidth = 1
+	v.title = widget.NewLabelWithStyle("", fyne.TextAlignLeading, fyne.TextStyle{Bold: true})
+	v.steps = container.NewVBox()
+	v.run = widget.NewButtonWithIcon("Run in Act", theme.MediaPlayIcon(), v.runTicked)
+	v.run.Importance = widget.HighImportance
+	hint := smallNote("Untick what should not run. Run in Act switches this conversation to Act and asks the agent for exactly these steps.")
+	body := container.NewVBox(v.title, v.steps, container.NewBorder(nil, nil, nil, v.run, hint))
+	v.obj = container.NewStack(v.bg, container.NewPadded(body))
+	return v
+}
+
+func (v *planView) set(row int, rows []conversation.Row) {
+	v.bg.FillColor = colors(theme.Current()).amberBackground
+	v.bg.StrokeColor = colors(theme.Current()).amberBorder
+	v.bg.Refresh()
+	v.row = row
+	v.plan = conversation.PlanSteps(rows, row)
+	v.ticked = v.t.planTicks(rows[row].MessageID, len(v.plan))
+	n := len(v.plan)
+	if n == 1 {
+		v.title.SetText("The plan: 1 step, denied in Plan")
+	} else {
+		v.title.SetText(fmt.Sprintf("The plan: %d steps, denied in Plan", n))
+	}
+	v.steps.RemoveAll()
+	for i, p := range v.plan {
+		i := i
+		c := widget.NewCheck(fmt.Sprintf("%d. %s", i+1, conversation.StepText(p)), func(on bool) {
+			v.ticked[i] = on
+			v.refreshRun()
+			v.t.win.win.Canvas().Focus(v.t.win.composer)
+		})
+		c.Checked = v.ticked[i]
+		v.steps.Add(c)
+	}
+	v.refreshRun()
+	relayout(v.obj)
+}
+
+func (v *planView) refreshRun() {
+	for _, on := range v.ticked {
+		if on {
+			v.run.Enable()
+			return
+		}
+	}
+	v.run.Disable()
+}
+
+func (v *planView) runTicked() {
+	var chosen []conversation.PlanStep
+	for i, p := range v.plan {
+		if v.ticked[i] {
+			chosen = append(chosen, p)
+		}
+	}
+	if len(chosen) > 0 {
+		v.t.win.runPlan(conversation.PlanPrompt(chosen))
+	}
+}
+
+// planTicks returns the ticks of the plan id (every step ticked at first).
+func (t *transcript) planTicks(id string, n int) []bool {
+	ticks, ok := t.ticks[id]
+	if !ok || len(ticks) != n {
+		ticks = make([]bool, n)
+		for i := range ticks {
+			ticks[i] = true
+		}
+		t.ticks[id] = ticks
+	}
+	return ticks
+}
+
+// runPlan switches the current conversation to Act and sends prompt, the
+// chosen steps of its plan. A turn that still runs keeps it from starting.
+func (w *Window) runPlan(prompt string) {
+	if w.view.Streaming {
+		w.store.AddNote(w.current, conversation.NoteWarn, "A turn is still running: stop it or wait for its end, then run the plan.")
+		return
+	}
+	id, modelName := w.current, w.opts.Model
+	w.wantMode, w.wantModeConv = protocol.ModeAct, id
+	w.toggle.SetMode(protocol.ModeAct)
+	w.showBanner(false)
+	w.win.Canvas().Focus(w.composer)
+	w.enqueue(func(ctx context.Context) {
+		// A send carries the mode its turn runs in: Act, from now on.
+		if err := w.client.Send(ctx, id, prompt, protocol.ModeAct, modelName); err != nil {
+			w.store.AddNote(id, conversation.NoteError, "The plan was not sent: "+err.Error())
+		}
+	})
+}
