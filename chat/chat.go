@@ -177,6 +177,8 @@ type repl struct {
 	// each event changed in it.
 	fold       *conversation.State
 	errorShown bool // a copilot:error of this turn was printed
+	// plan is the last plan turn's steps, for /run.
+	plan []conversation.PlanStep
 
 	// Input requests.
 	prompt   *prompt                      // the open one
@@ -210,6 +212,7 @@ func (r *repl) resetConversation() {
 	r.echoed = nil
 	r.lastMsgID = ""
 	r.fold = nil
+	r.plan = nil
 	r.errorShown = false
 	r.prompt, r.queued, r.answered = nil, nil, nil
 	r.replayed = map[string]*protocol.UserInputRequest{}
@@ -605,6 +608,43 @@ func (r *repl) run(ctx context.Context, line string) {
 	}
 }
 
+// runPlan sends the chosen steps of the last plan (all when which is
+// empty, else "2" or "1,3") as a turn in Act, and switches to Act.
+func (r *repl) runPlan(ctx context.Context, which string) {
+	if len(r.plan) == 0 {
+		r.note(styleWarn, "No plan to run: a turn in Plan mode whose tool calls were denied makes one.")
+		return
+	}
+	if r.streaming() {
+		r.note(styleWarn, "A turn is running: wait for it to end, or /abort it, then /run.")
+		return
+	}
+	steps := r.plan
+	if which != "" {
+		steps = nil
+		for _, f := range strings.Split(which, ",") {
+			n, err := strconv.Atoi(strings.TrimSpace(f))
+			if err != nil || n < 1 || n > len(r.plan) {
+				r.note(styleWarn, fmt.Sprintf("There is no step %q: the plan has steps 1 to %d.", sanitize(f), len(r.plan)))
+				return
+			}
+			steps = append(steps, r.plan[n-1])
+		}
+	}
+	prompt := conversation.PlanPrompt(steps)
+	r.mode = protocol.ModeAct // a send carries the mode its turn runs in
+	r.echoed = append(r.echoed, prompt)
+	r.sendPending = true
+	r.startTurn()
+	if err := r.send(ctx, func(c context.Context) error { return r.conn.Send(c, r.conv, prompt, protocol.ModeAct, "") }); err != nil {
+		r.echoed = r.echoed[:len(r.echoed)-1]
+		r.sendPending, r.waiting = false, false
+		r.note(styleError, "Not sent: "+err.Error())
+		return
+	}
+	r.note(styleOK, fmt.Sprintf("Act mode: running %d step(s) of the plan.", len(steps)))
+}
+
 // startTurn resets what the REPL tracks per turn.
 func (r *repl) startTurn() {
 	r.errorShown = false
@@ -622,6 +662,7 @@ const helpText = `Commands:
   /list         list the relay's conversations (the most recent first)
   /more         list the next ones, after /list
   /switch N     open conversation N of the last /list (or /switch ID)
+  /run [N,…]    carry out the last plan in Act (all its steps, or those numbered)
   /abort        stop the running turn (Ctrl+C does too)
   /quit         leave (Ctrl+D does too)`
 
@@ -666,6 +707,8 @@ func (r *repl) command(ctx context.Context, text string) {
 		if err := r.switchTo(ctx, id); err != nil {
 			r.note(styleError, err.Error())
 		}
+	case "/run":
+		r.runPlan(ctx, strings.Join(fields[1:], ""))
 	case "/abort":
 		r.abort(ctx)
 	case "/quit", "/exit":
@@ -675,7 +718,7 @@ func (r *repl) command(ctx context.Context, text string) {
 			r.note(styleDim, l)
 		}
 	default:
-		r.note(styleWarn, fmt.Sprintf("Unknown command %s. Commands: /plan /act /new /list /more /switch N /abort /quit /help.", sanitize(fields[0])))
+		r.note(styleWarn, fmt.Sprintf("Unknown command %s. Commands: /plan /act /new /list /more /switch N /run /abort /quit /help.", sanitize(fields[0])))
 	}
 }
 

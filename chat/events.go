@@ -345,6 +345,11 @@ func (r *repl) idle(d *protocol.Idle, u conversation.Update) {
 		}
 	}
 	r.note(styleDim, conversation.TurnText(r.fold.Turn))
+	for _, i := range u.Rows {
+		if r.fold.Rows[i].Kind == conversation.RowPlan {
+			r.showPlan(r.fold.Plan(i))
+		}
+	}
 	r.scr.blank()
 	r.running, r.sendPending, r.waiting = false, false, false
 	r.lastMsgID = ""
@@ -465,4 +470,18 @@ func truncate(s string, n int) string {
 		return s
 	}
 	return string(rs[:n-1]) + "…"
+}
+
+// showPlan prints a plan turn's denied calls as a numbered list and keeps
+// them for /run.
+func (r *repl) showPlan(steps []conversation.PlanStep) {
+	r.plan = steps
+	if r.syncing {
+		return // a replayed plan is history; /run acts on a plan of this session
+	}
+	r.note(styleBold, fmt.Sprintf("The plan (%d denied in Plan):", len(steps)))
+	for i, p := range steps {
+		r.note("", fmt.Sprintf("  %d) %s", i+1, sanitize(conversation.StepText(p))))
+	}
+	r.note(styleDim, "/run carries it out in Act; /run 2 or /run 1,3 only those steps.")
 }

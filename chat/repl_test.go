@@ -497,3 +497,27 @@ func TestListPages(t *testing.T) {
 		t.Fatalf("/switch 3 subscribed to %+v", s)
 	}
 }
+
+// TestPlanAndRun: a plan turn ends with its denied calls as a numbered
+// plan; /run N sends exactly those steps as a turn in Act.
+func TestPlanAndRun(t *testing.T) {
+	h := startREPL(t, plain, nil)
+	h.subscribed(nil)
+	h.typeIn("/run\n")
+	h.waitFor("No plan to run")
+	h.emit(protocol.TypeUserMessage, map[string]any{"messageId": "u1", "content": "fix it", "mode": "plan"})
+	h.emit(protocol.TypeToolStart, map[string]any{"toolCallId": "t1", "toolName": "bash", "arguments": map[string]any{"command": "make deploy"}})
+	h.emit(protocol.TypeToolEnd, map[string]any{"toolCallId": "t1", "denied": true, "result": "plan mode"})
+	h.emit(protocol.TypeToolStart, map[string]any{"toolCallId": "t2", "toolName": "edit", "arguments": map[string]any{"path": "main.go", "old_str": "a", "new_str": "b"}})
+	h.emit(protocol.TypeToolEnd, map[string]any{"toolCallId": "t2", "denied": true, "result": "plan mode"})
+	h.idle(protocol.StatusCompleted)
+	h.waitFor("The plan (2 denied in Plan):\n  1) run `make deploy`\n  2) edit main.go\n/run carries it out in Act")
+	h.typeIn("/run 3\n")
+	h.waitFor("There is no step \"3\": the plan has steps 1 to 2.")
+	h.typeIn("/run 2\n")
+	c := h.nextCall("send")
+	if c.mode != protocol.ModeAct || c.prompt != "Carry out exactly these steps of your plan, in this order, and nothing else:\n1. edit main.go (the change you proposed)\n" {
+		t.Fatalf("/run 2 sent %+v", c)
+	}
+	h.waitFor("Act mode: running 1 step(s) of the plan.")
+}
