@@ -1,0 +1,75 @@
+package conversation
+
+import (
+	"fmt"
+	"strings"
+)
+
+// PlanStep is one step of a plan: a tool call Plan denied.
+type PlanStep struct {
+	Row  int // the tool row
+	Tool string
+	Work ToolWork
+}
+
+// Plan returns the steps of a RowPlan row of s.
+func (s *State) Plan(row int) []PlanStep {
+	return PlanSteps(s.Rows, row)
+}
+
+// PlanSteps returns the steps of rows[row], a RowPlan.
+func PlanSteps(rows []Row, row int) []PlanStep {
+	if row < 0 || row >= len(rows) || rows[row].Kind != RowPlan {
+		return nil
+	}
+	var out []PlanStep
+	for _, i := range rows[row].Steps {
+		if i < 0 || i >= len(rows) {
+			continue
+		}
+		r := rows[i]
+		out = append(out, PlanStep{Row: i, Tool: r.Title, Work: DescribeTool(r.Title, []byte(r.Args), "")})
+	}
+	return out
+}
+
+// StepText says what a step does, on one line: "run `go test ./...`",
+// "edit main.go", "create notes.md".
+func StepText(p PlanStep) string {
+	w := p.Work
+	switch w.Kind {
+	case ToolShell:
+		return "run `" + OneLine(w.Command, 200) + "`"
+	case ToolEdit:
+		return "edit " + orSomething(w.Path, "a file")
+	case ToolCreate:
+		return "create " + orSomething(w.Path, "a file")
+	case ToolRead:
+		return "read " + orSomething(w.Path, "a file")
+	case ToolSearch:
+		return fmt.Sprintf("search for %q in %s", w.Query, orSomething(w.Path, "the project"))
+	}
+	return p.Tool
+}
+
+func orSomething(s, instead string) string {
+	if s == "" {
+		return instead
+	}
+	return s
+}
+
+// PlanPrompt is the prompt that asks the agent to carry out exactly the
+// chosen steps of its plan, in order.
+func PlanPrompt(steps []PlanStep) string {
+	var b strings.Builder
+	b.WriteString("Carry out exactly these steps of your plan, in this order, and nothing else:\n")
+	for i, p := range steps {
+		fmt.Fprintf(&b, "%d. %s", i+1, StepText(p))
+		if p.Work.Kind == ToolEdit && len(p.Work.Diff) > 0 {
+			b.WriteString(" (the change you proposed)")
+		}
+		b.WriteString("\n")
+	}
+	return b.String()
+}
