@@ -356,7 +356,30 @@ func (s *Store) Delete(ctx context.Context, conversationID string) error {
 	if err := tx.Commit(); err != nil {
 		return fmt.Errorf("history: delete %q: commit: %w", conversationID, err)
 	}
+	s.scrub(ctx, conversationID)
 	return nil
+}
+
+// scrub makes a deletion reach every file of the data dir. secure_delete
+// overwrites the deleted rows with zeros, but in WAL mode it does so in new
+// pages of the write-ahead log, which still holds the old pages with the
+// text until a checkpoint copies the new ones into the database and the
+// log is reset; a clean close does that, a SIGKILL does not. So a
+// TRUNCATE checkpoint: the database file gets the zeroed pages (synced) and
+// the log is cut to nothing. It waits (busy_timeout) for readers to leave
+// the log; readers never hold it across a callback, so that is short. A
+// failure is logged, not returned: the rows are deleted, and the next
+// checkpoint (a later delete, or Close) clears the log.
+func (s *Store) scrub(ctx context.Context, what string) {
+	var busy, logFrames, moved int
+	err := s.w.QueryRowContext(ctx, "PRAGMA wal_checkpoint(TRUNCATE)").Scan(&busy, &logFrames, &moved)
+	if err == nil && busy != 0 {
+		err = fmt.Errorf("readers kept %d of %d frames of the log busy", logFrames-moved, logFrames)
+	}
+	if err != nil {
+		s.log.Warn("history: a deletion could not be checkpointed out of the write-ahead log yet; its text stays there until the next checkpoint",
+			"file", s.path, "deleted", what, "err", err)
+	}
 }
 
 // DeleteOlderThan removes the conversations last updated before cutoff,
@@ -390,6 +413,12 @@ func (s *Store) DeleteOlderThan(ctx context.Context, cutoff time.Time) (int, err
 		return 0, fmt.Errorf("history: find conversations older than %v: %w", cutoff, err)
 	}
 	n := 0
+	// One checkpoint for the whole clean-up, also after a failure midway.
+	defer func() {
+		if n > 0 {
+			s.scrub(ctx, fmt.Sprintf("%d conversations older than %v", n, cutoff))
+		}
+	}()
 	for _, id := range ids {
 		deleted, err := s.deleteIfOlder(ctx, id, limit)
 		if err != nil {
