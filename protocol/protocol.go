@@ -371,6 +371,25 @@ type Quota struct {
 	CacheWriteTokens *int64          `json:"cacheWriteTokens,omitempty"`
 	InputTokens      *int64          `json:"inputTokens,omitempty"`
 	OutputTokens     *int64          `json:"outputTokens,omitempty"`
+	// AICredits is what the call cost in AI credits; AICreditsStatus is
+	// the agent's word on credit billing ("unavailable" with your own
+	// model), passed as it came.
+	AICredits       *float64 `json:"aiCredits,omitempty"`
+	AICreditsStatus string   `json:"aiCreditsStatus,omitempty"`
+}
+
+// NanoAIUPerCredit converts the Copilot CLI's nano AI units to AI credits:
+// a nano-AIU is 10^-9 of an AI unit, and one AI unit is one credit
+// (US$0.01), as docs/protocol.md, Usage, says.
+const NanoAIUPerCredit = 1e9
+
+// Credits converts nano-AIU to credits (nil stays nil).
+func Credits(nanoAIU *float64) *float64 {
+	if nanoAIU == nil {
+		return nil
+	}
+	c := *nanoAIU / NanoAIUPerCredit
+	return &c
 }
 
 // QuotaSnapshot is one entry of Quota.QuotaSnapshots, in the Copilot CLI's
@@ -399,6 +418,7 @@ type Shutdown struct {
 	Header
 	TotalPremiumRequests float64         `json:"totalPremiumRequests"`
 	ModelMetrics         json.RawMessage `json:"modelMetrics"`
+	AICredits            *float64        `json:"aiCredits,omitempty"` // the session's total
 }
 
 // ModelMetric is one entry of Shutdown.ModelMetrics, in the Copilot CLI's

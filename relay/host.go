@@ -119,12 +119,14 @@ func (c *conversation) emitUsageLocked(e session.Usage) {
 		OutputTokens:     e.OutputTokens,
 		CacheReadTokens:  e.CacheReadTokens,
 		CacheWriteTokens: e.CacheWriteTokens,
+		AICredits:        protocol.Credits(e.NanoAIU),
+		AICreditsStatus:  e.AICreditsStatus,
 	}
 	c.emitLocked(protocol.TypeQuota, &d.Header, &d)
 }
 
 func (c *conversation) emitShutdownLocked(e session.Shutdown) {
-	d := protocol.Shutdown{TotalPremiumRequests: e.TotalPremiumRequests, ModelMetrics: c.rawJSON(e.ModelMetrics, "modelMetrics", true)}
+	d := protocol.Shutdown{TotalPremiumRequests: e.TotalPremiumRequests, ModelMetrics: c.rawJSON(e.ModelMetrics, "modelMetrics", true), AICredits: protocol.Credits(e.NanoAIU)}
 	c.emitLocked(protocol.TypeShutdown, &d.Header, &d)
 }
 

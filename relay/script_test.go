@@ -103,3 +103,32 @@ func TestScriptAgent(t *testing.T) {
 		t.Fatalf("echo %s", m.Raw)
 	}
 }
+
+// TestCredits: the scripted agent's totalNanoAiu, as the Copilot CLI
+// reports it, reaches clients as aiCredits on copilot:quota and
+// copilot:shutdown, with aiCreditsStatus passed as it came.
+func TestCredits(t *testing.T) {
+	s, err := script.Parse("credits.json", []byte(`{"turns": [{"steps": [
+		{"usage": {"model": "gpt-5", "cost": 1, "totalNanoAiu": 1500000000, "aiCreditsStatus": "available"}},
+		{"usage": {"model": "my-model", "aiCreditsStatus": "unavailable"}},
+		{"shutdown": {"totalPremiumRequests": 1, "totalNanoAiu": 2250000000}}
+	]}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := relaytest.Start(t, relay.Config{Agent: script.New(s)})
+	cl := srv.Dial(t)
+	cl.Send("copilot:send", map[string]any{"conversationId": "cr", "prompt": "go"})
+	q := cl.WaitFor("copilot:quota", nil)
+	if q.Field("aiCredits") != 1.5 || q.Field("aiCreditsStatus") != "available" {
+		t.Fatalf("quota %s: want aiCredits 1.5, aiCreditsStatus available", q.Raw)
+	}
+	q = cl.Expect("copilot:quota")
+	if q.Field("aiCredits") != nil || q.Field("aiCreditsStatus") != "unavailable" {
+		t.Fatalf("quota %s: want no aiCredits, aiCreditsStatus unavailable", q.Raw)
+	}
+	sd := cl.Expect("copilot:shutdown")
+	if sd.Field("aiCredits") != 2.25 {
+		t.Fatalf("shutdown %s: want aiCredits 2.25", sd.Raw)
+	}
+}

@@ -158,12 +158,19 @@ type Usage struct {
 	CacheReadTokens  *int64
 	CacheWriteTokens *int64
 	QuotaSnapshots   json.RawMessage // an object; nil means {}
+	// NanoAIU is what the call cost in nano AI units, as the Copilot CLI
+	// reports it (copilotUsage.totalNanoAiu); the relay converts it to
+	// credits. AICreditsStatus is the CLI's word on credit billing
+	// ("unavailable" with your own model).
+	NanoAIU         *float64
+	AICreditsStatus string
 }
 
 // Shutdown reports that the agent session ended (copilot:shutdown).
 type Shutdown struct {
 	TotalPremiumRequests float64
 	ModelMetrics         json.RawMessage // an object; nil means {}
+	NanoAIU              *float64        // the session's total, as Usage.NanoAIU
 }
 
 func (Delta) isEvent()     {}

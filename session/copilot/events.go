@@ -131,11 +131,12 @@ func (s *Session) onEvent(p *process, raw json.RawMessage) {
 		var d struct {
 			TotalPremiumRequests float64         `json:"totalPremiumRequests"`
 			ModelMetrics         json.RawMessage `json:"modelMetrics"`
+			TotalNanoAiu         *float64        `json:"totalNanoAiu"`
 		}
 		if !s.decode(ev, &d) {
 			return
 		}
-		s.host.Emit(session.Shutdown{TotalPremiumRequests: d.TotalPremiumRequests, ModelMetrics: nullToNil(d.ModelMetrics)})
+		s.host.Emit(session.Shutdown{TotalPremiumRequests: d.TotalPremiumRequests, ModelMetrics: nullToNil(d.ModelMetrics), NanoAIU: d.TotalNanoAiu})
 		s.shutOnce.Do(func() { close(s.shutdown) })
 	}
 }
@@ -229,11 +230,21 @@ func (s *Session) onUsage(ev envelope) {
 		CacheReadTokens  *float64        `json:"cacheReadTokens"`
 		CacheWriteTokens *float64        `json:"cacheWriteTokens"`
 		QuotaSnapshots   json.RawMessage `json:"quotaSnapshots"`
+		AICreditsStatus  string          `json:"aiCreditsStatus"`
+		CopilotUsage     *struct {
+			TotalNanoAiu *float64 `json:"totalNanoAiu"`
+		} `json:"copilotUsage"`
 	}
 	if !s.decode(ev, &d) {
 		return
 	}
+	var nano *float64
+	if d.CopilotUsage != nil {
+		nano = d.CopilotUsage.TotalNanoAiu
+	}
 	u := session.Usage{
+		NanoAIU:          nano,
+		AICreditsStatus:  d.AICreditsStatus,
 		Model:            d.Model,
 		Cost:             d.Cost,
 		InputTokens:      tokens(d.InputTokens),

@@ -318,7 +318,9 @@ func TestDemoWordsFitWhatHappened(t *testing.T) {
 	}
 
 	host = newFakeHost("act")
-	host.answer = func(context.Context, session.InputRequest) (session.Answer, error) { return session.Answer{}, session.ErrTimeout }
+	host.answer = func(context.Context, session.InputRequest) (session.Answer, error) {
+		return session.Answer{}, session.ErrTimeout
+	}
 	events, _, err = playDemo(t, host, "text")
 	if err != nil {
 		t.Fatal(err)

@@ -388,7 +388,7 @@ func parseInput(v json.RawMessage) (Step, error) {
 }
 
 func parseUsage(v json.RawMessage) (Step, error) {
-	m, err := members(v, `"usage"`, "model", "cost", "inputTokens", "outputTokens", "cacheReadTokens", "cacheWriteTokens", "quotaSnapshots")
+	m, err := members(v, `"usage"`, "model", "cost", "inputTokens", "outputTokens", "cacheReadTokens", "cacheWriteTokens", "quotaSnapshots", "totalNanoAiu", "aiCreditsStatus")
 	if err != nil {
 		return nil, err
 	}
@@ -416,11 +416,17 @@ func parseUsage(v json.RawMessage) (Step, error) {
 	if u.QuotaSnapshots, err = optionalObject(m, "quotaSnapshots"); err != nil {
 		return nil, wrap(err)
 	}
+	if u.NanoAIU, err = optionalNumber(m, "totalNanoAiu"); err != nil {
+		return nil, wrap(err)
+	}
+	if u.AICreditsStatus, err = optionalString(m, "aiCreditsStatus"); err != nil {
+		return nil, wrap(err)
+	}
 	return UsageStep{Usage: u}, nil
 }
 
 func parseShutdown(v json.RawMessage) (Step, error) {
-	m, err := members(v, `"shutdown"`, "totalPremiumRequests", "modelMetrics")
+	m, err := members(v, `"shutdown"`, "totalPremiumRequests", "modelMetrics", "totalNanoAiu")
 	if err != nil {
 		return nil, err
 	}
@@ -433,6 +439,9 @@ func parseShutdown(v json.RawMessage) (Step, error) {
 		s.TotalPremiumRequests = *total
 	}
 	if s.ModelMetrics, err = optionalObject(m, "modelMetrics"); err != nil {
+		return nil, fmt.Errorf("shutdown: %w", err)
+	}
+	if s.NanoAIU, err = optionalNumber(m, "totalNanoAiu"); err != nil {
 		return nil, fmt.Errorf("shutdown: %w", err)
 	}
 	return ShutdownStep{Shutdown: s}, nil

@@ -116,7 +116,7 @@ func TestParseErrors(t *testing.T) {
 		{"usage tokens not whole", wrap(`{"usage": {"inputTokens": 1.5}}`), at + `usage: "inputTokens" must be a whole number, not 1.5`},
 		{"usage cost a string", wrap(`{"usage": {"cost": "1"}}`), at + `usage: "cost" must be a number, not a string`},
 		{"usage quota a list", wrap(`{"usage": {"quotaSnapshots": []}}`), at + `usage: "quotaSnapshots" must be an object, not a list`},
-		{"usage unknown key", wrap(`{"usage": {"modle": "gpt-5"}}`), at + `unknown key "modle" in "usage" (did you mean "model"?); its keys are "model", "cost", "inputTokens", "outputTokens", "cacheReadTokens", "cacheWriteTokens", "quotaSnapshots"`},
+		{"usage unknown key", wrap(`{"usage": {"modle": "gpt-5"}}`), at + `unknown key "modle" in "usage" (did you mean "model"?); its keys are "model", "cost", "inputTokens", "outputTokens", "cacheReadTokens", "cacheWriteTokens", "quotaSnapshots", "totalNanoAiu", "aiCreditsStatus"`},
 		{"shutdown metrics a string", wrap(`{"shutdown": {"modelMetrics": "none"}}`), at + `shutdown: "modelMetrics" must be an object, not a string`},
 		{"shutdown total a string", wrap(`{"shutdown": {"totalPremiumRequests": "1"}}`), at + `shutdown: "totalPremiumRequests" must be a number, not a string`},
 		{"error empty", wrap(`{"error": ""}`), at + `"error" needs the message the turn fails with`},

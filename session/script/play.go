@@ -171,11 +171,14 @@ func (p *player) play(ctx context.Context, step Step) error {
 			CacheReadTokens:  clonePtr(u.CacheReadTokens),
 			CacheWriteTokens: clonePtr(u.CacheWriteTokens),
 			QuotaSnapshots:   slices.Clone(u.QuotaSnapshots),
+			NanoAIU:          clonePtr(u.NanoAIU),
+			AICreditsStatus:  u.AICreditsStatus,
 		})
 	case ShutdownStep:
 		p.host.Emit(session.Shutdown{
 			TotalPremiumRequests: st.Shutdown.TotalPremiumRequests,
 			ModelMetrics:         slices.Clone(st.Shutdown.ModelMetrics),
+			NanoAIU:              clonePtr(st.Shutdown.NanoAIU),
 		})
 	case ErrorStep:
 		// The text goes out unwrapped: the relay shows err.Error() as the
