@@ -167,4 +167,9 @@ func TestRealCLIThroughRelay(t *testing.T) {
 	if q.Field("model") != "gpt-4.1" || q.Field("cacheReadTokens") != float64(200) || q.Field("quotaSnapshots") == nil {
 		t.Errorf("quota = %s", q.Raw)
 	}
+	// With your own model the CLI says credits are unavailable and reports
+	// no nano-AIU: the relay passes the word on and invents no figure.
+	if q.Field("aiCreditsStatus") != "unavailable" || q.Field("aiCredits") != nil {
+		t.Errorf("quota credits = %s", q.Raw)
+	}
 }
