@@ -344,7 +344,7 @@ func (r *repl) idle(d *protocol.Idle, u conversation.Update) {
 			r.note(styleError, msg)
 		}
 	}
-	r.note(styleDim, conversation.TurnText(r.fold.Turn))
+	r.note(styleDim, conversation.TurnText(r.fold.Turn, r.fold.Usage, r.cfg.Now()))
 	for _, i := range u.Rows {
 		if r.fold.Rows[i].Kind == conversation.RowPlan {
 			r.showPlan(r.fold.Plan(i))

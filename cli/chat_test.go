@@ -501,7 +501,8 @@ func TestChatInTerminal(t *testing.T) {
 		p.typeLine("/plan")
 		p.waitText("Plan mode: every tool call is denied")
 		s = p.waitPrompt("plan>")
-		want := "act> slow two\nStep one.\nact> /plan\nPlan mode: every tool call is denied; the agent can only describe what it would do.\n⚙ bash make deploy — denied by plan mode\nThe tool was denied.\nusage: none reported for this turn\n\nplan>"
+		want := "act> slow two\nStep one.\nact> /plan\nPlan mode: every tool call is denied; the agent can only describe what it would do.\n⚙ bash make deploy — denied by plan mode\nThe tool was denied.\nusage: none reported for this turn\n" +
+			"The plan (1 denied in Plan):\n  1) run `make deploy`\n/run carries it out in Act; /run 2 or /run 1,3 only those steps.\n\nplan>"
 		if !strings.HasSuffix(s, want) {
 			t.Errorf("a mid-stream /plan:\n%s\nwant the end:\n%s", s, want)
 		}

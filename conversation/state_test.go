@@ -13,6 +13,10 @@ import (
 	"github.com/pilotdesk/pilotdesk/protocol"
 )
 
+// testNow is the clock of the recorded streams: mid-November 2026, two
+// weeks into a quota month that resets on 1 December.
+var testNow = time.Date(2026, 11, 15, 0, 0, 0, 0, time.UTC)
+
 // replay folds a recorded event stream (testdata/*.jsonl, one relay frame a
 // line) into a new State and returns it with the Update of every event.
 func replay(t *testing.T, file string) (*State, []Update) {
@@ -74,13 +78,14 @@ func TestFoldRecordedStreams(t *testing.T) {
 			4: {Kind: RowText, Text: "Done: deployed.", MessageID: "m1"},
 			5: {Kind: RowStatus, Text: "Completed", State: protocol.StatusCompleted},
 		},
-		title:  "Deploy the app",
-		mode:   protocol.ModeAct,
-		usage:  "Model gpt-5  ·  premium requests 12/300 (96% left)  ·  chat unlimited  ·  ×1 premium per request  ·  cache 300 read / 0 written",
+		title: "Deploy the app",
+		mode:  protocol.ModeAct,
+		// The quota's reset date shows; at this pace it lasts the month.
+		usage:  "Model gpt-5  ·  premium requests 12/300 (96% left), resets 1 Dec  ·  chat unlimited  ·  ×1 premium per request  ·  cache 300 read / 0 written",
 		totals: "Session total: 1 premium request  ·  gpt-5: 1 request, 1200 tokens in / 80 out",
-		turn:   "usage: gpt-5 · 1200 in / 80 out tokens · cost 1 · premium requests 12/300 (96% left) · session ended: 1 premium request",
+		turn:   "usage: gpt-5 · 1200 in / 80 out / 300 cached tokens · cost 1 · premium requests 12/300 (96% left) · session ended: 1 premium request",
 	}, {
-		file:  "plan-question.jsonl",
+		file: "plan-question.jsonl",
 		// The denied edit is the turn's plan, in a card under its end.
 		kinds: "user,tool,note,mode,text,note,status,plan",
 		rows: map[int]Row{
@@ -108,9 +113,19 @@ func TestFoldRecordedStreams(t *testing.T) {
 		},
 		title: "hello",
 		mode:  protocol.ModeAct,
-		// A bring-your-own-model provider reports no quota: the model only.
-		usage: "Model my-model",
-		turn:  "usage: my-model · 10 in / 3 out tokens · cost 0",
+		// A bring-your-own-model provider reports no quota and no credits:
+		// tokens per turn and per conversation, no premium cost.
+		usage: "Model my-model  ·  this turn 10 in / 3 out tokens  ·  conversation 10 in / 3 out tokens",
+		turn:  "usage: my-model · 10 in / 3 out tokens",
+	}, {
+		file: "credits.jsonl",
+		// Two turns billed in credits, a quota used fast: its pace.
+		kinds:  "user,text,status,user,text,status",
+		title:  "first",
+		mode:   protocol.ModeAct,
+		usage:  "Model gpt-5  ·  this turn 0.75 credits · conversation 2 credits  ·  premium requests 200/300 (33.33% left), resets 1 Dec · at this pace it runs out on 22 Nov  ·  ×1 premium per request",
+		totals: "Session total: 2 premium requests",
+		turn:   "usage: gpt-5 · 0.75 credits (conversation 2 credits) · cost 1 · premium requests 200/300 (33.33% left), at this pace it runs out on 22 Nov · session ended: 2 premium requests",
 	}, {
 		file: "stopped-tool.jsonl",
 		// A turn's end closes the tool rows it left running.
@@ -145,13 +160,13 @@ func TestFoldRecordedStreams(t *testing.T) {
 			if st.Title != tc.title || st.Mode != tc.mode || st.Streaming != tc.streaming || st.Pending != nil {
 				t.Errorf("title %q mode %s streaming %v pending %v", st.Title, st.Mode, st.Streaming, st.Pending)
 			}
-			if got := UsageText(st.Usage); got != tc.usage {
+			if got := UsageText(st.Usage, st.Turn, testNow); got != tc.usage {
 				t.Errorf("usage\n got %q\nwant %q", got, tc.usage)
 			}
 			if got := TotalsText(st.Usage); got != tc.totals {
 				t.Errorf("totals\n got %q\nwant %q", got, tc.totals)
 			}
-			if got := TurnText(st.Turn); got != tc.turn {
+			if got := TurnText(st.Turn, st.Usage, testNow); got != tc.turn {
 				t.Errorf("turn usage\n got %q\nwant %q", got, tc.turn)
 			}
 		})

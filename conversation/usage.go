@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/pilotdesk/pilotdesk/protocol"
 )
@@ -44,13 +45,20 @@ type Usage struct {
 	// HaveTokens says whether any did.
 	InputTokens  int64
 	OutputTokens int64
+	CachedTokens int64 // cache reads added up
 	HaveTokens   bool
+	// Credits adds up the calls' AI credits (HaveCredits: any reported);
+	// CreditsStatus is the agent's last word on credit billing.
+	Credits       float64
+	HaveCredits   bool
+	CreditsStatus string
 	// Quotas are the last non-empty snapshots, premium_interactions first.
 	Quotas []Quota
 	// Session totals, from copilot:shutdown.
 	HaveTotals           bool
 	TotalPremiumRequests float64
 	Models               []ModelMetric
+	SessionCredits       *float64 // the session's credits, when reported
 }
 
 // Empty reports whether nothing has been reported yet.
@@ -72,6 +80,14 @@ func (u *Usage) addQuota(q *protocol.Quota) {
 	if q.CacheReadTokens != nil {
 		n := *q.CacheReadTokens
 		u.CacheReadTokens = &n
+		u.CachedTokens += n
+	}
+	if q.AICredits != nil {
+		u.Credits += *q.AICredits
+		u.HaveCredits = true
+	}
+	if q.AICreditsStatus != "" {
+		u.CreditsStatus = q.AICreditsStatus
 	}
 	if q.CacheWriteTokens != nil {
 		n := *q.CacheWriteTokens
@@ -114,6 +130,10 @@ func (u *Usage) addQuota(q *protocol.Quota) {
 func (u *Usage) addShutdown(sd *protocol.Shutdown) {
 	u.HaveTotals = true
 	u.TotalPremiumRequests = sd.TotalPremiumRequests
+	if sd.AICredits != nil {
+		c := *sd.AICredits
+		u.SessionCredits = &c
+	}
 	u.Models = u.Models[:0]
 	for name, m := range sd.Metrics() {
 		u.Models = append(u.Models, ModelMetric{Model: name, Requests: m.Requests.Count, Cost: m.Requests.Cost, InputTokens: m.Usage.InputTokens, OutputTokens: m.Usage.OutputTokens})
@@ -153,35 +173,110 @@ func QuotaText(q Quota) string {
 	return ""
 }
 
-// UsageText is the usage of a conversation on one line: the model, every
-// quota, the premium multiplier and the cache tokens.
-func UsageText(u Usage) string {
-	if u.Empty() {
+// ownModel reports whether u is a bring-your-own-model provider's usage:
+// tokens but no quota, no premium cost and no credits.
+func (u Usage) ownModel() bool {
+	return len(u.Quotas) == 0 && !u.HaveCredits && (u.Cost == nil || *u.Cost == 0) && (u.HaveTokens || u.CreditsStatus == "unavailable")
+}
+
+// tokenText is "1200 in / 80 out / 300 cached tokens".
+func tokenText(u Usage) string {
+	s := fmt.Sprintf("%s in / %s out", Tokens(u.InputTokens), Tokens(u.OutputTokens))
+	if u.CachedTokens > 0 {
+		s += " / " + Tokens(u.CachedTokens) + " cached"
+	}
+	return s + " tokens"
+}
+
+// UsageText is a conversation's usage on one line: the model, this turn's
+// and the conversation's credits (or tokens, with your own model), every
+// quota with its reset date and the pace, the premium multiplier and the
+// cache tokens.
+func UsageText(conv, turn Usage, now time.Time) string {
+	if conv.Empty() {
 		return "No usage reported yet"
 	}
 	var parts []string
-	if u.Model != "" {
-		parts = append(parts, "Model "+u.Model)
+	if conv.Model != "" {
+		parts = append(parts, "Model "+conv.Model)
 	}
-	for _, q := range u.Quotas {
-		if s := QuotaText(q); s != "" {
-			parts = append(parts, s)
+	switch {
+	case conv.HaveCredits:
+		parts = append(parts, fmt.Sprintf("this turn %s · conversation %s", CreditsText(turn.Credits), CreditsText(conv.Credits)))
+	case conv.ownModel() && conv.HaveTokens:
+		parts = append(parts, "this turn "+tokenText(turn), "conversation "+tokenText(conv))
+	}
+	for _, q := range conv.Quotas {
+		s := QuotaText(q)
+		if s == "" {
+			continue
 		}
+		if d, ok := resetDay(q); ok {
+			s += ", resets " + d.Format("2 Jan")
+		}
+		if p := Pace(q, now); p != "" {
+			s += " · " + p
+		}
+		parts = append(parts, s)
 	}
-	if u.Cost != nil {
-		parts = append(parts, "×"+Num(*u.Cost)+" premium per request")
+	if conv.Cost != nil && (*conv.Cost != 0 || !conv.ownModel()) {
+		parts = append(parts, "×"+Num(*conv.Cost)+" premium per request")
 	}
-	if u.CacheReadTokens != nil || u.CacheWriteTokens != nil {
+	if !conv.ownModel() && (conv.CacheReadTokens != nil || conv.CacheWriteTokens != nil) {
 		var r, w int64
-		if u.CacheReadTokens != nil {
-			r = *u.CacheReadTokens
+		if conv.CacheReadTokens != nil {
+			r = *conv.CacheReadTokens
 		}
-		if u.CacheWriteTokens != nil {
-			w = *u.CacheWriteTokens
+		if conv.CacheWriteTokens != nil {
+			w = *conv.CacheWriteTokens
 		}
 		parts = append(parts, fmt.Sprintf("cache %s read / %s written", Tokens(r), Tokens(w)))
 	}
 	return strings.Join(parts, "  ·  ")
+}
+
+// CreditsText is "0.42 credits", "1 credit", "<0.01 credits".
+func CreditsText(c float64) string {
+	switch {
+	case c > 0 && c < 0.01:
+		return "<0.01 credits"
+	case c == 1:
+		return "1 credit"
+	}
+	return Num(c) + " credits"
+}
+
+// resetDay is the quota's reset date, if it has a readable one.
+func resetDay(q Quota) (time.Time, bool) {
+	if q.ResetDate == "" {
+		return time.Time{}, false
+	}
+	t, err := time.Parse(time.RFC3339, q.ResetDate)
+	return t, err == nil
+}
+
+// Pace says when a monthly quota runs out if it is used as fast as it was
+// since the month began (the month before its reset date): "at this pace
+// it runs out on 19 Dec", or "" when it lasts, or nothing can be said.
+func Pace(q Quota, now time.Time) string {
+	reset, ok := resetDay(q)
+	if !ok || q.Unlimited || !q.HasUsed || q.Entitlement <= 0 || q.Used <= 0 || !now.Before(reset) {
+		return ""
+	}
+	start := reset.AddDate(0, -1, 0)
+	elapsed := now.Sub(start)
+	if elapsed <= 0 {
+		return ""
+	}
+	if q.Used >= q.Entitlement {
+		return "used up"
+	}
+	perDay := q.Used / elapsed.Hours() * 24
+	out := now.Add(time.Duration((q.Entitlement - q.Used) / perDay * 24 * float64(time.Hour)))
+	if !out.Before(reset) {
+		return ""
+	}
+	return "at this pace it runs out on " + out.Format("2 Jan")
 }
 
 // TotalsText is the session's totals from copilot:shutdown, "" before the
@@ -198,9 +293,10 @@ func TotalsText(u Usage) string {
 }
 
 // TurnText is a turn's usage on one line, as the terminal prints it after
-// each turn: the model, tokens, the premium cost, the first quota, and the
+// each turn: the model, tokens, credits (the turn's and the
+// conversation's), the premium cost, the first quota and its pace, and the
 // session totals when the session ended.
-func TurnText(u Usage) string {
+func TurnText(u, conv Usage, now time.Time) string {
 	if u.Calls == 0 && !u.HaveTotals {
 		return "usage: none reported for this turn"
 	}
@@ -209,13 +305,23 @@ func TurnText(u Usage) string {
 		parts = append(parts, OneLine(u.Model, 60))
 	}
 	if u.HaveTokens {
-		parts = append(parts, fmt.Sprintf("%s in / %s out tokens", Tokens(u.InputTokens), Tokens(u.OutputTokens)))
+		if u.CachedTokens > 0 {
+			parts = append(parts, tokenText(u))
+		} else {
+			parts = append(parts, fmt.Sprintf("%s in / %s out tokens", Tokens(u.InputTokens), Tokens(u.OutputTokens)))
+		}
 	}
-	if u.Calls > 0 {
+	if u.HaveCredits {
+		parts = append(parts, fmt.Sprintf("%s (conversation %s)", CreditsText(u.Credits), CreditsText(conv.Credits)))
+	}
+	if u.Calls > 0 && !u.ownModel() {
 		parts = append(parts, "cost "+Num(u.CostSum))
 	}
 	for _, q := range u.Quotas {
 		if s := QuotaText(q); s != "" {
+			if p := Pace(q, now); p != "" {
+				s += ", " + p
+			}
 			parts = append(parts, s)
 			break
 		}

@@ -166,7 +166,7 @@ func (h *harness) text() string {
 
 func (h *harness) dump() string {
 	var b strings.Builder
-	names := []string{"user", "text", "code", "tool", "status", "mode", "note"}
+	names := []string{"user", "text", "code", "tool", "status", "mode", "note", "plan"}
 	for _, r := range h.rows() {
 		b.WriteString(names[r.Kind] + ": " + r.Text + " [" + r.State + "]\n")
 	}

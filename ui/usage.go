@@ -12,7 +12,6 @@ import (
 	"fyne.io/fyne/v2/widget"
 
 	"github.com/pilotdesk/pilotdesk/client"
-	"github.com/pilotdesk/pilotdesk/conversation"
 )
 
 // statusBar is the bottom bar: the connection badge on the left, the usage
@@ -103,18 +102,19 @@ func (b *statusBar) setNotice(text string) {
 	b.notice.Show()
 }
 
-// setUsage shows a conversation's usage.
-func (b *statusBar) setUsage(u conversation.Usage) {
-	b.usage.SetText(conversation.UsageText(u))
-	if u.Empty() {
+// setUsage shows a conversation's usage: its line and the session's
+// totals (conversation.UsageText, TotalsText).
+func (b *statusBar) setUsage(line, totals string, empty bool) {
+	b.usage.SetText(line)
+	if empty {
 		b.usage.Importance = widget.LowImportance
 	} else {
 		b.usage.Importance = widget.MediumImportance
 	}
 	b.usage.Refresh()
-	if t := conversation.TotalsText(u); t != "" {
+	if totals != "" {
 		b.totals.Importance = widget.MediumImportance
-		b.totals.SetText(t)
+		b.totals.SetText(totals)
 	} else {
 		b.totals.Importance = widget.LowImportance
 		b.totals.SetText("Session totals appear when the agent session ends")

@@ -604,9 +604,9 @@ drain:
 	w.showStreaming(v.Streaming)
 	w.showWaiting(v, now)
 	w.showModal(v, now)
-	if line, totals := conversation.UsageText(v.Usage), conversation.TotalsText(v.Usage); line != w.shownUsage[0] || totals != w.shownUsage[1] {
+	if line, totals := conversation.UsageText(v.Usage, v.Turn, now), conversation.TotalsText(v.Usage); line != w.shownUsage[0] || totals != w.shownUsage[1] {
 		w.shownUsage = [2]string{line, totals}
-		w.status.setUsage(v.Usage)
+		w.status.setUsage(line, totals, v.Usage.Empty())
 	}
 
 	waiting := v.Pending != nil || w.sidebar.waiting()

@@ -22,7 +22,7 @@ func TestMarkdownTurnAndUsage(t *testing.T) {
 	h.waitFor("the turn to complete", func() bool { return h.hasStatus(protocol.StatusCompleted) })
 
 	var kinds []string
-	names := []string{"user", "text", "code", "tool", "status", "mode", "note"}
+	names := []string{"user", "text", "code", "tool", "status", "mode", "note", "plan"}
 	for _, r := range h.rows() {
 		kinds = append(kinds, names[r.Kind])
 	}
@@ -182,7 +182,7 @@ func TestReconnectReplaysWithoutDuplicates(t *testing.T) {
 		t.Fatalf("badge %q", h.w.status.conn.Text)
 	}
 	var kinds []string
-	names := []string{"user", "text", "code", "tool", "status", "mode", "note"}
+	names := []string{"user", "text", "code", "tool", "status", "mode", "note", "plan"}
 	for _, r := range h.rows() {
 		kinds = append(kinds, names[r.Kind])
 	}

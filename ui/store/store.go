@@ -253,7 +253,8 @@ type View struct {
 	Synced    bool
 	OnRelay   bool
 	Pending   *conversation.Pending // a copy
-	Usage     conversation.Usage
+	Usage     conversation.Usage    // the conversation's
+	Turn      conversation.Usage    // the running or last turn's
 	NumRows   int
 	// Full is true when Rows holds every row (the first take, a switch, or
 	// a rebuild); otherwise Rows holds only the changed ones.
@@ -297,6 +298,9 @@ func (s *Store) Take(current string, full bool) Frame {
 	v.Usage = c.Usage
 	v.Usage.Quotas = slices.Clone(c.Usage.Quotas)
 	v.Usage.Models = slices.Clone(c.Usage.Models)
+	v.Turn = c.Turn
+	v.Turn.Quotas = slices.Clone(c.Turn.Quotas)
+	v.Turn.Models = slices.Clone(c.Turn.Models)
 	if c.Pending != nil {
 		p := *c.Pending
 		p.Request.Choices = slices.Clone(p.Request.Choices)
