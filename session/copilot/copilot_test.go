@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"slices"
 	"strings"
 	"sync"
@@ -19,7 +20,8 @@ import (
 func TestStreamedTurnUsageAndShutdown(t *testing.T) {
 	opts, fake := newFake(t)
 	opts.Model = "gpt-test"
-	opts.ProviderURL = "http://127.0.0.1:9/v1"
+	provider := listeningURL(t)
+	opts.ProviderURL = provider
 	opts.ProviderKey = "k"
 	a := newAgent(t, opts)
 	h := newHost("act")
@@ -71,7 +73,7 @@ func TestStreamedTurnUsageAndShutdown(t *testing.T) {
 		t.Errorf("sessionId = %q, want a client-made UUID", id)
 	}
 	prov, _ := create["provider"].(map[string]any)
-	if prov["type"] != "openai" || prov["baseUrl"] != "http://127.0.0.1:9/v1" || prov["apiKey"] != "k" {
+	if prov["type"] != "openai" || prov["baseUrl"] != provider || prov["apiKey"] != "k" {
 		t.Errorf("provider = %v", prov)
 	}
 	if got := fake.methods()[:3]; !slices.Equal(got, []string{"argv", "connect", "session.create"}) {
@@ -717,5 +719,42 @@ func TestSlowHostHoldsTheStreamBack(t *testing.T) {
 		if d.Content != fmt.Sprintf("%d ", i) {
 			t.Fatalf("delta %d is %q, want %q", i, d.Content, fmt.Sprintf("%d ", i))
 		}
+	}
+}
+
+// listeningURL is a provider URL whose address takes connections (the fake
+// CLI never calls it; the backend checks that it answers).
+func listeningURL(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	return "http://" + ln.Addr().String() + "/v1"
+}
+
+// TestProviderDown: with your own model at an address that takes no
+// connection, a turn fails at once (not after the CLI's half minute of
+// retries), saying so and naming the model and the endpoint.
+func TestProviderDown(t *testing.T) {
+	opts, _ := newFake(t)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	down := "http://" + ln.Addr().String() + "/v1"
+	ln.Close()
+	opts.Model, opts.ProviderURL = "llama-local", down
+	a := newAgent(t, opts)
+	s := open(t, a, "conv-down", session.OpenOptions{}, newHost("act"))
+	start := time.Now()
+	err = run(t, s, "hello")
+	var te *copilot.TurnError
+	if !errors.As(err, &te) || !strings.Contains(err.Error(), "the provider does not answer") || !strings.Contains(err.Error(), `model "llama-local" at `+down) {
+		t.Fatalf("Run = %v", err)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Fatalf("the turn took %v to fail", d)
 	}
 }

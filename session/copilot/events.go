@@ -104,10 +104,11 @@ func (s *Session) onEvent(p *process, raw json.RawMessage) {
 		if d.Message == "" {
 			d.Message = "the agent reported an error"
 		}
+		provider := s.providerName() // takes s.mu itself
 		s.mu.Lock()
 		t := s.turn
 		if t != nil && t.err == nil {
-			t.err = &TurnError{Type: d.ErrorType, Message: d.Message}
+			t.err = &TurnError{Type: d.ErrorType, Message: d.Message, Provider: provider}
 		}
 		s.mu.Unlock()
 		if t == nil {

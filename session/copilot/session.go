@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
+	"net/url"
 	"strings"
 	"sync"
 	"time"
@@ -80,13 +82,75 @@ type turn struct {
 type TurnError struct {
 	Type    string // the CLI's errorType: authentication, quota, rate_limit, query, …
 	Message string
+	// Provider names the model and the endpoint the turn went to, with
+	// your own model: the CLI's own message ("404 Not Found") does not.
+	Provider string
 }
 
 func (e *TurnError) Error() string {
-	if e.Type == "" {
-		return "copilot: " + e.Message
+	msg := e.Message
+	if e.Provider != "" {
+		msg += " (" + e.Provider + ")"
 	}
-	return fmt.Sprintf("copilot (%s error): %s", e.Type, e.Message)
+	if e.Type == "" {
+		return "copilot: " + msg
+	}
+	return fmt.Sprintf("copilot (%s error): %s", e.Type, msg)
+}
+
+// providerName says which model at which endpoint a turn goes to with
+// your own model, "" otherwise.
+func (s *Session) providerName() string {
+	o := s.a.opts
+	if o.ProviderURL == "" {
+		return ""
+	}
+	s.mu.Lock()
+	model := s.model
+	s.mu.Unlock()
+	if model == "" {
+		model = o.Model
+	}
+	if model == "" {
+		model = "the CLI's default model"
+	}
+	return fmt.Sprintf("model %q at %s", model, o.ProviderURL)
+}
+
+// providerDialTimeout bounds the check that the provider answers at all.
+const providerDialTimeout = 3 * time.Second
+
+// checkProvider fails at once when the provider's address takes no
+// connection: the CLI would retry it for half a minute, saying nothing.
+func (s *Session) checkProvider(ctx context.Context) error {
+	raw := s.a.opts.ProviderURL
+	if raw == "" {
+		return nil
+	}
+	u, err := url.Parse(raw)
+	if err != nil || u.Host == "" {
+		return nil // the CLI reports a bad URL in its own words
+	}
+	host := u.Host
+	if u.Port() == "" {
+		port := "443"
+		if u.Scheme == "http" {
+			port = "80"
+		}
+		host = net.JoinHostPort(u.Hostname(), port)
+	}
+	dctx, cancel := context.WithTimeout(ctx, providerDialTimeout)
+	defer cancel()
+	c, err := (&net.Dialer{}).DialContext(dctx, "tcp", host)
+	if err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		return &TurnError{Type: "provider", Provider: s.providerName(),
+			Message: fmt.Sprintf("the provider does not answer (%v): start it, or check the provider URL (Settings, or --provider-url)", err)}
+	}
+	c.Close()
+	return nil
 }
 
 func newSession(a *Agent, conversationID, id, model string, host session.Host) *Session {
@@ -227,6 +291,9 @@ func (s *Session) Run(ctx context.Context, t session.Turn) error {
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
+		return err
+	}
+	if err := s.checkProvider(ctx); err != nil {
 		return err
 	}
 
