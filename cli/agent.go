@@ -34,11 +34,12 @@ func buildAgent(ctx context.Context, s relaySettings, logger *slog.Logger) (_ se
 		opts := copilotOptions(s, logger)
 		probeCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
 		defer cancel()
-		if err := copilot.Probe(probeCtx, opts); err != nil {
+		// The CLI the check starts serves the first turn too.
+		a, err := copilot.Start(probeCtx, opts)
+		if err != nil {
 			return nil, "", fmt.Errorf("the Copilot agent cannot start: %w", err)
 		}
-		a, err := copilot.New(opts)
-		return a, "", err
+		return a, "", nil
 	default: // auto
 		if s.Script != "" {
 			logger.Info("agent: script", "why", "--script was given", "script", s.Script)
@@ -48,14 +49,14 @@ func buildAgent(ctx context.Context, s relaySettings, logger *slog.Logger) (_ se
 		opts := copilotOptions(s, logger)
 		probeCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
 		defer cancel()
-		if err := copilot.Probe(probeCtx, opts); err != nil {
+		a, err := copilot.Start(probeCtx, opts)
+		if err != nil {
 			logger.Info("agent: script (built-in demo)", "why", err.Error())
 			a, err2 := scriptAgent("")
 			return a, whyDemo(s, err), err2
 		}
 		logger.Info("agent: copilot", "why", "the Copilot CLI is installed and can run a turn")
-		a, err := copilot.New(opts)
-		return a, "", err
+		return a, "", nil
 	}
 }
 

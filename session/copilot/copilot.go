@@ -166,20 +166,37 @@ func (a *Agent) Name() string { return "copilot" }
 
 // Probe checks that the CLI can serve turns: it is found, it speaks our
 // protocol, and it is signed in to GitHub or a provider URL is set. It starts
-// the CLI and stops it again. `--agent auto` uses it to pick a backend; each
-// error says what to do.
+// the CLI and stops it again. Each error says what to do.
 func Probe(ctx context.Context, opts Options) error {
-	if err := opts.validate(); err != nil {
-		return err
-	}
-	opts = opts.withDefaults()
-	a := &Agent{opts: opts, log: opts.Logger, sessions: make(map[string]*Session)}
-	p, err := a.start(ctx, 1)
+	a, err := Start(ctx, opts)
 	if err != nil {
 		return err
 	}
-	defer p.stop()
-	if opts.ProviderURL != "" {
+	return a.Close()
+}
+
+// Start makes the agent and checks, as Probe does, that its CLI can serve
+// turns, keeping the CLI it started for them: the first prompt then does not
+// pay for a second start. `--agent auto` uses it to pick a backend.
+func Start(ctx context.Context, opts Options) (*Agent, error) {
+	a, err := New(opts)
+	if err != nil {
+		return nil, err
+	}
+	if err := a.check(ctx); err != nil {
+		a.Close()
+		return nil, err
+	}
+	return a, nil
+}
+
+// check starts the agent's CLI and asks whether it can serve turns.
+func (a *Agent) check(ctx context.Context) error {
+	p, err := a.process(ctx)
+	if err != nil {
+		return err
+	}
+	if a.opts.ProviderURL != "" {
 		return nil
 	}
 	var status struct {
@@ -187,7 +204,7 @@ func Probe(ctx context.Context, opts Options) error {
 		StatusMessage   string `json:"statusMessage"`
 		Login           string `json:"login"`
 	}
-	cctx, cancel := context.WithTimeout(ctx, opts.StartTimeout)
+	cctx, cancel := context.WithTimeout(ctx, a.opts.StartTimeout)
 	defer cancel()
 	if err := p.conn.Call(cctx, "auth.getStatus", nil, &status); err != nil {
 		return fmt.Errorf("copilot: asking the CLI for its sign-in status: %w", err)

@@ -758,3 +758,21 @@ func TestProviderDown(t *testing.T) {
 		t.Fatalf("the turn took %v to fail", d)
 	}
 }
+
+// TestStartKeepsItsCLI: the CLI that Start checks is the one the first turn
+// uses: one start per relay, not two.
+func TestStartKeepsItsCLI(t *testing.T) {
+	opts, fake := newFake(t)
+	a, err := copilot.Start(context.Background(), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { a.Close() })
+	s := open(t, a, "conv-start", session.OpenOptions{}, newHost("act"))
+	if err := run(t, s, "hello"); err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	if pids := fake.pids(); len(pids) != 1 {
+		t.Fatalf("the CLI started %d times (pids %v), want once", len(pids), pids)
+	}
+}
