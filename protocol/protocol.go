@@ -67,12 +67,15 @@ const (
 	CodeInvalidAnswer    = "invalid_answer"
 	CodeTooLarge         = "too_large"
 	CodeLimit            = "limit"
+	// CodeForbidden: the connection's token lacks the role for the
+	// message (roles.go); the connection stays open.
+	CodeForbidden = "forbidden"
 )
 
 // ErrorCodes lists every error code the relay sends.
 func ErrorCodes() []string {
 	return []string{CodeInvalidJSON, CodeInvalidMessage, CodeUnknownType, CodeMissingField, CodeInvalidField,
-		CodeConversationBusy, CodeNotStreaming, CodeInvalidAnswer, CodeTooLarge, CodeLimit}
+		CodeConversationBusy, CodeNotStreaming, CodeInvalidAnswer, CodeTooLarge, CodeLimit, CodeForbidden}
 }
 
 // Mode is a conversation's tool policy: plan denies every tool request, act
@@ -256,7 +259,9 @@ type Sequenced interface {
 // Subscribed is copilot:subscribed. Seq is the latest event's seq (not an
 // event of its own: Subscribed is Addressed, not Sequenced). Reset is true
 // when the relay replayed from seq 0 because the client's epoch was not its
-// own: the client replaces its copy of the conversation.
+// own: the client replaces its copy of the conversation. ServerTime is the
+// relay's clock when it sent the frame (RFC 3339), from which a client
+// measures its own clock's skew before it counts down to an ExpiresAt.
 type Subscribed struct {
 	ConversationID string            `json:"conversationId"`
 	Mode           Mode              `json:"mode"`
@@ -265,6 +270,7 @@ type Subscribed struct {
 	Epoch          string            `json:"epoch"`
 	Reset          bool              `json:"reset,omitempty"`
 	PendingInput   *UserInputRequest `json:"pendingInput,omitempty"`
+	ServerTime     string            `json:"serverTime,omitempty"`
 }
 
 // Conversation returns the conversation subscribed to.
@@ -278,6 +284,9 @@ type UserMessage struct {
 	MessageID string `json:"messageId"`
 	Content   string `json:"content"`
 	Mode      Mode   `json:"mode"`
+	// SentBy is the device and client that sent the prompt (absent in
+	// history stored before devices existed).
+	SentBy *By `json:"sentBy,omitempty"`
 }
 
 // Delta is copilot:delta: the new text only.
@@ -342,6 +351,14 @@ type UserInputRequest struct {
 	Choices       []string `json:"choices,omitempty"`
 	AllowFreeform bool     `json:"allowFreeform"`
 	InputType     string   `json:"inputType,omitempty"`
+	// ExpiresAt is when the relay times the request out (RFC 3339), absent
+	// when it waits forever. The relay's clock is the only one: a client
+	// counts down to it, corrected by the skew it measured from
+	// Subscribed.ServerTime, and never applies a timeout of its own.
+	ExpiresAt string `json:"expiresAt,omitempty"`
+	// Queued is how many more questions of the conversation wait behind
+	// this one.
+	Queued int `json:"queued,omitempty"`
 }
 
 // UserInputTimeout is copilot:user_input_timeout.
@@ -358,6 +375,9 @@ type UserInputClosed struct {
 	Header
 	RequestID string `json:"requestId"`
 	Reason    string `json:"reason"`
+	// AnsweredBy names who answered or rejected it (reasons answered and
+	// rejected only).
+	AnsweredBy *By `json:"answeredBy,omitempty"`
 }
 
 // Quota is copilot:quota: the usage of one model call. QuotaSnapshots is

@@ -20,6 +20,9 @@ type Memory struct {
 	mu     sync.RWMutex // guards convs, events
 	convs  map[string]Conversation
 	events map[string][]Event // per conversation, in seq order
+
+	devMu   sync.Mutex // guards devices
+	devices []Device   // devices.go
 }
 
 // NewMemory returns an empty in-memory store with a fresh epoch.

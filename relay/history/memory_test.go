@@ -16,3 +16,10 @@ func TestMemoryEpochsDiffer(t *testing.T) {
 		t.Fatalf("two stores share epoch %q", a)
 	}
 }
+
+func TestMemoryDevices(t *testing.T) {
+	historytest.RunDevices(t, func(t *testing.T) (history.Devices, func() error) {
+		m := history.NewMemory()
+		return m, m.Close
+	})
+}

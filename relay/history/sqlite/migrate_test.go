@@ -111,13 +111,18 @@ func TestMigratesEmptyV0(t *testing.T) {
 	}
 }
 
-// v2 is a hypothetical next migration, to test the machinery.
-var v2 = migration{"add pinned", func(ctx context.Context, tx *sql.Tx) error {
+// next is a hypothetical next migration, to test the machinery.
+var next = migration{"add pinned", func(ctx context.Context, tx *sql.Tx) error {
 	_, err := tx.ExecContext(ctx, `ALTER TABLE conversations ADD COLUMN pinned INTEGER NOT NULL DEFAULT 0`)
 	return err
 }}
 
-func TestMigratesV1ToV2(t *testing.T) {
+// withNext is the schema's migrations and then next.
+func withNext(more ...migration) []migration {
+	return append(append(append([]migration(nil), migrations...), next), more...)
+}
+
+func TestMigratesToNext(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, FileName)
 	s := openStore(t, dir, Options{})
@@ -125,7 +130,7 @@ func TestMigratesV1ToV2(t *testing.T) {
 	mustWrite(t, s, history.Batch{Conversations: []history.Conversation{{ID: "a", Title: "kept", LastSeq: 40}}, Events: testEvents("a", 1, 40)})
 	mustClose(t, s)
 
-	s = openStore(t, dir, Options{migrations: []migration{migrations[0], v2}})
+	s = openStore(t, dir, Options{migrations: withNext()})
 	if s.Epoch() != epoch {
 		t.Fatal("migration changed the epoch")
 	}
@@ -135,8 +140,8 @@ func TestMigratesV1ToV2(t *testing.T) {
 	}
 	mustWrite(t, s, history.Batch{Conversations: []history.Conversation{{ID: "b"}}}) // the upsert still fits the table
 	mustClose(t, s)
-	if v := pragmaInt(t, path, "user_version"); v != 2 {
-		t.Fatalf("user_version %d, want 2", v)
+	if v := pragmaInt(t, path, "user_version"); v != len(migrations)+1 {
+		t.Fatalf("user_version %d, want %d", v, len(migrations)+1)
 	}
 	// The new column is there.
 	db := rawDB(t, path)
@@ -146,9 +151,10 @@ func TestMigratesV1ToV2(t *testing.T) {
 	}
 	db.Close()
 
-	// The code that knows only version 1 refuses the file, and says why.
+	// The code that knows only the versions before refuses the file, and
+	// says why.
 	_, err := Open(context.Background(), dir, quiet())
-	if !errors.Is(err, ErrTooNew) || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), "version is 2") {
+	if !errors.Is(err, ErrTooNew) || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), fmt.Sprintf("version is %d", len(migrations)+1)) {
 		t.Fatalf("old code on a newer file: %v", err)
 	}
 }
@@ -169,12 +175,12 @@ func TestFailedMigrationChangesNothing(t *testing.T) {
 		}
 		return errors.New("step two failed")
 	}}
-	_, err := Open(context.Background(), dir, Options{Logger: discardLogger(), migrations: []migration{migrations[0], v2, broken}})
-	if err == nil || !strings.Contains(err.Error(), "migration 3 (half done)") || !strings.Contains(err.Error(), "step two failed") {
+	_, err := Open(context.Background(), dir, Options{Logger: discardLogger(), migrations: withNext(broken)})
+	if err == nil || !strings.Contains(err.Error(), fmt.Sprintf("migration %d (half done)", len(migrations)+2)) || !strings.Contains(err.Error(), "step two failed") {
 		t.Fatalf("Open with a failing migration: %v", err)
 	}
-	if v := pragmaInt(t, path, "user_version"); v != 1 {
-		t.Fatalf("user_version %d after a failed migration, want 1", v)
+	if v := pragmaInt(t, path, "user_version"); v != len(migrations) {
+		t.Fatalf("user_version %d after a failed migration, want %d", v, len(migrations))
 	}
 	s = openStore(t, dir, Options{})
 	defer mustClose(t, s)
@@ -185,7 +191,7 @@ func TestFailedMigrationChangesNothing(t *testing.T) {
 	}
 	var cols int
 	if err := s.r.QueryRow(`SELECT count(*) FROM pragma_table_info('conversations') WHERE name = 'pinned'`).Scan(&cols); err != nil || cols != 0 {
-		t.Fatalf("the failed migration left v2's column: %d, %v", cols, err)
+		t.Fatalf("the failed migration left next's column: %d, %v", cols, err)
 	}
 }
 

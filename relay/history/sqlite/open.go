@@ -210,6 +210,7 @@ func Open(ctx context.Context, dir string, opts Options) (st *Store, err error) 
 		guard:      guard,
 		pageEvents: opts.PageEvents,
 		pageBytes:  opts.PageBytes,
+		deviceDB:   deviceDB{w: w, r: r},
 	}
 	if err := st.prepare(ctx); err != nil {
 		st.closeStatements()

@@ -24,6 +24,7 @@ type migration struct {
 // a new one (and a test that opens a file of the version before it).
 var migrations = []migration{
 	{"initial schema", migrateV1},
+	{"device tokens", migrateV2}, // devices.go
 }
 
 // schemaV1 is the first schema.

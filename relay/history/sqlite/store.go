@@ -38,6 +38,7 @@ type Store struct {
 	r          *sql.DB // readers
 	lock       *os.File
 	pageEvents int
+	deviceDB   // the device tokens (devices.go), on w and r
 	pageBytes  int
 
 	// Prepared once; database/sql reuses them on the writer's single
