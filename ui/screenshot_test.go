@@ -41,6 +41,7 @@ var goldenStates = map[string]bool{
 	"light-tool-rows":      true,
 	"light-minimum-size":   true,
 	"light-plan-card":      true,
+	"light-usage-credits":  true,
 	"dark-tool-rows":       true,
 }
 
@@ -170,6 +171,12 @@ func TestScreenshots(t *testing.T) {
 				test.Tap(p.steps.Objects[0].(fyne.Tappable))
 				h.w.transcript.scrollToBottom()
 				s.shot(h, "plan-card")
+
+				// Usage in credits, with the quota's pace.
+				h = newH()
+				h.send("credits")
+				h.waitFor("the credits turn", func() bool { return h.hasStatus(protocol.StatusCompleted) })
+				s.shot(h, "usage-credits")
 			}
 
 			// The work a turn did: a shell row and an edit row, expanded.

@@ -414,3 +414,19 @@ func TestListClickKeepsTheKeyboard(t *testing.T) {
 		t.Fatalf("after a click in the list: current %q, focused %T", h.w.current, h.w.Window().Canvas().Focused())
 	}
 }
+
+// TestUsageBarCredits: the bar shows this turn's and this conversation's
+// credits and when the quota runs out at this pace.
+func TestUsageBarCredits(t *testing.T) {
+	h := newHarness(t, harnessConfig{fakeClock: true}) // 23 Nov 2026
+	h.send("credits")
+	h.waitFor("the turn", func() bool { return h.hasStatus(protocol.StatusCompleted) })
+	h.send("credits again")
+	h.waitFor("the second turn", func() bool {
+		return strings.Contains(h.w.status.usage.Text, "conversation 4 credits")
+	})
+	want := "Model gpt-5  ·  this turn 2 credits · conversation 4 credits  ·  premium requests 250/300 (16.67% left), resets 1 Dec · at this pace it runs out on 27 Nov  ·  ×1 premium per request"
+	if got := h.w.status.usage.Text; got != want {
+		t.Fatalf("usage bar\n got %q\nwant %q", got, want)
+	}
+}
