@@ -62,9 +62,20 @@ type conn struct {
 	lastInbound atomic.Int64
 	heartbeat   *time.Timer
 
+	// unwritten counts the bytes of the frames queued for the connection or
+	// being written to its socket: added by every push, taken off by the
+	// writer once a batch is written. A replay waits on it (replayRoom), not
+	// on the queue alone, because the writer takes the whole queue into its
+	// batch while it waits for a socket that does not drain. drained gets a
+	// token after each batch, for the replay waiting.
+	unwritten atomic.Int64
+	drained   chan struct{}
+
 	// Owned by the handler goroutine.
-	subs    map[string]*conversation
-	readBuf []byte
+	subs     map[string]*conversation
+	readBuf  []byte
+	reserved int         // bytes of readBuf's capacity taken from Relay.pendingFrames
+	newConvs tokenBucket // conversations this connection may still create now
 }
 
 // serveWS authenticates and upgrades a request, then runs the connection
@@ -109,7 +120,9 @@ func (r *Relay) serveWS(w http.ResponseWriter, req *http.Request) {
 		cancel:     cancel,
 		queue:      newSendQueue(r.sendQueue),
 		writerDone: make(chan struct{}),
+		drained:    make(chan struct{}, 1),
 		subs:       map[string]*conversation{},
+		newConvs:   tokenBucket{tokens: float64(r.maxNewConvs), at: time.Now()},
 	}
 	defer cancel()
 
@@ -190,77 +203,143 @@ func (c *conn) readLoop() error {
 			return err
 		}
 		c.touch() // every inbound message, valid or not
-		frame, tooLarge, err := c.readFrame(rd)
+		err = c.handleFrame(typ, rd)
+		c.releaseFrame()
 		if err != nil {
 			return err
 		}
-		if tooLarge {
-			c.sendError(&protocol.Error{Code: protocol.CodeTooLarge, Message: fmt.Sprintf("the frame is over the %d byte limit and was ignored", protocol.MaxFrameBytes)})
-			continue
-		}
-		if typ != websocket.MessageText {
-			c.sendError(&protocol.Error{Code: protocol.CodeInvalidMessage, Message: `binary frames are not supported: send text frames holding {"type": string, "data"?: object}`})
-			continue
-		}
-		if !utf8.Valid(frame) {
-			// RFC 6455 (8.1) closes the connection on a text frame that is
-			// not UTF-8. Decoding it instead would turn each invalid byte
-			// into U+FFFD, so different byte strings would name one
-			// conversation.
-			c.log.Info("relay: a text frame is not valid UTF-8; closing the connection")
-			c.closeWith(websocket.StatusInvalidFramePayloadData, "text frame is not valid UTF-8", false)
-			return errInvalidUTF8
-		}
-		req, perr := protocol.DecodeRequest(frame)
-		if perr != nil {
-			if perr.ConversationID == "" {
-				perr.ConversationID = req.ConversationID()
-			}
-			c.sendError(perr)
-			continue
-		}
-		c.r.dispatch(c, req)
 	}
 }
 
+// handleFrame reads one message and acts on it; an error ends the
+// connection.
+func (c *conn) handleFrame(typ websocket.MessageType, rd io.Reader) error {
+	frame, refused, err := c.readFrame(rd)
+	if err != nil {
+		return err
+	}
+	switch refused {
+	case protocol.CodeTooLarge:
+		c.sendError(&protocol.Error{Code: protocol.CodeTooLarge, Message: fmt.Sprintf("the frame is over the %d byte limit and was ignored", protocol.MaxFrameBytes)})
+		return nil
+	case protocol.CodeLimit:
+		c.sendError(&protocol.Error{Code: protocol.CodeLimit, Message: fmt.Sprintf(
+			"the relay is receiving too many large frames at once (%d MiB in all, its limit): this frame was dropped; send it again in a moment", c.r.maxPendingFrames>>20)})
+		return nil
+	}
+	if typ != websocket.MessageText {
+		c.sendError(&protocol.Error{Code: protocol.CodeInvalidMessage, Message: `binary frames are not supported: send text frames holding {"type": string, "data"?: object}`})
+		return nil
+	}
+	if !utf8.Valid(frame) {
+		// RFC 6455 (8.1) closes the connection on a text frame that is
+		// not UTF-8. Decoding it instead would turn each invalid byte
+		// into U+FFFD, so different byte strings would name one
+		// conversation.
+		c.log.Info("relay: a text frame is not valid UTF-8; closing the connection")
+		c.closeWith(websocket.StatusInvalidFramePayloadData, "text frame is not valid UTF-8", false)
+		return errInvalidUTF8
+	}
+	req, perr := protocol.DecodeRequest(frame)
+	if perr != nil {
+		if perr.ConversationID == "" {
+			perr.ConversationID = req.ConversationID()
+		}
+		c.sendError(perr)
+		return nil
+	}
+	c.r.dispatch(c, req)
+	return nil
+}
+
+// frameBase is the read buffer a connection keeps between frames, and the
+// part of a frame it reads without a share of the relay's budget for frames
+// being received (Config.MaxPendingFrameBytes): most frames are far smaller.
+const frameBase = 16 << 10
+
 // readFrame reads one message into the connection's buffer. A message over
-// MaxFrameBytes is read to its end and dropped, so the connection survives.
-func (c *conn) readFrame(rd io.Reader) (frame []byte, tooLarge bool, err error) {
+// MaxFrameBytes is read to its end and dropped (refused too_large), so the
+// connection survives; so is one that would take the relay's frames being
+// received over their budget (refused limit). The buffer grows with the
+// message, never past MaxFrameBytes + 1, and what it holds above frameBase
+// is taken from the budget until releaseFrame gives it back: a client that
+// sends most of a large frame and stops holds its share, not more, and all
+// of them together no more than the budget.
+func (c *conn) readFrame(rd io.Reader) (frame []byte, refused string, err error) {
 	buf := c.readBuf[:0]
 	if buf == nil {
 		buf = make([]byte, 0, 512)
 	}
 	for {
 		if len(buf) == cap(buf) {
-			buf = append(buf, 0)[:len(buf)]
+			grown, ok := c.growFrame(buf)
+			if !ok {
+				c.readBuf = buf
+				if _, err := io.Copy(io.Discard, rd); err != nil {
+					return nil, "", err
+				}
+				return nil, protocol.CodeLimit, nil
+			}
+			buf = grown
 		}
 		n, err := rd.Read(buf[len(buf):cap(buf)])
 		buf = buf[:len(buf)+n]
+		c.readBuf = buf
 		if len(buf) > protocol.MaxFrameBytes {
 			if _, err := io.Copy(io.Discard, rd); err != nil {
-				return nil, false, err
+				return nil, "", err
 			}
-			c.keepReadBuf(buf)
-			return nil, true, nil
+			return nil, protocol.CodeTooLarge, nil
 		}
 		if errors.Is(err, io.EOF) {
-			c.keepReadBuf(buf)
-			return buf, false, nil
+			return buf, "", nil
 		}
 		if err != nil {
-			return nil, false, err
+			return nil, "", err
 		}
 	}
 }
 
-// keepReadBuf keeps a small buffer for the next message; a large one goes
-// back to the garbage collector so idle connections stay small.
-func (c *conn) keepReadBuf(buf []byte) {
-	if cap(buf) > 64<<10 {
+// growFrame returns a larger buffer holding buf, taking what it adds above
+// frameBase from the relay's budget; false when the budget has no room.
+func (c *conn) growFrame(buf []byte) ([]byte, bool) {
+	size := min(max(2*cap(buf), 512), protocol.MaxFrameBytes+1)
+	if need := max(size, frameBase) - max(cap(buf), frameBase); need > 0 {
+		if !c.r.reserveFrameBytes(need) {
+			return buf, false
+		}
+		c.reserved += need
+	}
+	grown := make([]byte, len(buf), size)
+	copy(grown, buf)
+	return grown, true
+}
+
+// releaseFrame ends a frame: a buffer that grew past frameBase goes back to
+// the garbage collector, and its share to the budget, so idle connections
+// stay small.
+func (c *conn) releaseFrame() {
+	if c.reserved > 0 || cap(c.readBuf) > frameBase {
+		c.r.pendingFrames.Add(-int64(c.reserved))
+		c.reserved = 0
 		c.readBuf = nil
 		return
 	}
-	c.readBuf = buf[:0]
+	c.readBuf = c.readBuf[:0]
+}
+
+// reserveFrameBytes takes n bytes from the budget of frames being received,
+// if it has room.
+func (r *Relay) reserveFrameBytes(n int) bool {
+	for {
+		cur := r.pendingFrames.Load()
+		if cur+int64(n) > int64(r.maxPendingFrames) {
+			return false
+		}
+		if r.pendingFrames.CompareAndSwap(cur, cur+int64(n)) {
+			return true
+		}
+	}
 }
 
 func (c *conn) touch() {
@@ -301,13 +380,29 @@ func newSendQueue(frames int) *queue.Queue[[]byte] {
 // enqueue queues one frame. It never blocks: a connection whose queue is
 // full is closed (CloseTooSlow) and reconnects with sinceSeq.
 func (c *conn) enqueue(frame []byte) bool {
-	return c.pushed(c.queue.TryPush(frame))
+	if !c.pushed(c.queue.TryPush(frame)) {
+		return false
+	}
+	c.unwritten.Add(int64(len(frame)))
+	return true
 }
 
 // enqueueMany queues frames in order, or closes the connection if they do
 // not fit.
 func (c *conn) enqueueMany(frames [][]byte) bool {
-	return c.pushed(c.queue.TryPushAll(frames))
+	if !c.pushed(c.queue.TryPushAll(frames)) {
+		return false
+	}
+	c.unwritten.Add(int64(framesBytes(frames)))
+	return true
+}
+
+func framesBytes(frames [][]byte) int {
+	n := 0
+	for _, f := range frames {
+		n += len(f)
+	}
+	return n
 }
 
 // pushed handles the outcome of a push that must not wait: a full queue
@@ -319,13 +414,42 @@ func (c *conn) pushed(err error) bool {
 	return err == nil
 }
 
-// enqueueWait queues a frame of a replay: it waits while the queue is half
-// full, so a long replay follows the client's pace and leaves room for the
-// live events of other conversations. It reports false when the connection
-// ends.
+// enqueueWait queues a frame of a replay: it waits while the connection has
+// replayWindow bytes unwritten (replayRoom) and while the queue is half
+// full, so a long replay follows the client's pace, holds no more of the
+// history than that, and leaves room for the live events of other
+// conversations. It reports false when the connection ends.
 func (c *conn) enqueueWait(frame []byte) bool {
-	return c.queue.Push(context.Background(), frame) == nil
+	if !c.replayRoom() || c.queue.Push(context.Background(), frame) != nil {
+		return false
+	}
+	c.unwritten.Add(int64(len(frame)))
+	return true
 }
+
+// replayWindow bounds what a replay puts in flight on one connection:
+// it queues another frame only while fewer bytes than this are queued or
+// being written. So a client that subscribes from seq 0 and never reads
+// costs the relay about this much (and one frame), however long the
+// conversation, instead of the queue's 64 MiB.
+const replayWindow = 256 << 10
+
+// replayRoom waits until the connection has fewer than replayWindow bytes
+// unwritten; false if the connection ends first.
+func (c *conn) replayRoom() bool {
+	for c.unwritten.Load() >= replayWindow {
+		select {
+		case <-c.drained:
+		case <-c.writerDone:
+			return false
+		}
+	}
+	return true
+}
+
+// replayFull reports whether a replay should stop reading the history until
+// the socket drains.
+func (c *conn) replayFull() bool { return c.unwritten.Load() >= replayWindow }
 
 // waitSpace waits until a replay's frame would be queued without waiting;
 // false if the connection ends first.
@@ -407,6 +531,11 @@ func (c *conn) writeLoop() {
 			continue // closed without flush while this batch was taken: it goes too
 		}
 		err = c.writeBatch(batch)
+		c.unwritten.Add(-int64(framesBytes(batch)))
+		select {
+		case c.drained <- struct{}{}:
+		default:
+		}
 		if cap(batch) > 1024 && len(batch) < 64 {
 			batch = nil // do not keep a burst's array on a quiet connection
 		}

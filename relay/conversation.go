@@ -2,14 +2,11 @@ package relay
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
-
-	"github.com/coder/websocket"
 
 	"github.com/pilotdesk/pilotdesk/protocol"
 	"github.com/pilotdesk/pilotdesk/relay/history"
@@ -397,8 +394,6 @@ func (c *conversation) subscribeLocked(cn *conn, since *int64, epoch string) *re
 	return &replay{sub: s, since: *since, upTo: upTo}
 }
 
-var errStopReplay = errors.New("replay done")
-
 // catchUp finishes what subscribeLocked started: the stored events of rp
 // are replayed at the client's pace; then the live events buffered meanwhile
 // and copilot:subscribed are queued under the lock, so live events follow
@@ -406,28 +401,7 @@ var errStopReplay = errors.New("replay done")
 // meanwhile (the caller subscribes to the new one).
 func (c *conversation) catchUp(cn *conn, rp *replay) bool {
 	s := rp.sub
-	err := c.r.store.Events(cn.ctx, c.id, rp.since, func(e history.Event) error {
-		if e.Seq > rp.upTo {
-			return errStopReplay
-		}
-		if len(e.Frame) > protocol.MaxFrameBytes {
-			// Stored by an older relay, which did not bound frames.
-			frame, err := refitStored(e.Frame)
-			if err != nil {
-				c.r.log.Error("relay: a stored event over the frame limit is left out of a replay", "conversationId", c.id, "seq", e.Seq, "err", err)
-				return nil
-			}
-			e.Frame = frame
-		}
-		if !cn.enqueueWait(e.Frame) {
-			return errConnClosed
-		}
-		return nil
-	})
-	if err != nil && !errors.Is(err, errStopReplay) && !errors.Is(err, errConnClosed) && cn.ctx.Err() == nil {
-		c.r.log.Error("relay: replay from the history store failed", "conversationId", c.id, "err", err)
-		cn.closeWith(websocket.StatusInternalError, "could not read the history: try again", false)
-	}
+	c.replayStored(cn, rp)
 
 	for {
 		buf, joined, deleted := c.joinLiveOrTakeBuffer(s)
@@ -470,5 +444,3 @@ func (c *conversation) joinLiveOrTakeBuffer(s *subscriber) (buf [][]byte, joined
 	}
 	return buf, false, false
 }
-
-var errConnClosed = errors.New("connection closed")

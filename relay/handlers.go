@@ -26,7 +26,9 @@ func (r *Relay) dispatch(c *conn, req protocol.Request) {
 		case protocol.TypeUnsubscribe:
 			r.unsubscribe(c, d.ConversationID)
 		case protocol.TypeClose:
-			r.closeConversation(c, d)
+			if c.mayCreate(req.Type, d.ConversationID) {
+				r.closeConversation(c, d)
+			}
 		case protocol.TypeDelete:
 			r.deleteConversation(c.ctx, d.ConversationID, nil)
 		}
@@ -38,11 +40,15 @@ func (r *Relay) dispatch(c *conn, req protocol.Request) {
 				Message: fmt.Sprintf("the prompt is too long: its copilot:user_message would be %d bytes, over the %d-byte frame limit; send a shorter prompt", size, protocol.MaxFrameBytes)})
 			return
 		}
-		r.send(c, d)
+		if c.mayCreate(protocol.TypeSend, d.ConversationID) {
+			r.send(c, d)
+		}
 	case *protocol.Abort:
 		r.abort(c, d)
 	case *protocol.SetMode:
-		r.setMode(c, d)
+		if c.mayCreate(protocol.TypeSetMode, d.ConversationID) {
+			r.setMode(c, d)
+		}
 	case *protocol.UserInputResponse:
 		r.respond(c, d)
 	default:

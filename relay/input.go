@@ -75,6 +75,13 @@ func (c *conversation) ask(ctx context.Context, req session.InputRequest) (sessi
 		c.mu.Unlock()
 		return noAnswer, context.Canceled
 	}
+	if err := ctx.Err(); err != nil {
+		// Looked at again under the lock, which an abort or a rejection
+		// holds while it cancels the turn and withdraws its questions: a
+		// question that comes after it is never shown.
+		c.mu.Unlock()
+		return noAnswer, err
+	}
 	ir.turn = c.turn
 	if c.openInput == nil {
 		c.openInputLocked(ir)

@@ -35,6 +35,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/coder/websocket"
@@ -52,6 +53,13 @@ const (
 	DefaultSendQueue        = 4096
 	DefaultMaxConnections   = 10000
 	DefaultMaxSubscriptions = 1000
+	// DefaultMaxNewConversations is how many conversations one connection
+	// may create per minute (a burst of that many, then one per
+	// 60/DefaultMaxNewConversations seconds).
+	DefaultMaxNewConversations = 120
+	// DefaultMaxPendingFrameBytes bounds the bytes of frames being received,
+	// over all connections, beyond the first 16 KiB of each.
+	DefaultMaxPendingFrameBytes = 64 << 20
 )
 
 // Close codes the relay uses besides the standard ones.
@@ -73,8 +81,14 @@ type Config struct {
 	SendQueue        int           // frames buffered per connection; 0: DefaultSendQueue
 	MaxConnections   int           // 0: DefaultMaxConnections
 	MaxSubscriptions int           // per connection; 0: DefaultMaxSubscriptions
-	OriginPatterns   []string      // extra allowed browser origins (websocket.AcceptOptions.OriginPatterns)
-	Logger           *slog.Logger  // nil: slog.Default()
+	// MaxNewConversations is how many conversations a connection may create
+	// per minute; 0: DefaultMaxNewConversations.
+	MaxNewConversations int
+	// MaxPendingFrameBytes bounds the frames being received, over all
+	// connections (docs/protocol.md, Limits); 0: DefaultMaxPendingFrameBytes.
+	MaxPendingFrameBytes int
+	OriginPatterns       []string     // extra allowed browser origins (websocket.AcceptOptions.OriginPatterns)
+	Logger               *slog.Logger // nil: slog.Default()
 }
 
 // Relay serves the protocol over any session.Agent.
@@ -86,13 +100,19 @@ type Relay struct {
 	token       bool
 	tokenDigest [sha256.Size]byte
 
-	heartbeat     time.Duration
-	inputTimeout  time.Duration // <= 0: none
-	sendQueue     int
-	maxConns      int
-	maxSubs       int
-	acceptOptions websocket.AcceptOptions
-	start         time.Time // origin of the monotonic clock used by heartbeats
+	heartbeat    time.Duration
+	inputTimeout time.Duration // <= 0: none
+	sendQueue    int
+	maxConns     int
+	maxSubs      int
+	maxNewConvs  int
+	// pendingFrames is the bytes taken by the read buffers of frames being
+	// received, beyond each one's first frameBase (conn.readFrame), bounded
+	// by maxPendingFrames. Atomic: every connection's reader updates it.
+	maxPendingFrames int
+	pendingFrames    atomic.Int64
+	acceptOptions    websocket.AcceptOptions
+	start            time.Time // origin of the monotonic clock used by heartbeats
 
 	// ctx ends when Close starts: every turn and connection derives from it.
 	ctx    context.Context
@@ -133,18 +153,20 @@ func New(cfg Config) (*Relay, error) {
 		return nil, errors.New("relay: Config.Agent is required")
 	}
 	r := &Relay{
-		agent:        cfg.Agent,
-		store:        cfg.Store,
-		log:          cfg.Logger,
-		heartbeat:    cfg.HeartbeatTimeout,
-		inputTimeout: cfg.InputTimeout,
-		sendQueue:    cfg.SendQueue,
-		maxConns:     cfg.MaxConnections,
-		maxSubs:      cfg.MaxSubscriptions,
-		start:        time.Now(),
-		convs:        map[string]*conversation{},
-		conns:        map[*conn]struct{}{},
-		streamsRun:   map[*turn]streamStart{},
+		agent:            cfg.Agent,
+		store:            cfg.Store,
+		log:              cfg.Logger,
+		heartbeat:        cfg.HeartbeatTimeout,
+		inputTimeout:     cfg.InputTimeout,
+		sendQueue:        cfg.SendQueue,
+		maxConns:         cfg.MaxConnections,
+		maxSubs:          cfg.MaxSubscriptions,
+		maxNewConvs:      cfg.MaxNewConversations,
+		maxPendingFrames: cfg.MaxPendingFrameBytes,
+		start:            time.Now(),
+		convs:            map[string]*conversation{},
+		conns:            map[*conn]struct{}{},
+		streamsRun:       map[*turn]streamStart{},
 	}
 	if r.store == nil {
 		r.store = history.NewMemory()
@@ -169,6 +191,12 @@ func New(cfg Config) (*Relay, error) {
 	}
 	if r.maxSubs <= 0 {
 		r.maxSubs = DefaultMaxSubscriptions
+	}
+	if r.maxNewConvs <= 0 {
+		r.maxNewConvs = DefaultMaxNewConversations
+	}
+	if r.maxPendingFrames <= 0 {
+		r.maxPendingFrames = DefaultMaxPendingFrameBytes
 	}
 	if cfg.Token != "" {
 		r.token = true

@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"sync"
 	"testing"
 	"time"
@@ -39,6 +40,8 @@ func Run(t *testing.T, open func(t *testing.T) history.Store) {
 		{"EventsLongHistory", testEventsLongHistory},
 		{"EventsWriteFromCallback", testEventsWriteFromCallback},
 		{"EventsFramesStayValid", testEventsFramesStayValid},
+		{"EventsInStretches", testEventsInStretches},
+		{"EventsStream", testEventsStream},
 		{"BatchAtomicDuplicateStored", testBatchAtomicDuplicateStored},
 		{"BatchAtomicDuplicateInBatch", testBatchAtomicDuplicateInBatch},
 		{"BatchAtomicUnknownConversation", testBatchAtomicUnknownConversation},
@@ -378,6 +381,77 @@ func testEventsFramesStayValid(t *testing.T, s history.Store) {
 	write(t, s, history.Batch{Events: events("a", 601, 1200)})
 	_ = readAll(t, s, "a", 0)
 	checkEvents(t, kept, events("a", 1, 600))
+}
+
+// testEventsInStretches reads a history the way the relay replays to a
+// slow client: fn stops the read now and then, and the next read starts
+// after the last event it took, with writes in between. Every event comes
+// once, in order.
+func testEventsInStretches(t *testing.T, s history.Store) {
+	const n = 1000
+	write(t, s, history.Batch{Conversations: []history.Conversation{conv("a", 0)}, Events: events("a", 1, n/2)})
+	pause := errors.New("pause")
+	var got []history.Event
+	var since int64
+	for calls := 0; ; calls++ {
+		if calls > n {
+			t.Fatalf("%d reads and still not done: got up to seq %d", calls, since)
+		}
+		took := 0
+		err := s.Events(context.Background(), "a", since, func(e history.Event) error {
+			got = append(got, e)
+			since = e.Seq
+			if took++; took == 37 {
+				return pause
+			}
+			return nil
+		})
+		if calls == 3 {
+			write(t, s, history.Batch{Events: events("a", n/2+1, n)})
+		}
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, pause) {
+			t.Fatalf("Events: %v", err)
+		}
+	}
+	checkEvents(t, got, events("a", 1, n))
+}
+
+// testEventsStream checks that a store streams: a read that stops after its
+// first event, in a history of 24 MiB, allocates a few pages at most, not
+// the history. The relay depends on it: each replay reads in short
+// stretches, and a store that loaded everything per read would cost every
+// replaying client the whole conversation.
+func testEventsStream(t *testing.T, s history.Store) {
+	const n, size = 384, 64 << 10
+	write(t, s, history.Batch{Conversations: []history.Conversation{conv("big", 0)}})
+	frame := bytes.Repeat([]byte("s"), size)
+	for from := int64(1); from <= n; from += 32 {
+		var b history.Batch
+		for seq := from; seq < from+32; seq++ {
+			b.Events = append(b.Events, history.Event{ConversationID: "big", Seq: seq, Type: "copilot:delta", Frame: frame})
+		}
+		write(t, s, b)
+	}
+	stop := errors.New("enough")
+	read := func(since int64) uint64 {
+		var before, after runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&before)
+		err := s.Events(context.Background(), "big", since, func(history.Event) error { return stop })
+		runtime.ReadMemStats(&after)
+		if !errors.Is(err, stop) {
+			t.Fatalf("Events: %v", err)
+		}
+		return after.TotalAlloc - before.TotalAlloc
+	}
+	for _, since := range []int64{0, n / 2} {
+		if alloc := read(since); alloc > 8<<20 {
+			t.Errorf("a read from seq %d that stops after one event allocated %d MiB of a %d MiB history", since, alloc>>20, n*size>>20)
+		}
+	}
 }
 
 // snapshot is everything a store shows, to compare before and after a

@@ -1,0 +1,201 @@
+package relay_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/coder/websocket"
+
+	"github.com/pilotdesk/pilotdesk/protocol"
+	"github.com/pilotdesk/pilotdesk/relay"
+	"github.com/pilotdesk/pilotdesk/relay/history"
+	"github.com/pilotdesk/pilotdesk/relay/relaytest"
+)
+
+// A connection creates at most MaxNewConversations conversations a minute,
+// by copilot:send, copilot:set_mode or copilot:close on an id the relay
+// does not have; more get error limit and make nothing. Going on with a
+// conversation that exists is not limited, nor is another connection.
+func TestNewConversationLimit(t *testing.T) {
+	e := start(t, func(c *relay.Config) { c.MaxNewConversations = 3 })
+	cl := e.dial()
+	for _, id := range []string{"n1", "n2"} {
+		cl.Send("copilot:set_mode", map[string]any{"conversationId": id, "mode": "plan"})
+	}
+	cl.Send("copilot:close", map[string]any{"conversationId": "n3"})
+	expectQuiet(t, cl)
+	over := []struct{ typ, id string }{
+		{"copilot:set_mode", "n4"}, {"copilot:send", "n5"}, {"copilot:close", "n6"},
+	}
+	for _, o := range over {
+		data := map[string]any{"conversationId": o.id, "mode": "act", "prompt": "hi"}
+		cl.Send(o.typ, data)
+		f := cl.Expect("error")
+		m := dataMap(t, f)
+		if m["code"] != protocol.CodeLimit || m["type"] != o.typ || m["conversationId"] != o.id || !strings.Contains(m["message"].(string), "3 conversations") {
+			t.Errorf("%s of a new conversation over the limit: %s", o.typ, f.Raw)
+		}
+	}
+	if n := len(e.agent.openCalls()); n != 0 {
+		t.Errorf("a refused send reached the agent")
+	}
+	// Existing conversations go on.
+	cl.Send("copilot:subscribe", map[string]any{"conversationId": "n1"})
+	cl.Expect("copilot:subscribed")
+	cl.Send("copilot:set_mode", map[string]any{"conversationId": "n1", "mode": "act"})
+	cl.WaitFor("copilot:mode_changed", func(f relaytest.Frame) bool { return f.Field("conversationId") == "n1" && f.Field("mode") == "act" })
+	// Another connection has its own allowance.
+	other := e.dial()
+	other.Send("copilot:set_mode", map[string]any{"conversationId": "o1", "mode": "plan"})
+	expectQuiet(t, other)
+	other.Send("copilot:list", nil)
+	if convs := other.Expect("copilot:conversations").Field("conversations").([]any); len(convs) != 4 {
+		t.Errorf("listed %d conversations, want n1, n2, n3 and o1", len(convs))
+	}
+}
+
+// unfinishedFrame starts a text message of size bytes, a ping padded with
+// spaces, and sends all of it but the last byte; finish sends that byte.
+func unfinishedFrame(t *testing.T, cl *relaytest.Client, size int) (finish func()) {
+	t.Helper()
+	// The writer keeps its context for the writes to come.
+	w, err := cl.Conn.Writer(context.Background(), websocket.MessageText)
+	if err != nil {
+		t.Fatal(err)
+	}
+	msg := append([]byte(`{"type":"ping"}`), bytes.Repeat([]byte(" "), size-len(`{"type":"ping"}`))...)
+	if _, err := w.Write(msg[:size-1]); err != nil {
+		t.Fatal(err)
+	}
+	return func() {
+		t.Helper()
+		if _, err := w.Write(msg[size-1:]); err != nil {
+			t.Fatal(err)
+		}
+		if err := w.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// The frames being received share a budget (MaxPendingFrameBytes): while
+// one connection holds most of it with a frame it does not finish, a large
+// frame of another is dropped with error limit, and the connection goes on;
+// once the first finishes, the budget is free again. Small frames need
+// none of it.
+func TestPendingFrameBudget(t *testing.T) {
+	e := start(t, func(c *relay.Config) { c.MaxPendingFrameBytes = 1 << 20 })
+	holder := e.dial()
+	finish := unfinishedFrame(t, holder, 900<<10)
+	// Let the relay read what was sent: a large frame of another
+	// connection read at the same time could take the budget first.
+	time.Sleep(300 * time.Millisecond)
+	other := e.dial()
+	deadline := time.Now().Add(wait)
+	big := append([]byte(`{"type":"ping"}`), bytes.Repeat([]byte(" "), 500<<10)...)
+	for {
+		other.SendRaw(big)
+		f := other.Next()
+		if f.Type == "error" {
+			if m := dataMap(t, f); m["code"] != protocol.CodeLimit || !strings.Contains(m["message"].(string), "send it again") {
+				t.Fatalf("a large frame over the budget: %s", f.Raw)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("a 500 KiB frame is still read while another connection holds 900 KiB of a 1 MiB budget: %s", f.Raw)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	other.Send("ping", nil) // a small frame needs no budget
+	other.Expect("pong")
+	finish()
+	holder.Expect("pong")
+	other.SendRaw(big)
+	other.Expect("pong")
+}
+
+// countStore counts the bytes of the events its Events hands out.
+type countStore struct {
+	history.Store
+	read atomic.Int64
+}
+
+func (s *countStore) Events(ctx context.Context, id string, since int64, fn func(history.Event) error) error {
+	return s.Store.Events(ctx, id, since, func(e history.Event) error {
+		s.read.Add(int64(len(e.Frame)))
+		return fn(e)
+	})
+}
+
+// A replay reads the history as the socket drains: a client that subscribes
+// from seq 0 to 48 MiB of history and does not read makes the relay read
+// only what the socket buffers and a small window hold, not the whole
+// history into its send queue; when the client reads, it gets every event
+// in order.
+func TestReplayFollowsTheSocket(t *testing.T) {
+	st := &countStore{Store: history.NewMemory()}
+	e := start(t, func(c *relay.Config) { c.Store = st })
+	cl, _ := e.subscribe("long")
+	ft := e.startTurn(cl, "long", "go", nil)
+	chunk := strings.Repeat("z", 64<<10)
+	const n = 768 // 48 MiB
+	for range n {
+		ft.delta("m", chunk)
+	}
+	ft.finish(nil)
+	cl.WaitFor("copilot:idle", nil)
+	cl.Close()
+
+	conn, err := relaytest.DialConn(e.srv.URL, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.CloseNow()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*wait)
+	defer cancel()
+	if err := conn.Write(ctx, websocket.MessageText, []byte(`{"type":"copilot:subscribe","data":{"conversationId":"long","sinceSeq":0}}`)); err != nil {
+		t.Fatal(err)
+	}
+	// Wait until the relay stops reading the history.
+	var read int64
+	for stable := 0; stable < 5; {
+		time.Sleep(100 * time.Millisecond)
+		if now := st.read.Load(); now == read {
+			stable++
+		} else {
+			read, stable = now, 0
+		}
+	}
+	t.Logf("the relay read %.1f MiB of the 48 MiB history for a client that does not read", float64(read)/(1<<20))
+	if read > 24<<20 {
+		t.Errorf("the relay read %.1f MiB of history for a client that reads nothing: the replay does not follow the socket", float64(read)/(1<<20))
+	}
+	// Now the client reads: everything comes, in order.
+	var seq int64
+	for {
+		_, data, err := conn.Read(ctx)
+		if err != nil {
+			t.Fatalf("read after seq %d: %v", seq, err)
+		}
+		f := relaytest.Frame{Raw: data}
+		if err := json.Unmarshal(data, &f); err != nil {
+			t.Fatal(err)
+		}
+		if f.Type == "copilot:subscribed" {
+			break
+		}
+		if f.Seq() != seq+1 {
+			t.Fatalf("seq %d after %d", f.Seq(), seq)
+		}
+		seq = f.Seq()
+	}
+	if seq != n+2 { // the user message, the deltas, the idle
+		t.Fatalf("replayed up to seq %d, want %d", seq, n+2)
+	}
+}
