@@ -202,12 +202,16 @@ type repl struct {
 	eof          bool
 
 	connDown bool
+	// dropped: the connection dropped while the conversation was not ready
+	// yet, as it does again and again with a relay that cannot send it; /quit
+	// then need not wait for it.
+	dropped bool
 	spin     int
 	quit     bool
 }
 
 func (r *repl) resetConversation() {
-	r.syncing, r.ready = false, false
+	r.syncing, r.ready, r.dropped = false, false, false
 	r.running, r.sendPending, r.waiting = false, false, false
 	r.echoed = nil
 	r.lastMsgID = ""
@@ -519,10 +523,11 @@ func (r *repl) drainLines(ctx context.Context) {
 		}
 		line := r.lines[0]
 		if !r.ready {
-			// Lines wait for the conversation, but /quit does not: a
-			// relay that never gets there (one that keeps dropping the
-			// connection) must not keep the user in.
-			if cmd := strings.TrimSpace(line); cmd == "/quit" || cmd == "/exit" {
+			// Lines wait for the conversation (so that a piped /quit
+			// shows its history first), but once the connection has
+			// dropped before it came, /quit does not: a relay that keeps
+			// dropping the connection must not keep the user in.
+			if cmd := strings.TrimSpace(line); r.dropped && (cmd == "/quit" || cmd == "/exit") {
 				r.lines = r.lines[1:]
 				r.echo(r.promptLabel(r.mode), cmd)
 				r.quit = true

@@ -95,6 +95,9 @@ func (r *repl) event(ctx context.Context, ev client.Event) {
 // connection reports a change of the connection's state. The client
 // resumes every conversation by itself; the REPL only says what happens.
 func (r *repl) connection(sc *client.StateChange) {
+	if (sc.State == client.StateReconnecting || sc.State == client.StateOffline) && !r.ready {
+		r.dropped = true
+	}
 	switch sc.State {
 	case client.StateReconnecting:
 		if !r.connDown {

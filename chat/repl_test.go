@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/pilotdesk/pilotdesk/client"
 	"github.com/pilotdesk/pilotdesk/protocol"
@@ -459,6 +460,27 @@ func TestQuitWhileNotReady(t *testing.T) {
 		t.Fatalf("Run = %v, want nil after /quit", err)
 	}
 	h.noCall()
+}
+
+// A /quit that comes before the conversation is ready, with the connection
+// up, waits for it: `echo /quit | pilotdesk chat --conversation ID` prints
+// the conversation, then quits.
+func TestQuitAfterReplay(t *testing.T) {
+	h := startREPL(t, plain, nil)
+	h.typeIn("/quit\n")
+	h.delta("the history")
+	select {
+	case err := <-h.done:
+		t.Fatalf("Run returned %v before the conversation was replayed", err)
+	case <-time.After(100 * time.Millisecond):
+	}
+	h.subscribed(map[string]any{"seq": h.seq})
+	if err := h.exit(); err != nil {
+		t.Fatalf("Run = %v", err)
+	}
+	if !strings.Contains(h.out.text(), "the history") {
+		t.Fatalf("the replay was not shown:\n%s", h.out.text())
+	}
 }
 
 // /list shows the first page of the list; /more the next, numbered on, so
