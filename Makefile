@@ -18,7 +18,7 @@ LDFLAGS := -X github.com/pilotdesk/pilotdesk/cli.Version=$(VERSION)
 FYNE_TOOL_VERSION := v1.7.4
 FYNE := .tools/bin/fyne
 
-.PHONY: run test deps copilot-cli opencode build vet web-test web-screenshots bench screenshots fuzz load package install package-windows package-darwin clean
+.PHONY: run test deps copilot-cli opencode build vet web-test web-screenshots bench bench-window screenshots fuzz load package install package-windows package-darwin clean
 
 run: deps build
 	./$(BIN)
@@ -66,11 +66,26 @@ web-screenshots:
 # deltas of 64 B to 50 subscribers over loopback WebSockets; deliveries/s,
 # p50/p99 latency, CPU and allocations per delivery, RSS with 1,000 idle
 # connections), in memory and on SQLite, and the window's cost of drawing one
-# frame's batch of deltas with 50, 200 and 800 messages in the history.
+# frame's batch of deltas with 50, 200 and 800 messages in the history;
+# then the real window against Fyne floor programs (bench-window).
 bench:
 	$(GO) run ./tools/fanoutbench
 	$(GO) run ./tools/fanoutbench -store sqlite -idle 0
 	$(GO) test -tags $(TEST_TAGS) ./ui -run '^$$' -bench StreamBatch -benchtime 2000x
+	$(MAKE) --no-print-directory bench-window
+
+# The window's speed targets (docs/performance.md): the real GL binary under
+# Xvfb next to the floor programs of tools/winbench on the same X server,
+# three runs in alternating order (about 6 minutes, plus the first cgo
+# build): idle, streaming, start-up, and opening a stored 5,000-message
+# conversation. WINBENCH_FLAGS adds flags, e.g. WINBENCH_FLAGS="-runs 1
+# -only idle" or "-perf .tools/winbench/perf" (perf(1) profiles).
+WINBENCH_FLAGS ?=
+bench-window:
+	@scripts/deps.sh bench
+	@$(MAKE) --no-print-directory build
+	$(GO) build -o .tools/winbench/ ./tools/winbench ./tools/winbench/floor-minimal ./tools/winbench/floor-idle ./tools/winbench/floor-naive
+	.tools/winbench/winbench -bin ./$(BIN) -floors .tools/winbench $(WINBENCH_FLAGS)
 
 # PNGs of every state of the window into screenshots/ (and the goldens the
 # UI tests compare against into ui/testdata/golden/).

@@ -3,10 +3,12 @@
 # only what is missing: the C toolchain and X11/GL headers Fyne's GLFW driver
 # compiles against, tmux for the terminal-client tests, desktop-file-utils
 # for checking the package, and the Go modules; with "web", also chromium
-# for the web client's browser tests (scripts/web-e2e.sh).
+# for the web client's browser tests (scripts/web-e2e.sh); with "bench",
+# also Xvfb and xdotool for the window benchmark (tools/winbench).
 #
 #   scripts/deps.sh          build and test dependencies
 #   scripts/deps.sh web      those and chromium
+#   scripts/deps.sh bench    those and Xvfb, xdotool
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -15,6 +17,9 @@ packages=(gcc libgl1-mesa-dev libx11-dev libxcursor-dev libxrandr-dev libxineram
 # Debian's chromium, not a browser downloaded by the test driver: it comes
 # from the distribution's archive like every other package here.
 if [ "${1:-}" = web ]; then packages+=(chromium); fi
+# The window benchmark runs the real GL window on a virtual X server and
+# types into it.
+if [ "${1:-}" = bench ]; then packages+=(xvfb xdotool); fi
 
 missing=()
 for p in "${packages[@]}"; do

@@ -1,0 +1,237 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"syscall"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/pilotdesk/pilotdesk/client"
+	"github.com/pilotdesk/pilotdesk/protocol"
+)
+
+var listening = regexp.MustCompile(`relay listening.* url=(ws://[^ ]+)`)
+
+// prepareHistory makes the stored conversation the open measurement opens:
+// cfg.messages/2 turns played through a real relay (`pilotdesk serve` with
+// the scripted agent, on a data dir in the work directory), so the SQLite
+// history holds exactly what a relay writes. It is made once and kept; a
+// file named complete marks a finished one.
+func (b *bench) prepareHistory(ctx context.Context) error {
+	turns := b.cfg.messages / 2
+	dir := filepath.Join(b.cfg.work, fmt.Sprintf("history-%d", turns))
+	b.historyDir = filepath.Join(dir, "data")
+	b.historyJSON = filepath.Join(dir, "script.json")
+	if _, err := os.Stat(filepath.Join(dir, "complete")); err == nil {
+		return nil
+	}
+	if err := os.RemoveAll(dir); err != nil {
+		return err
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	if err := writeJSON(b.historyJSON, historyScript()); err != nil {
+		return err
+	}
+	fmt.Printf("winbench: writing a conversation of %d turns through a relay into %s (once)\n", turns, b.historyDir)
+	t0 := time.Now()
+
+	var tok [16]byte
+	_, _ = rand.Read(tok[:])
+	token := hex.EncodeToString(tok[:])
+	log, err := os.Create(filepath.Join(dir, "serve.log"))
+	if err != nil {
+		return err
+	}
+	defer log.Close()
+	cmd := exec.Command(b.cfg.bin, "serve", "--agent", "script", "--script", b.historyJSON,
+		"--data-dir", b.historyDir, "--listen", "127.0.0.1:0", "--token", token)
+	cmd.Env = append(os.Environ(), "PILOTDESK_TOKEN=")
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		return err
+	}
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("starting %s serve: %w", b.cfg.bin, err)
+	}
+	defer func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		_ = cmd.Wait()
+	}()
+	urlCh := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			fmt.Fprintln(log, sc.Text())
+			if m := listening.FindStringSubmatch(sc.Text()); m != nil {
+				select {
+				case urlCh <- m[1]:
+				default:
+				}
+			}
+		}
+		_, _ = io.Copy(log, stderr)
+	}()
+	var url string
+	select {
+	case url = <-urlCh:
+	case <-time.After(60 * time.Second):
+		return fmt.Errorf("the relay did not listen within 60 s (log: %s)", log.Name())
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Minute)
+	defer cancel()
+	c, err := client.Dial(ctx, url, token)
+	if err != nil {
+		return fmt.Errorf("connecting to the relay: %w", err)
+	}
+	defer c.Close()
+	id := uuid.NewString()
+	if err := c.Subscribe(ctx, id, 0); err != nil {
+		return fmt.Errorf("subscribing: %w", err)
+	}
+	for i := 1; i <= turns; i++ {
+		prompt := fmt.Sprintf("step %d of the plan: make the transcript's parser incremental", i)
+		if err := c.Send(ctx, id, prompt, protocol.ModeAct, ""); err != nil {
+			return fmt.Errorf("turn %d: %w", i, err)
+		}
+		if err := waitIdle(ctx, c, id); err != nil {
+			return fmt.Errorf("turn %d: %w", i, err)
+		}
+		if i%500 == 0 {
+			fmt.Printf("winbench: %d turns stored\n", i)
+		}
+	}
+	c.Close()
+	// The relay writes what it has before it exits on SIGTERM.
+	_ = cmd.Process.Signal(syscall.SIGTERM)
+	if err := cmd.Wait(); err != nil {
+		return fmt.Errorf("the relay did not stop cleanly: %w (log: %s)", err, log.Name())
+	}
+	fmt.Printf("winbench: stored in %s\n", time.Since(t0).Round(time.Second))
+	return os.WriteFile(filepath.Join(dir, "complete"), []byte(time.Now().Format(time.RFC3339)+"\n"), 0o644)
+}
+
+// waitIdle reads events until the conversation's turn ends.
+func waitIdle(ctx context.Context, c *client.Client, id string) error {
+	for {
+		select {
+		case ev, ok := <-c.Events():
+			if !ok {
+				return fmt.Errorf("the connection closed")
+			}
+			switch d := ev.Data.(type) {
+			case *protocol.Idle:
+				if d.ConversationID == id {
+					if d.Status != protocol.StatusCompleted {
+						return fmt.Errorf("the turn ended %s: %s", d.Status, d.Message)
+					}
+					return nil
+				}
+			case *protocol.Error:
+				return fmt.Errorf("the relay refused: %s", d.Message)
+			}
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// open opens the stored conversation in the window: a click on its entry in
+// the list, then CPU sampled every 100 ms until the window settles (2 s
+// with no 100 ms interval above 30 % of a core). The open time is from the
+// click to the end of the last busy interval.
+func (b *bench) open(ctx context.Context, rep *report) error {
+	dir, err := b.runDir("open-pilotdesk")
+	if err != nil {
+		return err
+	}
+	// A copy: opening the window must not change the stored original.
+	data := filepath.Join(dir, "data")
+	if err := os.CopyFS(data, os.DirFS(b.historyDir)); err != nil {
+		return fmt.Errorf("copying the stored conversation: %w", err)
+	}
+	p, _, err := b.ready(ctx, func() (*proc, error) {
+		return b.startProc("pilotdesk", dir, b.cfg.bin, "--agent", "script", "--script", b.historyJSON, "--data-dir", data)
+	})
+	if err != nil {
+		return err
+	}
+	defer p.stop()
+	rss0, _, err := memory(p.pid())
+	if err != nil {
+		return err
+	}
+	t0, err := ticks(p.pid())
+	if err != nil {
+		return err
+	}
+	// The list holds the window's new, empty conversation first and the
+	// stored one second; a click there opens it.
+	click := time.Now()
+	if err := b.x.xdotool("mousemove", "130", "182", "click", "1"); err != nil {
+		return err
+	}
+	if err := b.x.conn.warp(1279, 799); err != nil {
+		return err
+	}
+	const (
+		interval = 100 * time.Millisecond
+		busy     = 3 // ticks per interval: 30 % of a core
+		quiet    = 2 * time.Second
+		limit    = 90 * time.Second
+	)
+	last := click
+	prev := t0
+	lastBusy := click
+	var settledTicks int64
+	for {
+		if err := sleep(ctx, interval); err != nil {
+			return err
+		}
+		now := time.Now()
+		tk, err := ticks(p.pid())
+		if err != nil {
+			return err
+		}
+		if tk-prev >= busy {
+			lastBusy = now
+			settledTicks = tk - t0
+		}
+		prev, last = tk, now
+		if last.Sub(lastBusy) >= quiet {
+			break
+		}
+		if last.Sub(click) > limit {
+			return fmt.Errorf("the window did not settle within %s of the click", limit)
+		}
+	}
+	if err := p.alive(); err != nil {
+		return err
+	}
+	if settledTicks == 0 {
+		return fmt.Errorf("the click at (130, 182) opened nothing: no busy interval (see %s)", p.logPath)
+	}
+	rss, peak, err := memory(p.pid())
+	if err != nil {
+		return err
+	}
+	res := openResult{seconds: lastBusy.Sub(click).Seconds(), ticks: settledTicks, rssBefore: rss0, rss: rss, peak: peak}
+	fmt.Printf("  open %d messages: settled %.2f s after the click, %d ticks; RSS %.0f → %.0f MiB (peak %.0f)\n",
+		b.cfg.messages, res.seconds, res.ticks, res.rssBefore, res.rss, res.peak)
+	rep.open = append(rep.open, res)
+	return nil
+}
