@@ -2,14 +2,11 @@ package relay
 
 import (
 	"context"
-	"crypto/sha256"
-	"crypto/subtle"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -39,6 +36,7 @@ const closeGrace = 15 * time.Second
 // dispatches; the writer goroutine owns every write of data frames.
 type conn struct {
 	r      *Relay
+	id     identity // who it is: device, role, client kind (devices.go)
 	ws     *websocket.Conn
 	cork   *corkConn
 	log    *slog.Logger
@@ -87,7 +85,8 @@ func (r *Relay) serveWS(w http.ResponseWriter, req *http.Request) {
 			"the request named another host, as a web page reaching it through DNS rebinding would", http.StatusForbidden)
 		return
 	}
-	if !r.authorized(req) {
+	id, ok := r.authenticate(req) // devices.go
+	if !ok {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="pilotdesk"`)
 		http.Error(w, "unauthorized: send the relay's token as \"Authorization: Bearer <token>\" or ?token=<token>", http.StatusUnauthorized)
 		return
@@ -113,6 +112,7 @@ func (r *Relay) serveWS(w http.ResponseWriter, req *http.Request) {
 	ctx, cancel := context.WithCancel(r.ctx)
 	c := &conn{
 		r:          r,
+		id:         id,
 		ws:         ws,
 		cork:       cw.conn,
 		log:        r.log.With("remote", req.RemoteAddr),
@@ -154,8 +154,12 @@ func (r *Relay) serveWS(w http.ResponseWriter, req *http.Request) {
 	c.touch()
 	c.heartbeat = time.AfterFunc(r.heartbeat, c.checkHeartbeat)
 	go c.writeLoop()
+	stopExpiry := c.watchExpiry()
+	r.touchDevice(c.id)
 
 	err = c.readLoop()
+	stopExpiry()
+	r.touchDevice(c.id)
 
 	c.cancel() // before stopping the heartbeat: a check running now sees it
 	c.heartbeat.Stop()
@@ -172,25 +176,6 @@ func (r *Relay) serveWS(w http.ResponseWriter, req *http.Request) {
 	delete(r.conns, c)
 	r.mu.Unlock()
 	c.log.Debug("relay: connection closed", "reason", err)
-}
-
-// authorized checks the token in constant time: the digests have a fixed
-// length, so neither the token's content nor its length leaks.
-func (r *Relay) authorized(req *http.Request) bool {
-	if !r.token {
-		return true
-	}
-	given := ""
-	if h := req.Header.Get("Authorization"); len(h) > len("Bearer ") && strings.EqualFold(h[:len("Bearer ")], "Bearer ") {
-		given = strings.TrimSpace(h[len("Bearer "):])
-	} else {
-		given = req.URL.Query().Get("token")
-	}
-	if given == "" {
-		return false
-	}
-	d := sha256.Sum256([]byte(given))
-	return subtle.ConstantTimeCompare(d[:], r.tokenDigest[:]) == 1
 }
 
 var errInvalidUTF8 = errors.New("a text frame is not valid UTF-8")

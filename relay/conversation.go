@@ -344,6 +344,7 @@ func (c *conversation) subscribedLocked(reset bool) []byte {
 		Seq:            c.sentSeq,
 		Epoch:          c.r.epoch,
 		Reset:          reset,
+		ServerTime:     protocol.FormatTime(time.Now()), // the clock expiresAt is on
 	}
 	if p := c.sent.pending; p != nil {
 		data := p.data

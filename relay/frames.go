@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"time"
 	"unicode/utf8"
 
 	"github.com/pilotdesk/pilotdesk/protocol"
@@ -234,14 +235,15 @@ func refitStored(frame []byte) ([]byte, error) {
 }
 
 // userMessageFits reports whether the copilot:user_message that echoes d's
-// prompt fits in a frame, and the size it would have.
-func userMessageFits(d *protocol.Send) (bool, int) {
+// prompt fits in a frame, and the size it would have; by is its sentBy.
+func userMessageFits(d *protocol.Send, by *protocol.By) (bool, int) {
 	um := protocol.UserMessage{
 		Header:    protocol.Header{ConversationID: d.ConversationID, Seq: maxSeq},
 		MessageID: "00000000-0000-0000-0000-000000000000", // a UUID, as startTurnLocked makes
 		Mode:      protocol.ModePlan,
+		SentBy:    by,
 	}
-	if surelyFits(len(d.Prompt)+len(um.MessageID), d.ConversationID) {
+	if surelyFits(len(d.Prompt)+len(um.MessageID), d.ConversationID, by.Device, by.Client) {
 		return true, 0
 	}
 	size := overhead(protocol.TypeUserMessage, &um) + jsonLen(d.Prompt)
@@ -266,8 +268,11 @@ const maxQuestionBytes = protocol.MaxFrameBytes - 6*protocol.MaxIDLength - 4*fra
 // is cut with a marker; choices are never cut (an answer must name one as
 // the agent wrote it), so when they alone are too long it reports false.
 func fitQuestion(conversationID string, d *protocol.UserInputRequest) bool {
+	// The header, expiresAt and queued are set when the question opens;
+	// measure with their longest values.
 	d.Header = protocol.Header{ConversationID: conversationID, Seq: maxSeq}
-	defer func() { d.Header = protocol.Header{} }()
+	d.ExpiresAt, d.Queued = protocol.FormatTime(time.Date(9999, 12, 31, 23, 59, 59, 0, time.UTC)), math.MaxInt32
+	defer func() { d.Header, d.ExpiresAt, d.Queued = protocol.Header{}, "", 0 }()
 	q := d.Question
 	d.Question = ""
 	base := overhead(protocol.TypeUserInputRequest, d) + protocol.MaxFrameBytes - maxQuestionBytes

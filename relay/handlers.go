@@ -12,6 +12,10 @@ var pongFrame, _ = protocol.Encode(protocol.TypePong, nil)
 
 // dispatch runs one valid request on the connection's handler goroutine.
 func (r *Relay) dispatch(c *conn, req protocol.Request) {
+	if !protocol.RoleAllows(c.id.role, req.Type) {
+		c.forbid(req) // the connection stays open
+		return
+	}
 	switch d := req.Data.(type) {
 	case nil:
 		if req.Type == protocol.TypePing {
@@ -33,7 +37,7 @@ func (r *Relay) dispatch(c *conn, req protocol.Request) {
 			r.deleteConversation(c.ctx, d.ConversationID, nil)
 		}
 	case *protocol.Send:
-		if ok, size := userMessageFits(d); !ok {
+		if ok, size := userMessageFits(d, c.id.by()); !ok {
 			// The prompt goes back to every subscriber as
 			// copilot:user_message, which must fit a frame too.
 			c.sendError(&protocol.Error{Code: protocol.CodeTooLarge, Type: protocol.TypeSend, ConversationID: d.ConversationID,

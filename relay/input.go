@@ -87,6 +87,7 @@ func (c *conversation) ask(ctx context.Context, req session.InputRequest) (sessi
 		c.openInputLocked(ir)
 	} else {
 		c.inputQueue = append(c.inputQueue, ir)
+		c.countQueuedLocked()
 	}
 	c.mu.Unlock()
 
@@ -111,15 +112,29 @@ func (c *conversation) rejectAsk(msg string, err error) error {
 	return err
 }
 
-// openInputLocked sends the request to the subscribers and starts its timer.
+// openInputLocked sends the request to the subscribers and starts its
+// timer: now, not while it waited in the queue. expiresAt tells every
+// client when the timer fires, on the relay's clock, which is the only one
+// (clients correct it by the skew they measure from serverTime).
 func (c *conversation) openInputLocked(ir *inputRequest) {
 	c.openInput = ir
 	ir.data.Header = protocol.Header{ConversationID: c.id, Seq: c.lastSeq + 1}
+	ir.data.Queued = len(c.inputQueue)
+	if c.r.inputTimeout > 0 {
+		ir.data.ExpiresAt = protocol.FormatTime(time.Now().Add(c.r.inputTimeout))
+		ir.timer = time.AfterFunc(c.r.inputTimeout, func() { c.inputTimedOut(ir) })
+	}
 	ir.encoded, _ = json.Marshal(&ir.data)
 	d := ir.data
 	c.emitLocked(protocol.TypeUserInputRequest, &d.Header, &d)
-	if c.r.inputTimeout > 0 {
-		ir.timer = time.AfterFunc(c.r.inputTimeout, func() { c.inputTimedOut(ir) })
+}
+
+// countQueuedLocked updates the open request's count of questions queued
+// behind it, which copilot:subscribed's pendingInput carries from then on
+// (the event that opened it keeps the count it had then).
+func (c *conversation) countQueuedLocked() {
+	if c.openInput != nil {
+		c.openInput.data.Queued = len(c.inputQueue)
 	}
 }
 
@@ -149,11 +164,12 @@ func (c *conversation) nextInputLocked() {
 	}
 }
 
-// closeOpenLocked closes the open request: closed tells the subscribers why.
-func (c *conversation) closeOpenLocked(reason string, res inputResult) {
+// closeOpenLocked closes the open request: closed tells the subscribers why,
+// and by who answered or rejected it (nil when nobody did).
+func (c *conversation) closeOpenLocked(reason string, by *protocol.By, res inputResult) {
 	ir := c.openInput
 	c.openInput = nil // PendingInput of the closing event is empty
-	d := protocol.UserInputClosed{RequestID: ir.id, Reason: reason}
+	d := protocol.UserInputClosed{RequestID: ir.id, Reason: reason, AnsweredBy: by}
 	c.emitLocked(protocol.TypeUserInputClosed, &d.Header, &d)
 	c.settleLocked(ir, res)
 }
@@ -164,11 +180,12 @@ func (c *conversation) cancelInputLocked(ir *inputRequest, err error) {
 		return
 	}
 	if c.openInput == ir {
-		c.closeOpenLocked(protocol.ClosedAborted, inputResult{answer: noAnswer, err: err})
+		c.closeOpenLocked(protocol.ClosedAborted, nil, inputResult{answer: noAnswer, err: err})
 		c.nextInputLocked()
 		return
 	}
 	c.inputQueue = slices.DeleteFunc(c.inputQueue, func(q *inputRequest) bool { return q == ir })
+	c.countQueuedLocked()
 	c.settleLocked(ir, inputResult{answer: noAnswer, err: err})
 }
 
@@ -183,8 +200,9 @@ func (c *conversation) closeInputsLocked(t *turn, err error) {
 		}
 	}
 	c.inputQueue = slices.DeleteFunc(c.inputQueue, mine)
+	c.countQueuedLocked()
 	if c.openInput != nil && mine(c.openInput) {
-		c.closeOpenLocked(protocol.ClosedAborted, inputResult{answer: noAnswer, err: err})
+		c.closeOpenLocked(protocol.ClosedAborted, nil, inputResult{answer: noAnswer, err: err})
 		c.nextInputLocked()
 	}
 }
@@ -225,7 +243,7 @@ func (r *Relay) respond(c *conn, d *protocol.UserInputResponse) {
 		return
 	}
 	if rejected {
-		conv.closeOpenLocked(protocol.ClosedRejected, inputResult{answer: noAnswer, err: session.ErrRejected})
+		conv.closeOpenLocked(protocol.ClosedRejected, c.id.by(), inputResult{answer: noAnswer, err: session.ErrRejected})
 		if t := ir.turn; t != nil && conv.turn == t {
 			// The rejection cancels the stream; the turn ends with idle
 			// status rejected, keeping its partial text.
@@ -235,7 +253,7 @@ func (r *Relay) respond(c *conn, d *protocol.UserInputResponse) {
 		conv.nextInputLocked()
 		return
 	}
-	conv.closeOpenLocked(protocol.ClosedAnswered, inputResult{answer: answer})
+	conv.closeOpenLocked(protocol.ClosedAnswered, c.id.by(), inputResult{answer: answer})
 	conv.nextInputLocked()
 }
 

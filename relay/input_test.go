@@ -25,12 +25,12 @@ func TestInputRequestShape(t *testing.T) {
 		allow     bool
 		inputType any
 	}{
-		{session.InputRequest{Question: "Name?"}, []string{"conversationId", "seq", "requestId", "question", "allowFreeform"}, true, nil},
-		{session.InputRequest{Question: "Env?", Choices: []string{"a", "b"}, AllowFreeform: boolp(false)}, []string{"conversationId", "seq", "requestId", "question", "choices", "allowFreeform"}, false, nil},
-		{session.InputRequest{Question: "Why?", InputType: "text"}, []string{"conversationId", "seq", "requestId", "question", "allowFreeform", "inputType"}, true, "text"},
-		{session.InputRequest{Question: "Run?", InputType: "approval", Choices: []string{"Run", "Skip"}}, []string{"conversationId", "seq", "requestId", "question", "choices", "allowFreeform", "inputType"}, false, "approval"},
-		{session.InputRequest{Question: "Pick", InputType: "choice", Choices: []string{"x", "y", "z"}}, []string{"conversationId", "seq", "requestId", "question", "choices", "allowFreeform", "inputType"}, false, "choice"},
-		{session.InputRequest{Question: "Pick or type", InputType: "choice", Choices: []string{"x"}, AllowFreeform: boolp(true)}, []string{"conversationId", "seq", "requestId", "question", "choices", "allowFreeform", "inputType"}, true, "choice"},
+		{session.InputRequest{Question: "Name?"}, []string{"conversationId", "seq", "requestId", "question", "allowFreeform", "expiresAt"}, true, nil},
+		{session.InputRequest{Question: "Env?", Choices: []string{"a", "b"}, AllowFreeform: boolp(false)}, []string{"conversationId", "seq", "requestId", "question", "choices", "allowFreeform", "expiresAt"}, false, nil},
+		{session.InputRequest{Question: "Why?", InputType: "text"}, []string{"conversationId", "seq", "requestId", "question", "allowFreeform", "inputType", "expiresAt"}, true, "text"},
+		{session.InputRequest{Question: "Run?", InputType: "approval", Choices: []string{"Run", "Skip"}}, []string{"conversationId", "seq", "requestId", "question", "choices", "allowFreeform", "inputType", "expiresAt"}, false, "approval"},
+		{session.InputRequest{Question: "Pick", InputType: "choice", Choices: []string{"x", "y", "z"}}, []string{"conversationId", "seq", "requestId", "question", "choices", "allowFreeform", "inputType", "expiresAt"}, false, "choice"},
+		{session.InputRequest{Question: "Pick or type", InputType: "choice", Choices: []string{"x"}, AllowFreeform: boolp(true)}, []string{"conversationId", "seq", "requestId", "question", "choices", "allowFreeform", "inputType", "expiresAt"}, true, "choice"},
 	}
 	seen := map[any]bool{}
 	for _, tc := range cases {
@@ -57,7 +57,7 @@ func TestInputRequestShape(t *testing.T) {
 			cl.Send("copilot:user_input_response", map[string]any{"conversationId": "in", "requestId": m["requestId"], "answer": "approve"})
 		}
 		closed := cl.Expect("copilot:user_input_closed")
-		if cm := keys(t, closed, "conversationId", "seq", "requestId", "reason"); cm["reason"] != "answered" || cm["requestId"] != m["requestId"] {
+		if cm := keys(t, closed, "conversationId", "seq", "requestId", "reason", "answeredBy"); cm["reason"] != "answered" || cm["requestId"] != m["requestId"] {
 			t.Errorf("closed %s", closed.Raw)
 		}
 		if r := waitAsk(t, res); r.err != nil {

@@ -25,6 +25,7 @@
 package relay
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/json"
@@ -89,6 +90,13 @@ type Config struct {
 	MaxPendingFrameBytes int
 	OriginPatterns       []string     // extra allowed browser origins (websocket.AcceptOptions.OriginPatterns)
 	Logger               *slog.Logger // nil: slog.Default()
+
+	// Devices keeps the device tokens (devices.go); nil: Store's, when it
+	// keeps them, else none (only Token opens a connection).
+	Devices history.Devices
+	// DevicePoll is how often the devices table is read for revocations
+	// made by another process; 0: DefaultDevicePoll.
+	DevicePoll time.Duration
 }
 
 // Relay serves the protocol over any session.Agent.
@@ -99,6 +107,7 @@ type Relay struct {
 	log         *slog.Logger
 	token       bool
 	tokenDigest [sha256.Size]byte
+	devices     history.Devices // nil: no device tokens (devices.go)
 
 	heartbeat    time.Duration
 	inputTimeout time.Duration // <= 0: none
@@ -202,6 +211,10 @@ func New(cfg Config) (*Relay, error) {
 		r.token = true
 		r.tokenDigest = sha256.Sum256([]byte(cfg.Token))
 	}
+	r.devices = cfg.Devices
+	if d, ok := r.store.(history.Devices); ok && r.devices == nil {
+		r.devices = d
+	}
 	r.acceptOptions = websocket.AcceptOptions{OriginPatterns: append([]string(nil), cfg.OriginPatterns...)}
 	r.epoch = r.store.Epoch()
 
@@ -213,6 +226,10 @@ func New(cfg Config) (*Relay, error) {
 	r.watch = newWatchHub(r)
 	r.commit = newCommitter(r)
 	go r.commit.run()
+	if r.devices != nil {
+		poll := cmp.Or(cfg.DevicePoll, DefaultDevicePoll)
+		r.track(&r.work, func() { r.pollDevices(poll) })
+	}
 
 	r.mux = http.NewServeMux()
 	r.mux.HandleFunc("GET /ws", r.serveWS)

@@ -24,7 +24,7 @@ func TestSubscribeNew(t *testing.T) {
 	cl := e.dial()
 	cl.Send("copilot:subscribe", map[string]any{"conversationId": "new-1", "sinceSeq": 0})
 	f := cl.Expect("copilot:subscribed")
-	m := keys(t, f, "conversationId", "mode", "streaming", "seq", "epoch")
+	m := keys(t, f, "conversationId", "mode", "streaming", "seq", "epoch", "serverTime")
 	if m["conversationId"] != "new-1" || m["mode"] != "act" || m["streaming"] != false || m["seq"] != 0.0 {
 		t.Fatalf("subscribed %s", f.Raw)
 	}

@@ -80,7 +80,7 @@ func (r *Relay) send(c *conn, d *protocol.Send) {
 			conv.subscribeLocked(c, nil, "") // no since, no copy: nothing to replay
 			c.subs[conv.id] = conv
 		}
-		conv.startTurnLocked(d)
+		conv.startTurnLocked(d, c.id.by())
 	})
 	if busy {
 		c.sendError(&protocol.Error{Code: protocol.CodeConversationBusy, Type: protocol.TypeSend, ConversationID: d.ConversationID,
@@ -88,9 +88,9 @@ func (r *Relay) send(c *conn, d *protocol.Send) {
 	}
 }
 
-// startTurnLocked starts a turn for d: the mode and the user message are
-// emitted, and runTurn runs the agent on a goroutine of its own.
-func (c *conversation) startTurnLocked(d *protocol.Send) {
+// startTurnLocked starts a turn for d, sent by by: the mode and the user
+// message are emitted, and runTurn runs the agent on a goroutine of its own.
+func (c *conversation) startTurnLocked(d *protocol.Send, by *protocol.By) {
 	r := c.r
 	ctx, cancel := context.WithCancelCause(r.ctx)
 	t := &turn{ctx: ctx, cancel: cancel, done: make(chan struct{})}
@@ -117,7 +117,7 @@ func (c *conversation) startTurnLocked(d *protocol.Send) {
 	}
 	c.streaming = true
 	c.turn = t
-	um := protocol.UserMessage{MessageID: uuid.NewString(), Content: prompt, Mode: mode}
+	um := protocol.UserMessage{MessageID: uuid.NewString(), Content: prompt, Mode: mode, SentBy: by}
 	c.emitLocked(protocol.TypeUserMessage, &um.Header, &um)
 
 	r.streamsMu.Lock()
