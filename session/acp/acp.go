@@ -242,7 +242,7 @@ func (a *Agent) start(ctx context.Context) (*process, error) {
 		name, version = info.AgentInfo.Name, info.AgentInfo.Version
 	}
 	a.log.Info("acp: agent started", "command", a.opts.Command, "agent", name, "version", version,
-		"pid", p.cmd.Process.Pid, "loadSession", info.AgentCapabilities.LoadSession)
+		"pid", p.proc.Pid(), "loadSession", info.AgentCapabilities.LoadSession)
 	return p, nil
 }
 

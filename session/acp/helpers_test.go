@@ -48,7 +48,7 @@ func leakedGoroutines() string {
 		buf = buf[:runtime.Stack(buf, true)]
 		var leaked []string
 		for _, g := range strings.Split(string(buf), "\n\n") {
-			if (strings.Contains(g, "pilotdesk/session/acp") || strings.Contains(g, "coder/acp-go-sdk")) && !strings.Contains(g, "leakedGoroutines") {
+			if (strings.Contains(g, "pilotdesk/session/acp") || strings.Contains(g, "pilotdesk/internal/agentproc") || strings.Contains(g, "coder/acp-go-sdk")) && !strings.Contains(g, "leakedGoroutines") {
 				leaked = append(leaked, g)
 			}
 		}

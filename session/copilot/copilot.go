@@ -238,7 +238,7 @@ func (a *Agent) process(ctx context.Context) (*process, error) {
 	gen := a.gen
 	a.mu.Unlock()
 	if p != nil {
-		a.log.Info("copilot: restarting the CLI", "previous", p.err)
+		a.log.Info("copilot: restarting the CLI", "previous", p.proc.Err())
 	}
 	p, err := a.start(ctx, gen)
 	if err != nil {
@@ -276,7 +276,7 @@ func (a *Agent) start(ctx context.Context, gen int) (*process, error) {
 		p.stop()
 		return nil, err
 	}
-	a.log.Info("copilot: CLI started", "path", p.path, "version", p.version, "pid", p.cmd.Process.Pid)
+	a.log.Info("copilot: CLI started", "path", p.path, "version", p.version, "pid", p.proc.Pid())
 	return p, nil
 }
 
@@ -293,8 +293,7 @@ func (a *Agent) handshake(ctx context.Context, p *process) error {
 	}
 	if err != nil {
 		if errors.Is(err, jsonrpc.ErrClosed) {
-			<-p.done
-			return fmt.Errorf("copilot: the CLI at %s did not complete the handshake: %w", p.path, p.err)
+			return fmt.Errorf("copilot: the CLI at %s did not complete the handshake: %w", p.path, p.proc.Wait())
 		}
 		return fmt.Errorf("copilot: handshake with the CLI at %s: %w", p.path, err)
 	}

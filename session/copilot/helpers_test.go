@@ -47,7 +47,7 @@ func leakedGoroutines() string {
 		buf = buf[:runtime.Stack(buf, true)]
 		var leaked []string
 		for _, g := range strings.Split(string(buf), "\n\n") {
-			if strings.Contains(g, "pilotdesk/session/copilot") && !strings.Contains(g, "leakedGoroutines") {
+			if (strings.Contains(g, "pilotdesk/session/copilot") || strings.Contains(g, "pilotdesk/internal/agentproc")) && !strings.Contains(g, "leakedGoroutines") {
 				leaked = append(leaked, g)
 			}
 		}

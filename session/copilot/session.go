@@ -325,7 +325,7 @@ func (s *Session) Run(ctx context.Context, t session.Turn) error {
 	select {
 	case <-tr.idle:
 		return tr.err
-	case <-p.done:
+	case <-p.proc.Done():
 		return p.deathErr()
 	case <-ctx.Done():
 		s.abort(p, tr)
@@ -366,7 +366,7 @@ func (s *Session) abort(p *process, tr *turn) {
 	}
 	select {
 	case <-tr.idle:
-	case <-p.done:
+	case <-p.proc.Done():
 	case <-ctx.Done():
 		s.log.Warn("copilot: the CLI did not go idle after an abort", "waited", s.a.opts.AbortTimeout)
 	}
@@ -396,7 +396,7 @@ func (s *Session) Close(ctx context.Context) error {
 		if detachErr == nil {
 			select {
 			case <-s.shutdown:
-			case <-p.done:
+			case <-p.proc.Done():
 			case <-ctx.Done():
 				s.log.Warn("copilot: no shutdown report after session.detach")
 			}

@@ -1,20 +1,20 @@
 //go:build unix
 
-package copilot
+package agentproc
 
 import (
 	"os/exec"
 	"syscall"
 )
 
-// setProcessGroup starts the CLI as the leader of a new process group so
-// signalGroup reaches the native binary the npm loader spawned.
+// setProcessGroup starts the agent as the leader of a new process group, so
+// signalGroup reaches everything it started.
 func setProcessGroup(cmd *exec.Cmd) {
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 }
 
-// signalGroup sends SIGTERM (or SIGKILL when kill) to the CLI's process
-// group. Errors (the group is already gone) are of no interest.
+// signalGroup sends SIGTERM (or SIGKILL when kill) to the agent's process
+// group. An error (the group is gone already) is of no interest.
 func signalGroup(cmd *exec.Cmd, kill bool) {
 	if cmd.Process == nil {
 		return
