@@ -10,6 +10,7 @@ import (
 
 	sdk "github.com/coder/acp-go-sdk"
 
+	"github.com/pilotdesk/pilotdesk/internal/queue"
 	"github.com/pilotdesk/pilotdesk/session"
 )
 
@@ -39,8 +40,11 @@ type Session struct {
 	id      sdk.SessionId // its ACP session id there
 	loading bool          // session/load replays the history: not news
 	turnCtx context.Context
-	closed  bool
-	usage   usageCounter
+	// turnStop ends the running turn with a cause (errFellBehind); nil
+	// between turns.
+	turnStop context.CancelCauseFunc
+	closed   bool
+	usage    usageCounter
 }
 
 var _ session.Session = (*Session)(nil)
@@ -209,12 +213,14 @@ func (s *Session) Run(ctx context.Context, t session.Turn) error {
 		s.log.Debug("acp: the agent's own configuration picks the model; the turn's model is not passed on", "model", t.Model)
 	}
 
+	tctx, stop := context.WithCancelCause(ctx)
+	defer stop(nil)
 	s.mu.Lock()
-	s.turnCtx = ctx
+	s.turnCtx, s.turnStop = tctx, stop
 	s.mu.Unlock()
-	res, aborted, err := s.prompt(ctx, p, id, t.Prompt)
+	res, aborted, err := s.prompt(tctx, p, id, t.Prompt)
 	s.mu.Lock()
-	s.turnCtx = nil
+	s.turnCtx, s.turnStop = nil, nil
 	usage := s.usage.turn(res.Usage)
 	s.mu.Unlock()
 
@@ -225,6 +231,9 @@ func (s *Session) Run(ctx context.Context, t session.Turn) error {
 
 	if ctx.Err() != nil {
 		return ctx.Err()
+	}
+	if cause := context.Cause(tctx); errors.Is(cause, errFellBehind) {
+		return cause
 	}
 	if err != nil {
 		if dead := p.dead(); dead != nil {
@@ -298,7 +307,7 @@ func (s *Session) stopReason(r sdk.StopReason) error {
 // sync runs f on the pump after everything queued before it, and waits.
 func (s *Session) sync(f func()) {
 	done := make(chan struct{})
-	if !s.queue.push(func() { f(); close(done) }) {
+	if err := s.queue.pushWait(s.ctx, func() { f(); close(done) }); err != nil {
 		return // closed: the session is going away
 	}
 	select {
@@ -313,7 +322,21 @@ func (s *Session) onUpdate(p *process, u sdk.SessionUpdate) {
 	ours := s.proc == p && !s.loading
 	s.mu.Unlock()
 	if ours {
-		s.queue.push(func() { s.st.update(u) })
+		if err := s.queue.push(func() { s.st.update(u) }); errors.Is(err, queue.ErrFull) {
+			s.fellBehind()
+		}
+	}
+}
+
+// fellBehind stops the running turn: its updates overflowed the work
+// queue, and an update dropped in silence would leave the transcript wrong.
+func (s *Session) fellBehind() {
+	s.mu.Lock()
+	stop := s.turnStop
+	s.mu.Unlock()
+	s.log.Error("acp: the relay fell behind the agent; stopping the turn", "queued", workQueueLen)
+	if stop != nil {
+		stop(errFellBehind)
 	}
 }
 
@@ -332,7 +355,10 @@ func (s *Session) onPermission(ctx context.Context, p *process, req sdk.RequestP
 		return cancelledOutcome()
 	}
 	reply := make(chan sdk.RequestPermissionResponse, 1)
-	if !s.queue.push(func() { reply <- s.st.permission(turnCtx, req) }) {
+	if err := s.queue.push(func() { reply <- s.st.permission(turnCtx, req) }); err != nil {
+		if errors.Is(err, queue.ErrFull) {
+			s.fellBehind()
+		}
 		return cancelledOutcome()
 	}
 	select {
