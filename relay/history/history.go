@@ -3,13 +3,18 @@
 // to any client, so that a client that reconnects (or a relay that restarts)
 // can replay exactly what was sent.
 //
-// Two implementations: Memory (tests, and a relay run without a data dir)
-// and the SQLite store in history/sqlite.
+// Three implementations: Memory (tests, and a relay run without a data
+// dir), the SQLite store in history/sqlite, and the NATS JetStream store in
+// history/jetstream.
 package history
 
 import (
 	"context"
 	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
 	"time"
 )
 
@@ -61,6 +66,12 @@ type Store interface {
 	// conversation must be in the batch or already stored, and no event may
 	// repeat a (conversation, seq) that is stored or earlier in the batch;
 	// otherwise Write returns an error and writes nothing of the batch.
+	//
+	// A failure of the storage itself (not of the batch) may, in a store
+	// that commits each conversation on its own, fail some conversations
+	// and store the others: Write then returns a *PartialWriteError that
+	// names the failed ones. Each conversation is still written entirely or
+	// not at all.
 	Write(ctx context.Context, b Batch) error
 	// Events calls fn for each event of the conversation with Seq > since, in
 	// seq order, until fn returns an error (which Events returns).
@@ -74,3 +85,42 @@ type Store interface {
 
 // ErrNotFound is returned for an unknown conversation.
 var ErrNotFound = errors.New("conversation not found")
+
+// ErrConflict says that another writer appended to the conversation since
+// this store last saw it, so the write was refused: a store shared by
+// several relays (JetStream) fences every writer but the one that appended
+// last. It comes wrapped, in a PartialWriteError.
+var ErrConflict = errors.New("another writer appended to the conversation")
+
+// PartialWriteError is returned by a Write that stored some conversations
+// of its batch and not others. The conversations it does not name were
+// written in full, and may be delivered; those it names were not written
+// at all.
+type PartialWriteError struct {
+	// Failed says, by conversation id, why each failed conversation was
+	// not written.
+	Failed map[string]error
+}
+
+func (e *PartialWriteError) Error() string {
+	ids := slices.Sorted(maps.Keys(e.Failed))
+	var b strings.Builder
+	fmt.Fprintf(&b, "history: %d conversation(s) not written:", len(ids))
+	for i, id := range ids {
+		if i == 3 {
+			fmt.Fprintf(&b, " and %d more", len(ids)-i)
+			break
+		}
+		fmt.Fprintf(&b, " %q: %v;", id, e.Failed[id])
+	}
+	return strings.TrimSuffix(b.String(), ";")
+}
+
+// Unwrap lets errors.Is find, for example, ErrConflict in any of them.
+func (e *PartialWriteError) Unwrap() []error {
+	out := make([]error, 0, len(e.Failed))
+	for _, id := range slices.Sorted(maps.Keys(e.Failed)) {
+		out = append(out, e.Failed[id])
+	}
+	return out
+}

@@ -1,0 +1,158 @@
+package jetstream
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// The KV records follow the stream: a Write marks its conversations dirty
+// and returns once the stream has their events; the syncer writes their
+// records then. Coalescing them this way costs a streaming conversation
+// one KV write per batch at most, not one per Write, and keeps a KV round
+// trip out of the committer's path. Conversations repairs a record the
+// syncer has not written yet from the stream, so the lag is never seen.
+
+// kvRetry is how long the syncer waits before it retries records it could
+// not write.
+const kvRetry = time.Second
+
+// kvDirty marks a conversation's record to be written (or, for a deleted
+// conversation, removed) and wakes the syncer.
+func (s *Store) kvDirty(id string) {
+	s.mu.Lock()
+	s.dirty[id] = struct{}{}
+	s.mu.Unlock()
+	select {
+	case s.kvWake <- struct{}{}:
+	default:
+	}
+}
+
+// runKV is the syncer: the store's one goroutine, stopped by Close after a
+// last flush.
+func (s *Store) runKV() {
+	defer close(s.kvDone)
+	retry := time.NewTimer(time.Hour)
+	retry.Stop()
+	defer retry.Stop()
+	for {
+		select {
+		case <-s.kvStop:
+			ctx, cancel := context.WithTimeout(context.Background(), 2*s.opts.RequestTimeout)
+			s.flushKV(ctx)
+			cancel()
+			return
+		case <-s.kvWake:
+		case <-retry.C:
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 4*s.opts.RequestTimeout)
+		if !s.flushKV(ctx) {
+			retry.Reset(kvRetry)
+		}
+		cancel()
+	}
+}
+
+// flushKV writes every dirty record and reports whether all were written.
+func (s *Store) flushKV(ctx context.Context) bool {
+	s.mu.Lock()
+	ids := make([]string, 0, len(s.dirty))
+	for id := range s.dirty {
+		ids = append(ids, id)
+	}
+	clear(s.dirty)
+	s.mu.Unlock()
+	ok := true
+	for _, id := range ids {
+		if err := s.syncRecord(ctx, id); err != nil {
+			ok = false
+			s.mu.Lock()
+			s.dirty[id] = struct{}{}
+			s.mu.Unlock()
+			s.log.Warn("jetstream history: could not write a conversation's record for the list; retrying", "conversationId", id, "err", err)
+		}
+	}
+	return ok
+}
+
+// syncRecord makes the conversation's KV record what the store last
+// appended, or removes it if the conversation is deleted. An update names
+// the revision it replaces, and yields to a record of a later append, so
+// two relays writing the same record cannot put an older one back.
+func (s *Store) syncRecord(ctx context.Context, id string) error {
+	st, err := s.state(id)
+	if errors.Is(err, errClosed) {
+		st, err = s.stateClosing(id)
+	}
+	if err != nil {
+		return err
+	}
+	s.mu.Lock()
+	known, exists, rec, rev := st.known, st.exists, st.rec, st.kvRev
+	rec.Tail = st.tail
+	s.mu.Unlock()
+	key := token(id)
+	if !known {
+		return nil
+	}
+	if !exists {
+		if err := s.kv.Delete(ctx, key); err != nil && !errors.Is(err, jetstream.ErrKeyNotFound) {
+			return fmt.Errorf("delete the record: %w", err)
+		}
+		return nil
+	}
+	data, err := json.Marshal(rec)
+	if err != nil {
+		return fmt.Errorf("encode the record: %w", err)
+	}
+	for range 4 {
+		if rev == 0 {
+			rev, err = s.kv.Create(ctx, key, data)
+		} else {
+			rev, err = s.kv.Update(ctx, key, data, rev)
+		}
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, jetstream.ErrKeyExists) {
+			return err
+		}
+		// Someone wrote it since: read theirs, and keep it if it is newer.
+		e, gerr := s.kv.Get(ctx, key)
+		switch {
+		case errors.Is(gerr, jetstream.ErrKeyNotFound):
+			rev = 0
+			continue
+		case gerr != nil:
+			return gerr
+		}
+		var cur record
+		if json.Unmarshal(e.Value(), &cur) == nil && cur.Tail > rec.Tail {
+			rev, err = e.Revision(), nil
+			break
+		}
+		rev = e.Revision()
+	}
+	if err != nil {
+		return err
+	}
+	s.mu.Lock()
+	st.kvRev = rev
+	s.mu.Unlock()
+	return nil
+}
+
+// stateClosing returns a known conversation's state while Close flushes.
+func (s *Store) stateClosing(id string) (*convState, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if st := s.convs[id]; st != nil {
+		return st, nil
+	}
+	return nil, errClosed
+}

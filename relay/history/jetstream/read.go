@@ -1,0 +1,449 @@
+package jetstream
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/pilotdesk/pilotdesk/relay/history"
+)
+
+// Conversation returns the conversation's record: from this store's own
+// last write of it, or else from its subject's last message.
+func (s *Store) Conversation(ctx context.Context, id string) (history.Conversation, error) {
+	st, err := s.state(id)
+	if err != nil {
+		return history.Conversation{}, err
+	}
+	v, err := s.load(ctx, id, st)
+	if err != nil {
+		return history.Conversation{}, fmt.Errorf("jetstream history: %w", err)
+	}
+	if !v.exists {
+		return history.Conversation{}, history.ErrNotFound
+	}
+	return v.rec.conversation(), nil
+}
+
+// Conversations lists the KV records, repaired from the stream: a
+// conversation whose subject holds more messages than its record counts
+// (the record was not written yet, or a crash came between the append and
+// the record), or whose record is missing, is read from its subject's last
+// message; a record whose subject is empty (deleted) is dropped.
+func (s *Store) Conversations(ctx context.Context) ([]history.Conversation, error) {
+	if _, err := s.state(""); err != nil {
+		return nil, err // closed
+	}
+	w, err := s.kv.WatchAll(ctx, jetstream.IgnoreDeletes())
+	if err != nil {
+		return nil, fmt.Errorf("jetstream history: list the records: %w", err)
+	}
+	recs := map[string]record{} // by token
+	for e := range w.Updates() {
+		if e == nil {
+			break // the rest would be updates from now on
+		}
+		var r record
+		if err := json.Unmarshal(e.Value(), &r); err != nil {
+			s.log.Warn("jetstream history: a bad conversation record in the bucket; reading the stream instead", "key", e.Key(), "err", err)
+			continue
+		}
+		recs[e.Key()] = r
+	}
+	if err := w.Stop(); err != nil {
+		s.log.Debug("jetstream history: stop the record watcher", "err", err)
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("jetstream history: list the records: %w", err)
+	}
+	info, err := s.stream.Info(ctx, jetstream.WithSubjectFilter(s.names.subject))
+	if err != nil {
+		return nil, fmt.Errorf("jetstream history: count the conversations' messages: %w", err)
+	}
+	out := make([]history.Conversation, 0, len(info.State.Subjects))
+	for subj, n := range info.State.Subjects {
+		tok := strings.TrimSuffix(strings.TrimPrefix(subj, s.names.prefix+"."), ".ev")
+		rec, ok := recs[tok]
+		delete(recs, tok)
+		if !ok || rec.Msgs != n {
+			m, err := s.getMsg(ctx, msgGetRequest{LastBySubject: subj})
+			if errors.Is(err, errNoMessage) {
+				continue // deleted meanwhile
+			}
+			if err != nil {
+				return nil, fmt.Errorf("jetstream history: read the last event of %s: %w", subj, err)
+			}
+			if rec, ok, err = recordOf(m.hdr, m.data); err != nil || !ok {
+				return nil, fmt.Errorf("jetstream history: the last event of %s (stream seq %d) has no record: %v", subj, m.seq, err)
+			}
+			s.kvDirty(rec.ID)
+		}
+		if v, ok := s.undoView(rec.ID); ok {
+			rec = v.rec // a failed append's messages do not count
+		}
+		out = append(out, rec.conversation())
+	}
+	for _, rec := range recs {
+		s.kvDirty(rec.ID) // deleted from the stream: the syncer drops the record
+	}
+	slices.SortFunc(out, func(a, b history.Conversation) int { return b.UpdatedAt.Compare(a.UpdatedAt) })
+	return out, nil
+}
+
+// undoView is the state of a conversation whose last append failed and
+// is to be taken back.
+func (s *Store) undoView(id string) (view, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	st := s.convs[id]
+	if st == nil || !st.known || st.undo == nil {
+		return view{}, false
+	}
+	return view{exists: st.exists, tail: st.tail, rec: st.rec}, true
+}
+
+// Events replays the conversation's events after since. A conversation
+// stored in seq order (the relay's) is read with one consumer from the
+// known event nearest to since, or from the first event after since found
+// by bisecting the subject on the max header (positions.go); one written
+// out of order is indexed from its headers, sorted, and read event by
+// event.
+func (s *Store) Events(ctx context.Context, id string, since int64, fn func(history.Event) error) error {
+	st, err := s.state(id)
+	if err != nil {
+		return err
+	}
+	v, err := s.load(ctx, id, st)
+	if err != nil {
+		return fmt.Errorf("jetstream history: %w", err)
+	}
+	if !v.exists || since >= v.rec.Max {
+		return nil
+	}
+	// The history as it was when the read began: its last message is the
+	// store's view of the tail. So a read never shows an event that
+	// Conversation does not count yet (an append stored whose Write has
+	// not returned), nor a failed append waiting to be taken back.
+	upTo := v.tail
+	subj := s.names.subjectOf(id)
+	if v.rec.Unsorted {
+		return s.eventsUnsorted(ctx, id, subj, since, upTo, fn)
+	}
+	var start uint64
+	if p, ok := s.posAtOrBefore(st, since); ok {
+		start = p.stream
+	} else if since > 0 {
+		if start, err = s.startAfter(ctx, subj, since, v.tail); err != nil {
+			return fmt.Errorf("jetstream history: find seq %d of %q: %w", since, id, err)
+		}
+	}
+	var (
+		cur      history.Event
+		curAt    uint64 // stream seq of cur's first message
+		need     int    // pieces of cur's frame still to come
+		taken    bool
+		notedSeq = s.lastPos(st)
+	)
+	err = s.scan(ctx, subj, start, upTo, false, func(m scanned) error {
+		switch m.info.kind {
+		case kindEvent:
+			if m.info.seq >= notedSeq+posEvery {
+				notedSeq = m.info.seq
+				s.mu.Lock()
+				notePosLocked(st, position{m.info.seq, m.seq})
+				s.mu.Unlock()
+			}
+			if m.info.seq <= since {
+				need = 0
+				return nil
+			}
+			cur = history.Event{ConversationID: id, Seq: m.info.seq, Type: m.info.typ, Frame: m.data}
+			curAt, need = m.seq, m.info.parts-1
+			if need > 0 {
+				cur.Frame = make([]byte, len(m.data), m.info.parts*len(m.data))
+				copy(cur.Frame, m.data)
+				return nil
+			}
+		case kindPart:
+			if need == 0 {
+				return nil // a piece of a skipped event
+			}
+			cur.Frame = append(cur.Frame, m.data...)
+			if need--; need > 0 {
+				return nil
+			}
+		default:
+			return nil
+		}
+		taken = true
+		if err := fn(cur); err != nil {
+			// The next stretch starts here.
+			s.mu.Lock()
+			notePosLocked(st, position{cur.Seq, curAt})
+			s.mu.Unlock()
+			return stopScan{err}
+		}
+		return nil
+	})
+	var stop stopScan
+	if errors.As(err, &stop) {
+		return stop.err
+	}
+	if err != nil {
+		return fmt.Errorf("jetstream history: replay %q after seq %d: %w", id, since, err)
+	}
+	if need > 0 && taken {
+		return fmt.Errorf("jetstream history: replay %q: event %d ends early", id, cur.Seq)
+	}
+	return nil
+}
+
+func (s *Store) lastPos(st *convState) int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return lastPosLocked(st)
+}
+
+// stopScan carries fn's error through scan.
+type stopScan struct{ err error }
+
+func (e stopScan) Error() string { return e.err.Error() }
+
+// startAfter returns a stream seq at or before the conversation's first
+// event with seq > since (and after every event up to since), given that
+// its last message is at tail: the max header never decreases along the
+// subject, so the first message whose max exceeds since is found by
+// bisecting the stream seqs up to tail, each probe one message get.
+func (s *Store) startAfter(ctx context.Context, subj string, since int64, tail uint64) (uint64, error) {
+	best := tail
+	lo, hi := uint64(1), tail-1
+	for lo <= hi && hi != 0 {
+		mid := lo + (hi-lo)/2
+		m, err := s.getMsgHeaders(ctx, msgGetRequest{Seq: mid, NextBySubject: subj})
+		if errors.Is(err, errNoMessage) || err == nil && m.seq > hi {
+			hi = mid - 1 // none of the subject's messages in [mid, hi]
+			continue
+		}
+		if err != nil {
+			return 0, err
+		}
+		info, err := parseInfo(m.hdr)
+		if err != nil {
+			return 0, fmt.Errorf("stream seq %d: %w", m.seq, err)
+		}
+		if info.max > since {
+			best, hi = m.seq, mid-1
+		} else {
+			lo = m.seq + 1
+		}
+	}
+	return best, nil
+}
+
+// eventsUnsorted replays a conversation that was written out of seq order:
+// an index of its events from the headers, sorted, then each event read.
+func (s *Store) eventsUnsorted(ctx context.Context, id, subj string, since int64, upTo uint64, fn func(history.Event) error) error {
+	type entry struct {
+		seq    int64
+		stream uint64
+		parts  int
+		typ    string
+	}
+	var index []entry
+	err := s.scan(ctx, subj, 0, upTo, true, func(m scanned) error {
+		if m.info.kind == kindEvent && m.info.seq > since {
+			index = append(index, entry{m.info.seq, m.seq, m.info.parts, m.info.typ})
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("jetstream history: index %q: %w", id, err)
+	}
+	slices.SortFunc(index, func(a, b entry) int { return cmp.Compare(a.seq, b.seq) })
+	for _, e := range index {
+		m, err := s.getMsg(ctx, msgGetRequest{Seq: e.stream})
+		if err != nil {
+			return fmt.Errorf("jetstream history: read event %d of %q: %w", e.seq, id, err)
+		}
+		frame := m.data
+		for next := m.seq + 1; e.parts > 1; e.parts-- {
+			p, err := s.getMsg(ctx, msgGetRequest{Seq: next, NextBySubject: subj})
+			if err != nil {
+				return fmt.Errorf("jetstream history: read event %d of %q: %w", e.seq, id, err)
+			}
+			frame = append(frame, p.data...)
+			next = p.seq + 1
+		}
+		if err := fn(history.Event{ConversationID: id, Seq: e.seq, Type: e.typ, Frame: frame}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// storedSeqs returns the event seqs stored on the subject up to stream seq
+// upTo, from the headers alone.
+func (s *Store) storedSeqs(ctx context.Context, subj string, upTo uint64) (map[int64]struct{}, error) {
+	seqs := map[int64]struct{}{}
+	err := s.scan(ctx, subj, 0, upTo, true, func(m scanned) error {
+		if m.info.kind == kindEvent {
+			seqs[m.info.seq] = struct{}{}
+		}
+		return nil
+	})
+	return seqs, err
+}
+
+// scanned is one message of a scan.
+type scanned struct {
+	seq  uint64 // stream seq
+	info msgInfo
+	data []byte
+}
+
+// scan reads the subject's messages in stream order from stream seq start
+// (0: the first) to upTo (0: the end as the read goes), with an ephemeral
+// consumer on the stream's leader. It pulls at most readBytes at a time,
+// so a long history of big frames is never held at once.
+func (s *Store) scan(ctx context.Context, subj string, start, upTo uint64, headersOnly bool, fn func(scanned) error) error {
+	cfg := jetstream.ConsumerConfig{
+		FilterSubject:     subj,
+		AckPolicy:         jetstream.AckNonePolicy,
+		DeliverPolicy:     jetstream.DeliverAllPolicy,
+		HeadersOnly:       headersOnly,
+		MemoryStorage:     true,
+		Replicas:          1,
+		InactiveThreshold: time.Minute, // if the delete below is lost
+	}
+	if start > 1 {
+		cfg.DeliverPolicy, cfg.OptStartSeq = jetstream.DeliverByStartSequencePolicy, start
+	}
+	cons, err := s.stream.CreateConsumer(ctx, cfg)
+	if err != nil {
+		return fmt.Errorf("create a consumer: %w", err)
+	}
+	name := cons.CachedInfo().Name
+	defer func() {
+		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.opts.RequestTimeout)
+		defer cancel()
+		if err := s.stream.DeleteConsumer(dctx, name); err != nil && !errors.Is(err, jetstream.ErrConsumerNotFound) {
+			s.log.Debug("jetstream history: delete a replay consumer", "consumer", name, "err", err)
+		}
+	}()
+	pending := cons.CachedInfo().NumPending
+	for pending > 0 {
+		batch, err := cons.Fetch(int(min(pending, 1000)), jetstream.FetchMaxBytes(s.readBytes), jetstream.FetchMaxWait(s.opts.RequestTimeout))
+		if err != nil {
+			return fmt.Errorf("fetch: %w", err)
+		}
+		got := 0
+		for msg := range batch.Messages() {
+			got++
+			md, err := msg.Metadata()
+			if err != nil {
+				return fmt.Errorf("a message's metadata: %w", err)
+			}
+			pending = md.NumPending
+			if upTo > 0 && md.Sequence.Stream > upTo {
+				return nil
+			}
+			info, err := parseInfo(msg.Headers())
+			if err != nil {
+				return fmt.Errorf("stream seq %d: %w", md.Sequence.Stream, err)
+			}
+			if err := fn(scanned{seq: md.Sequence.Stream, info: info, data: msg.Data()}); err != nil {
+				return err
+			}
+			if upTo > 0 && md.Sequence.Stream == upTo {
+				return nil
+			}
+		}
+		if err := batch.Error(); err != nil {
+			return fmt.Errorf("fetch: %w", err)
+		}
+		if got == 0 {
+			return fmt.Errorf("the stream sent nothing with %d messages pending", pending)
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Delete purges the conversation's subject, then its KV record.
+func (s *Store) Delete(ctx context.Context, id string) error {
+	st, err := s.state(id)
+	if err != nil {
+		return err
+	}
+	st.write.Lock()
+	defer st.write.Unlock()
+	return s.deleteLocked(ctx, id, st)
+}
+
+// deleteLocked deletes a conversation; the caller holds st.write.
+func (s *Store) deleteLocked(ctx context.Context, id string, st *convState) error {
+	if err := s.stream.Purge(ctx, jetstream.WithPurgeSubject(s.names.subjectOf(id))); err != nil {
+		return fmt.Errorf("jetstream history: delete %q: %w", id, err)
+	}
+	s.mu.Lock()
+	st.known, st.exists, st.tail, st.rec, st.undo, st.kvRev = true, false, 0, record{}, nil, 0
+	st.pos = nil
+	delete(s.dirty, id)
+	s.mu.Unlock()
+	if err := s.kv.Delete(ctx, token(id)); err != nil {
+		// The stream no longer has it, which is what counts; the syncer
+		// drops the record later (its title is text of the conversation).
+		s.log.Warn("jetstream history: could not delete a conversation's record; retrying in the background", "conversationId", id, "err", err)
+		s.kvDirty(id)
+	}
+	return nil
+}
+
+// DeleteOlderThan deletes the conversations last updated before cutoff
+// (--history-max-age) and returns how many it deleted.
+func (s *Store) DeleteOlderThan(ctx context.Context, cutoff time.Time) (int, error) {
+	cs, err := s.Conversations(ctx)
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, c := range cs {
+		if !c.UpdatedAt.Before(cutoff) {
+			continue
+		}
+		deleted, err := s.deleteIfOlder(ctx, c.ID, cutoff)
+		if err != nil {
+			return n, err
+		}
+		if deleted {
+			n++
+		}
+	}
+	return n, nil
+}
+
+func (s *Store) deleteIfOlder(ctx context.Context, id string, cutoff time.Time) (bool, error) {
+	st, err := s.state(id)
+	if err != nil {
+		return false, err
+	}
+	st.write.Lock()
+	defer st.write.Unlock()
+	v, err := s.load(ctx, id, st)
+	if err != nil {
+		return false, fmt.Errorf("jetstream history: %w", err)
+	}
+	if !v.exists || !v.rec.UpdatedAt.Before(cutoff) {
+		return false, nil // touched meanwhile
+	}
+	return true, s.deleteLocked(ctx, id, st)
+}

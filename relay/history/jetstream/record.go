@@ -1,0 +1,254 @@
+package jetstream
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/pilotdesk/pilotdesk/relay/history"
+)
+
+// The headers of a conversation's messages. One header per kind of message
+// keeps them small: an event's costs about 30 bytes.
+const (
+	// hdrEvent is on the message that starts an event:
+	// "<seq> <max> <parts> <type>". max is the highest event seq stored on
+	// the subject up to this message (never smaller than on an earlier
+	// message: a replay finds where seq > since starts by bisecting on
+	// it); parts is how many messages the frame takes.
+	hdrEvent = "Pd"
+	// hdrPart is on each further piece of a frame too big for one
+	// message: "<i> <max>", i from 2.
+	hdrPart = "Pd-Part"
+	// hdrMeta is on a message that carries only a record: "<max>".
+	hdrMeta = "Pd-Meta"
+	// hdrConv is on the last message of every append: the conversation's
+	// record as JSON, or "-" when the record is the message's body (a
+	// record too big for a header).
+	hdrConv = "Pd-Conv"
+
+	// maxRecordHeader is the largest record carried in a header; a bigger
+	// one (a long pending question) gets a message of its own.
+	maxRecordHeader = 8 << 10
+)
+
+// record is a conversation as the stream keeps it: history.Conversation
+// and the store's counters for its subject.
+type record struct {
+	ID           string    `json:"id"`
+	Title        string    `json:"title,omitempty"`
+	Mode         string    `json:"mode,omitempty"`
+	CreatedAt    time.Time `json:"created,omitzero"`
+	UpdatedAt    time.Time `json:"updated,omitzero"`
+	LastSeq      int64     `json:"lastSeq,omitempty"`
+	Streaming    bool      `json:"streaming,omitempty"`
+	PendingInput []byte    `json:"pending,omitempty"`
+	Model        string    `json:"model,omitempty"`
+
+	// Msgs is how many messages the subject holds with this append: the
+	// KV record is stale when the stream counts more (Conversations).
+	Msgs uint64 `json:"msgs"`
+	// Max is the highest event seq stored.
+	Max int64 `json:"max,omitempty"`
+	// Unsorted says an event was stored after one with a higher seq, so a
+	// replay must sort (read.go).
+	Unsorted bool `json:"unsorted,omitempty"`
+	// Append names the append that wrote this record: the store and a
+	// counter, and the part of a long append. A store whose append was
+	// refused because the subject moved on recognises its own by it: the
+	// ack was lost, the append was stored.
+	Append string `json:"append"`
+	// Tail, in the KV record only, is the stream seq of the message that
+	// carries it.
+	Tail uint64 `json:"tail,omitempty"`
+}
+
+func recordFrom(c history.Conversation) record {
+	return record{ID: c.ID, Title: c.Title, Mode: c.Mode, CreatedAt: c.CreatedAt, UpdatedAt: c.UpdatedAt,
+		LastSeq: c.LastSeq, Streaming: c.Streaming, PendingInput: c.PendingInput, Model: c.Model}
+}
+
+func (r record) conversation() history.Conversation {
+	return history.Conversation{ID: r.ID, Title: r.Title, Mode: r.Mode, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt,
+		LastSeq: r.LastSeq, Streaming: r.Streaming, PendingInput: r.PendingInput, Model: r.Model}
+}
+
+// withConversation is r's counters with c's fields.
+func (r record) withConversation(c history.Conversation) record {
+	n := recordFrom(c)
+	n.Msgs, n.Max, n.Unsorted, n.Append = r.Msgs, r.Max, r.Unsorted, r.Append
+	return n
+}
+
+// recordOf reads the record a message carries, if any.
+func recordOf(h nats.Header, body []byte) (record, bool, error) {
+	v := h.Get(hdrConv)
+	if v == "" {
+		return record{}, false, nil
+	}
+	data := []byte(v)
+	if v == "-" {
+		data = body
+	}
+	var r record
+	if err := json.Unmarshal(data, &r); err != nil {
+		return record{}, false, fmt.Errorf("a bad conversation record: %w", err)
+	}
+	return r, true, nil
+}
+
+// msgInfo is what a message's headers say of its place in the history.
+type msgInfo struct {
+	kind  msgKind
+	seq   int64  // event seq (kindEvent)
+	max   int64  // highest event seq stored up to this message
+	parts int    // kindEvent: messages of the frame; kindPart: which one
+	typ   string // kindEvent
+}
+
+type msgKind uint8
+
+const (
+	kindEvent msgKind = iota + 1
+	kindPart
+	kindMeta
+)
+
+func parseInfo(h nats.Header) (msgInfo, error) {
+	if v := h.Get(hdrEvent); v != "" {
+		f := strings.SplitN(v, " ", 4)
+		if len(f) != 4 {
+			return msgInfo{}, fmt.Errorf("bad %s header %q", hdrEvent, v)
+		}
+		seq, err1 := strconv.ParseInt(f[0], 10, 64)
+		mx, err2 := strconv.ParseInt(f[1], 10, 64)
+		parts, err3 := strconv.Atoi(f[2])
+		if err := errors.Join(err1, err2, err3); err != nil || parts < 1 {
+			return msgInfo{}, fmt.Errorf("bad %s header %q", hdrEvent, v)
+		}
+		return msgInfo{kind: kindEvent, seq: seq, max: mx, parts: parts, typ: f[3]}, nil
+	}
+	if v := h.Get(hdrPart); v != "" {
+		var i int
+		var mx int64
+		if _, err := fmt.Sscanf(v, "%d %d", &i, &mx); err != nil {
+			return msgInfo{}, fmt.Errorf("bad %s header %q", hdrPart, v)
+		}
+		return msgInfo{kind: kindPart, parts: i, max: mx}, nil
+	}
+	if v := h.Get(hdrMeta); v != "" {
+		mx, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			return msgInfo{}, fmt.Errorf("bad %s header %q", hdrMeta, v)
+		}
+		return msgInfo{kind: kindMeta, max: mx}, nil
+	}
+	return msgInfo{}, errors.New("a message with no pilotdesk header")
+}
+
+// storedMsg is a message read from the stream through its leader.
+type storedMsg struct {
+	seq  uint64
+	hdr  nats.Header
+	data []byte
+}
+
+var errNoMessage = errors.New("no such message")
+
+// msgGetRequest is the JetStream API's STREAM.MSG.GET request.
+type msgGetRequest struct {
+	Seq           uint64 `json:"seq,omitempty"`
+	LastBySubject string `json:"last_by_subj,omitempty"`
+	NextBySubject string `json:"next_by_subj,omitempty"`
+}
+
+// getMsg reads one message through the stream's leader. nats.go's GetMsg
+// uses a direct get when the stream allows them, which any replica may
+// answer, and a replica may not have the latest append yet: the store's
+// own reads must see its writes.
+func (s *Store) getMsg(ctx context.Context, req msgGetRequest) (storedMsg, error) {
+	return s.getMsgOf(ctx, req, true)
+}
+
+// getMsgHeaders is getMsg without decoding the body: a bisection probe
+// needs only the headers, and a frame may be a megabyte.
+func (s *Store) getMsgHeaders(ctx context.Context, req msgGetRequest) (storedMsg, error) {
+	return s.getMsgOf(ctx, req, false)
+}
+
+// msgGetAnswer is the JetStream API's STREAM.MSG.GET answer, and
+// msgGetHeaders the same without the body, which json skips unread.
+type (
+	msgGetAnswer struct {
+		Error   *jetstream.APIError `json:"error"`
+		Message *struct {
+			Seq    uint64 `json:"seq"`
+			Header []byte `json:"hdrs"`
+			Data   []byte `json:"data"`
+		} `json:"message"`
+	}
+	msgGetHeaders struct {
+		Error   *jetstream.APIError `json:"error"`
+		Message *struct {
+			Seq    uint64 `json:"seq"`
+			Header []byte `json:"hdrs"`
+		} `json:"message"`
+	}
+)
+
+func (s *Store) getMsgOf(ctx context.Context, req msgGetRequest, withData bool) (storedMsg, error) {
+	body, err := json.Marshal(req)
+	if err != nil {
+		return storedMsg{}, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, s.opts.RequestTimeout)
+	defer cancel()
+	reply, err := s.nc.RequestWithContext(ctx, "$JS.API.STREAM.MSG.GET."+s.names.stream, body)
+	if err != nil {
+		return storedMsg{}, err
+	}
+	var (
+		apiErr *jetstream.APIError
+		m      storedMsg
+		hdr    []byte
+		found  bool
+	)
+	if withData {
+		var a msgGetAnswer
+		err = json.Unmarshal(reply.Data, &a)
+		if apiErr = a.Error; a.Message != nil {
+			m, hdr, found = storedMsg{seq: a.Message.Seq, data: a.Message.Data}, a.Message.Header, true
+		}
+	} else {
+		var a msgGetHeaders
+		err = json.Unmarshal(reply.Data, &a)
+		if apiErr = a.Error; a.Message != nil {
+			m, hdr, found = storedMsg{seq: a.Message.Seq}, a.Message.Header, true
+		}
+	}
+	if err != nil {
+		return storedMsg{}, fmt.Errorf("a bad STREAM.MSG.GET answer: %w", err)
+	}
+	if apiErr != nil {
+		if apiErr.ErrorCode == jetstream.JSErrCodeMessageNotFound {
+			return storedMsg{}, errNoMessage
+		}
+		return storedMsg{}, apiErr
+	}
+	if !found {
+		return storedMsg{}, errors.New("an empty STREAM.MSG.GET answer")
+	}
+	if len(hdr) > 0 {
+		if m.hdr, err = nats.DecodeHeadersMsg(hdr); err != nil {
+			return storedMsg{}, fmt.Errorf("the headers of stream seq %d: %w", m.seq, err)
+		}
+	}
+	return m, nil
+}

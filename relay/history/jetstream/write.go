@@ -1,0 +1,533 @@
+package jetstream
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/nats-io/nuid"
+
+	"github.com/pilotdesk/pilotdesk/relay/history"
+)
+
+// maxBatch is the most messages one atomic batch may hold: the server's
+// default jetstream.limits.batch.max_batch_size. A longer append (over
+// a thousand events of one conversation in one Write, which the relay's
+// committer never makes) is sent as several batches.
+const maxBatch = 1000
+
+// Headers of JetStream's atomic batch publish (server 2.12, ADR-50).
+const (
+	hdrBatchID     = "Nats-Batch-Id"
+	hdrBatchSeq    = "Nats-Batch-Sequence"
+	hdrBatchCommit = "Nats-Batch-Commit"
+)
+
+// The JetStream API error codes an append can meet.
+const (
+	codeWrongLastSeq         jetstream.ErrorCode = 10071 // the subject moved on: a conflict
+	codeWrongLastSeqInFlight jetstream.ErrorCode = 10164 // another conditional write of the subject is being proposed
+	codeNotLeader            jetstream.ErrorCode = 10009
+	codeInsufficientRes      jetstream.ErrorCode = 10023
+	codeBatchIncomplete      jetstream.ErrorCode = 10176 // the batch was dropped (a leader change mid-batch)
+	codeBatchTooManyInflight jetstream.ErrorCode = 10210
+)
+
+// convWrite is one conversation's part of a Write.
+type convWrite struct {
+	id     string
+	subj   string
+	events []history.Event
+	meta   *history.Conversation // nil: the events alone, the metadata stays
+	st     *convState
+	v      view // the conversation before the write
+}
+
+// Write validates the whole batch before it appends anything, so a bad
+// batch (an unknown conversation, a repeated seq) writes nothing. Then it
+// appends each conversation's part as one fenced append, the conversations
+// concurrently; a conversation that fails (a conflict, the cluster gone
+// for longer than WriteTimeout) is named in a *history.PartialWriteError,
+// and the others are stored.
+func (s *Store) Write(ctx context.Context, b history.Batch) error {
+	if len(b.Events) == 0 && len(b.Conversations) == 0 {
+		return nil
+	}
+	byID := map[string]*convWrite{}
+	part := func(id string) (*convWrite, error) {
+		w := byID[id]
+		if w == nil {
+			st, err := s.state(id)
+			if err != nil {
+				return nil, err
+			}
+			w = &convWrite{id: id, subj: s.names.subjectOf(id), st: st}
+			byID[id] = w
+		}
+		return w, nil
+	}
+	for _, e := range b.Events {
+		w, err := part(e.ConversationID)
+		if err != nil {
+			return err
+		}
+		w.events = append(w.events, e)
+	}
+	for i := range b.Conversations {
+		w, err := part(b.Conversations[i].ID)
+		if err != nil {
+			return err
+		}
+		w.meta = &b.Conversations[i] // the last one of an id wins
+	}
+	ws := make([]*convWrite, 0, len(byID))
+	for _, w := range byID {
+		ws = append(ws, w)
+	}
+	// Locked in one order, so two Writes that share conversations cannot
+	// each hold one the other waits for.
+	slices.SortFunc(ws, func(a, b *convWrite) int { return cmp.Compare(a.id, b.id) })
+	for _, w := range ws {
+		w.st.write.Lock()
+	}
+	defer func() {
+		for _, w := range ws {
+			w.st.write.Unlock()
+		}
+	}()
+
+	// Validate. An error reading a conversation's state fails that
+	// conversation only; a bad batch fails the batch.
+	failed := map[string]error{}
+	var failedMu sync.Mutex
+	var invalid []error
+	s.each(len(ws), func(i int) {
+		w := ws[i]
+		err := s.prepare(ctx, w)
+		if err == nil {
+			return
+		}
+		failedMu.Lock()
+		defer failedMu.Unlock()
+		if errors.Is(err, errInvalid) {
+			invalid = append(invalid, err)
+		} else {
+			failed[w.id] = err
+		}
+	})
+	if len(invalid) > 0 {
+		return errors.Join(invalid...)
+	}
+	s.each(len(ws), func(i int) {
+		w := ws[i]
+		if _, ok := failed[w.id]; ok {
+			return
+		}
+		if err := s.commit(ctx, w); err != nil {
+			failedMu.Lock()
+			failed[w.id] = err
+			failedMu.Unlock()
+		}
+	})
+	if len(failed) > 0 {
+		return &history.PartialWriteError{Failed: failed}
+	}
+	return nil
+}
+
+// errInvalid marks the errors of a bad batch.
+var errInvalid = errors.New("invalid batch")
+
+type invalidError struct{ msg string }
+
+func (e *invalidError) Error() string        { return e.msg }
+func (e *invalidError) Is(target error) bool { return target == errInvalid }
+
+func invalidf(format string, args ...any) error {
+	return &invalidError{msg: fmt.Sprintf(format, args...)}
+}
+
+// notFoundError is an event of a conversation neither stored nor in the
+// batch: invalid, and history.ErrNotFound.
+type notFoundError struct{ msg string }
+
+func (e *notFoundError) Error() string { return e.msg }
+func (e *notFoundError) Is(target error) bool {
+	return target == errInvalid || target == history.ErrNotFound
+}
+
+// each runs fn for 0..n-1, at most MaxInflight at once, and returns when
+// all have.
+func (s *Store) each(n int, fn func(i int)) {
+	if n == 1 {
+		fn(0)
+		return
+	}
+	var wg sync.WaitGroup
+	for i := range n {
+		s.inflight <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer func() { <-s.inflight; wg.Done() }()
+			fn(i)
+		}()
+	}
+	wg.Wait()
+}
+
+// prepare reads the conversation's state (taking back a failed append
+// first) and checks its part of the batch.
+func (s *Store) prepare(ctx context.Context, w *convWrite) error {
+	v, err := s.load(ctx, w.id, w.st)
+	if err != nil {
+		return err
+	}
+	if v.undo != nil {
+		if v, err = s.takeBack(ctx, w.id, w.st, v.undo); err != nil {
+			return err
+		}
+	}
+	w.v = v
+	if len(w.events) == 0 {
+		return nil
+	}
+	if !v.exists && w.meta == nil {
+		return &notFoundError{msg: fmt.Sprintf("history: write event %d of conversation %q: %v", w.events[0].Seq, w.id, history.ErrNotFound)}
+	}
+	seen := make(map[int64]struct{}, len(w.events))
+	var stored map[int64]struct{}
+	for _, e := range w.events {
+		if _, dup := seen[e.Seq]; dup {
+			return invalidf("history: write event %d of conversation %q: the seq is repeated in the batch", e.Seq, w.id)
+		}
+		seen[e.Seq] = struct{}{}
+		if !v.exists || e.Seq > v.rec.Max {
+			continue // the usual case: past every stored seq
+		}
+		if stored == nil {
+			if stored, err = s.storedSeqs(ctx, w.subj, v.tail); err != nil {
+				return fmt.Errorf("check the seqs of %q: %w", w.id, err)
+			}
+		}
+		if _, dup := stored[e.Seq]; dup {
+			return invalidf("history: write event %d of conversation %q: the seq is already stored", e.Seq, w.id)
+		}
+	}
+	return nil
+}
+
+// unit is one atomic batch of an append.
+type unit struct {
+	msgs   []*nats.Msg
+	events []position // the events it starts: seq, and the index of the message
+	ack    uint64     // the stream seq of its last message, once stored
+	append string     // the Append of the record its last message carries
+	rec    record
+	bytes  int
+}
+
+// plan turns a conversation's part of the batch into the units of its
+// append: the events' messages (a frame bigger than a message split in
+// pieces), and the record on the last message of each unit.
+func (s *Store) plan(w *convWrite) ([]*unit, error) {
+	prev := w.v.rec
+	final := prev
+	if w.meta != nil {
+		final = prev.withConversation(*w.meta)
+	}
+	appendID := s.writer + "." + strconv.FormatUint(s.appends.Add(1), 10) + "/"
+	msgs, mx, unsorted := prev.Msgs, prev.Max, prev.Unsorted
+
+	var units []*unit
+	cur := &unit{}
+	seal := func(last bool) error {
+		rec := final
+		if !last {
+			// The state after part of the events: the new metadata, and
+			// only the seqs stored so far.
+			rec.LastSeq = min(rec.LastSeq, mx)
+		}
+		rec.Max, rec.Unsorted = mx, unsorted
+		rec.Append = appendID + strconv.Itoa(len(units)+1)
+		rec.Msgs = msgs + uint64(len(cur.msgs))
+		js, err := json.Marshal(rec)
+		if err != nil {
+			return fmt.Errorf("encode the record of %q: %w", w.id, err)
+		}
+		if len(cur.msgs) == 0 || len(js) > maxRecordHeader {
+			// A message of its own for the record.
+			rec.Msgs++
+			if js, err = json.Marshal(rec); err != nil {
+				return fmt.Errorf("encode the record of %q: %w", w.id, err)
+			}
+			m := &nats.Msg{Subject: w.subj, Header: nats.Header{}}
+			m.Header.Set(hdrMeta, strconv.FormatInt(mx, 10))
+			if len(js) > maxRecordHeader {
+				m.Header.Set(hdrConv, "-")
+				m.Data = js
+			} else {
+				m.Header.Set(hdrConv, string(js))
+			}
+			cur.msgs = append(cur.msgs, m)
+			cur.bytes += len(js)
+		} else {
+			cur.msgs[len(cur.msgs)-1].Header.Set(hdrConv, string(js))
+		}
+		msgs = rec.Msgs
+		cur.append, cur.rec = rec.Append, rec
+		units = append(units, cur)
+		cur = &unit{}
+		return nil
+	}
+	for _, e := range w.events {
+		parts := (len(e.Frame) + s.chunk - 1) / s.chunk
+		parts = max(parts, 1)
+		if parts+1 > maxBatch {
+			return nil, fmt.Errorf("history: event %d of %q: a frame of %d bytes is too big", e.Seq, w.id, len(e.Frame))
+		}
+		if len(cur.msgs) > 0 && len(cur.msgs)+parts+1 > maxBatch {
+			if err := seal(false); err != nil {
+				return nil, err
+			}
+		}
+		if e.Seq < mx {
+			unsorted = true
+		}
+		mx = max(mx, e.Seq)
+		for i := range parts {
+			m := &nats.Msg{Subject: w.subj, Header: nats.Header{}}
+			if i == 0 {
+				cur.events = append(cur.events, position{e.Seq, uint64(len(cur.msgs))})
+				m.Header.Set(hdrEvent, fmt.Sprintf("%d %d %d %s", e.Seq, mx, parts, e.Type))
+			} else {
+				m.Header.Set(hdrPart, fmt.Sprintf("%d %d", i+1, mx))
+			}
+			m.Data = e.Frame[i*s.chunk : min(len(e.Frame), (i+1)*s.chunk)]
+			cur.msgs = append(cur.msgs, m)
+			cur.bytes += len(m.Data)
+		}
+	}
+	if err := seal(true); err != nil {
+		return nil, err
+	}
+	return units, nil
+}
+
+// commit appends the conversation's part and records the new state.
+func (s *Store) commit(ctx context.Context, w *convWrite) error {
+	units, err := s.plan(w)
+	if err != nil {
+		return err
+	}
+	deadline := time.Now().Add(s.opts.WriteTimeout)
+	tail := w.v.tail
+	for i, u := range units {
+		ack, uncertain, err := s.appendUnit(ctx, w, u, tail, deadline)
+		if err != nil {
+			if errors.Is(err, history.ErrConflict) {
+				s.forget(w.st)
+			}
+			if uncertain || i > 0 {
+				// Some of the append may be stored: take it back before
+				// the next write, so that this failed Write stored nothing.
+				s.mu.Lock()
+				w.st.undo = &undo{before: w.v.tail, append: strings.TrimSuffix(u.append, strconv.Itoa(i+1))}
+				s.mu.Unlock()
+			}
+			return err
+		}
+		tail, u.ack = ack, ack
+	}
+	last := units[len(units)-1]
+	s.mu.Lock()
+	w.st.known, w.st.exists, w.st.tail, w.st.rec, w.st.undo = true, true, tail, last.rec, nil
+	if !last.rec.Unsorted {
+		// A batch's messages have consecutive stream seqs.
+		noted := lastPosLocked(w.st)
+		for _, u := range units {
+			for _, p := range u.events {
+				if p.seq >= noted+posEvery {
+					noted = p.seq
+					notePosLocked(w.st, position{p.seq, u.ack - uint64(len(u.msgs)-1) + p.stream})
+				}
+			}
+		}
+	}
+	s.mu.Unlock()
+	s.kvDirty(w.id)
+	return nil
+}
+
+// appendUnit sends one unit with the expectation that the subject's last
+// message is expect, until it is stored, refused for good, or deadline.
+// uncertain says a failed unit may have been stored all the same (an
+// attempt's ack never came).
+func (s *Store) appendUnit(ctx context.Context, w *convWrite, u *unit, expect uint64, deadline time.Time) (ack uint64, uncertain bool, err error) {
+	wait := 20 * time.Millisecond
+	for attempt := 1; ; attempt++ {
+		ack, err = s.send(ctx, u, expect)
+		if err == nil {
+			if s.opts.loseAck != nil && s.opts.loseAck(w.id) {
+				uncertain, err = true, fmt.Errorf("jetstream history: append to %q: the ack was lost (test)", w.id)
+				return 0, uncertain, err
+			}
+			return ack, false, nil
+		}
+		var apiErr *jetstream.APIError
+		isAPI := errors.As(err, &apiErr)
+		pause := wait
+		switch {
+		case isAPI && apiErr.ErrorCode == codeWrongLastSeq:
+			// Refused because the subject moved on: by this very append,
+			// if an earlier attempt was stored but its ack was lost, or by
+			// another writer.
+			v, terr := s.readTail(ctx, w.id)
+			if terr == nil && v.exists && v.rec.Append == u.append {
+				return v.tail, false, nil
+			}
+			if terr == nil {
+				return 0, uncertain, fmt.Errorf("jetstream history: append to %q after stream seq %d: %w (%v)", w.id, expect, history.ErrConflict, err)
+			}
+			err = fmt.Errorf("%w; then reading the subject's tail: %v", err, terr)
+		case isAPI && apiErr.ErrorCode == codeWrongLastSeqInFlight:
+			// The server still has a conditional write of the subject in
+			// process: on a cluster it acks before it clears that mark,
+			// so this comes even to a writer that waits for every ack.
+			// Not a conflict: ask again in a moment.
+			pause = 2 * time.Millisecond
+		case isAPI && slices.Contains([]jetstream.ErrorCode{codeNotLeader, codeInsufficientRes, codeBatchIncomplete, codeBatchTooManyInflight}, apiErr.ErrorCode),
+			isAPI && apiErr.Code == 503:
+			// Passes: a leader election, a full inflight table.
+		case isAPI:
+			return 0, uncertain, fmt.Errorf("jetstream history: append to %q: %w", w.id, err)
+		case errors.Is(err, nats.ErrNoResponders):
+			// Nobody took it: the stream has no leader at the moment.
+		case errors.Is(err, nats.ErrConnectionClosed), errors.Is(err, nats.ErrBadSubscription):
+			return 0, uncertain, fmt.Errorf("jetstream history: append to %q: %w", w.id, err)
+		default:
+			// No answer in time, or the connection is reconnecting: the
+			// append may have been stored.
+			uncertain = true
+		}
+		if ctx.Err() != nil || time.Now().Add(pause).After(deadline) {
+			return 0, uncertain, fmt.Errorf("jetstream history: append to %q: gave up after %d attempts: %w", w.id, attempt, err)
+		}
+		if attempt == 1 || attempt%20 == 0 {
+			s.log.Debug("jetstream history: retrying an append", "conversationId", w.id, "attempt", attempt, "err", err)
+		}
+		select {
+		case <-ctx.Done():
+			return 0, uncertain, fmt.Errorf("jetstream history: append to %q: %w", w.id, ctx.Err())
+		case <-time.After(pause):
+		}
+		if pause == wait {
+			wait = min(2*wait, 500*time.Millisecond)
+		}
+	}
+}
+
+// attemptTimeout bounds one attempt of an append: short, so that an append
+// sent to a leader that just died is sent again soon after the election,
+// and longer for a big unit.
+func attemptTimeout(bytes int) time.Duration {
+	return 2*time.Second + time.Duration(bytes/(32<<20))*time.Second
+}
+
+// send makes one attempt at a unit: a single message as a fenced publish,
+// more as an atomic batch whose first message is fenced. It returns the
+// stream seq of the unit's last message.
+func (s *Store) send(ctx context.Context, u *unit, expect uint64) (uint64, error) {
+	ctx, cancel := context.WithTimeout(ctx, attemptTimeout(u.bytes))
+	defer cancel()
+	u.msgs[0].Header.Set(jetstream.ExpectedLastSubjSeqHeader, strconv.FormatUint(expect, 10))
+	last := u.msgs[len(u.msgs)-1]
+	if len(u.msgs) > 1 {
+		// A new id each attempt: the server drops a batch it could not
+		// finish, and a late piece of an old attempt must not join a new one.
+		id := nuid.Next()
+		for i, m := range u.msgs {
+			m.Header.Set(hdrBatchID, id)
+			m.Header.Set(hdrBatchSeq, strconv.Itoa(i+1))
+			if m == last {
+				m.Header.Set(hdrBatchCommit, "1")
+				break
+			}
+			if err := s.nc.PublishMsg(m); err != nil {
+				return 0, err
+			}
+		}
+	}
+	reply, err := s.nc.RequestMsgWithContext(ctx, &nats.Msg{Subject: last.Subject, Header: last.Header, Data: last.Data})
+	if err != nil {
+		return 0, err
+	}
+	var resp struct {
+		Error *jetstream.APIError `json:"error"`
+		Seq   uint64              `json:"seq"`
+	}
+	if err := json.Unmarshal(reply.Data, &resp); err != nil {
+		return 0, fmt.Errorf("a bad ack %q: %w", reply.Data, err)
+	}
+	if resp.Error != nil {
+		return 0, resp.Error
+	}
+	if resp.Seq == 0 {
+		return 0, fmt.Errorf("an ack with no seq: %q", reply.Data)
+	}
+	return resp.Seq, nil
+}
+
+// undo is an append to take back (convState.undo): everything on the
+// subject after stream seq before, if the subject's last message is still
+// the append's.
+type undo struct {
+	before uint64
+	append string // the Append of its records, less the unit number
+}
+
+// takeBack removes what may be stored of a failed append, so that the
+// Write that failed stored nothing: its events were never sent, and their
+// seqs are handed out again. It removes messages only when the subject's
+// last message is the failed append's own, so nobody appended after it.
+func (s *Store) takeBack(ctx context.Context, id string, st *convState, u *undo) (view, error) {
+	v, err := s.readTail(ctx, id)
+	if err != nil {
+		return view{}, fmt.Errorf("check for a failed append to %q: %w", id, err)
+	}
+	if v.exists && strings.HasPrefix(v.rec.Append, u.append) {
+		subj := s.names.subjectOf(id)
+		n := 0
+		for next := u.before + 1; ; {
+			m, err := s.getMsg(ctx, msgGetRequest{Seq: next, NextBySubject: subj})
+			if errors.Is(err, errNoMessage) {
+				break
+			}
+			if err != nil {
+				return view{}, fmt.Errorf("take back a failed append to %q: %w", id, err)
+			}
+			if err := s.stream.DeleteMsg(ctx, m.seq); err != nil && !errors.Is(err, jetstream.ErrMsgNotFound) {
+				return view{}, fmt.Errorf("take back a failed append to %q: delete stream seq %d: %w", id, m.seq, err)
+			}
+			n++
+			next = m.seq + 1
+		}
+		s.log.Warn("jetstream history: took back an append that was stored although its Write failed", "conversationId", id, "messages", n)
+		if v, err = s.readTail(ctx, id); err != nil {
+			return view{}, fmt.Errorf("read %q after taking back a failed append: %w", id, err)
+		}
+	}
+	s.mu.Lock()
+	st.known, st.exists, st.tail, st.rec, st.undo = true, v.exists, v.tail, v.rec, nil
+	st.pos = slices.DeleteFunc(st.pos, func(p position) bool { return p.stream > u.before })
+	s.mu.Unlock()
+	return v, nil
+}
