@@ -1,21 +1,18 @@
 package acp_test
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"log/slog"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/pilotdesk/pilotdesk/internal/testsupport"
 	"github.com/pilotdesk/pilotdesk/session"
 	"github.com/pilotdesk/pilotdesk/session/acp"
 	"github.com/pilotdesk/pilotdesk/session/acp/internal/fakeagent"
@@ -23,40 +20,14 @@ import (
 
 // TestMain lets the test binary play the ACP agent: the backend under test
 // re-executes it with fakeagent.EnvEnable=1. Once the tests pass it checks
-// that no goroutine of the backend or of the SDK outlived them.
+// that no goroutine of the backend, of its process handling or of the SDK
+// outlived them.
 func TestMain(m *testing.M) {
 	if os.Getenv(fakeagent.EnvEnable) == "1" {
 		os.Exit(fakeagent.Main())
 	}
-	code := m.Run()
-	if code == 0 {
-		if leaked := leakedGoroutines(); leaked != "" {
-			fmt.Fprintf(os.Stderr, "goroutines of session/acp or its SDK outlived the tests:\n%s\n", leaked)
-			code = 1
-		}
-	}
-	os.Exit(code)
-}
-
-// leakedGoroutines returns the stacks of goroutines still running code of
-// this package or of the ACP SDK, after a grace period for those finishing
-// (the SDK gives a closed connection's notifications 5 s to drain).
-func leakedGoroutines() string {
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		buf := make([]byte, 1<<20)
-		buf = buf[:runtime.Stack(buf, true)]
-		var leaked []string
-		for _, g := range strings.Split(string(buf), "\n\n") {
-			if (strings.Contains(g, "pilotdesk/session/acp") || strings.Contains(g, "pilotdesk/internal/agentproc") || strings.Contains(g, "coder/acp-go-sdk")) && !strings.Contains(g, "leakedGoroutines") {
-				leaked = append(leaked, g)
-			}
-		}
-		if len(leaked) == 0 || time.Now().After(deadline) {
-			return strings.Join(leaked, "\n\n")
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	os.Exit(testsupport.AfterTests(m.Run(), "session/acp or its SDK",
+		"pilotdesk/session/acp", "pilotdesk/internal/agentproc", "coder/acp-go-sdk"))
 }
 
 // wait is the generous deadline of every wait in these tests.
@@ -88,7 +59,7 @@ func newFake(t *testing.T, env ...string) (acp.Options, *fake) {
 	opts := acp.Options{
 		Command:    "'" + strings.ReplaceAll(exe, "'", `'\''`) + "'",
 		WorkDir:    work,
-		Logger:     testLogger(t),
+		Logger:     testsupport.Logger(t),
 		StopGrace:  2 * time.Second,
 		SessionMap: filepath.Join(dir, "sessions.json"),
 		Env: append([]string{
@@ -105,21 +76,7 @@ func newFake(t *testing.T, env ...string) (acp.Options, *fake) {
 // entries returns what the fake agent(s) logged, in order.
 func (f *fake) entries() []fakeagent.LogEntry {
 	f.t.Helper()
-	data, err := os.ReadFile(f.logPath)
-	if err != nil && !errors.Is(err, os.ErrNotExist) {
-		f.t.Fatal(err)
-	}
-	var out []fakeagent.LogEntry
-	sc := bufio.NewScanner(bytes.NewReader(data))
-	sc.Buffer(nil, 16<<20)
-	for sc.Scan() {
-		var e fakeagent.LogEntry
-		if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
-			f.t.Fatalf("fake log: %v", err)
-		}
-		out = append(out, e)
-	}
-	return out
+	return testsupport.ReadJSONLines[fakeagent.LogEntry](f.t, f.logPath)
 }
 
 // find returns the entries of one method ("permission" for the answers).
@@ -166,34 +123,6 @@ func (f *fake) pids() []int {
 		}
 	}
 	return out
-}
-
-// testLogger collects the backend's logs and prints them if the test fails.
-func testLogger(t *testing.T) *slog.Logger {
-	w := &logBuffer{}
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("backend log:\n%s", w.String())
-		}
-	})
-	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: slog.LevelDebug}))
-}
-
-type logBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *logBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *logBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
 
 // testHost is a session.Host that records everything and decides

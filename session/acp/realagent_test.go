@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pilotdesk/pilotdesk/internal/testsupport"
 	"github.com/pilotdesk/pilotdesk/session"
 	"github.com/pilotdesk/pilotdesk/session/acp"
 	"github.com/pilotdesk/pilotdesk/session/copilot/mockopenai"
@@ -30,70 +31,30 @@ import (
 // mockURL, or skips the test.
 func realCopilot(t *testing.T, mockURL string) (acp.Options, string) {
 	t.Helper()
-	root, rootErr := repoRoot()
-	loader := os.Getenv("PILOTDESK_COPILOT_PATH")
-	if loader == "" {
-		if rootErr != nil {
-			t.Skipf("the real Copilot CLI cannot be located: %v; set PILOTDESK_COPILOT_PATH", rootErr)
-		}
-		loader = filepath.Join(root, ".tools", "copilot", "node_modules", "@github", "copilot", "npm-loader.js")
-	}
-	if _, err := os.Stat(loader); err != nil {
-		t.Skipf("the real Copilot CLI is not installed (%s is missing); run scripts/install-copilot.sh", loader)
-	}
+	loader := testsupport.CopilotCLI.Find(t)
 	command := quote(loader) + " --acp"
 	if strings.HasSuffix(loader, ".js") {
 		command = "node " + command // the npm loader, as npm's bin link runs it
-	}
-	// The native binary unpacks ~235 MB on its first run; the install
-	// script did that into this cache.
-	cache := os.Getenv("COPILOT_PKG_CACHE_HOME")
-	if cache == "" && root != "" {
-		cache = filepath.Join(root, ".tools", "copilot", "cache")
 	}
 	home := t.TempDir()
 	return acp.Options{
 		Command:      command,
 		WorkDir:      t.TempDir(),
-		Logger:       testLogger(t),
+		Logger:       testsupport.Logger(t),
 		SessionMap:   filepath.Join(home, "sessions.json"),
 		StartTimeout: 2 * time.Minute,
-		Env: []string{
-			"HOME=" + home,
-			"COPILOT_HOME=" + filepath.Join(home, ".copilot"),
-			"XDG_CONFIG_HOME=" + filepath.Join(home, ".config"),
-			"XDG_STATE_HOME=" + filepath.Join(home, ".state"),
-			"COPILOT_PKG_CACHE_HOME=" + cache,
+		Env: append(testsupport.CopilotEnv(home),
 			// BYOK, which ACP mode takes from the environment only.
-			"COPILOT_PROVIDER_BASE_URL=" + mockURL,
+			"COPILOT_PROVIDER_BASE_URL="+mockURL,
 			"COPILOT_PROVIDER_API_KEY=mock-key",
 			"COPILOT_MODEL=gpt-4.1",
 			"COPILOT_AUTO_UPDATE=false",
 			"COPILOT_OFFLINE=true",
-			// No GitHub identity: the mock is the only model there is.
-			"GH_TOKEN=", "GITHUB_TOKEN=", "COPILOT_GITHUB_TOKEN=",
-		},
+		),
 	}, "HOME=" + home
 }
 
 func quote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
-
-func repoRoot() (string, error) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir, nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", errors.New("go.mod not found above the test's directory")
-		}
-		dir = parent
-	}
-}
 
 // Prompts of the real agent's scenario.
 const (
@@ -276,13 +237,13 @@ func TestRealCopilotACP(t *testing.T) {
 	if err := s.Close(ctx); err != nil {
 		t.Errorf("Close: %v", err)
 	}
-	if runtime.GOOS == "linux" && len(processesWithEnv(marker)) == 0 {
+	if runtime.GOOS == "linux" && len(testsupport.ProcessesWithEnv(marker)) == 0 {
 		t.Error("no agent process found by its environment: the check below would prove nothing")
 	}
 	started = time.Now()
 	a.Close()
 	t.Logf("agent close: %v", time.Since(started))
-	waitNoProcessWithEnv(t, marker) // neither the npm loader nor the native binary
+	testsupport.WaitNoProcessWithEnv(t, marker, wait) // neither the npm loader nor the native binary
 	if nf := mock.NotFound(); len(nf) > 0 {
 		t.Logf("the agent also asked the mock for: %v", nf)
 	}
@@ -331,17 +292,7 @@ func checkUsage(t *testing.T, events []session.Event) {
 // and edits, which by default it runs unasked.
 func realOpencode(t *testing.T, mockURL string) (acp.Options, string) {
 	t.Helper()
-	bin := os.Getenv("PILOTDESK_OPENCODE_PATH")
-	if bin == "" {
-		root, err := repoRoot()
-		if err != nil {
-			t.Skipf("opencode cannot be located: %v; set PILOTDESK_OPENCODE_PATH", err)
-		}
-		bin = filepath.Join(root, ".tools", "opencode", "node_modules", ".bin", "opencode")
-	}
-	if _, err := os.Stat(bin); err != nil {
-		t.Skipf("opencode is not installed (%s is missing); run scripts/install-opencode.sh", bin)
-	}
+	bin := testsupport.Opencode.Find(t)
 	config, _ := json.Marshal(map[string]any{
 		"provider": map[string]any{"mock": map[string]any{
 			"npm":     "@ai-sdk/openai-compatible",
@@ -359,7 +310,7 @@ func realOpencode(t *testing.T, mockURL string) (acp.Options, string) {
 	return acp.Options{
 		Command:      quote(bin) + " acp",
 		WorkDir:      t.TempDir(),
-		Logger:       testLogger(t),
+		Logger:       testsupport.Logger(t),
 		StartTimeout: 2 * time.Minute,
 		Env: []string{
 			"HOME=" + home,
@@ -437,5 +388,5 @@ func TestRealOpencodeACP(t *testing.T) {
 	}
 	checkTextBeforeTool(t, events, "Creating it.")
 	a.Close()
-	waitNoProcessWithEnv(t, marker)
+	testsupport.WaitNoProcessWithEnv(t, marker, wait)
 }

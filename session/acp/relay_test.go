@@ -8,6 +8,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/pilotdesk/pilotdesk/internal/testsupport"
 	"github.com/pilotdesk/pilotdesk/relay"
 	"github.com/pilotdesk/pilotdesk/relay/relaytest"
 	"github.com/pilotdesk/pilotdesk/session/acp"
@@ -26,7 +27,7 @@ func TestThroughRelay(t *testing.T) {
 	// Cleanups run last-in first-out: the relay (started below) closes its
 	// sessions first, then the agent stops the process.
 	t.Cleanup(func() { agent.Close() })
-	srv := relaytest.Start(t, relay.Config{Agent: agent, Logger: testLogger(t)})
+	srv := relaytest.Start(t, relay.Config{Agent: agent, Logger: testsupport.Logger(t)})
 	cl := srv.Dial(t)
 	conv := uuid.NewString()
 	ofConv := func(match func(relaytest.Frame) bool) func(relaytest.Frame) bool {

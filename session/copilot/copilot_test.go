@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pilotdesk/pilotdesk/internal/testsupport"
 	"github.com/pilotdesk/pilotdesk/session"
 	"github.com/pilotdesk/pilotdesk/session/copilot"
 	"github.com/pilotdesk/pilotdesk/session/copilot/internal/fakecli"
@@ -102,7 +103,7 @@ func TestStreamedTurnUsageAndShutdown(t *testing.T) {
 	if err := a.Close(); err != nil {
 		t.Fatal(err)
 	}
-	waitGone(t, pids[0])
+	testsupport.WaitGone(t, pids[0], wait)
 }
 
 func usage2events(us []session.Usage) []session.Event {
@@ -188,7 +189,7 @@ func TestCrashMidTurnThenResume(t *testing.T) {
 		t.Errorf("text before the crash = %q", got)
 	}
 	first := fake.pids()
-	waitGone(t, first[0])
+	testsupport.WaitGone(t, first[0], wait)
 
 	// The next turn starts a new CLI and resumes the session: the fake's
 	// turn counter (its stored context) goes on.
@@ -231,7 +232,7 @@ func TestNothingOutlivesTheCLI(t *testing.T) {
 	if err := json.Unmarshal(children[0].Params, &pid); err != nil || pid <= 0 {
 		t.Fatalf("child pid %s", children[0].Params)
 	}
-	waitGone(t, pid)
+	testsupport.WaitGone(t, pid, wait)
 }
 
 func TestUnreadableStreamIsACrash(t *testing.T) {
@@ -245,7 +246,7 @@ func TestUnreadableStreamIsACrash(t *testing.T) {
 		t.Fatalf("Run = %v, want an unreadable-output error", err)
 	}
 	// That fake ignores EOF and SIGTERM: only the group SIGKILL ends it.
-	waitGone(t, fake.pids()[0])
+	testsupport.WaitGone(t, fake.pids()[0], wait)
 	if err := run(t, s, "hello"); err != nil {
 		t.Fatalf("Run after: %v", err)
 	}
@@ -619,7 +620,7 @@ func TestHandshakeProblems(t *testing.T) {
 		if !errors.Is(err, copilot.ErrNotSignedIn) || !strings.Contains(err.Error(), "/login") || !strings.Contains(err.Error(), "--provider-url") {
 			t.Errorf("Probe = %v", err)
 		}
-		waitGone(t, fake.pids()[0]) // Probe leaves nothing running
+		testsupport.WaitGone(t, fake.pids()[0], wait) // Probe leaves nothing running
 		opts.ProviderURL = "http://127.0.0.1:9/v1"
 		if err := copilot.Probe(ctx, opts); err != nil {
 			t.Errorf("Probe with a provider URL = %v", err)
@@ -633,7 +634,7 @@ func TestHandshakeProblems(t *testing.T) {
 		if got := fake.methods(); !slices.Equal(got, []string{"argv", "connect", "auth.getStatus"}) {
 			t.Errorf("requests = %v", got)
 		}
-		waitGone(t, fake.pids()[0])
+		testsupport.WaitGone(t, fake.pids()[0], wait)
 	})
 	t.Run("exits at start", func(t *testing.T) {
 		opts, _ := newFake(t, fakecli.EnvExitEarly+"=1")

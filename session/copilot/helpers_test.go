@@ -1,61 +1,31 @@
 package copilot_test
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
-	"fmt"
-	"log/slog"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/pilotdesk/pilotdesk/internal/testsupport"
 	"github.com/pilotdesk/pilotdesk/session"
 	"github.com/pilotdesk/pilotdesk/session/copilot"
 	"github.com/pilotdesk/pilotdesk/session/copilot/internal/fakecli"
 )
 
 // TestMain lets the test binary play the Copilot CLI: the backend under test
-// re-executes it with fakecli.EnvEnable=1.
+// re-executes it with fakecli.EnvEnable=1. Once the tests pass it checks
+// that no goroutine of the backend (or its subpackages) or of its process
+// handling outlived them.
 func TestMain(m *testing.M) {
 	if os.Getenv(fakecli.EnvEnable) == "1" {
 		os.Exit(fakecli.Main())
 	}
-	code := m.Run()
-	if code == 0 {
-		if leaked := leakedGoroutines(); leaked != "" {
-			fmt.Fprintf(os.Stderr, "goroutines of session/copilot outlived the tests:\n%s\n", leaked)
-			code = 1
-		}
-	}
-	os.Exit(code)
-}
-
-// leakedGoroutines returns the stacks of goroutines still running code of
-// this package (or its subpackages), after a grace period for those that
-// are finishing.
-func leakedGoroutines() string {
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		buf := make([]byte, 1<<20)
-		buf = buf[:runtime.Stack(buf, true)]
-		var leaked []string
-		for _, g := range strings.Split(string(buf), "\n\n") {
-			if (strings.Contains(g, "pilotdesk/session/copilot") || strings.Contains(g, "pilotdesk/internal/agentproc")) && !strings.Contains(g, "leakedGoroutines") {
-				leaked = append(leaked, g)
-			}
-		}
-		if len(leaked) == 0 || time.Now().After(deadline) {
-			return strings.Join(leaked, "\n\n")
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	os.Exit(testsupport.AfterTests(m.Run(), "session/copilot",
+		"pilotdesk/session/copilot", "pilotdesk/internal/agentproc"))
 }
 
 // wait is the generous deadline of every wait in these tests.
@@ -83,7 +53,7 @@ func newFake(t *testing.T, env ...string) (copilot.Options, *fakeCLI) {
 	opts := copilot.Options{
 		Path:      exe,
 		WorkDir:   dir,
-		Logger:    testLogger(t),
+		Logger:    testsupport.Logger(t),
 		StopGrace: 2 * time.Second,
 		Env: append([]string{
 			fakecli.EnvEnable + "=1",
@@ -99,21 +69,7 @@ func newFake(t *testing.T, env ...string) (copilot.Options, *fakeCLI) {
 // requests returns what the fake CLI(s) received, in order.
 func (f *fakeCLI) requests() []fakecli.LogEntry {
 	f.t.Helper()
-	data, err := os.ReadFile(f.logPath)
-	if err != nil && !errors.Is(err, os.ErrNotExist) {
-		f.t.Fatal(err)
-	}
-	var out []fakecli.LogEntry
-	sc := bufio.NewScanner(bytes.NewReader(data))
-	sc.Buffer(nil, 16<<20)
-	for sc.Scan() {
-		var e fakecli.LogEntry
-		if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
-			f.t.Fatalf("fake log: %v", err)
-		}
-		out = append(out, e)
-	}
-	return out
+	return testsupport.ReadJSONLines[fakecli.LogEntry](f.t, f.logPath)
 }
 
 // methods lists the request methods received, optionally only those of pid.
@@ -155,34 +111,6 @@ func count(list []string, s string) int {
 		}
 	}
 	return n
-}
-
-// testLogger collects the backend's logs and prints them if the test fails.
-func testLogger(t *testing.T) *slog.Logger {
-	w := &logBuffer{}
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("backend log:\n%s", w.String())
-		}
-	})
-	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: slog.LevelDebug}))
-}
-
-type logBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *logBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *logBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
 
 // testHost is a session.Host that records everything and decides

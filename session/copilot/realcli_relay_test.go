@@ -10,6 +10,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/pilotdesk/pilotdesk/internal/testsupport"
 	"github.com/pilotdesk/pilotdesk/relay"
 	"github.com/pilotdesk/pilotdesk/relay/relaytest"
 	"github.com/pilotdesk/pilotdesk/session"
@@ -54,7 +55,7 @@ func TestRealCLIThroughRelay(t *testing.T) {
 	}
 	t.Logf("CLI start: %v", time.Since(started))
 
-	srv := relaytest.Start(t, relay.Config{Agent: agent, Logger: testLogger(t)})
+	srv := relaytest.Start(t, relay.Config{Agent: agent, Logger: testsupport.Logger(t)})
 	cl := srv.Dial(t)
 	conv := uuid.NewString()
 	isConv := func(f relaytest.Frame) bool { return f.Field("conversationId") == conv }

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pilotdesk/pilotdesk/internal/testsupport"
 	"github.com/pilotdesk/pilotdesk/session"
 	"github.com/pilotdesk/pilotdesk/session/copilot"
 	"github.com/pilotdesk/pilotdesk/session/copilot/mockopenai"
@@ -26,23 +27,7 @@ import (
 // realCLI returns Options for the real CLI, or skips the test.
 func realCLI(t *testing.T) copilot.Options {
 	t.Helper()
-	path := os.Getenv("PILOTDESK_COPILOT_PATH")
-	root, err := repoRoot()
-	if err != nil && path == "" {
-		t.Skipf("the real Copilot CLI cannot be located: %v; set PILOTDESK_COPILOT_PATH", err)
-	}
-	if path == "" {
-		path = filepath.Join(root, ".tools", "copilot", "node_modules", "@github", "copilot", "npm-loader.js")
-		if _, err := os.Stat(path); err != nil {
-			t.Skipf("the real Copilot CLI is not installed (%s is missing); run scripts/install-copilot.sh", path)
-		}
-	}
-	// The native binary unpacks ~235 MB on its first run; share that cache
-	// between tests and runs instead of paying it per test.
-	cache := os.Getenv("COPILOT_PKG_CACHE_HOME")
-	if cache == "" && root != "" {
-		cache = filepath.Join(root, ".tools", "copilot", "cache")
-	}
+	path := testsupport.CopilotCLI.Find(t)
 	home := t.TempDir()
 	return copilot.Options{
 		Path:         path,
@@ -50,17 +35,9 @@ func realCLI(t *testing.T) copilot.Options {
 		WorkDir:      t.TempDir(),
 		ProviderType: "openai",
 		ProviderKey:  "mock-key",
-		Logger:       testLogger(t),
+		Logger:       testsupport.Logger(t),
 		StartTimeout: 2 * time.Minute,
-		Env: []string{
-			"HOME=" + home,
-			"COPILOT_HOME=" + filepath.Join(home, ".copilot"),
-			"XDG_CONFIG_HOME=" + filepath.Join(home, ".config"),
-			"XDG_STATE_HOME=" + filepath.Join(home, ".state"),
-			"COPILOT_PKG_CACHE_HOME=" + cache,
-			// No GitHub identity: the mock is the only model there is.
-			"GH_TOKEN=", "GITHUB_TOKEN=", "COPILOT_GITHUB_TOKEN=",
-		},
+		Env:          testsupport.CopilotEnv(home),
 	}
 }
 
@@ -72,23 +49,6 @@ func homeEnv(opts copilot.Options) string {
 		}
 	}
 	return ""
-}
-
-func repoRoot() (string, error) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir, nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", errors.New("go.mod not found above the test's directory")
-		}
-		dir = parent
-	}
 }
 
 // scenario is the mock model's script for the end-to-end tests, shared by
@@ -308,7 +268,7 @@ func TestRealCLIThroughAgent(t *testing.T) {
 		t.Errorf("shutdown = %s", describe(shutdown2events(sd)))
 	}
 	t.Logf("session close (detach, shutdown report): %v", time.Since(started))
-	if runtime.GOOS == "linux" && len(processesWithEnv(homeEnv(opts))) == 0 {
+	if runtime.GOOS == "linux" && len(testsupport.ProcessesWithEnv(homeEnv(opts))) == 0 {
 		t.Error("no CLI process found by its environment: the leftover check below would prove nothing")
 	}
 	started = time.Now()
@@ -317,7 +277,7 @@ func TestRealCLIThroughAgent(t *testing.T) {
 	}
 	t.Logf("agent close (CLI stopped): %v", time.Since(started))
 	// Neither the npm loader nor the native binary it started is left.
-	waitNoProcessWithEnv(t, homeEnv(opts))
+	testsupport.WaitNoProcessWithEnv(t, homeEnv(opts), wait)
 	if nf := mock.NotFound(); len(nf) > 0 {
 		t.Logf("the CLI also asked the mock for: %v", nf)
 	}
