@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 
+	"github.com/pilotdesk/pilotdesk/conversation"
 	"github.com/pilotdesk/pilotdesk/protocol"
 )
 
@@ -23,6 +25,36 @@ func (r *repl) openPrompt(req *protocol.UserInputRequest) {
 			r.scr.line(l)
 		}
 	}
+	if q := conversation.QueuedText(p.req.Queued); q != "" {
+		r.note(styleDim, "  "+q)
+	}
+	if !r.liveCountdown() {
+		// Printed once: the line cannot change. The relay's deadline is
+		// the only one; the terminal applies none of its own.
+		if d := r.deadline(p); !d.IsZero() {
+			r.note(styleDim, "  "+conversation.CountdownText(d, r.cfg.Now()))
+		}
+	}
+}
+
+// deadline is when the relay times the question out, on this clock (the
+// fold's Pending.Deadline: the relay's expiresAt corrected by the skew
+// measured from serverTime); zero when it waits forever.
+func (r *repl) deadline(p *prompt) time.Time {
+	if r.fold == nil || r.fold.Pending == nil || r.fold.Pending.Request.RequestID != p.req.RequestID {
+		return time.Time{}
+	}
+	return r.fold.Pending.Deadline
+}
+
+// liveCountdown reports whether the open question's countdown is redrawn
+// in place (a terminal in raw mode), rather than printed once.
+func (r *repl) liveCountdown() bool { return r.cfg.Term.Live && r.cfg.Term.Raw }
+
+// countdownShows reports whether a countdown is on screen and needs the
+// clock's ticks.
+func (r *repl) countdownShows() bool {
+	return r.prompt != nil && r.liveCountdown() && !r.deadline(r.prompt).IsZero()
 }
 
 // questionLines prints the part of a question that never changes: the
@@ -84,6 +116,9 @@ func (r *repl) promptFooter(p *prompt) []string {
 	}
 	if p.hint != "" {
 		lines = append(lines, r.scr.style(styleWarn, p.hint))
+	}
+	if d := r.deadline(p); !d.IsZero() {
+		lines = append(lines, r.scr.style(styleDim, conversation.CountdownText(d, r.cfg.Now())))
 	}
 	return append(lines, r.glyph(p)+sanitize(p.input.String()))
 }

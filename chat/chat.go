@@ -206,8 +206,8 @@ type repl struct {
 	// yet, as it does again and again with a relay that cannot send it; /quit
 	// then need not wait for it.
 	dropped bool
-	spin     int
-	quit     bool
+	spin    int
+	quit    bool
 }
 
 func (r *repl) resetConversation() {
@@ -232,10 +232,13 @@ func (r *repl) loop(ctx context.Context, inputs <-chan inputChunk) error {
 		r.scr.flush()
 		return err
 	}
-	var ticker *time.Ticker
+	var ticker, clock *time.Ticker
 	defer func() {
 		if ticker != nil {
 			ticker.Stop()
+		}
+		if clock != nil {
+			clock.Stop()
 		}
 	}()
 	for !r.quit {
@@ -255,6 +258,17 @@ func (r *repl) loop(ctx context.Context, inputs <-chan inputChunk) error {
 			ticker.Stop()
 			ticker = nil
 		}
+		// The countdown of an open question ticks each second.
+		var second <-chan time.Time
+		if r.countdownShows() {
+			if clock == nil {
+				clock = time.NewTicker(time.Second)
+			}
+			second = clock.C
+		} else if clock != nil {
+			clock.Stop()
+			clock = nil
+		}
 		select {
 		case <-ctx.Done():
 			r.finish()
@@ -269,6 +283,7 @@ func (r *repl) loop(ctx context.Context, inputs <-chan inputChunk) error {
 			r.input(ctx, in)
 		case <-tick:
 			r.spin++
+		case <-second: // render redraws the countdown
 		case <-r.cfg.Logs.ready():
 		}
 		if !r.cfg.Term.Raw {

@@ -31,7 +31,7 @@ func (r *repl) event(ctx context.Context, ev client.Event) {
 		return
 	}
 	if _, reset := ev.Data.(*client.Reset); reset || r.fold == nil || r.fold.ID != r.conv {
-		r.fold = conversation.New(r.conv, conversation.Options{Now: r.cfg.Now})
+		r.fold = conversation.New(r.conv, conversation.Options{Self: self, Now: r.cfg.Now})
 	}
 	u := r.fold.Apply(ev)
 	switch d := ev.Data.(type) {
@@ -91,6 +91,10 @@ func (r *repl) event(ctx context.Context, ev client.Event) {
 		}
 	}
 }
+
+// self is who the terminal client is on the relay: the relay's own device
+// (the token chat uses is the relay's) in a terminal.
+var self = protocol.By{Device: protocol.OwnDevice, Client: protocol.ClientTerminal}
 
 // connection reports a change of the connection's state. The client
 // resumes every conversation by itself; the REPL only says what happens.
@@ -184,6 +188,9 @@ func (r *repl) userMessage(d *protocol.UserMessage) {
 		mode = r.mode
 	}
 	r.echo(r.promptLabel(mode), oneLine(d.Content))
+	if by := d.SentBy; by != nil && *by != self {
+		r.note(styleDim, "  (sent from "+sanitize(conversation.Who(*by, self))+")")
+	}
 	r.startTurn()
 }
 
@@ -294,11 +301,15 @@ func (r *repl) inputClosed(d *protocol.UserInputClosed) {
 		return
 	}
 	var why string
+	where := "in another window" // an older relay names nobody
+	if by := d.AnsweredBy; by != nil {
+		where = "from " + sanitize(conversation.Who(*by, self))
+	}
 	switch d.Reason {
 	case protocol.ClosedAnswered:
-		why = "Answered in another window."
+		why = "Answered " + where + "."
 	case protocol.ClosedRejected:
-		why = "Rejected in another window."
+		why = "Rejected " + where + "."
 	case protocol.ClosedAborted:
 		why = "The turn was aborted; the question is closed."
 	default:

@@ -166,7 +166,7 @@ func TestRelayAnsweredByAnotherClient(t *testing.T) {
 	if err := window.Answer(ctx, testConv, req.RequestID, "qa", false, &i); err != nil {
 		t.Fatal(err)
 	}
-	h.waitFor("Answered in another window.\nDeploying to qa (index 2).\n")
+	h.waitFor("Answered from another client on this device.\nDeploying to qa (index 2).\n")
 	h.typeIn("2\n")
 	h.waitFor("act> 2\nEcho: 2\n")
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/pilotdesk/pilotdesk/chat"
 	"github.com/pilotdesk/pilotdesk/client"
+	"github.com/pilotdesk/pilotdesk/protocol"
 )
 
 // runChat runs the terminal client (`pilotdesk chat`, docs/cli.md, The
@@ -68,7 +69,7 @@ func runChat(ctx context.Context, args []string, env Env) error {
 		flushLogs(sink, env.Stderr)
 	}()
 
-	conn, err := client.Config{URL: tgt.URL, Token: tgt.Token, Logger: logger}.Dial(ctx)
+	conn, err := client.Config{URL: tgt.URL, Token: tgt.Token, Kind: protocol.ClientTerminal, Logger: logger}.Dial(ctx)
 	if err != nil {
 		return err
 	}

@@ -7,13 +7,13 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
-	"time"
 
 	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/app"
 
 	"github.com/pilotdesk/pilotdesk/assets"
 	"github.com/pilotdesk/pilotdesk/client"
+	"github.com/pilotdesk/pilotdesk/protocol"
 	"github.com/pilotdesk/pilotdesk/settings"
 	"github.com/pilotdesk/pilotdesk/ui"
 )
@@ -145,7 +145,7 @@ func (d *desktop) connect(cf clientFlags) (*relayConn, error) {
 	if err != nil {
 		return nil, err
 	}
-	c, err := client.Config{URL: t.URL, Token: t.Token, Logger: d.logger}.Dial(d.ctx)
+	c, err := client.Config{URL: t.URL, Token: t.Token, Kind: protocol.ClientWindow, Logger: d.logger}.Dial(d.ctx)
 	if err != nil {
 		stop()
 		return nil, fmt.Errorf("connecting to the relay at %s: %w", t.URL, err)
@@ -165,12 +165,6 @@ func (d *desktop) options(r *relayConn, problem string) ui.Options {
 	opts.Remote = !t.Embedded
 	opts.RelayName = t.Title()
 	opts.Model = r.flags.relay.Model
-	opts.InputTimeout = r.flags.relay.InputTimeout
-	if opts.InputTimeout == 0 && !t.Embedded {
-		opts.InputTimeout = 5 * time.Minute // a remote relay's setting is unknown: assume the default
-	} else if opts.InputTimeout == 0 {
-		opts.InputTimeout = -1 // no time limit
-	}
 	opts.Logger = d.logger
 	opts.Version = Version
 	if t.Embedded {

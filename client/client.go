@@ -16,6 +16,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"net/http"
+	"net/url"
 	"slices"
 	"strings"
 	"sync"
@@ -42,6 +43,10 @@ type Config struct {
 	URL string
 	// Token is sent as "Authorization: Bearer <Token>" when not empty.
 	Token string
+	// Kind is the client's kind, sent as ?client= on every upgrade
+	// (protocol.ClientWindow, ClientTerminal…), so that the relay can say
+	// who answered (docs/protocol.md, Devices and roles); "" sends none.
+	Kind string
 
 	// PingInterval is how long the client waits after the last message it
 	// received before it sends a ping (default 30 s, docs/protocol.md,
@@ -131,8 +136,8 @@ type subscription struct {
 
 // Dial connects to the relay at url with token (may be empty) using the
 // default settings. See Config.Dial.
-func Dial(ctx context.Context, url, token string) (*Client, error) {
-	return Config{URL: url, Token: token}.Dial(ctx)
+func Dial(ctx context.Context, relayURL, token string) (*Client, error) {
+	return Config{URL: relayURL, Token: token}.Dial(ctx)
 }
 
 // Dial makes the first connection and returns a live Client, or the error of
@@ -194,7 +199,16 @@ func (c *Client) dial(ctx context.Context) (*websocket.Conn, error) {
 	if c.cfg.Token != "" {
 		hdr.Set("Authorization", "Bearer "+c.cfg.Token)
 	}
-	conn, resp, err := websocket.Dial(ctx, c.cfg.URL, &websocket.DialOptions{
+	target := c.cfg.URL
+	if c.cfg.Kind != "" {
+		if u, err := url.Parse(target); err == nil {
+			q := u.Query()
+			q.Set("client", c.cfg.Kind)
+			u.RawQuery = q.Encode()
+			target = u.String()
+		}
+	}
+	conn, resp, err := websocket.Dial(ctx, target, &websocket.DialOptions{
 		HTTPClient: c.cfg.HTTPClient,
 		HTTPHeader: hdr,
 	})

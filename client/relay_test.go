@@ -254,3 +254,32 @@ func TestRealRelayListPageAndWatch(t *testing.T) {
 		}
 	}
 }
+
+// TestRealRelayClientKind: Config.Kind reaches the relay as ?client=, so
+// the prompt's sentBy names the kind (and the relay's own device).
+func TestRealRelayClientKind(t *testing.T) {
+	srv := startRelay(t)
+	c, err := client.Config{URL: srv.URL, Token: srv.Token, Kind: protocol.ClientTerminal}.Dial(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ctx := context.Background()
+	if err := c.Send(ctx, "kind", "count", protocol.ModeAct, ""); err != nil {
+		t.Fatal(err)
+	}
+	timeout := time.After(relaytest.Timeout)
+	for {
+		select {
+		case ev := <-c.Events():
+			if um, ok := ev.Data.(*protocol.UserMessage); ok {
+				if um.SentBy == nil || *um.SentBy != (protocol.By{Device: protocol.OwnDevice, Client: protocol.ClientTerminal}) {
+					t.Fatalf("sentBy %+v", um.SentBy)
+				}
+				return
+			}
+		case <-timeout:
+			t.Fatal("no copilot:user_message")
+		}
+	}
+}

@@ -21,10 +21,16 @@ import (
 // Pending is the open input request of a conversation.
 type Pending struct {
 	Request protocol.UserInputRequest
-	// Since is when this client first saw the request; Deadline is Since
-	// plus the relay's input timeout (zero when the relay waits forever).
+	// Since is when this client first saw the request. Deadline is when
+	// the relay times it out, on this client's clock: the request's
+	// expiresAt (the relay's clock) corrected by the skew measured from
+	// copilot:subscribed's serverTime; zero when the relay waits forever.
+	// The client applies no timeout of its own.
 	Since    time.Time
 	Deadline time.Time
+	// ExpiresAt is the request's expiresAt as the relay sent it, on the
+	// relay's clock (zero: none).
+	ExpiresAt time.Time
 	// Answering is true while this client's answer is on its way; the
 	// question hides, and shows again if the relay refuses the answer.
 	Answering bool
@@ -34,9 +40,12 @@ type Pending struct {
 
 // Options configures a State.
 type Options struct {
-	// InputTimeout is the relay's input request timeout, for the deadline
-	// (0: the default 5 minutes; negative: no timeout, Deadline stays zero).
-	InputTimeout time.Duration
+	// Self is who this client is on the relay: its token's device and its
+	// kind, as answeredBy and sentBy name them, so that its own answers
+	// and prompts (also those of an earlier run) are told from others'.
+	// Device "" is protocol.OwnDevice (the relay's own token); Client ""
+	// takes any kind of client on that device as this one.
+	Self protocol.By
 	// Now is the clock (default time.Now).
 	Now    func() time.Time
 	Logger *slog.Logger
@@ -80,6 +89,10 @@ type State struct {
 	// Usage is the conversation's usage; Turn the running or last turn's.
 	Usage Usage
 	Turn  Usage
+	// Skew is the relay's clock minus this client's, measured from the
+	// last copilot:subscribed (RecordServerTime); Pending.Deadline is
+	// corrected by it.
+	Skew time.Duration
 
 	opts Options
 	// turnOutput is true once the running turn showed any text or tool call.
@@ -111,8 +124,8 @@ type message struct {
 
 // New returns the empty state of conversation id.
 func New(id string, opts Options) *State {
-	if opts.InputTimeout == 0 {
-		opts.InputTimeout = 5 * time.Minute
+	if opts.Self.Device == "" {
+		opts.Self.Device = protocol.OwnDevice
 	}
 	if opts.Now == nil {
 		opts.Now = time.Now
@@ -161,6 +174,7 @@ func (s *State) Apply(ev client.Event) Update {
 		s.Usage, s.Turn = Usage{}, Usage{}
 		u.Rebuilt, u.Listing = true, true
 	case *protocol.Subscribed:
+		s.RecordServerTime(d.ServerTime, s.opts.Now())
 		s.Mode = d.Mode
 		if s.Streaming != d.Streaming {
 			u.Listing = true
@@ -186,6 +200,9 @@ func (s *State) Apply(ev client.Event) Update {
 		// copilot:send carries the mode the turn runs in.
 		s.Mode = mode
 		s.turnStart = s.appendRow(Row{Kind: RowUser, Text: d.Content, Mode: mode, Done: true})
+		if by := d.SentBy; by != nil && !s.isSelf(*by) {
+			s.appendRow(Row{Kind: RowNote, State: NoteInfo, Done: true, Text: "Sent from " + Who(*by, s.opts.Self) + "."})
+		}
 		s.Streaming = true
 		s.turnOutput = false
 		s.lastError, s.errorRow = "", -1
@@ -243,7 +260,7 @@ func (s *State) Apply(ev client.Event) Update {
 		s.closeRequest(d.RequestID)
 	case *protocol.UserInputClosed:
 		if s.Pending != nil && s.Pending.Request.RequestID == d.RequestID {
-			s.appendRow(Row{Kind: RowNote, State: NoteInfo, Done: true, Text: closedText(s.Pending.Request.Question, s.answered, d)})
+			s.appendRow(Row{Kind: RowNote, State: NoteInfo, Done: true, Text: s.closedText(s.Pending.Request.Question, d)})
 		}
 		s.closeRequest(d.RequestID)
 	case *protocol.AgentError:
@@ -364,7 +381,7 @@ func (s *State) MessageText(messageID string) string {
 // memory with s, for a reader on another goroutine.
 func (s *State) Snapshot() State {
 	c := State{
-		ID: s.ID, Title: s.Title, UpdatedAt: s.UpdatedAt, Mode: s.Mode, Streaming: s.Streaming,
+		ID: s.ID, Title: s.Title, UpdatedAt: s.UpdatedAt, Mode: s.Mode, Streaming: s.Streaming, Skew: s.Skew,
 		Synced: s.Synced, OnRelay: s.OnRelay, Rows: slices.Clone(s.Rows),
 		Usage: s.Usage.clone(), Turn: s.Turn.clone(), turnOutput: s.turnOutput,
 	}
@@ -374,6 +391,11 @@ func (s *State) Snapshot() State {
 		c.Pending = &p
 	}
 	return c
+}
+
+// isSelf reports whether by names this client (Options.Self).
+func (s *State) isSelf(by protocol.By) bool {
+	return by.Device == s.opts.Self.Device && (s.opts.Self.Client == "" || by.Client == s.opts.Self.Client)
 }
 
 // ---- rows ----
@@ -435,14 +457,43 @@ func (s *State) findTool(id string) int {
 
 func (s *State) openRequest(req protocol.UserInputRequest) {
 	if s.Pending != nil && s.Pending.Request.RequestID == req.RequestID {
-		return // the same request again (a re-subscribe): keep its deadline
+		// The same request again (a re-subscribe's pendingInput): its
+		// count of queued questions is the one now.
+		s.Pending.Request.Queued = req.Queued
+		return
 	}
-	now := s.opts.Now()
-	s.Pending = &Pending{Request: req, Since: now}
-	if s.opts.InputTimeout > 0 {
-		s.Pending.Deadline = now.Add(s.opts.InputTimeout)
+	s.Pending = &Pending{Request: req, Since: s.opts.Now()}
+	if t, err := time.Parse(time.RFC3339, req.ExpiresAt); err == nil {
+		s.Pending.ExpiresAt = t
+	} else if req.ExpiresAt != "" {
+		s.opts.Logger.Warn("a question's expiresAt is not RFC 3339; showing no countdown", "conversation", s.ID, "expiresAt", req.ExpiresAt)
 	}
+	s.deadline()
 	s.listing()
+}
+
+// RecordServerTime records the relay's clock, serverTime (RFC 3339) read at
+// at on this client's clock, and moves the open question's deadline to the
+// skew measured. Apply calls it for copilot:subscribed with the time of the
+// fold; a client that knows when the frame arrived may call it with that.
+// An unreadable or absent serverTime (an older relay) changes nothing.
+func (s *State) RecordServerTime(serverTime string, at time.Time) {
+	t, err := time.Parse(time.RFC3339, serverTime)
+	if err != nil {
+		return
+	}
+	s.Skew = t.Sub(at)
+	s.deadline()
+}
+
+// deadline sets the open question's deadline on this client's clock.
+func (s *State) deadline() {
+	if p := s.Pending; p != nil {
+		p.Deadline = time.Time{}
+		if !p.ExpiresAt.IsZero() {
+			p.Deadline = p.ExpiresAt.Add(-s.Skew)
+		}
+	}
 }
 
 func (s *State) closeRequest(requestID string) {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/pilotdesk/pilotdesk/protocol"
@@ -111,22 +112,87 @@ func modeChangeText(mode protocol.Mode, streaming bool) string {
 	return "Switched to Act: tool calls run " + when + "."
 }
 
-// closedText says how an open question was closed.
-func closedText(question string, answered map[string]string, d *protocol.UserInputClosed) string {
+// closedText says how an open question was closed, and by whom: this
+// client (it sent the answer now, or answeredBy names it, as after a
+// restart), another client on this device, or another device.
+func (s *State) closedText(question string, d *protocol.UserInputClosed) string {
 	q := OneLine(question, 80)
+	answer, mine := s.answered[d.RequestID]
 	switch d.Reason {
 	case protocol.ClosedAnswered:
-		if a, ok := answered[d.RequestID]; ok {
-			return fmt.Sprintf("You answered %q to %q.", OneLine(a, 80), q)
+		switch {
+		case mine:
+			return fmt.Sprintf("You answered %q to %q.", OneLine(answer, 80), q)
+		case d.AnsweredBy == nil: // an older relay names nobody
+			return fmt.Sprintf("%q was answered from another window.", q)
+		case s.isSelf(*d.AnsweredBy) && !s.Synced:
+			// Replayed history: this device, this kind of client, an
+			// earlier run (live, it would be another window like this one).
+			return fmt.Sprintf("You answered %q.", q)
 		}
-		return fmt.Sprintf("%q was answered from another window.", q)
+		return fmt.Sprintf("%q was answered from %s.", q, Who(*d.AnsweredBy, s.opts.Self))
 	case protocol.ClosedRejected:
-		if _, ok := answered[d.RequestID]; ok {
+		switch {
+		case mine, d.AnsweredBy != nil && s.isSelf(*d.AnsweredBy) && !s.Synced:
 			return fmt.Sprintf("You rejected %q.", q)
+		case d.AnsweredBy == nil:
+			return fmt.Sprintf("%q was rejected from another window.", q)
 		}
-		return fmt.Sprintf("%q was rejected from another window.", q)
+		return fmt.Sprintf("%q was rejected from %s.", q, Who(*d.AnsweredBy, s.opts.Self))
 	case protocol.ClosedAborted:
 		return fmt.Sprintf("The question %q was withdrawn: the turn was stopped.", q)
 	}
 	return fmt.Sprintf("The question %q was closed (%s).", q, d.Reason)
+}
+
+// Who names another client for a client that is self: "Pixel (web)", or
+// on self's own device "a terminal on this device".
+func Who(by, self protocol.By) string {
+	if by.Device == self.Device {
+		return clientName(by.Client) + " on this device"
+	}
+	return ByText(by)
+}
+
+// ByText names a device and its client kind as a person reads them:
+// "Pixel (web)", "this device (terminal)".
+func ByText(by protocol.By) string {
+	return fmt.Sprintf("%s (%s)", OneLine(by.Device, 40), OneLine(by.Client, 20))
+}
+
+func clientName(kind string) string {
+	switch kind {
+	case protocol.ClientWindow:
+		return "a window"
+	case protocol.ClientTerminal:
+		return "a terminal"
+	case protocol.ClientWeb:
+		return "the web client"
+	}
+	return "another client"
+}
+
+// CountdownText says how long an open question has left, counted to the
+// relay's deadline (Pending.Deadline; zero: the relay waits forever).
+func CountdownText(deadline, now time.Time) string {
+	if deadline.IsZero() {
+		return "No time limit: the agent waits for your answer."
+	}
+	left := deadline.Sub(now)
+	if left <= 0 {
+		return "Time is up: the agent goes on without an answer."
+	}
+	left = left.Round(time.Second)
+	return fmt.Sprintf("Times out in %d:%02d; then the agent goes on without an answer.", int(left.Minutes()), int(left.Seconds())%60)
+}
+
+// QueuedText says how many questions wait behind the open one ("" for none).
+func QueuedText(n int) string {
+	switch {
+	case n == 1:
+		return "1 more question waits after this one."
+	case n > 1:
+		return fmt.Sprintf("%d more questions wait after this one.", n)
+	}
+	return ""
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/pilotdesk/pilotdesk/client"
 	"github.com/pilotdesk/pilotdesk/client/clienttest"
 	"github.com/pilotdesk/pilotdesk/conversation"
+	"github.com/pilotdesk/pilotdesk/protocol"
 	"github.com/pilotdesk/pilotdesk/relay"
 	"github.com/pilotdesk/pilotdesk/relay/relaytest"
 	"github.com/pilotdesk/pilotdesk/session/script"
@@ -81,7 +82,7 @@ func newHarness(t testing.TB, hc harnessConfig) *harness {
 	a.Settings().SetTheme(th)
 
 	ctx, cancel := context.WithCancel(context.Background())
-	c, err := client.Config{URL: proxy.URL, Token: srv.Token, MinBackoff: 20 * time.Millisecond, MaxBackoff: 200 * time.Millisecond}.Dial(ctx)
+	c, err := client.Config{URL: proxy.URL, Token: srv.Token, Kind: protocol.ClientWindow, MinBackoff: 20 * time.Millisecond, MaxBackoff: 200 * time.Millisecond}.Dial(ctx)
 	if err != nil {
 		cancel()
 		t.Fatal(err)

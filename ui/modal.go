@@ -40,7 +40,8 @@ type inputModal struct {
 	sink      *keySink
 	hint      *widget.Label
 	countdown *widget.Label
-	deadline  time.Time
+	deadline  time.Time     // the relay's, on this clock (Pending.Deadline)
+	queued    *widget.Label // how many questions wait behind this one
 
 	choices   []*widget.Button
 	highlight int    // -1: none
@@ -66,6 +67,9 @@ func newInputModal(w *Window, convID string, p conversation.Pending) *inputModal
 	m.countdown = widget.NewLabel("")
 	m.countdown.SizeName = theme.SizeNameCaptionText
 	m.countdown.TextStyle = fyne.TextStyle{Bold: true}
+	m.queued = widget.NewLabel("")
+	m.queued.SizeName = theme.SizeNameCaptionText
+	m.queued.Hide()
 
 	titles := map[string]string{
 		kindApproval: "Approval needed",
@@ -103,9 +107,9 @@ func newInputModal(w *Window, convID string, p conversation.Pending) *inputModal
 
 	icon := widget.NewIcon(theme.QuestionIcon())
 	head := container.NewBorder(nil, nil, icon, nil, title)
-	content := container.NewVBox(head, question, widget.NewSeparator(), body, m.hint, m.countdown, m.sink)
+	content := container.NewVBox(head, question, widget.NewSeparator(), body, m.hint, m.countdown, m.queued, m.sink)
 	m.popup = widget.NewModalPopUp(container.NewPadded(content), w.win.Canvas())
-	m.tick(w.now())
+	m.update(p, w.now())
 	if p.Hint != "" {
 		m.setHint("The relay did not accept that answer: " + p.Hint)
 	}
@@ -219,7 +223,25 @@ func (m *inputModal) resize() {
 	}
 }
 
-// tick updates the countdown.
+// update follows the open question: its deadline moves when the relay's
+// clock is learnt (copilot:subscribed after a replay), and the count of
+// questions behind it changes.
+func (m *inputModal) update(p conversation.Pending, now time.Time) {
+	m.deadline = p.Deadline
+	if text := conversation.QueuedText(p.Request.Queued); text != m.queued.Text {
+		m.queued.SetText(text)
+		if text == "" {
+			m.queued.Hide()
+		} else {
+			m.queued.Show()
+		}
+		m.resize()
+	}
+	m.tick(now)
+}
+
+// tick updates the countdown to the relay's deadline; the window keeps no
+// timeout of its own.
 func (m *inputModal) tick(now time.Time) {
 	if m.deadline.IsZero() {
 		m.countdown.SetText("No time limit: the agent waits for your answer.")

@@ -12,6 +12,7 @@ import (
 	"github.com/pilotdesk/pilotdesk/conversation"
 	"github.com/pilotdesk/pilotdesk/protocol"
 	"github.com/pilotdesk/pilotdesk/relay"
+	"github.com/pilotdesk/pilotdesk/relay/relaytest"
 )
 
 func TestApprovalModalKeys(t *testing.T) {
@@ -262,7 +263,7 @@ func TestSecondClientAnswers(t *testing.T) {
 	h := newHarness(t, harnessConfig{})
 	h.send("choose an environment")
 	m := h.waitModal(kindChoice)
-	other := h.srv.Dial(t)
+	other := relaytest.Dial(t, h.srv.URL+"?client=window", h.srv.Token)
 	since := int64(0)
 	other.Send(protocol.TypeSubscribe, protocol.Subscribe{ConversationID: h.w.current, SinceSeq: &since})
 	other.WaitFor(protocol.TypeSubscribed, nil)
@@ -270,7 +271,7 @@ func TestSecondClientAnswers(t *testing.T) {
 	other.Send(protocol.TypeUserInputResponse, protocol.UserInputResponse{ConversationID: h.w.current, RequestID: m.req.RequestID, Answer: "local", Index: &idx})
 	h.waitFor("the modal to close", func() bool { return !h.modalOpen() })
 	h.waitFor("the turn", func() bool { return h.hasStatus(protocol.StatusCompleted) })
-	if !strings.Contains(h.dump(), `"Which environment?" was answered from another window.`) || !strings.Contains(h.text(), "You picked local (index 2).") {
+	if !strings.Contains(h.dump(), `"Which environment?" was answered from a window on this device.`) || !strings.Contains(h.text(), "You picked local (index 2).") {
 		t.Fatalf("transcript:\n%s", h.dump())
 	}
 }
@@ -340,8 +341,9 @@ func TestWaitingMarkerAndNotification(t *testing.T) {
 	h.waitFor("the turn", func() bool { return h.hasStatus(protocol.StatusCompleted) })
 }
 
+// A relay that waits forever sends no expiresAt: no countdown.
 func TestNoInputTimeout(t *testing.T) {
-	h := newHarness(t, harnessConfig{options: Options{InputTimeout: -1, RelayName: "relay.example.com:7420"}})
+	h := newHarness(t, harnessConfig{relay: relay.Config{InputTimeout: -1}, options: Options{RelayName: "relay.example.com:7420"}})
 	if got := h.w.Window().Title(); got != "pilotdesk — relay.example.com:7420" {
 		t.Fatalf("title %q", got)
 	}

@@ -47,10 +47,6 @@ type Options struct {
 	RelayName string
 	// Model is sent with every prompt ("" = the agent's default).
 	Model string
-	// InputTimeout is the relay's input request timeout, for the countdown
-	// (0: the default 5 minutes; negative: the relay waits forever and no
-	// countdown is shown). The protocol carries no deadline.
-	InputTimeout time.Duration
 	// FrameInterval is the longest a change waits before it is drawn
 	// (default 16 ms, one frame at 60 Hz).
 	FrameInterval time.Duration
@@ -230,9 +226,6 @@ func withDefaults(opts Options) Options {
 	if opts.FrameInterval <= 0 {
 		opts.FrameInterval = 16 * time.Millisecond
 	}
-	if opts.InputTimeout == 0 {
-		opts.InputTimeout = 5 * time.Minute
-	}
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
@@ -250,7 +243,10 @@ func withDefaults(opts Options) Options {
 // window's goroutines must not be running.
 func (w *Window) follow(c *client.Client) {
 	w.client = c
-	w.store = store.NewStore(store.Options{InputTimeout: w.opts.InputTimeout, Now: w.opts.Now, OnChange: w.requestFrame, Logger: w.opts.Logger})
+	// The window counts down to the relay's expiresAt only; its own
+	// answers are those of its token's device in a window.
+	self := protocol.By{Device: protocol.OwnDevice, Client: protocol.ClientWindow}
+	w.store = store.NewStore(store.Options{Self: self, Now: w.opts.Now, OnChange: w.requestFrame, Logger: w.opts.Logger})
 	w.subscribed = map[string]bool{}
 	// Under frameMu: a frame timer of the old client's may still read
 	// the context (requestFrame), and it draws nothing once that is
@@ -717,7 +713,7 @@ func (w *Window) showModal(v store.View, now time.Time) {
 	} else if p.Hint != "" && w.modal.hint.Text != "The relay did not accept that answer: "+p.Hint {
 		w.modal.setHint("The relay did not accept that answer: " + p.Hint)
 	}
-	w.modal.tick(now)
+	w.modal.update(*p, now)
 }
 
 // ---- actions (UI goroutine) ----

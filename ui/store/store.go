@@ -21,10 +21,8 @@ import (
 
 // Options configures a Store.
 type Options struct {
-	// InputTimeout is the relay's input request timeout, for the countdown
-	// (0: the default 5 minutes; negative: no timeout, and
-	// Pending.Deadline stays zero).
-	InputTimeout time.Duration
+	// Self is who the window is on the relay (conversation.Options.Self).
+	Self protocol.By
 	// Now is the clock (default time.Now).
 	Now func() time.Time
 	// OnChange is called after every change, outside the lock. The window
@@ -59,9 +57,6 @@ type Store struct {
 
 // NewStore returns an empty store.
 func NewStore(opts Options) *Store {
-	if opts.InputTimeout == 0 {
-		opts.InputTimeout = 5 * time.Minute
-	}
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
@@ -87,7 +82,7 @@ func (s *Store) convLocked(id string) *entry {
 	if !ok {
 		c = &entry{
 			State: conversation.New(id, conversation.Options{
-				InputTimeout: s.opts.InputTimeout, Now: s.opts.Now, Logger: s.opts.Logger,
+				Self: s.opts.Self, Now: s.opts.Now, Logger: s.opts.Logger,
 			}),
 			changed: map[int]struct{}{},
 		}

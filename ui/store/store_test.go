@@ -177,11 +177,13 @@ func TestModeChangeMarksTranscript(t *testing.T) {
 
 func TestInputRequestLifecycle(t *testing.T) {
 	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
-	f := newFeed(t, Options{InputTimeout: time.Minute, Now: func() time.Time { return now }})
+	f := newFeed(t, Options{Now: func() time.Time { return now }})
 	f.ev("c", &protocol.UserMessage{Content: "x"})
-	f.ev("c", &protocol.UserInputRequest{RequestID: "r1", Question: "Which env?", Choices: []string{"staging", "prod"}, AllowFreeform: true})
+	// The relay's deadline, as it sent it: the window adds no timeout.
+	f.ev("c", &protocol.UserInputRequest{RequestID: "r1", Question: "Which env?", Choices: []string{"staging", "prod"}, AllowFreeform: true,
+		ExpiresAt: protocol.FormatTime(now.Add(time.Minute))})
 	fr := f.s.Take("c", false)
-	if fr.Conv.Pending.Deadline != now.Add(time.Minute) {
+	if !fr.Conv.Pending.Deadline.Equal(now.Add(time.Minute)) {
 		t.Fatalf("deadline %v", fr.Conv.Pending.Deadline)
 	}
 	if !fr.SidebarChanged || !fr.Sidebar[0].Waiting {
