@@ -13,22 +13,16 @@
 # once into .tools/copilot/cache; point COPILOT_PKG_CACHE_HOME there (the
 # session/copilot tests do) to reuse it.
 set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/install-npm-tool.sh"
 
 # The protocol facts in docs/copilot-cli.md were checked against 1.0.102.
 VERSION="${COPILOT_VERSION:-1.0.102}"
 
-root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-dest="$root/.tools/copilot"
+npm_tool_init copilot @github/copilot "$VERSION"
 loader="$dest/node_modules/@github/copilot/npm-loader.js"
-stamp="$dest/.installed-version"
 cache="$dest/cache"
 
-for tool in npm node; do
-	if ! command -v "$tool" >/dev/null 2>&1; then
-		echo "install-copilot: $tool is not installed (needed for @github/copilot@$VERSION)" >&2
-		exit 1
-	fi
-done
+npm_tool_need npm node
 
 # The loader runs the platform package's native binary; both must be present.
 native_present() {
@@ -37,30 +31,15 @@ native_present() {
 		compgen -G "$dest/node_modules/@github/copilot-win32*/copilot.exe" >/dev/null 2>&1
 }
 
-if [[ -f "$stamp" && "$(cat "$stamp")" == "$VERSION" && -f "$loader" ]] && native_present; then
+if npm_tool_current && [[ -f "$loader" ]] && native_present; then
 	echo "$loader"
 	exit 0
 fi
 
-mkdir -p "$dest"
-# A private package.json keeps npm from walking up to the repository root.
-if [[ ! -f "$dest/package.json" ]]; then
-	printf '{\n  "name": "pilotdesk-tools-copilot",\n  "private": true\n}\n' >"$dest/package.json"
-fi
-rm -f "$stamp"
-
-log="$dest/npm-install.log"
-echo "install-copilot: installing @github/copilot@$VERSION into $dest (about 190 MB)..." >&2
-if ! npm install --prefix "$dest" --no-audit --no-fund --no-save --loglevel=error \
-	"@github/copilot@$VERSION" >"$log" 2>&1; then
-	echo "install-copilot: npm install @github/copilot@$VERSION failed:" >&2
-	tail -n 20 "$log" >&2
-	exit 1
-fi
+npm_tool_install "about 190 MB"
 
 if [[ ! -f "$loader" ]]; then
-	echo "install-copilot: npm finished but $loader is missing (see $log)" >&2
-	exit 1
+	npm_tool_fail "npm finished but $loader is missing (see $log)"
 fi
 if ! native_present; then
 	echo "install-copilot: npm finished but the native @github/copilot-<platform> package is missing;" >&2
@@ -69,17 +48,6 @@ if ! native_present; then
 fi
 
 # First run: unpack the payload into the shared cache, and prove it runs.
-if ! out="$(COPILOT_PKG_CACHE_HOME="$cache" node "$loader" --version 2>&1)"; then
-	echo "install-copilot: the installed CLI does not run: $out" >&2
-	exit 1
-fi
-case "$out" in
-*"$VERSION"*) ;;
-*)
-	echo "install-copilot: expected version $VERSION, the CLI says: $out" >&2
-	exit 1
-	;;
-esac
+COPILOT_PKG_CACHE_HOME="$cache" npm_tool_check_version CLI "the CLI" node "$loader" --version
 
-echo "$VERSION" >"$stamp"
-echo "$loader"
+npm_tool_done "$loader"

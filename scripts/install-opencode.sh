@@ -10,57 +10,29 @@
 # On success it prints the path of the opencode executable. On failure it
 # prints why and exits non-zero.
 set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/install-npm-tool.sh"
 
 # docs/acp.md's facts about opencode were checked against 1.18.33.
 VERSION="${OPENCODE_VERSION:-1.18.33}"
 
-root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-dest="$root/.tools/opencode"
+npm_tool_init opencode opencode-ai "$VERSION"
 bin="$dest/node_modules/.bin/opencode"
-stamp="$dest/.installed-version"
 
-if ! command -v npm >/dev/null 2>&1; then
-	echo "install-opencode: npm is not installed (needed for opencode-ai@$VERSION)" >&2
-	exit 1
-fi
+npm_tool_need npm
 
-if [[ -f "$stamp" && "$(cat "$stamp")" == "$VERSION" && -x "$bin" ]]; then
+if npm_tool_current && [[ -x "$bin" ]]; then
 	echo "$bin"
 	exit 0
 fi
 
-mkdir -p "$dest"
-# A private package.json keeps npm from walking up to the repository root.
-if [[ ! -f "$dest/package.json" ]]; then
-	printf '{\n  "name": "pilotdesk-tools-opencode",\n  "private": true\n}\n' >"$dest/package.json"
-fi
-rm -f "$stamp"
-
-log="$dest/npm-install.log"
-echo "install-opencode: installing opencode-ai@$VERSION into $dest (about 350 MB)..." >&2
-if ! npm install --prefix "$dest" --no-audit --no-fund --no-save --loglevel=error \
-	"opencode-ai@$VERSION" >"$log" 2>&1; then
-	echo "install-opencode: npm install opencode-ai@$VERSION failed:" >&2
-	tail -n 20 "$log" >&2
-	exit 1
-fi
+npm_tool_install "about 350 MB"
 
 # The package's postinstall picks the platform binary; prove it runs.
 # Its home is a scratch dir: opencode writes its data and logs there.
 scratch="$dest/home"
 mkdir -p "$scratch"
-if ! out="$(HOME="$scratch" XDG_DATA_HOME="$scratch/data" XDG_CONFIG_HOME="$scratch/config" \
-	XDG_CACHE_HOME="$scratch/cache" XDG_STATE_HOME="$scratch/state" "$bin" --version 2>&1)"; then
-	echo "install-opencode: the installed opencode does not run: $out" >&2
-	exit 1
-fi
-case "$out" in
-*"$VERSION"*) ;;
-*)
-	echo "install-opencode: expected version $VERSION, opencode says: $out" >&2
-	exit 1
-	;;
-esac
+HOME="$scratch" XDG_DATA_HOME="$scratch/data" XDG_CONFIG_HOME="$scratch/config" \
+	XDG_CACHE_HOME="$scratch/cache" XDG_STATE_HOME="$scratch/state" \
+	npm_tool_check_version opencode opencode "$bin" --version
 
-echo "$VERSION" >"$stamp"
-echo "$bin"
+npm_tool_done "$bin"
