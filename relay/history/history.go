@@ -51,6 +51,9 @@ type Conversation struct {
 type Batch struct {
 	Events        []Event
 	Conversations []Conversation
+	// Spend is AI credits spent, which a Ledger keeps with the events
+	// (spend.go); other stores ignore it.
+	Spend []Spend
 }
 
 // Store keeps conversations. Its methods are safe for concurrent use.

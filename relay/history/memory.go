@@ -17,9 +17,10 @@ import (
 type Memory struct {
 	epoch string
 
-	mu     sync.RWMutex // guards convs, events
+	mu     sync.RWMutex // guards convs, events, spend
 	convs  map[string]Conversation
 	events map[string][]Event // per conversation, in seq order
+	spend  []Spend            // the ledger (spend.go): one entry per UTC hour, oldest first
 
 	devMu   sync.Mutex // guards devices
 	devices []Device   // devices.go
@@ -105,6 +106,7 @@ func (m *Memory) Write(ctx context.Context, b Batch) error {
 	for _, c := range b.Conversations {
 		m.convs[c.ID] = c
 	}
+	m.spend = mergeSpend(m.spend, b.Spend)
 	return nil
 }
 

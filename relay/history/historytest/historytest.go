@@ -50,6 +50,10 @@ func Run(t *testing.T, open func(t *testing.T) history.Store) {
 		{"DeleteThenRecreate", testDeleteThenRecreate},
 		{"DeleteOlderThan", testDeleteOlderThan},
 		{"Concurrent", testConcurrent},
+		{"SpendByHour", testSpendByHour},
+		{"SpendSince", testSpendSince},
+		{"SpendAtomic", testSpendAtomic},
+		{"SpendOutlivesConversations", testSpendOutlivesConversations},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -25,6 +25,7 @@ type migration struct {
 var migrations = []migration{
 	{"initial schema", migrateV1},
 	{"device tokens", migrateV2}, // devices.go
+	{"spend ledger", migrateV3},  // spend.go
 }
 
 // schemaV1 is the first schema.

@@ -45,6 +45,7 @@ type Store struct {
 	// connection and re-prepares them per reader connection.
 	upsertConv, deleteEvents, deleteConv, deleteConvOlder *sql.Stmt
 	selectEvents, selectConv, selectConvs, selectOlder    *sql.Stmt
+	upsertSpend, selectSpend                              *sql.Stmt // spend.go
 	// insertEvents[n-1] inserts n events with one statement.
 	insertEvents [maxChunk]*sql.Stmt
 
@@ -80,6 +81,8 @@ func (s *Store) prepare(ctx context.Context) error {
 		{s.r, &s.selectConv, `SELECT ` + convColumns + ` FROM conversations WHERE id = ?`},
 		{s.r, &s.selectConvs, `SELECT ` + convColumns + ` FROM conversations ORDER BY updated_at DESC, id`},
 		{s.r, &s.selectOlder, `SELECT id FROM conversations WHERE coalesce(updated_at, -9223372036854775808) < ?`},
+		{s.w, &s.upsertSpend, upsertSpendQuery},
+		{s.r, &s.selectSpend, selectSpendQuery},
 	}
 	for n := 1; n <= maxChunk; n++ {
 		stmts = append(stmts, struct {
@@ -106,7 +109,7 @@ func (s *Store) Epoch() string { return s.epoch }
 // Write commits the batch in one transaction: conversations first, then
 // events (whose conversation must exist by then).
 func (s *Store) Write(ctx context.Context, b history.Batch) error {
-	if len(b.Events) == 0 && len(b.Conversations) == 0 {
+	if len(b.Events) == 0 && len(b.Conversations) == 0 && len(b.Spend) == 0 {
 		return nil
 	}
 	convArgs := make([][]any, len(b.Conversations))
@@ -133,6 +136,9 @@ func (s *Store) Write(ctx context.Context, b history.Batch) error {
 		}
 	}
 	if err := s.insert(ctx, tx, b.Events); err != nil {
+		return err
+	}
+	if err := s.writeSpend(ctx, tx, b.Spend); err != nil {
 		return err
 	}
 	if err := tx.Commit(); err != nil {
@@ -458,7 +464,7 @@ func (s *Store) deleteIfOlder(ctx context.Context, id string, limit int64) (bool
 
 func (s *Store) closeStatements() {
 	for _, st := range append([]*sql.Stmt{s.upsertConv, s.deleteEvents, s.deleteConv, s.deleteConvOlder,
-		s.selectEvents, s.selectConv, s.selectConvs, s.selectOlder}, s.insertEvents[:]...) {
+		s.selectEvents, s.selectConv, s.selectConvs, s.selectOlder, s.upsertSpend, s.selectSpend}, s.insertEvents[:]...) {
 		if st != nil {
 			st.Close()
 		}
