@@ -25,7 +25,7 @@ var importRules = []struct {
 	{"assets", nil, false},
 	{"internal/queue", nil, false},
 	{"internal/agentproc", nil, false},
-	{"internal/testsupport", nil, false},
+	{"internal/testsupport", []string{"session"}, false},
 	{"session/script", []string{"session", "assets"}, false},
 	{"session/copilot/...", []string{"session", "session/copilot/...", "internal/queue", "internal/agentproc"}, false},
 	{"session/acp/...", []string{"session", "session/acp/...", "internal/queue", "internal/agentproc"}, false},

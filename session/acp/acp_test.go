@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pilotdesk/pilotdesk/internal/testsupport"
 	"github.com/pilotdesk/pilotdesk/session"
 	"github.com/pilotdesk/pilotdesk/session/acp"
 	"github.com/pilotdesk/pilotdesk/session/acp/internal/fakeagent"
@@ -25,7 +26,7 @@ func TestStreamingAndUsage(t *testing.T) {
 	if err := run(t, s, "hello"); err != nil {
 		t.Fatalf("Run: %v", err)
 	}
-	events := h.snapshot()
+	events := h.Events()
 	want := []string{"delta:Hello", "delta: from", "delta: the fake.", "message:Hello from the fake.", "usage:100/10"}
 	if got := shape(events); !slices.Equal(got, want) {
 		t.Fatalf("events = %q, want %q", got, want)
@@ -74,7 +75,7 @@ func TestAgentMessageIDsSplitMessages(t *testing.T) {
 	if err := run(t, s, "messages"); err != nil {
 		t.Fatal(err)
 	}
-	msgs := ofType[session.Message](h.snapshot())
+	msgs := ofType[session.Message](h.Events())
 	if len(msgs) != 2 || msgs[0].Content != "First message." || msgs[1].Content != "Second message." || msgs[0].MessageID == msgs[1].MessageID {
 		t.Fatalf("messages = %+v", msgs)
 	}
@@ -89,7 +90,7 @@ func TestToolInActIsAllowedOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := []string{"delta:I will create act.txt.", "message:I will create act.txt.", "start:t1:Create act.txt", "end:t1:ok", "delta:Done.", "message:Done.", "usage:100/10"}
-	events := h.snapshot()
+	events := h.Events()
 	if got := shape(events); !slices.Equal(got, want) {
 		t.Errorf("events = %q, want %q", got, want)
 	}
@@ -106,7 +107,7 @@ func TestToolInActIsAllowedOnce(t *testing.T) {
 	if end := ofType[session.ToolEnd](events)[0]; end.Result != "created act.txt" {
 		t.Errorf("tool result = %q", end.Result)
 	}
-	perms := h.permissions()
+	perms := h.Permissions()
 	if len(perms) != 1 || perms[0].ToolCallID != "t1" || perms[0].Kind != "execute" || perms[0].ToolName != "Create act.txt" {
 		t.Errorf("Host.Permission got %+v", perms)
 	}
@@ -127,7 +128,7 @@ func TestToolInPlanIsRejectedOnce(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(f.workDir, "plan.txt")); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("plan.txt: %v; the denied tool must not run", err)
 	}
-	ends := ofType[session.ToolEnd](h.snapshot())
+	ends := ofType[session.ToolEnd](h.Events())
 	if len(ends) != 1 || !ends[0].Denied || ends[0].Success || ends[0].Result != session.PlanDenialReason {
 		t.Errorf("tool end = %+v, want denied with the plan reason", ends)
 	}
@@ -141,11 +142,11 @@ func TestPermissionWaitsForEarlierUpdates(t *testing.T) {
 	h := newHost("act")
 	s := open(t, newAgent(t, opts), "c1", session.OpenOptions{}, h)
 	for i := range 20 {
-		n := len(h.snapshot())
+		n := len(h.Events())
 		if err := run(t, s, "tool x.txt"); err != nil {
 			t.Fatal(err)
 		}
-		got := shape(h.since(n))
+		got := shape(h.Since(n))
 		if len(got) < 3 || got[0] != "delta:I will create x.txt." || got[1] != "message:I will create x.txt." || got[2] != "start:t1:Create x.txt" {
 			t.Fatalf("turn %d: events = %q, want the text before the tool", i, got)
 		}
@@ -201,7 +202,7 @@ func TestNeverAllowAlways(t *testing.T) {
 		if _, err := os.Stat(filepath.Join(f.workDir, "a.txt")); !errors.Is(err, os.ErrNotExist) {
 			t.Errorf("a.txt: %v; nothing may run", err)
 		}
-		notes := notesOf(h.snapshot())
+		notes := notesOf(h.Events())
 		if len(notes) != 1 || !strings.Contains(notes[0], "no allow-once option") {
 			t.Errorf("notes = %q, want one about the missing allow-once option", notes)
 		}
@@ -225,11 +226,11 @@ func TestNoRejectOption(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(f.workDir, "p.txt")); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("p.txt: %v; plan must not let it run", err)
 	}
-	notes := notesOf(h.snapshot())
+	notes := notesOf(h.Events())
 	if len(notes) != 1 || !strings.Contains(notes[0], "no reject-once option") {
 		t.Errorf("notes = %q, want one about the missing reject option", notes)
 	}
-	for _, e := range ofType[session.ToolEnd](h.snapshot()) {
+	for _, e := range ofType[session.ToolEnd](h.Events()) {
 		if !e.Denied {
 			t.Errorf("tool end %+v, want denied", e)
 		}
@@ -252,7 +253,7 @@ func notesOf(events []session.Event) []string {
 func TestModeSwitchMidTurn(t *testing.T) {
 	opts, f := newFake(t)
 	h := newHost("plan")
-	h.onEmit = func(h *testHost, e session.Event) {
+	h.OnEmit = func(h *testHost, e session.Event) {
 		if end, ok := e.(session.ToolEnd); ok && end.ToolCallID == "t1" {
 			h.SetMode("act")
 		}
@@ -271,7 +272,7 @@ func TestModeSwitchMidTurn(t *testing.T) {
 		t.Errorf("second.txt: %v; allowed after the switch to act", err)
 	}
 	var ends []string
-	for _, e := range shape(h.snapshot()) {
+	for _, e := range shape(h.Events()) {
 		if strings.HasPrefix(e, "end:") {
 			ends = append(ends, e)
 		}
@@ -288,7 +289,7 @@ func TestToolRunWithoutAsking(t *testing.T) {
 	if err := run(t, s, "read"); err != nil {
 		t.Fatal(err)
 	}
-	if notes := notesOf(h.snapshot()); len(notes) != 0 {
+	if notes := notesOf(h.Events()); len(notes) != 0 {
 		t.Errorf("a read without asking is no news; notes = %q", notes)
 	}
 	for range 2 {
@@ -296,12 +297,12 @@ func TestToolRunWithoutAsking(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	notes := notesOf(h.snapshot())
+	notes := notesOf(h.Events())
 	if len(notes) != 1 || !strings.Contains(notes[0], "“Run ls” (execute) without asking permission") {
 		t.Errorf("notes = %q, want one about the tool run unasked", notes)
 	}
 	// The note sits between the tool's end and the agent's next text.
-	got := shape(h.snapshot())
+	got := shape(h.Events())
 	i := slices.Index(got, "end:n1:ok")
 	if i < 0 || i+1 >= len(got) || !strings.HasPrefix(got[i+1], "message:⚠ pilotdesk") {
 		t.Errorf("events = %q", got)
@@ -315,7 +316,7 @@ func TestDiffResult(t *testing.T) {
 	if err := run(t, s, "diff"); err != nil {
 		t.Fatal(err)
 	}
-	ends := ofType[session.ToolEnd](h.snapshot())
+	ends := ofType[session.ToolEnd](h.Events())
 	want := "--- /w/notes.txt\n+++ /w/notes.txt\n@@ -2 +2 @@\n-two\n+TWO"
 	if len(ends) != 1 || !ends[0].Success || ends[0].Result != want {
 		t.Fatalf("tool end = %+v, want the diff\n%s", ends, want)
@@ -329,7 +330,7 @@ func TestCancel(t *testing.T) {
 	ctx, abort := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- s.Run(ctx, session.Turn{Prompt: "hang"}) }()
-	h.waitFor(t, "the first delta", func(ev []session.Event) bool { return strings.Contains(text(ev), "Thinking...") })
+	h.WaitFor(t, wait, "the first delta", func(ev []session.Event) bool { return strings.Contains(text(ev), "Thinking...") })
 	started := time.Now()
 	abort()
 	select {
@@ -350,14 +351,14 @@ func TestCancel(t *testing.T) {
 		t.Errorf("session/cancel sent %d times", n)
 	}
 	// The partial text is a whole message, and the session goes on.
-	if got := shape(h.snapshot()); !slices.Equal(got, []string{"delta:Thinking...", "message:Thinking..."}) {
+	if got := shape(h.Events()); !slices.Equal(got, []string{"delta:Thinking...", "message:Thinking..."}) {
 		t.Errorf("events = %q", got)
 	}
-	n := len(h.snapshot())
+	n := len(h.Events())
 	if err := run(t, s, "hello"); err != nil {
 		t.Fatalf("the turn after the abort: %v", err)
 	}
-	if got := text(h.since(n)); got != "Hello from the fake." {
+	if got := text(h.Since(n)); got != "Hello from the fake." {
 		t.Errorf("next turn's text = %q", got)
 	}
 }
@@ -370,7 +371,7 @@ func TestCancelWithOpenPermission(t *testing.T) {
 	h := newHost("act")
 	started, release := make(chan struct{}), make(chan struct{})
 	var once sync.Once
-	h.onEmit = func(h *testHost, e session.Event) {
+	h.OnEmit = func(h *testHost, e session.Event) {
 		// Hold the pump on the tool's row: the permission request
 		// queued behind it stays open.
 		if st, ok := e.(session.ToolStart); ok && st.ToolCallID == "h1" {
@@ -406,10 +407,10 @@ func TestCancelWithOpenPermission(t *testing.T) {
 	case <-time.After(wait):
 		t.Fatal("the aborted turn did not end")
 	}
-	if perms := h.permissions(); len(perms) != 0 {
+	if perms := h.Permissions(); len(perms) != 0 {
 		t.Errorf("the Host was asked %+v after the abort", perms)
 	}
-	ends := ofType[session.ToolEnd](h.snapshot())
+	ends := ofType[session.ToolEnd](h.Events())
 	if len(ends) != 1 || ends[0].Success || !strings.Contains(ends[0].Result, "stopped") {
 		t.Errorf("tool end = %+v, want the open tool closed as stopped", ends)
 	}
@@ -432,14 +433,14 @@ func TestCrash(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "exited unexpectedly (exit status 3)") || !strings.Contains(err.Error(), "crashing on purpose") {
 		t.Fatalf("crashed turn: %v, want the exit status and the agent's last words", err)
 	}
-	if msgs := ofType[session.Message](h.snapshot()); len(msgs) != 2 || msgs[1].Content != "About to crash." {
+	if msgs := ofType[session.Message](h.Events()); len(msgs) != 2 || msgs[1].Content != "About to crash." {
 		t.Errorf("messages = %+v, want the crashed turn's text kept", msgs)
 	}
-	n := len(h.snapshot())
+	n := len(h.Events())
 	if err := run(t, s, "echo two"); err != nil {
 		t.Fatalf("the turn after the crash: %v", err)
 	}
-	if got := text(h.since(n)); got != "turn 2: echo two" {
+	if got := text(h.Since(n)); got != "turn 2: echo two" {
 		t.Errorf("after the crash the agent said %q, want its history kept", got)
 	}
 	if pids := f.pids(); len(pids) != 2 {
@@ -503,7 +504,7 @@ func TestTurnErrors(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "refused") {
 		t.Errorf("a refusal: %v", err)
 	}
-	if msgs := ofType[session.Message](h.snapshot()); len(msgs) != 1 || msgs[0].Content != "I would rather not." {
+	if msgs := ofType[session.Message](h.Events()); len(msgs) != 1 || msgs[0].Content != "I would rather not." {
 		t.Errorf("messages = %+v, want the refused turn's text kept", msgs)
 	}
 	if err := run(t, s, "hello"); err != nil {
@@ -520,7 +521,7 @@ func TestUnknownUpdates(t *testing.T) {
 	if err := run(t, s, "unknown"); err != nil {
 		t.Fatal(err)
 	}
-	if got := shape(h.snapshot()); !slices.Equal(got, []string{"delta:Still here.", "message:Still here.", "usage:100/10"}) {
+	if got := shape(h.Events()); !slices.Equal(got, []string{"delta:Still here.", "message:Still here.", "usage:100/10"}) {
 		t.Errorf("events = %q", got)
 	}
 }
@@ -542,13 +543,13 @@ func TestLoadAfterRestart(t *testing.T) {
 
 	h := newHost("act")
 	s = open(t, newAgent(t, opts), "c1", session.OpenOptions{Resume: true}, h)
-	if ev := h.snapshot(); len(ev) != 0 {
-		t.Errorf("the replayed history reached the transcript: %s", describe(ev))
+	if ev := h.Events(); len(ev) != 0 {
+		t.Errorf("the replayed history reached the transcript: %s", testsupport.Describe(ev))
 	}
 	if err := run(t, s, "echo two"); err != nil {
 		t.Fatal(err)
 	}
-	if got := text(h.snapshot()); got != "turn 2: echo two" {
+	if got := text(h.Events()); got != "turn 2: echo two" {
 		t.Errorf("after the restart the agent said %q", got)
 	}
 	news, loads := f.find("session/new"), f.find("session/load")
@@ -563,8 +564,8 @@ func TestLoadAfterRestart(t *testing.T) {
 	// with Resume, and so does one whose agent cannot load sessions.
 	h2 := newHost("act")
 	s2 := open(t, newAgent(t, opts), "c2", session.OpenOptions{Resume: true}, h2)
-	if err := run(t, s2, "echo x"); err != nil || text(h2.snapshot()) != "turn 1: echo x" {
-		t.Errorf("new conversation: %v, %q", err, text(h2.snapshot()))
+	if err := run(t, s2, "echo x"); err != nil || text(h2.Events()) != "turn 1: echo x" {
+		t.Errorf("new conversation: %v, %q", err, text(h2.Events()))
 	}
 }
 
@@ -584,7 +585,7 @@ func TestNoLoadStartsAfresh(t *testing.T) {
 	if err := run(t, s, "echo two"); err != nil {
 		t.Fatal(err)
 	}
-	if got := text(h.snapshot()); got != "turn 1: echo two" {
+	if got := text(h.Events()); got != "turn 1: echo two" {
 		t.Errorf("got %q from a fresh session", got)
 	}
 	if len(f.find("session/load")) != 0 || len(f.find("session/new")) != 2 || len(f.find("session/close")) != 0 {
@@ -604,7 +605,7 @@ func TestCumulativeUsage(t *testing.T) {
 		}
 	}
 	var got []string
-	for _, e := range shape(h.snapshot()) {
+	for _, e := range shape(h.Events()) {
 		if strings.HasPrefix(e, "usage:") {
 			got = append(got, e)
 		}
@@ -634,7 +635,7 @@ func TestConversationsShareOneProcess(t *testing.T) {
 	}
 	wg.Wait()
 	for _, h := range []*testHost{h1, h2} {
-		if got := text(h.snapshot()); got != strings.Repeat("Hello from the fake.", 5) {
+		if got := text(h.Events()); got != strings.Repeat("Hello from the fake.", 5) {
 			t.Errorf("text = %q", got)
 		}
 	}

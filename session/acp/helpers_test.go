@@ -2,13 +2,11 @@ package acp_test
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -125,99 +123,15 @@ func (f *fake) pids() []int {
 	return out
 }
 
-// testHost is a session.Host that records everything and decides
-// permissions from its mode, as the relay does.
-type testHost struct {
-	mu      sync.Mutex
-	mode    string
-	events  []session.Event
-	perms   []session.PermissionRequest
-	changed chan struct{}
-	onEmit  func(h *testHost, e session.Event)
-}
+// testHost is the Host of these tests; the ACP backend asks no questions.
+type testHost = testsupport.Host
 
 func newHost(mode string) *testHost {
-	return &testHost{mode: mode, changed: make(chan struct{})}
-}
-
-func (h *testHost) signal() {
-	close(h.changed)
-	h.changed = make(chan struct{})
-}
-
-func (h *testHost) Emit(e session.Event) {
-	h.mu.Lock()
-	h.events = append(h.events, e)
-	hook := h.onEmit
-	h.signal()
-	h.mu.Unlock()
-	if hook != nil {
-		hook(h, e)
+	h := testsupport.NewHost(mode)
+	h.OnAsk = func(context.Context, *testHost, session.InputRequest) (session.Answer, error) {
+		return session.Answer{}, errors.New("the ACP backend does not ask questions")
 	}
-}
-
-func (h *testHost) Mode() string {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return h.mode
-}
-
-func (h *testHost) SetMode(m string) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	h.mode = m
-}
-
-func (h *testHost) Permission(ctx context.Context, req session.PermissionRequest) session.Decision {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	h.perms = append(h.perms, req)
-	h.signal()
-	if h.mode == "plan" {
-		return session.Decision{Allow: false, Reason: session.PlanDenialReason}
-	}
-	return session.Decision{Allow: true}
-}
-
-func (h *testHost) Ask(ctx context.Context, req session.InputRequest) (session.Answer, error) {
-	return session.Answer{}, errors.New("the ACP backend does not ask questions")
-}
-
-func (h *testHost) permissions() []session.PermissionRequest {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return append([]session.PermissionRequest(nil), h.perms...)
-}
-
-func (h *testHost) snapshot() []session.Event {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return append([]session.Event(nil), h.events...)
-}
-
-// since returns the events after the first n.
-func (h *testHost) since(n int) []session.Event {
-	return h.snapshot()[n:]
-}
-
-// waitFor waits until cond holds over the events so far.
-func (h *testHost) waitFor(t *testing.T, what string, cond func(events []session.Event) bool) {
-	t.Helper()
-	deadline := time.After(wait)
-	for {
-		h.mu.Lock()
-		ok := cond(h.events)
-		ch := h.changed
-		h.mu.Unlock()
-		if ok {
-			return
-		}
-		select {
-		case <-ch:
-		case <-deadline:
-			t.Fatalf("timed out waiting for %s; events:\n%s", what, describe(h.snapshot()))
-		}
-	}
+	return h
 }
 
 // text is the concatenation of the deltas.
@@ -239,15 +153,6 @@ func ofType[T session.Event](events []session.Event) []T {
 		}
 	}
 	return out
-}
-
-func describe(events []session.Event) string {
-	var b strings.Builder
-	for _, e := range events {
-		raw, _ := json.Marshal(e)
-		fmt.Fprintf(&b, "%T%s\n", e, raw)
-	}
-	return b.String()
 }
 
 // newAgent makes an Agent closed at the end of the test.

@@ -134,11 +134,11 @@ func TestRealCopilotACP(t *testing.T) {
 	t.Logf("open (start, initialize, session/new): %v", time.Since(started))
 	turn := func(prompt string) ([]session.Event, error) {
 		t.Helper()
-		n := len(h.snapshot())
+		n := len(h.Events())
 		started := time.Now()
 		err := s.Run(ctx, session.Turn{Prompt: prompt})
 		t.Logf("turn %q in %s: %v", prompt, h.Mode(), time.Since(started))
-		return h.since(n), err
+		return h.Since(n), err
 	}
 
 	// A text turn streams in pieces and reports its usage.
@@ -173,7 +173,7 @@ func TestRealCopilotACP(t *testing.T) {
 	// about again in plan and denied.
 	same := filepath.Join(sc.dir, "same.txt")
 	h.SetMode("act")
-	asked := len(h.permissions())
+	asked := len(h.Permissions())
 	if _, err := turn(promptSame); err != nil {
 		t.Fatalf("act turn: %v", err)
 	}
@@ -186,7 +186,7 @@ func TestRealCopilotACP(t *testing.T) {
 	if err != nil {
 		t.Fatalf("the repeated command in plan: %v", err)
 	}
-	if n := len(h.permissions()) - asked; n != 2 {
+	if n := len(h.Permissions()) - asked; n != 2 {
 		t.Errorf("the agent asked %d times for the same command, want 2 (never allow_always)", n)
 	}
 	if ends := ofType[session.ToolEnd](events); len(ends) != 1 || !ends[0].Denied {
@@ -197,7 +197,7 @@ func TestRealCopilotACP(t *testing.T) {
 	}
 
 	// A switch to act while the model streams applies to its next tool.
-	h.onEmit = func(h *testHost, e session.Event) {
+	h.OnEmit = func(h *testHost, e session.Event) {
 		if d, ok := e.(session.Delta); ok && strings.Contains(d.Content, "Working") {
 			h.SetMode("act")
 			sc.open()
@@ -206,7 +206,7 @@ func TestRealCopilotACP(t *testing.T) {
 	if _, err := turn(promptSwitch); err != nil {
 		t.Fatalf("switch turn: %v", err)
 	}
-	h.onEmit = nil
+	h.OnEmit = nil
 	if _, err := os.Stat(filepath.Join(sc.dir, "switched.txt")); err != nil {
 		t.Errorf("the tool after the switch to act did not run: %v", err)
 	}
@@ -214,9 +214,9 @@ func TestRealCopilotACP(t *testing.T) {
 	// Abort while the model streams; the session goes on.
 	runCtx, abort := context.WithCancel(ctx)
 	done := make(chan error, 1)
-	n := len(h.snapshot())
+	n := len(h.Events())
 	go func() { done <- s.Run(runCtx, session.Turn{Prompt: promptLong}) }()
-	h.waitFor(t, "the long turn's text", func(ev []session.Event) bool { return strings.Contains(text(ev[n:]), "Thinking...") })
+	h.WaitFor(t, wait, "the long turn's text", func(ev []session.Event) bool { return strings.Contains(text(ev[n:]), "Thinking...") })
 	started = time.Now()
 	abort()
 	select {
@@ -364,24 +364,24 @@ func TestRealOpencodeACP(t *testing.T) {
 		t.Fatalf("text turn: %v", err)
 	}
 	t.Logf("text turn: %v", time.Since(started))
-	if got := text(h.snapshot()); got != "Hello from the mock." {
+	if got := text(h.Events()); got != "Hello from the mock." {
 		t.Errorf("text turn streamed %q", got)
 	}
 
 	h.SetMode("plan")
-	n := len(h.snapshot())
+	n := len(h.Events())
 	started = time.Now()
 	if err := s.Run(ctx, session.Turn{Prompt: promptPlan}); err != nil {
 		t.Fatalf("plan turn: %v", err)
 	}
 	t.Logf("plan turn: %v", time.Since(started))
-	events := h.since(n)
-	if len(h.permissions()) != 1 {
-		t.Errorf("the agent asked %d times, want once", len(h.permissions()))
+	events := h.Since(n)
+	if len(h.Permissions()) != 1 {
+		t.Errorf("the agent asked %d times, want once", len(h.Permissions()))
 	}
 	ends := ofType[session.ToolEnd](events)
 	if len(ends) != 1 || !ends[0].Denied || ends[0].Success {
-		t.Errorf("plan tool ends = %+v, want one denied; events:\n%s", ends, describe(events))
+		t.Errorf("plan tool ends = %+v, want one denied; events:\n%s", ends, testsupport.Describe(events))
 	}
 	if _, err := os.Stat(filepath.Join(sc.dir, "planned.txt")); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("planned.txt: %v; the denied command must not run", err)

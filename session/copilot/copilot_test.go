@@ -31,10 +31,10 @@ func TestStreamedTurnUsageAndShutdown(t *testing.T) {
 	if err := run(t, s, "hello world"); err != nil {
 		t.Fatalf("Run: %v", err)
 	}
-	events := h.snapshot()
+	events := h.Events()
 	deltas := ofType[session.Delta](events)
 	if len(deltas) != 3 || text(events) != "turn 1: echo hello world" {
-		t.Errorf("deltas = %s", describe(events))
+		t.Errorf("deltas = %s", testsupport.Describe(events))
 	}
 	msgs := ofType[session.Message](events)
 	if len(msgs) != 1 || msgs[0].Content != "turn 1: echo hello world" || msgs[0].MessageID != deltas[0].MessageID {
@@ -47,7 +47,7 @@ func TestStreamedTurnUsageAndShutdown(t *testing.T) {
 	u := usage[0]
 	if u.Model != "gpt-test" || u.Cost == nil || *u.Cost != 1 || *u.InputTokens != 100 || *u.OutputTokens != 7 ||
 		*u.CacheReadTokens != 10 || *u.CacheWriteTokens != 0 || !strings.Contains(string(u.QuotaSnapshots), "premium_interactions") {
-		t.Errorf("usage = %s", describe(usage2events(usage)))
+		t.Errorf("usage = %s", testsupport.Describe(usage2events(usage)))
 	}
 
 	// What went on the wire.
@@ -87,7 +87,7 @@ func TestStreamedTurnUsageAndShutdown(t *testing.T) {
 	if err := s.Close(ctx); err != nil {
 		t.Fatalf("Close: %v", err)
 	}
-	sd := ofType[session.Shutdown](h.snapshot())
+	sd := ofType[session.Shutdown](h.Events())
 	if len(sd) != 1 || sd[0].TotalPremiumRequests != 1 || !strings.Contains(string(sd[0].ModelMetrics), `"gpt-test"`) {
 		t.Errorf("shutdown = %+v", sd)
 	}
@@ -134,7 +134,7 @@ func TestModelSwitchBeforeTurn(t *testing.T) {
 	if len(switches) != 1 || !strings.Contains(string(switches[0].Params), `"modelId":"m2"`) {
 		t.Errorf("switchTo = %+v, want one switch to m2", switches)
 	}
-	for _, u := range ofType[session.Usage](h.snapshot()) {
+	for _, u := range ofType[session.Usage](h.Events()) {
 		if u.Model != "m2" {
 			t.Errorf("usage model %q, want m2", u.Model)
 		}
@@ -145,7 +145,7 @@ func TestModelSwitchBeforeTurn(t *testing.T) {
 	if err := s2.Run(ctx, session.Turn{Prompt: "x"}); err != nil {
 		t.Fatal(err)
 	}
-	if u := ofType[session.Usage](h2.snapshot()); len(u) != 1 || u[0].Model != "m3" {
+	if u := ofType[session.Usage](h2.Events()); len(u) != 1 || u[0].Model != "m3" {
 		t.Errorf("usage = %+v, want model m3", u)
 	}
 }
@@ -159,7 +159,7 @@ func TestMalformedFramesAreSurvived(t *testing.T) {
 	if err := run(t, s, "garbage"); err != nil {
 		t.Fatalf("Run: %v", err)
 	}
-	events := h.snapshot()
+	events := h.Events()
 	if got := text(events); got != "before after" {
 		t.Errorf("text = %q, want the two deltas around the garbage and not the oversized one", got)
 	}
@@ -185,7 +185,7 @@ func TestCrashMidTurnThenResume(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "exited unexpectedly") || !strings.Contains(err.Error(), "crashing on purpose") {
 		t.Fatalf("Run = %v, want the crash with the CLI's last words", err)
 	}
-	if got := text(h.snapshot()); got != "partial " {
+	if got := text(h.Events()); got != "partial " {
 		t.Errorf("text before the crash = %q", got)
 	}
 	first := fake.pids()
@@ -196,7 +196,7 @@ func TestCrashMidTurnThenResume(t *testing.T) {
 	if err := run(t, s, "hello"); err != nil {
 		t.Fatalf("Run after the crash: %v", err)
 	}
-	if got := text(h.snapshot()); !strings.HasSuffix(got, "turn 2: echo hello") {
+	if got := text(h.Events()); !strings.HasSuffix(got, "turn 2: echo hello") {
 		t.Errorf("text = %q, want the resumed session's turn 2", got)
 	}
 	pids := fake.pids()
@@ -250,7 +250,7 @@ func TestUnreadableStreamIsACrash(t *testing.T) {
 	if err := run(t, s, "hello"); err != nil {
 		t.Fatalf("Run after: %v", err)
 	}
-	if got := text(h.snapshot()); !strings.HasSuffix(got, "turn 2: echo hello") {
+	if got := text(h.Events()); !strings.HasSuffix(got, "turn 2: echo hello") {
 		t.Errorf("text = %q", got)
 	}
 }
@@ -261,7 +261,7 @@ func TestPermissionAfterModeSwitchMidStream(t *testing.T) {
 	h := newHost("plan")
 	// The user flips to act while the turn streams, right after the first
 	// tool was denied.
-	h.onEmit = func(h *testHost, e session.Event) {
+	h.OnEmit = func(h *testHost, e session.Event) {
 		if end, ok := e.(session.ToolEnd); ok && end.ToolCallID == "call_1" {
 			h.SetMode("act")
 		}
@@ -270,10 +270,10 @@ func TestPermissionAfterModeSwitchMidStream(t *testing.T) {
 	if err := run(t, s, "tools"); err != nil {
 		t.Fatalf("Run: %v", err)
 	}
-	events := h.snapshot()
+	events := h.Events()
 	ends := ofType[session.ToolEnd](events)
 	if len(ends) != 2 {
-		t.Fatalf("tool ends: %s", describe(events))
+		t.Fatalf("tool ends: %s", testsupport.Describe(events))
 	}
 	if e := ends[0]; e.ToolCallID != "call_1" || e.Success || !e.Denied || !strings.Contains(e.Result, session.PlanDenialReason) {
 		t.Errorf("first tool = %+v, want denied with the plan reason", e)
@@ -288,9 +288,7 @@ func TestPermissionAfterModeSwitchMidStream(t *testing.T) {
 	if len(starts) != 2 || starts[0].ToolName != "bash" || string(starts[0].Arguments) != `{"command":"touch one.txt"}` {
 		t.Errorf("tool starts = %+v", starts)
 	}
-	h.mu.Lock()
-	perms := h.perms
-	h.mu.Unlock()
+	perms := h.Permissions()
 	if len(perms) != 2 || perms[0].ToolName != "bash" || perms[0].Kind != "shell" || perms[0].ToolCallID != "call_1" ||
 		string(perms[0].Arguments) != `{"command":"touch one.txt"}` {
 		t.Errorf("permission requests = %+v", perms)
@@ -322,26 +320,24 @@ func TestUserInputRequestDuringStream(t *testing.T) {
 	a := newAgent(t, opts)
 	h := newHost("act")
 	var seenBefore []session.Event
-	h.ask = func(ctx context.Context, h *testHost, req session.InputRequest) (session.Answer, error) {
-		seenBefore = h.snapshot()
+	h.OnAsk = func(ctx context.Context, h *testHost, req session.InputRequest) (session.Answer, error) {
+		seenBefore = h.Events()
 		return session.Answer{Text: "blue", Index: 1}, nil
 	}
 	s := open(t, a, "conv-ask", session.OpenOptions{}, h)
 	if err := run(t, s, "ask"); err != nil {
 		t.Fatalf("Run: %v", err)
 	}
-	h.mu.Lock()
-	asks := h.asks
-	h.mu.Unlock()
+	asks := h.Asks()
 	if len(asks) != 1 || asks[0].Question != "Which color?" || !slices.Equal(asks[0].Choices, []string{"red", "blue"}) ||
 		asks[0].AllowFreeform == nil || !*asks[0].AllowFreeform {
 		t.Fatalf("asks = %+v", asks)
 	}
 	// The question came after the text and tool start that lead up to it.
 	if text(seenBefore) != "Let me ask. " || len(ofType[session.ToolStart](seenBefore)) != 1 {
-		t.Errorf("events before the question: %s", describe(seenBefore))
+		t.Errorf("events before the question: %s", testsupport.Describe(seenBefore))
 	}
-	events := h.snapshot()
+	events := h.Events()
 	if got := text(events); !strings.HasSuffix(got, "you said blue (freeform=false)") {
 		t.Errorf("text = %q: the answer did not reach the CLI", got)
 	}
@@ -364,14 +360,14 @@ func TestUserInputFailuresReachTheModel(t *testing.T) {
 			opts, _ := newFake(t)
 			a := newAgent(t, opts)
 			h := newHost("act")
-			h.ask = func(context.Context, *testHost, session.InputRequest) (session.Answer, error) {
+			h.OnAsk = func(context.Context, *testHost, session.InputRequest) (session.Answer, error) {
 				return session.Answer{}, tc.err
 			}
 			s := open(t, a, "conv", session.OpenOptions{}, h)
 			if err := run(t, s, "ask"); err != nil {
 				t.Fatal(err)
 			}
-			if got := text(h.snapshot()); !strings.Contains(got, "no answer: "+tc.want) {
+			if got := text(h.Events()); !strings.Contains(got, "no answer: "+tc.want) {
 				t.Errorf("text = %q, want the CLI to get %q", got, tc.want)
 			}
 		})
@@ -384,7 +380,7 @@ func TestAbortWhileAsking(t *testing.T) {
 	h := newHost("act")
 	asked := make(chan struct{})
 	askErr := make(chan error, 1)
-	h.ask = func(ctx context.Context, h *testHost, req session.InputRequest) (session.Answer, error) {
+	h.OnAsk = func(ctx context.Context, h *testHost, req session.InputRequest) (session.Answer, error) {
 		close(asked)
 		<-ctx.Done() // nobody answers; the abort must end the wait
 		askErr <- ctx.Err()
@@ -428,7 +424,7 @@ func TestAbortStreamingTurn(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- s.Run(ctx, session.Turn{Prompt: "hang"}) }()
-	h.waitFor(t, "the first delta", func(ev []session.Event) bool { return text(ev) == "working" })
+	h.WaitFor(t, wait, "the first delta", func(ev []session.Event) bool { return text(ev) == "working" })
 	cancel()
 	select {
 	case err := <-done:
@@ -444,7 +440,7 @@ func TestAbortStreamingTurn(t *testing.T) {
 	if err := run(t, s, "after"); err != nil {
 		t.Fatal(err)
 	}
-	if got := text(h.snapshot()); !strings.HasSuffix(got, "turn 2: echo after") {
+	if got := text(h.Events()); !strings.HasSuffix(got, "turn 2: echo after") {
 		t.Errorf("text = %q", got)
 	}
 }
@@ -471,7 +467,7 @@ func TestUnexpectedServerRequestsAreRefused(t *testing.T) {
 	if err := run(t, s, "unexpected"); err != nil {
 		t.Fatal(err)
 	}
-	if got := text(h.snapshot()); got != "exitPlanMode.request=-32601 hooks.invoke=-32601" {
+	if got := text(h.Events()); got != "exitPlanMode.request=-32601 hooks.invoke=-32601" {
 		t.Errorf("text = %q: unexpected requests must get method not found", got)
 	}
 }
@@ -508,10 +504,10 @@ func TestConcurrentConversationsShareOneProcess(t *testing.T) {
 	wg.Wait()
 	for i, h := range hosts {
 		want := "turn 1: echo p" + string(rune('a'+i)) + "turn 2: echo p" + string(rune('a'+i)) + "turn 3: echo p" + string(rune('a'+i))
-		if got := text(h.snapshot()); got != want {
+		if got := text(h.Events()); got != want {
 			t.Errorf("conversation %d text = %q, want %q (events crossed conversations?)", i, got, want)
 		}
-		if sd := ofType[session.Shutdown](h.snapshot()); len(sd) != 1 || sd[0].TotalPremiumRequests != 3 {
+		if sd := ofType[session.Shutdown](h.Events()); len(sd) != 1 || sd[0].TotalPremiumRequests != 3 {
 			t.Errorf("conversation %d shutdown = %+v", i, sd)
 		}
 	}
@@ -545,7 +541,7 @@ func TestOpenResume(t *testing.T) {
 	if err := run(t, s2, "two"); err != nil {
 		t.Fatal(err)
 	}
-	if got := text(h2.snapshot()); got != "turn 2: echo two" {
+	if got := text(h2.Events()); got != "turn 2: echo two" {
 		t.Errorf("text = %q, want the resumed context (turn 2)", got)
 	}
 	resumes := fake.find("session.resume")
@@ -574,9 +570,9 @@ func TestCloseWithoutCLIReportsLocalUsage(t *testing.T) {
 	if err := s.Close(ctx); err != nil {
 		t.Fatal(err)
 	}
-	sd := ofType[session.Shutdown](h.snapshot())
+	sd := ofType[session.Shutdown](h.Events())
 	if len(sd) != 1 || sd[0].TotalPremiumRequests != 1 || !strings.Contains(string(sd[0].ModelMetrics), `"fake-model":{"requests":{"count":1,"cost":1}`) {
-		t.Errorf("shutdown = %s", describe(shutdown2events(sd)))
+		t.Errorf("shutdown = %s", testsupport.Describe(shutdown2events(sd)))
 	}
 }
 
@@ -675,7 +671,7 @@ func TestSlowHostHoldsTheStreamBack(t *testing.T) {
 	h := newHost("act")
 	gate := make(chan struct{})
 	var once sync.Once
-	h.onEmit = func(_ *testHost, e session.Event) {
+	h.OnEmit = func(_ *testHost, e session.Event) {
 		if _, ok := e.(session.Delta); ok {
 			once.Do(func() { <-gate }) // the first delta stalls the Host
 		}
@@ -712,7 +708,7 @@ func TestSlowHostHoldsTheStreamBack(t *testing.T) {
 	case <-time.After(wait):
 		t.Fatal("the turn did not end once the Host caught up")
 	}
-	deltas := ofType[session.Delta](h.snapshot())
+	deltas := ofType[session.Delta](h.Events())
 	if len(deltas) != n {
 		t.Fatalf("%d deltas arrived, want %d", len(deltas), n)
 	}

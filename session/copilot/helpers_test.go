@@ -2,11 +2,9 @@ package copilot_test
 
 import (
 	"context"
-	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -113,100 +111,10 @@ func count(list []string, s string) int {
 	return n
 }
 
-// testHost is a session.Host that records everything and decides
-// permissions from its mode, like the relay.
-type testHost struct {
-	mu      sync.Mutex
-	mode    string
-	events  []session.Event
-	perms   []session.PermissionRequest
-	asks    []session.InputRequest
-	changed chan struct{}
-	onEmit  func(h *testHost, e session.Event)
-	ask     func(ctx context.Context, h *testHost, req session.InputRequest) (session.Answer, error)
-}
+// testHost is the Host of these tests.
+type testHost = testsupport.Host
 
-func newHost(mode string) *testHost {
-	return &testHost{mode: mode, changed: make(chan struct{})}
-}
-
-func (h *testHost) signal() {
-	close(h.changed)
-	h.changed = make(chan struct{})
-}
-
-func (h *testHost) Emit(e session.Event) {
-	h.mu.Lock()
-	h.events = append(h.events, e)
-	hook := h.onEmit
-	h.signal()
-	h.mu.Unlock()
-	if hook != nil {
-		hook(h, e)
-	}
-}
-
-func (h *testHost) Mode() string {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return h.mode
-}
-
-func (h *testHost) SetMode(m string) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	h.mode = m
-}
-
-func (h *testHost) Permission(ctx context.Context, req session.PermissionRequest) session.Decision {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	h.perms = append(h.perms, req)
-	h.signal()
-	if h.mode == "plan" {
-		return session.Decision{Allow: false, Reason: session.PlanDenialReason}
-	}
-	return session.Decision{Allow: true}
-}
-
-func (h *testHost) Ask(ctx context.Context, req session.InputRequest) (session.Answer, error) {
-	h.mu.Lock()
-	h.asks = append(h.asks, req)
-	ask := h.ask
-	h.signal()
-	h.mu.Unlock()
-	if ask == nil {
-		<-ctx.Done()
-		return session.Answer{}, ctx.Err()
-	}
-	return ask(ctx, h, req)
-}
-
-func (h *testHost) snapshot() []session.Event {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return append([]session.Event(nil), h.events...)
-}
-
-// waitFor waits until cond holds over the events so far.
-func (h *testHost) waitFor(t *testing.T, what string, cond func(events []session.Event) bool) {
-	t.Helper()
-	deadline := time.After(wait)
-	for {
-		h.mu.Lock()
-		ok := cond(h.events)
-		ch := h.changed
-		h.mu.Unlock()
-		if ok {
-			return
-		}
-		select {
-		case <-ch:
-		case <-deadline:
-			t.Fatalf("timed out waiting for %s; events: %s", what, describe(h.snapshot()))
-		}
-	}
-}
+func newHost(mode string) *testHost { return testsupport.NewHost(mode) }
 
 // text is the concatenation of the deltas.
 func text(events []session.Event) string {
@@ -227,35 +135,6 @@ func ofType[T session.Event](events []session.Event) []T {
 		}
 	}
 	return out
-}
-
-func describe(events []session.Event) string {
-	var b strings.Builder
-	for _, e := range events {
-		raw, _ := json.Marshal(e)
-		b.WriteString(strings.TrimPrefix(strings.TrimPrefix(typeName(e), "session."), "copilot."))
-		b.Write(raw)
-		b.WriteString("\n")
-	}
-	return b.String()
-}
-
-func typeName(e session.Event) string {
-	switch e.(type) {
-	case session.Delta:
-		return "Delta"
-	case session.Message:
-		return "Message"
-	case session.ToolStart:
-		return "ToolStart"
-	case session.ToolEnd:
-		return "ToolEnd"
-	case session.Usage:
-		return "Usage"
-	case session.Shutdown:
-		return "Shutdown"
-	}
-	return "?"
 }
 
 // newAgent makes an Agent closed at the end of the test.

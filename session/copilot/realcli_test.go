@@ -154,7 +154,7 @@ func TestRealCLIThroughAgent(t *testing.T) {
 	}
 	defer a.Close()
 	h := newHost("plan")
-	h.onEmit = func(h *testHost, e session.Event) {
+	h.OnEmit = func(h *testHost, e session.Event) {
 		// The user switches to act mid-stream, as soon as the plan-mode
 		// denial shows; the model's next tool call waits for it.
 		if end, ok := e.(session.ToolEnd); ok && end.ToolCallID == "call_plan" {
@@ -162,7 +162,7 @@ func TestRealCLIThroughAgent(t *testing.T) {
 			sc.openGate()
 		}
 	}
-	h.ask = func(ctx context.Context, h *testHost, req session.InputRequest) (session.Answer, error) {
+	h.OnAsk = func(ctx context.Context, h *testHost, req session.InputRequest) (session.Answer, error) {
 		return session.Answer{Text: "blue", Index: 1}, nil
 	}
 	started = time.Now()
@@ -178,7 +178,7 @@ func TestRealCLIThroughAgent(t *testing.T) {
 		t.Fatalf("turn 1: %v", err)
 	}
 	t.Logf("turn 1 (two tools): %v", time.Since(started))
-	events := h.snapshot()
+	events := h.Events()
 	if got := text(events); !strings.Contains(got, "I will create a file.") || !strings.Contains(got, "Done: the file exists.") {
 		t.Errorf("streamed text = %q", got)
 	}
@@ -211,25 +211,23 @@ func TestRealCLIThroughAgent(t *testing.T) {
 		t.Fatalf("turn 2: %v", err)
 	}
 	t.Logf("turn 2 (ask_user): %v", time.Since(started))
-	h.mu.Lock()
-	asks := append([]session.InputRequest(nil), h.asks...)
-	h.mu.Unlock()
+	asks := h.Asks()
 	if len(asks) != 1 || asks[0].Question != "Which color?" || strings.Join(asks[0].Choices, ",") != "red,blue" {
 		t.Errorf("asks = %+v", asks)
 	}
 	if got := askedWith(mock.Requests()); !strings.Contains(got, "blue") {
 		t.Errorf("the model got %q as the ask_user result, want the answer blue", got)
 	}
-	if got := text(h.snapshot()); !strings.Contains(got, "You answered: ") {
+	if got := text(h.Events()); !strings.Contains(got, "You answered: ") {
 		t.Errorf("text = %q", got)
 	}
 
 	// Turn 3: abort while the model streams.
 	runCtx, abort := context.WithCancel(ctx)
 	done := make(chan error, 1)
-	before := len(h.snapshot())
+	before := len(h.Events())
 	go func() { done <- s.Run(runCtx, session.Turn{Prompt: promptLong}) }()
-	h.waitFor(t, "the long turn's first delta", func(ev []session.Event) bool {
+	h.WaitFor(t, wait, "the long turn's first delta", func(ev []session.Event) bool {
 		return len(ev) > before && strings.Contains(text(ev[before:]), "Thinking...")
 	})
 	started = time.Now()
@@ -249,23 +247,23 @@ func TestRealCLIThroughAgent(t *testing.T) {
 		t.Fatalf("turn after the abort: %v", err)
 	}
 
-	usage := ofType[session.Usage](h.snapshot())
+	usage := ofType[session.Usage](h.Events())
 	if len(usage) == 0 {
 		t.Fatal("no usage reported")
 	}
 	u := usage[0]
 	if u.Model != "gpt-4.1" || u.InputTokens == nil || *u.InputTokens != 1200 || u.OutputTokens == nil || *u.OutputTokens != 30 ||
 		u.CacheReadTokens == nil || *u.CacheReadTokens != 200 {
-		t.Errorf("usage = %s", describe(usage2events(usage[:1])))
+		t.Errorf("usage = %s", testsupport.Describe(usage2events(usage[:1])))
 	}
 
 	started = time.Now()
 	if err := s.Close(ctx); err != nil {
 		t.Fatalf("Close: %v", err)
 	}
-	sd := ofType[session.Shutdown](h.snapshot())
+	sd := ofType[session.Shutdown](h.Events())
 	if len(sd) != 1 || !strings.Contains(string(sd[0].ModelMetrics), `"gpt-4.1"`) {
-		t.Errorf("shutdown = %s", describe(shutdown2events(sd)))
+		t.Errorf("shutdown = %s", testsupport.Describe(shutdown2events(sd)))
 	}
 	t.Logf("session close (detach, shutdown report): %v", time.Since(started))
 	if runtime.GOOS == "linux" && len(testsupport.ProcessesWithEnv(homeEnv(opts))) == 0 {
