@@ -3,13 +3,13 @@
 package agentproc
 
 import (
-	"errors"
-	"os"
 	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/pilotdesk/pilotdesk/internal/testsupport"
 )
 
 // TestStopReachesTheGroup: an agent that ignores EOF and SIGTERM is killed,
@@ -33,7 +33,7 @@ func TestStopReachesTheGroup(t *testing.T) {
 		t.Errorf("Stop took %v: it did not wait for the EOF and the SIGTERM", d)
 	}
 	for _, pid := range pids {
-		waitGone(t, pid)
+		testsupport.WaitGone(t, pid, 10*time.Second)
 	}
 }
 
@@ -53,31 +53,5 @@ func TestExitReachesTheGroup(t *testing.T) {
 	if err := a.Err(); err == nil || !strings.Contains(err.Error(), "exited unexpectedly (signal: killed)") {
 		t.Errorf("Err = %v", err)
 	}
-	waitGone(t, pids[1])
-}
-
-// waitGone waits until process pid has exited.
-func waitGone(t *testing.T, pid int) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !gone(pid) {
-		if time.Now().After(deadline) {
-			t.Fatalf("process %d outlived the agent", pid)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
-// gone reports whether pid has exited: it does not exist, or it is a zombie
-// waiting for whoever inherited it to reap it.
-func gone(pid int) bool {
-	if err := syscall.Kill(pid, 0); errors.Is(err, syscall.ESRCH) {
-		return true
-	}
-	stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return false
-	}
-	rest := string(stat[strings.LastIndexByte(string(stat), ')')+1:])
-	return strings.HasPrefix(strings.TrimSpace(rest), "Z")
+	testsupport.WaitGone(t, pids[1], 10*time.Second)
 }
