@@ -143,7 +143,7 @@ func TestListWatch(t *testing.T) {
 	n := expectNotice(t, watcher, "w")
 	latency := time.Since(sent)
 	t.Logf("the notice came %s after the sender got its user_message", latency)
-	if latency > 500*time.Millisecond {
+	if latency > time.Second { // 40 ms and scheduling; generous for a busy machine
 		t.Errorf("the notice took %s", latency)
 	}
 	if !n.Streaming || n.Title != "Build it" || n.Mode != protocol.ModeAct || n.CreatedAt == "" || n.UpdatedAt == "" || n.Deleted {
