@@ -69,7 +69,7 @@ func runChat(ctx context.Context, args []string, env Env) error {
 		flushLogs(sink, env.Stderr)
 	}()
 
-	conn, err := client.Config{URL: tgt.URL, Token: tgt.Token, Kind: protocol.ClientTerminal, Logger: logger}.Dial(ctx)
+	conn, err := client.Config{URL: tgt.URL, Token: tgt.Token, Kind: protocol.ClientTerminal, HTTPClient: pinnedClient(tgt.Fingerprint), Logger: logger}.Dial(ctx)
 	if err != nil {
 		return err
 	}
@@ -82,7 +82,7 @@ func runChat(ctx context.Context, args []string, env Env) error {
 	defer restore()
 
 	name := tgt.Title()
-	if !tgt.Embedded {
+	if !tgt.Embedded && tgt.Attached == "" {
 		name = "relay " + name
 	}
 	return chat.Run(ctx, chat.Config{

@@ -48,6 +48,8 @@ func Run(ctx context.Context, args []string, env Env) int {
 		err = runServe(ctx, args[1:], env)
 	case len(args) > 0 && args[0] == "chat":
 		err = runChat(ctx, args[1:], env)
+	case len(args) > 0 && args[0] == "token":
+		err = runToken(ctx, args[1:], env)
 	case len(args) > 0 && args[0] == "help":
 		printUsage(env.Stdout)
 		return 0
@@ -88,7 +90,9 @@ Commands:
   pilotdesk --connect URL --token T          open the window on a remote relay (ws:// or wss://)
   pilotdesk serve [flags]                    run the relay alone, no window
   pilotdesk chat [--connect URL --token T] [--conversation ID]
-                                             a terminal client (REPL)
+                                             a terminal client (REPL); attaches to
+                                             the relay already running on the data dir
+  pilotdesk token create|list|revoke         device tokens (pilotdesk token help)
   pilotdesk --version                        print the version
 
 Run 'pilotdesk serve -h' for the relay's flags.

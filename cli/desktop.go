@@ -145,7 +145,7 @@ func (d *desktop) connect(cf clientFlags) (*relayConn, error) {
 	if err != nil {
 		return nil, err
 	}
-	c, err := client.Config{URL: t.URL, Token: t.Token, Kind: protocol.ClientWindow, Logger: d.logger}.Dial(d.ctx)
+	c, err := client.Config{URL: t.URL, Token: t.Token, Kind: protocol.ClientWindow, HTTPClient: pinnedClient(t.Fingerprint), Logger: d.logger}.Dial(d.ctx)
 	if err != nil {
 		stop()
 		return nil, fmt.Errorf("connecting to the relay at %s: %w", t.URL, err)

@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
 	"syscall"
 	"time"
 
@@ -31,6 +32,9 @@ type stack struct {
 	URL        string // ws://… or wss://…
 	Token      string
 	logger     *slog.Logger
+	// running is the file that tells other processes of this user how to
+	// reach the relay (running.go); "" without a data dir.
+	running string
 
 	server    *http.Server
 	served    chan error
@@ -129,6 +133,15 @@ func startStack(ctx context.Context, s relaySettings, logger *slog.Logger) (_ *s
 	st.URL = fmt.Sprintf("%s://%s/ws", scheme, ln.Addr())
 	st.served = make(chan error, 1)
 	go func() { st.served <- st.server.Serve(ln) }()
+	if s.DataDir != memoryDataDir {
+		// `pilotdesk chat` and `pilotdesk token` of this user find the
+		// relay through it (it holds the owner's token: 0600).
+		path, err := writeRunning(s.DataDir, runningRelay{URL: localURL(scheme, ln.Addr()), Token: s.Token, PID: os.Getpid()})
+		if err != nil {
+			return nil, err
+		}
+		st.running = path
+	}
 	return st, nil
 }
 
@@ -160,6 +173,7 @@ func (st *stack) Close(ctx context.Context) error {
 		st.stopPrune()
 		<-st.pruneDone
 	}
+	removeRunning(st.running) // no new client comes to a relay that stops
 	if st.Relay != nil {
 		// The relay closes its WebSocket connections (they are hijacked, so
 		// http.Server.Shutdown does not wait for them).

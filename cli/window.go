@@ -2,12 +2,14 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"log/slog"
 	"net/url"
 	"time"
 
+	"github.com/pilotdesk/pilotdesk/relay/history/sqlite"
 	"github.com/pilotdesk/pilotdesk/settings"
 )
 
@@ -15,8 +17,14 @@ import (
 type target struct {
 	URL      string
 	Token    string
-	Embedded bool   // the relay runs in this process
-	Agent    string // the embedded relay's agent backend
+	Embedded bool // the relay runs in this process
+	// Attached names the process whose relay, on the same data dir, this
+	// client attached to instead of starting one ("" when it did not).
+	Attached string
+	// Fingerprint pins the relay's self-signed TLS certificate (hex
+	// SHA-256), for an attached relay that serves wss://.
+	Fingerprint string
+	Agent       string // the embedded relay's agent backend
 	// DemoReason: why --agent auto picked the built-in demo ("" if not).
 	DemoReason string
 }
@@ -25,6 +33,9 @@ type target struct {
 func (t target) Title() string {
 	if t.Embedded {
 		return "embedded relay, " + t.Agent + " agent"
+	}
+	if t.Attached != "" {
+		return "the relay of " + t.Attached
 	}
 	if u, err := url.Parse(t.URL); err == nil && u.Host != "" {
 		return u.Host
@@ -64,6 +75,14 @@ func (c *clientFlags) startTarget(ctx context.Context, logger *slog.Logger) (tar
 	s.Listen = "127.0.0.1:0"
 	s.Token = randomToken()
 	st, err := startStack(ctx, s, logger)
+	if errors.Is(err, sqlite.ErrInUse) {
+		// Another pilotdesk (a window, serve) of this user holds the data
+		// dir: attach to its relay instead of refusing.
+		if r, rerr := readRunning(s.DataDir); rerr == nil {
+			logger.Info("attaching to the relay already running on the data dir", "url", r.URL, "pid", r.PID)
+			return target{URL: r.URL, Token: r.Token, Attached: pidText(r.PID), Fingerprint: r.Fingerprint}, func() {}, nil
+		}
+	}
 	if err != nil {
 		return target{}, nil, err
 	}

@@ -24,6 +24,7 @@ var importRules = []struct {
 	{"settings", nil, false},
 	{"assets", nil, false},
 	{"internal/queue", nil, false},
+	{"internal/qr", nil, false},
 	{"internal/agentproc", nil, false},
 	{"internal/testsupport", []string{"session"}, false},
 	{"session/script", []string{"session", "assets"}, false},

@@ -1,0 +1,168 @@
+package cli
+
+import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/subtle"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/hex"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"io/fs"
+	"math/big"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+// The self-signed certificate of a relay reachable from the network
+// (Settings' "reachable from my network"): made once, kept in the data dir,
+// so that its fingerprint, which a device pins, stays the same.
+const (
+	lanCertName = "lan-cert.pem"
+	lanKeyName  = "lan-key.pem"
+)
+
+// lanCertificate loads the data dir's certificate, making it the first
+// time. It names this machine's host name, its addresses and the loopback.
+func lanCertificate(dir string) (tls.Certificate, error) {
+	certPath, keyPath := filepath.Join(dir, lanCertName), filepath.Join(dir, lanKeyName)
+	cert, err := tls.LoadX509KeyPair(certPath, keyPath)
+	if err == nil {
+		return cert, nil
+	}
+	if _, serr := os.Stat(certPath); !errors.Is(serr, fs.ErrNotExist) {
+		return tls.Certificate{}, fmt.Errorf("loading the relay's certificate %s: %w (move it and %s away to make a new one; devices must then accept the new fingerprint)", certPath, err, keyPath)
+	}
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return tls.Certificate{}, fmt.Errorf("making the relay's key: %w", err)
+	}
+	serial, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 127))
+	if err != nil {
+		return tls.Certificate{}, fmt.Errorf("making the relay's certificate: %w", err)
+	}
+	host, _ := os.Hostname()
+	tmpl := &x509.Certificate{
+		SerialNumber: serial,
+		Subject:      pkix.Name{CommonName: "pilotdesk relay " + host, Organization: []string{"pilotdesk"}},
+		NotBefore:    time.Now().Add(-time.Hour),
+		// Long-lived: devices pin its fingerprint, not a chain.
+		NotAfter:    time.Now().AddDate(10, 0, 0),
+		KeyUsage:    x509.KeyUsageDigitalSignature,
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+		DNSNames:    []string{"localhost"},
+		IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1), net.IPv6loopback},
+	}
+	if host != "" {
+		tmpl.DNSNames = append(tmpl.DNSNames, host, host+".local")
+	}
+	tmpl.IPAddresses = append(tmpl.IPAddresses, lanAddresses()...)
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		return tls.Certificate{}, fmt.Errorf("making the relay's certificate: %w", err)
+	}
+	keyDER, err := x509.MarshalPKCS8PrivateKey(key)
+	if err != nil {
+		return tls.Certificate{}, fmt.Errorf("making the relay's key: %w", err)
+	}
+	if err := writePrivate(keyPath, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: keyDER})); err != nil {
+		return tls.Certificate{}, err
+	}
+	if err := writePrivate(certPath, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})); err != nil {
+		return tls.Certificate{}, err
+	}
+	return tls.LoadX509KeyPair(certPath, keyPath)
+}
+
+func writePrivate(path string, b []byte) error {
+	if err := os.WriteFile(path, b, 0o600); err != nil {
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	return nil
+}
+
+// lanAddresses are this machine's addresses that other devices may reach:
+// up, not loopback, not link-local.
+func lanAddresses() []net.IP {
+	var out []net.IP
+	ifaces, err := net.Interfaces()
+	if err != nil {
+		return nil
+	}
+	for _, ifc := range ifaces {
+		if ifc.Flags&net.FlagUp == 0 || ifc.Flags&net.FlagLoopback != 0 {
+			continue
+		}
+		addrs, err := ifc.Addrs()
+		if err != nil {
+			continue
+		}
+		for _, a := range addrs {
+			ipn, ok := a.(*net.IPNet)
+			if !ok || ipn.IP.IsLoopback() || ipn.IP.IsLinkLocalUnicast() {
+				continue
+			}
+			out = append(out, ipn.IP)
+		}
+	}
+	return out
+}
+
+// fingerprint is the SHA-256 of a certificate, hex, as devices pin it.
+func fingerprint(cert tls.Certificate) string {
+	if len(cert.Certificate) == 0 {
+		return ""
+	}
+	sum := sha256.Sum256(cert.Certificate[0])
+	return hex.EncodeToString(sum[:])
+}
+
+// FormatFingerprint groups a hex fingerprint in pairs, AB:CD:…, as people
+// compare them.
+func FormatFingerprint(fp string) string {
+	var b strings.Builder
+	for i := 0; i < len(fp); i += 2 {
+		if i > 0 {
+			b.WriteByte(':')
+		}
+		b.WriteString(strings.ToUpper(fp[i:min(i+2, len(fp))]))
+	}
+	return b.String()
+}
+
+// pinnedClient is an HTTP client that accepts exactly the certificate
+// with this fingerprint (a relay's self-signed one), or nil for the
+// default verification when fp is "".
+func pinnedClient(fp string) *http.Client {
+	if fp == "" {
+		return nil
+	}
+	want, err := hex.DecodeString(fp)
+	if err != nil {
+		want = nil // matches nothing
+	}
+	return &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{
+		MinVersion: tls.VersionTLS12,
+		// The chain cannot be verified (self-signed); the pin replaces it.
+		InsecureSkipVerify: true,
+		VerifyPeerCertificate: func(raw [][]byte, _ [][]*x509.Certificate) error {
+			if len(raw) == 0 {
+				return errors.New("the relay sent no certificate")
+			}
+			got := sha256.Sum256(raw[0])
+			if len(want) != len(got) || subtle.ConstantTimeCompare(got[:], want) != 1 {
+				return fmt.Errorf("the relay's certificate is not the one pinned (SHA-256 %s)", hex.EncodeToString(got[:]))
+			}
+			return nil
+		},
+	}}}
+}

@@ -1,0 +1,211 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"golang.org/x/term"
+
+	"github.com/pilotdesk/pilotdesk/internal/qr"
+	"github.com/pilotdesk/pilotdesk/protocol"
+	"github.com/pilotdesk/pilotdesk/relay"
+	"github.com/pilotdesk/pilotdesk/relay/history"
+	"github.com/pilotdesk/pilotdesk/relay/history/sqlite"
+)
+
+// runToken runs `pilotdesk token create|list|revoke` (docs/cli.md,
+// pilotdesk token) on the devices table of a data dir, whether or not a
+// relay runs on it: a running relay looks each new token up when it is
+// used, and notices a revocation within a second (it polls the table).
+func runToken(ctx context.Context, args []string, env Env) error {
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+		fmt.Fprint(env.Stdout, tokenUsage)
+		if len(args) == 0 {
+			return usageError("pilotdesk token needs a command: create, list or revoke")
+		}
+		return nil
+	}
+	cmd, args := args[0], args[1:]
+	fs := flag.NewFlagSet("token "+cmd, flag.ContinueOnError)
+	dataDir := fs.String("data-dir", "", "the data dir of the relay (default: the OS's user data dir, as for serve)")
+	var name, role string
+	var expires time.Duration
+	switch cmd {
+	case "create":
+		fs.StringVar(&name, "name", "", "the device's `NAME`, as the window and answeredBy show it (required)")
+		fs.StringVar(&role, "role", "", "viewer, controller or owner (required)")
+		fs.DurationVar(&expires, "expires", 0, "the token expires after this long (default: never)")
+	case "list":
+	case "revoke":
+		// revoke NAME [flags] or revoke [flags] NAME.
+		if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+			name, args = args[0], args[1:]
+		}
+	default:
+		return usageError("unknown token command %q: use create, list or revoke", cmd)
+	}
+	if cmd == "revoke" && name == "" {
+		fs.SetOutput(io.Discard)
+		if err := fs.Parse(args); err != nil {
+			return parseFlags(fs, args, env.Stdout)
+		}
+		if fs.NArg() != 1 {
+			return usageError("pilotdesk token revoke takes the device's name: pilotdesk token revoke NAME")
+		}
+		name, args = fs.Arg(0), nil
+	}
+	if err := parseFlags(fs, args, env.Stdout); err != nil {
+		return err
+	}
+	if cmd == "create" {
+		if name == "" || role == "" {
+			return usageError("pilotdesk token create needs --name NAME and --role viewer|controller|owner")
+		}
+		if !protocol.ValidRole(role) {
+			return usageError("--role must be viewer, controller or owner, not %q", role)
+		}
+		if expires < 0 {
+			return usageError("--expires must be positive, not %v", expires)
+		}
+	}
+	if *dataDir == memoryDataDir {
+		return usageError("--data-dir %s keeps no device tokens between runs; name the data dir of a relay", memoryDataDir)
+	}
+	if *dataDir == "" {
+		dir, err := userDataDir()
+		if err != nil {
+			return fmt.Errorf("finding the user data dir (set --data-dir): %w", err)
+		}
+		*dataDir = dir
+	}
+
+	// The store logs to stderr, warnings only: stdout is the token.
+	store, err := sqlite.OpenDevices(ctx, *dataDir, sqlite.Options{Logger: newLogger(env.Stderr, slog.LevelWarn)})
+	if err != nil {
+		return fmt.Errorf("opening the device tokens in %s: %w", *dataDir, err)
+	}
+	defer store.Close()
+	switch cmd {
+	case "create":
+		var until time.Time
+		if expires > 0 {
+			until = time.Now().Add(expires)
+		}
+		token, dev, err := relay.CreateDevice(ctx, store, relay.NewDevice{Name: name, Role: role, Expires: until})
+		if err != nil {
+			return err
+		}
+		printNewToken(env, *dataDir, token, dev)
+		return nil
+	case "list":
+		devs, err := store.Devices(ctx)
+		if err != nil {
+			return err
+		}
+		printDevices(env.Stdout, devs, time.Now())
+		return nil
+	default:
+		if err := store.RevokeDevice(ctx, name); err != nil {
+			if errors.Is(err, history.ErrNoDevice) {
+				return fmt.Errorf("no device is named %q (pilotdesk token list shows them)", name)
+			}
+			return err
+		}
+		if store.Shared {
+			fmt.Fprintf(env.Stdout, "Revoked %q: the running relay closes its connections within a second, and refuses the token from now on.\n", name)
+		} else {
+			fmt.Fprintf(env.Stdout, "Revoked %q: the relay refuses the token from now on.\n", name)
+		}
+		return nil
+	}
+}
+
+const tokenUsage = `Usage:
+  pilotdesk token create --name NAME --role viewer|controller|owner [--expires D] [--data-dir DIR]
+  pilotdesk token list [--data-dir DIR]
+  pilotdesk token revoke NAME [--data-dir DIR]
+
+Device tokens of the relay of a data dir, running or not. create prints the
+token alone on the first line, then how to connect; the relay keeps only
+its SHA-256, so it is shown once.
+`
+
+// printNewToken prints the token alone on the first line, then how to
+// connect with it: to the relay running on the data dir, if one left its
+// address there, with a QR code of the web client's link on a terminal.
+func printNewToken(env Env, dir, token string, dev history.Device) {
+	out := env.Stdout
+	fmt.Fprintln(out, token)
+	expiry := "it does not expire"
+	if !dev.ExpiresAt.IsZero() {
+		expiry = "it expires " + dev.ExpiresAt.Local().Format("2006-01-02 15:04 MST")
+	}
+	fmt.Fprintf(out, "\nThe token of device %q, role %s; %s. It is shown only this once.\n", dev.Name, dev.Role, expiry)
+	r, err := readRunning(dir)
+	if err != nil {
+		fmt.Fprintf(out, "No relay runs on %s now. Start one (pilotdesk serve --data-dir %s, or the window), then connect with this token:\n"+
+			"  pilotdesk chat --connect ws://HOST:PORT/ws --token %s\n  or open http://HOST:PORT/#token=%s in a browser.\n", dir, dir, token, token)
+		return
+	}
+	relayURL := r.URL
+	if r.LAN != "" {
+		relayURL = "wss://" + r.LAN + "/ws"
+	}
+	link := webURL(relayURL, token)
+	fmt.Fprintf(out, "In a browser or on a phone: %s\n", link)
+	fmt.Fprintf(out, "In a terminal:              pilotdesk chat --connect %s --token %s\n", relayURL, token)
+	if r.Fingerprint != "" {
+		fmt.Fprintf(out, "The relay's certificate is its own (self-signed): check that the browser shows SHA-256 %s.\n", FormatFingerprint(r.Fingerprint))
+	}
+	if r.LAN == "" && !relay.RequiresToken(hostOf(relayURL)) {
+		fmt.Fprintln(out, "The relay listens on this computer only (loopback): to join from another device, turn on \"Reachable from my network\" in the window's Settings, or run pilotdesk serve with --listen on a network address and --tls-cert.")
+	}
+	if f, ok := env.Stdout.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
+		if code, err := qr.Encode(link); err == nil {
+			fmt.Fprint(out, "\n"+code.Terminal())
+		}
+	}
+}
+
+func hostOf(relayURL string) string {
+	s := relayURL
+	if i := strings.Index(s, "://"); i >= 0 {
+		s = s[i+3:]
+	}
+	if i := strings.IndexByte(s, '/'); i >= 0 {
+		s = s[:i]
+	}
+	return s
+}
+
+// printDevices lists the devices, never their tokens.
+func printDevices(w io.Writer, devs []history.Device, now time.Time) {
+	if len(devs) == 0 {
+		fmt.Fprintln(w, "No device tokens. Make one with pilotdesk token create --name NAME --role viewer|controller|owner.")
+		return
+	}
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "NAME\tROLE\tCREATED\tEXPIRES\tLAST USED")
+	day := func(t time.Time) string {
+		if t.IsZero() {
+			return "never"
+		}
+		return t.Local().Format("2006-01-02 15:04")
+	}
+	for _, d := range devs {
+		expires := day(d.ExpiresAt)
+		if d.Expired(now) {
+			expires += " (expired)"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", d.Name, d.Role, day(d.CreatedAt), expires, day(d.LastUsed))
+	}
+	tw.Flush()
+}
