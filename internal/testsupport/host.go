@@ -146,3 +146,46 @@ func Describe(events []session.Event) string {
 	}
 	return b.String()
 }
+
+// Text is the concatenation of the deltas among events.
+func Text(events []session.Event) string {
+	var b strings.Builder
+	for _, e := range events {
+		if d, ok := e.(session.Delta); ok {
+			b.WriteString(d.Content)
+		}
+	}
+	return b.String()
+}
+
+// OfType returns the events of type T, in order.
+func OfType[T session.Event](events []session.Event) []T {
+	var out []T
+	for _, e := range events {
+		if v, ok := e.(T); ok {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+// Open opens the conversation's session on a, waiting up to within, and
+// fails the test if it cannot.
+func Open(t testing.TB, within time.Duration, a session.Agent, conv string, opts session.OpenOptions, h session.Host) session.Session {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), within)
+	defer cancel()
+	s, err := a.Open(ctx, conv, opts, h)
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	return s
+}
+
+// Run runs a turn of prompt on s, for up to within.
+func Run(t testing.TB, within time.Duration, s session.Session, prompt string) error {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), within)
+	defer cancel()
+	return s.Run(ctx, session.Turn{Prompt: prompt})
+}

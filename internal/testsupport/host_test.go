@@ -104,3 +104,65 @@ func TestDescribe(t *testing.T) {
 		t.Errorf("Describe:\n%s", got)
 	}
 }
+
+func TestTextAndOfType(t *testing.T) {
+	events := []session.Event{
+		session.Delta{Content: "Hel"},
+		session.ToolEnd{ToolCallID: "t1"},
+		session.Delta{Content: "lo"},
+		session.Message{Content: "Hello"},
+		session.ToolEnd{ToolCallID: "t2"},
+	}
+	if got := Text(events); got != "Hello" {
+		t.Errorf("Text = %q", got)
+	}
+	if ends := OfType[session.ToolEnd](events); len(ends) != 2 || ends[0].ToolCallID != "t1" || ends[1].ToolCallID != "t2" {
+		t.Errorf("OfType = %+v", ends)
+	}
+	if msgs := OfType[session.Usage](events); msgs != nil {
+		t.Errorf("OfType of none = %+v", msgs)
+	}
+}
+
+// agent is a session.Agent whose sessions run a turn until its ctx ends or
+// the prompt is "ok".
+type agent struct{ openErr error }
+
+func (a agent) Name() string { return "test" }
+func (a agent) Close() error { return nil }
+func (a agent) Open(ctx context.Context, conv string, opts session.OpenOptions, h session.Host) (session.Session, error) {
+	if a.openErr != nil {
+		return nil, a.openErr
+	}
+	if _, ok := ctx.Deadline(); !ok {
+		return nil, errors.New("no deadline")
+	}
+	return turnSession{}, nil
+}
+
+type turnSession struct{ session.Session }
+
+func (turnSession) Run(ctx context.Context, turn session.Turn) error {
+	if turn.Prompt == "ok" {
+		return nil
+	}
+	<-ctx.Done()
+	return ctx.Err()
+}
+
+func TestOpenAndRun(t *testing.T) {
+	s := Open(t, time.Second, agent{}, "c1", session.OpenOptions{}, NewHost("act"))
+	if err := Run(t, time.Second, s, "ok"); err != nil {
+		t.Errorf("Run = %v", err)
+	}
+	if err := Run(t, 20*time.Millisecond, s, "hang"); !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("Run past its time = %v", err)
+	}
+	f := &fakeTB{}
+	f.run(func(tb testing.TB) {
+		Open(tb, time.Second, agent{openErr: errors.New("no agent")}, "c1", session.OpenOptions{}, NewHost("act"))
+	})
+	if f.fatal != "Open: no agent" {
+		t.Errorf("fatal %q", f.fatal)
+	}
+}

@@ -33,15 +33,15 @@ func TestStreamingAndUsage(t *testing.T) {
 	}
 	// One message id, made by the backend, for the deltas and the message.
 	id := events[0].(session.Delta).MessageID
-	for _, e := range ofType[session.Delta](events) {
+	for _, e := range testsupport.OfType[session.Delta](events) {
 		if e.MessageID != id || id == "" {
 			t.Errorf("delta message ids %q and %q", id, e.MessageID)
 		}
 	}
-	if m := ofType[session.Message](events)[0]; m.MessageID != id {
+	if m := testsupport.OfType[session.Message](events)[0]; m.MessageID != id {
 		t.Errorf("message id %q, deltas %q", m.MessageID, id)
 	}
-	if u := ofType[session.Usage](events)[0]; deref(u.CacheReadTokens) != 5 {
+	if u := testsupport.OfType[session.Usage](events)[0]; deref(u.CacheReadTokens) != 5 {
 		t.Errorf("cache read tokens = %d, want 5", deref(u.CacheReadTokens))
 	}
 
@@ -75,7 +75,7 @@ func TestAgentMessageIDsSplitMessages(t *testing.T) {
 	if err := run(t, s, "messages"); err != nil {
 		t.Fatal(err)
 	}
-	msgs := ofType[session.Message](h.Events())
+	msgs := testsupport.OfType[session.Message](h.Events())
 	if len(msgs) != 2 || msgs[0].Content != "First message." || msgs[1].Content != "Second message." || msgs[0].MessageID == msgs[1].MessageID {
 		t.Fatalf("messages = %+v", msgs)
 	}
@@ -100,11 +100,11 @@ func TestToolInActIsAllowedOnce(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(f.workDir, "act.txt")); err != nil {
 		t.Errorf("the allowed tool did not run: %v", err)
 	}
-	start := ofType[session.ToolStart](events)[0]
+	start := testsupport.OfType[session.ToolStart](events)[0]
 	if !strings.Contains(string(start.Arguments), `"command":"touch act.txt"`) {
 		t.Errorf("tool arguments = %s", start.Arguments)
 	}
-	if end := ofType[session.ToolEnd](events)[0]; end.Result != "created act.txt" {
+	if end := testsupport.OfType[session.ToolEnd](events)[0]; end.Result != "created act.txt" {
 		t.Errorf("tool result = %q", end.Result)
 	}
 	perms := h.Permissions()
@@ -128,7 +128,7 @@ func TestToolInPlanIsRejectedOnce(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(f.workDir, "plan.txt")); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("plan.txt: %v; the denied tool must not run", err)
 	}
-	ends := ofType[session.ToolEnd](h.Events())
+	ends := testsupport.OfType[session.ToolEnd](h.Events())
 	if len(ends) != 1 || !ends[0].Denied || ends[0].Success || ends[0].Result != session.PlanDenialReason {
 		t.Errorf("tool end = %+v, want denied with the plan reason", ends)
 	}
@@ -230,7 +230,7 @@ func TestNoRejectOption(t *testing.T) {
 	if len(notes) != 1 || !strings.Contains(notes[0], "no reject-once option") {
 		t.Errorf("notes = %q, want one about the missing reject option", notes)
 	}
-	for _, e := range ofType[session.ToolEnd](h.Events()) {
+	for _, e := range testsupport.OfType[session.ToolEnd](h.Events()) {
 		if !e.Denied {
 			t.Errorf("tool end %+v, want denied", e)
 		}
@@ -240,7 +240,7 @@ func TestNoRejectOption(t *testing.T) {
 // notesOf returns pilotdesk's own remarks in the transcript.
 func notesOf(events []session.Event) []string {
 	var out []string
-	for _, m := range ofType[session.Message](events) {
+	for _, m := range testsupport.OfType[session.Message](events) {
 		if strings.HasPrefix(m.Content, "⚠ pilotdesk: ") {
 			out = append(out, m.Content)
 		}
@@ -316,7 +316,7 @@ func TestDiffResult(t *testing.T) {
 	if err := run(t, s, "diff"); err != nil {
 		t.Fatal(err)
 	}
-	ends := ofType[session.ToolEnd](h.Events())
+	ends := testsupport.OfType[session.ToolEnd](h.Events())
 	want := "--- /w/notes.txt\n+++ /w/notes.txt\n@@ -2 +2 @@\n-two\n+TWO"
 	if len(ends) != 1 || !ends[0].Success || ends[0].Result != want {
 		t.Fatalf("tool end = %+v, want the diff\n%s", ends, want)
@@ -330,7 +330,7 @@ func TestCancel(t *testing.T) {
 	ctx, abort := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- s.Run(ctx, session.Turn{Prompt: "hang"}) }()
-	h.WaitFor(t, wait, "the first delta", func(ev []session.Event) bool { return strings.Contains(text(ev), "Thinking...") })
+	h.WaitFor(t, wait, "the first delta", func(ev []session.Event) bool { return strings.Contains(testsupport.Text(ev), "Thinking...") })
 	started := time.Now()
 	abort()
 	select {
@@ -358,7 +358,7 @@ func TestCancel(t *testing.T) {
 	if err := run(t, s, "hello"); err != nil {
 		t.Fatalf("the turn after the abort: %v", err)
 	}
-	if got := text(h.Since(n)); got != "Hello from the fake." {
+	if got := testsupport.Text(h.Since(n)); got != "Hello from the fake." {
 		t.Errorf("next turn's text = %q", got)
 	}
 }
@@ -410,7 +410,7 @@ func TestCancelWithOpenPermission(t *testing.T) {
 	if perms := h.Permissions(); len(perms) != 0 {
 		t.Errorf("the Host was asked %+v after the abort", perms)
 	}
-	ends := ofType[session.ToolEnd](h.Events())
+	ends := testsupport.OfType[session.ToolEnd](h.Events())
 	if len(ends) != 1 || ends[0].Success || !strings.Contains(ends[0].Result, "stopped") {
 		t.Errorf("tool end = %+v, want the open tool closed as stopped", ends)
 	}
@@ -433,14 +433,14 @@ func TestCrash(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "exited unexpectedly (exit status 3)") || !strings.Contains(err.Error(), "crashing on purpose") {
 		t.Fatalf("crashed turn: %v, want the exit status and the agent's last words", err)
 	}
-	if msgs := ofType[session.Message](h.Events()); len(msgs) != 2 || msgs[1].Content != "About to crash." {
+	if msgs := testsupport.OfType[session.Message](h.Events()); len(msgs) != 2 || msgs[1].Content != "About to crash." {
 		t.Errorf("messages = %+v, want the crashed turn's text kept", msgs)
 	}
 	n := len(h.Events())
 	if err := run(t, s, "echo two"); err != nil {
 		t.Fatalf("the turn after the crash: %v", err)
 	}
-	if got := text(h.Since(n)); got != "turn 2: echo two" {
+	if got := testsupport.Text(h.Since(n)); got != "turn 2: echo two" {
 		t.Errorf("after the crash the agent said %q, want its history kept", got)
 	}
 	if pids := f.pids(); len(pids) != 2 {
@@ -504,7 +504,7 @@ func TestTurnErrors(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "refused") {
 		t.Errorf("a refusal: %v", err)
 	}
-	if msgs := ofType[session.Message](h.Events()); len(msgs) != 1 || msgs[0].Content != "I would rather not." {
+	if msgs := testsupport.OfType[session.Message](h.Events()); len(msgs) != 1 || msgs[0].Content != "I would rather not." {
 		t.Errorf("messages = %+v, want the refused turn's text kept", msgs)
 	}
 	if err := run(t, s, "hello"); err != nil {
@@ -549,7 +549,7 @@ func TestLoadAfterRestart(t *testing.T) {
 	if err := run(t, s, "echo two"); err != nil {
 		t.Fatal(err)
 	}
-	if got := text(h.Events()); got != "turn 2: echo two" {
+	if got := testsupport.Text(h.Events()); got != "turn 2: echo two" {
 		t.Errorf("after the restart the agent said %q", got)
 	}
 	news, loads := f.find("session/new"), f.find("session/load")
@@ -564,8 +564,8 @@ func TestLoadAfterRestart(t *testing.T) {
 	// with Resume, and so does one whose agent cannot load sessions.
 	h2 := newHost("act")
 	s2 := open(t, newAgent(t, opts), "c2", session.OpenOptions{Resume: true}, h2)
-	if err := run(t, s2, "echo x"); err != nil || text(h2.Events()) != "turn 1: echo x" {
-		t.Errorf("new conversation: %v, %q", err, text(h2.Events()))
+	if err := run(t, s2, "echo x"); err != nil || testsupport.Text(h2.Events()) != "turn 1: echo x" {
+		t.Errorf("new conversation: %v, %q", err, testsupport.Text(h2.Events()))
 	}
 }
 
@@ -585,7 +585,7 @@ func TestNoLoadStartsAfresh(t *testing.T) {
 	if err := run(t, s, "echo two"); err != nil {
 		t.Fatal(err)
 	}
-	if got := text(h.Events()); got != "turn 1: echo two" {
+	if got := testsupport.Text(h.Events()); got != "turn 1: echo two" {
 		t.Errorf("got %q from a fresh session", got)
 	}
 	if len(f.find("session/load")) != 0 || len(f.find("session/new")) != 2 || len(f.find("session/close")) != 0 {
@@ -635,7 +635,7 @@ func TestConversationsShareOneProcess(t *testing.T) {
 	}
 	wg.Wait()
 	for _, h := range []*testHost{h1, h2} {
-		if got := text(h.Events()); got != strings.Repeat("Hello from the fake.", 5) {
+		if got := testsupport.Text(h.Events()); got != strings.Repeat("Hello from the fake.", 5) {
 			t.Errorf("text = %q", got)
 		}
 	}

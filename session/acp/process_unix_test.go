@@ -21,9 +21,9 @@ func TestCloseStopsTheProcessGroup(t *testing.T) {
 	if err := run(t, s, "orphan"); err != nil {
 		t.Fatal(err)
 	}
-	child, err := strconv.Atoi(strings.TrimPrefix(text(h.Events()), "child "))
+	child, err := strconv.Atoi(strings.TrimPrefix(testsupport.Text(h.Events()), "child "))
 	if err != nil {
-		t.Fatalf("the fake said %q", text(h.Events()))
+		t.Fatalf("the fake said %q", testsupport.Text(h.Events()))
 	}
 	if testsupport.Gone(child) {
 		t.Fatalf("child %d is not running: the check below would prove nothing", child)

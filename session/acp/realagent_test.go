@@ -146,10 +146,10 @@ func TestRealCopilotACP(t *testing.T) {
 	if err != nil {
 		t.Fatalf("text turn: %v", err)
 	}
-	if got := text(events); got != "Hello from the mock." || len(ofType[session.Delta](events)) < 2 {
-		t.Errorf("text turn streamed %q in %d deltas", got, len(ofType[session.Delta](events)))
+	if got := testsupport.Text(events); got != "Hello from the mock." || len(testsupport.OfType[session.Delta](events)) < 2 {
+		t.Errorf("text turn streamed %q in %d deltas", got, len(testsupport.OfType[session.Delta](events)))
 	}
-	if msgs := ofType[session.Message](events); len(msgs) != 1 || msgs[0].Content != "Hello from the mock." {
+	if msgs := testsupport.OfType[session.Message](events); len(msgs) != 1 || msgs[0].Content != "Hello from the mock." {
 		t.Errorf("messages = %+v", msgs)
 	}
 	checkUsage(t, events)
@@ -160,7 +160,7 @@ func TestRealCopilotACP(t *testing.T) {
 	if err != nil {
 		t.Fatalf("plan turn: %v", err)
 	}
-	ends := ofType[session.ToolEnd](events)
+	ends := testsupport.OfType[session.ToolEnd](events)
 	if len(ends) != 1 || !ends[0].Denied || ends[0].Success {
 		t.Errorf("plan tool ends = %+v, want one denied", ends)
 	}
@@ -189,7 +189,7 @@ func TestRealCopilotACP(t *testing.T) {
 	if n := len(h.Permissions()) - asked; n != 2 {
 		t.Errorf("the agent asked %d times for the same command, want 2 (never allow_always)", n)
 	}
-	if ends := ofType[session.ToolEnd](events); len(ends) != 1 || !ends[0].Denied {
+	if ends := testsupport.OfType[session.ToolEnd](events); len(ends) != 1 || !ends[0].Denied {
 		t.Errorf("repeated command's tool end = %+v, want denied", ends)
 	}
 	if _, err := os.Stat(same); !errors.Is(err, os.ErrNotExist) {
@@ -216,7 +216,7 @@ func TestRealCopilotACP(t *testing.T) {
 	done := make(chan error, 1)
 	n := len(h.Events())
 	go func() { done <- s.Run(runCtx, session.Turn{Prompt: promptLong}) }()
-	h.WaitFor(t, wait, "the long turn's text", func(ev []session.Event) bool { return strings.Contains(text(ev[n:]), "Thinking...") })
+	h.WaitFor(t, wait, "the long turn's text", func(ev []session.Event) bool { return strings.Contains(testsupport.Text(ev[n:]), "Thinking...") })
 	started = time.Now()
 	abort()
 	select {
@@ -229,8 +229,8 @@ func TestRealCopilotACP(t *testing.T) {
 	}
 	t.Logf("abort to end of turn: %v", time.Since(started))
 	events, err = turn(promptHello)
-	if err != nil || text(events) != "Hello from the mock." {
-		t.Errorf("the turn after the abort: %v, %q", err, text(events))
+	if err != nil || testsupport.Text(events) != "Hello from the mock." {
+		t.Errorf("the turn after the abort: %v, %q", err, testsupport.Text(events))
 	}
 	checkUsage(t, events)
 
@@ -273,7 +273,7 @@ func checkTextBeforeTool(t *testing.T, events []session.Event, text string) {
 // answer counts the whole session).
 func checkUsage(t *testing.T, events []session.Event) {
 	t.Helper()
-	u := ofType[session.Usage](events)
+	u := testsupport.OfType[session.Usage](events)
 	if len(u) != 1 {
 		t.Errorf("usage reports = %d, want 1", len(u))
 		return
@@ -364,7 +364,7 @@ func TestRealOpencodeACP(t *testing.T) {
 		t.Fatalf("text turn: %v", err)
 	}
 	t.Logf("text turn: %v", time.Since(started))
-	if got := text(h.Events()); got != "Hello from the mock." {
+	if got := testsupport.Text(h.Events()); got != "Hello from the mock." {
 		t.Errorf("text turn streamed %q", got)
 	}
 
@@ -379,7 +379,7 @@ func TestRealOpencodeACP(t *testing.T) {
 	if len(h.Permissions()) != 1 {
 		t.Errorf("the agent asked %d times, want once", len(h.Permissions()))
 	}
-	ends := ofType[session.ToolEnd](events)
+	ends := testsupport.OfType[session.ToolEnd](events)
 	if len(ends) != 1 || !ends[0].Denied || ends[0].Success {
 		t.Errorf("plan tool ends = %+v, want one denied; events:\n%s", ends, testsupport.Describe(events))
 	}

@@ -32,15 +32,15 @@ func TestStreamedTurnUsageAndShutdown(t *testing.T) {
 		t.Fatalf("Run: %v", err)
 	}
 	events := h.Events()
-	deltas := ofType[session.Delta](events)
-	if len(deltas) != 3 || text(events) != "turn 1: echo hello world" {
+	deltas := testsupport.OfType[session.Delta](events)
+	if len(deltas) != 3 || testsupport.Text(events) != "turn 1: echo hello world" {
 		t.Errorf("deltas = %s", testsupport.Describe(events))
 	}
-	msgs := ofType[session.Message](events)
+	msgs := testsupport.OfType[session.Message](events)
 	if len(msgs) != 1 || msgs[0].Content != "turn 1: echo hello world" || msgs[0].MessageID != deltas[0].MessageID {
 		t.Errorf("messages = %+v", msgs)
 	}
-	usage := ofType[session.Usage](events)
+	usage := testsupport.OfType[session.Usage](events)
 	if len(usage) != 1 {
 		t.Fatalf("usage events = %d", len(usage))
 	}
@@ -87,7 +87,7 @@ func TestStreamedTurnUsageAndShutdown(t *testing.T) {
 	if err := s.Close(ctx); err != nil {
 		t.Fatalf("Close: %v", err)
 	}
-	sd := ofType[session.Shutdown](h.Events())
+	sd := testsupport.OfType[session.Shutdown](h.Events())
 	if len(sd) != 1 || sd[0].TotalPremiumRequests != 1 || !strings.Contains(string(sd[0].ModelMetrics), `"gpt-test"`) {
 		t.Errorf("shutdown = %+v", sd)
 	}
@@ -134,7 +134,7 @@ func TestModelSwitchBeforeTurn(t *testing.T) {
 	if len(switches) != 1 || !strings.Contains(string(switches[0].Params), `"modelId":"m2"`) {
 		t.Errorf("switchTo = %+v, want one switch to m2", switches)
 	}
-	for _, u := range ofType[session.Usage](h.Events()) {
+	for _, u := range testsupport.OfType[session.Usage](h.Events()) {
 		if u.Model != "m2" {
 			t.Errorf("usage model %q, want m2", u.Model)
 		}
@@ -145,7 +145,7 @@ func TestModelSwitchBeforeTurn(t *testing.T) {
 	if err := s2.Run(ctx, session.Turn{Prompt: "x"}); err != nil {
 		t.Fatal(err)
 	}
-	if u := ofType[session.Usage](h2.Events()); len(u) != 1 || u[0].Model != "m3" {
+	if u := testsupport.OfType[session.Usage](h2.Events()); len(u) != 1 || u[0].Model != "m3" {
 		t.Errorf("usage = %+v, want model m3", u)
 	}
 }
@@ -160,10 +160,10 @@ func TestMalformedFramesAreSurvived(t *testing.T) {
 		t.Fatalf("Run: %v", err)
 	}
 	events := h.Events()
-	if got := text(events); got != "before after" {
+	if got := testsupport.Text(events); got != "before after" {
 		t.Errorf("text = %q, want the two deltas around the garbage and not the oversized one", got)
 	}
-	if m := ofType[session.Message](events); len(m) != 1 || m[0].Content != "before after" {
+	if m := testsupport.OfType[session.Message](events); len(m) != 1 || m[0].Content != "before after" {
 		t.Errorf("messages = %+v", m)
 	}
 	// Same process afterwards.
@@ -185,7 +185,7 @@ func TestCrashMidTurnThenResume(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "exited unexpectedly") || !strings.Contains(err.Error(), "crashing on purpose") {
 		t.Fatalf("Run = %v, want the crash with the CLI's last words", err)
 	}
-	if got := text(h.Events()); got != "partial " {
+	if got := testsupport.Text(h.Events()); got != "partial " {
 		t.Errorf("text before the crash = %q", got)
 	}
 	first := fake.pids()
@@ -196,7 +196,7 @@ func TestCrashMidTurnThenResume(t *testing.T) {
 	if err := run(t, s, "hello"); err != nil {
 		t.Fatalf("Run after the crash: %v", err)
 	}
-	if got := text(h.Events()); !strings.HasSuffix(got, "turn 2: echo hello") {
+	if got := testsupport.Text(h.Events()); !strings.HasSuffix(got, "turn 2: echo hello") {
 		t.Errorf("text = %q, want the resumed session's turn 2", got)
 	}
 	pids := fake.pids()
@@ -250,7 +250,7 @@ func TestUnreadableStreamIsACrash(t *testing.T) {
 	if err := run(t, s, "hello"); err != nil {
 		t.Fatalf("Run after: %v", err)
 	}
-	if got := text(h.Events()); !strings.HasSuffix(got, "turn 2: echo hello") {
+	if got := testsupport.Text(h.Events()); !strings.HasSuffix(got, "turn 2: echo hello") {
 		t.Errorf("text = %q", got)
 	}
 }
@@ -271,7 +271,7 @@ func TestPermissionAfterModeSwitchMidStream(t *testing.T) {
 		t.Fatalf("Run: %v", err)
 	}
 	events := h.Events()
-	ends := ofType[session.ToolEnd](events)
+	ends := testsupport.OfType[session.ToolEnd](events)
 	if len(ends) != 2 {
 		t.Fatalf("tool ends: %s", testsupport.Describe(events))
 	}
@@ -281,10 +281,10 @@ func TestPermissionAfterModeSwitchMidStream(t *testing.T) {
 	if e := ends[1]; e.ToolCallID != "call_2" || !e.Success || e.Denied || e.Result != "ran: touch two.txt" {
 		t.Errorf("second tool = %+v, want approved and run", e)
 	}
-	if got := text(events); !strings.HasSuffix(got, "call_1=rejected("+session.PlanDenialReason+") call_2=approved") {
+	if got := testsupport.Text(events); !strings.HasSuffix(got, "call_1=rejected("+session.PlanDenialReason+") call_2=approved") {
 		t.Errorf("text = %q: the CLI did not get reject-with-feedback then approve-once", got)
 	}
-	starts := ofType[session.ToolStart](events)
+	starts := testsupport.OfType[session.ToolStart](events)
 	if len(starts) != 2 || starts[0].ToolName != "bash" || string(starts[0].Arguments) != `{"command":"touch one.txt"}` {
 		t.Errorf("tool starts = %+v", starts)
 	}
@@ -334,14 +334,14 @@ func TestUserInputRequestDuringStream(t *testing.T) {
 		t.Fatalf("asks = %+v", asks)
 	}
 	// The question came after the text and tool start that lead up to it.
-	if text(seenBefore) != "Let me ask. " || len(ofType[session.ToolStart](seenBefore)) != 1 {
+	if testsupport.Text(seenBefore) != "Let me ask. " || len(testsupport.OfType[session.ToolStart](seenBefore)) != 1 {
 		t.Errorf("events before the question: %s", testsupport.Describe(seenBefore))
 	}
 	events := h.Events()
-	if got := text(events); !strings.HasSuffix(got, "you said blue (freeform=false)") {
+	if got := testsupport.Text(events); !strings.HasSuffix(got, "you said blue (freeform=false)") {
 		t.Errorf("text = %q: the answer did not reach the CLI", got)
 	}
-	ends := ofType[session.ToolEnd](events)
+	ends := testsupport.OfType[session.ToolEnd](events)
 	if len(ends) != 1 || ends[0].Result != "User selected: blue" || ends[0].Denied {
 		t.Errorf("ask_user tool end = %+v", ends)
 	}
@@ -367,7 +367,7 @@ func TestUserInputFailuresReachTheModel(t *testing.T) {
 			if err := run(t, s, "ask"); err != nil {
 				t.Fatal(err)
 			}
-			if got := text(h.Events()); !strings.Contains(got, "no answer: "+tc.want) {
+			if got := testsupport.Text(h.Events()); !strings.Contains(got, "no answer: "+tc.want) {
 				t.Errorf("text = %q, want the CLI to get %q", got, tc.want)
 			}
 		})
@@ -424,7 +424,7 @@ func TestAbortStreamingTurn(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- s.Run(ctx, session.Turn{Prompt: "hang"}) }()
-	h.WaitFor(t, wait, "the first delta", func(ev []session.Event) bool { return text(ev) == "working" })
+	h.WaitFor(t, wait, "the first delta", func(ev []session.Event) bool { return testsupport.Text(ev) == "working" })
 	cancel()
 	select {
 	case err := <-done:
@@ -440,7 +440,7 @@ func TestAbortStreamingTurn(t *testing.T) {
 	if err := run(t, s, "after"); err != nil {
 		t.Fatal(err)
 	}
-	if got := text(h.Events()); !strings.HasSuffix(got, "turn 2: echo after") {
+	if got := testsupport.Text(h.Events()); !strings.HasSuffix(got, "turn 2: echo after") {
 		t.Errorf("text = %q", got)
 	}
 }
@@ -467,7 +467,7 @@ func TestUnexpectedServerRequestsAreRefused(t *testing.T) {
 	if err := run(t, s, "unexpected"); err != nil {
 		t.Fatal(err)
 	}
-	if got := text(h.Events()); got != "exitPlanMode.request=-32601 hooks.invoke=-32601" {
+	if got := testsupport.Text(h.Events()); got != "exitPlanMode.request=-32601 hooks.invoke=-32601" {
 		t.Errorf("text = %q: unexpected requests must get method not found", got)
 	}
 }
@@ -504,10 +504,10 @@ func TestConcurrentConversationsShareOneProcess(t *testing.T) {
 	wg.Wait()
 	for i, h := range hosts {
 		want := "turn 1: echo p" + string(rune('a'+i)) + "turn 2: echo p" + string(rune('a'+i)) + "turn 3: echo p" + string(rune('a'+i))
-		if got := text(h.Events()); got != want {
+		if got := testsupport.Text(h.Events()); got != want {
 			t.Errorf("conversation %d text = %q, want %q (events crossed conversations?)", i, got, want)
 		}
-		if sd := ofType[session.Shutdown](h.Events()); len(sd) != 1 || sd[0].TotalPremiumRequests != 3 {
+		if sd := testsupport.OfType[session.Shutdown](h.Events()); len(sd) != 1 || sd[0].TotalPremiumRequests != 3 {
 			t.Errorf("conversation %d shutdown = %+v", i, sd)
 		}
 	}
@@ -541,7 +541,7 @@ func TestOpenResume(t *testing.T) {
 	if err := run(t, s2, "two"); err != nil {
 		t.Fatal(err)
 	}
-	if got := text(h2.Events()); got != "turn 2: echo two" {
+	if got := testsupport.Text(h2.Events()); got != "turn 2: echo two" {
 		t.Errorf("text = %q, want the resumed context (turn 2)", got)
 	}
 	resumes := fake.find("session.resume")
@@ -570,7 +570,7 @@ func TestCloseWithoutCLIReportsLocalUsage(t *testing.T) {
 	if err := s.Close(ctx); err != nil {
 		t.Fatal(err)
 	}
-	sd := ofType[session.Shutdown](h.Events())
+	sd := testsupport.OfType[session.Shutdown](h.Events())
 	if len(sd) != 1 || sd[0].TotalPremiumRequests != 1 || !strings.Contains(string(sd[0].ModelMetrics), `"fake-model":{"requests":{"count":1,"cost":1}`) {
 		t.Errorf("shutdown = %s", testsupport.Describe(shutdown2events(sd)))
 	}
@@ -708,7 +708,7 @@ func TestSlowHostHoldsTheStreamBack(t *testing.T) {
 	case <-time.After(wait):
 		t.Fatal("the turn did not end once the Host caught up")
 	}
-	deltas := ofType[session.Delta](h.Events())
+	deltas := testsupport.OfType[session.Delta](h.Events())
 	if len(deltas) != n {
 		t.Fatalf("%d deltas arrived, want %d", len(deltas), n)
 	}

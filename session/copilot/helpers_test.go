@@ -1,10 +1,8 @@
 package copilot_test
 
 import (
-	"context"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
@@ -116,27 +114,6 @@ type testHost = testsupport.Host
 
 func newHost(mode string) *testHost { return testsupport.NewHost(mode) }
 
-// text is the concatenation of the deltas.
-func text(events []session.Event) string {
-	var b strings.Builder
-	for _, e := range events {
-		if d, ok := e.(session.Delta); ok {
-			b.WriteString(d.Content)
-		}
-	}
-	return b.String()
-}
-
-func ofType[T session.Event](events []session.Event) []T {
-	var out []T
-	for _, e := range events {
-		if v, ok := e.(T); ok {
-			out = append(out, v)
-		}
-	}
-	return out
-}
-
 // newAgent makes an Agent closed at the end of the test.
 func newAgent(t *testing.T, opts copilot.Options) *copilot.Agent {
 	t.Helper()
@@ -148,20 +125,12 @@ func newAgent(t *testing.T, opts copilot.Options) *copilot.Agent {
 	return a
 }
 
-func open(t *testing.T, a *copilot.Agent, conv string, opts session.OpenOptions, h session.Host) session.Session {
+func open(t *testing.T, a session.Agent, conv string, opts session.OpenOptions, h session.Host) session.Session {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), wait)
-	defer cancel()
-	s, err := a.Open(ctx, conv, opts, h)
-	if err != nil {
-		t.Fatalf("Open: %v", err)
-	}
-	return s
+	return testsupport.Open(t, wait, a, conv, opts, h)
 }
 
 func run(t *testing.T, s session.Session, prompt string) error {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), wait)
-	defer cancel()
-	return s.Run(ctx, session.Turn{Prompt: prompt})
+	return testsupport.Run(t, wait, s, prompt)
 }

@@ -179,14 +179,14 @@ func TestRealCLIThroughAgent(t *testing.T) {
 	}
 	t.Logf("turn 1 (two tools): %v", time.Since(started))
 	events := h.Events()
-	if got := text(events); !strings.Contains(got, "I will create a file.") || !strings.Contains(got, "Done: the file exists.") {
+	if got := testsupport.Text(events); !strings.Contains(got, "I will create a file.") || !strings.Contains(got, "Done: the file exists.") {
 		t.Errorf("streamed text = %q", got)
 	}
-	if n := len(ofType[session.Delta](events)); n < 5 {
+	if n := len(testsupport.OfType[session.Delta](events)); n < 5 {
 		t.Errorf("%d deltas, want the text streamed in pieces", n)
 	}
 	ends := map[string]session.ToolEnd{}
-	for _, e := range ofType[session.ToolEnd](events) {
+	for _, e := range testsupport.OfType[session.ToolEnd](events) {
 		ends[e.ToolCallID] = e
 	}
 	if e := ends["call_plan"]; !e.Denied || e.Success || !strings.Contains(e.Result, session.PlanDenialReason) {
@@ -218,7 +218,7 @@ func TestRealCLIThroughAgent(t *testing.T) {
 	if got := askedWith(mock.Requests()); !strings.Contains(got, "blue") {
 		t.Errorf("the model got %q as the ask_user result, want the answer blue", got)
 	}
-	if got := text(h.Events()); !strings.Contains(got, "You answered: ") {
+	if got := testsupport.Text(h.Events()); !strings.Contains(got, "You answered: ") {
 		t.Errorf("text = %q", got)
 	}
 
@@ -228,7 +228,7 @@ func TestRealCLIThroughAgent(t *testing.T) {
 	before := len(h.Events())
 	go func() { done <- s.Run(runCtx, session.Turn{Prompt: promptLong}) }()
 	h.WaitFor(t, wait, "the long turn's first delta", func(ev []session.Event) bool {
-		return len(ev) > before && strings.Contains(text(ev[before:]), "Thinking...")
+		return len(ev) > before && strings.Contains(testsupport.Text(ev[before:]), "Thinking...")
 	})
 	started = time.Now()
 	abort()
@@ -247,7 +247,7 @@ func TestRealCLIThroughAgent(t *testing.T) {
 		t.Fatalf("turn after the abort: %v", err)
 	}
 
-	usage := ofType[session.Usage](h.Events())
+	usage := testsupport.OfType[session.Usage](h.Events())
 	if len(usage) == 0 {
 		t.Fatal("no usage reported")
 	}
@@ -261,7 +261,7 @@ func TestRealCLIThroughAgent(t *testing.T) {
 	if err := s.Close(ctx); err != nil {
 		t.Fatalf("Close: %v", err)
 	}
-	sd := ofType[session.Shutdown](h.Events())
+	sd := testsupport.OfType[session.Shutdown](h.Events())
 	if len(sd) != 1 || !strings.Contains(string(sd[0].ModelMetrics), `"gpt-4.1"`) {
 		t.Errorf("shutdown = %s", testsupport.Describe(shutdown2events(sd)))
 	}
