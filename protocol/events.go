@@ -30,6 +30,7 @@ var serverMessages = map[string]func() any{
 	TypeConversations:    func() any { return new(Conversations) },
 	TypeConversation:     func() any { return new(ConversationChanged) },
 	TypeDeleted:          func() any { return new(Deleted) },
+	TypeBudget:           func() any { return new(Budget) },
 }
 
 // ServerTypes lists every server-to-client message type, sorted.

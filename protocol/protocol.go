@@ -12,6 +12,7 @@ package protocol
 import (
 	"bytes"
 	"encoding/json"
+	"math"
 )
 
 // MaxFrameBytes is the largest frame the relay reads (docs/protocol.md,
@@ -53,6 +54,7 @@ const (
 	TypeConversations    = "copilot:conversations"
 	TypeConversation     = "copilot:conversation"
 	TypeDeleted          = "copilot:deleted"
+	TypeBudget           = "copilot:budget"
 )
 
 // Error codes carried by an `error` message.
@@ -70,12 +72,15 @@ const (
 	// CodeForbidden: the connection's token lacks the role for the
 	// message (roles.go); the connection stays open.
 	CodeForbidden = "forbidden"
+	// CodeBudgetExceeded: copilot:send once the AI credits spent in the
+	// budget's period have reached the relay's budget; no turn starts.
+	CodeBudgetExceeded = "budget_exceeded"
 )
 
 // ErrorCodes lists every error code the relay sends.
 func ErrorCodes() []string {
 	return []string{CodeInvalidJSON, CodeInvalidMessage, CodeUnknownType, CodeMissingField, CodeInvalidField,
-		CodeConversationBusy, CodeNotStreaming, CodeInvalidAnswer, CodeTooLarge, CodeLimit, CodeForbidden}
+		CodeConversationBusy, CodeNotStreaming, CodeInvalidAnswer, CodeTooLarge, CodeLimit, CodeForbidden, CodeBudgetExceeded}
 }
 
 // Mode is a conversation's tool policy: plan denies every tool request, act
@@ -411,6 +416,42 @@ func Credits(nanoAIU *float64) *float64 {
 	c := *nanoAIU / NanoAIUPerCredit
 	return &c
 }
+
+// Budget is copilot:budget: the relay's AI credit budget and what was
+// spent against it, over every conversation, in the period that ends now
+// (a sliding window of PeriodSeconds). A relay with a budget sends it to
+// each connection when it opens and again whenever a figure changes; a
+// relay without one never sends it. It is not a conversation event.
+//
+// ResetsAt is set while SpentCredits has reached BudgetCredits (copilot:send
+// is refused with CodeBudgetExceeded): the moment (RFC 3339) enough of the
+// spend leaves the period for new turns to start, when nothing more is
+// spent. ServerTime is the relay's clock when it sent the message.
+type Budget struct {
+	BudgetCredits float64 `json:"budgetCredits"`
+	SpentCredits  float64 `json:"spentCredits"`
+	PeriodSeconds int64   `json:"periodSeconds"`
+	ResetsAt      string  `json:"resetsAt,omitempty"`
+	ServerTime    string  `json:"serverTime"`
+}
+
+// BudgetWarnFraction is the share of the budget at which clients warn,
+// once, that it is running out.
+const BudgetWarnFraction = 0.8
+
+// Remaining is the credits left to spend in the period (0 once spent),
+// rounded to the nano-AIU the figures are exact to, so that 10 - 7.9 is 2.1.
+func (b *Budget) Remaining() float64 {
+	left := math.Round((b.BudgetCredits-b.SpentCredits)*NanoAIUPerCredit) / NanoAIUPerCredit
+	return max(0, left)
+}
+
+// Exceeded reports whether new turns are refused.
+func (b *Budget) Exceeded() bool { return b.SpentCredits >= b.BudgetCredits }
+
+// Warn reports whether the spend has reached BudgetWarnFraction of the
+// budget, when a client warns.
+func (b *Budget) Warn() bool { return b.SpentCredits >= BudgetWarnFraction*b.BudgetCredits }
 
 // QuotaSnapshot is one entry of Quota.QuotaSnapshots, in the Copilot CLI's
 // shape. Pointers tell a missing figure from a zero.

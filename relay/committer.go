@@ -117,6 +117,7 @@ func (c *committer) run() {
 	for {
 		if stopping && c.queue.CloseIfEmpty() {
 			c.lastRetry()
+			c.saveSpend()
 			return
 		}
 		var err error
@@ -196,9 +197,12 @@ func (c *committer) commit(recs []record) {
 			c.metas = append(c.metas, rec.meta)
 		}
 	}
-	err := c.r.store.Write(c.ctx, history.Batch{Events: c.events, Conversations: c.metas})
+	// The spends reported so far go with these events (budget.go).
+	spend := c.r.budget.take()
+	err := c.r.store.Write(c.ctx, history.Batch{Events: c.events, Conversations: c.metas, Spend: spend})
 	clear(c.events) // drop the frames' references
 	if err != nil {
+		c.r.budget.giveBack(spend)
 		c.fail(recs, len(c.metas), err)
 		return
 	}
@@ -232,4 +236,16 @@ func (c *committer) delete(rec record) {
 		c.forget(rec.conv)
 	}
 	rec.done <- err
+}
+
+// saveSpend stores, at shutdown, the spends no batch took: those reported
+// after the last event, or with events that were never stored.
+func (c *committer) saveSpend() {
+	spend := c.r.budget.take()
+	if len(spend) == 0 {
+		return
+	}
+	if err := c.r.store.Write(c.ctx, history.Batch{Spend: spend}); err != nil {
+		c.r.log.Error("relay: the AI credits spent could not be stored; the next start does not count them", "spends", len(spend), "err", err)
+	}
 }

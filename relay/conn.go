@@ -154,6 +154,7 @@ func (r *Relay) serveWS(w http.ResponseWriter, req *http.Request) {
 	c.touch()
 	c.heartbeat = time.AfterFunc(r.heartbeat, c.checkHeartbeat)
 	go c.writeLoop()
+	r.budget.greet(c) // copilot:budget, first, when the relay has a budget
 	stopExpiry := c.watchExpiry()
 	r.touchDevice(c.id)
 

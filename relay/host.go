@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strings"
 	"sync/atomic"
+	"time"
 
 	"github.com/pilotdesk/pilotdesk/protocol"
 	"github.com/pilotdesk/pilotdesk/session"
@@ -111,6 +112,11 @@ func (c *conversation) emitToolEndLocked(e session.ToolEnd) {
 }
 
 func (c *conversation) emitUsageLocked(e session.Usage) {
+	if e.NanoAIU != nil {
+		// Before the event goes to the committer: the batch that stores
+		// it, or one before, stores the spend (budget.go).
+		c.r.budget.spend(time.Now(), *e.NanoAIU)
+	}
 	d := protocol.Quota{
 		QuotaSnapshots:   c.rawJSON(e.QuotaSnapshots, "quotaSnapshots", true),
 		Model:            e.Model,

@@ -97,6 +97,12 @@ type Config struct {
 	// DevicePoll is how often the devices table is read for revocations
 	// made by another process; 0: DefaultDevicePoll.
 	DevicePoll time.Duration
+
+	// BudgetCredits is the AI credits that may be spent, over all
+	// conversations, in BudgetPeriod before copilot:send is refused
+	// (budget.go); 0: no budget. BudgetPeriod 0: DefaultBudgetPeriod.
+	BudgetCredits float64
+	BudgetPeriod  time.Duration
 }
 
 // Relay serves the protocol over any session.Agent.
@@ -129,6 +135,7 @@ type Relay struct {
 
 	commit *committer
 	watch  *watchHub // the connections that watch the list (list.go)
+	budget *budget   // the credit budget and the spend (budget.go)
 	mux    *http.ServeMux
 
 	mu    sync.Mutex // guards convs, conns; taken before any conversation's lock
@@ -221,6 +228,11 @@ func New(cfg Config) (*Relay, error) {
 	if err := r.load(); err != nil {
 		return nil, err
 	}
+	b, err := newBudget(r, cfg.BudgetCredits, cfg.BudgetPeriod)
+	if err != nil {
+		return nil, err
+	}
+	r.budget = b
 
 	r.ctx, r.cancel = context.WithCancelCause(context.Background())
 	r.watch = newWatchHub(r)
@@ -393,6 +405,7 @@ func (r *Relay) shutdown(ctx context.Context) error {
 	}
 
 	r.watch.close() // nothing changes any more
+	r.budget.close()
 
 	r.mu.Lock()
 	for c := range r.conns {

@@ -212,8 +212,10 @@ func (c *committer) retry() {
 		convs = append(convs, conv)
 		counts = append(counts, len(tail))
 	}
-	if len(b.Events) > 0 {
+	b.Spend = c.r.budget.take()
+	if len(b.Events) > 0 || len(b.Spend) > 0 {
 		if err := c.r.store.Write(c.ctx, b); err != nil {
+			c.r.budget.giveBack(b.Spend)
 			c.backoff = min(2*c.backoff, retryMax)
 			c.retryAt = time.Now().Add(c.backoff)
 			c.r.log.Debug("relay: the history store still fails", "err", err, "retryIn", c.backoff)

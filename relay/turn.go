@@ -67,6 +67,10 @@ func (r *Relay) send(c *conn, d *protocol.Send) {
 			Message: "the relay cannot save conversation history right now (is its disk full?), so it starts no new turn; it keeps retrying by itself: send again in a moment"})
 		return
 	}
+	if msg := r.budget.refusal(); msg != "" {
+		c.sendError(&protocol.Error{Code: protocol.CodeBudgetExceeded, Type: protocol.TypeSend, ConversationID: d.ConversationID, Message: msg})
+		return
+	}
 	busy := false
 	_ = r.withConversation(c.ctx, d.ConversationID, func(conv *conversation) {
 		if conv.streaming {

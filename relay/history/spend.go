@@ -21,9 +21,10 @@ const SpendGranularity = time.Hour
 // Ledger is a store that keeps what was spent, for the relay's credit
 // budget (docs/protocol.md, Budget): a Write stores its Batch.Spend in the
 // same transaction as its events, so a spend is durable once the
-// copilot:quota that reported it is. Spend outlives conversations: Delete
-// and DeleteOlderThan leave the ledger as it is. Stores that keep no spend
-// do not implement Ledger and ignore Batch.Spend.
+// copilot:quota that reported it is, and a Write that fails stores none of
+// it (the relay hands it to a later Write). Spend outlives conversations:
+// Delete and DeleteOlderThan leave the ledger as it is. Stores that keep no
+// spend do not implement Ledger and ignore Batch.Spend.
 type Ledger interface {
 	// Spent returns the ledger's entries whose At is not before since,
 	// oldest first. An entry is the spend of one UTC hour: NanoAIU is the

@@ -1,0 +1,317 @@
+package relay
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/pilotdesk/pilotdesk/protocol"
+	"github.com/pilotdesk/pilotdesk/relay/history"
+)
+
+// The AI credit budget (docs/protocol.md, Budget). Every copilot:quota's
+// aiCredits is a spend, of whichever conversation; the spend of the last
+// period (a sliding window, 30 days by default) is summed over all of them.
+// Once it has reached the budget, copilot:send is refused with
+// budget_exceeded and starts nothing; a turn already running goes on to its
+// end, so a turn may cross the budget.
+//
+// The spend is kept in the history store's ledger (history.Ledger), so a
+// restart does not forget it: a spend goes into the committer's next batch,
+// which is written in one transaction and holds the copilot:quota that
+// reported it or an event before it. So a spend a client was shown is
+// stored, SIGKILL or not. Like the store's, the relay's own tally keeps one
+// entry per UTC hour, which counts until a period after its hour's latest
+// spend.
+//
+// A relay with a budget sends copilot:budget to each connection as it opens
+// and to all of them when a figure changes: a spend (coalesced over
+// budgetDelay), or an hour's spend leaving the period.
+
+// DefaultBudgetPeriod is the budget's period when Config.BudgetPeriod is 0.
+const DefaultBudgetPeriod = 30 * 24 * time.Hour
+
+// budgetDelay is how long spends gather before copilot:budget goes out: a
+// turn's model calls in quick succession make one message.
+const budgetDelay = 100 * time.Millisecond
+
+// budget is the relay's tally of spend and its budget.
+type budget struct {
+	r      *Relay
+	limit  int64 // the budget in nano-AIU; 0: none
+	period time.Duration
+	// durable: the store is a history.Ledger, so spends go into its
+	// batches; otherwise the tally lasts as long as the relay.
+	durable bool
+
+	mu      sync.Mutex      // guards the fields below; a leaf lock, taken under a conversation's
+	entries []history.Spend // the spend of the period, one entry per UTC hour, oldest first
+	unsaved []history.Spend // spent and not yet in a batch the store took (durable only)
+	timer   *time.Timer     // the next copilot:budget to every connection (limit > 0)
+	due     time.Time       // when timer fires
+	closed  bool
+	flushes sync.WaitGroup // an armed timer, until its flush has returned
+}
+
+// newBudget reads the spend of the period from the store's ledger.
+func newBudget(r *Relay, credits float64, period time.Duration) (*budget, error) {
+	switch {
+	case math.IsNaN(credits) || math.IsInf(credits, 0) || credits < 0 || credits*protocol.NanoAIUPerCredit > math.MaxInt64/2:
+		return nil, fmt.Errorf("relay: the credit budget must be a number of credits from 0 (none) up, not %v", credits)
+	case period < 0:
+		return nil, fmt.Errorf("relay: the budget's period must be positive, not %v", period)
+	case period == 0:
+		period = DefaultBudgetPeriod
+	}
+	b := &budget{r: r, limit: int64(math.Round(credits * protocol.NanoAIUPerCredit)), period: period}
+	ledger, ok := r.store.(history.Ledger)
+	b.durable = ok
+	if !ok {
+		if b.limit > 0 {
+			r.log.Warn("relay: this history store keeps no spend: the credit budget counts only what is spent while the relay runs", "store", fmt.Sprintf("%T", r.store))
+		}
+		return b, nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	entries, err := ledger.Spent(ctx, time.Now().Add(-period))
+	if err != nil {
+		return nil, fmt.Errorf("relay: read the credits spent: %w", err)
+	}
+	b.entries = entries
+	if b.limit > 0 {
+		spent, _ := b.tallyLocked(time.Now())
+		r.log.Info("relay: credit budget", "budgetCredits", credits, "period", period, "spentCredits", float64(spent)/protocol.NanoAIUPerCredit)
+	}
+	return b, nil
+}
+
+// spend records nanoAIU spent at at. It is called under a conversation's
+// lock before the copilot:quota that reports it is handed to the
+// committer, so the batch that stores that event, or one before it, holds
+// the spend.
+func (b *budget) spend(at time.Time, nanoAIU float64) {
+	n := int64(math.Round(nanoAIU))
+	if math.IsNaN(nanoAIU) || n <= 0 {
+		return
+	}
+	s := history.Spend{At: at, NanoAIU: n}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.tallyLocked(at) // drops what left the period
+	b.entries = addSpend(b.entries, s)
+	if b.durable {
+		b.unsaved = append(b.unsaved, s)
+	}
+	b.armLocked(at.Add(budgetDelay))
+}
+
+// addSpend adds s to entries, one per UTC hour, as the store keeps them.
+func addSpend(entries []history.Spend, s history.Spend) []history.Spend {
+	if n := len(entries); n > 0 && history.SpendHour(entries[n-1].At).Equal(history.SpendHour(s.At)) {
+		e := &entries[n-1]
+		e.NanoAIU += s.NanoAIU
+		if s.At.After(e.At) {
+			e.At = s.At
+		}
+		return entries
+	}
+	return append(entries, s) // time goes forward: the newest hour
+}
+
+// take hands the unsaved spends to the committer for its next batch.
+func (b *budget) take() []history.Spend {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	s := b.unsaved
+	b.unsaved = nil
+	return s
+}
+
+// giveBack returns the spends of a batch the store failed to write; the
+// next batch takes them again.
+func (b *budget) giveBack(s []history.Spend) {
+	if len(s) == 0 {
+		return
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.unsaved = append(s, b.unsaved...)
+}
+
+// tallyLocked drops the entries that left the period at now and returns
+// the spend of the period and when it next falls (zero: it cannot).
+func (b *budget) tallyLocked(now time.Time) (spent int64, falls time.Time) {
+	cutoff := now.Add(-b.period)
+	i := 0
+	for i < len(b.entries) && !b.entries[i].At.After(cutoff) {
+		i++
+	}
+	b.entries = slices.Delete(b.entries, 0, i)
+	for _, e := range b.entries {
+		spent += e.NanoAIU
+	}
+	if len(b.entries) > 0 {
+		falls = b.entries[0].At.Add(b.period)
+	}
+	return spent, falls
+}
+
+// resetsAtLocked is when the spend falls below the budget if nothing more
+// is spent: when enough of the oldest entries have left the period.
+// tallyLocked has just run.
+func (b *budget) resetsAtLocked(spent int64) time.Time {
+	for _, e := range b.entries {
+		spent -= e.NanoAIU
+		if spent < b.limit {
+			return e.At.Add(b.period)
+		}
+	}
+	return time.Time{} // no entries: nothing is spent
+}
+
+// refusal is the reason copilot:send is refused now, or "".
+func (b *budget) refusal() string {
+	if b.limit == 0 {
+		return ""
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	now := time.Now()
+	spent, _ := b.tallyLocked(now)
+	if spent < b.limit {
+		return ""
+	}
+	return fmt.Sprintf("the AI credit budget is used up: spent %s of %s credits in the last %s. "+
+		"No new turn starts until %s, when enough of that spend is older than %s; "+
+		"to go on sooner, raise the budget (--budget-credits, or Budget in the window's Settings)",
+		creditsText(spent), creditsText(b.limit), periodText(b.period),
+		b.resetsAtLocked(spent).UTC().Format("2 Jan 2006 15:04 UTC"), periodText(b.period))
+}
+
+// messageLocked is copilot:budget as of now, and when its figures change
+// next without a spend (zero: never).
+func (b *budget) messageLocked(now time.Time) ([]byte, time.Time) {
+	spent, falls := b.tallyLocked(now)
+	d := protocol.Budget{
+		BudgetCredits: float64(b.limit) / protocol.NanoAIUPerCredit,
+		SpentCredits:  float64(spent) / protocol.NanoAIUPerCredit,
+		PeriodSeconds: int64(b.period / time.Second),
+		ServerTime:    protocol.FormatTime(now),
+	}
+	if spent >= b.limit {
+		d.ResetsAt = protocol.FormatTime(b.resetsAtLocked(spent))
+	}
+	frame, err := protocol.Encode(protocol.TypeBudget, &d)
+	if err != nil {
+		b.r.log.Error("relay: encode copilot:budget", "err", err)
+		return nil, falls
+	}
+	return frame, falls
+}
+
+// greet sends copilot:budget to a connection that just opened. Under mu,
+// so that it is not overtaken by an older message of a flush under way.
+func (b *budget) greet(c *conn) {
+	if b.limit == 0 {
+		return
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if frame, _ := b.messageLocked(time.Now()); frame != nil {
+		c.enqueue(frame)
+	}
+}
+
+// armLocked makes the next copilot:budget go out at at, unless one is due
+// sooner.
+func (b *budget) armLocked(at time.Time) {
+	if b.limit == 0 || b.closed {
+		return
+	}
+	if b.timer != nil {
+		if !at.Before(b.due) {
+			return
+		}
+		if !b.timer.Stop() {
+			return // firing now: its flush waits for mu and sees this change
+		}
+		b.flushes.Done()
+	}
+	b.due = at
+	b.flushes.Add(1)
+	b.timer = time.AfterFunc(time.Until(at), b.flush)
+}
+
+// flush sends copilot:budget to every connection and arms the timer for
+// the next hour's spend to leave the period.
+func (b *budget) flush() {
+	defer b.flushes.Done()
+	b.r.mu.Lock()
+	conns := make([]*conn, 0, len(b.r.conns))
+	for c := range b.r.conns {
+		conns = append(conns, c)
+	}
+	b.r.mu.Unlock()
+
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.timer = nil
+	if b.closed {
+		return
+	}
+	frame, falls := b.messageLocked(time.Now())
+	if frame != nil {
+		// Connections opened since the list was taken were greeted with
+		// figures at least as new.
+		for _, c := range conns {
+			c.enqueue(frame)
+		}
+	}
+	if !falls.IsZero() {
+		b.armLocked(falls)
+	}
+}
+
+// close stops the messages and waits for a flush under way.
+func (b *budget) close() {
+	b.mu.Lock()
+	b.closed = true
+	if b.timer != nil && b.timer.Stop() {
+		b.flushes.Done()
+	}
+	b.timer = nil
+	b.mu.Unlock()
+	b.flushes.Wait()
+}
+
+// creditsText writes credits as a person reads them: 10.2, 0.35, 7.
+func creditsText(nanoAIU int64) string {
+	c := float64(nanoAIU) / protocol.NanoAIUPerCredit
+	if r := math.Round(c*100) / 100; r != 0 || c == 0 {
+		c = r
+	}
+	return strconv.FormatFloat(c, 'f', -1, 64)
+}
+
+// periodText names a period: "30 days", "1 day", "36 hours", "1h30m0s".
+func periodText(d time.Duration) string {
+	const day = 24 * time.Hour
+	unit := func(n int64, one, many string) string {
+		if n == 1 {
+			return "1 " + one
+		}
+		return fmt.Sprintf("%d %s", n, many)
+	}
+	switch {
+	case d%day == 0:
+		return unit(int64(d/day), "day", "days")
+	case d%time.Hour == 0:
+		return unit(int64(d/time.Hour), "hour", "hours")
+	}
+	return d.String()
+}
