@@ -7,9 +7,11 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/pilotdesk/pilotdesk/relay/history"
@@ -83,6 +85,7 @@ func (s *Store) Conversations(ctx context.Context) ([]history.Conversation, erro
 			if rec, ok, err = recordOf(m.hdr, m.data); err != nil || !ok {
 				return nil, fmt.Errorf("jetstream history: the last event of %s (stream seq %d) has no record: %v", subj, m.seq, err)
 			}
+			s.learn(rec.ID, view{exists: true, tail: m.seq, rec: rec})
 			s.kvDirty(rec.ID)
 		}
 		if v, ok := s.undoView(rec.ID); ok {
@@ -91,10 +94,30 @@ func (s *Store) Conversations(ctx context.Context) ([]history.Conversation, erro
 		out = append(out, rec.conversation())
 	}
 	for _, rec := range recs {
-		s.kvDirty(rec.ID) // deleted from the stream: the syncer drops the record
+		// Deleted from the stream: the syncer drops the record.
+		s.learn(rec.ID, view{})
+		s.kvDirty(rec.ID)
 	}
 	slices.SortFunc(out, func(a, b history.Conversation) int { return b.UpdatedAt.Compare(a.UpdatedAt) })
 	return out, nil
+}
+
+// learn records what the stream holds of a conversation, unless the store
+// knows it already (its own writes are newer than any read).
+func (s *Store) learn(id string, v view) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return
+	}
+	st := s.convs[id]
+	if st == nil {
+		st = &convState{}
+		s.convs[id] = st
+	}
+	if !st.known {
+		st.known, st.exists, st.tail, st.rec = true, v.exists, v.tail, v.rec
+	}
 }
 
 // undoView is the state of a conversation whose last append failed and
@@ -151,7 +174,7 @@ func (s *Store) Events(ctx context.Context, id string, since int64, fn func(hist
 		taken    bool
 		notedSeq = s.lastPos(st)
 	)
-	err = s.scan(ctx, subj, start, upTo, false, func(m scanned) error {
+	err = s.scan(ctx, subj, start, upTo, func(m scanned) error {
 		switch m.info.kind {
 		case kindEvent:
 			if m.info.seq >= notedSeq+posEvery {
@@ -257,7 +280,7 @@ func (s *Store) eventsUnsorted(ctx context.Context, id, subj string, since int64
 		typ    string
 	}
 	var index []entry
-	err := s.scan(ctx, subj, 0, upTo, true, func(m scanned) error {
+	err := s.scan(ctx, subj, 0, upTo, func(m scanned) error {
 		if m.info.kind == kindEvent && m.info.seq > since {
 			index = append(index, entry{m.info.seq, m.seq, m.info.parts, m.info.typ})
 		}
@@ -292,7 +315,7 @@ func (s *Store) eventsUnsorted(ctx context.Context, id, subj string, since int64
 // upTo, from the headers alone.
 func (s *Store) storedSeqs(ctx context.Context, subj string, upTo uint64) (map[int64]struct{}, error) {
 	seqs := map[int64]struct{}{}
-	err := s.scan(ctx, subj, 0, upTo, true, func(m scanned) error {
+	err := s.scan(ctx, subj, 0, upTo, func(m scanned) error {
 		if m.info.kind == kindEvent {
 			seqs[m.info.seq] = struct{}{}
 		}
@@ -308,74 +331,109 @@ type scanned struct {
 	data []byte
 }
 
-// scan reads the subject's messages in stream order from stream seq start
-// (0: the first) to upTo (0: the end as the read goes), with an ephemeral
-// consumer on the stream's leader. It pulls at most readBytes at a time,
-// so a long history of big frames is never held at once.
-func (s *Store) scan(ctx context.Context, subj string, start, upTo uint64, headersOnly bool, fn func(scanned) error) error {
-	cfg := jetstream.ConsumerConfig{
-		FilterSubject:     subj,
-		AckPolicy:         jetstream.AckNonePolicy,
-		DeliverPolicy:     jetstream.DeliverAllPolicy,
-		HeadersOnly:       headersOnly,
-		MemoryStorage:     true,
-		Replicas:          1,
-		InactiveThreshold: time.Minute, // if the delete below is lost
-	}
-	if start > 1 {
-		cfg.DeliverPolicy, cfg.OptStartSeq = jetstream.DeliverByStartSequencePolicy, start
-	}
-	cons, err := s.stream.CreateConsumer(ctx, cfg)
-	if err != nil {
-		return fmt.Errorf("create a consumer: %w", err)
-	}
-	name := cons.CachedInfo().Name
-	defer func() {
-		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.opts.RequestTimeout)
-		defer cancel()
-		if err := s.stream.DeleteConsumer(dctx, name); err != nil && !errors.Is(err, jetstream.ErrConsumerNotFound) {
-			s.log.Debug("jetstream history: delete a replay consumer", "consumer", name, "err", err)
-		}
-	}()
-	pending := cons.CachedInfo().NumPending
-	for pending > 0 {
-		batch, err := cons.Fetch(int(min(pending, 1000)), jetstream.FetchMaxBytes(s.readBytes), jetstream.FetchMaxWait(s.opts.RequestTimeout))
+// scan reads the subject's messages in stream order, from stream seq start
+// (0: the first) to upTo, its last message as the store saw it, with batch
+// direct gets: one request returns up to a thousand messages, or about
+// readBytes, so a long history of big frames is never held at once, and no
+// consumer is created.
+//
+// Any replica may answer a direct get, and a replica may not have applied
+// the latest appends yet: it then answers with a prefix of the history
+// (a replica applies the log in order). So the read goes on until it has
+// the message at upTo, asking again (the next answer may come from another
+// replica, or the same one caught up); the history ends before upTo only if
+// the conversation was deleted meanwhile.
+func (s *Store) scan(ctx context.Context, subj string, start, upTo uint64, fn func(scanned) error) error {
+	next := max(start, 1)
+	var lagSince time.Time
+	for next <= upTo {
+		last, err := s.directBatch(ctx, subj, next, upTo, fn)
 		if err != nil {
-			return fmt.Errorf("fetch: %w", err)
-		}
-		got := 0
-		for msg := range batch.Messages() {
-			got++
-			md, err := msg.Metadata()
-			if err != nil {
-				return fmt.Errorf("a message's metadata: %w", err)
-			}
-			pending = md.NumPending
-			if upTo > 0 && md.Sequence.Stream > upTo {
-				return nil
-			}
-			info, err := parseInfo(msg.Headers())
-			if err != nil {
-				return fmt.Errorf("stream seq %d: %w", md.Sequence.Stream, err)
-			}
-			if err := fn(scanned{seq: md.Sequence.Stream, info: info, data: msg.Data()}); err != nil {
-				return err
-			}
-			if upTo > 0 && md.Sequence.Stream == upTo {
-				return nil
-			}
-		}
-		if err := batch.Error(); err != nil {
-			return fmt.Errorf("fetch: %w", err)
-		}
-		if got == 0 {
-			return fmt.Errorf("the stream sent nothing with %d messages pending", pending)
-		}
-		if err := ctx.Err(); err != nil {
 			return err
+		}
+		if last >= upTo {
+			return nil
+		}
+		if last >= next {
+			next, lagSince = last+1, time.Time{}
+			continue
+		}
+		// Nothing at or after next on the replica that answered.
+		if lagSince.IsZero() {
+			lagSince = time.Now()
+		} else if time.Since(lagSince) > s.opts.RequestTimeout {
+			if _, err := s.getMsgHeaders(ctx, msgGetRequest{Seq: upTo}); errors.Is(err, errNoMessage) {
+				return nil // deleted meanwhile
+			}
+			return fmt.Errorf("no replica has stream seq %d of %s after %v", upTo, subj, s.opts.RequestTimeout)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(5 * time.Millisecond):
 		}
 	}
 	return nil
+}
+
+// directBatch asks for the subject's messages from stream seq next and
+// passes those up to upTo to fn. It returns the stream seq of the last one
+// it passed (0: none).
+func (s *Store) directBatch(ctx context.Context, subj string, next, upTo uint64, fn func(scanned) error) (last uint64, err error) {
+	req, err := json.Marshal(struct {
+		Seq      uint64 `json:"seq"`
+		NextBy   string `json:"next_by_subj"`
+		Batch    int    `json:"batch"`
+		MaxBytes int    `json:"max_bytes"`
+	}{next, subj, 1000, s.readBytes})
+	if err != nil {
+		return 0, err
+	}
+	inbox := nats.NewInbox()
+	sub, err := s.nc.SubscribeSync(inbox)
+	if err != nil {
+		return 0, fmt.Errorf("direct get: %w", err)
+	}
+	defer sub.Unsubscribe()
+	if err := s.nc.PublishRequest("$JS.API.DIRECT.GET."+s.names.stream, inbox, req); err != nil {
+		return 0, fmt.Errorf("direct get: %w", err)
+	}
+	for {
+		mctx, cancel := context.WithTimeout(ctx, s.opts.RequestTimeout)
+		msg, err := sub.NextMsgWithContext(mctx)
+		cancel()
+		if err != nil {
+			if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
+				return last, nil // asked again by scan
+			}
+			return last, fmt.Errorf("direct get: %w", err)
+		}
+		if status := msg.Header.Get("Status"); status != "" {
+			switch status {
+			case "204", "404": // the end of the batch; nothing at or after next
+				return last, nil
+			case "503": // no responders: a new stream's replicas not listening yet
+				return last, nil
+			default:
+				return last, fmt.Errorf("direct get: status %s %s", status, msg.Header.Get("Description"))
+			}
+		}
+		seq, err := strconv.ParseUint(msg.Header.Get(jetstream.SequenceHeader), 10, 64)
+		if err != nil {
+			return last, fmt.Errorf("direct get: a message with no sequence: %w", err)
+		}
+		if seq > upTo {
+			return last, nil
+		}
+		info, err := parseInfo(msg.Header)
+		if err != nil {
+			return last, fmt.Errorf("stream seq %d: %w", seq, err)
+		}
+		if err := fn(scanned{seq: seq, info: info, data: msg.Data}); err != nil {
+			return last, err
+		}
+		last = seq
+	}
 }
 
 // Delete purges the conversation's subject, then its KV record.

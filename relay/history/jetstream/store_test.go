@@ -1,11 +1,16 @@
 package jetstream
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/pilotdesk/pilotdesk/relay/history"
 	"github.com/pilotdesk/pilotdesk/relay/history/historytest"
@@ -40,4 +45,242 @@ func TestEmbeddedConformance(t *testing.T) {
 		}
 		return s
 	})
+}
+
+func openEmbedded(t *testing.T, nc *nats.Conn, ns string, opts Options) *Store {
+	t.Helper()
+	opts.Replicas, opts.Namespace = 1, ns
+	s, err := Open(context.Background(), nc, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+func readEvents(t *testing.T, s *Store, id string, since int64) []history.Event {
+	t.Helper()
+	var out []history.Event
+	if err := s.Events(context.Background(), id, since, func(e history.Event) error {
+		out = append(out, e)
+		return nil
+	}); err != nil {
+		t.Fatalf("Events(%q, %d): %v", id, since, err)
+	}
+	return out
+}
+
+func sameEvents(t *testing.T, got, want []history.Event) {
+	t.Helper()
+	if len(got) != len(want) {
+		t.Fatalf("got %d events, want %d", len(got), len(want))
+	}
+	for i := range got {
+		if got[i].Seq != want[i].Seq || got[i].Type != want[i].Type || !bytes.Equal(got[i].Frame, want[i].Frame) {
+			t.Fatalf("event %d: got seq %d %s (%d bytes), want seq %d %s (%d bytes)", i, got[i].Seq, got[i].Type, len(got[i].Frame), want[i].Seq, want[i].Type, len(want[i].Frame))
+		}
+	}
+}
+
+func meta(id string, last int64) history.Conversation {
+	return history.Conversation{ID: id, Title: "t " + id, Mode: "act", LastSeq: last, UpdatedAt: time.Unix(1700000000+last, 0)}
+}
+
+// TestFencedConversationFailsAlone: a store whose view of one conversation
+// is stale (another store appended to it) is refused for that conversation
+// only; the other conversation of the same batch is stored.
+func TestFencedConversationFailsAlone(t *testing.T) {
+	_, nc := embedded(t)
+	a := openEmbedded(t, nc, "fence", Options{})
+	b := openEmbedded(t, nc, "fence", Options{})
+	ctx := context.Background()
+	write := func(s *Store, b history.Batch) error { return s.Write(ctx, b) }
+	if err := write(a, history.Batch{Conversations: []history.Conversation{meta("c", 3), meta("d", 3)},
+		Events: append(frames("c", 1, 3), frames("d", 1, 3)...)}); err != nil {
+		t.Fatal(err)
+	}
+	// b takes c over: it reads c's tail and appends.
+	if err := write(b, history.Batch{Conversations: []history.Conversation{meta("c", 4)}, Events: frames("c", 4, 4)}); err != nil {
+		t.Fatal(err)
+	}
+	// a, which does not know, appends to both.
+	err := write(a, history.Batch{Conversations: []history.Conversation{meta("c", 5), meta("d", 4)},
+		Events: append(frames("c", 5, 5), frames("d", 4, 4)...)})
+	var pe *history.PartialWriteError
+	if !errors.As(err, &pe) || len(pe.Failed) != 1 || !errors.Is(pe.Failed["c"], history.ErrConflict) {
+		t.Fatalf("Write = %v; want a PartialWriteError failing c alone with ErrConflict", err)
+	}
+	t.Logf("the fenced write: %v", err)
+	sameEvents(t, readEvents(t, b, "d", 0), frames("d", 1, 4))
+	sameEvents(t, readEvents(t, b, "c", 0), frames("c", 1, 4))
+	if c, err := b.Conversation(ctx, "c"); err != nil || c.LastSeq != 4 {
+		t.Fatalf("c = %+v, %v; want b's record", c, err)
+	}
+}
+
+func frames(id string, from, to int64) []history.Event {
+	var out []history.Event
+	for seq := from; seq <= to; seq++ {
+		out = append(out, frameEvent(id, seq))
+	}
+	return out
+}
+
+// TestLostAckTakenBack: an append is stored but its ack is lost, and the
+// Write fails after its retries. The relay then hands the same seqs out
+// again for other events; the store takes the stored append back first, so
+// the failed Write stored nothing and no seq is stored twice.
+func TestLostAckTakenBack(t *testing.T) {
+	_, nc := embedded(t)
+	lose := false
+	s := openEmbedded(t, nc, "lost", Options{loseAck: func(string) bool { l := lose; lose = false; return l }})
+	ctx := context.Background()
+	if err := s.Write(ctx, history.Batch{Conversations: []history.Conversation{meta("c", 2)}, Events: frames("c", 1, 2)}); err != nil {
+		t.Fatal(err)
+	}
+	lose = true
+	lost := frames("c", 3, 5)
+	for i := range lost {
+		lost[i].Frame = []byte("lost")
+	}
+	if err := s.Write(ctx, history.Batch{Conversations: []history.Conversation{meta("c", 5)}, Events: lost}); err == nil {
+		t.Fatal("the write with a lost ack succeeded")
+	}
+	// Until the next write, reads show what was stored before it.
+	sameEvents(t, readEvents(t, s, "c", 0), frames("c", 1, 2))
+	if c, _ := s.Conversation(ctx, "c"); c.LastSeq != 2 {
+		t.Fatalf("LastSeq %d after the failed write, want 2", c.LastSeq)
+	}
+	// The seqs are handed out again.
+	if err := s.Write(ctx, history.Batch{Conversations: []history.Conversation{meta("c", 4)}, Events: frames("c", 3, 4)}); err != nil {
+		t.Fatalf("the write after the lost ack: %v", err)
+	}
+	sameEvents(t, readEvents(t, s, "c", 0), frames("c", 1, 4))
+	// A store that starts now sees the same.
+	fresh := openEmbedded(t, nc, "lost", Options{})
+	sameEvents(t, readEvents(t, fresh, "c", 0), frames("c", 1, 4))
+	cs, err := fresh.Conversations(ctx)
+	if err != nil || len(cs) != 1 || cs[0].LastSeq != 4 {
+		t.Fatalf("Conversations = %+v, %v", cs, err)
+	}
+}
+
+// TestFreshStoreReads reads, with a store that wrote nothing (so it knows
+// no positions), histories written by another: a long one interleaved with
+// others, read from many points (bisection), one with frames split over
+// several messages, and one written out of seq order.
+func TestFreshStoreReads(t *testing.T) {
+	_, nc := embedded(t)
+	w := openEmbedded(t, nc, "fresh", Options{})
+	ctx := context.Background()
+	var long, other []history.Event
+	for seq := int64(1); seq <= 1500; seq += 10 {
+		b := history.Batch{Conversations: []history.Conversation{meta("long", seq+9), meta("other", seq+9)},
+			Events: append(frames("long", seq, seq+9), frames("other", seq, seq+9)...)}
+		if err := w.Write(ctx, b); err != nil {
+			t.Fatal(err)
+		}
+		long, other = append(long, frames("long", seq, seq+9)...), append(other, frames("other", seq, seq+9)...)
+	}
+	big := []history.Event{frameEvent("big", 1), {ConversationID: "big", Seq: 2, Type: "copilot:tool_output", Frame: bytes.Repeat([]byte("abcdefgh"), 3<<20/8)}, frameEvent("big", 3)}
+	if err := w.Write(ctx, history.Batch{Conversations: []history.Conversation{meta("big", 3)}, Events: big}); err != nil {
+		t.Fatal(err)
+	}
+	oddBig := big[1]
+	oddBig.ConversationID, oddBig.Seq = "odd", 5
+	if err := w.Write(ctx, history.Batch{Conversations: []history.Conversation{meta("odd", 9)}, Events: []history.Event{frameEvent("odd", 9), frameEvent("odd", 2)}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Write(ctx, history.Batch{Events: []history.Event{oddBig}}); err != nil {
+		t.Fatal(err)
+	}
+	odd := []history.Event{frameEvent("odd", 2), oddBig, frameEvent("odd", 9)}
+
+	r := openEmbedded(t, nc, "fresh", Options{})
+	for _, since := range []int64{1499, 0, 1, 63, 64, 65, 777, 1234, 1500, 2000} {
+		want := long[min(int(max(since, 0)), len(long)):]
+		sameEvents(t, readEvents(t, r, "long", since), want)
+	}
+	sameEvents(t, readEvents(t, r, "other", 700), other[700:])
+	sameEvents(t, readEvents(t, r, "big", 0), big)
+	sameEvents(t, readEvents(t, r, "big", 1), big[1:])
+	sameEvents(t, readEvents(t, r, "big", 2), big[2:])
+	sameEvents(t, readEvents(t, r, "odd", 0), odd)
+	sameEvents(t, readEvents(t, r, "odd", 4), odd[1:])
+}
+
+// TestListRepairsRecords: the KV records are an index that may lag the
+// stream (a crash between an append and its record); Conversations reads
+// the stream for a record that counts fewer messages than its subject, or
+// is missing, and drops one whose conversation is gone.
+func TestListRepairsRecords(t *testing.T) {
+	_, nc := embedded(t)
+	ctx := context.Background()
+	w := openEmbedded(t, nc, "repair", Options{})
+	for _, id := range []string{"fresh", "stale", "missing", "gone", "odd id/with spaces"} {
+		if err := w.Write(ctx, history.Batch{Conversations: []history.Conversation{meta(id, 2)}, Events: frames(id, 1, 2)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Close(); err != nil { // writes the records
+		t.Fatal(err)
+	}
+	kv := w.kv
+	staleRec, err := kv.Get(ctx, token("stale"))
+	if err != nil {
+		t.Fatalf("the record of a written conversation: %v", err)
+	}
+	if _, err := kv.Get(ctx, token("odd id/with spaces")); err != nil {
+		t.Fatalf("the record of an id with spaces: %v", err)
+	}
+	// Later appends whose records never reach the bucket (the process
+	// dies): stale's record is kept as it was, missing's is removed, gone's
+	// subject is purged with its record left behind.
+	w2 := openEmbedded(t, nc, "repair", Options{})
+	if err := w2.Write(ctx, history.Batch{Conversations: []history.Conversation{meta("stale", 5)}, Events: frames("stale", 3, 5)}); err != nil {
+		t.Fatal(err)
+	}
+	if err := w2.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := kv.Put(ctx, token("stale"), staleRec.Value()); err != nil {
+		t.Fatal(err)
+	}
+	if err := kv.Delete(ctx, token("missing")); err != nil {
+		t.Fatal(err)
+	}
+	if err := w2.stream.Purge(ctx, jetstream.WithPurgeSubject(w2.names.subjectOf("gone"))); err != nil {
+		t.Fatal(err)
+	}
+
+	r := openEmbedded(t, nc, "repair", Options{})
+	cs, err := r.Conversations(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]int64{}
+	for _, c := range cs {
+		got[c.ID] = c.LastSeq
+	}
+	want := map[string]int64{"fresh": 2, "stale": 5, "missing": 2, "odd id/with spaces": 2}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("Conversations: %v, want %v", got, want)
+	}
+	// The list repaired the bucket too (the syncer, at Close at the latest).
+	if err := r.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := kv.Get(ctx, token("gone")); !errors.Is(err, jetstream.ErrKeyNotFound) {
+		t.Errorf("the record of a deleted conversation: %v, want it gone", err)
+	}
+	for id, last := range want {
+		e, err := kv.Get(ctx, token(id))
+		if err != nil {
+			t.Fatalf("record of %q: %v", id, err)
+		}
+		var rec record
+		if err := json.Unmarshal(e.Value(), &rec); err != nil || rec.LastSeq != last || rec.ID != id {
+			t.Errorf("record of %q: %+v, %v; want LastSeq %d", id, rec, err, last)
+		}
+	}
 }

@@ -1,0 +1,342 @@
+// Package natstest starts real nats-server processes for tests: a cluster
+// of nodes on 127.0.0.1, random ports, temporary store dirs, and the
+// least-privilege account the relays use (docs/scale-out.md, Server
+// settings). Tests kill and restart nodes to see what a failure does.
+package natstest
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// Version is the nats-server the project installs (make nats-server).
+const Version = "v2.15.2"
+
+// Binary finds nats-server: $NATS_SERVER, then the project's
+// .tools/bin/nats-server (scripts/install-nats-server.sh puts it there),
+// then $PATH.
+func Binary() (string, error) {
+	if p := os.Getenv("NATS_SERVER"); p != "" {
+		if _, err := os.Stat(p); err != nil {
+			return "", fmt.Errorf("NATS_SERVER=%s: %w", p, err)
+		}
+		return p, nil
+	}
+	if root, err := moduleRoot(); err == nil {
+		p := filepath.Join(root, ".tools", "bin", "nats-server")
+		if _, err := os.Stat(p); err == nil {
+			return p, nil
+		}
+	}
+	p, err := exec.LookPath("nats-server")
+	if err != nil {
+		return "", errors.New("nats-server is not installed: `make nats-server` (scripts/install-nats-server.sh) installs it into .tools/bin")
+	}
+	return p, nil
+}
+
+// moduleRoot is the directory of go.mod above this file.
+func moduleRoot() (string, error) {
+	_, file, _, ok := runtime.Caller(0)
+	if !ok {
+		return "", errors.New("no caller")
+	}
+	for dir := filepath.Dir(file); ; dir = filepath.Dir(dir) {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return dir, nil
+		}
+		if filepath.Dir(dir) == dir {
+			return "", errors.New("no go.mod above " + file)
+		}
+	}
+}
+
+// Cluster is a set of nats-server processes forming one JetStream cluster.
+type Cluster struct {
+	t        testing.TB
+	bin      string
+	User     string
+	Password string
+	Nodes    []*Node
+}
+
+// Node is one nats-server process of a Cluster.
+type Node struct {
+	Name        string
+	ClientPort  int
+	ClusterPort int
+	conf        string
+	log         string
+
+	mu     sync.Mutex // guards cmd, exited
+	cmd    *exec.Cmd
+	exited chan struct{} // closed once the process has been waited for
+}
+
+// URL is the node's client URL.
+func (n *Node) URL() string { return fmt.Sprintf("nats://127.0.0.1:%d", n.ClientPort) }
+
+// Permissions are the relay user's, as docs/scale-out.md gives them.
+var Permissions = struct{ Publish, Subscribe []string }{
+	Publish:   []string{"pilotdesk.>", "$JS.API.>", "$KV.pd_meta.>", "$JS.FC.>", "_INBOX.>"},
+	Subscribe: []string{"pilotdesk.>", "_INBOX.>"},
+}
+
+// Start starts an n-node cluster (n ≥ 1; 3 for a real quorum) and waits
+// until JetStream answers on every node. It skips the test, saying why,
+// when nats-server is not installed. The nodes are killed when the test
+// ends; their logs are printed if it failed.
+func Start(t testing.TB, n int) *Cluster {
+	t.Helper()
+	bin, err := Binary()
+	if err != nil {
+		t.Skipf("skipping the real-cluster test: %v", err)
+	}
+	c := &Cluster{t: t, bin: bin, User: "relay", Password: randomHex(12)}
+	dir := t.TempDir()
+	ports := freePorts(t, 2*n)
+	var routes []string
+	for i := range n {
+		routes = append(routes, fmt.Sprintf("nats-route://127.0.0.1:%d", ports[n+i]))
+	}
+	quote := func(list []string) string {
+		q := make([]string, len(list))
+		for i, s := range list {
+			q[i] = fmt.Sprintf("%q", s)
+		}
+		return strings.Join(q, ", ")
+	}
+	for i := range n {
+		node := &Node{Name: fmt.Sprintf("n%d", i+1), ClientPort: ports[i], ClusterPort: ports[n+i]}
+		node.conf = filepath.Join(dir, node.Name+".conf")
+		node.log = filepath.Join(dir, node.Name+".log")
+		cluster := ""
+		if n > 1 {
+			cluster = fmt.Sprintf("cluster {\n  name: pdtest\n  listen: 127.0.0.1:%d\n  routes: [%s]\n}\n", node.ClusterPort, strings.Join(routes, ", "))
+		}
+		conf := fmt.Sprintf(`server_name: %s
+listen: 127.0.0.1:%d
+jetstream {
+  store_dir: %q
+  max_memory_store: 256MB
+  max_file_store: 4GB
+  limits { batch { max_inflight_per_stream: 1000, max_inflight_total: 5000 } }
+}
+%saccounts {
+  PILOTDESK {
+    jetstream: enabled
+    users: [{ user: %q, password: %q,
+      permissions: { publish: [%s], subscribe: [%s] } }]
+  }
+}
+`, node.Name, node.ClientPort, filepath.Join(dir, node.Name), cluster, c.User, c.Password, quote(Permissions.Publish), quote(Permissions.Subscribe))
+		if err := os.WriteFile(node.conf, []byte(conf), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		c.Nodes = append(c.Nodes, node)
+	}
+	t.Cleanup(func() {
+		for _, node := range c.Nodes {
+			c.kill(node)
+		}
+		if t.Failed() {
+			for _, node := range c.Nodes {
+				c.printLog(node)
+			}
+		}
+	})
+	for _, node := range c.Nodes {
+		if err := c.start(node); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c.WaitReady(60 * time.Second)
+	return c
+}
+
+func (c *Cluster) start(node *Node) error {
+	logf, err := os.OpenFile(node.log, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		return err
+	}
+	defer logf.Close()
+	cmd := exec.Command(c.bin, "-c", node.conf)
+	cmd.Stdout, cmd.Stderr = logf, logf
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("start %s: %w", node.Name, err)
+	}
+	exited := make(chan struct{})
+	go func() {
+		_ = cmd.Wait()
+		close(exited)
+	}()
+	node.mu.Lock()
+	node.cmd, node.exited = cmd, exited
+	node.mu.Unlock()
+	return nil
+}
+
+// kill sends SIGKILL to the node's process and waits for it.
+func (c *Cluster) kill(node *Node) {
+	node.mu.Lock()
+	cmd, exited := node.cmd, node.exited
+	node.cmd = nil
+	node.mu.Unlock()
+	if cmd == nil {
+		return
+	}
+	_ = cmd.Process.Signal(syscall.SIGKILL)
+	<-exited
+}
+
+// Kill SIGKILLs node i (no shutdown code runs, as in a crash).
+func (c *Cluster) Kill(i int) { c.kill(c.Nodes[i]) }
+
+// Restart starts node i again on its store dir.
+func (c *Cluster) Restart(i int) {
+	c.t.Helper()
+	if err := c.start(c.Nodes[i]); err != nil {
+		c.t.Fatal(err)
+	}
+}
+
+// URLs are every node's client URL, comma-separated (serve --nats).
+func (c *Cluster) URLs() string {
+	urls := make([]string, len(c.Nodes))
+	for i, n := range c.Nodes {
+		urls[i] = n.URL()
+	}
+	return strings.Join(urls, ",")
+}
+
+// Connect connects as the relay user to the nodes, first to node first
+// (no randomising), reconnecting for ever.
+func (c *Cluster) Connect(first int) (*nats.Conn, error) {
+	urls := []string{c.Nodes[first].URL()}
+	for i, n := range c.Nodes {
+		if i != first {
+			urls = append(urls, n.URL())
+		}
+	}
+	return nats.Connect(strings.Join(urls, ","), nats.UserInfo(c.User, c.Password), nats.DontRandomize(),
+		nats.MaxReconnects(-1), nats.ReconnectWait(100*time.Millisecond), nats.Name("natstest"))
+}
+
+// WaitReady waits until JetStream answers on every running node (a meta
+// leader is elected).
+func (c *Cluster) WaitReady(timeout time.Duration) {
+	c.t.Helper()
+	deadline := time.Now().Add(timeout)
+	for i, node := range c.Nodes {
+		node.mu.Lock()
+		running := node.cmd != nil
+		node.mu.Unlock()
+		if !running {
+			continue
+		}
+		var last error
+		for {
+			if last = c.ping(i); last == nil {
+				break
+			}
+			if time.Now().After(deadline) {
+				c.t.Fatalf("JetStream on %s not ready after %v: %v", node.Name, timeout, last)
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+}
+
+func (c *Cluster) ping(i int) error {
+	nc, err := nats.Connect(c.Nodes[i].URL(), nats.UserInfo(c.User, c.Password), nats.Timeout(time.Second))
+	if err != nil {
+		return err
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	_, err = js.AccountInfo(ctx)
+	return err
+}
+
+// StreamLeader returns the index of the node leading the stream, and of
+// one that follows it.
+func (c *Cluster) StreamLeader(ctx context.Context, js jetstream.JetStream, stream string) (leader, follower int, err error) {
+	st, err := js.Stream(ctx, stream)
+	if err != nil {
+		return 0, 0, err
+	}
+	info, err := st.Info(ctx)
+	if err != nil {
+		return 0, 0, err
+	}
+	if info.Cluster == nil || info.Cluster.Leader == "" {
+		return 0, 0, fmt.Errorf("stream %s has no leader", stream)
+	}
+	leader = -1
+	for i, n := range c.Nodes {
+		if n.Name == info.Cluster.Leader {
+			leader = i
+		}
+	}
+	if leader < 0 {
+		return 0, 0, fmt.Errorf("stream %s is led by %q, not one of ours", stream, info.Cluster.Leader)
+	}
+	return leader, (leader + 1) % len(c.Nodes), nil
+}
+
+func (c *Cluster) printLog(node *Node) {
+	data, err := os.ReadFile(node.log)
+	if err != nil {
+		return
+	}
+	if len(data) > 8<<10 {
+		data = data[len(data)-8<<10:]
+	}
+	c.t.Logf("--- %s log (tail) ---\n%s", node.Name, data)
+}
+
+// freePorts returns n distinct free TCP ports on 127.0.0.1.
+func freePorts(t testing.TB, n int) []int {
+	t.Helper()
+	var ports []int
+	var lns []net.Listener
+	for range n {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		lns = append(lns, ln)
+		ports = append(ports, ln.Addr().(*net.TCPAddr).Port)
+	}
+	for _, ln := range lns {
+		ln.Close()
+	}
+	return ports
+}
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
