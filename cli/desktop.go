@@ -172,6 +172,7 @@ func (d *desktop) options(r *relayConn, problem string) ui.Options {
 		opts.DemoReason = t.DemoReason
 	}
 	opts.StartProblem = problem
+	opts.Devices = newWindowDevices(t)
 	opts.Effective = effectiveSettings(r.flags)
 	opts.Locked = d.locked
 	opts.Restart = d.restart

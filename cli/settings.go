@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"crypto/tls"
 	"flag"
 	"fmt"
 	"io"
@@ -32,6 +33,10 @@ type relaySettings struct {
 	TLSCert          string
 	TLSKey           string
 	Verbose          bool
+
+	// lanCert, when set, is the certificate of an embedded relay reachable
+	// from the network (Settings' LAN): it serves wss:// with it.
+	lanCert *tls.Certificate
 }
 
 // memoryDataDir as --data-dir keeps history in memory only.

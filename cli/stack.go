@@ -35,6 +35,13 @@ type stack struct {
 	// running is the file that tells other processes of this user how to
 	// reach the relay (running.go); "" without a data dir.
 	running string
+	// LocalURL is how this machine reaches the relay (the loopback for a
+	// relay on every address); LAN is the HOST:PORT devices on the
+	// network use ("" when it listens on the loopback only), and
+	// Fingerprint its certificate's SHA-256 when it is its own (hex).
+	LocalURL    string
+	LAN         string
+	Fingerprint string
 
 	server    *http.Server
 	served    chan error
@@ -120,9 +127,16 @@ func startStack(ctx context.Context, s relaySettings, logger *slog.Logger) (_ *s
 		ReadHeaderTimeout: 10 * time.Second,
 		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
 	}
-	if s.TLSCert != "" {
-		cert, err := tls.LoadX509KeyPair(s.TLSCert, s.TLSKey)
-		if err != nil {
+	if s.TLSCert != "" || s.lanCert != nil {
+		var cert tls.Certificate
+		if s.lanCert != nil {
+			cert = *s.lanCert
+			st.Fingerprint = fingerprint(cert)
+			_, port, _ := net.SplitHostPort(ln.Addr().String())
+			if ips := lanAddresses(); len(ips) > 0 {
+				st.LAN = net.JoinHostPort(ips[0].String(), port)
+			}
+		} else if cert, err = tls.LoadX509KeyPair(s.TLSCert, s.TLSKey); err != nil {
 			ln.Close()
 			return nil, fmt.Errorf("loading the TLS certificate %s and key %s: %w", s.TLSCert, s.TLSKey, err)
 		}
@@ -131,12 +145,13 @@ func startStack(ctx context.Context, s relaySettings, logger *slog.Logger) (_ *s
 		scheme = "wss"
 	}
 	st.URL = fmt.Sprintf("%s://%s/ws", scheme, ln.Addr())
+	st.LocalURL = localURL(scheme, ln.Addr())
 	st.served = make(chan error, 1)
 	go func() { st.served <- st.server.Serve(ln) }()
 	if s.DataDir != memoryDataDir {
 		// `pilotdesk chat` and `pilotdesk token` of this user find the
 		// relay through it (it holds the owner's token: 0600).
-		path, err := writeRunning(s.DataDir, runningRelay{URL: localURL(scheme, ln.Addr()), Token: s.Token, PID: os.Getpid()})
+		path, err := writeRunning(s.DataDir, runningRelay{URL: st.LocalURL, Token: s.Token, PID: os.Getpid(), LAN: st.LAN, Fingerprint: st.Fingerprint})
 		if err != nil {
 			return nil, err
 		}

@@ -7,8 +7,10 @@ import (
 	"fmt"
 	"log/slog"
 	"net/url"
+	"os"
 	"time"
 
+	"github.com/pilotdesk/pilotdesk/relay"
 	"github.com/pilotdesk/pilotdesk/relay/history/sqlite"
 	"github.com/pilotdesk/pilotdesk/settings"
 )
@@ -25,6 +27,12 @@ type target struct {
 	// SHA-256), for an attached relay that serves wss://.
 	Fingerprint string
 	Agent       string // the embedded relay's agent backend
+	// relay is the embedded relay, for its device tokens; lan is where
+	// devices on the network reach it ("" when they cannot), sharedURL
+	// the URL it listens on.
+	relay     *relay.Relay
+	lan       string
+	sharedURL string
 	// DemoReason: why --agent auto picked the built-in demo ("" if not).
 	DemoReason string
 }
@@ -74,6 +82,22 @@ func (c *clientFlags) startTarget(ctx context.Context, logger *slog.Logger) (tar
 	s := c.relay
 	s.Listen = "127.0.0.1:0"
 	s.Token = randomToken()
+	if s.LAN {
+		// Reachable from the network: every address, and TLS always, with
+		// a certificate of its own kept in the data dir, so that its
+		// fingerprint, which devices check, stays the same.
+		if s.DataDir == memoryDataDir {
+			return target{}, nil, usageError("a relay reachable from the network keeps its certificate in its data dir: choose a --data-dir, not %s", memoryDataDir)
+		}
+		if err := os.MkdirAll(s.DataDir, 0o700); err != nil {
+			return target{}, nil, fmt.Errorf("creating the data dir: %w", err)
+		}
+		cert, err := lanCertificate(s.DataDir)
+		if err != nil {
+			return target{}, nil, err
+		}
+		s.Listen, s.lanCert = "0.0.0.0:0", &cert
+	}
 	st, err := startStack(ctx, s, logger)
 	if errors.Is(err, sqlite.ErrInUse) {
 		// Another pilotdesk (a window, serve) of this user holds the data
@@ -93,7 +117,8 @@ func (c *clientFlags) startTarget(ctx context.Context, logger *slog.Logger) (tar
 			logger.Error("stopping the embedded relay", "err", err)
 		}
 	}
-	return target{URL: st.URL, Token: st.Token, Embedded: true, Agent: st.Agent.Name(), DemoReason: st.DemoReason}, stop, nil
+	return target{URL: st.LocalURL, Token: st.Token, Embedded: true, Agent: st.Agent.Name(), DemoReason: st.DemoReason,
+		Fingerprint: st.Fingerprint, relay: st.Relay, lan: st.LAN, sharedURL: st.URL}, stop, nil
 }
 
 // runWindow opens the desktop window (the default command).

@@ -43,6 +43,8 @@ type Settings struct {
 	Remote      bool
 	RemoteURL   string
 	RemoteToken string // secret: never logged, shown masked
+	// LAN: the embedded relay is reachable from the network, with TLS.
+	LAN bool
 }
 
 // The agents the embedded relay can run.
@@ -71,6 +73,7 @@ const (
 	FieldRemote        Field = "remote"
 	FieldRemoteURL     Field = "remoteURL"
 	FieldRemoteToken   Field = "remoteToken"
+	FieldLAN           Field = "lan"
 )
 
 // Group is what a setting configures; the dialog has a section for each.
@@ -205,6 +208,17 @@ var table = []Setting{
 		Label:    "Token", Placeholder: "the relay's token",
 		Kind: KindString, str: func(s *Settings) *string { return &s.RemoteToken },
 		used: remoteOnly,
+	},
+	{
+		// The embedded relay on the network: the window's relay listens on
+		// every address, with TLS (a certificate of its own, made once in
+		// the data dir), so that the devices of the "Connect a device…"
+		// dialog can reach it. Off, it listens on 127.0.0.1 only.
+		Field: FieldLAN, Group: GroupConnection, Apply: Restart, Default: "false",
+		Label: "Network", Placeholder: "Reachable from my network",
+		Hint: "Devices with a token from Connect a device… may join, over TLS; off: this computer only",
+		Kind: KindBool, boolean: func(s *Settings) *bool { return &s.LAN },
+		used: embeddedOnly,
 	},
 	{
 		Field: FieldAgent, Group: GroupAgent, Apply: Restart, Default: AgentAuto,

@@ -58,7 +58,7 @@ func TestTable(t *testing.T) {
 	}
 	sort.Strings(keys)
 	want := []string{
-		"settings.acpCommand", "settings.agent", "settings.copilotPath", "settings.inputTimeout", "settings.model", "settings.notifications",
+		"settings.acpCommand", "settings.agent", "settings.copilotPath", "settings.inputTimeout", "settings.lan", "settings.model", "settings.notifications",
 		"settings.providerKey", "settings.providerType", "settings.providerURL", "settings.remote", "settings.remoteToken",
 		"settings.remoteURL", "settings.workDir",
 	}

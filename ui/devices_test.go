@@ -1,9 +1,15 @@
 package ui
 
 import (
+	"context"
 	"strings"
 	"testing"
 	"time"
+
+	"fyne.io/fyne/v2"
+	"fyne.io/fyne/v2/canvas"
+	"fyne.io/fyne/v2/theme"
+	"fyne.io/fyne/v2/widget"
 
 	"github.com/pilotdesk/pilotdesk/protocol"
 	"github.com/pilotdesk/pilotdesk/relay"
@@ -56,4 +62,104 @@ func TestAnsweredFromAnotherDevice(t *testing.T) {
 	if !strings.Contains(h.dump(), `"Run the migration?" was answered from Pixel (web).`) {
 		t.Fatalf("transcript:\n%s", h.dump())
 	}
+}
+
+// relayDevices is the desktop's Devices over the test's relay.
+type relayDevices struct {
+	r    *relay.Relay
+	info ShareInfo
+}
+
+func (d relayDevices) Share() ShareInfo { return d.info }
+
+func (d relayDevices) CreateDevice(ctx context.Context, name, role string, expires time.Time) (string, error) {
+	token, _, err := d.r.CreateDevice(ctx, relay.NewDevice{Name: name, Role: role, Expires: expires})
+	return token, err
+}
+
+func (d relayDevices) Devices(ctx context.Context) ([]DeviceInfo, error) {
+	devs, err := d.r.Devices(ctx)
+	out := make([]DeviceInfo, len(devs))
+	for i, dev := range devs {
+		out[i] = DeviceInfo{Name: dev.Name, Role: dev.Role, Created: dev.CreatedAt, Expires: dev.ExpiresAt, LastUsed: dev.LastUsed}
+	}
+	return out, err
+}
+
+func (d relayDevices) RevokeDevice(ctx context.Context, name string) error {
+	return d.r.RevokeDevice(ctx, name)
+}
+
+// The "Connect a device…" dialog: it says who can reach the relay, makes a
+// token (controller by default) shown as text, link and QR code, which
+// works on the relay, lists the device, and Revoke closes its connection.
+func TestShareDialog(t *testing.T) {
+	th := FixedVariant(theme.DefaultTheme(), theme.VariantLight)
+	h := newHarness(t, harnessConfig{theme: th, fakeClock: true, size: fyne.NewSize(1100, 760)})
+	devs := relayDevices{r: h.srv.Relay, info: ShareInfo{URL: "wss://192.168.1.20:7421/ws", LAN: true,
+		Fingerprint: "3F:A9:0C:51:7E:22:B8:04:9D:6A:11:C3:E5:70:2B:8F:44:D1:96:0E:A7:5C:39:F2:08:BB:6D:13:E4:81:C0:5A"}}
+	h.w.opts.Devices = devs
+	d := h.w.showShare()
+	h.frame()
+	if !strings.Contains(d.reach(), "reachable from your network at wss://192.168.1.20:7421") || !strings.Contains(d.reach(), "SHA-256 3F:A9") {
+		t.Fatalf("reach: %s", d.reach())
+	}
+	if d.role.Selected != protocol.RoleController {
+		t.Fatalf("default role %q", d.role.Selected)
+	}
+	d.name.SetText("Pixel")
+	d.expiry.SetSelected("7 days")
+	d.create()
+	h.frame()
+	if d.problem.Visible() || len(d.result.Objects) != 1 {
+		t.Fatalf("after Make a token: problem %q, %d result objects", d.problem.Text, len(d.result.Objects))
+	}
+	shown := d.result.Objects[0].(*fyne.Container) // the text, and the code at the right
+	form := shown.Objects[0].(*fyne.Container).Objects[1].(*widget.Form)
+	token, link := form.Items[0].Widget.(*widget.Label).Text, form.Items[1].Widget.(*widget.Label).Text
+	if !strings.HasPrefix(token, "pdt_") || link != "https://192.168.1.20:7421/#token="+token {
+		t.Fatalf("token %q, link %q", token, link)
+	}
+	if _, ok := shown.Objects[1].(*fyne.Container).Objects[0].(*canvas.Image); !ok {
+		t.Fatal("no QR code")
+	}
+	if len(d.list.Objects) != 1 || !strings.Contains(listText(d.list.Objects[0]), "Pixel · controller · last used never · expires") {
+		t.Fatalf("devices %q", listText(d.list.Objects[0]))
+	}
+	(&shooter{t: t, variant: "light"}).shot(h, "share")
+
+	// The token works on the relay, as a controller.
+	phone := relaytest.Dial(t, h.srv.URL+"?client=web", token)
+	phone.Send(protocol.TypePing, nil)
+	phone.Expect(protocol.TypePong)
+	// Revoke: the device's connection closes, the list is empty.
+	d.revoke("Pixel")
+	if code, _ := phone.WaitClosed(); code != relay.CloseRevoked {
+		t.Fatalf("closed with %d", code)
+	}
+	if len(d.list.Objects) != 1 || !strings.Contains(listText(d.list.Objects[0]), "No device") {
+		t.Fatalf("after Revoke: %q", listText(d.list.Objects[0]))
+	}
+	// A name taken is said in the dialog.
+	d.name.SetText("Tab")
+	d.create()
+	d.name.SetText("Tab")
+	d.create()
+	if !d.problem.Visible() || !strings.Contains(d.problem.Text, "exists already") {
+		t.Fatalf("problem %q", d.problem.Text)
+	}
+}
+
+func listText(o fyne.CanvasObject) string {
+	switch o := o.(type) {
+	case *widget.Label:
+		return o.Text
+	case *fyne.Container:
+		var parts []string
+		for _, c := range o.Objects {
+			parts = append(parts, listText(c))
+		}
+		return strings.Join(parts, " ")
+	}
+	return ""
 }

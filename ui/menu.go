@@ -5,8 +5,8 @@ import (
 	"fyne.io/fyne/v2/theme"
 )
 
-// mainMenu is the window's menu: File (New conversation, Settings…, Quit)
-// and Help (About). The items show the shortcuts the canvas handles.
+// mainMenu is the window's menu: File (New conversation, Connect a
+// device…, Settings…, Quit) and Help (About). The items show the shortcuts the canvas handles.
 func (w *Window) mainMenu() *fyne.MainMenu {
 	newConv := fyne.NewMenuItemWithIcon("New conversation", theme.ContentAddIcon(), func() {
 		if w.modal == nil {
@@ -21,8 +21,9 @@ func (w *Window) mainMenu() *fyne.MainMenu {
 	quit := fyne.NewMenuItem("Quit", nil)
 	quit.IsQuit = true
 	about := fyne.NewMenuItemWithIcon("About pilotdesk", theme.InfoIcon(), w.ShowAbout)
+	share := fyne.NewMenuItemWithIcon("Connect a device…", theme.ComputerIcon(), w.ShowShare)
 	return fyne.NewMainMenu(
-		fyne.NewMenu("File", newConv, settings, fyne.NewMenuItemSeparator(), quit),
+		fyne.NewMenu("File", newConv, share, settings, fyne.NewMenuItemSeparator(), quit),
 		fyne.NewMenu("Help", about),
 	)
 }

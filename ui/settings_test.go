@@ -194,7 +194,7 @@ func TestSettingsShortcutAndMenu(t *testing.T) {
 			}
 		}
 	}
-	if got := strings.Join(labels, ", "); got != "File/New conversation, File/Settings…, File/Quit, Help/About pilotdesk" {
+	if got := strings.Join(labels, ", "); got != "File/New conversation, File/Connect a device…, File/Settings…, File/Quit, Help/About pilotdesk" {
 		t.Fatalf("menu %s", got)
 	}
 	menu.Items[1].Items[0].Action()

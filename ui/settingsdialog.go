@@ -241,13 +241,15 @@ func (d *settingsDialog) remoteSelected() bool {
 }
 
 // connectionChanged enables the remote relay's fields only when it is
-// picked.
+// picked, and the embedded relay's (reachable from the network) only when
+// it is.
 func (d *settingsDialog) connectionChanged() {
 	if _, built := d.inputs[settings.FieldRemote]; !built || d.status == nil {
 		return // still building
 	}
 	remote := d.remoteSelected()
 	for _, r := range settings.All() {
+		on := r.InUse(settings.Settings{Remote: remote})
 		if r.Group != settings.GroupConnection || r.Field == settings.FieldRemote {
 			continue
 		}
@@ -256,7 +258,7 @@ func (d *settingsDialog) connectionChanged() {
 			continue
 		}
 		_, locked := d.locked[r.Field]
-		if remote && !locked && !d.busy {
+		if on && !locked && !d.busy {
 			e.Enable()
 		} else {
 			e.Disable()

@@ -60,7 +60,8 @@ func newSidebar(w *Window) *sidebar {
 	}
 	newBtn := widget.NewButtonWithIcon("New conversation", theme.ContentAddIcon(), w.newConversation)
 	newBtn.Importance = widget.HighImportance
-	s.root = container.NewBorder(container.NewPadded(newBtn), nil, nil, nil, s.list)
+	shareBtn := widget.NewButtonWithIcon("Connect a device…", theme.ComputerIcon(), w.ShowShare)
+	s.root = container.NewBorder(container.NewPadded(newBtn), container.NewPadded(shareBtn), nil, nil, s.list)
 	return s
 }
 

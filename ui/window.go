@@ -53,6 +53,10 @@ type Options struct {
 	// ListInterval is how often the conversation list is refreshed from
 	// the relay (default 20 s).
 	ListInterval time.Duration
+	// Devices manages the device tokens of the window's relay, for the
+	// "Connect a device…" dialog (share.go); nil when the relay is not
+	// this process's.
+	Devices Devices
 	// Now is the clock (default time.Now).
 	Now    func() time.Time
 	Logger *slog.Logger

@@ -1,0 +1,276 @@
+package ui
+
+import (
+	"context"
+	"fmt"
+	"net/url"
+	"strings"
+	"time"
+
+	"fyne.io/fyne/v2"
+	"fyne.io/fyne/v2/canvas"
+	"fyne.io/fyne/v2/container"
+	"fyne.io/fyne/v2/dialog"
+	"fyne.io/fyne/v2/theme"
+	"fyne.io/fyne/v2/widget"
+
+	"github.com/pilotdesk/pilotdesk/internal/qr"
+	"github.com/pilotdesk/pilotdesk/protocol"
+)
+
+// Devices manages the device tokens of the window's relay, for the
+// "Connect a device…" dialog (docs/protocol.md, Devices and roles). The
+// desktop implements it over the embedded relay; nil when the window's
+// relay is not this process's, whose tokens `pilotdesk token` makes.
+type Devices interface {
+	// Share says how other devices reach the relay.
+	Share() ShareInfo
+	// CreateDevice makes a token (shown once: the relay keeps its hash).
+	CreateDevice(ctx context.Context, name, role string, expires time.Time) (token string, err error)
+	// Devices lists the devices, oldest first.
+	Devices(ctx context.Context) ([]DeviceInfo, error)
+	// RevokeDevice revokes a device's token; its connections close.
+	RevokeDevice(ctx context.Context, name string) error
+}
+
+// ShareInfo is how other devices reach the relay.
+type ShareInfo struct {
+	// URL is the relay's ws:// or wss:// endpoint for devices.
+	URL string
+	// LAN is true when the relay listens on the network (with TLS);
+	// otherwise only this computer reaches it.
+	LAN bool
+	// Fingerprint is the SHA-256 of the relay's own TLS certificate, in
+	// AB:CD:… form ("" without TLS).
+	Fingerprint string
+}
+
+// DeviceInfo is one device of the list.
+type DeviceInfo struct {
+	Name, Role                 string
+	Created, Expires, LastUsed time.Time
+}
+
+// shareLink is the web client's link for a relay URL and a token: the
+// token in the fragment, which browsers never send to a server.
+func shareLink(relayURL, token string) string {
+	u, err := url.Parse(relayURL)
+	if err != nil {
+		return relayURL
+	}
+	scheme := "http"
+	if u.Scheme == "wss" || u.Scheme == "https" {
+		scheme = "https"
+	}
+	return scheme + "://" + u.Host + "/#token=" + url.QueryEscape(token)
+}
+
+// expiries are the dialog's choices of a token's life.
+var expiries = []struct {
+	label string
+	d     time.Duration
+}{{"Never", 0}, {"1 hour", time.Hour}, {"1 day", 24 * time.Hour}, {"7 days", 7 * 24 * time.Hour}, {"30 days", 30 * 24 * time.Hour}}
+
+// shareDialog is the "Connect a device…" dialog: how devices reach the
+// relay, a form for a new device's token (name, role, expiry), the token
+// made (as text, as a link, as a QR code) and the devices with Revoke.
+type shareDialog struct {
+	win     *Window
+	devices Devices
+	info    ShareInfo
+	d       dialog.Dialog
+
+	name    *widget.Entry
+	role    *widget.Select
+	expiry  *widget.Select
+	problem *widget.Label
+	result  *fyne.Container // the token made, with its link and QR code
+	list    *fyne.Container // the devices
+}
+
+// ShowShare opens the "Connect a device…" dialog.
+func (w *Window) ShowShare() { w.showShare() }
+
+func (w *Window) showShare() *shareDialog {
+	if w.opts.Devices == nil {
+		dialog.ShowInformation("Connect a device",
+			"This window uses a relay that runs elsewhere: make device tokens where it runs, with\n"+
+				"pilotdesk token create --name NAME --role controller", w.win)
+		return nil
+	}
+	s := newShareDialog(w, w.opts.Devices)
+	s.d = dialog.NewCustom("Connect a device", "Close", s.content(), w.win)
+	s.d.Resize(fyne.NewSize(860, 720))
+	s.d.Show()
+	return s
+}
+
+func newShareDialog(w *Window, devs Devices) *shareDialog {
+	s := &shareDialog{win: w, devices: devs, info: devs.Share()}
+	s.name = widget.NewEntry()
+	s.name.SetPlaceHolder("Pixel, work laptop…")
+	s.role = widget.NewSelect([]string{protocol.RoleController, protocol.RoleViewer}, nil)
+	s.role.SetSelected(protocol.RoleController)
+	labels := make([]string, len(expiries))
+	for i, e := range expiries {
+		labels[i] = e.label
+	}
+	s.expiry = widget.NewSelect(labels, nil)
+	s.expiry.SetSelected(labels[0])
+	s.problem = widget.NewLabel("")
+	s.problem.Importance = widget.DangerImportance
+	s.problem.Wrapping = fyne.TextWrapWord
+	s.problem.Hide()
+	s.result = container.NewVBox()
+	s.list = container.NewVBox()
+	return s
+}
+
+// reach says plainly who can reach the relay.
+func (s *shareDialog) reach() string {
+	if !s.info.LAN {
+		return "This relay is reachable from this computer only (127.0.0.1). To connect a phone or another " +
+			"computer, turn on \"Reachable from my network\" in Settings."
+	}
+	return fmt.Sprintf("This relay is reachable from your network at %s, over TLS with a certificate of its own: "+
+		"a device should check that it is SHA-256 %s.", strings.TrimSuffix(s.info.URL, "/ws"), s.info.Fingerprint)
+}
+
+func (s *shareDialog) content() fyne.CanvasObject {
+	reach := widget.NewLabel(s.reach())
+	reach.Wrapping = fyne.TextWrapWord
+	if s.info.LAN {
+		reach.Importance = widget.WarningImportance
+	}
+	form := widget.NewForm(
+		widget.NewFormItem("Device name", s.name),
+		widget.NewFormItem("Role", s.role),
+		widget.NewFormItem("Expires", s.expiry),
+	)
+	form.Items[1].HintText = "A controller may send, answer and stop; a viewer only follows"
+	makeBtn := widget.NewButtonWithIcon("Make a token", theme.ContentAddIcon(), s.create)
+	makeBtn.Importance = widget.HighImportance
+	s.refresh()
+	devicesTitle := widget.NewLabelWithStyle("Devices", fyne.TextAlignLeading, fyne.TextStyle{Bold: true})
+	return container.NewVScroll(container.NewVBox(reach, form, container.NewHBox(makeBtn), s.problem, s.result,
+		widget.NewSeparator(), devicesTitle, s.list))
+}
+
+// create makes a token from the form and shows it.
+func (s *shareDialog) create() {
+	var expires time.Time
+	for _, e := range expiries {
+		if e.label == s.expiry.Selected && e.d > 0 {
+			expires = s.win.now().Add(e.d)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	token, err := s.devices.CreateDevice(ctx, strings.TrimSpace(s.name.Text), s.role.Selected, expires)
+	if err != nil {
+		s.problem.SetText(err.Error())
+		s.problem.Show()
+		return
+	}
+	s.problem.Hide()
+	s.showToken(strings.TrimSpace(s.name.Text), token)
+	s.name.SetText("")
+	s.refresh()
+}
+
+// showToken shows a new token as text, as the web client's link and as a
+// QR code of that link.
+func (s *shareDialog) showToken(name, token string) {
+	link := shareLink(s.info.URL, token)
+	tokenText := widget.NewLabelWithStyle(token, fyne.TextAlignLeading, fyne.TextStyle{Monospace: true})
+	tokenText.Selectable = true
+	linkText := widget.NewLabelWithStyle(link, fyne.TextAlignLeading, fyne.TextStyle{Monospace: true})
+	linkText.Selectable = true
+	linkText.Wrapping = fyne.TextWrapBreak
+	copyBtn := widget.NewButtonWithIcon("Copy link", theme.ContentCopyIcon(), func() {
+		s.win.app.Clipboard().SetContent(link)
+	})
+	note := widget.NewLabel(fmt.Sprintf("The token of %q, shown only now. Open the link on the device, or scan the code; "+
+		"in a terminal: pilotdesk chat --connect %s --token …", name, s.info.URL))
+	note.Wrapping = fyne.TextWrapWord
+	text := container.NewVBox(note, widget.NewForm(widget.NewFormItem("Token", tokenText), widget.NewFormItem("Link", linkText)), container.NewHBox(copyBtn))
+	var code fyne.CanvasObject
+	if img := qrImage(link); img != nil {
+		code = container.NewCenter(img)
+	}
+	s.result.Objects = []fyne.CanvasObject{container.NewBorder(nil, nil, nil, code, text)}
+	s.result.Refresh()
+}
+
+// qrImage is the link's QR code, or nil if it cannot be made.
+func qrImage(link string) *canvas.Image {
+	code, err := qr.Encode(link)
+	if err != nil {
+		return nil
+	}
+	const scale = 3
+	img := canvas.NewImageFromImage(code.Image(scale))
+	img.FillMode = canvas.ImageFillContain
+	img.ScaleMode = canvas.ImageScalePixels
+	side := float32((code.Size + 8) * scale)
+	img.SetMinSize(fyne.NewSize(side, side))
+	return img
+}
+
+// refresh reads the devices again.
+func (s *shareDialog) refresh() {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	devs, err := s.devices.Devices(ctx)
+	var rows []fyne.CanvasObject
+	switch {
+	case err != nil:
+		rows = append(rows, widget.NewLabel("The devices could not be read: "+err.Error()))
+	case len(devs) == 0:
+		rows = append(rows, widget.NewLabel("No device has a token yet."))
+	}
+	now := s.win.now()
+	for _, d := range devs {
+		name := d.Name
+		text := fmt.Sprintf("%s · %s · last used %s", d.Name, d.Role, ago(d.LastUsed, now))
+		if !d.Expires.IsZero() {
+			if now.Before(d.Expires) {
+				text += " · expires " + d.Expires.Local().Format("2 Jan 15:04")
+			} else {
+				text += " · expired"
+			}
+		}
+		revoke := widget.NewButtonWithIcon("Revoke", theme.DeleteIcon(), func() { s.revoke(name) })
+		revoke.Importance = widget.DangerImportance
+		rows = append(rows, container.NewBorder(nil, nil, nil, revoke, widget.NewLabel(text)))
+	}
+	s.list.Objects = rows
+	s.list.Refresh()
+}
+
+func (s *shareDialog) revoke(name string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := s.devices.RevokeDevice(ctx, name); err != nil {
+		s.problem.SetText(err.Error())
+		s.problem.Show()
+	}
+	s.refresh()
+}
+
+// ago says how long ago t was, roughly.
+func ago(t, now time.Time) string {
+	if t.IsZero() {
+		return "never"
+	}
+	d := now.Sub(t)
+	switch {
+	case d < time.Minute:
+		return "just now"
+	case d < time.Hour:
+		return fmt.Sprintf("%d min ago", int(d.Minutes()))
+	case d < 24*time.Hour:
+		return fmt.Sprintf("%d h ago", int(d.Hours()))
+	}
+	return t.Local().Format("2 Jan")
+}
