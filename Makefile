@@ -18,7 +18,7 @@ LDFLAGS := -X github.com/pilotdesk/pilotdesk/cli.Version=$(VERSION)
 FYNE_TOOL_VERSION := v1.7.4
 FYNE := .tools/bin/fyne
 
-.PHONY: run test deps copilot-cli opencode build vet web-test web-screenshots bench bench-window screenshots fuzz load package install package-windows package-darwin clean
+.PHONY: run test deps copilot-cli opencode nats-server build vet web-test web-screenshots bench bench-window screenshots fuzz load package install package-windows package-darwin clean
 
 run: deps build
 	./$(BIN)
@@ -45,7 +45,13 @@ opencode:
 vet:
 	$(GO) vet -tags $(TEST_TAGS) ./...
 
-test: deps copilot-cli opencode vet
+# nats-server (pinned, built from the Go module proxy) for the JetStream
+# history store's tests on a real 3-node cluster; skipped, with the reason
+# printed, only when this fails.
+nats-server:
+	@scripts/install-nats-server.sh >/dev/null || echo "make: nats-server could not be installed; the real-cluster tests of relay/history/jetstream will be skipped"
+
+test: deps copilot-cli opencode nats-server vet
 	$(GO) test -race -tags $(TEST_TAGS) -count=1 -timeout 25m ./...
 	@# The web client in a real browser (installs chromium and the npm driver).
 	scripts/web-e2e.sh
