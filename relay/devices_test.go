@@ -355,7 +355,10 @@ func TestExpiresAtQueuedServerTime(t *testing.T) {
 	if r1.Queued != 0 {
 		t.Fatalf("queued %d with nothing behind", r1.Queued)
 	}
+	// Each Ask runs on a goroutine of its own: one at a time keeps their
+	// order in the queue.
 	second := ft.ask(session.InputRequest{Question: "two"})
+	time.Sleep(100 * time.Millisecond)
 	third := ft.ask(session.InputRequest{Question: "three"})
 	time.Sleep(100 * time.Millisecond) // both queued
 
