@@ -334,7 +334,7 @@ func TestSentByAndAnsweredBy(t *testing.T) {
 // while it waits in the queue; queued counts the questions behind it; a
 // relay that waits forever sends no expiresAt.
 func TestExpiresAtQueuedServerTime(t *testing.T) {
-	const timeout = 800 * time.Millisecond
+	const timeout = 1500 * time.Millisecond
 	e := start(t, func(c *relay.Config) { c.InputTimeout = timeout })
 	cl, sub := e.subscribe("dl")
 	var s protocol.Subscribed
