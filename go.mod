@@ -13,6 +13,7 @@ require (
 	github.com/nats-io/nats.go v1.55.0
 	github.com/nats-io/nuid v1.0.1
 	github.com/pmezard/go-difflib v1.0.0
+	github.com/yeqown/go-qrcode/v2 v2.2.5
 	github.com/yuin/goldmark v1.7.8
 	golang.org/x/sys v0.49.0
 	golang.org/x/term v0.47.0
@@ -56,7 +57,6 @@ require (
 	github.com/srwiley/oksvg v0.0.0-20221011165216-be6e8873101c // indirect
 	github.com/srwiley/rasterx v0.0.0-20220730225603-2ab79fcdd4ef // indirect
 	github.com/stretchr/testify v1.11.1 // indirect
-	github.com/yeqown/go-qrcode/v2 v2.2.5 // indirect
 	github.com/yeqown/reedsolomon v1.0.0 // indirect
 	golang.org/x/crypto v0.58.0 // indirect
 	golang.org/x/image v0.24.0 // indirect
