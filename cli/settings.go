@@ -33,6 +33,7 @@ type relaySettings struct {
 	TLSCert          string
 	TLSKey           string
 	Verbose          bool
+	NATS             natsSettings // serve --nats (nats.go)
 
 	// lanCert, when set, is the certificate of an embedded relay reachable
 	// from the network (Settings' LAN): it serves wss:// with it.
@@ -52,6 +53,7 @@ func (s *relaySettings) register(fs *flag.FlagSet, getenv func(string) string, w
 		fs.BoolVar(&s.InsecureNoAuth, "insecure-no-auth", false, "allow a non-loopback --listen with no token")
 		fs.StringVar(&s.TLSCert, "tls-cert", "", "serve wss:// with this certificate `FILE`")
 		fs.StringVar(&s.TLSKey, "tls-key", "", "the certificate's private key `FILE`")
+		s.NATS.register(fs)
 	}
 	settings.RegisterFlags(fs, &s.Settings, getenv, settings.GroupAgent, settings.GroupWindow)
 	fs.StringVar(&s.Script, "script", "", "scenario `FILE` for the scripted agent (default: the built-in demo)")
@@ -98,7 +100,7 @@ func (s *relaySettings) validate(saved func(settings.Field) bool) error {
 		}
 		s.DataDir = dir
 	}
-	return nil
+	return s.NATS.validate(s.DataDir)
 }
 
 // fromCommandLine says that every setting came from the command line.

@@ -64,7 +64,13 @@ func startStack(ctx context.Context, s relaySettings, logger *slog.Logger) (_ *s
 		return nil, usageError("refusing to listen on %s without a token: anyone who can reach it could run commands through the agent. Set --token (or PILOTDESK_TOKEN), listen on 127.0.0.1, or pass --insecure-no-auth", s.Listen)
 	}
 
-	if s.DataDir == memoryDataDir {
+	if s.NATS.URLs != "" {
+		store, err := openNATSStore(ctx, s, logger)
+		if err != nil {
+			return nil, err
+		}
+		st.Store = store
+	} else if s.DataDir == memoryDataDir {
 		st.Store = history.NewMemory()
 	} else {
 		// The store locks the data dir: a second relay on it is refused.
@@ -103,6 +109,8 @@ func startStack(ctx context.Context, s relaySettings, logger *slog.Logger) (_ *s
 		HeartbeatTimeout: s.HeartbeatTimeout,
 		InputTimeout:     inputTimeout,
 		Logger:           logger,
+		BudgetCredits:    s.BudgetCredits,
+		BudgetPeriod:     s.BudgetPeriod,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("starting the relay: %w", err)

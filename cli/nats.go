@@ -1,0 +1,185 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/pilotdesk/pilotdesk/relay/history/jetstream"
+)
+
+// natsEmbedded as --nats runs one JetStream node in the relay's process.
+const natsEmbedded = "embedded"
+
+// natsSettings are serve's --nats flags: the history in NATS JetStream
+// instead of SQLite (docs/cli.md, docs/scale-out.md).
+type natsSettings struct {
+	URLs     string // comma-separated, or natsEmbedded; "" keeps SQLite
+	Creds    string
+	TLSCA    string
+	Replicas int
+	Lease    time.Duration
+}
+
+func (n *natsSettings) register(fs *flag.FlagSet) {
+	fs.StringVar(&n.URLs, "nats", "", "keep the history in NATS JetStream at these `URLS` (comma-separated) instead of SQLite; \""+natsEmbedded+"\" runs one in-process node in --data-dir")
+	fs.StringVar(&n.Creds, "nats-creds", "", "NATS credentials `FILE` (a user JWT and its seed)")
+	fs.StringVar(&n.TLSCA, "nats-tls-ca", "", "verify the NATS servers' TLS certificates with this CA `FILE`")
+	fs.IntVar(&n.Replicas, "nats-replicas", 3, "replicas of the events stream and bucket when the relay creates them (1 with embedded)")
+	fs.DurationVar(&n.Lease, "nats-lease", 15*time.Second, "how long a relay may be silent before others take its conversations over (for relays sharing conversations; not used yet)")
+}
+
+func (n *natsSettings) validate(dataDir string) error {
+	if n.URLs == "" {
+		if n.Creds != "" || n.TLSCA != "" {
+			return usageError("--nats-creds and --nats-tls-ca go with --nats")
+		}
+		return nil
+	}
+	if n.Replicas < 1 {
+		return usageError("--nats-replicas must be 1 or more, not %d", n.Replicas)
+	}
+	if n.Lease <= 0 {
+		return usageError("--nats-lease must be positive, not %v", n.Lease)
+	}
+	if n.URLs == natsEmbedded {
+		if n.Creds != "" || n.TLSCA != "" {
+			return usageError("--nats-creds and --nats-tls-ca are for a NATS cluster, not --nats %s", natsEmbedded)
+		}
+		if dataDir == memoryDataDir {
+			return usageError("--nats %s keeps its node's files in --data-dir: give it a directory, not %s", natsEmbedded, memoryDataDir)
+		}
+		return nil
+	}
+	for _, u := range strings.Split(n.URLs, ",") {
+		if strings.TrimSpace(u) == "" {
+			return usageError("--nats %q: an empty URL in the list", n.URLs)
+		}
+		if _, err := url.Parse(strings.TrimSpace(u)); err != nil {
+			return usageError("--nats: %v", err)
+		}
+	}
+	return nil
+}
+
+// natsStore is the JetStream history with the connection (and the
+// in-process node) it runs on, which it closes after itself.
+type natsStore struct {
+	*jetstream.Store
+	nc   *nats.Conn
+	node *jetstream.Embedded // nil on a cluster
+}
+
+func (n *natsStore) Close() error {
+	err := n.Store.Close()
+	n.nc.Close()
+	if n.node != nil {
+		n.node.Shutdown()
+	}
+	return err
+}
+
+// openNATSStore opens the history on the cluster at --nats, or on an
+// in-process node in --data-dir, and drops conversations older than
+// --history-max-age (before the relay loads them, as with SQLite).
+func openNATSStore(ctx context.Context, s relaySettings, logger *slog.Logger) (_ *natsStore, err error) {
+	n := s.NATS
+	st := &natsStore{}
+	defer func() {
+		if err != nil {
+			if st.nc != nil {
+				st.nc.Close()
+			}
+			if st.node != nil {
+				st.node.Shutdown()
+			}
+		}
+	}()
+	replicas := n.Replicas
+	if n.URLs == natsEmbedded {
+		if st.node, err = jetstream.StartEmbedded(s.DataDir, logger); err != nil {
+			return nil, err
+		}
+		if st.nc, err = st.node.Connect("pilotdesk relay"); err != nil {
+			return nil, err
+		}
+		replicas = 1
+		logger.Info("history", "nats", natsEmbedded, "dir", s.DataDir)
+	} else {
+		if st.nc, err = connectNATS(n, logger); err != nil {
+			return nil, err
+		}
+		logger.Info("history", "nats", redactURLs(n.URLs), "server", st.nc.ConnectedServerName(), "replicas", replicas)
+	}
+	store, err := jetstream.Open(ctx, st.nc, jetstream.Options{Replicas: replicas, Logger: logger})
+	if err != nil {
+		if replicas > 1 && n.URLs != natsEmbedded {
+			err = fmt.Errorf("%w (is it a single nats-server? then pass --nats-replicas 1)", err)
+		}
+		return nil, fmt.Errorf("opening the history on NATS: %w", err)
+	}
+	st.Store = store
+	if s.HistoryMaxAge > 0 {
+		dropped, err := store.DeleteOlderThan(ctx, time.Now().Add(-s.HistoryMaxAge))
+		if err != nil {
+			store.Close()
+			return nil, fmt.Errorf("dropping conversations older than %v: %w", s.HistoryMaxAge, err)
+		}
+		logger.Info("history retention", "dropped", dropped, "maxAge", s.HistoryMaxAge)
+	}
+	return st, nil
+}
+
+// connectNATS connects to the cluster. It reconnects for as long as the
+// relay runs: while no node answers, writes wait (the store retries, the
+// committer backs up) instead of the relay giving up.
+func connectNATS(n natsSettings, logger *slog.Logger) (*nats.Conn, error) {
+	opts := []nats.Option{
+		nats.Name("pilotdesk relay"),
+		nats.Timeout(5 * time.Second),
+		nats.MaxReconnects(-1),
+		nats.ReconnectWait(250 * time.Millisecond),
+		nats.DisconnectErrHandler(func(nc *nats.Conn, err error) {
+			logger.Warn("NATS disconnected; reconnecting", "err", err)
+		}),
+		nats.ReconnectHandler(func(nc *nats.Conn) {
+			logger.Info("NATS reconnected", "server", nc.ConnectedServerName())
+		}),
+		nats.ErrorHandler(func(nc *nats.Conn, sub *nats.Subscription, err error) {
+			logger.Error("NATS", "err", err)
+		}),
+	}
+	if n.Creds != "" {
+		opts = append(opts, nats.UserCredentials(n.Creds))
+	}
+	if n.TLSCA != "" {
+		opts = append(opts, nats.RootCAs(n.TLSCA))
+	}
+	nc, err := nats.Connect(n.URLs, opts...)
+	if err != nil {
+		var hint string
+		if errors.Is(err, nats.ErrNoServers) {
+			hint = " (is a nats-server with JetStream running there?)"
+		}
+		return nil, fmt.Errorf("connecting to NATS at %s: %w%s", redactURLs(n.URLs), err, hint)
+	}
+	return nc, nil
+}
+
+// redactURLs drops the passwords of URLs for the log.
+func redactURLs(urls string) string {
+	parts := strings.Split(urls, ",")
+	for i, p := range parts {
+		if u, err := url.Parse(strings.TrimSpace(p)); err == nil && u.User != nil {
+			parts[i] = u.Redacted()
+		}
+	}
+	return strings.Join(parts, ",")
+}

@@ -1,0 +1,125 @@
+package reliability
+
+import (
+	"context"
+	"fmt"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/pilotdesk/pilotdesk/relay/history/jetstream/natstest"
+	"github.com/pilotdesk/pilotdesk/relay/relaytest"
+)
+
+// TestNATSCrashRecovery runs `pilotdesk serve --nats` on a real 3-node
+// cluster (docs/scale-out.md): while a turn streams, the NATS node leading
+// the events stream is killed (the turn goes on once a new leader is
+// elected), then the relay itself is SIGKILLed; a new relay process on the
+// same cluster, with a new data dir (nothing of the history is local),
+// resumes: nothing a client saw is lost, the interrupted turn is closed,
+// seq carries on gapless, the epoch is the cluster's.
+func TestNATSCrashRecovery(t *testing.T) {
+	c := natstest.Start(t, 3)
+	var urls []string
+	for _, n := range c.Nodes {
+		urls = append(urls, fmt.Sprintf("nats://%s@127.0.0.1:%d", url.UserPassword(c.User, c.Password), n.ClientPort))
+	}
+	const token = "nats-crash-token-1d6e0b7c"
+	args := func() []string {
+		return []string{"--agent", "script", "--script", writeScript(t, crashScript()), "--nats", strings.Join(urls, ","),
+			"--data-dir", t.TempDir(), "--listen", "127.0.0.1:0", "--token", token}
+	}
+	stream := uuid.NewString()
+
+	p := startRelay(t, nil, args()...)
+	if strings.Contains(p.log.String(), c.Password) {
+		t.Fatalf("the relay logged the NATS password:\n%s", p.log.String())
+	}
+	x := newWatcher(t, "x", p.URL, token)
+	y := newWatcher(t, "y", p.URL, token)
+	var epoch string
+	for _, w := range []*watcher{x, y} {
+		sub := w.subscribe(stream, -1)
+		epoch, _ = sub["epoch"].(string)
+	}
+	x.cl.Send("copilot:send", map[string]any{"conversationId": stream, "prompt": "stream through a failover", "mode": "plan"})
+	y.until("50 events of the stream", func(relaytest.Frame) bool { return y.count(stream) >= 50 })
+
+	// Kill the stream's leader node: appends wait for the election, the
+	// turn goes on.
+	admin, err := c.Connect(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close()
+	js, _ := jetstream.New(admin)
+	leader, _, err := c.StreamLeader(context.Background(), js, "PD_EVENTS")
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := y.count(stream)
+	killedNode := time.Now()
+	c.Kill(leader)
+	y.until("the stream going on after the leader's death", func(relaytest.Frame) bool { return y.count(stream) >= before+100 })
+	t.Logf("NATS node %s (the stream's leader) killed at %d events; %d more arrived within %v",
+		c.Nodes[leader].Name, before, y.count(stream)-before, time.Since(killedNode).Round(time.Millisecond))
+
+	killed := time.Now()
+	p.kill()
+	x.drain()
+	y.drain()
+	saw := seen(t, stream, x, y)
+	t.Logf("before the relay's SIGKILL the clients saw seq %d", maxSeq(saw))
+
+	p = startRelay(t, nil, args()...)
+	t.Logf("a new relay process on the cluster %s after the SIGKILL", time.Since(killed).Round(time.Millisecond))
+	r := newWatcher(t, "resumer", p.URL, token)
+	seq := checkResume(t, r, stream, maxSeq(saw), epoch, "plan", "")
+	checkHistory(t, p, token, stream, seq, saw, r.events[stream])
+	checkList(t, p, token, map[string]listEntry{stream: {title: "stream through a failover", mode: "plan"}})
+
+	// The dead node comes back; the conversation goes on, seq gapless.
+	c.Restart(leader)
+	r.cl.Send("copilot:send", map[string]any{"conversationId": stream, "prompt": "short", "mode": "plan"})
+	first := r.until("the next turn", isType("copilot:user_message", stream))
+	if first.Seq() != seq+1 {
+		t.Fatalf("the first event of the next turn has seq %d, want %d", first.Seq(), seq+1)
+	}
+	r.until("the end of the next turn", isType("copilot:idle", stream))
+	p.stop()
+}
+
+// TestNATSEmbeddedCrashRecovery runs `pilotdesk serve --nats embedded`:
+// one JetStream node in the relay's process, in --data-dir. SIGKILL
+// mid-stream, restart on the same data dir: nothing a client saw is lost.
+func TestNATSEmbeddedCrashRecovery(t *testing.T) {
+	dataDir := t.TempDir()
+	const token = "nats-embedded-token-83a1"
+	args := []string{"--agent", "script", "--script", writeScript(t, crashScript()), "--nats", "embedded",
+		"--data-dir", dataDir, "--listen", "127.0.0.1:0", "--token", token}
+	stream := uuid.NewString()
+
+	p := startRelay(t, nil, args...)
+	x := newWatcher(t, "x", p.URL, token)
+	epoch, _ := x.subscribe(stream, -1)["epoch"].(string)
+	x.cl.Send("copilot:send", map[string]any{"conversationId": stream, "prompt": "stream until the crash"})
+	x.until("100 events of the stream", func(relaytest.Frame) bool { return x.count(stream) >= 100 })
+	p.kill()
+	x.drain()
+	saw := seen(t, stream, x)
+
+	// A second relay on the same data dir is refused while one runs.
+	p = startRelay(t, nil, args...)
+	other := launchRelay(t, nil, args...)
+	if code := other.exitCode(); code == 0 || !strings.Contains(other.log.String(), "in use") {
+		t.Errorf("a second relay on the embedded node's data dir: exit %d, log:\n%s", code, other.log.String())
+	}
+	r := newWatcher(t, "resumer", p.URL, token)
+	seq := checkResume(t, r, stream, maxSeq(saw), epoch, "act", "")
+	checkHistory(t, p, token, stream, seq, saw, r.events[stream])
+	p.stop()
+}
