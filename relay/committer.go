@@ -201,12 +201,21 @@ func (c *committer) commit(recs []record) {
 	spend := c.r.budget.take()
 	err := c.r.store.Write(c.ctx, history.Batch{Events: c.events, Conversations: c.metas, Spend: spend})
 	clear(c.events) // drop the frames' references
-	if err != nil {
+	var partial *history.PartialWriteError
+	switch {
+	case errors.As(err, &partial):
+		// A store that commits each conversation on its own (JetStream)
+		// stored the others: only the failed ones fail. The spend goes
+		// with a later write, as after any failed one.
+		c.r.budget.giveBack(spend)
+		if recs = c.failPartly(recs, partial); len(recs) == 0 {
+			return
+		}
+	case err != nil:
 		c.r.budget.giveBack(spend)
 		c.fail(recs, len(c.metas), err)
 		return
-	}
-	if len(c.failed) > 0 {
+	case len(c.failed) > 0:
 		c.retry() // the store writes again: store what waits for it now
 	}
 	for i := 0; i < len(recs); {

@@ -175,9 +175,15 @@ func (c *committer) fail(recs []record, convs int, err error) {
 		c.backoff, c.lastWarn = retryMin, time.Now()
 		c.retryAt = time.Now().Add(c.backoff)
 	}
+	var partial *history.PartialWriteError
+	errors.As(err, &partial)
 	for conv := range c.index { // every conversation of the batch
+		cerr := err
+		if partial != nil && partial.Failed[conv.id] != nil {
+			cerr = partial.Failed[conv.id] // its own reason, not the others'
+		}
 		conv.mu.Lock()
-		if conv.failStoreLocked(err, c.marked) {
+		if conv.failStoreLocked(cerr, c.marked) {
 			c.failed[conv] = struct{}{}
 		}
 		conv.mu.Unlock()
@@ -187,6 +193,30 @@ func (c *committer) fail(recs []record, convs int, err error) {
 		// the store, and the next write will tell whether it works.
 		c.endFailure()
 	}
+}
+
+// failPartly handles a write that stored some conversations of its batch
+// and not others (history.PartialWriteError): the failed ones fail as in
+// fail, each with its own reason, and it returns the records of the others,
+// which are stored and are to be delivered.
+func (c *committer) failPartly(recs []record, partial *history.PartialWriteError) []record {
+	var failed, stored []record
+	for _, rec := range recs {
+		if _, ok := partial.Failed[rec.conv.id]; ok {
+			failed = append(failed, rec)
+		} else {
+			stored = append(stored, rec)
+		}
+	}
+	for conv := range c.index {
+		if _, ok := partial.Failed[conv.id]; !ok {
+			delete(c.index, conv) // fail fails every conversation of c.index
+		}
+	}
+	if len(c.index) > 0 {
+		c.fail(failed, len(c.index), partial)
+	}
+	return stored
 }
 
 // retry stores the tails of the failed conversations in one write and

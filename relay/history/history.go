@@ -98,7 +98,7 @@ var ErrConflict = errors.New("another writer appended to the conversation")
 // PartialWriteError is returned by a Write that stored some conversations
 // of its batch and not others. The conversations it does not name were
 // written in full, and may be delivered; those it names were not written
-// at all.
+// at all. Like any failed Write, it stores none of the batch's Spend.
 type PartialWriteError struct {
 	// Failed says, by conversation id, why each failed conversation was
 	// not written.
