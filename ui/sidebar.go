@@ -2,6 +2,7 @@ package ui
 
 import (
 	"fmt"
+	"slices"
 	"time"
 
 	"fyne.io/fyne/v2"
@@ -20,6 +21,8 @@ type sidebar struct {
 	win     *Window
 	list    *widget.List
 	entries []store.Entry
+	// current is the conversation selected by the last set.
+	current string
 	// quiet is true while the list's selection is set from code, so that
 	// OnSelected does not switch conversations again.
 	quiet bool
@@ -84,11 +87,31 @@ func entryStatus(e store.Entry, now time.Time) (string, widget.Importance) {
 	return "idle", widget.MediumImportance
 }
 
-// set shows entries and selects current.
+// set shows entries and selects current. The list is touched only when
+// what it shows changed: the relay's list, asked for every ListInterval, is
+// mostly the same, and a refresh repaints the window.
 func (s *sidebar) set(entries []store.Entry, current string) {
-	s.entries = entries
+	if current == s.current && slices.EqualFunc(entries, s.entries, sameEntry) {
+		return
+	}
+	s.entries, s.current = entries, current
 	s.list.Refresh()
 	s.selectCurrent(current)
+}
+
+func sameEntry(a, b store.Entry) bool {
+	return a.ID == b.ID && a.Title == b.Title && a.Mode == b.Mode && a.Streaming == b.Streaming &&
+		a.Waiting == b.Waiting && a.Deadline.Equal(b.Deadline) && a.UpdatedAt.Equal(b.UpdatedAt)
+}
+
+// streamingOther reports whether a conversation other than current streams.
+func (s *sidebar) streamingOther(current string) bool {
+	for _, e := range s.entries {
+		if e.Streaming && e.ID != current {
+			return true
+		}
+	}
+	return false
 }
 
 func (s *sidebar) selectCurrent(current string) {

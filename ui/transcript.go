@@ -1,6 +1,7 @@
 package ui
 
 import (
+	"math"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -49,7 +50,9 @@ type transcript struct {
 	// widthTimer debounces re-measuring after the width changes.
 	widthTimer *time.Timer
 	root       fyne.CanvasObject
-	empty      fyne.CanvasObject
+	// box holds the list (setHeights may replace it).
+	box   *fyne.Container
+	empty fyne.CanvasObject
 	// follow is true while the newest row is kept in view. It stops when
 	// the user scrolls up and starts again when they scroll back down;
 	// lastOffset is the offset the window itself last scrolled to.
@@ -102,9 +105,7 @@ type rowKey struct {
 
 func newTranscript(w *Window) *transcript {
 	t := &transcript{win: w, views: map[fyne.CanvasObject]*rowState{}, fixes: map[int]float32{}, open: map[string]toolOpen{}, ticks: map[string][]bool{}}
-	t.list = widget.NewList(t.length, t.createItem, t.updateItem)
-	t.list.HideSeparators = true
-	t.list.OnSelected = func(id widget.ListItemID) { t.list.Unselect(id) }
+	t.list = t.newList()
 	t.measure = t.newRowState()
 	t.hint = widget.NewLabel(emptyHint(w.opts.Agent))
 	t.hint.Wrapping = fyne.TextWrapWord
@@ -112,8 +113,16 @@ func newTranscript(w *Window) *transcript {
 	t.hint.Importance = widget.MediumImportance
 	t.empty = container.NewPadded(container.NewVBox(layout.NewSpacer(), t.hint, layout.NewSpacer()))
 	t.follow = true
-	t.root = container.NewStack(container.New(&widthWatcher{onWidth: t.widthChanged, onResized: t.resized}, t.list), t.empty)
+	t.box = container.New(&widthWatcher{onWidth: t.widthChanged, onResized: t.resized}, t.list)
+	t.root = container.NewStack(t.box, t.empty)
 	return t
+}
+
+func (t *transcript) newList() *widget.List {
+	l := widget.NewList(t.length, t.createItem, t.updateItem)
+	l.HideSeparators = true
+	l.OnSelected = func(id widget.ListItemID) { l.Unselect(id) }
+	return l
 }
 
 func (t *transcript) length() int {
@@ -323,6 +332,10 @@ func (t *transcript) setHeights(hs map[int]float32) {
 		return
 	}
 	offset := t.list.GetScrollOffset()
+	if len(hs) > bulkHeights {
+		t.replaceList(hs, offset)
+		return
+	}
 	t.loading = true
 	for i, h := range hs {
 		t.heights[i] = h
@@ -331,6 +344,33 @@ func (t *transcript) setHeights(hs map[int]float32) {
 	t.loading = false
 	t.list.Refresh()
 	t.list.ScrollToOffset(offset)
+}
+
+// bulkHeights is how many heights setHeights sets on the list itself; more
+// go to a new list. Each SetItemHeight refreshes the list, and a refresh
+// adds up every height it was told: n heights cost n² steps, which for a
+// 5,000-message conversation (17,000 rows) was ten seconds.
+const bulkHeights = 300
+
+// replaceList gives every row's height to a new list, which has not been
+// drawn yet and so does no refresh per height, and puts it in the old
+// one's place, scrolled to offset.
+func (t *transcript) replaceList(hs map[int]float32, offset float32) {
+	for i, h := range hs {
+		t.heights[i] = h
+	}
+	old := t.list
+	l := t.newList()
+	for i, h := range t.heights {
+		l.SetItemHeight(i, h)
+	}
+	clear(t.views) // the old list's row views go with it
+	t.list = l
+	t.box.Objects[0] = l
+	// Sized now, it has its scroller and can scroll before it is drawn.
+	l.Resize(old.Size())
+	t.box.Refresh()
+	l.ScrollToOffset(offset)
 }
 
 // measureRow returns row i's exact height at the current width.
@@ -601,7 +641,17 @@ func (s *rowState) measureAt(width float32) float32 {
 		// labels get their new widths before they are measured.
 		relayout(c)
 	}
-	return s.cur.MinSize().Height
+	return wholePixels(s.cur.MinSize().Height)
+}
+
+// wholePixels rounds a row's height up to a whole pixel. The list adds its
+// rows' heights up in map order, which differs from one call to the next:
+// with fractions, a long history's total then differs in its last bits
+// each time, and Fyne lays the list out and repaints the window again, at
+// 60 frames a second, for as long as the conversation is shown. Estimates
+// are sums of measured heights, so they are whole too.
+func wholePixels(h float32) float32 {
+	return float32(math.Ceil(float64(h)))
 }
 
 // relayout runs the layouts of c and of the containers inside it, without

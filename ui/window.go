@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/url"
+	"runtime/debug"
 	"strings"
 	"sync"
 	"time"
@@ -50,6 +51,15 @@ type Options struct {
 	// FrameInterval is the longest a change waits before it is drawn
 	// (default 16 ms, one frame at 60 Hz).
 	FrameInterval time.Duration
+	// StreamInterval is the least time between two frames while a reply
+	// streams into view (default 100 ms): the deltas of that time are drawn
+	// together, ten times a second. Fyne repaints the whole window for a
+	// frame, and twice when a text changed (its layout pass marks the
+	// window dirty again), so that is 20 repaints a second; drawing each
+	// delta as it comes costs CPU the eye does not see
+	// (docs/performance.md). The first delta of a reply, and any change
+	// after a quiet spell, still waits only FrameInterval.
+	StreamInterval time.Duration
 	// ListInterval is how often the conversation list is refreshed from
 	// the relay (default 20 s).
 	ListInterval time.Duration
@@ -106,6 +116,10 @@ type Window struct {
 
 	frameMu        sync.Mutex
 	frameScheduled bool
+	// lastFrame is when the last frame was drawn; paced is true while a
+	// reply streams (sync sets it), when frames keep StreamInterval apart.
+	lastFrame time.Time
+	paced     bool
 	// uiq holds work that the sender goroutine hands to the UI goroutine;
 	// Sync runs it.
 	uiq chan func()
@@ -142,7 +156,13 @@ type Window struct {
 	wantMode     protocol.Mode
 	wantModeConv string
 	lastConn     client.StateChange
-	waitingAny   bool
+	// countdownScheduled is true while a redraw of the countdowns is
+	// scheduled, a second after the last.
+	countdownScheduled bool
+	// replaying is true while the relay replays the current conversation
+	// (opened for the first time, or reset): its rows are drawn once the
+	// replay is over.
+	replaying bool
 	// What the window shows now, to touch widgets only on change.
 	shownStreaming *bool
 	shownUsage     [2]string
@@ -214,6 +234,10 @@ drain:
 	w.log = w.opts.Logger
 	w.wantMode = ""
 	w.follow(c)
+	// What the old context scheduled will not run: schedule anew.
+	w.countdownScheduled = false
+	w.composer.blinkCheck = false
+	w.composer.awake()
 	w.win.SetTitle(windowTitle(w.opts, c.URL()))
 	w.transcript.hint.SetText(emptyHint(w.opts.Agent))
 	w.store.Create(w.current)
@@ -229,6 +253,9 @@ drain:
 func withDefaults(opts Options) Options {
 	if opts.FrameInterval <= 0 {
 		opts.FrameInterval = 16 * time.Millisecond
+	}
+	if opts.StreamInterval <= 0 {
+		opts.StreamInterval = 100 * time.Millisecond
 	}
 	if opts.Now == nil {
 		opts.Now = time.Now
@@ -362,12 +389,12 @@ func (w *Window) enqueue(f func(context.Context)) {
 	}
 }
 
-// ticker redraws once a second while a countdown is shown, and refreshes
-// the conversation list now and then.
+// ticker refreshes the conversation list now and then: the relay does not
+// announce conversations that other clients start (copilot:conversation is
+// not sent yet, docs/protocol.md). A reply that changes nothing touches no
+// widget. (The countdowns' redraw is scheduled by sync while one shows.)
 func (w *Window) ticker() {
 	defer w.wg.Done()
-	t := time.NewTicker(time.Second)
-	defer t.Stop()
 	list := time.NewTicker(w.opts.ListInterval)
 	defer list.Stop()
 	for {
@@ -376,13 +403,6 @@ func (w *Window) ticker() {
 			if w.client.State() == client.StateLive {
 				w.refreshList()
 			}
-		case <-t.C:
-			w.frameMu.Lock()
-			waiting := w.waitingAny
-			w.frameMu.Unlock()
-			if waiting {
-				w.requestFrame()
-			}
 		case <-w.ctx.Done():
 			return
 		}
@@ -390,7 +410,9 @@ func (w *Window) ticker() {
 }
 
 // requestFrame schedules one redraw for everything that changed in the
-// next FrameInterval: a burst of deltas costs one refresh.
+// next FrameInterval: a burst of deltas costs one refresh. While a reply
+// streams, the frame waits until StreamInterval has passed since the last
+// one, so that a steady stream of deltas is drawn at that pace.
 func (w *Window) requestFrame() {
 	w.frameMu.Lock()
 	if w.frameScheduled {
@@ -398,8 +420,12 @@ func (w *Window) requestFrame() {
 		return
 	}
 	w.frameScheduled = true
+	d := w.opts.FrameInterval
+	if w.paced {
+		d = max(d, w.opts.StreamInterval-time.Since(w.lastFrame))
+	}
 	w.frameMu.Unlock()
-	w.later(w.opts.FrameInterval, w.frame)
+	w.later(d, w.frame)
 }
 
 // later runs f on the UI goroutine after d (at the next chance when d is
@@ -433,6 +459,7 @@ func (w *Window) onUI(f func()) {
 func (w *Window) frame() {
 	w.frameMu.Lock()
 	w.frameScheduled = false
+	w.lastFrame = time.Now()
 	w.frameMu.Unlock()
 	w.sync(false)
 }
@@ -451,6 +478,7 @@ func (w *Window) build() {
 	w.composer.onEnter = w.submit
 	w.composer.onEscape = w.stop
 	w.composer.onShortcut = w.shortcut
+	w.composer.later = w.later
 	w.sendBtn = widget.NewButtonWithIcon("Send", theme.MailSendIcon(), w.sendOrStop)
 	w.sendBtn.Importance = widget.HighImportance
 	w.toggle = NewPlanActToggle(w.modeToggled)
@@ -564,6 +592,9 @@ drain:
 			break drain
 		}
 	}
+	if w.replaying && w.store.Synced(w.current) {
+		full = true // the replay is over: draw the whole history once
+	}
 	f := w.store.Take(w.current, full)
 	now := w.now()
 
@@ -583,7 +614,29 @@ drain:
 
 	v := f.Conv
 	w.view = v
-	if v.Full || len(v.Changed) > 0 {
+	// While the relay replays a conversation being opened (its history,
+	// from seq 0), rows are not drawn as they arrive: that measured every
+	// row of a long history, frame after frame (17 s for 5,000 messages,
+	// docs/performance.md). The transcript says that it loads, and the
+	// frame after copilot:subscribed draws the history once, measuring
+	// only the rows near the bottom.
+	replaying := v.Exists && v.OnRelay && !v.Synced && w.subscribed[v.ID]
+	if replaying != w.replaying {
+		w.replaying = replaying
+		if replaying {
+			w.transcript.hint.SetText("Loading the conversation…")
+			w.transcript.apply(store.View{ID: v.ID, Full: true})
+		} else {
+			w.transcript.hint.SetText(emptyHint(w.opts.Agent))
+			if v.NumRows > 1000 {
+				// What the replay allocated (the events, decoded and
+				// folded) goes back to the system now, not over minutes:
+				// 20 MiB of RSS for 5,000 messages.
+				time.AfterFunc(time.Second, debug.FreeOSMemory)
+			}
+		}
+	}
+	if !replaying && (v.Full || len(v.Changed) > 0) {
 		w.transcript.apply(v)
 	}
 
@@ -609,10 +662,28 @@ drain:
 		w.status.setUsage(line, totals, v.Usage.Empty())
 	}
 
-	waiting := v.Pending != nil || w.sidebar.waiting()
+	// A countdown shows (the question's time left in the modal, the
+	// indicator, the list): draw it again in a second. Nothing else is
+	// redrawn on a timer, so an idle window does not wake.
+	if (v.Pending != nil || w.sidebar.waiting()) && !w.countdownScheduled {
+		w.countdownScheduled = true
+		w.later(time.Second, func() {
+			w.countdownScheduled = false
+			w.sync(false)
+		})
+	}
+	// Frames keep their pace while a reply streams into view (after its
+	// first delta, which is drawn at once) or another conversation streams.
+	paced := (v.Streaming && !v.Thinking) || w.sidebar.streamingOther(w.current)
 	w.frameMu.Lock()
-	w.waitingAny = waiting
+	w.paced = paced
 	w.frameMu.Unlock()
+	if v.Streaming && !v.Thinking {
+		// The reply's frames are drawn anyway: a blink on top of them
+		// would be as many frames again. The cursor stays solid while the
+		// reply streams (a key starts the blink again, for blinkTimeout).
+		w.composer.stopBlink()
+	}
 }
 
 func (w *Window) shownMode() protocol.Mode {
@@ -775,7 +846,7 @@ func (w *Window) submit() {
 		return // Enter while streaming keeps the draft; Stop first
 	}
 	id, mode, modelName := w.current, w.shownMode(), w.opts.Model
-	w.composer.SetText("")
+	w.composer.setText("")
 	w.store.ClearNotice()
 	first := !w.subscribed[id]
 	w.subscribed[id] = true
@@ -789,7 +860,7 @@ func (w *Window) submit() {
 			w.store.AddNote(id, conversation.NoteError, "Not sent: "+err.Error()+". Your prompt is back in the box below.")
 			w.onUI(func() {
 				if w.composer.Text == "" {
-					w.composer.SetText(prompt)
+					w.composer.setText(prompt)
 				}
 			})
 		}

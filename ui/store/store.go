@@ -131,6 +131,15 @@ func (s *Store) OnRelay(id string) bool {
 	return ok && c.OnRelay
 }
 
+// Synced reports whether the relay has replayed the conversation to this
+// window (copilot:subscribed arrived since it was subscribed or reset).
+func (s *Store) Synced(id string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c, ok := s.convs[id]
+	return ok && c.Synced
+}
+
 // Has reports whether the store knows the conversation.
 func (s *Store) Has(id string) bool {
 	s.mu.Lock()
