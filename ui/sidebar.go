@@ -26,7 +26,10 @@ type sidebar struct {
 	// quiet is true while the list's selection is set from code, so that
 	// OnSelected does not switch conversations again.
 	quiet bool
-	root  fyne.CanvasObject
+	// more is the cursor of the relay's next page of the list, "" at its
+	// end.
+	more string
+	root fyne.CanvasObject
 }
 
 func newSidebar(w *Window) *sidebar {
@@ -46,6 +49,10 @@ func newSidebar(w *Window) *sidebar {
 				return
 			}
 			e := s.entries[id]
+			if id == len(s.entries)-1 {
+				// The end of the list is in view: the relay's next page.
+				s.win.loadMore(s.more)
+			}
 			box := o.(*fyne.Container)
 			title := box.Objects[0].(*widget.Label)
 			status := box.Objects[1].(*widget.Label)
@@ -88,8 +95,8 @@ func entryStatus(e store.Entry, now time.Time) (string, widget.Importance) {
 }
 
 // set shows entries and selects current. The list is touched only when
-// what it shows changed: the relay's list, asked for every ListInterval, is
-// mostly the same, and a refresh repaints the window.
+// what it shows changed: a page of the relay's list asked for again after
+// a reconnect is mostly the same, and a refresh repaints the window.
 func (s *sidebar) set(entries []store.Entry, current string) {
 	if current == s.current && slices.EqualFunc(entries, s.entries, sameEntry) {
 		return

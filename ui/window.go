@@ -60,9 +60,6 @@ type Options struct {
 	// (docs/performance.md). The first delta of a reply, and any change
 	// after a quiet spell, still waits only FrameInterval.
 	StreamInterval time.Duration
-	// ListInterval is how often the conversation list is refreshed from
-	// the relay (default 20 s).
-	ListInterval time.Duration
 	// Devices manages the device tokens of the window's relay, for the
 	// "Connect a device…" dialog (share.go); nil when the relay is not
 	// this process's.
@@ -152,6 +149,9 @@ type Window struct {
 	notice       *noticeCard
 	settings     *settingsDialog
 	about        dialog.Dialog
+	// askedMore is the cursor of the last list page asked for, so that
+	// scrolling to the end asks for each page once.
+	askedMore string
 	// wantMode is the mode the user picked and the relay has not confirmed.
 	wantMode     protocol.Mode
 	wantModeConv string
@@ -260,9 +260,6 @@ func withDefaults(opts Options) Options {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	if opts.ListInterval <= 0 {
-		opts.ListInterval = 20 * time.Second
-	}
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
@@ -294,17 +291,36 @@ func (w *Window) start() {
 	w.wg.Add(2)
 	go w.pump()
 	go w.send()
-	w.wg.Add(1)
-	go w.ticker()
+	w.enqueue(func(ctx context.Context) {
+		// The relay announces every change to the list from now on
+		// (copilot:conversation; the client watches again after a
+		// reconnect): the window never polls.
+		if err := w.client.Watch(ctx, true); err != nil {
+			w.log.Debug("watching the conversation list failed", "err", err)
+		}
+	})
 	w.refreshList()
 }
 
-// refreshList asks the relay for its conversations. The protocol does not
-// announce conversations that other clients start, so the window asks at
-// start, after each reconnection and every ListInterval.
+// refreshList asks the relay for the first page of its conversations: at
+// start and after a reconnection, when changes may have been missed.
+// Further pages come as the list is scrolled to its end (loadMore).
 func (w *Window) refreshList() {
+	w.listPage("")
+}
+
+// loadMore asks for the page of the list after cursor, once.
+func (w *Window) loadMore(cursor string) {
+	if cursor == "" || cursor == w.askedMore {
+		return
+	}
+	w.askedMore = cursor
+	w.listPage(cursor)
+}
+
+func (w *Window) listPage(cursor string) {
 	w.enqueue(func(ctx context.Context) {
-		if err := w.client.List(ctx); err != nil {
+		if err := w.client.ListPage(ctx, protocol.MaxListLimit, cursor); err != nil {
 			w.log.Debug("listing conversations failed", "err", err)
 		}
 	})
@@ -386,26 +402,6 @@ func (w *Window) enqueue(f func(context.Context)) {
 	select {
 	case w.outbox <- f:
 	case <-w.ctx.Done():
-	}
-}
-
-// ticker refreshes the conversation list now and then: the relay does not
-// announce conversations that other clients start (copilot:conversation is
-// not sent yet, docs/protocol.md). A reply that changes nothing touches no
-// widget. (The countdowns' redraw is scheduled by sync while one shows.)
-func (w *Window) ticker() {
-	defer w.wg.Done()
-	list := time.NewTicker(w.opts.ListInterval)
-	defer list.Stop()
-	for {
-		select {
-		case <-list.C:
-			if w.client.State() == client.StateLive {
-				w.refreshList()
-			}
-		case <-w.ctx.Done():
-			return
-		}
 	}
 }
 
@@ -607,6 +603,7 @@ drain:
 		w.lastConn = f.Conn
 	}
 	if f.SidebarChanged {
+		w.sidebar.more = f.More
 		w.sidebar.set(f.Sidebar, w.current)
 	} else if w.sidebar.waiting() {
 		w.sidebar.list.Refresh() // the countdowns

@@ -11,6 +11,7 @@ import (
 
 	"github.com/pilotdesk/pilotdesk/conversation"
 	"github.com/pilotdesk/pilotdesk/protocol"
+	"github.com/pilotdesk/pilotdesk/relay"
 )
 
 func TestMarkdownTurnAndUsage(t *testing.T) {
@@ -429,4 +430,33 @@ func TestUsageBarCredits(t *testing.T) {
 	if got := h.w.status.usage.Text; got != want {
 		t.Fatalf("usage bar\n got %q\nwant %q", got, want)
 	}
+}
+
+// TestListPagesAndWatch: the window lists the relay's first page, asks for
+// the next one when the list is scrolled to its end, and learns of a
+// conversation another client starts without asking (it watches the list).
+func TestListPagesAndWatch(t *testing.T) {
+	h := newHarness(t, harnessConfig{relay: relay.Config{MaxNewConversations: 1000}})
+	other := h.srv.Dial(t)
+	for i := range 230 {
+		other.Send(protocol.TypeSetMode, protocol.SetMode{ConversationID: fmt.Sprintf("0b7e3a40-0000-4000-8000-%012d", i), Mode: protocol.ModePlan})
+	}
+	other.Send(protocol.TypePing, nil)
+	other.Expect(protocol.TypePong)
+	h.w.refreshList()
+	h.waitFor("the first page", func() bool { return len(h.w.sidebar.entries) >= 200 })
+	h.w.sidebar.list.ScrollToBottom()
+	h.waitFor("the second page, after scrolling to the end", func() bool { return len(h.w.sidebar.entries) == 231 })
+
+	// Started elsewhere: the relay says so; nothing polls.
+	const id = "0b7e3a40-0000-4000-8000-00000000beef"
+	other.Send(protocol.TypeSend, protocol.Send{ConversationID: id, Prompt: "show me markdown"})
+	h.waitFor("the new conversation in the list", func() bool {
+		for _, e := range h.w.sidebar.entries {
+			if e.ID == id && e.Title == "show me markdown" {
+				return true
+			}
+		}
+		return false
+	})
 }

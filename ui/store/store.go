@@ -53,6 +53,8 @@ type Store struct {
 	// title or markers changed since the UI last took the sidebar.
 	sidebarChanged bool
 	connChanged    bool
+	// moreCursor asks the relay for the list's next page ("" at its end).
+	moreCursor string
 }
 
 // NewStore returns an empty store.
@@ -166,6 +168,7 @@ func (s *Store) applyLocked(ev client.Event) {
 		for _, info := range d.Conversations {
 			s.convLocked(info.ConversationID).Listed(info)
 		}
+		s.moreCursor = d.NextCursor
 		s.sidebarChanged = true
 		return
 	case *protocol.Deleted:
@@ -274,7 +277,10 @@ type Frame struct {
 	ConnChanged    bool
 	SidebarChanged bool
 	Sidebar        []Entry // when SidebarChanged
-	Conv           View
+	// More is the cursor of the list's next page on the relay, "" when the
+	// window has every conversation.
+	More string
+	Conv View
 }
 
 // Take returns what changed since the last Take for the conversation
@@ -282,7 +288,7 @@ type Frame struct {
 func (s *Store) Take(current string, full bool) Frame {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	f := Frame{Conn: s.conn, Notice: s.notice, ConnChanged: s.connChanged, SidebarChanged: s.sidebarChanged || full}
+	f := Frame{Conn: s.conn, Notice: s.notice, ConnChanged: s.connChanged, SidebarChanged: s.sidebarChanged || full, More: s.moreCursor}
 	s.connChanged = false
 	if f.SidebarChanged {
 		f.Sidebar = s.sidebarLocked()
