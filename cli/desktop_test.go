@@ -19,6 +19,7 @@ import (
 
 	"github.com/pilotdesk/pilotdesk/client"
 	"github.com/pilotdesk/pilotdesk/protocol"
+	"github.com/pilotdesk/pilotdesk/relay/relaytest"
 	"github.com/pilotdesk/pilotdesk/settings"
 	"github.com/pilotdesk/pilotdesk/ui/uitest"
 )
@@ -210,7 +211,7 @@ func TestSettingsPersistAcrossRestart(t *testing.T) {
 	a := newPrefsApp(t, id)
 	s := settings.Settings{Agent: settings.AgentCopilot, CopilotPath: "/opt/copilot/copilot", Model: "gpt-5", ProviderURL: "http://127.0.0.1:8080/v1",
 		ProviderType: "anthropic", ProviderKey: "k-123", WorkDir: t.TempDir(), InputTimeout: 90 * time.Second, Notifications: false,
-		Remote: true, RemoteURL: "wss://relay.example.com/ws", RemoteToken: "t-456"}
+		Remote: true, RemoteURL: "wss://relay.example.com/ws", RemoteToken: "t-456", BudgetCredits: 25.5, BudgetPeriod: 48 * time.Hour}
 	settings.Save(a.Preferences(), s)
 	stopApp(a)
 
@@ -447,6 +448,7 @@ func TestApplyingSettingsRestartsTheEmbeddedRelay(t *testing.T) {
 	next := start
 	next.InputTimeout = 2 * time.Minute
 	next.ProviderKey = secret
+	next.BudgetCredits, next.BudgetPeriod = 50, 168*time.Hour
 	settings.Save(a.Preferences(), next)
 	if err := td.restart(); err != nil {
 		t.Fatalf("restart: %v", err)
@@ -457,6 +459,13 @@ func TestApplyingSettingsRestartsTheEmbeddedRelay(t *testing.T) {
 	}
 	if second.flags.relay.InputTimeout != 2*time.Minute || second.flags.relay.ProviderKey != secret {
 		t.Fatalf("the new relay does not run the new settings: %+v", second.flags.relay)
+	}
+	// The budget of the Settings reaches the new relay, which tells its
+	// clients.
+	var budget protocol.Budget
+	relaytest.Dial(t, second.target.URL, second.target.Token).Expect(protocol.TypeBudget).Decode(t, &budget)
+	if budget.BudgetCredits != 50 || budget.PeriodSeconds != int64(168*time.Hour/time.Second) {
+		t.Fatalf("the new relay's budget: %+v", budget)
 	}
 	if got := td.d.win.Window().Title(); !strings.Contains(got, "embedded relay") {
 		t.Fatalf("title %q", got)

@@ -109,6 +109,8 @@ func startStack(ctx context.Context, s relaySettings, logger *slog.Logger) (_ *s
 		HeartbeatTimeout: s.HeartbeatTimeout,
 		InputTimeout:     inputTimeout,
 		Logger:           logger,
+		BudgetCredits:    s.BudgetCredits,
+		BudgetPeriod:     s.BudgetPeriod,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("starting the relay: %w", err)

@@ -298,20 +298,16 @@ func creditsText(nanoAIU int64) string {
 	return strconv.FormatFloat(c, 'f', -1, 64)
 }
 
-// periodText names a period: "30 days", "1 day", "36 hours", "1h30m0s".
+// periodText names a period: "30 days", "24 hours", "1 hour", "1h30m0s".
 func periodText(d time.Duration) string {
 	const day = 24 * time.Hour
-	unit := func(n int64, one, many string) string {
-		if n == 1 {
-			return "1 " + one
-		}
-		return fmt.Sprintf("%d %s", n, many)
-	}
 	switch {
-	case d%day == 0:
-		return unit(int64(d/day), "day", "days")
+	case d%day == 0 && d > day:
+		return fmt.Sprintf("%d days", d/day)
+	case d == time.Hour:
+		return "1 hour"
 	case d%time.Hour == 0:
-		return unit(int64(d/time.Hour), "hour", "hours")
+		return fmt.Sprintf("%d hours", d/time.Hour)
 	}
 	return d.String()
 }

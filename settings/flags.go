@@ -36,6 +36,8 @@ func RegisterFlags(fs *flag.FlagSet, s *Settings, getenv func(string) string, gr
 			fs.DurationVar(r.dur(s), r.Flag, *r.dur(s), r.Usage)
 		case r.Kind == KindBool:
 			fs.BoolVar(r.boolean(s), r.Flag, *r.boolean(s), r.Usage)
+		case r.Kind == KindNumber:
+			fs.Float64Var(r.num(s), r.Flag, *r.num(s), r.Usage)
 		default:
 			fs.StringVar(r.str(s), r.Flag, *r.str(s), r.Usage)
 		}

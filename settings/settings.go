@@ -1,9 +1,10 @@
 // Package settings is the one list of pilotdesk's window settings: the
 // agent, the Copilot CLI's path, the model, the provider, the working
-// folder, the input timeout, notifications and the remote relay. For each
-// it holds the command-line flag and environment variable that set it, its
-// preference key, its default, how it is checked, whether it is secret and
-// whether a change applies live or needs the embedded relay restarted.
+// folder, the input timeout, the credit budget, notifications and the
+// remote relay. For each it holds the command-line flag and environment
+// variable that set it, its preference key, its default, how it is
+// checked, whether it is secret and whether a change applies live or needs
+// the embedded relay restarted.
 //
 // The command line (package cli), the saved preferences and the Settings
 // dialog (package ui) all read the table here; nothing else lists the
@@ -37,7 +38,12 @@ type Settings struct {
 	WorkDir      string // where the agent works; "" = the current directory
 	// InputTimeout is how long a question waits for an answer; 0 waits
 	// forever ("never").
-	InputTimeout  time.Duration
+	InputTimeout time.Duration
+	// BudgetCredits is the AI credits the embedded relay's agent may spend
+	// in BudgetPeriod, over all conversations, before new turns are
+	// refused; 0 sets no budget.
+	BudgetCredits float64
+	BudgetPeriod  time.Duration
 	Notifications bool
 	// Remote: connect to the relay at RemoteURL instead of embedding one.
 	Remote      bool
@@ -69,6 +75,8 @@ const (
 	FieldProviderKey   Field = "providerKey"
 	FieldWorkDir       Field = "workDir"
 	FieldInputTimeout  Field = "inputTimeout"
+	FieldBudgetCredits Field = "budgetCredits"
+	FieldBudgetPeriod  Field = "budgetPeriod"
 	FieldNotifications Field = "notifications"
 	FieldRemote        Field = "remote"
 	FieldRemoteURL     Field = "remoteURL"
@@ -125,6 +133,7 @@ const (
 	KindString   Kind = iota
 	KindBool          // a check box, or a radio group with Choices
 	KindDuration      // typed as ParseInputTimeout reads it; Choices are suggestions
+	KindNumber        // a decimal number, typed in an entry; empty is 0
 )
 
 // Setting is one row of the table.
@@ -162,6 +171,7 @@ type Setting struct {
 	str     func(*Settings) *string
 	boolean func(*Settings) *bool
 	dur     func(*Settings) *time.Duration
+	num     func(*Settings) *float64
 	// setFlag, when set, is what the flag does instead of setting the
 	// value alone.
 	setFlag func(s *Settings, v string)
@@ -291,6 +301,23 @@ var table = []Setting{
 		used: embeddedOnly, check: checkInputTimeout,
 	},
 	{
+		// The relay takes its budget when it is created, and reads the
+		// spend of the period from its store then.
+		Field: FieldBudgetCredits, Group: GroupAgent, Apply: Restart, Default: "0",
+		Flag: "budget-credits", Usage: "refuse new turns once this many AI credits (`N`) were spent in --budget-period, over all conversations; 0: no budget",
+		Label: "Budget", Hint: "AI credits per period; new turns stop once they are spent. 0: no budget", Placeholder: "0 (no budget)",
+		Kind: KindNumber, num: func(s *Settings) *float64 { return &s.BudgetCredits },
+		used: embeddedOnly, check: checkBudgetCredits,
+	},
+	{
+		Field: FieldBudgetPeriod, Group: GroupAgent, Apply: Restart, Default: "720h",
+		Flag: "budget-period", Usage: "the budget counts the credits spent in the last `D` (at least 1h; 720h is 30 days)",
+		Label: "Budget period", Hint: "The budget counts the credits spent in the last 24h, 168h (a week), 720h (30 days)…",
+		Choices: []Choice{{"24h", "24h"}, {"168h", "168h"}, {"720h", "720h"}},
+		Kind:    KindDuration, dur: func(s *Settings) *time.Duration { return &s.BudgetPeriod },
+		used: embeddedOnly, check: checkBudgetPeriod,
+	},
+	{
 		// The window sends the model with each prompt.
 		Field: FieldModel, Group: GroupWindow, Apply: Live,
 		Flag: "model", Usage: "model for new conversations (default: the CLI's)",
@@ -348,6 +375,8 @@ func (r Setting) Text(s Settings) string {
 		return strconv.FormatBool(*r.boolean(&s))
 	case KindDuration:
 		return FormatInputTimeout(*r.dur(&s))
+	case KindNumber:
+		return strconv.FormatFloat(*r.num(&s), 'f', -1, 64)
 	}
 	return *r.str(&s)
 }
@@ -369,6 +398,12 @@ func (r Setting) SetText(s *Settings, text string) error {
 			return err
 		}
 		*r.dur(s) = d
+	case KindNumber:
+		n, err := ParseNumber(text)
+		if err != nil {
+			return err
+		}
+		*r.num(s) = n
 	default:
 		*r.str(s) = text
 	}
@@ -382,6 +417,8 @@ func (r Setting) Copy(dst *Settings, src Settings) {
 		*r.boolean(dst) = *r.boolean(&src)
 	case KindDuration:
 		*r.dur(dst) = *r.dur(&src)
+	case KindNumber:
+		*r.num(dst) = *r.num(&src)
 	default:
 		*r.str(dst) = *r.str(&src)
 	}
@@ -394,6 +431,8 @@ func (r Setting) Equal(a, b Settings) bool {
 		return *r.boolean(&a) == *r.boolean(&b)
 	case KindDuration:
 		return *r.dur(&a) == *r.dur(&b)
+	case KindNumber:
+		return *r.num(&a) == *r.num(&b)
 	}
 	return *r.str(&a) == *r.str(&b)
 }

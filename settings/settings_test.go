@@ -15,7 +15,7 @@ import (
 )
 
 func TestDefaults(t *testing.T) {
-	want := Settings{Agent: AgentAuto, ProviderType: "openai", InputTimeout: 5 * time.Minute, Notifications: true}
+	want := Settings{Agent: AgentAuto, ProviderType: "openai", InputTimeout: 5 * time.Minute, BudgetPeriod: 720 * time.Hour, Notifications: true}
 	if got := Defaults(); got != want {
 		t.Fatalf("Defaults() = %+v, want %+v", got, want)
 	}
@@ -58,7 +58,7 @@ func TestTable(t *testing.T) {
 	}
 	sort.Strings(keys)
 	want := []string{
-		"settings.acpCommand", "settings.agent", "settings.copilotPath", "settings.inputTimeout", "settings.lan", "settings.model", "settings.notifications",
+		"settings.acpCommand", "settings.agent", "settings.budgetCredits", "settings.budgetPeriod", "settings.copilotPath", "settings.inputTimeout", "settings.lan", "settings.model", "settings.notifications",
 		"settings.providerKey", "settings.providerType", "settings.providerURL", "settings.remote", "settings.remoteToken",
 		"settings.remoteURL", "settings.workDir",
 	}
@@ -73,6 +73,7 @@ func TestTable(t *testing.T) {
 	for f, apply := range map[Field]Apply{
 		FieldModel: Live, FieldNotifications: Live, FieldInputTimeout: Restart, FieldAgent: Restart,
 		FieldCopilotPath: Restart, FieldProviderURL: Restart, FieldWorkDir: Restart, FieldRemote: Restart,
+		FieldBudgetCredits: Restart, FieldBudgetPeriod: Restart,
 	} {
 		if Lookup(f).Apply != apply {
 			t.Errorf("%s: apply %d, want %d", f, Lookup(f).Apply, apply)
@@ -141,6 +142,8 @@ func TestValidateMessages(t *testing.T) {
 		{"acp without command", func(s *Settings) { s.Agent, s.ACPCommand = AgentACP, " " }, FieldACPCommand, "Enter the ACP agent's command line", "--agent acp needs --acp-command CMD"},
 		{"negative timeout", func(s *Settings) { s.InputTimeout = -time.Second }, FieldInputTimeout, "must be longer than zero", "--input-timeout must be 0 (wait forever) or positive, not -1s"},
 		{"provider without model", func(s *Settings) { s.ProviderURL = "http://127.0.0.1:8080/v1" }, FieldModel, "Enter the model to use with the provider URL", "--provider-url needs --model"},
+		{"negative budget", func(s *Settings) { s.BudgetCredits = -5 }, FieldBudgetCredits, "The budget is a number of AI credits from 0 (no budget) up", "--budget-credits must be a number of AI credits from 0 (no budget) to 1000000000, not -5"},
+		{"short budget period", func(s *Settings) { s.BudgetPeriod = 30 * time.Minute }, FieldBudgetPeriod, "must be at least an hour", "--budget-period must be at least 1h (such as 24h or 720h), not 30m0s"},
 	} {
 		s := base
 		c.edit(&s)
@@ -151,6 +154,13 @@ func TestValidateMessages(t *testing.T) {
 	}
 	ok := base
 	ok.Remote, ok.RemoteURL, ok.WorkDir, ok.ProviderURL, ok.Model = true, "wss://relay.example.com/ws", dir, "http://127.0.0.1:8080/v1", "gpt-4.1"
+	ok.BudgetCredits, ok.BudgetPeriod = 12.5, time.Hour
+	if errs := ok.ValidateAll(); len(errs) != 0 {
+		t.Errorf("valid settings refused: %v", errs)
+	}
+	// Settings saved before the budget have no period: without a budget
+	// that is no problem.
+	ok.BudgetCredits, ok.BudgetPeriod = 0, 0
 	if errs := ok.ValidateAll(); len(errs) != 0 {
 		t.Errorf("valid settings refused: %v", errs)
 	}
@@ -278,7 +288,7 @@ func TestPrefsRoundTrip(t *testing.T) {
 	}
 	s := Settings{Agent: AgentCopilot, CopilotPath: "/opt/copilot", Model: "gpt-5", ProviderURL: "http://127.0.0.1:8080/v1",
 		ProviderType: "azure", ProviderKey: "k", WorkDir: "/src", InputTimeout: 0, Notifications: false,
-		Remote: true, RemoteURL: "wss://relay/ws", RemoteToken: "t"}
+		Remote: true, RemoteURL: "wss://relay/ws", RemoteToken: "t", BudgetCredits: 12.5, BudgetPeriod: 168 * time.Hour}
 	Save(p, s)
 	if got := Load(p, def); got != s {
 		t.Fatalf("read back %+v, want %+v", got, s)
@@ -288,6 +298,7 @@ func TestPrefsRoundTrip(t *testing.T) {
 	for k, v := range map[string]any{
 		"settings.agent": "copilot", "settings.inputTimeout": "never", "settings.notifications": false,
 		"settings.remote": true, "settings.remoteToken": "t", "settings.providerType": "azure",
+		"settings.budgetCredits": "12.5", "settings.budgetPeriod": "168h",
 	} {
 		if p[k] != v {
 			t.Errorf("%s = %#v, want %#v", k, p[k], v)
@@ -311,6 +322,10 @@ func TestPrefsRoundTrip(t *testing.T) {
 	b.SetString(Lookup(FieldInputTimeout).PrefKey(), "soon")
 	if got := Load(b, def).InputTimeout; got != def.InputTimeout {
 		t.Fatalf("bad stored timeout read as %v", got)
+	}
+	b.SetString(Lookup(FieldBudgetCredits).PrefKey(), "lots")
+	if got := Load(b, def).BudgetCredits; got != def.BudgetCredits {
+		t.Fatalf("bad stored budget read as %v", got)
 	}
 }
 
@@ -440,15 +455,40 @@ func TestFlags(t *testing.T) {
 	if strings.Contains(help.String(), "SECRET") || !strings.Contains(help.String(), "http://env/v1") {
 		t.Fatalf("-h:\n%s", help.String())
 	}
-	for _, name := range []string{"agent", "copilot-path", "model", "provider-url", "provider-type", "provider-key", "workdir", "input-timeout"} {
+	for _, name := range []string{"agent", "copilot-path", "model", "provider-url", "provider-type", "provider-key", "workdir", "input-timeout", "budget-credits", "budget-period"} {
 		if fs.Lookup(name) == nil {
 			t.Errorf("no --%s", name)
 		}
 	}
-	if err := fs.Parse([]string{"--input-timeout", "90s", "--agent", "copilot"}); err != nil {
+	if err := fs.Parse([]string{"--input-timeout", "90s", "--agent", "copilot", "--budget-credits", "7.5", "--budget-period", "24h"}); err != nil {
 		t.Fatal(err)
 	}
-	if s.InputTimeout != 90*time.Second || s.Agent != AgentCopilot {
+	if s.InputTimeout != 90*time.Second || s.Agent != AgentCopilot || s.BudgetCredits != 7.5 || s.BudgetPeriod != 24*time.Hour {
 		t.Fatalf("after parsing: %+v", s)
+	}
+}
+
+// TestBudgetText: the budget reads as the dialog's entry holds it, and
+// reads back from what it writes.
+func TestBudgetText(t *testing.T) {
+	r := Lookup(FieldBudgetCredits)
+	for in, want := range map[string]float64{"": 0, "0": 0, " 50 ": 50, "12.5": 12.5, "12,5": 12.5} {
+		s := Defaults()
+		if err := r.SetText(&s, in); err != nil || s.BudgetCredits != want {
+			t.Errorf("SetText(%q): %v, %v; want %v", in, s.BudgetCredits, err, want)
+		}
+		back := s
+		if err := r.SetText(&back, r.Text(s)); err != nil || back.BudgetCredits != want {
+			t.Errorf("round trip of %q through %q: %v, %v", in, r.Text(s), back.BudgetCredits, err)
+		}
+	}
+	for _, in := range []string{"lots", "NaN", "Inf", "1e999"} {
+		s := Defaults()
+		if err := r.SetText(&s, in); err == nil || !strings.Contains(err.Error(), "is not a number") {
+			t.Errorf("SetText(%q) = %v, %v; want an error", in, s.BudgetCredits, err)
+		}
+	}
+	if got := Lookup(FieldBudgetPeriod).Text(Defaults()); got != "720h" {
+		t.Errorf("the default period reads %q", got)
 	}
 }

@@ -3,9 +3,11 @@ package settings
 import (
 	"errors"
 	"fmt"
+	"math"
 	"net/url"
 	"os"
 	"os/exec"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -145,6 +147,47 @@ func checkInputTimeout(s Settings) *FieldError {
 			"The input timeout must be longer than zero, or never")
 	}
 	return nil
+}
+
+func checkBudgetCredits(s Settings) *FieldError {
+	if c := s.BudgetCredits; math.IsNaN(c) || math.IsInf(c, 0) || c < 0 || c > maxBudgetCredits {
+		return problem(FieldBudgetCredits, fmt.Sprintf("--budget-credits must be a number of AI credits from 0 (no budget) to %d, not %v", maxBudgetCredits, c),
+			"The budget is a number of AI credits from 0 (no budget) up, such as 50")
+	}
+	return nil
+}
+
+// maxBudgetCredits keeps a budget in nano AI units within an int64 with
+// room to spare (about 4.6 billion credits).
+const maxBudgetCredits = 1_000_000_000
+
+// checkBudgetPeriod: the relay keeps the spend by the hour, so a shorter
+// period would count an hour's spend for longer than the period itself.
+// Without a budget the period is not used, and zero (settings saved before
+// there was a budget) stands for the default.
+func checkBudgetPeriod(s Settings) *FieldError {
+	if s.BudgetPeriod == 0 && s.BudgetCredits == 0 {
+		return nil
+	}
+	if s.BudgetPeriod < time.Hour {
+		return problem(FieldBudgetPeriod, fmt.Sprintf("--budget-period must be at least 1h (such as 24h or 720h), not %v", s.BudgetPeriod),
+			"The budget period must be at least an hour: 24h, 168h, 720h…")
+	}
+	return nil
+}
+
+// ParseNumber reads a number as the dialog accepts it: a decimal such as
+// 50 or 12.5, with a comma also taken as the decimal point; empty is 0.
+func ParseNumber(s string) (float64, error) {
+	s = strings.TrimSpace(s)
+	if s == "" {
+		return 0, nil
+	}
+	n, err := strconv.ParseFloat(strings.Replace(s, ",", ".", 1), 64)
+	if err != nil || math.IsNaN(n) || math.IsInf(n, 0) {
+		return 0, fmt.Errorf("%q is not a number: write it like 50 or 12.5", s)
+	}
+	return n, nil
 }
 
 // checkModel: a provider has no default model pilotdesk could rely on (the
