@@ -3,6 +3,8 @@
 //
 //	go run ./tools/fanoutbench                 # 4000 deltas of 64 B to 50 subscribers, in-memory history
 //	go run ./tools/fanoutbench -store sqlite   # the same on the SQLite store
+//	go run ./tools/fanoutbench -store jetstream -nats cluster   # on an R3 stream of a 3-node nats-server cluster
+//	go run ./tools/fanoutbench -store jetstream -nats embedded  # on a JetStream node in the relay's process
 //
 // The relay runs in a child process (this binary re-executed), so that its
 // CPU time, allocations and RSS are its own; the clients run in this process.
@@ -47,6 +49,7 @@ type options struct {
 	pacedRate   int
 	idle        int
 	store       string
+	nats        string
 	sync        string
 	sendQueue   int
 	cpuProfile  string
@@ -63,7 +66,8 @@ func main() {
 	flag.IntVar(&o.rounds, "rounds", 3, "burst rounds (the median is reported)")
 	flag.IntVar(&o.pacedRate, "paced-rate", 2000, "deltas per second of the paced latency round (0: skip it)")
 	flag.IntVar(&o.idle, "idle", 1000, "idle connections for the RSS measurement (0: skip it)")
-	flag.StringVar(&o.store, "store", "memory", "history store of the relay: memory or sqlite")
+	flag.StringVar(&o.store, "store", "memory", "history store of the relay: memory, sqlite or jetstream")
+	flag.StringVar(&o.nats, "nats", "cluster", "with -store jetstream: cluster (a 3-node nats-server cluster on loopback, R3) or embedded (a node in the relay's process)")
 	flag.StringVar(&o.sync, "sqlite-sync", "FULL", "SQLite synchronous setting with -store sqlite (FULL, NORMAL)")
 	flag.IntVar(&o.sendQueue, "send-queue", 0, "relay.Config.SendQueue (0: the relay's default)")
 	flag.StringVar(&o.cpuProfile, "cpuprofile", "", "write CPU profiles: FILE.clients and FILE.relay")
@@ -172,19 +176,31 @@ type roundResult struct {
 	p50, p99         time.Duration
 	lost             int
 	cpuPerDelivery   time.Duration
+	natsPerDelivery  time.Duration // the nats-server processes' CPU (-nats cluster)
 	allocsPerDeliv   float64
 	delivered        int
 }
 
 func runBench(o options) error {
+	if o.store == "jetstream" && o.nats == "cluster" {
+		stop, err := startCluster()
+		if err != nil {
+			return err
+		}
+		defer stop()
+	}
 	ch, err := startChild()
 	if err != nil {
 		return err
 	}
 	defer ch.stop()
 	url := "ws://" + ch.addr + "/ws"
+	store := o.store
+	if store == "jetstream" {
+		store += " (" + o.nats + ")"
+	}
 	fmt.Printf("fan-out: 1 conversation, %d deltas of %d B, %d subscribers, %s store; relay in process %d; load average %s\n",
-		o.deltas, o.size, o.subscribers, o.store, ch.cmd.Process.Pid, loadAverage())
+		o.deltas, o.size, o.subscribers, store, ch.cmd.Process.Pid, loadAverage())
 	defer func() { fmt.Printf("load average at the end: %s\n", loadAverage()) }()
 
 	subs, err := dialAll(url, o.subscribers)
@@ -259,6 +275,9 @@ func mib(b int64) float64 { return float64(b) / (1 << 20) }
 func printRound(name string, r roundResult) {
 	fmt.Printf("%-8s %14.0f %10s %10s %6d %16s %16.2f\n", name, r.deliveriesPerSec,
 		r.p50.Round(10*time.Microsecond), r.p99.Round(10*time.Microsecond), r.lost, r.cpuPerDelivery.Round(10*time.Nanosecond), r.allocsPerDeliv)
+	if len(natsPIDs) > 0 {
+		fmt.Printf("%-8s %71s %16s\n", "", "nats-server CPU/deliv", r.natsPerDelivery.Round(10*time.Nanosecond))
+	}
 }
 
 func median(rs []roundResult) roundResult {
@@ -276,6 +295,7 @@ func median(rs []roundResult) roundResult {
 		p99:              time.Duration(pick(func(r roundResult) float64 { return float64(r.p99) })),
 		lost:             int(pick(func(r roundResult) float64 { return float64(r.lost) })),
 		cpuPerDelivery:   time.Duration(pick(func(r roundResult) float64 { return float64(r.cpuPerDelivery) })),
+		natsPerDelivery:  time.Duration(pick(func(r roundResult) float64 { return float64(r.natsPerDelivery) })),
 		allocsPerDeliv:   pick(func(r roundResult) float64 { return r.allocsPerDeliv }),
 	}
 }
@@ -376,6 +396,7 @@ func round(ch *child, subs []*subscriber, id string, deltas, size, rate int) (ro
 			}
 		}
 	}
+	natsBefore := natsCPU()
 	before, err := ch.stats(false)
 	if err != nil {
 		return roundResult{}, err
@@ -441,6 +462,7 @@ func round(ch *child, subs []*subscriber, id string, deltas, size, rate int) (ro
 	if err != nil {
 		return roundResult{}, err
 	}
+	natsAfter := natsCPU()
 
 	var all []int64
 	var first, last int64 = -1, 0
@@ -467,6 +489,7 @@ func round(ch *child, subs []*subscriber, id string, deltas, size, rate int) (ro
 		p99:              pct(0.99),
 		lost:             deltas*len(subs) - got,
 		cpuPerDelivery:   (after.CPU - before.CPU) / time.Duration(got),
+		natsPerDelivery:  (natsAfter - natsBefore) / time.Duration(got),
 		allocsPerDeliv:   float64(after.Mallocs-before.Mallocs) / float64(got),
 		delivered:        got,
 	}, nil

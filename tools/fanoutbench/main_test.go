@@ -10,7 +10,7 @@ import (
 func TestMain(m *testing.M) {
 	if os.Getenv(roleEnv) == "relay" {
 		store := os.Getenv("FANOUTBENCH_TEST_STORE")
-		if err := runRelay(options{store: store, sync: "NORMAL"}); err != nil {
+		if err := runRelay(options{store: store, nats: "embedded", sync: "NORMAL"}); err != nil {
 			os.Stderr.WriteString(err.Error() + "\n")
 			os.Exit(1)
 		}
@@ -21,10 +21,10 @@ func TestMain(m *testing.M) {
 
 // A small run of the whole benchmark: it must deliver everything.
 func TestSmallRun(t *testing.T) {
-	for _, store := range []string{"memory", "sqlite"} {
+	for _, store := range []string{"memory", "sqlite", "jetstream"} {
 		t.Run(store, func(t *testing.T) {
 			t.Setenv("FANOUTBENCH_TEST_STORE", store)
-			err := runBench(options{subscribers: 3, deltas: 200, size: 64, rounds: 1, pacedRate: 1000, idle: 5, store: store})
+			err := runBench(options{subscribers: 3, deltas: 200, size: 64, rounds: 1, pacedRate: 1000, idle: 5, store: store, nats: "embedded"})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -40,8 +40,15 @@ func runRelay(o options) error {
 		}
 		defer st.Close()
 		store = st
+	} else if o.store == "jetstream" {
+		st, stop, err := openJetStream(o, logger)
+		if err != nil {
+			return err
+		}
+		defer stop()
+		store = st
 	} else if o.store != "memory" {
-		return fmt.Errorf("-store %q: want memory or sqlite", o.store)
+		return fmt.Errorf("-store %q: want memory, sqlite or jetstream", o.store)
 	}
 	r, err := relay.New(relay.Config{Agent: benchAgent{}, Store: store, SendQueue: o.sendQueue, Logger: logger})
 	if err != nil {

@@ -176,6 +176,27 @@ func (s *Store) Events(ctx context.Context, id string, since int64, fn func(hist
 	)
 	err = s.scan(ctx, subj, start, upTo, func(m scanned) error {
 		switch m.info.kind {
+		case kindPack:
+			return unpack(m.data, func(seq int64, typ string, frame []byte) error {
+				if seq >= notedSeq+posEvery {
+					notedSeq = seq
+					s.mu.Lock()
+					notePosLocked(st, position{seq, m.seq})
+					s.mu.Unlock()
+				}
+				if seq <= since {
+					return nil
+				}
+				taken = true
+				if err := fn(history.Event{ConversationID: id, Seq: seq, Type: typ, Frame: frame}); err != nil {
+					// The next stretch starts at this pack.
+					s.mu.Lock()
+					notePosLocked(st, position{seq, m.seq})
+					s.mu.Unlock()
+					return stopScan{err}
+				}
+				return nil
+			})
 		case kindEvent:
 			if m.info.seq >= notedSeq+posEvery {
 				notedSeq = m.info.seq
@@ -276,13 +297,23 @@ func (s *Store) eventsUnsorted(ctx context.Context, id, subj string, since int64
 	type entry struct {
 		seq    int64
 		stream uint64
-		parts  int
+		parts  int // a big event's messages; 0: the pack at stream holds it
 		typ    string
 	}
 	var index []entry
 	err := s.scan(ctx, subj, 0, upTo, func(m scanned) error {
-		if m.info.kind == kindEvent && m.info.seq > since {
-			index = append(index, entry{m.info.seq, m.seq, m.info.parts, m.info.typ})
+		switch m.info.kind {
+		case kindEvent:
+			if m.info.seq > since {
+				index = append(index, entry{m.info.seq, m.seq, m.info.parts, m.info.typ})
+			}
+		case kindPack:
+			return unpack(m.data, func(seq int64, typ string, _ []byte) error {
+				if seq > since {
+					index = append(index, entry{seq, m.seq, 0, typ})
+				}
+				return nil
+			})
 		}
 		return nil
 	})
@@ -290,7 +321,31 @@ func (s *Store) eventsUnsorted(ctx context.Context, id, subj string, since int64
 		return fmt.Errorf("jetstream history: index %q: %w", id, err)
 	}
 	slices.SortFunc(index, func(a, b entry) int { return cmp.Compare(a.seq, b.seq) })
+	var pack storedMsg // the last pack read: its neighbours in seq order often share it
 	for _, e := range index {
+		if e.parts == 0 {
+			if pack.seq != e.stream {
+				if pack, err = s.getMsg(ctx, msgGetRequest{Seq: e.stream}); err != nil {
+					return fmt.Errorf("jetstream history: read event %d of %q: %w", e.seq, id, err)
+				}
+			}
+			var frame []byte
+			found := errors.New("found")
+			err := unpack(pack.data, func(seq int64, _ string, f []byte) error {
+				if seq == e.seq {
+					frame = f
+					return found
+				}
+				return nil
+			})
+			if !errors.Is(err, found) {
+				return fmt.Errorf("jetstream history: event %d of %q is not in its pack (%v)", e.seq, id, err)
+			}
+			if err := fn(history.Event{ConversationID: id, Seq: e.seq, Type: e.typ, Frame: frame}); err != nil {
+				return err
+			}
+			continue
+		}
 		m, err := s.getMsg(ctx, msgGetRequest{Seq: e.stream})
 		if err != nil {
 			return fmt.Errorf("jetstream history: read event %d of %q: %w", e.seq, id, err)
@@ -316,8 +371,14 @@ func (s *Store) eventsUnsorted(ctx context.Context, id, subj string, since int64
 func (s *Store) storedSeqs(ctx context.Context, subj string, upTo uint64) (map[int64]struct{}, error) {
 	seqs := map[int64]struct{}{}
 	err := s.scan(ctx, subj, 0, upTo, func(m scanned) error {
-		if m.info.kind == kindEvent {
+		switch m.info.kind {
+		case kindEvent:
 			seqs[m.info.seq] = struct{}{}
+		case kindPack:
+			return unpack(m.data, func(seq int64, _ string, _ []byte) error {
+				seqs[seq] = struct{}{}
+				return nil
+			})
 		}
 		return nil
 	})

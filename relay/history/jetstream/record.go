@@ -2,6 +2,7 @@ package jetstream
 
 import (
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -18,12 +19,17 @@ import (
 // The headers of a conversation's messages. One header per kind of message
 // keeps them small: an event's costs about 30 bytes.
 const (
-	// hdrEvent is on the message that starts an event:
+	// hdrEvent is on the message that starts an event too big for a pack:
 	// "<seq> <max> <parts> <type>". max is the highest event seq stored on
 	// the subject up to this message (never smaller than on an earlier
 	// message: a replay finds where seq > since starts by bisecting on
 	// it); parts is how many messages the frame takes.
 	hdrEvent = "Pd"
+	// hdrPack is on a message that holds several small events, in the
+	// order they were written: "<max> <count>"; its body is, per event,
+	// uvarint seq, uvarint length and type, uvarint length and frame
+	// (appendPacked).
+	hdrPack = "Pd-Pack"
 	// hdrPart is on each further piece of a frame too big for one
 	// message: "<i> <max>", i from 2.
 	hdrPart = "Pd-Part"
@@ -119,7 +125,48 @@ const (
 	kindEvent msgKind = iota + 1
 	kindPart
 	kindMeta
+	kindPack
 )
+
+// packOverhead bounds the bytes appendPacked adds to an event's frame.
+func packOverhead(e history.Event) int { return 3*binary.MaxVarintLen64 + len(e.Type) }
+
+// appendPacked appends an event to a pack's body.
+func appendPacked(b []byte, e history.Event) []byte {
+	b = binary.AppendUvarint(b, uint64(e.Seq))
+	b = binary.AppendUvarint(b, uint64(len(e.Type)))
+	b = append(b, e.Type...)
+	b = binary.AppendUvarint(b, uint64(len(e.Frame)))
+	return append(b, e.Frame...)
+}
+
+// unpack calls fn for each event of a pack's body. The frames are slices
+// of body.
+func unpack(body []byte, fn func(seq int64, typ string, frame []byte) error) error {
+	for len(body) > 0 {
+		seq, n := binary.Uvarint(body)
+		if n <= 0 {
+			return errors.New("a bad pack: seq")
+		}
+		body = body[n:]
+		tl, n := binary.Uvarint(body)
+		if n <= 0 || uint64(len(body)-n) < tl {
+			return errors.New("a bad pack: type")
+		}
+		typ := string(body[n : n+int(tl)])
+		body = body[n+int(tl):]
+		fl, n := binary.Uvarint(body)
+		if n <= 0 || uint64(len(body)-n) < fl {
+			return errors.New("a bad pack: frame")
+		}
+		frame := body[n : n+int(fl) : n+int(fl)]
+		body = body[n+int(fl):]
+		if err := fn(int64(seq), typ, frame); err != nil {
+			return err
+		}
+	}
+	return nil
+}
 
 func parseInfo(h nats.Header) (msgInfo, error) {
 	if v := h.Get(hdrEvent); v != "" {
@@ -134,6 +181,14 @@ func parseInfo(h nats.Header) (msgInfo, error) {
 			return msgInfo{}, fmt.Errorf("bad %s header %q", hdrEvent, v)
 		}
 		return msgInfo{kind: kindEvent, seq: seq, max: mx, parts: parts, typ: f[3]}, nil
+	}
+	if v := h.Get(hdrPack); v != "" {
+		var mx int64
+		var n int
+		if _, err := fmt.Sscanf(v, "%d %d", &mx, &n); err != nil || n < 1 {
+			return msgInfo{}, fmt.Errorf("bad %s header %q", hdrPack, v)
+		}
+		return msgInfo{kind: kindPack, max: mx, parts: n}, nil
 	}
 	if v := h.Get(hdrPart); v != "" {
 		var i int

@@ -149,7 +149,8 @@ type Store struct {
 	// chunk is the largest frame piece one message carries: the server's
 	// max_payload less room for the headers (the record, the batch's).
 	chunk int
-	// readBytes caps what one pull of a replay asks for.
+	// readBytes caps what one request of a replay asks for (the server
+	// sends one message more than it).
 	readBytes int
 	inflight  chan struct{} // a semaphore of MaxInflight appends
 
@@ -222,7 +223,7 @@ func Open(ctx context.Context, nc *nats.Conn, opts Options) (*Store, error) {
 		return nil, fmt.Errorf("jetstream history: the server's max_payload is %d bytes; it needs at least 64 KiB", maxPayload)
 	}
 	s.chunk = maxPayload - maxRecordHeader - 4<<10
-	s.readBytes = max(1<<20, maxPayload+64<<10)
+	s.readBytes = 256 << 10
 
 	if err := s.openStream(ctx); err != nil {
 		return nil, err

@@ -25,6 +25,10 @@ import (
 // committer never makes) is sent as several batches.
 const maxBatch = 1000
 
+// packLimit bounds a pack's body: a typical delta is 150 bytes, so a
+// pack holds hundreds, and a replay that stops early has read little.
+const packLimit = 64 << 10
+
 // Headers of JetStream's atomic batch publish (server 2.12, ADR-50).
 const (
 	hdrBatchID     = "Nats-Batch-Id"
@@ -288,21 +292,58 @@ func (s *Store) plan(w *convWrite) ([]*unit, error) {
 		cur = &unit{}
 		return nil
 	}
+	// Small events are packed, in order, into messages of up to packLimit
+	// bytes: one message for a typical write of a few deltas, so the
+	// append is a plain fenced publish, one store operation (on a single
+	// node an atomic batch costs a staging store and fsyncs of its own:
+	// 3.7 ms against 0.26 ms for one message, measured). An event bigger
+	// than a pack gets messages of its own, split if need be; an append of
+	// several messages is an atomic batch.
+	var pack *nats.Msg
+	packEvents, packMax := 0, int64(0)
+	closePack := func() {
+		if pack != nil {
+			pack.Header.Set(hdrPack, fmt.Sprintf("%d %d", packMax, packEvents))
+			cur.bytes += len(pack.Data)
+			pack = nil
+		}
+	}
 	for _, e := range w.events {
-		parts := (len(e.Frame) + s.chunk - 1) / s.chunk
-		parts = max(parts, 1)
+		parts, packed := 1, len(e.Frame) <= packLimit-packOverhead(e)
+		if len(e.Frame) > s.chunk {
+			parts = (len(e.Frame) + s.chunk - 1) / s.chunk
+		}
 		if parts+1 > maxBatch {
 			return nil, fmt.Errorf("history: event %d of %q: a frame of %d bytes is too big", e.Seq, w.id, len(e.Frame))
 		}
-		if len(cur.msgs) > 0 && len(cur.msgs)+parts+1 > maxBatch {
-			if err := seal(false); err != nil {
-				return nil, err
+		if packed && pack != nil && len(pack.Data)+packOverhead(e)+len(e.Frame) > packLimit {
+			closePack()
+		}
+		if !packed || pack == nil {
+			// New messages: the unit may be full.
+			if n := len(cur.msgs) + parts + 1; len(cur.msgs) > 0 && n > maxBatch {
+				closePack()
+				if err := seal(false); err != nil {
+					return nil, err
+				}
 			}
 		}
 		if e.Seq < mx {
 			unsorted = true
 		}
 		mx = max(mx, e.Seq)
+		if packed {
+			if pack == nil {
+				pack = &nats.Msg{Subject: w.subj, Header: nats.Header{}}
+				packEvents = 0
+				cur.events = append(cur.events, position{e.Seq, uint64(len(cur.msgs))})
+				cur.msgs = append(cur.msgs, pack)
+			}
+			pack.Data = appendPacked(pack.Data, e)
+			packEvents, packMax = packEvents+1, mx
+			continue
+		}
+		closePack()
 		for i := range parts {
 			m := &nats.Msg{Subject: w.subj, Header: nats.Header{}}
 			if i == 0 {
@@ -316,6 +357,7 @@ func (s *Store) plan(w *convWrite) ([]*unit, error) {
 			cur.bytes += len(m.Data)
 		}
 	}
+	closePack()
 	if err := seal(true); err != nil {
 		return nil, err
 	}

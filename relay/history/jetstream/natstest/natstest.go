@@ -67,9 +67,24 @@ func moduleRoot() (string, error) {
 	}
 }
 
+// TB is what Start needs of a test: *testing.T and *testing.B have it, and
+// a tool (the fan-out benchmark) gives its own.
+type TB interface {
+	Helper()
+	Fatal(args ...any)
+	Fatalf(format string, args ...any)
+	Skipf(format string, args ...any)
+	Logf(format string, args ...any)
+	Cleanup(func())
+	TempDir() string
+	Failed() bool
+}
+
+var _ TB = testing.TB(nil)
+
 // Cluster is a set of nats-server processes forming one JetStream cluster.
 type Cluster struct {
-	t        testing.TB
+	t        TB
 	bin      string
 	User     string
 	Password string
@@ -89,6 +104,16 @@ type Node struct {
 	exited chan struct{} // closed once the process has been waited for
 }
 
+// PID is the node's process id (0 while it is not running).
+func (n *Node) PID() int {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.cmd == nil {
+		return 0
+	}
+	return n.cmd.Process.Pid
+}
+
 // URL is the node's client URL.
 func (n *Node) URL() string { return fmt.Sprintf("nats://127.0.0.1:%d", n.ClientPort) }
 
@@ -102,7 +127,7 @@ var Permissions = struct{ Publish, Subscribe []string }{
 // until JetStream answers on every node. It skips the test, saying why,
 // when nats-server is not installed. The nodes are killed when the test
 // ends; their logs are printed if it failed.
-func Start(t testing.TB, n int) *Cluster {
+func Start(t TB, n int) *Cluster {
 	t.Helper()
 	bin, err := Binary()
 	if err != nil {
@@ -317,7 +342,7 @@ func (c *Cluster) printLog(node *Node) {
 }
 
 // freePorts returns n distinct free TCP ports on 127.0.0.1.
-func freePorts(t testing.TB, n int) []int {
+func freePorts(t TB, n int) []int {
 	t.Helper()
 	var ports []int
 	var lns []net.Listener
