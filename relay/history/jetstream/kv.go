@@ -59,6 +59,8 @@ func (s *Store) runKV() {
 }
 
 // flushKV writes every dirty record and reports whether all were written.
+// While NATS is away every record fails: one warning says so, at most once
+// a minute.
 func (s *Store) flushKV(ctx context.Context) bool {
 	s.mu.Lock()
 	ids := make([]string, 0, len(s.dirty))
@@ -67,17 +69,29 @@ func (s *Store) flushKV(ctx context.Context) bool {
 	}
 	clear(s.dirty)
 	s.mu.Unlock()
-	ok := true
+	failed := 0
+	var first error
 	for _, id := range ids {
 		if err := s.syncRecord(ctx, id); err != nil {
-			ok = false
+			failed++
+			if first == nil {
+				first = fmt.Errorf("%q: %w", id, err)
+			}
 			s.mu.Lock()
 			s.dirty[id] = struct{}{}
 			s.mu.Unlock()
-			s.log.Warn("jetstream history: could not write a conversation's record for the list; retrying", "conversationId", id, "err", err)
 		}
 	}
-	return ok
+	if failed == 0 {
+		return true
+	}
+	if time.Since(s.kvWarned) >= time.Minute {
+		s.kvWarned = time.Now()
+		s.log.Warn("jetstream history: conversation records for the list could not be written; retrying (the list reads the stream meanwhile)", "records", failed, "first", first)
+	} else {
+		s.log.Debug("jetstream history: conversation records still not written", "records", failed, "first", first)
+	}
+	return false
 }
 
 // syncRecord makes the conversation's KV record what the store last

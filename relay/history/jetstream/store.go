@@ -4,15 +4,16 @@
 // Layout: one stream (PD_EVENTS) holds every conversation's events, on one
 // subject per conversation (pilotdesk.conv.<token>.ev); a KV bucket
 // (pd_meta) holds each conversation's record for the list. Every write of
-// a conversation is one append to its subject, an atomic batch whose first
-// message carries Nats-Expected-Last-Subject-Sequence: the stream seq of
-// the subject's last message as this store last saw it. The server stores
-// the batch only if nobody appended since, so a conversation's appends form
-// one chain, and a writer that lost the conversation to another (an old
-// owner) is refused: the fence. The last message of every append carries
-// the conversation's record (history.Conversation and the store's own
-// counters), so the subject's last message alone says what the
-// conversation is, consistently with its events.
+// a conversation is one append to its subject: one message (its small
+// events packed together) or an atomic batch, whose first message carries
+// Nats-Expected-Last-Subject-Sequence: the stream seq of the subject's last
+// message as this store last saw it. The server stores the append only if
+// nobody appended since, so a conversation's appends form one chain, and a
+// writer that lost the conversation to another (an old owner) is refused:
+// the fence. The last message of every append carries the conversation's
+// record (history.Conversation and the store's own counters), so the
+// subject's last message alone says what the conversation is,
+// consistently with its events.
 //
 // The stream is the truth; the KV record is written after each append and
 // may lag it (a crash in between): Conversations repairs it from the
@@ -156,9 +157,10 @@ type Store struct {
 
 	// The KV syncer (kv.go): woken by kvWake, stopped by closing kvStop,
 	// done when kvDone is closed.
-	kvWake chan struct{}
-	kvStop chan struct{}
-	kvDone chan struct{}
+	kvWake   chan struct{}
+	kvStop   chan struct{}
+	kvDone   chan struct{}
+	kvWarned time.Time // when the syncer last warned; its own
 
 	mu     sync.Mutex            // guards convs, dirty, closed and the convStates' fields
 	convs  map[string]*convState // by conversation id
