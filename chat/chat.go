@@ -179,6 +179,8 @@ type repl struct {
 	errorShown bool // a copilot:error of this turn was printed
 	// plan is the last plan turn's steps, for /run.
 	plan []conversation.PlanStep
+	// The credit budget's warning and refusal, each said once.
+	budgetWarned, budgetSpentShown bool
 
 	// Input requests.
 	prompt   *prompt                      // the open one

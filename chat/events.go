@@ -17,6 +17,9 @@ func (r *repl) event(ctx context.Context, ev client.Event) {
 	case *client.StateChange:
 		r.connection(d)
 		return
+	case *protocol.Budget:
+		r.budgetChanged(d)
+		return
 	case *protocol.Conversations:
 		r.showList(d)
 		return
@@ -498,4 +501,26 @@ func (r *repl) showPlan(steps []conversation.PlanStep) {
 		r.note("", fmt.Sprintf("  %d) %s", i+1, sanitize(conversation.StepText(p))))
 	}
 	r.note(styleDim, "/run carries it out in Act; /run 2 or /run 1,3 only those steps.")
+}
+
+// budgetChanged warns once when the relay's credit budget is 80% spent,
+// and says once that new turns are refused when it is spent.
+func (r *repl) budgetChanged(b *protocol.Budget) {
+	switch {
+	case b.Exceeded():
+		if !r.budgetSpentShown {
+			r.budgetSpentShown, r.budgetWarned = true, true
+			r.scr.endLine()
+			r.note(styleError, conversation.BudgetRefusal(*b, r.cfg.Now()))
+		}
+	case b.Warn():
+		r.budgetSpentShown = false
+		if !r.budgetWarned {
+			r.budgetWarned = true
+			r.scr.endLine()
+			r.note(styleWarn, conversation.BudgetWarning(*b)+" "+conversation.BudgetText(*b)+".")
+		}
+	default:
+		r.budgetSpentShown, r.budgetWarned = false, false
+	}
 }

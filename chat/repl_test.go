@@ -543,3 +543,29 @@ func TestPlanAndRun(t *testing.T) {
 	}
 	h.waitFor("Act mode: running 1 step(s) of the plan.")
 }
+
+// TestBudgetNotes: the terminal warns once at 80% of the relay's credit
+// budget and says once that it is spent.
+func TestBudgetNotes(t *testing.T) {
+	h := startREPL(t, plain, nil)
+	h.subscribed(nil)
+	budget := func(spent float64) {
+		h.emit(protocol.TypeBudget, map[string]any{"budgetCredits": 10, "spentCredits": spent, "periodSeconds": 30 * 24 * 3600, "serverTime": "2026-11-24T10:00:00Z"})
+	}
+	budget(5)
+	budget(8.5)
+	budget(9)
+	h.waitFor("80% of the credit budget is spent: 8.5 of 10 credits in the last 30 days. budget: 8.5 of 10 credits spent in 30 days, 1.5 left.")
+	budget(10.5)
+	budget(11)
+	h.waitFor("The credit budget is spent (10.5 of 10 credits in the last 30 days): new turns are refused.")
+	h.typeIn("/help\n")
+	h.waitFor("/switch N")
+	screen := h.out.text()
+	if n := strings.Count(screen, "80% of the credit budget"); n != 1 {
+		t.Fatalf("warned %d times:\n%s", n, screen)
+	}
+	if n := strings.Count(screen, "The credit budget is spent"); n != 1 {
+		t.Fatalf("refusal said %d times:\n%s", n, screen)
+	}
+}

@@ -55,7 +55,7 @@ func (s *relaySettings) register(fs *flag.FlagSet, getenv func(string) string, w
 		fs.StringVar(&s.TLSKey, "tls-key", "", "the certificate's private key `FILE`")
 		s.NATS.register(fs)
 	}
-	settings.RegisterFlags(fs, &s.Settings, getenv, settings.GroupAgent, settings.GroupWindow)
+	settings.RegisterFlags(fs, &s.Settings, getenv, settings.GroupAgent, settings.GroupWindow, settings.GroupBudget)
 	fs.StringVar(&s.Script, "script", "", "scenario `FILE` for the scripted agent (default: the built-in demo)")
 	fs.DurationVar(&s.HeartbeatTimeout, "heartbeat-timeout", 180*time.Second, "close a connection after this long with no inbound message")
 	fs.StringVar(&s.DataDir, "data-dir", "", "where conversation history is kept (default: the OS's user data dir; "+memoryDataDir+" keeps it in memory)")

@@ -96,6 +96,8 @@ const (
 	// GroupWindow: the window itself (the model goes with each prompt;
 	// serve takes --model as the agent's default).
 	GroupWindow
+	// GroupBudget: the embedded relay's AI credit budget.
+	GroupBudget
 )
 
 // Apply says what a change to a setting takes to apply.
@@ -226,7 +228,7 @@ var table = []Setting{
 		// dialog can reach it. Off, it listens on 127.0.0.1 only.
 		Field: FieldLAN, Group: GroupConnection, Apply: Restart, Default: "false",
 		Label: "Network", Placeholder: "Reachable from my network",
-		Hint: "Devices with a token from Connect a device… may join, over TLS; off: this computer only",
+		Hint: "On: devices you connect may join, over TLS",
 		Kind: KindBool, boolean: func(s *Settings) *bool { return &s.LAN },
 		used: embeddedOnly,
 	},
@@ -303,16 +305,16 @@ var table = []Setting{
 	{
 		// The relay takes its budget when it is created, and reads the
 		// spend of the period from its store then.
-		Field: FieldBudgetCredits, Group: GroupAgent, Apply: Restart, Default: "0",
+		Field: FieldBudgetCredits, Group: GroupBudget, Apply: Restart, Default: "0",
 		Flag: "budget-credits", Usage: "refuse new turns once this many AI credits (`N`) were spent in --budget-period, over all conversations; 0: no budget",
-		Label: "Budget", Hint: "AI credits per period; new turns stop once they are spent. 0: no budget", Placeholder: "0 (no budget)",
+		Label: "Budget", Hint: "AI credits a period; 0: none", Placeholder: "0 (no budget)",
 		Kind: KindNumber, num: func(s *Settings) *float64 { return &s.BudgetCredits },
 		used: embeddedOnly, check: checkBudgetCredits,
 	},
 	{
-		Field: FieldBudgetPeriod, Group: GroupAgent, Apply: Restart, Default: "720h",
+		Field: FieldBudgetPeriod, Group: GroupBudget, Apply: Restart, Default: "720h",
 		Flag: "budget-period", Usage: "the budget counts the credits spent in the last `D` (at least 1h; 720h is 30 days)",
-		Label: "Budget period", Hint: "The budget counts the credits spent in the last 24h, 168h (a week), 720h (30 days)…",
+		Label: "Budget period", Hint: "24h, 168h (a week), 720h (30 days)…",
 		Choices: []Choice{{"24h", "24h"}, {"168h", "168h"}, {"720h", "720h"}},
 		Kind:    KindDuration, dur: func(s *Settings) *time.Duration { return &s.BudgetPeriod },
 		used: embeddedOnly, check: checkBudgetPeriod,

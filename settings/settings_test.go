@@ -336,7 +336,7 @@ func parse(t *testing.T, env map[string]string, args ...string) (Settings, map[F
 	fs := flag.NewFlagSet("pilotdesk", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	var s Settings
-	RegisterFlags(fs, &s, getenv, GroupConnection, GroupAgent, GroupWindow)
+	RegisterFlags(fs, &s, getenv, GroupConnection, GroupAgent, GroupWindow, GroupBudget)
 	fs.String("script", "", "not a setting, but it fixes the agent")
 	if err := fs.Parse(args); err != nil {
 		t.Fatal(err)
@@ -439,7 +439,7 @@ func TestFlags(t *testing.T) {
 	env := map[string]string{"PILOTDESK_PROVIDER_KEY": "sk-SECRET", "PILOTDESK_PROVIDER_URL": "http://env/v1"}
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	var s Settings
-	RegisterFlags(fs, &s, func(k string) string { return env[k] }, GroupAgent, GroupWindow)
+	RegisterFlags(fs, &s, func(k string) string { return env[k] }, GroupAgent, GroupWindow, GroupBudget)
 	want := Defaults()
 	want.Notifications = false // no flag
 	want.ProviderKey, want.ProviderURL = "sk-SECRET", "http://env/v1"

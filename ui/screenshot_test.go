@@ -17,6 +17,7 @@ import (
 	"github.com/pilotdesk/pilotdesk/client"
 	"github.com/pilotdesk/pilotdesk/conversation"
 	"github.com/pilotdesk/pilotdesk/protocol"
+	"github.com/pilotdesk/pilotdesk/relay"
 	"github.com/pilotdesk/pilotdesk/settings"
 )
 
@@ -177,6 +178,16 @@ func TestScreenshots(t *testing.T) {
 				h.send("credits")
 				h.waitFor("the credits turn", func() bool { return h.hasStatus(protocol.StatusCompleted) })
 				s.shot(h, "usage-credits")
+
+				// The credit budget spent: Send disabled, the bar says why.
+				h = newHarness(t, harnessConfig{theme: th, fakeClock: true, size: fyne.NewSize(1100, 720), relay: relay.Config{BudgetCredits: 10}})
+				h.send("expensive")
+				h.waitFor("the first turn", func() bool { return h.hasStatus(protocol.StatusCompleted) })
+				h.send("expensive again")
+				h.waitFor("the budget spent", func() bool {
+					return h.w.budget != nil && h.w.budget.Exceeded() && h.hasStatus(protocol.StatusCompleted)
+				})
+				s.shot(h, "budget-spent")
 			}
 
 			// The work a turn did: a shell row and an edit row, expanded.

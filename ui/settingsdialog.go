@@ -30,6 +30,7 @@ var sectionTitles = map[settings.Group]string{
 	settings.GroupAgent:      "Agent (embedded relay)",
 	settings.GroupConnection: "Connection",
 	settings.GroupWindow:     "Window",
+	settings.GroupBudget:     "AI credit budget (embedded relay)",
 }
 
 // Texts of the dialog's status line.
@@ -112,10 +113,10 @@ func newSettingsDialog(w *Window) *settingsDialog {
 	}
 	form := container.NewGridWithColumns(2,
 		container.NewVBox(section(settings.GroupAgent)...),
-		container.NewVBox(append(section(settings.GroupConnection), section(settings.GroupWindow)...)...),
+		container.NewVBox(append(append(section(settings.GroupConnection), section(settings.GroupWindow)...), section(settings.GroupBudget)...)...),
 	)
 	scroll := container.NewVScroll(container.NewPadded(form))
-	scroll.SetMinSize(fyne.NewSize(960, 470))
+	scroll.SetMinSize(fyne.NewSize(960, 520))
 	statusRow := container.NewBorder(nil, nil, d.activity, nil, d.status)
 	content := container.NewBorder(nil, container.NewVBox(widget.NewSeparator(), statusRow), nil, nil, scroll)
 

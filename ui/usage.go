@@ -26,6 +26,11 @@ type statusBar struct {
 	totals *widget.Label
 	root   fyne.CanvasObject
 	state  client.StateChange
+	// What the totals line holds: the session's totals (or a hint), and
+	// the relay's credit budget.
+	totalsText  string
+	budgetText  string
+	budgetSpent bool
 }
 
 func newStatusBar() *statusBar {
@@ -93,6 +98,13 @@ func (b *statusBar) setConn(sc client.StateChange, now time.Time) {
 	}
 }
 
+// setBudget shows the credit budget after the session totals; spent says
+// new turns are refused, in the danger colour.
+func (b *statusBar) setBudget(text string, spent bool) {
+	b.budgetText, b.budgetSpent = text, spent
+	b.showTotals()
+}
+
 func (b *statusBar) setNotice(text string) {
 	if text == "" {
 		b.notice.Hide()
@@ -112,12 +124,27 @@ func (b *statusBar) setUsage(line, totals string, empty bool) {
 		b.usage.Importance = widget.MediumImportance
 	}
 	b.usage.Refresh()
-	if totals != "" {
-		b.totals.Importance = widget.MediumImportance
-		b.totals.SetText(totals)
-	} else {
-		b.totals.Importance = widget.LowImportance
-		b.totals.SetText("Session totals appear when the agent session ends")
+	b.totalsText = totals
+	b.showTotals()
+}
+
+// showTotals draws the second line: the session's totals, then the budget.
+func (b *statusBar) showTotals() {
+	text, imp := b.totalsText, widget.MediumImportance
+	if text == "" {
+		text, imp = "Session totals appear when the agent session ends", widget.LowImportance
+	}
+	if b.budgetText != "" {
+		text += "  ·  " + b.budgetText
+		if b.budgetSpent {
+			imp = widget.DangerImportance
+		} else if imp == widget.LowImportance {
+			imp = widget.MediumImportance
+		}
+	}
+	if b.totals.Text != text || b.totals.Importance != imp {
+		b.totals.Importance = imp
+		b.totals.SetText(text)
 	}
 }
 

@@ -149,6 +149,11 @@ type Window struct {
 	notice       *noticeCard
 	settings     *settingsDialog
 	about        dialog.Dialog
+	// budget is the relay's credit budget as last shown (nil: none), and
+	// budgetWarned whether the 80% warning was given.
+	budget          *protocol.Budget
+	budgetWarned    bool
+	budgetSpentSaid bool
 	// askedMore is the cursor of the last list page asked for, so that
 	// scrolling to the end asks for each page once.
 	askedMore string
@@ -601,6 +606,7 @@ drain:
 		w.status.setConn(f.Conn, now)
 		w.status.setNotice(f.Notice)
 		w.lastConn = f.Conn
+		w.showBudget(f.Budget, now)
 	}
 	if f.SidebarChanged {
 		w.sidebar.more = f.More
@@ -712,6 +718,7 @@ func (w *Window) showStreaming(streaming bool) {
 		return
 	}
 	w.shownStreaming = &streaming
+	defer w.refreshSend()
 	if streaming {
 		w.sendBtn.SetText("Stop")
 		w.sendBtn.SetIcon(theme.MediaStopIcon())
@@ -722,6 +729,46 @@ func (w *Window) showStreaming(streaming bool) {
 		w.sendBtn.Importance = widget.HighImportance
 	}
 	w.sendBtn.Refresh()
+}
+
+// showBudget shows the relay's credit budget under the usage, warns once at
+// 80% of it, and while it is spent disables Send and says why and how to
+// raise it.
+func (w *Window) showBudget(b *protocol.Budget, now time.Time) {
+	w.budget = b
+	if b == nil {
+		w.status.setBudget("", false)
+		w.refreshSend()
+		return
+	}
+	w.status.setBudget(conversation.BudgetText(*b), b.Exceeded())
+	switch {
+	case b.Exceeded():
+		if !w.budgetSpentSaid {
+			// Once, in full: why Send is off and how to raise the budget.
+			w.budgetSpentSaid, w.budgetWarned = true, true
+			w.store.AddNote(w.current, conversation.NoteError, conversation.BudgetRefusal(*b, now))
+		}
+	case b.Warn() && !w.budgetWarned:
+		w.budgetWarned = true
+		w.store.AddNote(w.current, conversation.NoteWarn, conversation.BudgetWarning(*b))
+	case !b.Warn():
+		w.budgetWarned, w.budgetSpentSaid = false, false // a later climb warns again
+	}
+	if !b.Exceeded() {
+		w.budgetSpentSaid = false
+	}
+	w.refreshSend()
+}
+
+// refreshSend enables Send unless the credit budget is spent (Stop always
+// works).
+func (w *Window) refreshSend() {
+	if w.budget != nil && w.budget.Exceeded() && !w.view.Streaming {
+		w.sendBtn.Disable()
+	} else {
+		w.sendBtn.Enable()
+	}
 }
 
 // showWaiting is the indicator above the composer: "thinking" while a turn
@@ -841,6 +888,11 @@ func (w *Window) submit() {
 	}
 	if w.view.Streaming {
 		return // Enter while streaming keeps the draft; Stop first
+	}
+	if w.budget != nil && w.budget.Exceeded() {
+		// The relay would refuse it: say why here and keep the draft.
+		w.store.AddNote(w.current, conversation.NoteError, conversation.BudgetRefusal(*w.budget, w.now()))
+		return
 	}
 	id, mode, modelName := w.current, w.shownMode(), w.opts.Model
 	w.composer.setText("")

@@ -460,3 +460,47 @@ func TestListPagesAndWatch(t *testing.T) {
 		return false
 	})
 }
+
+// TestBudget: the usage bar shows the relay's credit budget; at 80% the
+// window warns once; once spent, Send is disabled, the bar says why and how
+// to raise it, and Enter keeps the draft with the same words.
+func TestBudget(t *testing.T) {
+	h := newHarness(t, harnessConfig{relay: relay.Config{BudgetCredits: 10}})
+	h.waitFor("the budget", func() bool {
+		return strings.Contains(h.w.status.totals.Text, "budget: 0 of 10 credits spent in 30 days, 10 left")
+	})
+	h.send("expensive")
+	h.waitFor("the warning", func() bool {
+		r := h.lastRow(conversation.RowNote)
+		return strings.HasPrefix(r.Text, "80% of the credit budget is spent: 8.5 of 10 credits")
+	})
+	h.waitFor("the turn", func() bool { return h.hasStatus(protocol.StatusCompleted) })
+	h.frame()
+	if h.w.sendBtn.Disabled() {
+		t.Fatal("Send is disabled below the budget")
+	}
+	h.send("expensive again")
+	h.waitFor("the budget spent", func() bool { return h.w.budget != nil && h.w.budget.Exceeded() && h.w.sendBtn.Disabled() })
+	h.frame() // the note it added
+	if got := h.w.status.totals.Text; !strings.Contains(got, "budget spent: 17 of 10 credits in 30 days, new turns from ") {
+		t.Fatalf("totals line %q", got)
+	}
+	if r := h.lastRow(conversation.RowNote); !strings.HasPrefix(r.Text, "The credit budget is spent (17 of 10 credits in the last 30 days)") || !strings.Contains(r.Text, "--budget-credits") {
+		t.Fatalf("the note that says why: %q\n%s", r.Text, h.dump())
+	}
+	notes := 0
+	for _, r := range h.rows() {
+		if strings.HasPrefix(r.Text, "80% of the credit budget") {
+			notes++
+		}
+	}
+	if notes > 1 {
+		t.Fatalf("the 80%% warning was given %d times", notes)
+	}
+	h.w.composer.SetText("one more")
+	h.w.submit()
+	h.frame()
+	if h.w.composer.Text != "one more" || !strings.HasPrefix(h.lastRow(conversation.RowNote).Text, "The credit budget is spent") {
+		t.Fatalf("a refused prompt: draft %q, note %q", h.w.composer.Text, h.lastRow(conversation.RowNote).Text)
+	}
+}

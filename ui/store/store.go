@@ -55,6 +55,8 @@ type Store struct {
 	connChanged    bool
 	// moreCursor asks the relay for the list's next page ("" at its end).
 	moreCursor string
+	// budget is the relay's credit budget, nil when it has none.
+	budget *protocol.Budget
 }
 
 // NewStore returns an empty store.
@@ -171,6 +173,11 @@ func (s *Store) applyLocked(ev client.Event) {
 		s.moreCursor = d.NextCursor
 		s.sidebarChanged = true
 		return
+	case *protocol.Budget:
+		b := *d
+		s.budget = &b
+		s.connChanged = true
+		return
 	case *protocol.Deleted:
 		delete(s.convs, d.ConversationID)
 		s.sidebarChanged = true
@@ -280,7 +287,9 @@ type Frame struct {
 	// More is the cursor of the list's next page on the relay, "" when the
 	// window has every conversation.
 	More string
-	Conv View
+	// Budget is the relay's credit budget (a copy), nil without one.
+	Budget *protocol.Budget
+	Conv   View
 }
 
 // Take returns what changed since the last Take for the conversation
@@ -290,6 +299,10 @@ func (s *Store) Take(current string, full bool) Frame {
 	defer s.mu.Unlock()
 	f := Frame{Conn: s.conn, Notice: s.notice, ConnChanged: s.connChanged, SidebarChanged: s.sidebarChanged || full, More: s.moreCursor}
 	s.connChanged = false
+	if s.budget != nil {
+		b := *s.budget
+		f.Budget = &b
+	}
 	if f.SidebarChanged {
 		f.Sidebar = s.sidebarLocked()
 		s.sidebarChanged = false
