@@ -7,6 +7,7 @@ import (
 
 	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/container"
+	"fyne.io/fyne/v2/driver/desktop"
 	"fyne.io/fyne/v2/theme"
 	"fyne.io/fyne/v2/widget"
 
@@ -29,7 +30,13 @@ type sidebar struct {
 	// more is the cursor of the relay's next page of the list, "" at its
 	// end.
 	more string
-	root fyne.CanvasObject
+	// held keeps the rows' order while the pointer is over the list;
+	// latest is the order the store last gave, shown once it lets go;
+	// holdGen tells a late release from a newer hold.
+	held    bool
+	latest  []store.Entry
+	holdGen int
+	root    fyne.CanvasObject
 }
 
 func newSidebar(w *Window) *sidebar {
@@ -42,7 +49,7 @@ func newSidebar(w *Window) *sidebar {
 			status := widget.NewLabel("")
 			status.SizeName = theme.SizeNameCaptionText
 			status.Truncation = fyne.TextTruncateEllipsis
-			return container.NewVBox(title, status)
+			return newHoverBox(s, container.NewVBox(title, status))
 		},
 		func(id widget.ListItemID, o fyne.CanvasObject) {
 			if id >= len(s.entries) {
@@ -53,7 +60,7 @@ func newSidebar(w *Window) *sidebar {
 				// The end of the list is in view: the relay's next page.
 				s.win.loadMore(s.more)
 			}
-			box := o.(*fyne.Container)
+			box := o.(*hoverBox).content
 			title := box.Objects[0].(*widget.Label)
 			status := box.Objects[1].(*widget.Label)
 			title.SetText(e.Title)
@@ -98,6 +105,14 @@ func entryStatus(e store.Entry, now time.Time) (string, widget.Importance) {
 // what it shows changed: a page of the relay's list asked for again after
 // a reconnect is mostly the same, and a refresh repaints the window.
 func (s *sidebar) set(entries []store.Entry, current string) {
+	s.latest = entries
+	if s.held && len(s.entries) > 0 {
+		// The pointer is over the list: keep the rows where they are, so
+		// that a conversation that starts streaming does not move the one
+		// about to be clicked. The order catches up when the pointer
+		// leaves.
+		entries = keepOrder(s.entries, entries)
+	}
 	if current == s.current && slices.EqualFunc(entries, s.entries, sameEntry) {
 		return
 	}
@@ -142,3 +157,70 @@ func (s *sidebar) waiting() bool {
 	}
 	return false
 }
+
+// keepOrder returns latest in the order of shown: entries already shown
+// keep their places, new ones follow, gone ones go.
+func keepOrder(shown, latest []store.Entry) []store.Entry {
+	byID := make(map[string]store.Entry, len(latest))
+	for _, e := range latest {
+		byID[e.ID] = e
+	}
+	out := make([]store.Entry, 0, len(latest))
+	for _, e := range shown {
+		if l, ok := byID[e.ID]; ok {
+			out = append(out, l)
+			delete(byID, e.ID)
+		}
+	}
+	for _, e := range latest {
+		if _, ok := byID[e.ID]; ok {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// holdOrder keeps the list's order while the pointer is over it. Leaving
+// lets it go after a moment: moving from one row to the next is a leave
+// and an enter, which must not reorder in between.
+func (s *sidebar) holdOrder(on bool) {
+	s.holdGen++
+	if on {
+		s.held = true
+		return
+	}
+	gen := s.holdGen
+	s.win.later(releaseDelay, func() {
+		if s.holdGen == gen && s.held {
+			s.held = false
+			if s.latest != nil {
+				s.set(s.latest, s.current)
+			}
+		}
+	})
+}
+
+// releaseDelay is how long the order holds after the pointer left a row.
+const releaseDelay = 300 * time.Millisecond
+
+// hoverBox is a row of the list that tells the sidebar when the pointer is
+// over it.
+type hoverBox struct {
+	widget.BaseWidget
+	s       *sidebar
+	content *fyne.Container
+}
+
+func newHoverBox(s *sidebar, content *fyne.Container) *hoverBox {
+	h := &hoverBox{s: s, content: content}
+	h.ExtendBaseWidget(h)
+	return h
+}
+
+func (h *hoverBox) CreateRenderer() fyne.WidgetRenderer {
+	return widget.NewSimpleRenderer(h.content)
+}
+
+func (h *hoverBox) MouseIn(*desktop.MouseEvent)    { h.s.holdOrder(true) }
+func (h *hoverBox) MouseMoved(*desktop.MouseEvent) {}
+func (h *hoverBox) MouseOut()                      { h.s.holdOrder(false) }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/test"
@@ -503,4 +504,76 @@ func TestBudget(t *testing.T) {
 	if h.w.composer.Text != "one more" || !strings.HasPrefix(h.lastRow(conversation.RowNote).Text, "The credit budget is spent") {
 		t.Fatalf("a refused prompt: draft %q, note %q", h.w.composer.Text, h.lastRow(conversation.RowNote).Text)
 	}
+}
+
+// TestListHoldsStillUnderThePointer: while the pointer is over the list, a
+// conversation that starts streaming elsewhere does not move the rows; the
+// order catches up once the pointer leaves.
+func TestListHoldsStillUnderThePointer(t *testing.T) {
+	h := newHarness(t, harnessConfig{})
+	other := h.srv.Dial(t)
+	const a, b = "0b7e3a40-0000-4000-8000-00000000000a", "0b7e3a40-0000-4000-8000-00000000000b"
+	for _, id := range []string{a, b} {
+		other.Send(protocol.TypeSend, protocol.Send{ConversationID: id, Prompt: "use the tool " + id[len(id)-1:]})
+		other.WaitFor(protocol.TypeIdle, nil)
+	}
+	h.waitFor("both listed", func() bool { return len(h.w.sidebar.entries) == 3 })
+	order := func() string {
+		var ids []string
+		for _, e := range h.w.sidebar.entries {
+			ids = append(ids, e.ID[len(e.ID)-1:])
+		}
+		return strings.Join(ids, "")
+	}
+	before := order()
+	// The one further down starts streaming, a second later (the list's
+	// times are whole seconds): it belongs at the top.
+	mover := a
+	if before[0] == 'a' {
+		mover = b
+	}
+	time.Sleep(1100 * time.Millisecond)
+	h.shownRow(0).MouseIn(nil)
+	other.Send(protocol.TypeSend, protocol.Send{ConversationID: mover, Prompt: "slow count"})
+	h.waitFor("it streams", func() bool {
+		for _, e := range h.w.sidebar.entries {
+			if e.ID == mover {
+				return e.Streaming
+			}
+		}
+		return false
+	})
+	if got := order(); got != before {
+		t.Fatalf("under the pointer the list went from %s to %s", before, got)
+	}
+	h.shownRow(0).MouseOut()
+	h.waitFor("the order to catch up", func() bool { return h.w.sidebar.entries[0].ID == mover })
+}
+
+// shownRow returns the list row drawn for entry i of the sidebar.
+func (h *harness) shownRow(i int) *hoverBox {
+	h.t.Helper()
+	var found *hoverBox
+	var walk func(o fyne.CanvasObject)
+	walk = func(o fyne.CanvasObject) {
+		switch x := o.(type) {
+		case *hoverBox:
+			if found == nil {
+				found = x
+			}
+		case *fyne.Container:
+			for _, c := range x.Objects {
+				walk(c)
+			}
+		case fyne.Widget:
+			for _, c := range test.WidgetRenderer(x).Objects() {
+				walk(c)
+			}
+		}
+	}
+	walk(h.w.sidebar.list)
+	if found == nil {
+		h.t.Fatal("no row of the list is drawn")
+	}
+	return found
 }
