@@ -188,7 +188,50 @@ func nodeDies(t *testing.T, leader bool) {
 	// read through it.
 	c.Restart(victim)
 	c.WaitReady(60 * time.Second)
+	waitCurrent(t, c, victim)
 	check(victim)
+}
+
+// waitCurrent waits until node i, restarted, answers for the events stream
+// and the bucket's, with every replica current.
+func waitCurrent(t *testing.T, c *natstest.Cluster, i int) {
+	t.Helper()
+	nc := clusterConn(t, c, i)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(60 * time.Second)
+	for _, stream := range []string{"PD_EVENTS", "KV_pd_meta"} {
+		waitStreamCurrent(t, js, stream, c.Nodes[i].Name, deadline)
+	}
+}
+
+func waitStreamCurrent(t *testing.T, js jetstream.JetStream, stream, node string, deadline time.Time) {
+	t.Helper()
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		st, err := js.Stream(ctx, stream)
+		var info *jetstream.StreamInfo
+		if err == nil {
+			info, err = st.Info(ctx)
+		}
+		cancel()
+		if err == nil && info.Cluster != nil && len(info.Cluster.Replicas) == 2 {
+			current := true
+			for _, r := range info.Cluster.Replicas {
+				current = current && r.Current && !r.Offline
+			}
+			if current {
+				return
+			}
+			err = fmt.Errorf("replicas %+v", info.Cluster.Replicas)
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s does not serve %s with every replica current: %v", node, stream, err)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
 }
 
 func frameEvent(id string, seq int64) history.Event {

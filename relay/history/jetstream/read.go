@@ -43,7 +43,11 @@ func (s *Store) Conversations(ctx context.Context) ([]history.Conversation, erro
 	if _, err := s.state(""); err != nil {
 		return nil, err // closed
 	}
-	w, err := s.kv.WatchAll(ctx, jetstream.IgnoreDeletes())
+	var w jetstream.KeyWatcher
+	err := s.leaderCall(ctx, func(actx context.Context) (err error) {
+		w, err = s.kv.WatchAll(ctx, jetstream.IgnoreDeletes()) // ctx: the watcher lives on
+		return err
+	})
 	if err != nil {
 		return nil, fmt.Errorf("jetstream history: list the records: %w", err)
 	}
@@ -65,7 +69,11 @@ func (s *Store) Conversations(ctx context.Context) ([]history.Conversation, erro
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("jetstream history: list the records: %w", err)
 	}
-	info, err := s.stream.Info(ctx, jetstream.WithSubjectFilter(s.names.subject))
+	var info *jetstream.StreamInfo
+	err = s.leaderCall(ctx, func(ctx context.Context) (err error) {
+		info, err = s.stream.Info(ctx, jetstream.WithSubjectFilter(s.names.subject))
+		return err
+	})
 	if err != nil {
 		return nil, fmt.Errorf("jetstream history: count the conversations' messages: %w", err)
 	}
@@ -510,7 +518,9 @@ func (s *Store) Delete(ctx context.Context, id string) error {
 
 // deleteLocked deletes a conversation; the caller holds st.write.
 func (s *Store) deleteLocked(ctx context.Context, id string, st *convState) error {
-	if err := s.stream.Purge(ctx, jetstream.WithPurgeSubject(s.names.subjectOf(id))); err != nil {
+	if err := s.leaderCall(ctx, func(ctx context.Context) error {
+		return s.stream.Purge(ctx, jetstream.WithPurgeSubject(s.names.subjectOf(id)))
+	}); err != nil {
 		return fmt.Errorf("jetstream history: delete %q: %w", id, err)
 	}
 	s.mu.Lock()

@@ -263,10 +263,11 @@ func (s *Store) getMsgOf(ctx context.Context, req msgGetRequest, withData bool) 
 	if err != nil {
 		return storedMsg{}, err
 	}
-	ctx, cancel := context.WithTimeout(ctx, s.opts.RequestTimeout)
-	defer cancel()
-	reply, err := s.nc.RequestWithContext(ctx, "$JS.API.STREAM.MSG.GET."+s.names.stream, body)
-	if err != nil {
+	var reply *nats.Msg
+	if err := s.leaderCall(ctx, func(ctx context.Context) (err error) {
+		reply, err = s.nc.RequestWithContext(ctx, "$JS.API.STREAM.MSG.GET."+s.names.stream, body)
+		return err
+	}); err != nil {
 		return storedMsg{}, err
 	}
 	var (

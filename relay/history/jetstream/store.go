@@ -237,8 +237,8 @@ func Open(ctx context.Context, nc *nats.Conn, opts Options) (*Store, error) {
 	return s, nil
 }
 
-// openStream creates the events stream, or reads the epoch of the one
-// that exists. Created with CreateStream, never CreateOrUpdateStream,
+// openStream finds the events stream and reads its epoch, or creates it
+// with a new one. Created with CreateStream, never CreateOrUpdateStream,
 // which would replace the epoch in its metadata.
 func (s *Store) openStream(ctx context.Context) error {
 	cfg := jetstream.StreamConfig{
@@ -259,10 +259,19 @@ func (s *Store) openStream(ctx context.Context) error {
 		AllowAtomicPublish: true,
 		Metadata:           map[string]string{EpochKey: history.NewEpoch()},
 	}
-	st, err := s.js.CreateStream(ctx, cfg)
-	if errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) {
+	// Look first: a stream that exists is the common case, and creating
+	// one that exists fails anyway (its epoch differs).
+	var st jetstream.Stream
+	err := s.leaderCall(ctx, func(ctx context.Context) (err error) {
 		st, err = s.js.Stream(ctx, s.names.stream)
-	}
+		if errors.Is(err, jetstream.ErrStreamNotFound) {
+			st, err = s.js.CreateStream(ctx, cfg)
+			if errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) {
+				st, err = s.js.Stream(ctx, s.names.stream) // another relay made it meanwhile
+			}
+		}
+		return err
+	})
 	if err != nil {
 		return fmt.Errorf("jetstream history: open stream %s: %w", s.names.stream, err)
 	}
@@ -292,10 +301,17 @@ func (s *Store) openBucket(ctx context.Context) error {
 		Storage:     jetstream.FileStorage,
 		Replicas:    s.opts.Replicas,
 	}
-	kv, err := s.js.CreateKeyValue(ctx, cfg)
-	if errors.Is(err, jetstream.ErrBucketExists) {
+	var kv jetstream.KeyValue
+	err := s.leaderCall(ctx, func(ctx context.Context) (err error) {
 		kv, err = s.js.KeyValue(ctx, s.names.bucket)
-	}
+		if errors.Is(err, jetstream.ErrBucketNotFound) {
+			kv, err = s.js.CreateKeyValue(ctx, cfg)
+			if errors.Is(err, jetstream.ErrBucketExists) {
+				kv, err = s.js.KeyValue(ctx, s.names.bucket) // another relay made it meanwhile
+			}
+		}
+		return err
+	})
 	if err != nil {
 		return fmt.Errorf("jetstream history: open bucket %s: %w", s.names.bucket, err)
 	}

@@ -556,7 +556,7 @@ func (s *Store) takeBack(ctx context.Context, id string, st *convState, u *undo)
 			if err != nil {
 				return view{}, fmt.Errorf("take back a failed append to %q: %w", id, err)
 			}
-			if err := s.stream.DeleteMsg(ctx, m.seq); err != nil && !errors.Is(err, jetstream.ErrMsgNotFound) {
+			if err := s.leaderCall(ctx, func(ctx context.Context) error { return s.stream.DeleteMsg(ctx, m.seq) }); err != nil && !errors.Is(err, jetstream.ErrMsgNotFound) {
 				return view{}, fmt.Errorf("take back a failed append to %q: delete stream seq %d: %w", id, m.seq, err)
 			}
 			n++
