@@ -1,0 +1,50 @@
+package jetstream
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// leaderCall runs a JetStream API request that a stream's leader (or the
+// meta leader) answers. While a new leader is elected (4–9 s after the old
+// one died) such a request goes unanswered, and nothing answers it later:
+// so each attempt gets attemptTimeout, and the request is sent again, with
+// backoff, until it is answered, fails for good, ctx ends, or WriteTimeout
+// has passed.
+func (s *Store) leaderCall(ctx context.Context, op func(ctx context.Context) error) error {
+	deadline := time.Now().Add(s.opts.WriteTimeout)
+	wait := 20 * time.Millisecond
+	for {
+		actx, cancel := context.WithTimeout(ctx, callTimeout)
+		err := op(actx)
+		cancel()
+		if err == nil || !passing(err) || ctx.Err() != nil || time.Now().Add(wait).After(deadline) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, 500*time.Millisecond)
+	}
+}
+
+// callTimeout bounds one attempt of a leader's request: answered within
+// milliseconds by a leader, never by a dead one.
+const callTimeout = 2 * time.Second
+
+// passing reports whether a request's error passes with a leader election:
+// no answer, nobody listening, or the server saying so.
+func passing(err error) bool {
+	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrTimeout) ||
+		errors.Is(err, nats.ErrNoResponders) || errors.Is(err, jetstream.ErrNoStreamResponse) {
+		return true
+	}
+	var apiErr *jetstream.APIError
+	return errors.As(err, &apiErr) && (apiErr.Code == 503 || apiErr.ErrorCode == codeNotLeader)
+}
