@@ -12,6 +12,7 @@ package ui
 import (
 	"context"
 	"fmt"
+	"image/color"
 	"log/slog"
 	"net/url"
 	"runtime/debug"
@@ -136,7 +137,7 @@ type Window struct {
 	bannerText *widget.Label
 	waitBox    fyne.CanvasObject
 	waitIcon   *widget.Icon
-	waitSpin   *widget.Activity
+	waitSpin   *thinkingDots
 	waitLabel  *widget.Label
 	modal      *inputModal
 	view       store.View
@@ -241,6 +242,7 @@ drain:
 	w.follow(c)
 	// What the old context scheduled will not run: schedule anew.
 	w.countdownScheduled = false
+	w.waitSpin.restart()
 	w.composer.blinkCheck = false
 	w.composer.awake()
 	w.win.SetTitle(windowTitle(w.opts, c.URL()))
@@ -500,10 +502,10 @@ func (w *Window) build() {
 	w.banner.Hide()
 
 	w.waitIcon = widget.NewIcon(theme.HistoryIcon())
-	w.waitSpin = widget.NewActivity()
+	w.waitSpin = newThinkingDots(w.later)
 	w.waitLabel = widget.NewLabel("")
 	w.waitLabel.Importance = widget.MediumImportance
-	w.waitBox = container.NewHBox(container.NewStack(w.waitSpin, w.waitIcon), w.waitLabel)
+	w.waitBox = container.NewHBox(container.NewStack(w.waitSpin.root, w.waitIcon), w.waitLabel)
 	w.waitBox.Hide()
 
 	controls := container.NewVBox(w.toggle, w.sendBtn)
@@ -795,14 +797,14 @@ func (w *Window) showWaiting(v store.View, now time.Time) {
 		w.waitLabel.Importance = widget.WarningImportance
 		w.waitLabel.SetText(text)
 		w.waitSpin.Stop()
-		w.waitSpin.Hide()
+		w.waitSpin.root.Hide()
 		w.waitIcon.Show()
 		w.waitBox.Show()
 	case v.Thinking:
 		w.waitLabel.Importance = widget.MediumImportance
 		w.waitLabel.SetText(text)
 		w.waitIcon.Hide()
-		w.waitSpin.Show()
+		w.waitSpin.root.Show()
 		w.waitSpin.Start()
 		w.waitBox.Show()
 	default:
@@ -1009,4 +1011,94 @@ func (w *Window) copyReplyBefore(idx int) {
 		parts = append(parts, w.store.MessageText(w.current, id))
 	}
 	w.copyText(strings.Join(parts, "\n\n"))
+}
+
+// thinkingDots is the "Thinking…" indicator: three dots, one lit at a
+// time, stepped four times a second on the window's timer. Fyne's
+// widget.Activity animates at 60 frames a second, and every frame repaints
+// the whole window (docs/performance.md). Everything here runs on the UI
+// goroutine.
+type thinkingDots struct {
+	root  fyne.CanvasObject
+	dots  [3]*canvas.Circle
+	later func(time.Duration, func()) *time.Timer
+	on    bool
+	gen   int // a Start's steps stop when a later Start or Stop moves it
+	step  int
+}
+
+// thinkingStep is how long each dot stays lit.
+const thinkingStep = 250 * time.Millisecond
+
+func newThinkingDots(later func(time.Duration, func()) *time.Timer) *thinkingDots {
+	d := &thinkingDots{later: later}
+	objs := make([]fyne.CanvasObject, len(d.dots))
+	for i := range d.dots {
+		d.dots[i] = canvas.NewCircle(color.Transparent)
+		objs[i] = d.dots[i]
+	}
+	d.root = container.New(dotsLayout{}, objs...)
+	return d
+}
+
+// dotsLayout puts the dots in a row, centred, in the space of an inline
+// icon.
+type dotsLayout struct{}
+
+func (dotsLayout) Layout(objs []fyne.CanvasObject, size fyne.Size) {
+	side := theme.IconInlineSize() / 4
+	gap := (theme.IconInlineSize() - 3*side) / 2
+	x := (size.Width - theme.IconInlineSize()) / 2
+	for _, o := range objs {
+		o.Resize(fyne.NewSquareSize(side))
+		o.Move(fyne.NewPos(x, (size.Height-side)/2))
+		x += side + gap
+	}
+}
+
+func (dotsLayout) MinSize([]fyne.CanvasObject) fyne.Size {
+	return fyne.NewSquareSize(theme.IconInlineSize())
+}
+
+// Start lights the dots in turn until Stop.
+func (d *thinkingDots) Start() {
+	if d.on {
+		return
+	}
+	d.on = true
+	d.gen++
+	d.tick(d.gen)
+}
+
+// Stop leaves the dots as they are; the indicator is hidden with them.
+func (d *thinkingDots) Stop() {
+	d.on = false
+	d.gen++
+}
+
+// restart starts the steps again after the window's timer was replaced
+// (SetClient), which drops the one scheduled.
+func (d *thinkingDots) restart() {
+	if d.on {
+		d.on = false
+		d.Start()
+	}
+}
+
+func (d *thinkingDots) tick(gen int) {
+	if !d.on || gen != d.gen {
+		return
+	}
+	fg := theme.Color(theme.ColorNameForeground)
+	r, g, b, _ := fg.RGBA()
+	for i, c := range d.dots {
+		a := uint8(0x50)
+		if i == d.step {
+			a = 0xff
+		}
+		c.FillColor = color.NRGBA{R: uint8(r >> 8), G: uint8(g >> 8), B: uint8(b >> 8), A: a}
+		c.Refresh()
+	}
+	d.step = (d.step + 1) % len(d.dots)
+	d.later(thinkingStep, func() { d.tick(gen) })
 }
