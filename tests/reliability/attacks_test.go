@@ -127,10 +127,19 @@ func TestPingFlood(t *testing.T) {
 		}
 	}
 	rss, _ := procMem(t, p.cmd.Process.Pid)
-	code := closeCode(ctx, flood)
+	// The close code waits behind every pong already in the socket: read
+	// them with time of its own, not what the flood left of ctx (on a
+	// loaded machine the flood alone can take most of it).
+	readCtx, cancelRead := context.WithTimeout(context.Background(), timeout)
+	defer cancelRead()
+	code := closeCode(readCtx, flood)
 	t.Logf("the flooding connection sent %d pings without reading and was closed with %d; relay RSS %s at start, %s after the flood", sent, code, mib(before), mib(rss))
-	if code != relay.CloseTooSlow {
-		t.Errorf("closed with %d, want %d (too far behind)", code, relay.CloseTooSlow)
+	// 4000 when the close frame could still be written; when even that
+	// could not get through the full socket, the relay drops the
+	// connection (its close watchdog), which the client sees as an end
+	// without a code. Either way the flooder is gone; still open is not.
+	if code != relay.CloseTooSlow && (code != -1 || readCtx.Err() != nil) {
+		t.Errorf("closed with %d, want %d (too far behind) or dropped", code, relay.CloseTooSlow)
 	}
 	if rss > before+128<<20 {
 		t.Errorf("the flood took the relay from %s to %s", mib(before), mib(rss))
