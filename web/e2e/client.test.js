@@ -175,8 +175,8 @@ describe('web client', { skip: skip || false }, () => {
     await page.waitForSelector('.q-card[data-kind="approval"]');
     assert.equal(await page.title(), '(1) pilotdesk');
     assert.match(await page.textContent('.q-card'), /Deploy to production\?.*Deploy.*Cancel/s);
-    // No countdown without the relay's expiresAt.
-    assert.equal(await page.isVisible('.countdown'), false);
+    // The relay sends expiresAt now: the page counts down to it.
+    assert.equal(await page.isVisible('.countdown'), true);
 
     await page.keyboard.press('Escape');
     assert.equal(await page.isVisible('.q-card'), true);
