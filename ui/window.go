@@ -53,13 +53,14 @@ type Options struct {
 	// (default 16 ms, one frame at 60 Hz).
 	FrameInterval time.Duration
 	// StreamInterval is the least time between two frames while a reply
-	// streams into view (default 100 ms): the deltas of that time are drawn
-	// together, ten times a second. Fyne repaints the whole window for a
-	// frame, and twice when a text changed (its layout pass marks the
-	// window dirty again), so that is 20 repaints a second; drawing each
-	// delta as it comes costs CPU the eye does not see
-	// (docs/performance.md). The first delta of a reply, and any change
-	// after a quiet spell, still waits only FrameInterval.
+	// streams into view (default 125 ms): the deltas of that time are drawn
+	// together, eight times a second, a few words at a time, which reads
+	// as a steady stream. Fyne repaints the whole window for a frame, and
+	// twice when a text with inline code, bold or a list changed (its
+	// layout pass marks the window dirty again), so that is up to 16
+	// repaints a second; drawing each delta as it came cost more than the
+	// naive window (docs/performance.md). The first delta of a reply, and
+	// any change after a quiet spell, still waits only FrameInterval.
 	StreamInterval time.Duration
 	// Devices manages the device tokens of the window's relay, for the
 	// "Connect a device…" dialog (share.go); nil when the relay is not
@@ -262,7 +263,7 @@ func withDefaults(opts Options) Options {
 		opts.FrameInterval = 16 * time.Millisecond
 	}
 	if opts.StreamInterval <= 0 {
-		opts.StreamInterval = 100 * time.Millisecond
+		opts.StreamInterval = 125 * time.Millisecond
 	}
 	if opts.Now == nil {
 		opts.Now = time.Now
