@@ -86,7 +86,7 @@ bench: nats-server
 
 # The window's speed targets (docs/performance.md): the real GL binary under
 # Xvfb next to the floor programs of tools/winbench on the same X server,
-# three runs in alternating order (about 6 minutes, plus the first cgo
+# three runs in alternating order (about 8 minutes, plus the first cgo
 # build): idle, streaming, start-up, and opening a stored 5,000-message
 # conversation. WINBENCH_FLAGS adds flags, e.g. WINBENCH_FLAGS="-runs 1
 # -only idle" or "-perf .tools/winbench/perf" (perf(1) profiles).

@@ -151,10 +151,12 @@ func waitIdle(ctx context.Context, c *client.Client, id string) error {
 }
 
 // open opens the stored conversation in the window: a click on its entry in
-// the list, then CPU sampled every 100 ms until the window settles (2 s
-// with no 100 ms interval above half a core; the cursor's blink, which the
-// click starts, stays below that). The open time is from the click to the
-// end of the last busy interval.
+// the list, then CPU sampled every 100 ms until the window settles: 2 s
+// without a busy interval, one above half a core that ends 500 ms above
+// 40 % of a core. The second condition leaves out the cursor's blink, which
+// the click starts: one of its fades, six frames in a row twice a second,
+// can take half a core for 100 ms when a long list makes every frame dear.
+// The open time is from the click to the end of the last busy interval.
 func (b *bench) open(ctx context.Context, rep *report) error {
 	dir, err := b.runDir("open-pilotdesk")
 	if err != nil {
@@ -191,7 +193,9 @@ func (b *bench) open(ctx context.Context, rep *report) error {
 	}
 	const (
 		interval = 100 * time.Millisecond
-		busy     = 5 // ticks per interval: half a core
+		busy     = 5  // ticks per interval: half a core
+		span     = 5  // intervals: 500 ms
+		spanBusy = 20 // ticks per span: 40 % of a core
 		quiet    = 2 * time.Second
 		limit    = 90 * time.Second
 	)
@@ -199,6 +203,7 @@ func (b *bench) open(ctx context.Context, rep *report) error {
 	prev := t0
 	lastBusy := click
 	var settledTicks int64
+	var recent []int64 // the last span intervals' ticks
 	for {
 		if err := sleep(ctx, interval); err != nil {
 			return err
@@ -208,7 +213,15 @@ func (b *bench) open(ctx context.Context, rep *report) error {
 		if err != nil {
 			return err
 		}
-		if tk-prev >= busy {
+		recent = append(recent, tk-prev)
+		if len(recent) > span {
+			recent = recent[1:]
+		}
+		var sum int64
+		for _, n := range recent {
+			sum += n
+		}
+		if tk-prev >= busy && sum >= spanBusy {
 			lastBusy = now
 			settledTicks = tk - t0
 		}
@@ -217,7 +230,9 @@ func (b *bench) open(ctx context.Context, rep *report) error {
 			break
 		}
 		if last.Sub(click) > limit {
-			return fmt.Errorf("the window did not settle within %s of the click", limit)
+			// Still busy: what it cost so far is the figure.
+			lastBusy, settledTicks = last, tk-t0
+			break
 		}
 	}
 	if err := p.alive(); err != nil {
@@ -231,8 +246,13 @@ func (b *bench) open(ctx context.Context, rep *report) error {
 		return err
 	}
 	res := openResult{seconds: lastBusy.Sub(click).Seconds(), ticks: settledTicks, rssBefore: rss0, rss: rss, peak: peak}
-	fmt.Printf("  open %d messages: settled %.2f s after the click, %d ticks; RSS %.0f → %.0f MiB (peak %.0f)\n",
-		b.cfg.messages, res.seconds, res.ticks, res.rssBefore, res.rss, res.peak)
+	settled := fmt.Sprintf("settled %.2f s after the click", res.seconds)
+	if lastBusy.Sub(click) > limit {
+		res.unsettled = true
+		settled = fmt.Sprintf("still busy %s after the click", limit)
+	}
+	fmt.Printf("  open %d messages: %s, %d ticks; RSS %.0f → %.0f MiB (peak %.0f)\n",
+		b.cfg.messages, settled, res.ticks, res.rssBefore, res.rss, res.peak)
 	rep.open = append(rep.open, res)
 	return nil
 }
