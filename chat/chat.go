@@ -620,14 +620,24 @@ func (r *repl) run(ctx context.Context, line string) {
 		return
 	}
 	r.echo(r.promptLabel(r.mode), line)
-	r.echoed = append(r.echoed, line)
+	r.sendTurn(ctx, line)
+}
+
+// sendTurn sends prompt as a turn in the REPL's mode, already printed (the
+// relay's echo of it is skipped); false when it could not be sent, which
+// it says.
+func (r *repl) sendTurn(ctx context.Context, prompt string) bool {
+	mode := r.mode
+	r.echoed = append(r.echoed, prompt)
 	r.sendPending = true
 	r.startTurn()
-	if err := r.send(ctx, func(c context.Context) error { return r.conn.Send(c, r.conv, line, r.mode, "") }); err != nil {
+	if err := r.send(ctx, func(c context.Context) error { return r.conn.Send(c, r.conv, prompt, mode, "") }); err != nil {
 		r.echoed = r.echoed[:len(r.echoed)-1]
 		r.sendPending, r.waiting = false, false
 		r.note(styleError, "Not sent: "+err.Error())
+		return false
 	}
+	return true
 }
 
 // runPlan sends the chosen steps of the last plan (all when which is
@@ -655,13 +665,7 @@ func (r *repl) runPlan(ctx context.Context, which string) {
 	}
 	prompt := conversation.PlanPrompt(steps)
 	r.mode = protocol.ModeAct // a send carries the mode its turn runs in
-	r.echoed = append(r.echoed, prompt)
-	r.sendPending = true
-	r.startTurn()
-	if err := r.send(ctx, func(c context.Context) error { return r.conn.Send(c, r.conv, prompt, protocol.ModeAct, "") }); err != nil {
-		r.echoed = r.echoed[:len(r.echoed)-1]
-		r.sendPending, r.waiting = false, false
-		r.note(styleError, "Not sent: "+err.Error())
+	if !r.sendTurn(ctx, prompt) {
 		return
 	}
 	r.note(styleOK, fmt.Sprintf("Act mode: running %d step(s) of the plan.", len(steps)))

@@ -377,22 +377,6 @@ func (s *State) MessageText(messageID string) string {
 	return ""
 }
 
-// Snapshot returns a copy of the state's readable fields that shares no
-// memory with s, for a reader on another goroutine.
-func (s *State) Snapshot() State {
-	c := State{
-		ID: s.ID, Title: s.Title, UpdatedAt: s.UpdatedAt, Mode: s.Mode, Streaming: s.Streaming, Skew: s.Skew,
-		Synced: s.Synced, OnRelay: s.OnRelay, Rows: slices.Clone(s.Rows),
-		Usage: s.Usage.clone(), Turn: s.Turn.clone(), turnOutput: s.turnOutput,
-	}
-	if s.Pending != nil {
-		p := *s.Pending
-		p.Request.Choices = slices.Clone(p.Request.Choices)
-		c.Pending = &p
-	}
-	return c
-}
-
 // isSelf reports whether by names this client (Options.Self).
 func (s *State) isSelf(by protocol.By) bool {
 	return by.Device == s.opts.Self.Device && (s.opts.Self.Client == "" || by.Client == s.opts.Self.Client)

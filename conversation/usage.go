@@ -141,8 +141,9 @@ func (u *Usage) addShutdown(sd *protocol.Shutdown) {
 	sort.Slice(u.Models, func(i, j int) bool { return u.Models[i].Model < u.Models[j].Model })
 }
 
-// clone returns a copy that shares nothing with u.
-func (u Usage) clone() Usage {
+// Clone returns a copy that shares nothing with u, for a reader on
+// another goroutine.
+func (u Usage) Clone() Usage {
 	u.Quotas = append([]Quota(nil), u.Quotas...)
 	u.Models = append([]ModelMetric(nil), u.Models...)
 	return u

@@ -318,12 +318,7 @@ func (s *Store) Take(current string, full bool) Frame {
 	}
 	// Copies only: the UI reads them while the client's goroutine goes on
 	// folding events in.
-	v.Usage = c.Usage
-	v.Usage.Quotas = slices.Clone(c.Usage.Quotas)
-	v.Usage.Models = slices.Clone(c.Usage.Models)
-	v.Turn = c.Turn
-	v.Turn.Quotas = slices.Clone(c.Turn.Quotas)
-	v.Turn.Models = slices.Clone(c.Turn.Models)
+	v.Usage, v.Turn = c.Usage.Clone(), c.Turn.Clone()
 	if c.Pending != nil {
 		p := *c.Pending
 		p.Request.Choices = slices.Clone(p.Request.Choices)
