@@ -31,6 +31,10 @@ type runningRelay struct {
 	// Fingerprint is the SHA-256 of the TLS certificate (hex), for a
 	// client that pins the relay's self-signed certificate.
 	Fingerprint string `json:"fingerprint,omitempty"`
+	// ClearNetwork: the relay listens beyond the loopback without TLS, so
+	// `pilotdesk token create` makes no device token for it (tls.go,
+	// refuseClearDevices).
+	ClearNetwork bool `json:"clearNetwork,omitempty"`
 }
 
 // localURL is the URL a client on this machine uses for a relay that

@@ -91,6 +91,10 @@ func startStack(ctx context.Context, s relaySettings, logger *slog.Logger) (_ *s
 		}
 	}
 
+	if err := refuseClearDevices(ctx, s, st.Store); err != nil {
+		return nil, err
+	}
+
 	agent, demoReason, err := buildAgent(ctx, s, logger)
 	if err != nil {
 		return nil, err
@@ -159,7 +163,8 @@ func startStack(ctx context.Context, s relaySettings, logger *slog.Logger) (_ *s
 	if s.DataDir != memoryDataDir {
 		// `pilotdesk chat` and `pilotdesk token` of this user find the
 		// relay through it (it holds the owner's token: 0600).
-		path, err := writeRunning(s.DataDir, runningRelay{URL: st.LocalURL, Token: s.Token, PID: os.Getpid(), LAN: st.LAN, Fingerprint: st.Fingerprint})
+		path, err := writeRunning(s.DataDir, runningRelay{URL: st.LocalURL, Token: s.Token, PID: os.Getpid(), LAN: st.LAN, Fingerprint: st.Fingerprint,
+			ClearNetwork: scheme == "ws" && relay.RequiresToken(s.Listen)})
 		if err != nil {
 			return nil, err
 		}

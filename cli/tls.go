@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
@@ -19,8 +20,12 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
+
+	"github.com/pilotdesk/pilotdesk/relay"
+	"github.com/pilotdesk/pilotdesk/relay/history"
 )
 
 // The self-signed certificate of a relay reachable from the network
@@ -165,4 +170,45 @@ func pinnedClient(fp string) *http.Client {
 			return nil
 		},
 	}}}
+}
+
+// refuseClearDevices refuses a relay that would listen beyond the loopback
+// without TLS while its data dir holds device tokens: every upgrade would
+// carry a device's token in clear to anyone on the network, and the
+// devices are what the owner handed out to phones and other machines.
+// The relay's own --token on such an address is the spec's business
+// (docs/cli.md: it starts, as a relay behind a TLS-terminating proxy
+// must); device tokens are ours, so we do not let them travel in clear.
+func refuseClearDevices(ctx context.Context, s relaySettings, store history.Store) error {
+	if s.TLSCert != "" || s.lanCert != nil || !relay.RequiresToken(s.Listen) {
+		return nil
+	}
+	devs, ok := store.(history.Devices)
+	if !ok {
+		return nil
+	}
+	list, err := devs.Devices(ctx)
+	if err != nil {
+		return fmt.Errorf("reading the device tokens of %s: %w", s.DataDir, err)
+	}
+	now := time.Now()
+	var names []string
+	for _, d := range list {
+		if !d.Expired(now) {
+			names = append(names, strconv.Quote(d.Name))
+		}
+	}
+	if len(names) == 0 {
+		return nil
+	}
+	return usageError("refusing to listen on %s without TLS: the device tokens of %s (%s) would travel in clear on the network. "+
+		"Pass --tls-cert and --tls-key, listen on 127.0.0.1 (behind a proxy that does TLS), or revoke them with pilotdesk token revoke NAME",
+		s.Listen, s.DataDir, strings.Join(names, ", "))
+}
+
+// errClearNetwork: `pilotdesk token create` for a relay that listens on
+// the network without TLS.
+func errClearNetwork(dir string) error {
+	return usageError("the relay running on %s listens on the network without TLS: a device token would travel in clear. "+
+		"Restart it with --tls-cert and --tls-key (or on 127.0.0.1), then make the token", dir)
 }

@@ -95,6 +95,9 @@ func runToken(ctx context.Context, args []string, env Env) error {
 	defer store.Close()
 	switch cmd {
 	case "create":
+		if r, err := readRunning(*dataDir); err == nil && r.ClearNetwork && store.Shared {
+			return errClearNetwork(*dataDir)
+		}
 		var until time.Time
 		if expires > 0 {
 			until = time.Now().Add(expires)
