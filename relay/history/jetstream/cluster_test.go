@@ -46,8 +46,10 @@ func resetDefault(t *testing.T, nc *nats.Conn) {
 	if err := js.DeleteStream(ctx, "PD_EVENTS"); err != nil && !errors.Is(err, jetstream.ErrStreamNotFound) {
 		t.Fatalf("delete stream: %v", err)
 	}
-	if err := js.DeleteKeyValue(ctx, "pd_meta"); err != nil && !errors.Is(err, jetstream.ErrBucketNotFound) {
-		t.Fatalf("delete bucket: %v", err)
+	for _, b := range []string{"pd_meta", "pd_devices", "pd_spend"} {
+		if err := js.DeleteKeyValue(ctx, b); err != nil && !errors.Is(err, jetstream.ErrBucketNotFound) {
+			t.Fatalf("delete bucket %s: %v", b, err)
+		}
 	}
 }
 

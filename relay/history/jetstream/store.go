@@ -162,6 +162,8 @@ type Store struct {
 	kvDone   chan struct{}
 	kvWarned time.Time // when the syncer last warned; its own
 
+	ext extras // device tokens and the spend ledger (devices.go, spend.go)
+
 	mu     sync.Mutex            // guards convs, dirty, closed and the convStates' fields
 	convs  map[string]*convState // by conversation id
 	dirty  map[string]struct{}   // conversations whose KV record is behind (kv.go)

@@ -64,7 +64,7 @@ type convWrite struct {
 // and the others are stored.
 func (s *Store) Write(ctx context.Context, b history.Batch) error {
 	if len(b.Events) == 0 && len(b.Conversations) == 0 {
-		return nil
+		return s.writeSpend(ctx, b.Spend, false)
 	}
 	byID := map[string]*convWrite{}
 	part := func(id string) (*convWrite, error) {
@@ -145,7 +145,9 @@ func (s *Store) Write(ctx context.Context, b history.Batch) error {
 	if len(failed) > 0 {
 		return &history.PartialWriteError{Failed: failed}
 	}
-	return nil
+	// Only once every conversation is stored: a failed Write stores no
+	// spend (spend.go).
+	return s.writeSpend(ctx, b.Spend, true)
 }
 
 // errInvalid marks the errors of a bad batch.
