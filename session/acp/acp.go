@@ -221,8 +221,12 @@ func (a *Agent) start(ctx context.Context) (*process, error) {
 		ProtocolVersion: sdk.ProtocolVersionNumber,
 		// No fs and no terminal: the agent then runs its own tools and
 		// asks permission for them, instead of asking us to run them.
-		ClientCapabilities: sdk.ClientCapabilities{Fs: sdk.FileSystemCapabilities{}, Terminal: false},
-		ClientInfo:         &sdk.Implementation{Name: "pilotdesk", Version: a.opts.ClientVersion},
+		// Elicitation in form mode: the agent's questions go to the
+		// relay's input bridge (elicit.go); no URL mode, which would send
+		// the user to a web page of the agent's.
+		ClientCapabilities: sdk.ClientCapabilities{Fs: sdk.FileSystemCapabilities{}, Terminal: false,
+			Elicitation: &sdk.ElicitationCapabilities{Form: &sdk.ElicitationFormCapabilities{}}},
+		ClientInfo: &sdk.Implementation{Name: "pilotdesk", Version: a.opts.ClientVersion},
 	})
 	if err == nil && info.ProtocolVersion != sdk.ProtocolVersionNumber {
 		err = fmt.Errorf("%w: the agent speaks ACP version %d, pilotdesk speaks %d", ErrProtocolMismatch, info.ProtocolVersion, sdk.ProtocolVersionNumber)

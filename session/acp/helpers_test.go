@@ -123,13 +123,14 @@ func (f *fake) pids() []int {
 	return out
 }
 
-// testHost is the Host of these tests; the ACP backend asks no questions.
+// testHost is the Host of these tests. Its questions fail unless the test
+// answers them (only the elicit scenarios ask).
 type testHost = testsupport.Host
 
 func newHost(mode string) *testHost {
 	h := testsupport.NewHost(mode)
 	h.OnAsk = func(context.Context, *testHost, session.InputRequest) (session.Answer, error) {
-		return session.Answer{}, errors.New("the ACP backend does not ask questions")
+		return session.Answer{}, errors.New("a question this test does not answer")
 	}
 	return h
 }

@@ -58,7 +58,8 @@ func startProcess(argv []string, workDir string, env []string, grace time.Durati
 		return nil, fmt.Errorf("acp: starting %s: %w", path, err)
 	}
 	p := &process{argv: argv, proc: proc, log: log}
-	p.conn = sdk.NewClientSideConnection(client, proc.Stdin(), proc.Stdout())
+	// elicitReader hands elicitation/create to the router whole (elicit.go).
+	p.conn = sdk.NewClientSideConnection(client, proc.Stdin(), newElicitReader(proc.Stdout()))
 	p.conn.SetLogger(log)
 	proc.Watch(p.conn.Done(), func() error {
 		<-p.conn.Done()

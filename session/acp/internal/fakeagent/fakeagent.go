@@ -24,6 +24,9 @@
 //	unknown    session updates of kinds nobody knows, thoughts, a plan,
 //	           usage_update, then text
 //	orphan     starts `sleep` in its process group and says its pid
+//	elicit K   text, then an elicitation/create of form K (see elicitForms),
+//	           then says "answer: " and the client's answer as JSON
+//	think      thought chunks, a plan, its update, then text
 package fakeagent
 
 import (
@@ -77,7 +80,8 @@ func Main() int {
 	}
 	out := &lockedWriter{w: os.Stdout}
 	a := &agent{out: out, state: os.Getenv(EnvState), usage: map[sdk.SessionId]sdk.Usage{}}
-	conn := sdk.NewAgentSideConnection(a, out, os.Stdin)
+	a.replies = newReplies(os.Stdin)
+	conn := sdk.NewAgentSideConnection(a, out, a.replies.reader())
 	a.conn = conn
 	<-conn.Done()
 	return 0
@@ -103,6 +107,11 @@ type agent struct {
 
 	mu    sync.Mutex
 	usage map[sdk.SessionId]sdk.Usage // cumulative usage per session, this process
+
+	// replies takes the answers to the requests the fake writes itself
+	// (elicitation/create: the SDK's agent side cannot send one that names
+	// its session).
+	replies *replies
 }
 
 var (
@@ -377,6 +386,32 @@ func (a *agent) Prompt(ctx context.Context, p sdk.PromptRequest) (sdk.PromptResp
 		a.send(ctx, id, sdk.UpdatePlan(sdk.PlanEntry{Content: "step one", Priority: sdk.PlanEntryPriorityHigh, Status: sdk.PlanEntryStatusPending}))
 		a.send(ctx, id, sdk.SessionUpdate{UsageUpdate: &sdk.SessionUsageUpdate{Used: 900, Size: 64000, SessionUpdate: "usage_update"}})
 		a.say(ctx, id, "Still here.")
+	case "elicit":
+		kind := ""
+		if len(fields) > 1 {
+			kind = fields[1]
+		}
+		a.say(ctx, id, "Let me ask.")
+		res, err := a.elicit(ctx, id, kind)
+		if err != nil {
+			a.say(ctx, id, " error: "+err.Error())
+		} else {
+			a.say(ctx, id, "answer: "+string(res))
+		}
+		if ctx.Err() != nil {
+			return sdk.PromptResponse{StopReason: sdk.StopReasonCancelled}, nil
+		}
+	case "think":
+		a.send(ctx, id, sdk.UpdateAgentThoughtText("Reading the "))
+		a.send(ctx, id, sdk.UpdateAgentThoughtText("notes first."))
+		a.send(ctx, id, sdk.UpdatePlan(
+			sdk.PlanEntry{Content: "Read notes.txt", Priority: sdk.PlanEntryPriorityHigh, Status: sdk.PlanEntryStatusInProgress},
+			sdk.PlanEntry{Content: "Write the summary", Priority: sdk.PlanEntryPriorityMedium, Status: sdk.PlanEntryStatusPending}))
+		a.send(ctx, id, sdk.UpdatePlan(
+			sdk.PlanEntry{Content: "Read notes.txt", Priority: sdk.PlanEntryPriorityHigh, Status: sdk.PlanEntryStatusCompleted},
+			sdk.PlanEntry{Content: "Write the summary", Priority: sdk.PlanEntryPriorityMedium, Status: sdk.PlanEntryStatusInProgress}))
+		a.say(ctx, id, "Here is the summary.")
+		a.send(ctx, id, sdk.UpdateAgentThoughtText("Done, I think."))
 	case "orphan":
 		cmd := exec.Command("sleep", "300")
 		if err := cmd.Start(); err != nil {
