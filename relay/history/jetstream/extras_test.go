@@ -180,6 +180,17 @@ func TestEmbeddedSpendRace(t *testing.T) {
 func testSpendRace(t *testing.T, a, b *Store) {
 	ctx := context.Background()
 	hour := history.SpendHour(time.Now())
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	seen := make(chan struct{}, 1)
+	if err := b.WatchSpend(wctx, func() {
+		select {
+		case seen <- struct{}{}:
+		default:
+		}
+	}); err != nil {
+		t.Fatal(err)
+	}
 	const n = 40
 	var wg sync.WaitGroup
 	for i, s := range []*Store{a, b} {
@@ -195,6 +206,11 @@ func testSpendRace(t *testing.T, a, b *Store) {
 		}()
 	}
 	wg.Wait()
+	select {
+	case <-seen:
+	case <-time.After(2 * time.Second):
+		t.Fatal("b's WatchSpend did not report a's spend")
+	}
 	for _, s := range []*Store{a, b} {
 		got, err := s.Spent(ctx, time.Time{})
 		if err != nil {

@@ -291,3 +291,37 @@ func (s *Store) Spent(ctx context.Context, since time.Time) ([]history.Spend, er
 	}
 	return res, nil
 }
+
+// WatchSpend calls changed, from a goroutine of its own, each time any
+// relay adds to the ledger, until ctx ends; it returns once the watch is
+// set up. The relay's budget reads the ledger once, at start, and then
+// counts its own spends: with several relays on one cluster it would
+// count the others' only after a restart. A relay that reads Spent again
+// when this fires keeps one budget for the whole cluster.
+func (s *Store) WatchSpend(ctx context.Context, changed func()) error {
+	kv, err := s.spendKV(ctx)
+	if err != nil {
+		return err
+	}
+	w, err := kv.Watch(ctx, spendKeyPrefix+">", jetstream.UpdatesOnly(), jetstream.IgnoreDeletes())
+	if err != nil {
+		return fmt.Errorf("history: watch spend: %w", err)
+	}
+	go func() {
+		defer w.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case e, ok := <-w.Updates():
+				if !ok {
+					return
+				}
+				if e != nil {
+					changed()
+				}
+			}
+		}
+	}()
+	return nil
+}
