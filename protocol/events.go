@@ -31,6 +31,8 @@ var serverMessages = map[string]func() any{
 	TypeConversation:     func() any { return new(ConversationChanged) },
 	TypeDeleted:          func() any { return new(Deleted) },
 	TypeBudget:           func() any { return new(Budget) },
+	TypeReasoning:        func() any { return new(Reasoning) },
+	TypePlan:             func() any { return new(Plan) },
 }
 
 // ServerTypes lists every server-to-client message type, sorted.

@@ -55,6 +55,8 @@ const (
 	TypeConversation     = "copilot:conversation"
 	TypeDeleted          = "copilot:deleted"
 	TypeBudget           = "copilot:budget"
+	TypeReasoning        = "copilot:reasoning"
+	TypePlan             = "copilot:plan"
 )
 
 // Error codes carried by an `error` message.
@@ -334,6 +336,38 @@ type Idle struct {
 	Status  string `json:"status"`
 	Message string `json:"message,omitempty"`
 }
+
+// Reasoning is copilot:reasoning (ext): the agent's reasoning, the new
+// text only, kept apart from its reply. MessageID names one run of it, as a
+// delta's does a message.
+type Reasoning struct {
+	Header
+	MessageID string `json:"messageId"`
+	Content   string `json:"content"`
+}
+
+// Plan is copilot:plan (ext): the agent's plan of the turn, whole; it
+// replaces the one before.
+type Plan struct {
+	Header
+	Entries []PlanEntry `json:"entries"`
+}
+
+// PlanEntry is one step of an agent's plan. Priority is high, medium or
+// low; Status pending, in_progress or completed (as the agent said: a
+// client shows an unknown one as pending).
+type PlanEntry struct {
+	Content  string `json:"content"`
+	Priority string `json:"priority,omitempty"`
+	Status   string `json:"status"`
+}
+
+// Plan entry statuses.
+const (
+	PlanPending    = "pending"
+	PlanInProgress = "in_progress"
+	PlanCompleted  = "completed"
+)
 
 // AgentError is copilot:error.
 type AgentError struct {
