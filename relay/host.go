@@ -50,6 +50,10 @@ func (h *host) Emit(ev session.Event) {
 	case session.Shutdown:
 		h.shutdowns.Add(1)
 		c.emitShutdownLocked(e)
+	case session.Reasoning:
+		c.emitReasoningLocked(e)
+	case session.Plan:
+		c.emitPlanLocked(e)
 	default:
 		c.r.log.Warn("relay: unknown session event dropped", "conversationId", c.id, "event", fmt.Sprintf("%T", ev))
 	}
@@ -99,6 +103,45 @@ func (c *conversation) emitMessageLocked(e session.Message) {
 		c.turn.messageSentLocked(e.MessageID)
 	}
 	c.emitLocked(protocol.TypeMessage, &d.Header, &d)
+}
+
+// emitReasoningLocked emits reasoning text, as several events when it
+// would not fit in one frame (as emitDeltaLocked does).
+func (c *conversation) emitReasoningLocked(e session.Reasoning) {
+	parts := []string{e.Content}
+	if !surelyFits(len(e.Content), c.id, e.MessageID) {
+		empty := protocol.Reasoning{Header: protocol.Header{ConversationID: c.id, Seq: maxSeq}, MessageID: e.MessageID}
+		if budget := protocol.MaxFrameBytes - overhead(protocol.TypeReasoning, &empty); jsonLen(e.Content) > budget {
+			parts = splitJSON(e.Content, budget)
+		}
+	}
+	for _, part := range parts {
+		d := protocol.Reasoning{MessageID: e.MessageID, Content: part}
+		c.emitLocked(protocol.TypeReasoning, &d.Header, &d)
+	}
+}
+
+// Bounds of a plan, so that it fits in a frame: an agent's plan is a
+// handful of one-line steps.
+const (
+	maxPlanEntries    = 200
+	maxPlanEntryBytes = 2000
+)
+
+func (c *conversation) emitPlanLocked(e session.Plan) {
+	d := protocol.Plan{Entries: make([]protocol.PlanEntry, 0, min(len(e.Entries), maxPlanEntries))}
+	for i, en := range e.Entries {
+		if i == maxPlanEntries {
+			c.r.log.Warn("relay: an agent's plan is cut to its first entries", "conversationId", c.id, "entries", len(e.Entries), "kept", maxPlanEntries)
+			break
+		}
+		content := en.Content
+		if len(content) > maxPlanEntryBytes {
+			content = strings.ToValidUTF8(content[:maxPlanEntryBytes], "") + "…"
+		}
+		d.Entries = append(d.Entries, protocol.PlanEntry{Content: content, Priority: en.Priority, Status: en.Status})
+	}
+	c.emitLocked(protocol.TypePlan, &d.Header, &d)
 }
 
 func (c *conversation) emitToolStartLocked(e session.ToolStart) {

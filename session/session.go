@@ -134,6 +134,27 @@ type Message struct {
 	Content   string
 }
 
+// Reasoning is new text of the agent's reasoning, kept apart from its
+// reply (copilot:reasoning). MessageID names one run of it.
+type Reasoning struct {
+	MessageID string
+	Content   string
+}
+
+// Plan is the agent's plan for the turn, whole: it replaces the one
+// before (copilot:plan).
+type Plan struct {
+	Entries []PlanEntry
+}
+
+// PlanEntry is one step of a Plan: Priority high, medium or low; Status
+// pending, in_progress or completed.
+type PlanEntry struct {
+	Content  string
+	Priority string
+	Status   string
+}
+
 // ToolStart reports that the agent started a tool call.
 type ToolStart struct {
 	ToolCallID string
@@ -179,3 +200,5 @@ func (ToolStart) isEvent() {}
 func (ToolEnd) isEvent()   {}
 func (Usage) isEvent()     {}
 func (Shutdown) isEvent()  {}
+func (Reasoning) isEvent() {}
+func (Plan) isEvent()      {}
