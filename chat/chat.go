@@ -208,8 +208,11 @@ type repl struct {
 	// yet, as it does again and again with a relay that cannot send it; /quit
 	// then need not wait for it.
 	dropped bool
-	spin    int
-	quit    bool
+	// closedBy is why the client stopped for good (client.ErrRevoked),
+	// or nil: Run returns it with ErrConnectionClosed.
+	closedBy error
+	spin     int
+	quit     bool
 }
 
 func (r *repl) resetConversation() {
@@ -278,6 +281,9 @@ func (r *repl) loop(ctx context.Context, inputs <-chan inputChunk) error {
 		case ev, ok := <-events:
 			if !ok {
 				r.finish()
+				if r.closedBy != nil {
+					return fmt.Errorf("%w: %w", ErrConnectionClosed, r.closedBy)
+				}
 				return ErrConnectionClosed
 			}
 			r.event(ctx, ev)

@@ -2,6 +2,7 @@ package chat
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -120,6 +121,12 @@ func (r *repl) connection(sc *client.StateChange) {
 			r.note(styleWarn, "The relay is still unreachable; retrying.")
 		}
 		r.connDown = true
+	case client.StateClosed:
+		if errors.Is(sc.Err, client.ErrRevoked) {
+			// The client does not retry: say so plainly, once.
+			r.closedBy = sc.Err
+			r.note(styleError, "The relay closed this connection: this device's token was revoked or expired; ask for a new one (pilotdesk token create, or the window's Connect a device…).")
+		}
 	case client.StateLive:
 		if r.connDown {
 			r.connDown = false

@@ -569,3 +569,21 @@ func TestBudgetNotes(t *testing.T) {
 		t.Fatalf("refusal said %d times:\n%s", n, screen)
 	}
 }
+
+// TestRevokedTokenSaysSo: when the client stops because the relay revoked
+// this device's token, the REPL says so plainly, once, and Run ends with
+// an error that says it too (the client does not retry).
+func TestRevokedTokenSaysSo(t *testing.T) {
+	h := startREPL(t, plain, nil)
+	h.subscribed(nil)
+	h.conn.events <- client.Event{Type: client.TypeState, Data: &client.StateChange{State: client.StateClosed, Err: client.ErrRevoked}}
+	h.waitFor("this device's token was revoked or expired; ask for a new one")
+	close(h.conn.events)
+	err := h.exit()
+	if !errors.Is(err, ErrConnectionClosed) || !errors.Is(err, client.ErrRevoked) {
+		t.Fatalf("Run = %v, want ErrConnectionClosed and client.ErrRevoked", err)
+	}
+	if n := strings.Count(h.out.text(), "revoked or expired"); n != 1 {
+		t.Fatalf("said %d times:\n%s", n, h.out.text())
+	}
+}

@@ -35,6 +35,19 @@ var ErrNotConnected = errors.New("not connected to the relay")
 // ErrClosed is returned by the send helpers after Close.
 var ErrClosed = errors.New("client closed")
 
+// ErrRevoked is the Err of the final StateClosed when the relay closed the
+// connection because this client's device token was revoked or expired
+// (close code 4003), or refused the token (HTTP 401) on a reconnection:
+// retrying would only be refused again, so the client stops and says so.
+var ErrRevoked = errors.New("this device's token was revoked or expired; ask for a new one")
+
+// closeRevoked is the close code of a revoked or expired device token
+// (docs/protocol.md, Devices and roles).
+const closeRevoked websocket.StatusCode = 4003
+
+// errTokenRefused marks a dial the relay answered with HTTP 401.
+var errTokenRefused = errors.New("the relay refused the token (HTTP 401)")
+
 // Config configures a Client. The zero value of every duration means its
 // default.
 type Config struct {
@@ -214,7 +227,7 @@ func (c *Client) dial(ctx context.Context) (*websocket.Conn, error) {
 	})
 	if err != nil {
 		if resp != nil && resp.StatusCode == http.StatusUnauthorized {
-			return nil, fmt.Errorf("connect to %s: the relay refused the token (HTTP 401): %w", c.cfg.URL, err)
+			return nil, fmt.Errorf("connect to %s: %w: %w", c.cfg.URL, errTokenRefused, err)
 		}
 		return nil, fmt.Errorf("connect to %s: %w", c.cfg.URL, err)
 	}
@@ -239,8 +252,16 @@ func (c *Client) run(ctx context.Context, conn *websocket.Conn) {
 			return
 		}
 		_ = conn.CloseNow()
+		if websocket.CloseStatus(err) == closeRevoked {
+			c.stopRevoked(ctx, err)
+			return
+		}
 		c.log.Warn("relay connection lost", "err", err)
-		conn = c.reconnect(ctx, err)
+		conn, err = c.reconnect(ctx, err)
+		if errors.Is(err, errTokenRefused) {
+			c.stopRevoked(ctx, err)
+			return
+		}
 		if conn == nil {
 			c.setState(ctx, StateChange{State: StateClosed})
 			return
@@ -248,9 +269,21 @@ func (c *Client) run(ctx context.Context, conn *websocket.Conn) {
 	}
 }
 
+// stopRevoked ends the client for good: the relay will not take its token
+// again. The final state carries ErrRevoked and, unlike a Close, is
+// delivered (the consumer is still reading and must say why).
+func (c *Client) stopRevoked(ctx context.Context, cause error) {
+	c.log.Warn("the relay no longer accepts this client's token; not reconnecting", "err", cause)
+	c.mu.Lock()
+	c.state = StateClosed
+	c.mu.Unlock()
+	c.emit(ctx, Event{Type: TypeState, Data: &StateChange{State: StateClosed, Err: ErrRevoked}})
+}
+
 // reconnect dials with exponential backoff until it succeeds (the new
-// connection) or ctx ends (nil).
-func (c *Client) reconnect(ctx context.Context, cause error) *websocket.Conn {
+// connection), ctx ends (nil, nil) or the relay refuses the token (nil and
+// the error: retrying would not help).
+func (c *Client) reconnect(ctx context.Context, cause error) (*websocket.Conn, error) {
 	start := time.Now()
 	delay := c.cfg.MinBackoff
 	state := StateReconnecting
@@ -261,16 +294,19 @@ func (c *Client) reconnect(ctx context.Context, cause error) *websocket.Conn {
 		select {
 		case <-ctx.Done():
 			t.Stop()
-			return nil
+			return nil, nil
 		case <-t.C:
 		}
 		conn, err := c.dial(ctx)
 		if err == nil {
 			c.log.Info("relay connection restored", "attempts", attempt+1)
-			return conn
+			return conn, nil
 		}
 		if ctx.Err() != nil {
-			return nil
+			return nil, nil
+		}
+		if errors.Is(err, errTokenRefused) {
+			return nil, err
 		}
 		cause = err
 		c.log.Debug("reconnect failed", "attempt", attempt+1, "err", err)

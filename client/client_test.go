@@ -3,6 +3,7 @@ package client
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -394,5 +395,30 @@ func TestIsRejection(t *testing.T) {
 		if IsRejection(in) != want {
 			t.Errorf("IsRejection(%q) = %v", in, !want)
 		}
+	}
+}
+
+// TestReconnectRefusedTokenStops: a relay that answers a reconnection with
+// HTTP 401 (the token was revoked or expired while the connection was
+// down) is not dialled again: the client stops with ErrRevoked.
+func TestReconnectRefusedTokenStops(t *testing.T) {
+	f := newFakeRelay(t, "secret")
+	c := dialT(t, fastConfig(f.url(), "secret"))
+	f.waitJoined(t)
+	f.mu.Lock()
+	f.token = "another"
+	f.mu.Unlock()
+	f.dropAll()
+	ev := nextEvent(t, c, isState(StateClosed))
+	if sc := ev.Data.(*StateChange); !errors.Is(sc.Err, ErrRevoked) {
+		t.Fatalf("closed with %v, want ErrRevoked", sc.Err)
+	}
+	select {
+	case _, ok := <-c.Events():
+		if ok {
+			t.Fatal("an event after the final state")
+		}
+	case <-time.After(waitFor):
+		t.Fatal("the events channel stays open")
 	}
 }

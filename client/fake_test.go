@@ -63,7 +63,10 @@ func newFakeRelay(t *testing.T, token string) *fakeRelay {
 func (f *fakeRelay) url() string { return "ws" + strings.TrimPrefix(f.srv.URL, "http") + "/ws" }
 
 func (f *fakeRelay) serve(w http.ResponseWriter, r *http.Request) {
-	if f.token != "" && r.Header.Get("Authorization") != "Bearer "+f.token {
+	f.mu.Lock()
+	token := f.token
+	f.mu.Unlock()
+	if token != "" && r.Header.Get("Authorization") != "Bearer "+token {
 		http.Error(w, "unauthorized", http.StatusUnauthorized)
 		return
 	}

@@ -2,6 +2,7 @@ package client_test
 
 import (
 	"context"
+	"errors"
 
 	"strings"
 	"testing"
@@ -281,5 +282,67 @@ func TestRealRelayClientKind(t *testing.T) {
 		case <-timeout:
 			t.Fatal("no copilot:user_message")
 		}
+	}
+}
+
+// TestRealRelayRevokedTokenStops: a device whose token is revoked is
+// closed with 4003; the client does not reconnect (the relay would only
+// refuse it), its last state is StateClosed with ErrRevoked, which says
+// what to do, and its events channel closes. A token that expires does the
+// same.
+func TestRealRelayRevokedTokenStops(t *testing.T) {
+	srv := relaytest.Start(t, relay.Config{Token: "t0ken"})
+	ctx := context.Background()
+	for _, expires := range []time.Duration{0, 700 * time.Millisecond} {
+		name := "phone-" + expires.String()
+		var until time.Time
+		if expires > 0 {
+			until = time.Now().Add(expires)
+		}
+		token, _, err := srv.Relay.CreateDevice(ctx, relay.NewDevice{Name: name, Role: protocol.RoleController, Expires: until})
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, err := client.Config{URL: srv.URL, Token: token, MinBackoff: 10 * time.Millisecond, MaxBackoff: 20 * time.Millisecond}.Dial(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if expires == 0 {
+			if err := srv.Relay.RevokeDevice(ctx, name); err != nil {
+				t.Fatal(err)
+			}
+		}
+		var last *client.StateChange
+		timeout := time.After(relaytest.Timeout)
+	read:
+		for {
+			select {
+			case ev, ok := <-c.Events():
+				if !ok {
+					break read
+				}
+				if sc, ok := ev.Data.(*client.StateChange); ok {
+					if sc.State == client.StateReconnecting {
+						t.Fatalf("%s: the client reconnects after 4003: %+v", name, sc)
+					}
+					last = sc
+				}
+			case <-timeout:
+				t.Fatalf("%s: the client did not stop; last state %+v", name, last)
+			}
+		}
+		if last == nil || last.State != client.StateClosed || !errors.Is(last.Err, client.ErrRevoked) {
+			t.Fatalf("%s: last state %+v, want closed with ErrRevoked", name, last)
+		}
+		if !strings.Contains(last.Err.Error(), "revoked or expired; ask for a new one") {
+			t.Fatalf("%s: %q does not say what to do", name, last.Err)
+		}
+		if c.State() != client.StateClosed {
+			t.Fatalf("%s: State() = %v", name, c.State())
+		}
+		if err := c.Send(ctx, "x", "hi", "", ""); !errors.Is(err, client.ErrClosed) {
+			t.Fatalf("%s: a send after the stop: %v", name, err)
+		}
+		c.Close()
 	}
 }

@@ -1,6 +1,7 @@
 package ui
 
 import (
+	"errors"
 	"fmt"
 	"image/color"
 	"time"
@@ -83,6 +84,11 @@ func (b *statusBar) setConn(sc client.StateChange, now time.Time) {
 		b.conn.Text = fmt.Sprintf("reconnecting… (attempt %d)", sc.Attempt+1)
 	case client.StateOffline:
 		b.conn.Text = "offline — retrying"
+	case client.StateClosed:
+		b.conn.Text = "disconnected"
+		if errors.Is(sc.Err, client.ErrRevoked) {
+			b.conn.Text = "token revoked"
+		}
 	default:
 		b.conn.Text = "disconnected"
 	}
@@ -106,6 +112,10 @@ func (b *statusBar) setBudget(text string, spent bool) {
 }
 
 func (b *statusBar) setNotice(text string) {
+	if errors.Is(b.state.Err, client.ErrRevoked) {
+		// The client stopped for good: nothing else matters more.
+		text = "The relay closed the connection: this device's token was revoked or expired; ask for a new one."
+	}
 	if text == "" {
 		b.notice.Hide()
 		return
