@@ -280,7 +280,7 @@ describe('web client', { skip: skip || false }, () => {
     await two.click('.q-card [data-answer="approve"]');
     await one.waitForSelector('.q-card', { state: 'detached' });
     await statuses(one, 1);
-    assert.match(await one.textContent('#transcript [data-kind="note"]'), /"Deploy to production\?" was answered from another window\./);
+    assert.match(await one.textContent('#transcript [data-kind="note"]'), /"Deploy to production\?" was answered from the web client on the relay.s computer\./);
     assert.match(await two.textContent('#transcript [data-kind="note"]'), /You answered "approve"/);
   });
 

@@ -257,6 +257,7 @@ export class App {
     this.conn.follow(c.id);
     this.conn.send('copilot:send', { conversationId: c.id, prompt: text, mode: c.mode });
     this.lastPrompt.set(c.id, text);
+    c.markSending(text);
     c.updatedAt = Date.now();
     return true;
   }
@@ -338,7 +339,7 @@ export class App {
   showLogin(reason) {
     const why = {
       token: 'The relay is up but refused this page: the token is wrong or was revoked.',
-      revoked: "This device's token was revoked.",
+      revoked: "This device's token was revoked or expired; ask for a new one.",
       forgotten: 'This device is forgotten: the token is no longer stored here.',
       missing: 'This page needs the token of the relay that served it.',
     }[reason] || '';

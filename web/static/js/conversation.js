@@ -5,14 +5,14 @@
 // its deadline, and the usage. It touches no DOM; the views render it.
 
 import {
-  addQuota, addShutdown, closedText, modeChangeText, newUsage, oneLine, statusText, titleFrom,
+  addQuota, addShutdown, byText, closedText, modeChangeText, newUsage, oneLine, statusText, titleFrom,
   toolSummary, turnText,
 } from './words.js';
 
 /**
  * A row is one entry of the transcript. Every row has kind and v (its
  * version, bumped on each change). Kinds and their fields:
- *   user:   text, mode
+ *   user:   text, mode, from (who sent it, when not this page)
  *   text:   messageId, text (markdown), done
  *   tool:   id, name, summary, state (running|approved|denied|failed), detail
  *   status: status, text, detail, usage
@@ -52,6 +52,7 @@ export class Conversation {
     this.lastError = '';
     this.msgs = new Map(); // messageId → {row, text, done}
     this.answered = new Map(); // requestId → answer sent from here ('' for a rejection)
+    this.sentHere = []; // prompts sent from here whose copilot:user_message has not come
   }
 
   /** thinking: a turn runs and has shown nothing yet. */
@@ -90,7 +91,11 @@ export class Conversation {
       case 'copilot:user_message': {
         this.finishMessages();
         this.mode = d.mode === 'plan' ? 'plan' : 'act';
-        this.push({ kind: 'user', text: d.content ?? '', mode: this.mode });
+        // A prompt this page sent is its own; another's names its sender.
+        const mine = this.sentHere.indexOf(d.content ?? '');
+        if (mine >= 0) this.sentHere.splice(mine, 1);
+        const from = mine < 0 ? byText(d.sentBy) : '';
+        this.push({ kind: 'user', text: d.content ?? '', mode: this.mode, from });
         this.streaming = true;
         this.turnOutput = false;
         this.lastError = '';
@@ -142,7 +147,7 @@ export class Conversation {
         break;
       case 'copilot:user_input_closed':
         if (this.pending && this.pending.request.requestId === d.requestId) {
-          this.note('info', closedText(this.pending.request.question, this.answered.get(d.requestId), d.reason));
+          this.note('info', closedText(this.pending.request.question, this.answered.get(d.requestId), d.reason, d.answeredBy));
         }
         this.closeRequest(d.requestId);
         break;
@@ -200,6 +205,12 @@ export class Conversation {
   }
 
   // ---- local actions ----
+
+  /** markSending records a prompt sent from here (its echo is not another's). */
+  markSending(text) {
+    this.sentHere.push(text);
+    if (this.sentHere.length > 16) this.sentHere.shift();
+  }
 
   /** markAnswering records an answer sent from here ('' and rejected for a rejection). */
   markAnswering(requestId, answer, rejected) {

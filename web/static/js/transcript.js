@@ -74,7 +74,7 @@ export class Transcript {
     switch (row.kind) {
       case 'user':
         return el('div', { class: 'row user', dataset: { kind: 'user' } },
-          el('div', { class: 'who' }, 'You', row.mode === 'plan' ? el('span', { class: 'tag plan', text: 'plan mode' }) : null),
+          el('div', { class: 'who' }, row.from ? `Sent from ${row.from}` : 'You', row.mode === 'plan' ? el('span', { class: 'tag plan', text: 'plan mode' }) : null),
           el('div', { class: 'prompt', text: row.text }));
       case 'text':
         return this.updateText(el('div', { class: 'row text md', dataset: { kind: 'text' } }), row);

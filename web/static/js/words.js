@@ -62,16 +62,36 @@ export function modeChangeText(mode, streaming) {
     : `Switched to Act: tool calls run ${when}.`;
 }
 
-/** closedText says how an open question was closed. */
-export function closedText(question, answeredHere, reason) {
+/**
+ * byText names the device and client kind of an answeredBy or sentBy, as
+ * the window does (conversation.Who): "Pixel (web)"; the relay's own
+ * device, whose name is "this device" for the relay, is the relay's
+ * computer here (this page may be on a phone).
+ */
+export function byText(by) {
+  if (!by || typeof by.device !== 'string') return '';
+  const client = oneLine(by.client, 20);
+  if (by.device === 'this device') return `${CLIENT_NAMES[client] || 'another client'} on the relay's computer`;
+  return `${oneLine(by.device, 40)} (${client})`;
+}
+
+const CLIENT_NAMES = { window: 'a window', terminal: 'a terminal', web: 'the web client' };
+
+/**
+ * closedText says how an open question was closed: by this page
+ * (answeredHere, what it sent), or by whom the relay names (by, its
+ * answeredBy), or by another window when an older relay names nobody.
+ */
+export function closedText(question, answeredHere, reason, by) {
   const q = JSON.stringify(oneLine(question, 80));
+  const who = byText(by) || 'another window';
   switch (reason) {
     case 'answered':
       return answeredHere !== undefined
         ? `You answered ${JSON.stringify(oneLine(answeredHere, 80))} to ${q}.`
-        : `${q} was answered from another window.`;
+        : `${q} was answered from ${who}.`;
     case 'rejected':
-      return answeredHere !== undefined ? `You rejected ${q}.` : `${q} was rejected from another window.`;
+      return answeredHere !== undefined ? `You rejected ${q}.` : `${q} was rejected from ${who}.`;
     case 'aborted':
       return `The question ${q} was withdrawn: the turn was stopped.`;
     default:
