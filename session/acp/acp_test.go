@@ -512,8 +512,8 @@ func TestTurnErrors(t *testing.T) {
 	}
 }
 
-// TestUnknownUpdates: kinds the SDK does not know, thoughts, plans and
-// context usage stay out of the transcript; the rest of the turn arrives.
+// TestUnknownUpdates: kinds the SDK does not know and context usage stay
+// out of the transcript; the rest of the turn arrives.
 func TestUnknownUpdates(t *testing.T) {
 	opts, _ := newFake(t)
 	h := newHost("act")
@@ -521,8 +521,37 @@ func TestUnknownUpdates(t *testing.T) {
 	if err := run(t, s, "unknown"); err != nil {
 		t.Fatal(err)
 	}
-	if got := shape(h.Events()); !slices.Equal(got, []string{"delta:Still here.", "message:Still here.", "usage:100/10"}) {
-		t.Errorf("events = %q", got)
+	want := []string{"think:pondering", "plan:pending", "delta:Still here.", "message:Still here.", "usage:100/10"}
+	if got := shape(h.Events()); !slices.Equal(got, want) {
+		t.Errorf("events = %q, want %q", got, want)
+	}
+}
+
+// TestThoughtsAndPlan: thought chunks are reasoning, apart from the reply,
+// one run of them one reasoning message; each plan update is the whole
+// plan, entries and statuses as the agent sent them.
+func TestThoughtsAndPlan(t *testing.T) {
+	opts, _ := newFake(t)
+	h := newHost("act")
+	s := open(t, newAgent(t, opts), "c1", session.OpenOptions{}, h)
+	if err := run(t, s, "think"); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"think:Reading the ", "think:notes first.", "plan:in_progress,pending", "plan:completed,in_progress",
+		"delta:Here is the summary.", "message:Here is the summary.", "think:Done, I think.", "usage:100/10"}
+	if got := shape(h.Events()); !slices.Equal(got, want) {
+		t.Fatalf("events = %q, want %q", got, want)
+	}
+	th := testsupport.OfType[session.Reasoning](h.Events())
+	if th[0].MessageID == "" || th[0].MessageID != th[1].MessageID || th[2].MessageID == th[0].MessageID {
+		t.Errorf("reasoning ids %q %q %q: want the first run one message, the last another", th[0].MessageID, th[1].MessageID, th[2].MessageID)
+	}
+	if msg := testsupport.OfType[session.Message](h.Events())[0]; msg.MessageID == th[0].MessageID || msg.MessageID == th[2].MessageID {
+		t.Errorf("the reply shares its id with the reasoning")
+	}
+	plan := testsupport.OfType[session.Plan](h.Events())[1]
+	if want := (session.PlanEntry{Content: "Write the summary", Priority: "medium", Status: "in_progress"}); plan.Entries[1] != want {
+		t.Errorf("plan entry = %+v, want %+v", plan.Entries[1], want)
 	}
 }
 

@@ -157,7 +157,8 @@ func run(t *testing.T, s session.Session, prompt string) error {
 }
 
 // shape lists the events as short strings: "delta:Hello", "message:…",
-// "start:ID:name", "end:ID:ok|failed|denied", "usage:in/out".
+// "start:ID:name", "end:ID:ok|failed|denied", "usage:in/out",
+// "think:text", "plan:status,status".
 func shape(events []session.Event) []string {
 	var out []string
 	for _, e := range events {
@@ -177,6 +178,14 @@ func shape(events []session.Event) []string {
 				status = "ok"
 			}
 			out = append(out, "end:"+v.ToolCallID+":"+status)
+		case session.Reasoning:
+			out = append(out, "think:"+v.Content)
+		case session.Plan:
+			var st []string
+			for _, e := range v.Entries {
+				st = append(st, e.Status)
+			}
+			out = append(out, "plan:"+strings.Join(st, ","))
 		case session.Usage:
 			out = append(out, fmt.Sprintf("usage:%d/%d", deref(v.InputTokens), deref(v.OutputTokens)))
 		default:

@@ -23,6 +23,9 @@ type stream struct {
 	msgID      string
 	agentMsgID string // the agent's id for it, when it gives one
 	text       strings.Builder
+	// thinkID names the run of reasoning being streamed (thought chunks
+	// carry no id either); "" when the last thing was not reasoning.
+	thinkID string
 
 	tools   map[sdk.ToolCallId]*toolCall
 	open    []sdk.ToolCallId // started and not ended, in start order
@@ -92,11 +95,13 @@ func (st *stream) update(u sdk.SessionUpdate) {
 			st.settle(tu.ToolCallId, *tu.Status)
 		}
 	case u.AgentThoughtChunk != nil:
-		// The relay has no event for reasoning; it stays out of the
-		// transcript.
-		st.log.Debug("acp: agent thought", "text", blockText(u.AgentThoughtChunk.Content))
+		st.thought(blockText(u.AgentThoughtChunk.Content))
 	case u.Plan != nil:
-		st.log.Debug("acp: agent plan", "entries", len(u.Plan.Entries))
+		entries := make([]session.PlanEntry, len(u.Plan.Entries))
+		for i, e := range u.Plan.Entries {
+			entries[i] = session.PlanEntry{Content: e.Content, Priority: string(e.Priority), Status: string(e.Status)}
+		}
+		st.host.Emit(session.Plan{Entries: entries})
 	case u.UsageUpdate != nil:
 		// Context-window fill and session cost: no relay event carries
 		// them (copilot:quota's cost is a premium-request multiplier).
@@ -151,6 +156,7 @@ func (st *stream) chunk(agentMsgID *string, content sdk.ContentBlock) {
 		st.endMessage() // the agent started another message
 		st.agentMsgID = *agentMsgID
 	}
+	st.thinkID = "" // reply text ends a run of reasoning
 	if st.msgID == "" {
 		st.msgID = uuid.NewString()
 	}
@@ -158,8 +164,23 @@ func (st *stream) chunk(agentMsgID *string, content sdk.ContentBlock) {
 	st.host.Emit(session.Delta{MessageID: st.msgID, Content: text})
 }
 
+// thought streams the agent's reasoning, apart from its reply: a run of
+// thought chunks is one reasoning message, shown after the text before it.
+func (st *stream) thought(text string) {
+	if text == "" {
+		return
+	}
+	if st.thinkID == "" {
+		st.endMessage()
+		st.thinkID = uuid.NewString()
+	}
+	st.host.Emit(session.Reasoning{MessageID: st.thinkID, Content: text})
+}
+
 // endMessage sends the message streamed so far whole, and starts the next.
+// A run of reasoning ends there too: what the agent thinks next is another.
 func (st *stream) endMessage() {
+	st.thinkID = ""
 	if st.msgID != "" && st.text.Len() > 0 {
 		st.host.Emit(session.Message{MessageID: st.msgID, Content: st.text.String()})
 	}
