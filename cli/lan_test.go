@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"log/slog"
+	"net"
 	"strings"
 	"testing"
 	"time"
@@ -66,5 +67,48 @@ func TestLANRelayHasItsOwnTLS(t *testing.T) {
 	cf.relay.DataDir = memoryDataDir
 	if _, _, err := cf.startTarget(ctx, logger); err == nil {
 		t.Fatal("a relay on the network without a data dir for its certificate")
+	}
+}
+
+// The relay on the network keeps its port across restarts (the data dir
+// remembers it), so a paired phone's link keeps working; a port another
+// program took meanwhile is given up for a new one, which is remembered
+// in its turn.
+func TestLANRelayKeepsItsPort(t *testing.T) {
+	dir := t.TempDir()
+	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
+	cf := clientFlags{}
+	cf.relay.Settings = settings.Defaults()
+	cf.relay.Agent, cf.relay.LAN, cf.relay.DataDir = settings.AgentDemo, true, dir
+	cf.relay.HeartbeatTimeout = time.Minute
+	ctx := context.Background()
+	port := func() string {
+		t.Helper()
+		tgt, stop, err := cf.startTarget(ctx, logger)
+		if err != nil {
+			t.Fatal(err)
+		}
+		stop()
+		_, p, err := net.SplitHostPort(hostOf(tgt.URL))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	first := port()
+	if again := port(); again != first {
+		t.Fatalf("the port changed from %s to %s across a restart", first, again)
+	}
+	taken, err := net.Listen("tcp", "0.0.0.0:"+first)
+	if err != nil {
+		t.Fatal(err)
+	}
+	other := port()
+	taken.Close()
+	if other == first {
+		t.Fatal("started on a port another program holds")
+	}
+	if next := port(); next != other {
+		t.Fatalf("the new port %s was not remembered: %s", other, next)
 	}
 }

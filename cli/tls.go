@@ -15,6 +15,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"log/slog"
 	"math/big"
 	"net"
 	"net/http"
@@ -211,4 +212,49 @@ func refuseClearDevices(ctx context.Context, s relaySettings, store history.Stor
 func errClearNetwork(dir string) error {
 	return usageError("the relay running on %s listens on the network without TLS: a device token would travel in clear. "+
 		"Restart it with --tls-cert and --tls-key (or on 127.0.0.1), then make the token", dir)
+}
+
+// lanPortName is the file in the data dir that remembers the port of the
+// relay reachable from the network, so that a restart keeps it: a phone
+// paired with the relay keeps its link (address, port and the pinned
+// certificate) and needs nothing new.
+const lanPortName = "lan-port"
+
+// lanListen is where the relay reachable from the network listens: on
+// every address, on the port it had last time when that port is free, else
+// on a new one (the Share dialog shows it; paired devices need the new
+// link).
+func lanListen(dir string, logger *slog.Logger) string {
+	b, err := os.ReadFile(filepath.Join(dir, lanPortName))
+	if err != nil {
+		return "0.0.0.0:0"
+	}
+	port, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil || port <= 0 || port > 65535 {
+		logger.Warn("ignoring the remembered port of the relay on the network", "file", filepath.Join(dir, lanPortName))
+		return "0.0.0.0:0"
+	}
+	addr := net.JoinHostPort("0.0.0.0", strconv.Itoa(port))
+	// A probe: the stack would fail on a port in use, after opening the
+	// store and starting the agent. Go's listeners set SO_REUSEADDR, so
+	// the port can be bound again at once after this close.
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		logger.Warn("the relay's port on the network is taken; using a new one (paired devices need the new link)", "port", port, "err", err)
+		return "0.0.0.0:0"
+	}
+	ln.Close()
+	return addr
+}
+
+// rememberLANPort writes the port of relayURL (wss://HOST:PORT/ws) to the
+// data dir for lanListen.
+func rememberLANPort(dir, relayURL string, logger *slog.Logger) {
+	_, port, err := net.SplitHostPort(hostOf(relayURL))
+	if err == nil {
+		err = writePrivate(filepath.Join(dir, lanPortName), []byte(port+"\n"))
+	}
+	if err != nil {
+		logger.Warn("could not remember the relay's port on the network: the next start may pick another", "err", err)
+	}
 }

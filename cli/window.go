@@ -96,9 +96,12 @@ func (c *clientFlags) startTarget(ctx context.Context, logger *slog.Logger) (tar
 		if err != nil {
 			return target{}, nil, err
 		}
-		s.Listen, s.lanCert = "0.0.0.0:0", &cert
+		s.Listen, s.lanCert = lanListen(s.DataDir, logger), &cert
 	}
 	st, err := startStack(ctx, s, logger)
+	if err == nil && s.LAN {
+		rememberLANPort(s.DataDir, st.URL, logger)
+	}
 	if errors.Is(err, sqlite.ErrInUse) {
 		// Another pilotdesk (a window, serve) of this user holds the data
 		// dir: attach to its relay instead of refusing.
