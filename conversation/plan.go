@@ -3,6 +3,8 @@ package conversation
 import (
 	"fmt"
 	"strings"
+
+	"github.com/pilotdesk/pilotdesk/protocol"
 )
 
 // PlanStep is one step of a plan: a tool call Plan denied.
@@ -72,4 +74,31 @@ func PlanPrompt(steps []PlanStep) string {
 		b.WriteString("\n")
 	}
 	return b.String()
+}
+
+// PlanProgress says how far the agent's plan is: "2 of 5 steps done".
+func PlanProgress(entries []protocol.PlanEntry) string {
+	done := 0
+	for _, e := range entries {
+		if e.Status == protocol.PlanCompleted {
+			done++
+		}
+	}
+	if len(entries) == 1 {
+		return fmt.Sprintf("%d of 1 step done", done)
+	}
+	return fmt.Sprintf("%d of %d steps done", done, len(entries))
+}
+
+// PlanMark is the mark of an entry of the agent's plan, for a line of
+// text: ✓ done, ▶ in progress, ○ pending (and any status the agent made
+// up).
+func PlanMark(status string) string {
+	switch status {
+	case protocol.PlanCompleted:
+		return "✓"
+	case protocol.PlanInProgress:
+		return "▶"
+	}
+	return "○"
 }

@@ -14,6 +14,12 @@ const (
 	RowMode                  // the mode changed here
 	RowNote                  // something that happened (question timed out, answered, refused…)
 	RowPlan                  // the tool calls a turn's plan asked for and Plan denied
+	// RowReasoning is the agent's reasoning (copilot:reasoning), apart
+	// from its reply: shown collapsed under "Thinking", Text its words.
+	RowReasoning
+	// RowAgentPlan is the plan the agent keeps (copilot:plan): Entries,
+	// updated in place as the agent reports progress.
+	RowAgentPlan
 )
 
 // Tool call states shown on a RowTool.
@@ -56,6 +62,9 @@ type Row struct {
 	// Steps are a RowPlan's denied tool rows, by index, in order. Rows
 	// are only ever appended, so the indexes hold.
 	Steps []int
+	// Entries are a RowAgentPlan's steps, as the agent last sent them
+	// (replaced whole, never changed in place: renderers keep copies).
+	Entries []protocol.PlanEntry
 	// Mode is the mode of a user turn, or the new mode of a RowMode.
 	Mode protocol.Mode
 	// MessageID is the assistant message a text or code block belongs to,

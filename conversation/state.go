@@ -106,6 +106,10 @@ type State struct {
 	errorRow  int
 	titled    bool                // the title came from the relay or a prompt
 	msgs      map[string]*message // assistant messages by id
+	// thoughts are the reasoning messages by id; planRow is the row of
+	// the running or last turn's agent plan (-1: none yet).
+	thoughts map[string]*thought
+	planRow  int
 	answered  map[string]string   // requestId → the answer this client sent
 	upd       *Update             // the Update being built by Apply
 }
@@ -120,6 +124,12 @@ type message struct {
 	// else came in between.
 	lastRow int
 	done    bool
+}
+
+// thought is one run of the agent's reasoning, shown in one row.
+type thought struct {
+	row  int
+	text strings.Builder
 }
 
 // New returns the empty state of conversation id.
@@ -141,6 +151,8 @@ func New(id string, opts Options) *State {
 		opts:      opts,
 		errorRow:  -1,
 		turnStart: -1,
+		planRow:   -1,
+		thoughts:  map[string]*thought{},
 		msgs:      map[string]*message{},
 		answered:  map[string]string{},
 	}
@@ -168,6 +180,8 @@ func (s *State) Apply(ev client.Event) Update {
 	case *client.Reset:
 		s.Rows = nil
 		s.msgs = map[string]*message{}
+		s.thoughts = map[string]*thought{}
+		s.planRow, s.turnStart, s.errorRow = -1, -1, -1
 		s.Pending = nil
 		s.Streaming = false
 		s.Synced = false
@@ -224,6 +238,12 @@ func (s *State) Apply(ev client.Event) Update {
 			break
 		}
 		s.wholeMessage(d.MessageID, d.Content)
+	case *protocol.Reasoning:
+		s.reasoning(d.MessageID, d.Content)
+		s.turnOutput = true
+	case *protocol.Plan:
+		s.agentPlan(d.Entries)
+		s.turnOutput = true
 	case *protocol.ToolStart:
 		s.turnOutput = true
 		s.appendRow(Row{Kind: RowTool, Title: d.ToolName, Text: ToolSummary(d.Arguments), Args: string(d.Arguments), State: ToolRunning, MessageID: d.ToolCallID})
@@ -602,4 +622,50 @@ func (s *State) finishMessages() {
 	for _, m := range s.msgs {
 		s.finishMessage(m)
 	}
+	for id, th := range s.thoughts {
+		if r := s.Rows[th.row]; !r.Done {
+			r.Done = true
+			s.setRow(th.row, r)
+		}
+		delete(s.thoughts, id)
+	}
+	if s.planRow >= 0 && !s.Rows[s.planRow].Done {
+		r := s.Rows[s.planRow]
+		r.Done = true
+		s.setRow(s.planRow, r)
+	}
+}
+
+// ---- the agent's reasoning and plan ----
+
+// reasoning streams the agent's reasoning into its own row, one per
+// reasoning message: never into the reply's rows.
+func (s *State) reasoning(id, text string) {
+	th, ok := s.thoughts[id]
+	if !ok {
+		th = &thought{row: -1}
+		s.thoughts[id] = th
+	}
+	th.text.WriteString(text)
+	// strings.Builder's String does not copy: a long run of reasoning
+	// costs its length once, not once per chunk.
+	r := Row{Kind: RowReasoning, Text: th.text.String(), MessageID: id}
+	if th.row < 0 {
+		th.row = s.appendRow(r)
+		return
+	}
+	s.setRow(th.row, r)
+}
+
+// agentPlan shows the agent's plan: a turn's first one as a new row, each
+// later one of the turn in that row, replacing the entries.
+func (s *State) agentPlan(entries []protocol.PlanEntry) {
+	r := Row{Kind: RowAgentPlan, Entries: slices.Clone(entries), Text: PlanProgress(entries)}
+	if s.planRow >= 0 && s.planRow > s.turnStart && !s.Rows[s.planRow].Done {
+		r.MessageID = s.Rows[s.planRow].MessageID
+		s.setRow(s.planRow, r)
+		return
+	}
+	r.MessageID = fmt.Sprintf("agent-plan-%d", len(s.Rows))
+	s.planRow = s.appendRow(r)
 }

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -46,7 +47,7 @@ func replay(t *testing.T, file string) (*State, []Update) {
 }
 
 func kindsOf(rows []Row) string {
-	names := map[RowKind]string{RowUser: "user", RowText: "text", RowCode: "code", RowTool: "tool", RowStatus: "status", RowMode: "mode", RowNote: "note", RowPlan: "plan"}
+	names := map[RowKind]string{RowUser: "user", RowText: "text", RowCode: "code", RowTool: "tool", RowStatus: "status", RowMode: "mode", RowNote: "note", RowPlan: "plan", RowReasoning: "reasoning", RowAgentPlan: "agentplan"}
 	var parts []string
 	for _, r := range rows {
 		parts = append(parts, names[r.Kind])
@@ -126,6 +127,25 @@ func TestFoldRecordedStreams(t *testing.T) {
 		usage:  "Model gpt-5  ·  this turn 0.75 credits · conversation 2 credits  ·  premium requests 200/300 (33.33% left), resets 1 Dec · at this pace it runs out on 22 Nov  ·  ×1 premium per request",
 		totals: "Session total: 2 premium requests",
 		turn:   "usage: gpt-5 · 0.75 credits (conversation 2 credits) · cost 1 · premium requests 200/300 (33.33% left), at this pace it runs out on 22 Nov · session ended: 2 premium requests",
+	}, {
+		file: "acp-turn.jsonl",
+		// An ACP agent's turn: its reasoning in rows of their own, apart
+		// from the reply; its plan one row, updated in place.
+		kinds: "user,reasoning,agentplan,tool,text,reasoning,status",
+		rows: map[int]Row{
+			1: {Kind: RowReasoning, Text: "The notes shout in places.", MessageID: "r1"},
+			2: {Kind: RowAgentPlan, Text: "2 of 2 steps done", MessageID: "agent-plan-2", Entries: []protocol.PlanEntry{
+				{Content: "Read notes.txt", Priority: "high", Status: protocol.PlanCompleted},
+				{Content: "Lower-case TWO", Priority: "medium", Status: protocol.PlanCompleted}}},
+			3: {Kind: RowTool, Title: "Edit notes.txt", Text: "notes.txt", State: ToolApproved, MessageID: "d1",
+				Detail: "--- /w/notes.txt\n+++ /w/notes.txt\n@@ -2 +2 @@\n-TWO\n+two"},
+			4: {Kind: RowText, Text: "Tidied.", MessageID: "m1"},
+			5: {Kind: RowReasoning, Text: "That was all.", MessageID: "r2"},
+		},
+		title: "Tidy notes.txt",
+		mode:  protocol.ModeAct,
+		usage: "this turn 100 in / 10 out / 5 cached tokens  ·  conversation 100 in / 10 out / 5 cached tokens",
+		turn:  "usage: 100 in / 10 out / 5 cached tokens",
 	}, {
 		file: "stopped-tool.jsonl",
 		// A turn's end closes the tool rows it left running.
@@ -301,5 +321,45 @@ func TestPlanCardIsAnUpdate(t *testing.T) {
 	_, updates := replay(t, "plan-question.jsonl")
 	if u := updates[len(updates)-1]; len(u.Rows) == 0 || u.Rows[len(u.Rows)-1] != 7 {
 		t.Fatalf("the idle's update names rows %v, want the plan card's 7 among them", u.Rows)
+	}
+}
+
+// TestReasoningAndPlanRows: each chunk of reasoning changes its own row
+// only, and the reply's text never joins it; a plan update changes the
+// turn's plan row in place; the next turn's plan is a row of its own, and
+// the first plan row stays as its turn left it.
+func TestReasoningAndPlanRows(t *testing.T) {
+	st, updates := replay(t, "acp-turn.jsonl")
+	if got := updates[2].Rows; len(got) != 1 || got[0] != 1 || updates[2].Text != "" {
+		t.Errorf("the second reasoning chunk changed rows %v and streamed %q", got, updates[2].Text)
+	}
+	if got := updates[6].Rows; len(got) != 1 || got[0] != 2 {
+		t.Errorf("the plan update changed rows %v, want [2]", got)
+	}
+	if st.MessageText("r1") != "" {
+		t.Errorf("the reasoning became assistant text")
+	}
+	for _, i := range []int{1, 2, 5} {
+		if !st.Rows[i].Done {
+			t.Errorf("row %d is not done after the turn", i)
+		}
+	}
+
+	next := func(seq int, typ, data string) {
+		ev, err := client.Decode([]byte(`{"type":"` + typ + `","data":{"conversationId":"c1","seq":` + strconv.Itoa(seq) + `,` + data + `}}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		st.Apply(ev)
+	}
+	before := st.Rows[2]
+	next(13, "copilot:user_message", `"messageId":"u2","content":"again","mode":"act"`)
+	next(14, "copilot:plan", `"entries":[{"content":"One more","priority":"low","status":"pending"}]`)
+	last := st.Rows[len(st.Rows)-1]
+	if last.Kind != RowAgentPlan || len(last.Entries) != 1 || last.Text != "0 of 1 step done" || last.MessageID == before.MessageID {
+		t.Errorf("the second turn's plan = %+v", last)
+	}
+	if !reflect.DeepEqual(st.Rows[2], before) {
+		t.Errorf("the first turn's plan row changed: %+v", st.Rows[2])
 	}
 }
