@@ -2,9 +2,15 @@ package cli
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
 	"time"
 
 	"github.com/pilotdesk/pilotdesk/relay"
+	"github.com/pilotdesk/pilotdesk/relay/history"
+	"github.com/pilotdesk/pilotdesk/relay/history/sqlite"
 	"github.com/pilotdesk/pilotdesk/ui"
 )
 
@@ -15,10 +21,16 @@ type windowDevices struct {
 	share ui.ShareInfo
 }
 
-// newWindowDevices is nil unless the window embeds its relay: tokens of a
-// relay elsewhere are made where it runs (pilotdesk token).
+// newWindowDevices manages the device tokens of the window's relay: the
+// one it embeds, or the one it attached to on its data dir (the window
+// holds that relay's own token, the owner's, and the devices table is in
+// the data dir it shares: dataDirDevices). nil for a remote relay: its
+// tokens are made where it runs (pilotdesk token), the window says so.
 func newWindowDevices(t target) ui.Devices {
 	if t.relay == nil {
+		if t.attachedTo != nil && t.dataDir != "" {
+			return newDataDirDevices(t)
+		}
 		return nil
 	}
 	info := ui.ShareInfo{URL: t.sharedURL}
@@ -41,13 +53,86 @@ func (d windowDevices) Devices(ctx context.Context) ([]ui.DeviceInfo, error) {
 	if err != nil {
 		return nil, err
 	}
-	out := make([]ui.DeviceInfo, len(devs))
-	for i, dev := range devs {
-		out[i] = ui.DeviceInfo{Name: dev.Name, Role: dev.Role, Created: dev.CreatedAt, Expires: dev.ExpiresAt, LastUsed: dev.LastUsed}
-	}
-	return out, nil
+	return deviceInfos(devs), nil
 }
 
 func (d windowDevices) RevokeDevice(ctx context.Context, name string) error {
 	return d.relay.RevokeDevice(ctx, name)
+}
+
+func deviceInfos(devs []history.Device) []ui.DeviceInfo {
+	out := make([]ui.DeviceInfo, len(devs))
+	for i, dev := range devs {
+		out[i] = ui.DeviceInfo{Name: dev.Name, Role: dev.Role, Created: dev.CreatedAt, Expires: dev.ExpiresAt, LastUsed: dev.LastUsed}
+	}
+	return out
+}
+
+// dataDirDevices is the dialog of a window attached to the relay of
+// another process on the same data dir: it changes the data dir's devices
+// table as `pilotdesk token` does (SQLite's locking makes that safe beside
+// the running relay, which looks a new token up on its first use and
+// notices a revocation within a second). The database is opened for each
+// action, not held while the window lives.
+type dataDirDevices struct {
+	dir   string
+	share ui.ShareInfo
+	// clear: the relay listens on the network without TLS, so no token
+	// is made for it (tls.go, refuseClearDevices).
+	clear bool
+}
+
+func newDataDirDevices(t target) dataDirDevices {
+	r := t.attachedTo
+	info := ui.ShareInfo{URL: r.URL}
+	if r.LAN != "" {
+		info.URL, info.LAN = "wss://"+r.LAN+"/ws", true
+		info.Fingerprint = FormatFingerprint(r.Fingerprint)
+	}
+	return dataDirDevices{dir: t.dataDir, share: info, clear: r.ClearNetwork}
+}
+
+func (d dataDirDevices) Share() ui.ShareInfo { return d.share }
+
+func (d dataDirDevices) open(ctx context.Context) (*sqlite.DeviceStore, error) {
+	store, err := sqlite.OpenDevices(ctx, d.dir, sqlite.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		return nil, fmt.Errorf("opening the device tokens in %s: %w", d.dir, err)
+	}
+	return store, nil
+}
+
+func (d dataDirDevices) CreateDevice(ctx context.Context, name, role string, expires time.Time) (string, error) {
+	if d.clear {
+		return "", errors.New(unwrapUsage(errClearNetwork(d.dir)))
+	}
+	store, err := d.open(ctx)
+	if err != nil {
+		return "", err
+	}
+	defer store.Close()
+	token, _, err := relay.CreateDevice(ctx, store, relay.NewDevice{Name: name, Role: role, Expires: expires})
+	return token, err
+}
+
+func (d dataDirDevices) Devices(ctx context.Context) ([]ui.DeviceInfo, error) {
+	store, err := d.open(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer store.Close()
+	devs, err := store.Devices(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return deviceInfos(devs), nil
+}
+
+func (d dataDirDevices) RevokeDevice(ctx context.Context, name string) error {
+	store, err := d.open(ctx)
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	return store.RevokeDevice(ctx, name)
 }

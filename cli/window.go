@@ -33,6 +33,11 @@ type target struct {
 	relay     *relay.Relay
 	lan       string
 	sharedURL string
+	// attachedTo is the running relay's file an attached target read, and
+	// dataDir the data dir it shares with it: the window manages that
+	// relay's device tokens through the data dir (devices.go).
+	attachedTo *runningRelay
+	dataDir    string
 	// DemoReason: why --agent auto picked the built-in demo ("" if not).
 	DemoReason string
 }
@@ -107,7 +112,8 @@ func (c *clientFlags) startTarget(ctx context.Context, logger *slog.Logger) (tar
 		// dir: attach to its relay instead of refusing.
 		if r, rerr := readRunning(s.DataDir); rerr == nil {
 			logger.Info("attaching to the relay already running on the data dir", "url", r.URL, "pid", r.PID)
-			return target{URL: r.URL, Token: r.Token, Attached: pidText(r.PID), Fingerprint: r.Fingerprint}, func() {}, nil
+			return target{URL: r.URL, Token: r.Token, Attached: pidText(r.PID), Fingerprint: r.Fingerprint,
+				lan: r.LAN, attachedTo: &r, dataDir: s.DataDir}, func() {}, nil
 		}
 	}
 	if err != nil {

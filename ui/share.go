@@ -20,8 +20,10 @@ import (
 
 // Devices manages the device tokens of the window's relay, for the
 // "Connect a device…" dialog (docs/protocol.md, Devices and roles). The
-// desktop implements it over the embedded relay; nil when the window's
-// relay is not this process's, whose tokens `pilotdesk token` makes.
+// desktop implements it over the embedded relay, or over the data dir of
+// the relay it attached to (another pilotdesk of this user on the same
+// data dir); nil for a relay on another computer, whose tokens are made
+// where it runs.
 type Devices interface {
 	// Share says how other devices reach the relay.
 	Share() ShareInfo
@@ -94,7 +96,8 @@ func (w *Window) ShowShare() { w.showShare() }
 func (w *Window) showShare() *shareDialog {
 	if w.opts.Devices == nil {
 		dialog.ShowInformation("Connect a device",
-			"This window uses a relay that runs elsewhere: make device tokens where it runs, with\n"+
+			"This window is a client of a relay on another computer. Device tokens are kept where\n"+
+				"the relay runs, so make them there: with its window's Connect a device…, or with\n"+
 				"pilotdesk token create --name NAME --role controller", w.win)
 		return nil
 	}
