@@ -18,7 +18,7 @@ LDFLAGS := -X github.com/pilotdesk/pilotdesk/cli.Version=$(VERSION)
 FYNE_TOOL_VERSION := v1.7.4
 FYNE := .tools/bin/fyne
 
-.PHONY: run test deps copilot-cli opencode nats-server build vet web-test web-screenshots bench bench-window screenshots fuzz load package install package-windows package-darwin clean
+.PHONY: run test deps copilot-cli opencode nats-server build vet web-test web-screenshots bench bench-window screenshots fuzz load cluster package install package-windows package-darwin clean
 
 run: deps build
 	./$(BIN)
@@ -117,6 +117,14 @@ load:
 	$(GO) build -tags $(TEST_TAGS) -o .tools/load/pilotdesk .
 	$(GO) build -o .tools/load/load ./tools/load
 	.tools/load/load -bin .tools/load/pilotdesk $(LOAD_FLAGS)
+
+# A local 3-node nats-server cluster and two `pilotdesk serve --nats` relays
+# on 127.0.0.1, for a person to try several relays sharing conversations
+# (docs/operations.md): prints the relays' URLs and token; Ctrl-C stops
+# everything. State in .tools/cluster; `scripts/cluster.sh --dry-run` only
+# writes and checks the configurations.
+cluster: nats-server
+	@scripts/cluster.sh
 
 $(FYNE):
 	GOBIN=$(CURDIR)/.tools/bin $(GO) install fyne.io/tools/cmd/fyne@$(FYNE_TOOL_VERSION)
