@@ -67,7 +67,9 @@ func newHarness(t testing.TB, hc harnessConfig) *harness {
 	if err != nil {
 		t.Fatal(err)
 	}
-	hc.relay.Agent = script.New(s)
+	if hc.relay.Agent == nil {
+		hc.relay.Agent = script.New(s)
+	}
 	if hc.relay.Token == "" {
 		hc.relay.Token = "test-token"
 	}
@@ -167,7 +169,7 @@ func (h *harness) text() string {
 
 func (h *harness) dump() string {
 	var b strings.Builder
-	names := []string{"user", "text", "code", "tool", "status", "mode", "note", "plan"}
+	names := []string{"user", "text", "code", "tool", "status", "mode", "note", "plan", "reasoning", "agent plan"}
 	for _, r := range h.rows() {
 		b.WriteString(names[r.Kind] + ": " + r.Text + " [" + r.State + "]\n")
 	}

@@ -30,9 +30,10 @@ const outputEnds = 6
 // must not build a million-line label.
 const maxShownLines = 2000
 
-// openOf is how far row r is expanded (only tool rows expand).
+// openOf is how far row r is expanded (tool rows, and reasoning rows:
+// open or not).
 func (t *transcript) openOf(r conversation.Row) toolOpen {
-	if r.Kind != conversation.RowTool {
+	if r.Kind != conversation.RowTool && r.Kind != conversation.RowReasoning {
 		return toolClosed
 	}
 	return t.open[r.MessageID]

@@ -394,9 +394,16 @@ func (t *transcript) estimate(r conversation.Row) float32 {
 	if t.unit == nil {
 		t.calibrate(width)
 	}
-	if r.Kind == conversation.RowPlan {
+	switch r.Kind {
+	case conversation.RowPlan:
 		// A title, a line per step and the button's line.
 		return float32(len(r.Steps)+2) * 2 * theme.TextSize()
+	case conversation.RowAgentPlan:
+		// A title and a line per step.
+		return float32(len(r.Entries)+1) * 2 * theme.TextSize()
+	case conversation.RowReasoning:
+		// Collapsed, one line; expanded it is measured.
+		return 2 * theme.TextSize()
 	}
 	u := t.unit[r.Kind]
 	if u.charWidth <= 0 {
@@ -556,6 +563,9 @@ type rowState struct {
 	tool *toolView
 	plan *planView
 	line *lineView
+	// reasoning and agentPlan: agentrows.go
+	reasoning *reasoningView
+	agentPlan *agentPlanView
 }
 
 func (t *transcript) newRowState() *rowState {
@@ -597,6 +607,18 @@ func (s *rowState) show(id int, r conversation.Row, segs []widget.RichTextSegmen
 		}
 		s.plan.set(id, s.t.rows)
 		obj = s.plan.obj
+	case conversation.RowReasoning:
+		if s.reasoning == nil {
+			s.reasoning = newReasoningView(s.t)
+		}
+		s.reasoning.set(id, r, s.t.openOf(r))
+		obj = s.reasoning.obj
+	case conversation.RowAgentPlan:
+		if s.agentPlan == nil {
+			s.agentPlan = newAgentPlanView()
+		}
+		s.agentPlan.set(r)
+		obj = s.agentPlan.obj
 	default:
 		if s.line == nil {
 			s.line = newLineView(s.t.win)

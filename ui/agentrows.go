@@ -1,0 +1,163 @@
+package ui
+
+import (
+	"fmt"
+	"strings"
+	"unicode/utf8"
+
+	"fyne.io/fyne/v2"
+	"fyne.io/fyne/v2/canvas"
+	"fyne.io/fyne/v2/container"
+	"fyne.io/fyne/v2/layout"
+	"fyne.io/fyne/v2/theme"
+	"fyne.io/fyne/v2/widget"
+
+	"github.com/pilotdesk/pilotdesk/conversation"
+	"github.com/pilotdesk/pilotdesk/protocol"
+)
+
+// The rows of what an agent reports besides its reply (agents of the ACP
+// backend do): its reasoning and its plan.
+
+// maxReasoningRunes bounds the reasoning an expanded row shows: a label of
+// a book's length costs seconds to lay out. The end is what is kept, as
+// the newest thoughts are the ones that matter.
+const maxReasoningRunes = 20000
+
+// reasoningView is the agent's reasoning, collapsed under "Thinking" (one
+// line: a button to expand and the start of the text), expanded the whole
+// text in italics. Expansion is the transcript's (openOf, setOpen), as a
+// tool row's, so that it survives the row being scrolled out and back.
+type reasoningView struct {
+	t       *transcript
+	id      int
+	open    bool
+	obj     *fyne.Container
+	toggle  *widget.Button
+	preview *widget.Label
+	text    *widget.Label
+}
+
+func newReasoningView(t *transcript) *reasoningView {
+	v := &reasoningView{t: t}
+	v.toggle = widget.NewButtonWithIcon("Thinking", theme.MenuExpandIcon(), func() {
+		if v.open {
+			v.t.setOpen(v.id, toolClosed)
+		} else {
+			v.t.setOpen(v.id, toolOpened)
+		}
+	})
+	v.toggle.Importance = widget.LowImportance
+	v.toggle.Alignment = widget.ButtonAlignLeading
+	v.preview = widget.NewLabel("")
+	v.preview.Truncation = fyne.TextTruncateEllipsis
+	v.preview.TextStyle = fyne.TextStyle{Italic: true}
+	v.preview.Importance = widget.LowImportance
+	v.preview.SizeName = theme.SizeNameCaptionText
+	v.text = widget.NewLabel("")
+	v.text.Wrapping = fyne.TextWrapWord
+	v.text.Selectable = true
+	v.text.TextStyle = fyne.TextStyle{Italic: true}
+	head := container.NewBorder(nil, nil, v.toggle, nil, v.preview)
+	v.obj = container.NewVBox(head, v.text)
+	return v
+}
+
+func (v *reasoningView) set(id int, r conversation.Row, open toolOpen) {
+	v.id, v.open = id, open != toolClosed
+	label := "Thought"
+	if !r.Done {
+		label = "Thinking…"
+	}
+	if v.open {
+		v.toggle.SetIcon(theme.MenuDropDownIcon())
+		v.preview.Hide()
+		v.text.SetText(reasoningShown(r.Text))
+		v.text.Show()
+	} else {
+		v.toggle.SetIcon(theme.MenuExpandIcon())
+		v.preview.SetText(conversation.OneLine(r.Text, 200))
+		v.preview.Show()
+		v.text.Hide()
+	}
+	v.toggle.SetText(label)
+}
+
+// reasoningShown is the text an expanded reasoning row shows.
+func reasoningShown(text string) string {
+	n := utf8.RuneCountInString(text)
+	if n <= maxReasoningRunes {
+		return text
+	}
+	r := []rune(text)
+	return fmt.Sprintf("[… %d earlier characters not shown]\n", n-maxReasoningRunes) + string(r[len(r)-maxReasoningRunes:])
+}
+
+// agentPlanView is the agent's plan: a card with how far it is and a line
+// per step, marked done, in progress or pending, updated in place as the
+// agent reports progress.
+type agentPlanView struct {
+	obj     *fyne.Container
+	bg      *canvas.Rectangle
+	title   *widget.Label
+	entries *fyne.Container
+	shown   []protocol.PlanEntry // what entries holds, to rebuild only on change
+}
+
+func newAgentPlanView() *agentPlanView {
+	v := &agentPlanView{}
+	v.bg = canvas.NewRectangle(colors(theme.Current()).codeBackground)
+	v.bg.CornerRadius = theme.InputRadiusSize()
+	v.title = widget.NewLabelWithStyle("", fyne.TextAlignLeading, fyne.TextStyle{Bold: true})
+	// Steps close together: a wrapped label's own padding spaces them.
+	v.entries = container.New(layout.NewCustomPaddedVBoxLayout(0))
+	v.obj = container.NewStack(v.bg, container.NewPadded(container.NewVBox(v.title, v.entries)))
+	return v
+}
+
+func (v *agentPlanView) set(r conversation.Row) {
+	v.bg.FillColor = colors(theme.Current()).codeBackground
+	v.bg.Refresh()
+	v.title.SetText("The agent's plan · " + r.Text)
+	if planEqual(v.shown, r.Entries) && len(v.entries.Objects) == len(r.Entries) {
+		return
+	}
+	v.shown = r.Entries
+	v.entries.RemoveAll()
+	for _, e := range r.Entries {
+		l := widget.NewLabel(planLine(e))
+		l.Wrapping = fyne.TextWrapWord
+		switch e.Status {
+		case protocol.PlanCompleted:
+			l.Importance = widget.SuccessImportance
+		case protocol.PlanInProgress:
+			l.TextStyle = fyne.TextStyle{Bold: true}
+		default:
+			l.Importance = widget.MediumImportance
+		}
+		v.entries.Add(l)
+	}
+	relayout(v.obj)
+}
+
+// planLine is one step of the agent's plan: its mark, its text, and its
+// priority when high.
+func planLine(e protocol.PlanEntry) string {
+	line := conversation.PlanMark(e.Status) + "  " + strings.TrimSpace(e.Content)
+	if e.Priority == "high" {
+		line += "  (high priority)"
+	}
+	return line
+}
+
+func planEqual(a, b []protocol.PlanEntry) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
