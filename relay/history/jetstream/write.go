@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -131,9 +132,12 @@ func (s *Store) Write(ctx context.Context, b history.Batch) error {
 	if len(invalid) > 0 {
 		return errors.Join(invalid...)
 	}
+	// The commits below write failed while they run: which conversations
+	// validation already failed is read from a copy.
+	prepFailed := maps.Clone(failed)
 	s.each(len(ws), func(i int) {
 		w := ws[i]
-		if _, ok := failed[w.id]; ok {
+		if _, ok := prepFailed[w.id]; ok {
 			return
 		}
 		if err := s.commit(ctx, w); err != nil {
