@@ -176,7 +176,8 @@ type repl struct {
 	// conversation (the same fold as the window's); the REPL prints what
 	// each event changed in it.
 	fold       *conversation.State
-	errorShown bool // a copilot:error of this turn was printed
+	errorShown bool      // a copilot:error of this turn was printed
+	agent      agentRows // the agent's reasoning and plan (agentrows.go)
 	// plan is the last plan turn's steps, for /run.
 	plan []conversation.PlanStep
 	// The credit budget's warning and refusal, each said once.

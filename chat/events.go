@@ -36,9 +36,17 @@ func (r *repl) event(ctx context.Context, ev client.Event) {
 	}
 	if _, reset := ev.Data.(*client.Reset); reset || r.fold == nil || r.fold.ID != r.conv {
 		r.fold = conversation.New(r.conv, conversation.Options{Self: self, Now: r.cfg.Now})
+		r.agent = agentRows{}
 	}
 	u := r.fold.Apply(ev)
+	if _, ok := ev.Data.(*protocol.Reasoning); !ok {
+		r.flushThought() // a run of reasoning ends when anything else comes
+	}
 	switch d := ev.Data.(type) {
+	case *protocol.Reasoning:
+		r.reasoning(u)
+	case *protocol.Plan:
+		r.agentPlan(d, u)
 	case *protocol.Subscribed:
 		r.subscribed(d)
 	case *client.Reset:
