@@ -53,6 +53,7 @@ type options struct {
 	sync        string
 	sendQueue   int
 	cpuProfile  string
+	anchor      bool
 }
 
 var exitCode int
@@ -71,6 +72,7 @@ func main() {
 	flag.StringVar(&o.sync, "sqlite-sync", "FULL", "SQLite synchronous setting with -store sqlite (FULL, NORMAL)")
 	flag.IntVar(&o.sendQueue, "send-queue", 0, "relay.Config.SendQueue (0: the relay's default)")
 	flag.StringVar(&o.cpuProfile, "cpuprofile", "", "write CPU profiles: FILE.clients and FILE.relay")
+	flag.BoolVar(&o.anchor, "anchor", true, "measure nats-server's core fan-out (same subscribers, same message size) after the burst rounds, and print the relay's CPU per delivery as a ratio of it")
 	flag.Parse()
 
 	role := "clients"
@@ -177,8 +179,12 @@ type roundResult struct {
 	lost             int
 	cpuPerDelivery   time.Duration
 	natsPerDelivery  time.Duration // the nats-server processes' CPU (-nats cluster)
+	// schedPerDelivery is the measured process's on-CPU time (schedCPU),
+	// the measure the anchor's ratio compares.
+	schedPerDelivery time.Duration
 	allocsPerDeliv   float64
 	delivered        int
+	frameBytes       int // the delta frames' mean length
 }
 
 func runBench(o options) error {
@@ -227,6 +233,20 @@ func runBench(o options) error {
 	if len(results) > 0 {
 		med = median(results)
 		printRound("median", med)
+	}
+	if o.anchor && len(results) > 0 {
+		a, err := runAnchor(o, med.frameBytes)
+		if err != nil {
+			return err
+		}
+		ratio := float64(med.schedPerDelivery) / float64(a.schedPerDelivery)
+		verdict := "met"
+		if ratio > anchorTarget {
+			verdict = "MISSED"
+		}
+		fmt.Printf("pilotdesk CPU per delivery %s = %.2fx nats-server's %s (on-CPU time of each process, medians; target <= %.1fx: %s); throughput %.2fx\n",
+			med.schedPerDelivery.Round(time.Nanosecond), ratio, a.schedPerDelivery.Round(time.Nanosecond), anchorTarget, verdict,
+			med.deliveriesPerSec/a.deliveriesPerSec)
 	}
 	if o.pacedRate > 0 {
 		r, err := round(ch, subs, "paced", o.deltas, o.size, o.pacedRate)
@@ -297,8 +317,14 @@ func median(rs []roundResult) roundResult {
 		cpuPerDelivery:   time.Duration(pick(func(r roundResult) float64 { return float64(r.cpuPerDelivery) })),
 		natsPerDelivery:  time.Duration(pick(func(r roundResult) float64 { return float64(r.natsPerDelivery) })),
 		allocsPerDeliv:   pick(func(r roundResult) float64 { return r.allocsPerDeliv }),
+		schedPerDelivery: time.Duration(pick(func(r roundResult) float64 { return float64(r.schedPerDelivery) })),
+		frameBytes:       int(pick(func(r roundResult) float64 { return float64(r.frameBytes) })),
 	}
 }
+
+// anchorTarget is issue #15's: the relay's CPU per delivery at most 0.8x
+// nats-server's core fan-out's, in one run.
+const anchorTarget = 0.8
 
 // subscriber is one client connection.
 type subscriber struct {
@@ -401,9 +427,11 @@ func round(ch *child, subs []*subscriber, id string, deltas, size, rate int) (ro
 	if err != nil {
 		return roundResult{}, err
 	}
+	schedBefore, _ := schedCPU(ch.cmd.Process.Pid)
 
 	type result struct {
 		latencies []int64
+		bytes     int
 		got       int
 		lastRecv  int64
 		firstEmit int64
@@ -437,6 +465,7 @@ func round(ch *child, subs []*subscriber, id string, deltas, size, rate int) (ro
 						res.firstEmit = emitted
 					}
 					res.got++
+					res.bytes += len(msg)
 					res.lastRecv = now
 				case bytes.HasPrefix(msg, []byte(`{"type":"copilot:idle"`)):
 					return
@@ -463,16 +492,18 @@ func round(ch *child, subs []*subscriber, id string, deltas, size, rate int) (ro
 		return roundResult{}, err
 	}
 	natsAfter := natsCPU()
+	schedAfter, _ := schedCPU(ch.cmd.Process.Pid)
 
 	var all []int64
 	var first, last int64 = -1, 0
-	got := 0
+	got, frameBytes := 0, 0
 	for i, r := range results {
 		if r.err != nil {
 			return roundResult{}, fmt.Errorf("subscriber %d: %w", i, r.err)
 		}
 		all = append(all, r.latencies...)
 		got += r.got
+		frameBytes += r.bytes
 		if r.firstEmit >= 0 && (first < 0 || r.firstEmit < first) {
 			first = r.firstEmit
 		}
@@ -491,7 +522,9 @@ func round(ch *child, subs []*subscriber, id string, deltas, size, rate int) (ro
 		cpuPerDelivery:   (after.CPU - before.CPU) / time.Duration(got),
 		natsPerDelivery:  (natsAfter - natsBefore) / time.Duration(got),
 		allocsPerDeliv:   float64(after.Mallocs-before.Mallocs) / float64(got),
+		schedPerDelivery: (schedAfter - schedBefore) / time.Duration(got),
 		delivered:        got,
+		frameBytes:       frameBytes / got,
 	}, nil
 }
 

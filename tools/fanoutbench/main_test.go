@@ -3,6 +3,8 @@ package main
 import (
 	"os"
 	"testing"
+
+	"github.com/pilotdesk/pilotdesk/relay/history/jetstream/natstest"
 )
 
 // TestMain lets the test binary play the relay process, as the command does
@@ -29,5 +31,17 @@ func TestSmallRun(t *testing.T) {
 				t.Fatal(err)
 			}
 		})
+	}
+}
+
+// The anchor (nats-server's core fan-out) runs after the relay's rounds
+// and delivers everything too.
+func TestSmallRunAnchor(t *testing.T) {
+	if _, err := natstest.Binary(); err != nil {
+		t.Skipf("nats-server is not installed (make nats-server): %v", err)
+	}
+	t.Setenv("FANOUTBENCH_TEST_STORE", "memory")
+	if err := runBench(options{subscribers: 3, deltas: 200, size: 64, rounds: 1, store: "memory", anchor: true}); err != nil {
+		t.Fatal(err)
 	}
 }
