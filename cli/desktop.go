@@ -23,10 +23,20 @@ const AppID = "io.github.pilotdesk"
 
 // showWindow runs the desktop window on the relay the flags and the saved
 // settings name until the window is closed or ctx ends (SIGINT/SIGTERM).
+// The window shows at once, saying that it connects, while the relay (and
+// its agent) starts behind it. If no relay can start, the window says why
+// (Settings can fix saved settings) and closing it returns that error.
 func showWindow(ctx context.Context, fs *flag.FlagSet, cf *clientFlags, env Env) error {
 	logger := newLogger(env.Stderr, slog.LevelInfo)
 	if cf.relay.Verbose {
 		logger = newLogger(env.Stderr, slog.LevelDebug)
+	}
+	if addr := env.Getenv(pprofEnv); addr != "" {
+		wait, err := servePprof(ctx, addr, logger)
+		if err != nil {
+			return err
+		}
+		defer wait()
 	}
 	a := app.NewWithID(AppID)
 	a.SetIcon(fyne.NewStaticResource("pilotdesk.png", assets.Icon))
@@ -46,7 +56,7 @@ func showWindow(ctx context.Context, fs *flag.FlagSet, cf *clientFlags, env Env)
 
 	d.win.ShowAndRun()
 	d.close()
-	return nil
+	return d.failed()
 }
 
 // desktopConfig is what openDesktop needs.
@@ -60,22 +70,27 @@ type desktopConfig struct {
 }
 
 // desktop is the running window app: the relay it embeds or connects to,
-// the client, and the window. Applying settings that need it restarts the
-// relay in-process and moves the window to the new one (ui.Window.SetClient);
-// the window itself stays.
+// the client, and the window. The window is built first and the relay
+// started behind it (openDesktop). Applying settings that need it restarts
+// the relay in-process and moves the window to the new one
+// (ui.Window.SetClient); the window itself stays.
 type desktop struct {
 	desktopConfig
 	ctx    context.Context
 	cancel context.CancelFunc
-	wg     sync.WaitGroup // restarts and retired clients
+	wg     sync.WaitGroup // the first start, restarts and retired clients
 
 	mu      sync.Mutex
 	closed  bool
-	pending *relayConn // started by a restart, not yet handed to the UI
+	pending *relayConn // started, not yet handed to the UI
+	// startErr is why no relay could start at all (the window says so).
+	startErr error
 
 	win *ui.Window // for the desktop's life
 
-	// The UI goroutine's.
+	// The UI goroutine's. cur is nil until the first relay is in use (or
+	// for good, when none could start); restarting is true while a relay
+	// starts, the first one included.
 	cur        *relayConn
 	restarting bool
 }
@@ -98,10 +113,14 @@ func (r *relayConn) close() {
 	r.stop()
 }
 
-// openDesktop starts the relay the flags and the saved settings name,
-// connects and builds the window (not shown yet). If the saved settings do
-// not start, it starts on the command line and the defaults alone and the
-// window says why.
+// openDesktop builds the window (not shown yet) and starts the relay the
+// flags and the saved settings name behind it: the window says that it
+// connects until the relay runs (start-up costs what a Fyne window costs,
+// not also SQLite's, the agent's and the connection's time; the Copilot
+// CLI takes seconds to start). If the saved settings do not start, the
+// relay starts on the command line and the defaults alone and the window
+// says why; if those do not start either, the window says so. Only flags
+// that cannot be combined with the saved settings are an error here.
 func openDesktop(ctx context.Context, cfg desktopConfig) (*desktop, error) {
 	d := &desktop{desktopConfig: cfg}
 	d.ctx, d.cancel = context.WithCancel(ctx)
@@ -113,29 +132,116 @@ func openDesktop(ctx context.Context, cfg desktopConfig) (*desktop, error) {
 		d.cancel()
 		return nil, err
 	}
-	want, err := withPrefs(d.flags, d.locked, d.savedSettings())
+	want, wantErr := withPrefs(d.flags, d.locked, d.savedSettings())
+	d.win = ui.NewWindow(d.app, nil, d.startingOptions(base, want, wantErr))
+	d.restarting = true
+	d.wg.Add(1)
+	go func() {
+		defer d.wg.Done()
+		r, problem, err := d.start(base, want, wantErr)
+		d.handOverFirst(r, problem, err)
+	}()
+	return d, nil
+}
+
+// start starts the relay of the saved settings (want), or else of the
+// command line and the defaults (base), and says why want did not start.
+func (d *desktop) start(base, want clientFlags, wantErr error) (_ *relayConn, problem string, _ error) {
 	var r *relayConn
+	err := wantErr
 	if err == nil {
 		r, err = d.connect(want)
 	}
-	problem := ""
-	if err != nil {
-		if want == base {
-			d.cancel()
-			return nil, err // the command line's own settings fail: say so and stop
-		}
-		d.logger.Warn("the saved settings did not start; starting on the command line and the defaults", "err", err)
-		problem = "pilotdesk could not start with your saved settings: " + unwrapUsage(err) +
-			". It runs on the defaults instead: open Settings to fix them."
-		r, err = d.connect(base)
-		if err != nil {
-			d.cancel()
-			return nil, err
-		}
+	if err == nil {
+		return r, "", nil
 	}
-	d.cur = r
-	d.win = ui.NewWindow(d.app, r.client, d.options(r, problem))
-	return d, nil
+	if wantErr == nil && want == base {
+		return nil, "", err // the command line's own settings fail
+	}
+	d.logger.Warn("the saved settings did not start; starting on the command line and the defaults", "err", err)
+	problem = "pilotdesk could not start with your saved settings: " + unwrapUsage(err) +
+		". It runs on the defaults instead: open Settings to fix them."
+	r, err = d.connect(base)
+	if err != nil {
+		return nil, "", err
+	}
+	return r, problem, nil
+}
+
+// startingOptions are the window's options while its first relay starts:
+// what the title and the empty transcript say, and Settings (whose Apply
+// waits until the relay runs).
+func (d *desktop) startingOptions(base, want clientFlags, wantErr error) ui.Options {
+	cf := base
+	if wantErr == nil {
+		cf = want
+	}
+	opts := d.base
+	opts.Logger = d.logger
+	opts.Version = Version
+	opts.Effective = effectiveSettings(cf)
+	opts.Locked = d.locked
+	opts.Restart = d.restart
+	opts.Remote = cf.relay.Remote
+	if cf.relay.Remote {
+		opts.RelayName = target{URL: cf.relay.RemoteURL}.Title()
+		opts.Connecting = "Connecting to the relay at " + opts.RelayName + "…"
+	} else {
+		opts.RelayName = "embedded relay"
+		opts.Connecting = "Starting the relay and the agent…"
+	}
+	return opts
+}
+
+// handOverFirst gives the first relay to the window, or tells it that
+// none could start.
+func (d *desktop) handOverFirst(r *relayConn, problem string, err error) {
+	d.mu.Lock()
+	if d.closed {
+		d.mu.Unlock()
+		if r != nil {
+			r.close()
+		}
+		return
+	}
+	d.pending = r
+	if r == nil {
+		d.startErr = err
+	}
+	d.mu.Unlock()
+	if err != nil {
+		d.logger.Error("the relay did not start", "err", err)
+	}
+	fyne.Do(func() {
+		d.mu.Lock()
+		r := d.pending
+		d.pending = nil
+		closed := d.closed
+		d.mu.Unlock()
+		if closed {
+			return // close took the pending relay
+		}
+		d.restarting = false
+		if r == nil {
+			d.win.StartFailed(unwrapUsage(err))
+			return
+		}
+		d.mu.Lock() // failed reads it from another goroutine
+		d.cur = r
+		d.mu.Unlock()
+		d.win.SetClient(r.client, d.options(r, problem))
+	})
+}
+
+// failed is why no relay could start, once the window has closed; nil if
+// one did.
+func (d *desktop) failed() error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.cur != nil {
+		return nil
+	}
+	return d.startErr
 }
 
 // connect starts the relay cf names (or picks the remote one) and dials it.
@@ -185,6 +291,10 @@ func (d *desktop) options(r *relayConn, problem string) ui.Options {
 // why. It runs on the UI goroutine; the work runs on a goroutine and done
 // is called on the UI goroutine.
 func (d *desktop) restart(done func(error)) {
+	if d.restarting && d.cur == nil {
+		done(errors.New("the relay is still starting: apply the settings again once the window is connected"))
+		return
+	}
 	if d.restarting {
 		done(errors.New("the relay is already restarting"))
 		return
@@ -202,8 +312,15 @@ func (d *desktop) restart(done func(error)) {
 		d.logger.Info("restarting the relay with the new settings")
 		// First stop the old relay: the new one opens the same history,
 		// which only one relay may hold.
-		old.stop()
+		if old != nil {
+			old.stop()
+		}
 		r, err := d.connect(want)
+		if err != nil && old == nil {
+			// No relay ran before (none could start): nothing to go back to.
+			d.handOver(nil, err, done)
+			return
+		}
 		if err != nil {
 			d.logger.Warn("the new settings did not start; going back to the previous ones", "err", err)
 			back, err2 := d.connect(old.flags)
@@ -260,8 +377,13 @@ func unwrapErr(err error) error {
 // stopped already, unless it is remote).
 func (d *desktop) swap(r *relayConn) {
 	old := d.cur
+	d.mu.Lock() // failed reads it from another goroutine
 	d.cur = r
+	d.mu.Unlock()
 	d.win.SetClient(r.client, d.options(r, ""))
+	if old == nil {
+		return
+	}
 	d.wg.Add(1)
 	go func() {
 		defer d.wg.Done()
@@ -283,7 +405,11 @@ func (d *desktop) close() {
 	}
 	d.wg.Wait()
 	d.win.Close()
-	d.cur.client.Close()
+	if d.cur != nil {
+		d.cur.client.Close()
+	}
 	d.win.Wait()
-	d.cur.stop()
+	if d.cur != nil {
+		d.cur.stop()
+	}
 }

@@ -6,7 +6,10 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"flag"
+	"io"
 	"log/slog"
+	"net"
+	neturl "net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -16,6 +19,9 @@ import (
 
 	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/app"
+	"fyne.io/fyne/v2/canvas"
+	"fyne.io/fyne/v2/test"
+	"fyne.io/fyne/v2/widget"
 
 	"github.com/pilotdesk/pilotdesk/client"
 	"github.com/pilotdesk/pilotdesk/protocol"
@@ -257,6 +263,28 @@ type testDesktop struct {
 }
 
 func openTestDesktop(t *testing.T, a fyne.App, args ...string) (*testDesktop, error) {
+	t.Helper()
+	td, err := startTestDesktop(t, a, args...)
+	if err != nil {
+		return nil, err
+	}
+	// The window is up before its relay: wait for the relay (a start may
+	// probe the Copilot CLI).
+	td.waitStarted()
+	if td.d.cur == nil {
+		return td, td.d.failed()
+	}
+	return td, nil
+}
+
+// waitStarted waits until the window's first relay runs or failed to.
+func (td *testDesktop) waitStarted() {
+	td.t.Helper()
+	td.loop.WaitFor(td.t, 60*time.Second, "the relay's start", func() bool { return !td.d.restarting }, nil)
+}
+
+// startTestDesktop builds the window and returns while its relay starts.
+func startTestDesktop(t *testing.T, a fyne.App, args ...string) (*testDesktop, error) {
 	t.Helper()
 	cf, fs, getenv := parseWindowFlags(t, nil, args...)
 	logs := &syncBuffer{}
@@ -547,10 +575,183 @@ func TestSavedSettingsThatFailFallBack(t *testing.T) {
 	td.prompt("markdown still works")
 	waitConversation(t, td.d.cur, "markdown still works")
 
+	// The command line's own relay does not start: the window says so
+	// (showWindow then returns the error).
 	b := newPrefsApp(t, testAppID())
-	if _, err := openTestDesktop(t, b, "--data-dir", memoryDataDir, "--connect", "ws://127.0.0.1:1/ws"); err == nil {
-		t.Fatal("an unreachable --connect relay opened a window")
+	tb, err := openTestDesktop(t, b, "--data-dir", memoryDataDir, "--connect", "ws://127.0.0.1:1/ws")
+	if err == nil || !strings.Contains(err.Error(), "127.0.0.1:1") {
+		t.Fatalf("an unreachable --connect relay: %v", err)
 	}
+	if got := tb.texts(); !strings.Contains(got, "pilotdesk could not start") || !strings.Contains(got, "127.0.0.1:1") || !strings.Contains(got, "disconnected") {
+		t.Fatalf("the window does not say why it has no relay:\n%s", got)
+	}
+}
+
+// texts is every text the window shows (labels, rich texts, buttons,
+// entries, the status bar), one a line.
+func (td *testDesktop) texts() string {
+	td.t.Helper()
+	td.loop.Drain()
+	var b strings.Builder
+	var walk func(o fyne.CanvasObject)
+	walk = func(o fyne.CanvasObject) {
+		if o == nil || !o.Visible() {
+			return
+		}
+		switch v := o.(type) {
+		case *canvas.Text:
+			b.WriteString(v.Text + "\n")
+		case *widget.Entry:
+			b.WriteString(v.Text + "\n")
+		case *widget.List:
+			return // rows are drawn lazily; the transcript's rows are not needed here
+		}
+		switch v := o.(type) {
+		case *fyne.Container:
+			for _, c := range v.Objects {
+				walk(c)
+			}
+		case fyne.Widget:
+			for _, c := range test.WidgetRenderer(v).Objects() {
+				walk(c)
+			}
+		}
+	}
+	walk(td.d.win.Window().Content())
+	for _, o := range td.d.win.Window().Canvas().Overlays().List() {
+		walk(o)
+	}
+	return b.String()
+}
+
+// heldProxy forwards TCP connections to addr once released: until then a
+// client's dial waits, as on a relay that is still starting.
+func heldProxy(t *testing.T, addr string) (url string, release func()) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	held := make(chan struct{})
+	var wg sync.WaitGroup
+	t.Cleanup(func() {
+		ln.Close()
+		wg.Wait()
+	})
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				defer c.Close()
+				<-held
+				up, err := net.Dial("tcp", addr)
+				if err != nil {
+					return
+				}
+				defer up.Close()
+				go func() { _, _ = io.Copy(up, c); up.Close() }()
+				_, _ = io.Copy(c, up)
+			}()
+		}
+	}()
+	var once sync.Once
+	return "ws://" + ln.Addr().String() + "/ws", func() { once.Do(func() { close(held) }) }
+}
+
+// TestTheWindowShowsBeforeItsRelay: the window is built before its relay
+// runs and says that it connects; what is typed meanwhile is kept and sent
+// once the relay is there. A window whose relay could not start gets one
+// when Settings are applied.
+func TestTheWindowShowsBeforeItsRelay(t *testing.T) {
+	remoteSettings := relaySettings{Settings: settings.Settings{Agent: "script"}, Listen: "127.0.0.1:0", Token: "remote-token",
+		Script: filepath.Join("..", "ui", "testdata", "script.json"), HeartbeatTimeout: time.Minute, DataDir: memoryDataDir}
+	remote, err := startStack(context.Background(), remoteSettings, slog.New(slog.NewTextHandler(&syncBuffer{}, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { remote.Close(context.Background()) })
+	u, err := neturl.Parse(remote.LocalURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxyURL, release := heldProxy(t, u.Host)
+
+	a := newPrefsApp(t, testAppID())
+	td, err := startTestDesktop(t, a, "--data-dir", memoryDataDir, "--connect", proxyURL, "--token", "remote-token")
+	if err != nil {
+		t.Fatal(err)
+	}
+	td.loop.Drain()
+	if td.d.cur != nil || !td.d.restarting {
+		t.Fatal("the relay was there before the window: the test's proxy did not hold it")
+	}
+	host := strings.TrimPrefix(strings.TrimSuffix(proxyURL, "/ws"), "ws://")
+	if got := td.texts(); !strings.Contains(got, "Connecting to the relay at "+host+"…") || !strings.Contains(got, "connecting…") {
+		t.Fatalf("the window does not say that it connects:\n%s", got)
+	}
+	// Settings cannot restart a relay that is still starting.
+	result := make(chan error, 1)
+	td.d.restart(func(err error) { result <- err })
+	if err := <-result; err == nil || !strings.Contains(err.Error(), "still starting") {
+		t.Fatalf("a restart while starting: %v", err)
+	}
+	// Enter keeps the draft while there is no relay.
+	td.prompt("typed while connecting")
+	if got := td.texts(); !strings.Contains(got, "typed while connecting") {
+		t.Fatalf("the draft typed while connecting is gone:\n%s", got)
+	}
+
+	release()
+	td.waitStarted()
+	if td.d.cur == nil || td.d.cur.target.URL != proxyURL {
+		t.Fatalf("not on the relay: %v", td.d.failed())
+	}
+	if got := td.texts(); strings.Contains(got, "Connecting to the relay at") {
+		t.Fatalf("still says it connects:\n%s", got)
+	}
+	// The draft is still there; Enter sends it now.
+	td.prompt("")
+	waitConversation(t, td.d.cur, "typed while connecting")
+	if err := td.d.failed(); err != nil {
+		t.Fatalf("failed() = %v after a start", err)
+	}
+
+	// No relay starts: applying settings that work starts one.
+	b := newPrefsApp(t, testAppID())
+	s := settings.Defaults()
+	s.Agent = settings.AgentDemo
+	settings.Save(b.Preferences(), s)
+	notDir := filepath.Join(t.TempDir(), "file")
+	if err := os.WriteFile(notDir, []byte("not a directory"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	tb, err := openTestDesktop(t, b, "--data-dir", notDir)
+	if err == nil || !strings.Contains(err.Error(), "opening the history") {
+		t.Fatalf("a data dir that is a file: %v", err)
+	}
+	if got := tb.texts(); !strings.Contains(got, "pilotdesk could not start") || !strings.Contains(got, "opening the history") {
+		t.Fatalf("the window does not say why it has no relay:\n%s", got)
+	}
+	s.Remote, s.RemoteURL, s.RemoteToken = true, remote.URL, "remote-token"
+	settings.Save(b.Preferences(), s)
+	if err := tb.restart(); err != nil {
+		t.Fatal(err)
+	}
+	if tb.d.cur == nil || tb.d.cur.target.URL != remote.URL || tb.d.failed() != nil {
+		t.Fatalf("not on the relay of the settings: %v", tb.d.failed())
+	}
+	if got := tb.texts(); strings.Contains(got, "pilotdesk could not start") {
+		t.Fatalf("the start failure is still shown:\n%s", got)
+	}
+	tb.prompt("after the settings were fixed")
+	waitConversation(t, tb.d.cur, "after the settings were fixed")
 }
 
 // TestApplyingSettingsSwitchesToARemoteRelay: picking a remote relay in

@@ -92,7 +92,7 @@ func link(text, raw string) *widget.Hyperlink {
 
 // ShowAbout opens the About dialog.
 func (w *Window) ShowAbout() {
-	info := aboutInfo{Version: w.opts.Version, RelayURL: w.client.URL(), Remote: w.opts.Remote, Agent: w.opts.Agent}
+	info := aboutInfo{Version: w.opts.Version, RelayURL: w.clientURL(), Remote: w.opts.Remote, Agent: w.opts.Agent}
 	d := dialog.NewCustom("About pilotdesk", "Close", aboutContent(info), w.win)
 	w.about = d
 	d.SetOnClosed(func() { w.about = nil })

@@ -11,6 +11,7 @@ package ui
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"image/color"
 	"log/slog"
@@ -97,6 +98,10 @@ type Options struct {
 	// not after it has gone back to the previous one. nil: those settings
 	// apply at the next start.
 	Restart func(done func(err error))
+	// Connecting is what the empty window says while it has no client yet
+	// (NewWindow with a nil client): the relay and its agent start behind
+	// it. Default: "Connecting to the relay…".
+	Connecting string
 }
 
 // Window is the pilotdesk window.
@@ -179,8 +184,14 @@ type Window struct {
 // NewWindow builds the window on a and starts following c's events. Show it
 // with Window().Show() or ShowAndRun(). The caller keeps ownership of c and
 // closes it after the window is gone.
+//
+// c may be nil: the window then shows at once that it connects
+// (Options.Connecting) and sends nothing, and keeps what is typed, until
+// SetClient gives it a client, or StartFailed says that none will come. A
+// window shown before its relay has started costs the user no wait.
 func NewWindow(a fyne.App, c *client.Client, opts Options) *Window {
 	opts = withDefaults(opts)
+	//USEAPPTHEME
 	w := &Window{
 		app:      a,
 		opts:     opts,
@@ -191,7 +202,7 @@ func NewWindow(a fyne.App, c *client.Client, opts Options) *Window {
 		notified: map[string]bool{},
 	}
 	w.follow(c)
-	w.win = a.NewWindow(windowTitle(opts, c.URL()))
+	w.win = a.NewWindow(windowTitle(opts, w.clientURL()))
 	w.build()
 	w.win.Resize(w.savedSize())
 	w.win.SetOnClosed(func() {
@@ -202,9 +213,36 @@ func NewWindow(a fyne.App, c *client.Client, opts Options) *Window {
 	a.Lifecycle().SetOnExitedForeground(w.focusLost)
 
 	w.newConversation()
+	if c == nil {
+		w.transcript.hint.SetText(w.opts.Connecting)
+		w.refreshSend()
+		return w
+	}
 	w.showStartNotices()
 	w.start()
 	return w
+}
+
+// clientURL is the relay's URL, "" without a client.
+func (w *Window) clientURL() string {
+	if w.client == nil {
+		return ""
+	}
+	return w.client.URL()
+}
+
+// StartFailed says that no relay could start (why), in place of the
+// window's greeting and in a notice that offers Settings: saved settings
+// may be what fails, and applying new ones starts a relay (SetClient). It
+// runs on the UI goroutine, on a window that has no client.
+func (w *Window) StartFailed(why string) {
+	w.store.Apply(client.Event{Data: &client.StateChange{State: client.StateClosed, Err: errors.New(why)}})
+	w.transcript.hint.SetText("pilotdesk could not start: " + why)
+	w.showNotice(newNoticeCard(startNoticeID, theme.ErrorIcon(), "pilotdesk could not start", why+
+		"\n\nIf your saved settings are the cause, fix them in Settings and apply them; otherwise change the command line and start pilotdesk again.",
+		noticeAction{label: "Open Settings", icon: theme.SettingsIcon(), important: true, do: w.ShowSettings},
+	))
+	w.sync(true)
 }
 
 // SetClient moves the window to c, the client of another relay, with opts:
@@ -217,6 +255,10 @@ func NewWindow(a fyne.App, c *client.Client, opts Options) *Window {
 // says that the relay changed. It runs on the UI goroutine; the caller
 // then closes the old client.
 func (w *Window) SetClient(c *client.Client, opts Options) {
+	// The first client of a window built without one: the window greets
+	// as NewWindow does and keeps the conversation it shows (new, maybe
+	// with a draft typed meanwhile).
+	first := w.client == nil
 	// The goroutines that follow the old client read what changes below.
 	w.Close()
 	w.Wait()
@@ -252,7 +294,14 @@ drain:
 	if onRelay {
 		w.subscribe(w.current)
 	}
-	w.showRelayChanged(wasRemote)
+	if first {
+		if w.notice != nil && w.notice.id == startNoticeID {
+			w.dismissNotice(startNoticeID) // StartFailed's, if any
+		}
+		w.showStartNotices()
+	} else {
+		w.showRelayChanged(wasRemote)
+	}
 	w.start()
 	w.sync(true)
 }
@@ -270,6 +319,9 @@ func withDefaults(opts Options) Options {
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
+	}
+	if opts.Connecting == "" {
+		opts.Connecting = "Connecting to the relay…"
 	}
 	return opts
 }
@@ -407,6 +459,9 @@ func (w *Window) send() {
 }
 
 func (w *Window) enqueue(f func(context.Context)) {
+	if w.client == nil {
+		return // nobody to send to (SetClient drops what waits anyway)
+	}
 	select {
 	case w.outbox <- f:
 	case <-w.ctx.Done():
@@ -767,7 +822,7 @@ func (w *Window) showBudget(b *protocol.Budget, now time.Time) {
 // refreshSend enables Send unless the credit budget is spent (Stop always
 // works).
 func (w *Window) refreshSend() {
-	if w.budget != nil && w.budget.Exceeded() && !w.view.Streaming {
+	if w.client == nil || w.budget != nil && w.budget.Exceeded() && !w.view.Streaming {
 		w.sendBtn.Disable()
 	} else {
 		w.sendBtn.Enable()
@@ -886,8 +941,8 @@ func (w *Window) sendOrStop() {
 // submit sends the composer's text as a prompt.
 func (w *Window) submit() {
 	prompt := strings.TrimSpace(w.composer.Text)
-	if prompt == "" {
-		return
+	if prompt == "" || w.client == nil {
+		return // without a relay yet, Enter keeps the draft
 	}
 	if w.view.Streaming {
 		return // Enter while streaming keeps the draft; Stop first
