@@ -76,6 +76,9 @@ type committer struct {
 	retryAt  time.Time                  // the next attempt to store them
 	backoff  time.Duration              // the wait after the next failed attempt
 	lastWarn time.Time                  // when it last logged that the store still fails
+	// fenced: some conversation lost to another relay (cluster.go), so
+	// records may be stale even with no failure. The committer's own.
+	fenced bool
 }
 
 func newCommitter(r *Relay) *committer {
@@ -208,6 +211,9 @@ func (c *committer) commit(recs []record) {
 		// stored the others: only the failed ones fail. The spend goes
 		// with a later write, as after any failed one.
 		c.r.budget.giveBack(spend)
+		if c.r.cluster != nil {
+			recs = c.dropFenced(recs, partial)
+		}
 		if recs = c.failPartly(recs, partial); len(recs) == 0 {
 			return
 		}
@@ -238,6 +244,10 @@ func (c *committer) commit(recs []record) {
 // get copilot:deleted and it is forgotten, so a later subscribe finds it new.
 func (c *committer) delete(rec record) {
 	err := c.r.store.Delete(c.ctx, rec.conv.id)
+	if err == nil && c.r.cluster != nil {
+		// The other relays' subscribers get copilot:deleted too.
+		c.r.cluster.Deleted(c.ctx, rec.conv.id)
+	}
 	if err != nil {
 		c.r.log.Error("relay: history store delete failed", "conversationId", rec.conv.id, "err", err)
 	} else {
@@ -257,4 +267,33 @@ func (c *committer) saveSpend() {
 	if err := c.r.store.Write(c.ctx, history.Batch{Spend: spend}); err != nil {
 		c.r.log.Error("relay: the AI credits spent could not be stored; the next start does not count them", "spends", len(spend), "err", err)
 	}
+}
+
+// dropFenced handles the conversations of a partly failed write that
+// another relay took over (history.ErrConflict: the fence): they are lost
+// to this relay, not failed (cluster.go). It returns recs without theirs,
+// and takes them out of the write's failures.
+func (c *committer) dropFenced(recs []record, partial *history.PartialWriteError) []record {
+	lost := map[*conversation]bool{}
+	for conv := range c.index {
+		if err := partial.Failed[conv.id]; err != nil && errors.Is(err, history.ErrConflict) {
+			lost[conv] = true
+			conv.mu.Lock()
+			conv.fencedLocked(err)
+			conv.mu.Unlock()
+			delete(partial.Failed, conv.id)
+			delete(c.index, conv)
+		}
+	}
+	if len(lost) == 0 {
+		return recs
+	}
+	c.fenced = true
+	kept := recs[:0]
+	for _, rec := range recs {
+		if !lost[rec.conv] {
+			kept = append(kept, rec)
+		}
+	}
+	return kept
 }

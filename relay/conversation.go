@@ -27,6 +27,11 @@ type conversation struct {
 	// under mu, but atomic because canSubscribe reads it without mu.
 	deleted atomic.Bool
 
+	// liveMu is held while a remote conversation catches up with what its
+	// owner stored, and while this relay takes it over (cluster.go), so
+	// that they come one at a time and in order. Taken before mu.
+	liveMu sync.Mutex
+
 	mu sync.Mutex // guards every field below, and the fields of turn
 	// title, mode, model, createdAt and updatedAt are what the store keeps.
 	title     string
@@ -38,6 +43,10 @@ type conversation struct {
 	sentSeq   int64 // seq of the last event fanned out
 	streaming bool
 	fromStore bool // loaded at start: the agent session is opened with Resume
+	// remote: another relay owns the conversation (Config.Cluster): this
+	// relay emits nothing for it and its subscribers get what the owner
+	// stores (cluster.go). Always false without a cluster.
+	remote bool
 	subs      []*subscriber
 
 	sess       session.Session
@@ -88,6 +97,9 @@ type subscriber struct {
 func newConversation(r *Relay, id string) *conversation {
 	now := time.Now()
 	c := &conversation{r: r, id: id, mode: protocol.ModeAct, createdAt: now, updatedAt: now}
+	// In a cluster a conversation is another relay's until this one claims
+	// it (cluster.go).
+	c.remote = r.cluster != nil
 	c.sent = c.momentLocked()
 	return c
 }
@@ -206,6 +218,12 @@ func (c *conversation) metaLocked() history.Conversation {
 // to the committer, which stores it and then sends it to every subscriber.
 // hdr is the Header embedded in data.
 func (c *conversation) emitLocked(msgType string, hdr *protocol.Header, data any) {
+	if c.remote {
+		// Another relay runs it: what is left of a turn this relay lost
+		// would be refused by the store anyway (cluster.go).
+		c.r.log.Debug("relay: event of a conversation another relay owns dropped", "conversationId", c.id, "type", msgType)
+		return
+	}
 	if c.deleted.Load() {
 		c.r.log.Debug("relay: event of a deleted conversation dropped", "conversationId", c.id, "type", msgType)
 		return

@@ -34,6 +34,9 @@ func (r *Relay) dispatch(c *conn, req protocol.Request) {
 				r.closeConversation(c, d)
 			}
 		case protocol.TypeDelete:
+			if r.cluster != nil && r.forward(c, req.Type, d.ConversationID, d, nil) {
+				return
+			}
 			r.deleteConversation(c.ctx, d.ConversationID, nil)
 		}
 	case *protocol.Send:
@@ -84,6 +87,11 @@ func (c *conn) canSubscribe(msgType, conversationID string) bool {
 
 // subscribe handles copilot:subscribe.
 func (r *Relay) subscribe(c *conn, d *protocol.Subscribe) {
+	if r.cluster != nil {
+		// What is stored now, so that copilot:subscribed says it; and a
+		// conversation whose relay is gone with a turn open is taken over.
+		r.syncRemote(c.ctx, d.ConversationID)
+	}
 	for {
 		var conv *conversation
 		var rp *replay
@@ -134,16 +142,27 @@ func (r *Relay) abort(c *conn, d *protocol.Abort) {
 			id = conv.id
 		}
 		r.log.Warn("relay: copilot:abort without conversationId is deprecated (send data.conversationId); aborting the last active stream", "conversationId", id)
-	} else {
-		conv = r.lookupConversation(d.ConversationID)
-	}
-	if conv == nil {
-		notStreaming()
+		if conv == nil || !conv.abort(errAborted) {
+			notStreaming()
+		}
 		return
 	}
-	if !conv.abort(errAborted) {
-		notStreaming()
+	if r.cluster != nil && r.forward(c, protocol.TypeAbort, d.ConversationID, d, nil) {
+		return
 	}
+	if e := r.abortConversation(d); e != nil {
+		c.sendError(e)
+	}
+}
+
+// abortConversation aborts the conversation's running turn, or returns
+// error not_streaming.
+func (r *Relay) abortConversation(d *protocol.Abort) *protocol.Error {
+	if conv := r.lookupConversation(d.ConversationID); conv != nil && conv.abort(errAborted) {
+		return nil
+	}
+	return &protocol.Error{Code: protocol.CodeNotStreaming, Type: protocol.TypeAbort, ConversationID: d.ConversationID,
+		Message: "there is no running stream to abort"}
 }
 
 // lastActiveStream is the conversation of the most recently started stream
@@ -163,6 +182,9 @@ func (r *Relay) lastActiveStream() *conversation {
 // setMode handles copilot:set_mode: the mode changes at once, mid-stream
 // too; the next permission request reads it.
 func (r *Relay) setMode(c *conn, d *protocol.SetMode) {
+	if r.cluster != nil && r.forward(c, protocol.TypeSetMode, d.ConversationID, d, nil) {
+		return
+	}
 	_ = r.withConversation(c.ctx, d.ConversationID, func(conv *conversation) {
 		conv.setModeLocked(d.Mode)
 	})
@@ -178,6 +200,9 @@ func (c *conversation) setModeLocked(mode protocol.Mode) {
 // the agent session and emits copilot:shutdown (the agent's own, or one with
 // zero usage when the agent reported none).
 func (r *Relay) closeConversation(c *conn, d *protocol.ConversationRef) {
+	if r.cluster != nil && r.forward(c, protocol.TypeClose, d.ConversationID, d, nil) {
+		return
+	}
 	_ = r.withConversation(c.ctx, d.ConversationID, (*conversation).startCloseLocked)
 }
 
@@ -323,7 +348,8 @@ func (r *Relay) PruneIdle(ctx context.Context, cutoff time.Time) int {
 			continue // deleted meanwhile; withConversation would recreate it
 		}
 		if r.deleteConversation(ctx, id, func(c *conversation) bool {
-			return c.turn == nil && c.updatedAt.Before(cutoff)
+			// In a cluster, each relay prunes the conversations it owns.
+			return !c.remote && c.turn == nil && c.updatedAt.Before(cutoff)
 		}) {
 			n++
 		}

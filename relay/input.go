@@ -227,23 +227,33 @@ func (c *conversation) inputTimedOut(ir *inputRequest) {
 // requestId is ignored; an invalid answer gets invalid_answer and the request
 // stays open.
 func (r *Relay) respond(c *conn, d *protocol.UserInputResponse) {
+	if r.cluster != nil && r.forward(c, protocol.TypeUserInputResponse, d.ConversationID, d, nil) {
+		return
+	}
+	if e := r.answer(d, c.id.by()); e != nil {
+		c.sendError(e)
+	}
+}
+
+// answer settles the open request with d, answered by by, and returns the
+// error to answer with, if any.
+func (r *Relay) answer(d *protocol.UserInputResponse, by *protocol.By) *protocol.Error {
 	conv := r.lookupConversation(d.ConversationID)
 	if conv == nil {
-		return
+		return nil
 	}
 	conv.mu.Lock()
 	defer conv.mu.Unlock()
 	ir := conv.openInput
 	if ir == nil || ir.id != d.RequestID {
-		return
+		return nil
 	}
 	answer, rejected, msg := judgeAnswer(ir.data, d)
 	if msg != "" {
-		c.sendError(&protocol.Error{Code: protocol.CodeInvalidAnswer, Type: protocol.TypeUserInputResponse, ConversationID: conv.id, Message: msg})
-		return
+		return &protocol.Error{Code: protocol.CodeInvalidAnswer, Type: protocol.TypeUserInputResponse, ConversationID: conv.id, Message: msg}
 	}
 	if rejected {
-		conv.closeOpenLocked(protocol.ClosedRejected, c.id.by(), inputResult{answer: noAnswer, err: session.ErrRejected})
+		conv.closeOpenLocked(protocol.ClosedRejected, by, inputResult{answer: noAnswer, err: session.ErrRejected})
 		if t := ir.turn; t != nil && conv.turn == t {
 			// The rejection cancels the stream; the turn ends with idle
 			// status rejected, keeping its partial text.
@@ -251,10 +261,11 @@ func (r *Relay) respond(c *conn, d *protocol.UserInputResponse) {
 			conv.closeInputsLocked(t, context.Canceled)
 		}
 		conv.nextInputLocked()
-		return
+		return nil
 	}
-	conv.closeOpenLocked(protocol.ClosedAnswered, c.id.by(), inputResult{answer: answer})
+	conv.closeOpenLocked(protocol.ClosedAnswered, by, inputResult{answer: answer})
 	conv.nextInputLocked()
+	return nil
 }
 
 // judgeAnswer checks a response against its request. It returns the answer,

@@ -103,6 +103,12 @@ type Config struct {
 	// (budget.go); 0: no budget. BudgetPeriod 0: DefaultBudgetPeriod.
 	BudgetCredits float64
 	BudgetPeriod  time.Duration
+
+	// Cluster is the other relays sharing Store (cluster.go,
+	// docs/scale-out.md); nil: this relay alone owns every conversation.
+	// The relay starts it and, at Close, stops it; the caller closes
+	// what it runs on.
+	Cluster history.Cluster
 }
 
 // Relay serves the protocol over any session.Agent.
@@ -114,6 +120,7 @@ type Relay struct {
 	token       bool
 	tokenDigest [sha256.Size]byte
 	devices     history.Devices // nil: no device tokens (devices.go)
+	cluster     history.Cluster // nil: one relay (cluster.go)
 
 	heartbeat    time.Duration
 	inputTimeout time.Duration // <= 0: none
@@ -171,6 +178,7 @@ func New(cfg Config) (*Relay, error) {
 	r := &Relay{
 		agent:            cfg.Agent,
 		store:            cfg.Store,
+		cluster:          cfg.Cluster,
 		log:              cfg.Logger,
 		heartbeat:        cfg.HeartbeatTimeout,
 		inputTimeout:     cfg.InputTimeout,
@@ -225,7 +233,12 @@ func New(cfg Config) (*Relay, error) {
 	r.acceptOptions = websocket.AcceptOptions{OriginPatterns: append([]string(nil), cfg.OriginPatterns...)}
 	r.epoch = r.store.Epoch()
 
-	if err := r.load(); err != nil {
+	load := r.load
+	if r.cluster != nil {
+		// The turns left open are other relays' to close, or a takeover's.
+		load = r.loadShared
+	}
+	if err := load(); err != nil {
 		return nil, err
 	}
 	b, err := newBudget(r, cfg.BudgetCredits, cfg.BudgetPeriod)
@@ -243,10 +256,24 @@ func New(cfg Config) (*Relay, error) {
 		r.track(&r.work, func() { r.pollDevices(poll) })
 	}
 
+	if r.cluster != nil {
+		if err := r.cluster.Start(clusterHooks{r}); err != nil {
+			r.abandon()
+			return nil, fmt.Errorf("relay: join the other relays: %w", err)
+		}
+	}
+
 	r.mux = http.NewServeMux()
 	r.mux.HandleFunc("GET /ws", r.serveWS)
 	r.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		if r.cluster != nil && !r.cluster.Healthy() {
+			// Cut off from NATS or without a lease: a balancer moves
+			// the clients to a relay that can serve them.
+			w.WriteHeader(http.StatusServiceUnavailable)
+			_, _ = w.Write([]byte("unavailable: not connected to the NATS cluster or without a lease"))
+			return
+		}
 		_, _ = w.Write([]byte("ok"))
 	})
 	// The web client: the page a phone or a browser opens with the token in
@@ -323,6 +350,34 @@ func (r *Relay) load() error {
 		}
 	}
 	return nil
+}
+
+// loadShared lists the stored conversations of a shared history: remote
+// until this relay needs one (cluster.go), so that the list shows them.
+func (r *Relay) loadShared() error {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	stored, err := r.store.Conversations(ctx)
+	if err != nil {
+		return fmt.Errorf("relay: load conversations: %w", err)
+	}
+	for _, m := range stored {
+		c := newConversation(r, m.ID)
+		c.lastSeq, c.sentSeq = m.LastSeq, m.LastSeq
+		c.setStoredLocked(m) // not locked, but nobody else knows c yet
+		r.convs[c.id] = c
+	}
+	return nil
+}
+
+// abandon stops what New started, when it fails after starting it.
+func (r *Relay) abandon() {
+	r.cancel(errShutdown)
+	r.commit.stop()
+	<-r.commit.done
+	r.watch.close()
+	r.budget.close()
+	_ = waitGroup(context.Background(), &r.work)
 }
 
 // Handler serves GET /ws (the WebSocket), GET /healthz and the web client
@@ -404,6 +459,13 @@ func (r *Relay) shutdown(ctx context.Context) error {
 		errs = append(errs, fmt.Errorf("relay: flush history: %w", ctx.Err()))
 	}
 
+	if r.cluster != nil {
+		// The conversations it owned go to whichever relay needs them
+		// next, without waiting for its lease to lapse.
+		if err := r.cluster.Stop(ctx); err != nil {
+			errs = append(errs, fmt.Errorf("relay: leave the other relays: %w", err))
+		}
+	}
 	r.watch.close() // nothing changes any more
 	r.budget.close()
 

@@ -143,7 +143,7 @@ func (c *conversation) unstoredSinceLocked(since int64) (upTo int64, frames [][]
 // dropStale removes, in place, the records of conversations that failed
 // after they were made: their seqs are handed out again.
 func (c *committer) dropStale(recs []record) []record {
-	if len(c.failed) == 0 {
+	if len(c.failed) == 0 && !c.fenced {
 		return recs
 	}
 	kept := recs[:0]

@@ -57,39 +57,66 @@ func (t *turn) messageSentLocked(messageID string) {
 
 // send handles copilot:send: it starts a turn unless one is running. The
 // sender is subscribed first, implicitly, under the same lock, so no other
-// send or delete can come in between.
+// send or delete can come in between. In a cluster, a conversation another
+// relay owns gets the sender subscribed here and the send runs there.
 func (r *Relay) send(c *conn, d *protocol.Send) {
-	if r.commit.down.Load() {
-		// Its events could not be stored, so they could not be sent
-		// (storefail.go). A turn that slips past this check as the store
-		// fails ends like the running ones, with copilot:error.
-		c.sendError(&protocol.Error{Code: protocol.CodeLimit, Type: protocol.TypeSend, ConversationID: d.ConversationID,
-			Message: "the relay cannot save conversation history right now (is its disk full?), so it starts no new turn; it keeps retrying by itself: send again in a moment"})
+	if r.cluster != nil && r.forward(c, protocol.TypeSend, d.ConversationID, d, func() {
+		r.syncRemote(c.ctx, d.ConversationID)
+		_ = r.withConversation(c.ctx, d.ConversationID, func(conv *conversation) {
+			if c.subs[conv.id] != conv && c.canSubscribe(protocol.TypeSend, conv.id) {
+				conv.subscribeLocked(c, nil, "")
+				c.subs[conv.id] = conv
+			}
+		})
+	}) {
 		return
 	}
-	if msg := r.budget.refusal(); msg != "" {
-		c.sendError(&protocol.Error{Code: protocol.CodeBudgetExceeded, Type: protocol.TypeSend, ConversationID: d.ConversationID, Message: msg})
-		return
-	}
-	busy := false
-	_ = r.withConversation(c.ctx, d.ConversationID, func(conv *conversation) {
-		if conv.streaming {
-			busy = true
-			return
-		}
+	subscribe := func(conv *conversation) bool {
 		if c.subs[conv.id] != conv {
 			if !c.canSubscribe(protocol.TypeSend, conv.id) {
-				return
+				return false
 			}
 			conv.subscribeLocked(c, nil, "") // no since, no copy: nothing to replay
 			c.subs[conv.id] = conv
 		}
-		conv.startTurnLocked(d, c.id.by())
+		return true
+	}
+	if e := r.startSend(c.ctx, d, c.id.by(), subscribe); e != nil {
+		c.sendError(e)
+	}
+}
+
+// startSend starts a turn for d, sent by by, on a conversation this relay
+// runs, and returns the error to answer with, if any. subscribeLocked, if
+// not nil, subscribes the sender under the conversation's lock first (none
+// for a send another relay forwarded), and says whether it could.
+func (r *Relay) startSend(ctx context.Context, d *protocol.Send, by *protocol.By, subscribeLocked func(*conversation) bool) *protocol.Error {
+	if r.commit.down.Load() {
+		// Its events could not be stored, so they could not be sent
+		// (storefail.go). A turn that slips past this check as the store
+		// fails ends like the running ones, with copilot:error.
+		return &protocol.Error{Code: protocol.CodeLimit, Type: protocol.TypeSend, ConversationID: d.ConversationID,
+			Message: "the relay cannot save conversation history right now (is its disk full?), so it starts no new turn; it keeps retrying by itself: send again in a moment"}
+	}
+	if msg := r.budget.refusal(); msg != "" {
+		return &protocol.Error{Code: protocol.CodeBudgetExceeded, Type: protocol.TypeSend, ConversationID: d.ConversationID, Message: msg}
+	}
+	busy := false
+	_ = r.withConversation(ctx, d.ConversationID, func(conv *conversation) {
+		if conv.streaming {
+			busy = true
+			return
+		}
+		if subscribeLocked != nil && !subscribeLocked(conv) {
+			return
+		}
+		conv.startTurnLocked(d, by)
 	})
 	if busy {
-		c.sendError(&protocol.Error{Code: protocol.CodeConversationBusy, Type: protocol.TypeSend, ConversationID: d.ConversationID,
-			Message: "the conversation is streaming a reply: wait for copilot:idle or abort it first"})
+		return &protocol.Error{Code: protocol.CodeConversationBusy, Type: protocol.TypeSend, ConversationID: d.ConversationID,
+			Message: "the conversation is streaming a reply: wait for copilot:idle or abort it first"}
 	}
+	return nil
 }
 
 // startTurnLocked starts a turn for d, sent by by: the mode and the user

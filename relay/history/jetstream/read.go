@@ -155,6 +155,7 @@ func (s *Store) Events(ctx context.Context, id string, since int64, fn func(hist
 	if err != nil {
 		return fmt.Errorf("jetstream history: %w", err)
 	}
+	v = s.readView(st, v)
 	if !v.exists || since >= v.rec.Max {
 		return nil
 	}

@@ -191,6 +191,12 @@ type convState struct {
 	// kvRev is the revision of the conversation's KV record as this store
 	// last wrote or read it (0: unknown).
 	kvRev uint64
+	// seen is the latest message of the subject seen on its live subject
+	// (Cluster), seenRec its record: appended by another relay, so reads
+	// go up to it. Never an append's expectation: an old owner must not
+	// learn its way past the fence.
+	seen    uint64
+	seenRec record
 }
 
 // Open connects a store to JetStream over nc: it creates the events stream

@@ -119,7 +119,7 @@ func (n *Node) URL() string { return fmt.Sprintf("nats://127.0.0.1:%d", n.Client
 
 // Permissions are the relay user's, as docs/scale-out.md gives them.
 var Permissions = struct{ Publish, Subscribe []string }{
-	Publish:   []string{"pilotdesk.>", "$JS.API.>", "$KV.pd_meta.>", "$KV.pd_devices.>", "$KV.pd_spend.>", "$JS.FC.>", "_INBOX.>"},
+	Publish:   []string{"pilotdesk.>", "$JS.API.>", "$KV.pd_meta.>", "$KV.pd_relays.>", "$KV.pd_owners.>", "$KV.pd_devices.>", "$KV.pd_spend.>", "$JS.FC.>", "_INBOX.>"},
 	Subscribe: []string{"pilotdesk.>", "_INBOX.>"},
 }
 

@@ -1,0 +1,534 @@
+package relay
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/pilotdesk/pilotdesk/protocol"
+	"github.com/pilotdesk/pilotdesk/relay/history"
+)
+
+// Several relays sharing one history (Config.Cluster; docs/scale-out.md).
+//
+// A conversation is owned by one relay: the one that runs its agent
+// session, its input bridge and its turns, and appends its events. On
+// every other relay it is remote (conversation.remote): it emits nothing,
+// its subscribers get the events the owner stored, as the cluster hands
+// them over (Stored: in seq order, a gap read from the store), and
+// copilot:subscribed and the list say what the last stored event says.
+// A command for a remote conversation goes to its owner (Forward), whose
+// answer (an error, if any) goes back to the client.
+//
+// A relay becomes a conversation's owner when it needs it and no relay
+// whose lease holds owns it: a command arrives (the first send of a new
+// conversation), or a subscriber watches a conversation whose owner's
+// lease lapsed with a turn or a question open. It takes over from what is
+// stored (Latest): it closes the open question (user_input_closed,
+// aborted) and the turn (idle, status error, "relay lost: …"), and serves
+// the next command. It stops owning when an append is refused (another
+// relay took the conversation over: the fence) or its own lease lapses:
+// the turn stops without appending anything, the agent session closes,
+// and the conversation is remote from then on.
+
+// errLost cancels the turns of a conversation the relay no longer owns.
+var errLost = errors.New("another relay took the conversation over")
+
+// forwarded is a command one relay sends another: the client's request and
+// who sent it.
+type forwarded struct {
+	Frame json.RawMessage `json:"frame"`
+	By    *protocol.By    `json:"by,omitempty"`
+}
+
+// forwardReply is the owner's answer.
+type forwardReply struct {
+	Error    *protocol.Error `json:"error,omitempty"`
+	NotOwner bool            `json:"notOwner,omitempty"` // ask again who owns it
+}
+
+// clusterHooks is the relay's side of its Cluster.
+type clusterHooks struct{ r *Relay }
+
+var _ history.ClusterHooks = clusterHooks{}
+
+func (h clusterHooks) Command(ctx context.Context, cmd []byte) []byte {
+	return h.r.runForwarded(ctx, cmd)
+}
+
+func (h clusterHooks) Stored(id string, events []history.Event, state history.Conversation) {
+	r := h.r
+	conv := r.lookupConversation(id)
+	if conv == nil {
+		// A conversation new to this relay: listed from now on.
+		_ = r.withConversation(r.ctx, id, func(c *conversation) { conv = c })
+		if conv == nil {
+			return
+		}
+	}
+	if err := r.applyStored(r.ctx, conv, events, state); err != nil {
+		r.log.Warn("relay: could not catch up with a conversation another relay writes; its next event tries again", "conversationId", id, "err", err)
+	}
+}
+
+func (h clusterHooks) Deleted(id string) {
+	conv := h.r.lookupConversation(id)
+	if conv == nil {
+		return
+	}
+	conv.mu.Lock()
+	remote := conv.remote
+	conv.mu.Unlock()
+	if remote {
+		conv.finishDelete()
+	}
+}
+
+func (h clusterHooks) RelayGone(relayID string) {
+	r := h.r
+	// The conversations this relay's clients watch that the gone relay may
+	// have left with a turn or a question open: claiming them is a
+	// compare-and-set, so of all the relays that try, one wins; the others
+	// find it the owner.
+	r.mu.Lock()
+	var ids []string
+	for id, c := range r.convs {
+		c.mu.Lock()
+		if c.remote && len(c.subs) > 0 && (c.sent.streaming || c.sent.pending != nil) {
+			ids = append(ids, id)
+		}
+		c.mu.Unlock()
+	}
+	r.mu.Unlock()
+	for _, id := range ids {
+		r.track(&r.work, func() {
+			ctx, cancel := context.WithTimeout(r.ctx, time.Minute)
+			defer cancel()
+			if _, err := r.routeCommand(ctx, id); err != nil {
+				r.log.Warn("relay: could not take over a conversation whose relay is gone", "conversationId", id, "relay", relayID, "err", err)
+			}
+		})
+	}
+}
+
+func (h clusterHooks) Reconnected() {
+	r := h.r
+	// Events published while the connection was down never came: the
+	// watched conversations catch up from the store.
+	r.mu.Lock()
+	var convs []*conversation
+	for _, c := range r.convs {
+		c.mu.Lock()
+		if c.remote && len(c.subs) > 0 {
+			convs = append(convs, c)
+		}
+		c.mu.Unlock()
+	}
+	r.mu.Unlock()
+	for _, c := range convs {
+		r.track(&r.work, func() { r.catchUp(c) })
+	}
+}
+
+func (h clusterHooks) LeaseLost() {
+	r := h.r
+	r.mu.Lock()
+	convs := make([]*conversation, 0, len(r.convs))
+	for _, c := range r.convs {
+		convs = append(convs, c)
+	}
+	r.mu.Unlock()
+	n := 0
+	for _, c := range convs {
+		c.mu.Lock()
+		if !c.remote {
+			c.loseLocked()
+			n++
+		}
+		c.mu.Unlock()
+	}
+	r.log.Error("relay: this relay's lease lapsed (cut off from NATS for longer than the lease): it no longer owns its conversations; their turns stop, and other relays take them over", "conversations", n)
+}
+
+// loseLocked makes an owned conversation remote: its turn stops without a
+// word (its events would be refused: another relay may own it now), its
+// questions are withdrawn, its agent session closes.
+func (c *conversation) loseLocked() {
+	if c.remote {
+		return
+	}
+	c.remote = true
+	c.closeInputsLocked(nil, errLost) // emits nothing now: the conversation is remote
+	if t := c.turn; t != nil {
+		t.cancel(errLost)
+	}
+	t := c.turn
+	c.r.track(&c.r.work, func() {
+		if t != nil {
+			<-t.done
+		}
+		c.closeSession()
+		// What the new owner stored while this relay still thought it
+		// owned the conversation was not delivered here: read it now.
+		c.r.catchUp(c)
+	})
+}
+
+// catchUp brings a remote conversation up to what is stored now.
+func (r *Relay) catchUp(c *conversation) {
+	ctx, cancel := context.WithTimeout(r.ctx, time.Minute)
+	defer cancel()
+	state, err := r.cluster.Latest(ctx, c.id)
+	if err == nil {
+		err = r.applyStored(ctx, c, nil, state)
+	}
+	if err != nil && !errors.Is(err, history.ErrNotFound) && r.ctx.Err() == nil {
+		r.log.Warn("relay: could not catch up with a conversation another relay writes; its next event tries again", "conversationId", c.id, "err", err)
+	}
+}
+
+// fencedLocked runs on the committer when an append of the conversation
+// was refused because another relay appended since: it lost the
+// conversation. Its events after sentSeq were never stored and never go
+// out; the new owner's come from the cluster.
+func (c *conversation) fencedLocked(err error) {
+	c.r.log.Warn("relay: another relay took this conversation over: it is no longer run here", "conversationId", c.id, "unsentEvents", c.lastSeq-c.sentSeq, "err", err)
+	c.failure.gen++ // its records still queued are dropped (committer.dropStale)
+	c.lastSeq = c.sentSeq
+	c.unsent = nil
+	c.loseLocked()
+}
+
+// owned reports whether this relay owns the conversation.
+func (c *conversation) owned() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return !c.remote
+}
+
+// routeCommand finds who runs a command on conversation id: "" when this
+// relay does (it owned it, or has just claimed it and taken it over), else
+// the owner's id.
+func (r *Relay) routeCommand(ctx context.Context, id string) (string, error) {
+	if c := r.lookupConversation(id); c != nil && c.owned() {
+		return "", nil
+	}
+	owner, previous, err := r.cluster.Claim(ctx, id)
+	if err != nil {
+		return "", err
+	}
+	if owner != r.cluster.ID() {
+		return owner, nil
+	}
+	return "", r.takeOver(ctx, id, previous)
+}
+
+// takeOver makes a conversation this relay has just claimed its own: it
+// catches up with what is stored, then closes what the previous owner left
+// open, as a restart does.
+func (r *Relay) takeOver(ctx context.Context, id, previous string) error {
+	state, err := r.cluster.Latest(ctx, id)
+	found := err == nil
+	if err != nil && !errors.Is(err, history.ErrNotFound) {
+		return err
+	}
+	var conv *conversation
+	if err := r.withConversation(ctx, id, func(c *conversation) { conv = c }); err != nil {
+		return err
+	}
+	conv.liveMu.Lock()
+	defer conv.liveMu.Unlock()
+	if found {
+		if err := r.applyStoredLocked(ctx, conv, nil, state); err != nil {
+			return err
+		}
+	}
+	conv.mu.Lock()
+	defer conv.mu.Unlock()
+	if !conv.remote {
+		return nil // taken over meanwhile, by another command
+	}
+	if found && conv.sentSeq != state.LastSeq {
+		return fmt.Errorf("caught up to seq %d of %d", conv.sentSeq, state.LastSeq)
+	}
+	conv.remote = false
+	conv.lastSeq = conv.sentSeq
+	conv.unsent = nil
+	conv.fromStore = found // the agent session resumes
+	conv.streaming = false
+	if !found {
+		return nil
+	}
+	if previous == "" {
+		previous = "the previous owner"
+	} else {
+		previous = "relay " + previous
+	}
+	conv.updatedAt = time.Now()
+	if len(state.PendingInput) > 0 {
+		var pending struct {
+			RequestID string `json:"requestId"`
+		}
+		_ = json.Unmarshal(state.PendingInput, &pending) // an unreadable one is still closed
+		d := protocol.UserInputClosed{RequestID: pending.RequestID, Reason: protocol.ClosedAborted}
+		conv.emitLocked(protocol.TypeUserInputClosed, &d.Header, &d)
+	}
+	if state.Streaming {
+		d := protocol.Idle{Status: protocol.StatusError, Message: fmt.Sprintf("relay lost: %s stopped while the turn ran", previous)}
+		conv.emitLocked(protocol.TypeIdle, &d.Header, &d)
+	}
+	r.log.Info("relay: took a conversation over", "conversationId", id, "from", previous, "closedTurn", state.Streaming, "closedQuestion", len(state.PendingInput) > 0)
+	return nil
+}
+
+// applyStored brings a remote conversation up to state: the events after
+// the last one its subscribers got (events, or read from the store when
+// events do not follow on from it), then the state.
+func (r *Relay) applyStored(ctx context.Context, conv *conversation, events []history.Event, state history.Conversation) error {
+	conv.liveMu.Lock()
+	defer conv.liveMu.Unlock()
+	return r.applyStoredLocked(ctx, conv, events, state)
+}
+
+// applyStoredLocked is applyStored with conv.liveMu held.
+func (r *Relay) applyStoredLocked(ctx context.Context, conv *conversation, events []history.Event, state history.Conversation) error {
+	conv.mu.Lock()
+	if !conv.remote || conv.deleted.Load() {
+		conv.mu.Unlock()
+		return nil
+	}
+	have := conv.sentSeq
+	conv.mu.Unlock()
+
+	i := 0
+	for i < len(events) && events[i].Seq <= have {
+		i++ // delivered already
+	}
+	events = events[i:]
+	target := state.LastSeq
+	if n := len(events); n > 0 {
+		target = max(target, events[n-1].Seq)
+	}
+	var err error
+	if target > have && (len(events) == 0 || events[0].Seq != have+1) {
+		// A gap: what this relay missed (dropped messages, a reconnect, a
+		// frame in several messages) is in the store.
+		var read []history.Event
+		upTo := target
+		if len(events) > 0 {
+			upTo = events[0].Seq - 1
+		}
+		err = r.store.Events(ctx, conv.id, have, func(e history.Event) error {
+			if e.Seq > upTo {
+				return errStopReplay
+			}
+			e.Frame = append([]byte(nil), e.Frame...) // the store may reuse its buffer
+			read = append(read, e)
+			return nil
+		})
+		if errors.Is(err, errStopReplay) {
+			err = nil
+		}
+		events = append(read, events...)
+	}
+
+	conv.mu.Lock()
+	defer conv.mu.Unlock()
+	if !conv.remote || conv.deleted.Load() {
+		return nil
+	}
+	var frames [][]byte
+	for _, e := range events {
+		if e.Seq == conv.sentSeq+1 {
+			frames = append(frames, e.Frame)
+			conv.sentSeq = e.Seq
+		}
+	}
+	conv.lastSeq = conv.sentSeq
+	if conv.sentSeq >= state.LastSeq {
+		conv.applyStateLocked(state, have > 0)
+	}
+	conv.fanOutLocked(frames)
+	if err != nil {
+		return err
+	}
+	if conv.sentSeq < target {
+		return fmt.Errorf("the store had events up to seq %d of %d", conv.sentSeq, target)
+	}
+	return nil
+}
+
+// applyStateLocked makes a remote conversation's state the stored one:
+// what copilot:subscribed and the list say of it.
+// listed says whether the list showed it before; the connections that
+// watch the list hear of a change of what it shows.
+func (c *conversation) applyStateLocked(m history.Conversation, listed bool) {
+	before := c.sent
+	c.setStoredLocked(m)
+	if !listed || c.sent != before {
+		c.r.watch.noteLocked(c)
+	}
+}
+
+// setStoredLocked makes the conversation's state the stored one.
+func (c *conversation) setStoredLocked(m history.Conversation) {
+	mode := protocol.Mode(m.Mode)
+	if !mode.Valid() {
+		mode = protocol.ModeAct
+	}
+	c.title, c.mode, c.model, c.streaming = m.Title, mode, m.Model, m.Streaming
+	if !m.CreatedAt.IsZero() {
+		c.createdAt = m.CreatedAt
+	}
+	if !m.UpdatedAt.IsZero() {
+		c.updatedAt = m.UpdatedAt
+	}
+	var pending *inputRequest
+	if len(m.PendingInput) > 0 {
+		var d protocol.UserInputRequest
+		if err := json.Unmarshal(m.PendingInput, &d); err == nil {
+			if p := c.sent.pending; p != nil && p.id == d.RequestID {
+				pending = p
+			} else {
+				pending = &inputRequest{id: d.RequestID, data: d, encoded: m.PendingInput}
+			}
+		}
+	}
+	c.sent = moment{title: c.title, mode: mode, streaming: m.Streaming, pending: pending}
+	c.unsent = nil
+}
+
+// syncRemote brings a remote conversation up to what is stored before a
+// client subscribes to it here, and takes it over if its owner's lease
+// lapsed with a turn or a question open.
+func (r *Relay) syncRemote(ctx context.Context, id string) {
+	if c := r.lookupConversation(id); c != nil && c.owned() {
+		return
+	}
+	state, err := r.cluster.Latest(ctx, id)
+	if errors.Is(err, history.ErrNotFound) {
+		return
+	}
+	if err != nil {
+		r.log.Warn("relay: could not read a conversation another relay writes", "conversationId", id, "err", err)
+		return
+	}
+	var conv *conversation
+	if err := r.withConversation(ctx, id, func(c *conversation) { conv = c }); err != nil {
+		return
+	}
+	if err := r.applyStored(ctx, conv, nil, state); err != nil {
+		r.log.Warn("relay: could not catch up with a conversation another relay writes", "conversationId", id, "err", err)
+	}
+	if !state.Streaming && len(state.PendingInput) == 0 {
+		return
+	}
+	if owner, live, err := r.cluster.Owner(ctx, id); err == nil && (owner == "" || !live) {
+		if _, err := r.routeCommand(ctx, id); err != nil {
+			r.log.Warn("relay: could not take over a conversation whose relay is gone", "conversationId", id, "relay", owner, "err", err)
+		}
+	}
+}
+
+// clusterUnreachable is the error a command gets when its owner cannot be
+// found or reached.
+func clusterUnreachable(msgType, id string, err error) *protocol.Error {
+	return &protocol.Error{Code: protocol.CodeLimit, Type: msgType, ConversationID: id,
+		Message: fmt.Sprintf("the relay could not reach the relay that runs this conversation (%v): send again in a moment", err)}
+}
+
+// forward runs a command on conversation id wherever it is owned: here,
+// when local says so (run it), or on the owner, whose error reply goes
+// to c. It reports whether the command was handled elsewhere (or failed).
+// before, if not nil, runs once before the command first leaves.
+func (r *Relay) forward(c *conn, msgType, id string, data any, before func()) (handled bool) {
+	for range 3 {
+		owner, err := r.routeCommand(c.ctx, id)
+		if err != nil {
+			c.sendError(clusterUnreachable(msgType, id, err))
+			return true
+		}
+		if owner == "" {
+			return false
+		}
+		frame, err := protocol.Encode(msgType, data)
+		if err != nil {
+			r.log.Error("relay: encode a forwarded command", "type", msgType, "err", err)
+			return true
+		}
+		if before != nil {
+			before()
+			before = nil
+		}
+		body, _ := json.Marshal(forwarded{Frame: frame, By: c.id.by()})
+		answer, err := r.cluster.Forward(c.ctx, owner, body)
+		if err != nil {
+			c.sendError(clusterUnreachable(msgType, id, err))
+			return true
+		}
+		var rep forwardReply
+		if err := json.Unmarshal(answer, &rep); err != nil {
+			c.sendError(clusterUnreachable(msgType, id, fmt.Errorf("a bad answer from relay %s: %w", owner, err)))
+			return true
+		}
+		if rep.NotOwner {
+			continue // it lost the conversation meanwhile: ask again
+		}
+		if rep.Error != nil {
+			c.sendError(rep.Error)
+		}
+		return true
+	}
+	c.sendError(clusterUnreachable(msgType, id, errors.New("its owner keeps changing")))
+	return true
+}
+
+// runForwarded runs a command another relay forwarded, as the owner.
+func (r *Relay) runForwarded(ctx context.Context, body []byte) []byte {
+	reply := func(rep forwardReply) []byte {
+		b, _ := json.Marshal(rep)
+		return b
+	}
+	var f forwarded
+	if err := json.Unmarshal(body, &f); err != nil {
+		return reply(forwardReply{Error: &protocol.Error{Code: protocol.CodeInvalidJSON, Message: "a bad forwarded command: " + err.Error()}})
+	}
+	req, perr := protocol.DecodeRequest(f.Frame)
+	if perr != nil {
+		return reply(forwardReply{Error: perr})
+	}
+	id := req.ConversationID()
+	if id == "" {
+		return reply(forwardReply{Error: &protocol.Error{Code: protocol.CodeMissingField, Type: req.Type, Message: "a forwarded command names no conversation"}})
+	}
+	owner, err := r.routeCommand(ctx, id)
+	switch {
+	case err != nil:
+		return reply(forwardReply{Error: clusterUnreachable(req.Type, id, err)})
+	case owner != "":
+		return reply(forwardReply{NotOwner: true})
+	}
+	var e *protocol.Error
+	switch d := req.Data.(type) {
+	case *protocol.Send:
+		e = r.startSend(ctx, d, f.By, nil)
+	case *protocol.Abort:
+		e = r.abortConversation(d)
+	case *protocol.SetMode:
+		_ = r.withConversation(ctx, d.ConversationID, func(conv *conversation) { conv.setModeLocked(d.Mode) })
+	case *protocol.UserInputResponse:
+		e = r.answer(d, f.By)
+	case *protocol.ConversationRef:
+		switch req.Type {
+		case protocol.TypeClose:
+			_ = r.withConversation(ctx, d.ConversationID, (*conversation).startCloseLocked)
+		case protocol.TypeDelete:
+			r.deleteConversation(ctx, d.ConversationID, nil)
+		}
+	default:
+		e = &protocol.Error{Code: protocol.CodeInvalidMessage, Type: req.Type, ConversationID: id, Message: "this command is not forwarded"}
+	}
+	return reply(forwardReply{Error: e})
+}

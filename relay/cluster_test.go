@@ -1,0 +1,473 @@
+package relay_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/pilotdesk/pilotdesk/relay"
+	"github.com/pilotdesk/pilotdesk/relay/history"
+	"github.com/pilotdesk/pilotdesk/relay/history/jetstream"
+	"github.com/pilotdesk/pilotdesk/relay/history/jetstream/natstest"
+	"github.com/pilotdesk/pilotdesk/relay/relaytest"
+	"github.com/pilotdesk/pilotdesk/session/script"
+)
+
+// Several relays sharing conversations through NATS JetStream
+// (docs/scale-out.md): each test runs on one in-process node and on a real
+// 3-node nats-server cluster (natstest), with two or three relays in this
+// process, each with its own NATS connection, store and cluster membership,
+// driven over real WebSockets.
+
+// clusterScript is the agent every relay runs: deterministic turns.
+func clusterScript(t *testing.T) *script.Script {
+	t.Helper()
+	var stream, long []string
+	for i := range 40 {
+		stream = append(stream, fmt.Sprintf(`{"delta": "d%d "}`, i), `{"sleep": "5ms"}`)
+	}
+	for i := range 150 {
+		long = append(long, fmt.Sprintf(`{"delta": "l%d "}`, i), `{"sleep": "100ms"}`)
+	}
+	src := `{"turns": [
+	  {"match": "stream", "steps": [` + strings.Join(stream, ",") + `]},
+	  {"match": "long", "steps": [` + strings.Join(long, ",") + `]},
+	  {"match": "question", "steps": [{"delta": "Asking. "}, {"ask": {"question": "Which?", "choices": ["left", "right"], "allowFreeform": false}}, {"delta": "You said {{answer}}."}]},
+	  {"match": "mode", "steps": [{"ask": {"question": "Go on?"}}, {"tool": {"name": "bash", "arguments": {"command": "ls"}, "result": "ok"}}, {"delta": "tool {{tool}}"}]},
+	  {"steps": [{"delta": "Echo: {{prompt}}"}]}
+	]}`
+	s, err := script.Parse("cluster.json", []byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// natsBackend is where the relays' NATS connections go.
+type natsBackend struct {
+	name     string
+	replicas int
+	connect  func(t *testing.T, i int) *nats.Conn
+}
+
+func embeddedBackend(t *testing.T) natsBackend {
+	node, err := jetstream.StartEmbedded(t.TempDir(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(node.Shutdown)
+	return natsBackend{name: "embedded", replicas: 1, connect: func(t *testing.T, i int) *nats.Conn {
+		nc, err := node.Connect(fmt.Sprintf("relay %d", i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return nc
+	}}
+}
+
+func clusterBackend(t *testing.T) natsBackend {
+	c := natstest.Start(t, 3)
+	return natsBackend{name: "cluster", replicas: 3, connect: func(t *testing.T, i int) *nats.Conn {
+		nc, err := c.Connect(i % len(c.Nodes))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return nc
+	}}
+}
+
+// eachBackend runs fn on an in-process node and on a 3-node cluster.
+func eachBackend(t *testing.T, fn func(t *testing.T, b natsBackend)) {
+	t.Run("embedded", func(t *testing.T) {
+		checkNoLeaks(t)
+		fn(t, embeddedBackend(t))
+	})
+	t.Run("cluster", func(t *testing.T) {
+		checkNoLeaks(t)
+		fn(t, clusterBackend(t))
+	})
+}
+
+// member is one relay of the cluster.
+type member struct {
+	srv     *relaytest.Server
+	nc      *nats.Conn
+	store   *jetstream.Store
+	cluster *jetstream.Cluster
+	logs    *logRecorder
+}
+
+const testLease = 2 * time.Second
+
+func (b natsBackend) relay(t *testing.T, i int, s *script.Script) *member {
+	t.Helper()
+	return b.relayWith(t, i, s, jetstream.ClusterOptions{Lease: testLease})
+}
+
+func (b natsBackend) relayWith(t *testing.T, i int, s *script.Script, opts jetstream.ClusterOptions) *member {
+	t.Helper()
+	nc := b.connect(t, i)
+	t.Cleanup(nc.Close)
+	ctx := context.Background()
+	store, err := jetstream.Open(ctx, nc, jetstream.Options{Replicas: b.replicas})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { store.Close() })
+	cl, err := jetstream.NewCluster(ctx, store, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	logs := newLogRecorder()
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("relay %d's log:\n%s", i, logs.all())
+		}
+	})
+	srv := relaytest.Start(t, relay.Config{Agent: script.New(s), Store: store, Cluster: cl, Logger: logs.logger()})
+	return &member{srv: srv, nc: nc, store: store, cluster: cl, logs: logs}
+}
+
+// collect reads frames of conversation id until one of msgType whose
+// match is true, and returns them all, that one included.
+func collect(t *testing.T, cl *relaytest.Client, msgType string, match func(relaytest.Frame) bool) []relaytest.Frame {
+	t.Helper()
+	f, skipped := cl.WaitForCollect(msgType, match)
+	return append(skipped, f)
+}
+
+// eventSeqs are the seqs of the conversation events among frames, and
+// the test fails unless they follow on from after, with no gap and no
+// repeat.
+func eventSeqs(t *testing.T, who string, frames []relaytest.Frame, after int64) []int64 {
+	t.Helper()
+	var seqs []int64
+	next := after + 1
+	for _, f := range frames {
+		if f.Type == "copilot:subscribed" || f.Type == "copilot:conversations" || f.Type == "copilot:conversation" || f.Type == "error" || f.Type == "copilot:pong" {
+			continue
+		}
+		s := f.Seq()
+		if s != next {
+			t.Fatalf("%s: %s has seq %d, want %d (seqs so far %v)", who, f.Type, s, next, seqs)
+		}
+		seqs = append(seqs, s)
+		next++
+	}
+	return seqs
+}
+
+func countType(frames []relaytest.Frame, typ string) int {
+	n := 0
+	for _, f := range frames {
+		if f.Type == typ {
+			n++
+		}
+	}
+	return n
+}
+
+// A subscriber on relay B gets every event of a turn relay A runs, with
+// A's seqs, none twice; a late subscriber on B replays and joins live;
+// B's list shows the conversation.
+func TestClusterFanOut(t *testing.T) {
+	eachBackend(t, func(t *testing.T, b natsBackend) {
+		s := clusterScript(t)
+		a, bb := b.relay(t, 0, s), b.relay(t, 1, s)
+		ca, cb := a.srv.Dial(t), bb.srv.Dial(t)
+		id := "fan-" + b.name
+
+		cb.Send("copilot:list", map[string]any{"watch": true})
+		cb.Expect("copilot:conversations")
+		cb.Send("copilot:subscribe", map[string]any{"conversationId": id})
+		if sub := cb.WaitFor("copilot:subscribed", nil); sub.Seq() != 0 {
+			t.Fatalf("subscribed to a new conversation at seq %d", sub.Seq())
+		}
+
+		ca.Send("copilot:send", map[string]any{"conversationId": id, "prompt": "stream please"})
+		gotA := collect(t, ca, "copilot:idle", nil)
+		seqA := eventSeqs(t, "A", gotA, 0)
+
+		var gotB []relaytest.Frame
+		for {
+			f := cb.Next()
+			if f.Type == "copilot:conversation" {
+				continue // the watched list, below
+			}
+			gotB = append(gotB, f)
+			if f.Type == "copilot:idle" {
+				break
+			}
+		}
+		seqB := eventSeqs(t, "B", gotB, 0)
+		if fmt.Sprint(seqA) != fmt.Sprint(seqB) {
+			t.Fatalf("A saw seqs %v, B %v", seqA, seqB)
+		}
+		if n := countType(gotB, "copilot:delta"); n != 40 {
+			t.Fatalf("B got %d deltas, want 40", n)
+		}
+		// The same bytes: B sends what A stored.
+		rawA := map[int64]string{}
+		for _, f := range gotA {
+			rawA[f.Seq()] = string(f.Raw)
+		}
+		for _, f := range gotB {
+			if f.Type != "copilot:subscribed" && rawA[f.Seq()] != string(f.Raw) {
+				t.Fatalf("seq %d: A sent %s, B %s", f.Seq(), rawA[f.Seq()], f.Raw)
+			}
+		}
+		if idle := gotB[len(gotB)-1]; idle.Field("status") != "completed" {
+			t.Fatalf("B's idle %s", idle.Raw)
+		}
+
+		// A late subscriber on B, from seq 3: the rest, then subscribed.
+		late := bb.srv.Dial(t)
+		late.Send("copilot:subscribe", map[string]any{"conversationId": id, "sinceSeq": 3})
+		gotLate := collect(t, late, "copilot:subscribed", nil)
+		eventSeqs(t, "late", gotLate, 3)
+		if sub := gotLate[len(gotLate)-1]; sub.Seq() != seqA[len(seqA)-1] || sub.Field("streaming") != false {
+			t.Fatalf("late subscribed %s, want seq %d not streaming", sub.Raw, seqA[len(seqA)-1])
+		}
+
+		// B's list shows it, as A's does.
+		cb.Send("copilot:list", nil)
+		list := cb.WaitFor("copilot:conversations", nil)
+		if !strings.Contains(string(list.Raw), `"conversationId":"`+id+`"`) || !strings.Contains(string(list.Raw), `"title":"stream please"`) {
+			t.Fatalf("B's list %s", list.Raw)
+		}
+
+		// A second turn from B runs at A, the owner: same conversation, seqs
+		// go on.
+		cb.Send("copilot:send", map[string]any{"conversationId": id, "prompt": "again"})
+		gotB2 := collect(t, cb, "copilot:idle", nil)
+		var b2 []relaytest.Frame
+		for _, f := range gotB2 {
+			if f.Type != "copilot:conversation" {
+				b2 = append(b2, f)
+			}
+		}
+		eventSeqs(t, "B, second turn", b2, seqA[len(seqA)-1])
+		gotA2 := collect(t, ca, "copilot:idle", nil)
+		eventSeqs(t, "A, second turn", gotA2, seqA[len(seqA)-1])
+		if um := gotA2[0]; um.Type != "copilot:user_message" || um.Field("content") != "again" {
+			t.Fatalf("A got %s first", um.Raw)
+		}
+		// A ran the agent: its log says nothing of taking anything over.
+		if strings.Contains(bb.logs.all(), "took a conversation over") {
+			t.Fatal("B took over a conversation whose owner is alive")
+		}
+	})
+}
+
+// A question raised at A, answered from B: the agent gets the answer,
+// A's clients get user_input_closed with who answered. A set_mode from B
+// decides A's next permission.
+func TestClusterQuestionAndModeFromAnotherRelay(t *testing.T) {
+	eachBackend(t, func(t *testing.T, b natsBackend) {
+		s := clusterScript(t)
+		a, bb := b.relay(t, 0, s), b.relay(t, 1, s)
+		ca, cb := a.srv.Dial(t), bb.srv.Dial(t)
+		id := "q-" + b.name
+
+		ca.Send("copilot:send", map[string]any{"conversationId": id, "prompt": "question"})
+		reqA := ca.WaitFor("copilot:user_input_request", nil)
+		cb.Send("copilot:subscribe", map[string]any{"conversationId": id, "sinceSeq": 0})
+		sub := cb.WaitFor("copilot:subscribed", nil)
+		pending, _ := sub.Field("pendingInput").(map[string]any)
+		if sub.Field("streaming") != true || pending == nil || pending["requestId"] != reqA.Field("requestId") {
+			t.Fatalf("B's subscribed %s, want streaming with the open question", sub.Raw)
+		}
+		// An invalid answer from B gets A's error back.
+		cb.Send("copilot:user_input_response", map[string]any{"conversationId": id, "requestId": reqA.Field("requestId"), "answer": "middle"})
+		if e := cb.WaitFor("error", nil); e.Field("code") != "invalid_answer" {
+			t.Fatalf("B got %s", e.Raw)
+		}
+		cb.Send("copilot:user_input_response", map[string]any{"conversationId": id, "requestId": reqA.Field("requestId"), "answer": "right"})
+		closed := ca.WaitFor("copilot:user_input_closed", nil)
+		if closed.Field("reason") != "answered" || closed.Field("requestId") != reqA.Field("requestId") {
+			t.Fatalf("A got %s", closed.Raw)
+		}
+		gotA := collect(t, ca, "copilot:idle", nil)
+		if !strings.Contains(fmt.Sprint(frameTexts(gotA)), "You said right.") {
+			t.Fatalf("the agent did not get B's answer: %s", framesString(gotA))
+		}
+		cb.WaitFor("copilot:user_input_closed", nil)
+		cb.WaitFor("copilot:idle", nil)
+
+		// set_mode from B, while A's turn waits on a question: the tool
+		// call after it is denied at A.
+		ca.Send("copilot:send", map[string]any{"conversationId": id, "prompt": "mode check", "mode": "act"})
+		req := ca.WaitFor("copilot:user_input_request", nil)
+		cb.Send("copilot:set_mode", map[string]any{"conversationId": id, "mode": "plan"})
+		if mc := ca.WaitFor("copilot:mode_changed", nil); mc.Field("mode") != "plan" {
+			t.Fatalf("A got %s", mc.Raw)
+		}
+		cb.Send("copilot:user_input_response", map[string]any{"conversationId": id, "requestId": req.Field("requestId"), "answer": "yes"})
+		end := ca.WaitFor("copilot:tool_end", nil)
+		if end.Field("denied") != true {
+			t.Fatalf("the tool ran in plan mode: %s", end.Raw)
+		}
+		ca.WaitFor("copilot:idle", nil)
+		if endB := cb.WaitFor("copilot:tool_end", nil); endB.Field("denied") != true {
+			t.Fatalf("B got %s", endB.Raw)
+		}
+		// An abort from B of a conversation that is not streaming: A's
+		// error, through B.
+		cb.WaitFor("copilot:idle", nil)
+		cb.Send("copilot:abort", map[string]any{"conversationId": id})
+		if e := cb.WaitFor("error", nil); e.Field("code") != "not_streaming" {
+			t.Fatalf("B got %s", e.Raw)
+		}
+	})
+}
+
+func frameTexts(fs []relaytest.Frame) []string {
+	var out []string
+	for _, f := range fs {
+		if c, ok := f.Field("content").(string); ok {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// Relay A dies mid-turn (its NATS connection and its clients cut, no
+// shutdown): within its lease, B (whose client watches) takes the
+// conversation over and closes the turn with idle status error; the next
+// send from B runs on B; every seq B's client saw is gapless, and A, cut
+// off, answers /healthz with 503.
+func TestClusterOwnerDies(t *testing.T) {
+	eachBackend(t, func(t *testing.T, b natsBackend) {
+		s := clusterScript(t)
+		a, bb := b.relay(t, 0, s), b.relay(t, 1, s)
+		ca, cb := a.srv.Dial(t), bb.srv.Dial(t)
+		id := "die-" + b.name
+
+		ca.Send("copilot:send", map[string]any{"conversationId": id, "prompt": "long"})
+		ca.WaitFor("copilot:delta", nil)
+		cb.Send("copilot:subscribe", map[string]any{"conversationId": id, "sinceSeq": 0})
+		before := collect(t, cb, "copilot:delta", func(f relaytest.Frame) bool { return f.Field("content") == "l5 " })
+
+		killed := time.Now()
+		a.nc.Close()
+		ca.Close()
+		if code := healthz(t, a.srv); code != http.StatusServiceUnavailable {
+			t.Fatalf("A's /healthz answers %d without NATS, want 503", code)
+		}
+
+		idle, after := cb.WaitForCollect("copilot:idle", nil)
+		took := time.Since(killed)
+		if idle.Field("status") != "error" || !strings.Contains(fmt.Sprint(idle.Field("message")), "relay lost") {
+			t.Fatalf("B's client got %s", idle.Raw)
+		}
+		all := append(append(before, after...), idle)
+		seqs := eventSeqs(t, "B", all, 0)
+		t.Logf("the turn was closed %v after A was cut off (lease %v)", took.Round(time.Millisecond), testLease)
+		if !strings.Contains(bb.logs.all(), "took a conversation over") {
+			t.Fatal("B's log does not say it took the conversation over")
+		}
+
+		cb.Send("copilot:send", map[string]any{"conversationId": id, "prompt": "hello"})
+		next := collect(t, cb, "copilot:idle", nil)
+		eventSeqs(t, "B, next turn", next, seqs[len(seqs)-1])
+		if next[len(next)-1].Field("status") != "completed" || !strings.Contains(fmt.Sprint(frameTexts(next)), "Echo: hello") {
+			t.Fatalf("the next turn: %s", framesString(next))
+		}
+
+		// A third relay replays it all from the stream: the same seqs.
+		c3 := b.relay(t, 2, s)
+		cc := c3.srv.Dial(t)
+		cc.Send("copilot:subscribe", map[string]any{"conversationId": id, "sinceSeq": 0})
+		replay := collect(t, cc, "copilot:subscribed", nil)
+		got := eventSeqs(t, "C", replay, 0)
+		if want := next[len(next)-1].Seq(); got[len(got)-1] != want {
+			t.Fatalf("C replayed up to seq %d, want %d", got[len(got)-1], want)
+		}
+	})
+}
+
+func healthz(t *testing.T, srv *relaytest.Server) int {
+	t.Helper()
+	resp, err := http.Get(srv.HTTPURL + "/healthz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	_, _ = io.Copy(io.Discard, resp.Body)
+	return resp.StatusCode
+}
+
+// An owner that lost its lease cannot append. Relay A stalls (it stops
+// renewing its lease, as a process paused beyond the lease would) while
+// its turn goes on: its lease lapses, B (whose client watches) takes the
+// conversation over and closes the turn, and A's next append is refused:
+// A stops the turn, and its client gets the new owner's events from then
+// on. The stored history is one gapless chain.
+func TestClusterFence(t *testing.T) {
+	eachBackend(t, func(t *testing.T, b natsBackend) {
+		s := clusterScript(t)
+		a := b.relayWith(t, 0, s, jetstream.ClusterOptions{Lease: testLease, RenewEvery: time.Hour})
+		bb := b.relay(t, 1, s)
+		ca, cb := a.srv.Dial(t), bb.srv.Dial(t)
+		id := "fence-" + b.name
+
+		ca.Send("copilot:send", map[string]any{"conversationId": id, "prompt": "long"})
+		ca.WaitFor("copilot:delta", nil)
+		cb.Send("copilot:subscribe", map[string]any{"conversationId": id, "sinceSeq": 0})
+		cb.WaitFor("copilot:subscribed", nil)
+
+		idle := cb.WaitFor("copilot:idle", nil)
+		if idle.Field("status") != "error" {
+			t.Fatalf("B's client got %s", idle.Raw)
+		}
+		// A's client: the new owner's idle, through the stream.
+		idleA := ca.WaitFor("copilot:idle", nil)
+		if idleA.Seq() != idle.Seq() || idleA.Field("status") != "error" {
+			t.Fatalf("A's client got %s, B's %s", idleA.Raw, idle.Raw)
+		}
+		a.logs.waitLog(t, "another relay took this conversation over")
+
+		// The stored chain: gapless, one idle, nothing of A's after it.
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		var seqs []int64
+		var types []string
+		if err := bb.store.Events(ctx, id, 0, func(e history.Event) error {
+			seqs = append(seqs, e.Seq)
+			types = append(types, e.Type)
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		for i, s := range seqs {
+			if s != int64(i+1) {
+				t.Fatalf("stored seqs %v", seqs)
+			}
+		}
+		if types[len(types)-1] != "copilot:idle" || countIn(types, "copilot:idle") != 1 {
+			t.Fatalf("stored %v", types)
+		}
+		if seqs[len(seqs)-1] != idle.Seq() {
+			t.Fatalf("stored up to %d, idle at %d", seqs[len(seqs)-1], idle.Seq())
+		}
+		// Nothing follows on either relay: A's turn stopped.
+		ca.ExpectNothing(500 * time.Millisecond)
+		cb.ExpectNothing(10 * time.Millisecond)
+	})
+}
+
+func countIn(ss []string, s string) int {
+	n := 0
+	for _, x := range ss {
+		if x == s {
+			n++
+		}
+	}
+	return n
+}

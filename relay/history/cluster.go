@@ -1,0 +1,77 @@
+package history
+
+import (
+	"context"
+	"errors"
+)
+
+// Cluster is the other relays that share a Store (docs/scale-out.md): each
+// conversation has one owner, the relay that runs its agent session and
+// appends its events; the others serve its subscribers from the events
+// the owner stores, and forward its commands to the owner. The relay gets
+// one in its Config; nil is one relay alone.
+//
+// It is declared here, next to Store, because it is the other half of a
+// shared Store: the relay (which may import this package) uses it, and the
+// store that is shared (relay/history/jetstream, which may import only
+// this package) implements it.
+type Cluster interface {
+	// ID names this relay among the others; it is new at every start.
+	ID() string
+	// Start announces the relay (its lease) and delivers to h, until Stop:
+	// the commands other relays forward to it, the events every owner
+	// stores, and the relays whose lease lapsed.
+	Start(h ClusterHooks) error
+	// Stop ends Start's work, gives up the conversations this relay owns
+	// (so that others take them at once, not a lease later) and withdraws
+	// its lease. A stopped cluster is not started again.
+	Stop(ctx context.Context) error
+	// Healthy reports whether the relay holds its lease over a working
+	// connection: /healthz answers 503 otherwise.
+	Healthy() bool
+
+	// Claim makes this relay the conversation's owner unless a relay
+	// whose lease holds owns it, and returns the owner after: ID() when
+	// this relay won (or owned it already). previous is the owner before,
+	// "" when nobody (or this relay) was.
+	Claim(ctx context.Context, conversationID string) (owner, previous string, err error)
+	// Owner returns the conversation's owner and whether its lease holds;
+	// "" when nobody owns it.
+	Owner(ctx context.Context, conversationID string) (owner string, live bool, err error)
+	// Release gives up this relay's ownership of a conversation (a delete).
+	Release(ctx context.Context, conversationID string)
+	// Forward sends a command to relay owner and returns its answer.
+	Forward(ctx context.Context, owner string, cmd []byte) ([]byte, error)
+	// Deleted tells the other relays that the conversation was deleted.
+	Deleted(ctx context.Context, conversationID string)
+	// Latest reads the conversation as it is stored now (not as this
+	// relay's store last saw it), and makes the store's next append expect
+	// that tail: it is what a relay taking a conversation over starts from.
+	Latest(ctx context.Context, conversationID string) (Conversation, error)
+}
+
+// ClusterHooks is the relay's side of a Cluster: what it is told.
+type ClusterHooks interface {
+	// Command runs a command another relay forwarded and returns the
+	// answer for that relay.
+	Command(ctx context.Context, cmd []byte) []byte
+	// Stored tells of events some owner stored: the conversation's events
+	// in seq order (possibly none: the relay reads what it misses from the
+	// Store) and its state after the last event stored so far.
+	Stored(conversationID string, events []Event, state Conversation)
+	// Deleted tells of a conversation deleted by its owner.
+	Deleted(conversationID string)
+	// RelayGone tells of a relay whose lease lapsed: its conversations
+	// may be taken over.
+	RelayGone(relayID string)
+	// Reconnected tells that the connection to the other relays came back:
+	// what they stored meanwhile may not have been told.
+	Reconnected()
+	// LeaseLost tells that this relay's own lease lapsed (it was cut off
+	// for longer than the lease): it stops owning its conversations.
+	LeaseLost()
+}
+
+// ErrNotOwner is answered to a command forwarded to a relay that no
+// longer owns the conversation: the sender asks again who does.
+var ErrNotOwner = errors.New("this relay does not own the conversation")

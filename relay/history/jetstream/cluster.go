@@ -1,0 +1,745 @@
+package jetstream
+
+import (
+	"context"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/pilotdesk/pilotdesk/relay/history"
+)
+
+// Cluster is the relays sharing one Store: history.Cluster on JetStream
+// (docs/scale-out.md, Several relays).
+//
+// It lives in this package rather than one of its own because it is the
+// store's other half: it reads the messages the store writes (packs, the
+// record header) as the stream republishes them, keeps the store's view of
+// conversations other relays write, and uses the store's connection and
+// names. Outside this package only the message format would have to be
+// exported.
+//
+//   - Liveness: each relay holds a key in the pd_relays bucket, created
+//     with a per-key TTL (the lease) and renewed every lease/5 with a
+//     revision check. When renewals stop, the server removes the key after
+//     the TTL and every relay's watcher hears of it.
+//   - Ownership: pd_owners.<token> names the relay that owns the
+//     conversation. Claim creates it, or replaces it (revision check) when
+//     it names a relay whose lease lapsed: exactly one claimer wins.
+//   - Commands: each relay answers requests on pilotdesk.relay.<id>.cmd.
+//   - Events: the stream republishes every stored message on
+//     pilotdesk.live.<token>; every relay subscribes to all of them and
+//     hands the events to its relay, which delivers them to subscribers
+//     of conversations it does not own.
+//
+// The lease only says who should own a conversation; the store's fenced
+// appends decide who can write: an old owner's append after a takeover is
+// refused (history.ErrConflict).
+type Cluster struct {
+	s     *Store
+	nc    *nats.Conn
+	lease time.Duration
+	every time.Duration // between renewals
+	log   *slog.Logger
+
+	base   string // pilotdesk, or pilotdesk.<ns>: the prefix of the live and command subjects
+	relays jetstream.KeyValue
+	owners jetstream.KeyValue
+
+	mu sync.Mutex // guards id, cmd, hooks, leaseRev, leaseOK, renewed, claimed, stopped
+	// id is new at every announcement: a relay whose lease lapsed comes
+	// back as another, so that what it owned under its old id is anyone's.
+	id       string
+	cmd      *nats.Subscription // the forwarded commands to id
+	hooks    history.ClusterHooks
+	leaseRev uint64    // revision of this relay's key
+	leaseOK  bool      // the lease holds (renewed within the lease)
+	renewed  time.Time // last successful create or renewal
+	claimed  map[string]uint64
+	stopped  bool
+
+	// Owned by Start and Stop.
+	live    *nats.Subscription
+	ctx     context.Context // Start's, ended by Stop
+	cancel  context.CancelFunc
+	workers sync.WaitGroup // the renewer, the watcher, forwarded commands running
+
+	// pending is the events of an atomic batch seen before its last
+	// message (which carries the record). Owned by the live subscription's
+	// handler, which nats.go runs on one goroutine.
+	pending map[string][]history.Event
+}
+
+// ClusterOptions tune a Cluster.
+type ClusterOptions struct {
+	// Lease is how long a relay may go unheard before the others take its
+	// conversations over. It must outlast a JetStream leader election
+	// (4–9 s): default 15 s.
+	Lease time.Duration
+	// RenewEvery is how often the lease is renewed; default Lease/5. (A
+	// test makes it longer than the lease to play a relay that stalls.)
+	RenewEvery time.Duration
+	// Logger; default the store's.
+	Logger *slog.Logger
+}
+
+// DefaultLease is the lease of a relay that sets none.
+const DefaultLease = 15 * time.Second
+
+// NewCluster opens the cluster's buckets (creating them if need be) and
+// makes sure the events stream republishes what it stores, for the relays
+// that do not own a conversation. It starts nothing: the relay calls Start.
+func NewCluster(ctx context.Context, s *Store, opts ClusterOptions) (*Cluster, error) {
+	if opts.Lease <= 0 {
+		opts.Lease = DefaultLease
+	}
+	if opts.Logger == nil {
+		opts.Logger = s.log
+	}
+	if opts.RenewEvery <= 0 {
+		opts.RenewEvery = opts.Lease / 5
+	}
+	c := &Cluster{
+		s: s, nc: s.nc, id: randomHex(8), lease: opts.Lease, every: opts.RenewEvery, log: opts.Logger,
+		base:    strings.TrimSuffix(s.names.prefix, ".conv"),
+		claimed: map[string]uint64{},
+		pending: map[string][]history.Event{},
+	}
+	suffix := strings.TrimPrefix(s.names.bucket, "pd_meta")
+	var err error
+	if c.relays, err = c.bucket(ctx, jetstream.KeyValueConfig{
+		Bucket:         "pd_relays" + suffix,
+		Description:    "pilotdesk relays alive: one key per relay, removed when its lease lapses",
+		History:        1,
+		Storage:        jetstream.FileStorage,
+		Replicas:       s.opts.Replicas,
+		LimitMarkerTTL: max(opts.Lease, time.Second),
+	}); err != nil {
+		return nil, err
+	}
+	if c.owners, err = c.bucket(ctx, jetstream.KeyValueConfig{
+		Bucket:      "pd_owners" + suffix,
+		Description: "pilotdesk conversations' owners: the relay that runs each one's agent",
+		History:     1,
+		Storage:     jetstream.FileStorage,
+		Replicas:    s.opts.Replicas,
+	}); err != nil {
+		return nil, err
+	}
+	if err := c.republish(ctx); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+func (c *Cluster) bucket(ctx context.Context, cfg jetstream.KeyValueConfig) (jetstream.KeyValue, error) {
+	var kv jetstream.KeyValue
+	err := c.s.leaderCall(ctx, func(ctx context.Context) (err error) {
+		kv, err = c.s.js.KeyValue(ctx, cfg.Bucket)
+		if errors.Is(err, jetstream.ErrBucketNotFound) {
+			kv, err = c.s.js.CreateKeyValue(ctx, cfg)
+			if errors.Is(err, jetstream.ErrBucketExists) {
+				kv, err = c.s.js.KeyValue(ctx, cfg.Bucket)
+			}
+		}
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("jetstream cluster: open bucket %s: %w", cfg.Bucket, err)
+	}
+	return kv, nil
+}
+
+// liveSubject is where the stream republishes a conversation's messages.
+func (c *Cluster) liveSubject(tok string) string { return c.base + ".live." + tok }
+
+func (c *Cluster) cmdSubject(relay string) string { return c.base + ".relay." + relay + ".cmd" }
+
+// republish adds the stream's republish of stored messages to the live
+// subjects, if the stream has none yet (a stream made by an older relay):
+// UpdateStream keeps the rest of its configuration, the epoch included.
+func (c *Cluster) republish(ctx context.Context) error {
+	want := &jetstream.RePublish{Source: c.s.names.subject, Destination: c.base + ".live.{{wildcard(1)}}"}
+	return c.s.leaderCall(ctx, func(ctx context.Context) error {
+		info, err := c.s.stream.Info(ctx)
+		if err != nil {
+			return err
+		}
+		if rp := info.Config.RePublish; rp != nil {
+			if rp.Destination != want.Destination || rp.HeadersOnly {
+				return fmt.Errorf("jetstream cluster: stream %s republishes to %s, want %s", c.s.names.stream, rp.Destination, want.Destination)
+			}
+			return nil
+		}
+		cfg := info.Config
+		cfg.RePublish = want
+		if _, err := c.s.js.UpdateStream(ctx, cfg); err != nil {
+			return fmt.Errorf("jetstream cluster: make stream %s republish: %w", c.s.names.stream, err)
+		}
+		return nil
+	})
+}
+
+// ID is this relay's, as it last announced itself.
+func (c *Cluster) ID() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.id
+}
+
+// Start creates the lease, answers forwarded commands, follows the live
+// events and the other relays' leases.
+func (c *Cluster) Start(h history.ClusterHooks) error {
+	ctx, cancel := context.WithCancel(context.Background())
+	c.ctx, c.cancel = ctx, cancel
+	c.mu.Lock()
+	c.hooks = h
+	c.mu.Unlock()
+	fail := func(err error) error {
+		cancel()
+		c.mu.Lock()
+		cmd := c.cmd
+		c.cmd = nil
+		c.mu.Unlock()
+		if cmd != nil {
+			_ = cmd.Unsubscribe()
+		}
+		if c.live != nil {
+			_ = c.live.Unsubscribe()
+		}
+		return err
+	}
+	live, err := c.nc.Subscribe(c.liveSubject("*"), c.onLive)
+	if err != nil {
+		return fail(fmt.Errorf("jetstream cluster: subscribe to the live events: %w", err))
+	}
+	// A relay that falls behind must not lose its connection for it: the
+	// pending limits are nats.go's defaults (500,000 messages, 64 MiB);
+	// past them messages are dropped and the next one shows a gap, which
+	// the relay repairs from the stream.
+	c.live = live
+	if err := c.register(ctx, false); err != nil {
+		return fail(err)
+	}
+	watcher, err := c.relays.WatchAll(ctx, jetstream.UpdatesOnly())
+	if err != nil {
+		return fail(fmt.Errorf("jetstream cluster: watch the relays: %w", err))
+	}
+	c.workers.Add(2)
+	go func() {
+		defer c.workers.Done()
+		c.watchRelays(ctx, watcher)
+	}()
+	go func() {
+		defer c.workers.Done()
+		c.renew(ctx)
+	}()
+	c.log.Info("jetstream cluster: relay announced", "relay", c.ID(), "lease", c.lease)
+	return nil
+}
+
+// serveCommands answers the commands forwarded to relay id.
+func (c *Cluster) serveCommands(id string) (*nats.Subscription, error) {
+	sub, err := c.nc.Subscribe(c.cmdSubject(id), func(m *nats.Msg) {
+		c.mu.Lock()
+		h := c.hooks
+		c.mu.Unlock()
+		// A command may wait (a delete under way): one goroutine each, so
+		// that one never holds up another.
+		c.workers.Add(1)
+		go func() {
+			defer c.workers.Done()
+			cctx, cancel := context.WithTimeout(c.ctx, forwardTimeout)
+			defer cancel()
+			if err := m.Respond(h.Command(cctx, m.Data)); err != nil {
+				c.log.Warn("jetstream cluster: answer a forwarded command", "err", err)
+			}
+		}()
+	})
+	if err != nil {
+		return nil, fmt.Errorf("jetstream cluster: subscribe to commands: %w", err)
+	}
+	if err := c.nc.Flush(); err != nil {
+		_ = sub.Unsubscribe()
+		return nil, fmt.Errorf("jetstream cluster: subscribe to commands: %w", err)
+	}
+	return sub, nil
+}
+
+// forwardTimeout bounds a forwarded command at the owner, and the wait
+// for its answer.
+const forwardTimeout = 10 * time.Second
+
+// register announces the relay: its key with the lease as TTL, and its
+// command subject. again: it comes back after its lease lapsed, under a
+// new id.
+func (c *Cluster) register(ctx context.Context, again bool) error {
+	c.mu.Lock()
+	id := c.id
+	c.mu.Unlock()
+	if again {
+		id = randomHex(8)
+	}
+	sub, err := c.serveCommands(id)
+	if err != nil {
+		return err
+	}
+	rctx, cancel := context.WithTimeout(ctx, c.lease)
+	defer cancel()
+	rev, err := c.relays.Create(rctx, id, []byte(time.Now().UTC().Format(time.RFC3339)), jetstream.KeyTTL(c.lease))
+	if err != nil {
+		_ = sub.Unsubscribe()
+		return fmt.Errorf("jetstream cluster: announce relay %s: %w", id, err)
+	}
+	c.mu.Lock()
+	old := c.cmd
+	c.id, c.cmd = id, sub
+	c.leaseRev, c.leaseOK, c.renewed = rev, true, time.Now()
+	c.mu.Unlock()
+	if old != nil {
+		_ = old.Unsubscribe()
+	}
+	return nil
+}
+
+// renew keeps the lease: every lease/5 it publishes the key again with a
+// revision check and the TTL (nats.go's KeyValue.Update sets no TTL).
+// When no renewal has succeeded for a whole lease, the others may have
+// taken this relay's conversations: it tells the relay (LeaseLost) and
+// announces itself again as soon as it can.
+func (c *Cluster) renew(ctx context.Context) {
+	tick := time.NewTicker(min(c.every, time.Second))
+	defer tick.Stop()
+	reconnects := c.nc.Stats().Reconnects
+	last := time.Now() // registered just now
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		// Checked each second: the events published while the connection
+		// was down were lost to this relay.
+		if n := c.nc.Stats().Reconnects; n != reconnects && c.nc.IsConnected() {
+			reconnects = n
+			c.mu.Lock()
+			h := c.hooks
+			c.mu.Unlock()
+			h.Reconnected()
+		}
+		if time.Since(last) < c.every {
+			continue
+		}
+		last = time.Now()
+		c.mu.Lock()
+		id, ok, rev, renewed, h := c.id, c.leaseOK, c.leaseRev, c.renewed, c.hooks
+		c.mu.Unlock()
+		if !ok {
+			if err := c.register(ctx, true); err != nil {
+				c.log.Debug("jetstream cluster: announce again", "err", err)
+				continue
+			}
+			c.log.Info("jetstream cluster: relay announced again, as another", "relay", c.ID(), "was", id)
+			// What it owned as id is anyone's now, its own clients'
+			// conversations included: it may take them over like any
+			// relay whose clients watch them.
+			h.RelayGone(id)
+			continue
+		}
+		rctx, cancel := context.WithTimeout(ctx, min(c.every, c.lease/2))
+		ack, err := c.s.js.PublishMsg(rctx, &nats.Msg{Subject: "$KV." + c.relaysBucket() + "." + id, Data: []byte(time.Now().UTC().Format(time.RFC3339))},
+			jetstream.WithExpectLastSequencePerSubject(rev), jetstream.WithMsgTTL(c.lease))
+		cancel()
+		var apiErr *jetstream.APIError
+		switch {
+		case err == nil:
+			c.mu.Lock()
+			c.leaseRev, c.renewed = ack.Sequence, time.Now()
+			c.mu.Unlock()
+			continue
+		case errors.As(err, &apiErr) && apiErr.ErrorCode == codeWrongLastSeq:
+			// The key is gone or another: the lease lapsed.
+			c.loseLease(fmt.Errorf("the renewal was refused: %w", err))
+			continue
+		}
+		if time.Since(renewed) >= c.lease {
+			c.loseLease(fmt.Errorf("no renewal for %v: %w", time.Since(renewed).Round(time.Millisecond), err))
+		} else {
+			c.log.Debug("jetstream cluster: renew the lease", "err", err)
+		}
+	}
+}
+
+func (c *Cluster) relaysBucket() string { return "pd_relays" + strings.TrimPrefix(c.s.names.bucket, "pd_meta") }
+
+// loseLease tells the relay, once, that its lease lapsed.
+func (c *Cluster) loseLease(why error) {
+	c.mu.Lock()
+	was, h := c.leaseOK, c.hooks
+	c.leaseOK = false
+	clear(c.claimed)
+	c.mu.Unlock()
+	if !was {
+		return
+	}
+	c.log.Error("jetstream cluster: this relay's lease lapsed: it stops owning its conversations (other relays take them over)", "relay", c.ID(), "err", why)
+	if h != nil {
+		h.LeaseLost()
+	}
+}
+
+// watchRelays tells the relay of every other relay whose key goes away.
+func (c *Cluster) watchRelays(ctx context.Context, w jetstream.KeyWatcher) {
+	defer func() { _ = w.Stop() }()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case e, ok := <-w.Updates():
+			if !ok {
+				return
+			}
+			if e == nil || e.Operation() == jetstream.KeyValuePut {
+				continue
+			}
+			if e.Key() == c.ID() {
+				continue // the renewer finds out
+			}
+			c.log.Info("jetstream cluster: a relay's lease lapsed", "relay", e.Key())
+			c.mu.Lock()
+			h := c.hooks
+			c.mu.Unlock()
+			if h != nil {
+				h.RelayGone(e.Key())
+			}
+		}
+	}
+}
+
+// Healthy reports whether the connection is up and the lease holds.
+func (c *Cluster) Healthy() bool {
+	c.mu.Lock()
+	ok := c.leaseOK && !c.stopped
+	c.mu.Unlock()
+	return ok && c.nc.IsConnected()
+}
+
+// alive reports whether a relay's lease holds.
+func (c *Cluster) alive(ctx context.Context, relay string) (bool, error) {
+	c.mu.Lock()
+	self, ok := c.id, c.leaseOK
+	c.mu.Unlock()
+	if relay == self {
+		return ok, nil
+	}
+	e, err := c.relays.Get(ctx, relay)
+	switch {
+	case errors.Is(err, jetstream.ErrKeyNotFound):
+		return false, nil
+	case err != nil:
+		return false, fmt.Errorf("jetstream cluster: is relay %s alive: %w", relay, err)
+	}
+	return e.Operation() == jetstream.KeyValuePut, nil
+}
+
+// Claim makes this relay the owner of a conversation nobody live owns.
+func (c *Cluster) Claim(ctx context.Context, id string) (owner, previous string, err error) {
+	key := token(id)
+	self := c.ID()
+	for range 8 {
+		e, err := c.owners.Get(ctx, key)
+		if errors.Is(err, jetstream.ErrKeyNotFound) {
+			rev, err := c.owners.Create(ctx, key, []byte(self))
+			if errors.Is(err, jetstream.ErrKeyExists) {
+				continue // another relay was faster: look again
+			}
+			if err != nil {
+				return "", "", fmt.Errorf("jetstream cluster: claim %q: %w", id, err)
+			}
+			c.noteClaim(key, rev)
+			return self, "", nil
+		}
+		if err != nil {
+			return "", "", fmt.Errorf("jetstream cluster: who owns %q: %w", id, err)
+		}
+		cur := string(e.Value())
+		live, err := c.alive(ctx, cur)
+		if err != nil {
+			return "", "", err
+		}
+		if cur == self && live {
+			c.noteClaim(key, e.Revision())
+			return self, "", nil
+		}
+		if live {
+			return cur, cur, nil
+		}
+		rev, err := c.owners.Update(ctx, key, []byte(self), e.Revision())
+		if errors.Is(err, jetstream.ErrKeyExists) {
+			continue
+		}
+		if err != nil {
+			return "", "", fmt.Errorf("jetstream cluster: take %q over from relay %s: %w", id, cur, err)
+		}
+		c.noteClaim(key, rev)
+		if cur == self {
+			cur = "" // its own, from before its lease lapsed
+		}
+		return self, cur, nil
+	}
+	return "", "", fmt.Errorf("jetstream cluster: claim %q: the owner record keeps changing", id)
+}
+
+func (c *Cluster) noteClaim(key string, rev uint64) {
+	c.mu.Lock()
+	c.claimed[key] = rev
+	c.mu.Unlock()
+}
+
+// Owner returns a conversation's owner and whether its lease holds.
+func (c *Cluster) Owner(ctx context.Context, id string) (string, bool, error) {
+	e, err := c.owners.Get(ctx, token(id))
+	if errors.Is(err, jetstream.ErrKeyNotFound) {
+		return "", false, nil
+	}
+	if err != nil {
+		return "", false, fmt.Errorf("jetstream cluster: who owns %q: %w", id, err)
+	}
+	owner := string(e.Value())
+	live, err := c.alive(ctx, owner)
+	return owner, live, err
+}
+
+// Release removes this relay's owner record of a conversation.
+func (c *Cluster) Release(ctx context.Context, id string) {
+	key := token(id)
+	c.mu.Lock()
+	rev, ok := c.claimed[key]
+	delete(c.claimed, key)
+	c.mu.Unlock()
+	if !ok {
+		return
+	}
+	if err := c.owners.Delete(ctx, key, jetstream.LastRevision(rev)); err != nil && !errors.Is(err, jetstream.ErrKeyExists) {
+		c.log.Debug("jetstream cluster: release a conversation", "conversationId", id, "err", err)
+	}
+}
+
+// Forward sends a command to the relay that owns the conversation.
+func (c *Cluster) Forward(ctx context.Context, owner string, cmd []byte) ([]byte, error) {
+	ctx, cancel := context.WithTimeout(ctx, forwardTimeout)
+	defer cancel()
+	reply, err := c.nc.RequestWithContext(ctx, c.cmdSubject(owner), cmd)
+	if err != nil {
+		return nil, fmt.Errorf("jetstream cluster: forward to relay %s: %w", owner, err)
+	}
+	return reply.Data, nil
+}
+
+// hdrDeleted marks the notice, on a conversation's live subject, that it
+// was deleted (the purge republishes nothing).
+const hdrDeleted = "Pd-Deleted"
+
+// Deleted tells every relay that a conversation was deleted.
+func (c *Cluster) Deleted(ctx context.Context, id string) {
+	m := &nats.Msg{Subject: c.liveSubject(token(id)), Header: nats.Header{}}
+	m.Header.Set(hdrDeleted, "1")
+	if err := c.nc.PublishMsg(m); err != nil {
+		c.log.Warn("jetstream cluster: tell the relays of a delete (they learn it from the list meanwhile)", "conversationId", id, "err", err)
+	}
+}
+
+// Latest reads the conversation's last stored message through the
+// stream's leader and makes it the store's expectation for the next
+// append: a relay that takes a conversation over appends after what is
+// stored, whatever its store saw before.
+func (c *Cluster) Latest(ctx context.Context, id string) (history.Conversation, error) {
+	st, err := c.s.state(id)
+	if err != nil {
+		return history.Conversation{}, err
+	}
+	st.write.Lock()
+	defer st.write.Unlock()
+	v, err := c.s.readTail(ctx, id)
+	if err != nil {
+		return history.Conversation{}, fmt.Errorf("jetstream cluster: %w", err)
+	}
+	c.s.mu.Lock()
+	if st.undo == nil {
+		st.known, st.exists, st.tail, st.rec = true, v.exists, v.tail, v.rec
+	}
+	c.s.mu.Unlock()
+	if !v.exists {
+		return history.Conversation{}, history.ErrNotFound
+	}
+	return v.rec.conversation(), nil
+}
+
+// onLive handles one message of a live subject: a stored message as the
+// stream republished it, or a delete notice. Events are handed to the
+// relay with the record that follows them: the last message of every
+// append carries it, and only then is the append whole (an atomic batch
+// is republished message by message).
+func (c *Cluster) onLive(m *nats.Msg) {
+	tok := strings.TrimPrefix(m.Subject, c.base+".live.")
+	c.mu.Lock()
+	h := c.hooks
+	c.mu.Unlock()
+	if h == nil {
+		return
+	}
+	if m.Header.Get(hdrDeleted) != "" {
+		delete(c.pending, tok)
+		id, ok := idOfToken(tok)
+		if !ok {
+			return
+		}
+		c.s.dropSeen(id)
+		h.Deleted(id)
+		return
+	}
+	streamSeq, _ := strconv.ParseUint(m.Header.Get(jetstream.SequenceHeader), 10, 64)
+	info, err := parseInfo(m.Header)
+	if err != nil {
+		c.log.Warn("jetstream cluster: a live message without pilotdesk headers", "subject", m.Subject, "err", err)
+		return
+	}
+	events := c.pending[tok]
+	switch info.kind {
+	case kindPack:
+		id, _ := idOfToken(tok)
+		err := unpack(m.Data, func(seq int64, typ string, frame []byte) error {
+			events = append(events, history.Event{ConversationID: id, Seq: seq, Type: typ, Frame: frame})
+			return nil
+		})
+		if err != nil {
+			c.log.Warn("jetstream cluster: a bad pack on a live subject", "subject", m.Subject, "err", err)
+		}
+	case kindEvent:
+		if info.parts == 1 {
+			id, _ := idOfToken(tok)
+			events = append(events, history.Event{ConversationID: id, Seq: info.seq, Type: info.typ, Frame: m.Data})
+		}
+		// A frame in several messages is left to the relay, which reads it
+		// from the stream when it sees the gap.
+	}
+	rec, ok, err := recordOf(m.Header, m.Data)
+	if err != nil || !ok {
+		c.pending[tok] = events
+		return
+	}
+	delete(c.pending, tok)
+	if streamSeq > 0 {
+		c.s.observe(rec.ID, streamSeq, rec)
+	}
+	h.Stored(rec.ID, events, rec.conversation())
+}
+
+// idOfToken is the conversation id of a subject token.
+func idOfToken(tok string) (string, bool) {
+	if b64, ok := strings.CutPrefix(tok, "b64_"); ok {
+		id, err := base64.RawURLEncoding.DecodeString(b64)
+		return string(id), err == nil
+	}
+	return tok, tok != ""
+}
+
+// Stop withdraws the relay: no more commands or events, its owner records
+// removed (the conversations it owned are taken by whichever relay next
+// needs them, at once) and its lease deleted.
+func (c *Cluster) Stop(ctx context.Context) error {
+	c.mu.Lock()
+	if c.stopped {
+		c.mu.Unlock()
+		return nil
+	}
+	c.stopped = true
+	claimed := make(map[string]uint64, len(c.claimed))
+	for k, v := range c.claimed {
+		claimed[k] = v
+	}
+	clear(c.claimed)
+	leaseOK, id, cmd := c.leaseOK, c.id, c.cmd
+	c.cmd = nil
+	c.mu.Unlock()
+	if cmd != nil {
+		_ = cmd.Unsubscribe()
+	}
+	if c.live != nil {
+		_ = c.live.Unsubscribe()
+	}
+	if c.cancel != nil {
+		c.cancel()
+	}
+	done := make(chan struct{})
+	go func() {
+		c.workers.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-ctx.Done():
+		return fmt.Errorf("jetstream cluster: stop: %w", ctx.Err())
+	}
+	var errs []error
+	for key, rev := range claimed {
+		if err := c.owners.Delete(ctx, key, jetstream.LastRevision(rev)); err != nil && !errors.Is(err, jetstream.ErrKeyExists) {
+			errs = append(errs, err)
+		}
+	}
+	if leaseOK {
+		if err := c.relays.Delete(ctx, id); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("jetstream cluster: withdraw relay %s: %w", id, errors.Join(errs...))
+	}
+	return nil
+}
+
+// observe notes a message another relay stored (seen on the live
+// subject), so that replays read up to it.
+func (s *Store) observe(id string, streamSeq uint64, rec record) {
+	st, err := s.state(id)
+	if err != nil {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if streamSeq > st.seen {
+		st.seen, st.seenRec = streamSeq, rec
+	}
+}
+
+// dropSeen forgets what was seen of a deleted conversation, and its state:
+// the next read looks at the stream.
+func (s *Store) dropSeen(id string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if st := s.convs[id]; st != nil {
+		st.seen, st.seenRec = 0, record{}
+		if st.undo == nil {
+			st.known = false
+		}
+	}
+}
+
+// readView is what a read goes up to: the store's own view, or a later
+// message another relay stored.
+func (s *Store) readView(st *convState, v view) view {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if st.seen > v.tail && st.undo == nil {
+		return view{exists: true, tail: st.seen, rec: st.seenRec}
+	}
+	return v
+}
