@@ -43,11 +43,12 @@ type conversation struct {
 	sentSeq   int64 // seq of the last event fanned out
 	streaming bool
 	fromStore bool // loaded at start: the agent session is opened with Resume
+	subs      []*subscriber
+
 	// remote: another relay owns the conversation (Config.Cluster): this
 	// relay emits nothing for it and its subscribers get what the owner
 	// stores (cluster.go). Always false without a cluster.
 	remote bool
-	subs      []*subscriber
 
 	sess       session.Session
 	host       *host

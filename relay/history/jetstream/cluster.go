@@ -378,7 +378,9 @@ func (c *Cluster) renew(ctx context.Context) {
 	}
 }
 
-func (c *Cluster) relaysBucket() string { return "pd_relays" + strings.TrimPrefix(c.s.names.bucket, "pd_meta") }
+func (c *Cluster) relaysBucket() string {
+	return "pd_relays" + strings.TrimPrefix(c.s.names.bucket, "pd_meta")
+}
 
 // loseLease tells the relay, once, that its lease lapsed.
 func (c *Cluster) loseLease(why error) {
