@@ -549,6 +549,10 @@ type ConversationInfo struct {
 	Streaming      bool   `json:"streaming"`
 	Mode           Mode   `json:"mode"`
 	WaitingInput   bool   `json:"waitingInput"`
+	// Agent (ext) names the agent the relay runs the conversation with,
+	// for people ("Copilot CLI", "opencode (ACP)"); absent from a relay
+	// that does not say.
+	Agent string `json:"agent,omitempty"`
 }
 
 // Conversations is copilot:conversations: one page of the list, most

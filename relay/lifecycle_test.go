@@ -46,7 +46,7 @@ func TestList(t *testing.T) {
 	}
 	for _, c := range dataMap(t, f)["conversations"].([]any) {
 		m := c.(map[string]any)
-		if len(m) != 7 || m["waitingInput"] != false || m["createdAt"] == nil {
+		if len(m) != 8 || m["waitingInput"] != false || m["createdAt"] == nil || m["agent"] != "fake" {
 			t.Fatalf("entry keys %v, waitingInput %v", mapKeys(m), m["waitingInput"])
 		}
 	}

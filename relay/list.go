@@ -36,6 +36,7 @@ func (c *conversation) listEntryLocked() (protocol.ConversationInfo, bool) {
 		Streaming:      c.sent.streaming,
 		Mode:           c.sent.mode,
 		WaitingInput:   c.sent.pending != nil,
+		Agent:          c.r.agentLabel(),
 	}, true
 }
 

@@ -28,6 +28,13 @@ type Agent interface {
 	Close() error
 }
 
+// Labeler is an Agent that names the agent it runs for people, as the
+// conversation list shows it ("Copilot CLI", "opencode (ACP)"). An Agent
+// without it is named by Name.
+type Labeler interface {
+	Label() string
+}
+
 // OpenOptions configures a new agent session.
 type OpenOptions struct {
 	Model  string // empty: the backend's default

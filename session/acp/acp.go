@@ -169,6 +169,21 @@ func New(opts Options) (*Agent, error) {
 // Name is "acp".
 func (a *Agent) Name() string { return "acp" }
 
+// Label names the agent for people: its own name from initialize once it
+// has started ("opencode", "Copilot"), else its command's, marked as an
+// ACP agent ("opencode (ACP)"), so that `copilot --acp` is told from the
+// Copilot CLI backend.
+func (a *Agent) Label() string {
+	a.mu.Lock()
+	p := a.proc
+	a.mu.Unlock()
+	name := filepath.Base(a.argv[0])
+	if p != nil && p.info.AgentInfo != nil && strings.TrimSpace(p.info.AgentInfo.Name) != "" {
+		name = strings.TrimSpace(p.info.AgentInfo.Name)
+	}
+	return name + " (ACP)"
+}
+
 // Probe starts the agent and initializes it, so that a missing or broken
 // agent is reported when the relay starts rather than at the first prompt.
 // The process keeps running for the first conversation.

@@ -164,6 +164,9 @@ func New(opts Options) (*Agent, error) {
 // Name is "copilot".
 func (a *Agent) Name() string { return "copilot" }
 
+// Label names the backend for people (session.Labeler).
+func (a *Agent) Label() string { return "Copilot CLI" }
+
 // Probe checks that the CLI can serve turns: it is found, it speaks our
 // protocol, and it is signed in to GitHub or a provider URL is set. It starts
 // the CLI and stops it again. Each error says what to do.

@@ -38,6 +38,9 @@ type Agent struct {
 // Name is the backend's name as the CLI spells it.
 func (a *Agent) Name() string { return "script" }
 
+// Label names the backend for people (session.Labeler).
+func (a *Agent) Label() string { return "demo (scripted)" }
+
 // Open returns the conversation's scripted session. A script has no state to
 // resume, so opts.Resume changes nothing; opts.Model is ignored too (a
 // script's usage steps name their model).
