@@ -77,6 +77,9 @@ type State struct {
 	UpdatedAt time.Time
 	Mode      protocol.Mode
 	Streaming bool
+	// Agent names the agent the relay runs the conversation with, as its
+	// list entry says ("" until it says; an older relay never does).
+	Agent string
 	// Synced is true once copilot:subscribed arrived: the history has been
 	// replayed and what follows is live.
 	Synced bool
@@ -340,6 +343,9 @@ func (s *State) Listed(info protocol.ConversationInfo) {
 	}
 	if t, err := time.Parse(time.RFC3339, info.UpdatedAt); err == nil {
 		s.UpdatedAt = t
+	}
+	if info.Agent != "" {
+		s.Agent = info.Agent
 	}
 	if !s.Synced {
 		// Until the subscription says, the list is the best we know.

@@ -363,3 +363,17 @@ func TestReasoningAndPlanRows(t *testing.T) {
 		t.Errorf("the first turn's plan row changed: %+v", st.Rows[2])
 	}
 }
+
+// TestListedAgent: the list's entry names the conversation's agent; an
+// entry that says nothing (an older relay) keeps what was known.
+func TestListedAgent(t *testing.T) {
+	st := New("c1", Options{})
+	st.Listed(protocol.ConversationInfo{ConversationID: "c1", Title: "t", Agent: "opencode (ACP)"})
+	if st.Agent != "opencode (ACP)" {
+		t.Fatalf("agent %q", st.Agent)
+	}
+	st.Listed(protocol.ConversationInfo{ConversationID: "c1", Title: "t"})
+	if st.Agent != "opencode (ACP)" {
+		t.Errorf("an entry without agent changed it to %q", st.Agent)
+	}
+}
