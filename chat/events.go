@@ -88,7 +88,7 @@ func (r *repl) event(ctx context.Context, ev client.Event) {
 	case *protocol.UserInputClosed:
 		r.inputClosed(d)
 	case *protocol.ModeChanged:
-		r.modeChanged(d.Mode)
+		r.modeChanged(d.Mode, d.ChangedBy)
 	case *protocol.AgentError:
 		r.waiting = false
 		r.errorShown = true
@@ -336,16 +336,20 @@ func (r *repl) inputClosed(d *protocol.UserInputClosed) {
 	r.questionEnded(d.RequestID, why)
 }
 
-func (r *repl) modeChanged(m protocol.Mode) {
+func (r *repl) modeChanged(m protocol.Mode, by *protocol.By) {
 	if !m.Valid() {
 		return
 	}
 	r.mode = m
+	text, style := "Act mode: tool calls run.", styleOK
 	if m == protocol.ModePlan {
-		r.note(styleWarn, "Plan mode: every tool call is denied; the agent can only describe what it would do.")
-	} else {
-		r.note(styleOK, "Act mode: tool calls run.")
+		text, style = "Plan mode: every tool call is denied; the agent can only describe what it would do.", styleWarn
 	}
+	if by != nil && *by != self {
+		// Another device switched (the relay names device tokens only).
+		text = conversation.ModeByText(text, sanitize(conversation.Who(*by, self)))
+	}
+	r.note(style, text)
 }
 
 // idle ends the turn: its outcome, then the usage line (a rejection says

@@ -587,3 +587,14 @@ func TestRevokedTokenSaysSo(t *testing.T) {
 		t.Fatalf("said %d times:\n%s", n, h.out.text())
 	}
 }
+
+// A mode switched by another device says who did (changedBy); one the
+// relay names nobody for says only what it does.
+func TestModeChangeNamesWhoSwitched(t *testing.T) {
+	h := startREPL(t, plain, nil)
+	h.subscribed(nil)
+	h.emit(protocol.TypeModeChanged, map[string]any{"mode": "plan", "changedBy": map[string]any{"device": "zebra-phone", "client": "web"}})
+	h.waitFor("Plan mode by zebra-phone (web): every tool call is denied; the agent can only describe what it would do.\n")
+	h.emit(protocol.TypeModeChanged, map[string]any{"mode": "act"})
+	h.waitFor("Act mode: tool calls run.\n")
+}

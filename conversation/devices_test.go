@@ -109,3 +109,33 @@ func TestProvenance(t *testing.T) {
 		t.Fatalf("own prompt added %d rows", len(st.Rows)-n)
 	}
 }
+
+// The mode-change marker names who switched when changedBy names another
+// client (the relay names device tokens only), in the window's row text;
+// a switch by this client, or one nobody is named for, says only what it
+// does.
+func TestModeChangeNamesWhoSwitched(t *testing.T) {
+	st := New("c", Options{Self: protocol.By{Device: protocol.OwnDevice, Client: protocol.ClientWindow}})
+	seq := int64(0)
+	hdr := func() protocol.Header { seq++; return protocol.Header{ConversationID: "c", Seq: seq} }
+	st.Apply(ev(protocol.TypeUserMessage, &protocol.UserMessage{Header: hdr(), MessageID: "u1", Content: "go", Mode: protocol.ModeAct}))
+	st.Apply(ev(protocol.TypeModeChanged, &protocol.ModeChanged{Header: hdr(), Mode: protocol.ModePlan,
+		ChangedBy: &protocol.By{Device: "zebra-phone", Client: protocol.ClientWeb}}))
+	st.Apply(ev(protocol.TypeModeChanged, &protocol.ModeChanged{Header: hdr(), Mode: protocol.ModeAct}))
+	st.Apply(ev(protocol.TypeModeChanged, &protocol.ModeChanged{Header: hdr(), Mode: protocol.ModePlan,
+		ChangedBy: &protocol.By{Device: protocol.OwnDevice, Client: protocol.ClientWindow}}))
+	var marks []string
+	for _, r := range st.Rows {
+		if r.Kind == RowMode {
+			marks = append(marks, r.Text)
+		}
+	}
+	want := []string{
+		"Switched to Plan by zebra-phone (web): every tool call is denied from the next tool call.",
+		"Switched to Act: tool calls run from the next tool call.",
+		"Switched to Plan: every tool call is denied from the next tool call.",
+	}
+	if strings.Join(marks, "\n") != strings.Join(want, "\n") {
+		t.Fatalf("marks:\n%s\nwant:\n%s", strings.Join(marks, "\n"), strings.Join(want, "\n"))
+	}
+}

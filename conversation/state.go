@@ -271,7 +271,7 @@ func (s *State) Apply(ev client.Event) Update {
 		if d.Mode != s.Mode {
 			s.Mode = d.Mode
 			if len(s.Rows) > 0 {
-				s.appendRow(Row{Kind: RowMode, Mode: d.Mode, Text: modeChangeText(d.Mode, s.Streaming), Done: true})
+				s.appendRow(Row{Kind: RowMode, Mode: d.Mode, Text: s.modeChangedText(d), Done: true})
 			}
 			u.Listing = true
 		}

@@ -101,6 +101,27 @@ func StatusText(status string) string {
 	return "Ended: " + status
 }
 
+// modeChangedText is the mode-change marker's text: what the switch does,
+// and who switched when it was another client ("Switched to Act by
+// zebra-phone (web): …"); the relay names only device tokens (changedBy).
+func (s *State) modeChangedText(d *protocol.ModeChanged) string {
+	text := modeChangeText(d.Mode, s.Streaming)
+	if d.ChangedBy == nil || s.isSelf(*d.ChangedBy) {
+		return text
+	}
+	return ModeByText(text, Who(*d.ChangedBy, s.opts.Self))
+}
+
+// ModeByText puts who switched into a mode-change text: "Switched to
+// Plan: …" becomes "Switched to Plan by zebra-phone (web): …".
+func ModeByText(text, who string) string {
+	head, rest, ok := strings.Cut(text, ":")
+	if !ok {
+		return text + " (by " + who + ")"
+	}
+	return head + " by " + who + ":" + rest
+}
+
 func modeChangeText(mode protocol.Mode, streaming bool) string {
 	when := "from the next turn"
 	if streaming {

@@ -379,6 +379,9 @@ type AgentError struct {
 type ModeChanged struct {
 	Header
 	Mode Mode `json:"mode"`
+	// ChangedBy (ext) names the device and client whose copilot:set_mode
+	// (or copilot:send with another mode) changed it, as SentBy does.
+	ChangedBy *By `json:"changedBy,omitempty"`
 }
 
 // UserInputRequest is copilot:user_input_request. It is also carried, without

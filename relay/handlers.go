@@ -186,13 +186,22 @@ func (r *Relay) setMode(c *conn, d *protocol.SetMode) {
 		return
 	}
 	_ = r.withConversation(c.ctx, d.ConversationID, func(conv *conversation) {
-		conv.setModeLocked(d.Mode)
+		conv.setModeByLocked(d.Mode, c.id.by())
 	})
 }
 
-func (c *conversation) setModeLocked(mode protocol.Mode) {
+func (c *conversation) setModeLocked(mode protocol.Mode) { c.setModeByLocked(mode, nil) }
+
+// setModeByLocked changes the mode for by (nil: nobody named), whom
+// copilot:mode_changed names so that every client can say who switched.
+// The relay's own device is not named: a relay used with its own token
+// only (no device tokens) sends the message exactly as the seed has it.
+func (c *conversation) setModeByLocked(mode protocol.Mode, by *protocol.By) {
+	if by != nil && by.Device == protocol.OwnDevice {
+		by = nil
+	}
 	c.mode = mode
-	mc := protocol.ModeChanged{Mode: mode}
+	mc := protocol.ModeChanged{Mode: mode, ChangedBy: by}
 	c.emitLocked(protocol.TypeModeChanged, &mc.Header, &mc)
 }
 

@@ -136,9 +136,7 @@ func (c *conversation) startTurnLocked(d *protocol.Send, by *protocol.By) {
 		return
 	}
 	if mode != c.mode {
-		c.mode = mode
-		mc := protocol.ModeChanged{Mode: mode}
-		c.emitLocked(protocol.TypeModeChanged, &mc.Header, &mc)
+		c.setModeByLocked(mode, by)
 	}
 	if c.title == "" {
 		c.title = titleOf(prompt)

@@ -1,7 +1,8 @@
 // Devices (issue #14) in the web client against the real relay: a phone
 // with a device token of its own (made with `pilotdesk token create`)
 // answers a question another page raised, and that page names the phone;
-// the phone names who sent the prompt; when the phone's token is revoked
+// the phone names who sent the prompt; a mode the phone switches is
+// marked with its name on the laptop; when the phone's token is revoked
 // the relay closes it with 4003 and the page says so and stops trying.
 
 import { describe, it, before, after } from 'node:test';
@@ -70,6 +71,15 @@ describe('devices', { skip: skip || false }, () => {
     assert.match(await laptop.textContent('#transcript [data-kind="user"] .who'), /^You/);
     assert.match(await phone.textContent('#transcript [data-kind="note"]'), /You answered "approve"/);
     assert.match(await phone.textContent('#transcript [data-kind="user"] .who'), /Sent from the web client on the relay's computer/);
+
+    // The phone switches the conversation to Plan: the laptop's marker
+    // names it (changedBy), the phone's own says only what it does.
+    await laptop.waitForSelector('body[data-state="live"]');
+    await phone.click('#mode-plan');
+    await laptop.waitForSelector('#transcript [data-kind="mode"]');
+    assert.match(await laptop.textContent('#transcript [data-kind="mode"]'), /^Switched to Plan by Pixel \(web\): every tool call is denied/);
+    await phone.waitForSelector('#transcript [data-kind="mode"]');
+    assert.match(await phone.textContent('#transcript [data-kind="mode"]'), /^Switched to Plan: every tool call is denied/);
 
     // Revoked: closed with 4003, said plainly, and no new attempt.
     token('revoke', 'Pixel');

@@ -287,6 +287,8 @@ export class App {
       c.mode = mode;
     } else if (!this.conn.send('copilot:set_mode', { conversationId: c.id, mode })) {
       c.note('error', 'Not connected to the relay: the mode was not changed.');
+    } else {
+      c.markModeSent(mode);
     }
     this.scheduleRender();
   }

@@ -5,7 +5,7 @@
 // its deadline, and the usage. It touches no DOM; the views render it.
 
 import {
-  addQuota, addShutdown, byText, closedText, modeChangeText, newUsage, oneLine, statusText, titleFrom,
+  addQuota, addShutdown, byText, closedText, modeByText, modeChangeText, newUsage, oneLine, statusText, titleFrom,
   toolSummary, turnText,
 } from './words.js';
 
@@ -53,6 +53,7 @@ export class Conversation {
     this.msgs = new Map(); // messageId → {row, text, done}
     this.answered = new Map(); // requestId → answer sent from here ('' for a rejection)
     this.sentHere = []; // prompts sent from here whose copilot:user_message has not come
+    this.modesHere = []; // modes this page asked for whose copilot:mode_changed has not come
   }
 
   /** thinking: a turn runs and has shown nothing yet. */
@@ -131,13 +132,18 @@ export class Conversation {
         else this.update(i, { state, detail: d.result ?? '' });
         break;
       }
-      case 'copilot:mode_changed':
+      case 'copilot:mode_changed': {
+        // A switch this page asked for is its own; another's names who.
+        const mine = this.modesHere.indexOf(d.mode);
+        if (mine >= 0) this.modesHere.splice(mine, 1);
         if (d.mode !== this.mode && (d.mode === 'plan' || d.mode === 'act')) {
           this.mode = d.mode;
-          if (this.rows.length) this.push({ kind: 'mode', mode: d.mode, text: modeChangeText(d.mode, this.streaming) });
+          const text = modeByText(modeChangeText(d.mode, this.streaming), mine < 0 ? d.changedBy : null);
+          if (this.rows.length) this.push({ kind: 'mode', mode: d.mode, text });
           ch.listing = true;
         }
         break;
+      }
       case 'copilot:user_input_request':
         this.openRequest(d);
         break;
@@ -210,6 +216,12 @@ export class Conversation {
   markSending(text) {
     this.sentHere.push(text);
     if (this.sentHere.length > 16) this.sentHere.shift();
+  }
+
+  /** markModeSent records a copilot:set_mode sent from here. */
+  markModeSent(mode) {
+    this.modesHere.push(mode);
+    if (this.modesHere.length > 8) this.modesHere.shift();
   }
 
   /** markAnswering records an answer sent from here ('' and rejected for a rejection). */

@@ -75,6 +75,17 @@ export function byText(by) {
   return `${oneLine(by.device, 40)} (${client})`;
 }
 
+/**
+ * modeByText puts who switched into a mode change's text, as the window
+ * does (conversation.ModeByText): "Switched to Plan by zebra-phone (web): …".
+ */
+export function modeByText(text, by) {
+  const who = byText(by);
+  if (!who) return text;
+  const i = text.indexOf(':');
+  return i < 0 ? `${text} (by ${who})` : `${text.slice(0, i)} by ${who}${text.slice(i)}`;
+}
+
 const CLIENT_NAMES = { window: 'a window', terminal: 'a terminal', web: 'the web client' };
 
 /**
