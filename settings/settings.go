@@ -168,6 +168,10 @@ type Setting struct {
 	Placeholder string
 	Choices     []Choice
 	Browse      Browse
+	// Presets are what the dialog offers to fill in an entry that takes
+	// any other text too, the ones whose program is installed
+	// (FoundPresets): the ACP agents pilotdesk knows, by command line.
+	Presets []Choice
 
 	// The setting's value in a Settings, by its Kind.
 	str     func(*Settings) *string
@@ -258,7 +262,8 @@ var table = []Setting{
 		Field: FieldACPCommand, Group: GroupAgent, Apply: Restart,
 		Flag: "acp-command", Usage: "the ACP agent's command line (`CMD`) for --agent acp, split as a shell would: \"copilot --acp\", \"opencode acp\"",
 		Label: "ACP agent", Hint: "For the ACP agent: opencode acp, gemini --acp…", Placeholder: "opencode acp",
-		Kind: KindString, str: func(s *Settings) *string { return &s.ACPCommand },
+		Presets: acpPresets,
+		Kind:    KindString, str: func(s *Settings) *string { return &s.ACPCommand },
 		used: embeddedOnly, check: checkACPCommand,
 	},
 	{

@@ -293,7 +293,16 @@ func shootAppDialogs(t *testing.T, s *shooter, th fyne.Theme) {
 	}})
 	s.shot(h, "first-run")
 
-	// Settings as a user who set a model and a provider key sees them.
+	// Settings as a user who set a model and a provider key sees them,
+	// with two ACP agents on PATH (and only those: the picture must not
+	// depend on the machine's).
+	bin := t.TempDir()
+	for _, prog := range []string{"opencode", "goose"} {
+		if err := os.WriteFile(filepath.Join(bin, prog), []byte("#!/bin/sh\n"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Setenv("PATH", bin)
 	saved := settings.Defaults()
 	saved.Model = "gpt-5"
 	saved.ProviderKey = "sk-example"

@@ -51,6 +51,11 @@ type settingsDialog struct {
 	inputs map[settings.Field]fyne.CanvasObject // the widget that edits each setting
 	browse map[settings.Field]*widget.Button    // the pickers next to paths
 
+	// found are the ACP agents' presets installed here, agents every
+	// agent found (settings.FoundAgents), when the dialog opened.
+	found  []settings.Choice
+	agents []string
+
 	errs     map[settings.Field]*widget.Label
 	items    map[settings.Field]*widget.FormItem
 	status   *widget.Label
@@ -87,6 +92,9 @@ func newSettingsDialog(w *Window) *settingsDialog {
 	for f := range d.locked {
 		settings.Lookup(f).Copy(&shown, w.opts.Effective)
 	}
+
+	d.found = settings.Lookup(settings.FieldACPCommand).FoundPresets(nil)
+	d.agents = settings.FoundAgents(shown, nil)
 
 	forms := map[settings.Group]*widget.Form{}
 	for _, r := range settings.All() {
@@ -170,6 +178,21 @@ func (d *settingsDialog) newInput(r settings.Setting, s settings.Settings) fyne.
 		e := widget.NewSelectEntry(labels)
 		e.SetText(value)
 		in = e
+	case len(r.Presets) > 0 && !r.Secret:
+		// The agents found on PATH to pick from, and any command line.
+		cmds := make([]string, len(d.found))
+		for i, p := range d.found {
+			cmds[i] = p.Value
+		}
+		e := widget.NewSelectEntry(cmds)
+		e.SetPlaceHolder(r.Placeholder)
+		e.SetText(value)
+		e.OnChanged = func(text string) {
+			if r.PresetLabel(text) != "" {
+				d.pickACP()
+			}
+		}
+		in = e
 	case len(r.Choices) > 0:
 		sel := widget.NewSelect(labels, nil)
 		sel.SetSelected(r.ChoiceLabel(value))
@@ -211,11 +234,51 @@ func (d *settingsDialog) item(r settings.Setting, input fyne.CanvasObject) *widg
 	d.errs[r.Field] = e
 	it := widget.NewFormItem(r.Label, container.NewVBox(input, e))
 	it.HintText = r.Hint
+	switch r.Field {
+	case settings.FieldAgent:
+		it.HintText = agentsHint(d.agents)
+	case settings.FieldACPCommand:
+		it.HintText = presetsHint(d.found)
+	}
 	if by, ok := d.locked[r.Field]; ok {
 		it.HintText = "Set by " + by + " for this run"
 	}
 	d.items[r.Field] = it
 	return it
+}
+
+// agentsHint says which agents are installed, under the agent's select:
+// three by name at most, so that the dialog keeps its width.
+func agentsHint(found []string) string {
+	switch {
+	case len(found) == 0:
+		return "No Copilot CLI or known ACP agent on PATH"
+	case len(found) > 3:
+		return fmt.Sprintf("On PATH: %s and %d more", strings.Join(found[:3], ", "), len(found)-3)
+	}
+	return "On PATH: " + strings.Join(found, ", ")
+}
+
+// presetsHint says what the ACP agent's entry offers.
+func presetsHint(found []settings.Choice) string {
+	switch len(found) {
+	case 0:
+		return "None known on PATH: type your agent's command line"
+	case 1:
+		return "Pick " + found[0].Label + " (on PATH) or type a command line"
+	}
+	return fmt.Sprintf("Pick one of the %d on PATH or type a command line", len(found))
+}
+
+// pickACP selects "An ACP agent" as the agent: a preset of the ACP agent's
+// command line was picked or typed.
+func (d *settingsDialog) pickACP() {
+	if _, locked := d.locked[settings.FieldAgent]; locked {
+		return
+	}
+	if sel, ok := d.inputs[settings.FieldAgent].(*widget.Select); ok {
+		sel.SetSelected(settings.Lookup(settings.FieldAgent).ChoiceLabel(settings.AgentACP))
+	}
 }
 
 // text is what the input of f holds, as settings.Setting.SetText reads it.
