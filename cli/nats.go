@@ -12,6 +12,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 
+	"github.com/pilotdesk/pilotdesk/relay/history"
 	"github.com/pilotdesk/pilotdesk/relay/history/jetstream"
 )
 
@@ -33,7 +34,7 @@ func (n *natsSettings) register(fs *flag.FlagSet) {
 	fs.StringVar(&n.Creds, "nats-creds", "", "NATS credentials `FILE` (a user JWT and its seed)")
 	fs.StringVar(&n.TLSCA, "nats-tls-ca", "", "verify the NATS servers' TLS certificates with this CA `FILE`")
 	fs.IntVar(&n.Replicas, "nats-replicas", 3, "replicas of the events stream and bucket when the relay creates them (1 with embedded)")
-	fs.DurationVar(&n.Lease, "nats-lease", 15*time.Second, "how long a relay may be silent before others take its conversations over (for relays sharing conversations; not used yet)")
+	fs.DurationVar(&n.Lease, "nats-lease", jetstream.DefaultLease, "how long a relay may be silent before the other relays take its conversations over; it must outlast a NATS leader election (4-9 s)")
 }
 
 func (n *natsSettings) validate(dataDir string) error {
@@ -69,12 +70,28 @@ func (n *natsSettings) validate(dataDir string) error {
 	return nil
 }
 
+// minLease is the shortest --nats-lease that outlasts a NATS leader
+// election (4-9 s); a shorter one is allowed (tests, a single node) with
+// a warning.
+const minLease = 10 * time.Second
+
 // natsStore is the JetStream history with the connection (and the
-// in-process node) it runs on, which it closes after itself.
+// in-process node) it runs on, which it closes after itself, and the
+// relays that share it (the relay starts and stops that).
 type natsStore struct {
 	*jetstream.Store
-	nc   *nats.Conn
-	node *jetstream.Embedded // nil on a cluster
+	nc      *nats.Conn
+	node    *jetstream.Embedded // nil on a cluster
+	cluster *jetstream.Cluster
+}
+
+// clusterOf is the other relays sharing store, or nil (a nil interface,
+// not a nil pointer in one) when it is not shared.
+func clusterOf(store history.Store) history.Cluster {
+	if n, ok := store.(*natsStore); ok && n.cluster != nil {
+		return n.cluster
+	}
+	return nil
 }
 
 func (n *natsStore) Close() error {
@@ -126,6 +143,19 @@ func openNATSStore(ctx context.Context, s relaySettings, logger *slog.Logger) (_
 		return nil, fmt.Errorf("opening the history on NATS: %w", err)
 	}
 	st.Store = store
+	// Every relay on a cluster shares its conversations with the others.
+	// An embedded node is this relay's alone (its data dir is locked): no
+	// other relay can share it, so the relay owns every conversation and
+	// closes the turns a crash left open when it starts, as with SQLite.
+	if n.URLs != natsEmbedded {
+		if n.Lease < minLease {
+			logger.Warn("--nats-lease is shorter than a NATS leader election may take (4-9 s): when a node dies, other relays may take over conversations whose relay is fine, closing their turns", "lease", n.Lease)
+		}
+		if st.cluster, err = jetstream.NewCluster(ctx, store, jetstream.ClusterOptions{Lease: n.Lease, Logger: logger}); err != nil {
+			store.Close()
+			return nil, fmt.Errorf("joining the relays on NATS: %w", err)
+		}
+	}
 	if s.HistoryMaxAge > 0 {
 		dropped, err := store.DeleteOlderThan(ctx, time.Now().Add(-s.HistoryMaxAge))
 		if err != nil {

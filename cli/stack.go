@@ -109,6 +109,7 @@ func startStack(ctx context.Context, s relaySettings, logger *slog.Logger) (_ *s
 	r, err := relay.New(relay.Config{
 		Agent:            agent,
 		Store:            st.Store,
+		Cluster:          clusterOf(st.Store),
 		Token:            s.Token,
 		HeartbeatTimeout: s.HeartbeatTimeout,
 		InputTimeout:     inputTimeout,

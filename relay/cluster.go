@@ -428,6 +428,28 @@ func (r *Relay) syncRemote(ctx context.Context, id string) {
 	if owner, live, err := r.cluster.Owner(ctx, id); err == nil && (owner == "" || !live) {
 		if _, err := r.routeCommand(ctx, id); err != nil {
 			r.log.Warn("relay: could not take over a conversation whose relay is gone", "conversationId", id, "relay", owner, "err", err)
+			return
+		}
+		// The subscriber sees the turn closed, as after a restart: the
+		// closing events are stored and sent before it subscribes.
+		conv.waitSent(ctx)
+	}
+}
+
+// waitSent waits until every event the conversation emitted has been
+// stored and sent, or ctx ends.
+func (c *conversation) waitSent(ctx context.Context) {
+	for {
+		c.mu.Lock()
+		done := c.remote || c.sentSeq >= c.lastSeq || c.failure.failed
+		c.mu.Unlock()
+		if done {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(5 * time.Millisecond):
 		}
 	}
 }

@@ -285,6 +285,15 @@ func (c *conversation) emitErrorLocked(msg string) {
 func (c *conversation) deliver(frames [][]byte, lastSeq int64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if sent := c.sentSeq - (lastSeq - int64(len(frames))); sent > 0 {
+		// Delivered already: a conversation this relay stopped owning
+		// while its last events were being stored gets them from the
+		// cluster too (cluster.go), whichever comes first.
+		if sent >= int64(len(frames)) {
+			return
+		}
+		frames = frames[sent:]
+	}
 	c.sentUpToLocked(lastSeq)
 	c.fanOutLocked(frames)
 }

@@ -20,8 +20,9 @@ import (
 // the events stream is killed (the turn goes on once a new leader is
 // elected), then the relay itself is SIGKILLed; a new relay process on the
 // same cluster, with a new data dir (nothing of the history is local),
-// resumes: nothing a client saw is lost, the interrupted turn is closed,
-// seq carries on gapless, the epoch is the cluster's.
+// resumes once the dead relay's lease lapsed: nothing a client saw is
+// lost, the interrupted turn is closed (relay lost), seq carries on
+// gapless, the epoch is the cluster's.
 func TestNATSCrashRecovery(t *testing.T) {
 	c := natstest.Start(t, 3)
 	var urls []string
@@ -29,9 +30,13 @@ func TestNATSCrashRecovery(t *testing.T) {
 		urls = append(urls, fmt.Sprintf("nats://%s@127.0.0.1:%d", url.UserPassword(c.User, c.Password), n.ClientPort))
 	}
 	const token = "nats-crash-token-1d6e0b7c"
+	// The dead relay's conversations are taken over once its lease lapses.
+	// The lease must outlast the leader election the test causes first
+	// (4-9 s), or the relay would lose its own conversation meanwhile.
+	const lease = 12 * time.Second
 	args := func() []string {
 		return []string{"--agent", "script", "--script", writeScript(t, crashScript()), "--nats", strings.Join(urls, ","),
-			"--data-dir", t.TempDir(), "--listen", "127.0.0.1:0", "--token", token}
+			"--data-dir", t.TempDir(), "--listen", "127.0.0.1:0", "--token", token, "--nats-lease", lease.String()}
 	}
 	stream := uuid.NewString()
 
@@ -77,6 +82,7 @@ func TestNATSCrashRecovery(t *testing.T) {
 
 	p = startRelay(t, nil, args()...)
 	t.Logf("a new relay process on the cluster %s after the SIGKILL", time.Since(killed).Round(time.Millisecond))
+	time.Sleep(time.Until(killed.Add(lease + time.Second))) // the dead relay's lease lapses
 	r := newWatcher(t, "resumer", p.URL, token)
 	seq := checkResume(t, r, stream, maxSeq(saw), epoch, "plan", "")
 	checkHistory(t, p, token, stream, seq, saw, r.events[stream])
