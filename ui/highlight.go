@@ -9,12 +9,11 @@ import (
 	"fyne.io/fyne/v2/widget"
 	"github.com/alecthomas/chroma/v2"
 	"github.com/alecthomas/chroma/v2/lexers"
-	"github.com/alecthomas/chroma/v2/styles"
 )
 
 // Syntax colours are theme colour names of the window's own, so a code
-// block follows the light or dark look like everything else: syntaxTheme
-// resolves them from chroma's GitHub styles.
+// block follows the light or dark look like everything else: the app's
+// theme (appTheme) resolves them from chroma's GitHub styles.
 const (
 	colorSyntaxKeyword  fyne.ThemeColorName = "pilotdesk.syntax.keyword"
 	colorSyntaxType     fyne.ThemeColorName = "pilotdesk.syntax.type"
@@ -131,23 +130,37 @@ func codeSegment(text string, c fyne.ThemeColorName) *widget.TextSegment {
 	return &widget.TextSegment{Style: style, Text: text}
 }
 
-// syntaxTheme is the app's theme plus the syntax colours, from chroma's
-// "github" style on a light background and "github-dark" on a dark one.
-type syntaxTheme struct{ bannerTheme }
+// syntaxPalette holds each syntax colour on a light background (chroma's
+// "github" style) and on a dark one ("github-dark"), copied from chroma's
+// styles (TestSyntaxPaletteIsChromas compares them): importing chroma's
+// styles package parses every style it has at start-up, 4 ms of the
+// window's start for two of them.
+var syntaxPalette = map[fyne.ThemeColorName][2]color.NRGBA{
+	colorSyntaxKeyword:  {rgb(0xcf222e), rgb(0xff7b72)},
+	colorSyntaxType:     {rgb(0xcf222e), rgb(0xff7b72)},
+	colorSyntaxFunction: {rgb(0x6639ba), rgb(0xd2a8ff)},
+	colorSyntaxString:   {rgb(0x0a3069), rgb(0xa5d6ff)},
+	colorSyntaxNumber:   {rgb(0x0550ae), rgb(0xa5d6ff)},
+	colorSyntaxComment:  {rgb(0x57606a), rgb(0x8b949e)},
+	colorSyntaxOperator: {rgb(0x0550ae), rgb(0xff7b72)},
+	colorSyntaxBuiltin:  {rgb(0x6639ba), rgb(0xe6edf3)},
+	colorSyntaxInserted: {rgb(0x116329), rgb(0x56d364)},
+	colorSyntaxDeleted:  {rgb(0x82071e), rgb(0xffa198)},
+}
 
-func (t syntaxTheme) Color(n fyne.ThemeColorName, v fyne.ThemeVariant) color.Color {
-	tt, ok := syntaxTokens[n]
+func rgb(v uint32) color.NRGBA {
+	return color.NRGBA{R: uint8(v >> 16), G: uint8(v >> 8), B: uint8(v), A: 0xff}
+}
+
+// syntaxColorOf returns the colour of a syntax colour name on base (light
+// or dark); false for another name.
+func syntaxColorOf(base fyne.Theme, n fyne.ThemeColorName) (color.Color, bool) {
+	c, ok := syntaxPalette[n]
 	if !ok {
-		return t.base().Color(n, v)
+		return nil, false
 	}
-	name := "github"
-	if isDark(t.base()) {
-		name = "github-dark"
+	if isDark(base) {
+		return c[1], true
 	}
-	entry := styles.Get(name).Get(tt)
-	if !entry.Colour.IsSet() {
-		return t.base().Color(theme.ColorNameForeground, v)
-	}
-	c := entry.Colour
-	return color.NRGBA{R: c.Red(), G: c.Green(), B: c.Blue(), A: 0xff}
+	return c[0], true
 }

@@ -1,11 +1,19 @@
 package ui
 
 import (
+	"image/color"
 	"strings"
 	"testing"
 
+	"fyne.io/fyne/v2"
+	"fyne.io/fyne/v2/canvas"
+	"fyne.io/fyne/v2/container"
+	"fyne.io/fyne/v2/test"
 	"fyne.io/fyne/v2/theme"
 	"fyne.io/fyne/v2/widget"
+	"github.com/alecthomas/chroma/v2/styles"
+
+	"github.com/pilotdesk/pilotdesk/conversation"
 )
 
 func TestHighlight(t *testing.T) {
@@ -33,5 +41,68 @@ func TestHighlight(t *testing.T) {
 	segs = highlight("some words", "no-such-language")
 	if len(segs) != 1 || segs[0].(*widget.TextSegment).Text != "some words" || segs[0].(*widget.TextSegment).Style.ColorName != theme.ColorNameForeground {
 		t.Fatalf("plain: %+v", segs)
+	}
+}
+
+// TestSyntaxPaletteIsChromas: the syntax colours copied into the window are
+// those of chroma's "github" and "github-dark" styles.
+func TestSyntaxPaletteIsChromas(t *testing.T) {
+	for n, tt := range syntaxTokens {
+		for i, name := range []string{"github", "github-dark"} {
+			e := styles.Get(name).Get(tt)
+			if !e.Colour.IsSet() {
+				t.Fatalf("%s has no colour for %v", name, tt)
+			}
+			want := color.NRGBA{R: e.Colour.Red(), G: e.Colour.Green(), B: e.Colour.Blue(), A: 0xff}
+			if got := syntaxPalette[n][i]; got != want {
+				t.Errorf("%s %v: %v, chroma says %v", name, n, got, want)
+			}
+		}
+	}
+	if len(syntaxPalette) != len(syntaxTokens) {
+		t.Fatalf("%d colours for %d names", len(syntaxPalette), len(syntaxTokens))
+	}
+}
+
+// TestCodeIsColouredByTheAppTheme: a code block's text takes its syntax
+// colours from the app's theme, light and dark, with no theme override of
+// its own (each override kept its own parsed fonts for good).
+func TestCodeIsColouredByTheAppTheme(t *testing.T) {
+	a := test.NewTempApp(t)
+	for i, variant := range []fyne.ThemeVariant{theme.VariantLight, theme.VariantDark} {
+		a.Settings().SetTheme(FixedVariant(theme.DefaultTheme(), variant))
+		useAppTheme(a)
+		v := newCodeView(&Window{app: a})
+		v.set(conversation.Row{Kind: conversation.RowCode, Lang: "go", Text: "func main() {}"})
+		w := test.NewTempWindow(t, v.obj)
+		w.Resize(fyne.NewSize(400, 100))
+		found := false
+		var walk func(o fyne.CanvasObject)
+		walk = func(o fyne.CanvasObject) {
+			switch x := o.(type) {
+			case *container.ThemeOverride:
+				t.Fatal("the code view has a theme override")
+			case *canvas.Text:
+				if x.Text == "func" {
+					found = true
+					if x.Color != syntaxPalette[colorSyntaxKeyword][i] {
+						t.Errorf("variant %d: func is %v, want %v", variant, x.Color, syntaxPalette[colorSyntaxKeyword][i])
+					}
+				}
+			case *fyne.Container:
+				for _, c := range x.Objects {
+					walk(c)
+				}
+			}
+			if wd, ok := o.(fyne.Widget); ok {
+				for _, c := range test.WidgetRenderer(wd).Objects() {
+					walk(c)
+				}
+			}
+		}
+		walk(v.obj)
+		if !found {
+			t.Fatalf("variant %d: no text \"func\" drawn", variant)
+		}
 	}
 }

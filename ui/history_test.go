@@ -3,9 +3,14 @@ package ui
 import (
 	"fmt"
 	"math"
+	"reflect"
 	"testing"
+	"time"
+
+	"fyne.io/fyne/v2/theme"
 
 	"github.com/pilotdesk/pilotdesk/client"
+	"github.com/pilotdesk/pilotdesk/conversation"
 	"github.com/pilotdesk/pilotdesk/protocol"
 )
 
@@ -88,5 +93,102 @@ func TestReplayDrawnOnce(t *testing.T) {
 	}
 	if !tr.atBottom() {
 		t.Fatal("the list does not show the newest row")
+	}
+}
+
+// TestLongConversationHeldInSteps: a long conversation's transcript holds
+// its last windowRows rows, takes new ones at the bottom, and older ones in
+// steps of extendChunk as the user scrolls up to the first, keeping the
+// rows on screen where they were; Copy reply finds a turn that began above
+// the rows held.
+func TestLongConversationHeldInSteps(t *testing.T) {
+	h := newHarness(t, harnessConfig{})
+	conv := h.w.current
+	seq := longHistory(h, 300)
+	// Two rows more, so that the rows held begin in the middle of a turn.
+	for _, data := range []any{&protocol.UserMessage{MessageID: "u-last", Content: "and the last step"}, &protocol.Idle{Status: protocol.StatusCompleted}} {
+		seq++
+		hdr := protocol.Header{ConversationID: conv, Seq: seq}
+		switch d := data.(type) {
+		case *protocol.UserMessage:
+			d.Header = hdr
+		case *protocol.Idle:
+			d.Header = hdr
+		}
+		h.w.store.Apply(client.Event{Data: data})
+	}
+	h.frame()
+	tr := h.w.transcript
+	total := len(h.w.store.Transcript(conv))
+	if total < windowRows+extendChunk {
+		t.Fatalf("%d rows: the test needs more than %d", total, windowRows+extendChunk)
+	}
+	if len(tr.rows) != windowRows || tr.base != total-windowRows || tr.list.Length() != windowRows {
+		t.Fatalf("holds %d rows from %d (list %d) of %d", len(tr.rows), tr.base, tr.list.Length(), total)
+	}
+	if !tr.atBottom() {
+		t.Fatal("the list does not show the newest row")
+	}
+
+	// Copy reply under a turn whose prompt is above the rows held.
+	first := -1
+	for i, r := range tr.rows {
+		if r.Kind == conversation.RowUser {
+			break
+		}
+		if r.Kind == conversation.RowStatus {
+			first = i
+			break
+		}
+	}
+	if first < 0 {
+		t.Fatal("the rows held begin with a whole turn: the test needs one cut")
+	}
+	turn := -1
+	for _, r := range h.w.store.Rows(conv, 0, tr.base+first) {
+		if r.Kind == conversation.RowUser {
+			turn++
+		}
+	}
+	h.w.copyReplyBefore(first)
+	if got, want := h.w.app.Clipboard().Content(), h.w.store.MessageText(conv, fmt.Sprint("m", turn)); got != want || got == "" {
+		t.Fatalf("copied %q, want %q", got, want)
+	}
+
+	// A new row comes at the bottom.
+	seq++
+	h.w.store.Apply(client.Event{Data: &protocol.UserMessage{Header: protocol.Header{ConversationID: conv, Seq: seq}, MessageID: "new", Content: "one more"}})
+	h.frame()
+	if n := len(tr.rows); n != windowRows+1 || tr.rows[n-1].Text != "one more" || tr.list.Length() != n {
+		t.Fatalf("after a new row: %d rows, last %q", n, tr.rows[n-1].Text)
+	}
+
+	// Scrolling up to the first row held brings older ones, in steps.
+	for step := 0; tr.base > 0; step++ {
+		if step > total/extendChunk+1 {
+			t.Fatalf("still %d rows above after %d steps", tr.base, step)
+		}
+		base, held := tr.base, tr.rows[0]
+		tr.list.ScrollToTop()
+		h.loop.WaitFor(t, 5*time.Second, "older rows", func() bool { return tr.base < base }, nil)
+		added := base - tr.base
+		if added != min(base, extendChunk) || !reflect.DeepEqual(tr.rows[added], held) || tr.list.Length() != len(tr.rows) {
+			t.Fatalf("step %d: %d rows added, the first held before at %d", step, added, added)
+		}
+		if want := h.w.store.Rows(conv, tr.base, tr.base+1)[0]; !reflect.DeepEqual(tr.rows[0], want) {
+			t.Fatalf("step %d: the first row is %+v, the store says %+v", step, tr.rows[0], want)
+		}
+		// The row that was at the top is still there: the list scrolled
+		// down by the rows added above it.
+		var above float32
+		for _, ht := range tr.heights[:added] {
+			above += ht + theme.Padding()
+		}
+		if off := tr.list.GetScrollOffset(); off < above-1 || off > above+1 {
+			t.Fatalf("step %d: offset %v, the rows added are %v high", step, off, above)
+		}
+	}
+	if len(tr.rows) != total+1 {
+		t.Fatalf("at the top: %d rows of %d", len(tr.rows), total+1)
 	}
 }

@@ -82,6 +82,39 @@ func FixedVariant(th fyne.Theme, variant fyne.ThemeVariant) fyne.Theme {
 	return variantTheme{Theme: th, variant: variant}
 }
 
+// appTheme is the app's theme plus the window's own colour names (the
+// syntax colours of code blocks and diffs). Code views used a
+// container.ThemeOverride each for them, and Fyne 2.7.1 keeps a set of
+// parsed fonts per override (the theme's, the fallback, the 4 MB emoji font
+// and a system font, for each text style), never freed: every code block
+// ever drawn added megabytes. With the names in the app's theme, all text
+// shares one set per style.
+type appTheme struct{ fyne.Theme }
+
+func (t appTheme) Color(n fyne.ThemeColorName, v fyne.ThemeVariant) color.Color {
+	if c, ok := syntaxColorOf(t.Theme, n); ok {
+		return c
+	}
+	return t.Theme.Color(n, v)
+}
+
+// useAppTheme makes a's theme an appTheme over the theme it has, now and
+// whenever another theme is set (the screenshots set a light and a dark
+// one).
+func useAppTheme(a fyne.App) {
+	wrap := func() {
+		th := a.Settings().Theme()
+		if th == nil {
+			th = theme.DefaultTheme()
+		}
+		if _, ok := th.(appTheme); !ok {
+			a.Settings().SetTheme(appTheme{th})
+		}
+	}
+	wrap()
+	a.Settings().AddListener(func(fyne.Settings) { wrap() })
+}
+
 // bannerTheme is the app's theme with the plan banner's text colour as the
 // foreground, for the label inside the amber banner.
 type bannerTheme struct{}

@@ -241,7 +241,7 @@ func diffView(diff []conversation.DiffLine) fyne.CanvasObject {
 		rt.Segments = append(rt.Segments, codeSegment(text, c))
 	}
 	rt.Refresh()
-	return container.NewThemeOverride(rt, syntaxTheme{})
+	return rt // its colours are the app theme's (appTheme)
 }
 
 // mono is monospace text whose long lines end in an ellipsis (see

@@ -26,10 +26,17 @@ import (
 //
 // Everything here runs on the UI goroutine.
 type transcript struct {
-	win   *Window
-	list  *widget.List
-	rows  []conversation.Row
-	cache []rowCache
+	win  *Window
+	list *widget.List
+	// rows are the conversation's rows from base on: the last
+	// windowRows of a long one when it is opened, and older ones in
+	// steps as the user scrolls up to the first (extendUp). The list,
+	// cache, heights and the row views count from base: a row's index
+	// here is its index in the conversation less base.
+	rows      []conversation.Row
+	base      int
+	extending bool // an extendUp is scheduled
+	cache     []rowCache
 	// gen grows on every full reload, so that recycled row views know
 	// their content belongs to another conversation.
 	gen   uint64
@@ -143,6 +150,12 @@ func (t *transcript) updateItem(id widget.ListItemID, obj fyne.CanvasObject) {
 	if s == nil || id < 0 || id >= len(t.rows) {
 		return
 	}
+	if id < extendMargin && t.base > 0 && !t.extending {
+		// The user scrolled up to the first rows held: fetch older ones
+		// once this layout is over.
+		t.extending = true
+		t.win.later(0, t.extendUp)
+	}
 	r := t.rows[id]
 	key := rowKey{t.gen, id, r.Version, t.openOf(r)}
 	if s.key == key && s.width == t.width {
@@ -186,27 +199,48 @@ func (t *transcript) apply(v store.View) {
 	}()
 	follow := t.following()
 	if v.Full {
+		t.base = v.From
 		t.reload(v.Rows)
 		t.scrollToBottom()
 		return
 	}
-	if len(v.Changed) == 0 {
+	// Indexes from here on count from base; a change to a row older than
+	// that is not held (it is fetched as it is when scrolled to).
+	var changed []int
+	var rows []conversation.Row
+	for k, i := range v.Changed {
+		if i >= t.base {
+			changed = append(changed, i-t.base)
+			rows = append(rows, v.Rows[k])
+		}
+	}
+	if len(changed) == 0 {
 		return
 	}
-	appended := v.NumRows > len(t.rows)
-	if appended {
-		t.rows = append(t.rows, make([]conversation.Row, v.NumRows-len(t.rows))...)
-		t.cache = append(t.cache, make([]rowCache, v.NumRows-len(t.cache))...)
-		t.heights = append(t.heights, make([]float32, v.NumRows-len(t.heights))...)
+	n := v.NumRows - t.base
+	if follow && n > windowRows+extendChunk {
+		// Rows came at the bottom while it is followed: hold the last
+		// windowRows again (the scrolled-off ones return from the store
+		// as the user scrolls up).
+		t.base = v.NumRows - windowRows
+		t.reload(t.win.store.Rows(t.win.current, t.base, v.NumRows))
+		t.scrollToBottom()
+		return
 	}
-	for k, i := range v.Changed {
-		t.rows[i] = v.Rows[k]
+	appended := n > len(t.rows)
+	if appended {
+		t.rows = append(t.rows, make([]conversation.Row, n-len(t.rows))...)
+		t.cache = append(t.cache, make([]rowCache, n-len(t.cache))...)
+		t.heights = append(t.heights, make([]float32, n-len(t.heights))...)
+	}
+	for k, i := range changed {
+		t.rows[i] = rows[k]
 		t.cache[i].exact = false
 	}
-	if !appended && len(v.Changed) == 1 {
+	if !appended && len(changed) == 1 {
 		// The common case while streaming: the tail block grew. Update its
 		// row in place; the list is touched only when its height changed.
-		i := v.Changed[0]
+		i := changed[0]
 		h, shown := t.updateShown(i)
 		if !shown {
 			h = t.estimate(t.rows[i])
@@ -226,8 +260,8 @@ func (t *transcript) apply(v store.View) {
 		}
 		return
 	}
-	hs := make(map[int]float32, len(v.Changed))
-	for _, i := range v.Changed {
+	hs := make(map[int]float32, len(changed))
+	for _, i := range changed {
 		if h, shown := t.updateShown(i); shown {
 			hs[i] = h
 		} else {
@@ -273,20 +307,25 @@ func growRoom(h float32) float32 {
 }
 
 // updateShown redraws row i in place if it is on screen and returns its
-// height; shown is false when it is not on screen.
+// height; shown is false when it is not on screen. Every view that last
+// showed row i is redrawn: the list keeps views it scrolled away in a pool,
+// still holding their row, and which of them is on screen is not known
+// here (redrawing only the first found left the shown one stale).
 func (t *transcript) updateShown(i int) (h float32, shown bool) {
+	r := t.rows[i]
 	for _, s := range t.views {
 		if s.key.gen != t.gen || s.key.id != i || s.width != t.width {
 			continue
 		}
-		r := t.rows[i]
 		s.show(i, r, t.segments(i))
 		s.key.version, s.key.open = r.Version, t.openOf(r)
 		h = s.measureAt(t.width)
-		t.cache[i].exact, t.cache[i].width = true, t.width
-		return h, true
+		shown = true
 	}
-	return 0, false
+	if shown {
+		t.cache[i].exact, t.cache[i].width = true, t.width
+	}
+	return h, shown
 }
 
 // reload replaces every row (a conversation switch, a reset).
@@ -344,6 +383,61 @@ func (t *transcript) setHeights(hs map[int]float32) {
 	t.loading = false
 	t.list.Refresh()
 	t.list.ScrollToOffset(offset)
+}
+
+// windowRows is how many of a conversation's last rows the transcript
+// holds when it is opened, and extendChunk how many older ones it adds each
+// time the user scrolls up to the first row it holds (extendMargin rows
+// before it). widget.List adds every row's height up at each layout (each
+// frame that draws the list): with 17,000 rows a frame of the cursor's
+// blink cost a third more than in an empty conversation.
+const (
+	windowRows   = 400
+	extendChunk  = 400
+	extendMargin = 8
+)
+
+// extendUp adds up to extendChunk rows older than base, fetched from the
+// store, above the rows held, and keeps the rows on screen where they are.
+func (t *transcript) extendUp() {
+	t.extending = false
+	if t.base == 0 {
+		return
+	}
+	// The list lays rows out that it does not end up showing (a new list
+	// before it scrolls to the bottom): extend only if the first rows are
+	// on screen now.
+	var top float32
+	for _, h := range t.heights[:min(extendMargin, len(t.heights))] {
+		top += h + theme.Padding()
+	}
+	if t.list.GetScrollOffset() > top {
+		return
+	}
+	// The user is at the top: new rows must not pull the list down (the
+	// list's own scrolling does not tell the transcript).
+	t.follow = false
+	from := max(0, t.base-extendChunk)
+	older := t.win.store.Rows(t.win.current, from, t.base)
+	if len(older) != t.base-from {
+		return // the conversation changed under us; the next take redraws it
+	}
+	n := len(older)
+	offset := t.list.GetScrollOffset()
+	t.gen++ // row views' indexes all move by n
+	t.base = from
+	t.rows = append(older, t.rows...)
+	t.cache = append(make([]rowCache, n), t.cache...)
+	heights := make([]float32, n, n+len(t.heights))
+	added := float32(0)
+	for i := range older {
+		heights[i] = t.estimate(older[i])
+		added += heights[i] + theme.Padding()
+	}
+	t.heights = append(heights, t.heights...)
+	clear(t.fixes)
+	t.replaceList(nil, offset+added)
+	t.lastOffset = t.list.GetScrollOffset()
 }
 
 // bulkHeights is how many heights setHeights sets on the list itself; more
@@ -458,15 +552,37 @@ func (t *transcript) applyFixes() {
 	follow := t.following()
 	fixes := t.fixes
 	t.fixes = map[int]float32{}
-	for i := range fixes {
+	// Rows above the top of the view that change height would move what
+	// the user reads: the view moves with them (an estimate corrected as
+	// the list lays a row out just above the view, rows just added above
+	// by extendUp).
+	offset := t.list.GetScrollOffset()
+	var moved float32
+	for i, h := range fixes {
 		if i >= len(t.rows) {
 			delete(fixes, i)
+			continue
+		}
+		if !follow && t.rowTop(i) < offset {
+			moved += h - t.heights[i]
 		}
 	}
 	t.setHeights(fixes)
 	if follow {
 		t.scrollToBottom()
+	} else if moved != 0 {
+		t.list.ScrollToOffset(offset + moved)
+		t.lastOffset = t.list.GetScrollOffset()
 	}
+}
+
+// rowTop is where row i begins in the list.
+func (t *transcript) rowTop(i int) float32 {
+	var y float32
+	for _, h := range t.heights[:i] {
+		y += h
+	}
+	return y + float32(i)*theme.Padding()
 }
 
 // atBottom reports whether the newest row is in view (follow mode).
@@ -748,7 +864,7 @@ func newCodeView(w *Window) *codeView {
 	v.code = widget.NewRichText()
 	v.code.Wrapping = fyne.TextWrapBreak
 	head := container.NewBorder(nil, nil, v.lang, copyBtn)
-	body := container.NewPadded(container.NewThemeOverride(v.code, syntaxTheme{}))
+	body := container.NewPadded(v.code) // its colours are the app theme's (appTheme)
 	v.obj = container.NewStack(v.bg, container.NewBorder(head, nil, nil, nil, body))
 	return v
 }

@@ -191,7 +191,7 @@ type Window struct {
 // window shown before its relay has started costs the user no wait.
 func NewWindow(a fyne.App, c *client.Client, opts Options) *Window {
 	opts = withDefaults(opts)
-	//USEAPPTHEME
+	useAppTheme(a)
 	w := &Window{
 		app:      a,
 		opts:     opts,
@@ -334,7 +334,7 @@ func (w *Window) follow(c *client.Client) {
 	// The window counts down to the relay's expiresAt only; its own
 	// answers are those of its token's device in a window.
 	self := protocol.By{Device: protocol.OwnDevice, Client: protocol.ClientWindow}
-	w.store = store.NewStore(store.Options{Self: self, Now: w.opts.Now, OnChange: w.requestFrame, Logger: w.opts.Logger})
+	w.store = store.NewStore(store.Options{Self: self, Now: w.opts.Now, OnChange: w.requestFrame, Logger: w.opts.Logger, FullRows: windowRows})
 	w.subscribed = map[string]bool{}
 	// Under frameMu: a frame timer of the old client's may still read
 	// the context (requestFrame), and it draws nothing once that is
@@ -1052,6 +1052,11 @@ func (w *Window) copyReplyBefore(idx int) {
 	rows := w.transcript.rows
 	if idx < 0 || idx >= len(rows) {
 		return
+	}
+	if base := w.transcript.base; base > 0 {
+		// The turn may begin above the rows the transcript holds.
+		rows = append(w.store.Rows(w.current, 0, base), rows...)
+		idx += base
 	}
 	var ids []string
 	seen := map[string]bool{}

@@ -29,6 +29,13 @@ type Options struct {
 	// uses it to schedule a frame.
 	OnChange func()
 	Logger   *slog.Logger
+	// FullRows bounds a full take (Take, View.Full) to the conversation's
+	// last FullRows rows (0: every row); Rows gives older ones on demand.
+	// The window holds that many rows and more as the user scrolls up: a
+	// 5,000-message conversation is 17,000 rows, and a copy of them all
+	// for every switch, every frame's list layout over them, cost memory
+	// and time for rows nobody looks at.
+	FullRows int
 }
 
 // entry is one conversation and what changed in it since the window last
@@ -270,9 +277,11 @@ type View struct {
 	Usage     conversation.Usage    // the conversation's
 	Turn      conversation.Usage    // the running or last turn's
 	NumRows   int
-	// Full is true when Rows holds every row (the first take, a switch, or
-	// a rebuild); otherwise Rows holds only the changed ones.
+	// Full is true when Rows holds every row from From on (the first
+	// take, a switch, or a rebuild; From is 0 unless Options.FullRows
+	// bounds it); otherwise Rows holds only the changed ones.
 	Full    bool
+	From    int
 	Rows    []conversation.Row
 	Changed []int // indexes of Rows when !Full
 }
@@ -326,7 +335,10 @@ func (s *Store) Take(current string, full bool) Frame {
 	}
 	if full || c.rebuilt {
 		v.Full = true
-		v.Rows = slices.Clone(c.Rows)
+		if n := s.opts.FullRows; n > 0 && len(c.Rows) > n {
+			v.From = len(c.Rows) - n
+		}
+		v.Rows = slices.Clone(c.Rows[v.From:])
 	} else if len(c.changed) > 0 {
 		v.Changed = make([]int, 0, len(c.changed))
 		for i := range c.changed {
@@ -372,6 +384,22 @@ func (s *Store) Transcript(id string) []conversation.Row {
 		return slices.Clone(c.Rows)
 	}
 	return nil
+}
+
+// Rows returns a copy of the conversation's rows from index from up to
+// (not including) to, clipped to the rows it has.
+func (s *Store) Rows(id string, from, to int) []conversation.Row {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c, ok := s.convs[id]
+	if !ok {
+		return nil
+	}
+	from, to = max(from, 0), min(to, len(c.Rows))
+	if from >= to {
+		return nil
+	}
+	return slices.Clone(c.Rows[from:to])
 }
 
 // MessageText returns the whole markdown of an assistant message so far.

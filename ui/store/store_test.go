@@ -333,3 +333,39 @@ func TestConversationChanged(t *testing.T) {
 		t.Fatalf("sidebar %+v", side)
 	}
 }
+
+// TestFullTakeIsBounded: with FullRows a full take holds only the last
+// rows, says where they start, and Rows gives the older ones.
+func TestFullTakeIsBounded(t *testing.T) {
+	f := newFeed(t, Options{FullRows: 4})
+	for i := range 5 {
+		f.ev("c", &protocol.UserMessage{MessageID: fmt.Sprint("u", i), Content: fmt.Sprint("prompt ", i)})
+	}
+	v := f.s.Take("c", true).Conv
+	if !v.Full || v.NumRows != 5 || v.From != 1 || len(v.Rows) != 4 || v.Rows[0].Text != "prompt 1" || v.Rows[3].Text != "prompt 4" {
+		t.Fatalf("full take: from %d, %d of %d rows: %+v", v.From, len(v.Rows), v.NumRows, v.Rows)
+	}
+	if old := f.s.Rows("c", -3, 1); len(old) != 1 || old[0].Text != "prompt 0" {
+		t.Fatalf("older rows: %+v", old)
+	}
+	if got := f.s.Rows("c", 3, 99); len(got) != 2 || got[1].Text != "prompt 4" {
+		t.Fatalf("rows 3 on: %+v", got)
+	}
+	if got := f.s.Rows("c", 4, 2); got != nil {
+		t.Fatalf("an empty range: %+v", got)
+	}
+	// Rows is a copy: the fold goes on under it.
+	got := f.s.Rows("c", 0, 1)
+	got[0].Text = "changed"
+	if f.s.Rows("c", 0, 1)[0].Text != "prompt 0" {
+		t.Fatal("Rows gave the store's own rows")
+	}
+	// Changed rows keep their indexes in the conversation.
+	f.ev("c", &protocol.UserMessage{MessageID: "u5", Content: "prompt 5"})
+	if v := f.s.Take("c", false).Conv; v.Full || fmt.Sprint(v.Changed) != "[5]" || v.NumRows != 6 {
+		t.Fatalf("after a new row: full %v changed %v rows %d", v.Full, v.Changed, v.NumRows)
+	}
+	if v := newFeed(t, Options{}).s.Take("c", true).Conv; v.From != 0 {
+		t.Fatalf("an unbounded store's from %d", v.From)
+	}
+}
