@@ -535,10 +535,13 @@ func (c *conn) writeLoop() {
 	_ = c.ws.Close(code, reason)
 }
 
+// writeBatch writes the frames held back by the cork and sends them with
+// one syscall. Each is written as a WebSocket frame by the cork itself
+// (corkConn.writeText), not through the library's Write: see there why.
 func (c *conn) writeBatch(batch [][]byte) error {
 	c.cork.cork()
 	for _, frame := range batch {
-		if err := c.ws.Write(context.Background(), websocket.MessageText, frame); err != nil {
+		if err := c.cork.writeText(frame); err != nil {
 			_ = c.cork.uncork()
 			return err
 		}
