@@ -19,6 +19,9 @@ type Quota struct {
 	RemainingPercent float64
 	HasRemaining     bool
 	ResetDate        string
+	// InCredits: Entitlement and Used are AI credits (the snapshot's
+	// tokenBasedBilling), so the relay's CreditsPerDay paces it.
+	InCredits bool
 }
 
 // ModelMetric is one model's totals from copilot:shutdown.
@@ -52,6 +55,10 @@ type Usage struct {
 	Credits       float64
 	HaveCredits   bool
 	CreditsStatus string
+	// CreditsPerDay is the relay's pace of spending with the last call
+	// that reported one (copilot:quota's creditsPerDay: every
+	// conversation's spend, from the relay's stored ledger); 0: unknown.
+	CreditsPerDay float64
 	// Quotas are the last non-empty snapshots, premium_interactions first.
 	Quotas []Quota
 	// Session totals, from copilot:shutdown.
@@ -89,6 +96,9 @@ func (u *Usage) addQuota(q *protocol.Quota) {
 	if q.AICreditsStatus != "" {
 		u.CreditsStatus = q.AICreditsStatus
 	}
+	if q.CreditsPerDay != nil && *q.CreditsPerDay > 0 {
+		u.CreditsPerDay = *q.CreditsPerDay
+	}
 	if q.CacheWriteTokens != nil {
 		n := *q.CacheWriteTokens
 		u.CacheWriteTokens = &n
@@ -107,7 +117,7 @@ func (u *Usage) addQuota(q *protocol.Quota) {
 	}
 	u.Quotas = u.Quotas[:0]
 	for name, sn := range snaps {
-		qq := Quota{Name: name, Unlimited: sn.Unlimited, ResetDate: sn.ResetDate}
+		qq := Quota{Name: name, Unlimited: sn.Unlimited, ResetDate: sn.ResetDate, InCredits: sn.TokenBasedBilling}
 		if sn.EntitlementRequests != nil && sn.UsedRequests != nil {
 			qq.Entitlement, qq.Used, qq.HasUsed = *sn.EntitlementRequests, *sn.UsedRequests, true
 		}
@@ -215,7 +225,7 @@ func UsageText(conv, turn Usage, now time.Time) string {
 		if d, ok := resetDay(q); ok {
 			s += ", resets " + d.Format("2 Jan")
 		}
-		if p := Pace(q, now); p != "" {
+		if p := Pace(q, conv.CreditsPerDay, now); p != "" {
 			s += " · " + p
 		}
 		parts = append(parts, s)
@@ -256,23 +266,35 @@ func resetDay(q Quota) (time.Time, bool) {
 	return t, err == nil
 }
 
-// Pace says when a monthly quota runs out if it is used as fast as it was
-// since the month began (the month before its reset date): "at this pace
-// it runs out on 19 Dec", or "" when it lasts, or nothing can be said.
-func Pace(q Quota, now time.Time) string {
+// Pace says when a monthly quota runs out at the pace it is used: "at
+// this pace it runs out on 19 Dec", or "" when it lasts until its reset,
+// or nothing can be said. A quota counted in AI credits goes at the
+// relay's creditsPerDay (its stored spend of the last week, every
+// conversation's: how fast this user spends now, whichever conversation
+// or restart); a quota counted in requests, which credits do not measure,
+// or one without that figure, at its own average since the month began
+// (the month before its reset date).
+//
+// The figure comes from the relay because only the relay has the spend of
+// every conversation and keeps it; the words are here, in the fold, so
+// that the window and the terminal say the same thing.
+func Pace(q Quota, creditsPerDay float64, now time.Time) string {
 	reset, ok := resetDay(q)
-	if !ok || q.Unlimited || !q.HasUsed || q.Entitlement <= 0 || q.Used <= 0 || !now.Before(reset) {
-		return ""
-	}
-	start := reset.AddDate(0, -1, 0)
-	elapsed := now.Sub(start)
-	if elapsed <= 0 {
+	if !ok || q.Unlimited || !q.HasUsed || q.Entitlement <= 0 || !now.Before(reset) {
 		return ""
 	}
 	if q.Used >= q.Entitlement {
 		return "used up"
 	}
-	perDay := q.Used / elapsed.Hours() * 24
+	perDay := creditsPerDay
+	if !q.InCredits || perDay <= 0 {
+		start := reset.AddDate(0, -1, 0)
+		elapsed := now.Sub(start)
+		if elapsed <= 0 || q.Used <= 0 {
+			return ""
+		}
+		perDay = q.Used / elapsed.Hours() * 24
+	}
 	out := now.Add(time.Duration((q.Entitlement - q.Used) / perDay * 24 * float64(time.Hour)))
 	if !out.Before(reset) {
 		return ""
@@ -320,7 +342,7 @@ func TurnText(u, conv Usage, now time.Time) string {
 	}
 	for _, q := range u.Quotas {
 		if s := QuotaText(q); s != "" {
-			if p := Pace(q, now); p != "" {
+			if p := Pace(q, conv.CreditsPerDay, now); p != "" {
 				s += ", " + p
 			}
 			parts = append(parts, s)

@@ -13,6 +13,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"math"
+	"time"
 )
 
 // MaxFrameBytes is the largest frame the relay reads (docs/protocol.md,
@@ -438,7 +439,16 @@ type Quota struct {
 	// model), passed as it came.
 	AICredits       *float64 `json:"aiCredits,omitempty"`
 	AICreditsStatus string   `json:"aiCreditsStatus,omitempty"`
+	// CreditsPerDay (ext) is the relay's pace of spending when the call
+	// was reported: the AI credits its agents spent a day, over all its
+	// conversations, from its stored spend (the last PaceWindow, or since
+	// its first spend when that is younger, at least a day). Sent with a
+	// call that reported credits.
+	CreditsPerDay *float64 `json:"creditsPerDay,omitempty"`
 }
+
+// PaceWindow is how far back the relay's CreditsPerDay looks.
+const PaceWindow = 7 * 24 * time.Hour
 
 // NanoAIUPerCredit converts the Copilot CLI's nano AI units to AI credits:
 // a nano-AIU is 10^-9 of an AI unit, and one AI unit is one credit
@@ -498,6 +508,10 @@ type QuotaSnapshot struct {
 	UsedRequests        *float64 `json:"usedRequests,omitempty"`
 	RemainingPercentage *float64 `json:"remainingPercentage,omitempty"`
 	ResetDate           string   `json:"resetDate,omitempty"`
+	// TokenBasedBilling: the quota is counted in AI credits rather than
+	// in requests (the CLI's snapshot field), so the relay's
+	// CreditsPerDay says how fast it goes.
+	TokenBasedBilling bool `json:"tokenBasedBilling,omitempty"`
 }
 
 // Snapshots decodes QuotaSnapshots; an empty or malformed object gives nil

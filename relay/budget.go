@@ -174,6 +174,38 @@ func (b *budget) resetsAtLocked(spent int64) time.Time {
 	return time.Time{} // no entries: nothing is spent
 }
 
+// perDay is the pace of spending at now, in credits a day, for
+// copilot:quota's creditsPerDay: what the ledger holds of the last
+// protocol.PaceWindow (or of the budget's period, if shorter), over that
+// window, or over the time since the first spend kept when that is
+// shorter, and never less than a day (a first call is not a day's pace).
+// nil when nothing was spent in the window. It lives here, beside the
+// ledger it reads, because only the relay sees every conversation's
+// spend, and keeps it across restarts.
+func (b *budget) perDay(now time.Time) *float64 {
+	window := min(protocol.PaceWindow, b.period)
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.tallyLocked(now)
+	cutoff := now.Add(-window)
+	var sum int64
+	for _, e := range b.entries {
+		if e.At.After(cutoff) {
+			sum += e.NanoAIU
+		}
+	}
+	if sum <= 0 {
+		return nil
+	}
+	span := window
+	if first := history.SpendHour(b.entries[0].At); first.After(cutoff) {
+		span = now.Sub(first)
+	}
+	span = max(span, 24*time.Hour)
+	rate := float64(sum) / protocol.NanoAIUPerCredit / (span.Hours() / 24)
+	return &rate
+}
+
 // refusal is the reason copilot:send is refused now, or "".
 func (b *budget) refusal() string {
 	if b.limit == 0 {

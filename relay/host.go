@@ -171,6 +171,9 @@ func (c *conversation) emitUsageLocked(e session.Usage) {
 		AICredits:        protocol.Credits(e.NanoAIU),
 		AICreditsStatus:  e.AICreditsStatus,
 	}
+	if e.NanoAIU != nil {
+		d.CreditsPerDay = c.r.budget.perDay(time.Now())
+	}
 	c.emitLocked(protocol.TypeQuota, &d.Header, &d)
 }
 
