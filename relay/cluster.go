@@ -279,7 +279,11 @@ func (r *Relay) takeOver(ctx context.Context, id, previous string) error {
 		d := protocol.Idle{Status: protocol.StatusError, Message: fmt.Sprintf("relay lost: %s stopped while the turn ran", previous)}
 		conv.emitLocked(protocol.TypeIdle, &d.Header, &d)
 	}
-	r.log.Info("relay: took a conversation over", "conversationId", id, "from", previous, "closedTurn", state.Streaming, "closedQuestion", len(state.PendingInput) > 0)
+	if state.Streaming || len(state.PendingInput) > 0 {
+		r.log.Info("relay: took a conversation over", "conversationId", id, "from", previous, "closedTurn", state.Streaming, "closedQuestion", len(state.PendingInput) > 0)
+	} else {
+		r.log.Debug("relay: runs a conversation from now on", "conversationId", id, "from", previous)
+	}
 	return nil
 }
 

@@ -194,11 +194,12 @@ func TestClusterFanOut(t *testing.T) {
 		gotA := collect(t, ca, "copilot:idle", nil)
 		seqA := eventSeqs(t, "A", gotA, 0)
 
-		var gotB []relaytest.Frame
+		var gotB, listed []relaytest.Frame
 		for {
 			f := cb.Next()
 			if f.Type == "copilot:conversation" {
-				continue // the watched list, below
+				listed = append(listed, f) // the watched list, below
+				continue
 			}
 			gotB = append(gotB, f)
 			if f.Type == "copilot:idle" {
@@ -235,6 +236,14 @@ func TestClusterFanOut(t *testing.T) {
 			t.Fatalf("late subscribed %s, want seq %d not streaming", sub.Raw, seqA[len(seqA)-1])
 		}
 
+		// B's watched list heard of it: streaming, then not.
+		for !strings.Contains(string(listed[len(listed)-1].Raw), `"streaming":false`) {
+			listed = append(listed, cb.WaitFor("copilot:conversation", nil))
+		}
+		if !strings.Contains(string(listed[0].Raw), `"streaming":true`) || !strings.Contains(string(listed[0].Raw), id) {
+			t.Fatalf("B's watched list: first %s", listed[0].Raw)
+		}
+
 		// B's list shows it, as A's does.
 		cb.Send("copilot:list", nil)
 		list := cb.WaitFor("copilot:conversations", nil)
@@ -262,6 +271,20 @@ func TestClusterFanOut(t *testing.T) {
 		if strings.Contains(bb.logs.all(), "took a conversation over") {
 			t.Fatal("B took over a conversation whose owner is alive")
 		}
+
+		// A delete from B: A deletes it, both relays' subscribers hear it.
+		cb.Send("copilot:delete", map[string]any{"conversationId": id})
+		if d := ca.WaitFor("copilot:deleted", nil); d.Field("conversationId") != id {
+			t.Fatalf("A got %s", d.Raw)
+		}
+		cb.WaitFor("copilot:deleted", nil)
+		// The id starts anew, from seq 1, whoever sends first.
+		cb.Send("copilot:send", map[string]any{"conversationId": id, "prompt": "anew"})
+		um := cb.WaitFor("copilot:user_message", nil)
+		if um.Seq() != 1 {
+			t.Fatalf("the new conversation's first event: %s", um.Raw)
+		}
+		cb.WaitFor("copilot:idle", nil)
 	})
 }
 
@@ -388,6 +411,36 @@ func TestClusterOwnerDies(t *testing.T) {
 		got := eventSeqs(t, "C", replay, 0)
 		if want := next[len(next)-1].Seq(); got[len(got)-1] != want {
 			t.Fatalf("C replayed up to seq %d, want %d", got[len(got)-1], want)
+		}
+	})
+}
+
+// A relay that shuts down cleanly closes its turns (idle aborted) and gives
+// its conversations up at once: the next send from another relay runs
+// there without waiting for a lease.
+func TestClusterOwnerStops(t *testing.T) {
+	eachBackend(t, func(t *testing.T, b natsBackend) {
+		s := clusterScript(t)
+		a, bb := b.relay(t, 0, s), b.relay(t, 1, s)
+		ca, cb := a.srv.Dial(t), bb.srv.Dial(t)
+		id := "stop-" + b.name
+
+		ca.Send("copilot:send", map[string]any{"conversationId": id, "prompt": "long"})
+		ca.WaitFor("copilot:delta", nil)
+		cb.Send("copilot:subscribe", map[string]any{"conversationId": id, "sinceSeq": 0})
+		cb.WaitFor("copilot:subscribed", nil)
+		a.srv.Close()
+		if idle := cb.WaitFor("copilot:idle", nil); idle.Field("status") != "aborted" {
+			t.Fatalf("B's client got %s", idle.Raw)
+		}
+		start := time.Now()
+		cb.Send("copilot:send", map[string]any{"conversationId": id, "prompt": "hello"})
+		next := collect(t, cb, "copilot:idle", nil)
+		if next[len(next)-1].Field("status") != "completed" || time.Since(start) > testLease {
+			t.Fatalf("the next turn, %v after the send: %s", time.Since(start), framesString(next))
+		}
+		if strings.Contains(bb.logs.all(), "took a conversation over") {
+			t.Fatal("B took the conversation over: there was nothing to close")
 		}
 	})
 }

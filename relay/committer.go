@@ -245,8 +245,10 @@ func (c *committer) commit(recs []record) {
 func (c *committer) delete(rec record) {
 	err := c.r.store.Delete(c.ctx, rec.conv.id)
 	if err == nil && c.r.cluster != nil {
-		// The other relays' subscribers get copilot:deleted too.
+		// The other relays' subscribers get copilot:deleted too, and a
+		// conversation of the same id is anyone's to start.
 		c.r.cluster.Deleted(c.ctx, rec.conv.id)
+		c.r.cluster.Release(c.ctx, rec.conv.id)
 	}
 	if err != nil {
 		c.r.log.Error("relay: history store delete failed", "conversationId", rec.conv.id, "err", err)
