@@ -167,7 +167,7 @@ func (b *bench) open(ctx context.Context, rep *report) error {
 	if err := os.CopyFS(data, os.DirFS(b.historyDir)); err != nil {
 		return fmt.Errorf("copying the stored conversation: %w", err)
 	}
-	p, _, err := b.ready(ctx, func() (*proc, error) {
+	p, win, err := b.ready(ctx, func() (*proc, error) {
 		return b.startProc("pilotdesk", dir, b.cfg.bin, "--agent", "script", "--script", b.historyJSON, "--data-dir", data)
 	})
 	if err != nil {
@@ -254,5 +254,85 @@ func (b *bench) open(ctx context.Context, rep *report) error {
 	fmt.Printf("  open %d messages: %s, %d ticks; RSS %.0f → %.0f MiB (peak %.0f)\n",
 		b.cfg.messages, settled, res.ticks, res.rssBefore, res.rss, res.peak)
 	rep.open = append(rep.open, res)
+	if !b.cfg.only["scroll"] {
+		return nil
+	}
+	pd, err := b.wheel(ctx, p, win.window)
+	if err != nil {
+		return err
+	}
+	p.stop()
+	// The floor: Fyne scrolling a long markdown text in a scroll
+	// container, the reply ten times over.
+	fl, fwin, err := b.ready(ctx, func() (*proc, error) {
+		return b.floor("floor-naive", "-tokens", b.tokensFile, "-fill", "10")
+	})
+	if err != nil {
+		return err
+	}
+	defer fl.stop()
+	floor, err := b.wheel(ctx, fl, fwin.window)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("  scroll it up, %d wheel clicks in %s: pilotdesk %d frames over %s, longest gap %s, %d frames dropped, %d ticks (X server %d); floor-naive %d frames, longest gap %s, %d dropped, %d ticks (X server %d)\n",
+		pd.clicks, pd.wheel.Round(time.Millisecond), pd.frames, pd.span, pd.longest, pd.dropped, pd.ticks, pd.xTicks,
+		floor.frames, floor.longest, floor.dropped, floor.ticks, floor.xTicks)
+	rep.scroll = append(rep.scroll, [2]scrollResult{pd, floor})
 	return nil
 }
+
+// wheel turns the mouse wheel up over a window's text (the opened
+// conversation's transcript; wheel clicks at 60 a second, as a quick flick
+// of a wheel sends them) and records every frame the window draws
+// meanwhile (DAMAGE events, with the X server's time): a window that keeps
+// up draws a frame for each click or two, at most 16.7 ms apart while they
+// come; a gap of more than two such intervals is a frame it dropped. Its
+// CPU and the X server's are read over the same time.
+func (b *bench) wheel(ctx context.Context, p *proc, window uint32) (scrollResult, error) {
+	if err := b.x.conn.watchFrames(window); err != nil {
+		return scrollResult{}, err
+	}
+	// The pointer over the transcript, then a pause for any hover effect.
+	if err := b.x.xdotool("mousemove", "680", "380"); err != nil {
+		return scrollResult{}, err
+	}
+	if err := sleep(ctx, time.Second); err != nil {
+		return scrollResult{}, err
+	}
+	const clicks, delay = 240, 16 // ms
+	mark := b.x.conn.frameMark()
+	var wheel time.Duration
+	c, err := b.measure(p, func() error {
+		t0 := time.Now()
+		if err := b.x.xdotool("click", "--repeat", fmt.Sprint(clicks), "--delay", fmt.Sprint(delay), "4"); err != nil {
+			return err
+		}
+		wheel = time.Since(t0)
+		// The last frames of the scroll.
+		return sleep(ctx, 500*time.Millisecond)
+	})
+	if err != nil {
+		return scrollResult{}, err
+	}
+	if err := b.x.conn.warp(1279, 799); err != nil {
+		return scrollResult{}, err
+	}
+	frames := b.x.conn.framesSince(mark)
+	if len(frames) < 2 {
+		return scrollResult{}, fmt.Errorf("%s drew %d frames while the wheel turned (see %s)", p.name, len(frames), p.logPath)
+	}
+	res := scrollResult{clicks: clicks, wheel: wheel, frames: len(frames), ticks: c.prog, xTicks: c.xserver}
+	for i := 1; i < len(frames); i++ {
+		gap := time.Duration(frames[i]-frames[i-1]) * time.Millisecond
+		res.longest = max(res.longest, gap)
+		if gap > 2*frameTime {
+			res.dropped += int(gap/frameTime) - 1
+		}
+	}
+	res.span = time.Duration(frames[len(frames)-1]-frames[0]) * time.Millisecond
+	return res, nil
+}
+
+// frameTime is one frame at 60 Hz, the most Fyne draws.
+const frameTime = time.Second / 60

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"text/tabwriter"
+	"time"
 )
 
 // result is one run's pair: pilotdesk and its floor (ms or ticks), with the
@@ -26,9 +27,20 @@ type openResult struct {
 	peak           float64
 }
 
+// scrollResult is the wheel turned over the opened conversation.
+type scrollResult struct {
+	clicks        int
+	wheel, span   time.Duration // the wheel's clicks; first to last frame
+	frames        int
+	longest       time.Duration // the longest gap between two frames
+	dropped       int           // frames missing in gaps over two frame times
+	ticks, xTicks int64
+}
+
 type report struct {
 	start, idle, stream []result
 	open                []openResult
+	scroll              [][2]scrollResult // pilotdesk, floor-naive -fill
 }
 
 // The targets of issue #17: pilotdesk's figure over its floor's.
@@ -87,6 +99,23 @@ func (r *report) print(out io.Writer, cfg config) {
 		}
 		fmt.Fprintf(w, "open %d messages (time, RSS after)\t%s\t%.2f–%.2f s\t< %.0f s, < %.0f MiB\t%s\n", cfg.messages, strings.Join(vals, " "),
 			slices.Min(secs), slices.Max(secs), openSecTarget, openRSSTarget, verdict)
+	}
+	if len(r.scroll) > 0 {
+		var drops, ticks []string
+		var rat []float64
+		dropped := 0
+		for _, s := range r.scroll {
+			drops = append(drops, fmt.Sprintf("%d/%d", s[0].dropped, s[1].dropped))
+			ticks = append(ticks, fmt.Sprintf("%d/%d", s[0].ticks, s[1].ticks))
+			rat = append(rat, ratio(float64(s[0].ticks), float64(s[1].ticks)))
+			dropped = max(dropped, s[0].dropped)
+		}
+		verdict := "meets"
+		if dropped > 0 {
+			verdict = "MISSES"
+		}
+		fmt.Fprintf(w, "scroll it, %d wheel clicks at 60/s: frames dropped\t%s\t\tnone\t%s\n", r.scroll[0][0].clicks, strings.Join(drops, " "), verdict)
+		fmt.Fprintf(w, "  its CPU, vs the long text of floor-naive -fill\t%s ticks\t%.2f–%.2f×\t\t\n", strings.Join(ticks, " "), slices.Min(rat), slices.Max(rat))
 	}
 	w.Flush()
 }

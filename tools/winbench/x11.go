@@ -15,15 +15,25 @@ import (
 // directly on the X server's Unix socket: the moment a top-level window is
 // mapped (a MapNotify on the root window, so start-up is timed by an event
 // rather than by polling with a tool whose own start would be in the
-// measurement), and who has the keyboard focus. Typing and clicking go
-// through xdotool.
+// measurement), who has the keyboard focus, and when a window is drawn (the
+// DAMAGE extension: one event per frame the program puts on the screen,
+// with the server's time). Typing and clicking go through xdotool.
 type xconn struct {
 	c    net.Conn
 	root uint32
+	// ids hands out resource ids (the setup's base and mask).
+	idBase, idMask, nextID uint32
+	// damageOp is the DAMAGE extension's major opcode (0 until
+	// watchFrames set it up); damageEvent, its first event, is under mu.
+	damageOp byte
 
-	mu     sync.Mutex // guards maps and waiters
-	maps   []mapEvent
-	notify chan struct{} // closed and replaced on every MapNotify
+	mu          sync.Mutex // guards maps, waiters, frames and damageEvent
+	damageEvent byte
+	maps        []mapEvent
+	notify      chan struct{} // closed and replaced on every MapNotify
+	// frames are the server times (ms) of the frames drawn in the
+	// watched window.
+	frames []uint32
 
 	replies chan []byte
 	readErr chan error
@@ -97,7 +107,93 @@ func (x *xconn) setup() error {
 		return errors.New("X setup reply: too short")
 	}
 	x.root = binary.LittleEndian.Uint32(body[off:])
+	x.idBase, x.idMask = binary.LittleEndian.Uint32(body[4:]), binary.LittleEndian.Uint32(body[8:])
 	return nil
+}
+
+// newID returns a resource id of this connection's.
+func (x *xconn) newID() uint32 {
+	x.nextID++
+	return x.idBase | (x.nextID & x.idMask)
+}
+
+// request sends req and waits for its reply.
+func (x *xconn) request(what string, req []byte) ([]byte, error) {
+	if _, err := x.c.Write(req); err != nil {
+		return nil, fmt.Errorf("%s: %w", what, err)
+	}
+	select {
+	case rep, ok := <-x.replies:
+		if !ok {
+			return nil, fmt.Errorf("%s: %w", what, <-x.readErr)
+		}
+		return rep, nil
+	case err := <-x.readErr:
+		return nil, fmt.Errorf("%s: %w", what, err)
+	case <-time.After(5 * time.Second):
+		return nil, fmt.Errorf("%s: no reply from the X server", what)
+	}
+}
+
+// watchFrames records a frame each time window is drawn, from now on
+// (DamageCreate at the RawRectangles level: an event per rectangle drawn,
+// the last of a drawing without the "more" bit). Under Xvfb a GL window's
+// frame is one XShmPutImage of the whole window.
+func (x *xconn) watchFrames(window uint32) error {
+	if x.damageOp == 0 {
+		name := "DAMAGE"
+		req := make([]byte, 8+(len(name)+3)&^3)
+		req[0] = 98 // QueryExtension
+		binary.LittleEndian.PutUint16(req[2:], uint16(len(req)/4))
+		binary.LittleEndian.PutUint16(req[4:], uint16(len(name)))
+		copy(req[8:], name)
+		rep, err := x.request("QueryExtension DAMAGE", req)
+		if err != nil {
+			return err
+		}
+		if rep[8] == 0 {
+			return errors.New("the X server has no DAMAGE extension")
+		}
+		op, ev := rep[9], rep[10]
+		// DamageQueryVersion 1.1, which the extension requires first.
+		req = make([]byte, 12)
+		req[0], req[1] = op, 0
+		binary.LittleEndian.PutUint16(req[2:], 3)
+		binary.LittleEndian.PutUint32(req[4:], 1)
+		binary.LittleEndian.PutUint32(req[8:], 1)
+		if _, err := x.request("DamageQueryVersion", req); err != nil {
+			return err
+		}
+		x.mu.Lock() // read() sorts events by it
+		x.damageOp, x.damageEvent = op, ev
+		x.mu.Unlock()
+	}
+	req := make([]byte, 16)
+	req[0], req[1] = x.damageOp, 1 // DamageCreate
+	binary.LittleEndian.PutUint16(req[2:], 4)
+	binary.LittleEndian.PutUint32(req[4:], x.newID())
+	binary.LittleEndian.PutUint32(req[8:], window)
+	req[12] = 0 // DamageReportRawRectangles
+	if _, err := x.c.Write(req); err != nil {
+		return fmt.Errorf("DamageCreate: %w", err)
+	}
+	_, err := x.inputFocus() // a round trip: the damage object exists
+	return err
+}
+
+// frameMark returns how many frames were recorded so far, for framesSince.
+func (x *xconn) frameMark() int {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	return len(x.frames)
+}
+
+// framesSince returns the server times (ms) of the frames recorded after
+// mark.
+func (x *xconn) framesSince(mark int) []uint32 {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	return append([]uint32(nil), x.frames[mark:]...)
 }
 
 // read sorts what the server sends: replies to replies, MapNotify events
@@ -110,6 +206,19 @@ func (x *xconn) read() {
 			x.readErr <- err
 			close(x.replies)
 			return
+		}
+		x.mu.Lock()
+		damageEvent := x.damageEvent
+		x.mu.Unlock()
+		if code := pkt[0] & 0x7f; damageEvent != 0 && code == damageEvent {
+			// DamageNotify: level (bit 7: more follow), drawable, damage,
+			// timestamp.
+			if pkt[1]&0x80 == 0 {
+				x.mu.Lock()
+				x.frames = append(x.frames, binary.LittleEndian.Uint32(pkt[12:]))
+				x.mu.Unlock()
+			}
+			continue
 		}
 		switch code := pkt[0] & 0x7f; code {
 		case 0: // an error

@@ -4,7 +4,9 @@
 // it (ParseMarkdown) and scrolls to the bottom, on the UI goroutine through
 // fyne.Do. Pressing Enter in the entry below starts the reply: the tokens of
 // -tokens (a JSON array of strings), at -rate tokens a second, the same
-// tokens the benchmark's scripted agent streams to pilotdesk.
+// tokens the benchmark's scripted agent streams to pilotdesk. With -fill N
+// it shows the reply N times over at once, scrolled to the bottom, and is
+// the floor of scrolling a long conversation.
 package main
 
 import (
@@ -12,6 +14,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"strings"
 	"time"
 
 	"fyne.io/fyne/v2"
@@ -23,6 +26,7 @@ import (
 func main() {
 	tokensFile := flag.String("tokens", "", "the reply's tokens to stream (a JSON array of strings)")
 	rate := flag.Int("rate", 50, "tokens per second")
+	fill := flag.Int("fill", 0, "show the reply N times at once, scrolled to the bottom, and stream nothing (the floor of scrolling)")
 	flag.Parse()
 	var tokens []string
 	b, err := os.ReadFile(*tokensFile)
@@ -49,8 +53,19 @@ func main() {
 		entry.SetText("")
 		go stream(tokens, *rate, rt, scroll)
 	}
+	if *fill > 0 {
+		started = true
+		var all strings.Builder
+		for range *fill {
+			all.WriteString(strings.Join(tokens, ""))
+		}
+		rt.ParseMarkdown(all.String())
+	}
 	w.SetContent(container.NewBorder(nil, entry, nil, nil, scroll))
 	w.Resize(fyne.NewSize(1100, 720))
+	if *fill > 0 {
+		scroll.ScrollToBottom()
+	}
 	w.Canvas().Focus(entry)
 	w.ShowAndRun()
 }
