@@ -14,6 +14,10 @@ BIN := pilotdesk
 VERSION := $(shell sed -n 's/^ *Version *= *"\(.*\)"/\1/p' FyneApp.toml)
 BUILD := $(shell sed -n 's/^ *Build *= *\([0-9]*\)/\1/p' FyneApp.toml)
 LDFLAGS := -X github.com/pilotdesk/pilotdesk/cli.Version=$(VERSION)
+# The app is built without Fyne's bundled colour emoji font: Fyne parses its
+# 4 MB once per text style, 16 MB of the window's memory (docs/performance.md);
+# emoji are drawn from the system's fonts instead.
+BUILD_TAGS := no_emoji
 # The fyne packaging tool, pinned, installed into the project.
 FYNE_TOOL_VERSION := v1.7.4
 FYNE := .tools/bin/fyne
@@ -27,7 +31,7 @@ build:
 	@# The first build compiles Fyne's OpenGL and GLFW drivers with cgo,
 	@# which is silent for minutes: say so, so that nobody thinks it hangs.
 	@test -x $(BIN) || echo "make: building ./$(BIN); the first build compiles Fyne's OpenGL driver (cgo) and takes about 4 minutes on 2 cores, later builds a few seconds"
-	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) .
+	$(GO) build -tags $(BUILD_TAGS) -ldflags "$(LDFLAGS)" -o $(BIN) .
 
 deps:
 	@scripts/deps.sh
@@ -96,7 +100,8 @@ WINBENCH_FLAGS ?=
 bench-window:
 	@scripts/deps.sh bench
 	@$(MAKE) --no-print-directory build
-	$(GO) build -o .tools/winbench/ ./tools/winbench ./tools/winbench/floor-minimal ./tools/winbench/floor-idle ./tools/winbench/floor-naive
+	@# The floors are built as the app is (BUILD_TAGS): a ratio compares the same Fyne.
+	$(GO) build -tags $(BUILD_TAGS) -o .tools/winbench/ ./tools/winbench ./tools/winbench/floor-minimal ./tools/winbench/floor-idle ./tools/winbench/floor-naive
 	.tools/winbench/winbench -bin ./$(BIN) -floors .tools/winbench $(WINBENCH_FLAGS)
 
 # PNGs of every state of the window into screenshots/ (and the goldens the
@@ -134,7 +139,7 @@ $(FYNE):
 # The Linux package: dist/pilotdesk.tar.xz with the binary, the icon and a
 # .desktop entry (and a Makefile whose user-install target `make install` uses).
 package: deps $(FYNE)
-	$(GO) build -trimpath -ldflags "-s -w $(LDFLAGS)" -o dist/linux/pilotdesk .
+	$(GO) build -tags $(BUILD_TAGS) -trimpath -ldflags "-s -w $(LDFLAGS)" -o dist/linux/pilotdesk .
 	@# fyne package wraps the binary built above (its own build would not
 	@# set the version) and writes pilotdesk.tar.xz here.
 	@# It also rewrites FyneApp.toml with the build number bumped; the build
@@ -161,10 +166,10 @@ $(FYNE_CROSS):
 	GOBIN=$(CURDIR)/.tools/bin $(GO) install github.com/fyne-io/fyne-cross@v1.6.1
 
 package-windows: $(FYNE_CROSS)
-	$(FYNE_CROSS) windows -arch=amd64 -app-id io.github.pilotdesk -icon assets/icon.png -app-version $(VERSION) -app-build $(BUILD) -name pilotdesk .
+	$(FYNE_CROSS) windows -tags $(BUILD_TAGS) -arch=amd64 -app-id io.github.pilotdesk -icon assets/icon.png -app-version $(VERSION) -app-build $(BUILD) -name pilotdesk .
 
 package-darwin: $(FYNE_CROSS)
-	$(FYNE_CROSS) darwin -arch=amd64,arm64 -app-id io.github.pilotdesk -icon assets/icon.png -app-version $(VERSION) -app-build $(BUILD) -name pilotdesk .
+	$(FYNE_CROSS) darwin -tags $(BUILD_TAGS) -arch=amd64,arm64 -app-id io.github.pilotdesk -icon assets/icon.png -app-version $(VERSION) -app-build $(BUILD) -name pilotdesk .
 
 clean:
 	rm -f $(BIN)
