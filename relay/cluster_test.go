@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+	natsjs "github.com/nats-io/nats.go/jetstream"
 
 	"github.com/pilotdesk/pilotdesk/relay"
 	"github.com/pilotdesk/pilotdesk/relay/history"
@@ -72,6 +73,11 @@ func embeddedBackend(t *testing.T) natsBackend {
 }
 
 func clusterBackend(t *testing.T) natsBackend {
+	b, _ := clusterBackendWith(t)
+	return b
+}
+
+func clusterBackendWith(t *testing.T) (natsBackend, *natstest.Cluster) {
 	c := natstest.Start(t, 3)
 	return natsBackend{name: "cluster", replicas: 3, connect: func(t *testing.T, i int) *nats.Conn {
 		nc, err := c.Connect(i % len(c.Nodes))
@@ -79,7 +85,7 @@ func clusterBackend(t *testing.T) natsBackend {
 			t.Fatal(err)
 		}
 		return nc
-	}}
+	}}, c
 }
 
 // eachBackend runs fn on an in-process node and on a 3-node cluster.
@@ -523,4 +529,63 @@ func countIn(ss []string, s string) int {
 		}
 	}
 	return n
+}
+
+// One NATS node of three dies while relay A runs a turn that a client of
+// relay B watches: appends and lease renewals wait for new leaders, then
+// go on. B's client gets every event, gapless, to the turn's normal end;
+// no relay presumes another dead (the lease outlasts the election).
+func TestClusterNodeDies(t *testing.T) {
+	checkNoLeaks(t)
+	b, c := clusterBackendWith(t)
+	s := clusterScript(t)
+	opts := jetstream.ClusterOptions{Lease: jetstream.DefaultLease}
+	a, bb := b.relayWith(t, 0, s, opts), b.relayWith(t, 1, s, opts)
+	ca, cb := a.srv.Dial(t), bb.srv.Dial(t)
+	const id = "node-dies"
+
+	ca.Send("copilot:send", map[string]any{"conversationId": id, "prompt": "long"})
+	cb.Send("copilot:subscribe", map[string]any{"conversationId": id, "sinceSeq": 0})
+	got := collect(t, cb, "copilot:delta", func(f relaytest.Frame) bool { return f.Field("content") == "l10 " })
+
+	admin := b.connect(t, 2)
+	defer admin.Close()
+	js, err := natsjs.New(admin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	leader, _, err := c.StreamLeader(context.Background(), js, "PD_EVENTS")
+	if err != nil {
+		t.Fatal(err)
+	}
+	killed := time.Now()
+	c.Kill(leader)
+	t.Logf("killed %s, the events stream's leader", c.Nodes[leader].Name)
+	for {
+		f, ok := cb.TryNext(40 * time.Second)
+		if !ok {
+			t.Fatalf("B's client got nothing more after %s: %v", framesString(got[len(got)-3:]), cb.Err())
+		}
+		if f.Type == "copilot:conversation" {
+			continue
+		}
+		got = append(got, f)
+		if f.Type == "copilot:idle" {
+			break
+		}
+	}
+	t.Logf("the turn ended %v after the node's death", time.Since(killed).Round(time.Millisecond))
+	eventSeqs(t, "B", got, 0)
+	if idle := got[len(got)-1]; idle.Field("status") != "completed" {
+		t.Fatalf("the turn ended with %s", idle.Raw)
+	}
+	if n := countType(got, "copilot:delta"); n != 150 {
+		t.Fatalf("B's client got %d deltas, want 150", n)
+	}
+	for _, m := range []*member{a, bb} {
+		if log := m.logs.all(); strings.Contains(log, "took a conversation over") || strings.Contains(log, "no longer run here") || strings.Contains(log, "lease lapsed") {
+			t.Fatalf("a relay presumed another dead:\n%s", log)
+		}
+	}
+	ca.WaitFor("copilot:idle", nil)
 }
