@@ -55,6 +55,9 @@ type shooter struct {
 func (s *shooter) shot(h *harness, name string) {
 	s.t.Helper()
 	full := s.variant + "-" + name
+	if h.w.status.state.State == client.StateLive {
+		h.waitAgents()
+	}
 	h.frame()
 	// The test canvas does not re-run layouts by itself as the real driver
 	// does each frame: refresh once so that shown/hidden parts settle.
@@ -73,6 +76,21 @@ func (s *shooter) shot(h *harness, name string) {
 	if goldenStates[full] {
 		compareGolden(s.t, full, img)
 	}
+}
+
+// waitAgents waits for the relay's list notices that name each
+// conversation's agent, which may come after the turn's end: without them
+// the sidebar's second lines would differ from one run to the next.
+func (h *harness) waitAgents() {
+	h.t.Helper()
+	h.waitFor("the agents in the list", func() bool {
+		for _, e := range h.w.sidebar.entries {
+			if e.Agent == "" && h.w.store.OnRelay(e.ID) {
+				return false
+			}
+		}
+		return true
+	})
 }
 
 // compareGolden compares img with testdata/golden/name.png pixel by pixel;
@@ -274,6 +292,7 @@ func TestScreenshots(t *testing.T) {
 			h = newH()
 			h.send("show me markdown")
 			h.waitFor("the turn", func() bool { return h.hasStatus(protocol.StatusCompleted) })
+			h.waitAgents()
 			h.proxy.SetRefuse(true)
 			h.proxy.DropAll()
 			h.waitFor("reconnecting", func() bool { return h.w.status.state.State == client.StateReconnecting })

@@ -66,7 +66,7 @@ func newSidebar(w *Window) *sidebar {
 			title.SetText(e.Title)
 			text, imp := entryStatus(e, s.win.now())
 			status.Importance = imp
-			status.SetText(text)
+			status.SetText(withAgent(text, e.Agent))
 		},
 	)
 	s.list.OnSelected = func(id widget.ListItemID) {
@@ -122,7 +122,7 @@ func (s *sidebar) set(entries []store.Entry, current string) {
 }
 
 func sameEntry(a, b store.Entry) bool {
-	return a.ID == b.ID && a.Title == b.Title && a.Mode == b.Mode && a.Streaming == b.Streaming &&
+	return a.ID == b.ID && a.Title == b.Title && a.Mode == b.Mode && a.Streaming == b.Streaming && a.Agent == b.Agent &&
 		a.Waiting == b.Waiting && a.Deadline.Equal(b.Deadline) && a.UpdatedAt.Equal(b.UpdatedAt)
 }
 

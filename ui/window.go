@@ -708,6 +708,7 @@ drain:
 	if w.title.Text != title {
 		w.title.SetText(title)
 	}
+	w.showAgent(v.Agent) // agentname.go
 
 	if w.wantMode != "" && (w.wantModeConv != w.current || v.Mode == w.wantMode) {
 		w.wantMode = ""

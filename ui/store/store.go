@@ -261,6 +261,7 @@ type Entry struct {
 	Waiting   bool      // an input request is open
 	Deadline  time.Time // when it times out (estimate)
 	UpdatedAt time.Time
+	Agent     string // the agent the relay runs it with ("" unknown)
 }
 
 // View is what the window shows of the current conversation.
@@ -268,6 +269,7 @@ type View struct {
 	ID        string
 	Exists    bool
 	Title     string
+	Agent     string // the agent the relay runs it with ("" unknown)
 	Mode      protocol.Mode
 	Streaming bool
 	Thinking  bool
@@ -322,7 +324,7 @@ func (s *Store) Take(current string, full bool) Frame {
 		return f
 	}
 	v := View{
-		ID: c.ID, Exists: true, Title: c.Title, Mode: c.Mode, Streaming: c.Streaming,
+		ID: c.ID, Exists: true, Title: c.Title, Agent: c.Agent, Mode: c.Mode, Streaming: c.Streaming,
 		Thinking: c.Thinking(), Synced: c.Synced, OnRelay: c.OnRelay, NumRows: len(c.Rows),
 	}
 	// Copies only: the UI reads them while the client's goroutine goes on
@@ -361,7 +363,7 @@ func (s *Store) Take(current string, full bool) Frame {
 func (s *Store) sidebarLocked() []Entry {
 	out := make([]Entry, 0, len(s.convs))
 	for _, c := range s.convs {
-		e := Entry{ID: c.ID, Title: c.Title, Mode: c.Mode, Streaming: c.Streaming, UpdatedAt: c.UpdatedAt}
+		e := Entry{ID: c.ID, Title: c.Title, Mode: c.Mode, Streaming: c.Streaming, UpdatedAt: c.UpdatedAt, Agent: c.Agent}
 		if c.Pending != nil {
 			e.Waiting, e.Deadline = true, c.Pending.Deadline
 		}

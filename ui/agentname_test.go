@@ -1,0 +1,34 @@
+package ui
+
+import (
+	"strings"
+	"testing"
+
+	"fyne.io/fyne/v2/theme"
+
+	"github.com/pilotdesk/pilotdesk/protocol"
+)
+
+// TestAgentNamed: the relay's list names each conversation's agent; the
+// sidebar's entry says it after the conversation's state, and the window's
+// title after the relay's name while the conversation shows.
+func TestAgentNamed(t *testing.T) {
+	h := newACPHarness(t, theme.DefaultTheme())
+	h.send("retry three times")
+	h.waitFor("the turn", func() bool { return h.hasStatus(protocol.StatusCompleted) })
+	h.waitFor("the agent in the title", func() bool { return strings.HasSuffix(h.w.Window().Title(), " · opencode (ACP)") })
+	if got := h.w.Window().Title(); got != "pilotdesk — embedded relay · opencode (ACP)" {
+		t.Errorf("window title %q", got)
+	}
+	h.waitFor("the sidebar entry", func() bool { return len(h.w.sidebar.entries) == 1 && h.w.sidebar.entries[0].Agent == "opencode (ACP)" })
+	h.frame()
+	if got := shownText(h.w.sidebar.list); !strings.Contains(got, "idle · opencode (ACP)") {
+		t.Errorf("the sidebar shows %q", got)
+	}
+	// A new conversation, not on the relay yet, names no agent.
+	h.w.newConversation()
+	h.frame()
+	if got := h.w.Window().Title(); got != "pilotdesk — embedded relay" {
+		t.Errorf("window title of a new conversation %q", got)
+	}
+}
