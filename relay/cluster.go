@@ -304,6 +304,21 @@ func (r *Relay) applyStoredLocked(ctx context.Context, conv *conversation, event
 		return nil
 	}
 	have := conv.sentSeq
+	if len(conv.subs) == 0 {
+		// Nobody here follows it: only the list needs its state, and a
+		// subscriber who comes replays from the store.
+		last := state.LastSeq
+		if n := len(events); n > 0 {
+			last = max(last, events[n-1].Seq)
+		}
+		conv.sentSeq = max(have, last)
+		conv.lastSeq = conv.sentSeq
+		if conv.sentSeq == state.LastSeq {
+			conv.applyStateLocked(state, have > 0)
+		}
+		conv.mu.Unlock()
+		return nil
+	}
 	conv.mu.Unlock()
 
 	i := 0
