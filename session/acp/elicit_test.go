@@ -303,4 +303,27 @@ func TestElicitationThroughRelay(t *testing.T) {
 	if got := f.find("elicitation"); len(got) != 2 || got[1].Outcome != "cancel" {
 		t.Errorf("after the timeout the agent got %+v, want cancel", got)
 	}
+
+	// Rejected: the agent gets decline, and the relay ends the turn as
+	// rejected; the next turn works.
+	cl.Send("copilot:send", map[string]any{"conversationId": conv, "prompt": "elicit bool", "mode": "act"})
+	req = cl.WaitFor("copilot:user_input_request", ofConv)
+	if req.Field("inputType") != "approval" {
+		t.Errorf("a boolean is asked as %s", req.Raw)
+	}
+	cl.Send("copilot:user_input_response", map[string]any{"conversationId": conv, "requestId": req.Field("requestId"), "answer": "reject"})
+	if fr := cl.WaitFor("copilot:idle", ofConv); fr.Field("status") != "rejected" {
+		t.Errorf("idle after a rejection = %s", fr.Raw)
+	}
+	deadline := time.Now().Add(wait)
+	for len(f.find("elicitation")) < 3 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if got := f.find("elicitation"); len(got) != 3 || got[2].Outcome != "decline" {
+		t.Errorf("after the rejection the agent got %+v, want decline", got)
+	}
+	cl.Send("copilot:send", map[string]any{"conversationId": conv, "prompt": "hello", "mode": "act"})
+	if fr := cl.WaitFor("copilot:idle", ofConv); fr.Field("status") != "completed" {
+		t.Errorf("the turn after = %s", fr.Raw)
+	}
 }
