@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"fyne.io/fyne/v2/theme"
+
 	"github.com/pilotdesk/pilotdesk/client"
 	"github.com/pilotdesk/pilotdesk/conversation"
 	"github.com/pilotdesk/pilotdesk/protocol"
@@ -15,7 +17,7 @@ import (
 // The window's mode-change marker names the device that switched the
 // conversation's mode from elsewhere (changedBy), against a real relay.
 func TestModeChangeMarkerNamesTheDevice(t *testing.T) {
-	h := newHarness(t, harnessConfig{})
+	h := newHarness(t, harnessConfig{theme: FixedVariant(theme.DefaultTheme(), theme.VariantLight), fakeClock: true})
 	h.send("show me markdown")
 	h.waitFor("the turn", func() bool { return h.hasStatus(protocol.StatusCompleted) })
 
@@ -44,4 +46,5 @@ func TestModeChangeMarkerNamesTheDevice(t *testing.T) {
 	if h.w.store.State().State != client.StateLive {
 		t.Fatal("the window's connection dropped")
 	}
+	(&shooter{t: t, variant: "light"}).shot(h, "mode-by-device")
 }

@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"fyne.io/fyne/v2/theme"
+
 	"github.com/pilotdesk/pilotdesk/client"
 	"github.com/pilotdesk/pilotdesk/protocol"
 	"github.com/pilotdesk/pilotdesk/relay"
@@ -15,7 +17,7 @@ import (
 // loop reconnecting: its connection pill says "token revoked" and the
 // status bar says what happened and what to do, and it stays so.
 func TestRevokedTokenSaysSo(t *testing.T) {
-	h := newHarness(t, harnessConfig{})
+	h := newHarness(t, harnessConfig{theme: FixedVariant(theme.DefaultTheme(), theme.VariantLight), fakeClock: true})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	token, _, err := h.srv.Relay.CreateDevice(ctx, relay.NewDevice{Name: "laptop", Role: protocol.RoleController})
@@ -41,4 +43,6 @@ func TestRevokedTokenSaysSo(t *testing.T) {
 	if st := h.w.store.State(); st.State != client.StateClosed || h.w.status.conn.Text != "token revoked" {
 		t.Fatalf("after a while: %+v, pill %q", st, h.w.status.conn.Text)
 	}
+	h.w.dismissNotice(relayNoticeID) // SetClient's "relay restarted", not this test's business
+	(&shooter{t: t, variant: "light"}).shot(h, "revoked")
 }

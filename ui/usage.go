@@ -60,9 +60,11 @@ func newStatusBar() *statusBar {
 	// The badge is a coloured pill so that a dropped connection is seen.
 	pillText := container.New(&pillLayout{}, dot, b.conn)
 	badge := container.NewCenter(container.NewStack(b.pill, pillText))
-	lines := container.New(&tightVBox{}, b.usage, b.totals)
+	// The notice, when there is one, is a line of its own above the usage:
+	// at the side of it, it was cut to "…".
+	lines := container.New(&tightVBox{}, b.notice, b.usage, b.totals)
 	bg := canvas.NewRectangle(theme.Color(theme.ColorNameHeaderBackground))
-	row := container.NewBorder(nil, nil, container.NewPadded(badge), nil, container.NewBorder(nil, nil, b.notice, nil, lines))
+	row := container.NewBorder(nil, nil, container.NewPadded(badge), nil, container.NewBorder(nil, nil, nil, nil, lines))
 	b.root = container.NewStack(bg, row)
 	return b
 }
@@ -186,6 +188,9 @@ func (tightVBox) Layout(objs []fyne.CanvasObject, size fyne.Size) {
 	trim := theme.Padding()
 	y := -trim / 2
 	for _, o := range objs {
+		if !o.Visible() {
+			continue
+		}
 		h := o.MinSize().Height
 		o.Move(fyne.NewPos(0, y))
 		o.Resize(fyne.NewSize(size.Width, h))
@@ -197,6 +202,9 @@ func (tightVBox) MinSize(objs []fyne.CanvasObject) fyne.Size {
 	trim := theme.Padding()
 	var w, h float32
 	for _, o := range objs {
+		if !o.Visible() {
+			continue
+		}
 		m := o.MinSize()
 		w = max(w, m.Width)
 		h += m.Height - trim
