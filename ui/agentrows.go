@@ -76,11 +76,24 @@ func (v *reasoningView) set(id int, r conversation.Row, open toolOpen) {
 		v.text.Show()
 	} else {
 		v.toggle.SetIcon(theme.MenuExpandIcon())
-		v.preview.SetText(conversation.OneLine(r.Text, 200))
+		v.preview.SetText(conversation.OneLine(head(r.Text, 4096), 200))
 		v.preview.Show()
 		v.text.Hide()
 	}
 	v.toggle.SetText(label)
+}
+
+// head is the start of s, at most n bytes cut on a rune's boundary: the
+// preview of a long run of reasoning must not cost its whole length at
+// each chunk.
+func head(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
 }
 
 // reasoningShown is the text an expanded reasoning row shows.

@@ -210,3 +210,16 @@ func TestScreenshotsACP(t *testing.T) {
 		})
 	}
 }
+
+func TestReasoningHeadAndShown(t *testing.T) {
+	if got := head("héllo", 2); got != "h" {
+		t.Errorf("head cut inside é: %q", got)
+	}
+	if got := head("abc", 10); got != "abc" {
+		t.Errorf("head of a short text %q", got)
+	}
+	long := strings.Repeat("x", maxReasoningRunes) + "END"
+	if got := reasoningShown(long); !strings.HasPrefix(got, "[… 3 earlier characters not shown]\n") || !strings.HasSuffix(got, "END") {
+		t.Errorf("shown %q…", got[:60])
+	}
+}
