@@ -17,6 +17,7 @@ import (
 	"github.com/pilotdesk/pilotdesk/relay/history/jetstream"
 	"github.com/pilotdesk/pilotdesk/relay/history/jetstream/natstest"
 	"github.com/pilotdesk/pilotdesk/relay/relaytest"
+	"github.com/pilotdesk/pilotdesk/session"
 	"github.com/pilotdesk/pilotdesk/session/script"
 )
 
@@ -54,16 +55,16 @@ func clusterScript(t *testing.T) *script.Script {
 type natsBackend struct {
 	name     string
 	replicas int
-	connect  func(t *testing.T, i int) *nats.Conn
+	connect  func(t testing.TB, i int) *nats.Conn
 }
 
-func embeddedBackend(t *testing.T) natsBackend {
+func embeddedBackend(t testing.TB) natsBackend {
 	node, err := jetstream.StartEmbedded(t.TempDir(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(node.Shutdown)
-	return natsBackend{name: "embedded", replicas: 1, connect: func(t *testing.T, i int) *nats.Conn {
+	return natsBackend{name: "embedded", replicas: 1, connect: func(t testing.TB, i int) *nats.Conn {
 		nc, err := node.Connect(fmt.Sprintf("relay %d", i))
 		if err != nil {
 			t.Fatal(err)
@@ -72,14 +73,14 @@ func embeddedBackend(t *testing.T) natsBackend {
 	}}
 }
 
-func clusterBackend(t *testing.T) natsBackend {
+func clusterBackend(t testing.TB) natsBackend {
 	b, _ := clusterBackendWith(t)
 	return b
 }
 
-func clusterBackendWith(t *testing.T) (natsBackend, *natstest.Cluster) {
+func clusterBackendWith(t testing.TB) (natsBackend, *natstest.Cluster) {
 	c := natstest.Start(t, 3)
-	return natsBackend{name: "cluster", replicas: 3, connect: func(t *testing.T, i int) *nats.Conn {
+	return natsBackend{name: "cluster", replicas: 3, connect: func(t testing.TB, i int) *nats.Conn {
 		nc, err := c.Connect(i % len(c.Nodes))
 		if err != nil {
 			t.Fatal(err)
@@ -116,7 +117,11 @@ func (b natsBackend) relay(t *testing.T, i int, s *script.Script) *member {
 	return b.relayWith(t, i, s, jetstream.ClusterOptions{Lease: testLease})
 }
 
-func (b natsBackend) relayWith(t *testing.T, i int, s *script.Script, opts jetstream.ClusterOptions) *member {
+func (b natsBackend) relayWith(t testing.TB, i int, s *script.Script, opts jetstream.ClusterOptions) *member {
+	return b.relayAgent(t, i, script.New(s), opts)
+}
+
+func (b natsBackend) relayAgent(t testing.TB, i int, agent session.Agent, opts jetstream.ClusterOptions) *member {
 	t.Helper()
 	nc := b.connect(t, i)
 	t.Cleanup(nc.Close)
@@ -136,7 +141,7 @@ func (b natsBackend) relayWith(t *testing.T, i int, s *script.Script, opts jetst
 			t.Logf("relay %d's log:\n%s", i, logs.all())
 		}
 	})
-	srv := relaytest.Start(t, relay.Config{Agent: script.New(s), Store: store, Cluster: cl, Logger: logs.logger()})
+	srv := relaytest.Start(t, relay.Config{Agent: agent, Store: store, Cluster: cl, Logger: logs.logger()})
 	return &member{srv: srv, nc: nc, store: store, cluster: cl, logs: logs}
 }
 
