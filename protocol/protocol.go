@@ -567,7 +567,7 @@ type ConversationInfo struct {
 	Mode           Mode   `json:"mode"`
 	WaitingInput   bool   `json:"waitingInput"`
 	// Agent (ext) names the agent the relay runs the conversation with,
-	// for people ("Copilot CLI", "opencode (ACP)"); absent from a relay
+	// for people ("Copilot CLI", "OpenCode (ACP)"); absent from a relay
 	// that does not say.
 	Agent string `json:"agent,omitempty"`
 }

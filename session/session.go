@@ -29,7 +29,7 @@ type Agent interface {
 }
 
 // Labeler is an Agent that names the agent it runs for people, as the
-// conversation list shows it ("Copilot CLI", "opencode (ACP)"). An Agent
+// conversation list shows it ("Copilot CLI", "OpenCode (ACP)"). An Agent
 // without it is named by Name.
 type Labeler interface {
 	Label() string

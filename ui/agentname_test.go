@@ -16,13 +16,13 @@ func TestAgentNamed(t *testing.T) {
 	h := newACPHarness(t, theme.DefaultTheme())
 	h.send("retry three times")
 	h.waitFor("the turn", func() bool { return h.hasStatus(protocol.StatusCompleted) })
-	h.waitFor("the agent in the title", func() bool { return strings.HasSuffix(h.w.Window().Title(), " · opencode (ACP)") })
-	if got := h.w.Window().Title(); got != "pilotdesk — embedded relay · opencode (ACP)" {
+	h.waitFor("the agent in the title", func() bool { return strings.HasSuffix(h.w.Window().Title(), " · OpenCode (ACP)") })
+	if got := h.w.Window().Title(); got != "pilotdesk — embedded relay · OpenCode (ACP)" {
 		t.Errorf("window title %q", got)
 	}
-	h.waitFor("the sidebar entry", func() bool { return len(h.w.sidebar.entries) == 1 && h.w.sidebar.entries[0].Agent == "opencode (ACP)" })
+	h.waitFor("the sidebar entry", func() bool { return len(h.w.sidebar.entries) == 1 && h.w.sidebar.entries[0].Agent == "OpenCode (ACP)" })
 	h.frame()
-	if got := shownText(h.w.sidebar.list); !strings.Contains(got, "idle · opencode (ACP)") {
+	if got := shownText(h.w.sidebar.list); !strings.Contains(got, "idle · OpenCode (ACP)") {
 		t.Errorf("the sidebar shows %q", got)
 	}
 	// A new conversation, not on the relay yet, names no agent.

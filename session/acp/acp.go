@@ -170,8 +170,8 @@ func New(opts Options) (*Agent, error) {
 func (a *Agent) Name() string { return "acp" }
 
 // Label names the agent for people: its own name from initialize once it
-// has started ("opencode", "Copilot"), else its command's, marked as an
-// ACP agent ("opencode (ACP)"), so that `copilot --acp` is told from the
+// has started ("OpenCode", "Copilot"), else its command's, marked as an
+// ACP agent ("OpenCode (ACP)"), so that `copilot --acp` is told from the
 // Copilot CLI backend.
 func (a *Agent) Label() string {
 	a.mu.Lock()

@@ -132,6 +132,11 @@ func TestRealCopilotACP(t *testing.T) {
 		t.Fatalf("Open: %v", err)
 	}
 	t.Logf("open (start, initialize, session/new): %v", time.Since(started))
+	// The list names it as it names itself in initialize: "Copilot",
+	// told from the Copilot CLI backend by "(ACP)".
+	if got := a.Label(); got != "Copilot (ACP)" {
+		t.Errorf("Label = %q, want Copilot (ACP)", got)
+	}
 	turn := func(prompt string) ([]session.Event, error) {
 		t.Helper()
 		n := len(h.Events())
@@ -358,6 +363,10 @@ func TestRealOpencodeACP(t *testing.T) {
 		t.Fatalf("Open: %v", err)
 	}
 	t.Logf("open (start, initialize, session/new): %v", time.Since(started))
+	// The list names it as it names itself in initialize.
+	if got := a.Label(); got != "OpenCode (ACP)" {
+		t.Errorf("Label = %q, want OpenCode (ACP)", got)
+	}
 
 	started = time.Now()
 	if err := s.Run(ctx, session.Turn{Prompt: promptHello}); err != nil {
