@@ -72,6 +72,18 @@ describe('devices', { skip: skip || false }, () => {
     assert.match(await phone.textContent('#transcript [data-kind="note"]'), /You answered "approve"/);
     assert.match(await phone.textContent('#transcript [data-kind="user"] .who'), /Sent from the web client on the relay's computer/);
 
+    // Reloaded, each page still knows its own: it learnt who it is on the
+    // relay from the echo of what it sent.
+    for (const p of [laptop, phone]) {
+      await p.reload();
+      await p.waitForSelector('body[data-state="live"]');
+      await p.waitForSelector('#transcript [data-kind="note"]');
+    }
+    assert.match(await laptop.textContent('#transcript [data-kind="user"] .who'), /^You/);
+    assert.match(await laptop.textContent('#transcript [data-kind="note"]'), /was answered from Pixel \(web\)\./);
+    assert.match(await phone.textContent('#transcript [data-kind="note"]'), /^You answered "Deploy to production\?"\.$/);
+    assert.match(await phone.textContent('#transcript [data-kind="user"] .who'), /Sent from the web client on the relay's computer/);
+
     // The phone switches the conversation to Plan: the laptop's marker
     // names it (changedBy), the phone's own says only what it does.
     await laptop.waitForSelector('body[data-state="live"]');

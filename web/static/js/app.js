@@ -13,6 +13,7 @@ import { Composer } from './composer.js';
 import { QuestionDialog } from './question.js';
 import { Notifier } from './notify.js';
 import { uuid } from './ids.js';
+import { Identity } from './identity.js';
 import { forgetDevice, saveToken, takeToken, tokenFromInput } from './token.js';
 import { statusText, totalsText, usageText } from './words.js';
 
@@ -23,6 +24,7 @@ export class App {
   constructor() {
     this.token = takeToken();
     this.clock = { skew: 0 };
+    this.identity = new Identity(this.token);
     this.convs = new Map(); // id → Conversation
     this.entries = new Map(); // id → the relay's list entry
     this.nextCursor = '';
@@ -155,7 +157,7 @@ export class App {
   conv(id) {
     let c = this.convs.get(id);
     if (!c) {
-      c = new Conversation(id, this.clock);
+      c = new Conversation(id, this.clock, this.identity);
       const e = this.entries.get(id);
       if (e) c.listed(e);
       this.convs.set(id, c);

@@ -26,10 +26,13 @@ export class Conversation {
    * @param {{skew: number}} clock the relay's clock minus this one's, in
    *   ms (from copilot:subscribed's serverTime), shared by every
    *   conversation of one relay.
+   * @param {{is: function, learn: function}} identity who this page is on
+   *   the relay (identity.js), shared by every conversation.
    */
-  constructor(id, clock = { skew: 0 }) {
+  constructor(id, clock = { skew: 0 }, identity = { is: () => false, learn: () => {} }) {
     this.id = id;
     this.clock = clock;
+    this.identity = identity;
     this.title = '';
     this.titled = false;
     this.updatedAt = 0;
@@ -94,8 +97,11 @@ export class Conversation {
         this.mode = d.mode === 'plan' ? 'plan' : 'act';
         // A prompt this page sent is its own; another's names its sender.
         const mine = this.sentHere.indexOf(d.content ?? '');
-        if (mine >= 0) this.sentHere.splice(mine, 1);
-        const from = mine < 0 ? byText(d.sentBy) : '';
+        if (mine >= 0) {
+          this.sentHere.splice(mine, 1);
+          this.identity.learn(d.sentBy);
+        }
+        const from = mine < 0 && !this.identity.is(d.sentBy) ? byText(d.sentBy) : '';
         this.push({ kind: 'user', text: d.content ?? '', mode: this.mode, from });
         this.streaming = true;
         this.turnOutput = false;
@@ -135,10 +141,14 @@ export class Conversation {
       case 'copilot:mode_changed': {
         // A switch this page asked for is its own; another's names who.
         const mine = this.modesHere.indexOf(d.mode);
-        if (mine >= 0) this.modesHere.splice(mine, 1);
+        if (mine >= 0) {
+          this.modesHere.splice(mine, 1);
+          this.identity.learn(d.changedBy);
+        }
         if (d.mode !== this.mode && (d.mode === 'plan' || d.mode === 'act')) {
           this.mode = d.mode;
-          const text = modeByText(modeChangeText(d.mode, this.streaming), mine < 0 ? d.changedBy : null);
+          const by = mine < 0 && !this.identity.is(d.changedBy) ? d.changedBy : null;
+          const text = modeByText(modeChangeText(d.mode, this.streaming), by);
           if (this.rows.length) this.push({ kind: 'mode', mode: d.mode, text });
           ch.listing = true;
         }
@@ -153,7 +163,12 @@ export class Conversation {
         break;
       case 'copilot:user_input_closed':
         if (this.pending && this.pending.request.requestId === d.requestId) {
-          this.note('info', closedText(this.pending.request.question, this.answered.get(d.requestId), d.reason, d.answeredBy));
+          const here = this.answered.get(d.requestId);
+          if (here !== undefined) this.identity.learn(d.answeredBy);
+          // Its own answer of before (a replay) is "You"; live, one of its
+          // kind on its device is another tab: named, as the window does.
+          const byMe = !this.synced && this.identity.is(d.answeredBy);
+          this.note('info', closedText(this.pending.request.question, here, d.reason, d.answeredBy, byMe));
         }
         this.closeRequest(d.requestId);
         break;

@@ -89,20 +89,21 @@ export function modeByText(text, by) {
 const CLIENT_NAMES = { window: 'a window', terminal: 'a terminal', web: 'the web client' };
 
 /**
- * closedText says how an open question was closed: by this page
- * (answeredHere, what it sent), or by whom the relay names (by, its
- * answeredBy), or by another window when an older relay names nobody.
+ * closedText says how an open question was closed: by this page now
+ * (answeredHere, what it sent), by this page before (byMe: answeredBy
+ * names this page's device and kind, as after a reload), or by whom the
+ * relay names (by, its answeredBy), or by another window when an older
+ * relay names nobody.
  */
-export function closedText(question, answeredHere, reason, by) {
+export function closedText(question, answeredHere, reason, by, byMe = false) {
   const q = JSON.stringify(oneLine(question, 80));
   const who = byText(by) || 'another window';
   switch (reason) {
     case 'answered':
-      return answeredHere !== undefined
-        ? `You answered ${JSON.stringify(oneLine(answeredHere, 80))} to ${q}.`
-        : `${q} was answered from ${who}.`;
+      if (answeredHere !== undefined) return `You answered ${JSON.stringify(oneLine(answeredHere, 80))} to ${q}.`;
+      return byMe ? `You answered ${q}.` : `${q} was answered from ${who}.`;
     case 'rejected':
-      return answeredHere !== undefined ? `You rejected ${q}.` : `${q} was rejected from ${who}.`;
+      return answeredHere !== undefined || byMe ? `You rejected ${q}.` : `${q} was rejected from ${who}.`;
     case 'aborted':
       return `The question ${q} was withdrawn: the turn was stopped.`;
     default:
