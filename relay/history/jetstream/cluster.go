@@ -539,11 +539,23 @@ func (c *Cluster) Release(ctx context.Context, id string) {
 func (c *Cluster) Forward(ctx context.Context, owner string, cmd []byte) ([]byte, error) {
 	ctx, cancel := context.WithTimeout(ctx, forwardTimeout)
 	defer cancel()
-	reply, err := c.nc.RequestWithContext(ctx, c.cmdSubject(owner), cmd)
-	if err != nil {
-		return nil, fmt.Errorf("jetstream cluster: forward to relay %s: %w", owner, err)
+	for attempt := 1; ; attempt++ {
+		reply, err := c.nc.RequestWithContext(ctx, c.cmdSubject(owner), cmd)
+		if err == nil {
+			return reply.Data, nil
+		}
+		// Nobody listens for the owner: it is reconnecting (its node
+		// died), or dead, and then its lease lapses soon. Ask again for
+		// a moment before saying it cannot be reached.
+		if !errors.Is(err, nats.ErrNoResponders) || attempt == 8 {
+			return nil, fmt.Errorf("jetstream cluster: forward to relay %s: %w", owner, err)
+		}
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("jetstream cluster: forward to relay %s: %w", owner, err)
+		case <-time.After(250 * time.Millisecond):
+		}
 	}
-	return reply.Data, nil
 }
 
 // hdrDeleted marks the notice, on a conversation's live subject, that it
