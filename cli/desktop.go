@@ -54,6 +54,10 @@ func showWindow(ctx context.Context, fs *flag.FlagSet, cf *clientFlags, env Env)
 	stopWatch := context.AfterFunc(ctx, func() { fyne.Do(a.Quit) })
 	defer stopWatch()
 
+	// The relay starts once the app runs, which is after the window is
+	// mapped: its start (SQLite, the agent, the garbage they make) does
+	// not compete with the window's for the CPU.
+	a.Lifecycle().SetOnStarted(d.startRelay)
 	d.win.ShowAndRun()
 	d.close()
 	return d.failed()
@@ -85,6 +89,9 @@ type desktop struct {
 	pending *relayConn // started, not yet handed to the UI
 	// startErr is why no relay could start at all (the window says so).
 	startErr error
+	// startRelay starts the first relay behind the window, once; the
+	// caller runs it when the window shows.
+	startRelay func()
 
 	win *ui.Window // for the desktop's life
 
@@ -113,8 +120,9 @@ func (r *relayConn) close() {
 	r.stop()
 }
 
-// openDesktop builds the window (not shown yet) and starts the relay the
-// flags and the saved settings name behind it: the window says that it
+// openDesktop builds the window (not shown yet) and readies the start of
+// the relay the flags and the saved settings name behind it (startRelay,
+// which the caller runs once the window shows): the window says that it
 // connects until the relay runs (start-up costs what a Fyne window costs,
 // not also SQLite's, the agent's and the connection's time; the Copilot
 // CLI takes seconds to start). If the saved settings do not start, the
@@ -135,12 +143,14 @@ func openDesktop(ctx context.Context, cfg desktopConfig) (*desktop, error) {
 	want, wantErr := withPrefs(d.flags, d.locked, d.savedSettings())
 	d.win = ui.NewWindow(d.app, nil, d.startingOptions(base, want, wantErr))
 	d.restarting = true
-	d.wg.Add(1)
-	go func() {
-		defer d.wg.Done()
-		r, problem, err := d.start(base, want, wantErr)
-		d.handOverFirst(r, problem, err)
-	}()
+	d.startRelay = sync.OnceFunc(func() {
+		d.wg.Add(1)
+		go func() {
+			defer d.wg.Done()
+			r, problem, err := d.start(base, want, wantErr)
+			d.handOverFirst(r, problem, err)
+		}()
+	})
 	return d, nil
 }
 

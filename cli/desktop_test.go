@@ -301,6 +301,7 @@ func startTestDesktop(t *testing.T, a fyne.App, args ...string) (*testDesktop, e
 	}
 	td.d = d
 	d.win.Window().Show()
+	d.startRelay()
 	t.Cleanup(func() {
 		d.close()
 		d.win.Window().Close()
