@@ -68,6 +68,9 @@ func (r *repl) agentPlan(d *protocol.Plan, u conversation.Update) {
 			row = i
 		}
 	}
+	if row < 0 {
+		return // the fold shows no plan (an empty one, with none before it)
+	}
 	sameSteps := a.plan != nil && row == a.planRow && len(a.plan) == len(d.Entries)
 	for i := 0; sameSteps && i < len(d.Entries); i++ {
 		sameSteps = a.plan[i].Content == d.Entries[i].Content

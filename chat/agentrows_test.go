@@ -15,6 +15,7 @@ func TestReasoningAndPlanLines(t *testing.T) {
 	h := startREPL(t, plain, nil)
 	h.subscribed(nil)
 	h.emit(protocol.TypeUserMessage, map[string]any{"messageId": "u1", "content": "retry three times", "mode": "act"})
+	h.emit(protocol.TypePlan, map[string]any{"entries": []any{}}) // nothing to print
 	h.emit(protocol.TypeReasoning, map[string]any{"messageId": "r1", "content": "The retry loop gives up; "})
 	h.emit(protocol.TypeReasoning, map[string]any{"messageId": "r1", "content": "the config\nsays three."})
 	step := func(content, status string) map[string]any {

@@ -84,7 +84,10 @@ func PlanProgress(entries []protocol.PlanEntry) string {
 			done++
 		}
 	}
-	if len(entries) == 1 {
+	switch len(entries) {
+	case 0:
+		return "no steps left"
+	case 1:
 		return fmt.Sprintf("%d of 1 step done", done)
 	}
 	return fmt.Sprintf("%d of %d steps done", done, len(entries))

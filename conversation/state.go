@@ -672,6 +672,11 @@ func (s *State) agentPlan(entries []protocol.PlanEntry) {
 		s.setRow(s.planRow, r)
 		return
 	}
+	if len(entries) == 0 {
+		// An empty plan and none before it in the turn: nothing to show
+		// (copilot sends one when its model clears its todo list).
+		return
+	}
 	r.MessageID = fmt.Sprintf("agent-plan-%d", len(s.Rows))
 	s.planRow = s.appendRow(r)
 }

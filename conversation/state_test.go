@@ -354,7 +354,12 @@ func TestReasoningAndPlanRows(t *testing.T) {
 	}
 	before := st.Rows[2]
 	next(13, "copilot:user_message", `"messageId":"u2","content":"again","mode":"act"`)
-	next(14, "copilot:plan", `"entries":[{"content":"One more","priority":"low","status":"pending"}]`)
+	n := len(st.Rows)
+	next(14, "copilot:plan", `"entries":[]`)
+	if len(st.Rows) != n {
+		t.Errorf("an empty plan, none before it in the turn, made a row: %+v", st.Rows[n:])
+	}
+	next(15, "copilot:plan", `"entries":[{"content":"One more","priority":"low","status":"pending"}]`)
 	last := st.Rows[len(st.Rows)-1]
 	if last.Kind != RowAgentPlan || len(last.Entries) != 1 || last.Text != "0 of 1 step done" || last.MessageID == before.MessageID {
 		t.Errorf("the second turn's plan = %+v", last)
