@@ -12,12 +12,14 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"golang.org/x/term"
 
 	"github.com/pilotdesk/pilotdesk/internal/qr"
 	"github.com/pilotdesk/pilotdesk/protocol"
 	"github.com/pilotdesk/pilotdesk/relay"
 	"github.com/pilotdesk/pilotdesk/relay/history"
+	"github.com/pilotdesk/pilotdesk/relay/history/jetstream"
 	"github.com/pilotdesk/pilotdesk/relay/history/sqlite"
 )
 
@@ -36,6 +38,13 @@ func runToken(ctx context.Context, args []string, env Env) error {
 	cmd, args := args[0], args[1:]
 	fs := flag.NewFlagSet("token "+cmd, flag.ContinueOnError)
 	dataDir := fs.String("data-dir", "", "the data dir of the relay (default: the OS's user data dir, as for serve)")
+	// With --nats the tokens are the cluster's (the KV bucket pd_devices),
+	// shared by every relay on it: docs/operations.md.
+	ns := natsSettings{Lease: time.Second} // no lease: the command joins no relay
+	fs.StringVar(&ns.URLs, "nats", "", "the device tokens of the relays on the NATS cluster at these `URLS` (comma-separated), or of the relay of --data-dir with --nats "+natsEmbedded+" when it is not running")
+	fs.StringVar(&ns.Creds, "nats-creds", "", "NATS credentials `FILE` (a user JWT and its seed)")
+	fs.StringVar(&ns.TLSCA, "nats-tls-ca", "", "verify the NATS servers' TLS certificates with this CA `FILE`")
+	fs.IntVar(&ns.Replicas, "nats-replicas", 3, "replicas of the buckets if this command is the first to make them")
 	var name, role string
 	var expires time.Duration
 	switch cmd {
@@ -76,7 +85,10 @@ func runToken(ctx context.Context, args []string, env Env) error {
 			return usageError("--expires must be positive, not %v", expires)
 		}
 	}
-	if *dataDir == memoryDataDir {
+	if err := ns.validate(*dataDir); err != nil {
+		return err
+	}
+	if *dataDir == memoryDataDir && ns.URLs == "" {
 		return usageError("--data-dir %s keeps no device tokens between runs; name the data dir of a relay", memoryDataDir)
 	}
 	if *dataDir == "" {
@@ -88,14 +100,31 @@ func runToken(ctx context.Context, args []string, env Env) error {
 	}
 
 	// The store logs to stderr, warnings only: stdout is the token.
-	store, err := sqlite.OpenDevices(ctx, *dataDir, sqlite.Options{Logger: newLogger(env.Stderr, slog.LevelWarn)})
-	if err != nil {
-		return fmt.Errorf("opening the device tokens in %s: %w", *dataDir, err)
+	logger := newLogger(env.Stderr, slog.LevelWarn)
+	var (
+		store history.Devices
+		// shared: a relay may be running on these tokens (it notices a
+		// revocation within a second).
+		shared bool
+	)
+	if ns.URLs != "" {
+		st, err := openNATSDevices(ctx, ns, *dataDir, logger)
+		if err != nil {
+			return err
+		}
+		defer st.Close()
+		store, shared = st, ns.URLs != natsEmbedded
+	} else {
+		st, err := sqlite.OpenDevices(ctx, *dataDir, sqlite.Options{Logger: logger})
+		if err != nil {
+			return fmt.Errorf("opening the device tokens in %s: %w", *dataDir, err)
+		}
+		defer st.Close()
+		store, shared = st, st.Shared
 	}
-	defer store.Close()
 	switch cmd {
 	case "create":
-		if r, err := readRunning(*dataDir); err == nil && r.ClearNetwork && store.Shared {
+		if r, err := readRunning(*dataDir); err == nil && r.ClearNetwork && shared && ns.URLs == "" {
 			return errClearNetwork(*dataDir)
 		}
 		var until time.Time
@@ -105,6 +134,10 @@ func runToken(ctx context.Context, args []string, env Env) error {
 		token, dev, err := relay.CreateDevice(ctx, store, relay.NewDevice{Name: name, Role: role, Expires: until})
 		if err != nil {
 			return err
+		}
+		if ns.URLs != "" && ns.URLs != natsEmbedded {
+			printClusterToken(env, token, dev)
+			return nil
 		}
 		printNewToken(env, *dataDir, token, dev)
 		return nil
@@ -122,7 +155,9 @@ func runToken(ctx context.Context, args []string, env Env) error {
 			}
 			return err
 		}
-		if store.Shared {
+		if shared && ns.URLs != "" {
+			fmt.Fprintf(env.Stdout, "Revoked %q: every relay on the cluster closes its connections within a second, and refuses the token from now on.\n", name)
+		} else if shared {
 			fmt.Fprintf(env.Stdout, "Revoked %q: the running relay closes its connections within a second, and refuses the token from now on.\n", name)
 		} else {
 			fmt.Fprintf(env.Stdout, "Revoked %q: the relay refuses the token from now on.\n", name)
@@ -132,14 +167,83 @@ func runToken(ctx context.Context, args []string, env Env) error {
 }
 
 const tokenUsage = `Usage:
-  pilotdesk token create --name NAME --role viewer|controller|owner [--expires D] [--data-dir DIR]
-  pilotdesk token list [--data-dir DIR]
-  pilotdesk token revoke NAME [--data-dir DIR]
+  pilotdesk token create --name NAME --role viewer|controller|owner [--expires D] [--data-dir DIR | --nats URLS]
+  pilotdesk token list [--data-dir DIR | --nats URLS]
+  pilotdesk token revoke NAME [--data-dir DIR | --nats URLS]
 
-Device tokens of the relay of a data dir, running or not. create prints the
-token alone on the first line, then how to connect; the relay keeps only
-its SHA-256, so it is shown once.
+Device tokens of the relay of a data dir, running or not, or with --nats
+URLS of every relay on a NATS cluster (--nats-creds FILE, --nats-tls-ca FILE
+as for serve). create prints the token alone on the first line, then how to
+connect; the relays keep only its SHA-256, so it is shown once.
 `
+
+// natsDevices is the device tokens of a NATS history, with the connection
+// (and the in-process node) it closes after itself.
+type natsDevices struct {
+	*jetstream.Store
+	nc   *nats.Conn
+	node *jetstream.Embedded // --nats embedded only
+}
+
+func (d *natsDevices) Close() error {
+	err := d.Store.Close()
+	// The connection's handlers log a disconnection, from a goroutine of
+	// the client's, after Close returns: a command that ends says nothing.
+	d.nc.SetDisconnectErrHandler(nil)
+	d.nc.SetReconnectHandler(nil)
+	d.nc.SetErrorHandler(nil)
+	d.nc.Close()
+	if d.node != nil {
+		d.node.Shutdown()
+	}
+	return err
+}
+
+// openNATSDevices opens the device tokens on the cluster at --nats, or on
+// the node of --data-dir with --nats embedded (refused, by the node's lock,
+// while a relay runs on it).
+func openNATSDevices(ctx context.Context, n natsSettings, dataDir string, logger *slog.Logger) (_ *natsDevices, err error) {
+	d := &natsDevices{}
+	replicas := n.Replicas
+	if n.URLs == natsEmbedded {
+		if dataDir == "" {
+			return nil, usageError("--nats %s needs the relay's --data-dir", natsEmbedded)
+		}
+		if d.node, err = jetstream.StartEmbedded(dataDir, logger); err != nil {
+			return nil, fmt.Errorf("opening the NATS node in %s (a relay running on it holds it: make the token in its window, or stop it first): %w", dataDir, err)
+		}
+		if d.nc, err = d.node.Connect("pilotdesk token"); err != nil {
+			d.node.Shutdown()
+			return nil, err
+		}
+		replicas = 1
+	} else if d.nc, err = connectNATS(n, logger); err != nil {
+		return nil, err
+	}
+	cctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	if d.Store, err = jetstream.Open(cctx, d.nc, jetstream.Options{Replicas: replicas, Logger: logger}); err != nil {
+		d.nc.Close()
+		if d.node != nil {
+			d.node.Shutdown()
+		}
+		return nil, fmt.Errorf("opening the device tokens on NATS: %w", err)
+	}
+	return d, nil
+}
+
+// printClusterToken prints a token made on a cluster: alone on the first
+// line, then that any relay of the cluster takes it.
+func printClusterToken(env Env, token string, dev history.Device) {
+	out := env.Stdout
+	fmt.Fprintln(out, token)
+	expiry := "it does not expire"
+	if !dev.ExpiresAt.IsZero() {
+		expiry = "it expires " + dev.ExpiresAt.Local().Format("2006-01-02 15:04 MST")
+	}
+	fmt.Fprintf(out, "\nThe token of device %q, role %s; %s. It is shown only this once.\n", dev.Name, dev.Role, expiry)
+	fmt.Fprintf(out, "Every relay on the cluster takes it: pilotdesk chat --connect wss://HOST:PORT/ws --token %s\n  or open https://HOST:PORT/#token=%s in a browser.\n", token, token)
+}
 
 // printNewToken prints the token alone on the first line, then how to
 // connect with it: to the relay running on the data dir, if one left its
