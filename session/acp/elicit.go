@@ -298,10 +298,10 @@ func parseField(name string, raw json.RawMessage) (field, error) {
 			f.Labels = f.Options
 			f.Suggest = len(f.Options) > 0
 		}
-		if p.Pattern != "" {
-			if _, err := regexp.Compile(p.Pattern); err != nil {
-				return field{}, fmt.Errorf("pattern %q: %w", p.Pattern, err)
-			}
+		// A pattern Go cannot read (JSON Schema's are ECMAScript's, with
+		// look-arounds Go lacks) is not checked here: the agent checks
+		// the answer itself, and the question is still worth asking.
+		if _, err := regexp.Compile(p.Pattern); p.Pattern != "" && err == nil {
 			f.Pattern = p.Pattern
 		}
 	case "boolean", "integer", "number":
