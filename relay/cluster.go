@@ -1,6 +1,7 @@
 package relay
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -229,6 +230,12 @@ func (r *Relay) routeCommand(ctx context.Context, id string) (string, error) {
 // catches up with what is stored, then closes what the previous owner left
 // open, as a restart does.
 func (r *Relay) takeOver(ctx context.Context, id, previous string) error {
+	// Records this relay queued for the conversation before it lost it
+	// (its lease lapsed) are written, or refused, before the store's next
+	// append expects what is stored now: none of them may land after it.
+	if !r.commit.sync(ctx) {
+		return fmt.Errorf("the relay is stopping, or its history store is stuck: %w", cmp.Or(ctx.Err(), errShutdown))
+	}
 	state, err := r.cluster.Latest(ctx, id)
 	found := err == nil
 	if err != nil && !errors.Is(err, history.ErrNotFound) {

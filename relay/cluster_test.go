@@ -594,3 +594,41 @@ func TestClusterNodeDies(t *testing.T) {
 	}
 	ca.WaitFor("copilot:idle", nil)
 }
+
+// A relay whose own lease lapses while it runs a turn (here: it renews
+// too late, as a relay cut off from NATS for longer than its lease would)
+// stops owning its conversations, and announces itself again under a new
+// id; its client, which watches, has the turn closed (idle, status error)
+// by whichever relay takes the conversation over, this one included, and
+// the stored chain stays gapless.
+func TestClusterLeaseLapses(t *testing.T) {
+	eachBackend(t, func(t *testing.T, b natsBackend) {
+		s := clusterScript(t)
+		a := b.relayWith(t, 0, s, jetstream.ClusterOptions{Lease: testLease, RenewEvery: testLease + time.Second})
+		ca := a.srv.Dial(t)
+		id := "lapse-" + b.name
+		first := a.cluster.ID()
+
+		ca.Send("copilot:send", map[string]any{"conversationId": id, "prompt": "long"})
+		idle, before := ca.WaitForCollect("copilot:idle", nil)
+		if idle.Field("status") != "error" || !strings.Contains(fmt.Sprint(idle.Field("message")), "relay lost") {
+			t.Fatalf("the client got %s", idle.Raw)
+		}
+		eventSeqs(t, "A", append(before, idle), 0)
+		a.logs.waitLog(t, "lease lapsed")
+		if a.cluster.ID() == first {
+			t.Fatalf("the relay is still %s after its lease lapsed", first)
+		}
+		if !strings.Contains(fmt.Sprint(idle.Field("message")), first) {
+			t.Fatalf("the idle does not name the relay that lost the turn (%s): %s", first, idle.Raw)
+		}
+
+		// The relay goes on under its new id: the next send runs.
+		ca.Send("copilot:send", map[string]any{"conversationId": id, "prompt": "hello"})
+		next := collect(t, ca, "copilot:idle", nil)
+		eventSeqs(t, "A, next turn", next, idle.Seq())
+		if next[len(next)-1].Field("status") != "completed" {
+			t.Fatalf("the next turn: %s", framesString(next))
+		}
+	})
+}

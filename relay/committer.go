@@ -25,6 +25,7 @@ const (
 	recEvent  recordKind = iota // store the frame, then fan it out
 	recDelete                   // delete the conversation from the store, then tell its subscribers
 	recStop                     // stop once everything queued is done (committer.stop)
+	recSync                     // close done once everything queued before it is done (committer.sync)
 )
 
 // record is one unit of work for the committer.
@@ -36,7 +37,7 @@ type record struct {
 	typ   string
 	frame []byte
 	meta  history.Conversation // the conversation after this event
-	done  chan error           // recDelete: the outcome
+	done  chan error           // recDelete: the outcome; recSync: closed
 }
 
 // committer is the one goroutine that writes conversation events to the
@@ -106,6 +107,22 @@ func (c *committer) waitSpace() {
 	_ = c.queue.WaitRoom(context.Background()) // ErrClosed: stopped, push will say so
 }
 
+// sync waits until everything queued now has been written (or has
+// failed) and fanned out, or ctx ends. It reports false if the committer
+// has stopped or ctx ended first.
+func (c *committer) sync(ctx context.Context) bool {
+	done := make(chan error)
+	if !c.push(record{kind: recSync, done: done}) {
+		return false
+	}
+	select {
+	case <-done:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
 // stop makes the committer finish what is queued and exit; done is closed
 // then. Records pushed meanwhile, by the fan-out of that work, are done too.
 func (c *committer) stop() {
@@ -159,6 +176,8 @@ func (c *committer) process(batch []record) (stop bool) {
 				c.delete(batch[j])
 			case recStop:
 				stop = true
+			case recSync:
+				close(batch[j].done)
 			}
 			j++
 		}
