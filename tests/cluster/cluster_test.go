@@ -197,13 +197,17 @@ func TestRun(t *testing.T) {
 			t.Fatalf("relay %d at %s, want port %s", i+1, u, ports[9+i])
 		}
 	}
-	// A turn on each relay: a relay sends an event only once the cluster
-	// stored it.
-	for _, u := range urls {
-		cl := relaytest.Dial(t, relaytest.WithToken(u, token), "")
+	// A turn on each relay, followed from the other one: the relays share
+	// conversations through the cluster under the script's permissions.
+	for i, u := range urls {
 		id := uuid.NewString()
+		other := relaytest.Dial(t, relaytest.WithToken(urls[1-i], token), "")
+		other.Send("copilot:subscribe", map[string]any{"conversationId": id})
+		other.WaitFor("copilot:subscribed", nil)
+		cl := relaytest.Dial(t, relaytest.WithToken(u, token), "")
 		cl.Send("copilot:send", map[string]any{"conversationId": id, "prompt": "hello", "mode": "act"})
 		cl.WaitFor("copilot:delta", nil)
+		other.WaitFor("copilot:delta", nil)
 	}
 	go func() {
 		for l := range lines {
