@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"testing/iotest"
+
+	"github.com/pilotdesk/pilotdesk/session"
 )
 
 // TestElicitReader: only elicitation/create requests are renamed; every
@@ -41,5 +43,45 @@ func TestElicitReader(t *testing.T) {
 	}
 	if string(lines[4]) != `{"last":true}` {
 		t.Errorf("the unterminated last line became %q", lines[4])
+	}
+}
+
+// TestFieldValues: answers are checked against the field's schema and
+// turned into its type, or the reason is given for the question asked
+// again.
+func TestFieldValues(t *testing.T) {
+	parse := func(raw string) field {
+		t.Helper()
+		f, err := parseField("f", json.RawMessage(raw))
+		if err != nil {
+			t.Fatalf("%s: %v", raw, err)
+		}
+		return f
+	}
+	text := func(s string) session.Answer { return session.Answer{Text: s, Index: -1} }
+	cases := []struct {
+		schema, answer string
+		want           any
+		problem        string
+	}{
+		{`{"type":"string","pattern":"^[a-z]+$"}`, "abc", "abc", ""},
+		{`{"type":"string","pattern":"^[a-z]+$"}`, "ABC", nil, "“ABC” does not have the form asked for (^[a-z]+$)."},
+		{`{"type":"string","pattern":"^(?=x).*$"}`, "anything", "anything", ""}, // Go cannot read it: the agent checks
+		{`{"type":"string","maxLength":3}`, "four", nil, "The answer is 4 characters long; at most 3 fit."},
+		{`{"type":"integer","minimum":1,"maximum":5}`, "2.5", nil, "“2.5” is not a whole number."},
+		{`{"type":"integer","minimum":1,"maximum":5}`, "0", nil, "0 is less than 1."},
+		{`{"type":"number"}`, "2.5", 2.5, ""},
+		{`{"type":"array","items":{"enum":["go","web"]},"maxItems":1}`, "go, web", nil, "Pick at most 1."},
+		{`{"type":"array","items":{"enum":["go","web"]}}`, "rust", nil, "“rust” is not one of the options."},
+		{`{"type":"string","enum":["a","b"]}`, "c", nil, "“c” is not one of the choices."},
+	}
+	for _, c := range cases {
+		v, problem := fieldValue(parse(c.schema), text(c.answer))
+		if problem != c.problem || (c.problem == "" && v != c.want) {
+			t.Errorf("%s %q: %v, %q; want %v, %q", c.schema, c.answer, v, problem, c.want, c.problem)
+		}
+	}
+	if _, err := parseField("f", json.RawMessage(`{"type":"object"}`)); err == nil {
+		t.Error("an object field was taken")
 	}
 }
