@@ -632,3 +632,35 @@ func TestClusterLeaseLapses(t *testing.T) {
 		}
 	})
 }
+
+// The owner dies while its agent waits on a question: the relay that
+// takes over closes the question (user_input_closed, aborted) and then the
+// turn, and a new subscriber sees neither open.
+func TestClusterOwnerDiesWithQuestion(t *testing.T) {
+	eachBackend(t, func(t *testing.T, b natsBackend) {
+		s := clusterScript(t)
+		a, bb := b.relay(t, 0, s), b.relay(t, 1, s)
+		ca, cb := a.srv.Dial(t), bb.srv.Dial(t)
+		id := "dieq-" + b.name
+
+		ca.Send("copilot:send", map[string]any{"conversationId": id, "prompt": "question"})
+		req := ca.WaitFor("copilot:user_input_request", nil)
+		cb.Send("copilot:subscribe", map[string]any{"conversationId": id})
+		cb.WaitFor("copilot:subscribed", nil)
+		a.nc.Close()
+
+		closed := cb.WaitFor("copilot:user_input_closed", nil)
+		if closed.Field("reason") != "aborted" || closed.Field("requestId") != req.Field("requestId") {
+			t.Fatalf("B's client got %s", closed.Raw)
+		}
+		if idle := cb.Expect("copilot:idle"); idle.Field("status") != "error" || idle.Seq() != closed.Seq()+1 {
+			t.Fatalf("after the question: %s", idle.Raw)
+		}
+		late := bb.srv.Dial(t)
+		late.Send("copilot:subscribe", map[string]any{"conversationId": id})
+		sub := late.WaitFor("copilot:subscribed", nil)
+		if _, open := dataMap(t, sub)["pendingInput"]; open || sub.Field("streaming") != false {
+			t.Fatalf("a new subscriber is told %s", sub.Raw)
+		}
+	})
+}
