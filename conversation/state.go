@@ -179,6 +179,13 @@ func (s *State) Apply(ev client.Event) Update {
 	if ev.Type != protocol.TypeError && ev.Type != protocol.TypeDeleted {
 		s.OnRelay = true
 	}
+	switch ev.Data.(type) {
+	case *protocol.Delta, *protocol.Message, *protocol.ToolStart, *protocol.ToolEnd, *protocol.Plan,
+		*protocol.UserInputRequest, *protocol.AgentError:
+		// The agent moved on: its reasoning so far is over ("Thought",
+		// not "Thinking…"); more would be another run, with another id.
+		s.endThoughts()
+	}
 	switch d := ev.Data.(type) {
 	case *client.Reset:
 		s.Rows = nil
@@ -628,13 +635,7 @@ func (s *State) finishMessages() {
 	for _, m := range s.msgs {
 		s.finishMessage(m)
 	}
-	for id, th := range s.thoughts {
-		if r := s.Rows[th.row]; !r.Done {
-			r.Done = true
-			s.setRow(th.row, r)
-		}
-		delete(s.thoughts, id)
-	}
+	s.endThoughts()
 	if s.planRow >= 0 && !s.Rows[s.planRow].Done {
 		r := s.Rows[s.planRow]
 		r.Done = true
@@ -643,6 +644,17 @@ func (s *State) finishMessages() {
 }
 
 // ---- the agent's reasoning and plan ----
+
+// endThoughts marks the runs of reasoning being streamed done.
+func (s *State) endThoughts() {
+	for id, th := range s.thoughts {
+		if r := s.Rows[th.row]; !r.Done {
+			r.Done = true
+			s.setRow(th.row, r)
+		}
+		delete(s.thoughts, id)
+	}
+}
 
 // reasoning streams the agent's reasoning into its own row, one per
 // reasoning message: never into the reply's rows.

@@ -336,6 +336,11 @@ func TestReasoningAndPlanRows(t *testing.T) {
 	if got := updates[6].Rows; len(got) != 1 || got[0] != 2 {
 		t.Errorf("the plan update changed rows %v, want [2]", got)
 	}
+	// The reasoning is over once the agent moves on (its plan, here):
+	// done before the turn ends.
+	if got := updates[3].Rows; len(got) != 2 || got[0] != 1 || got[1] != 2 {
+		t.Errorf("the first plan changed rows %v, want the reasoning's (done) and its own", got)
+	}
 	if st.MessageText("r1") != "" {
 		t.Errorf("the reasoning became assistant text")
 	}
