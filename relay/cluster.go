@@ -487,12 +487,21 @@ func clusterUnreachable(msgType, id string, err error) *protocol.Error {
 		Message: fmt.Sprintf("the relay could not reach the relay that runs this conversation (%v): send again in a moment", err)}
 }
 
+// unreachableWait bounds how long a command waits for a relay that does
+// not answer (dead, or reconnecting) to answer again or be taken over: it
+// is taken over once its lease lapses (15 s by default).
+const unreachableWait = 30 * time.Second
+
 // forward runs a command on conversation id wherever it is owned: here,
-// when local says so (run it), or on the owner, whose error reply goes
-// to c. It reports whether the command was handled elsewhere (or failed).
-// before, if not nil, runs once before the command first leaves.
+// when this relay owns it or has just taken it (it reports false: run it),
+// or on the owner, whose error reply goes to c. before, if not nil, runs
+// once before the command first leaves. A relay that does not answer is
+// asked again until it answers or its lease lapses and this relay takes
+// the conversation over, for up to unreachableWait.
 func (r *Relay) forward(c *conn, msgType, id string, data any, before func()) (handled bool) {
-	for range 3 {
+	deadline := time.Now().Add(unreachableWait)
+	moved := 0
+	for {
 		owner, err := r.routeCommand(c.ctx, id)
 		if err != nil {
 			c.sendError(clusterUnreachable(msgType, id, err))
@@ -512,6 +521,14 @@ func (r *Relay) forward(c *conn, msgType, id string, data any, before func()) (h
 		}
 		body, _ := json.Marshal(forwarded{Frame: frame, By: c.id.by()})
 		answer, err := r.cluster.Forward(c.ctx, owner, body)
+		if errors.Is(err, history.ErrUnreachable) && time.Now().Before(deadline) {
+			select {
+			case <-c.ctx.Done():
+				return true
+			case <-time.After(500 * time.Millisecond):
+			}
+			continue
+		}
 		if err != nil {
 			c.sendError(clusterUnreachable(msgType, id, err))
 			return true
@@ -522,15 +539,17 @@ func (r *Relay) forward(c *conn, msgType, id string, data any, before func()) (h
 			return true
 		}
 		if rep.NotOwner {
-			continue // it lost the conversation meanwhile: ask again
+			if moved++; moved < 3 {
+				continue // it lost the conversation meanwhile: ask again
+			}
+			c.sendError(clusterUnreachable(msgType, id, errors.New("its owner keeps changing")))
+			return true
 		}
 		if rep.Error != nil {
 			c.sendError(rep.Error)
 		}
 		return true
 	}
-	c.sendError(clusterUnreachable(msgType, id, errors.New("its owner keeps changing")))
-	return true
 }
 
 // runForwarded runs a command another relay forwarded, as the owner.

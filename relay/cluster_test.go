@@ -664,3 +664,55 @@ func TestClusterOwnerDiesWithQuestion(t *testing.T) {
 		}
 	})
 }
+
+// A send from B while the owner is dead and its lease still holds waits:
+// once the lease lapses the turn is closed, and the send runs on B, with
+// no error to the client.
+func TestClusterSendWhileOwnerDead(t *testing.T) {
+	eachBackend(t, func(t *testing.T, b natsBackend) {
+		s := clusterScript(t)
+		a, bb := b.relay(t, 0, s), b.relay(t, 1, s)
+		ca, cb := a.srv.Dial(t), bb.srv.Dial(t)
+		id := "sendwhile-" + b.name
+
+		ca.Send("copilot:send", map[string]any{"conversationId": id, "prompt": "long"})
+		ca.WaitFor("copilot:delta", nil)
+		a.nc.Close()
+		ca.Close()
+		cb.Send("copilot:send", map[string]any{"conversationId": id, "prompt": "hello"})
+
+		var got []relaytest.Frame
+		for {
+			f, ok := cb.TryNext(4 * testLease)
+			if !ok {
+				t.Fatalf("B's client got %s and then nothing", framesString(got))
+			}
+			if f.Type == "error" {
+				t.Fatalf("the send was refused: %s", f.Raw)
+			}
+			got = append(got, f)
+			if f.Type == "copilot:idle" && f.Field("status") == "completed" {
+				break
+			}
+		}
+		// subscribed (the send's implicit subscription, at the seq B had
+		// then), what it missed, the takeover's idle, then the new turn.
+		sub := got[0]
+		if sub.Type != "copilot:subscribed" {
+			t.Fatalf("first %s", sub.Raw)
+		}
+		eventSeqs(t, "B", got[1:], sub.Seq())
+		var closedAt, startedAt int
+		for i, f := range got {
+			switch {
+			case f.Type == "copilot:idle" && f.Field("status") == "error":
+				closedAt = i
+			case f.Type == "copilot:user_message" && f.Field("content") == "hello":
+				startedAt = i
+			}
+		}
+		if closedAt == 0 || startedAt < closedAt {
+			t.Fatalf("B's client got %s", framesString(got))
+		}
+	})
+}

@@ -72,6 +72,10 @@ type ClusterHooks interface {
 	LeaseLost()
 }
 
+// ErrUnreachable wraps the error of a command forwarded to a relay that
+// nobody answers for: it is dead (its lease lapses soon) or reconnecting.
+var ErrUnreachable = errors.New("the relay that owns the conversation does not answer")
+
 // ErrNotOwner is answered to a command forwarded to a relay that no
 // longer owns the conversation: the sender asks again who does.
 var ErrNotOwner = errors.New("this relay does not own the conversation")

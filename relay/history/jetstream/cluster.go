@@ -547,8 +547,11 @@ func (c *Cluster) Forward(ctx context.Context, owner string, cmd []byte) ([]byte
 		// Nobody listens for the owner: it is reconnecting (its node
 		// died), or dead, and then its lease lapses soon. Ask again for
 		// a moment before saying it cannot be reached.
-		if !errors.Is(err, nats.ErrNoResponders) || attempt == 8 {
+		if !errors.Is(err, nats.ErrNoResponders) {
 			return nil, fmt.Errorf("jetstream cluster: forward to relay %s: %w", owner, err)
+		}
+		if attempt == 8 {
+			return nil, fmt.Errorf("jetstream cluster: forward to relay %s: %w (%w)", owner, history.ErrUnreachable, err)
 		}
 		select {
 		case <-ctx.Done():
