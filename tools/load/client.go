@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"hash/fnv"
 	"log/slog"
 	"net/http"
 	"strconv"
@@ -27,6 +28,16 @@ type conversation struct {
 	sender *client
 
 	turns atomic.Int64
+	// lostAt is when a client first got the copilot:idle "relay lost: …"
+	// that closed the turn a killed relay ran (Unix ns; 0: none), and
+	// turnsAfter counts the turns completed after it (on a new owner).
+	lostAt     atomic.Int64
+	turnsAfter atomic.Int64
+	// frames is a fingerprint of every event any client got, by seq: every
+	// client, on any relay, and the replay of the history must have the
+	// same bytes for a seq.
+	mu     sync.Mutex
+	frames []uint64
 	// final is the seq of the last event, once the last turn after the run
 	// ended (-1 before); finalCh is closed then.
 	final   atomic.Int64
@@ -38,6 +49,7 @@ type conversation struct {
 // main reads them only after run has returned, except the atomics.
 type client struct {
 	id     int
+	home   int // the relay it connects to while that one lives
 	conv   *conversation
 	sender bool
 	log    *slog.Logger
@@ -63,12 +75,68 @@ type client struct {
 
 // runState is what every client shares.
 type runState struct {
-	url       atomic.Pointer[string] // the relay's; a restart changes it
 	token     string
-	killed    atomic.Bool // the relay was killed: turns closed by its restart are expected
+	nats      bool        // relays sharing a cluster: a killed one is not restarted
+	killed    atomic.Bool // a relay was killed: turns closed by its restart or a takeover are expected
 	stopping  atomic.Bool // no new prompts once set
 	errors    atomic.Int64
-	restarted atomic.Int64 // turns closed by the restart (idle status error, "relay restarted")
+	restarted atomic.Int64 // turns closed by the restart (idle status error, "relay restarted") or by a takeover ("relay lost")
+	resends   atomic.Int64 // prompts sent again after error limit (the owner dead, its lease not lapsed yet)
+	timers    sync.WaitGroup // the resends waiting; run waits for them
+
+	mu   sync.Mutex // guards urls and dead
+	urls []string   // the relays' WebSocket URLs; a restart changes one
+	dead []bool     // killed and not restarted
+}
+
+// setURL sets relay i's URL (a start or a restart).
+func (s *runState) setURL(i int, url string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for len(s.urls) <= i {
+		s.urls, s.dead = append(s.urls, ""), append(s.dead, false)
+	}
+	s.urls[i], s.dead[i] = url, false
+}
+
+// kill marks relay i dead: its clients go to the others.
+func (s *runState) kill(i int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.dead[i] = true
+}
+
+// urlFor is where client c connects: its own relay while it lives, else
+// one of the others, chosen by c's id, as a load balancer spreads the
+// connections of a relay that died.
+func (s *runState) urlFor(c *client) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.dead[c.home] {
+		return s.urls[c.home]
+	}
+	var live []string
+	for i, u := range s.urls {
+		if !s.dead[i] {
+			live = append(live, u)
+		}
+	}
+	if len(live) == 0 {
+		return s.urls[c.home]
+	}
+	return live[c.id%len(live)]
+}
+
+// anyURL is a live relay's URL.
+func (s *runState) anyURL() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for i, u := range s.urls {
+		if !s.dead[i] {
+			return u
+		}
+	}
+	return s.urls[0]
 }
 
 // frame is the part of a relay message the load tool reads.
@@ -90,7 +158,7 @@ type frame struct {
 func (c *client) dial(ctx context.Context, from int64) error {
 	dctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	conn, resp, err := websocket.Dial(dctx, *c.run.url.Load(), &websocket.DialOptions{
+	conn, resp, err := websocket.Dial(dctx, c.run.urlFor(c), &websocket.DialOptions{
 		HTTPHeader: http.Header{"Authorization": {"Bearer " + c.run.token}},
 	})
 	if resp != nil && resp.Body != nil {
@@ -217,6 +285,22 @@ func (c *client) read(ctx context.Context, first *bool) error {
 		case "pong":
 			continue
 		case "error":
+			if c.sender && c.run.nats && c.run.killed.Load() && f.Data.Code == "limit" {
+				// A prompt sent to a conversation whose owner was killed
+				// and whose lease has not lapsed yet: the relay says to
+				// send again in a moment, as a user would.
+				c.run.resends.Add(1)
+				c.run.timers.Add(1)
+				time.AfterFunc(time.Second, func() {
+					defer c.run.timers.Done()
+					if ctx.Err() == nil && !c.run.stopping.Load() {
+						if err := c.sendPrompt(ctx); err != nil && ctx.Err() == nil {
+							c.run.errors.Add(1)
+						}
+					}
+				})
+				continue
+			}
 			c.fail(fmt.Sprintf("error frame: %s", msg))
 			continue
 		case "copilot:subscribed":
@@ -237,6 +321,12 @@ func (c *client) read(ctx context.Context, first *bool) error {
 		}
 		if !c.seqs.add(f.Data.Seq) {
 			continue // a repeat: counted by the tracker
+		}
+		if !c.conv.sameFrame(f.Data.Seq, msg) {
+			c.fail(fmt.Sprintf("seq %d: not the bytes another client got for it: %.200s", f.Data.Seq, msg))
+		}
+		if f.Type == "copilot:idle" && f.Data.Status == "error" && strings.HasPrefix(f.Data.Message, "relay lost") {
+			c.conv.lostAt.CompareAndSwap(0, now)
 		}
 		c.delivered.Add(1)
 		c.lastSeq.Store(f.Data.Seq)
@@ -272,7 +362,12 @@ func (c *client) turnEnded(ctx context.Context, f *frame) {
 	switch {
 	case f.Data.Status == "completed":
 		c.conv.turns.Add(1)
-	case f.Data.Status == "error" && f.Data.Message == "relay restarted" && c.run.killed.Load():
+		if c.conv.lostAt.Load() != 0 {
+			c.conv.turnsAfter.Add(1)
+		}
+	case f.Data.Status == "error" && f.Data.Message == "relay restarted" && c.run.killed.Load() && !c.run.nats:
+		c.run.restarted.Add(1)
+	case f.Data.Status == "error" && strings.HasPrefix(f.Data.Message, "relay lost") && c.run.killed.Load() && c.run.nats:
 		c.run.restarted.Add(1)
 	default:
 		c.fail(fmt.Sprintf("a turn ended with status %s: %s", f.Data.Status, f.Data.Message))
@@ -354,5 +449,26 @@ func (s *seqTracker) add(seq int64) bool {
 func (s *seqTracker) finish(final int64) {
 	if final > s.last {
 		s.lost += final - s.last
+	}
+}
+
+// sameFrame records the fingerprint of seq's bytes, or compares them with
+// the one recorded: false if another client (or the replay) got other
+// bytes for the same seq.
+func (cv *conversation) sameFrame(seq int64, msg []byte) bool {
+	h := fnv.New64a()
+	h.Write(msg)
+	sum := h.Sum64() | 1 // 0 is "not seen"
+	cv.mu.Lock()
+	defer cv.mu.Unlock()
+	for int64(len(cv.frames)) <= seq {
+		cv.frames = append(cv.frames, 0)
+	}
+	switch cv.frames[seq] {
+	case 0:
+		cv.frames[seq] = sum
+		return true
+	default:
+		return cv.frames[seq] == sum
 	}
 }

@@ -82,6 +82,9 @@ func replay(ctx context.Context, url, token string, conv *conversation) (int64, 
 		if f.Data.Seq != next {
 			return next - 1, fmt.Errorf("the replay gave seq %d after %d (%s)", f.Data.Seq, next-1, f.Type)
 		}
+		if !conv.sameFrame(f.Data.Seq, msg) {
+			return next - 1, fmt.Errorf("seq %d (%s) replays with other bytes than a subscriber got: %.200s", f.Data.Seq, f.Type, msg)
+		}
 		next++
 	}
 }

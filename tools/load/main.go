@@ -1,6 +1,7 @@
 // Command load runs the relay under load: it starts the real `pilotdesk
 // serve` (the scripted agent streaming long replies, SQLite history in a temp
-// data dir, or -memory), opens -conns WebSocket connections on 127.0.0.1
+// data dir, or -memory; or, with -nats, -relays relays sharing a 3-node
+// nats-server cluster on loopback, the connections spread over them), opens -conns WebSocket connections on 127.0.0.1
 // spread over -convs conversations, keeps every conversation streaming for
 // -duration (a prompt is re-sent when a turn ends), and then checks that every
 // subscriber received every event from its subscription point on, once and
@@ -37,6 +38,9 @@ type config struct {
 	DialConc      int           // connections opened at once during setup
 	Drain         time.Duration // how long subscribers may take to catch up at the end
 	KillAt        time.Duration // SIGKILL the relay this far into the run and restart it (0: never)
+	NATS          bool          // relays sharing a 3-node nats-server cluster instead of one relay on SQLite
+	Relays        int           // relays with -nats
+	NATSLease     time.Duration // serve --nats-lease with -nats (0: the relay's default)
 	VerifyHistory bool          // replay every conversation from seq 0 at the end
 	Keep          bool          // keep the temp dir (data dir, relay log)
 	JSON          bool          // print the result as JSON
@@ -61,8 +65,11 @@ func loadMain() int {
 	flag.IntVar(&cfg.Payload, "payload", 24, "bytes of text per delta")
 	flag.IntVar(&cfg.DialConc, "dial-concurrency", 50, "connections opened at once during setup")
 	flag.DurationVar(&cfg.Drain, "drain", 60*time.Second, "how long subscribers may take to receive the last events after the run")
-	flag.DurationVar(&cfg.KillAt, "kill-at", 0, "SIGKILL the relay this far into the run, restart it on the same data dir and let every client resume (0: never; needs SQLite history)")
-	flag.BoolVar(&cfg.VerifyHistory, "verify-history", true, "at the end, replay every conversation from seq 0 and check the stored history (SQLite only)")
+	flag.DurationVar(&cfg.KillAt, "kill-at", 0, "SIGKILL the relay this far into the run, restart it on the same data dir and let every client resume (0: never; needs SQLite history); with -nats, SIGKILL one relay and let its clients resume at the others")
+	flag.BoolVar(&cfg.NATS, "nats", false, "run -relays `pilotdesk serve --nats` relays sharing a 3-node nats-server cluster on loopback (connections spread over them); with -kill-at one relay is SIGKILLed and not restarted, and its clients move to the others")
+	flag.IntVar(&cfg.Relays, "relays", 3, "relays with -nats")
+	flag.DurationVar(&cfg.NATSLease, "nats-lease", 0, "the relays' --nats-lease with -nats (0: the relay's default)")
+	flag.BoolVar(&cfg.VerifyHistory, "verify-history", true, "at the end, replay every conversation from seq 0 and check the stored history (SQLite or -nats)")
 	flag.BoolVar(&cfg.Keep, "keep", false, "keep the temp dir with the data dir and the relay's log")
 	flag.BoolVar(&cfg.JSON, "json", false, "print the result as JSON")
 	flag.BoolVar(&cfg.Verbose, "v", false, "log progress details")
@@ -130,6 +137,12 @@ func (c *config) validate() error {
 		return fmt.Errorf("-kill-at must be within -duration")
 	case c.KillAt > 0 && c.Memory:
 		return fmt.Errorf("-kill-at needs SQLite history: with -memory a restart loses everything")
+	case c.NATS && c.Memory:
+		return fmt.Errorf("-nats keeps the history in the cluster: -memory does not go with it")
+	case c.NATS && (c.Relays < 2 || c.Relays > c.Conns):
+		return fmt.Errorf("-relays must be at least 2 (one is killed with -kill-at) and at most -conns")
+	case c.NATSLease < 0 || (c.NATSLease > 0 && !c.NATS):
+		return fmt.Errorf("-nats-lease goes with -nats and must be positive")
 	}
 	if _, err := os.Stat(c.Bin); err != nil {
 		return fmt.Errorf("the relay binary: %w (build it with `go build -tags ci -o pilotdesk .`, or run `make load`)", err)

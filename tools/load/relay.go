@@ -42,27 +42,36 @@ func newToken() string {
 	return hex.EncodeToString(tok[:])
 }
 
-// startRelay writes the script and starts the relay on dir/data (the same
-// data dir for a restart) with token; its log goes to dir/logName.
-func startRelay(ctx context.Context, cfg config, dir, token, logName string) (*relayProc, error) {
+// sqliteArgs are the history flags of the single relay: SQLite in dir/data
+// (the same data dir for a restart), or memory.
+func sqliteArgs(cfg config, dir string) []string {
+	if cfg.Memory {
+		return []string{"--data-dir", ":memory:"}
+	}
+	return []string{"--data-dir", filepath.Join(dir, "data")}
+}
+
+// startRelay writes the script and starts a relay with token and the
+// history flags storeArgs; its log goes to dir/logName.
+func startRelay(ctx context.Context, cfg config, dir, token, logName string, storeArgs []string) (*relayProc, error) {
 	scriptPath := filepath.Join(dir, "script.json")
 	if err := os.WriteFile(scriptPath, loadScript(cfg), 0o600); err != nil {
 		return nil, fmt.Errorf("writing the script: %w", err)
 	}
-	dataDir := filepath.Join(dir, "data")
-	if cfg.Memory {
-		dataDir = ":memory:"
+	for i, a := range storeArgs {
+		if a == "--data-dir" && i+1 < len(storeArgs) && storeArgs[i+1] != ":memory:" {
+			if err := os.MkdirAll(storeArgs[i+1], 0o700); err != nil {
+				return nil, err
+			}
+		}
 	}
 	p := &relayProc{token: token, logPath: filepath.Join(dir, logName), exited: make(chan struct{})}
 	logFile, err := os.Create(p.logPath)
 	if err != nil {
 		return nil, err
 	}
-	p.cmd = exec.Command(cfg.Bin, "serve",
-		"--agent", "script", "--script", scriptPath,
-		"--data-dir", dataDir,
-		"--listen", "127.0.0.1:0",
-		"--token", p.token)
+	args := append([]string{"serve", "--agent", "script", "--script", scriptPath}, storeArgs...)
+	p.cmd = exec.Command(cfg.Bin, append(args, "--listen", "127.0.0.1:0", "--token", p.token)...)
 	p.cmd.Env = append(os.Environ(), "PILOTDESK_TOKEN=")
 	stderr, err := p.cmd.StderrPipe()
 	if err != nil {

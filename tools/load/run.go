@@ -22,7 +22,8 @@ type result struct {
 	Conns    int    `json:"conns"`
 	Convs    int    `json:"convs"`
 	Duration string `json:"duration"`
-	History  string `json:"history"` // "sqlite" or "memory"
+	History  string `json:"history"` // "sqlite", "memory" or "nats"
+	Relays   int    `json:"relays"`
 	Deltas   int    `json:"deltasPerTurn"`
 	Interval string `json:"deltaInterval"`
 	Payload  int    `json:"deltaBytes"`
@@ -54,6 +55,13 @@ type result struct {
 	Kills           int      `json:"kills"`
 	RestartSeconds  float64  `json:"restartSeconds,omitempty"`
 	RestartedTurns  int64    `json:"turnsClosedByRestart"`
+	// With -nats: the relay killed is not restarted; its clients resume at
+	// the others, and the turns it ran are closed by a takeover.
+	KilledClients    int      `json:"killedRelayClients,omitempty"`
+	Takeover         latency  `json:"takeoverMs,omitempty"` // SIGKILL → the first client that got the interrupted turn's "relay lost" idle, per conversation
+	NoTurnAfter      []string `json:"conversationsWithoutTurnAfterTakeover,omitempty"`
+	Resends          int64    `json:"promptsSentAgain,omitempty"`
+	NATSCPUSeconds   float64  `json:"natsServerCPUSeconds,omitempty"`
 	KillWarnings    []string `json:"-"`
 	HistoryChecked  int64    `json:"historyEventsChecked"`
 	HistoryProblems []string `json:"historyProblems,omitempty"`
@@ -84,6 +92,10 @@ func latencyOf(ds []time.Duration) latency {
 	return latency{Samples: len(ds), P50: at(0.50), P90: at(0.90), P99: at(0.99), Max: at(1)}
 }
 
+// takeoverTarget is issue #15's: the interrupted turn closed at another
+// relay's client within 20 s of its owner's SIGKILL.
+const takeoverTarget = 20 * time.Second
+
 func (r *result) failed() bool { return r.failure() != "" }
 
 func (r *result) failure() string {
@@ -106,10 +118,19 @@ func (r *result) failure() string {
 	if r.Deliveries == 0 {
 		why = append(why, "nothing was delivered")
 	}
+	if r.History == "nats" && r.Kills > 0 {
+		if r.RestartedTurns == 0 || r.Takeover.Samples == 0 {
+			why = append(why, "the killed relay's turns were never closed by a takeover")
+		}
+		if len(r.NoTurnAfter) > 0 {
+			why = append(why, fmt.Sprintf("%d conversations ran no turn after the takeover", len(r.NoTurnAfter)))
+		}
+	}
 	return strings.Join(why, "; ")
 }
 
-// run starts the relay, loads it and measures.
+// run starts the relay (or the cluster and its relays), loads it and
+// measures.
 func run(ctx context.Context, cfg config, log *slog.Logger) (*result, error) {
 	if err := raiseFileLimit(cfg.Conns); err != nil {
 		return nil, err
@@ -119,11 +140,14 @@ func run(ctx context.Context, cfg config, log *slog.Logger) (*result, error) {
 		return nil, err
 	}
 	res := &result{
-		Conns: cfg.Conns, Convs: cfg.Convs, Duration: cfg.Duration.String(), History: "sqlite",
+		Conns: cfg.Conns, Convs: cfg.Convs, Duration: cfg.Duration.String(), History: "sqlite", Relays: 1,
 		Deltas: cfg.Deltas, Interval: cfg.Interval.String(), Payload: cfg.Payload,
 	}
-	if cfg.Memory {
+	switch {
+	case cfg.Memory:
 		res.History = "memory"
+	case cfg.NATS:
+		res.History, res.Relays = "nats", cfg.Relays
 	}
 	keep := cfg.Keep
 	defer func() {
@@ -135,24 +159,51 @@ func run(ctx context.Context, cfg config, log *slog.Logger) (*result, error) {
 	}()
 
 	token := newToken()
-	relay, err := startRelay(ctx, cfg, dir, token, "relay.log")
-	if err != nil {
-		keep = true
-		return nil, err
+	state := &runState{token: token, nats: cfg.NATS}
+	var cluster *natsCluster
+	storeArgs := func(int) []string { return sqliteArgs(cfg, dir) }
+	logName := func(int) string { return "relay.log" }
+	if cfg.NATS {
+		if cluster, err = startNATSCluster(); err != nil {
+			return nil, err
+		}
+		defer cluster.stop() // after the relays (defers run last first)
+		log.Info("load: 3-node nats-server cluster started", "urls", cluster.c.URLs())
+		storeArgs = func(i int) []string { return cluster.relayArgs(cfg, dir, i) }
+		logName = func(i int) string { return fmt.Sprintf("relay%d.log", i+1) }
 	}
-	log.Info("load: relay started", "url", relay.url, "pid", relay.cmd.Process.Pid, "history", res.History,
-		"conns", cfg.Conns, "convs", cfg.Convs, "duration", cfg.Duration)
-	// relayStop ends whichever relay runs, on every return.
+	relays := make([]*relayProc, res.Relays)
+	// Whichever relays run are killed on every return.
 	defer func() {
-		if relay != nil {
-			relay.kill()
+		for _, p := range relays {
+			if p != nil {
+				p.kill()
+			}
 		}
 	}()
+	for i := range relays {
+		p, err := startRelay(ctx, cfg, dir, token, logName(i), storeArgs(i))
+		if err != nil {
+			keep = true
+			return nil, err
+		}
+		relays[i] = p
+		state.setURL(i, p.url)
+		log.Info("load: relay started", "url", p.url, "pid", p.cmd.Process.Pid, "history", res.History,
+			"conns", cfg.Conns, "convs", cfg.Convs, "duration", cfg.Duration)
+	}
+	logPaths := func() string {
+		var ps []string
+		for _, p := range relays {
+			if p != nil {
+				ps = append(ps, p.logPath)
+			}
+		}
+		return strings.Join(ps, ", ")
+	}
 
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	state := &runState{token: token}
-	state.url.Store(&relay.url)
 	convs := make([]*conversation, cfg.Convs)
 	for i := range convs {
 		convs[i] = &conversation{id: uuid.NewString(), index: i, finalCh: make(chan struct{})}
@@ -161,7 +212,10 @@ func run(ctx context.Context, cfg config, log *slog.Logger) (*result, error) {
 	clients := make([]*client, cfg.Conns)
 	for i := range clients {
 		conv := convs[i%cfg.Convs]
-		c := &client{id: i, conv: conv, sender: i < cfg.Convs, log: log, run: state, ready: make(chan error, 1)}
+		// Connection i goes to relay i mod relays: a conversation's
+		// sender (its first connection) and its subscribers are on
+		// different relays.
+		c := &client{id: i, home: i % len(relays), conv: conv, sender: i < cfg.Convs, log: log, run: state, ready: make(chan error, 1)}
 		if c.sender {
 			conv.sender = c
 		}
@@ -196,15 +250,24 @@ func run(ctx context.Context, cfg config, log *slog.Logger) (*result, error) {
 		cancel()
 		wg.Wait()
 		keep = true
-		return nil, fmt.Errorf("connecting: %w (relay log: %s)", setupErr, relay.logPath)
+		return nil, fmt.Errorf("connecting: %w (relay logs: %s)", setupErr, logPaths())
 	}
 	log.Info("load: connected and subscribed", "conns", cfg.Conns, "seconds", fmt.Sprintf("%.1f", res.ConnectSeconds))
-	res.RelayIdleRSSKiB, _ = procStatus(relay.cmd.Process.Pid, "VmRSS")
+	for _, p := range relays {
+		kib, _ := procStatus(p.cmd.Process.Pid, "VmRSS")
+		res.RelayIdleRSSKiB = max(res.RelayIdleRSSKiB, kib)
+	}
 
 	res.CPUs, res.LoadAvgBefore = runtime.NumCPU(), loadAverage()
 	// Stream: every sender starts a turn, and another when one ends.
-	var usage relayUsage
-	usage.begin(relay)
+	usage := relayUsage{start: map[int]time.Duration{}}
+	for _, p := range relays {
+		usage.begin(p)
+	}
+	var nats0 time.Duration
+	if cluster != nil {
+		nats0 = cluster.cpu()
+	}
 	self0 := selfCPU()
 	t0 := time.Now()
 	for _, conv := range convs {
@@ -219,6 +282,7 @@ func run(ctx context.Context, cfg config, log *slog.Logger) (*result, error) {
 	if cfg.KillAt > 0 {
 		killAt = time.After(cfg.KillAt)
 	}
+	var killedAt time.Time
 wait:
 	for {
 		select {
@@ -230,26 +294,47 @@ wait:
 		case <-progress.C:
 			log.Info("load: running", "elapsed", time.Since(t0).Round(time.Second), "deliveries", sumDelivered(clients))
 		case <-killAt:
+			victim := relays[0]
+			usage.end(victim)
+			state.killed.Store(true)
+			res.Kills++
+			if cfg.NATS {
+				// SIGKILL one of the relays; it stays dead. Its clients
+				// reconnect to the others (urlFor), which take its
+				// conversations over once its lease lapses.
+				state.kill(0)
+				killedAt = time.Now()
+				victim.kill()
+				relays[0] = nil
+				for _, c := range clients {
+					if c.home == 0 {
+						res.KilledClients++
+					}
+				}
+				res.KillWarnings = append(res.KillWarnings, victim.warningLines()...)
+				log.Warn("load: relay 1 killed with SIGKILL; its clients move to the other relays", "clients", res.KilledClients)
+				continue
+			}
 			// SIGKILL in the middle of the streams, restart on the same
 			// data dir; the clients resume with sinceSeq.
-			usage.end(relay)
-			state.killed.Store(true)
-			relay.kill()
-			killed := time.Now()
+			victim.kill()
+			killedAt = time.Now()
 			log.Warn("load: relay killed with SIGKILL; restarting it on the same data dir")
-			res.Kills++
-			res.KillWarnings = append(res.KillWarnings, relay.warningLines()...)
-			relay, err = startRelay(ctx, cfg, dir, token, "relay-after-kill.log")
+			res.KillWarnings = append(res.KillWarnings, victim.warningLines()...)
+			relays[0] = nil
+			p, err := startRelay(ctx, cfg, dir, token, "relay-after-kill.log", storeArgs(0))
 			if err != nil {
 				keep = true
 				cancel()
 				wg.Wait()
+				state.timers.Wait()
 				return nil, fmt.Errorf("restarting the relay after SIGKILL: %w", err)
 			}
-			res.RestartSeconds = time.Since(killed).Seconds()
-			state.url.Store(&relay.url)
-			usage.begin(relay)
-			log.Info("load: relay restarted", "url", relay.url, "seconds", fmt.Sprintf("%.2f", res.RestartSeconds))
+			relays[0] = p
+			res.RestartSeconds = time.Since(killedAt).Seconds()
+			state.setURL(0, p.url)
+			usage.begin(p)
+			log.Info("load: relay restarted", "url", p.url, "seconds", fmt.Sprintf("%.2f", res.RestartSeconds))
 		}
 	}
 	progress.Stop()
@@ -259,7 +344,14 @@ wait:
 	res.LoadAvgAfter = loadAverage()
 	res.CPUPressure = cpuPressure()
 	res.Deliveries = sumDelivered(clients)
-	usage.end(relay)
+	for _, p := range relays {
+		if p != nil {
+			usage.end(p)
+		}
+	}
+	if cluster != nil {
+		res.NATSCPUSeconds = (cluster.cpu() - nats0).Seconds()
+	}
 	res.LoadCPUSeconds = (selfCPU() - self0).Seconds()
 	res.DeliveriesPerSec = float64(res.Deliveries) / elapsed.Seconds()
 	res.RelayCPUSeconds = usage.cpu.Seconds()
@@ -292,35 +384,59 @@ wait:
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	usage.peak(relay)
+	for _, p := range relays {
+		if p != nil {
+			usage.peak(p)
+		}
+	}
 	res.RelayPeakRSSKiB = usage.peakKiB
 	cancel()
 	wg.Wait()
+	state.timers.Wait()
 
-	// The stored history holds every event of every conversation.
+	// The stored history holds every event of every conversation (with
+	// -nats, read from a relay that survived).
 	if !cfg.Memory && cfg.VerifyHistory {
-		res.HistoryChecked, res.HistoryProblems = verifyHistory(ctx, *state.url.Load(), token, convs, cfg.DialConc)
+		res.HistoryChecked, res.HistoryProblems = verifyHistory(ctx, state.anyURL(), token, convs, cfg.DialConc)
 		for _, p := range res.HistoryProblems[:min(len(res.HistoryProblems), 5)] {
 			log.Error("load: history", "problem", p)
 		}
 	}
 
-	if err := relay.stop(); err != nil {
-		res.RelayExit = err.Error()
-	} else {
-		res.RelayExit = "clean (exit 0 after SIGTERM)"
+	var exits []string
+	warnings := res.KillWarnings
+	for i, p := range relays {
+		if p == nil {
+			continue
+		}
+		name := ""
+		if len(relays) > 1 {
+			name = fmt.Sprintf("relay %d: ", i+1)
+		}
+		if err := p.stop(); err != nil {
+			exits = append(exits, name+err.Error())
+		} else {
+			exits = append(exits, name+"clean (exit 0 after SIGTERM)")
+		}
+		warnings = append(warnings, p.warningLines()...)
+		relays[i] = nil
 	}
-	warnings := append(res.KillWarnings, relay.warningLines()...)
-	relay = nil
+	res.RelayExit = strings.Join(exits, "; ")
 	res.RelayWarnings = len(warnings)
 	res.WarningSamples = warnings[:min(len(warnings), 5)]
 
 	// Accounting.
-	var e2e []time.Duration
+	var e2e, takeovers []time.Duration
 	for _, conv := range convs {
 		res.Turns += conv.turns.Load()
 		if conv.final.Load() < 0 {
 			res.Unfinished++
+		}
+		if at := conv.lostAt.Load(); at != 0 && !killedAt.IsZero() {
+			takeovers = append(takeovers, time.Unix(0, at).Sub(killedAt))
+			if conv.turnsAfter.Load() == 0 {
+				res.NoTurnAfter = append(res.NoTurnAfter, conv.id)
+			}
 		}
 	}
 	for _, c := range clients {
@@ -342,8 +458,10 @@ wait:
 	}
 	res.Errors = state.errors.Load()
 	res.RestartedTurns = state.restarted.Load()
+	res.Resends = state.resends.Load()
 	res.EndToEnd = latencyOf(e2e)
 	res.Spread = latencyOf(fanOutSpread(clients, convs))
+	res.Takeover = latencyOf(takeovers)
 	if res.failed() {
 		keep = true
 	}
@@ -392,8 +510,13 @@ func fanOutSpread(clients []*client, convs []*conversation) []time.Duration {
 
 func (r *result) print(w io.Writer) {
 	p := func(format string, a ...any) { fmt.Fprintf(w, format+"\n", a...) }
-	p("pilotdesk load: %d connections, %d conversations (%d subscribers each), %s, history in %s",
-		r.Conns, r.Convs, r.Conns/r.Convs, r.Duration, r.History)
+	if r.History == "nats" {
+		p("pilotdesk load: %d connections over %d relays, %d conversations (%d subscribers each), %s, history in a 3-node nats-server cluster (R3)",
+			r.Conns, r.Relays, r.Convs, r.Conns/r.Convs, r.Duration)
+	} else {
+		p("pilotdesk load: %d connections, %d conversations (%d subscribers each), %s, history in %s",
+			r.Conns, r.Convs, r.Conns/r.Convs, r.Duration, r.History)
+	}
 	p("  script: %d deltas of %d bytes per turn, %s apart; a new prompt as soon as a turn ends", r.Deltas, r.Payload, r.Interval)
 	p("  connected and subscribed in       %.1f s", r.ConnectSeconds)
 	p("  turns completed                   %d", r.Turns)
@@ -402,7 +525,19 @@ func (r *result) print(w io.Writer) {
 	p("  lost deliveries                   %d", r.Lost)
 	p("  repeated deliveries               %d", r.Repeats)
 	p("  reconnects (resumed with sinceSeq) %d", r.Reconnects)
-	if r.Kills > 0 {
+	if r.Kills > 0 && r.History == "nats" {
+		p("  relay 1 killed (SIGKILL) mid-run   its %d clients resumed at the other relays; %d turns it ran closed by a takeover (idle error \"relay lost\"); %d prompts sent again (error limit while its lease held)",
+			r.KilledClients, r.RestartedTurns, r.Resends)
+		verdict := "met"
+		if r.Takeover.Samples == 0 || r.Takeover.Max > takeoverTarget.Seconds()*1000 {
+			verdict = "MISSED"
+		}
+		p("  takeover: SIGKILL -> turn closed   p50 %.1f s, max %.1f s over %d conversations (target <= %.0f s: %s)",
+			r.Takeover.P50/1000, r.Takeover.Max/1000, r.Takeover.Samples, takeoverTarget.Seconds(), verdict)
+		if len(r.NoTurnAfter) > 0 {
+			p("  conversations with no turn after the takeover: %d (%s…)", len(r.NoTurnAfter), r.NoTurnAfter[0])
+		}
+	} else if r.Kills > 0 {
 		p("  relay killed (SIGKILL) mid-run     %d time(s); restarted on the same data dir in %.2f s; %d turns closed by it (idle error \"relay restarted\")",
 			r.Kills, r.RestartSeconds, r.RestartedTurns)
 	}
@@ -416,10 +551,18 @@ func (r *result) print(w io.Writer) {
 		r.EndToEnd.P50, r.EndToEnd.P90, r.EndToEnd.P99, r.EndToEnd.Max, r.EndToEnd.Samples)
 	p("  fan-out spread                    p50 %.2f ms, p90 %.2f ms, p99 %.2f ms, max %.2f ms (%d deliveries)",
 		r.Spread.P50, r.Spread.P90, r.Spread.P99, r.Spread.Max, r.Spread.Samples)
-	p("  relay peak RSS (VmHWM)            %.1f MiB (%.1f MiB connected, before streaming)",
-		float64(r.RelayPeakRSSKiB)/1024, float64(r.RelayIdleRSSKiB)/1024)
-	p("  relay CPU during the run          %.1f s (%.2f cores), %.2f µs per delivery", r.RelayCPUSeconds,
-		r.RelayCPUSeconds/r.RunSeconds, r.RelayCPUPerDel)
+	if r.Relays > 1 {
+		p("  relay peak RSS (VmHWM), largest   %.1f MiB (%.1f MiB connected, before streaming)",
+			float64(r.RelayPeakRSSKiB)/1024, float64(r.RelayIdleRSSKiB)/1024)
+		p("  relays' CPU during the run        %.1f s (%.2f cores), %.2f µs per delivery", r.RelayCPUSeconds,
+			r.RelayCPUSeconds/r.RunSeconds, r.RelayCPUPerDel)
+		p("  nats-servers' CPU during the run  %.1f s (%.2f cores)", r.NATSCPUSeconds, r.NATSCPUSeconds/r.RunSeconds)
+	} else {
+		p("  relay peak RSS (VmHWM)            %.1f MiB (%.1f MiB connected, before streaming)",
+			float64(r.RelayPeakRSSKiB)/1024, float64(r.RelayIdleRSSKiB)/1024)
+		p("  relay CPU during the run          %.1f s (%.2f cores), %.2f µs per delivery", r.RelayCPUSeconds,
+			r.RelayCPUSeconds/r.RunSeconds, r.RelayCPUPerDel)
+	}
 	p("  load tool CPU during the run      %.1f s", r.LoadCPUSeconds)
 	p("  machine                           %d CPUs, load average (1/5/15 min) %s before, %s after", r.CPUs, r.LoadAvgBefore, r.LoadAvgAfter)
 	p("                                    CPU pressure (share of time some task waited for a CPU, 10 s/60 s) %s", r.CPUPressure)
@@ -435,11 +578,14 @@ func (r *result) print(w io.Writer) {
 		}
 	}
 	if r.Dir != "" {
-		p("  kept: %s (relay.log, script.json, data/)", r.Dir)
+		p("  kept: %s (the relays' logs, script.json, their data dirs)", r.Dir)
 	}
-	if r.failed() {
+	switch {
+	case r.failed():
 		p("FAIL: %s", r.failure())
-	} else {
+	case r.History == "nats":
+		p("PASS: every subscriber, on whichever relay, received every event from its subscription on, once and in order, and the history replayed from a surviving relay holds them all")
+	default:
 		p("PASS: every subscriber received every event from its subscription on, once and in order")
 	}
 }
@@ -465,22 +611,24 @@ func loadAverage() string {
 }
 
 // relayUsage adds up the CPU of the relay processes of a run (more than one
-// when the relay is killed and restarted) and keeps the highest peak RSS.
+// when the relay is killed and restarted, or with -nats) and keeps the
+// highest peak RSS of one.
 type relayUsage struct {
 	cpu     time.Duration
-	start   time.Duration
+	start   map[int]time.Duration // by pid: CPU time at begin
 	peakKiB int64
 }
 
 func (u *relayUsage) begin(p *relayProc) {
-	u.start, _ = procCPU(p.cmd.Process.Pid)
+	u.start[p.cmd.Process.Pid], _ = procCPU(p.cmd.Process.Pid)
 }
 
 // end adds the CPU used since begin and notes the peak RSS.
 func (u *relayUsage) end(p *relayProc) {
-	if now, err := procCPU(p.cmd.Process.Pid); err == nil {
-		u.cpu += now - u.start
-		u.start = now
+	pid := p.cmd.Process.Pid
+	if now, err := procCPU(pid); err == nil {
+		u.cpu += now - u.start[pid]
+		u.start[pid] = now
 	}
 	u.peak(p)
 }
