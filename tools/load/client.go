@@ -80,8 +80,8 @@ type runState struct {
 	killed    atomic.Bool // a relay was killed: turns closed by its restart or a takeover are expected
 	stopping  atomic.Bool // no new prompts once set
 	errors    atomic.Int64
-	restarted atomic.Int64 // turns closed by the restart (idle status error, "relay restarted") or by a takeover ("relay lost")
-	resends   atomic.Int64 // prompts sent again after error limit (the owner dead, its lease not lapsed yet)
+	restarted atomic.Int64   // turns closed by the restart (idle status error, "relay restarted") or by a takeover ("relay lost")
+	resends   atomic.Int64   // prompts sent again after error limit (the owner dead, its lease not lapsed yet)
 	timers    sync.WaitGroup // the resends waiting; run waits for them
 
 	mu   sync.Mutex // guards urls and dead

@@ -57,11 +57,11 @@ type result struct {
 	RestartedTurns  int64    `json:"turnsClosedByRestart"`
 	// With -nats: the relay killed is not restarted; its clients resume at
 	// the others, and the turns it ran are closed by a takeover.
-	KilledClients    int      `json:"killedRelayClients,omitempty"`
-	Takeover         latency  `json:"takeoverMs,omitempty"` // SIGKILL → the first client that got the interrupted turn's "relay lost" idle, per conversation
-	NoTurnAfter      []string `json:"conversationsWithoutTurnAfterTakeover,omitempty"`
-	Resends          int64    `json:"promptsSentAgain,omitempty"`
-	NATSCPUSeconds   float64  `json:"natsServerCPUSeconds,omitempty"`
+	KilledClients   int      `json:"killedRelayClients,omitempty"`
+	Takeover        latency  `json:"takeoverMs,omitempty"` // SIGKILL → the first client that got the interrupted turn's "relay lost" idle, per conversation
+	NoTurnAfter     []string `json:"conversationsWithoutTurnAfterTakeover,omitempty"`
+	Resends         int64    `json:"promptsSentAgain,omitempty"`
+	NATSCPUSeconds  float64  `json:"natsServerCPUSeconds,omitempty"`
 	KillWarnings    []string `json:"-"`
 	HistoryChecked  int64    `json:"historyEventsChecked"`
 	HistoryProblems []string `json:"historyProblems,omitempty"`
