@@ -249,12 +249,18 @@ func (c *Cluster) Start(h history.ClusterHooks) error {
 // serveCommands answers the commands forwarded to relay id.
 func (c *Cluster) serveCommands(id string) (*nats.Subscription, error) {
 	sub, err := c.nc.Subscribe(c.cmdSubject(id), func(m *nats.Msg) {
-		c.mu.Lock()
-		h := c.hooks
-		c.mu.Unlock()
 		// A command may wait (a delete under way): one goroutine each, so
-		// that one never holds up another.
-		c.workers.Add(1)
+		// that one never holds up another. Added under mu, so that none
+		// is added once Stop waits for them.
+		c.mu.Lock()
+		h, stopped := c.hooks, c.stopped
+		if !stopped {
+			c.workers.Add(1)
+		}
+		c.mu.Unlock()
+		if stopped {
+			return // no answer: the sender asks again, and finds another owner
+		}
 		go func() {
 			defer c.workers.Done()
 			cctx, cancel := context.WithTimeout(c.ctx, forwardTimeout)
