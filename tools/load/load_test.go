@@ -12,7 +12,16 @@ import (
 	"github.com/pilotdesk/pilotdesk/session/script"
 
 	"github.com/pilotdesk/pilotdesk/internal/testbin"
+	"github.com/pilotdesk/pilotdesk/relay/history/jetstream/natstest"
 )
+
+// TestMain removes the pilotdesk binary testbin built once every test that
+// runs it is done.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	testbin.Cleanup()
+	os.Exit(code)
+}
 
 func TestSeqTracker(t *testing.T) {
 	tests := []struct {
@@ -95,7 +104,6 @@ func TestLatencyPercentiles(t *testing.T) {
 // filled in.
 func TestRunSmall(t *testing.T) {
 	bin := testbin.Build(t)
-	defer testbin.Cleanup()
 	for _, tc := range []struct {
 		name   string
 		memory bool
@@ -158,6 +166,57 @@ func TestRunSmall(t *testing.T) {
 	}
 }
 
+// TestRunNATS runs the whole tool with -nats, short: a real 3-node
+// nats-server cluster, three `pilotdesk serve --nats` relays, one SIGKILLed
+// mid-run. Nothing lost; the killed relay's clients resumed at the others;
+// the turns it ran closed with "relay lost" at another relay's client
+// (within a few seconds of the 4 s lease), and each of those conversations
+// ran a turn after it; the history replayed from a survivor holds every
+// event every client got, with the same bytes.
+func TestRunNATS(t *testing.T) {
+	if _, err := natstest.Binary(); err != nil {
+		t.Skipf("skipping: %v", err)
+	}
+	bin := testbin.Build(t)
+	const lease = 4 * time.Second
+	cfg := config{Bin: bin, Conns: 150, Convs: 15, Duration: 10 * time.Second, KillAt: 4 * time.Second,
+		NATS: true, Relays: 3, NATSLease: lease,
+		Deltas: 50, Interval: 20 * time.Millisecond, Payload: 24, DialConc: 16, Drain: 60 * time.Second, VerifyHistory: true}
+	if err := cfg.validate(); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	res, err := run(ctx, cfg, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out strings.Builder
+	res.print(&out)
+	t.Log("\n" + out.String())
+	if res.failed() {
+		t.Fatalf("the run failed: %s", res.failure())
+	}
+	if res.Kills != 1 || res.KilledClients != cfg.Conns/cfg.Relays || res.Reconnects < res.KilledClients {
+		t.Errorf("kills %d, the killed relay's clients %d, reconnects %d: want 1, %d, at least as many", res.Kills, res.KilledClients, res.Reconnects, cfg.Conns/cfg.Relays)
+	}
+	// Conversation i's sender is on relay i mod 3, where its first turn
+	// runs: a third of them were the killed relay's.
+	if res.RestartedTurns < int64(cfg.Convs/cfg.Relays) || res.Takeover.Samples != int(res.RestartedTurns) {
+		t.Errorf("%d turns closed by a takeover, seen by a client in %d conversations; want %d or more, the same",
+			res.RestartedTurns, res.Takeover.Samples, cfg.Convs/cfg.Relays)
+	}
+	if res.Takeover.Max > float64((lease+5*time.Second)/time.Millisecond) {
+		t.Errorf("takeover took up to %.0f ms with a lease of %v", res.Takeover.Max, lease)
+	}
+	if n := res.AllDeliveries / int64(cfg.Conns/cfg.Convs); res.HistoryChecked < n {
+		t.Errorf("the history check read %d events, fewer than one subscriber's share of the deliveries (%d)", res.HistoryChecked, n)
+	}
+	if res.Dir != "" {
+		os.RemoveAll(res.Dir)
+	}
+}
+
 // A sender that resumes after a restart and finds its conversation idle
 // while the turn it saw start never ended reports it: the relay must close
 // an interrupted turn with a stored copilot:idle.
@@ -198,5 +257,47 @@ func TestFailureVerdict(t *testing.T) {
 		if !r.failed() {
 			t.Errorf("%s: the run passed", name)
 		}
+	}
+}
+
+// A client goes to its own relay while that one lives; once it is killed,
+// its clients spread over the others, and a restart brings them back.
+func TestURLForSpreadsAKilledRelaysClients(t *testing.T) {
+	s := &runState{}
+	for i, u := range []string{"ws://a", "ws://b", "ws://c"} {
+		s.setURL(i, u)
+	}
+	c := func(id, home int) *client { return &client{id: id, home: home} }
+	if got := s.urlFor(c(4, 1)); got != "ws://b" {
+		t.Errorf("a live relay's client goes to %s", got)
+	}
+	s.kill(0)
+	went := map[string]int{}
+	for id := range 10 {
+		went[s.urlFor(c(id, 0))]++
+	}
+	if went["ws://a"] != 0 || went["ws://b"] != 5 || went["ws://c"] != 5 {
+		t.Errorf("the killed relay's clients went to %v, want half to b and half to c", went)
+	}
+	if got := s.anyURL(); got == "ws://a" {
+		t.Errorf("anyURL is the killed relay")
+	}
+	s.setURL(0, "ws://a2")
+	if got := s.urlFor(c(3, 0)); got != "ws://a2" {
+		t.Errorf("after a restart: %s", got)
+	}
+}
+
+// Every client and the replay must get the same bytes for a seq.
+func TestSameFrame(t *testing.T) {
+	var cv conversation
+	if !cv.sameFrame(3, []byte(`{"seq":3,"x":1}`)) || !cv.sameFrame(3, []byte(`{"seq":3,"x":1}`)) {
+		t.Fatal("the same bytes twice were refused")
+	}
+	if cv.sameFrame(3, []byte(`{"seq":3,"x":2}`)) {
+		t.Error("other bytes for seq 3 were taken")
+	}
+	if !cv.sameFrame(1, []byte(`{"seq":1}`)) {
+		t.Error("a first seq below one seen was refused")
 	}
 }
