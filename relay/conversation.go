@@ -55,6 +55,9 @@ type conversation struct {
 	hadSession bool
 	turn       *turn
 	closing    chan struct{} // non-nil while the agent session is being closed
+	// closeAgain: another copilot:close came while closing; it is
+	// answered once that close is done (handlers.go, finishClose).
+	closeAgain bool
 	deleting   chan struct{} // non-nil while the conversation is being deleted
 
 	openInput  *inputRequest

@@ -219,7 +219,12 @@ func (r *Relay) closeConversation(c *conn, d *protocol.ConversationRef) {
 // session on a goroutine of its own; closing is set until that is done.
 func (c *conversation) startCloseLocked() {
 	if c.closing != nil {
-		return // a close is already under way; its shutdown follows
+		// A close is already under way. Its copilot:shutdown may have
+		// gone out already (the agent's own, emitted while its session
+		// closes), before this close was sent: every close is answered,
+		// so this one gets its own once that close is done.
+		c.closeAgain = true
+		return
 	}
 	ch := make(chan struct{})
 	c.closing = ch
@@ -240,12 +245,21 @@ func (c *conversation) startCloseLocked() {
 }
 
 // finishClose ends a close: a copilot:shutdown with zero usage stands in for
-// the agent's when it emitted none.
+// the agent's when it emitted none. A close that came meanwhile found the
+// session closing: it gets one too, as a close of no session does.
 func (c *conversation) finishClose(shutdownEmitted bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.closing = nil
+	emits := 0
 	if !shutdownEmitted {
+		emits++
+	}
+	if c.closeAgain {
+		c.closeAgain = false
+		emits++
+	}
+	for range emits {
 		sd := protocol.Shutdown{ModelMetrics: emptyObject}
 		c.emitLocked(protocol.TypeShutdown, &sd.Header, &sd)
 	}

@@ -151,6 +151,35 @@ func TestClose(t *testing.T) {
 	cl.Expect("copilot:shutdown")
 }
 
+// Every copilot:close is answered, also one sent while another is under
+// way after that one's shutdown went out (the agent emits it while its
+// session closes, before the close is done): it gets a shutdown of its own.
+func TestCloseWhileClosing(t *testing.T) {
+	e := start(t, nil)
+	cl, _ := e.subscribe("cc")
+	e.startTurn(cl, "cc", "one", nil).finish(nil)
+	cl.Expect("copilot:idle")
+
+	release := make(chan struct{})
+	e.agent.mu.Lock()
+	e.agent.onClose = func(h session.Host) {
+		h.Emit(session.Shutdown{TotalPremiumRequests: 2, ModelMetrics: json.RawMessage(`{}`)})
+		<-release // the close is not done yet
+	}
+	e.agent.mu.Unlock()
+	cl.Send("copilot:close", map[string]any{"conversationId": "cc"})
+	if sd := cl.Expect("copilot:shutdown"); sd.Field("totalPremiumRequests") != 2.0 {
+		t.Fatalf("shutdown %s", sd.Raw)
+	}
+	cl.Send("copilot:close", map[string]any{"conversationId": "cc"})
+	expectQuiet(t, cl) // the first close is still under way
+	close(release)
+	if sd := cl.Expect("copilot:shutdown"); sd.Field("totalPremiumRequests") != 0.0 {
+		t.Fatalf("the second close's shutdown %s", sd.Raw)
+	}
+	expectQuiet(t, cl)
+}
+
 func mustJSON(v any) []byte {
 	b, _ := json.Marshal(v)
 	return b
