@@ -41,6 +41,10 @@ import (
 
 const roleEnv = "PILOTDESK_FANOUTBENCH_ROLE"
 
+// storeEnv, when set, is the relay process's store instead of -store: the
+// -compare relay's.
+const storeEnv = "PILOTDESK_FANOUTBENCH_STORE"
+
 type options struct {
 	subscribers int
 	deltas      int
@@ -54,6 +58,8 @@ type options struct {
 	sendQueue   int
 	cpuProfile  string
 	anchor      bool
+	replay      int
+	compare     string
 }
 
 var exitCode int
@@ -73,6 +79,8 @@ func main() {
 	flag.IntVar(&o.sendQueue, "send-queue", 0, "relay.Config.SendQueue (0: the relay's default)")
 	flag.StringVar(&o.cpuProfile, "cpuprofile", "", "write CPU profiles: FILE.clients and FILE.relay")
 	flag.BoolVar(&o.anchor, "anchor", true, "measure nats-server's core fan-out (same subscribers, same message size) after the burst rounds, and print the relay's CPU per delivery as a ratio of it")
+	flag.IntVar(&o.replay, "replay", 0, "instead of the fan-out, measure the replay of a conversation of `N` events: on SQLite, and on -store jetstream (-nats cluster) in the same run")
+	flag.StringVar(&o.compare, "compare", "", "with -store jetstream: run the same burst rounds on a relay with this store (sqlite) in the same run, alternating, and print the throughput ratio against the target (>= 0.5x)")
 	flag.Parse()
 
 	role := "clients"
@@ -93,13 +101,20 @@ func main() {
 	}
 
 	if os.Getenv(roleEnv) == "relay" {
+		if s := os.Getenv(storeEnv); s != "" {
+			o.store = s
+		}
 		if err := runRelay(o); err != nil {
 			fmt.Fprintln(os.Stderr, "fanoutbench relay:", err)
 			exitCode = 1
 		}
 		return
 	}
-	if err := runBench(o); err != nil {
+	run := runBench
+	if o.replay > 0 {
+		run = runReplay
+	}
+	if err := run(o); err != nil {
 		fmt.Fprintln(os.Stderr, "fanoutbench:", err)
 		exitCode = 1
 	}
@@ -112,13 +127,14 @@ type child struct {
 	addr  string
 }
 
-func startChild() (*child, error) {
+// startChild starts the relay process, with env added to its environment.
+func startChild(env ...string) (*child, error) {
 	exe, err := os.Executable()
 	if err != nil {
 		return nil, err
 	}
 	cmd := exec.Command(exe, os.Args[1:]...)
-	cmd.Env = append(os.Environ(), roleEnv+"=relay")
+	cmd.Env = append(append(os.Environ(), roleEnv+"=relay"), env...)
 	cmd.Stderr = os.Stderr
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
@@ -188,6 +204,9 @@ type roundResult struct {
 }
 
 func runBench(o options) error {
+	if o.compare != "" && (o.store != "jetstream" || o.compare == "jetstream") {
+		return fmt.Errorf("-compare goes with -store jetstream and names another store (sqlite, memory)")
+	}
 	if o.store == "jetstream" && o.nats == "cluster" {
 		stop, err := startCluster()
 		if err != nil {
@@ -215,24 +234,65 @@ func runBench(o options) error {
 	}
 	defer closeAll(subs)
 
+	// -compare: a second relay process on the other store, the same
+	// subscribers and deltas, its rounds alternating with the first's so
+	// that both see the same machine.
+	var base *child
+	var baseSubs []*subscriber
+	if o.compare != "" {
+		if base, err = startChild(storeEnv + "=" + o.compare); err != nil {
+			return err
+		}
+		defer base.stop()
+		if baseSubs, err = dialAll("ws://"+base.addr+"/ws", o.subscribers); err != nil {
+			return err
+		}
+		defer closeAll(baseSubs)
+		fmt.Printf("compared with: the same on the %s store, relay in process %d, rounds alternating\n", o.compare, base.cmd.Process.Pid)
+		if _, err := round(base, baseSubs, "warmup", max(o.deltas/4, 100), o.size, 0); err != nil {
+			return err
+		}
+	}
 	// A warm-up round (not reported): first connections, first allocations.
 	if _, err := round(ch, subs, "warmup", max(o.deltas/4, 100), o.size, 0); err != nil {
 		return err
 	}
-	fmt.Printf("%-8s %14s %10s %10s %6s %16s %16s\n", "round", "deliveries/s", "p50", "p99", "lost", "relay CPU/deliv", "allocs/deliv")
-	var results []roundResult
+	fmt.Printf("%-14s %14s %10s %10s %6s %16s %16s\n", "round", "deliveries/s", "p50", "p99", "lost", "relay CPU/deliv", "allocs/deliv")
+	var results, baseResults []roundResult
 	for i := range o.rounds {
 		r, err := round(ch, subs, fmt.Sprintf("burst-%d", i), o.deltas, o.size, 0)
 		if err != nil {
 			return err
 		}
 		results = append(results, r)
-		printRound(fmt.Sprint(i+1), r)
+		printRound(fmt.Sprint(i+1), r, true)
+		if base != nil {
+			r, err := round(base, baseSubs, fmt.Sprintf("burst-%d", i), o.deltas, o.size, 0)
+			if err != nil {
+				return fmt.Errorf("%s relay: %w", o.compare, err)
+			}
+			baseResults = append(baseResults, r)
+			printRound(fmt.Sprintf("%d %s", i+1, o.compare), r, false)
+		}
 	}
 	var med roundResult
 	if len(results) > 0 {
 		med = median(results)
-		printRound("median", med)
+		printRound("median", med, true)
+	}
+	if len(baseResults) > 0 {
+		bmed := median(baseResults)
+		printRound("median "+o.compare, bmed, false)
+		ratio := med.deliveriesPerSec / bmed.deliveriesPerSec
+		verdict := "met"
+		if ratio < compareTarget {
+			verdict = "MISSED"
+		}
+		fmt.Printf("%s throughput %.0f deliveries/s = %.2fx the %s relay's %.0f in the same run (medians of %d alternating burst rounds; target >= %.1fx: %s)\n",
+			store, med.deliveriesPerSec, ratio, o.compare, bmed.deliveriesPerSec, len(baseResults), compareTarget, verdict)
+		if bmed.lost > 0 {
+			return fmt.Errorf("%d deliveries lost on %s", bmed.lost, o.compare)
+		}
 	}
 	if o.anchor && len(results) > 0 {
 		a, err := runAnchor(o, med.frameBytes)
@@ -253,7 +313,7 @@ func runBench(o options) error {
 		if err != nil {
 			return err
 		}
-		printRound(fmt.Sprintf("paced %d/s", o.pacedRate), r)
+		printRound(fmt.Sprintf("paced %d/s", o.pacedRate), r, true)
 	}
 	closeAll(subs)
 
@@ -292,11 +352,13 @@ func loadAverage() string {
 
 func mib(b int64) float64 { return float64(b) / (1 << 20) }
 
-func printRound(name string, r roundResult) {
-	fmt.Printf("%-8s %14.0f %10s %10s %6d %16s %16.2f\n", name, r.deliveriesPerSec,
+// printRound prints a round's row; withNATS adds the nats-server
+// processes' CPU (-nats cluster) on a line of its own.
+func printRound(name string, r roundResult, withNATS bool) {
+	fmt.Printf("%-14s %14.0f %10s %10s %6d %16s %16.2f\n", name, r.deliveriesPerSec,
 		r.p50.Round(10*time.Microsecond), r.p99.Round(10*time.Microsecond), r.lost, r.cpuPerDelivery.Round(10*time.Nanosecond), r.allocsPerDeliv)
-	if len(natsPIDs) > 0 {
-		fmt.Printf("%-8s %71s %16s\n", "", "nats-server CPU/deliv", r.natsPerDelivery.Round(10*time.Nanosecond))
+	if withNATS && len(natsPIDs) > 0 {
+		fmt.Printf("%-14s %71s %16s\n", "", "nats-server CPU/deliv", r.natsPerDelivery.Round(10*time.Nanosecond))
 	}
 }
 
@@ -321,6 +383,10 @@ func median(rs []roundResult) roundResult {
 		frameBytes:       int(pick(func(r roundResult) float64 { return float64(r.frameBytes) })),
 	}
 }
+
+// compareTarget is issue #15's: the relay on the 3-node JetStream cluster
+// delivers at least half as fast as the single relay on SQLite.
+const compareTarget = 0.5
 
 // anchorTarget is issue #15's: the relay's CPU per delivery at most 0.8x
 // nats-server's core fan-out's, in one run.

@@ -12,6 +12,9 @@ import (
 func TestMain(m *testing.M) {
 	if os.Getenv(roleEnv) == "relay" {
 		store := os.Getenv("FANOUTBENCH_TEST_STORE")
+		if s := os.Getenv(storeEnv); s != "" {
+			store = s // the -compare relay
+		}
 		if err := runRelay(options{store: store, nats: "embedded", sync: "NORMAL"}); err != nil {
 			os.Stderr.WriteString(err.Error() + "\n")
 			os.Exit(1)
@@ -42,6 +45,33 @@ func TestSmallRunAnchor(t *testing.T) {
 	}
 	t.Setenv("FANOUTBENCH_TEST_STORE", "memory")
 	if err := runBench(options{subscribers: 3, deltas: 200, size: 64, rounds: 1, store: "memory", anchor: true}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// -compare runs a second relay on SQLite, its rounds alternating with the
+// JetStream relay's, and both deliver everything.
+func TestSmallRunCompare(t *testing.T) {
+	t.Setenv("FANOUTBENCH_TEST_STORE", "jetstream")
+	err := runBench(options{subscribers: 3, deltas: 200, size: 64, rounds: 2, store: "jetstream", nats: "embedded", compare: "sqlite"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := runBench(options{subscribers: 3, deltas: 200, size: 64, rounds: 1, store: "sqlite", compare: "memory"}); err == nil {
+		t.Error("-compare without -store jetstream was taken")
+	}
+}
+
+// -replay writes and reads back a conversation on SQLite and on the
+// 3-node cluster, checking every seq.
+func TestSmallReplay(t *testing.T) {
+	if err := runReplay(options{replay: 3000, size: 64, store: "sqlite", sync: "NORMAL"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := natstest.Binary(); err != nil {
+		t.Skipf("nats-server is not installed (make nats-server): %v", err)
+	}
+	if err := runReplay(options{replay: 3000, size: 64, store: "jetstream", nats: "cluster", sync: "NORMAL"}); err != nil {
 		t.Fatal(err)
 	}
 }
