@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Runs the web client's browser tests (web/e2e/): the real relay
-# (`pilotdesk serve`, the scripted agent) in Debian's headless chromium,
-# driven by playwright-core (pinned in web/e2e/package-lock.json).
+# (`pilotdesk serve`, the scripted agent, and for the agent's reasoning and
+# plan the ACP backend driving the fake ACP agent, session/acp's test agent
+# built as .tools/e2e/fake-acp) in Debian's headless chromium, driven by
+# playwright-core (pinned in web/e2e/package-lock.json).
 #
 # It installs what is missing: chromium (scripts/deps.sh web), the npm
 # package (npm ci), and it builds the binary with the headless `ci` tag.
@@ -35,7 +37,8 @@ if [ ! -f web/e2e/node_modules/.package-lock.json ] || [ web/e2e/package-lock.js
 fi
 
 go build -tags ci -o .tools/e2e/pilotdesk .
+go build -o .tools/e2e/fake-acp ./session/acp/internal/fakeagent/cmd/fake-acp
 cd web/e2e
 start=$(date +%s)
-PILOTDESK_BIN="$PWD/../../.tools/e2e/pilotdesk" node --test --test-concurrency=1 --test-reporter=spec "$@"
+PILOTDESK_BIN="$PWD/../../.tools/e2e/pilotdesk" FAKE_ACP_BIN="$PWD/../../.tools/e2e/fake-acp" node --test --test-concurrency=1 --test-reporter=spec "$@"
 echo "web-e2e: passed in $(($(date +%s) - start)) s" >&2

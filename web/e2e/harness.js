@@ -1,6 +1,7 @@
 // harness.js: what the browser tests share: the real relay (`pilotdesk
-// serve` with the scripted agent) as a child process, Debian's chromium
-// driven by playwright-core, and a few waits.
+// serve` with the scripted agent, or with the ACP backend driving the fake
+// ACP agent) as a child process, Debian's chromium driven by
+// playwright-core, and a few waits.
 
 import { spawn, execFileSync } from 'node:child_process';
 import { mkdtempSync, rmSync, existsSync, mkdirSync } from 'node:fs';
@@ -15,6 +16,7 @@ export const CHROMIUM = process.env.CHROMIUM || '/usr/bin/chromium';
 export const SCENARIO = path.join(here, 'scenario.json');
 
 let builtBin = '';
+let builtFake = '';
 
 // binary returns the pilotdesk binary: $PILOTDESK_BIN (what `make test`
 // builds), else one built here once, with the headless `ci` tag so that no
@@ -30,15 +32,35 @@ export function binary() {
 }
 
 /**
+ * fakeACP returns the fake ACP agent (session/acp/internal/fakeagent as a
+ * program, cmd/fake-acp): $FAKE_ACP_BIN (what scripts/web-e2e.sh builds),
+ * else one built here once. It speaks the real Agent Client Protocol on
+ * stdio, and its "think" prompt reports reasoning and a plan, which the
+ * scripted agent cannot.
+ */
+export function fakeACP() {
+  if (process.env.FAKE_ACP_BIN) return process.env.FAKE_ACP_BIN;
+  if (builtFake) return builtFake;
+  const out = path.join(repo, '.tools', 'e2e', 'fake-acp');
+  mkdirSync(path.dirname(out), { recursive: true });
+  execFileSync('go', ['build', '-o', out, './session/acp/internal/fakeagent/cmd/fake-acp'], { cwd: repo, stdio: 'inherit' });
+  builtFake = out;
+  return out;
+}
+
+/**
  * startRelay runs `pilotdesk serve` and resolves once it listens.
  * opts: token, port (0: any), dataDir (':memory:' by default), script
- * (a scenario file; the built-in demo when null), args (more flags).
+ * (a scenario file; the built-in demo when null), acp (true: the ACP
+ * backend with the fake ACP agent instead of the scripted agent), args
+ * (more flags).
  */
 export async function startRelay(opts = {}) {
   const token = opts.token ?? 'e2e-token-0123456789';
   const dataDir = opts.dataDir ?? ':memory:';
-  const args = ['serve', '--agent', 'script', '--listen', `127.0.0.1:${opts.port ?? 0}`, '--token', token, '--data-dir', dataDir, '--verbose'];
-  if (opts.script !== null) args.push('--script', opts.script ?? SCENARIO);
+  const agent = opts.acp ? ['--agent', 'acp', '--acp-command', fakeACP()] : ['--agent', 'script'];
+  const args = ['serve', ...agent, '--listen', `127.0.0.1:${opts.port ?? 0}`, '--token', token, '--data-dir', dataDir, '--verbose'];
+  if (!opts.acp && opts.script !== null) args.push('--script', opts.script ?? SCENARIO);
   args.push(...(opts.args ?? []));
   const proc = spawn(binary(), args, { stdio: ['ignore', 'pipe', 'pipe'] });
   let log = '';

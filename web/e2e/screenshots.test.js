@@ -1,6 +1,6 @@
-// Screenshots of the web client on the built-in demo, at a phone's size
-// (390×844) and a desktop's, light and dark, with checks that the layout
-// fits. `make web-screenshots` writes them to screenshots/web-*.png (set
+// Screenshots of the web client on the built-in demo, and on the fake ACP
+// agent for an agent's reasoning and plan, at a phone's size (390×844) and
+// a desktop's, light and dark, with checks that the layout fits. `make web-screenshots` writes them to screenshots/web-*.png (set
 // WEB_SCREENSHOTS to a directory); otherwise they go to a temp dir, so that
 // `make test` checks the layout without touching the repository.
 
@@ -18,25 +18,28 @@ const DESKTOP = { viewport: { width: 1280, height: 800 } };
 describe('screenshots', { skip: skip || false }, () => {
   let chrome;
   let relay;
+  let acpRelay; // the ACP backend with the fake ACP agent
   const problems = [];
 
   before(async () => {
     relay = await startRelay({ script: null }); // the built-in demo
+    acpRelay = await startRelay({ acp: true, token: 'e2e-acp-token-0123456789' });
     chrome = await browser();
   });
 
   after(async () => {
     await chrome?.close();
     await relay?.stop();
+    await acpRelay?.stop();
     console.log(`screenshots in ${OUT}`);
   });
 
-  async function page(device, colorScheme) {
+  async function page(device, colorScheme, on = relay) {
     const ctx = await chrome.newContext({ ...device, colorScheme });
     ctx.setDefaultTimeout(WAIT);
     const p = await ctx.newPage();
-    watchPage(p, relay, problems);
-    await p.goto(relay.pageURL);
+    watchPage(p, on, problems);
+    await p.goto(on.pageURL);
     await p.waitForSelector('body[data-state="live"]');
     return p;
   }
@@ -138,6 +141,28 @@ describe('screenshots', { skip: skip || false }, () => {
     await d.press('.q-input', 'Enter');
     await done(d);
     await d.context().close();
+  });
+
+  it('phone, light: an ACP agent\'s reasoning, opened, and its plan', async () => {
+    const p = await page(PHONE, 'light', acpRelay);
+    await turn(p, 'think');
+    await done(p);
+    await p.click('#transcript [data-kind="reasoning"] summary');
+    await fits(p, 'reasoning and plan');
+    const plan = await p.$eval('#transcript [data-kind="plan"]', (c) => c.getBoundingClientRect().toJSON());
+    assert.ok(plan.left >= 0 && plan.right <= 390, `the plan card does not fit the screen: ${JSON.stringify(plan)}`);
+    await shot(p, 'phone-light-acp');
+    await p.context().close();
+  });
+
+  it('desktop, dark: an ACP agent in the list, its reasoning collapsed and its plan', async () => {
+    const p = await page(DESKTOP, 'dark', acpRelay);
+    await turn(p, 'think');
+    await done(p);
+    await p.waitForFunction(() => document.querySelectorAll('#conv-list .conv-agent').length >= 2);
+    await fits(p, 'desktop acp');
+    await shot(p, 'desktop-dark-acp');
+    await p.context().close();
   });
 
   it('phone, light: connecting without a token', async () => {

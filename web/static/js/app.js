@@ -381,7 +381,10 @@ export class App {
   sortedEntries() {
     const out = new Map();
     for (const [id, e] of this.entries) {
-      out.set(id, { id, title: e.title, streaming: !!e.streaming, mode: e.mode, waiting: !!e.waitingInput, updatedAt: Date.parse(e.updatedAt) || 0 });
+      out.set(id, {
+        id, title: e.title, streaming: !!e.streaming, mode: e.mode, waiting: !!e.waitingInput,
+        updatedAt: Date.parse(e.updatedAt) || 0, agent: typeof e.agent === 'string' ? e.agent : '',
+      });
     }
     for (const [id, c] of this.convs) {
       // A conversation made here shows once it has rows, or while it is open.
@@ -390,6 +393,7 @@ export class App {
       out.set(id, {
         id, title: c.title || prev.title, streaming: c.synced ? c.streaming : prev.streaming,
         mode: c.mode, waiting: c.synced ? !!c.pending : prev.waiting, updatedAt: Math.max(c.updatedAt || 0, prev.updatedAt || 0),
+        agent: prev.agent || c.agent,
       });
     }
     return [...out.values()].sort((a, b) => b.updatedAt - a.updatedAt);

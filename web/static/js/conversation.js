@@ -5,8 +5,8 @@
 // its deadline, and the usage. It touches no DOM; the views render it.
 
 import {
-  addQuota, addShutdown, byText, closedText, modeByText, modeChangeText, newUsage, oneLine, statusText, titleFrom,
-  toolSummary, turnText,
+  addQuota, addShutdown, byText, closedText, modeByText, modeChangeText, newUsage, oneLine, planProgress, statusText,
+  titleFrom, toolSummary, turnText,
 } from './words.js';
 
 /**
@@ -18,7 +18,14 @@ import {
  *   status: status, text, detail, usage
  *   mode:   mode, text
  *   note:   tone (info|warning|error), text
+ *   reasoning: messageId, text (the agent's reasoning, plain), done
+ *   plan:   entries ([{content, priority, status}]), text (its progress), done
  */
+
+// The agent moved on from its reasoning on these: a run of it is over
+// ("Thought", not "Thinking…"); more would be another run, with another id.
+const ENDS_THOUGHTS = new Set(['copilot:delta', 'copilot:message', 'copilot:tool_start', 'copilot:tool_end',
+  'copilot:plan', 'copilot:user_input_request', 'copilot:error']);
 
 export class Conversation {
   /**
@@ -35,6 +42,7 @@ export class Conversation {
     this.identity = identity;
     this.title = '';
     this.titled = false;
+    this.agent = ''; // the agent the relay names in the list entry
     this.updatedAt = 0;
     this.onRelay = false;
     this.resetCopy();
@@ -54,6 +62,9 @@ export class Conversation {
     this.turnOutput = false;
     this.lastError = '';
     this.msgs = new Map(); // messageId → {row, text, done}
+    this.thoughts = new Map(); // reasoning messageId → its row, while it streams
+    this.planRow = -1; // the row of the running or last turn's agent plan
+    this.turnStart = -1; // the row of the running or last turn's prompt
     this.answered = new Map(); // requestId → answer sent from here ('' for a rejection)
     this.sentHere = []; // prompts sent from here whose copilot:user_message has not come
     this.modesHere = []; // modes this page asked for whose copilot:mode_changed has not come
@@ -82,6 +93,7 @@ export class Conversation {
 
   applyInner(type, d, ch) {
     if (type !== 'error' && type !== 'copilot:deleted') this.onRelay = true;
+    if (ENDS_THOUGHTS.has(type)) this.endThoughts();
     switch (type) {
       case 'copilot:subscribed':
         if (d.mode === 'plan' || d.mode === 'act') this.mode = d.mode;
@@ -102,7 +114,7 @@ export class Conversation {
           this.identity.learn(d.sentBy);
         }
         const from = mine < 0 && !this.identity.is(d.sentBy) ? byText(d.sentBy) : '';
-        this.push({ kind: 'user', text: d.content ?? '', mode: this.mode, from });
+        this.turnStart = this.push({ kind: 'user', text: d.content ?? '', mode: this.mode, from });
         this.streaming = true;
         this.turnOutput = false;
         this.lastError = '';
@@ -125,6 +137,14 @@ export class Conversation {
           const m = this.msgs.get(d.messageId);
           if (m) this.finish(m);
         } else this.wholeMessage(d.messageId, d.content ?? '');
+        break;
+      case 'copilot:reasoning':
+        this.reasoning(d.messageId ?? '', d.content ?? '');
+        this.turnOutput = true;
+        break;
+      case 'copilot:plan':
+        this.agentPlan(Array.isArray(d.entries) ? d.entries : []);
+        this.turnOutput = true;
         break;
       case 'copilot:tool_start':
         this.turnOutput = true;
@@ -212,6 +232,7 @@ export class Conversation {
   /** listed folds the conversation's entry of the list in. */
   listed(info) {
     this.onRelay = true;
+    if (typeof info.agent === 'string') this.agent = info.agent;
     if (info.title) {
       this.title = info.title;
       this.titled = true;
@@ -363,5 +384,44 @@ export class Conversation {
 
   finishMessages() {
     for (const m of this.msgs.values()) this.finish(m);
+    this.endThoughts();
+    if (this.planRow >= 0 && !this.rows[this.planRow].done) this.update(this.planRow, { done: true });
+  }
+
+  // ---- the agent's reasoning and plan (agents that report them: ACP) ----
+
+  // reasoning streams the agent's reasoning into a row of its own, one per
+  // reasoning message: never into the reply's rows.
+  reasoning(id, text) {
+    const row = this.thoughts.get(id);
+    if (row === undefined) {
+      this.thoughts.set(id, this.push({ kind: 'reasoning', messageId: id, text, done: false }));
+      return;
+    }
+    this.update(row, { text: this.rows[row].text + text });
+  }
+
+  endThoughts() {
+    for (const row of this.thoughts.values()) {
+      if (!this.rows[row].done) this.update(row, { done: true });
+    }
+    this.thoughts.clear();
+  }
+
+  // agentPlan shows the agent's plan, whole each time: the turn's first as
+  // a new row, each later one of the turn in that row.
+  agentPlan(entries) {
+    const clean = entries.filter((e) => e && typeof e === 'object').map((e) => ({
+      content: String(e.content ?? ''), priority: String(e.priority ?? ''), status: String(e.status ?? ''),
+    }));
+    const fields = { entries: clean, text: planProgress(clean) };
+    if (this.planRow >= 0 && this.planRow > this.turnStart && !this.rows[this.planRow].done) {
+      this.update(this.planRow, fields);
+      return;
+    }
+    // An empty plan and none before it in the turn: nothing to show (an
+    // agent sends one when its model clears its todo list).
+    if (clean.length === 0) return;
+    this.planRow = this.push({ kind: 'plan', ...fields, done: false });
   }
 }

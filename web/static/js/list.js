@@ -20,7 +20,9 @@ export class ConversationList {
 
   /**
    * render shows entries ({id, title, streaming, waiting, mode,
-   * updatedAt}), marks current, and offers more when hasMore.
+   * updatedAt, agent}), marks current, and offers more when hasMore. The
+   * second line says what the conversation is doing and, as the window's
+   * sidebar does, the agent it runs on: "just now · OpenCode (ACP)".
    */
   render(entries, current, hasMore) {
     const items = entries.map((e) => {
@@ -29,7 +31,9 @@ export class ConversationList {
       return el('li', null,
         el('button', { type: 'button', class: e.id === current ? 'conv current' : 'conv', dataset: { id: e.id }, 'aria-current': e.id === current ? 'true' : null },
           el('span', { class: 'conv-title', text: e.title || 'New conversation' }),
-          el('span', { class: `conv-sub ${tone}`, text: sub })));
+          el('span', { class: 'conv-sub' },
+            el('span', { class: `conv-state ${tone}`, text: sub }),
+            e.agent ? el('span', { class: 'conv-agent', text: sub ? ` · ${e.agent}` : e.agent }) : null)));
     });
     if (items.length === 0) items.push(el('li', { class: 'small empty-list', text: 'No conversations yet.' }));
     clear(this.n.list).append(...items);

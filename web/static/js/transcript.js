@@ -6,6 +6,11 @@
 
 import { el, clear } from './dom.js';
 import { renderBlock, splitBlocks } from './markdown.js';
+import { oneLine, planMark } from './words.js';
+
+// A collapsed reasoning row previews this much of the start of the text,
+// so a long run of it does not cost its length at each chunk.
+const PREVIEW_CHARS = 4096;
 
 const TOOL_STATES = {
   running: { icon: '…', label: 'running' },
@@ -46,7 +51,9 @@ export class Transcript {
       const row = rows[i];
       if (this.versions[i] === row.v && this.nodes[i]) continue;
       const old = this.nodes[i];
-      const node = old && old.dataset.kind === 'text' && row.kind === 'text' ? this.updateText(old, row) : this.build(row);
+      const node = old && old.dataset.kind === row.kind && (row.kind === 'text' || row.kind === 'reasoning')
+        ? (row.kind === 'text' ? this.updateText(old, row) : this.updateReasoning(old, row))
+        : this.build(row);
       node.dataset.row = String(i);
       if (!old) this.root.append(node);
       else if (old !== node) old.replaceWith(node);
@@ -80,6 +87,10 @@ export class Transcript {
         return this.updateText(el('div', { class: 'row text md', dataset: { kind: 'text' } }), row);
       case 'tool':
         return this.buildTool(row);
+      case 'reasoning':
+        return this.updateReasoning(this.buildReasoning(), row);
+      case 'plan':
+        return this.buildPlan(row);
       case 'status':
         return el('div', { class: `row status ${row.status}`, dataset: { kind: 'status', status: row.status } },
           el('span', { class: 'icon', 'aria-hidden': 'true', text: STATUS_ICONS[row.status] || '•' }),
@@ -108,6 +119,52 @@ export class Transcript {
       else node.append(el('details', null, el('summary', { text: 'output' }), el('pre', { text: row.detail })));
     }
     return node;
+  }
+
+  // buildReasoning makes the node of the agent's reasoning: a disclosure,
+  // collapsed, that says "Thinking…" while it streams and "Thought" after,
+  // beside the start of the text; opened, the whole text. The node is kept
+  // while the row grows, so it stays open once opened.
+  buildReasoning() {
+    const node = el('details', { class: 'row reasoning', dataset: { kind: 'reasoning' } },
+      el('summary', null,
+        el('span', { class: 'reasoning-label' }),
+        el('span', { class: 'reasoning-preview' })),
+      el('div', { class: 'reasoning-text' }));
+    node.addEventListener('toggle', () => this.fillReasoning(node));
+    return node;
+  }
+
+  updateReasoning(node, row) {
+    node.querySelector('.reasoning-label').textContent = row.done ? 'Thought' : 'Thinking…';
+    node.querySelector('.reasoning-preview').textContent = oneLine(row.text.slice(0, PREVIEW_CHARS), 200);
+    node.dataset.done = String(!!row.done);
+    node.reasoning = row.text;
+    this.fillReasoning(node);
+    return node;
+  }
+
+  // fillReasoning puts the whole text in an open reasoning row (a closed
+  // one gets it when opened).
+  fillReasoning(node) {
+    if (!node.open) return;
+    const body = node.querySelector('.reasoning-text');
+    if (body.textContent !== node.reasoning) body.textContent = node.reasoning;
+  }
+
+  // buildPlan makes the agent's plan: a card with how far it is and a line
+  // per step, marked done, in progress or pending.
+  buildPlan(row) {
+    return el('div', { class: `row agent-plan${row.done ? '' : ' live'}`, dataset: { kind: 'plan' } },
+      el('div', { class: 'plan-head' }, el('span', { class: 'plan-title', text: "The agent's plan" }), el('span', { class: 'plan-progress', text: row.text })),
+      el('ol', { class: 'plan-steps' }, row.entries.map((e) => {
+        const status = ['completed', 'in_progress'].includes(e.status) ? e.status : 'pending';
+        const label = { completed: 'done', in_progress: 'in progress', pending: 'pending' }[status];
+        return el('li', { class: `step ${status}`, dataset: { status } },
+          el('span', { class: 'step-mark', 'aria-label': label, title: label, text: planMark(status) }),
+          el('span', { class: 'step-text', text: e.content.trim() }),
+          e.priority === 'high' ? el('span', { class: 'step-priority', text: 'high priority' }) : null);
+      })));
   }
 
   // updateText renders a text row's markdown into node, keeping the

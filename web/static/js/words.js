@@ -111,6 +111,22 @@ export function closedText(question, answeredHere, reason, by, byMe = false) {
   }
 }
 
+/**
+ * planProgress says how far the agent's plan is, as the window does
+ * (conversation.PlanProgress): "2 of 5 steps done".
+ */
+export function planProgress(entries) {
+  const done = entries.filter((e) => e.status === 'completed').length;
+  if (entries.length === 0) return 'no steps left';
+  if (entries.length === 1) return `${done} of 1 step done`;
+  return `${done} of ${entries.length} steps done`;
+}
+
+/** planMark marks a step of the agent's plan: ✓ done, ▶ in progress, ○ pending. */
+export function planMark(status) {
+  return status === 'completed' ? '✓' : status === 'in_progress' ? '▶' : '○';
+}
+
 /** clock formats milliseconds as m:ss. */
 export function clock(ms) {
   const s = Math.max(0, Math.round(ms / 1000));
