@@ -65,7 +65,7 @@ func loadMain() int {
 	flag.IntVar(&cfg.Payload, "payload", 24, "bytes of text per delta")
 	flag.IntVar(&cfg.DialConc, "dial-concurrency", 50, "connections opened at once during setup")
 	flag.DurationVar(&cfg.Drain, "drain", 60*time.Second, "how long subscribers may take to receive the last events after the run")
-	flag.DurationVar(&cfg.KillAt, "kill-at", 0, "SIGKILL the relay this far into the run, restart it on the same data dir and let every client resume (0: never; needs SQLite history); with -nats, SIGKILL one relay and let its clients resume at the others")
+	flag.DurationVar(&cfg.KillAt, "kill-at", 0, "SIGKILL the relay this far into the run, restart it on the same data dir and let every client resume (0: never; needs SQLite history); with -nats, SIGKILL one relay and let its clients resume at the others (default with -nats: 30 s, or half -duration if shorter)")
 	flag.BoolVar(&cfg.NATS, "nats", false, "run -relays `pilotdesk serve --nats` relays sharing a 3-node nats-server cluster on loopback (connections spread over them); with -kill-at one relay is SIGKILLed and not restarted, and its clients move to the others")
 	flag.IntVar(&cfg.Relays, "relays", 3, "relays with -nats")
 	flag.DurationVar(&cfg.NATSLease, "nats-lease", 0, "the relays' --nats-lease with -nats (0: the relay's default)")
@@ -75,6 +75,13 @@ func loadMain() int {
 	flag.BoolVar(&cfg.Verbose, "v", false, "log progress details")
 	flag.StringVar(&cfg.CPUProfile, "cpuprofile", "", "write the load tool's own CPU profile to `FILE` (to see what the clients cost)")
 	flag.Parse()
+	killSet := false
+	flag.Visit(func(f *flag.Flag) { killSet = killSet || f.Name == "kill-at" })
+	if cfg.NATS && !killSet {
+		// The -nats run is the failover test: a relay dies halfway
+		// unless -kill-at says otherwise (-kill-at 0: none).
+		cfg.KillAt = min(30*time.Second, cfg.Duration/2)
+	}
 	if flag.NArg() > 0 {
 		fmt.Fprintf(os.Stderr, "load: unexpected argument %q\n", flag.Arg(0))
 		return 2
