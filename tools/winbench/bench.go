@@ -266,6 +266,9 @@ func (b *bench) withPerf(p *proc, name string, d time.Duration, f func() error) 
 // one start is a few hundred milliseconds at the mercy of the scheduler.
 func (b *bench) startPair(ctx context.Context, rep *report, pdFirst bool) error {
 	var pds, fls []float64
+	// The CPU each had used when its window was mapped (all its threads,
+	// in ticks): less at the mercy of the machine's load than the time.
+	var pdCPU, flCPU []float64
 	one := func(isPD bool) error {
 		mark := b.x.conn.mark()
 		var p *proc
@@ -283,10 +286,16 @@ func (b *bench) startPair(ctx context.Context, rep *report, pdFirst bool) error 
 		if err != nil {
 			return err
 		}
+		used, err := ticks(p.pid())
+		if err != nil {
+			return err
+		}
 		if isPD {
 			pds = append(pds, float64(d.Milliseconds()))
+			pdCPU = append(pdCPU, float64(used))
 		} else {
 			fls = append(fls, float64(d.Milliseconds()))
+			flCPU = append(flCPU, float64(used))
 		}
 		// Let it finish starting, so that stopping it is the usual stop.
 		return sleep(ctx, 500*time.Millisecond)
@@ -297,12 +306,24 @@ func (b *bench) startPair(ctx context.Context, rep *report, pdFirst bool) error 
 		}
 	}
 	res := result{pd: median(pds), floor: median(fls)}
-	fmt.Printf("  start to mapped window (median of %d): pilotdesk %.0f ms, floor-minimal %.0f ms: %.2f×\n", startSamples, res.pd, res.floor, ratio(res.pd, res.floor))
+	fmt.Printf("  start to mapped window (median of %d): pilotdesk %.0f ms, floor-minimal %.0f ms: %.2f× (CPU by then: %.1f / %.1f ticks, mean)\n",
+		startSamples, res.pd, res.floor, ratio(res.pd, res.floor), mean(pdCPU), mean(flCPU))
 	rep.start = append(rep.start, res)
 	return nil
 }
 
 const startSamples = 5
+
+func mean(xs []float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	var sum float64
+	for _, x := range xs {
+		sum += x
+	}
+	return sum / float64(len(xs))
+}
 
 func median(xs []float64) float64 {
 	s := slices.Clone(xs)
