@@ -584,7 +584,9 @@ func (r *Relay) runForwarded(ctx context.Context, body []byte) []byte {
 	case *protocol.Abort:
 		e = r.abortConversation(d)
 	case *protocol.SetMode:
-		_ = r.withConversation(ctx, d.ConversationID, func(conv *conversation) { conv.setModeLocked(d.Mode) })
+		// The device that switched, on the relay it is connected to,
+		// as copilot:mode_changed names it there.
+		_ = r.withConversation(ctx, d.ConversationID, func(conv *conversation) { conv.setModeByLocked(d.Mode, f.By) })
 	case *protocol.UserInputResponse:
 		e = r.answer(d, f.By)
 	case *protocol.ConversationRef:

@@ -190,8 +190,6 @@ func (r *Relay) setMode(c *conn, d *protocol.SetMode) {
 	})
 }
 
-func (c *conversation) setModeLocked(mode protocol.Mode) { c.setModeByLocked(mode, nil) }
-
 // setModeByLocked changes the mode for by (nil: nobody named), whom
 // copilot:mode_changed names so that every client can say who switched.
 // The relay's own device is not named: a relay used with its own token

@@ -1,0 +1,87 @@
+package relay_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/pilotdesk/pilotdesk/protocol"
+	"github.com/pilotdesk/pilotdesk/relay"
+	"github.com/pilotdesk/pilotdesk/relay/history/jetstream"
+	"github.com/pilotdesk/pilotdesk/relay/relaytest"
+	"github.com/pilotdesk/pilotdesk/session"
+	"github.com/pilotdesk/pilotdesk/session/script"
+)
+
+// What the relays of a cluster share besides conversations: the credit
+// budget, the device tokens' revocations, and who switched a mode.
+
+// relayConfig is relayAgent with the relay's Config changed by mod.
+func (b natsBackend) relayConfig(t *testing.T, i int, agent session.Agent, mod func(*relay.Config)) *member {
+	t.Helper()
+	nc := b.connect(t, i)
+	t.Cleanup(nc.Close)
+	ctx := context.Background()
+	store, err := jetstream.Open(ctx, nc, jetstream.Options{Replicas: b.replicas})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { store.Close() })
+	cl, err := jetstream.NewCluster(ctx, store, jetstream.ClusterOptions{Lease: testLease})
+	if err != nil {
+		t.Fatal(err)
+	}
+	logs := newLogRecorder()
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("relay %d's log:\n%s", i, logs.all())
+		}
+	})
+	cfg := relay.Config{Agent: agent, Store: store, Cluster: cl, Logger: logs.logger()}
+	if mod != nil {
+		mod(&cfg)
+	}
+	srv := relaytest.Start(t, cfg)
+	return &member{srv: srv, nc: nc, store: store, cluster: cl, logs: logs}
+}
+
+// A set_mode sent to relay B for a conversation relay A owns names the
+// device that sent it, on every relay: copilot:mode_changed's changedBy is
+// B's device, for A's clients and for B's.
+func TestClusterModeChangedBy(t *testing.T) {
+	eachBackend(t, func(t *testing.T, b natsBackend) {
+		s := clusterScript(t)
+		withToken := func(c *relay.Config) { c.Token = ownToken }
+		a := b.relayConfig(t, 0, script.New(s), withToken)
+		bb := b.relayConfig(t, 1, script.New(s), withToken)
+		token, _, err := a.srv.Relay.CreateDevice(context.Background(), relay.NewDevice{Name: "zebra-phone", Role: protocol.RoleController})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ca := relaytest.Dial(t, a.srv.URL+"?client=window", ownToken)
+		id := "mode-by-" + b.name
+		runTurn(t, ca, id, "hello") // A owns it
+
+		phone := relaytest.Dial(t, bb.srv.URL+"?client=web", token)
+		phone.Send(protocol.TypeSubscribe, map[string]any{"conversationId": id})
+		phone.WaitFor(protocol.TypeSubscribed, nil)
+		phone.Send(protocol.TypeSetMode, map[string]any{"conversationId": id, "mode": "plan"})
+		for name, cl := range map[string]*relaytest.Client{"A's window": ca, "B's phone": phone} {
+			var mc protocol.ModeChanged
+			cl.WaitFor(protocol.TypeModeChanged, nil).Decode(t, &mc)
+			if mc.Mode != protocol.ModePlan || mc.ChangedBy == nil || *mc.ChangedBy != (protocol.By{Device: "zebra-phone", Client: protocol.ClientWeb}) {
+				t.Fatalf("%s got mode_changed %+v (changedBy %v), want plan by zebra-phone (web)", name, mc, mc.ChangedBy)
+			}
+		}
+
+		// The relay's own device is named by nobody, forwarded or not.
+		own := relaytest.Dial(t, bb.srv.URL+"?client=terminal", ownToken)
+		own.Send(protocol.TypeSubscribe, map[string]any{"conversationId": id})
+		own.WaitFor(protocol.TypeSubscribed, nil)
+		own.Send(protocol.TypeSetMode, map[string]any{"conversationId": id, "mode": "act"})
+		var mc protocol.ModeChanged
+		ca.WaitFor(protocol.TypeModeChanged, nil).Decode(t, &mc)
+		if mc.Mode != protocol.ModeAct || mc.ChangedBy != nil {
+			t.Fatalf("A's window got mode_changed %+v (changedBy %v), want act by nobody named", mc, mc.ChangedBy)
+		}
+	})
+}
