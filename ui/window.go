@@ -237,7 +237,7 @@ func (w *Window) clientURL() string {
 // runs on the UI goroutine, on a window that has no client.
 func (w *Window) StartFailed(why string) {
 	w.store.Apply(client.Event{Data: &client.StateChange{State: client.StateClosed, Err: errors.New(why)}})
-	w.transcript.hint.SetText("pilotdesk could not start: " + why)
+	w.transcript.hint.SetText("No relay is running: the notice above says why.")
 	w.showNotice(newNoticeCard(startNoticeID, theme.ErrorIcon(), "pilotdesk could not start", why+
 		"\n\nIf your saved settings are the cause, fix them in Settings and apply them; otherwise change the command line and start pilotdesk again.",
 		noticeAction{label: "Open Settings", icon: theme.SettingsIcon(), important: true, do: w.ShowSettings},
