@@ -31,6 +31,12 @@ import (
 // A relay with a budget sends copilot:budget to each connection as it opens
 // and to all of them when a figure changes: a spend (coalesced over
 // budgetDelay), or an hour's spend leaving the period.
+//
+// Several relays sharing a store (serve --nats) share one ledger, and so
+// one budget: when the store says that any relay added to it
+// (history.SpendWatcher), the budget reads the ledger again, coalesced over
+// budgetDelay, and the others' spend counts here at once, in copilot:budget
+// and in the refusal of a send, rather than from this relay's next start.
 
 // DefaultBudgetPeriod is the budget's period when Config.BudgetPeriod is 0.
 const DefaultBudgetPeriod = 30 * 24 * time.Hour
@@ -47,6 +53,7 @@ type budget struct {
 	// durable: the store is a history.Ledger, so spends go into its
 	// batches; otherwise the tally lasts as long as the relay.
 	durable bool
+	ledger  history.Ledger // the store, when durable
 
 	mu      sync.Mutex      // guards the fields below; a leaf lock, taken under a conversation's
 	entries []history.Spend // the spend of the period, one entry per UTC hour, oldest first
@@ -55,6 +62,11 @@ type budget struct {
 	due     time.Time       // when timer fires
 	closed  bool
 	flushes sync.WaitGroup // an armed timer, until its flush has returned
+
+	// The ledger read again when another relay spends (watch).
+	watchCtx  context.Context // the relay's: ends when it closes
+	reread    *time.Timer     // the next read of the ledger; nil: none due
+	rereading sync.WaitGroup  // an armed reread, until it has returned
 }
 
 // newBudget reads the spend of the period from the store's ledger.
@@ -69,7 +81,7 @@ func newBudget(r *Relay, credits float64, period time.Duration) (*budget, error)
 	}
 	b := &budget{r: r, limit: int64(math.Round(credits * protocol.NanoAIUPerCredit)), period: period}
 	ledger, ok := r.store.(history.Ledger)
-	b.durable = ok
+	b.durable, b.ledger = ok, ledger
 	if !ok {
 		if b.limit > 0 {
 			r.log.Warn("relay: this history store keeps no spend: the credit budget counts only what is spent while the relay runs", "store", fmt.Sprintf("%T", r.store))
@@ -121,6 +133,130 @@ func addSpend(entries []history.Spend, s history.Spend) []history.Spend {
 		return entries
 	}
 	return append(entries, s) // time goes forward: the newest hour
+}
+
+// watch makes the budget count the spend of the other relays that share
+// the store, as they spend, when the store can say when that is
+// (history.SpendWatcher); it does nothing otherwise. ctx ends when the
+// relay closes, and the watch with it.
+func (b *budget) watch(ctx context.Context) error {
+	w, ok := b.r.store.(history.SpendWatcher)
+	if !ok || !b.durable {
+		return nil
+	}
+	b.mu.Lock()
+	b.watchCtx = ctx
+	b.mu.Unlock()
+	if err := w.WatchSpend(ctx, b.changed); err != nil {
+		return fmt.Errorf("relay: watch the credits the other relays spend: %w", err)
+	}
+	b.changed() // what they spent between the first read and the watch
+	return nil
+}
+
+// changed is called when any relay added to the ledger: it is read again
+// in budgetDelay, once for all the changes until then.
+func (b *budget) changed() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.closed || b.reread != nil {
+		return // a read is due, and sees this change too
+	}
+	b.rereading.Add(1)
+	b.reread = time.AfterFunc(budgetDelay, b.read)
+}
+
+// read reads the ledger again (outside mu: it is a network round trip)
+// and takes the spend of every relay from it. Figures that changed go
+// out in copilot:budget at once, and a send is refused by the new tally.
+//
+// The ledger lacks what this relay has spent and not yet stored (unsaved),
+// and may lack or hold a batch the committer is writing during the read.
+// So each hour's entry becomes the larger of what the relay had and what
+// the ledger says plus the unsaved spend: both count nothing twice and
+// nothing of another relay's that the ledger did not hold, and every spend
+// of this relay is in the first.
+func (b *budget) read() {
+	defer b.rereading.Done()
+	b.mu.Lock()
+	b.reread = nil // a change from now on reads again
+	ctx, closed := b.watchCtx, b.closed
+	b.mu.Unlock()
+	if closed {
+		return
+	}
+	now := time.Now()
+	rctx, cancel := context.WithTimeout(ctx, time.Minute)
+	stored, err := b.ledger.Spent(rctx, now.Add(-b.period))
+	cancel()
+	if err != nil {
+		if ctx.Err() == nil {
+			b.r.log.Warn("relay: could not read the credits spent on the other relays; the next change reads again", "err", err)
+		}
+		return
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.closed {
+		return
+	}
+	before, _ := b.tallyLocked(now)
+	for _, s := range b.unsaved {
+		stored = mergeSpend(stored, s)
+	}
+	b.entries = maxSpend(b.entries, stored)
+	if after, _ := b.tallyLocked(now); after != before {
+		b.armLocked(now)
+	}
+}
+
+// mergeSpend adds s to entries (one per UTC hour, oldest first), in its
+// hour wherever that is.
+func mergeSpend(entries []history.Spend, s history.Spend) []history.Spend {
+	hour := history.SpendHour(s.At)
+	i, found := slices.BinarySearchFunc(entries, hour, func(e history.Spend, h time.Time) int {
+		return history.SpendHour(e.At).Compare(h)
+	})
+	if !found {
+		return slices.Insert(entries, i, s)
+	}
+	e := &entries[i]
+	e.NanoAIU += s.NanoAIU
+	if s.At.After(e.At) {
+		e.At = s.At
+	}
+	return entries
+}
+
+// maxSpend merges two tallies of the same ledger hour by hour (both
+// oldest first, one entry per hour), taking the larger spend of each hour
+// and the later time.
+func maxSpend(a, b []history.Spend) []history.Spend {
+	out := make([]history.Spend, 0, max(len(a), len(b)))
+	for len(a) > 0 || len(b) > 0 {
+		var c int
+		switch {
+		case len(a) == 0:
+			c = 1
+		case len(b) == 0:
+			c = -1
+		default:
+			c = history.SpendHour(a[0].At).Compare(history.SpendHour(b[0].At))
+		}
+		switch {
+		case c < 0:
+			out, a = append(out, a[0]), a[1:]
+		case c > 0:
+			out, b = append(out, b[0]), b[1:]
+		default:
+			e := history.Spend{At: a[0].At, NanoAIU: max(a[0].NanoAIU, b[0].NanoAIU)}
+			if b[0].At.After(e.At) {
+				e.At = b[0].At
+			}
+			out, a, b = append(out, e), a[1:], b[1:]
+		}
+	}
+	return out
 }
 
 // take hands the unsaved spends to the committer for its next batch.
@@ -309,7 +445,9 @@ func (b *budget) flush() {
 	}
 }
 
-// close stops the messages and waits for a flush under way.
+// close stops the messages and the reads of the ledger, and waits for a
+// flush or a read under way (the relay's context has ended: a read
+// returns at once).
 func (b *budget) close() {
 	b.mu.Lock()
 	b.closed = true
@@ -317,8 +455,13 @@ func (b *budget) close() {
 		b.flushes.Done()
 	}
 	b.timer = nil
+	if b.reread != nil && b.reread.Stop() {
+		b.rereading.Done()
+	}
+	b.reread = nil
 	b.mu.Unlock()
 	b.flushes.Wait()
+	b.rereading.Wait()
 }
 
 // creditsText writes credits as a person reads them: 10.2, 0.35, 7.

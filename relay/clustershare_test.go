@@ -6,6 +6,7 @@ import (
 
 	"github.com/pilotdesk/pilotdesk/protocol"
 	"github.com/pilotdesk/pilotdesk/relay"
+	"github.com/pilotdesk/pilotdesk/relay/history"
 	"github.com/pilotdesk/pilotdesk/relay/history/jetstream"
 	"github.com/pilotdesk/pilotdesk/relay/relaytest"
 	"github.com/pilotdesk/pilotdesk/session"
@@ -14,6 +15,10 @@ import (
 
 // What the relays of a cluster share besides conversations: the credit
 // budget, the device tokens' revocations, and who switched a mode.
+
+// The JetStream store tells of changes to the spend ledger, which the
+// relay's budget looks for.
+var _ history.SpendWatcher = (*jetstream.Store)(nil)
 
 // relayConfig is relayAgent with the relay's Config changed by mod.
 func (b natsBackend) relayConfig(t *testing.T, i int, agent session.Agent, mod func(*relay.Config)) *member {
@@ -42,6 +47,50 @@ func (b natsBackend) relayConfig(t *testing.T, i int, agent session.Agent, mod f
 	}
 	srv := relaytest.Start(t, cfg)
 	return &member{srv: srv, nc: nc, store: store, cluster: cl, logs: logs}
+}
+
+// One budget for the cluster: what relay A's conversations spend reaches
+// relay B's clients in copilot:budget as it is spent, without a restart,
+// and once the cluster's spend reaches the budget B refuses a send with
+// budget_exceeded, as A does. No spend counts twice: A's own spend comes
+// back to it through the ledger's watch, and later connections on both
+// relays are greeted with the same figures.
+func TestClusterBudgetShared(t *testing.T) {
+	eachBackend(t, func(t *testing.T, b natsBackend) {
+		withBudget := func(c *relay.Config) { c.BudgetCredits = 10 }
+		a := b.relayConfig(t, 0, budgetAgent(t), withBudget)
+		bb := b.relayConfig(t, 1, budgetAgent(t), withBudget)
+		ca, cb := a.srv.Dial(t), bb.srv.Dial(t)
+		if got := decodeBudget(t, ca.Expect(protocol.TypeBudget)); got.SpentCredits != 0 || got.BudgetCredits != 10 {
+			t.Fatalf("A greets with %+v", got)
+		}
+		decodeBudget(t, cb.Expect(protocol.TypeBudget))
+
+		runTurn(t, ca, "spend-a", "four")
+		waitBudget(t, cb, 4) // B's client hears of A's spend
+		runTurn(t, ca, "spend-a", "four")
+		waitBudget(t, cb, 8)
+		runTurn(t, cb, "spend-b", "four") // B's own: 8 < 10, it runs
+		waitBudget(t, ca, 12)             // and A counts it
+		if got := waitBudget(t, cb, 12); got.ResetsAt == "" {
+			t.Fatalf("B's budget over the limit without resetsAt: %+v", got)
+		}
+
+		// Spent ≥ budget on the cluster: both relays refuse, in a
+		// conversation of their own and in the other's.
+		refused(t, cb, "new-on-b")
+		refused(t, ca, "new-on-a")
+		refused(t, cb, "spend-a")
+
+		// Nothing counted twice, on either relay, once every read of the
+		// ledger is done.
+		for name, m := range map[string]*member{"A": a, "B": bb} {
+			late := m.srv.Dial(t)
+			if got := decodeBudget(t, late.Expect(protocol.TypeBudget)); got.SpentCredits != 12 {
+				t.Fatalf("a new connection on %s is greeted with %v credits spent, want 12", name, got.SpentCredits)
+			}
+		}
+	})
 }
 
 // A set_mode sent to relay B for a conversation relay A owns names the

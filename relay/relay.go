@@ -255,6 +255,10 @@ func New(cfg Config) (*Relay, error) {
 		poll := cmp.Or(cfg.DevicePoll, DefaultDevicePoll)
 		r.track(&r.work, func() { r.pollDevices(poll) })
 	}
+	if err := r.budget.watch(r.ctx); err != nil {
+		r.abandon()
+		return nil, err
+	}
 
 	if r.cluster != nil {
 		if err := r.cluster.Start(clusterHooks{r}); err != nil {

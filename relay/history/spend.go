@@ -34,6 +34,18 @@ type Ledger interface {
 	Spent(ctx context.Context, since time.Time) ([]Spend, error)
 }
 
+// SpendWatcher is a Ledger that several relays share (the JetStream
+// store): it says when any of them adds to it, so that each relay's budget
+// counts the others' spend as it happens rather than from its next start.
+// Stores that one relay has to itself do not implement it.
+type SpendWatcher interface {
+	// WatchSpend calls changed, from a goroutine of its own, each time
+	// any relay adds to the ledger, until ctx ends; it returns once the
+	// watch is set up. changed should read Spent: the watch says only
+	// that something changed.
+	WatchSpend(ctx context.Context, changed func()) error
+}
+
 // SpendHour is the start of the UTC hour a spend at t belongs to.
 func SpendHour(t time.Time) time.Time { return t.UTC().Truncate(SpendGranularity) }
 
