@@ -3,6 +3,7 @@ package relay_test
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/pilotdesk/pilotdesk/protocol"
 	"github.com/pilotdesk/pilotdesk/relay"
@@ -16,9 +17,12 @@ import (
 // What the relays of a cluster share besides conversations: the credit
 // budget, the device tokens' revocations, and who switched a mode.
 
-// The JetStream store tells of changes to the spend ledger, which the
-// relay's budget looks for.
-var _ history.SpendWatcher = (*jetstream.Store)(nil)
+// The JetStream store tells of changes to the spend ledger and to the
+// device tokens, which the relay looks for.
+var (
+	_ history.SpendWatcher   = (*jetstream.Store)(nil)
+	_ history.DevicesWatcher = (*jetstream.Store)(nil)
+)
 
 // relayConfig is relayAgent with the relay's Config changed by mod.
 func (b natsBackend) relayConfig(t *testing.T, i int, agent session.Agent, mod func(*relay.Config)) *member {
@@ -89,6 +93,41 @@ func TestClusterBudgetShared(t *testing.T) {
 			if got := decodeBudget(t, late.Expect(protocol.TypeBudget)); got.SpentCredits != 12 {
 				t.Fatalf("a new connection on %s is greeted with %v credits spent, want 12", name, got.SpentCredits)
 			}
+		}
+	})
+}
+
+// A device revoked on relay A is closed on relay B as soon as B's watch of
+// the devices hears of it: B's poll of the table is set to an hour here, so
+// only the watch can close it.
+func TestClusterRevokeWatched(t *testing.T) {
+	eachBackend(t, func(t *testing.T, b natsBackend) {
+		s := clusterScript(t)
+		slowPoll := func(c *relay.Config) { c.Token, c.DevicePoll = ownToken, time.Hour }
+		a := b.relayConfig(t, 0, script.New(s), slowPoll)
+		bb := b.relayConfig(t, 1, script.New(s), slowPoll)
+		token, _, err := a.srv.Relay.CreateDevice(context.Background(), relay.NewDevice{Name: "Pixel", Role: protocol.RoleController})
+		if err != nil {
+			t.Fatal(err)
+		}
+		keep, _, err := a.srv.Relay.CreateDevice(context.Background(), relay.NewDevice{Name: "work", Role: protocol.RoleViewer})
+		if err != nil {
+			t.Fatal(err)
+		}
+		pixel := relaytest.Dial(t, bb.srv.URL+"?client=web", token)
+		other := relaytest.Dial(t, bb.srv.URL+"?client=web", keep)
+		sync_(t, pixel)
+		sync_(t, other)
+
+		if err := a.srv.Relay.RevokeDevice(context.Background(), "Pixel"); err != nil {
+			t.Fatal(err)
+		}
+		if code, reason := pixel.WaitClosed(); code != relay.CloseRevoked || reason != "token revoked" {
+			t.Fatalf("B closed the revoked device's connection with %d %q, want 4003 \"token revoked\"", code, reason)
+		}
+		expectQuiet(t, other) // another device's connection stays open
+		if got := upgradeStatus(t, bb.srv.URL, token); got != 401 {
+			t.Fatalf("the revoked token's upgrade on B: %d", got)
 		}
 	})
 }

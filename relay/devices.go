@@ -118,12 +118,38 @@ func (r *Relay) touchDevice(id identity) {
 	}
 }
 
+// watchDevices asks the devices table to say when it changes, when it
+// can (history.DevicesWatcher: the JetStream store, whose table every
+// relay of a cluster shares), and returns the channel that says so (nil:
+// it cannot). The watch ends with the relay's context.
+func (r *Relay) watchDevices() <-chan struct{} {
+	w, ok := r.devices.(history.DevicesWatcher)
+	if !ok {
+		return nil
+	}
+	kick := make(chan struct{}, 1)
+	err := w.WatchDevices(r.ctx, func() {
+		select {
+		case kick <- struct{}{}:
+		default: // a check is due already, and reads this change too
+		}
+	})
+	if err != nil {
+		r.log.Warn("relay: could not watch the device tokens; a revocation made elsewhere closes connections at the next poll", "err", err)
+		return nil
+	}
+	return kick
+}
+
 // pollDevices reads the devices table every interval while connections
 // with device tokens are open, and closes those whose token is gone: a
 // revocation made by another process reaches the relay within interval.
+// It reads it too each time kick (nil: never) says the table changed: a
+// revocation on another relay of the cluster closes the connections here
+// as soon as the watch tells, and the poll remains for a watch that stops.
 // (Revocations through the relay, RevokeDevice, close at once.) It runs
 // until the relay closes.
-func (r *Relay) pollDevices(interval time.Duration) {
+func (r *Relay) pollDevices(interval time.Duration, kick <-chan struct{}) {
 	t := time.NewTicker(interval)
 	defer t.Stop()
 	for {
@@ -131,6 +157,7 @@ func (r *Relay) pollDevices(interval time.Duration) {
 		case <-r.ctx.Done():
 			return
 		case <-t.C:
+		case <-kick:
 		}
 		if !r.hasDeviceConns() {
 			continue

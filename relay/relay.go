@@ -253,7 +253,8 @@ func New(cfg Config) (*Relay, error) {
 	go r.commit.run()
 	if r.devices != nil {
 		poll := cmp.Or(cfg.DevicePoll, DefaultDevicePoll)
-		r.track(&r.work, func() { r.pollDevices(poll) })
+		kick := r.watchDevices()
+		r.track(&r.work, func() { r.pollDevices(poll, kick) })
 	}
 	if err := r.budget.watch(r.ctx); err != nil {
 		r.abandon()

@@ -46,6 +46,17 @@ type Devices interface {
 	TouchDevice(ctx context.Context, name string, at time.Time) error
 }
 
+// DevicesWatcher is a Devices that tells of changes as they happen (the
+// JetStream store, whose table every relay of a cluster shares), so that a
+// relay closes a device's connections as soon as another revokes it,
+// rather than at its next poll of the table.
+type DevicesWatcher interface {
+	// WatchDevices calls changed, from a goroutine of its own, each time
+	// the table changes (and may once at the start), until ctx ends; it
+	// returns once the watch is set up. changed should read Devices.
+	WatchDevices(ctx context.Context, changed func()) error
+}
+
 // ErrDeviceExists is returned by AddDevice for a name already taken.
 var ErrDeviceExists = errors.New("a device with that name exists")
 
