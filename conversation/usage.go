@@ -68,9 +68,11 @@ type Usage struct {
 	SessionCredits       *float64 // the session's credits, when reported
 }
 
-// Empty reports whether nothing has been reported yet.
+// Empty reports whether nothing has been reported yet. Tokens alone count:
+// an ACP agent on your own model may report nothing else (opencode).
 func (u Usage) Empty() bool {
-	return u.Model == "" && u.Cost == nil && u.CacheReadTokens == nil && u.CacheWriteTokens == nil && len(u.Quotas) == 0 && !u.HaveTotals
+	return u.Model == "" && u.Cost == nil && u.CacheReadTokens == nil && u.CacheWriteTokens == nil && len(u.Quotas) == 0 && !u.HaveTotals &&
+		!u.HaveTokens
 }
 
 // addQuota folds one copilot:quota in.
