@@ -168,6 +168,9 @@ func (c *Cluster) cmdSubject(relay string) string { return c.base + ".relay." + 
 // UpdateStream keeps the rest of its configuration, the epoch included.
 func (c *Cluster) republish(ctx context.Context) error {
 	want := &jetstream.RePublish{Source: c.s.names.subject, Destination: c.base + ".live.{{wildcard(1)}}"}
+	if rp := c.s.stream.CachedInfo().Config.RePublish; rp != nil && *rp == *want {
+		return nil // as Open found it: the usual case, and no request
+	}
 	return c.s.leaderCall(ctx, func(ctx context.Context) error {
 		info, err := c.s.stream.Info(ctx)
 		if err != nil {
