@@ -171,9 +171,6 @@ func (d *settingsDialog) check(f settings.Field) *widget.Check { return d.inputs
 func (d *settingsDialog) selector(f settings.Field) *widget.Select {
 	return d.inputs[f].(*widget.Select)
 }
-func (d *settingsDialog) radio(f settings.Field) *widget.RadioGroup {
-	return d.inputs[f].(*widget.RadioGroup)
-}
 
 func TestSettingsShortcutAndMenu(t *testing.T) {
 	h := newHarness(t, harnessConfig{})
@@ -209,7 +206,7 @@ func TestSettingsValidationMessages(t *testing.T) {
 	h := newHarness(t, harnessConfig{})
 	h.w.ShowSettings()
 	d := h.w.settings
-	d.radio(settings.FieldRemote).SetSelected(settings.Lookup(settings.FieldRemote).ChoiceLabel("true"))
+	d.selector(settings.FieldRemote).SetSelected(settings.Lookup(settings.FieldRemote).ChoiceLabel("true"))
 	d.entry(settings.FieldRemoteURL).SetText("http://relay.example.com")
 	d.entry(settings.FieldWorkDir).SetText(filepath.Join(t.TempDir(), "missing"))
 	d.selectEntry(settings.FieldInputTimeout).SetText("soon")
@@ -615,4 +612,30 @@ func statusRows(h *harness) int {
 		}
 	}
 	return n
+}
+
+// TestSettingsFitsTheWindow: in the app's default window (1100×720) the
+// dialog shows every group whole, nothing scrolls; in a smaller one it
+// stays inside the window and the groups scroll.
+func TestSettingsFitsTheWindow(t *testing.T) {
+	for _, c := range []struct {
+		size   fyne.Size
+		scroll bool
+	}{
+		{fyne.NewSize(1100, 720), false},
+		{fyne.NewSize(1100, 560), true},
+	} {
+		h := newHarness(t, harnessConfig{size: c.size})
+		h.w.ShowSettings()
+		h.frame()
+		d := h.w.settings
+		body, shown := d.body.MinSize().Height, d.scroll.Size().Height
+		if scrolls := shown < body; scrolls != c.scroll {
+			t.Errorf("%v: the groups need %.0f px, the dialog shows %.0f: scrolls %v, want %v", c.size, body, shown, scrolls, c.scroll)
+		}
+		if top := h.w.Window().Canvas().Overlays().Top(); top.MinSize().Height > c.size.Height {
+			t.Errorf("%v: the dialog needs %.0f px, more than the window", c.size, top.MinSize().Height)
+		}
+		d.close()
+	}
 }

@@ -56,6 +56,9 @@ type settingsDialog struct {
 	found  []settings.Choice
 	agents []string
 
+	scroll *container.Scroll // the groups, in two columns; see fit
+	body   fyne.CanvasObject // what scroll holds
+
 	errs     map[settings.Field]*widget.Label
 	items    map[settings.Field]*widget.FormItem
 	status   *widget.Label
@@ -72,6 +75,7 @@ func (w *Window) ShowSettings() {
 	}
 	d := newSettingsDialog(w)
 	w.settings = d
+	d.fit(w.win.Canvas().Size().Height)
 	d.dlg.Show()
 	w.win.Canvas().Focus(d.inputs[settings.FieldModel].(fyne.Focusable))
 }
@@ -96,12 +100,23 @@ func newSettingsDialog(w *Window) *settingsDialog {
 	d.found = settings.Lookup(settings.FieldACPCommand).FoundPresets(nil)
 	d.agents = settings.FoundAgents(shown, nil)
 
+	// A form per group, a row per setting, but the budget and its period
+	// share one row ("0 AI credits every 720h"): two rows, and the right
+	// column would not fit a 720 px high window.
 	forms := map[settings.Group]*widget.Form{}
 	for _, r := range settings.All() {
 		if forms[r.Group] == nil {
 			forms[r.Group] = widget.NewForm()
 		}
-		forms[r.Group].AppendItem(d.item(r, d.newInput(r, shown)))
+		in := d.newInput(r, shown)
+		switch r.Field {
+		case settings.FieldBudgetCredits:
+			continue // in the period's row
+		case settings.FieldBudgetPeriod:
+			forms[r.Group].AppendItem(d.budgetItem(d.inputs[settings.FieldBudgetCredits], in))
+			continue
+		}
+		forms[r.Group].AppendItem(d.item(r, in))
 	}
 
 	note := settingsNote
@@ -114,8 +129,10 @@ func newSettingsDialog(w *Window) *settingsDialog {
 	d.activity = widget.NewActivity()
 	d.activity.Hide()
 
-	// Two columns, so that everything fits a 720 px high window without
-	// scrolling; the scroll is there for smaller windows.
+	// Two columns, so that every group shows whole in a 720 px high window
+	// (the app's default size) without scrolling: the agent's group on the
+	// left, the connection, the window and the budget on the right. The
+	// scroll is there for smaller windows (fit).
 	section := func(g settings.Group) []fyne.CanvasObject {
 		return []fyne.CanvasObject{sectionHeader(sectionTitles[g]), forms[g]}
 	}
@@ -123,10 +140,11 @@ func newSettingsDialog(w *Window) *settingsDialog {
 		container.NewVBox(section(settings.GroupAgent)...),
 		container.NewVBox(append(append(section(settings.GroupConnection), section(settings.GroupWindow)...), section(settings.GroupBudget)...)...),
 	)
-	scroll := container.NewVScroll(container.NewPadded(form))
-	scroll.SetMinSize(fyne.NewSize(960, 520))
+	d.body = container.NewPadded(form)
+	d.scroll = container.NewVScroll(d.body)
+	d.scroll.SetMinSize(fyne.NewSize(settingsWidth, d.body.MinSize().Height))
 	statusRow := container.NewBorder(nil, nil, d.activity, nil, d.status)
-	content := container.NewBorder(nil, container.NewVBox(widget.NewSeparator(), statusRow), nil, nil, scroll)
+	content := container.NewBorder(nil, container.NewVBox(widget.NewSeparator(), statusRow), nil, nil, d.scroll)
 
 	d.cancel = widget.NewButtonWithIcon("Cancel", theme.CancelIcon(), d.close)
 	d.apply = widget.NewButtonWithIcon("Apply", theme.ConfirmIcon(), d.applyChanges)
@@ -165,11 +183,12 @@ func (d *settingsDialog) newInput(r settings.Setting, s settings.Settings) fyne.
 	switch {
 	case r.Kind == settings.KindBool && len(r.Choices) > 0:
 		// The switch between the embedded and the remote relay: it
-		// enables the remote relay's fields.
-		g := widget.NewRadioGroup(labels, func(string) { d.connectionChanged() })
-		g.Required = true
-		g.SetSelected(r.ChoiceLabel(value))
-		in = g
+		// enables the remote relay's fields. A select, not radio buttons:
+		// one line instead of two keeps the right column in a 720 px
+		// window.
+		sel := widget.NewSelect(labels, func(string) { d.connectionChanged() })
+		sel.SetSelected(r.ChoiceLabel(value))
+		in = sel
 	case r.Kind == settings.KindBool:
 		c := widget.NewCheck(r.Placeholder, nil)
 		c.SetChecked(value == "true")
@@ -219,6 +238,20 @@ func (d *settingsDialog) newInput(r settings.Setting, s settings.Settings) fyne.
 	return in
 }
 
+// settingsWidth is the width of the dialog's groups: two columns of forms.
+const settingsWidth = 960
+
+// fit sizes the dialog to its groups, so that it shows them all without
+// scrolling, unless the window (canvasHeight high) is too small for that:
+// then the groups scroll in what the window leaves.
+func (d *settingsDialog) fit(canvasHeight float32) {
+	want := d.body.MinSize().Height
+	around := d.dlg.MinSize().Height - d.scroll.MinSize().Height // title, status, buttons
+	room := canvasHeight - around - 2*theme.Padding()
+	h := min(want, max(room, 200))
+	d.scroll.SetMinSize(fyne.NewSize(settingsWidth, h))
+}
+
 func sectionHeader(title string) fyne.CanvasObject {
 	l := widget.NewLabelWithStyle(title, fyne.TextAlignLeading, fyne.TextStyle{Bold: true})
 	return container.NewVBox(l, widget.NewSeparator())
@@ -244,6 +277,46 @@ func (d *settingsDialog) item(r settings.Setting, input fyne.CanvasObject) *widg
 		it.HintText = "Set by " + by + " for this run"
 	}
 	d.items[r.Field] = it
+	return it
+}
+
+// budgetPeriodWidth is the width of the budget period's entry.
+const budgetPeriodWidth = 130
+
+// budgetHint is the hint of the budget's row, both settings' in short (the
+// table's two side by side would widen the dialog).
+const budgetHint = "0: no budget · the period: 24h, 168h (a week), 720h (30 days)…"
+
+// budgetItem is the budget's row: "[credits] AI credits every [period]",
+// with a red line for each setting's validation error.
+func (d *settingsDialog) budgetItem(credits, period fyne.CanvasObject) *widget.FormItem {
+	rc, rp := settings.Lookup(settings.FieldBudgetCredits), settings.Lookup(settings.FieldBudgetPeriod)
+	var errs []fyne.CanvasObject
+	for _, f := range []settings.Field{rc.Field, rp.Field} {
+		e := widget.NewLabel("")
+		e.Importance = widget.DangerImportance
+		e.Wrapping = fyne.TextWrapWord
+		e.Hide()
+		d.errs[f] = e
+		errs = append(errs, e)
+	}
+	every := widget.NewLabel("AI credits every")
+	// The period's entry as wide as "720h" and its menu button need; the
+	// credits take the rest.
+	wide := fyne.NewSize(budgetPeriodWidth, period.MinSize().Height)
+	row := container.NewBorder(nil, nil, nil, container.NewHBox(every, container.NewGridWrap(wide, period)), credits)
+	it := widget.NewFormItem(rc.Label, container.NewVBox(append([]fyne.CanvasObject{row}, errs...)...))
+	it.HintText = budgetHint
+	var by []string
+	for _, f := range []settings.Field{rc.Field, rp.Field} {
+		if flag, ok := d.locked[f]; ok {
+			by = append(by, flag)
+		}
+	}
+	if len(by) > 0 {
+		it.HintText = "Set by " + strings.Join(by, " and ") + " for this run"
+	}
+	d.items[rc.Field], d.items[rp.Field] = it, it
 	return it
 }
 
@@ -285,8 +358,6 @@ func (d *settingsDialog) pickACP() {
 func (d *settingsDialog) text(f settings.Field) string {
 	r := settings.Lookup(f)
 	switch in := d.inputs[f].(type) {
-	case *widget.RadioGroup:
-		return r.ChoiceValue(in.Selected)
 	case *widget.Select:
 		return r.ChoiceValue(in.Selected)
 	case *widget.Check:
