@@ -5,6 +5,8 @@
 //	go run ./tools/fanoutbench -store sqlite   # the same on the SQLite store
 //	go run ./tools/fanoutbench -store jetstream -nats cluster   # on an R3 stream of a 3-node nats-server cluster
 //	go run ./tools/fanoutbench -store jetstream -nats embedded  # on a JetStream node in the relay's process
+//	go run ./tools/fanoutbench -store jetstream -nats cluster -compare sqlite   # and a relay on SQLite, rounds alternating: the ratio
+//	go run ./tools/fanoutbench -replay 100000 -store jetstream -nats cluster   # replay of a 100,000-event conversation, and on SQLite
 //
 // The relay runs in a child process (this binary re-executed), so that its
 // CPU time, allocations and RSS are its own; the clients run in this process.

@@ -293,7 +293,15 @@ func (c *client) read(ctx context.Context, first *bool) error {
 				c.run.timers.Add(1)
 				time.AfterFunc(time.Second, func() {
 					defer c.run.timers.Done()
-					if ctx.Err() == nil && !c.run.stopping.Load() {
+					switch {
+					case ctx.Err() != nil:
+					case c.run.stopping.Load():
+						// The run is over: the conversation ends at its
+						// last idle, which this sender has.
+						if c.conv.final.CompareAndSwap(-1, c.lastSeq.Load()) {
+							close(c.conv.finalCh)
+						}
+					default:
 						if err := c.sendPrompt(ctx); err != nil && ctx.Err() == nil {
 							c.run.errors.Add(1)
 						}
