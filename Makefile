@@ -96,7 +96,7 @@ bench: nats-server
 # another relay < 50 ms at 2,000 deltas/s; replay of a 100,000-event
 # conversation >= 100,000 events/s; the interrupted turn closed at another
 # relay's client within 20 s of its owner's SIGKILL (a short load run: three
-# relays, the default lease). About 2 minutes.
+# relays, the default lease). About a minute on 2 cores.
 bench-nats: nats-server
 	$(GO) run ./tools/fanoutbench -store jetstream -nats cluster -idle 0 -anchor=false -compare sqlite
 	$(GO) run ./tools/fanoutbench -store jetstream -nats embedded -idle 0 -anchor=false
