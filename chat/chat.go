@@ -100,6 +100,9 @@ func Run(ctx context.Context, cfg Config) error {
 		scr:  newScreen(cfg.Out, cfg.Term),
 		mode: protocol.ModeAct,
 	}
+	if c, ok := cfg.Conn.(interface{ Identity() *client.Identity }); ok {
+		r.id = c.Identity()
+	}
 	r.resetConversation()
 
 	inputs, stopInput := startReader(cfg.In)
@@ -160,6 +163,9 @@ type repl struct {
 	cfg  Config
 	conn Conn
 	scr  *screen
+	// id is who this terminal is on the relay, as its client learns it
+	// (client.Identity); nil for a Conn that does not say (terminalSelf).
+	id *client.Identity
 
 	conv    string
 	mode    protocol.Mode

@@ -35,7 +35,7 @@ func (r *repl) event(ctx context.Context, ev client.Event) {
 		return
 	}
 	if _, reset := ev.Data.(*client.Reset); reset || r.fold == nil || r.fold.ID != r.conv {
-		r.fold = conversation.New(r.conv, conversation.Options{Self: self, Now: r.cfg.Now})
+		r.fold = conversation.New(r.conv, conversation.Options{Self: terminalSelf, Identity: r.id, Now: r.cfg.Now})
 		r.agent = agentRows{}
 	}
 	u := r.fold.Apply(ev)
@@ -104,9 +104,27 @@ func (r *repl) event(ctx context.Context, ev client.Event) {
 	}
 }
 
-// self is who the terminal client is on the relay: the relay's own device
-// (the token chat uses is the relay's) in a terminal.
-var self = protocol.By{Device: protocol.OwnDevice, Client: protocol.ClientTerminal}
+// terminalSelf is who the terminal client is on the relay when its Conn
+// does not say (no client.Identity): the relay's own device in a terminal.
+var terminalSelf = protocol.By{Device: protocol.OwnDevice, Client: protocol.ClientTerminal}
+
+// self is who this terminal is on the relay, to name others relative to
+// it: zero while a device token's device is not known yet.
+func (r *repl) self() protocol.By {
+	if r.id == nil {
+		return terminalSelf
+	}
+	by, _ := r.id.Self()
+	return by
+}
+
+// isSelf reports whether by names this terminal: its device and its kind.
+func (r *repl) isSelf(by protocol.By) bool {
+	if r.id == nil {
+		return by == terminalSelf
+	}
+	return r.id.Is(by)
+}
 
 // connection reports a change of the connection's state. The client
 // resumes every conversation by itself; the REPL only says what happens.
@@ -206,8 +224,8 @@ func (r *repl) userMessage(d *protocol.UserMessage) {
 		mode = r.mode
 	}
 	r.echo(r.promptLabel(mode), oneLine(d.Content))
-	if by := d.SentBy; by != nil && *by != self {
-		r.note(styleDim, "  (sent from "+sanitize(conversation.Who(*by, self))+")")
+	if by := d.SentBy; by != nil && !r.isSelf(*by) {
+		r.note(styleDim, "  (sent from "+sanitize(conversation.Who(*by, r.self()))+")")
 	}
 	r.startTurn()
 }
@@ -321,7 +339,7 @@ func (r *repl) inputClosed(d *protocol.UserInputClosed) {
 	var why string
 	where := "in another window" // an older relay names nobody
 	if by := d.AnsweredBy; by != nil {
-		where = "from " + sanitize(conversation.Who(*by, self))
+		where = "from " + sanitize(conversation.Who(*by, r.self()))
 	}
 	switch d.Reason {
 	case protocol.ClosedAnswered:
@@ -345,9 +363,9 @@ func (r *repl) modeChanged(m protocol.Mode, by *protocol.By) {
 	if m == protocol.ModePlan {
 		text, style = "Plan mode: every tool call is denied; the agent can only describe what it would do.", styleWarn
 	}
-	if by != nil && *by != self {
+	if by != nil && !r.isSelf(*by) {
 		// Another device switched (the relay names device tokens only).
-		text = conversation.ModeByText(text, sanitize(conversation.Who(*by, self)))
+		text = conversation.ModeByText(text, sanitize(conversation.Who(*by, r.self())))
 	}
 	r.note(style, text)
 }

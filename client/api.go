@@ -57,7 +57,20 @@ func (c *Client) Send(ctx context.Context, conversationID, prompt string, mode p
 	c.mu.Lock()
 	c.sub(conversationID)
 	c.mu.Unlock()
-	return c.write(ctx, protocol.TypeSend, protocol.Send{ConversationID: conversationID, Prompt: prompt, Mode: mode, Model: model})
+	return c.writeEchoed(ctx, protocol.TypeSend, protocol.Send{ConversationID: conversationID, Prompt: prompt, Mode: mode, Model: model},
+		echo{protocol.TypeUserMessage, conversationID, prompt})
+}
+
+// writeEchoed sends a message whose echo names this client (Identity):
+// the echo is expected before the message leaves, since it may come back
+// before the write returns.
+func (c *Client) writeEchoed(ctx context.Context, msgType string, data any, e echo) error {
+	c.id.expect(e)
+	err := c.write(ctx, msgType, data)
+	if err != nil {
+		c.id.forget(e.typ, e.conv, e.key)
+	}
+	return err
 }
 
 // Abort stops the conversation's running turn.
@@ -67,30 +80,31 @@ func (c *Client) Abort(ctx context.Context, conversationID string) error {
 
 // SetMode switches the conversation between plan and act, mid-stream too.
 func (c *Client) SetMode(ctx context.Context, conversationID string, mode protocol.Mode) error {
-	return c.write(ctx, protocol.TypeSetMode, protocol.SetMode{ConversationID: conversationID, Mode: mode})
+	return c.writeEchoed(ctx, protocol.TypeSetMode, protocol.SetMode{ConversationID: conversationID, Mode: mode},
+		echo{protocol.TypeModeChanged, conversationID, string(mode)})
 }
 
 // Answer resolves an input request with a text answer. For a choice pass
 // its 0-based index (nil otherwise); wasFreeform says the user typed it.
 func (c *Client) Answer(ctx context.Context, conversationID, requestID, answer string, wasFreeform bool, index *int) error {
-	return c.write(ctx, protocol.TypeUserInputResponse, protocol.UserInputResponse{
+	return c.writeEchoed(ctx, protocol.TypeUserInputResponse, protocol.UserInputResponse{
 		ConversationID: conversationID,
 		RequestID:      requestID,
 		Answer:         answer,
 		WasFreeform:    &wasFreeform,
 		Index:          index,
-	})
+	}, echo{protocol.TypeUserInputClosed, conversationID, requestID})
 }
 
 // Reject declines an input request, which cancels the turn (the relay keeps
 // the partial text and ends the turn with status rejected).
 func (c *Client) Reject(ctx context.Context, conversationID, requestID string) error {
-	return c.write(ctx, protocol.TypeUserInputResponse, protocol.UserInputResponse{
+	return c.writeEchoed(ctx, protocol.TypeUserInputResponse, protocol.UserInputResponse{
 		ConversationID: conversationID,
 		RequestID:      requestID,
 		Answer:         protocol.AnswerReject,
 		Rejected:       true,
-	})
+	}, echo{protocol.TypeUserInputClosed, conversationID, requestID})
 }
 
 // List asks for the first page of the relay's conversations (the most

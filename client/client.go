@@ -128,6 +128,7 @@ type Client struct {
 	events chan Event
 	cancel context.CancelFunc
 	done   chan struct{}
+	id     *Identity // who this client is on the relay (identity.go)
 
 	mu       sync.Mutex      // guards conn, state, subs, watching
 	conn     *websocket.Conn // nil while disconnected
@@ -166,6 +167,7 @@ func (cfg Config) Dial(ctx context.Context) (*Client, error) {
 		done:   make(chan struct{}),
 		state:  StateConnecting,
 		subs:   make(map[string]*subscription),
+		id:     newIdentity(cfg.URL, cfg.Token, cfg.Kind),
 	}
 	conn, err := c.dial(ctx)
 	if err != nil {
@@ -196,6 +198,10 @@ func (c *Client) State() State {
 
 // URL returns the relay endpoint the client connects to.
 func (c *Client) URL() string { return c.cfg.URL }
+
+// Identity is who this client is on the relay, learned from the echoes of
+// what it sends (identity.go).
+func (c *Client) Identity() *Identity { return c.id }
 
 // Close ends the connection (with a normal closure) and stops reconnecting.
 // It waits until the client's goroutines have exited.
@@ -438,6 +444,7 @@ func (c *Client) keepAlive(ctx context.Context, conn *websocket.Conn, activity <
 // delivered. It returns false when ctx ended while delivering.
 func (c *Client) route(ctx context.Context, ev Event) bool {
 	var out []Event
+	c.id.observe(ev) // before anyone applies it
 
 	c.mu.Lock()
 	switch d := ev.Data.(type) {

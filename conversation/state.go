@@ -46,6 +46,10 @@ type Options struct {
 	// Device "" is protocol.OwnDevice (the relay's own token); Client ""
 	// takes any kind of client on that device as this one.
 	Self protocol.By
+	// Identity, when set, is who this client is instead of Self: learned
+	// by the client from the echoes of what it sent (client.Identity), so
+	// a client with a device token tells its own from another's too.
+	Identity *client.Identity
 	// Now is the clock (default time.Now).
 	Now    func() time.Time
 	Logger *slog.Logger
@@ -225,7 +229,7 @@ func (s *State) Apply(ev client.Event) Update {
 		s.Mode = mode
 		s.turnStart = s.appendRow(Row{Kind: RowUser, Text: d.Content, Mode: mode, Done: true})
 		if by := d.SentBy; by != nil && !s.isSelf(*by) {
-			s.appendRow(Row{Kind: RowNote, State: NoteInfo, Done: true, Text: "Sent from " + Who(*by, s.opts.Self) + "."})
+			s.appendRow(Row{Kind: RowNote, State: NoteInfo, Done: true, Text: "Sent from " + Who(*by, s.self()) + "."})
 		}
 		s.Streaming = true
 		s.turnOutput = false
@@ -410,9 +414,23 @@ func (s *State) MessageText(messageID string) string {
 	return ""
 }
 
-// isSelf reports whether by names this client (Options.Self).
+// isSelf reports whether by names this client (Options.Identity, or else
+// Options.Self).
 func (s *State) isSelf(by protocol.By) bool {
+	if s.opts.Identity != nil {
+		return s.opts.Identity.Is(by)
+	}
 	return by.Device == s.opts.Self.Device && (s.opts.Self.Client == "" || by.Client == s.opts.Self.Client)
+}
+
+// self is who this client is, for naming others relative to it (Who):
+// zero while a device token's identity is not known yet.
+func (s *State) self() protocol.By {
+	if s.opts.Identity != nil {
+		by, _ := s.opts.Identity.Self()
+		return by
+	}
+	return s.opts.Self
 }
 
 // ---- rows ----

@@ -109,7 +109,7 @@ func (s *State) modeChangedText(d *protocol.ModeChanged) string {
 	if d.ChangedBy == nil || s.isSelf(*d.ChangedBy) {
 		return text
 	}
-	return ModeByText(text, Who(*d.ChangedBy, s.opts.Self))
+	return ModeByText(text, Who(*d.ChangedBy, s.self()))
 }
 
 // ModeByText puts who switched into a mode-change text: "Switched to
@@ -151,7 +151,7 @@ func (s *State) closedText(question string, d *protocol.UserInputClosed) string 
 			// earlier run (live, it would be another window like this one).
 			return fmt.Sprintf("You answered %q.", q)
 		}
-		return fmt.Sprintf("%q was answered from %s.", q, Who(*d.AnsweredBy, s.opts.Self))
+		return fmt.Sprintf("%q was answered from %s.", q, Who(*d.AnsweredBy, s.self()))
 	case protocol.ClosedRejected:
 		switch {
 		case mine, d.AnsweredBy != nil && s.isSelf(*d.AnsweredBy) && !s.Synced:
@@ -159,7 +159,7 @@ func (s *State) closedText(question string, d *protocol.UserInputClosed) string 
 		case d.AnsweredBy == nil:
 			return fmt.Sprintf("%q was rejected from another window.", q)
 		}
-		return fmt.Sprintf("%q was rejected from %s.", q, Who(*d.AnsweredBy, s.opts.Self))
+		return fmt.Sprintf("%q was rejected from %s.", q, Who(*d.AnsweredBy, s.self()))
 	case protocol.ClosedAborted:
 		return fmt.Sprintf("The question %q was withdrawn: the turn was stopped.", q)
 	}

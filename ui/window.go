@@ -332,9 +332,12 @@ func withDefaults(opts Options) Options {
 func (w *Window) follow(c *client.Client) {
 	w.client = c
 	// The window counts down to the relay's expiresAt only; its own
-	// answers are those of its token's device in a window.
+	// answers are those of its token's device in a window, as its client
+	// learns it, and as it learnt it on an earlier run (identity.go).
 	self := protocol.By{Device: protocol.OwnDevice, Client: protocol.ClientWindow}
-	w.store = store.NewStore(store.Options{Self: self, Now: w.opts.Now, OnChange: w.requestFrame, Logger: w.opts.Logger, FullRows: windowRows})
+	id := c.Identity()
+	rememberIdentity(w.app.Preferences(), id)
+	w.store = store.NewStore(store.Options{Self: self, Identity: id, Now: w.opts.Now, OnChange: w.requestFrame, Logger: w.opts.Logger, FullRows: windowRows})
 	w.subscribed = map[string]bool{}
 	// Under frameMu: a frame timer of the old client's may still read
 	// the context (requestFrame), and it draws nothing once that is

@@ -23,6 +23,9 @@ import (
 type Options struct {
 	// Self is who the window is on the relay (conversation.Options.Self).
 	Self protocol.By
+	// Identity is who it is as its client learns it
+	// (conversation.Options.Identity); nil: Self.
+	Identity *client.Identity
 	// Now is the clock (default time.Now).
 	Now func() time.Time
 	// OnChange is called after every change, outside the lock. The window
@@ -93,7 +96,7 @@ func (s *Store) convLocked(id string) *entry {
 	if !ok {
 		c = &entry{
 			State: conversation.New(id, conversation.Options{
-				Self: s.opts.Self, Now: s.opts.Now, Logger: s.opts.Logger,
+				Self: s.opts.Self, Identity: s.opts.Identity, Now: s.opts.Now, Logger: s.opts.Logger,
 			}),
 			changed: map[int]struct{}{},
 		}
