@@ -469,7 +469,7 @@ func (c *Cluster) Claim(ctx context.Context, id string) (owner, previous string,
 		e, err := c.owners.Get(ctx, key)
 		if errors.Is(err, jetstream.ErrKeyNotFound) {
 			rev, err := c.owners.Create(ctx, key, []byte(self))
-			if errors.Is(err, jetstream.ErrKeyExists) {
+			if lostClaim(err) {
 				continue // another relay was faster: look again
 			}
 			if err != nil {
@@ -494,7 +494,7 @@ func (c *Cluster) Claim(ctx context.Context, id string) (owner, previous string,
 			return cur, cur, nil
 		}
 		rev, err := c.owners.Update(ctx, key, []byte(self), e.Revision())
-		if errors.Is(err, jetstream.ErrKeyExists) {
+		if lostClaim(err) {
 			continue
 		}
 		if err != nil {
@@ -507,6 +507,14 @@ func (c *Cluster) Claim(ctx context.Context, id string) (owner, previous string,
 		return self, cur, nil
 	}
 	return "", "", fmt.Errorf("jetstream cluster: claim %q: the owner record keeps changing", id)
+}
+
+// lostClaim reports whether a conditional write of an owner record was
+// refused because another relay's got there first: 10071, or, on a
+// cluster, 10164 while the other's write is still being proposed
+// (ErrKeyRevisionMismatch). Either way the claimant looks again.
+func lostClaim(err error) bool {
+	return errors.Is(err, jetstream.ErrKeyExists) || errors.Is(err, jetstream.ErrKeyRevisionMismatch)
 }
 
 func (c *Cluster) noteClaim(key string, rev uint64) {
