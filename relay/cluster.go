@@ -185,7 +185,11 @@ func (r *Relay) catchUp(c *conversation) {
 	if err == nil {
 		err = r.applyStored(ctx, c, nil, state)
 	}
-	if err != nil && !errors.Is(err, history.ErrNotFound) && r.ctx.Err() == nil {
+	if errors.Is(err, history.ErrNotFound) {
+		r.goneRemote(c)
+		return
+	}
+	if err != nil && r.ctx.Err() == nil {
 		r.log.Warn("relay: could not catch up with a conversation another relay writes; its next event tries again", "conversationId", c.id, "err", err)
 	}
 }
@@ -435,6 +439,9 @@ func (r *Relay) syncRemote(ctx context.Context, id string) {
 	}
 	state, err := r.cluster.Latest(ctx, id)
 	if errors.Is(err, history.ErrNotFound) {
+		if c := r.lookupConversation(id); c != nil {
+			r.goneRemote(c)
+		}
 		return
 	}
 	if err != nil {
@@ -477,6 +484,18 @@ func (c *conversation) waitSent(ctx context.Context) {
 			return
 		case <-time.After(5 * time.Millisecond):
 		}
+	}
+}
+
+// goneRemote forgets a remote conversation that is no longer stored: it
+// was deleted while this relay missed the notice (its connection was
+// down). Its subscribers get copilot:deleted, as on the owner.
+func (r *Relay) goneRemote(c *conversation) {
+	c.mu.Lock()
+	gone := c.remote && c.sentSeq > 0 && !c.deleted.Load()
+	c.mu.Unlock()
+	if gone {
+		c.finishDelete()
 	}
 }
 

@@ -716,3 +716,39 @@ func TestClusterSendWhileOwnerDead(t *testing.T) {
 		}
 	})
 }
+
+// A conversation deleted without the relays being told (here: straight
+// from the store, as when a relay misses the notice while its connection
+// is down) is forgotten by the next subscribe: the subscriber finds a new,
+// empty conversation, and the watched list drops the old one.
+func TestClusterDeletedUnseen(t *testing.T) {
+	eachBackend(t, func(t *testing.T, b natsBackend) {
+		s := clusterScript(t)
+		a, bb := b.relay(t, 0, s), b.relay(t, 1, s)
+		ca, cb := a.srv.Dial(t), bb.srv.Dial(t)
+		id := "unseen-" + b.name
+
+		ca.Send("copilot:send", map[string]any{"conversationId": id, "prompt": "hello"})
+		ca.WaitFor("copilot:idle", nil)
+		cb.Send("copilot:list", map[string]any{"watch": true})
+		if l := cb.WaitFor("copilot:conversations", nil); !strings.Contains(string(l.Raw), id) {
+			// The list may lag A's last event by a moment.
+			cb.WaitFor("copilot:conversation", func(f relaytest.Frame) bool { return strings.Contains(string(f.Raw), id) })
+		}
+
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := a.store.Delete(ctx, id); err != nil {
+			t.Fatal(err)
+		}
+		late := bb.srv.Dial(t)
+		late.Send("copilot:subscribe", map[string]any{"conversationId": id, "sinceSeq": 0})
+		if sub := late.WaitFor("copilot:subscribed", nil); sub.Seq() != 0 {
+			t.Fatalf("subscribed to a deleted conversation: %s", sub.Raw)
+		}
+		gone := cb.WaitFor("copilot:conversation", func(f relaytest.Frame) bool {
+			return strings.Contains(string(f.Raw), id) && strings.Contains(string(f.Raw), `"deleted":true`)
+		})
+		t.Logf("the watched list: %s", gone.Raw)
+	})
+}
