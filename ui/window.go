@@ -335,8 +335,11 @@ func (w *Window) follow(c *client.Client) {
 	// answers are those of its token's device in a window, as its client
 	// learns it, and as it learnt it on an earlier run (identity.go).
 	self := protocol.By{Device: protocol.OwnDevice, Client: protocol.ClientWindow}
-	id := c.Identity()
-	rememberIdentity(w.app.Preferences(), id)
+	var id *client.Identity // nil until the window has a client (NewWindow)
+	if c != nil {
+		id = c.Identity()
+		rememberIdentity(w.app.Preferences(), id)
+	}
 	w.store = store.NewStore(store.Options{Self: self, Identity: id, Now: w.opts.Now, OnChange: w.requestFrame, Logger: w.opts.Logger, FullRows: windowRows})
 	w.subscribed = map[string]bool{}
 	// Under frameMu: a frame timer of the old client's may still read
