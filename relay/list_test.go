@@ -22,6 +22,14 @@ func makeConversations(t *testing.T, cl *relaytest.Client, prefix string, n int)
 		ids[i] = fmt.Sprintf("%s-%04d", prefix, i)
 		cl.Send("copilot:set_mode", map[string]any{"conversationId": ids[i], "mode": "plan"})
 	}
+	// A conversation is listed once its event is stored and sent, which
+	// a pong does not wait for (it goes out at once): wait for the last
+	// one's event, which the committer sends after every one before it.
+	// Replayed or live, it comes once subscribed from seq 0.
+	last := ids[n-1]
+	cl.Send("copilot:subscribe", map[string]any{"conversationId": last, "sinceSeq": 0})
+	cl.WaitFor("copilot:mode_changed", func(f relaytest.Frame) bool { return f.Field("conversationId") == last })
+	cl.Send("copilot:unsubscribe", map[string]any{"conversationId": last})
 	sync_(t, cl)
 	return ids
 }
