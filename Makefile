@@ -22,7 +22,7 @@ BUILD_TAGS := no_emoji
 FYNE_TOOL_VERSION := v1.7.4
 FYNE := .tools/bin/fyne
 
-.PHONY: run test deps copilot-cli opencode nats-server build vet web-test web-screenshots bench bench-nats bench-window screenshots fuzz load cluster package install package-windows package-darwin clean
+.PHONY: run test deps copilot-cli opencode nats-server build vet web-test web-screenshots acp-window bench bench-nats bench-window screenshots fuzz load cluster package install package-windows package-darwin clean
 
 run: deps build
 	./$(BIN)
@@ -71,6 +71,12 @@ web-test:
 
 web-screenshots:
 	WEB_SCREENSHOTS=screenshots scripts/web-e2e.sh screenshots.test.js
+
+# The window on a real ACP agent, end to end: the GL binary under Xvfb picks
+# opencode in Settings and edits a file through it, offline against the
+# mock model; photographs in screenshots/acp-window-*.png (docs/acp.md).
+acp-window: opencode
+	scripts/acp-window.sh screenshots
 
 # Speed targets live here, never in unit tests: the relay's fan-out (4,000
 # deltas of 64 B to 50 subscribers over loopback WebSockets; deliveries/s,

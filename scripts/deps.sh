@@ -4,11 +4,14 @@
 # compiles against, tmux for the terminal-client tests, desktop-file-utils
 # for checking the package, and the Go modules; with "web", also chromium
 # for the web client's browser tests (scripts/web-e2e.sh); with "bench",
-# also Xvfb and xdotool for the window benchmark (tools/winbench).
+# also Xvfb and xdotool for the window benchmark (tools/winbench); with
+# "window", those, ImageMagick and xwininfo for photographing the real window
+# (scripts/acp-window.sh).
 #
 #   scripts/deps.sh          build and test dependencies
 #   scripts/deps.sh web      those and chromium
 #   scripts/deps.sh bench    those and Xvfb, xdotool
+#   scripts/deps.sh window   those, Xvfb, xdotool, ImageMagick, x11-utils
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -20,6 +23,7 @@ if [ "${1:-}" = web ]; then packages+=(chromium); fi
 # The window benchmark runs the real GL window on a virtual X server and
 # types into it.
 if [ "${1:-}" = bench ]; then packages+=(xvfb xdotool); fi
+if [ "${1:-}" = window ]; then packages+=(xvfb xdotool imagemagick x11-utils); fi
 
 missing=()
 for p in "${packages[@]}"; do

@@ -6,7 +6,11 @@
 //
 // It echoes prompts word by word; "run: CMD" asks the agent to run CMD with
 // its shell tool (denied in plan mode, run in act mode); "ask: QUESTION"
-// makes the agent ask the user QUESTION with the choices yes and no.
+// makes the agent ask the user QUESTION with the choices yes and no;
+// "edit: FILE: OLD => NEW" makes an agent whose edit tool is opencode's
+// (edit {filePath, oldString, newString}, after a read of the file, which
+// opencode requires) replace OLD by NEW in FILE, relative to the working
+// directory the agent's system prompt names (scripts/acp-window.sh).
 package main
 
 import (
@@ -16,6 +20,7 @@ import (
 	"log"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strings"
 
 	"github.com/pilotdesk/pilotdesk/session/copilot/mockopenai"
@@ -37,6 +42,9 @@ func main() {
 
 func reply(r *mockopenai.Request) mockopenai.Reply {
 	last := r.Last()
+	if strings.HasPrefix(r.Prompt(), "edit:") && r.HasTool("edit") && r.HasTool("read") {
+		return editReply(r)
+	}
 	if last.Role == "tool" {
 		return mockopenai.Reply{Text: words("The tool said: " + last.Content)}
 	}
@@ -60,4 +68,52 @@ func reply(r *mockopenai.Request) mockopenai.Reply {
 // words streams text one word at a time.
 func words(text string) []string {
 	return strings.SplitAfter(text, " ")
+}
+
+// editReply plays "edit: FILE: OLD => NEW" with opencode's tools: read the
+// file, edit it, then say what the tool said.
+func editReply(r *mockopenai.Request) mockopenai.Reply {
+	spec := strings.TrimSpace(strings.TrimPrefix(r.Prompt(), "edit:"))
+	file, change, ok := strings.Cut(spec, ":")
+	old, repl, ok2 := strings.Cut(change, "=>")
+	if !ok || !ok2 {
+		return mockopenai.Reply{Text: words("Say edit: FILE: OLD => NEW.")}
+	}
+	file, old, repl = strings.TrimSpace(file), strings.TrimSpace(old), strings.TrimSpace(repl)
+	if !filepath.IsAbs(file) {
+		file = filepath.Join(workDir(r), file)
+	}
+	last := r.Last()
+	switch {
+	case last.Role != "tool":
+		args, _ := json.Marshal(map[string]string{"filePath": file})
+		return mockopenai.Reply{
+			Text:      words("Reading " + filepath.Base(file) + " first."),
+			ToolCalls: []mockopenai.ToolCall{{ID: fmt.Sprintf("read_%d", len(r.Messages)), Name: "read", Arguments: string(args)}},
+		}
+	case strings.HasPrefix(last.ToolCallID, "read_"):
+		args, _ := json.Marshal(map[string]string{"filePath": file, "oldString": old, "newString": repl})
+		return mockopenai.Reply{
+			Text:      words("Now replacing " + old + " with " + repl + "."),
+			ToolCalls: []mockopenai.ToolCall{{ID: fmt.Sprintf("edit_%d", len(r.Messages)), Name: "edit", Arguments: string(args)}},
+		}
+	}
+	return mockopenai.Reply{Text: words("Done: the edit tool said: " + last.Content)}
+}
+
+// workDir is the working directory an agent's system prompt names
+// ("Working directory: DIR", as opencode's does), else the mock's own.
+func workDir(r *mockopenai.Request) string {
+	for _, m := range r.Messages {
+		if m.Role != "system" {
+			continue
+		}
+		for line := range strings.Lines(m.Content) {
+			if dir, ok := strings.CutPrefix(strings.TrimSpace(line), "Working directory:"); ok {
+				return strings.TrimSpace(dir)
+			}
+		}
+	}
+	dir, _ := os.Getwd()
+	return dir
 }
