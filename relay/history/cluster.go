@@ -64,8 +64,9 @@ type ClusterHooks interface {
 	// RelayGone tells of a relay whose lease lapsed: its conversations
 	// may be taken over.
 	RelayGone(relayID string)
-	// Reconnected tells that the connection to the other relays came back:
-	// what they stored meanwhile may not have been told.
+	// Reconnected tells that what other relays stored may not all have
+	// been told: the connection came back after a break, or the relay fell
+	// so far behind that some of it was dropped.
 	Reconnected()
 	// LeaseLost tells that this relay's own lease lapsed (it was cut off
 	// for longer than the lease): it stops owning its conversations.

@@ -328,6 +328,7 @@ func (c *Cluster) renew(ctx context.Context) {
 	tick := time.NewTicker(min(c.every, time.Second))
 	defer tick.Stop()
 	reconnects := c.nc.Stats().Reconnects
+	dropped := 0
 	last := time.Now() // registered just now
 	for {
 		select {
@@ -336,9 +337,12 @@ func (c *Cluster) renew(ctx context.Context) {
 		case <-tick.C:
 		}
 		// Checked each second: the events published while the connection
-		// was down were lost to this relay.
-		if n := c.nc.Stats().Reconnects; n != reconnects && c.nc.IsConnected() {
-			reconnects = n
+		// was down were lost to this relay, and so were those the live
+		// subscription dropped when it fell behind (a slow consumer);
+		// the relay catches up from the stream.
+		d, _ := c.live.Dropped()
+		if n := c.nc.Stats().Reconnects; (n != reconnects || d != dropped) && c.nc.IsConnected() {
+			reconnects, dropped = n, d
 			c.mu.Lock()
 			h := c.hooks
 			c.mu.Unlock()
