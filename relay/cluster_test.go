@@ -358,6 +358,17 @@ func TestClusterQuestionAndModeFromAnotherRelay(t *testing.T) {
 		if e := cb.WaitFor("error", nil); e.Field("code") != "not_streaming" {
 			t.Fatalf("B got %s", e.Raw)
 		}
+		// A turn sent from B and aborted from B: it runs and stops at A.
+		cb.Send("copilot:send", map[string]any{"conversationId": id, "prompt": "long"})
+		ca.WaitFor("copilot:delta", nil)
+		cb.WaitFor("copilot:delta", nil)
+		cb.Send("copilot:abort", map[string]any{"conversationId": id})
+		if idle := ca.WaitFor("copilot:idle", nil); idle.Field("status") != "aborted" {
+			t.Fatalf("A got %s", idle.Raw)
+		}
+		if idle := cb.WaitFor("copilot:idle", nil); idle.Field("status") != "aborted" {
+			t.Fatalf("B got %s", idle.Raw)
+		}
 	})
 }
 
