@@ -105,11 +105,15 @@ func unifiedDiff(path, old, new string) []DiffLine {
 }
 
 // splitLines cuts s after each newline; unlike difflib.SplitLines it adds
-// no empty last line, which would show as a changed blank line.
+// no empty last line, which would show as a changed blank line. A last
+// line without its newline gets one: the diff's lines are joined as they
+// are, and an edit's strings often end without one ("-TWO+two" else).
 func splitLines(s string) []string {
 	lines := strings.SplitAfter(s, "\n")
 	if lines[len(lines)-1] == "" {
 		lines = lines[:len(lines)-1]
+	} else {
+		lines[len(lines)-1] += "\n"
 	}
 	return lines
 }

@@ -42,6 +42,12 @@ func TestDescribeTool(t *testing.T) {
 	if w.Kind != ToolSearch || w.Query != "TODO" {
 		t.Errorf("search: %+v", w)
 	}
+	// Strings without a last newline (opencode's edit: oldString "TWO",
+	// newString "two"): one line each, not "-TWO+two".
+	w = DescribeTool("edit", []byte(`{"filePath":"/w/notes.txt","oldString":"TWO","newString":"two"}`), "Edit applied successfully.")
+	if got := diffText(w.Diff); w.Kind != ToolEdit || w.Path != "/w/notes.txt" || got != "@@ -1 +1 @@\n-TWO\n+two\n" {
+		t.Errorf("edit without newlines: %+v\n%q", w, got)
+	}
 	// An agent that reports its edit as a diff in the result (ACP agents).
 	w = DescribeTool("Edit file", nil, "--- a/x\n+++ b/x\n@@ -1 +1 @@\n-old\n+new\n")
 	if got := diffText(w.Diff); w.Kind != ToolEdit || got != "@@ -1 +1 @@\n-old\n+new\n" {

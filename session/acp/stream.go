@@ -44,6 +44,10 @@ type toolCall struct {
 	denied    bool   // and the relay (or pilotdesk's policy) said no
 	reason    string // why, for the tool's row
 	ended     bool
+	// held: announced pending with no arguments yet (opencode fills them
+	// in with its next update), so its ToolStart waits for them: the
+	// window's row shows what a call does from its start event alone.
+	held bool
 }
 
 func newStream(host session.Host, log *slog.Logger) *stream {
@@ -74,7 +78,8 @@ func (st *stream) update(u sdk.SessionUpdate) {
 		st.chunk(u.AgentMessageChunk.MessageId, u.AgentMessageChunk.Content)
 	case u.ToolCall != nil:
 		tc := u.ToolCall
-		c := st.start(tc.ToolCallId, tc.Title, tc.Kind, tc.RawInput, true)
+		hold := (tc.Status == "" || tc.Status == sdk.ToolCallStatusPending) && noArgs(rawJSON(tc.RawInput)) && len(tc.Content) == 0
+		c := st.startHeld(tc.ToolCallId, tc.Title, tc.Kind, tc.RawInput, true, hold)
 		st.apply(c, tc.Content, tc.RawOutput)
 		st.settle(tc.ToolCallId, tc.Status)
 	case u.ToolCallUpdate != nil:
@@ -89,6 +94,9 @@ func (st *stream) update(u sdk.SessionUpdate) {
 		c := st.start(tu.ToolCallId, title, kind, tu.RawInput, false)
 		if tu.RawInput != nil && !c.ended {
 			c.args = rawJSON(tu.RawInput) // opencode fills the command in later
+		}
+		if c.held && (!noArgs(c.args) || tu.Content != nil || (tu.Status != nil && *tu.Status != sdk.ToolCallStatusPending)) {
+			st.show(tu.ToolCallId, c)
 		}
 		st.apply(c, tu.Content, tu.RawOutput)
 		if tu.Status != nil {
@@ -194,18 +202,49 @@ func (st *stream) endMessage() {
 // fresh is true for a tool_call or a request: they announce a call, so an
 // agent that reuses the id of an ended call starts another one.
 func (st *stream) start(id sdk.ToolCallId, title string, kind sdk.ToolKind, rawInput any, fresh bool) *toolCall {
+	return st.startHeld(id, title, kind, rawInput, fresh, false)
+}
+
+// startHeld is start, but with hold a new call's ToolStart waits (held)
+// until an update brings its arguments, content or progress, a permission
+// request asks for it, or it ends.
+func (st *stream) startHeld(id sdk.ToolCallId, title string, kind sdk.ToolKind, rawInput any, fresh, hold bool) *toolCall {
 	if c, ok := st.tools[id]; ok && !(fresh && c.ended) {
 		if kind != "" && c.kind == "" {
 			c.kind = kind
 		}
+		if c.held && fresh && !hold {
+			// A permission request: it names the call with its arguments.
+			if a := rawJSON(rawInput); !noArgs(a) {
+				c.args = a
+			}
+			st.show(id, c)
+		}
 		return c
 	}
-	st.endMessage()
-	c := &toolCall{name: toolName(title, kind), kind: kind, args: rawJSON(rawInput)}
+	c := &toolCall{name: toolName(title, kind), kind: kind, args: rawJSON(rawInput), held: true}
 	st.tools[id] = c
 	st.open = append(st.open, id)
-	st.host.Emit(session.ToolStart{ToolCallID: string(id), ToolName: c.name, Arguments: c.args})
+	if !hold {
+		st.show(id, c)
+	}
 	return c
+}
+
+// show reports a held tool call's start.
+func (st *stream) show(id sdk.ToolCallId, c *toolCall) {
+	if !c.held {
+		return
+	}
+	c.held = false
+	st.endMessage()
+	st.host.Emit(session.ToolStart{ToolCallID: string(id), ToolName: c.name, Arguments: c.args})
+}
+
+// noArgs: a tool call's arguments say nothing (none, or {}).
+func noArgs(a json.RawMessage) bool {
+	s := strings.TrimSpace(string(a))
+	return s == "" || s == "{}"
 }
 
 func toolName(title string, kind sdk.ToolKind) string {
@@ -248,6 +287,7 @@ func (st *stream) end(id sdk.ToolCallId, success bool, fallback string) {
 	if c == nil || c.ended {
 		return
 	}
+	st.show(id, c) // a call held until now starts and ends at once
 	c.ended = true
 	for i, o := range st.open {
 		if o == id {

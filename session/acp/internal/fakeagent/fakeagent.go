@@ -27,6 +27,9 @@
 //	elicit K   text, then an elicitation/create of form K (see elicitForms),
 //	           then says "answer: " and the client's answer as JSON
 //	think      thought chunks, a plan, its update, then text
+//	late       as opencode: a shell tool announced pending with empty
+//	           arguments, which an update fills in; it asks permission, and
+//	           allowed creates late.txt in the cwd
 package fakeagent
 
 import (
@@ -412,6 +415,20 @@ func (a *agent) Prompt(ctx context.Context, p sdk.PromptRequest) (sdk.PromptResp
 			sdk.PlanEntry{Content: "Write the summary", Priority: sdk.PlanEntryPriorityMedium, Status: sdk.PlanEntryStatusInProgress}))
 		a.say(ctx, id, "Here is the summary.")
 		a.send(ctx, id, sdk.UpdateAgentThoughtText("Done, I think."))
+	case "late":
+		a.send(ctx, id, sdk.StartToolCall("l1", "bash", sdk.WithStartKind(sdk.ToolKindExecute), sdk.WithStartStatus(sdk.ToolCallStatusPending),
+			sdk.WithStartRawInput(map[string]any{})))
+		a.say(ctx, id, "Filling it in.")
+		input := map[string]any{"command": "touch late.txt"}
+		a.send(ctx, id, sdk.UpdateToolCall("l1", sdk.WithUpdateStatus(sdk.ToolCallStatusPending), sdk.WithUpdateRawInput(input)))
+		if a.ask(ctx, id, "l1", "bash", sdk.ToolKindExecute, input) {
+			if err := os.WriteFile(filepath.Join(h.Cwd, "late.txt"), nil, 0o644); err != nil {
+				return sdk.PromptResponse{}, err
+			}
+			a.send(ctx, id, sdk.UpdateToolCall("l1", sdk.WithUpdateStatus(sdk.ToolCallStatusCompleted)))
+		} else {
+			a.send(ctx, id, sdk.UpdateToolCall("l1", sdk.WithUpdateStatus(sdk.ToolCallStatusFailed)))
+		}
 	case "orphan":
 		cmd := exec.Command("sleep", "300")
 		if err := cmd.Start(); err != nil {
