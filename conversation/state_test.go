@@ -247,9 +247,10 @@ func TestToolSummary(t *testing.T) {
 		`null`:                          "",
 		`{"command":"ls -la\nrm x"}`:    "ls -la",
 		`{"path":"a.go","content":"x"}`: "a.go",
-		`{"b":1,"a":"x"}`:               "a=x b=1",
-		`{"only":[1,2]}`:                "[1,2]",
-		`"just a string"`:               `"just a string"`,
+		`{"filePath":"/w/n.txt","oldString":"A","newString":"a"}`: "/w/n.txt",
+		`{"b":1,"a":"x"}`: "a=x b=1",
+		`{"only":[1,2]}`:  "[1,2]",
+		`"just a string"`: `"just a string"`,
 		`{"command":"` + strings.Repeat("x", 200) + `"}`: strings.Repeat("x", ToolSummaryMax-1) + "…",
 	} {
 		if got := ToolSummary([]byte(in)); got != want {

@@ -19,8 +19,9 @@ const RejectedText = "Rejected. Agent response cancelled."
 const ToolSummaryMax = 100
 
 // toolKeys are the argument keys that say most about a tool call, in the
-// order they are looked for: a shell command, a file, a URL, a search.
-var toolKeys = []string{"command", "path", "file", "url", "pattern", "query"}
+// order they are looked for: a shell command, a file (filePath: opencode's
+// tools), a URL, a search.
+var toolKeys = []string{"command", "path", "file_path", "filePath", "file", "url", "pattern", "query"}
 
 // ToolSummary renders a tool call's arguments on one short line, the same
 // in every front end: the most telling argument alone (a command as it is),

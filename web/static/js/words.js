@@ -5,8 +5,9 @@
 export const REJECTED_TEXT = 'Rejected. Agent response cancelled.';
 const TOOL_SUMMARY_MAX = 100;
 // The argument keys that say most about a tool call, in the order they
-// are looked for: a shell command, a file, a URL, a search.
-const TOOL_KEYS = ['command', 'path', 'file', 'url', 'pattern', 'query'];
+// are looked for: a shell command, a file (filePath: opencode's tools), a
+// URL, a search.
+const TOOL_KEYS = ['command', 'path', 'file_path', 'filePath', 'file', 'url', 'pattern', 'query'];
 
 /** oneLine returns the first non-blank line of s, cut to max characters. */
 export function oneLine(s, max) {
