@@ -70,22 +70,11 @@ type anchorResult struct {
 // tests' natstest, a cluster of one), o.subscribers subscriptions on
 // connections of their own, o.deltas messages of frameBytes per round.
 func runAnchor(o options, frameBytes int) (anchorResult, error) {
-	tb := &toolTB{}
-	var c *natstest.Cluster
-	err := func() (err error) {
-		defer func() {
-			if r := recover(); r != nil {
-				tb.failed = true
-				err = fmt.Errorf("start nats-server for the anchor: %v", r)
-			}
-		}()
-		c = natstest.Start(tb, 1)
-		return nil
-	}()
-	defer tb.close()
+	c, stop, err := natstest.StartProcess(1, "fanoutbench-anchor-*")
 	if err != nil {
-		return anchorResult{}, err
+		return anchorResult{}, fmt.Errorf("start nats-server for the anchor: %w", err)
 	}
+	defer stop()
 	pid := c.Nodes[0].PID()
 	connect := func() (*nats.Conn, error) { return c.Connect(0) }
 

@@ -30,25 +30,20 @@ var natsPIDs []int
 // startCluster starts a 3-node nats-server cluster on loopback (the one the
 // tests use, natstest) for -store jetstream -nats cluster.
 func startCluster() (stop func(), err error) {
-	tb := &toolTB{}
-	defer func() {
-		if r := recover(); r != nil {
-			tb.failed = true
-			tb.close()
-			err = fmt.Errorf("start a nats-server cluster: %v", r)
-		}
-	}()
-	c := natstest.Start(tb, 3)
+	c, stop, err := natstest.StartProcess(3, "fanoutbench-cluster-*")
+	if err != nil {
+		return nil, err
+	}
 	var urls []string
 	for _, n := range c.Nodes {
 		urls = append(urls, fmt.Sprintf("nats://%s@127.0.0.1:%d", url.UserPassword(c.User, c.Password), n.ClientPort))
 		natsPIDs = append(natsPIDs, n.PID())
 	}
 	if err := os.Setenv(natsEnv, strings.Join(urls, ",")); err != nil {
-		tb.close()
+		stop()
 		return nil, err
 	}
-	return tb.close, nil
+	return stop, nil
 }
 
 // openJetStream is the relay process's JetStream store: on the cluster the
@@ -119,38 +114,4 @@ func natsCPU() time.Duration {
 		total += time.Duration(utime+stime) * (time.Second / 100) // USER_HZ is 100 on Linux
 	}
 	return total
-}
-
-// toolTB is natstest.TB for a command: a failure panics (startCluster
-// recovers it), and the clean-ups run at close.
-type toolTB struct {
-	cleanups []func()
-	failed   bool
-}
-
-func (t *toolTB) Helper()           {}
-func (t *toolTB) Fatal(args ...any) { t.failed = true; panic(fmt.Sprint(args...)) }
-func (t *toolTB) Fatalf(format string, args ...any) {
-	t.failed = true
-	panic(fmt.Sprintf(format, args...))
-}
-func (t *toolTB) Skipf(format string, args ...any) { panic(fmt.Sprintf(format, args...)) }
-func (t *toolTB) Logf(format string, args ...any)  { fmt.Fprintf(os.Stderr, format+"\n", args...) }
-func (t *toolTB) Cleanup(f func())                 { t.cleanups = append(t.cleanups, f) }
-func (t *toolTB) Failed() bool                     { return t.failed }
-
-func (t *toolTB) TempDir() string {
-	dir, err := os.MkdirTemp("", "fanoutbench-cluster-*")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	return dir
-}
-
-func (t *toolTB) close() {
-	for i := len(t.cleanups) - 1; i >= 0; i-- {
-		t.cleanups[i]()
-	}
-	t.cleanups = nil
 }

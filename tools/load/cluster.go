@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"net/url"
-	"os"
 	"path/filepath"
 	"strings"
 	"time"
@@ -15,22 +14,18 @@ import (
 // tests use (natstest: loopback, random ports, the relay user's
 // least-privilege permissions), started and stopped by the run.
 type natsCluster struct {
-	c  *natstest.Cluster
-	tb *toolTB
+	c    *natstest.Cluster
+	stop func() // kills the nodes and removes their files
 }
 
 // startNATSCluster starts three nats-server nodes and waits until
 // JetStream answers on each.
-func startNATSCluster() (nc *natsCluster, err error) {
-	tb := &toolTB{}
-	defer func() {
-		if r := recover(); r != nil {
-			tb.failed = true
-			tb.close()
-			err = fmt.Errorf("starting a 3-node nats-server cluster: %v", r)
-		}
-	}()
-	return &natsCluster{c: natstest.Start(tb, 3), tb: tb}, nil
+func startNATSCluster() (*natsCluster, error) {
+	c, stop, err := natstest.StartProcess(3, "pilotdesk-load-nats-*")
+	if err != nil {
+		return nil, err
+	}
+	return &natsCluster{c: c, stop: stop}, nil
 }
 
 // relayArgs are relay i's history flags: the cluster's URLs with the relay
@@ -62,41 +57,4 @@ func (n *natsCluster) cpu() time.Duration {
 		}
 	}
 	return total
-}
-
-// stop kills the nodes and removes their files.
-func (n *natsCluster) stop() { n.tb.close() }
-
-// toolTB is natstest.TB for a command: a failure panics (startNATSCluster
-// recovers it), and the clean-ups run at close.
-type toolTB struct {
-	cleanups []func()
-	failed   bool
-}
-
-func (t *toolTB) Helper()           {}
-func (t *toolTB) Fatal(args ...any) { t.failed = true; panic(fmt.Sprint(args...)) }
-func (t *toolTB) Fatalf(format string, args ...any) {
-	t.failed = true
-	panic(fmt.Sprintf(format, args...))
-}
-func (t *toolTB) Skipf(format string, args ...any) { panic(fmt.Sprintf(format, args...)) }
-func (t *toolTB) Logf(format string, args ...any)  { fmt.Fprintf(os.Stderr, format+"\n", args...) }
-func (t *toolTB) Cleanup(f func())                 { t.cleanups = append(t.cleanups, f) }
-func (t *toolTB) Failed() bool                     { return t.failed }
-
-func (t *toolTB) TempDir() string {
-	dir, err := os.MkdirTemp("", "pilotdesk-load-nats-*")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	return dir
-}
-
-func (t *toolTB) close() {
-	for i := len(t.cleanups) - 1; i >= 0; i-- {
-		t.cleanups[i]()
-	}
-	t.cleanups = nil
 }

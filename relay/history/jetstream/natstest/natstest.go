@@ -365,3 +365,57 @@ func randomHex(n int) string {
 	_, _ = rand.Read(b)
 	return hex.EncodeToString(b)
 }
+
+// StartProcess is Start for a program rather than a test (tools/load
+// -nats, tools/fanoutbench -nats cluster): what would fail or skip a test
+// is returned as an error, with any node already started killed, and stop
+// kills the nodes and removes their files. dirPattern names the temporary
+// directory (os.MkdirTemp's pattern).
+func StartProcess(n int, dirPattern string) (c *Cluster, stop func(), err error) {
+	tb := &processTB{dirPattern: dirPattern}
+	defer func() {
+		if r := recover(); r != nil {
+			tb.failed = true
+			tb.close()
+			c, stop, err = nil, nil, fmt.Errorf("starting a %d-node nats-server cluster: %v", n, r)
+		}
+	}()
+	return Start(tb, n), tb.close, nil
+}
+
+// processTB is TB for StartProcess: a failure panics (StartProcess
+// recovers it), and the clean-ups run at close. Start uses it from one
+// goroutine only.
+type processTB struct {
+	dirPattern string
+	cleanups   []func()
+	failed     bool
+}
+
+func (t *processTB) Helper()           {}
+func (t *processTB) Fatal(args ...any) { t.failed = true; panic(fmt.Sprint(args...)) }
+func (t *processTB) Fatalf(format string, args ...any) {
+	t.failed = true
+	panic(fmt.Sprintf(format, args...))
+}
+func (t *processTB) Skipf(format string, args ...any) { panic(fmt.Sprintf(format, args...)) }
+func (t *processTB) Logf(format string, args ...any)  { fmt.Fprintf(os.Stderr, format+"\n", args...) }
+func (t *processTB) Cleanup(f func())                 { t.cleanups = append(t.cleanups, f) }
+func (t *processTB) Failed() bool                     { return t.failed }
+
+func (t *processTB) TempDir() string {
+	dir, err := os.MkdirTemp("", t.dirPattern)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	return dir
+}
+
+// close runs the clean-ups, last first, once.
+func (t *processTB) close() {
+	for i := len(t.cleanups) - 1; i >= 0; i-- {
+		t.cleanups[i]()
+	}
+	t.cleanups = nil
+}
