@@ -285,6 +285,7 @@ func (d *desktop) options(r *relayConn, problem string) ui.Options {
 	opts.Version = Version
 	if t.Embedded {
 		opts.Agent = t.Agent
+		opts.AgentLabel = t.AgentLabel
 		opts.DemoReason = t.DemoReason
 	}
 	opts.StartProblem = problem

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/pilotdesk/pilotdesk/session"
 	"log/slog"
 	"net/url"
 	"os"
@@ -27,6 +28,7 @@ type target struct {
 	// SHA-256), for an attached relay that serves wss://.
 	Fingerprint string
 	Agent       string // the embedded relay's agent backend
+	AgentLabel  string // that agent as people know it ("OpenCode (ACP)"), when its backend says
 	// relay is the embedded relay, for its device tokens; lan is where
 	// devices on the network reach it ("" when they cannot), sharedURL
 	// the URL it listens on.
@@ -126,7 +128,11 @@ func (c *clientFlags) startTarget(ctx context.Context, logger *slog.Logger) (tar
 			logger.Error("stopping the embedded relay", "err", err)
 		}
 	}
-	return target{URL: st.LocalURL, Token: st.Token, Embedded: true, Agent: st.Agent.Name(), DemoReason: st.DemoReason,
+	label := ""
+	if l, ok := st.Agent.(session.Labeler); ok {
+		label = l.Label()
+	}
+	return target{URL: st.LocalURL, Token: st.Token, Embedded: true, Agent: st.Agent.Name(), AgentLabel: label, DemoReason: st.DemoReason,
 		Fingerprint: st.Fingerprint, relay: st.Relay, lan: st.LAN, sharedURL: st.URL}, stop, nil
 }
 

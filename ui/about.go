@@ -25,6 +25,7 @@ type aboutInfo struct {
 	RelayURL string // never the token
 	Remote   bool
 	Agent    string // "" when the relay is remote (its agent is not known)
+	Label    string // the agent as people know it, when its backend says
 }
 
 // relayLine describes the relay for a person.
@@ -36,6 +37,9 @@ func (a aboutInfo) relayLine() string {
 }
 
 func (a aboutInfo) agentLine() string {
+	if a.Agent != "" && a.Label != "" {
+		return a.Label
+	}
 	switch a.Agent {
 	case "":
 		return "chosen by the remote relay"
@@ -92,7 +96,7 @@ func link(text, raw string) *widget.Hyperlink {
 
 // ShowAbout opens the About dialog.
 func (w *Window) ShowAbout() {
-	info := aboutInfo{Version: w.opts.Version, RelayURL: w.clientURL(), Remote: w.opts.Remote, Agent: w.opts.Agent}
+	info := aboutInfo{Version: w.opts.Version, RelayURL: w.clientURL(), Remote: w.opts.Remote, Agent: w.opts.Agent, Label: w.opts.AgentLabel}
 	d := dialog.NewCustom("About pilotdesk", "Close", aboutContent(info), w.win)
 	w.about = d
 	d.SetOnClosed(func() { w.about = nil })

@@ -168,7 +168,7 @@ func relayChangedText(opts Options, relayURL string, wasRemote bool) (title, bod
 	if opts.DemoReason != "" {
 		body += "\n\nIt runs the built-in demo: " + opts.DemoReason
 	} else if opts.Agent != "" {
-		body += "\n\nAgent: " + aboutInfo{Agent: opts.Agent}.agentLine() + "."
+		body += "\n\nAgent: " + aboutInfo{Agent: opts.Agent, Label: opts.AgentLabel}.agentLine() + "."
 	}
 	return title, body
 }

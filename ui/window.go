@@ -73,9 +73,13 @@ type Options struct {
 
 	// Version is the app's version, for the About dialog.
 	Version string
-	// Agent names the embedded relay's agent ("copilot", "script"); ""
-	// when the relay is remote. The About dialog shows it.
+	// Agent names the embedded relay's agent backend ("copilot", "acp",
+	// "script"); "" when the relay is remote. The About dialog shows it.
 	Agent string
+	// AgentLabel names that agent for people ("OpenCode (ACP)"), when its
+	// backend knows (session.Labeler); the About dialog and the notice of
+	// a restarted relay prefer it to Agent.
+	AgentLabel string
 	// DemoReason, when set, says why the embedded relay runs the built-in
 	// demo although the Copilot CLI was wanted (auto found none that can
 	// run). The window shows the first-run notice with it, until the user
