@@ -177,6 +177,12 @@ func connectNATS(n natsSettings, logger *slog.Logger) (*nats.Conn, error) {
 		nats.MaxReconnects(-1),
 		nats.ReconnectWait(250 * time.Millisecond),
 		nats.DisconnectErrHandler(func(nc *nats.Conn, err error) {
+			// nats.go calls this from Close too (the relay's own shutdown),
+			// with the connection closed and no error: nothing went wrong.
+			if nc.IsClosed() && err == nil {
+				logger.Debug("NATS connection closed")
+				return
+			}
 			logger.Warn("NATS disconnected; reconnecting", "err", err)
 		}),
 		nats.ReconnectHandler(func(nc *nats.Conn) {

@@ -2,9 +2,14 @@ package cli
 
 import (
 	"errors"
+	"fmt"
+	"log/slog"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/pilotdesk/pilotdesk/relay/history/jetstream/natstest"
 )
 
 func TestNATSFlags(t *testing.T) {
@@ -42,4 +47,41 @@ func TestRedactURLs(t *testing.T) {
 	if strings.Contains(got, "s3cret") || !strings.Contains(got, "relay:xxxxx@a:4222") || !strings.Contains(got, "nats://b:4222") {
 		t.Fatalf("redactURLs = %q", got)
 	}
+}
+
+// A relay's own shutdown closes its NATS connection: nothing alarming is
+// logged; a node that goes away is still a warning.
+func TestNATSDisconnectLog(t *testing.T) {
+	c := natstest.Start(t, 1)
+	logs := &syncBuffer{}
+	logger := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	addr := fmt.Sprintf("nats://%s@127.0.0.1:%d", url.UserPassword(c.User, c.Password), c.Nodes[0].ClientPort)
+	waitLog := func(want string) {
+		t.Helper()
+		deadline := time.Now().Add(10 * time.Second)
+		for !strings.Contains(logs.String(), want) {
+			if time.Now().After(deadline) {
+				t.Fatalf("no %q in the log:\n%s", want, logs.String())
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+
+	nc, err := connectNATS(natsSettings{URLs: addr}, logger)
+	if err != nil {
+		t.Fatal(err)
+	}
+	nc.Close()
+	waitLog("NATS connection closed")
+	if strings.Contains(logs.String(), "level=WARN") || strings.Contains(logs.String(), "level=ERROR") {
+		t.Errorf("a clean close logged a warning:\n%s", logs.String())
+	}
+
+	nc, err = connectNATS(natsSettings{URLs: addr}, logger)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	c.Kill(0)
+	waitLog(`level=WARN msg="NATS disconnected; reconnecting"`)
 }
