@@ -4,6 +4,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"unicode"
 
 	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/container"
@@ -203,8 +204,58 @@ func (r *mdRenderer) inlines(n ast.Node, base widget.RichTextStyle) []widget.Ric
 		}
 	}
 	walk(n, base)
+	return wordSegments(out)
+}
+
+// wordSegments readies a paragraph's inline segments for Fyne's word
+// wrapping, which breaks words that span a segment's start. Fyne wraps
+// each text segment on its own, from where the one before it ended:
+//
+//   - When a segment's first word does not fit on the rest of that line,
+//     Fyne moves the segment to the next line only if the whole segment
+//     fits on one line; a longer one (a bold sentence, a long code span)
+//     stays and its first word is cut where the line ends: "set
+//     **COPILOT_GITHUB_TOKEN or GH_TOKEN in …**" showed "COPILOT_" at the
+//     end of one line and "GITHUB_TOKEN" on the next. So a segment that
+//     starts with a word is split after it: a one-word segment moves
+//     whole, and what follows starts with the space, where Fyne breaks.
+//   - When not even the first character of a segment fits on the rest of
+//     the line, Fyne puts each character of the segment on a line of its
+//     own. So every text segment after the first starts with a zero-width
+//     space (zeroWidth), which always fits and is drawn as nothing.
+//   - Fyne never wraps a link: a long one runs past the end of its line,
+//     leaving less than no room for the text after it, not even for a
+//     zero-width space, and that text came one character a line. So a
+//     link is followed by a segment of two zero-width spaces: with no
+//     room, Fyne puts the second on a new line and goes on from there.
+//
+// The first segment starts its line (or follows a list item's marker),
+// where neither happens; it is left as it is.
+func wordSegments(segs []widget.RichTextSegment) []widget.RichTextSegment {
+	out := make([]widget.RichTextSegment, 0, len(segs))
+	for i, s := range segs {
+		if _, ok := s.(*widget.HyperlinkSegment); ok {
+			out = append(out, s, &widget.TextSegment{Style: widget.RichTextStyleInline, Text: zeroWidth + zeroWidth})
+			continue
+		}
+		t, ok := s.(*widget.TextSegment)
+		if !ok || !t.Style.Inline || i == 0 {
+			out = append(out, s)
+			continue
+		}
+		if w := strings.IndexFunc(t.Text, unicode.IsSpace); w > 0 {
+			out = append(out, &widget.TextSegment{Style: t.Style, Text: zeroWidth + t.Text[:w]})
+			out = append(out, &widget.TextSegment{Style: t.Style, Text: zeroWidth + t.Text[w:]})
+			continue
+		}
+		out = append(out, &widget.TextSegment{Style: t.Style, Text: zeroWidth + t.Text})
+	}
 	return out
 }
+
+// zeroWidth is a zero-width space: no width on screen, but one character
+// to Fyne's wrapping (wordSegments).
+const zeroWidth = "\u200b"
 
 func lastText(segs []widget.RichTextSegment) (*widget.TextSegment, bool) {
 	if len(segs) == 0 {

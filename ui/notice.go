@@ -36,7 +36,9 @@ func newNoticeCard(id string, icon fyne.Resource, title, markdown string, action
 	n := &noticeCard{id: id}
 	n.title = widget.NewLabelWithStyle(title, fyne.TextAlignLeading, fyne.TextStyle{Bold: true})
 	n.title.Wrapping = fyne.TextWrapWord
-	n.body = widget.NewRichTextFromMarkdown(markdown)
+	// Our renderer, not Fyne's: Fyne's puts a space after each underscore
+	// of an identifier ("COPILOT_ GITHUB_ TOKEN" in a start error).
+	n.body = widget.NewRichText(parseMarkdown(markdown)...)
 	n.body.Wrapping = fyne.TextWrapWord
 	bg, border := noticeColors()
 	n.bg = canvas.NewRectangle(bg)

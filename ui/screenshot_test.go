@@ -38,6 +38,7 @@ var goldenStates = map[string]bool{
 	"light-settings":       true,
 	"light-first-run":      true,
 	"light-markdown":       true,
+	"light-identifiers":    true,
 	"dark-markdown":        true,
 	"light-tool-rows":      true,
 	"light-minimum-size":   true,
@@ -225,6 +226,13 @@ func TestScreenshots(t *testing.T) {
 			h.send("formatting")
 			h.waitFor("the formatting turn", func() bool { return h.hasStatus(protocol.StatusCompleted) })
 			s.shot(h, "markdown")
+
+			// Identifiers with underscores, in plain text, bold and code,
+			// each one unbroken word where the lines wrap.
+			h = newHarness(t, harnessConfig{theme: th, fakeClock: true, size: fyne.NewSize(860, 560)})
+			h.send("identifiers")
+			h.waitFor("the identifiers turn", func() bool { return h.hasStatus(protocol.StatusCompleted) })
+			s.shot(h, "identifiers")
 
 			h = newH()
 			h.send("show me markdown")

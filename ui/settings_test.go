@@ -127,7 +127,7 @@ func texts(o fyne.CanvasObject) []string {
 			out = append(out, x.Text+" <"+x.URL.String()+">")
 			return
 		case *widget.RichText:
-			out = append(out, x.String())
+			out = append(out, strings.ReplaceAll(x.String(), zeroWidth, "")) // wordSegments
 			return
 		case *widget.Entry:
 			out = append(out, x.Text)
