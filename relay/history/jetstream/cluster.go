@@ -516,7 +516,8 @@ func (c *Cluster) Claim(ctx context.Context, id string) (owner, previous string,
 // lostClaim reports whether a conditional write of an owner record was
 // refused because another relay's got there first: 10071, or, on a
 // cluster, 10164 while the other's write is still being proposed
-// (ErrKeyRevisionMismatch). Either way the claimant looks again.
+// (ErrKeyRevisionMismatch). Either way the claimant looks again, and a
+// relay releasing its record finds it another's (dropOwner).
 func lostClaim(err error) bool {
 	return errors.Is(err, jetstream.ErrKeyExists) || errors.Is(err, jetstream.ErrKeyRevisionMismatch)
 }
@@ -551,9 +552,20 @@ func (c *Cluster) Release(ctx context.Context, id string) {
 	if !ok {
 		return
 	}
-	if err := c.owners.Delete(ctx, key, jetstream.LastRevision(rev)); err != nil && !errors.Is(err, jetstream.ErrKeyExists) {
+	if err := c.dropOwner(ctx, key, rev); err != nil {
 		c.log.Debug("jetstream cluster: release a conversation", "conversationId", id, "err", err)
 	}
+}
+
+// dropOwner deletes this relay's owner record key, as it was at rev. A
+// record another relay has written since (it took the conversation over:
+// 10071, or, on a cluster, 10164 while its write is still being proposed,
+// as lostClaim says) is that relay's now, and stays: no error.
+func (c *Cluster) dropOwner(ctx context.Context, key string, rev uint64) error {
+	if err := c.owners.Delete(ctx, key, jetstream.LastRevision(rev)); err != nil && !lostClaim(err) {
+		return err
+	}
+	return nil
 }
 
 // Forward sends a command to the relay that owns the conversation.
@@ -729,7 +741,7 @@ func (c *Cluster) Stop(ctx context.Context) error {
 	}
 	var errs []error
 	for key, rev := range claimed {
-		if err := c.owners.Delete(ctx, key, jetstream.LastRevision(rev)); err != nil && !errors.Is(err, jetstream.ErrKeyExists) {
+		if err := c.dropOwner(ctx, key, rev); err != nil {
 			errs = append(errs, err)
 		}
 	}
