@@ -104,8 +104,9 @@ func (n *natsStore) Close() error {
 }
 
 // openNATSStore opens the history on the cluster at --nats, or on an
-// in-process node in --data-dir, and drops conversations older than
-// --history-max-age (before the relay loads them, as with SQLite).
+// in-process node in --data-dir, and, on the in-process node, drops
+// conversations older than --history-max-age (before the relay loads
+// them, as with SQLite).
 func openNATSStore(ctx context.Context, s relaySettings, logger *slog.Logger) (_ *natsStore, err error) {
 	n := s.NATS
 	st := &natsStore{}
@@ -156,7 +157,13 @@ func openNATSStore(ctx context.Context, s relaySettings, logger *slog.Logger) (_
 			return nil, fmt.Errorf("joining the relays on NATS: %w", err)
 		}
 	}
-	if s.HistoryMaxAge > 0 {
+	// On a cluster the store may not drop conversations behind the
+	// relays' backs: other relays own some (their clients would keep
+	// conversations that are gone) and the others would not hear of the
+	// deletes. The relay prunes instead, as soon as it runs (stack.prune):
+	// only what it owns or claims from a relay that is gone, telling the
+	// others.
+	if s.HistoryMaxAge > 0 && st.cluster == nil {
 		dropped, err := store.DeleteOlderThan(ctx, time.Now().Add(-s.HistoryMaxAge))
 		if err != nil {
 			store.Close()

@@ -124,7 +124,9 @@ func startStack(ctx context.Context, s relaySettings, logger *slog.Logger) (_ *s
 	if s.HistoryMaxAge > 0 {
 		pruneCtx, stop := context.WithCancel(context.Background())
 		st.stopPrune, st.pruneDone = stop, make(chan struct{})
-		go st.prune(pruneCtx, s.HistoryMaxAge, time.Hour)
+		// The store of a cluster was not pruned at its opening: the
+		// relay prunes it now.
+		go st.prune(pruneCtx, s.HistoryMaxAge, time.Hour, clusterOf(st.Store) != nil)
 	}
 
 	ln, err := net.Listen("tcp", s.Listen)
@@ -175,9 +177,18 @@ func startStack(ctx context.Context, s relaySettings, logger *slog.Logger) (_ *s
 }
 
 // prune drops conversations untouched for longer than maxAge, every
-// interval, while the relay runs (a relay is left running for days).
-func (st *stack) prune(ctx context.Context, maxAge, interval time.Duration) {
+// interval, while the relay runs (a relay is left running for days), and
+// once at the start when now says so.
+func (st *stack) prune(ctx context.Context, maxAge, interval time.Duration, now bool) {
 	defer close(st.pruneDone)
+	pass := func() {
+		if n := st.Relay.PruneIdle(ctx, time.Now().Add(-maxAge)); n > 0 {
+			st.logger.Info("history retention: dropped old conversations", "count", n, "maxAge", maxAge)
+		}
+	}
+	if now {
+		pass()
+	}
 	ticker := time.NewTicker(interval)
 	defer ticker.Stop()
 	for {
@@ -185,9 +196,7 @@ func (st *stack) prune(ctx context.Context, maxAge, interval time.Duration) {
 		case <-ctx.Done():
 			return
 		case <-ticker.C:
-			if n := st.Relay.PruneIdle(ctx, time.Now().Add(-maxAge)); n > 0 {
-				st.logger.Info("history retention: dropped old conversations", "count", n, "maxAge", maxAge)
-			}
+			pass()
 		}
 	}
 }

@@ -277,7 +277,11 @@ func (r *Relay) takeOver(ctx context.Context, id, previous string) error {
 	} else {
 		previous = "relay " + previous
 	}
-	conv.updatedAt = time.Now()
+	if state.Streaming || len(state.PendingInput) > 0 {
+		// It changes now; a takeover that closes nothing leaves the
+		// conversation as old as it is (--history-max-age prunes it).
+		conv.updatedAt = time.Now()
+	}
 	if len(state.PendingInput) > 0 {
 		var pending struct {
 			RequestID string `json:"requestId"`

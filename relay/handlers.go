@@ -356,6 +356,12 @@ func (c *conversation) finishDeleteAttempt(err error) {
 // copilot:deleted, the history leaves the store), every conversation that is
 // not streaming and was last updated before cutoff. It returns how many it
 // deleted. `serve --history-max-age` calls it periodically.
+//
+// In a cluster a relay deletes only conversations it owns, as its delete
+// tells the other relays (their subscribers get copilot:deleted, their
+// lists drop it): one another relay owns is left to that relay's own
+// pruning; one whose owner is gone (none, or its lease lapsed) is claimed
+// first, so that exactly one relay deletes it.
 func (r *Relay) PruneIdle(ctx context.Context, cutoff time.Time) int {
 	r.mu.Lock()
 	ids := make([]string, 0, len(r.convs))
@@ -365,15 +371,50 @@ func (r *Relay) PruneIdle(ctx context.Context, cutoff time.Time) int {
 	r.mu.Unlock()
 	n := 0
 	for _, id := range ids {
-		if r.lookupConversation(id) == nil {
+		conv := r.lookupConversation(id)
+		if conv == nil {
 			continue // deleted meanwhile; withConversation would recreate it
 		}
+		if r.cluster != nil && !r.claimToPrune(ctx, conv, cutoff) {
+			continue
+		}
 		if r.deleteConversation(ctx, id, func(c *conversation) bool {
-			// In a cluster, each relay prunes the conversations it owns.
 			return !c.remote && c.turn == nil && c.updatedAt.Before(cutoff)
 		}) {
 			n++
 		}
 	}
 	return n
+}
+
+// claimToPrune reports whether this relay owns conv, a conversation
+// PruneIdle may delete: it owned it already, or conv is idle since
+// before cutoff and its owner is gone, and this relay has claimed it.
+func (r *Relay) claimToPrune(ctx context.Context, conv *conversation, cutoff time.Time) bool {
+	conv.mu.Lock()
+	remote := conv.remote
+	idle := !conv.streaming && conv.sent.pending == nil && conv.updatedAt.Before(cutoff)
+	conv.mu.Unlock()
+	if !remote {
+		return true
+	}
+	if !idle {
+		return false
+	}
+	owner, live, err := r.cluster.Owner(ctx, conv.id)
+	if err != nil {
+		r.log.Warn("relay: history retention: could not find who owns a conversation; it is left for now", "conversationId", conv.id, "err", err)
+		return false
+	}
+	if live {
+		return false // its owner prunes it
+	}
+	// A claim is a compare-and-set: of the relays that prune at once,
+	// one wins; the others find it the owner.
+	runner, err := r.routeCommand(ctx, conv.id)
+	if err != nil {
+		r.log.Warn("relay: history retention: could not claim a conversation whose relay is gone; it is left for now", "conversationId", conv.id, "relay", owner, "err", err)
+		return false
+	}
+	return runner == ""
 }
