@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"path/filepath"
 
 	"github.com/google/uuid"
 
@@ -74,6 +75,10 @@ func runChat(ctx context.Context, args []string, env Env) error {
 		return err
 	}
 	defer conn.Close()
+	if dir := chatDataDir(cf.relay.DataDir, logger); dir != "" {
+		// Before the replay: the chat's own earlier prompts are its own.
+		chat.NewIdentityFile(filepath.Join(dir, chat.IdentityFileName), logger).Keep(conn.Identity())
+	}
 
 	term, in, restore, err := chatTerminal(env)
 	if err != nil {
@@ -94,6 +99,24 @@ func runChat(ctx context.Context, args []string, env Env) error {
 		Relay:          name,
 		Logs:           sink,
 	})
+}
+
+// chatDataDir is where chat keeps who it was on each relay (its data dir,
+// the user's by default, as for --connect, which validates none), or ""
+// to keep nothing: with --data-dir :memory: nothing outlives the run.
+func chatDataDir(dataDir string, logger *slog.Logger) string {
+	switch dataDir {
+	case memoryDataDir:
+		return ""
+	case "":
+		dir, err := userDataDir()
+		if err != nil {
+			logger.Warn("chat: no data dir to keep who this terminal is in", "err", err)
+			return ""
+		}
+		return dir
+	}
+	return dataDir
 }
 
 // chatTerminal looks at the process's terminal when stdin and stdout are

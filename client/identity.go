@@ -50,6 +50,12 @@ type echo struct {
 	typ, conv, key string
 }
 
+// NewIdentity is who a client with token on the relay at relayURL is,
+// naming its kind of client (protocol.Client*): what Config.Dial gives
+// its client (Client.Identity). A front end that keeps identities across
+// runs reads Key from it before it dials, or tests its keeping with one.
+func NewIdentity(relayURL, token, kind string) *Identity { return newIdentity(relayURL, token, kind) }
+
 func newIdentity(relayURL, token, kind string) *Identity {
 	sum := sha256.Sum256([]byte(relayURL + "\x00" + token))
 	id := &Identity{key: hex.EncodeToString(sum[:16])}
