@@ -91,7 +91,10 @@ describe('web client on an ACP agent', { skip: skip || false }, () => {
       { label: 'Thought', preview: 'Done, I think.', open: false, shown: '' },
     ]);
     // Opened by a tap: the whole text.
+    // The text is filled in by the row's toggle event, which the browser
+    // fires after the click returns.
     await page.click('#transcript [data-kind="reasoning"] summary');
+    await page.waitForFunction(() => document.querySelector('#transcript [data-kind="reasoning"] .reasoning-text').textContent !== '');
     const first = (await thoughts(page))[0];
     assert.equal(first.open, true);
     assert.equal(first.shown, 'Reading the notes first.');
