@@ -48,6 +48,9 @@ opencode:
 
 vet:
 	$(GO) vet -tags $(TEST_TAGS) ./...
+	@# Every Go file as gofmt writes it (the installed tools' trees aside).
+	@unformatted=$$(find . -name '*.go' -not -path './.tools/*' -not -path '*/node_modules/*' -print0 | xargs -0 gofmt -l); \
+	if [ -n "$$unformatted" ]; then echo "gofmt -w these files:"; echo "$$unformatted"; exit 1; fi
 
 # nats-server (pinned, built from the Go module proxy) for the JetStream
 # history store's tests on a real 3-node cluster; skipped, with the reason

@@ -69,8 +69,8 @@ func TestTokenCommandOnCluster(t *testing.T) {
 		t.Fatalf("the revoked device's connection closed with %d %q, want 4003", code, reason)
 	}
 	for _, args := range [][]string{
-		{"token", "list", "--nats-creds", "x.creds"},                     // without --nats
-		{"token", "list", "--nats", natsURLs, "--nats-replicas", "0"},    // no replicas
+		{"token", "list", "--nats-creds", "x.creds"},                      // without --nats
+		{"token", "list", "--nats", natsURLs, "--nats-replicas", "0"},     // no replicas
 		{"token", "list", "--nats", "embedded", "--data-dir", ":memory:"}, // no node dir
 	} {
 		if code, _, _ := runCLI(t, ctx, args...); code != 2 {

@@ -117,8 +117,8 @@ type State struct {
 	// the running or last turn's agent plan (-1: none yet).
 	thoughts map[string]*thought
 	planRow  int
-	answered  map[string]string   // requestId → the answer this client sent
-	upd       *Update             // the Update being built by Apply
+	answered map[string]string // requestId → the answer this client sent
+	upd      *Update           // the Update being built by Apply
 }
 
 // message is the streaming state of one assistant message.

@@ -72,7 +72,7 @@ func (a *replayAgent) Name() string { return "acp" }
 
 // Label is what the ACP backend says of an opencode it runs.
 func (a *replayAgent) Label() string { return "OpenCode (ACP)" }
-func (a *replayAgent) Close() error { return nil }
+func (a *replayAgent) Close() error  { return nil }
 func (a *replayAgent) Open(_ context.Context, _ string, _ session.OpenOptions, h session.Host) (session.Session, error) {
 	return &replaySession{a: a, h: h}, nil
 }

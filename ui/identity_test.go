@@ -63,7 +63,9 @@ func TestWindowKnowsItsDevice(t *testing.T) {
 	tablet := relaytest.Dial(t, h.srv.URL+"?client=web", tabletToken)
 	tablet.Send(protocol.TypeSend, map[string]any{"conversationId": id, "prompt": "from the tablet"})
 	tablet.WaitFor(protocol.TypeIdle, nil)
-	pw.waitFor("the tablet's prompt", func() bool { return strings.Contains(pw.dump(), "from the tablet") && pw.hasStatus(protocol.StatusCompleted) })
+	pw.waitFor("the tablet's prompt", func() bool {
+		return strings.Contains(pw.dump(), "from the tablet") && pw.hasStatus(protocol.StatusCompleted)
+	})
 	check := func(who string, dh *harness) {
 		t.Helper()
 		d := dh.dump()
@@ -82,7 +84,9 @@ func TestWindowKnowsItsDevice(t *testing.T) {
 	again := deviceWindow(t, h, pixel)
 	again.waitFor("the conversation listed", func() bool { return again.w.store.OnRelay(id) })
 	again.w.switchTo(id)
-	again.waitFor("the replay", func() bool { return strings.Contains(again.dump(), "from the tablet") && again.hasStatus(protocol.StatusCompleted) })
+	again.waitFor("the replay", func() bool {
+		return strings.Contains(again.dump(), "from the tablet") && again.hasStatus(protocol.StatusCompleted)
+	})
 	check("Pixel's window after a restart", again)
 	if n := strings.Count(again.dump(), "Sent from"); n != 1 {
 		t.Fatalf("after a restart Pixel's window names %d senders, want the tablet only:\n%s", n, again.dump())
