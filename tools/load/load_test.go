@@ -180,7 +180,7 @@ func TestRunNATS(t *testing.T) {
 	bin := testbin.Build(t)
 	const lease = 4 * time.Second
 	cfg := config{Bin: bin, Conns: 150, Convs: 15, Duration: 10 * time.Second, KillAt: 4 * time.Second,
-		NATS: true, Relays: 3, NATSLease: lease,
+		NATS: true, Relays: 3, IdleRelays: 1, NATSLease: lease,
 		Deltas: 50, Interval: 20 * time.Millisecond, Payload: 24, DialConc: 16, Drain: 60 * time.Second, VerifyHistory: true}
 	if err := cfg.validate(); err != nil {
 		t.Fatal(err)
@@ -212,6 +212,10 @@ func TestRunNATS(t *testing.T) {
 	}
 	if n := res.AllDeliveries / int64(cfg.Conns/cfg.Convs); res.HistoryChecked < n {
 		t.Errorf("the history check read %d events, fewer than one subscriber's share of the deliveries (%d)", res.HistoryChecked, n)
+	}
+	// The idle relay has no client, yet follows every conversation.
+	if len(res.IdleRelayCPU) != 1 || res.IdleRelayCPU[0] <= 0 || !strings.Contains(out.String(), "idle relay 1's CPU") {
+		t.Errorf("the idle relay's CPU: %v", res.IdleRelayCPU)
 	}
 	if res.Dir != "" {
 		os.RemoveAll(res.Dir)

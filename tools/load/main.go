@@ -40,6 +40,7 @@ type config struct {
 	KillAt        time.Duration // SIGKILL the relay this far into the run and restart it (0: never)
 	NATS          bool          // relays sharing a 3-node nats-server cluster instead of one relay on SQLite
 	Relays        int           // relays with -nats
+	IdleRelays    int           // with -nats: more relays that no client connects to
 	NATSLease     time.Duration // serve --nats-lease with -nats (0: the relay's default)
 	VerifyHistory bool          // replay every conversation from seq 0 at the end
 	Keep          bool          // keep the temp dir (data dir, relay log)
@@ -68,6 +69,7 @@ func loadMain() int {
 	flag.DurationVar(&cfg.KillAt, "kill-at", 0, "SIGKILL the relay this far into the run, restart it on the same data dir and let every client resume (0: never; needs SQLite history); with -nats, SIGKILL one relay and let its clients resume at the others (default with -nats: 30 s, or half -duration if shorter)")
 	flag.BoolVar(&cfg.NATS, "nats", false, "run -relays `pilotdesk serve --nats` relays sharing a 3-node nats-server cluster on loopback (connections spread over them); with -kill-at one relay is SIGKILLed and not restarted, and its clients move to the others")
 	flag.IntVar(&cfg.Relays, "relays", 3, "relays with -nats")
+	flag.IntVar(&cfg.IdleRelays, "idle-relays", 0, "with -nats: this many more relays that no client connects to; their CPU is what following the others' conversations costs a relay")
 	flag.DurationVar(&cfg.NATSLease, "nats-lease", 0, "the relays' --nats-lease with -nats (0: the relay's default)")
 	flag.BoolVar(&cfg.VerifyHistory, "verify-history", true, "at the end, replay every conversation from seq 0 and check the stored history (SQLite or -nats)")
 	flag.BoolVar(&cfg.Keep, "keep", false, "keep the temp dir with the data dir and the relay's log")
@@ -148,6 +150,8 @@ func (c *config) validate() error {
 		return fmt.Errorf("-nats keeps the history in the cluster: -memory does not go with it")
 	case c.NATS && (c.Relays < 2 || c.Relays > c.Conns):
 		return fmt.Errorf("-relays must be at least 2 (one is killed with -kill-at) and at most -conns")
+	case c.IdleRelays < 0 || (c.IdleRelays > 0 && !c.NATS):
+		return fmt.Errorf("-idle-relays goes with -nats and must not be negative")
 	case c.NATSLease < 0 || (c.NATSLease > 0 && !c.NATS):
 		return fmt.Errorf("-nats-lease goes with -nats and must be positive")
 	}

@@ -24,9 +24,12 @@ type result struct {
 	Duration string `json:"duration"`
 	History  string `json:"history"` // "sqlite", "memory" or "nats"
 	Relays   int    `json:"relays"`
-	Deltas   int    `json:"deltasPerTurn"`
-	Interval string `json:"deltaInterval"`
-	Payload  int    `json:"deltaBytes"`
+	// IdleRelays (with -nats) are relays no client connects to, after
+	// the Relays that clients use.
+	IdleRelays int    `json:"idleRelays,omitempty"`
+	Deltas     int    `json:"deltasPerTurn"`
+	Interval   string `json:"deltaInterval"`
+	Payload    int    `json:"deltaBytes"`
 
 	ConnectSeconds   float64  `json:"connectSeconds"`
 	Turns            int64    `json:"turns"`
@@ -57,19 +60,22 @@ type result struct {
 	RestartedTurns  int64    `json:"turnsClosedByRestart"`
 	// With -nats: the relay killed is not restarted; its clients resume at
 	// the others, and the turns it ran are closed by a takeover.
-	KilledClients   int      `json:"killedRelayClients,omitempty"`
-	Takeover        latency  `json:"takeoverMs,omitempty"` // SIGKILL → the first client that got the interrupted turn's "relay lost" idle, per conversation
-	NoTurnAfter     []string `json:"conversationsWithoutTurnAfterTakeover,omitempty"`
-	Resends         int64    `json:"promptsSentAgain,omitempty"`
-	NATSCPUSeconds  float64  `json:"natsServerCPUSeconds,omitempty"`
-	KillWarnings    []string `json:"-"`
-	HistoryChecked  int64    `json:"historyEventsChecked"`
-	HistoryProblems []string `json:"historyProblems,omitempty"`
-	CPUs            int      `json:"cpus"`
-	LoadAvgBefore   string   `json:"loadAverageBefore"`
-	LoadAvgAfter    string   `json:"loadAverageAfter"`
-	CPUPressure     string   `json:"cpuPressureAfter"`
-	Dir             string   `json:"dir,omitempty"`
+	KilledClients  int      `json:"killedRelayClients,omitempty"`
+	Takeover       latency  `json:"takeoverMs,omitempty"` // SIGKILL → the first client that got the interrupted turn's "relay lost" idle, per conversation
+	NoTurnAfter    []string `json:"conversationsWithoutTurnAfterTakeover,omitempty"`
+	Resends        int64    `json:"promptsSentAgain,omitempty"`
+	NATSCPUSeconds float64  `json:"natsServerCPUSeconds,omitempty"`
+	// IdleRelayCPU is each idle relay's CPU during the run: what it costs a
+	// relay to follow the conversations the others stream.
+	IdleRelayCPU    []float64 `json:"idleRelayCPUSeconds,omitempty"`
+	KillWarnings    []string  `json:"-"`
+	HistoryChecked  int64     `json:"historyEventsChecked"`
+	HistoryProblems []string  `json:"historyProblems,omitempty"`
+	CPUs            int       `json:"cpus"`
+	LoadAvgBefore   string    `json:"loadAverageBefore"`
+	LoadAvgAfter    string    `json:"loadAverageAfter"`
+	CPUPressure     string    `json:"cpuPressureAfter"`
+	Dir             string    `json:"dir,omitempty"`
 }
 
 type latency struct {
@@ -147,7 +153,7 @@ func run(ctx context.Context, cfg config, log *slog.Logger) (*result, error) {
 	case cfg.Memory:
 		res.History = "memory"
 	case cfg.NATS:
-		res.History, res.Relays = "nats", cfg.Relays
+		res.History, res.Relays, res.IdleRelays = "nats", cfg.Relays, cfg.IdleRelays
 	}
 	keep := cfg.Keep
 	defer func() {
@@ -172,7 +178,7 @@ func run(ctx context.Context, cfg config, log *slog.Logger) (*result, error) {
 		storeArgs = func(i int) []string { return cluster.relayArgs(cfg, dir, i) }
 		logName = func(i int) string { return fmt.Sprintf("relay%d.log", i+1) }
 	}
-	relays := make([]*relayProc, res.Relays)
+	relays := make([]*relayProc, res.Relays+res.IdleRelays)
 	// Whichever relays run are killed on every return.
 	defer func() {
 		for _, p := range relays {
@@ -188,8 +194,10 @@ func run(ctx context.Context, cfg config, log *slog.Logger) (*result, error) {
 			return nil, err
 		}
 		relays[i] = p
-		state.setURL(i, p.url)
-		log.Info("load: relay started", "url", p.url, "pid", p.cmd.Process.Pid, "history", res.History,
+		if i < res.Relays {
+			state.setURL(i, p.url) // an idle relay's is nobody's
+		}
+		log.Info("load: relay started", "idle", i >= res.Relays, "url", p.url, "pid", p.cmd.Process.Pid, "history", res.History,
 			"conns", cfg.Conns, "convs", cfg.Convs, "duration", cfg.Duration)
 	}
 	logPaths := func() string {
@@ -215,7 +223,7 @@ func run(ctx context.Context, cfg config, log *slog.Logger) (*result, error) {
 		// Connection i goes to relay i mod relays: a conversation's
 		// sender (its first connection) and its subscribers are on
 		// different relays.
-		c := &client{id: i, home: i % len(relays), conv: conv, sender: i < cfg.Convs, log: log, run: state, ready: make(chan error, 1)}
+		c := &client{id: i, home: i % res.Relays, conv: conv, sender: i < cfg.Convs, log: log, run: state, ready: make(chan error, 1)}
 		if c.sender {
 			conv.sender = c
 		}
@@ -261,8 +269,14 @@ func run(ctx context.Context, cfg config, log *slog.Logger) (*result, error) {
 	res.CPUs, res.LoadAvgBefore = runtime.NumCPU(), loadAverage()
 	// Stream: every sender starts a turn, and another when one ends.
 	usage := relayUsage{start: map[int]time.Duration{}}
-	for _, p := range relays {
-		usage.begin(p)
+	idle := make([]relayUsage, res.IdleRelays)
+	for i, p := range relays {
+		if i < res.Relays {
+			usage.begin(p)
+		} else {
+			idle[i-res.Relays] = relayUsage{start: map[int]time.Duration{}}
+			idle[i-res.Relays].begin(p)
+		}
 	}
 	var nats0 time.Duration
 	if cluster != nil {
@@ -344,9 +358,14 @@ wait:
 	res.LoadAvgAfter = loadAverage()
 	res.CPUPressure = cpuPressure()
 	res.Deliveries = sumDelivered(clients)
-	for _, p := range relays {
-		if p != nil {
+	for i, p := range relays {
+		switch {
+		case p == nil:
+		case i < res.Relays:
 			usage.end(p)
+		default:
+			idle[i-res.Relays].end(p)
+			res.IdleRelayCPU = append(res.IdleRelayCPU, idle[i-res.Relays].cpu.Seconds())
 		}
 	}
 	if cluster != nil {
@@ -513,6 +532,9 @@ func (r *result) print(w io.Writer) {
 	if r.History == "nats" {
 		p("pilotdesk load: %d connections over %d relays, %d conversations (%d subscribers each), %s, history in a 3-node nats-server cluster (R3)",
 			r.Conns, r.Relays, r.Convs, r.Conns/r.Convs, r.Duration)
+		if r.IdleRelays > 0 {
+			p("  and %d more relay(s) on the cluster that no client connects to", r.IdleRelays)
+		}
 	} else {
 		p("pilotdesk load: %d connections, %d conversations (%d subscribers each), %s, history in %s",
 			r.Conns, r.Convs, r.Conns/r.Convs, r.Duration, r.History)
@@ -557,6 +579,9 @@ func (r *result) print(w io.Writer) {
 		p("  relays' CPU during the run        %.1f s (%.2f cores), %.2f µs per delivery", r.RelayCPUSeconds,
 			r.RelayCPUSeconds/r.RunSeconds, r.RelayCPUPerDel)
 		p("  nats-servers' CPU during the run  %.1f s (%.2f cores)", r.NATSCPUSeconds, r.NATSCPUSeconds/r.RunSeconds)
+		for i, cpu := range r.IdleRelayCPU {
+			p("  idle relay %d's CPU (no client)    %.1f s (%.3f cores)", i+1, cpu, cpu/r.RunSeconds)
+		}
 	} else {
 		p("  relay peak RSS (VmHWM)            %.1f MiB (%.1f MiB connected, before streaming)",
 			float64(r.RelayPeakRSSKiB)/1024, float64(r.RelayIdleRSSKiB)/1024)
