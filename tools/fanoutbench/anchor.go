@@ -7,7 +7,6 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -167,16 +166,7 @@ func runAnchor(o options, frameBytes int) (anchorResult, error) {
 			last = max(last, s.last)
 			s.mu.Unlock()
 		}
-		slices.Sort(all)
-		pct := func(p float64) time.Duration { return time.Duration(all[int(p*float64(len(all)-1))]) }
-		return roundResult{
-			deliveriesPerSec: float64(got) / time.Duration(last-first).Seconds(),
-			p50:              pct(0.50),
-			p99:              pct(0.99),
-			lost:             n*len(subs) - got,
-			schedPerDelivery: (after - before) / time.Duration(got),
-			delivered:        got,
-		}, nil
+		return deliveries(all, got, n*len(subs), first, last, after-before), nil
 	}
 	if _, err := round(max(o.deltas/4, 100)); err != nil { // warm-up, as the relay's
 		return anchorResult{}, err

@@ -580,20 +580,30 @@ func round(ch *child, subs []*subscriber, id string, deltas, size, rate int) (ro
 	if got == 0 {
 		return roundResult{}, errors.New("nothing was delivered")
 	}
+	res := deliveries(all, got, deltas*len(subs), first, last, schedAfter-schedBefore)
+	res.cpuPerDelivery = (after.CPU - before.CPU) / time.Duration(got)
+	res.natsPerDelivery = (natsAfter - natsBefore) / time.Duration(got)
+	res.allocsPerDeliv = float64(after.Mallocs-before.Mallocs) / float64(got)
+	res.frameBytes = frameBytes / got
+	return res, nil
+}
+
+// deliveries is what the relay's rounds and the anchor's measure alike, so
+// their ratio compares like with like: got of sent deliveries between first
+// (the first send) and last (the last receipt), in UnixNano; all, the
+// latencies in ns (sorted here); sched, the measured process's on-CPU time
+// for the round. got must not be 0.
+func deliveries(all []int64, got, sent int, first, last int64, sched time.Duration) roundResult {
 	slices.Sort(all)
 	pct := func(p float64) time.Duration { return time.Duration(all[int(p*float64(len(all)-1))]) }
 	return roundResult{
 		deliveriesPerSec: float64(got) / time.Duration(last-first).Seconds(),
 		p50:              pct(0.50),
 		p99:              pct(0.99),
-		lost:             deltas*len(subs) - got,
-		cpuPerDelivery:   (after.CPU - before.CPU) / time.Duration(got),
-		natsPerDelivery:  (natsAfter - natsBefore) / time.Duration(got),
-		allocsPerDeliv:   float64(after.Mallocs-before.Mallocs) / float64(got),
-		schedPerDelivery: (schedAfter - schedBefore) / time.Duration(got),
+		lost:             sent - got,
+		schedPerDelivery: sched / time.Duration(got),
 		delivered:        got,
-		frameBytes:       frameBytes / got,
-	}, nil
+	}
 }
 
 // intAfter parses the decimal integer that follows key in msg.
