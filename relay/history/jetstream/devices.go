@@ -472,19 +472,6 @@ func (s *Store) WatchDevices(ctx context.Context, changed func()) error {
 	if err != nil {
 		return fmt.Errorf("jetstream history: watch the device tokens: %w", err)
 	}
-	go func() {
-		defer w.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case _, ok := <-w.Updates():
-				if !ok {
-					return
-				}
-				changed()
-			}
-		}
-	}()
+	go followKV(ctx, w, func(jetstream.KeyValueEntry) { changed() })
 	return nil
 }

@@ -307,21 +307,10 @@ func (s *Store) WatchSpend(ctx context.Context, changed func()) error {
 	if err != nil {
 		return fmt.Errorf("history: watch spend: %w", err)
 	}
-	go func() {
-		defer w.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case e, ok := <-w.Updates():
-				if !ok {
-					return
-				}
-				if e != nil {
-					changed()
-				}
-			}
+	go followKV(ctx, w, func(e jetstream.KeyValueEntry) {
+		if e != nil {
+			changed()
 		}
-	}()
+	})
 	return nil
 }
