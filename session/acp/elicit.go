@@ -360,13 +360,7 @@ const (
 // A question the relay refuses (ErrInvalidRequest: it said why in a
 // copilot:error) fails the request with that reason.
 func (s *Session) onElicitation(ctx context.Context, p *process, req elicitation) (any, error) {
-	s.mu.Lock()
-	ours := s.proc == p
-	turnCtx := s.turnCtx
-	if turnCtx == nil {
-		turnCtx = s.ctx
-	}
-	s.mu.Unlock()
+	turnCtx, ours := s.turnOf(p)
 	if !ours {
 		return elicitCancel(), nil
 	}

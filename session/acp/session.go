@@ -340,17 +340,25 @@ func (s *Session) fellBehind() {
 	}
 }
 
+// turnOf is what a request of the agent's process p (a permission, a
+// question) waits under: the running turn's context, or the session's
+// between turns; ours is false when p is no longer the session's process
+// (the request is answered with a cancel).
+func (s *Session) turnOf(p *process) (turnCtx context.Context, ours bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	turnCtx = s.turnCtx
+	if turnCtx == nil {
+		turnCtx = s.ctx
+	}
+	return turnCtx, s.proc == p
+}
+
 // onPermission answers a session/request_permission. The pump decides (in
 // order with the updates before it, so the tool's row comes first); this
 // goroutine waits for that, for the turn's abort or for the connection.
 func (s *Session) onPermission(ctx context.Context, p *process, req sdk.RequestPermissionRequest) sdk.RequestPermissionResponse {
-	s.mu.Lock()
-	ours := s.proc == p
-	turnCtx := s.turnCtx
-	if turnCtx == nil {
-		turnCtx = s.ctx
-	}
-	s.mu.Unlock()
+	turnCtx, ours := s.turnOf(p)
 	if !ours {
 		return cancelledOutcome()
 	}
