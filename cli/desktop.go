@@ -206,32 +206,21 @@ func (d *desktop) startingOptions(base, want clientFlags, wantErr error) ui.Opti
 // handOverFirst gives the first relay to the window, or tells it that
 // none could start.
 func (d *desktop) handOverFirst(r *relayConn, problem string, err error) {
-	d.mu.Lock()
-	if d.closed {
-		d.mu.Unlock()
-		if r != nil {
-			r.close()
-		}
+	var whyNone error
+	if r == nil {
+		whyNone = err
+	}
+	if !d.holdPending(r, whyNone) {
 		return
 	}
-	d.pending = r
-	if r == nil {
-		d.startErr = err
-	}
-	d.mu.Unlock()
 	if err != nil {
 		d.logger.Error("the relay did not start", "err", err)
 	}
 	fyne.Do(func() {
-		d.mu.Lock()
-		r := d.pending
-		d.pending = nil
-		closed := d.closed
-		d.mu.Unlock()
-		if closed {
-			return // close took the pending relay
+		r, ok := d.takePending()
+		if !ok {
+			return
 		}
-		d.restarting = false
 		if r == nil {
 			d.win.StartFailed(unwrapUsage(err))
 			return
@@ -349,31 +338,55 @@ func (d *desktop) restart(done func(error)) {
 // moves the window to it and reports to done. If the desktop is closing,
 // the relay is stopped instead.
 func (d *desktop) handOver(r *relayConn, err error, done func(error)) {
+	if !d.holdPending(r, nil) {
+		return
+	}
+	fyne.Do(func() {
+		r, ok := d.takePending()
+		if !ok {
+			return
+		}
+		if r != nil {
+			d.swap(r)
+		}
+		done(unwrapErr(err))
+	})
+}
+
+// holdPending leaves r (nil: none started) in d.pending for the UI
+// goroutine's takePending, and whyNone, if not nil, in d.startErr for
+// failed, under one lock. If the desktop has closed it stops r instead and
+// says false: close has run and will not look at pending again.
+func (d *desktop) holdPending(r *relayConn, whyNone error) bool {
 	d.mu.Lock()
 	if d.closed {
 		d.mu.Unlock()
 		if r != nil {
 			r.close()
 		}
-		return
+		return false
 	}
 	d.pending = r
+	if whyNone != nil {
+		d.startErr = whyNone
+	}
 	d.mu.Unlock()
-	fyne.Do(func() {
-		d.mu.Lock()
-		r := d.pending
-		d.pending = nil
-		closed := d.closed
-		d.mu.Unlock()
-		if closed {
-			return // close took the pending relay
-		}
-		d.restarting = false
-		if r != nil {
-			d.swap(r)
-		}
-		done(unwrapErr(err))
-	})
+	return true
+}
+
+// takePending, on the UI goroutine, takes the relay holdPending left and
+// ends the restart. ok is false if close took the relay first.
+func (d *desktop) takePending() (r *relayConn, ok bool) {
+	d.mu.Lock()
+	r = d.pending
+	d.pending = nil
+	closed := d.closed
+	d.mu.Unlock()
+	if closed {
+		return nil, false // close took the pending relay
+	}
+	d.restarting = false
+	return r, true
 }
 
 // unwrapErr drops the "usage: " prefix of a settings error.
