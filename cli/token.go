@@ -232,16 +232,23 @@ func openNATSDevices(ctx context.Context, n natsSettings, dataDir string, logger
 	return d, nil
 }
 
-// printClusterToken prints a token made on a cluster: alone on the first
-// line, then that any relay of the cluster takes it.
-func printClusterToken(env Env, token string, dev history.Device) {
-	out := env.Stdout
+// printTokenHead prints what every new token's output starts with: the
+// token alone on the first line (scripts read it), then whose it is and
+// when it expires.
+func printTokenHead(out io.Writer, token string, dev history.Device) {
 	fmt.Fprintln(out, token)
 	expiry := "it does not expire"
 	if !dev.ExpiresAt.IsZero() {
 		expiry = "it expires " + dev.ExpiresAt.Local().Format("2006-01-02 15:04 MST")
 	}
 	fmt.Fprintf(out, "\nThe token of device %q, role %s; %s. It is shown only this once.\n", dev.Name, dev.Role, expiry)
+}
+
+// printClusterToken prints a token made on a cluster: alone on the first
+// line, then that any relay of the cluster takes it.
+func printClusterToken(env Env, token string, dev history.Device) {
+	out := env.Stdout
+	printTokenHead(out, token, dev)
 	fmt.Fprintf(out, "Every relay on the cluster takes it: pilotdesk chat --connect wss://HOST:PORT/ws --token %s\n  or open https://HOST:PORT/#token=%s in a browser.\n", token, token)
 }
 
@@ -250,12 +257,7 @@ func printClusterToken(env Env, token string, dev history.Device) {
 // address there, with a QR code of the web client's link on a terminal.
 func printNewToken(env Env, dir, token string, dev history.Device) {
 	out := env.Stdout
-	fmt.Fprintln(out, token)
-	expiry := "it does not expire"
-	if !dev.ExpiresAt.IsZero() {
-		expiry = "it expires " + dev.ExpiresAt.Local().Format("2006-01-02 15:04 MST")
-	}
-	fmt.Fprintf(out, "\nThe token of device %q, role %s; %s. It is shown only this once.\n", dev.Name, dev.Role, expiry)
+	printTokenHead(out, token, dev)
 	r, err := readRunning(dir)
 	if err != nil {
 		fmt.Fprintf(out, "No relay runs on %s now. Start one (pilotdesk serve --data-dir %s, or the window), then connect with this token:\n"+
