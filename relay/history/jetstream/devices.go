@@ -272,12 +272,9 @@ func (s *Store) changeDevices(ctx context.Context, change func(t *devicesTable, 
 		if ctx.Err() != nil || time.Now().After(deadline) {
 			return fmt.Errorf("jetstream history: device tokens: gave up changing the table: %w", err)
 		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("jetstream history: device tokens: %w", ctx.Err())
-		case <-time.After(wait):
+		if err := backOff(ctx, &wait); err != nil {
+			return fmt.Errorf("jetstream history: device tokens: %w", err)
 		}
-		wait = min(2*wait, 500*time.Millisecond)
 	}
 }
 

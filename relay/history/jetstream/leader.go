@@ -25,13 +25,25 @@ func (s *Store) leaderCall(ctx context.Context, op func(ctx context.Context) err
 		if err == nil || !passing(err) || ctx.Err() != nil || time.Now().Add(wait).After(deadline) {
 			return err
 		}
-		select {
-		case <-ctx.Done():
+		if backOff(ctx, &wait) != nil {
 			return err
-		case <-time.After(wait):
 		}
-		wait = min(2*wait, 500*time.Millisecond)
 	}
+}
+
+// backOff waits *wait before the next attempt of a retry loop, and doubles
+// *wait for the one after, up to half a second: one policy for the
+// retries of a leader's request and of the device table's and the spend
+// ledger's conditional writes (an append paces itself: write.go). It
+// returns ctx.Err() at once if ctx ends first.
+func backOff(ctx context.Context, wait *time.Duration) error {
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-time.After(*wait):
+	}
+	*wait = min(2**wait, 500*time.Millisecond)
+	return nil
 }
 
 // callTimeout bounds one attempt of a leader's request: answered within

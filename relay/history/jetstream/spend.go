@@ -174,12 +174,9 @@ func (s *Store) addSpend(ctx context.Context, sp history.Spend) error {
 		if ctx.Err() != nil || time.Now().Add(wait).After(deadline) {
 			return fmt.Errorf("history: write spend: gave up: %w", err)
 		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("history: write spend: %w", ctx.Err())
-		case <-time.After(wait):
+		if err := backOff(ctx, &wait); err != nil {
+			return fmt.Errorf("history: write spend: %w", err)
 		}
-		wait = min(2*wait, 500*time.Millisecond)
 	}
 }
 
