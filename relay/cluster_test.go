@@ -145,6 +145,44 @@ func (b natsBackend) relayAgent(t testing.TB, i int, agent session.Agent, opts j
 	return &member{srv: srv, nc: nc, store: store, cluster: cl, logs: logs}
 }
 
+// pair starts relays A (0) and B (1) on b, both running clusterScript
+// with the test lease, and dials a client to each; id, name and the
+// backend's, is the test's conversation.
+func (b natsBackend) pair(t *testing.T, name string) (a, bb *member, ca, cb *relaytest.Client, id string) {
+	t.Helper()
+	s := clusterScript(t)
+	a, bb = b.relay(t, 0, s), b.relay(t, 1, s)
+	return a, bb, a.srv.Dial(t), bb.srv.Dial(t), name + "-" + b.name
+}
+
+// send sends prompt to conversation id through cl.
+func send(cl *relaytest.Client, id, prompt string) {
+	cl.Send("copilot:send", map[string]any{"conversationId": id, "prompt": prompt})
+}
+
+// subscribe subscribes cl to conversation id with no sinceSeq: nothing is
+// replayed.
+func subscribe(cl *relaytest.Client, id string) {
+	cl.Send("copilot:subscribe", map[string]any{"conversationId": id})
+}
+
+// replayFrom subscribes cl to conversation id with sinceSeq since: the
+// events after it are replayed first.
+func replayFrom(cl *relaytest.Client, id string, since int) {
+	cl.Send("copilot:subscribe", map[string]any{"conversationId": id, "sinceSeq": since})
+}
+
+// wantIdle waits for cl's next idle and fails the test unless its status
+// is status; who names the client in the failure.
+func wantIdle(t *testing.T, cl *relaytest.Client, who, status string) relaytest.Frame {
+	t.Helper()
+	idle := cl.WaitFor("copilot:idle", nil)
+	if idle.Field("status") != status {
+		t.Fatalf("%s got %s, want status %s", who, idle.Raw, status)
+	}
+	return idle
+}
+
 // collect reads frames of conversation id until one of msgType whose
 // match is true, and returns them all, that one included.
 func collect(t *testing.T, cl *relaytest.Client, msgType string, match func(relaytest.Frame) bool) []relaytest.Frame {
@@ -189,19 +227,16 @@ func countType(frames []relaytest.Frame, typ string) int {
 // B's list shows the conversation.
 func TestClusterFanOut(t *testing.T) {
 	eachBackend(t, func(t *testing.T, b natsBackend) {
-		s := clusterScript(t)
-		a, bb := b.relay(t, 0, s), b.relay(t, 1, s)
-		ca, cb := a.srv.Dial(t), bb.srv.Dial(t)
-		id := "fan-" + b.name
+		_, bb, ca, cb, id := b.pair(t, "fan")
 
 		cb.Send("copilot:list", map[string]any{"watch": true})
 		cb.Expect("copilot:conversations")
-		cb.Send("copilot:subscribe", map[string]any{"conversationId": id})
+		subscribe(cb, id)
 		if sub := cb.WaitFor("copilot:subscribed", nil); sub.Seq() != 0 {
 			t.Fatalf("subscribed to a new conversation at seq %d", sub.Seq())
 		}
 
-		ca.Send("copilot:send", map[string]any{"conversationId": id, "prompt": "stream please"})
+		send(ca, id, "stream please")
 		gotA := collect(t, ca, "copilot:idle", nil)
 		seqA := eventSeqs(t, "A", gotA, 0)
 
@@ -240,7 +275,7 @@ func TestClusterFanOut(t *testing.T) {
 
 		// A late subscriber on B, from seq 3: the rest, then subscribed.
 		late := bb.srv.Dial(t)
-		late.Send("copilot:subscribe", map[string]any{"conversationId": id, "sinceSeq": 3})
+		replayFrom(late, id, 3)
 		gotLate := collect(t, late, "copilot:subscribed", nil)
 		eventSeqs(t, "late", gotLate, 3)
 		if sub := gotLate[len(gotLate)-1]; sub.Seq() != seqA[len(seqA)-1] || sub.Field("streaming") != false {
@@ -264,7 +299,7 @@ func TestClusterFanOut(t *testing.T) {
 
 		// A second turn from B runs at A, the owner: same conversation, seqs
 		// go on.
-		cb.Send("copilot:send", map[string]any{"conversationId": id, "prompt": "again"})
+		send(cb, id, "again")
 		gotB2 := collect(t, cb, "copilot:idle", nil)
 		var b2 []relaytest.Frame
 		for _, f := range gotB2 {
@@ -290,7 +325,7 @@ func TestClusterFanOut(t *testing.T) {
 		}
 		cb.WaitFor("copilot:deleted", nil)
 		// The id starts anew, from seq 1, whoever sends first.
-		cb.Send("copilot:send", map[string]any{"conversationId": id, "prompt": "anew"})
+		send(cb, id, "anew")
 		um := cb.WaitFor("copilot:user_message", nil)
 		if um.Seq() != 1 {
 			t.Fatalf("the new conversation's first event: %s", um.Raw)
@@ -304,14 +339,11 @@ func TestClusterFanOut(t *testing.T) {
 // decides A's next permission.
 func TestClusterQuestionAndModeFromAnotherRelay(t *testing.T) {
 	eachBackend(t, func(t *testing.T, b natsBackend) {
-		s := clusterScript(t)
-		a, bb := b.relay(t, 0, s), b.relay(t, 1, s)
-		ca, cb := a.srv.Dial(t), bb.srv.Dial(t)
-		id := "q-" + b.name
+		_, _, ca, cb, id := b.pair(t, "q")
 
-		ca.Send("copilot:send", map[string]any{"conversationId": id, "prompt": "question"})
+		send(ca, id, "question")
 		reqA := ca.WaitFor("copilot:user_input_request", nil)
-		cb.Send("copilot:subscribe", map[string]any{"conversationId": id, "sinceSeq": 0})
+		replayFrom(cb, id, 0)
 		sub := cb.WaitFor("copilot:subscribed", nil)
 		pending, _ := sub.Field("pendingInput").(map[string]any)
 		if sub.Field("streaming") != true || pending == nil || pending["requestId"] != reqA.Field("requestId") {
@@ -359,16 +391,12 @@ func TestClusterQuestionAndModeFromAnotherRelay(t *testing.T) {
 			t.Fatalf("B got %s", e.Raw)
 		}
 		// A turn sent from B and aborted from B: it runs and stops at A.
-		cb.Send("copilot:send", map[string]any{"conversationId": id, "prompt": "long"})
+		send(cb, id, "long")
 		ca.WaitFor("copilot:delta", nil)
 		cb.WaitFor("copilot:delta", nil)
 		cb.Send("copilot:abort", map[string]any{"conversationId": id})
-		if idle := ca.WaitFor("copilot:idle", nil); idle.Field("status") != "aborted" {
-			t.Fatalf("A got %s", idle.Raw)
-		}
-		if idle := cb.WaitFor("copilot:idle", nil); idle.Field("status") != "aborted" {
-			t.Fatalf("B got %s", idle.Raw)
-		}
+		wantIdle(t, ca, "A", "aborted")
+		wantIdle(t, cb, "B", "aborted")
 	})
 }
 
@@ -389,14 +417,11 @@ func frameTexts(fs []relaytest.Frame) []string {
 // off, answers /healthz with 503.
 func TestClusterOwnerDies(t *testing.T) {
 	eachBackend(t, func(t *testing.T, b natsBackend) {
-		s := clusterScript(t)
-		a, bb := b.relay(t, 0, s), b.relay(t, 1, s)
-		ca, cb := a.srv.Dial(t), bb.srv.Dial(t)
-		id := "die-" + b.name
+		a, bb, ca, cb, id := b.pair(t, "die")
 
-		ca.Send("copilot:send", map[string]any{"conversationId": id, "prompt": "long"})
+		send(ca, id, "long")
 		ca.WaitFor("copilot:delta", nil)
-		cb.Send("copilot:subscribe", map[string]any{"conversationId": id, "sinceSeq": 0})
+		replayFrom(cb, id, 0)
 		before := collect(t, cb, "copilot:delta", func(f relaytest.Frame) bool { return f.Field("content") == "l5 " })
 
 		killed := time.Now()
@@ -418,7 +443,7 @@ func TestClusterOwnerDies(t *testing.T) {
 			t.Fatal("B's log does not say it took the conversation over")
 		}
 
-		cb.Send("copilot:send", map[string]any{"conversationId": id, "prompt": "hello"})
+		send(cb, id, "hello")
 		next := collect(t, cb, "copilot:idle", nil)
 		eventSeqs(t, "B, next turn", next, seqs[len(seqs)-1])
 		if next[len(next)-1].Field("status") != "completed" || !strings.Contains(fmt.Sprint(frameTexts(next)), "Echo: hello") {
@@ -426,9 +451,9 @@ func TestClusterOwnerDies(t *testing.T) {
 		}
 
 		// A third relay replays it all from the stream: the same seqs.
-		c3 := b.relay(t, 2, s)
+		c3 := b.relay(t, 2, clusterScript(t))
 		cc := c3.srv.Dial(t)
-		cc.Send("copilot:subscribe", map[string]any{"conversationId": id, "sinceSeq": 0})
+		replayFrom(cc, id, 0)
 		replay := collect(t, cc, "copilot:subscribed", nil)
 		got := eventSeqs(t, "C", replay, 0)
 		if want := next[len(next)-1].Seq(); got[len(got)-1] != want {
@@ -442,21 +467,16 @@ func TestClusterOwnerDies(t *testing.T) {
 // there without waiting for a lease.
 func TestClusterOwnerStops(t *testing.T) {
 	eachBackend(t, func(t *testing.T, b natsBackend) {
-		s := clusterScript(t)
-		a, bb := b.relay(t, 0, s), b.relay(t, 1, s)
-		ca, cb := a.srv.Dial(t), bb.srv.Dial(t)
-		id := "stop-" + b.name
+		a, bb, ca, cb, id := b.pair(t, "stop")
 
-		ca.Send("copilot:send", map[string]any{"conversationId": id, "prompt": "long"})
+		send(ca, id, "long")
 		ca.WaitFor("copilot:delta", nil)
-		cb.Send("copilot:subscribe", map[string]any{"conversationId": id, "sinceSeq": 0})
+		replayFrom(cb, id, 0)
 		cb.WaitFor("copilot:subscribed", nil)
 		a.srv.Close()
-		if idle := cb.WaitFor("copilot:idle", nil); idle.Field("status") != "aborted" {
-			t.Fatalf("B's client got %s", idle.Raw)
-		}
+		wantIdle(t, cb, "B's client", "aborted")
 		start := time.Now()
-		cb.Send("copilot:send", map[string]any{"conversationId": id, "prompt": "hello"})
+		send(cb, id, "hello")
 		next := collect(t, cb, "copilot:idle", nil)
 		if next[len(next)-1].Field("status") != "completed" || time.Since(start) > testLease {
 			t.Fatalf("the next turn, %v after the send: %s", time.Since(start), framesString(next))
@@ -492,9 +512,9 @@ func TestClusterFence(t *testing.T) {
 		ca, cb := a.srv.Dial(t), bb.srv.Dial(t)
 		id := "fence-" + b.name
 
-		ca.Send("copilot:send", map[string]any{"conversationId": id, "prompt": "long"})
+		send(ca, id, "long")
 		ca.WaitFor("copilot:delta", nil)
-		cb.Send("copilot:subscribe", map[string]any{"conversationId": id, "sinceSeq": 0})
+		replayFrom(cb, id, 0)
 		cb.WaitFor("copilot:subscribed", nil)
 
 		idle := cb.WaitFor("copilot:idle", nil)
@@ -560,8 +580,8 @@ func TestClusterNodeDies(t *testing.T) {
 	ca, cb := a.srv.Dial(t), bb.srv.Dial(t)
 	const id = "node-dies"
 
-	ca.Send("copilot:send", map[string]any{"conversationId": id, "prompt": "long"})
-	cb.Send("copilot:subscribe", map[string]any{"conversationId": id, "sinceSeq": 0})
+	send(ca, id, "long")
+	replayFrom(cb, id, 0)
 	got := collect(t, cb, "copilot:delta", func(f relaytest.Frame) bool { return f.Field("content") == "l10 " })
 
 	admin := b.connect(t, 2)
@@ -620,7 +640,7 @@ func TestClusterLeaseLapses(t *testing.T) {
 		id := "lapse-" + b.name
 		first := a.cluster.ID()
 
-		ca.Send("copilot:send", map[string]any{"conversationId": id, "prompt": "long"})
+		send(ca, id, "long")
 		idle, before := ca.WaitForCollect("copilot:idle", nil)
 		if idle.Field("status") != "error" || !strings.Contains(fmt.Sprint(idle.Field("message")), "relay lost") {
 			t.Fatalf("the client got %s", idle.Raw)
@@ -635,7 +655,7 @@ func TestClusterLeaseLapses(t *testing.T) {
 		}
 
 		// The relay goes on under its new id: the next send runs.
-		ca.Send("copilot:send", map[string]any{"conversationId": id, "prompt": "hello"})
+		send(ca, id, "hello")
 		next := collect(t, ca, "copilot:idle", nil)
 		eventSeqs(t, "A, next turn", next, idle.Seq())
 		if next[len(next)-1].Field("status") != "completed" {
@@ -649,14 +669,11 @@ func TestClusterLeaseLapses(t *testing.T) {
 // turn, and a new subscriber sees neither open.
 func TestClusterOwnerDiesWithQuestion(t *testing.T) {
 	eachBackend(t, func(t *testing.T, b natsBackend) {
-		s := clusterScript(t)
-		a, bb := b.relay(t, 0, s), b.relay(t, 1, s)
-		ca, cb := a.srv.Dial(t), bb.srv.Dial(t)
-		id := "dieq-" + b.name
+		a, bb, ca, cb, id := b.pair(t, "dieq")
 
-		ca.Send("copilot:send", map[string]any{"conversationId": id, "prompt": "question"})
+		send(ca, id, "question")
 		req := ca.WaitFor("copilot:user_input_request", nil)
-		cb.Send("copilot:subscribe", map[string]any{"conversationId": id})
+		subscribe(cb, id)
 		cb.WaitFor("copilot:subscribed", nil)
 		a.nc.Close()
 
@@ -668,7 +685,7 @@ func TestClusterOwnerDiesWithQuestion(t *testing.T) {
 			t.Fatalf("after the question: %s", idle.Raw)
 		}
 		late := bb.srv.Dial(t)
-		late.Send("copilot:subscribe", map[string]any{"conversationId": id})
+		subscribe(late, id)
 		sub := late.WaitFor("copilot:subscribed", nil)
 		if _, open := dataMap(t, sub)["pendingInput"]; open || sub.Field("streaming") != false {
 			t.Fatalf("a new subscriber is told %s", sub.Raw)
@@ -681,16 +698,13 @@ func TestClusterOwnerDiesWithQuestion(t *testing.T) {
 // no error to the client.
 func TestClusterSendWhileOwnerDead(t *testing.T) {
 	eachBackend(t, func(t *testing.T, b natsBackend) {
-		s := clusterScript(t)
-		a, bb := b.relay(t, 0, s), b.relay(t, 1, s)
-		ca, cb := a.srv.Dial(t), bb.srv.Dial(t)
-		id := "sendwhile-" + b.name
+		a, _, ca, cb, id := b.pair(t, "sendwhile")
 
-		ca.Send("copilot:send", map[string]any{"conversationId": id, "prompt": "long"})
+		send(ca, id, "long")
 		ca.WaitFor("copilot:delta", nil)
 		a.nc.Close()
 		ca.Close()
-		cb.Send("copilot:send", map[string]any{"conversationId": id, "prompt": "hello"})
+		send(cb, id, "hello")
 
 		var got []relaytest.Frame
 		for {
@@ -734,12 +748,9 @@ func TestClusterSendWhileOwnerDead(t *testing.T) {
 // empty conversation, and the watched list drops the old one.
 func TestClusterDeletedUnseen(t *testing.T) {
 	eachBackend(t, func(t *testing.T, b natsBackend) {
-		s := clusterScript(t)
-		a, bb := b.relay(t, 0, s), b.relay(t, 1, s)
-		ca, cb := a.srv.Dial(t), bb.srv.Dial(t)
-		id := "unseen-" + b.name
+		a, bb, ca, cb, id := b.pair(t, "unseen")
 
-		ca.Send("copilot:send", map[string]any{"conversationId": id, "prompt": "hello"})
+		send(ca, id, "hello")
 		ca.WaitFor("copilot:idle", nil)
 		cb.Send("copilot:list", map[string]any{"watch": true})
 		if l := cb.WaitFor("copilot:conversations", nil); !strings.Contains(string(l.Raw), id) {
@@ -753,7 +764,7 @@ func TestClusterDeletedUnseen(t *testing.T) {
 			t.Fatal(err)
 		}
 		late := bb.srv.Dial(t)
-		late.Send("copilot:subscribe", map[string]any{"conversationId": id, "sinceSeq": 0})
+		replayFrom(late, id, 0)
 		if sub := late.WaitFor("copilot:subscribed", nil); sub.Seq() != 0 {
 			t.Fatalf("subscribed to a deleted conversation: %s", sub.Raw)
 		}
