@@ -123,6 +123,14 @@ func (b natsBackend) relayWith(t testing.TB, i int, s *script.Script, opts jetst
 
 func (b natsBackend) relayAgent(t testing.TB, i int, agent session.Agent, opts jetstream.ClusterOptions) *member {
 	t.Helper()
+	return b.relayMod(t, i, agent, opts, nil)
+}
+
+// relayMod starts relay i: its own NATS connection, store and cluster
+// membership (opts), agent behind it, and its Config changed by mod (if
+// not nil) before it starts. Its log is shown if the test fails.
+func (b natsBackend) relayMod(t testing.TB, i int, agent session.Agent, opts jetstream.ClusterOptions, mod func(*relay.Config)) *member {
+	t.Helper()
 	nc := b.connect(t, i)
 	t.Cleanup(nc.Close)
 	ctx := context.Background()
@@ -141,7 +149,11 @@ func (b natsBackend) relayAgent(t testing.TB, i int, agent session.Agent, opts j
 			t.Logf("relay %d's log:\n%s", i, logs.all())
 		}
 	})
-	srv := relaytest.Start(t, relay.Config{Agent: agent, Store: store, Cluster: cl, Logger: logs.logger()})
+	cfg := relay.Config{Agent: agent, Store: store, Cluster: cl, Logger: logs.logger()}
+	if mod != nil {
+		mod(&cfg)
+	}
+	srv := relaytest.Start(t, cfg)
 	return &member{srv: srv, nc: nc, store: store, cluster: cl, logs: logs}
 }
 

@@ -24,33 +24,11 @@ var (
 	_ history.DevicesWatcher = (*jetstream.Store)(nil)
 )
 
-// relayConfig is relayAgent with the relay's Config changed by mod.
+// relayConfig is relay i with the test lease, agent behind it and its
+// Config changed by mod.
 func (b natsBackend) relayConfig(t *testing.T, i int, agent session.Agent, mod func(*relay.Config)) *member {
 	t.Helper()
-	nc := b.connect(t, i)
-	t.Cleanup(nc.Close)
-	ctx := context.Background()
-	store, err := jetstream.Open(ctx, nc, jetstream.Options{Replicas: b.replicas})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { store.Close() })
-	cl, err := jetstream.NewCluster(ctx, store, jetstream.ClusterOptions{Lease: testLease})
-	if err != nil {
-		t.Fatal(err)
-	}
-	logs := newLogRecorder()
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("relay %d's log:\n%s", i, logs.all())
-		}
-	})
-	cfg := relay.Config{Agent: agent, Store: store, Cluster: cl, Logger: logs.logger()}
-	if mod != nil {
-		mod(&cfg)
-	}
-	srv := relaytest.Start(t, cfg)
-	return &member{srv: srv, nc: nc, store: store, cluster: cl, logs: logs}
+	return b.relayMod(t, i, agent, jetstream.ClusterOptions{Lease: testLease}, mod)
 }
 
 // One budget for the cluster: what relay A's conversations spend reaches
