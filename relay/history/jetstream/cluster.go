@@ -413,30 +413,21 @@ func (c *Cluster) loseLease(why error) {
 
 // watchRelays tells the relay of every other relay whose key goes away.
 func (c *Cluster) watchRelays(ctx context.Context, w jetstream.KeyWatcher) {
-	defer func() { _ = w.Stop() }()
-	for {
-		select {
-		case <-ctx.Done():
+	followKV(ctx, w, func(e jetstream.KeyValueEntry) {
+		if e == nil || e.Operation() == jetstream.KeyValuePut {
 			return
-		case e, ok := <-w.Updates():
-			if !ok {
-				return
-			}
-			if e == nil || e.Operation() == jetstream.KeyValuePut {
-				continue
-			}
-			if e.Key() == c.ID() {
-				continue // the renewer finds out
-			}
-			c.log.Info("jetstream cluster: a relay's lease lapsed", "relay", e.Key())
-			c.mu.Lock()
-			h := c.hooks
-			c.mu.Unlock()
-			if h != nil {
-				h.RelayGone(e.Key())
-			}
 		}
-	}
+		if e.Key() == c.ID() {
+			return // the renewer finds out
+		}
+		c.log.Info("jetstream cluster: a relay's lease lapsed", "relay", e.Key())
+		c.mu.Lock()
+		h := c.hooks
+		c.mu.Unlock()
+		if h != nil {
+			h.RelayGone(e.Key())
+		}
+	})
 }
 
 // Healthy reports whether the connection is up and the lease holds.

@@ -8,7 +8,7 @@ import (
 
 // followKV hands each update of w to each until ctx ends or the watcher's
 // channel closes, then stops w. It is the body of every standing watch
-// (devices, spend): one loop, so they agree on how a watch ends. each gets
+// (devices, spend, the relays' leases): one loop, so they agree on how a watch ends. each gets
 // the nil entry that marks the end of the initial values too, where the
 // watch sends one; it decides what that means.
 func followKV(ctx context.Context, w jetstream.KeyWatcher, each func(jetstream.KeyValueEntry)) {
