@@ -70,7 +70,11 @@ func runChat(ctx context.Context, args []string, env Env) error {
 		flushLogs(sink, env.Stderr)
 	}()
 
-	conn, err := client.Config{URL: tgt.URL, Token: tgt.Token, Kind: protocol.ClientTerminal, HTTPClient: pinnedClient(tgt.Fingerprint), Logger: logger}.Dial(ctx)
+	ccfg := client.Config{URL: tgt.URL, Token: tgt.Token, Kind: protocol.ClientTerminal, HTTPClient: pinnedClient(tgt.Fingerprint), Logger: logger}
+	if tgt.Attached != "" {
+		ccfg.Relocate = followRunning(tgt.dataDir)
+	}
+	conn, err := ccfg.Dial(ctx)
 	if err != nil {
 		return err
 	}
@@ -99,6 +103,28 @@ func runChat(ctx context.Context, args []string, env Env) error {
 		Relay:          name,
 		Logs:           sink,
 	})
+}
+
+// followRunning keeps a chat attached to whichever relay runs on dataDir:
+// when its relay goes away (the window quit, or restarted its relay on a
+// new port; serve stopped and another started) the client re-reads the
+// file the relay there leaves (running.go) and moves to the relay it
+// names, with its URL and token.
+//
+// When the file names no relay, the chat goes on saying it is reconnecting
+// (then offline) and keeps looking, as it does for a remote relay, rather
+// than exiting: the user who quits the window or restarts serve usually
+// means to start it again, the chat keeps their place in the conversation
+// and picks it up when a relay comes back, and Ctrl-D or /quit ends it
+// whenever they want; an exit would lose that for a pause of seconds.
+func followRunning(dataDir string) func(context.Context) (client.Endpoint, error) {
+	return func(context.Context) (client.Endpoint, error) {
+		r, err := readRunning(dataDir)
+		if err != nil {
+			return client.Endpoint{}, err
+		}
+		return client.Endpoint{URL: r.URL, Token: r.Token, HTTPClient: pinnedClient(r.Fingerprint)}, nil
+	}
 }
 
 // chatDataDir is where chat keeps who it was on each relay (its data dir,

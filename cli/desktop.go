@@ -132,6 +132,10 @@ func (r *relayConn) close() {
 func openDesktop(ctx context.Context, cfg desktopConfig) (*desktop, error) {
 	d := &desktop{desktopConfig: cfg}
 	d.ctx, d.cancel = context.WithCancel(ctx)
+	// One owner token for every relay this window embeds (window.go,
+	// clientFlags.ownerToken): random per app start, kept in memory and
+	// in the user-only relay file only.
+	d.flags.ownerToken = randomToken()
 
 	// The command line over the defaults: what runs if the saved
 	// settings do not start.

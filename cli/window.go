@@ -63,6 +63,12 @@ func (t target) Title() string {
 // included) and the embedded relay's own flags.
 type clientFlags struct {
 	relay relaySettings
+	// ownerToken is the embedded relay's own token when the caller keeps
+	// one across restarts ("": startTarget mints one). The window mints it
+	// once per process (openDesktop), so that a relay restarted in place
+	// by Settings → Apply takes the clients of the one before it back:
+	// to them it went away and came back, nothing was revoked.
+	ownerToken string
 }
 
 func (c *clientFlags) register(fs *flag.FlagSet, getenv func(string) string) {
@@ -88,7 +94,10 @@ func (c *clientFlags) startTarget(ctx context.Context, logger *slog.Logger) (tar
 	}
 	s := c.relay
 	s.Listen = "127.0.0.1:0"
-	s.Token = randomToken()
+	s.Token = c.ownerToken
+	if s.Token == "" {
+		s.Token = randomToken()
+	}
 	if s.LAN {
 		// Reachable from the network: every address, and TLS always, with
 		// a certificate of its own kept in the data dir, so that its

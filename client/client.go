@@ -86,6 +86,16 @@ type Config struct {
 
 	// HTTPClient is used for the handshake (default http.DefaultClient).
 	HTTPClient *http.Client
+	// Relocate, when set, says where the relay is now. A client that found
+	// its relay through a file the relay keeps (`pilotdesk chat` attached
+	// to the relay running on its data dir) uses it: that relay may stop
+	// and another start on a new port with a new token. The client calls
+	// it after every failed reconnection attempt and moves to the endpoint
+	// it returns; an error keeps the current one. Such a client holds the
+	// relay's own token, which no one revokes: a 4003 close or an HTTP 401
+	// means the relay it knew is gone, so it goes on reconnecting instead
+	// of stopping with ErrRevoked.
+	Relocate func(ctx context.Context) (Endpoint, error)
 	// Logger receives the client's diagnostics (default slog.Default()).
 	Logger *slog.Logger
 }
@@ -112,12 +122,25 @@ func (c *Config) setDefaults() {
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
+	c.URL = wsURL(c.URL)
+}
+
+// Endpoint is where a relay is and how to reach it (Config.Relocate).
+type Endpoint struct {
+	URL        string
+	Token      string
+	HTTPClient *http.Client // nil: http.DefaultClient
+}
+
+// wsURL maps http:// and https:// to ws:// and wss://.
+func wsURL(u string) string {
 	switch {
-	case strings.HasPrefix(c.URL, "http://"):
-		c.URL = "ws://" + strings.TrimPrefix(c.URL, "http://")
-	case strings.HasPrefix(c.URL, "https://"):
-		c.URL = "wss://" + strings.TrimPrefix(c.URL, "https://")
+	case strings.HasPrefix(u, "http://"):
+		return "ws://" + strings.TrimPrefix(u, "http://")
+	case strings.HasPrefix(u, "https://"):
+		return "wss://" + strings.TrimPrefix(u, "https://")
 	}
+	return u
 }
 
 // Client is a connection to a relay that survives drops. Its methods are
@@ -130,7 +153,8 @@ type Client struct {
 	done   chan struct{}
 	id     *Identity // who this client is on the relay (identity.go)
 
-	mu       sync.Mutex      // guards conn, state, subs, watching
+	mu       sync.Mutex      // guards ep, conn, state, subs, watching
+	ep       Endpoint        // where the relay is: cfg's, or Relocate's
 	conn     *websocket.Conn // nil while disconnected
 	state    State
 	subs     map[string]*subscription
@@ -168,6 +192,7 @@ func (cfg Config) Dial(ctx context.Context) (*Client, error) {
 		state:  StateConnecting,
 		subs:   make(map[string]*subscription),
 		id:     newIdentity(cfg.URL, cfg.Token, cfg.Kind),
+		ep:     Endpoint{URL: cfg.URL, Token: cfg.Token, HTTPClient: cfg.HTTPClient},
 	}
 	conn, err := c.dial(ctx)
 	if err != nil {
@@ -197,7 +222,12 @@ func (c *Client) State() State {
 }
 
 // URL returns the relay endpoint the client connects to.
-func (c *Client) URL() string { return c.cfg.URL }
+// It changes when Config.Relocate moves the client to another relay.
+func (c *Client) URL() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.ep.URL
+}
 
 // Identity is who this client is on the relay, learned from the echoes of
 // what it sends (identity.go).
@@ -214,11 +244,14 @@ func (c *Client) Close() error {
 func (c *Client) dial(ctx context.Context) (*websocket.Conn, error) {
 	ctx, cancel := context.WithTimeout(ctx, c.cfg.DialTimeout)
 	defer cancel()
+	c.mu.Lock()
+	ep := c.ep
+	c.mu.Unlock()
 	hdr := http.Header{}
-	if c.cfg.Token != "" {
-		hdr.Set("Authorization", "Bearer "+c.cfg.Token)
+	if ep.Token != "" {
+		hdr.Set("Authorization", "Bearer "+ep.Token)
 	}
-	target := c.cfg.URL
+	target := ep.URL
 	if c.cfg.Kind != "" {
 		if u, err := url.Parse(target); err == nil {
 			q := u.Query()
@@ -228,14 +261,14 @@ func (c *Client) dial(ctx context.Context) (*websocket.Conn, error) {
 		}
 	}
 	conn, resp, err := websocket.Dial(ctx, target, &websocket.DialOptions{
-		HTTPClient: c.cfg.HTTPClient,
+		HTTPClient: ep.HTTPClient,
 		HTTPHeader: hdr,
 	})
 	if err != nil {
 		if resp != nil && resp.StatusCode == http.StatusUnauthorized {
-			return nil, fmt.Errorf("connect to %s: %w: %w", c.cfg.URL, errTokenRefused, err)
+			return nil, fmt.Errorf("connect to %s: %w: %w", ep.URL, errTokenRefused, err)
 		}
-		return nil, fmt.Errorf("connect to %s: %w", c.cfg.URL, err)
+		return nil, fmt.Errorf("connect to %s: %w", ep.URL, err)
 	}
 	// Frames from the relay are at most 1 MiB of data plus the envelope.
 	conn.SetReadLimit(protocol.MaxFrameBytes + 64<<10)
@@ -258,7 +291,7 @@ func (c *Client) run(ctx context.Context, conn *websocket.Conn) {
 			return
 		}
 		_ = conn.CloseNow()
-		if websocket.CloseStatus(err) == closeRevoked {
+		if websocket.CloseStatus(err) == closeRevoked && c.cfg.Relocate == nil {
 			c.stopRevoked(ctx, err)
 			return
 		}
@@ -311,16 +344,46 @@ func (c *Client) reconnect(ctx context.Context, cause error) (*websocket.Conn, e
 		if ctx.Err() != nil {
 			return nil, nil
 		}
-		if errors.Is(err, errTokenRefused) {
+		if errors.Is(err, errTokenRefused) && c.cfg.Relocate == nil {
 			return nil, err
 		}
 		cause = err
 		c.log.Debug("reconnect failed", "attempt", attempt+1, "err", err)
+		if c.relocate(ctx) {
+			// Another relay runs there now: try it at once.
+			delay = c.cfg.MinBackoff
+			continue
+		}
 		if time.Since(start) >= c.cfg.OfflineAfter {
 			state = StateOffline
 		}
 		delay = min(delay*2, c.cfg.MaxBackoff)
 	}
+}
+
+// relocate asks Config.Relocate where the relay is now and moves the
+// client there; true if it moved.
+func (c *Client) relocate(ctx context.Context) bool {
+	if c.cfg.Relocate == nil {
+		return false
+	}
+	ep, err := c.cfg.Relocate(ctx)
+	if err != nil || ep.URL == "" {
+		c.log.Debug("no other relay to move to", "err", err)
+		return false
+	}
+	ep.URL = wsURL(ep.URL)
+	c.mu.Lock()
+	moved := ep.URL != c.ep.URL || ep.Token != c.ep.Token
+	if moved {
+		c.ep = ep
+	}
+	c.mu.Unlock()
+	if moved {
+		// The token is never logged.
+		c.log.Info("the relay moved; reconnecting there", "url", ep.URL)
+	}
+	return moved
 }
 
 // jitter spreads d by ±20 % so that many clients do not retry in step.
