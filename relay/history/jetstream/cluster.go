@@ -71,6 +71,7 @@ type Cluster struct {
 	ctx     context.Context // Start's, ended by Stop
 	cancel  context.CancelFunc
 	workers sync.WaitGroup // the renewer, the watcher, forwarded commands running
+	slots   chan struct{}  // one per forwarded command running: at most maxForwarded
 
 	// pending is the events of an atomic batch seen before its last
 	// message (which carries the record). Owned by the live subscription's
@@ -112,6 +113,7 @@ func NewCluster(ctx context.Context, s *Store, opts ClusterOptions) (*Cluster, e
 		base:    strings.TrimSuffix(s.names.prefix, ".conv"),
 		claimed: map[string]uint64{},
 		pending: map[string][]history.Event{},
+		slots:   make(chan struct{}, maxForwarded),
 	}
 	suffix := strings.TrimPrefix(s.names.bucket, "pd_meta")
 	var err error
@@ -264,8 +266,19 @@ func (c *Cluster) serveCommands(id string) (*nats.Subscription, error) {
 		if stopped {
 			return // no answer: the sender asks again, and finds another owner
 		}
+		// At most maxForwarded at once: a flood of forwarded commands
+		// waits here, in the subscription's bounded pending queue (past
+		// it nats.go drops them, and their senders time out), instead of
+		// a goroutine each.
+		select {
+		case c.slots <- struct{}{}:
+		case <-c.ctx.Done():
+			c.workers.Done()
+			return
+		}
 		go func() {
 			defer c.workers.Done()
+			defer func() { <-c.slots }()
 			cctx, cancel := context.WithTimeout(c.ctx, forwardTimeout)
 			defer cancel()
 			if err := m.Respond(h.Command(cctx, m.Data)); err != nil {
@@ -282,6 +295,9 @@ func (c *Cluster) serveCommands(id string) (*nats.Subscription, error) {
 	}
 	return sub, nil
 }
+
+// maxForwarded bounds the forwarded commands a relay runs at once.
+const maxForwarded = 256
 
 // forwardTimeout bounds a forwarded command at the owner, and the wait
 // for its answer.
@@ -673,7 +689,22 @@ func (c *Cluster) onLive(m *nats.Msg) {
 		// from the stream when it sees the gap.
 	}
 	rec, ok, err := recordOf(m.Header, m.Data)
-	if err != nil || !ok {
+	if err != nil {
+		c.log.Warn("jetstream cluster: a bad record on a live subject; the next one shows the gap", "subject", m.Subject, "err", err)
+		delete(c.pending, tok)
+		return
+	}
+	if !ok {
+		// Bounded, whatever a peer publishes: an append whose last message
+		// never comes (dropped, or a hostile publisher) would keep its
+		// events for ever. What is dropped here the relay reads from the
+		// store when the next record shows the gap.
+		if _, held := c.pending[tok]; !held && len(c.pending) >= maxPendingConvs {
+			clear(c.pending)
+		}
+		if len(events) > maxPendingEvents {
+			events = nil
+		}
 		c.pending[tok] = events
 		return
 	}
@@ -683,6 +714,13 @@ func (c *Cluster) onLive(m *nats.Msg) {
 	}
 	h.Stored(rec.ID, events, rec.conversation())
 }
+
+// maxPendingConvs and maxPendingEvents bound Cluster.pending: the
+// conversations with an unfinished append, and the events kept of one.
+const (
+	maxPendingConvs  = 4096
+	maxPendingEvents = 4096
+)
 
 // idOfToken is the conversation id of a subject token.
 func idOfToken(tok string) (string, bool) {

@@ -1,0 +1,46 @@
+package jetstream
+
+import (
+	"fmt"
+	"io"
+	"log/slog"
+	"testing"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/pilotdesk/pilotdesk/relay/history"
+)
+
+// TestClusterLivePendingBounded sends the live handler messages that start
+// appends whose last message (the one with the record) never comes: a
+// batch cut by a dropped message or a reconnect, or a hostile publisher on
+// the live subjects. What it keeps of them must stay bounded, however many
+// conversations and messages there are: the relay reads any events it
+// drops from the store when it sees the gap.
+func TestClusterLivePendingBounded(t *testing.T) {
+	c := &Cluster{
+		base:    "pilotdesk",
+		log:     slog.New(slog.NewTextHandler(io.Discard, nil)),
+		pending: map[string][]history.Event{},
+		hooks:   quietHooks{},
+	}
+	msg := func(tok string, seq int) *nats.Msg {
+		m := &nats.Msg{Subject: c.liveSubject(tok), Header: nats.Header{}, Data: []byte(`{}`)}
+		m.Header.Set(hdrEvent, fmt.Sprintf("%d %d 1 assistant", seq, seq))
+		return m
+	}
+	// Many conversations, one unfinished append each.
+	for i := range 4 * maxPendingConvs {
+		c.onLive(msg(fmt.Sprintf("c%d", i), 1))
+	}
+	if n := len(c.pending); n > maxPendingConvs {
+		t.Fatalf("%d conversations' unfinished appends kept, want at most %d", n, maxPendingConvs)
+	}
+	// One conversation, an append that never ends.
+	for seq := 1; seq <= 4*maxPendingEvents; seq++ {
+		c.onLive(msg("one", seq))
+	}
+	if n := len(c.pending["one"]); n > maxPendingEvents {
+		t.Fatalf("%d events of one unfinished append kept, want at most %d", n, maxPendingEvents)
+	}
+}
