@@ -101,8 +101,15 @@ func (r *Relay) startSend(ctx context.Context, d *protocol.Send, by *protocol.By
 	if msg := r.budget.refusal(); msg != "" {
 		return &protocol.Error{Code: protocol.CodeBudgetExceeded, Type: protocol.TypeSend, ConversationID: d.ConversationID, Message: msg}
 	}
-	busy := false
+	busy, lost := false, false
 	_ = r.withConversation(ctx, d.ConversationID, func(conv *conversation) {
+		if conv.remote {
+			// Lost to another relay (a fenced append, a lapsed lease)
+			// since the send was routed here: a turn would run the agent
+			// for nobody, its events dropped (cluster.go).
+			lost = true
+			return
+		}
 		if conv.streaming {
 			busy = true
 			return
@@ -112,6 +119,10 @@ func (r *Relay) startSend(ctx context.Context, d *protocol.Send, by *protocol.By
 		}
 		conv.startTurnLocked(d, by)
 	})
+	if lost {
+		return &protocol.Error{Code: protocol.CodeLimit, Type: protocol.TypeSend, ConversationID: d.ConversationID,
+			Message: "another relay took this conversation over as the send arrived: send again in a moment"}
+	}
 	if busy {
 		return &protocol.Error{Code: protocol.CodeConversationBusy, Type: protocol.TypeSend, ConversationID: d.ConversationID,
 			Message: "the conversation is streaming a reply: wait for copilot:idle or abort it first"}
