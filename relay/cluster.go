@@ -593,6 +593,13 @@ func (r *Relay) runForwarded(ctx context.Context, body []byte) []byte {
 	if id == "" {
 		return reply(forwardReply{Error: &protocol.Error{Code: protocol.CodeMissingField, Type: req.Type, Message: "a forwarded command names no conversation"}})
 	}
+	if r.ctx.Err() != nil {
+		// Shutting down, its cluster not stopped yet: a send would start
+		// no turn (track refuses it) and vanish. Once this relay has
+		// given its conversations up, the command goes to another.
+		return reply(forwardReply{Error: &protocol.Error{Code: protocol.CodeLimit, Type: req.Type, ConversationID: id,
+			Message: "the relay that runs this conversation is shutting down: send again in a moment, another relay takes it over"}})
+	}
 	owner, err := r.routeCommand(ctx, id)
 	switch {
 	case err != nil:
