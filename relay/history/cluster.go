@@ -78,5 +78,6 @@ type ClusterHooks interface {
 var ErrUnreachable = errors.New("the relay that owns the conversation does not answer")
 
 // ErrNotOwner is answered to a command forwarded to a relay that no
-// longer owns the conversation: the sender asks again who does.
+// longer owns the conversation (it is stopping): Forward wraps it with
+// ErrUnreachable, and the sender asks again who owns it.
 var ErrNotOwner = errors.New("this relay does not own the conversation")

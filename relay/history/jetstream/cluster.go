@@ -264,7 +264,11 @@ func (c *Cluster) serveCommands(id string) (*nats.Subscription, error) {
 		}
 		c.mu.Unlock()
 		if stopped {
-			return // no answer: the sender asks again, and finds another owner
+			// Queued before Stop withdrew the subject: answered at once
+			// (silence would keep the sender waiting forwardTimeout), so
+			// that it routes the command again.
+			c.answerNotOwner(m)
+			return
 		}
 		// At most maxForwarded at once: a flood of forwarded commands
 		// waits here, in the subscription's bounded pending queue (past
@@ -274,6 +278,7 @@ func (c *Cluster) serveCommands(id string) (*nats.Subscription, error) {
 		case c.slots <- struct{}{}:
 		case <-c.ctx.Done():
 			c.workers.Done()
+			c.answerNotOwner(m)
 			return
 		}
 		go func() {
@@ -294,6 +299,22 @@ func (c *Cluster) serveCommands(id string) (*nats.Subscription, error) {
 		return nil, fmt.Errorf("jetstream cluster: subscribe to commands: %w", err)
 	}
 	return sub, nil
+}
+
+// hdrNotOwner marks the answer of a relay that is stopping to a command
+// forwarded to it: Forward returns history.ErrNotOwner, and the sender
+// routes the command again.
+const hdrNotOwner = "Pd-Not-Owner"
+
+func (c *Cluster) answerNotOwner(m *nats.Msg) {
+	if m.Reply == "" {
+		return
+	}
+	a := &nats.Msg{Subject: m.Reply, Header: nats.Header{}}
+	a.Header.Set(hdrNotOwner, "1")
+	if err := c.nc.PublishMsg(a); err != nil {
+		c.log.Debug("jetstream cluster: answer a forwarded command: stopping", "err", err)
+	}
 }
 
 // maxForwarded bounds the forwarded commands a relay runs at once.
@@ -325,6 +346,11 @@ func (c *Cluster) register(ctx context.Context, again bool) error {
 		return fmt.Errorf("jetstream cluster: announce relay %s: %w", id, err)
 	}
 	c.mu.Lock()
+	if c.stopped {
+		c.mu.Unlock()
+		_ = sub.Unsubscribe()
+		return errors.New("jetstream cluster: stopped")
+	}
 	old := c.cmd
 	c.id, c.cmd = id, sub
 	c.leaseRev, c.leaseOK, c.renewed = rev, true, time.Now()
@@ -581,6 +607,11 @@ func (c *Cluster) Forward(ctx context.Context, owner string, cmd []byte) ([]byte
 	defer cancel()
 	for attempt := 1; ; attempt++ {
 		reply, err := c.nc.RequestWithContext(ctx, c.cmdSubject(owner), cmd)
+		if err == nil && reply.Header.Get(hdrNotOwner) != "" {
+			// It is stopping: it gives its conversations up in a moment,
+			// and the sender routes the command again.
+			return nil, fmt.Errorf("jetstream cluster: forward to relay %s: %w (%w)", owner, history.ErrUnreachable, history.ErrNotOwner)
+		}
 		if err == nil {
 			return reply.Data, nil
 		}
@@ -740,18 +771,36 @@ func (c *Cluster) Stop(ctx context.Context) error {
 		c.mu.Unlock()
 		return nil
 	}
+	cmd := c.cmd
+	c.cmd = nil
+	c.mu.Unlock()
+	// The command subject goes first: from then on a sender gets "no
+	// responders" at once (and asks again, then routes elsewhere) instead
+	// of waiting forwardTimeout for an answer that never comes. Drained,
+	// so that the commands already queued are answered (not owner) rather
+	// than dropped.
+	var cmdClosed <-chan nats.SubStatus
+	if cmd != nil {
+		cmdClosed = cmd.StatusChanged(nats.SubscriptionClosed)
+		if err := cmd.Drain(); err != nil {
+			_ = cmd.Unsubscribe()
+			cmdClosed = nil
+		}
+	}
+	c.mu.Lock()
 	c.stopped = true
+	if again := c.cmd; again != nil {
+		// Announced again (renew) meanwhile: withdrawn too.
+		c.cmd = nil
+		_ = again.Unsubscribe()
+	}
 	claimed := make(map[string]uint64, len(c.claimed))
 	for k, v := range c.claimed {
 		claimed[k] = v
 	}
 	clear(c.claimed)
-	leaseOK, id, cmd := c.leaseOK, c.id, c.cmd
-	c.cmd = nil
+	leaseOK, id := c.leaseOK, c.id
 	c.mu.Unlock()
-	if cmd != nil {
-		_ = cmd.Unsubscribe()
-	}
 	if c.live != nil {
 		_ = c.live.Unsubscribe()
 	}
@@ -761,6 +810,9 @@ func (c *Cluster) Stop(ctx context.Context) error {
 	done := make(chan struct{})
 	go func() {
 		c.workers.Wait()
+		if cmdClosed != nil {
+			<-cmdClosed // the queued commands answered
+		}
 		close(done)
 	}()
 	select {
