@@ -616,7 +616,7 @@ func (r *Relay) runForwarded(ctx context.Context, body []byte) []byte {
 	case *protocol.SetMode:
 		// The device that switched, on the relay it is connected to,
 		// as copilot:mode_changed names it there.
-		_ = r.withConversation(ctx, d.ConversationID, func(conv *conversation) { conv.setModeByLocked(d.Mode, f.By) })
+		e = r.setModeBy(ctx, d, f.By)
 	case *protocol.UserInputResponse:
 		e = r.answer(d, f.By)
 	case *protocol.ConversationRef:

@@ -158,8 +158,19 @@ func (r *Relay) abort(c *conn, d *protocol.Abort) {
 // abortConversation aborts the conversation's running turn, or returns
 // error not_streaming.
 func (r *Relay) abortConversation(d *protocol.Abort) *protocol.Error {
-	if conv := r.lookupConversation(d.ConversationID); conv != nil && conv.abort(errAborted) {
-		return nil
+	if conv := r.lookupConversation(d.ConversationID); conv != nil {
+		conv.mu.Lock()
+		remote := conv.remote
+		aborted := !remote && conv.abortLocked(errAborted)
+		conv.mu.Unlock()
+		if remote {
+			// Lost to another relay since the abort was routed here: its
+			// turn runs there, and "not streaming" would be untrue.
+			return lostCommand(protocol.TypeAbort, d.ConversationID)
+		}
+		if aborted {
+			return nil
+		}
 	}
 	return &protocol.Error{Code: protocol.CodeNotStreaming, Type: protocol.TypeAbort, ConversationID: d.ConversationID,
 		Message: "there is no running stream to abort"}
@@ -185,9 +196,38 @@ func (r *Relay) setMode(c *conn, d *protocol.SetMode) {
 	if r.cluster != nil && r.forward(c, protocol.TypeSetMode, d.ConversationID, d, nil) {
 		return
 	}
-	_ = r.withConversation(c.ctx, d.ConversationID, func(conv *conversation) {
-		conv.setModeByLocked(d.Mode, c.id.by())
+	if e := r.setModeBy(c.ctx, d, c.id.by()); e != nil {
+		c.sendError(e)
+	}
+}
+
+// setModeBy changes the conversation's mode for by, or returns the error
+// to answer with.
+func (r *Relay) setModeBy(ctx context.Context, d *protocol.SetMode, by *protocol.By) *protocol.Error {
+	lost := false
+	_ = r.withConversation(ctx, d.ConversationID, func(conv *conversation) {
+		if conv.remote {
+			// Lost to another relay since the command was routed here:
+			// a mode set here would decide nothing (the owner asks the
+			// permissions) and emit nothing.
+			lost = true
+			return
+		}
+		conv.setModeByLocked(d.Mode, by)
 	})
+	if lost {
+		return lostCommand(protocol.TypeSetMode, d.ConversationID)
+	}
+	return nil
+}
+
+// lostCommand is the answer to a command that reaches a conversation after
+// it was lost to another relay (a fenced append, a lapsed lease) between
+// its routing and its run, as startSend answers a send: error limit, send
+// it again, which routes it to the new owner.
+func lostCommand(typ, id string) *protocol.Error {
+	return &protocol.Error{Code: protocol.CodeLimit, Type: typ, ConversationID: id,
+		Message: "another relay took this conversation over as the command arrived: send it again in a moment"}
 }
 
 // setModeByLocked changes the mode for by (nil: nobody named), whom

@@ -244,6 +244,11 @@ func (r *Relay) answer(d *protocol.UserInputResponse, by *protocol.By) *protocol
 	}
 	conv.mu.Lock()
 	defer conv.mu.Unlock()
+	if conv.remote {
+		// Lost to another relay since the answer was routed here: the
+		// question is open there; ignoring it would lose the answer.
+		return lostCommand(protocol.TypeUserInputResponse, d.ConversationID)
+	}
 	ir := conv.openInput
 	if ir == nil || ir.id != d.RequestID {
 		return nil
