@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -72,6 +73,13 @@ type Cluster struct {
 	cancel  context.CancelFunc
 	workers sync.WaitGroup // the renewer, the watcher, forwarded commands running
 	slots   chan struct{}  // one per forwarded command running: at most maxForwarded
+
+	// liveMu is held by onLive for a whole message, hooks included, so
+	// that Stop can wait for the one running; liveStopped, set by Stop,
+	// makes the messages after it run no hook (nats.go's Unsubscribe
+	// neither waits for a running callback nor for those it dropped).
+	liveMu      sync.Mutex
+	liveStopped atomic.Bool
 
 	// pending is the events of an atomic batch seen before its last
 	// message (which carries the record). Owned by the live subscription's
@@ -677,6 +685,11 @@ func (c *Cluster) Latest(ctx context.Context, id string) (history.Conversation, 
 // append carries it, and only then is the append whole (an atomic batch
 // is republished message by message).
 func (c *Cluster) onLive(m *nats.Msg) {
+	c.liveMu.Lock()
+	defer c.liveMu.Unlock()
+	if c.liveStopped.Load() {
+		return // Stop returned, or is waiting for this lock: no more hooks
+	}
 	tok := strings.TrimPrefix(m.Subject, c.base+".live.")
 	c.mu.Lock()
 	h := c.hooks
@@ -801,6 +814,7 @@ func (c *Cluster) Stop(ctx context.Context) error {
 	clear(c.claimed)
 	leaseOK, id := c.leaseOK, c.id
 	c.mu.Unlock()
+	c.liveStopped.Store(true)
 	if c.live != nil {
 		_ = c.live.Unsubscribe()
 	}
@@ -809,6 +823,10 @@ func (c *Cluster) Stop(ctx context.Context) error {
 	}
 	done := make(chan struct{})
 	go func() {
+		// The live message being handled, if any, ends (its hook runs
+		// against a relay still open); every later one sees liveStopped.
+		c.liveMu.Lock()
+		c.liveMu.Unlock() //nolint:staticcheck // a barrier, not a critical section
 		c.workers.Wait()
 		if cmdClosed != nil {
 			<-cmdClosed // the queued commands answered
