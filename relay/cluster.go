@@ -122,14 +122,25 @@ func (h clusterHooks) Reconnected() {
 	var convs []*conversation
 	for _, c := range r.convs {
 		c.mu.Lock()
-		if c.remote && len(c.subs) > 0 {
+		if c.remote && len(c.subs) > 0 && !c.reconnectCatchUp {
+			c.reconnectCatchUp = true
 			convs = append(convs, c)
 		}
 		c.mu.Unlock()
 	}
 	r.mu.Unlock()
 	for _, c := range convs {
-		r.track(&r.work, func() { r.catchUp(c) })
+		done := func() {
+			c.mu.Lock()
+			c.reconnectCatchUp = false
+			c.mu.Unlock()
+		}
+		if !r.track(&r.work, func() {
+			defer done()
+			r.catchUp(c)
+		}) {
+			done() // shutting down: none runs
+		}
 	}
 }
 

@@ -49,6 +49,10 @@ type conversation struct {
 	// relay emits nothing for it and its subscribers get what the owner
 	// stores (cluster.go). Always false without a cluster.
 	remote bool
+	// reconnectCatchUp: a catch-up that Reconnected started runs; the
+	// next Reconnected (one a second while messages are dropped) skips
+	// the conversation instead of piling another on (cluster.go).
+	reconnectCatchUp bool
 
 	sess       session.Session
 	host       *host
