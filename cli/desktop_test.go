@@ -188,7 +188,17 @@ func TestSettingsPrecedence(t *testing.T) {
 // same id share the file.
 func newPrefsApp(t *testing.T, id string) fyne.App {
 	t.Helper()
+	// app.NewWithID makes the new app the current one, and the test
+	// driver's fyne.Do runs its function at once on the calling goroutine:
+	// a window an earlier desktop of the same test still shows would then
+	// draw from its timers' goroutines, racing the test's. The current app
+	// stays the wrapped one (uitest.Wrap: fyne.Do queued for the test's
+	// goroutine) until a desktop wraps this app in turn.
+	prev := fyne.CurrentApp()
 	a := app.NewWithID(id)
+	if prev != nil {
+		fyne.SetCurrentApp(prev)
+	}
 	t.Cleanup(func() {
 		// The preferences are in os.TempDir()/fyne-test/<id> under -tags ci.
 		os.RemoveAll(filepath.Join(os.TempDir(), "fyne-test", id))
