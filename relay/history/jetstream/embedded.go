@@ -10,6 +10,8 @@ import (
 
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
+
+	"github.com/pilotdesk/pilotdesk/internal/filelock"
 )
 
 // EmbeddedDir is the directory, inside the data dir, that holds an
@@ -46,7 +48,7 @@ func StartEmbedded(dataDir string, logger *slog.Logger) (_ *Embedded, err error)
 			lock.Close()
 		}
 	}()
-	if held, err := lockFile(lock); err != nil {
+	if held, err := filelock.TryLock(lock); err != nil {
 		return nil, fmt.Errorf("embedded NATS: lock %s: %w", dir, err)
 	} else if held {
 		return nil, fmt.Errorf("embedded NATS: %s is in use by another pilotdesk", dir)

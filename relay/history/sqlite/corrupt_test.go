@@ -12,6 +12,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/pilotdesk/pilotdesk/internal/filelock"
 	"github.com/pilotdesk/pilotdesk/relay/history"
 )
 
@@ -62,7 +63,7 @@ func lockHeld(dir string) (bool, error) {
 		return false, err
 	}
 	defer f.Close()
-	return lockFile(f)
+	return filelock.TryLock(f)
 }
 
 // realDB makes a database with enough history to span many pages.

@@ -18,6 +18,8 @@ import (
 
 	sqlite "modernc.org/sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
+
+	"github.com/pilotdesk/pilotdesk/internal/filelock"
 )
 
 // FileName is the database file inside the data dir.
@@ -271,7 +273,7 @@ func takeLock(dir string) (*os.File, error) {
 	if err != nil {
 		return nil, &OpenError{Path: path, Kind: ErrAccess, Detail: "cannot open the lock file", Err: err, Fix: fixAccess(path, false)}
 	}
-	held, err := lockFile(f)
+	held, err := filelock.TryLock(f)
 	if err != nil {
 		f.Close()
 		return nil, &OpenError{Path: path, Kind: ErrAccess, Detail: "cannot lock the data dir", Err: err}

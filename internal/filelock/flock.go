@@ -1,6 +1,8 @@
 //go:build linux || darwin || freebsd || netbsd || openbsd || dragonfly
 
-package jetstream
+// Package filelock takes the lock that keeps two processes off one data
+// dir: the SQLite history's and the embedded NATS node's.
+package filelock
 
 import (
 	"errors"
@@ -8,10 +10,10 @@ import (
 	"syscall"
 )
 
-// lockFile takes an exclusive, non-blocking lock on f that the kernel
+// TryLock takes an exclusive, non-blocking lock on f that the kernel
 // drops when the process dies, however it dies. held reports that another
 // process holds it.
-func lockFile(f *os.File) (held bool, err error) {
+func TryLock(f *os.File) (held bool, err error) {
 	for {
 		err = syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
 		if !errors.Is(err, syscall.EINTR) {
