@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io/fs"
 	"net"
-	"net/url"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -110,21 +109,6 @@ func removeRunning(path string) {
 		}
 	}
 	_ = os.Remove(path)
-}
-
-// webURL is the web client's address for a relay URL (ws://HOST:PORT/ws)
-// with the token in the fragment, which browsers never send to a server
-// (docs/protocol.md, The web client).
-func webURL(relayURL, token string) string {
-	u, err := url.Parse(relayURL)
-	if err != nil {
-		return relayURL
-	}
-	scheme := "http"
-	if u.Scheme == "wss" || u.Scheme == "https" {
-		scheme = "https"
-	}
-	return scheme + "://" + u.Host + "/#token=" + url.QueryEscape(token)
 }
 
 func pidText(pid int) string {

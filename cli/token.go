@@ -21,6 +21,7 @@ import (
 	"github.com/pilotdesk/pilotdesk/relay/history"
 	"github.com/pilotdesk/pilotdesk/relay/history/jetstream"
 	"github.com/pilotdesk/pilotdesk/relay/history/sqlite"
+	"github.com/pilotdesk/pilotdesk/web"
 )
 
 // runToken runs `pilotdesk token create|list|revoke` (docs/cli.md,
@@ -268,7 +269,7 @@ func printNewToken(env Env, dir, token string, dev history.Device) {
 	if r.LAN != "" {
 		relayURL = "wss://" + r.LAN + "/ws"
 	}
-	link := webURL(relayURL, token)
+	link := web.Link(relayURL, token)
 	fmt.Fprintf(out, "In a browser or on a phone: %s\n", link)
 	fmt.Fprintf(out, "In a terminal:              pilotdesk chat --connect %s --token %s\n", relayURL, token)
 	if r.Fingerprint != "" {

@@ -40,7 +40,7 @@ var importRules = []struct {
 	{"conversation", []string{"protocol", "client"}, false},
 	{"ui/store", []string{"protocol", "client", "conversation"}, false},
 	{"chat", []string{"protocol", "client", "conversation"}, false},
-	{"ui", []string{"protocol", "client", "conversation", "ui/store", "settings", "assets", "internal/..."}, true},
+	{"ui", []string{"protocol", "client", "conversation", "ui/store", "settings", "assets", "web", "internal/..."}, true},
 	{"cli", []string{"..."}, true},
 	{"", []string{"cli", "internal/..."}, true}, // main
 }

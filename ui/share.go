@@ -3,7 +3,6 @@ package ui
 import (
 	"context"
 	"fmt"
-	"net/url"
 	"strings"
 	"time"
 
@@ -16,6 +15,7 @@ import (
 
 	"github.com/pilotdesk/pilotdesk/internal/qr"
 	"github.com/pilotdesk/pilotdesk/protocol"
+	"github.com/pilotdesk/pilotdesk/web"
 )
 
 // Devices manages the device tokens of the window's relay, for the
@@ -51,20 +51,6 @@ type ShareInfo struct {
 type DeviceInfo struct {
 	Name, Role                 string
 	Created, Expires, LastUsed time.Time
-}
-
-// shareLink is the web client's link for a relay URL and a token: the
-// token in the fragment, which browsers never send to a server.
-func shareLink(relayURL, token string) string {
-	u, err := url.Parse(relayURL)
-	if err != nil {
-		return relayURL
-	}
-	scheme := "http"
-	if u.Scheme == "wss" || u.Scheme == "https" {
-		scheme = "https"
-	}
-	return scheme + "://" + u.Host + "/#token=" + url.QueryEscape(token)
 }
 
 // expiries are the dialog's choices of a token's life.
@@ -184,7 +170,7 @@ func (s *shareDialog) create() {
 // showToken shows a new token as text, as the web client's link and as a
 // QR code of that link.
 func (s *shareDialog) showToken(name, token string) {
-	link := shareLink(s.info.URL, token)
+	link := web.Link(s.info.URL, token)
 	tokenText := widget.NewLabelWithStyle(token, fyne.TextAlignLeading, fyne.TextStyle{Monospace: true})
 	tokenText.Selectable = true
 	linkText := widget.NewLabelWithStyle(link, fyne.TextAlignLeading, fyne.TextStyle{Monospace: true})
