@@ -5,7 +5,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/pilotdesk/pilotdesk/client"
 	"github.com/pilotdesk/pilotdesk/protocol"
 )
 
@@ -34,27 +33,11 @@ func BenchmarkStreamBatch(b *testing.B) {
 		b.Run(fmt.Sprintf("history=%d", n), func(b *testing.B) {
 			h := newHarness(b, harnessConfig{})
 			conv := h.w.current
-			seq := int64(0)
+			// n messages of history: n/2 turns of a prompt and a reply.
+			seq := longHistory(h, n/2)
 			apply := func(data any) {
 				seq++
-				hdr := protocol.Header{ConversationID: conv, Seq: seq}
-				switch d := data.(type) {
-				case *protocol.UserMessage:
-					d.Header = hdr
-				case *protocol.Delta:
-					d.Header = hdr
-				case *protocol.Message:
-					d.Header = hdr
-				case *protocol.Idle:
-					d.Header = hdr
-				}
-				h.w.store.Apply(client.Event{Data: data})
-			}
-			for i := 0; i < n; i += 2 {
-				apply(&protocol.UserMessage{MessageID: fmt.Sprint("u", i), Content: "Please do the next step of the plan.", Mode: protocol.ModeAct})
-				apply(&protocol.Delta{MessageID: fmt.Sprint("m", i), Content: historyMessage})
-				apply(&protocol.Message{MessageID: fmt.Sprint("m", i), Content: historyMessage})
-				apply(&protocol.Idle{Status: protocol.StatusCompleted})
+				applyAt(h, conv, seq, data)
 			}
 			h.frame()
 
@@ -105,14 +88,7 @@ func TestStreamingUpdatesShownRow(t *testing.T) {
 	seq := int64(0)
 	apply := func(data any) {
 		seq++
-		hdr := protocol.Header{ConversationID: conv, Seq: seq}
-		switch d := data.(type) {
-		case *protocol.UserMessage:
-			d.Header = hdr
-		case *protocol.Delta:
-			d.Header = hdr
-		}
-		h.w.store.Apply(client.Event{Data: data})
+		applyAt(h, conv, seq, data)
 	}
 	for i := 0; i < 30; i++ {
 		apply(&protocol.UserMessage{MessageID: fmt.Sprint("u", i), Content: "next"})

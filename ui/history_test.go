@@ -15,7 +15,7 @@ import (
 )
 
 // longHistory applies turns of a prompt and a reply to the window's current
-// conversation, as a relay's replay would, and returns the next seq.
+// conversation, as a relay's replay would, and returns the last seq.
 func longHistory(h *harness, turns int) int64 {
 	conv := h.w.current
 	seq := int64(0)
@@ -27,21 +27,30 @@ func longHistory(h *harness, turns int) int64 {
 			&protocol.Idle{Status: protocol.StatusCompleted},
 		} {
 			seq++
-			hdr := protocol.Header{ConversationID: conv, Seq: seq}
-			switch d := data.(type) {
-			case *protocol.UserMessage:
-				d.Header = hdr
-			case *protocol.Delta:
-				d.Header = hdr
-			case *protocol.Message:
-				d.Header = hdr
-			case *protocol.Idle:
-				d.Header = hdr
-			}
-			h.w.store.Apply(client.Event{Data: data})
+			applyAt(h, conv, seq, data)
 		}
 	}
 	return seq
+}
+
+// applyAt applies data to the window's store as event seq of conv, as the
+// relay would send it. Header is embedded by value, so each event type is
+// addressed on its own.
+func applyAt(h *harness, conv string, seq int64, data any) {
+	hdr := protocol.Header{ConversationID: conv, Seq: seq}
+	switch d := data.(type) {
+	case *protocol.UserMessage:
+		d.Header = hdr
+	case *protocol.Delta:
+		d.Header = hdr
+	case *protocol.Message:
+		d.Header = hdr
+	case *protocol.Idle:
+		d.Header = hdr
+	default:
+		panic(fmt.Sprintf("applyAt: add a case for %T", data))
+	}
+	h.w.store.Apply(client.Event{Data: data})
 }
 
 // TestLongHistoryHeights: more rows than bulkHeights at once go to a new
@@ -108,14 +117,7 @@ func TestLongConversationHeldInSteps(t *testing.T) {
 	// Two rows more, so that the rows held begin in the middle of a turn.
 	for _, data := range []any{&protocol.UserMessage{MessageID: "u-last", Content: "and the last step"}, &protocol.Idle{Status: protocol.StatusCompleted}} {
 		seq++
-		hdr := protocol.Header{ConversationID: conv, Seq: seq}
-		switch d := data.(type) {
-		case *protocol.UserMessage:
-			d.Header = hdr
-		case *protocol.Idle:
-			d.Header = hdr
-		}
-		h.w.store.Apply(client.Event{Data: data})
+		applyAt(h, conv, seq, data)
 	}
 	h.frame()
 	tr := h.w.transcript
