@@ -72,8 +72,13 @@ func BenchmarkStreamBatch(b *testing.B) {
 			}
 			b.StopTimer()
 			b.ReportMetric(float64(len(h.w.transcript.rows)), "rows")
-			if got := len(h.w.transcript.rows); got < n {
-				b.Fatalf("the window shows %d rows for %d messages", got, n)
+			// The conversation holds every message's rows; the transcript
+			// holds its last windowRows of them (more while a reply streams
+			// at the bottom), or all when there are fewer.
+			if total := len(h.w.store.Transcript(conv)); total < n {
+				b.Fatalf("the conversation has %d rows for %d messages", total, n)
+			} else if got := len(h.w.transcript.rows); got < min(total, windowRows) {
+				b.Fatalf("the window holds %d of the conversation's %d rows (it holds its last %d)", got, total, windowRows)
 			}
 		})
 	}
