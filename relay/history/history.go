@@ -44,6 +44,10 @@ type Conversation struct {
 	PendingInput []byte
 	// Model is the model the conversation's agent session uses.
 	Model string
+	// Agent names, for people, the agent that ran the conversation's
+	// latest turn, as it was when the turn started ("" before the first
+	// turn, and in history stored before it was recorded).
+	Agent string
 }
 
 // Batch is written in one transaction: the events and the new state of the

@@ -80,6 +80,7 @@ func conv(id string, updated time.Duration) history.Conversation {
 		CreatedAt: base,
 		UpdatedAt: base.Add(updated),
 		Model:     "gpt-5",
+		Agent:     "demo (scripted)",
 	}
 }
 
@@ -153,7 +154,7 @@ func CheckConversation(t *testing.T, got, want history.Conversation) {
 	if got.ID != want.ID || got.Title != want.Title || got.Mode != want.Mode ||
 		!got.CreatedAt.Equal(want.CreatedAt) || !got.UpdatedAt.Equal(want.UpdatedAt) ||
 		got.LastSeq != want.LastSeq || got.Streaming != want.Streaming ||
-		!bytes.Equal(got.PendingInput, want.PendingInput) || got.Model != want.Model {
+		!bytes.Equal(got.PendingInput, want.PendingInput) || got.Model != want.Model || got.Agent != want.Agent {
 		t.Fatalf("conversation:\n got %+v\nwant %+v", got, want)
 	}
 }
@@ -222,6 +223,7 @@ func testConversationRoundTrip(t *testing.T, s history.Store) {
 		Streaming:    true,
 		PendingInput: []byte(`{"conversationId":"c-round-trip","seq":7,"requestId":"r1","question":"Proceed?"}`),
 		Model:        "claude-sonnet-4.5",
+		Agent:        "OpenCode (ACP) — ünïcødé",
 	}
 	write(t, s, history.Batch{Conversations: []history.Conversation{c}, Events: events(c.ID, 1, 7)})
 	CheckConversation(t, getConv(t, s, c.ID), c)
@@ -257,6 +259,7 @@ func testConversationUpsert(t *testing.T, s history.Store) {
 	c.Streaming = false
 	c.PendingInput = nil
 	c.Model = "other-model"
+	c.Agent = "Copilot CLI" // the agent changed: the latest one is kept
 	write(t, s, history.Batch{Conversations: []history.Conversation{c}, Events: events("c1", 3, 3)})
 	CheckConversation(t, getConv(t, s, "c1"), c)
 	if ids := listIDs(t, s); len(ids) != 1 {
@@ -468,7 +471,7 @@ func snapshot(t *testing.T, s history.Store, ids ...string) string {
 		t.Fatal(err)
 	}
 	for _, c := range cs {
-		fmt.Fprintf(&buf, "conv %s %q %s %d %d %v %s %q\n", c.ID, c.Title, c.Mode, c.UpdatedAt.UnixNano(), c.LastSeq, c.Streaming, c.PendingInput, c.Model)
+		fmt.Fprintf(&buf, "conv %s %q %s %d %d %v %s %q %q\n", c.ID, c.Title, c.Mode, c.UpdatedAt.UnixNano(), c.LastSeq, c.Streaming, c.PendingInput, c.Model, c.Agent)
 	}
 	for _, id := range ids {
 		for _, e := range readAll(t, s, id, 0) {

@@ -57,6 +57,7 @@ type record struct {
 	Streaming    bool      `json:"streaming,omitempty"`
 	PendingInput []byte    `json:"pending,omitempty"`
 	Model        string    `json:"model,omitempty"`
+	Agent        string    `json:"agent,omitempty"`
 
 	// Msgs is how many messages the subject holds with this append: the
 	// KV record is stale when the stream counts more (Conversations).
@@ -78,12 +79,12 @@ type record struct {
 
 func recordFrom(c history.Conversation) record {
 	return record{ID: c.ID, Title: c.Title, Mode: c.Mode, CreatedAt: c.CreatedAt, UpdatedAt: c.UpdatedAt,
-		LastSeq: c.LastSeq, Streaming: c.Streaming, PendingInput: c.PendingInput, Model: c.Model}
+		LastSeq: c.LastSeq, Streaming: c.Streaming, PendingInput: c.PendingInput, Model: c.Model, Agent: c.Agent}
 }
 
 func (r record) conversation() history.Conversation {
 	return history.Conversation{ID: r.ID, Title: r.Title, Mode: r.Mode, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt,
-		LastSeq: r.LastSeq, Streaming: r.Streaming, PendingInput: r.PendingInput, Model: r.Model}
+		LastSeq: r.LastSeq, Streaming: r.Streaming, PendingInput: r.PendingInput, Model: r.Model, Agent: r.Agent}
 }
 
 // withConversation is r's counters with c's fields.

@@ -26,6 +26,7 @@ var migrations = []migration{
 	{"initial schema", migrateV1},
 	{"device tokens", migrateV2}, // devices.go
 	{"spend ledger", migrateV3},  // spend.go
+	{"conversation agent", migrateV4},
 }
 
 // schemaV1 is the first schema.
@@ -72,6 +73,15 @@ func migrateV1(ctx context.Context, tx *sql.Tx) error {
 	}
 	// The epoch is made once, with the database, and never changes.
 	_, err := tx.ExecContext(ctx, `INSERT INTO meta (key, value) VALUES ('epoch', ?)`, history.NewEpoch())
+	return err
+}
+
+// migrateV4 records, per conversation, the agent that ran its latest turn
+// (history.Conversation.Agent). Conversations stored before it get an
+// empty one, unknown: the relay's agent now may not be the one that ran
+// them.
+func migrateV4(ctx context.Context, tx *sql.Tx) error {
+	_, err := tx.ExecContext(ctx, `ALTER TABLE conversations ADD COLUMN agent TEXT NOT NULL DEFAULT ''`)
 	return err
 }
 

@@ -61,7 +61,7 @@ type Store struct {
 
 var _ history.Store = (*Store)(nil)
 
-const convColumns = `id, title, mode, created_at, updated_at, last_seq, streaming, pending_input, model`
+const convColumns = `id, title, mode, created_at, updated_at, last_seq, streaming, pending_input, model, agent`
 
 func (s *Store) prepare(ctx context.Context) error {
 	stmts := []struct {
@@ -69,11 +69,11 @@ func (s *Store) prepare(ctx context.Context) error {
 		dst   **sql.Stmt
 		query string
 	}{
-		{s.w, &s.upsertConv, `INSERT INTO conversations (` + convColumns + `) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+		{s.w, &s.upsertConv, `INSERT INTO conversations (` + convColumns + `) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 			ON CONFLICT (id) DO UPDATE SET title = excluded.title, mode = excluded.mode,
 				created_at = excluded.created_at, updated_at = excluded.updated_at,
 				last_seq = excluded.last_seq, streaming = excluded.streaming,
-				pending_input = excluded.pending_input, model = excluded.model`},
+				pending_input = excluded.pending_input, model = excluded.model, agent = excluded.agent`},
 		{s.w, &s.deleteEvents, `DELETE FROM events WHERE conversation_id = ?`},
 		{s.w, &s.deleteConv, `DELETE FROM conversations WHERE id = ?`},
 		{s.w, &s.deleteConvOlder, `DELETE FROM conversations WHERE id = ? AND coalesce(updated_at, -9223372036854775808) < ?`},
@@ -226,7 +226,7 @@ func conversationArgs(c history.Conversation) ([]any, error) {
 	if c.PendingInput != nil {
 		pending = c.PendingInput
 	}
-	return []any{c.ID, c.Title, c.Mode, created, updated, c.LastSeq, c.Streaming, pending, c.Model}, nil
+	return []any{c.ID, c.Title, c.Mode, created, updated, c.LastSeq, c.Streaming, pending, c.Model, c.Agent}, nil
 }
 
 // The instants a Unix nanosecond count in an int64 can hold.
@@ -258,7 +258,7 @@ type scanner interface{ Scan(dest ...any) error }
 func scanConversation(row scanner) (history.Conversation, error) {
 	var c history.Conversation
 	var created, updated sql.NullInt64
-	err := row.Scan(&c.ID, &c.Title, &c.Mode, &created, &updated, &c.LastSeq, &c.Streaming, &c.PendingInput, &c.Model)
+	err := row.Scan(&c.ID, &c.Title, &c.Mode, &created, &updated, &c.LastSeq, &c.Streaming, &c.PendingInput, &c.Model, &c.Agent)
 	c.CreatedAt, c.UpdatedAt = timeFrom(created), timeFrom(updated)
 	return c, err
 }
