@@ -81,8 +81,9 @@ type State struct {
 	UpdatedAt time.Time
 	Mode      protocol.Mode
 	Streaming bool
-	// Agent names the agent the relay runs the conversation with, as its
-	// list entry says ("" until it says; an older relay never does).
+	// Agent names the agent that ran the conversation's latest turn, as
+	// its list entry or its latest prompt says ("" until one says; an
+	// older relay never does).
 	Agent string
 	// Synced is true once copilot:subscribed arrived: the history has been
 	// replayed and what follows is live.
@@ -112,6 +113,9 @@ type State struct {
 	lastError string
 	errorRow  int
 	titled    bool                // the title came from the relay or a prompt
+	// ranOn is the agent the latest prompt (copilot:user_message) named,
+	// to note where the conversation's agent changed ("" until one does).
+	ranOn string
 	msgs      map[string]*message // assistant messages by id
 	// thoughts are the reasoning messages by id; planRow is the row of
 	// the running or last turn's agent plan (-1: none yet).
@@ -196,6 +200,7 @@ func (s *State) Apply(ev client.Event) Update {
 		s.msgs = map[string]*message{}
 		s.thoughts = map[string]*thought{}
 		s.planRow, s.turnStart, s.errorRow = -1, -1, -1
+		s.ranOn = ""
 		s.Pending = nil
 		s.Streaming = false
 		s.Synced = false
@@ -227,6 +232,17 @@ func (s *State) Apply(ev client.Event) Update {
 		}
 		// copilot:send carries the mode the turn runs in.
 		s.Mode = mode
+		if a := d.Agent; a != "" {
+			// The relay names the agent that runs the turn: a relay
+			// restarted with another agent goes on with the conversation
+			// there, and the transcript says so before the prompt. A prompt
+			// that names none (history stored before relays said) changes
+			// nothing.
+			if s.ranOn != "" && a != s.ranOn {
+				s.appendRow(Row{Kind: RowNote, State: NoteInfo, Done: true, Text: AgentChangeText(s.ranOn, a)})
+			}
+			s.ranOn, s.Agent = a, a
+		}
 		s.turnStart = s.appendRow(Row{Kind: RowUser, Text: d.Content, Mode: mode, Done: true})
 		if by := d.SentBy; by != nil && !s.isSelf(*by) {
 			s.appendRow(Row{Kind: RowNote, State: NoteInfo, Done: true, Text: "Sent from " + Who(*by, s.self()) + "."})

@@ -113,6 +113,13 @@ func (s *State) modeChangedText(d *protocol.ModeChanged) string {
 	return ModeByText(text, Who(*d.ChangedBy, s.self()))
 }
 
+// AgentChangeText is the note where a conversation's agent changed: its
+// turns ran on from, the next runs on to (the relay restarted with another
+// agent).
+func AgentChangeText(from, to string) string {
+	return "The agent changed from " + from + " to " + to + "."
+}
+
 // ModeByText puts who switched into a mode-change text: "Switched to
 // Plan: …" becomes "Switched to Plan by zebra-phone (web): …".
 func ModeByText(text, who string) string {

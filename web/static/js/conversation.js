@@ -5,7 +5,7 @@
 // its deadline, and the usage. It touches no DOM; the views render it.
 
 import {
-  addQuota, addShutdown, byText, closedText, modeByText, modeChangeText, newUsage, oneLine, planProgress, statusText,
+  addQuota, addShutdown, agentChangeText, byText, closedText, modeByText, modeChangeText, newUsage, oneLine, planProgress, statusText,
   titleFrom, toolSummary, turnText,
 } from './words.js';
 
@@ -42,7 +42,7 @@ export class Conversation {
     this.identity = identity;
     this.title = '';
     this.titled = false;
-    this.agent = ''; // the agent the relay names in the list entry
+    this.agent = ''; // the agent of the latest turn, as the list entry or the latest prompt names it
     this.updatedAt = 0;
     this.onRelay = false;
     this.resetCopy();
@@ -65,6 +65,7 @@ export class Conversation {
     this.thoughts = new Map(); // reasoning messageId → its row, while it streams
     this.planRow = -1; // the row of the running or last turn's agent plan
     this.turnStart = -1; // the row of the running or last turn's prompt
+    this.ranOn = ''; // the agent the latest prompt named, to note where it changed
     this.answered = new Map(); // requestId → answer sent from here ('' for a rejection)
     this.sentHere = []; // prompts sent from here whose copilot:user_message has not come
     this.modesHere = []; // modes this page asked for whose copilot:mode_changed has not come
@@ -107,6 +108,15 @@ export class Conversation {
       case 'copilot:user_message': {
         this.finishMessages();
         this.mode = d.mode === 'plan' ? 'plan' : 'act';
+        // The relay names the agent that runs the turn; where it differs
+        // from the last prompt's (the relay restarted with another agent)
+        // a note says so before the prompt. A prompt that names none
+        // (history stored before relays said) changes nothing.
+        if (typeof d.agent === 'string' && d.agent !== '') {
+          if (this.ranOn && d.agent !== this.ranOn) this.note('info', agentChangeText(this.ranOn, d.agent));
+          this.ranOn = d.agent;
+          this.agent = d.agent;
+        }
         // A prompt this page sent is its own; another's names its sender.
         const mine = this.sentHere.indexOf(d.content ?? '');
         if (mine >= 0) {

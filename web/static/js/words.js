@@ -77,6 +77,15 @@ export function byText(by) {
 }
 
 /**
+ * agentChangeText is the note where a conversation's agent changed (the
+ * relay restarted with another), as the window says it
+ * (conversation.AgentChangeText).
+ */
+export function agentChangeText(from, to) {
+  return `The agent changed from ${from} to ${to}.`;
+}
+
+/**
  * modeByText puts who switched into a mode change's text, as the window
  * does (conversation.ModeByText): "Switched to Plan by zebra-phone (web): …".
  */
