@@ -295,6 +295,12 @@ type UserMessage struct {
 	// SentBy is the device and client that sent the prompt (absent in
 	// history stored before devices existed).
 	SentBy *By `json:"sentBy,omitempty"`
+	// Agent (ext) names, for people, the agent the relay ran this turn
+	// with, as the list's entries do ("Copilot CLI", "OpenCode (ACP)"):
+	// a conversation's turns may run on different agents when the relay
+	// restarts with another, and a client notes the change where it
+	// happened. Absent in history stored before relays recorded it.
+	Agent string `json:"agent,omitempty"`
 }
 
 // Delta is copilot:delta: the new text only.
@@ -566,9 +572,11 @@ type ConversationInfo struct {
 	Streaming      bool   `json:"streaming"`
 	Mode           Mode   `json:"mode"`
 	WaitingInput   bool   `json:"waitingInput"`
-	// Agent (ext) names the agent the relay runs the conversation with,
-	// for people ("Copilot CLI", "OpenCode (ACP)"); absent from a relay
-	// that does not say.
+	// Agent (ext) names, for people, the agent that ran the conversation's
+	// latest turn ("Copilot CLI", "OpenCode (ACP)"), recorded with the
+	// conversation when the turn started; absent before its first turn,
+	// for a conversation stored before relays recorded it, and from a
+	// relay that does not say.
 	Agent string `json:"agent,omitempty"`
 }
 
