@@ -423,7 +423,7 @@ func (c *conversation) setStoredLocked(m history.Conversation) {
 	if !mode.Valid() {
 		mode = protocol.ModeAct
 	}
-	c.title, c.mode, c.model, c.streaming = m.Title, mode, m.Model, m.Streaming
+	c.title, c.mode, c.model, c.agent, c.streaming = m.Title, mode, m.Model, m.Agent, m.Streaming
 	if !m.CreatedAt.IsZero() {
 		c.createdAt = m.CreatedAt
 	}
@@ -441,7 +441,7 @@ func (c *conversation) setStoredLocked(m history.Conversation) {
 			}
 		}
 	}
-	c.sent = moment{title: c.title, mode: mode, streaming: m.Streaming, pending: pending}
+	c.sent = moment{title: c.title, agent: c.agent, mode: mode, streaming: m.Streaming, pending: pending}
 	c.unsent = nil
 }
 

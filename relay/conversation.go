@@ -33,10 +33,14 @@ type conversation struct {
 	liveMu sync.Mutex
 
 	mu sync.Mutex // guards every field below, and the fields of turn
-	// title, mode, model, createdAt and updatedAt are what the store keeps.
+	// title, mode, model, agent, createdAt and updatedAt are what the
+	// store keeps. agent is the relay's agent label when the latest turn
+	// started (agentLabel): the agent that ran it, which survives a
+	// restart on another agent.
 	title     string
 	mode      protocol.Mode
 	model     string
+	agent     string
 	createdAt time.Time
 	updatedAt time.Time
 	lastSeq   int64 // seq of the last event emitted (handed to the committer)
@@ -81,6 +85,7 @@ type conversation struct {
 // besides its seq.
 type moment struct {
 	title     string
+	agent     string
 	mode      protocol.Mode
 	streaming bool
 	pending   *inputRequest // the open question
@@ -114,7 +119,7 @@ func newConversation(r *Relay, id string) *conversation {
 
 // momentLocked is the state now, after event lastSeq.
 func (c *conversation) momentLocked() moment {
-	return moment{title: c.title, mode: c.mode, streaming: c.streaming, pending: c.openInput}
+	return moment{title: c.title, agent: c.agent, mode: c.mode, streaming: c.streaming, pending: c.openInput}
 }
 
 // markMomentLocked records the state after event seq, just emitted, if it
@@ -215,6 +220,7 @@ func (c *conversation) metaLocked() history.Conversation {
 		LastSeq:   c.lastSeq,
 		Streaming: c.streaming,
 		Model:     c.model,
+		Agent:     c.agent,
 	}
 	if c.openInput != nil {
 		m.PendingInput = c.openInput.encoded

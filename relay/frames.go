@@ -235,15 +235,17 @@ func refitStored(frame []byte) ([]byte, error) {
 }
 
 // userMessageFits reports whether the copilot:user_message that echoes d's
-// prompt fits in a frame, and the size it would have; by is its sentBy.
-func userMessageFits(d *protocol.Send, by *protocol.By) (bool, int) {
+// prompt fits in a frame, and the size it would have; by is its sentBy and
+// agent its agent.
+func userMessageFits(d *protocol.Send, by *protocol.By, agent string) (bool, int) {
 	um := protocol.UserMessage{
 		Header:    protocol.Header{ConversationID: d.ConversationID, Seq: maxSeq},
 		MessageID: "00000000-0000-0000-0000-000000000000", // a UUID, as startTurnLocked makes
 		Mode:      protocol.ModePlan,
 		SentBy:    by,
+		Agent:     agent,
 	}
-	if surelyFits(len(d.Prompt)+len(um.MessageID), d.ConversationID, by.Device, by.Client) {
+	if surelyFits(len(d.Prompt)+len(um.MessageID), d.ConversationID, by.Device, by.Client, agent) {
 		return true, 0
 	}
 	size := overhead(protocol.TypeUserMessage, &um) + jsonLen(d.Prompt)

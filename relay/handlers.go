@@ -40,7 +40,7 @@ func (r *Relay) dispatch(c *conn, req protocol.Request) {
 			r.deleteConversation(c.ctx, d.ConversationID, nil)
 		}
 	case *protocol.Send:
-		if ok, size := userMessageFits(d, c.id.by()); !ok {
+		if ok, size := userMessageFits(d, c.id.by(), r.agentLabel()); !ok {
 			// The prompt goes back to every subscriber as
 			// copilot:user_message, which must fit a frame too.
 			c.sendError(&protocol.Error{Code: protocol.CodeTooLarge, Type: protocol.TypeSend, ConversationID: d.ConversationID,

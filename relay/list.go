@@ -36,7 +36,7 @@ func (c *conversation) listEntryLocked() (protocol.ConversationInfo, bool) {
 		Streaming:      c.sent.streaming,
 		Mode:           c.sent.mode,
 		WaitingInput:   c.sent.pending != nil,
-		Agent:          c.r.agentLabel(),
+		Agent:          c.sent.agent, // the agent of the latest turn, not the relay's now
 	}, true
 }
 

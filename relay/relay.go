@@ -307,7 +307,7 @@ func (r *Relay) load() error {
 			mode = protocol.ModeAct
 		}
 		c := newConversation(r, m.ID)
-		c.title, c.mode, c.model = m.Title, mode, m.Model
+		c.title, c.mode, c.model, c.agent = m.Title, mode, m.Model, m.Agent
 		c.createdAt, c.updatedAt = m.CreatedAt, m.UpdatedAt
 		c.lastSeq, c.sentSeq = m.LastSeq, m.LastSeq
 		c.fromStore = true

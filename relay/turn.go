@@ -102,6 +102,9 @@ func (r *Relay) startSend(ctx context.Context, d *protocol.Send, by *protocol.By
 		return &protocol.Error{Code: protocol.CodeBudgetExceeded, Type: protocol.TypeSend, ConversationID: d.ConversationID, Message: msg}
 	}
 	busy, lost := false, false
+	// The turn runs on the relay's agent as it is named now; asked before
+	// the conversation's lock, which the backend's own lock never nests in.
+	agent := r.agentLabel()
 	_ = r.withConversation(ctx, d.ConversationID, func(conv *conversation) {
 		if conv.remote {
 			// Lost to another relay (a fenced append, a lapsed lease)
@@ -117,7 +120,7 @@ func (r *Relay) startSend(ctx context.Context, d *protocol.Send, by *protocol.By
 		if subscribeLocked != nil && !subscribeLocked(conv) {
 			return
 		}
-		conv.startTurnLocked(d, by)
+		conv.startTurnLocked(d, by, agent)
 	})
 	if lost {
 		return &protocol.Error{Code: protocol.CodeLimit, Type: protocol.TypeSend, ConversationID: d.ConversationID,
@@ -130,9 +133,12 @@ func (r *Relay) startSend(ctx context.Context, d *protocol.Send, by *protocol.By
 	return nil
 }
 
-// startTurnLocked starts a turn for d, sent by by: the mode and the user
-// message are emitted, and runTurn runs the agent on a goroutine of its own.
-func (c *conversation) startTurnLocked(d *protocol.Send, by *protocol.By) {
+// startTurnLocked starts a turn for d, sent by by, on the agent named agent:
+// the mode and the user message are emitted, and runTurn runs the agent on a
+// goroutine of its own. The conversation records agent as the one that runs
+// it (the list's entries say it), and the user message carries it, so a
+// client notes where a conversation's agent changed.
+func (c *conversation) startTurnLocked(d *protocol.Send, by *protocol.By, agent string) {
 	r := c.r
 	ctx, cancel := context.WithCancelCause(r.ctx)
 	t := &turn{ctx: ctx, cancel: cancel, done: make(chan struct{})}
@@ -155,9 +161,16 @@ func (c *conversation) startTurnLocked(d *protocol.Send, by *protocol.By) {
 	if model != "" {
 		c.model = model
 	}
+	c.agent = agent
 	c.streaming = true
 	c.turn = t
 	um := protocol.UserMessage{MessageID: uuid.NewString(), Content: prompt, Mode: mode, SentBy: by}
+	if ok, _ := userMessageFits(d, by, agent); ok {
+		// Checked by the relay that took the send (handlers.go), whose
+		// agent may be named otherwise than this one's (a forwarded send):
+		// rather than cut the prompt, the echo goes without the name.
+		um.Agent = agent
+	}
 	c.emitLocked(protocol.TypeUserMessage, &um.Header, &um)
 
 	r.streamsMu.Lock()

@@ -131,8 +131,8 @@ func TestSendStartsTurn(t *testing.T) {
 	cl.Send("copilot:send", map[string]any{"conversationId": "t1", "prompt": "  \nFirst line of the prompt\nsecond line", "model": "gpt-5"})
 	cl.Expect("copilot:subscribed")
 	um := cl.Expect("copilot:user_message")
-	m := keys(t, um, "conversationId", "seq", "messageId", "content", "mode", "sentBy")
-	if m["content"] != "  \nFirst line of the prompt\nsecond line" || m["mode"] != "act" || m["messageId"] == "" {
+	m := keys(t, um, "conversationId", "seq", "messageId", "content", "mode", "sentBy", "agent")
+	if m["content"] != "  \nFirst line of the prompt\nsecond line" || m["mode"] != "act" || m["messageId"] == "" || m["agent"] != "fake" {
 		t.Fatalf("user_message %s", um.Raw)
 	}
 	ft := e.agent.nextTurn(t)
