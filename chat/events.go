@@ -56,6 +56,7 @@ func (r *repl) event(ctx context.Context, ev client.Event) {
 		r.resetConversation()
 		r.conv, r.syncing = conv, true
 	case *protocol.UserMessage:
+		r.agentChanged(u)
 		r.userMessage(d)
 	case *protocol.Delta, *protocol.Message:
 		// The fold says what text is new: a delta's, or what a whole
@@ -211,6 +212,23 @@ func (r *repl) subscribed(d *protocol.Subscribed) {
 
 // userMessage is the prompt of a turn: ours, echoed by the relay (already
 // printed), or typed in another window, or replayed.
+// agentChanged prints the fold's note that the conversation's agent changed
+// (the relay restarted with another): the one note a prompt adds before
+// its own row. It is printed even for this terminal's own prompt, whose
+// echo prints nothing else.
+func (r *repl) agentChanged(u conversation.Update) {
+	for _, i := range u.Rows {
+		row := r.fold.Rows[i]
+		if row.Kind == conversation.RowUser {
+			return
+		}
+		if row.Kind == conversation.RowNote {
+			r.scr.endLine()
+			r.note(styleDim, sanitize(row.Text))
+		}
+	}
+}
+
 func (r *repl) userMessage(d *protocol.UserMessage) {
 	r.running = true
 	if !r.syncing && len(r.echoed) > 0 && r.echoed[0] == d.Content {
