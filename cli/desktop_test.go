@@ -12,6 +12,7 @@ import (
 	neturl "net/url"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"strings"
 	"sync"
 	"testing"
@@ -826,4 +827,34 @@ func TestApplyingSettingsSwitchesToARemoteRelay(t *testing.T) {
 	}
 	td.prompt("markdown back home")
 	waitConversation(t, td.d.cur, "markdown back home")
+}
+
+// pauseGC holds the collector off with a heap limit until resumed, and
+// resuming gives back what was set before, once.
+func TestPauseGCHoldsTheCollectorUntilResumed(t *testing.T) {
+	percent := debug.SetGCPercent(-1)
+	debug.SetGCPercent(percent)
+	limit := debug.SetMemoryLimit(-1)
+
+	resume := pauseGC(64 << 20)
+	if got := debug.SetGCPercent(-1); got != -1 {
+		t.Errorf("GC percent while paused = %d, want -1 (off)", got)
+	}
+	if got := debug.SetMemoryLimit(-1); got != 64<<20 {
+		t.Errorf("memory limit while paused = %d, want %d", got, 64<<20)
+	}
+	resume()
+	if got := debug.SetGCPercent(percent); got != percent {
+		t.Errorf("GC percent after resume = %d, want %d", got, percent)
+	}
+	if got := debug.SetMemoryLimit(-1); got != limit {
+		t.Errorf("memory limit after resume = %d, want %d", got, limit)
+	}
+	// A second resume changes nothing: the start-up's defer runs after
+	// the app's OnStarted has resumed already.
+	debug.SetGCPercent(percent + 7)
+	resume()
+	if got := debug.SetGCPercent(percent); got != percent+7 {
+		t.Errorf("a second resume set the GC percent to %d", got)
+	}
 }

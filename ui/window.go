@@ -206,7 +206,9 @@ func NewWindow(a fyne.App, c *client.Client, opts Options) *Window {
 		notified: map[string]bool{},
 	}
 	w.follow(c)
+	faces := warmFaces(firstFrameStyles)
 	w.win = a.NewWindow(windowTitle(opts, w.clientURL()))
+	faces.Wait()
 	w.build()
 	w.win.Resize(w.savedSize())
 	w.win.SetOnClosed(func() {
