@@ -312,7 +312,7 @@ func (b *bench) startPair(ctx context.Context, rep *report, pdFirst bool) error 
 	return nil
 }
 
-const startSamples = 5
+const startSamples = 9
 
 func mean(xs []float64) float64 {
 	if len(xs) == 0 {
