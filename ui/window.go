@@ -110,8 +110,10 @@ type Options struct {
 
 // Window is the pilotdesk window.
 type Window struct {
-	app    fyne.App
-	win    fyne.Window
+	app fyne.App
+	win fyne.Window
+	// root is the window's content, built by build and set by NewWindow.
+	root   *fyne.Container
 	client *client.Client
 	store  *store.Store
 	opts   Options
@@ -222,10 +224,19 @@ func NewWindow(a fyne.App, c *client.Client, opts Options) *Window {
 	if c == nil {
 		w.transcript.hint.SetText(w.opts.Connecting)
 		w.refreshSend()
-		return w
+	} else {
+		w.showStartNotices()
 	}
-	w.showStartNotices()
-	w.start()
+	// The widgets become the window's content once they hold their first
+	// text: Fyne measures and lays out a tree when it becomes content, and
+	// measures a label again, with its truncation, each time its text
+	// changes after that (a third of building the window, before). Focus
+	// needs the content.
+	w.win.SetContent(w.root)
+	w.win.Canvas().Focus(w.composer)
+	if c != nil {
+		w.start()
+	}
 	return w
 }
 
@@ -537,6 +548,8 @@ func (w *Window) frame() {
 
 // ---- UI goroutine ----
 
+// build makes the window's widgets, its menu and its shortcuts; NewWindow
+// sets root as the window's content once they hold their first text.
 func (w *Window) build() {
 	w.transcript = newTranscript(w)
 	w.sidebar = newSidebar(w)
@@ -588,7 +601,7 @@ func (w *Window) build() {
 	split.Offset = 0.24
 	// The window shrinks no further than where the status words and the
 	// composer's buttons still fit on their lines.
-	w.win.SetContent(container.New(minSizeLayout{minWindowSize}, container.NewBorder(nil, w.status.root, nil, nil, split)))
+	w.root = container.New(minSizeLayout{minWindowSize}, container.NewBorder(nil, w.status.root, nil, nil, split))
 	w.win.SetMainMenu(w.mainMenu())
 
 	c := w.win.Canvas()
