@@ -84,6 +84,7 @@ func (h clusterHooks) Deleted(id string) {
 	conv.mu.Unlock()
 	if remote {
 		conv.finishDelete()
+		h.r.track(&h.r.work, func() { h.r.refollow(conv) }) // not on the cluster's goroutine: it may wait for a Follow
 	}
 }
 
@@ -129,6 +130,8 @@ func (h clusterHooks) Reconnected() {
 		c.mu.Unlock()
 	}
 	r.mu.Unlock()
+	// Record changes of the others may have been missed too.
+	r.track(&r.work, r.repairList)
 	for _, c := range convs {
 		done := func() {
 			c.mu.Lock()
@@ -183,7 +186,9 @@ func (c *conversation) loseLocked() {
 		}
 		c.closeSession()
 		// What the new owner stored while this relay still thought it
-		// owned the conversation was not delivered here: read it now.
+		// owned the conversation was not delivered here: read it now,
+		// followed first if a client here watches it.
+		c.r.refollow(c)
 		c.r.catchUp(c)
 	})
 }
@@ -238,7 +243,11 @@ func (r *Relay) routeCommand(ctx context.Context, id string) (string, error) {
 	if owner != r.cluster.ID() {
 		return owner, nil
 	}
-	return "", r.takeOver(ctx, id, previous)
+	err = r.takeOver(ctx, id, previous)
+	if c := r.lookupConversation(id); c != nil {
+		r.refollow(c) // its own now: its events are written here
+	}
+	return "", err
 }
 
 // takeOver makes a conversation this relay has just claimed its own: it
@@ -511,6 +520,7 @@ func (r *Relay) goneRemote(c *conversation) {
 	c.mu.Unlock()
 	if gone {
 		c.finishDelete()
+		r.refollow(c)
 	}
 }
 

@@ -168,6 +168,7 @@ func (r *Relay) serveWS(w http.ResponseWriter, req *http.Request) {
 	for _, conv := range c.subs {
 		conv.unsubscribe(c)
 		r.forgetIfEmpty(conv)
+		r.refollow(conv)
 	}
 	c.subs = nil
 	c.closeWith(websocket.StatusNormalClosure, "", false)

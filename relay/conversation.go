@@ -31,6 +31,9 @@ type conversation struct {
 	// owner stored, and while this relay takes it over (cluster.go), so
 	// that they come one at a time and in order. Taken before mu.
 	liveMu sync.Mutex
+	// follow is whether the relay follows the conversation's live events
+	// (follow.go); its own lock, taken before liveMu.
+	follow convFollow
 
 	mu sync.Mutex // guards every field below, and the fields of turn
 	// title, mode, model, agent, createdAt and updatedAt are what the

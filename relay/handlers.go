@@ -90,6 +90,8 @@ func (r *Relay) subscribe(c *conn, d *protocol.Subscribe) {
 	if r.cluster != nil {
 		// What is stored now, so that copilot:subscribed says it; and a
 		// conversation whose relay is gone with a turn open is taken over.
+		// Followed first, so that nothing stored after that read is missed.
+		defer r.join(c.ctx, d.ConversationID)()
 		r.syncRemote(c.ctx, d.ConversationID)
 	}
 	for {
@@ -103,7 +105,11 @@ func (r *Relay) subscribe(c *conn, d *protocol.Subscribe) {
 			c.subs[cv.id] = cv
 			rp = cv.subscribeLocked(c, d.SinceSeq, d.Epoch)
 		})
-		if err != nil || conv == nil || rp == nil {
+		if err != nil || conv == nil {
+			return
+		}
+		r.followWatched(conv)
+		if rp == nil {
 			return
 		}
 		if conv.catchUp(c, rp) {
@@ -124,6 +130,7 @@ func (r *Relay) unsubscribe(c *conn, id string) {
 	delete(c.subs, id)
 	conv.unsubscribe(c)
 	r.forgetIfEmpty(conv)
+	r.refollow(conv) // the linger, if it was the last one
 }
 
 // ---- commands on a conversation: abort, set_mode, close, delete, prune ----

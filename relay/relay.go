@@ -109,6 +109,10 @@ type Config struct {
 	// The relay starts it and, at Close, stops it; the caller closes
 	// what it runs on.
 	Cluster history.Cluster
+	// FollowLinger is how long the relay goes on following a conversation
+	// another relay runs after its last local subscriber left (follow.go);
+	// 0: DefaultFollowLinger.
+	FollowLinger time.Duration
 }
 
 // Relay serves the protocol over any session.Agent.
@@ -121,6 +125,7 @@ type Relay struct {
 	tokenDigest [sha256.Size]byte
 	devices     history.Devices // nil: no device tokens (devices.go)
 	cluster     history.Cluster // nil: one relay (cluster.go)
+	follow      relayFollow     // what it follows of the cluster (follow.go)
 
 	heartbeat    time.Duration
 	inputTimeout time.Duration // <= 0: none
@@ -179,6 +184,7 @@ func New(cfg Config) (*Relay, error) {
 		agent:            cfg.Agent,
 		store:            cfg.Store,
 		cluster:          cfg.Cluster,
+		follow:           relayFollow{linger: cmp.Or(cfg.FollowLinger, DefaultFollowLinger)},
 		log:              cfg.Logger,
 		heartbeat:        cfg.HeartbeatTimeout,
 		inputTimeout:     cfg.InputTimeout,
@@ -465,6 +471,7 @@ func (r *Relay) shutdown(ctx context.Context) error {
 	}
 
 	if r.cluster != nil {
+		r.stopFollowing()
 		// The conversations it owned go to whichever relay needs them
 		// next, without waiting for its lease to lapse.
 		if err := r.cluster.Stop(ctx); err != nil {

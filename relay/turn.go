@@ -61,13 +61,19 @@ func (t *turn) messageSentLocked(messageID string) {
 // relay owns gets the sender subscribed here and the send runs there.
 func (r *Relay) send(c *conn, d *protocol.Send) {
 	if r.cluster != nil && r.forward(c, protocol.TypeSend, d.ConversationID, d, func() {
+		defer r.join(c.ctx, d.ConversationID)() // followed before the read
 		r.syncRemote(c.ctx, d.ConversationID)
+		var sub *conversation
 		_ = r.withConversation(c.ctx, d.ConversationID, func(conv *conversation) {
 			if c.subs[conv.id] != conv && c.canSubscribe(protocol.TypeSend, conv.id) {
 				conv.subscribeLocked(c, nil, "")
 				c.subs[conv.id] = conv
+				sub = conv
 			}
 		})
+		if sub != nil {
+			r.followWatched(sub)
+		}
 	}) {
 		return
 	}

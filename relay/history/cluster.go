@@ -44,6 +44,13 @@ type Cluster interface {
 	Forward(ctx context.Context, owner string, cmd []byte) ([]byte, error)
 	// Deleted tells the other relays that the conversation was deleted.
 	Deleted(ctx context.Context, conversationID string)
+	// Follow makes the cluster tell the relay (Stored, Deleted) the events
+	// another relay stores of a conversation, from when it returns until
+	// unfollow is called: the relay follows what its clients watch. What
+	// it reads of the conversation after Follow returns misses nothing
+	// stored later. Of the others the relay is told only what its list
+	// shows (Stored with no events: the state when it changes).
+	Follow(ctx context.Context, conversationID string) (unfollow func(), err error)
 	// Latest reads the conversation as it is stored now (not as this
 	// relay's store last saw it), and makes the store's next append expect
 	// that tail: it is what a relay taking a conversation over starts from.

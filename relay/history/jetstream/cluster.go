@@ -37,9 +37,12 @@ import (
 //     it names a relay whose lease lapsed: exactly one claimer wins.
 //   - Commands: each relay answers requests on pilotdesk.relay.<id>.cmd.
 //   - Events: the stream republishes every stored message on
-//     pilotdesk.live.<token>; every relay subscribes to all of them and
-//     hands the events to its relay, which delivers them to subscribers
-//     of conversations it does not own.
+//     pilotdesk.live.<token>; a relay subscribes to the conversations its
+//     clients watch (Follow) and hands their events to its relay, which
+//     delivers them to subscribers of conversations it does not own. The
+//     lists hear of the others on pilotdesk.changed.<token>, where each
+//     owner publishes a conversation's record when a list would show
+//     something new (follow.go).
 //
 // The lease only says who should own a conversation; the store's fenced
 // appends decide who can write: an old owner's append after a takeover is
@@ -67,8 +70,12 @@ type Cluster struct {
 	claimed  map[string]uint64
 	stopped  bool
 
+	// f is the subscriptions to the live and changes subjects (follow.go);
+	// liveMsgs counts the live messages handled.
+	f        followers
+	liveMsgs atomic.Uint64
+
 	// Owned by Start and Stop.
-	live    *nats.Subscription
 	ctx     context.Context // Start's, ended by Stop
 	cancel  context.CancelFunc
 	workers sync.WaitGroup // the renewer, the watcher, forwarded commands running
@@ -225,28 +232,38 @@ func (c *Cluster) Start(h history.ClusterHooks) error {
 		if cmd != nil {
 			_ = cmd.Unsubscribe()
 		}
-		if c.live != nil {
-			_ = c.live.Unsubscribe()
-		}
+		c.stopFollowing()
 		return err
 	}
-	live, err := c.nc.Subscribe(c.liveSubject("*"), c.onLive)
-	if err != nil {
-		return fail(fmt.Errorf("jetstream cluster: subscribe to the live events: %w", err))
-	}
-	// A relay that falls behind must not lose its connection for it: the
-	// pending limits are nats.go's defaults (500,000 messages, 64 MiB);
-	// past them messages are dropped and the next one shows a gap, which
-	// the relay repairs from the stream.
-	c.live = live
 	if err := c.register(ctx, false); err != nil {
 		return fail(err)
 	}
+	// The watcher first, then the list: a relay that comes or goes in
+	// between is seen by the watcher.
 	watcher, err := c.relays.WatchAll(ctx, jetstream.UpdatesOnly())
 	if err != nil {
 		return fail(fmt.Errorf("jetstream cluster: watch the relays: %w", err))
 	}
-	c.workers.Add(2)
+	lctx, lcancel := context.WithTimeout(ctx, c.lease)
+	relays, err := c.listRelays(lctx)
+	lcancel()
+	if err == nil {
+		// A relay that falls behind must not lose its connection for it:
+		// past liveQueue messages are dropped, counted, and the relay
+		// catches up from the stream.
+		err = c.startFollowing(relays)
+	}
+	if err != nil {
+		_ = watcher.Stop()
+		return fail(err)
+	}
+	prefix := c.changedSubject("")
+	c.s.changes.Store(&prefix)
+	c.workers.Add(3)
+	go func() {
+		defer c.workers.Done()
+		c.deliver(ctx)
+	}()
 	go func() {
 		defer c.workers.Done()
 		c.watchRelays(ctx, watcher)
@@ -348,7 +365,7 @@ func (c *Cluster) register(ctx context.Context, again bool) error {
 	}
 	rctx, cancel := context.WithTimeout(ctx, c.lease)
 	defer cancel()
-	rev, err := c.relays.Create(rctx, id, []byte(time.Now().UTC().Format(time.RFC3339)), jetstream.KeyTTL(c.lease))
+	rev, err := c.relays.Create(rctx, id, newLeaseValue(), jetstream.KeyTTL(c.lease))
 	if err != nil {
 		_ = sub.Unsubscribe()
 		return fmt.Errorf("jetstream cluster: announce relay %s: %w", id, err)
@@ -390,7 +407,7 @@ func (c *Cluster) renew(ctx context.Context) {
 		// was down were lost to this relay, and so were those the live
 		// subscription dropped when it fell behind (a slow consumer);
 		// the relay catches up from the stream.
-		d, _ := c.live.Dropped()
+		d := c.dropped()
 		if n := c.nc.Stats().Reconnects; (n != reconnects || d != dropped) && c.nc.IsConnected() {
 			reconnects, dropped = n, d
 			c.mu.Lock()
@@ -418,7 +435,7 @@ func (c *Cluster) renew(ctx context.Context) {
 			continue
 		}
 		rctx, cancel := context.WithTimeout(ctx, min(c.every, c.lease/2))
-		ack, err := c.s.js.PublishMsg(rctx, &nats.Msg{Subject: "$KV." + c.relaysBucket() + "." + id, Data: []byte(time.Now().UTC().Format(time.RFC3339))},
+		ack, err := c.s.js.PublishMsg(rctx, &nats.Msg{Subject: "$KV." + c.relaysBucket() + "." + id, Data: newLeaseValue()},
 			jetstream.WithExpectLastSequencePerSubject(rev), jetstream.WithMsgTTL(c.lease))
 		cancel()
 		var apiErr *jetstream.APIError
@@ -461,15 +478,21 @@ func (c *Cluster) loseLease(why error) {
 	}
 }
 
-// watchRelays tells the relay of every other relay whose key goes away.
+// watchRelays tells the relay of every other relay whose key goes away,
+// and notes which relays publish record changes (follow.go).
 func (c *Cluster) watchRelays(ctx context.Context, w jetstream.KeyWatcher) {
 	followKV(ctx, w, func(e jetstream.KeyValueEntry) {
-		if e == nil || e.Operation() == jetstream.KeyValuePut {
+		if e == nil {
+			return
+		}
+		if e.Operation() == jetstream.KeyValuePut {
+			c.noteRelay(e.Key(), e.Value())
 			return
 		}
 		if e.Key() == c.ID() {
 			return // the renewer finds out
 		}
+		c.noteRelay(e.Key(), nil)
 		c.log.Info("jetstream cluster: a relay's lease lapsed", "relay", e.Key())
 		c.mu.Lock()
 		h := c.hooks
@@ -644,12 +667,16 @@ func (c *Cluster) Forward(ctx context.Context, owner string, cmd []byte) ([]byte
 // was deleted (the purge republishes nothing).
 const hdrDeleted = "Pd-Deleted"
 
-// Deleted tells every relay that a conversation was deleted.
+// Deleted tells every relay that a conversation was deleted: on its
+// changes subject, and on its live subject for the relays of an older kind
+// (which follow only those).
 func (c *Cluster) Deleted(ctx context.Context, id string) {
-	m := &nats.Msg{Subject: c.liveSubject(token(id)), Header: nats.Header{}}
-	m.Header.Set(hdrDeleted, "1")
-	if err := c.nc.PublishMsg(m); err != nil {
-		c.log.Warn("jetstream cluster: tell the relays of a delete (they learn it from the list meanwhile)", "conversationId", id, "err", err)
+	for _, subj := range []string{c.changedSubject(token(id)), c.liveSubject(token(id))} {
+		m := &nats.Msg{Subject: subj, Header: nats.Header{}}
+		m.Header.Set(hdrDeleted, "1")
+		if err := c.nc.PublishMsg(m); err != nil {
+			c.log.Warn("jetstream cluster: tell the relays of a delete (they learn it from the list meanwhile)", "conversationId", id, "err", err)
+		}
 	}
 }
 
@@ -680,7 +707,8 @@ func (c *Cluster) Latest(ctx context.Context, id string) (history.Conversation, 
 }
 
 // onLive handles one message of a live subject: a stored message as the
-// stream republished it, or a delete notice. Events are handed to the
+// stream republished it, or a delete notice; or of a changes subject
+// (onChanged). Events are handed to the
 // relay with the record that follows them: the last message of every
 // append carries it, and only then is the append whole (an atomic batch
 // is republished message by message).
@@ -690,7 +718,14 @@ func (c *Cluster) onLive(m *nats.Msg) {
 	if c.liveStopped.Load() {
 		return // Stop returned, or is waiting for this lock: no more hooks
 	}
-	tok := strings.TrimPrefix(m.Subject, c.base+".live.")
+	tok, ok := c.liveToken(m.Subject)
+	if !ok {
+		if tok, ok := strings.CutPrefix(m.Subject, c.base+".changed."); ok {
+			c.onChanged(tok, m)
+		}
+		return
+	}
+	c.liveMsgs.Add(1)
 	c.mu.Lock()
 	h := c.hooks
 	c.mu.Unlock()
@@ -698,6 +733,9 @@ func (c *Cluster) onLive(m *nats.Msg) {
 		return
 	}
 	if m.Header.Get(hdrDeleted) != "" {
+		if !c.wideNow() {
+			return // told on the changes subject too
+		}
 		delete(c.pending, tok)
 		id, ok := idOfToken(tok)
 		if !ok {
@@ -815,9 +853,7 @@ func (c *Cluster) Stop(ctx context.Context) error {
 	leaseOK, id := c.leaseOK, c.id
 	c.mu.Unlock()
 	c.liveStopped.Store(true)
-	if c.live != nil {
-		_ = c.live.Unsubscribe()
-	}
+	c.stopFollowing()
 	if c.cancel != nil {
 		c.cancel()
 	}

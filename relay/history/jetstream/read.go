@@ -551,7 +551,7 @@ func (s *Store) deleteLocked(ctx context.Context, id string, st *convState) erro
 	}
 	s.mu.Lock()
 	st.known, st.exists, st.tail, st.rec, st.undo, st.kvRev = true, false, 0, record{}, nil, 0
-	st.pos = nil
+	st.pos, st.toldOK = nil, false
 	delete(s.dirty, id)
 	s.mu.Unlock()
 	if err := s.kv.Delete(ctx, token(id)); err != nil {

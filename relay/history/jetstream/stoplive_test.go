@@ -54,7 +54,9 @@ func TestClusterNoLiveHookAfterStop(t *testing.T) {
 	}
 	pub := clusterConn(t, c, 1)
 	for i := range 5 {
-		m := &nats.Msg{Subject: cl.liveSubject("conv" + string(rune('a'+i))), Header: nats.Header{}}
+		// On the changes subject: a relay follows the live subjects of
+		// only the conversations its clients watch (follow.go).
+		m := &nats.Msg{Subject: cl.changedSubject("conv" + string(rune('a'+i))), Header: nats.Header{}}
 		m.Header.Set(hdrDeleted, "1")
 		if err := pub.PublishMsg(m); err != nil {
 			t.Fatal(err)

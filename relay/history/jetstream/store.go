@@ -164,6 +164,10 @@ type Store struct {
 
 	ext extras // device tokens and the spend ledger (devices.go, spend.go)
 
+	// changes is the subject prefix a Cluster has this store publish its
+	// record changes on (follow.go): nil publishes none (one relay).
+	changes atomic.Pointer[string]
+
 	mu     sync.Mutex            // guards convs, dirty, closed and the convStates' fields
 	convs  map[string]*convState // by conversation id
 	dirty  map[string]struct{}   // conversations whose KV record is behind (kv.go)
@@ -197,6 +201,11 @@ type convState struct {
 	// learn its way past the fence.
 	seen    uint64
 	seenRec record
+	// told is the record this store last published on the changes subject
+	// (follow.go), at toldAt; toldOK says there is one.
+	told   record
+	toldAt time.Time
+	toldOK bool
 }
 
 // Open connects a store to JetStream over nc: it creates the events stream

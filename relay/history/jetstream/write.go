@@ -412,6 +412,7 @@ func (s *Store) commit(ctx context.Context, w *convWrite) error {
 	}
 	s.mu.Unlock()
 	s.kvDirty(w.id)
+	s.tellChange(w.id, w.st, last.rec, tail)
 	return nil
 }
 
