@@ -1,13 +1,17 @@
 package ui
 
 import (
+	"image/color"
 	"net/url"
 	"strconv"
 	"strings"
 	"unicode"
 
 	"fyne.io/fyne/v2"
+	"fyne.io/fyne/v2/canvas"
 	"fyne.io/fyne/v2/container"
+	"fyne.io/fyne/v2/driver/desktop"
+	"fyne.io/fyne/v2/theme"
 	"fyne.io/fyne/v2/widget"
 	"github.com/yuin/goldmark"
 	"github.com/yuin/goldmark/ast"
@@ -223,19 +227,19 @@ func (r *mdRenderer) inlines(n ast.Node, base widget.RichTextStyle) []widget.Ric
 //     the line, Fyne puts each character of the segment on a line of its
 //     own. So every text segment after the first starts with a zero-width
 //     space (zeroWidth), which always fits and is drawn as nothing.
-//   - Fyne never wraps a link: a long one runs past the end of its line,
-//     leaving less than no room for the text after it, not even for a
-//     zero-width space, and that text came one character a line. So a
-//     link is followed by a segment of two zero-width spaces: with no
-//     room, Fyne puts the second on a new line and goes on from there.
+//   - Fyne never wraps a link, nor moves one to the next line: a link
+//     went on where the text before it ended and ran past the end of its
+//     line, cut at the row's edge, and the text after it, with less than
+//     no room, came one character a line. So a link is drawn as text that
+//     Fyne wraps, in pieces, with hyperlinks over them (linkSegments).
 //
 // The first segment starts its line (or follows a list item's marker),
 // where neither happens; it is left as it is.
 func wordSegments(segs []widget.RichTextSegment) []widget.RichTextSegment {
 	out := make([]widget.RichTextSegment, 0, len(segs))
 	for i, s := range segs {
-		if _, ok := s.(*widget.HyperlinkSegment); ok {
-			out = append(out, s, &widget.TextSegment{Style: widget.RichTextStyleInline, Text: zeroWidth + zeroWidth})
+		if l, ok := s.(*widget.HyperlinkSegment); ok {
+			out = append(out, linkSegments(l)...)
 			continue
 		}
 		t, ok := s.(*widget.TextSegment)
@@ -277,6 +281,206 @@ func hyperlink(label, dest string) widget.RichTextSegment {
 	}
 	return &widget.HyperlinkSegment{Alignment: fyne.TextAlignLeading, Text: label, URL: u}
 }
+
+// A link is drawn as pieces of its label, so that it wraps as text does.
+// Fyne breaks lines only inside text segments, where their text does not
+// fit on the rest of the line; any other segment, a link's too, goes
+// wherever the segment before it ended. So each piece is two segments:
+//
+//   - the piece's text, as a text segment in the hyperlink colour: Fyne's
+//     wrapping puts it, and counts its width, as it does other text. It
+//     starts with a zero-width space (which fits on any line, see
+//     wordSegments); where the label has a space before the piece, a
+//     segment of that space comes first;
+//   - a linkPiece, which takes no room in the row and lays a linkArea
+//     over the text just before it: hovering it underlines the link's
+//     pieces, clicking it opens the link's URL, as a Fyne hyperlink does.
+//
+// Copy takes a reply's markdown from the conversation, not from these
+// segments; the text segments read the label whole to RichText.String.
+
+// linkPieceRunes is the longest piece of a long link, in characters: a
+// link at most this long is one piece, and a longer word is cut at most
+// this many characters apart where no '/', '?', '&', '#', '-', '_' or '.'
+// comes sooner.
+const linkPieceRunes = 20
+
+// linkSegments draws the link l as pieces that Fyne's wrapping moves to
+// the next line each when it does not fit on the rest of this one.
+func linkSegments(l *widget.HyperlinkSegment) []widget.RichTextSegment {
+	style := widget.RichTextStyleInline
+	style.ColorName = theme.ColorNameHyperlink
+	group := &linkGroup{}
+	var out []widget.RichTextSegment
+	for _, p := range linkPieces(l.Text) {
+		if p.space {
+			// Its own segment, and after the space the zero-width one that
+			// a new line starts with: a line never starts with the space.
+			out = append(out, &widget.TextSegment{Style: widget.RichTextStyleInline, Text: " " + zeroWidth})
+		}
+		out = append(out,
+			&widget.TextSegment{Style: style, Text: zeroWidth + p.text},
+			&linkPiece{HyperlinkSegment: widget.HyperlinkSegment{Alignment: l.Alignment, Text: p.text, URL: l.URL, OnTapped: l.OnTapped}, group: group})
+	}
+	return out
+}
+
+// labelPiece is a piece of a link's label; space says a space comes
+// before it.
+type labelPiece struct {
+	text  string
+	space bool
+}
+
+// linkPieces cuts a link's label into the pieces drawn one after another:
+// a short label whole, a longer one into its words, and a word longer
+// than linkPieceRunes after each run of '/', '?', '&', '#', '-', '_' or
+// '.' (a URL after "https://", "github.", "com/", …), and at most
+// linkPieceRunes characters apart.
+func linkPieces(label string) []labelPiece {
+	if len([]rune(label)) <= linkPieceRunes {
+		return []labelPiece{{text: label}}
+	}
+	var out []labelPiece
+	for i, word := range strings.Fields(label) {
+		space := i > 0
+		rs := []rune(word)
+		if len(rs) <= linkPieceRunes {
+			out = append(out, labelPiece{text: word, space: space})
+			continue
+		}
+		start := 0
+		for j := range rs {
+			end := j + 1
+			if end == len(rs) || (isLinkBreak(rs[j]) && !isLinkBreak(rs[end])) || end-start == linkPieceRunes {
+				out = append(out, labelPiece{text: string(rs[start:end]), space: space && start == 0})
+				start = end
+			}
+		}
+	}
+	return out
+}
+
+// isLinkBreak says whether a long word of a link may be cut after r.
+func isLinkBreak(r rune) bool {
+	return strings.ContainsRune("/?&#-_.", r)
+}
+
+// linkPiece lays a linkArea for the link's URL over the piece's text
+// (Text), which the text segment before it holds and Fyne put on its line.
+// The segment itself takes no room: its visual's first object is a hidden
+// hyperlink holding a zero-width space, and Fyne lays a row's hyperlink
+// out at the width of its text, none, on the text's baseline; its layout
+// has no minimum size.
+type linkPiece struct {
+	widget.HyperlinkSegment
+	group *linkGroup // the areas of all pieces of this link
+}
+
+// Textual is nothing: the text segment before the piece holds its text.
+func (p *linkPiece) Textual() string { return "" }
+
+func (p *linkPiece) Visual() fyne.CanvasObject {
+	anchor := &widget.Hyperlink{Text: zeroWidth}
+	anchor.Hide()
+	area := &linkArea{group: p.group}
+	area.ExtendBaseWidget(area)
+	p.group.areas = append(p.group.areas, area)
+	c := &fyne.Container{Layout: &pieceLayout{area: area}, Objects: []fyne.CanvasObject{anchor, area}}
+	p.Update(c)
+	return c
+}
+
+func (p *linkPiece) Update(o fyne.CanvasObject) {
+	c := o.(*fyne.Container)
+	l := c.Layout.(*pieceLayout)
+	l.text = p.Text
+	l.area.url = p.URL
+	l.area.onTapped = p.OnTapped
+}
+
+// pieceLayout places a piece's area over the text that ends where the
+// piece's visual begins.
+type pieceLayout struct {
+	area *linkArea
+	text string
+}
+
+func (l *pieceLayout) Layout(_ []fyne.CanvasObject, s fyne.Size) {
+	w := fyne.MeasureText(l.text, theme.SizeForWidget(theme.SizeNameText, l.area), fyne.TextStyle{}).Width
+	l.area.Move(fyne.NewPos(-w, 0))
+	l.area.Resize(fyne.NewSize(w, s.Height))
+}
+
+func (l *pieceLayout) MinSize([]fyne.CanvasObject) fyne.Size { return fyne.Size{} }
+
+// linkGroup is the areas of one link's pieces, underlined together.
+type linkGroup struct {
+	areas []*linkArea
+}
+
+func (g *linkGroup) hover(on bool) {
+	for _, a := range g.areas {
+		a.hovered = on
+		a.Refresh()
+	}
+}
+
+// linkArea is where a piece of a link is drawn: it opens the link as a
+// Fyne hyperlink does (OnTapped, or the URL in the browser), shows the
+// pointer and, while the pointer is over any piece of the link, underlines
+// each.
+type linkArea struct {
+	widget.BaseWidget
+	url      *url.URL
+	onTapped func()
+	group    *linkGroup
+	hovered  bool
+}
+
+func (a *linkArea) Tapped(*fyne.PointEvent) {
+	if a.onTapped != nil {
+		a.onTapped()
+		return
+	}
+	if err := fyne.CurrentApp().OpenURL(a.url); err != nil {
+		fyne.LogError("could not open "+a.url.String(), err)
+	}
+}
+
+func (a *linkArea) Cursor() desktop.Cursor         { return desktop.PointerCursor }
+func (a *linkArea) MouseIn(*desktop.MouseEvent)    { a.group.hover(true) }
+func (a *linkArea) MouseMoved(*desktop.MouseEvent) {}
+func (a *linkArea) MouseOut()                      { a.group.hover(false) }
+
+func (a *linkArea) CreateRenderer() fyne.WidgetRenderer {
+	r := &linkAreaRenderer{a: a, under: canvas.NewRectangle(color.Transparent)}
+	r.Refresh()
+	return r
+}
+
+// linkAreaRenderer draws the underline of a hovered link's piece, a line
+// under its text as a Fyne hyperlink's.
+type linkAreaRenderer struct {
+	a     *linkArea
+	under *canvas.Rectangle
+}
+
+func (r *linkAreaRenderer) Layout(s fyne.Size) {
+	r.under.Move(fyne.NewPos(0, s.Height))
+	r.under.Resize(fyne.NewSize(s.Width, 1))
+}
+
+func (r *linkAreaRenderer) MinSize() fyne.Size { return fyne.Size{} }
+
+func (r *linkAreaRenderer) Refresh() {
+	r.under.FillColor = theme.ColorForWidget(theme.ColorNameHyperlink, r.a)
+	r.under.Hidden = !r.a.hovered
+	r.under.Refresh()
+}
+
+func (r *linkAreaRenderer) Objects() []fyne.CanvasObject { return []fyne.CanvasObject{r.under} }
+func (r *linkAreaRenderer) Destroy()                     {}
 
 // plainText is the text of n and its children, soft breaks as spaces.
 func plainText(src []byte, n ast.Node) string {

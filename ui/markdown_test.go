@@ -2,6 +2,7 @@ package ui
 
 import (
 	"fmt"
+	"net/url"
 	"sort"
 	"strings"
 	"testing"
@@ -9,6 +10,7 @@ import (
 	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/canvas"
 	"fyne.io/fyne/v2/test"
+	"fyne.io/fyne/v2/theme"
 	"fyne.io/fyne/v2/widget"
 )
 
@@ -42,7 +44,7 @@ func describe(segs []widget.RichTextSegment) string {
 				}
 			}
 		case *widget.ParagraphSegment:
-			for _, c := range t.Texts {
+			for _, c := range joinSegments(t.Texts) {
 				if ts, ok := c.(*widget.TextSegment); ok && ts.Text == "" {
 					continue // the item's line end
 				}
@@ -57,10 +59,40 @@ func describe(segs []widget.RichTextSegment) string {
 			fmt.Fprintf(&b, "[%T]", s)
 		}
 	}
-	// Adjacent text of one style reads as one run, as a person sees it
-	// (wordSegments splits a run's first word off for Fyne's wrapping).
+	for _, s := range joinSegments(segs) {
+		line(s)
+	}
+	return strings.ReplaceAll(b.String(), zeroWidth, "")
+}
+
+// joinSegments reads segments as a person sees them: adjacent text of one
+// style as one run (wordSegments splits a run's first word off for Fyne's
+// wrapping), and a link's pieces as the one link (linkSegments).
+func joinSegments(segs []widget.RichTextSegment) []widget.RichTextSegment {
 	var joined []widget.RichTextSegment
-	for _, s := range segs {
+	var link *widget.HyperlinkSegment // the link whose pieces are being read
+	for i := 0; i < len(segs); i++ {
+		s := segs[i]
+		if t, ok := s.(*widget.TextSegment); ok && t.Text == " "+zeroWidth && link != nil && i+2 < len(segs) {
+			if p, ok := segs[i+2].(*linkPiece); ok && p.URL.String() == link.URL.String() {
+				link.Text += " " // the space before a piece of the link
+				continue
+			}
+		}
+		if t, ok := s.(*widget.TextSegment); ok && t.Style.ColorName == theme.ColorNameHyperlink {
+			// A piece of a link: its text, then the area laid over it.
+			piece := segs[i+1].(*linkPiece)
+			i++
+			text := strings.TrimPrefix(t.Text, zeroWidth)
+			if link != nil && link.URL.String() == piece.URL.String() && joined[len(joined)-1] == link {
+				link.Text += text
+				continue
+			}
+			link = &widget.HyperlinkSegment{Text: text, URL: piece.URL}
+			joined = append(joined, link)
+			continue
+		}
+		link = nil
 		if t, ok := s.(*widget.TextSegment); ok && t.Style.Inline {
 			if last, ok := lastText(joined); ok && last.Style == t.Style {
 				joined[len(joined)-1] = &widget.TextSegment{Style: t.Style, Text: last.Text + t.Text}
@@ -69,10 +101,7 @@ func describe(segs []widget.RichTextSegment) string {
 		}
 		joined = append(joined, s)
 	}
-	for _, s := range joined {
-		line(s)
-	}
-	return strings.ReplaceAll(b.String(), zeroWidth, "")
+	return joined
 }
 
 func TestMarkdown(t *testing.T) {
@@ -94,6 +123,9 @@ func TestMarkdown(t *testing.T) {
 			"set *COPILOT_GITHUB_TOKEN* or `GH_TOKEN`, not _GITHUB_TOKEN_¶\n"},
 		{"a lone star in a word", "a foo*bar here", "a foo*bar here¶\n"},
 		{"a link with underscores", "see https://example.com/a_b/c_d_e.md", "see [https://example.com/a_b/c_d_e.md](https://example.com/a_b/c_d_e.md)¶\n"},
+		{"a long link reads whole", "see [the notes on how a frame is drawn](https://example.com/a/b?c=d&e=f#g) and https://github.com/pilotdesk/pilotdesk/blob/main/docs/ARCHITECTURE.md now",
+			"see [the notes on how a frame is drawn](https://example.com/a/b?c=d&e=f#g) and [https://github.com/pilotdesk/pilotdesk/blob/main/docs/ARCHITECTURE.md](https://github.com/pilotdesk/pilotdesk/blob/main/docs/ARCHITECTURE.md) now¶\n"},
+		{"a link in a list item", "- read [the long notes on frames](https://example.com/f) first", "*• *read [the long notes on frames](https://example.com/f) first\n"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := describe(parseMarkdown(tc.md)); got != tc.want {
@@ -179,5 +211,252 @@ func TestNoticeIdentifiers(t *testing.T) {
 	n := newNoticeCard(startNoticeID, nil, "pilotdesk could not start", "not signed in: set a GitHub token in COPILOT_GITHUB_TOKEN, or use --provider-url")
 	if got := strings.ReplaceAll(n.body.String(), zeroWidth, ""); !strings.Contains(got, "in COPILOT_GITHUB_TOKEN, or") {
 		t.Fatalf("notice body %q", got)
+	}
+}
+
+func TestLinkPieces(t *testing.T) {
+	for _, tc := range []struct {
+		label string
+		want  []string // a piece led by a space starts with "␣"
+	}{
+		{"docs", []string{"docs"}},
+		{"the docs of relay", []string{"the docs of relay"}},
+		{"the notes on how a frame is drawn", []string{"the", "␣notes", "␣on", "␣how", "␣a", "␣frame", "␣is", "␣drawn"}},
+		{"https://github.com/pilotdesk/pilotdesk/blob/main/docs/ARCHITECTURE.md#the-fold",
+			[]string{"https://", "github.", "com/", "pilotdesk/", "pilotdesk/", "blob/", "main/", "docs/", "ARCHITECTURE.", "md#", "the-", "fold"}},
+		{"https://example.com/?q=a&b=c_d", []string{"https://", "example.", "com/?", "q=a&", "b=c_", "d"}},
+		{"see abcdefghijklmnopqrstuvwxyz0123456789", []string{"see", "␣abcdefghijklmnopqrst", "uvwxyz0123456789"}},
+	} {
+		var got []string
+		joined := ""
+		for _, p := range linkPieces(tc.label) {
+			if p.space {
+				got = append(got, "␣"+p.text)
+				joined += " "
+			} else {
+				got = append(got, p.text)
+			}
+			joined += p.text
+			if n := len([]rune(p.text)); n > linkPieceRunes && len(got) > 1 {
+				t.Errorf("%q: piece %q has %d characters", tc.label, p.text, n)
+			}
+		}
+		if strings.Join(got, "|") != strings.Join(tc.want, "|") {
+			t.Errorf("linkPieces(%q) = %q, want %q", tc.label, got, tc.want)
+		}
+		if joined != tc.label {
+			t.Errorf("linkPieces(%q) reads %q", tc.label, joined)
+		}
+	}
+}
+
+// openedURLs is the test app, recording the links it was asked to open.
+type openedURLs struct {
+	fyne.App
+	urls []string
+}
+
+func (a *openedURLs) OpenURL(u *url.URL) error {
+	a.urls = append(a.urls, u.String())
+	return nil
+}
+
+// placed is an object as laid out in a RichText: a piece of a link (its
+// area and text) or a run of text.
+type placed struct {
+	area *linkArea
+	url  string
+	text string
+	link bool // text in the hyperlink colour
+	pos  fyne.Position
+	size fyne.Size
+}
+
+// A long link wraps as text does: laid out in rows from narrow to wide,
+// every piece of a long bare URL and of a link labelled with a sentence
+// lies inside the row, over its text, the pieces read the whole label in
+// order, each opens the link's one URL and hovering one underlines all,
+// a short link stays one piece, and nothing overlaps on a row.
+func TestMarkdownLongLinksWrap(t *testing.T) {
+	app := &openedURLs{App: test.NewTempApp(t)}
+	fyne.SetCurrentApp(app)
+	const (
+		bare    = "https://github.com/pilotdesk/pilotdesk/blob/main/docs/ARCHITECTURE.md#from-an-agents-event-to-a-pixel"
+		label   = "the section of the architecture notes that says how a frame is drawn"
+		labeled = "https://example.com/docs/architecture?section=frames&lang=en"
+		short   = "https://example.com/x"
+	)
+	md := "Read " + bare + " first, then [" + label + "](" + labeled + ") and the [notes](" + short + "), then go on with the rest."
+	wantLabel := map[string]string{bare: bare, labeled: label, short: "notes"}
+	pad := theme.InnerPadding()
+	for width := float32(200); width <= 700; width++ {
+		rt := widget.NewRichText(parseMarkdown(md)...)
+		rt.Wrapping = fyne.TextWrapWord
+		rt.Resize(fyne.NewSize(width, rt.MinSize().Height))
+		rt.Resize(fyne.NewSize(width, rt.MinSize().Height))
+		r := test.TempWidgetRenderer(t, rt)
+		r.Layout(rt.Size())
+
+		var pieces, texts []placed
+		for _, o := range r.Objects() {
+			switch v := o.(type) {
+			case *fyne.Container:
+				if l, ok := v.Objects[0].(*widget.Hyperlink); ok && l.Visible() {
+					// A link drawn whole, as Fyne's own link segment.
+					pieces = append(pieces, placed{url: l.URL.String(), text: l.Text, pos: v.Position(), size: v.Size()})
+					continue
+				}
+				a := v.Objects[1].(*linkArea)
+				pieces = append(pieces, placed{area: a, url: a.url.String(), text: v.Layout.(*pieceLayout).text, pos: v.Position().Add(a.Position()), size: a.Size()})
+			case *canvas.Text:
+				if strings.Trim(v.Text, " "+zeroWidth) != "" {
+					texts = append(texts, placed{text: v.Text, pos: v.Position(), size: v.MinSize(), link: v.Color == theme.Color(theme.ColorNameHyperlink)})
+				}
+			}
+		}
+		byURL := map[string][]placed{}
+		for _, p := range pieces {
+			if p.pos.X < pad-0.01 || p.pos.X+p.size.Width > width-pad+0.01 {
+				t.Fatalf("at width %v, the piece %q of %s lies at x %v to %v, outside the row (%v to %v)",
+					width, p.text, p.url, p.pos.X, p.pos.X+p.size.Width, pad, width-pad)
+			}
+			// The area lies over the piece's text, which ends where it does.
+			over := false
+			for _, txt := range texts {
+				if txt.pos.Y == p.pos.Y && abs32(txt.pos.X+txt.size.Width-(p.pos.X+p.size.Width)) < 0.01 &&
+					strings.TrimLeft(txt.text, " "+zeroWidth) == p.text {
+					over = true
+				}
+			}
+			if !over {
+				t.Fatalf("at width %v, the piece %q of %s at %v+%v lies over no text of its own", width, p.text, p.url, p.pos, p.size)
+			}
+			u := p.url
+			if prev := byURL[u]; len(prev) > 0 {
+				q := prev[len(prev)-1]
+				if !(p.pos.Y > q.pos.Y || p.pos.Y == q.pos.Y && p.pos.X >= q.pos.X+q.size.Width-0.01) {
+					t.Fatalf("at width %v, the piece %q of %s is not after %q", width, p.text, u, q.text)
+				}
+			}
+			byURL[u] = append(byURL[u], p)
+		}
+		if len(byURL) != len(wantLabel) {
+			t.Fatalf("at width %v, links to %d URLs, want %d", width, len(byURL), len(wantLabel))
+		}
+		for u, want := range wantLabel {
+			var read []string
+			for _, p := range byURL[u] {
+				read = append(read, p.text)
+			}
+			if got := strings.Join(read, ""); got != strings.ReplaceAll(want, " ", "") {
+				t.Fatalf("at width %v, the link to %s reads %q, want %q", width, u, read, want)
+			}
+		}
+		if n := len(byURL[short]); n != 1 {
+			t.Fatalf("at width %v, the short link is %d pieces", width, n)
+		}
+		// A line that starts with a piece of a link starts at the row's
+		// start, not after a space.
+		first := map[float32]placed{}
+		for _, a := range texts {
+			if f, ok := first[a.pos.Y]; !ok || a.pos.X < f.pos.X {
+				first[a.pos.Y] = a
+			}
+		}
+		for _, f := range first {
+			if f.link && (f.pos.X > pad+0.01 || strings.HasPrefix(strings.TrimLeft(f.text, zeroWidth), " ")) {
+				t.Fatalf("at width %v, a line starts with %q at x %v, not with its word at %v", width, f.text, f.pos.X, pad)
+			}
+		}
+		for i, a := range texts {
+			for _, b := range texts[i+1:] {
+				if a.pos.Y == b.pos.Y && a.pos.X < b.pos.X+b.size.Width-0.01 && b.pos.X < a.pos.X+a.size.Width-0.01 {
+					t.Fatalf("at width %v, %q and %q overlap on a row", width, a.text, b.text)
+				}
+			}
+			if a.pos.X+a.size.Width > width-pad+0.01 && strings.TrimRight(a.text, " ") != a.text {
+				continue // a space at the end of a line may pass its end
+			}
+			if a.pos.X+a.size.Width > width-pad+0.01 {
+				t.Fatalf("at width %v, %q runs past the end of its row", width, a.text)
+			}
+		}
+		if width == 300 {
+			// On a canvas, as the pointer finds them: tapping any piece opens
+			// the link's URL, and the pointer over one underlines them all.
+			size := rt.Size()
+			w := test.NewTempWindow(t, rt)
+			w.SetPadded(false)
+			w.Resize(size)
+			if rt.Size() != size {
+				t.Fatalf("the text is %v on the canvas, want %v", rt.Size(), size)
+			}
+			for u, ps := range byURL {
+				for _, p := range ps {
+					app.urls = nil
+					test.TapCanvas(w.Canvas(), p.pos.Add(fyne.NewPos(p.size.Width/2, p.size.Height/2)))
+					if len(app.urls) != 1 || app.urls[0] != u {
+						t.Fatalf("tapping the piece %q opened %q, want %s", p.text, app.urls, u)
+					}
+				}
+				last := ps[len(ps)-1]
+				test.MoveMouse(w.Canvas(), last.pos.Add(fyne.NewPos(last.size.Width/2, last.size.Height/2)))
+				for _, p := range ps {
+					if under := test.WidgetRenderer(p.area).Objects()[0]; !p.area.hovered || !under.Visible() {
+						t.Fatalf("the pointer over %q: the piece %q of %s is not underlined", last.text, p.text, u)
+					}
+				}
+				test.MoveMouse(w.Canvas(), fyne.NewPos(1, 1))
+				if ps[0].area.hovered {
+					t.Fatalf("the link %s stays underlined", u)
+				}
+			}
+			if got := strings.ReplaceAll(rt.String(), zeroWidth, ""); !strings.Contains(got, "Read "+bare+" first, then "+label+" and the notes, then") {
+				t.Fatalf("the text of the reply reads %q", got)
+			}
+		}
+	}
+}
+
+func abs32(f float32) float32 {
+	if f < 0 {
+		return -f
+	}
+	return f
+}
+
+// hoverLink puts the pointer of w's canvas over the first piece of the
+// link to u.
+func hoverLink(t *testing.T, w fyne.Window, u string) {
+	t.Helper()
+	var found *linkArea
+	var walk func(o fyne.CanvasObject)
+	walk = func(o fyne.CanvasObject) {
+		if found != nil || o == nil || !o.Visible() {
+			return
+		}
+		switch v := o.(type) {
+		case *linkArea:
+			if v.url.String() == u {
+				found = v
+			}
+		case *fyne.Container:
+			for _, c := range v.Objects {
+				walk(c)
+			}
+		case fyne.Widget:
+			for _, c := range test.WidgetRenderer(v).Objects() {
+				walk(c)
+			}
+		}
+	}
+	walk(w.Content())
+	if found == nil {
+		t.Fatalf("no link to %s on screen", u)
+	}
+	pos := fyne.CurrentApp().Driver().AbsolutePositionForObject(found)
+	test.MoveMouse(w.Canvas(), pos.Add(fyne.NewPos(found.Size().Width/2, found.Size().Height/2)))
+	if !found.hovered {
+		t.Fatalf("the pointer at %v is not over the link to %s", pos, u)
 	}
 }
