@@ -320,7 +320,7 @@ func linkSegments(l *widget.HyperlinkSegment) []widget.RichTextSegment {
 		}
 		out = append(out,
 			&widget.TextSegment{Style: style, Text: zeroWidth + p.text},
-			&linkPiece{HyperlinkSegment: widget.HyperlinkSegment{Alignment: l.Alignment, Text: p.text, URL: l.URL, OnTapped: l.OnTapped}, group: group})
+			&linkPiece{HyperlinkSegment: widget.HyperlinkSegment{Alignment: l.Alignment, Text: p.text, URL: l.URL, OnTapped: l.OnTapped}, space: p.space, group: group})
 	}
 	return out
 }
@@ -335,8 +335,8 @@ type labelPiece struct {
 // linkPieces cuts a link's label into the pieces drawn one after another:
 // a short label whole, a longer one into its words, and a word longer
 // than linkPieceRunes after each run of '/', '?', '&', '#', '-', '_' or
-// '.' (a URL after "https://", "github.", "com/", …), and at most
-// linkPieceRunes characters apart.
+// '.' but a scheme's "://" (a URL after "https://github.", "com/", …),
+// and at most linkPieceRunes characters apart.
 func linkPieces(label string) []labelPiece {
 	if len([]rune(label)) <= linkPieceRunes {
 		return []labelPiece{{text: label}}
@@ -352,7 +352,8 @@ func linkPieces(label string) []labelPiece {
 		start := 0
 		for j := range rs {
 			end := j + 1
-			if end == len(rs) || (isLinkBreak(rs[j]) && !isLinkBreak(rs[end])) || end-start == linkPieceRunes {
+			scheme := strings.HasSuffix(string(rs[start:end]), "://") // not cut from the host
+			if end == len(rs) || (isLinkBreak(rs[j]) && !isLinkBreak(rs[end]) && !scheme) || end-start == linkPieceRunes {
 				out = append(out, labelPiece{text: string(rs[start:end]), space: space && start == 0})
 				start = end
 			}
@@ -374,6 +375,7 @@ func isLinkBreak(r rune) bool {
 // has no minimum size.
 type linkPiece struct {
 	widget.HyperlinkSegment
+	space bool       // a space comes before the piece
 	group *linkGroup // the areas of all pieces of this link
 }
 
@@ -387,6 +389,7 @@ func (p *linkPiece) Visual() fyne.CanvasObject {
 	area.ExtendBaseWidget(area)
 	p.group.areas = append(p.group.areas, area)
 	c := &fyne.Container{Layout: &pieceLayout{area: area}, Objects: []fyne.CanvasObject{anchor, area}}
+	area.box = c
 	p.Update(c)
 	return c
 }
@@ -397,6 +400,7 @@ func (p *linkPiece) Update(o fyne.CanvasObject) {
 	l.text = p.Text
 	l.area.url = p.URL
 	l.area.onTapped = p.OnTapped
+	l.area.space = p.space
 }
 
 // pieceLayout places a piece's area over the text that ends where the
@@ -436,6 +440,22 @@ type linkArea struct {
 	onTapped func()
 	group    *linkGroup
 	hovered  bool
+	space    bool            // a space comes before the piece
+	box      *fyne.Container // the piece's visual, placed at the end of its text
+}
+
+// lead is how far the underline reaches back over the space before the
+// piece, so that a hovered link is underlined as one: the space's width,
+// unless there is none or the piece starts its line. Read once the row
+// is laid out (Fyne sizes the piece's visual before it places it).
+func (a *linkArea) lead() float32 {
+	if !a.space || a.box == nil {
+		return 0
+	}
+	if a.box.Position().X-a.Size().Width <= theme.SizeForWidget(theme.SizeNameInnerPadding, a)+0.5 {
+		return 0
+	}
+	return fyne.MeasureText(" ", theme.SizeForWidget(theme.SizeNameText, a), fyne.TextStyle{}).Width
 }
 
 func (a *linkArea) Tapped(*fyne.PointEvent) {
@@ -467,8 +487,9 @@ type linkAreaRenderer struct {
 }
 
 func (r *linkAreaRenderer) Layout(s fyne.Size) {
-	r.under.Move(fyne.NewPos(0, s.Height))
-	r.under.Resize(fyne.NewSize(s.Width, 1))
+	lead := r.a.lead()
+	r.under.Move(fyne.NewPos(-lead, s.Height))
+	r.under.Resize(fyne.NewSize(s.Width+lead, 1))
 }
 
 func (r *linkAreaRenderer) MinSize() fyne.Size { return fyne.Size{} }
@@ -476,6 +497,7 @@ func (r *linkAreaRenderer) MinSize() fyne.Size { return fyne.Size{} }
 func (r *linkAreaRenderer) Refresh() {
 	r.under.FillColor = theme.ColorForWidget(theme.ColorNameHyperlink, r.a)
 	r.under.Hidden = !r.a.hovered
+	r.Layout(r.a.Size())
 	r.under.Refresh()
 }
 

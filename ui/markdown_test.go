@@ -223,8 +223,9 @@ func TestLinkPieces(t *testing.T) {
 		{"the docs of relay", []string{"the docs of relay"}},
 		{"the notes on how a frame is drawn", []string{"the", "␣notes", "␣on", "␣how", "␣a", "␣frame", "␣is", "␣drawn"}},
 		{"https://github.com/pilotdesk/pilotdesk/blob/main/docs/ARCHITECTURE.md#the-fold",
-			[]string{"https://", "github.", "com/", "pilotdesk/", "pilotdesk/", "blob/", "main/", "docs/", "ARCHITECTURE.", "md#", "the-", "fold"}},
-		{"https://example.com/?q=a&b=c_d", []string{"https://", "example.", "com/?", "q=a&", "b=c_", "d"}},
+			[]string{"https://github.", "com/", "pilotdesk/", "pilotdesk/", "blob/", "main/", "docs/", "ARCHITECTURE.", "md#", "the-", "fold"}},
+		{"https://example.com/?q=a&b=c_d", []string{"https://example.", "com/?", "q=a&", "b=c_", "d"}},
+		{"https://averyveryverylonghost.example.com/", []string{"https://averyveryver", "ylonghost.", "example.", "com/"}},
 		{"see abcdefghijklmnopqrstuvwxyz0123456789", []string{"see", "␣abcdefghijklmnopqrst", "uvwxyz0123456789"}},
 	} {
 		var got []string
@@ -401,9 +402,17 @@ func TestMarkdownLongLinksWrap(t *testing.T) {
 				}
 				last := ps[len(ps)-1]
 				test.MoveMouse(w.Canvas(), last.pos.Add(fyne.NewPos(last.size.Width/2, last.size.Height/2)))
-				for _, p := range ps {
-					if under := test.WidgetRenderer(p.area).Objects()[0]; !p.area.hovered || !under.Visible() {
+				for i, p := range ps {
+					under := test.WidgetRenderer(p.area).Objects()[0]
+					if !p.area.hovered || !under.Visible() {
 						t.Fatalf("the pointer over %q: the piece %q of %s is not underlined", last.text, p.text, u)
+					}
+					// One line under the pieces of a row, spaces and all.
+					if i > 0 && ps[i-1].pos.Y == p.pos.Y {
+						prev := ps[i-1]
+						if gap := p.pos.X + under.Position().X - (prev.pos.X + prev.size.Width); gap > 0.01 {
+							t.Fatalf("the underline of %s stops %v before %q", u, gap, p.text)
+						}
 					}
 				}
 				test.MoveMouse(w.Canvas(), fyne.NewPos(1, 1))
