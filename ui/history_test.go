@@ -194,3 +194,74 @@ func TestLongConversationHeldInSteps(t *testing.T) {
 		t.Fatalf("at the top: %d rows of %d", len(tr.rows), total+1)
 	}
 }
+
+// TestOlderRowsComeBeforeTheTop: scrolling up a long conversation, older
+// rows are added while the view is still prefetchRows rows or fewer from
+// the first row held, not once the user has reached it, and the rows on
+// screen stay where they were; further down, nothing is fetched.
+func TestOlderRowsComeBeforeTheTop(t *testing.T) {
+	h := newHarness(t, harnessConfig{})
+	longHistory(h, 300)
+	h.frame()
+	tr := h.w.transcript
+	if tr.base == 0 || len(tr.rows) != windowRows {
+		t.Fatalf("holds %d rows from %d: the test needs a conversation longer than %d rows", len(tr.rows), tr.base, windowRows)
+	}
+
+	// Well below the prefetch margin: nothing is fetched.
+	tr.list.ScrollToOffset(tr.rowTop(prefetchRows + 60))
+	h.frame()
+	h.loop.Drain()
+	if first, _ := tr.shownRange(); first < prefetchRows {
+		t.Fatalf("the view begins at row %d, the test wants it below %d", first, prefetchRows)
+	}
+	if len(tr.rows) != windowRows {
+		t.Fatalf("%d rows held after scrolling to the middle, want %d", len(tr.rows), windowRows)
+	}
+
+	// Near the top, but not at it: older rows come, and the row at the
+	// top of the view stays there.
+	target := prefetchRows / 2
+	tr.list.ScrollToOffset(tr.rowTop(target))
+	base, held := tr.base, tr.rows[target]
+	h.loop.WaitFor(t, 5*time.Second, "older rows", func() bool { return tr.base < base }, nil)
+	added := base - tr.base
+	if added != min(base, extendChunk) || !reflect.DeepEqual(tr.rows[target+added], held) {
+		t.Fatalf("%d rows added; the row that was at the top of the view is not at %d", added, target+added)
+	}
+	if first, _ := tr.shownRange(); first != target+added {
+		t.Fatalf("the view begins at row %d, it began at the row now %d", first, target+added)
+	}
+	if off, want := tr.list.GetScrollOffset(), tr.rowTop(target+added); off < want-1 || off > want+1 {
+		t.Fatalf("offset %v, the row that was at the top of the view begins at %v", off, want)
+	}
+	if tr.following() {
+		t.Fatal("the transcript follows the bottom after older rows were added above the view")
+	}
+}
+
+// TestRowViewsKeptBounded: the list makes a row view at every refresh only
+// to read its minimum size, and drops the views of its pool; the views the
+// transcript keeps (to redraw a changing row in place) do not grow with
+// either, and the row on screen is still redrawn in place.
+func TestRowViewsKeptBounded(t *testing.T) {
+	h := newHarness(t, harnessConfig{})
+	longHistory(h, 120)
+	h.frame()
+	tr := h.w.transcript
+	for i := 0; i < 300; i++ {
+		tr.list.Refresh()
+	}
+	// Scroll through every row held, a view at a time.
+	for off := tr.list.GetScrollOffset(); off > 0; off -= tr.list.Size().Height / 2 {
+		tr.list.ScrollToOffset(off)
+	}
+	tr.list.ScrollToBottom()
+	if n := len(tr.views); n > maxViews+1 {
+		t.Fatalf("%d row views kept, want at most %d", n, maxViews+1)
+	}
+	last := len(tr.rows) - 1
+	if _, shown := tr.updateShown(last); !shown {
+		t.Fatalf("the last row, on screen, has no view kept")
+	}
+}

@@ -139,20 +139,25 @@ func (t *transcript) length() int {
 	return len(t.rows)
 }
 
+// createItem makes a row view. It is registered in views when the list
+// first shows a row in it (updateItem): the list also makes one each time
+// it is refreshed, only to read its minimum size, and those are never shown.
 func (t *transcript) createItem() fyne.CanvasObject {
-	s := t.newRowState()
-	t.views[s.root] = s
-	return s.root
+	return t.newRowState().root
 }
 
 func (t *transcript) updateItem(id widget.ListItemID, obj fyne.CanvasObject) {
-	s := t.views[obj]
+	s := rowStateOf(obj)
 	if s == nil || id < 0 || id >= len(t.rows) {
 		return
 	}
-	if id < extendMargin && t.base > 0 && !t.extending {
-		// The user scrolled up to the first rows held: fetch older ones
-		// once this layout is over.
+	if t.views[obj] == nil {
+		t.pruneViews()
+		t.views[obj] = s
+	}
+	if id < prefetchRows && t.base > 0 && !t.extending {
+		// The view came near the first rows held: fetch older ones once
+		// this layout is over, before the user reaches the top.
 		t.extending = true
 		t.win.later(0, t.extendUp)
 	}
@@ -328,6 +333,47 @@ func (t *transcript) updateShown(i int) (h float32, shown bool) {
 	return h, shown
 }
 
+// maxViews is how many row views views keeps before pruneViews drops the
+// ones the list no longer shows.
+const maxViews = 96
+
+// pruneViews forgets the row views that show no row in or near the view.
+// The list drops views from its pool (at a refresh, and its pool is a
+// sync.Pool), and those would stay in views for ever. A view forgotten
+// here that the list shows again is registered again by updateItem, and
+// redrawn if its row changed meanwhile (its key has the row's version).
+func (t *transcript) pruneViews() {
+	if len(t.views) <= maxViews {
+		return
+	}
+	first, last := t.shownRange()
+	for o, s := range t.views {
+		if s.key.id < first-extendMargin || s.key.id > last+extendMargin {
+			delete(t.views, o)
+		}
+	}
+}
+
+// shownRange returns the first and last rows in view.
+func (t *transcript) shownRange() (first, last int) {
+	offset := t.list.GetScrollOffset()
+	bottom := offset + t.list.Size().Height
+	pad := theme.Padding()
+	var y float32
+	first, last = -1, len(t.heights)-1
+	for i, h := range t.heights {
+		if first < 0 && y+h >= offset {
+			first = i
+		}
+		if y > bottom {
+			last = i
+			break
+		}
+		y += h + pad
+	}
+	return max(first, 0), last
+}
+
 // reload replaces every row (a conversation switch, a reset).
 func (t *transcript) reload(rows []conversation.Row) {
 	t.gen++
@@ -387,13 +433,17 @@ func (t *transcript) setHeights(hs map[int]float32) {
 
 // windowRows is how many of a conversation's last rows the transcript
 // holds when it is opened, and extendChunk how many older ones it adds each
-// time the user scrolls up to the first row it holds (extendMargin rows
-// before it). widget.List adds every row's height up at each layout (each
-// frame that draws the list): with 17,000 rows a frame of the cursor's
-// blink cost a third more than in an empty conversation.
+// time the view comes within prefetchRows rows of the first row it holds,
+// so that they are there before the user scrolls to them. widget.List adds
+// every row's height up at each layout (each frame that draws the list):
+// with 17,000 rows a frame of the cursor's blink cost a third more than in
+// an empty conversation. Adding rows above gives the list every height
+// anew (it keys them by index) and so makes new views for the rows on
+// screen: a few large steps, taken early, cost less than many small ones.
 const (
 	windowRows   = 400
 	extendChunk  = 400
+	prefetchRows = 120
 	extendMargin = 8
 )
 
@@ -405,17 +455,13 @@ func (t *transcript) extendUp() {
 		return
 	}
 	// The list lays rows out that it does not end up showing (a new list
-	// before it scrolls to the bottom): extend only if the first rows are
-	// on screen now.
-	var top float32
-	for _, h := range t.heights[:min(extendMargin, len(t.heights))] {
-		top += h + theme.Padding()
-	}
-	if t.list.GetScrollOffset() > top {
+	// before it scrolls to the bottom): extend only if the view is near
+	// the first rows now.
+	if first, _ := t.shownRange(); first >= prefetchRows {
 		return
 	}
-	// The user is at the top: new rows must not pull the list down (the
-	// list's own scrolling does not tell the transcript).
+	// The user scrolled up to here: new rows must not pull the list down
+	// (the list's own scrolling does not tell the transcript).
 	t.follow = false
 	from := max(0, t.base-extendChunk)
 	older := t.win.store.Rows(t.win.current, from, t.base)
@@ -685,7 +731,34 @@ type rowState struct {
 }
 
 func (t *transcript) newRowState() *rowState {
-	return &rowState{t: t, root: container.NewStack()}
+	s := &rowState{t: t}
+	s.root = container.New(&rowLayout{s: s, stack: layout.NewStackLayout()})
+	return s
+}
+
+// rowLayout stacks a row view's parts, as container.NewStack does, and
+// leads from the view the list holds to its rowState.
+type rowLayout struct {
+	s     *rowState
+	stack fyne.Layout
+}
+
+func (l *rowLayout) Layout(objs []fyne.CanvasObject, size fyne.Size) {
+	l.stack.Layout(objs, size)
+}
+
+func (l *rowLayout) MinSize(objs []fyne.CanvasObject) fyne.Size {
+	return l.stack.MinSize(objs)
+}
+
+// rowStateOf returns the rowState of a row view made by createItem.
+func rowStateOf(obj fyne.CanvasObject) *rowState {
+	if c, ok := obj.(*fyne.Container); ok {
+		if l, ok := c.Layout.(*rowLayout); ok {
+			return l.s
+		}
+	}
+	return nil
 }
 
 func (s *rowState) show(id int, r conversation.Row, segs []widget.RichTextSegment) {
