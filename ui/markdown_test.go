@@ -12,6 +12,8 @@ import (
 	"fyne.io/fyne/v2/test"
 	"fyne.io/fyne/v2/theme"
 	"fyne.io/fyne/v2/widget"
+
+	"github.com/pilotdesk/pilotdesk/protocol"
 )
 
 // describe prints segments as one line per block: inline text joined, a
@@ -467,5 +469,78 @@ func hoverLink(t *testing.T, w fyne.Window, u string) {
 	test.MoveMouse(w.Canvas(), pos.Add(fyne.NewPos(found.Size().Width/2, found.Size().Height/2)))
 	if !found.hovered {
 		t.Fatalf("the pointer at %v is not over the link to %s", pos, u)
+	}
+}
+
+// In the window, a reply's long links lie inside its row, each piece
+// opening its link, and Copy reply gives the reply's markdown, links and
+// all, not the pieces drawn.
+func TestLongLinksInTheWindow(t *testing.T) {
+	h := newHarness(t, harnessConfig{size: fyne.NewSize(860, 560)})
+	h.send("long links")
+	h.waitFor("the long links turn", func() bool { return h.hasStatus(protocol.StatusCompleted) })
+	h.frame()
+
+	type found struct {
+		area *linkArea
+		rt   *widget.RichText
+	}
+	var areas []found
+	var walk func(o fyne.CanvasObject, rt *widget.RichText)
+	walk = func(o fyne.CanvasObject, rt *widget.RichText) {
+		if o == nil || !o.Visible() {
+			return
+		}
+		switch v := o.(type) {
+		case *linkArea:
+			areas = append(areas, found{v, rt})
+		case *fyne.Container:
+			for _, c := range v.Objects {
+				walk(c, rt)
+			}
+		case fyne.Widget:
+			if r, ok := v.(*widget.RichText); ok {
+				rt = r
+			}
+			for _, c := range test.WidgetRenderer(v).Objects() {
+				walk(c, rt)
+			}
+		}
+	}
+	walk(h.w.Window().Content(), nil)
+	d := fyne.CurrentApp().Driver()
+	pad := theme.InnerPadding()
+	urls := map[string]int{}
+	for _, a := range areas {
+		pos, row := d.AbsolutePositionForObject(a.area), d.AbsolutePositionForObject(a.rt)
+		if pos.X < row.X+pad-0.01 || pos.X+a.area.Size().Width > row.X+a.rt.Size().Width-pad+0.01 {
+			t.Fatalf("a piece of %s lies at x %v to %v, outside its row (%v to %v)",
+				a.area.url, pos.X, pos.X+a.area.Size().Width, row.X+pad, row.X+a.rt.Size().Width-pad)
+		}
+		urls[a.area.url.String()]++
+	}
+	for _, u := range []string{"https://github.com/fyne-io/fyne/blob/v2.7.1/widget/richtext.go#L382-L470", "https://docs.fyne.io/widget/richtext?topic=wrapping&version=2.7",
+		"https://example.com/notes", "https://github.com/pilotdesk/pilotdesk/releases/tag/v0.1.0-rc.1_build-2026-11-24"} {
+		if urls[u] == 0 {
+			t.Fatalf("no link to %s on screen: %v", u, urls)
+		}
+	}
+	if len(urls) != 4 || urls["https://docs.fyne.io/widget/richtext?topic=wrapping&version=2.7"] < 2 {
+		t.Fatalf("links on screen: %v", urls)
+	}
+
+	rows := h.rows()
+	h.w.copyReplyBefore(len(rows) - 1)
+	got := h.app.Clipboard().Content()
+	for _, want := range []string{
+		"described at https://github.com/fyne-io/fyne/blob/v2.7.1/widget/richtext.go#L382-L470 and in [the section of the developer documentation that explains how rich text wraps its lines](https://docs.fyne.io/widget/richtext?topic=wrapping&version=2.7), which the [notes](https://example.com/notes) sum up.",
+		"- the release: https://github.com/pilotdesk/pilotdesk/releases/tag/v0.1.0-rc.1_build-2026-11-24 and its checksums",
+	} {
+		if !strings.Contains(got, want) {
+			t.Fatalf("Copy reply gave %q, want it to hold %q", got, want)
+		}
+	}
+	if strings.Contains(got, zeroWidth) {
+		t.Fatalf("Copy reply gave zero-width spaces: %q", got)
 	}
 }

@@ -39,6 +39,7 @@ var goldenStates = map[string]bool{
 	"light-first-run":      true,
 	"light-markdown":       true,
 	"light-identifiers":    true,
+	"light-links":          true,
 	"dark-markdown":        true,
 	"light-tool-rows":      true,
 	"light-minimum-size":   true,
@@ -233,6 +234,17 @@ func TestScreenshots(t *testing.T) {
 			h.send("identifiers")
 			h.waitFor("the identifiers turn", func() bool { return h.hasStatus(protocol.StatusCompleted) })
 			s.shot(h, "identifiers")
+
+			// Long links (a bare URL, a link labelled with a sentence, one in
+			// a list) wrap as text does; then the pointer over one.
+			h = newHarness(t, harnessConfig{theme: th, fakeClock: true, size: fyne.NewSize(860, 560)})
+			h.send("long links")
+			h.waitFor("the long links turn", func() bool { return h.hasStatus(protocol.StatusCompleted) })
+			s.shot(h, "links")
+			if v.all {
+				hoverLink(t, h.w.Window(), "https://docs.fyne.io/widget/richtext?topic=wrapping&version=2.7")
+				s.shot(h, "links-hover")
+			}
 
 			h = newH()
 			h.send("show me markdown")
