@@ -112,11 +112,11 @@ type State struct {
 	// errorRow the row that shows it (-1: none).
 	lastError string
 	errorRow  int
-	titled    bool                // the title came from the relay or a prompt
+	titled    bool // the title came from the relay or a prompt
 	// ranOn is the agent the latest prompt (copilot:user_message) named,
 	// to note where the conversation's agent changed ("" until one does).
 	ranOn string
-	msgs      map[string]*message // assistant messages by id
+	msgs  map[string]*message // assistant messages by id
 	// thoughts are the reasoning messages by id; planRow is the row of
 	// the running or last turn's agent plan (-1: none yet).
 	thoughts map[string]*thought
