@@ -273,6 +273,9 @@ func (c *Cluster) Start(h history.ClusterHooks) error {
 		c.renew(ctx)
 	}()
 	c.log.Info("jetstream cluster: relay announced", "relay", c.ID(), "lease", c.lease)
+	// A change told between the relay's listing of the conversations and
+	// the subscription above was missed: it lists them again.
+	h.Reconnected()
 	return nil
 }
 
@@ -699,6 +702,9 @@ func (c *Cluster) Latest(ctx context.Context, id string) (history.Conversation, 
 	if st.undo == nil {
 		st.known, st.exists, st.tail, st.rec = true, v.exists, v.tail, v.rec
 	}
+	// Others may have told changes of it since this store did: its next
+	// append, if it takes the conversation over, tells its record anew.
+	st.toldOK = false
 	c.s.mu.Unlock()
 	if !v.exists {
 		return history.Conversation{}, history.ErrNotFound
