@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -287,7 +288,7 @@ func (b *bench) open(ctx context.Context, rep *report) error {
 // of a wheel sends them) and records every frame the window draws
 // meanwhile (DAMAGE events, with the X server's time): a window that keeps
 // up draws a frame for each click or two, at most 16.7 ms apart while they
-// come; a gap of more than two such intervals is a frame it dropped. Its
+// come; a gap of more than two such intervals dropped frames (droppedIn). Its
 // CPU and the X server's are read over the same time.
 //
 // Only the frames that reach winbench up to wheelGrace after the last
@@ -338,9 +339,7 @@ func (b *bench) wheel(ctx context.Context, p *proc, window uint32) (scrollResult
 	for i := 1; i < len(frames); i++ {
 		gap := time.Duration(frames[i]-frames[i-1]) * time.Millisecond
 		res.longest = max(res.longest, gap)
-		if gap > 2*frameTime {
-			res.dropped += int(gap/frameTime) - 1
-		}
+		res.dropped += droppedIn(gap)
 	}
 	res.span = time.Duration(frames[len(frames)-1]-frames[0]) * time.Millisecond
 	return res, nil
@@ -348,6 +347,20 @@ func (b *bench) wheel(ctx context.Context, p *proc, window uint32) (scrollResult
 
 // frameTime is one frame at 60 Hz, the most Fyne draws.
 const frameTime = time.Second / 60
+
+// droppedIn is how many frames a gap between two frames dropped. Fyne
+// draws on a 60 Hz tick, so a gap is a whole number of ticks give or take
+// how much longer one frame took to draw than the other; the X server
+// stamps frames in whole milliseconds. A gap of two ticks is no drop: the
+// wheel's clicks come about every 16.6 ms (xdotool's 16 ms and its own
+// work) and Fyne's ticks every 16.7 ms, so now and then a tick finds no
+// click to draw. A gap of two ticks read as 34 ms, or 39 ms with a slower
+// second frame, counted as a dropped frame before: the gap is now rounded
+// to the nearest number of ticks.
+func droppedIn(gap time.Duration) int {
+	ticks := int(math.Round(float64(gap) / float64(frameTime)))
+	return max(0, ticks-2)
+}
 
 // wheelGrace is how long after the last wheel click a frame still counts:
 // six frames, for a window that is behind when the wheel stops.

@@ -33,7 +33,7 @@ type scrollResult struct {
 	wheel, span   time.Duration // the wheel's clicks; first to last frame
 	frames        int
 	longest       time.Duration // the longest gap between two frames
-	dropped       int           // frames missing in gaps over two frame times
+	dropped       int           // frames missing in gaps over two ticks (droppedIn)
 	ticks, xTicks int64
 }
 
