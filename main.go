@@ -6,9 +6,6 @@ import (
 	"os"
 
 	"github.com/pilotdesk/pilotdesk/cli"
-	// Reads the system fonts' index beside the packages' initialisation
-	// when the window opens (its package comment says why).
-	_ "github.com/pilotdesk/pilotdesk/internal/fontindex"
 	"github.com/pilotdesk/pilotdesk/internal/fynelocale"
 )
 
