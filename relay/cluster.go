@@ -149,12 +149,7 @@ func (h clusterHooks) Reconnected() {
 
 func (h clusterHooks) LeaseLost() {
 	r := h.r
-	r.mu.Lock()
-	convs := make([]*conversation, 0, len(r.convs))
-	for _, c := range r.convs {
-		convs = append(convs, c)
-	}
-	r.mu.Unlock()
+	convs := r.allConversations()
 	n := 0
 	for _, c := range convs {
 		c.mu.Lock()

@@ -145,12 +145,7 @@ func (r *Relay) followWatched(c *conversation) {
 
 // stopFollowing ends every following: the relay shuts down.
 func (r *Relay) stopFollowing() {
-	r.mu.Lock()
-	convs := make([]*conversation, 0, len(r.convs))
-	for _, c := range r.convs {
-		convs = append(convs, c)
-	}
-	r.mu.Unlock()
+	convs := r.allConversations()
 	for _, c := range convs {
 		c.follow.mu.Lock()
 		c.follow.stopLinger()

@@ -107,12 +107,7 @@ func (r *Relay) list(c *conn, d *protocol.List) {
 // listPage is the copilot:conversations frame of up to limit entries after
 // the key after (nil: from the start).
 func (r *Relay) listPage(after *listKey, limit int) []byte {
-	r.mu.Lock()
-	convs := make([]*conversation, 0, len(r.convs))
-	for _, c := range r.convs {
-		convs = append(convs, c)
-	}
-	r.mu.Unlock()
+	convs := r.allConversations()
 	type entry struct {
 		key  listKey
 		info protocol.ConversationInfo

@@ -32,8 +32,10 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -395,6 +397,14 @@ func (r *Relay) abandon() {
 // (GET / and its files).
 func (r *Relay) Handler() http.Handler { return r.mux }
 
+// allConversations is a snapshot of the relay's conversations, for the
+// walks over all of them that take each one's own lock (never under mu).
+func (r *Relay) allConversations() []*conversation {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Collect(maps.Values(r.convs))
+}
+
 // Epoch names the relay's history (copilot:subscribed.epoch).
 func (r *Relay) Epoch() string { return r.epoch }
 
@@ -439,12 +449,7 @@ func (r *Relay) shutdown(ctx context.Context) error {
 
 	// The sessions the relay opened; a Shutdown they emit while closing is
 	// stored and sent like any event.
-	r.mu.Lock()
-	convs := make([]*conversation, 0, len(r.convs))
-	for _, c := range r.convs {
-		convs = append(convs, c)
-	}
-	r.mu.Unlock()
+	convs := r.allConversations()
 	for _, c := range convs {
 		c.mu.Lock()
 		sess, h := c.sess, c.host
