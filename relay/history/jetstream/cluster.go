@@ -712,6 +712,15 @@ func (c *Cluster) Latest(ctx context.Context, id string) (history.Conversation, 
 	return v.rec.conversation(), nil
 }
 
+// deletedRemote forgets a conversation deleted on another relay (its
+// half-received batch, the seqs seen of it) and tells this relay. On the
+// live handler's goroutine, which owns pending.
+func (c *Cluster) deletedRemote(h history.ClusterHooks, tok, id string) {
+	delete(c.pending, tok)
+	c.s.dropSeen(id)
+	h.Deleted(id)
+}
+
 // onLive handles one message of a live subject: a stored message as the
 // stream republished it, or a delete notice; or of a changes subject
 // (onChanged). Events are handed to the
@@ -742,13 +751,12 @@ func (c *Cluster) onLive(m *nats.Msg) {
 		if !c.wideNow() {
 			return // told on the changes subject too
 		}
-		delete(c.pending, tok)
 		id, ok := idOfToken(tok)
 		if !ok {
+			delete(c.pending, tok)
 			return
 		}
-		c.s.dropSeen(id)
-		h.Deleted(id)
+		c.deletedRemote(h, tok, id)
 		return
 	}
 	streamSeq, _ := strconv.ParseUint(m.Header.Get(jetstream.SequenceHeader), 10, 64)

@@ -381,9 +381,7 @@ func (c *Cluster) onChanged(tok string, m *nats.Msg) {
 		if c.wideNow() {
 			return // told on the live subject too
 		}
-		delete(c.pending, tok)
-		c.s.dropSeen(id)
-		h.Deleted(id)
+		c.deletedRemote(h, tok, id)
 		return
 	}
 	if c.covered(tok) {
