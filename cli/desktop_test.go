@@ -21,7 +21,6 @@ import (
 	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/app"
 	"fyne.io/fyne/v2/canvas"
-	"fyne.io/fyne/v2/test"
 	"fyne.io/fyne/v2/widget"
 
 	"github.com/pilotdesk/pilotdesk/client"
@@ -605,29 +604,21 @@ func (td *testDesktop) texts() string {
 	td.t.Helper()
 	td.loop.Drain()
 	var b strings.Builder
-	var walk func(o fyne.CanvasObject)
-	walk = func(o fyne.CanvasObject) {
-		if o == nil || !o.Visible() {
-			return
-		}
-		switch v := o.(type) {
-		case *canvas.Text:
-			b.WriteString(v.Text + "\n")
-		case *widget.Entry:
-			b.WriteString(v.Text + "\n")
-		case *widget.List:
-			return // rows are drawn lazily; the transcript's rows are not needed here
-		}
-		switch v := o.(type) {
-		case *fyne.Container:
-			for _, c := range v.Objects {
-				walk(c)
+	walk := func(o fyne.CanvasObject) {
+		uitest.Walk(o, func(o fyne.CanvasObject) bool {
+			if !o.Visible() {
+				return false
 			}
-		case fyne.Widget:
-			for _, c := range test.WidgetRenderer(v).Objects() {
-				walk(c)
+			switch v := o.(type) {
+			case *canvas.Text:
+				b.WriteString(v.Text + "\n")
+			case *widget.Entry:
+				b.WriteString(v.Text + "\n")
+			case *widget.List:
+				return false // rows are drawn lazily; the transcript's rows are not needed here
 			}
-		}
+			return true
+		})
 	}
 	walk(td.d.win.Window().Content())
 	for _, o := range td.d.win.Window().Canvas().Overlays().List() {

@@ -14,6 +14,7 @@ import (
 	"fyne.io/fyne/v2/widget"
 
 	"github.com/pilotdesk/pilotdesk/protocol"
+	"github.com/pilotdesk/pilotdesk/ui/uitest"
 )
 
 // describe prints segments as one line per block: inline text joined, a
@@ -441,27 +442,15 @@ func abs32(f float32) float32 {
 func hoverLink(t *testing.T, w fyne.Window, u string) {
 	t.Helper()
 	var found *linkArea
-	var walk func(o fyne.CanvasObject)
-	walk = func(o fyne.CanvasObject) {
-		if found != nil || o == nil || !o.Visible() {
-			return
+	uitest.Walk(w.Content(), func(o fyne.CanvasObject) bool {
+		if found != nil || !o.Visible() {
+			return false
 		}
-		switch v := o.(type) {
-		case *linkArea:
-			if v.url.String() == u {
-				found = v
-			}
-		case *fyne.Container:
-			for _, c := range v.Objects {
-				walk(c)
-			}
-		case fyne.Widget:
-			for _, c := range test.WidgetRenderer(v).Objects() {
-				walk(c)
-			}
+		if a, ok := o.(*linkArea); ok && a.url.String() == u {
+			found = a
 		}
-	}
-	walk(w.Content())
+		return true
+	})
 	if found == nil {
 		t.Fatalf("no link to %s on screen", u)
 	}

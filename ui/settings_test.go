@@ -23,6 +23,7 @@ import (
 	"github.com/pilotdesk/pilotdesk/relay/relaytest"
 	"github.com/pilotdesk/pilotdesk/session/script"
 	"github.com/pilotdesk/pilotdesk/settings"
+	"github.com/pilotdesk/pilotdesk/ui/uitest"
 )
 
 // ---- pure parts ----
@@ -117,33 +118,21 @@ func TestSettingsPersistInPreferences(t *testing.T) {
 // under o, in order.
 func texts(o fyne.CanvasObject) []string {
 	var out []string
-	var walk func(fyne.CanvasObject)
-	walk = func(o fyne.CanvasObject) {
+	uitest.Walk(o, func(o fyne.CanvasObject) bool {
 		switch x := o.(type) {
 		case *widget.Label:
 			out = append(out, x.Text)
-			return
 		case *widget.Hyperlink:
 			out = append(out, x.Text+" <"+x.URL.String()+">")
-			return
 		case *widget.RichText:
 			out = append(out, strings.ReplaceAll(x.String(), zeroWidth, "")) // wordSegments
-			return
 		case *widget.Entry:
 			out = append(out, x.Text)
-			return
-		case *fyne.Container:
-			for _, c := range x.Objects {
-				walk(c)
-			}
-			return
-		case fyne.Widget:
-			for _, c := range test.WidgetRenderer(x).Objects() {
-				walk(c)
-			}
+		default:
+			return true
 		}
-	}
-	walk(o)
+		return false
+	})
 	return out
 }
 
@@ -580,24 +569,12 @@ func moveToRelay(t *testing.T, h *harness, store history.Store, opts Options) *r
 func tapButton(t *testing.T, o fyne.CanvasObject, text string) {
 	t.Helper()
 	var found *widget.Button
-	var walk func(fyne.CanvasObject)
-	walk = func(o fyne.CanvasObject) {
-		switch x := o.(type) {
-		case *widget.Button:
-			if x.Text == text {
-				found = x
-			}
-		case *fyne.Container:
-			for _, c := range x.Objects {
-				walk(c)
-			}
-		case fyne.Widget:
-			for _, c := range test.WidgetRenderer(x).Objects() {
-				walk(c)
-			}
+	uitest.Walk(o, func(o fyne.CanvasObject) bool {
+		if b, ok := o.(*widget.Button); ok && b.Text == text {
+			found = b
 		}
-	}
-	walk(o)
+		return true
+	})
 	if found == nil {
 		t.Fatalf("no %q button", text)
 	}

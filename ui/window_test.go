@@ -13,6 +13,7 @@ import (
 	"github.com/pilotdesk/pilotdesk/conversation"
 	"github.com/pilotdesk/pilotdesk/protocol"
 	"github.com/pilotdesk/pilotdesk/relay"
+	"github.com/pilotdesk/pilotdesk/ui/uitest"
 )
 
 func TestMarkdownTurnAndUsage(t *testing.T) {
@@ -554,24 +555,12 @@ func TestListHoldsStillUnderThePointer(t *testing.T) {
 func (h *harness) shownRow(i int) *hoverBox {
 	h.t.Helper()
 	var found *hoverBox
-	var walk func(o fyne.CanvasObject)
-	walk = func(o fyne.CanvasObject) {
-		switch x := o.(type) {
-		case *hoverBox:
-			if found == nil {
-				found = x
-			}
-		case *fyne.Container:
-			for _, c := range x.Objects {
-				walk(c)
-			}
-		case fyne.Widget:
-			for _, c := range test.WidgetRenderer(x).Objects() {
-				walk(c)
-			}
+	uitest.Walk(h.w.sidebar.list, func(o fyne.CanvasObject) bool {
+		if b, ok := o.(*hoverBox); ok && found == nil {
+			found = b
 		}
-	}
-	walk(h.w.sidebar.list)
+		return true
+	})
 	if found == nil {
 		h.t.Fatal("no row of the list is drawn")
 	}
