@@ -158,19 +158,9 @@ func NewCluster(ctx context.Context, s *Store, opts ClusterOptions) (*Cluster, e
 }
 
 func (c *Cluster) bucket(ctx context.Context, cfg jetstream.KeyValueConfig) (jetstream.KeyValue, error) {
-	var kv jetstream.KeyValue
-	err := c.s.leaderCall(ctx, func(ctx context.Context) (err error) {
-		kv, err = c.s.js.KeyValue(ctx, cfg.Bucket)
-		if errors.Is(err, jetstream.ErrBucketNotFound) {
-			kv, err = c.s.js.CreateKeyValue(ctx, cfg)
-			if errors.Is(err, jetstream.ErrBucketExists) {
-				kv, err = c.s.js.KeyValue(ctx, cfg.Bucket)
-			}
-		}
-		return err
-	})
+	kv, err := c.s.openKV(ctx, cfg)
 	if err != nil {
-		return nil, fmt.Errorf("jetstream cluster: open bucket %s: %w", cfg.Bucket, err)
+		return nil, fmt.Errorf("jetstream cluster: %w", err)
 	}
 	return kv, nil
 }

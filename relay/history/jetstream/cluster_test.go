@@ -322,3 +322,43 @@ func TestClusterRacingWriters(t *testing.T) {
 		t.Error("no round raced to the server: the fence was not exercised")
 	}
 }
+
+// TestClusterOpenRace opens stores through each node at once on a fresh
+// cluster, as relays started together do, several times over: each finds
+// or creates the stream and the bucket, and all of them end up on the one
+// stream (one epoch). The loser of a create could look the winner's stream
+// up while its replicas were still electing a leader, be told it did not
+// exist, and fail to start: a clean-clone make test on a loaded machine
+// saw it once (tests/cluster); on a quiet one this test does not hit that
+// moment, so it guards the races' outcome, not that one timing.
+func TestClusterOpenRace(t *testing.T) {
+	c := natstest.Start(t, 3)
+	conns := []*nats.Conn{clusterConn(t, c, 0), clusterConn(t, c, 1), clusterConn(t, c, 2)}
+	for round := range 4 {
+		resetDefault(t, conns[0])
+		stores := make([]*Store, 2*len(conns))
+		errs := make([]error, len(stores))
+		var wg sync.WaitGroup
+		for i := range stores {
+			wg.Go(func() {
+				ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+				defer cancel()
+				stores[i], errs[i] = Open(ctx, conns[i%len(conns)], Options{Replicas: 3})
+			})
+		}
+		wg.Wait()
+		epoch := ""
+		for i, s := range stores {
+			if errs[i] != nil {
+				t.Fatalf("round %d: store %d: %v", round, i, errs[i])
+			}
+			if epoch == "" {
+				epoch = s.Epoch()
+			}
+			if s.Epoch() != epoch {
+				t.Errorf("round %d: store %d has epoch %s, another %s: two streams", round, i, s.Epoch(), epoch)
+			}
+			s.Close()
+		}
+	}
+}

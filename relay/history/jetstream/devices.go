@@ -99,19 +99,9 @@ func (s *Store) extraBucket(ctx context.Context, slot *jetstream.KeyValue, base,
 		Storage:     jetstream.FileStorage,
 		Replicas:    s.opts.Replicas,
 	}
-	var kv jetstream.KeyValue
-	err := s.leaderCall(ctx, func(ctx context.Context) (err error) {
-		kv, err = s.js.KeyValue(ctx, name)
-		if errors.Is(err, jetstream.ErrBucketNotFound) {
-			kv, err = s.js.CreateKeyValue(ctx, cfg)
-			if errors.Is(err, jetstream.ErrBucketExists) {
-				kv, err = s.js.KeyValue(ctx, name) // another relay made it meanwhile
-			}
-		}
-		return err
-	})
+	kv, err := s.openKV(ctx, cfg)
 	if err != nil {
-		return nil, fmt.Errorf("jetstream history: open bucket %s: %w", name, err)
+		return nil, err
 	}
 	*slot = kv
 	return kv, nil

@@ -50,11 +50,18 @@ func backOff(ctx context.Context, wait *time.Duration) error {
 // milliseconds by a leader, never by a dead one.
 const callTimeout = 2 * time.Second
 
+// errForming is a stream or bucket that another relay has just created
+// and that does not answer yet: creating it failed because it exists, and
+// looking it up finds nothing while its replicas elect a leader. It passes
+// as an election does.
+var errForming = errors.New("created by another relay a moment ago, and not answering yet")
+
 // passing reports whether a request's error passes with a leader election:
 // no answer, nobody listening, or the server saying so.
 func passing(err error) bool {
 	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrTimeout) ||
-		errors.Is(err, nats.ErrNoResponders) || errors.Is(err, jetstream.ErrNoStreamResponse) {
+		errors.Is(err, nats.ErrNoResponders) || errors.Is(err, jetstream.ErrNoStreamResponse) ||
+		errors.Is(err, errForming) {
 		return true
 	}
 	var apiErr *jetstream.APIError

@@ -285,6 +285,9 @@ func (s *Store) openStream(ctx context.Context) error {
 			st, err = s.js.CreateStream(ctx, cfg)
 			if errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) {
 				st, err = s.js.Stream(ctx, s.names.stream) // another relay made it meanwhile
+				if errors.Is(err, jetstream.ErrStreamNotFound) {
+					err = fmt.Errorf("stream %s: %w", s.names.stream, errForming)
+				}
 			}
 		}
 		return err
@@ -318,22 +321,37 @@ func (s *Store) openBucket(ctx context.Context) error {
 		Storage:     jetstream.FileStorage,
 		Replicas:    s.opts.Replicas,
 	}
+	kv, err := s.openKV(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	s.kv = kv
+	return nil
+}
+
+// openKV finds a KV bucket, or creates it: the first relay of a cluster
+// creates the buckets, and relays that start together race to. One that
+// loses finds the bucket made by the other, or, while its replicas are
+// still forming, not yet (errForming, which leaderCall waits out).
+func (s *Store) openKV(ctx context.Context, cfg jetstream.KeyValueConfig) (jetstream.KeyValue, error) {
 	var kv jetstream.KeyValue
 	err := s.leaderCall(ctx, func(ctx context.Context) (err error) {
-		kv, err = s.js.KeyValue(ctx, s.names.bucket)
+		kv, err = s.js.KeyValue(ctx, cfg.Bucket)
 		if errors.Is(err, jetstream.ErrBucketNotFound) {
 			kv, err = s.js.CreateKeyValue(ctx, cfg)
 			if errors.Is(err, jetstream.ErrBucketExists) {
-				kv, err = s.js.KeyValue(ctx, s.names.bucket) // another relay made it meanwhile
+				kv, err = s.js.KeyValue(ctx, cfg.Bucket) // another relay made it meanwhile
+				if errors.Is(err, jetstream.ErrBucketNotFound) {
+					err = fmt.Errorf("bucket %s: %w", cfg.Bucket, errForming)
+				}
 			}
 		}
 		return err
 	})
 	if err != nil {
-		return fmt.Errorf("jetstream history: open bucket %s: %w", s.names.bucket, err)
+		return nil, fmt.Errorf("jetstream history: open bucket %s: %w", cfg.Bucket, err)
 	}
-	s.kv = kv
-	return nil
+	return kv, nil
 }
 
 // Epoch is the events stream's: a re-created stream is a new history.
