@@ -58,7 +58,7 @@ type Cluster struct {
 	relays jetstream.KeyValue
 	owners jetstream.KeyValue
 
-	mu sync.Mutex // guards id, cmd, hooks, leaseRev, leaseOK, renewed, claimed, stopped
+	mu sync.Mutex // guards id, cmd, hooks, leaseRev, leaseOK, renewed, claimed, stopped, lapsed
 	// id is new at every announcement: a relay whose lease lapsed comes
 	// back as another, so that what it owned under its old id is anyone's.
 	id       string
@@ -69,6 +69,9 @@ type Cluster struct {
 	renewed  time.Time // last successful create or renewal
 	claimed  map[string]uint64
 	stopped  bool
+	// lapsed has a channel per relay a command is being forwarded to,
+	// closed when the watcher sees that relay's lease lapse (lapseOf).
+	lapsed map[string]chan struct{}
 
 	// f is the subscriptions to the live and changes subjects (follow.go);
 	// liveMsgs counts the live messages handled.
@@ -489,6 +492,10 @@ func (c *Cluster) watchRelays(ctx context.Context, w jetstream.KeyWatcher) {
 		c.log.Info("jetstream cluster: a relay's lease lapsed", "relay", e.Key())
 		c.mu.Lock()
 		h := c.hooks
+		if ch, ok := c.lapsed[e.Key()]; ok {
+			close(ch)
+			delete(c.lapsed, e.Key())
+		}
 		c.mu.Unlock()
 		if h != nil {
 			h.RelayGone(e.Key())
@@ -625,12 +632,55 @@ func (c *Cluster) dropOwner(ctx context.Context, key string, rev uint64) error {
 	return nil
 }
 
-// Forward sends a command to the relay that owns the conversation.
+// errLeaseLapsed is why a forward stopped: its owner's lease lapsed.
+var errLeaseLapsed = errors.New("its lease lapsed")
+
+// lapseOf is closed when relay's lease lapses. A relay that died can still
+// seem to listen for a while (its subscription's interest outlives it on
+// the other nodes of the cluster), and a command sent to it then waits out
+// forwardTimeout, after the conversation has been taken over.
+func (c *Cluster) lapseOf(relay string) <-chan struct{} {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.lapsed == nil {
+		c.lapsed = map[string]chan struct{}{}
+	}
+	ch, ok := c.lapsed[relay]
+	if !ok {
+		ch = make(chan struct{})
+		c.lapsed[relay] = ch
+	}
+	return ch
+}
+
+// Forward sends a command to the relay that owns the conversation. It
+// stops waiting when the owner's lease lapses: the command is the
+// unreachable owner's, which the sender takes over and runs itself.
 func (c *Cluster) Forward(ctx context.Context, owner string, cmd []byte) ([]byte, error) {
-	ctx, cancel := context.WithTimeout(ctx, forwardTimeout)
-	defer cancel()
+	lapse := c.lapseOf(owner)
+	// Its lease may have lapsed before the watch could tell lapse.
+	if ok, err := c.alive(ctx, owner); err == nil && !ok {
+		return nil, fmt.Errorf("jetstream cluster: forward to relay %s: %w (%w)", owner, history.ErrUnreachable, errLeaseLapsed)
+	}
+	ctx, cancelTimeout := context.WithTimeout(ctx, forwardTimeout)
+	defer cancelTimeout()
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	go func() {
+		select {
+		case <-lapse:
+			cancel(errLeaseLapsed)
+		case <-ctx.Done():
+		}
+	}()
+	unreachable := func(err error) ([]byte, error) {
+		return nil, fmt.Errorf("jetstream cluster: forward to relay %s: %w (%w)", owner, history.ErrUnreachable, err)
+	}
 	for attempt := 1; ; attempt++ {
 		reply, err := c.nc.RequestWithContext(ctx, c.cmdSubject(owner), cmd)
+		if err != nil && errors.Is(context.Cause(ctx), errLeaseLapsed) {
+			return unreachable(errLeaseLapsed)
+		}
 		if err == nil && reply.Header.Get(hdrNotOwner) != "" {
 			// It is stopping: it gives its conversations up in a moment,
 			// and the sender routes the command again.
@@ -646,10 +696,13 @@ func (c *Cluster) Forward(ctx context.Context, owner string, cmd []byte) ([]byte
 			return nil, fmt.Errorf("jetstream cluster: forward to relay %s: %w", owner, err)
 		}
 		if attempt == 8 {
-			return nil, fmt.Errorf("jetstream cluster: forward to relay %s: %w (%w)", owner, history.ErrUnreachable, err)
+			return unreachable(err)
 		}
 		select {
 		case <-ctx.Done():
+			if errors.Is(context.Cause(ctx), errLeaseLapsed) {
+				return unreachable(errLeaseLapsed)
+			}
 			return nil, fmt.Errorf("jetstream cluster: forward to relay %s: %w", owner, err)
 		case <-time.After(250 * time.Millisecond):
 		}

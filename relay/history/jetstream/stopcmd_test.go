@@ -95,3 +95,62 @@ func TestClusterForwardToStoppingRelay(t *testing.T) {
 		t.Errorf("forward to a stopped relay took %v", took)
 	}
 }
+
+// TestClusterForwardStopsWhenTheLeaseLapses: a command forwarded to a
+// relay that seems to listen but never answers (hung, or dead while the
+// cluster still routes to its subscription) ends when the watcher sees
+// that relay's lease lapse, as unreachable, so that the sender takes the
+// conversation over; not after forwardTimeout with a deadline error.
+func TestClusterForwardStopsWhenTheLeaseLapses(t *testing.T) {
+	c := natstest.Start(t, 3)
+	nc := clusterConn(t, c, 0)
+	resetDefault(t, nc)
+	st := openR3(t, clusterConn(t, c, 1), Options{})
+	sender, err := NewCluster(context.Background(), st, ClusterOptions{Lease: 4 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := sender.Start(quietHooks{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		sender.Stop(ctx)
+	})
+
+	// The hung relay: a lease, and a command subscription that never
+	// answers.
+	const hung = "hung-relay"
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if _, err := sender.relays.Put(ctx, hung, []byte(`{"at":"2026-11-24T00:00:00Z","changes":true}`)); err != nil {
+		t.Fatal(err)
+	}
+	sub, err := clusterConn(t, c, 2).SubscribeSync(sender.cmdSubject(hung))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Unsubscribe()
+
+	done := make(chan error, 1)
+	go func() {
+		_, err := sender.Forward(context.Background(), hung, []byte("{}"))
+		done <- err
+	}()
+	if _, err := sub.NextMsg(5 * time.Second); err != nil {
+		t.Fatalf("the command did not reach the hung relay: %v", err)
+	}
+	if err := sender.relays.Delete(ctx, hung); err != nil { // its lease lapses
+		t.Fatal(err)
+	}
+	err = <-done
+	if !errors.Is(err, history.ErrUnreachable) || !errors.Is(err, errLeaseLapsed) {
+		t.Fatalf("Forward = %v, want unreachable because the lease lapsed", err)
+	}
+
+	// A forward to a relay whose lease is gone already is refused at once.
+	if _, err := sender.Forward(context.Background(), hung, []byte("{}")); !errors.Is(err, errLeaseLapsed) {
+		t.Fatalf("Forward to a lapsed relay = %v, want its lease lapsed", err)
+	}
+}
