@@ -406,9 +406,7 @@ func (c *Cluster) renew(ctx context.Context) {
 		d := c.dropped()
 		if n := c.nc.Stats().Reconnects; (n != reconnects || d != dropped) && c.nc.IsConnected() {
 			reconnects, dropped = n, d
-			c.mu.Lock()
-			h := c.hooks
-			c.mu.Unlock()
+			h := c.hooksNow()
 			h.Reconnected()
 		}
 		if time.Since(last) < c.every {
@@ -784,9 +782,7 @@ func (c *Cluster) onLive(m *nats.Msg) {
 		return
 	}
 	c.liveMsgs.Add(1)
-	c.mu.Lock()
-	h := c.hooks
-	c.mu.Unlock()
+	h := c.hooksNow()
 	if h == nil {
 		return
 	}

@@ -11,6 +11,8 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/pilotdesk/pilotdesk/relay/history"
 )
 
 // What a relay follows of the conversations other relays own
@@ -327,12 +329,10 @@ func (c *Cluster) wideNow() bool {
 	return c.f.wide != nil
 }
 
-func (c *Cluster) hooksNow() interface{ Reconnected() } {
+// hooksNow is the relay's hooks, nil before Start and after Stop.
+func (c *Cluster) hooksNow() history.ClusterHooks {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.hooks == nil {
-		return nil
-	}
 	return c.hooks
 }
 
@@ -371,9 +371,7 @@ func (c *Cluster) onChanged(tok string, m *nats.Msg) {
 	if !ok {
 		return
 	}
-	c.mu.Lock()
-	h := c.hooks
-	c.mu.Unlock()
+	h := c.hooksNow()
 	if h == nil {
 		return
 	}
