@@ -54,9 +54,19 @@ func TestNewConversationLimit(t *testing.T) {
 	other := e.dial()
 	other.Send("copilot:set_mode", map[string]any{"conversationId": "o1", "mode": "plan"})
 	expectQuiet(t, other)
-	other.Send("copilot:list", nil)
-	if convs := other.Expect("copilot:conversations").Field("conversations").([]any); len(convs) != 4 {
-		t.Errorf("listed %d conversations, want n1, n2, n3 and o1", len(convs))
+	// A conversation is listed once its first event is stored, which the
+	// committer does after set_mode has been answered: ask until it is.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		other.Send("copilot:list", nil)
+		convs := other.Expect("copilot:conversations").Field("conversations").([]any)
+		if len(convs) == 4 {
+			break
+		}
+		if len(convs) > 4 || time.Now().After(deadline) {
+			t.Fatalf("listed %d conversations, want n1, n2, n3 and o1", len(convs))
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }
 
