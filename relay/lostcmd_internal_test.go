@@ -3,10 +3,8 @@ package relay
 import (
 	"context"
 	"testing"
-	"time"
 
 	"github.com/pilotdesk/pilotdesk/protocol"
-	"github.com/pilotdesk/pilotdesk/relay/history"
 )
 
 // TestClusterCommandsOnLostConversation: set_mode, abort and
@@ -16,20 +14,7 @@ import (
 // owner), not answered as done while nothing happened: the mode set here
 // decides nothing, the turn and the question live on the other relay.
 func TestClusterCommandsOnLostConversation(t *testing.T) {
-	r, err := New(Config{Agent: &openCounter{}, Store: history.NewMemory(), Cluster: soloCluster{}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		_ = r.Close(ctx)
-	}()
-	var conv *conversation
-	_ = r.withConversation(context.Background(), "lost", func(c *conversation) { conv = c })
-	if !conv.remote {
-		t.Fatal("a conversation new to a relay in a cluster is not remote")
-	}
+	r, conv := lostConversation(t, &openCounter{})
 	conv.mu.Lock()
 	before := conv.mode
 	conv.mu.Unlock()

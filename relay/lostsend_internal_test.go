@@ -41,21 +41,7 @@ func (a *openCounter) Open(context.Context, string, session.OpenOptions, session
 // the new owner.
 func TestClusterSendOnLostConversation(t *testing.T) {
 	agent := &openCounter{}
-	r, err := New(Config{Agent: agent, Store: history.NewMemory(), Cluster: soloCluster{}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		_ = r.Close(ctx)
-	}()
-	// Remote: another relay owns it, as after loseLocked.
-	var conv *conversation
-	_ = r.withConversation(context.Background(), "lost", func(c *conversation) { conv = c })
-	if !conv.remote {
-		t.Fatal("a conversation new to a relay in a cluster is not remote")
-	}
+	r, _ := lostConversation(t, agent)
 	e := r.startSend(context.Background(), &protocol.Send{ConversationID: "lost", Prompt: "hi"}, nil, nil)
 	if e == nil {
 		t.Error("a send on a conversation another relay owns started a turn here, without an error")
@@ -67,4 +53,26 @@ func TestClusterSendOnLostConversation(t *testing.T) {
 	if n := agent.opens.Load(); n != 0 {
 		t.Errorf("the agent was asked for %d sessions of a conversation another relay owns", n)
 	}
+}
+
+// lostConversation starts a relay in a cluster of its own and makes
+// conversation "lost" on it, remote as after loseLocked: another relay
+// owns it. The relay closes when the test ends.
+func lostConversation(t *testing.T, agent *openCounter) (*Relay, *conversation) {
+	t.Helper()
+	r, err := New(Config{Agent: agent, Store: history.NewMemory(), Cluster: soloCluster{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_ = r.Close(ctx)
+	})
+	var conv *conversation
+	_ = r.withConversation(context.Background(), "lost", func(c *conversation) { conv = c })
+	if !conv.remote {
+		t.Fatal("a conversation new to a relay in a cluster is not remote")
+	}
+	return r, conv
 }

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/pilotdesk/pilotdesk/relay/history"
 	"github.com/pilotdesk/pilotdesk/relay/history/jetstream/natstest"
@@ -36,19 +35,7 @@ func TestClusterClaimRace(t *testing.T) {
 	var members []*Cluster
 	for i := range 2 {
 		st := openR3(t, clusterConn(t, c, i), Options{})
-		cl, err := NewCluster(context.Background(), st, ClusterOptions{Lease: 4 * time.Second})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := cl.Start(quietHooks{}); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() {
-			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			defer cancel()
-			cl.Stop(ctx)
-		})
-		members = append(members, cl)
+		members = append(members, startCluster(t, st, ClusterOptions{}, quietHooks{}))
 	}
 	ctx := context.Background()
 	for round := range 30 {

@@ -53,6 +53,29 @@ func resetDefault(t *testing.T, nc *nats.Conn) {
 	}
 }
 
+// startCluster makes a relay's Cluster on st, with a 4 s lease unless
+// opts has one, starts it with h, and stops it when the test ends (a Stop
+// of the test's own before then makes that one do nothing).
+func startCluster(t *testing.T, st *Store, opts ClusterOptions, h history.ClusterHooks) *Cluster {
+	t.Helper()
+	if opts.Lease == 0 {
+		opts.Lease = 4 * time.Second
+	}
+	cl, err := NewCluster(context.Background(), st, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cl.Start(h); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_ = cl.Stop(ctx)
+	})
+	return cl
+}
+
 func openR3(t *testing.T, nc *nats.Conn, opts Options) *Store {
 	t.Helper()
 	opts.Replicas = 3

@@ -46,19 +46,8 @@ func TestClusterForwardedFlood(t *testing.T) {
 	nc := clusterConn(t, c, 0)
 	resetDefault(t, nc)
 	st := openR3(t, nc, Options{})
-	cl, err := NewCluster(context.Background(), st, ClusterOptions{Lease: 4 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
 	h := &blockingHooks{release: make(chan struct{})}
-	if err := cl.Start(h); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		cl.Stop(ctx)
-	})
+	cl := startCluster(t, st, ClusterOptions{}, h)
 
 	sender := clusterConn(t, c, 1)
 	inbox := sender.NewRespInbox()

@@ -57,18 +57,7 @@ func TestClusterReleaseRace(t *testing.T) {
 	resetDefault(t, nc)
 	logs := &lines{}
 	st := openR3(t, clusterConn(t, c, 0), Options{})
-	a, err := NewCluster(context.Background(), st, ClusterOptions{Lease: 4 * time.Second, Logger: slog.New(logs)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := a.Start(quietHooks{}); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		_ = a.Stop(ctx) // once the test has, nothing more
-	})
+	a := startCluster(t, st, ClusterOptions{Logger: slog.New(logs)}, quietHooks{})
 	other := openR3(t, clusterConn(t, c, 1), Options{})
 	b, err := NewCluster(context.Background(), other, ClusterOptions{Lease: 4 * time.Second})
 	if err != nil {

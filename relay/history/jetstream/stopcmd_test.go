@@ -21,20 +21,7 @@ func TestClusterForwardToStoppingRelay(t *testing.T) {
 	nc := clusterConn(t, c, 0)
 	resetDefault(t, nc)
 	start := func(i int, h history.ClusterHooks) *Cluster {
-		st := openR3(t, clusterConn(t, c, i), Options{})
-		cl, err := NewCluster(context.Background(), st, ClusterOptions{Lease: 4 * time.Second})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := cl.Start(h); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() {
-			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			defer cancel()
-			cl.Stop(ctx)
-		})
-		return cl
+		return startCluster(t, openR3(t, clusterConn(t, c, i), Options{}), ClusterOptions{}, h)
 	}
 	h := &blockingHooks{release: make(chan struct{})}
 	owner := start(0, h)
@@ -106,18 +93,7 @@ func TestClusterForwardStopsWhenTheLeaseLapses(t *testing.T) {
 	nc := clusterConn(t, c, 0)
 	resetDefault(t, nc)
 	st := openR3(t, clusterConn(t, c, 1), Options{})
-	sender, err := NewCluster(context.Background(), st, ClusterOptions{Lease: 4 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := sender.Start(quietHooks{}); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		sender.Stop(ctx)
-	})
+	sender := startCluster(t, st, ClusterOptions{}, quietHooks{})
 
 	// The hung relay: a lease, and a command subscription that never
 	// answers.
