@@ -9,34 +9,16 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/pilotdesk/pilotdesk/chat"
+	"github.com/pilotdesk/pilotdesk/internal/testsupport"
 	"github.com/pilotdesk/pilotdesk/protocol"
 	"github.com/pilotdesk/pilotdesk/relay"
 	"github.com/pilotdesk/pilotdesk/relay/relaytest"
 	"github.com/pilotdesk/pilotdesk/session/script"
 )
-
-// lockedBuffer is a chat's stdout that the test reads while it runs.
-type lockedBuffer struct {
-	mu sync.Mutex // guards b
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 // TestChatRemembersItsDevice: pilotdesk chat with a device token learns
 // its device from its first prompt's echo and keeps it in its data dir
@@ -60,7 +42,7 @@ func TestChatRemembersItsDevice(t *testing.T) {
 	chatRun := func(dir, prompt, want string, args ...string) string {
 		t.Helper()
 		in, typing := io.Pipe()
-		out := &lockedBuffer{}
+		out := &testsupport.Buffer{}
 		var stderr bytes.Buffer
 		env := Env{Stdin: in, Stdout: out, Stderr: &stderr, Getenv: func(string) string { return "" }}
 		done := make(chan int, 1)

@@ -24,6 +24,7 @@ import (
 	"fyne.io/fyne/v2/widget"
 
 	"github.com/pilotdesk/pilotdesk/client"
+	"github.com/pilotdesk/pilotdesk/internal/testsupport"
 	"github.com/pilotdesk/pilotdesk/protocol"
 	"github.com/pilotdesk/pilotdesk/relay/relaytest"
 	"github.com/pilotdesk/pilotdesk/settings"
@@ -244,31 +245,13 @@ func TestSettingsPersistAcrossRestart(t *testing.T) {
 	}
 }
 
-// syncBuffer is a log sink shared by goroutines.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 // testDesktop is a desktop on the headless driver whose UI work runs on
 // the test's goroutine.
 type testDesktop struct {
 	t    *testing.T
 	d    *desktop
 	app  fyne.App
-	logs *syncBuffer
+	logs *testsupport.Buffer
 	loop *uitest.Loop // the UI goroutine's queue: the test runs it
 }
 
@@ -297,7 +280,7 @@ func (td *testDesktop) waitStarted() {
 func startTestDesktop(t *testing.T, a fyne.App, args ...string) (*testDesktop, error) {
 	t.Helper()
 	cf, fs, getenv := parseWindowFlags(t, nil, args...)
-	logs := &syncBuffer{}
+	logs := &testsupport.Buffer{}
 	a, loop := uitest.Wrap(t, a)
 	td := &testDesktop{t: t, app: a, logs: logs, loop: loop}
 	d, err := openDesktop(context.Background(), desktopConfig{
@@ -675,7 +658,7 @@ func heldProxy(t *testing.T, addr string) (url string, release func()) {
 func TestTheWindowShowsBeforeItsRelay(t *testing.T) {
 	remoteSettings := relaySettings{Settings: settings.Settings{Agent: "script"}, Listen: "127.0.0.1:0", Token: "remote-token",
 		Script: filepath.Join("..", "ui", "testdata", "script.json"), HeartbeatTimeout: time.Minute, DataDir: memoryDataDir}
-	remote, err := startStack(context.Background(), remoteSettings, slog.New(slog.NewTextHandler(&syncBuffer{}, nil)))
+	remote, err := startStack(context.Background(), remoteSettings, slog.New(slog.NewTextHandler(&testsupport.Buffer{}, nil)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -763,7 +746,7 @@ func TestTheWindowShowsBeforeItsRelay(t *testing.T) {
 func TestApplyingSettingsSwitchesToARemoteRelay(t *testing.T) {
 	remoteSettings := relaySettings{Settings: settings.Settings{Agent: "script"}, Listen: "127.0.0.1:0", Token: "remote-token",
 		Script: filepath.Join("..", "ui", "testdata", "script.json"), HeartbeatTimeout: time.Minute, DataDir: memoryDataDir}
-	remote, err := startStack(context.Background(), remoteSettings, slog.New(slog.NewTextHandler(&syncBuffer{}, nil)))
+	remote, err := startStack(context.Background(), remoteSettings, slog.New(slog.NewTextHandler(&testsupport.Buffer{}, nil)))
 	if err != nil {
 		t.Fatal(err)
 	}

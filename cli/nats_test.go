@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pilotdesk/pilotdesk/internal/testsupport"
 	"github.com/pilotdesk/pilotdesk/relay/history/jetstream/natstest"
 )
 
@@ -53,7 +54,7 @@ func TestRedactURLs(t *testing.T) {
 // logged; a node that goes away is still a warning.
 func TestNATSDisconnectLog(t *testing.T) {
 	c := natstest.Start(t, 1)
-	logs := &syncBuffer{}
+	logs := &testsupport.Buffer{}
 	logger := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	addr := fmt.Sprintf("nats://%s@127.0.0.1:%d", url.UserPassword(c.User, c.Password), c.Nodes[0].ClientPort)
 	waitLog := func(want string) {

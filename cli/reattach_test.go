@@ -14,6 +14,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/pilotdesk/pilotdesk/client"
+	"github.com/pilotdesk/pilotdesk/internal/testsupport"
 	"github.com/pilotdesk/pilotdesk/protocol"
 	"github.com/pilotdesk/pilotdesk/settings"
 )
@@ -141,7 +142,7 @@ func TestChatFollowsServeOfItsDataDir(t *testing.T) {
 	chat.Env = append(os.Environ(), "PILOTDESK_TOKEN=", "NO_COLOR=1")
 	in, typed := io.Pipe()
 	chat.Stdin = in
-	var stdout, stderr lockedBuffer
+	var stdout, stderr testsupport.Buffer
 	chat.Stdout, chat.Stderr = &stdout, &stderr
 	if err := chat.Start(); err != nil {
 		t.Fatal(err)

@@ -1,7 +1,6 @@
 package docs_test
 
 import (
-	"bytes"
 	"flag"
 	"io"
 	"os"
@@ -9,11 +8,11 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/pilotdesk/pilotdesk/internal/testbin"
+	"github.com/pilotdesk/pilotdesk/internal/testsupport"
 )
 
 // The recorded terminal sessions of devices.md and cost-and-plan.md are
@@ -38,25 +37,8 @@ type session struct {
 	name string
 	cmd  *exec.Cmd
 	in   io.WriteCloser
-	out  *syncBuffer
+	out  *testsupport.Buffer
 	done chan error
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // sessionEnv is the environment of every command: plain output (no
@@ -70,7 +52,7 @@ func start(t *testing.T, name, bin string, args ...string) *session {
 	t.Helper()
 	cmd := exec.Command(bin, args...)
 	cmd.Env = sessionEnv()
-	s := &session{t: t, name: name, cmd: cmd, out: &syncBuffer{}, done: make(chan error, 1)}
+	s := &session{t: t, name: name, cmd: cmd, out: &testsupport.Buffer{}, done: make(chan error, 1)}
 	cmd.Stdout, cmd.Stderr = s.out, s.out
 	in, err := cmd.StdinPipe()
 	if err != nil {

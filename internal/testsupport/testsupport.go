@@ -78,7 +78,7 @@ func leakedGoroutines(grace time.Duration, match []string) string {
 // Logger returns a logger (all levels) that collects its lines and prints
 // them, as "backend log:", when the test fails.
 func Logger(t testing.TB) *slog.Logger {
-	w := &logBuffer{}
+	w := &Buffer{}
 	t.Cleanup(func() {
 		if t.Failed() {
 			t.Logf("backend log:\n%s", w.String())
@@ -87,18 +87,20 @@ func Logger(t testing.TB) *slog.Logger {
 	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: slog.LevelDebug}))
 }
 
-type logBuffer struct {
-	mu  sync.Mutex
+// Buffer is a bytes.Buffer that goroutines may write while the test reads
+// it: a log, or a command's output.
+type Buffer struct {
+	mu  sync.Mutex // guards buf
 	buf bytes.Buffer
 }
 
-func (b *logBuffer) Write(p []byte) (int, error) {
+func (b *Buffer) Write(p []byte) (int, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.buf.Write(p)
 }
 
-func (b *logBuffer) String() string {
+func (b *Buffer) String() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.buf.String()
