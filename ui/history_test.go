@@ -10,6 +10,7 @@ import (
 	"fyne.io/fyne/v2/theme"
 
 	"github.com/pilotdesk/pilotdesk/client"
+	"github.com/pilotdesk/pilotdesk/client/clienttest"
 	"github.com/pilotdesk/pilotdesk/conversation"
 	"github.com/pilotdesk/pilotdesk/protocol"
 )
@@ -34,23 +35,9 @@ func longHistory(h *harness, turns int) int64 {
 }
 
 // applyAt applies data to the window's store as event seq of conv, as the
-// relay would send it. Header is embedded by value, so each event type is
-// addressed on its own.
+// relay would send it.
 func applyAt(h *harness, conv string, seq int64, data any) {
-	hdr := protocol.Header{ConversationID: conv, Seq: seq}
-	switch d := data.(type) {
-	case *protocol.UserMessage:
-		d.Header = hdr
-	case *protocol.Delta:
-		d.Header = hdr
-	case *protocol.Message:
-		d.Header = hdr
-	case *protocol.Idle:
-		d.Header = hdr
-	default:
-		panic(fmt.Sprintf("applyAt: add a case for %T", data))
-	}
-	h.w.store.Apply(client.Event{Data: data})
+	h.w.store.Apply(clienttest.Event(h.t, conv, seq, data))
 }
 
 // TestLongHistoryHeights: more rows than bulkHeights at once go to a new
@@ -159,7 +146,7 @@ func TestLongConversationHeldInSteps(t *testing.T) {
 
 	// A new row comes at the bottom.
 	seq++
-	h.w.store.Apply(client.Event{Data: &protocol.UserMessage{Header: protocol.Header{ConversationID: conv, Seq: seq}, MessageID: "new", Content: "one more"}})
+	applyAt(h, conv, seq, &protocol.UserMessage{MessageID: "new", Content: "one more"})
 	h.frame()
 	if n := len(tr.rows); n != windowRows+1 || tr.rows[n-1].Text != "one more" || tr.list.Length() != n {
 		t.Fatalf("after a new row: %d rows, last %q", n, tr.rows[n-1].Text)

@@ -1,4 +1,5 @@
 // Package clienttest holds test helpers for code that uses the relay client:
+// conversation events as the client hands them on (Event), and
 // a TCP proxy that can cut every connection, so that tests can make a real
 // client lose a real relay and watch it reconnect and resume.
 package clienttest

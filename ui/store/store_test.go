@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/pilotdesk/pilotdesk/client"
+	"github.com/pilotdesk/pilotdesk/client/clienttest"
 	"github.com/pilotdesk/pilotdesk/conversation"
 	"github.com/pilotdesk/pilotdesk/protocol"
 )
@@ -26,36 +27,7 @@ func newFeed(t *testing.T, opts Options) *feed {
 
 func (f *feed) ev(conv string, data any) {
 	f.seq[conv]++
-	hdr := protocol.Header{ConversationID: conv, Seq: f.seq[conv]}
-	switch d := data.(type) {
-	case *protocol.UserMessage:
-		d.Header = hdr
-	case *protocol.Delta:
-		d.Header = hdr
-	case *protocol.Message:
-		d.Header = hdr
-	case *protocol.ToolStart:
-		d.Header = hdr
-	case *protocol.ToolEnd:
-		d.Header = hdr
-	case *protocol.Idle:
-		d.Header = hdr
-	case *protocol.ModeChanged:
-		d.Header = hdr
-	case *protocol.UserInputRequest:
-		d.Header = hdr
-	case *protocol.UserInputClosed:
-		d.Header = hdr
-	case *protocol.UserInputTimeout:
-		d.Header = hdr
-	case *protocol.AgentError:
-		d.Header = hdr
-	case *protocol.Quota:
-		d.Header = hdr
-	case *protocol.Shutdown:
-		d.Header = hdr
-	}
-	f.s.Apply(client.Event{Data: data})
+	f.s.Apply(clienttest.Event(f.t, conv, f.seq[conv], data))
 }
 
 func rowsOf(s *Store, id string) []conversation.Row { return s.Transcript(id) }
