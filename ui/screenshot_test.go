@@ -244,6 +244,10 @@ func TestScreenshots(t *testing.T) {
 			if v.all {
 				hoverLink(t, h.w.Window(), "https://docs.fyne.io/widget/richtext?topic=wrapping&version=2.7")
 				s.shot(h, "links-hover")
+				// Tab to the same link: its pieces on both lines outlined.
+				test.MoveMouse(h.w.Window().Canvas(), fyne.NewPos(1, 1))
+				focusLink(t, h.w.Window(), "https://docs.fyne.io/widget/richtext?topic=wrapping&version=2.7")
+				s.shot(h, "links-focus")
 			}
 
 			h = newH()

@@ -719,12 +719,13 @@ type rowState struct {
 	width float32
 	cur   fyne.CanvasObject
 
-	user *userView
-	text *widget.RichText
-	code *codeView
-	tool *toolView
-	plan *planView
-	line *lineView
+	user  *userView
+	text  *widget.RichText
+	links linkCopies // text's own copies of the link pieces it shows
+	code  *codeView
+	tool  *toolView
+	plan  *planView
+	line  *lineView
 	// reasoning and agentPlan: agentrows.go
 	reasoning *reasoningView
 	agentPlan *agentPlanView
@@ -775,7 +776,7 @@ func (s *rowState) show(id int, r conversation.Row, segs []widget.RichTextSegmen
 			s.text = widget.NewRichText()
 			s.text.Wrapping = fyne.TextWrapWord
 		}
-		s.text.Segments = segs
+		s.text.Segments = s.links.bind(segs)
 		s.text.Refresh()
 		obj = s.text
 	case conversation.RowCode:
