@@ -320,6 +320,23 @@ func (td *testDesktop) restart() error {
 	return err
 }
 
+// applyRestarts saves s as the Settings dialog does, applies them, and
+// returns the relay they started: the test fails unless the restart
+// succeeded and replaced the relay with another, at another address.
+func (td *testDesktop) applyRestarts(s settings.Settings) *relayConn {
+	td.t.Helper()
+	before := td.d.cur
+	settings.Save(td.app.Preferences(), s)
+	if err := td.restart(); err != nil {
+		td.t.Fatalf("restart: %v", err)
+	}
+	after := td.d.cur
+	if after == nil || after == before || (before != nil && after.target.URL == before.target.URL) {
+		td.t.Fatal("the relay was not restarted")
+	}
+	return after
+}
+
 // prompt types a prompt into the window's composer and presses Enter.
 func (td *testDesktop) prompt(text string) {
 	td.t.Helper()
@@ -471,14 +488,7 @@ func TestApplyingSettingsRestartsTheEmbeddedRelay(t *testing.T) {
 	next.InputTimeout = 2 * time.Minute
 	next.ProviderKey = secret
 	next.BudgetCredits, next.BudgetPeriod = 50, 168*time.Hour
-	settings.Save(a.Preferences(), next)
-	if err := td.restart(); err != nil {
-		t.Fatalf("restart: %v", err)
-	}
-	second := td.d.cur
-	if second == first || second.target.URL == first.target.URL {
-		t.Fatal("the relay was not restarted")
-	}
+	second := td.applyRestarts(next)
 	if second.flags.relay.InputTimeout != 2*time.Minute || second.flags.relay.ProviderKey != secret {
 		t.Fatalf("the new relay does not run the new settings: %+v", second.flags.relay)
 	}

@@ -97,14 +97,7 @@ func TestApplyKeepsTheOwnerToken(t *testing.T) {
 
 	next := start
 	next.InputTimeout = 2 * time.Minute
-	settings.Save(a.Preferences(), next)
-	if err := td.restart(); err != nil {
-		t.Fatalf("restart: %v", err)
-	}
-	second := td.d.cur
-	if second == first || second.target.URL == first.target.URL {
-		t.Fatal("the relay was not restarted")
-	}
+	second := td.applyRestarts(next)
 	if second.target.Token != first.target.Token {
 		t.Fatal("the restarted relay has a new owner token")
 	}
