@@ -261,6 +261,18 @@ func TestLinkCopiesBounded(t *testing.T) {
 	}
 	checkGroups(t, views[0].w.Content(), "two views of one parse")
 	checkGroups(t, views[1].w.Content(), "two views of one parse")
+
+	// Segments that hold part of a link shown before: its group keeps
+	// the copies shown, not the ones dropped.
+	v := views[2]
+	v.rt.Segments = v.links.bind(parses[0])
+	v.rt.Refresh()
+	part := parses[0][:len(parses[0])-2] // the bare URL's last piece and the paragraph's end dropped
+	v.rt.Segments = v.links.bind(part)
+	v.rt.Refresh()
+	if n := checkGroups(t, v.w.Content(), "part of a link shown"); n != 2 {
+		t.Fatalf("%d links drawn from part of the parse, want 2", n)
+	}
 }
 
 // In the window, Tab reaches a reply's links in the order they are read,

@@ -495,41 +495,31 @@ type linkCopies struct {
 // it (and each paragraph holding one by a paragraph of the copies), segs
 // itself when it holds no link.
 func (c *linkCopies) bind(segs []widget.RichTextSegment) []widget.RichTextSegment {
-	old := c.of
-	c.of = map[*linkPiece]*linkPiece{}
-	groups := map[*linkGroup]*linkGroup{} // a link's group → the copies' group
-	out, _ := c.copy(segs, old, groups)
-	// A copy kept from the last bind with a piece of its link gone (never
-	// so for one parse's segments, whose links come whole) leaves its
-	// group: a group holds what is shown.
-	shown := make(map[*linkPiece]bool, len(c.of))
-	for _, cp := range c.of {
-		shown[cp] = true
-	}
-	for _, g := range groups {
-		kept := g.pieces[:0]
-		for _, p := range g.pieces {
-			if shown[p] {
-				kept = append(kept, p)
-			}
-		}
-		clear(g.pieces[len(kept):])
-		g.pieces = kept
-	}
+	b := linkBinding{old: c.of}
+	out, _ := b.copy(segs)
+	c.of = b.of
+	b.prune()
 	return out
+}
+
+// linkBinding is one linkCopies.bind under way. Its maps are made at the
+// first link: most rows have none.
+type linkBinding struct {
+	old, of map[*linkPiece]*linkPiece // the last bind's copies; this one's
+	groups  map[*linkGroup]*linkGroup // a link's group → its copies' group
 }
 
 // copy returns segs with its pieces replaced by copies, and whether it
 // replaced any.
-func (c *linkCopies) copy(segs []widget.RichTextSegment, old map[*linkPiece]*linkPiece, groups map[*linkGroup]*linkGroup) ([]widget.RichTextSegment, bool) {
+func (b *linkBinding) copy(segs []widget.RichTextSegment) ([]widget.RichTextSegment, bool) {
 	var out []widget.RichTextSegment // nil while nothing was replaced
 	for i, s := range segs {
 		n := s
 		switch v := s.(type) {
 		case *linkPiece:
-			n = c.copyPiece(v, old, groups)
+			n = b.copyPiece(v)
 		case *widget.ParagraphSegment:
-			if texts, replaced := c.copy(v.Texts, old, groups); replaced {
+			if texts, replaced := b.copy(v.Texts); replaced {
 				n = &widget.ParagraphSegment{Texts: texts}
 			}
 		}
@@ -546,21 +536,51 @@ func (c *linkCopies) copy(segs []widget.RichTextSegment, old map[*linkPiece]*lin
 	return out, true
 }
 
-func (c *linkCopies) copyPiece(p *linkPiece, old map[*linkPiece]*linkPiece, groups map[*linkGroup]*linkGroup) *linkPiece {
-	g, seen := groups[p.group]
-	if cp, ok := old[p]; ok && (!seen || cp.group == g) {
-		groups[p.group] = cp.group
-		c.of[p] = cp
+// copyPiece returns the last bind's copy of p, or a new one in the group
+// of its link's copies.
+func (b *linkBinding) copyPiece(p *linkPiece) *linkPiece {
+	if b.of == nil {
+		b.of = map[*linkPiece]*linkPiece{}
+		b.groups = map[*linkGroup]*linkGroup{}
+	}
+	g, seen := b.groups[p.group]
+	if cp, ok := b.old[p]; ok && (!seen || cp.group == g) {
+		b.groups[p.group] = cp.group
+		b.of[p] = cp
 		return cp
 	}
 	if !seen {
 		g = &linkGroup{}
-		groups[p.group] = g
+		b.groups[p.group] = g
 	}
 	cp := &linkPiece{HyperlinkSegment: p.HyperlinkSegment, space: p.space, first: p.first, last: p.last, group: g}
 	g.pieces = append(g.pieces, cp)
-	c.of[p] = cp
+	b.of[p] = cp
 	return cp
+}
+
+// prune drops from the groups of this bind's copies the copies it did
+// not give: one kept from the last bind whose link lost a piece (never so
+// for one parse's segments, whose links come whole). A group holds what
+// is shown.
+func (b *linkBinding) prune() {
+	if len(b.groups) == 0 {
+		return
+	}
+	shown := make(map[*linkPiece]bool, len(b.of))
+	for _, cp := range b.of {
+		shown[cp] = true
+	}
+	for _, g := range b.groups {
+		kept := g.pieces[:0]
+		for _, p := range g.pieces {
+			if shown[p] {
+				kept = append(kept, p)
+			}
+		}
+		clear(g.pieces[len(kept):])
+		g.pieces = kept
+	}
 }
 
 // linkArea is where a piece of a link is drawn: it opens the link as a
