@@ -325,7 +325,12 @@ func TestLinksInTheWindowKeyboardAndBounded(t *testing.T) {
 		h.loop.Drain()
 		h.w.transcript.remeasure()
 		h.frame()
+		h.loop.Drain()
 		checkGroups(t, h.w.Window().Content(), fmt.Sprintf("at width %v", width))
+		if got := focusedLink(c); got != want[1] {
+			t.Fatalf("at width %v, %s has the focus, want the link %s", width, got, want[1])
+		}
+		checkOutlineJoined(t, h.w.Window().Content(), want[1], fmt.Sprintf("at width %v", width))
 	}
 	// The view that measures rows draws the parse the window shows: its
 	// own pieces, not the window's.
@@ -367,4 +372,38 @@ func focusLink(t *testing.T, w fyne.Window, u string) {
 		}
 	}
 	t.Fatalf("Tab never reached the link to %s", u)
+}
+
+// checkOutlineJoined fails unless the outline of the focused link to u,
+// drawn in o, is one line above and below the link's pieces on each
+// line: from the first piece's left edge, or the line's first piece, to
+// the last piece's right edge, or the line's last piece, with no gap
+// between two pieces of a line (the space between two words of the link
+// is outlined) and nothing reaching before the line's first piece.
+func checkOutlineJoined(t *testing.T, o fyne.CanvasObject, u, when string) {
+	t.Helper()
+	d := fyne.CurrentApp().Driver()
+	type span struct{ x0, x1, y float32 }
+	var text, top []span
+	for _, a := range linkAreasIn(o) {
+		if a.url.String() != u {
+			continue
+		}
+		pos := d.AbsolutePositionForObject(a.obj)
+		line := test.WidgetRenderer(a.obj).Objects()[1]
+		if !line.Visible() {
+			t.Fatalf("%s, a piece of the focused link %s is not outlined", when, u)
+		}
+		text = append(text, span{pos.X, pos.X + a.Size().Width, pos.Y})
+		top = append(top, span{pos.X + line.Position().X, pos.X + line.Position().X + line.Size().Width, pos.Y})
+	}
+	for i := range text {
+		startsLine := i == 0 || text[i-1].y != text[i].y
+		switch {
+		case i > 0 && !startsLine && top[i].x0 > text[i-1].x1+0.01:
+			t.Fatalf("%s, the outline of %s stops %v before a piece", when, u, top[i].x0-text[i-1].x1)
+		case i > 0 && startsLine && top[i].x0 < text[i].x0-0.01:
+			t.Fatalf("%s, the outline of %s reaches %v before the piece that starts a line", when, u, text[i].x0-top[i].x0)
+		}
+	}
 }

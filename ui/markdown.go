@@ -430,6 +430,13 @@ func (p *linkPiece) Update(o fyne.CanvasObject) {
 	l.area.url = p.URL
 	l.area.onTapped = p.OnTapped
 	l.area.space = p.space
+	if a := l.area; a.focused || a.hovered {
+		// The RichText refreshes its segments and then lays them out: the
+		// underline and the outline, which reach back over the space
+		// before the piece unless it now starts a line (lead), are drawn
+		// again once the piece is in its place.
+		fyne.Do(a.Refresh)
+	}
 }
 
 // pieceLayout places a piece's area over the text that ends where the
