@@ -60,6 +60,9 @@ nats-server:
 
 test: deps copilot-cli opencode nats-server vet
 	$(GO) test -race -tags $(TEST_TAGS) -count=1 -timeout 25m ./...
+	@# The copy of chroma whose lexers load on first use: its tests, and the
+	@# same lexers, matches and tokens as the released chroma.
+	scripts/chroma-check.sh
 	@# The web client in a real browser (installs chromium and the npm driver).
 	scripts/web-e2e.sh
 	@# The real app (GL driver) builds, packages, starts and has a valid .desktop entry.

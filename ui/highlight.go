@@ -68,6 +68,13 @@ func syntaxColor(t chroma.TokenType) fyne.ThemeColorName {
 	return ""
 }
 
+// LoadLexers loads chroma's lexers, which the copy of chroma the app is
+// built with (third_party/chroma) loads on first use rather than before
+// main, where they cost the window's start about 10 ms. The desktop calls
+// it on a goroutine of its own once the window shows, so that the first
+// code block does not wait for them either. Any goroutine may call it.
+func LoadLexers() { lexers.Get("go") }
+
 // highlight cuts code into monospace segments coloured by chroma's lexer
 // for lang (guessed from the code when lang is unknown; plain when no lexer
 // fits). The segments together hold exactly code.

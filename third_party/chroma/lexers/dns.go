@@ -8,10 +8,11 @@ import (
 var zoneAnalyserRe = regexp.MustCompile(`(?m)^@\s+IN\s+SOA\s+`)
 
 func init() { // nolint: gochecknoinits
-	Get("dns").SetAnalyser(func(text string) float32 {
+	// pilotdesk's patch: set when the XML lexers are loaded (registry).
+	xmlAnalysers["dns"] = func(text string) float32 {
 		if zoneAnalyserRe.FindString(text) != "" {
 			return 1.0
 		}
 		return 0.0
-	})
+	}
 }

@@ -10,8 +10,9 @@ var (
 )
 
 func init() { // nolint: gochecknoinits
-	Get("mysql").
-		SetAnalyser(func(text string) float32 {
+	// pilotdesk's patch: set when the XML lexers are loaded (registry).
+	xmlAnalysers["mysql"] =
+		func(text string) float32 {
 			nameBetweenBacktickCount := len(mysqlAnalyserNameBetweenBacktickRe.FindAllString(text, -1))
 			nameBetweenBracketCount := len(mysqlAnalyserNameBetweenBracketRe.FindAllString(text, -1))
 
@@ -29,5 +30,5 @@ func init() { // nolint: gochecknoinits
 			}
 
 			return result
-		})
+		}
 }
