@@ -14,6 +14,7 @@ import (
 
 	"github.com/pilotdesk/pilotdesk/assets"
 	"github.com/pilotdesk/pilotdesk/client"
+	"github.com/pilotdesk/pilotdesk/internal/glpreload"
 	"github.com/pilotdesk/pilotdesk/protocol"
 	"github.com/pilotdesk/pilotdesk/settings"
 	"github.com/pilotdesk/pilotdesk/ui"
@@ -32,6 +33,10 @@ func showWindow(ctx context.Context, fs *flag.FlagSet, cf *clientFlags, env Env)
 	if cf.relay.Verbose {
 		logger = newLogger(env.Stderr, slog.LevelDebug)
 	}
+	// The OpenGL driver loads on a thread of its own while the window is
+	// built, rather than on the main thread before the window can show.
+	waitDriver := glpreload.Start(logger)
+	defer waitDriver()
 	if addr := env.Getenv(pprofEnv); addr != "" {
 		wait, err := servePprof(ctx, addr, logger)
 		if err != nil {
@@ -60,10 +65,11 @@ func showWindow(ctx context.Context, fs *flag.FlagSet, cf *clientFlags, env Env)
 	// The relay starts once the app runs, which is after the window is
 	// mapped: its start (SQLite, the agent, the garbage they make) does
 	// not compete with the window's for the CPU. The collector is back
-	// on by then.
+	// on by then. So do chroma's lexers (ui.LoadLexers).
 	a.Lifecycle().SetOnStarted(func() {
 		resumeGC()
 		d.startRelay()
+		d.wg.Go(ui.LoadLexers)
 	})
 	d.win.ShowAndRun()
 	d.close()
@@ -110,7 +116,7 @@ type desktop struct {
 	desktopConfig
 	ctx    context.Context
 	cancel context.CancelFunc
-	wg     sync.WaitGroup // the first start, restarts and retired clients
+	wg     sync.WaitGroup // the first start, restarts, retired clients and loading the lexers
 
 	mu      sync.Mutex
 	closed  bool
