@@ -262,8 +262,10 @@ func (b *bench) withPerf(p *proc, name string, d time.Duration, f func() error) 
 // ---- the measurements ----
 
 // startPair times exec to mapped window for floor-minimal and pilotdesk,
-// startSamples times each in alternation; a run's figure is the median, as
-// one start is a few hundred milliseconds at the mercy of the scheduler.
+// startSamples times each in alternation, one right after the other; a
+// run's ratio is the median of each pair's ratio, as one start is about a
+// hundred milliseconds at the mercy of the scheduler and of whatever else
+// the machine runs, which changes less within a pair than over a run.
 func (b *bench) startPair(ctx context.Context, rep *report, pdFirst bool) error {
 	var pds, fls []float64
 	// The CPU each had used when its window was mapped (all its threads,
@@ -305,14 +307,18 @@ func (b *bench) startPair(ctx context.Context, rep *report, pdFirst bool) error 
 			return err
 		}
 	}
-	res := result{pd: median(pds), floor: median(fls)}
-	fmt.Printf("  start to mapped window (median of %d): pilotdesk %.0f ms, floor-minimal %.0f ms: %.2f× (CPU by then: %.1f / %.1f ticks, mean)\n",
-		startSamples, res.pd, res.floor, ratio(res.pd, res.floor), mean(pdCPU), mean(flCPU))
+	var ratios []float64
+	for i := range pds {
+		ratios = append(ratios, ratio(pds[i], fls[i]))
+	}
+	res := result{pd: median(pds), floor: median(fls), paired: median(ratios)}
+	fmt.Printf("  start to mapped window (medians of %d): pilotdesk %.0f ms, floor-minimal %.0f ms; ratio of each pair, median: %.2f× (CPU by then: %.1f / %.1f ticks, mean)\n",
+		startSamples, res.pd, res.floor, res.ratio(), mean(pdCPU), mean(flCPU))
 	rep.start = append(rep.start, res)
 	return nil
 }
 
-const startSamples = 9
+const startSamples = 15
 
 func mean(xs []float64) float64 {
 	if len(xs) == 0 {
