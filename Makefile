@@ -68,6 +68,10 @@ test: deps copilot-cli opencode nats-server vet
 	@# The real app (GL driver) builds, packages, starts and has a valid .desktop entry.
 	$(MAKE) --no-print-directory package
 	scripts/check-package.sh dist/pilotdesk.tar.xz $(VERSION)
+	@# The real GL window starts on Xvfb, connects, and quits on SIGTERM
+	@# without an error logged.
+	$(MAKE) --no-print-directory build
+	scripts/check-window.sh ./$(BIN)
 
 # The web client's browser tests alone: the real relay in Debian's headless
 # chromium (scripts/web-e2e.sh says why, and skips, when chromium or Node.js

@@ -2,8 +2,8 @@
 # Installs what building and testing pilotdesk needs on a Debian machine, and
 # only what is missing: the C toolchain and X11/GL headers Fyne's GLFW driver
 # compiles against, a colour emoji font for the window, tmux for the
-# terminal-client tests, desktop-file-utils for checking the package, and
-# the Go modules; with "web", also chromium
+# terminal-client tests, desktop-file-utils for checking the package, Xvfb
+# for starting the real window, and the Go modules; with "web", also chromium
 # for the web client's browser tests (scripts/web-e2e.sh); with "bench",
 # also Xvfb and xdotool for the window benchmark (tools/winbench); with
 # "window", those, ImageMagick and xwininfo for photographing the real window
@@ -18,16 +18,17 @@ cd "$(dirname "$0")/.."
 
 # fonts-noto-color-emoji: the app is built without Fyne's bundled emoji font
 # (BUILD_TAGS in the Makefile, docs/performance.md) and draws emoji from the
-# system's fonts, so the machine that runs it needs one.
+# system's fonts, so the machine that runs it needs one. xvfb: make test
+# starts the real GL window (scripts/check-window.sh).
 packages=(gcc libgl1-mesa-dev libx11-dev libxcursor-dev libxrandr-dev libxinerama-dev
-	libxi-dev libxxf86vm-dev tmux desktop-file-utils xz-utils fonts-noto-color-emoji)
+	libxi-dev libxxf86vm-dev tmux desktop-file-utils xz-utils fonts-noto-color-emoji xvfb)
 # Debian's chromium, not a browser downloaded by the test driver: it comes
 # from the distribution's archive like every other package here.
 if [ "${1:-}" = web ]; then packages+=(chromium); fi
 # The window benchmark runs the real GL window on a virtual X server and
 # types into it.
-if [ "${1:-}" = bench ]; then packages+=(xvfb xdotool); fi
-if [ "${1:-}" = window ]; then packages+=(xvfb xdotool imagemagick x11-utils); fi
+if [ "${1:-}" = bench ]; then packages+=(xdotool); fi
+if [ "${1:-}" = window ]; then packages+=(xdotool imagemagick x11-utils); fi
 
 missing=()
 for p in "${packages[@]}"; do

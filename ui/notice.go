@@ -111,7 +111,7 @@ func (w *Window) dismissNotice(id string) {
 	w.noticeSlot.Hide()
 	w.noticeSlot.Refresh()
 	if w.modal == nil {
-		w.win.Canvas().Focus(w.composer)
+		w.focusComposer()
 	}
 }
 

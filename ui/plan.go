@@ -67,7 +67,7 @@ func (v *planView) set(row int, rows []conversation.Row) {
 		c := widget.NewCheck(fmt.Sprintf("%d. %s", i+1, conversation.StepText(p)), func(on bool) {
 			v.ticked[i] = on
 			v.refreshRun()
-			v.t.win.win.Canvas().Focus(v.t.win.composer)
+			v.t.win.focusComposer()
 		})
 		c.Checked = v.ticked[i]
 		v.steps.Add(c)
@@ -122,7 +122,7 @@ func (w *Window) runPlan(prompt string) {
 	w.wantMode, w.wantModeConv = protocol.ModeAct, id
 	w.toggle.SetMode(protocol.ModeAct)
 	w.showBanner(false)
-	w.win.Canvas().Focus(w.composer)
+	w.focusComposer()
 	w.enqueue(func(ctx context.Context) {
 		// A send carries the mode its turn runs in: Act, from now on.
 		if err := w.client.Send(ctx, id, prompt, protocol.ModeAct, modelName); err != nil {

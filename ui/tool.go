@@ -57,7 +57,7 @@ func (t *transcript) setOpen(id int, o toolOpen) {
 		t.list.RefreshItem(id)
 	}
 	t.setHeights(map[int]float32{id: h})
-	t.win.win.Canvas().Focus(t.win.composer)
+	t.win.focusComposer()
 }
 
 // toolView is a tool call: one line (name, what it was called with, its

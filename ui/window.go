@@ -233,11 +233,22 @@ func NewWindow(a fyne.App, c *client.Client, opts Options) *Window {
 	// changes after that (a third of building the window, before). Focus
 	// needs the content.
 	w.win.SetContent(w.root)
-	w.win.Canvas().Focus(w.composer)
+	w.focusComposer()
 	if c != nil {
 		w.start()
 	}
 	return w
+}
+
+// focusComposer gives the composer the keyboard focus. While NewWindow
+// builds the window, its widgets are not yet the window's content and
+// there is nothing to focus (Fyne would log an error): NewWindow focuses
+// the composer once they are.
+func (w *Window) focusComposer() {
+	if w.win.Content() != w.root {
+		return
+	}
+	w.win.Canvas().Focus(w.composer)
 }
 
 // clientURL is the relay's URL, "" without a client.
@@ -653,7 +664,7 @@ func (w *Window) shortcut(s fyne.Shortcut) bool {
 	case shortcutStop.ShortcutName():
 		w.stop()
 	case shortcutFocus.ShortcutName():
-		w.win.Canvas().Focus(w.composer)
+		w.focusComposer()
 	case shortcutMode.ShortcutName():
 		w.toggle.Toggle()
 	case shortcutSettings.ShortcutName():
@@ -902,7 +913,7 @@ func (w *Window) showModal(v store.View, now time.Time) {
 		if w.modal != nil {
 			w.modal.hide()
 			w.modal = nil
-			w.win.Canvas().Focus(w.composer)
+			w.focusComposer()
 		}
 		return
 	}
@@ -925,13 +936,13 @@ func (w *Window) newConversation() {
 	id := uuid.NewString()
 	w.store.Create(id)
 	w.switchTo(id)
-	w.win.Canvas().Focus(w.composer)
+	w.focusComposer()
 }
 
 // switchTo shows another conversation, subscribing to it the first time.
 func (w *Window) switchTo(id string) {
 	// A click in the list leaves the keyboard where the user types.
-	defer w.win.Canvas().Focus(w.composer)
+	defer w.focusComposer()
 	if id == w.current && w.view.ID == id {
 		return
 	}
@@ -1020,7 +1031,7 @@ func (w *Window) modeToggled(mode protocol.Mode) {
 	w.wantMode, w.wantModeConv = mode, id
 	w.showBanner(mode == protocol.ModePlan)
 	if w.modal == nil {
-		w.win.Canvas().Focus(w.composer) // keep typing after a click on the toggle
+		w.focusComposer() // keep typing after a click on the toggle
 	}
 	if !w.subscribed[id] {
 		// Nothing on the relay yet: the mode goes with the first prompt.
@@ -1064,7 +1075,7 @@ func (w *Window) closeModalNow() {
 	if w.modal != nil {
 		w.modal.hide()
 		w.modal = nil
-		w.win.Canvas().Focus(w.composer)
+		w.focusComposer()
 	}
 }
 

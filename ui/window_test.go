@@ -566,3 +566,21 @@ func (h *harness) shownRow(i int) *hoverBox {
 	}
 	return found
 }
+
+// The window starts with the composer focused (NewWindow focuses it once
+// its widgets are the window's content; before, the GL driver logged an
+// error for each attempt, which scripts/check-window.sh checks on the real
+// window).
+func TestWindowStartsWithTheComposerFocused(t *testing.T) {
+	a, loop := uitest.NewApp(t)
+	w := NewWindow(a, nil, Options{})
+	t.Cleanup(func() {
+		w.Close()
+		w.Wait()
+		w.Window().Close()
+	})
+	loop.Drain()
+	if f := w.Window().Canvas().Focused(); f != w.composer {
+		t.Errorf("focused at start: %T, want the composer", f)
+	}
+}
