@@ -27,6 +27,7 @@ var importRules = []struct {
 	{"internal/qr", nil, false},
 	{"internal/agentproc", nil, false},
 	{"internal/filelock", nil, false},
+	{"internal/glpreload", nil, false},
 	{"internal/testsupport", []string{"session"}, false},
 	{"session/script", []string{"session", "assets"}, false},
 	{"session/copilot/...", []string{"session", "session/copilot/...", "internal/queue", "internal/agentproc"}, false},
