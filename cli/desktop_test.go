@@ -352,17 +352,28 @@ func (td *testDesktop) prompt(text string) {
 	f.TypedKey(&fyne.KeyEvent{Name: fyne.KeyReturn})
 }
 
+// dialOwner connects a client of the caller's own to the relay r with its
+// owner token. The returned context bounds the caller's wait to 20 s;
+// done closes the client and ends that context: one client and one
+// deadline per wait, so a wait that loops over another (waitPrompt over
+// waitConversation) does not keep the inner one's clients open.
+func dialOwner(t *testing.T, r *relayConn) (context.Context, *client.Client, func()) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	c, err := client.Config{URL: r.target.URL, Token: r.target.Token}.Dial(ctx)
+	if err != nil {
+		cancel()
+		t.Fatalf("dial the relay at %s: %v", r.target.URL, err)
+	}
+	return ctx, c, func() { c.Close(); cancel() }
+}
+
 // waitConversation waits until the relay at url lists a finished
 // conversation titled title, asking with a client of its own.
 func waitConversation(t *testing.T, r *relayConn, title string) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	c, err := client.Config{URL: r.target.URL, Token: r.target.Token}.Dial(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	ctx, c, done := dialOwner(t, r)
+	defer done()
 	tick := time.NewTicker(100 * time.Millisecond)
 	defer tick.Stop()
 	for {
@@ -397,13 +408,8 @@ func waitConversation(t *testing.T, r *relayConn, title string) {
 // conversation titled title, asking with a client of its own.
 func waitPrompt(t *testing.T, r *relayConn, title, prompt string) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	c, err := client.Config{URL: r.target.URL, Token: r.target.Token}.Dial(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	ctx, c, done := dialOwner(t, r)
+	defer done()
 	for {
 		waitConversation(t, r, title)
 		if err := c.List(ctx); err != nil {
@@ -661,18 +667,28 @@ func heldProxy(t *testing.T, addr string) (url string, release func()) {
 	return "ws://" + ln.Addr().String() + "/ws", func() { once.Do(func() { close(held) }) }
 }
 
+// startRemoteStack starts a relay apart from any window's, as another
+// machine's would be: the script agent of ui/testdata, owner token
+// "remote-token", history in memory, on a free loopback port. It stops when
+// the test ends.
+func startRemoteStack(t *testing.T) *stack {
+	t.Helper()
+	s := relaySettings{Settings: settings.Settings{Agent: "script"}, Listen: "127.0.0.1:0", Token: "remote-token",
+		Script: filepath.Join("..", "ui", "testdata", "script.json"), HeartbeatTimeout: time.Minute, DataDir: memoryDataDir}
+	remote, err := startStack(context.Background(), s, slog.New(slog.NewTextHandler(&testsupport.Buffer{}, nil)))
+	if err != nil {
+		t.Fatalf("start the remote relay: %v", err)
+	}
+	t.Cleanup(func() { remote.Close(context.Background()) })
+	return remote
+}
+
 // TestTheWindowShowsBeforeItsRelay: the window is built before its relay
 // runs and says that it connects; what is typed meanwhile is kept and sent
 // once the relay is there. A window whose relay could not start gets one
 // when Settings are applied.
 func TestTheWindowShowsBeforeItsRelay(t *testing.T) {
-	remoteSettings := relaySettings{Settings: settings.Settings{Agent: "script"}, Listen: "127.0.0.1:0", Token: "remote-token",
-		Script: filepath.Join("..", "ui", "testdata", "script.json"), HeartbeatTimeout: time.Minute, DataDir: memoryDataDir}
-	remote, err := startStack(context.Background(), remoteSettings, slog.New(slog.NewTextHandler(&testsupport.Buffer{}, nil)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { remote.Close(context.Background()) })
+	remote := startRemoteStack(t)
 	u, err := neturl.Parse(remote.LocalURL)
 	if err != nil {
 		t.Fatal(err)
@@ -754,13 +770,7 @@ func TestTheWindowShowsBeforeItsRelay(t *testing.T) {
 // Settings stops the embedded one and moves the window to the remote;
 // picking the embedded one again starts it anew.
 func TestApplyingSettingsSwitchesToARemoteRelay(t *testing.T) {
-	remoteSettings := relaySettings{Settings: settings.Settings{Agent: "script"}, Listen: "127.0.0.1:0", Token: "remote-token",
-		Script: filepath.Join("..", "ui", "testdata", "script.json"), HeartbeatTimeout: time.Minute, DataDir: memoryDataDir}
-	remote, err := startStack(context.Background(), remoteSettings, slog.New(slog.NewTextHandler(&testsupport.Buffer{}, nil)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { remote.Close(context.Background()) })
+	remote := startRemoteStack(t)
 
 	a := newPrefsApp(t, testAppID())
 	s := settings.Defaults()
