@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"io"
-	"os"
-	"os/exec"
 	"strings"
 	"syscall"
 	"testing"
@@ -124,15 +122,10 @@ func TestApplyKeepsTheOwnerToken(t *testing.T) {
 // file, attaches to the new one and sends there. It never says its token
 // was revoked.
 func TestChatFollowsServeOfItsDataDir(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds the binary")
-	}
-	dir := t.TempDir()
-	scriptPath := writeChatScript(t)
-	serve1, _, _ := startServe(t, "--listen", "127.0.0.1:0", "--agent", "script", "--script", scriptPath, "--data-dir", dir, "--token", "the-first-token")
+	data := newServedDataDir(t)
+	serve1, _ := data.serve("the-first-token")
 
-	chat := exec.Command(pilotdeskBinary(t), "chat", "--data-dir", dir)
-	chat.Env = append(os.Environ(), "PILOTDESK_TOKEN=", "NO_COLOR=1")
+	chat := data.chat()
 	in, typed := io.Pipe()
 	chat.Stdin = in
 	var stdout, stderr testsupport.Buffer
@@ -159,7 +152,7 @@ func TestChatFollowsServeOfItsDataDir(t *testing.T) {
 	_ = serve1.Process.Signal(syscall.SIGTERM)
 	_ = serve1.Wait()
 	waitOut("reconnecting")
-	_, addr2, _ := startServe(t, "--listen", "127.0.0.1:0", "--agent", "script", "--script", scriptPath, "--data-dir", dir, "--token", "the-second-token")
+	_, addr2 := data.serve("the-second-token")
 	waitOut("Reconnected.")
 	if _, err := io.WriteString(typed, "again\n"); err != nil {
 		t.Fatal(err)
@@ -173,7 +166,7 @@ func TestChatFollowsServeOfItsDataDir(t *testing.T) {
 	if strings.Contains(out, "revoked") {
 		t.Fatalf("the chat says its token was revoked:\n%s", out)
 	}
-	if running, err := readRunning(dir); err != nil || !strings.Contains(running.URL, addr2) {
+	if running, err := readRunning(data.dir); err != nil || !strings.Contains(running.URL, addr2) {
 		t.Fatalf("the relay file: %+v %v (the new serve is at %s)", running, err, addr2)
 	}
 }

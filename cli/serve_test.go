@@ -126,6 +126,43 @@ func startServe(t *testing.T, args ...string) (*exec.Cmd, string, *testbin.LogTa
 	return cmd, m[1], tail
 }
 
+// servedDataDir is a fresh data dir for `pilotdesk serve` of the chat script
+// (writeChatScript) to hold and `pilotdesk chat` to find its relay in.
+type servedDataDir struct {
+	t      *testing.T
+	dir    string
+	script string // one script for every serve of dir, as a user restarting serve would
+}
+
+// newServedDataDir makes the data dir and the script; it skips under -short,
+// as the binary has to be built.
+func newServedDataDir(t *testing.T) servedDataDir {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("builds the binary")
+	}
+	return servedDataDir{t: t, dir: t.TempDir(), script: writeChatScript(t)}
+}
+
+// serve starts `pilotdesk serve` of the chat script on the data dir, on a
+// free local port, with owner token token; it returns the process and the
+// relay's address.
+func (d servedDataDir) serve(token string) (*exec.Cmd, string) {
+	d.t.Helper()
+	cmd, addr, _ := startServe(d.t, "--listen", "127.0.0.1:0", "--agent", "script", "--script", d.script, "--data-dir", d.dir, "--token", token)
+	return cmd, addr
+}
+
+// chat is `pilotdesk chat --data-dir` on the data dir, with no owner token in
+// its environment (it has to find the relay's in the data dir) and no
+// colour, for the caller to wire and start.
+func (d servedDataDir) chat() *exec.Cmd {
+	d.t.Helper()
+	chat := exec.Command(pilotdeskBinary(d.t), "chat", "--data-dir", d.dir)
+	chat.Env = append(os.Environ(), "PILOTDESK_TOKEN=", "NO_COLOR=1")
+	return chat
+}
+
 func TestServeProcess(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the binary")

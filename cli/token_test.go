@@ -132,15 +132,10 @@ func TestTokenBesideRunningServe(t *testing.T) {
 // `pilotdesk chat` on the data dir of a running serve attaches to it
 // instead of being refused: its prompt runs on that relay.
 func TestChatAttachesToServe(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds the binary")
-	}
-	dir := t.TempDir()
-	scriptPath := writeChatScript(t)
-	_, addr, _ := startServe(t, "--listen", "127.0.0.1:0", "--agent", "script", "--script", scriptPath, "--data-dir", dir, "--token", "the-owner-token")
+	data := newServedDataDir(t)
+	_, addr := data.serve("the-owner-token")
 
-	chat := exec.Command(pilotdeskBinary(t), "chat", "--data-dir", dir)
-	chat.Env = append(os.Environ(), "PILOTDESK_TOKEN=", "NO_COLOR=1")
+	chat := data.chat()
 	chat.Stdin = strings.NewReader("hello\n")
 	var stdout, stderr bytes.Buffer
 	chat.Stdout, chat.Stderr = &stdout, &stderr
