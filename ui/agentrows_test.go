@@ -206,6 +206,13 @@ func TestScreenshotsACP(t *testing.T) {
 			h.w.transcript.list.ScrollToTop()
 			h.frame()
 			h.w.transcript.list.ScrollToTop()
+			// As a user's scroll up would be noticed: unless the window
+			// knows it no longer follows the bottom, its next layout
+			// (resized) scrolled back down before the picture, or not,
+			// as the frames fell.
+			if h.w.transcript.following() {
+				t.Fatal("scrolled to the top, the transcript still follows the bottom")
+			}
 			s.shot(h, "acp-reasoning-plan")
 		})
 	}

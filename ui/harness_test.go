@@ -1,6 +1,7 @@
 package ui
 
 import (
+	"cmp"
 	"context"
 	_ "embed"
 	"strings"
@@ -46,6 +47,9 @@ type harnessConfig struct {
 	options Options
 	// fakeClock freezes the window's clock (countdowns) at a fixed time.
 	fakeClock bool
+	// minBackoff is the client's first wait before it dials again
+	// (default 20 ms, the longest 200 ms or minBackoff).
+	minBackoff time.Duration
 }
 
 // fakeClock lets tests freeze the countdowns for screenshots. It is read
@@ -84,7 +88,8 @@ func newHarness(t testing.TB, hc harnessConfig) *harness {
 	a.Settings().SetTheme(th)
 
 	ctx, cancel := context.WithCancel(context.Background())
-	c, err := client.Config{URL: proxy.URL, Token: srv.Token, Kind: protocol.ClientWindow, MinBackoff: 20 * time.Millisecond, MaxBackoff: 200 * time.Millisecond}.Dial(ctx)
+	minBackoff := cmp.Or(hc.minBackoff, 20*time.Millisecond)
+	c, err := client.Config{URL: proxy.URL, Token: srv.Token, Kind: protocol.ClientWindow, MinBackoff: minBackoff, MaxBackoff: max(minBackoff, 200*time.Millisecond)}.Dial(ctx)
 	if err != nil {
 		cancel()
 		t.Fatal(err)

@@ -5,6 +5,7 @@ import (
 	"flag"
 	"image"
 	"image/png"
+	"net/url"
 	"os"
 	"path/filepath"
 	"testing"
@@ -13,6 +14,7 @@ import (
 	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/test"
 	"fyne.io/fyne/v2/theme"
+	"fyne.io/fyne/v2/widget"
 
 	"github.com/pilotdesk/pilotdesk/client"
 	"github.com/pilotdesk/pilotdesk/conversation"
@@ -46,6 +48,15 @@ var goldenStates = map[string]bool{
 	"light-plan-card":      true,
 	"light-usage-credits":  true,
 	"dark-tool-rows":       true,
+	"light-about":          true,
+	"light-usage":          true,
+	"dark-usage":           true,
+	"light-reconnecting":   true,
+	// light-budget-spent is not a golden: the relay stamps when the spent
+	// budget resets from its own wall clock (relay/budget.go has no clock
+	// to inject), and the picture shows that time to the minute.
+	"light-acp-reasoning-plan": true,
+	"dark-acp-reasoning-plan":  true,
 }
 
 type shooter struct {
@@ -313,13 +324,19 @@ func TestScreenshots(t *testing.T) {
 			h.w.modal.hide() // show the strip behind the modal without the modal
 			s.shot(h, "waiting-indicator")
 
-			h = newH()
+			// A backoff of a minute holds the first attempt on screen: with
+			// the harness's 20 ms the pill's attempt count went on rising
+			// while the picture was taken.
+			h = newHarness(t, harnessConfig{theme: th, fakeClock: true, size: fyne.NewSize(1100, 720), minBackoff: time.Minute})
 			h.send("show me markdown")
 			h.waitFor("the turn", func() bool { return h.hasStatus(protocol.StatusCompleted) })
 			h.waitAgents()
 			h.proxy.SetRefuse(true)
 			h.proxy.DropAll()
 			h.waitFor("reconnecting", func() bool { return h.w.status.state.State == client.StateReconnecting })
+			if a := h.w.status.state.Attempt; a != 0 {
+				t.Fatalf("reconnecting after %d failed attempts, want the first", a)
+			}
 			s.shot(h, "reconnecting")
 		})
 	}
@@ -360,7 +377,47 @@ func shootAppDialogs(t *testing.T, s *shooter, th fyne.Theme) {
 	s.shot(h, "settings-invalid")
 	h.w.settings.close()
 
-	// Not a golden: it shows the test relay's random port.
+	// The dialog names the relay the client dialled; the test relay's port
+	// is random, so the picture shows it as a fixed one of the same width
+	// (ports given out by the system have five digits).
 	h.w.ShowAbout()
+	relayLine := findLabel(t, h.w.Window().Canvas().Overlays().Top(), "embedded in this app, "+h.w.clientURL())
+	u, err := url.Parse(h.w.clientURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	u.Host = "127.0.0.1:40000"
+	relayLine.SetText("embedded in this app, " + u.String())
 	s.shot(h, "about")
+}
+
+// findLabel returns the label under o that reads text, failing the test
+// when there is none.
+func findLabel(t *testing.T, o fyne.CanvasObject, text string) *widget.Label {
+	t.Helper()
+	var found *widget.Label
+	var walk func(fyne.CanvasObject)
+	walk = func(o fyne.CanvasObject) {
+		switch x := o.(type) {
+		case *widget.Label:
+			if x.Text == text {
+				found = x
+			}
+		case *fyne.Container:
+			for _, c := range x.Objects {
+				walk(c)
+			}
+		case fyne.Widget:
+			for _, c := range test.WidgetRenderer(x).Objects() {
+				walk(c)
+			}
+		}
+	}
+	if o != nil {
+		walk(o)
+	}
+	if found == nil {
+		t.Fatalf("no label reads %q", text)
+	}
+	return found
 }
