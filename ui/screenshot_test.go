@@ -21,6 +21,7 @@ import (
 	"github.com/pilotdesk/pilotdesk/protocol"
 	"github.com/pilotdesk/pilotdesk/relay"
 	"github.com/pilotdesk/pilotdesk/settings"
+	"github.com/pilotdesk/pilotdesk/ui/uitest"
 )
 
 // -update rewrites the screenshots in ../screenshots and the goldens in
@@ -396,26 +397,13 @@ func shootAppDialogs(t *testing.T, s *shooter, th fyne.Theme) {
 func findLabel(t *testing.T, o fyne.CanvasObject, text string) *widget.Label {
 	t.Helper()
 	var found *widget.Label
-	var walk func(fyne.CanvasObject)
-	walk = func(o fyne.CanvasObject) {
-		switch x := o.(type) {
-		case *widget.Label:
-			if x.Text == text {
-				found = x
-			}
-		case *fyne.Container:
-			for _, c := range x.Objects {
-				walk(c)
-			}
-		case fyne.Widget:
-			for _, c := range test.WidgetRenderer(x).Objects() {
-				walk(c)
-			}
+	uitest.Walk(o, func(o fyne.CanvasObject) bool {
+		l, ok := o.(*widget.Label)
+		if ok && l.Text == text {
+			found = l
 		}
-	}
-	if o != nil {
-		walk(o)
-	}
+		return !ok
+	})
 	if found == nil {
 		t.Fatalf("no label reads %q", text)
 	}

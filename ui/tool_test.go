@@ -10,6 +10,7 @@ import (
 
 	"github.com/pilotdesk/pilotdesk/conversation"
 	"github.com/pilotdesk/pilotdesk/protocol"
+	"github.com/pilotdesk/pilotdesk/ui/uitest"
 )
 
 // shownTool returns the on-screen view of tool row i.
@@ -27,27 +28,20 @@ func (h *harness) shownTool(i int) *toolView {
 // shownText joins the text of every visible label and rich text under o.
 func shownText(o fyne.CanvasObject) string {
 	var b strings.Builder
-	var walk func(fyne.CanvasObject)
-	walk = func(o fyne.CanvasObject) {
+	uitest.Walk(o, func(o fyne.CanvasObject) bool {
 		if !o.Visible() {
-			return
+			return false
 		}
 		switch x := o.(type) {
 		case *widget.Label:
 			b.WriteString(x.Text + "\n")
+			return false
 		case *widget.RichText:
 			b.WriteString(x.String() + "\n")
-		case *fyne.Container:
-			for _, c := range x.Objects {
-				walk(c)
-			}
-		case fyne.Widget:
-			for _, c := range test.WidgetRenderer(x).Objects() {
-				walk(c)
-			}
+			return false
 		}
-	}
-	walk(o)
+		return true
+	})
 	return b.String()
 }
 
