@@ -31,7 +31,9 @@ Xvfb -displayfd 3 -screen 0 1280x800x24 -nolisten tcp 3>"$tmp/display" >"$tmp/xv
 xvfb=$!
 read -r -t 20 display <"$tmp/display" || fail "Xvfb did not start: $(cat "$tmp/xvfb.log")"
 
-DISPLAY=":$display" "$bin" --verbose --agent script --data-dir "$tmp/data" >"$tmp/out" 2>"$tmp/log" &
+# Its preferences (window size, settings) go to a config dir of its own,
+# not the user's.
+DISPLAY=":$display" XDG_CONFIG_HOME="$tmp/config" "$bin" --verbose --agent script --data-dir "$tmp/data" >"$tmp/out" 2>"$tmp/log" &
 app=$!
 for _ in $(seq 200); do
 	grep -q 'relay: connection opened' "$tmp/log" && break
@@ -50,7 +52,14 @@ status=0
 wait "$app" || status=$?
 app=
 [ "$status" = 0 ] || fail "the window exited with status $status after SIGTERM"
-if grep -q 'Fyne error' "$tmp/log"; then fail "Fyne logged errors"; fi
+# Fyne 2.7.1 truncates its preferences file before it marks the save as
+# its own, so its file watcher now and then reloads the empty file while
+# the app saves at exit and logs "Preferences load error" with "Cause: EOF"
+# (app/preferences.go: save, then saveToStorage). That one is Fyne's race,
+# not the app's; any other Fyne error fails.
+errors=$(awk '/Fyne error: +Preferences load error:/ { getline cause; if (cause ~ /Cause: EOF/) { getline; next } }
+	/Fyne error/ { print }' "$tmp/log")
+if [ -n "$errors" ]; then fail "Fyne logged errors"; fi
 if grep -q 'preloading the OpenGL driver failed' "$tmp/log"; then fail "the OpenGL driver's preload failed"; fi
 preload=$(grep -o 'preloaded the OpenGL driver" path=[^ ]*' "$tmp/log" | sed 's/.*path=//' || true)
 echo "check-window: ok: the GL window started on Xvfb :$display, its client connected to the embedded relay, it quit cleanly on SIGTERM, no Fyne error; OpenGL driver preloaded: ${preload:-none (no Mesa driver found)}"

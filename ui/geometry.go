@@ -8,7 +8,15 @@ var (
 	minWindowSize     = fyne.NewSize(760, 480)
 )
 
-// Preference keys of the window's size at its last close.
+// prefWindowSize is the preference key of the window's size at its last
+// close, width and height in one value: closing then changes the
+// preferences once. Fyne saves its preferences file on every change and
+// reloads it when it sees the file change; a second change while the first
+// save settles has it reload a file that is being rewritten (it logs
+// "Preferences load error: EOF").
+const prefWindowSize = "window.size"
+
+// The keys the size had before prefWindowSize, read when it is absent.
 const (
 	prefWindowWidth  = "window.width"
 	prefWindowHeight = "window.height"
@@ -19,20 +27,26 @@ const (
 // remembered; the system places it.)
 func (w *Window) savedSize() fyne.Size {
 	p := w.app.Preferences()
-	s := fyne.NewSize(float32(p.FloatWithFallback(prefWindowWidth, float64(defaultWindowSize.Width))),
-		float32(p.FloatWithFallback(prefWindowHeight, float64(defaultWindowSize.Height))))
+	var s fyne.Size
+	if wh := p.FloatList(prefWindowSize); len(wh) == 2 {
+		s = fyne.NewSize(float32(wh[0]), float32(wh[1]))
+	} else {
+		s = fyne.NewSize(float32(p.FloatWithFallback(prefWindowWidth, float64(defaultWindowSize.Width))),
+			float32(p.FloatWithFallback(prefWindowHeight, float64(defaultWindowSize.Height))))
+	}
 	return s.Max(minWindowSize)
 }
 
-// saveSize remembers the window's size for the next start.
+// saveSize remembers the window's size for the next start, if it changed.
 func (w *Window) saveSize() {
 	s := w.win.Canvas().Size()
 	if s.Width < minWindowSize.Width || s.Height < minWindowSize.Height {
 		return // not shown, or not laid out yet
 	}
-	p := w.app.Preferences()
-	p.SetFloat(prefWindowWidth, float64(s.Width))
-	p.SetFloat(prefWindowHeight, float64(s.Height))
+	if s == w.savedSize() {
+		return
+	}
+	w.app.Preferences().SetFloatList(prefWindowSize, []float64{float64(s.Width), float64(s.Height)})
 }
 
 // minSizeLayout stacks its objects and asks for at least min: the window

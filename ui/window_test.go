@@ -385,13 +385,28 @@ func TestWindowSize(t *testing.T) {
 	if m := h.w.Window().Content().MinSize(); m.Width < minWindowSize.Width || m.Height < minWindowSize.Height {
 		t.Fatalf("content min size %v, want at least %v", m, minWindowSize)
 	}
+	prefs := h.app.Preferences()
+	// The size of an earlier version, in two keys, is read.
+	prefs.SetFloat(prefWindowWidth, 1000)
+	prefs.SetFloat(prefWindowHeight, 700)
+	if got := h.w.savedSize(); got != fyne.NewSize(1000, 700) {
+		t.Fatalf("saved size from the earlier keys %v", got)
+	}
+	// Closing changes the preferences once, and not at all when the size
+	// is the one saved.
+	changes := 0
+	prefs.AddChangeListener(func() { changes++ })
 	h.w.Window().Resize(fyne.NewSize(900, 650))
 	h.frame()
 	h.w.saveSize()
 	if got := h.w.savedSize(); got != fyne.NewSize(900, 650) {
 		t.Fatalf("saved size %v", got)
 	}
-	h.app.Preferences().SetFloat(prefWindowWidth, 200) // a size from a smaller screen
+	h.w.saveSize()
+	if changes != 1 {
+		t.Fatalf("saving the size twice changed the preferences %d times, want 1", changes)
+	}
+	prefs.SetFloatList(prefWindowSize, []float64{200, 650}) // a size from a smaller screen
 	if got := h.w.savedSize(); got.Width != minWindowSize.Width {
 		t.Fatalf("a saved size under the minimum gives %v", got)
 	}
