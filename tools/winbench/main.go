@@ -214,7 +214,11 @@ func startXvfb(ctx context.Context, work string) (*xserver, error) {
 		x.stop()
 		return nil, err
 	}
-	x.env = append(os.Environ(), fmt.Sprintf("DISPLAY=:%d", display), "LANG=en_US.UTF-8")
+	// The programs keep their preferences (pilotdesk's settings and window
+	// size) in a config dir of the benchmark's, not the user's: saved
+	// settings would change what is measured, and a run would change them.
+	x.env = append(os.Environ(), fmt.Sprintf("DISPLAY=:%d", display), "LANG=en_US.UTF-8",
+		"XDG_CONFIG_HOME="+filepath.Join(work, "config"))
 	return x, nil
 }
 
