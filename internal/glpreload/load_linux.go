@@ -30,22 +30,23 @@ import (
 )
 
 // Start begins loading the Mesa driver the window will use, if there is
-// one, on a goroutine of its own, and returns a function that waits until
-// that goroutine has ended (it cannot be stopped: it ends when dlopen
-// returns).
+// one, on a goroutine of its own (which also finds the driver, so that the
+// caller's start-up does none of it), and returns a function that waits
+// until that goroutine has ended (it cannot be stopped: it ends when
+// dlopen returns).
 func Start(logger *slog.Logger) (wait func()) {
-	maps, err := os.ReadFile("/proc/self/maps")
-	if err != nil {
-		logger.Debug("not preloading the OpenGL driver", "err", err)
-		return func() {}
-	}
-	path := driverPath(string(maps), os.Getenv, fileExists)
-	if path == "" {
-		return func() {}
-	}
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
+		maps, err := os.ReadFile("/proc/self/maps")
+		if err != nil {
+			logger.Debug("not preloading the OpenGL driver", "err", err)
+			return
+		}
+		path := driverPath(string(maps), os.Getenv, fileExists)
+		if path == "" {
+			return
+		}
 		begin := time.Now()
 		if err := load(path); err != nil {
 			logger.Debug("preloading the OpenGL driver failed", "err", err)
