@@ -25,11 +25,16 @@ type partialStore struct {
 
 func (s *partialStore) Write(ctx context.Context, b history.Batch) error {
 	s.mu.Lock()
-	refused, hold := s.refused, s.hold
+	hold := s.hold
 	s.mu.Unlock()
 	if hold != nil {
 		<-hold
 	}
+	// Read after the hold: the held Write may have taken every queued
+	// conversation's events, and the test refuses one before it releases.
+	s.mu.Lock()
+	refused := s.refused
+	s.mu.Unlock()
 	if refused == "" {
 		return s.Memory.Write(ctx, b)
 	}
