@@ -14,12 +14,21 @@ import (
 // whatever GPU (or none) the display has.
 const mesaDriver = "swrast_dri.so"
 
+// EnvOff is the environment variable that, set to "off", turns the preload
+// off: for a display whose driver is neither Mesa's nor NVIDIA's (which
+// this package cannot tell from Mesa's), where loading Mesa is memory for
+// nothing, and to compare a start with and without it.
+const EnvOff = "PILOTDESK_GL_PRELOAD"
+
 // driverPath is the Mesa driver to preload, or "" when there is none to
 // preload. maps is the process's memory map (/proc/self/maps): the
 // directory of the loaded libGL (or, before it is loaded, of the C
 // library) is the system's library directory, whose dri/ subdirectory
 // holds Mesa's drivers. getenv and exists are os.Getenv and a file test.
 func driverPath(maps string, getenv func(string) string, exists func(string) bool) string {
+	if getenv(EnvOff) == "off" {
+		return ""
+	}
 	// libglvnd's override of the vendor: only Mesa's driver is Mesa's.
 	if v := getenv("__GLX_VENDOR_LIBRARY_NAME"); v != "" && v != "mesa" {
 		return ""

@@ -41,6 +41,10 @@ func TestDriverPath(t *testing.T) {
 			map[string]string{"__GLX_VENDOR_LIBRARY_NAME": "nvidia"}, []string{debian}, ""},
 		{"Mesa is asked for", mapsLibc,
 			map[string]string{"__GLX_VENDOR_LIBRARY_NAME": "mesa"}, []string{debian}, debian},
+		{"turned off", mapsGL,
+			map[string]string{EnvOff: "off"}, []string{debian, optGL}, ""},
+		{"only \"off\" turns it off", mapsLibc,
+			map[string]string{EnvOff: "on"}, []string{debian}, debian},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
