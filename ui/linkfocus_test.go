@@ -8,6 +8,7 @@ import (
 	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/container"
 	"fyne.io/fyne/v2/test"
+	"fyne.io/fyne/v2/theme"
 	"fyne.io/fyne/v2/widget"
 
 	"github.com/pilotdesk/pilotdesk/conversation"
@@ -405,5 +406,84 @@ func checkOutlineJoined(t *testing.T, o fyne.CanvasObject, u, when string) {
 		case i > 0 && startsLine && top[i].x0 < text[i].x0-0.01:
 			t.Fatalf("%s, the outline of %s reaches %v before the piece that starts a line", when, u, text[i].x0-top[i].x0)
 		}
+	}
+}
+
+// A link Tab reaches in a row the view cuts is scrolled into view, by the
+// least that shows it whole; a link already in view moves nothing.
+func TestFocusedLinkScrolledIntoView(t *testing.T) {
+	h := newHarness(t, harnessConfig{size: fyne.NewSize(860, 560)})
+	// A long turn first, so that the list can scroll the reply to the
+	// view's bottom edge.
+	h.send("formatting")
+	h.waitFor("the formatting turn", func() bool { return h.hasStatus(protocol.StatusCompleted) })
+	h.send("long links")
+	h.waitFor("the long links turn", func() bool {
+		done := 0
+		for _, r := range h.rows() {
+			if r.Kind == conversation.RowStatus && r.State == protocol.StatusCompleted {
+				done++
+			}
+		}
+		return done == 2
+	})
+	h.frame()
+	tr := h.w.transcript
+	reply := -1
+	for i, r := range h.rows() {
+		if r.Kind == conversation.RowText && strings.Contains(r.Text, "releases/tag") {
+			reply = i
+		}
+	}
+	if reply < 0 {
+		t.Fatal("no reply with the links")
+	}
+	const (
+		first = "https://github.com/fyne-io/fyne/blob/v2.7.1/widget/richtext.go#L382-L470"
+		last  = "https://github.com/pilotdesk/pilotdesk/releases/tag/v0.1.0-rc.1_build-2026-11-24"
+	)
+	// The list item holding the last link barely in view, at the bottom
+	// of the list: the link's line is cut.
+	view := tr.list.Size().Height
+	tr.list.ScrollToOffset(tr.rowTop(reply) - view + theme.Padding()*2)
+	h.frame()
+	d := fyne.CurrentApp().Driver()
+	inView := func(u string) (top, bottom float32) {
+		t.Helper()
+		listY := d.AbsolutePositionForObject(tr.list).Y
+		for _, a := range linkAreasIn(h.w.Window().Content()) {
+			if a.url.String() == u && a.first {
+				top = d.AbsolutePositionForObject(a.obj).Y - listY
+				return top, top + a.Size().Height
+			}
+		}
+		t.Fatalf("the link %s is not drawn", u)
+		return 0, 0
+	}
+	if _, bottom := inView(last); bottom <= view {
+		t.Fatalf("the last link ends at %v in a view %v high before the test: the reply is not cut", bottom, view)
+	}
+
+	before := tr.list.GetScrollOffset()
+	focusLink(t, h.w.Window(), first)
+	h.frame()
+	if top, bottom := inView(first); top < 0 || bottom > view {
+		t.Fatalf("the first link, in view, is at %v–%v of %v", top, bottom, view)
+	}
+	if got := tr.list.GetScrollOffset(); got != before {
+		t.Fatalf("focusing a link in view scrolled from %v to %v", before, got)
+	}
+
+	focusLink(t, h.w.Window(), last)
+	h.frame()
+	top, bottom := inView(last)
+	if top < 0 || bottom > view+0.5 {
+		t.Fatalf("the focused last link is at %v–%v, outside the view's 0–%v", top, bottom, view)
+	}
+	if bottom < view-0.5 {
+		t.Fatalf("the list scrolled more than needed: the link ends at %v, the view at %v", bottom, view)
+	}
+	if focusedLink(h.w.Window().Canvas()) != last {
+		t.Fatalf("%s lost the focus when the list scrolled", last)
 	}
 }

@@ -461,6 +461,9 @@ func (l *pieceLayout) MinSize([]fyne.CanvasObject) fyne.Size { return fyne.Size{
 // it holds the pieces that RichText shows and no others.
 type linkGroup struct {
 	pieces []*linkPiece
+	// reveal scrolls what shows the link so that its focused stop is in
+	// view; nil where nothing scrolls it (linkCopies.reveal).
+	reveal func(stop fyne.CanvasObject)
 }
 
 // each calls f with the area of each piece that has been drawn.
@@ -496,13 +499,16 @@ func (g *linkGroup) focus(on bool) {
 // view shows now, however often its rows are recycled or redrawn.
 type linkCopies struct {
 	of map[*linkPiece]*linkPiece // a piece shown → this text's copy
+	// reveal is the copies' groups' reveal: the text's scroller brings a
+	// link Tab reached, in a row it shows only in part, into view.
+	reveal func(stop fyne.CanvasObject)
 }
 
 // bind returns segs with each link piece replaced by this text's copy of
 // it (and each paragraph holding one by a paragraph of the copies), segs
 // itself when it holds no link.
 func (c *linkCopies) bind(segs []widget.RichTextSegment) []widget.RichTextSegment {
-	b := linkBinding{old: c.of}
+	b := linkBinding{old: c.of, reveal: c.reveal}
 	out, _ := b.copy(segs)
 	c.of = b.of
 	b.prune()
@@ -514,6 +520,7 @@ func (c *linkCopies) bind(segs []widget.RichTextSegment) []widget.RichTextSegmen
 type linkBinding struct {
 	old, of map[*linkPiece]*linkPiece // the last bind's copies; this one's
 	groups  map[*linkGroup]*linkGroup // a link's group → its copies' group
+	reveal  func(stop fyne.CanvasObject)
 }
 
 // copy returns segs with its pieces replaced by copies, and whether it
@@ -557,7 +564,7 @@ func (b *linkBinding) copyPiece(p *linkPiece) *linkPiece {
 		return cp
 	}
 	if !seen {
-		g = &linkGroup{}
+		g = &linkGroup{reveal: b.reveal}
 		b.groups[p.group] = g
 	}
 	cp := &linkPiece{HyperlinkSegment: p.HyperlinkSegment, space: p.space, first: p.first, last: p.last, group: g}
@@ -662,7 +669,13 @@ type linkStop struct {
 
 var _ fyne.Focusable = (*linkStop)(nil)
 
-func (s *linkStop) FocusGained()   { s.group.focus(true) }
+func (s *linkStop) FocusGained() {
+	s.group.focus(true)
+	if s.group.reveal != nil {
+		s.group.reveal(s)
+	}
+}
+
 func (s *linkStop) FocusLost()     { s.group.focus(false) }
 func (s *linkStop) TypedRune(rune) {}
 

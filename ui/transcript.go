@@ -279,6 +279,21 @@ func (t *transcript) apply(v store.View) {
 	}
 }
 
+// reveal scrolls the list by the least that brings obj, a focused part of
+// a row it shows (a link Tab reached in a row cut by the view's edge),
+// wholly into view; the top of obj when it is taller than the view.
+func (t *transcript) reveal(obj fyne.CanvasObject) {
+	d := fyne.CurrentApp().Driver()
+	top := d.AbsolutePositionForObject(obj).Y - d.AbsolutePositionForObject(t.list).Y
+	bottom, view := top+obj.Size().Height, t.list.Size().Height
+	switch {
+	case top < 0 || bottom-top > view:
+		t.list.ScrollToOffset(t.list.GetScrollOffset() + top)
+	case bottom > view:
+		t.list.ScrollToOffset(t.list.GetScrollOffset() + bottom - view)
+	}
+}
+
 func (t *transcript) scrollToBottom() {
 	t.list.ScrollToBottom()
 	t.lastOffset = t.list.GetScrollOffset()
@@ -733,6 +748,7 @@ type rowState struct {
 
 func (t *transcript) newRowState() *rowState {
 	s := &rowState{t: t}
+	s.links.reveal = t.reveal
 	s.root = container.New(&rowLayout{s: s, stack: layout.NewStackLayout()})
 	return s
 }
