@@ -998,8 +998,32 @@ func newLineView(w *Window) *lineView {
 	v.detail.SizeName = theme.SizeNameCaptionText
 	v.copy = widget.NewButtonWithIcon("Copy reply", theme.ContentCopyIcon(), func() { w.copyReplyBefore(v.idx) })
 	v.copy.Importance = widget.LowImportance
-	v.obj = container.NewBorder(nil, nil, container.NewVBox(v.icon), container.NewVBox(v.copy), container.NewVBox(v.text, v.detail))
+	v.obj = container.NewBorder(nil, nil, container.New(firstLineLayout{}, v.icon), container.NewVBox(v.copy), container.NewVBox(v.text, v.detail))
 	return v
+}
+
+// firstLineLayout places an icon level with the first line of the Label
+// beside it. A Label draws its text inside the theme's inner padding and
+// an icon fills its box, so an icon at the top of the row sat half a line
+// above the text.
+type firstLineLayout struct{}
+
+func (firstLineLayout) MinSize(objs []fyne.CanvasObject) fyne.Size {
+	s := objs[0].MinSize()
+	return fyne.NewSize(s.Width, max(s.Height, labelLineHeight(objs[0])))
+}
+
+func (firstLineLayout) Layout(objs []fyne.CanvasObject, _ fyne.Size) {
+	s := objs[0].MinSize()
+	objs[0].Resize(s)
+	objs[0].Move(fyne.NewPos(0, max(0, (labelLineHeight(objs[0])-s.Height)/2)))
+}
+
+// labelLineHeight is the height of a one-line Label in o's theme.
+func labelLineHeight(o fyne.CanvasObject) float32 {
+	th := theme.CurrentForWidget(o)
+	text := fyne.MeasureText("M", th.Size(theme.SizeNameText), fyne.TextStyle{})
+	return text.Height + 2*th.Size(theme.SizeNameInnerPadding)
 }
 
 func (v *lineView) set(idx int, r conversation.Row) {
