@@ -261,7 +261,7 @@ var table = []Setting{
 	{
 		Field: FieldACPCommand, Group: GroupAgent, Apply: Restart,
 		Flag: "acp-command", Usage: "the ACP agent's command line (`CMD`) for --agent acp, split as a shell would: \"copilot --acp\", \"opencode acp\"",
-		Label: "ACP agent", Hint: "For the ACP agent: opencode acp, gemini --acp…", Placeholder: "opencode acp",
+		Label: "ACP agent", Hint: "For the ACP agent: opencode acp, gemini --acp…", Placeholder: "its command line, e.g. opencode acp",
 		Presets: acpPresets,
 		Kind:    KindString, str: func(s *Settings) *string { return &s.ACPCommand },
 		used: embeddedOnly, check: checkACPCommand,
