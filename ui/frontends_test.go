@@ -41,7 +41,7 @@ func TestFrontEndsRenderTheSameFold(t *testing.T) {
 			tools = append(tools, r)
 		}
 	}
-	usageBar := h.w.status.usage.Text
+	usageBar := h.w.status.usage.text()
 	for _, tc := range []struct {
 		what, want string
 		window     string // what the window shows for it

@@ -23,8 +23,8 @@ type statusBar struct {
 	pill   *canvas.Rectangle
 	conn   *canvas.Text
 	notice *widget.Label
-	usage  *widget.Label
-	totals *widget.Label
+	usage  *barLine
+	totals *barLine
 	root   fyne.CanvasObject
 	state  client.StateChange
 	// What the totals line holds: the session's totals (or a hint), and
@@ -48,14 +48,9 @@ func newStatusBar() *statusBar {
 	b.notice.Importance = widget.DangerImportance
 	b.notice.Truncation = fyne.TextTruncateEllipsis
 	b.notice.Hide()
-	b.usage = widget.NewLabel("No usage reported yet")
-	b.usage.SizeName = theme.SizeNameCaptionText
-	b.usage.Importance = widget.LowImportance
-	b.usage.Truncation = fyne.TextTruncateEllipsis
-	b.totals = widget.NewLabel("")
-	b.totals.SizeName = theme.SizeNameCaptionText
-	b.totals.Truncation = fyne.TextTruncateEllipsis
-	b.totals.Importance = widget.LowImportance
+	b.usage = newBarLine()
+	b.usage.set("No usage reported yet", colorNameHint)
+	b.totals = newBarLine()
 	dot := container.NewCenter(container.NewGridWrap(fyne.NewSize(8, 8), b.dot))
 	// The badge is a coloured pill so that a dropped connection is seen.
 	pillText := container.New(&pillLayout{}, dot, b.conn)
@@ -129,36 +124,63 @@ func (b *statusBar) setNotice(text string) {
 // setUsage shows a conversation's usage: its line and the session's
 // totals (conversation.UsageText, TotalsText).
 func (b *statusBar) setUsage(line, totals string, empty bool) {
-	b.usage.SetText(line)
+	c := theme.ColorNameForeground
 	if empty {
-		b.usage.Importance = widget.LowImportance
-	} else {
-		b.usage.Importance = widget.MediumImportance
+		c = colorNameHint
 	}
-	b.usage.Refresh()
+	b.usage.set(line, c)
 	b.totalsText = totals
 	b.showTotals()
 }
 
 // showTotals draws the second line: the session's totals, then the budget.
 func (b *statusBar) showTotals() {
-	text, imp := b.totalsText, widget.MediumImportance
+	text, c := b.totalsText, theme.ColorNameForeground
 	if text == "" {
-		text, imp = "Session totals appear when the agent session ends", widget.LowImportance
+		text, c = "Session totals appear when the agent session ends", colorNameHint
 	}
 	if b.budgetText != "" {
 		text += "  ·  " + b.budgetText
 		if b.budgetSpent {
-			imp = widget.DangerImportance
-		} else if imp == widget.LowImportance {
-			imp = widget.MediumImportance
+			c = theme.ColorNameError
+		} else {
+			c = theme.ColorNameForeground
 		}
 	}
-	if b.totals.Text != text || b.totals.Importance != imp {
-		b.totals.Importance = imp
-		b.totals.SetText(text)
-	}
+	b.totals.set(text, c)
 }
+
+// colorNameHint is the app theme's colour of hint text (palette.subtle). A
+// Label has the colours of its importance only, and its LowImportance is
+// the theme's disabled colour: on the light theme's bar the hints were too
+// faint to read.
+const colorNameHint fyne.ThemeColorName = "pilotdesk-hint"
+
+// barLine is one line of the status bar: caption text in a colour of the
+// theme, cut with an ellipsis when the window is narrow.
+type barLine struct {
+	*widget.RichText
+	seg *widget.TextSegment
+}
+
+func newBarLine() *barLine {
+	seg := &widget.TextSegment{Style: widget.RichTextStyle{Inline: true, SizeName: theme.SizeNameCaptionText}}
+	rt := widget.NewRichText(seg)
+	rt.Truncation = fyne.TextTruncateEllipsis
+	return &barLine{RichText: rt, seg: seg}
+}
+
+// set shows text in the colour named c, redrawing only what changed.
+func (l *barLine) set(text string, c fyne.ThemeColorName) {
+	if l.seg.Text == text && l.seg.Style.ColorName == c {
+		return
+	}
+	l.seg.Text, l.seg.Style.ColorName = text, c
+	l.Refresh()
+}
+
+// text is what the line shows.
+func (l *barLine) text() string { return l.seg.Text }
 
 // pillLayout places a dot and a text side by side with padding around, the
 // inside of the connection badge.

@@ -46,11 +46,11 @@ func TestMarkdownTurnAndUsage(t *testing.T) {
 	if h.w.title.Text != "show me markdown" {
 		t.Fatalf("conversation title %q", h.w.title.Text)
 	}
-	if got := h.w.status.usage.Text; !strings.Contains(got, "Model gpt-5") || !strings.Contains(got, "premium requests 12/300 (96% left)") ||
+	if got := h.w.status.usage.text(); !strings.Contains(got, "Model gpt-5") || !strings.Contains(got, "premium requests 12/300 (96% left)") ||
 		!strings.Contains(got, "chat unlimited") || !strings.Contains(got, "×1 premium per request") || !strings.Contains(got, "cache 300 read / 40 written") {
 		t.Fatalf("usage bar %q", got)
 	}
-	if got := h.w.status.totals.Text; got != "Session total: 1 premium request  ·  gpt-5: 1 request, 1200 tokens in / 80 out" {
+	if got := h.w.status.totals.text(); got != "Session total: 1 premium request  ·  gpt-5: 1 request, 1200 tokens in / 80 out" {
 		t.Fatalf("totals %q", got)
 	}
 	if h.w.status.conn.Text != "live" {
@@ -441,10 +441,10 @@ func TestUsageBarCredits(t *testing.T) {
 	h.waitFor("the turn", func() bool { return h.hasStatus(protocol.StatusCompleted) })
 	h.send("credits again")
 	h.waitFor("the second turn", func() bool {
-		return strings.Contains(h.w.status.usage.Text, "conversation 4 credits")
+		return strings.Contains(h.w.status.usage.text(), "conversation 4 credits")
 	})
 	want := "Model gpt-5  ·  this turn 2 credits · conversation 4 credits  ·  premium requests 250/300 (16.67% left), resets 1 Dec · at this pace it runs out on 27 Nov  ·  ×1 premium per request"
-	if got := h.w.status.usage.Text; got != want {
+	if got := h.w.status.usage.text(); got != want {
 		t.Fatalf("usage bar\n got %q\nwant %q", got, want)
 	}
 }
@@ -484,7 +484,7 @@ func TestListPagesAndWatch(t *testing.T) {
 func TestBudget(t *testing.T) {
 	h := newHarness(t, harnessConfig{relay: relay.Config{BudgetCredits: 10}})
 	h.waitFor("the budget", func() bool {
-		return strings.Contains(h.w.status.totals.Text, "budget: 0 of 10 credits spent in 30 days, 10 left")
+		return strings.Contains(h.w.status.totals.text(), "budget: 0 of 10 credits spent in 30 days, 10 left")
 	})
 	h.send("expensive")
 	h.waitFor("the warning", func() bool {
@@ -499,7 +499,7 @@ func TestBudget(t *testing.T) {
 	h.send("expensive again")
 	h.waitFor("the budget spent", func() bool { return h.w.budget != nil && h.w.budget.Exceeded() && h.w.sendBtn.Disabled() })
 	h.frame() // the note it added
-	if got := h.w.status.totals.Text; !strings.Contains(got, "budget spent: 17 of 10 credits in 30 days, new turns from ") {
+	if got := h.w.status.totals.text(); !strings.Contains(got, "budget spent: 17 of 10 credits in 30 days, new turns from ") {
 		t.Fatalf("totals line %q", got)
 	}
 	if r := h.lastRow(conversation.RowNote); !strings.HasPrefix(r.Text, "The credit budget is spent (17 of 10 credits in the last 30 days)") || !strings.Contains(r.Text, "--budget-credits") {
