@@ -34,7 +34,7 @@ type reasoningView struct {
 	open    bool
 	obj     *fyne.Container
 	toggle  *widget.Button
-	preview *widget.Label
+	preview *tintedText
 	text    *widget.Label
 }
 
@@ -49,11 +49,8 @@ func newReasoningView(t *transcript) *reasoningView {
 	})
 	v.toggle.Importance = widget.LowImportance
 	v.toggle.Alignment = widget.ButtonAlignLeading
-	v.preview = widget.NewLabel("")
+	v.preview = newTintedText(theme.SizeNameCaptionText, fyne.TextStyle{Italic: true})
 	v.preview.Truncation = fyne.TextTruncateEllipsis
-	v.preview.TextStyle = fyne.TextStyle{Italic: true}
-	v.preview.Importance = widget.LowImportance
-	v.preview.SizeName = theme.SizeNameCaptionText
 	v.text = widget.NewLabel("")
 	v.text.Wrapping = fyne.TextWrapWord
 	v.text.Selectable = true
@@ -76,7 +73,7 @@ func (v *reasoningView) set(id int, r conversation.Row, open toolOpen) {
 		v.text.Show()
 	} else {
 		v.toggle.SetIcon(theme.MenuExpandIcon())
-		v.preview.SetText(conversation.OneLine(head(r.Text, 4096), 200))
+		v.preview.set(conversation.OneLine(head(r.Text, 4096), 200), colorNameHint)
 		v.preview.Show()
 		v.text.Hide()
 	}

@@ -137,8 +137,8 @@ func TestAgentReasoningAndPlanRows(t *testing.T) {
 	ri := rowOf(h, conversation.RowReasoning)
 	v := h.shownRowOf(ri).reasoning
 	if v == nil || v.text.Visible() || !v.preview.Visible() || v.toggle.Text != "Thought" ||
-		!strings.HasPrefix(v.preview.Text, "The retry loop gives up after one try; the config says three.") {
-		t.Fatalf("collapsed reasoning: toggle %q, preview %q (shown %v), text shown %v", v.toggle.Text, v.preview.Text, v.preview.Visible(), v.text.Visible())
+		!strings.HasPrefix(v.preview.text(), "The retry loop gives up after one try; the config says three.") {
+		t.Fatalf("collapsed reasoning: toggle %q, preview %q (shown %v), text shown %v", v.toggle.Text, v.preview.text(), v.preview.Visible(), v.text.Visible())
 	}
 	collapsed := h.w.transcript.heights[ri]
 	test.Tap(v.toggle)

@@ -73,7 +73,7 @@ type toolView struct {
 	icon   *widget.Icon
 	name   *widget.Label
 	args   *widget.Label
-	state  *widget.Label
+	state  *tintedText
 	detail *widget.Label
 	expand *widget.Button
 	body   *fyne.Container
@@ -85,7 +85,7 @@ func newToolView(t *transcript) *toolView {
 	v.name = widget.NewLabelWithStyle("", fyne.TextAlignLeading, fyne.TextStyle{Bold: true})
 	v.args = widget.NewLabelWithStyle("", fyne.TextAlignLeading, fyne.TextStyle{Monospace: true})
 	v.args.Truncation = fyne.TextTruncateEllipsis
-	v.state = widget.NewLabel("")
+	v.state = newTintedText(theme.SizeNameText, fyne.TextStyle{})
 	v.detail = widget.NewLabel("")
 	v.detail.Truncation = fyne.TextTruncateEllipsis
 	v.detail.SizeName = theme.SizeNameCaptionText
@@ -111,26 +111,20 @@ func (v *toolView) set(id int, r conversation.Row, open toolOpen) {
 	switch r.State {
 	case conversation.ToolRunning:
 		v.icon.SetResource(theme.MediaPlayIcon())
-		v.state.Importance = widget.MediumImportance
-		v.state.SetText("running…")
+		v.state.set("running…", theme.ColorNameForeground)
 	case conversation.ToolApproved:
 		v.icon.SetResource(theme.ConfirmIcon())
-		v.state.Importance = widget.SuccessImportance
-		v.state.SetText("approved")
+		v.state.set("approved", theme.ColorNameSuccess)
 	case conversation.ToolDenied:
 		v.icon.SetResource(theme.CancelIcon())
-		v.state.Importance = widget.WarningImportance
-		v.state.SetText("denied by plan")
+		v.state.set("denied by plan", theme.ColorNameWarning)
 	case conversation.ToolStopped:
 		v.icon.SetResource(theme.MediaStopIcon())
-		v.state.Importance = widget.LowImportance
-		v.state.SetText("stopped with the turn")
+		v.state.set("stopped with the turn", colorNameHint)
 	default:
 		v.icon.SetResource(theme.ErrorIcon())
-		v.state.Importance = widget.DangerImportance
-		v.state.SetText("failed")
+		v.state.set("failed", theme.ColorNameError)
 	}
-	v.state.Refresh()
 	if open == toolClosed {
 		v.expand.SetIcon(theme.MenuExpandIcon())
 		v.body.RemoveAll()

@@ -23,8 +23,8 @@ type statusBar struct {
 	pill   *canvas.Rectangle
 	conn   *canvas.Text
 	notice *widget.Label
-	usage  *barLine
-	totals *barLine
+	usage  *tintedText
+	totals *tintedText
 	root   fyne.CanvasObject
 	state  client.StateChange
 	// What the totals line holds: the session's totals (or a hint), and
@@ -48,9 +48,11 @@ func newStatusBar() *statusBar {
 	b.notice.Importance = widget.DangerImportance
 	b.notice.Truncation = fyne.TextTruncateEllipsis
 	b.notice.Hide()
-	b.usage = newBarLine()
+	b.usage = newTintedText(theme.SizeNameCaptionText, fyne.TextStyle{})
+	b.usage.Truncation = fyne.TextTruncateEllipsis
 	b.usage.set("No usage reported yet", colorNameHint)
-	b.totals = newBarLine()
+	b.totals = newTintedText(theme.SizeNameCaptionText, fyne.TextStyle{})
+	b.totals.Truncation = fyne.TextTruncateEllipsis
 	dot := container.NewCenter(container.NewGridWrap(fyne.NewSize(8, 8), b.dot))
 	// The badge is a coloured pill so that a dropped connection is seen.
 	pillText := container.New(&pillLayout{}, dot, b.conn)
@@ -149,38 +151,6 @@ func (b *statusBar) showTotals() {
 	}
 	b.totals.set(text, c)
 }
-
-// colorNameHint is the app theme's colour of hint text (palette.subtle). A
-// Label has the colours of its importance only, and its LowImportance is
-// the theme's disabled colour: on the light theme's bar the hints were too
-// faint to read.
-const colorNameHint fyne.ThemeColorName = "pilotdesk-hint"
-
-// barLine is one line of the status bar: caption text in a colour of the
-// theme, cut with an ellipsis when the window is narrow.
-type barLine struct {
-	*widget.RichText
-	seg *widget.TextSegment
-}
-
-func newBarLine() *barLine {
-	seg := &widget.TextSegment{Style: widget.RichTextStyle{Inline: true, SizeName: theme.SizeNameCaptionText}}
-	rt := widget.NewRichText(seg)
-	rt.Truncation = fyne.TextTruncateEllipsis
-	return &barLine{RichText: rt, seg: seg}
-}
-
-// set shows text in the colour named c, redrawing only what changed.
-func (l *barLine) set(text string, c fyne.ThemeColorName) {
-	if l.seg.Text == text && l.seg.Style.ColorName == c {
-		return
-	}
-	l.seg.Text, l.seg.Style.ColorName = text, c
-	l.Refresh()
-}
-
-// text is what the line shows.
-func (l *barLine) text() string { return l.seg.Text }
 
 // pillLayout places a dot and a text side by side with padding around, the
 // inside of the connection badge.

@@ -10,6 +10,7 @@ import (
 	"fyne.io/fyne/v2/test"
 	"fyne.io/fyne/v2/theme"
 
+	"github.com/pilotdesk/pilotdesk/conversation"
 	"github.com/pilotdesk/pilotdesk/ui/uitest"
 )
 
@@ -80,4 +81,33 @@ func contrast(fg, bg color.Color) float64 {
 	}
 	l1, l2 := lum(over(fg, bg)), lum(bg)
 	return (max(l1, l2) + 0.05) / (min(l1, l2) + 0.05)
+}
+
+// A tool row's state and a reasoning row's preview take their colours from
+// the theme by name: hints (a tool stopped with its turn, the collapsed
+// reasoning's first line) in the hint colour, as the status bar's.
+func TestToolStateAndPreviewColours(t *testing.T) {
+	test.NewTempApp(t)
+	tv := newToolView(nil)
+	for _, tc := range []struct {
+		state string
+		text  string
+		color fyne.ThemeColorName
+	}{
+		{conversation.ToolRunning, "running…", theme.ColorNameForeground},
+		{conversation.ToolApproved, "approved", theme.ColorNameSuccess},
+		{conversation.ToolDenied, "denied by plan", theme.ColorNameWarning},
+		{conversation.ToolStopped, "stopped with the turn", colorNameHint},
+		{conversation.ToolFailed, "failed", theme.ColorNameError},
+	} {
+		tv.set(0, conversation.Row{Kind: conversation.RowTool, Title: "bash", State: tc.state}, toolClosed)
+		if got, c := tv.state.text(), tv.state.seg.Style.ColorName; got != tc.text || c != tc.color {
+			t.Errorf("tool state %v: %q in %q, want %q in %q", tc.state, got, c, tc.text, tc.color)
+		}
+	}
+	rv := newReasoningView(nil)
+	rv.set(0, conversation.Row{Kind: conversation.RowReasoning, Text: "First I read the code.", Done: true}, toolClosed)
+	if got, c := rv.preview.text(), rv.preview.seg.Style.ColorName; got != "First I read the code." || c != colorNameHint {
+		t.Errorf("the reasoning preview: %q in %q", got, c)
+	}
 }
