@@ -84,12 +84,12 @@ func FixedVariant(th fyne.Theme, variant fyne.ThemeVariant) fyne.Theme {
 }
 
 // appTheme is the app's theme plus the window's own colour names (the
-// syntax colours of code blocks and diffs, the status bar's hints). Code views used a
-// container.ThemeOverride each for them, and Fyne 2.7.1 keeps a set of
-// parsed fonts per override (the theme's, the fallback, the 4 MB emoji font
-// and a system font, for each text style), never freed: every code block
-// ever drawn added megabytes. With the names in the app's theme, all text
-// shares one set per style.
+// syntax colours of code blocks and diffs; colorNameHint, the colour of
+// hint text). Code views used a container.ThemeOverride each for them,
+// and Fyne 2.7.1 keeps a set of parsed fonts per override (the theme's,
+// the fallback, the 4 MB emoji font and a system font, for each text
+// style), never freed: every code block ever drawn added megabytes. With
+// the names in the app's theme, all text shares one set per style.
 type appTheme struct{ fyne.Theme }
 
 func (t appTheme) Color(n fyne.ThemeColorName, v fyne.ThemeVariant) color.Color {
