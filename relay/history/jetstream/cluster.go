@@ -233,7 +233,7 @@ func (c *Cluster) Start(h history.ClusterHooks) error {
 	}
 	// The watcher first, then the list: a relay that comes or goes in
 	// between is seen by the watcher.
-	watcher, err := c.relays.WatchAll(ctx, jetstream.UpdatesOnly())
+	watcher, err := c.s.watchKV(ctx, c.relays, jetstream.AllKeys, jetstream.UpdatesOnly())
 	if err != nil {
 		return fail(fmt.Errorf("jetstream cluster: watch the relays: %w", err))
 	}

@@ -455,7 +455,7 @@ func (s *Store) WatchDevices(ctx context.Context, changed func()) error {
 	if err != nil {
 		return err
 	}
-	w, err := kv.Watch(ctx, devicesTableKey)
+	w, err := s.watchKV(ctx, kv, devicesTableKey)
 	if err != nil {
 		return fmt.Errorf("jetstream history: watch the device tokens: %w", err)
 	}

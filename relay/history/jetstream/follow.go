@@ -140,26 +140,15 @@ func (c *Cluster) startFollowing(relays map[string][]byte) error {
 
 // listRelays reads every relay's lease value.
 func (c *Cluster) listRelays(ctx context.Context) (map[string][]byte, error) {
-	w, err := c.relays.WatchAll(ctx, jetstream.IgnoreDeletes())
+	entries, err := c.s.readKV(ctx, c.relays, jetstream.AllKeys)
 	if err != nil {
 		return nil, fmt.Errorf("jetstream cluster: list the relays: %w", err)
 	}
-	defer func() { _ = w.Stop() }()
 	out := map[string][]byte{}
-	for {
-		select {
-		case <-ctx.Done():
-			return nil, fmt.Errorf("jetstream cluster: list the relays: %w", ctx.Err())
-		case e, ok := <-w.Updates():
-			if !ok {
-				return nil, errors.New("jetstream cluster: list the relays: the watcher stopped")
-			}
-			if e == nil {
-				return out, nil // the initial values are all in
-			}
-			out[e.Key()] = e.Value()
-		}
+	for _, e := range entries {
+		out[e.Key()] = e.Value()
 	}
+	return out, nil
 }
 
 // noteRelay notes a relay's lease value (nil: its key went away), and

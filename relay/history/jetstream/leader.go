@@ -57,11 +57,12 @@ const callTimeout = 2 * time.Second
 var errForming = errors.New("created by another relay a moment ago, and not answering yet")
 
 // passing reports whether a request's error passes with a leader election:
-// no answer, nobody listening, or the server saying so.
+// no answer, nobody listening, a watcher lost while reading, or the server
+// saying so.
 func passing(err error) bool {
 	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrTimeout) ||
 		errors.Is(err, nats.ErrNoResponders) || errors.Is(err, jetstream.ErrNoStreamResponse) ||
-		errors.Is(err, errForming) {
+		errors.Is(err, errForming) || errors.Is(err, errWatchLost) {
 		return true
 	}
 	var apiErr *jetstream.APIError

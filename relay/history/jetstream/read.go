@@ -43,11 +43,7 @@ func (s *Store) Conversations(ctx context.Context) ([]history.Conversation, erro
 	if _, err := s.state(""); err != nil {
 		return nil, err // closed
 	}
-	var recs map[string]record // by token
-	err := s.leaderCall(ctx, func(context.Context) (err error) {
-		recs, err = s.readRecords(ctx)
-		return err
-	})
+	recs, err := s.readRecords(ctx) // by token
 	if err != nil {
 		return nil, fmt.Errorf("jetstream history: list the records: %w", err)
 	}
@@ -92,47 +88,22 @@ func (s *Store) Conversations(ctx context.Context) ([]history.Conversation, erro
 	return out, nil
 }
 
-// recordsWait bounds one attempt at reading the KV records: a watcher
-// whose consumer was placed while the bucket's leader was being elected
-// may never deliver, and is then made again.
-const recordsWait = 10 * time.Second
-
-// readRecords reads every KV record with one watcher.
+// readRecords reads every KV record.
 func (s *Store) readRecords(ctx context.Context) (map[string]record, error) {
-	wctx, cancel := context.WithTimeout(ctx, recordsWait)
-	defer cancel()
-	w, err := s.kv.WatchAll(wctx, jetstream.IgnoreDeletes())
+	entries, err := s.readKV(ctx, s.kv, jetstream.AllKeys)
 	if err != nil {
 		return nil, err
 	}
-	defer func() {
-		if err := w.Stop(); err != nil {
-			s.log.Debug("jetstream history: stop the record watcher", "err", err)
-		}
-	}()
 	recs := map[string]record{}
-	for {
-		select {
-		case <-wctx.Done():
-			if ctx.Err() != nil {
-				return nil, ctx.Err()
-			}
-			return nil, context.DeadlineExceeded // passing: asked again
-		case e, ok := <-w.Updates():
-			if !ok {
-				return nil, context.DeadlineExceeded
-			}
-			if e == nil {
-				return recs, nil // the rest would be updates from now on
-			}
-			var r record
-			if err := json.Unmarshal(e.Value(), &r); err != nil {
-				s.log.Warn("jetstream history: a bad conversation record in the bucket; reading the stream instead", "key", e.Key(), "err", err)
-				continue
-			}
-			recs[e.Key()] = r
+	for _, e := range entries {
+		var r record
+		if err := json.Unmarshal(e.Value(), &r); err != nil {
+			s.log.Warn("jetstream history: a bad conversation record in the bucket; reading the stream instead", "key", e.Key(), "err", err)
+			continue
 		}
+		recs[e.Key()] = r
 	}
+	return recs, nil
 }
 
 // learn records what the stream holds of a conversation, unless the store

@@ -217,31 +217,18 @@ func (s *Store) Spent(ctx context.Context, since time.Time) ([]history.Spend, er
 	if err != nil {
 		return nil, err
 	}
-	byKey := map[string]spendEntry{}
-	w, err := kv.Watch(ctx, spendKeyPrefix+">", jetstream.IgnoreDeletes())
+	entries, err := s.readKV(ctx, kv, spendKeyPrefix+">")
 	if err != nil {
 		return nil, fmt.Errorf("history: read spend: %w", err)
 	}
-	defer w.Stop()
-	for done := false; !done; {
-		select {
-		case <-ctx.Done():
-			return nil, fmt.Errorf("history: read spend: %w", ctx.Err())
-		case e, ok := <-w.Updates():
-			switch {
-			case !ok:
-				return nil, errors.New("history: read spend: the watcher stopped")
-			case e == nil:
-				done = true // the initial values are all in
-			default:
-				var v spendEntry
-				if err := json.Unmarshal(e.Value(), &v); err != nil {
-					return nil, fmt.Errorf("history: read spend: a bad entry %s: %w", e.Key(), err)
-				}
-				v.rev = e.Revision()
-				byKey[e.Key()] = v
-			}
+	byKey := map[string]spendEntry{}
+	for _, e := range entries {
+		var v spendEntry
+		if err := json.Unmarshal(e.Value(), &v); err != nil {
+			return nil, fmt.Errorf("history: read spend: a bad entry %s: %w", e.Key(), err)
 		}
+		v.rev = e.Revision()
+		byKey[e.Key()] = v
 	}
 	s.ext.mu.Lock()
 	for k, v := range s.ext.spendSeen {
@@ -300,7 +287,7 @@ func (s *Store) WatchSpend(ctx context.Context, changed func()) error {
 	if err != nil {
 		return err
 	}
-	w, err := kv.Watch(ctx, spendKeyPrefix+">", jetstream.UpdatesOnly(), jetstream.IgnoreDeletes())
+	w, err := s.watchKV(ctx, kv, spendKeyPrefix+">", jetstream.UpdatesOnly(), jetstream.IgnoreDeletes())
 	if err != nil {
 		return fmt.Errorf("history: watch spend: %w", err)
 	}

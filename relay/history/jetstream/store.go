@@ -71,6 +71,9 @@ type Options struct {
 	// loseAck, in tests, is called after an append was acknowledged; when
 	// it returns true the store acts as if the ack had been lost.
 	loseAck func(id string) bool
+	// watchWait bounds one attempt at setting up a KV watcher (watch.go).
+	// Default watchWait; tests shorten it.
+	watchWait time.Duration
 }
 
 func (o *Options) setDefaults() {
@@ -85,6 +88,9 @@ func (o *Options) setDefaults() {
 	}
 	if o.MaxInflight <= 0 {
 		o.MaxInflight = 32
+	}
+	if o.watchWait <= 0 {
+		o.watchWait = watchWait
 	}
 	if o.Logger == nil {
 		o.Logger = slog.Default()
