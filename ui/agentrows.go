@@ -33,14 +33,14 @@ type reasoningView struct {
 	id      int
 	open    bool
 	obj     *fyne.Container
-	toggle  *widget.Button
+	toggle  *rowButton
 	preview *tintedText
 	text    *widget.Label
 }
 
 func newReasoningView(t *transcript) *reasoningView {
 	v := &reasoningView{t: t}
-	v.toggle = widget.NewButtonWithIcon("Thinking", theme.MenuExpandIcon(), func() {
+	v.toggle = t.newButton("Thinking", theme.MenuExpandIcon(), func() {
 		if v.open {
 			v.t.setOpen(v.id, toolClosed)
 		} else {

@@ -16,6 +16,7 @@ import (
 	"github.com/pilotdesk/pilotdesk/protocol"
 	"github.com/pilotdesk/pilotdesk/relay"
 	"github.com/pilotdesk/pilotdesk/session"
+	"github.com/pilotdesk/pilotdesk/ui/uitest"
 )
 
 // replayAgent plays a recorded turn of an agent (relay frames, one a line)
@@ -99,16 +100,28 @@ func newACPHarness(t testing.TB, th fyne.Theme) *harness {
 		relay: relay.Config{Agent: newReplayAgent(t, "testdata/acp-turn.jsonl")}})
 }
 
-// shownRowOf returns the row view showing row i.
+// shownRowOf returns the row view showing row i: one the window draws.
+// A row view the list has let go of keeps its key until the list binds
+// it again, so the key alone may name two views, one of them not drawn.
 func (h *harness) shownRowOf(i int) *rowState {
 	h.t.Helper()
 	for _, s := range h.w.transcript.views {
-		if s.key.id == i && s.key.gen == h.w.transcript.gen && s.cur != nil && s.cur.Visible() {
+		if s.key.id == i && s.key.gen == h.w.transcript.gen && s.cur != nil && s.cur.Visible() && h.drawn(s.cur) {
 			return s
 		}
 	}
 	h.t.Fatalf("row %d is not on screen", i)
 	return nil
+}
+
+// drawn reports whether o is in the window's tree of visible objects.
+func (h *harness) drawn(o fyne.CanvasObject) bool {
+	found := false
+	uitest.Walk(h.w.Window().Content(), func(c fyne.CanvasObject) bool {
+		found = found || c == o
+		return !found && c.Visible()
+	})
+	return found
 }
 
 func rowOf(h *harness, kind conversation.RowKind) int {

@@ -72,7 +72,7 @@ func TestCodeIsColouredByTheAppTheme(t *testing.T) {
 	for i, variant := range []fyne.ThemeVariant{theme.VariantLight, theme.VariantDark} {
 		a.Settings().SetTheme(FixedVariant(theme.DefaultTheme(), variant))
 		useAppTheme(a)
-		v := newCodeView(&Window{app: a})
+		v := newCodeView(&transcript{win: &Window{app: a}})
 		v.set(conversation.Row{Kind: conversation.RowCode, Lang: "go", Text: "func main() {}"})
 		w := test.NewTempWindow(t, v.obj)
 		w.Resize(fyne.NewSize(400, 100))

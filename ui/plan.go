@@ -24,7 +24,7 @@ type planView struct {
 	bg    *canvas.Rectangle
 	title *widget.Label
 	steps *fyne.Container
-	run   *widget.Button
+	run   *rowButton
 	row   int
 	plan  []conversation.PlanStep
 	// ticked is the card's state, kept by the transcript per plan so that
@@ -40,7 +40,7 @@ func newPlanView(t *transcript) *planView {
 	v.bg.StrokeWidth = 1
 	v.title = widget.NewLabelWithStyle("", fyne.TextAlignLeading, fyne.TextStyle{Bold: true})
 	v.steps = container.NewVBox()
-	v.run = widget.NewButtonWithIcon("Run in Act", theme.MediaPlayIcon(), v.runTicked)
+	v.run = t.newButton("Run in Act", theme.MediaPlayIcon(), v.runTicked)
 	v.run.Importance = widget.HighImportance
 	hint := smallNote("Untick what should not run. Run in Act switches this conversation to Act and asks the agent for exactly these steps.")
 	body := container.NewVBox(v.title, v.steps, container.NewBorder(nil, nil, nil, v.run, hint))
@@ -64,7 +64,7 @@ func (v *planView) set(row int, rows []conversation.Row) {
 	v.steps.RemoveAll()
 	for i, p := range v.plan {
 		i := i
-		c := widget.NewCheck(fmt.Sprintf("%d. %s", i+1, conversation.StepText(p)), func(on bool) {
+		c := v.t.newCheck(fmt.Sprintf("%d. %s", i+1, conversation.StepText(p)), func(on bool) {
 			v.ticked[i] = on
 			v.refreshRun()
 			v.t.win.focusComposer()

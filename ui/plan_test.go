@@ -14,13 +14,11 @@ import (
 // shownPlan returns the on-screen plan card of row i.
 func (h *harness) shownPlan(i int) *planView {
 	h.t.Helper()
-	for _, s := range h.w.transcript.views {
-		if s.key.id == i && s.key.gen == h.w.transcript.gen && s.plan != nil && s.cur == s.plan.obj {
-			return s.plan
-		}
+	s := h.shownRowOf(i)
+	if s.plan == nil || s.cur != s.plan.obj {
+		h.t.Fatalf("row %d is not a plan", i)
 	}
-	h.t.Fatalf("plan row %d is not on screen", i)
-	return nil
+	return s.plan
 }
 
 // TestPlanCardRunsTheTickedSteps: a Plan turn ends with its denied calls

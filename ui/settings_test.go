@@ -565,13 +565,21 @@ func moveToRelay(t *testing.T, h *harness, store history.Store, opts Options) *r
 	return srv
 }
 
-// tapButton taps the button labelled text under o.
+// tapButton taps the button labelled text under o: a plain button, or a
+// transcript row's.
 func tapButton(t *testing.T, o fyne.CanvasObject, text string) {
 	t.Helper()
-	var found *widget.Button
+	var found fyne.Tappable
 	uitest.Walk(o, func(o fyne.CanvasObject) bool {
-		if b, ok := o.(*widget.Button); ok && b.Text == text {
-			found = b
+		switch b := o.(type) {
+		case *widget.Button:
+			if b.Text == text {
+				found = b
+			}
+		case *rowButton:
+			if b.Text == text {
+				found = b
+			}
 		}
 		return true
 	})

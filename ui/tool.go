@@ -75,7 +75,7 @@ type toolView struct {
 	args   *widget.Label
 	state  *tintedText
 	detail *widget.Label
-	expand *widget.Button
+	expand *rowButton
 	body   *fyne.Container
 }
 
@@ -89,7 +89,7 @@ func newToolView(t *transcript) *toolView {
 	v.detail = widget.NewLabel("")
 	v.detail.Truncation = fyne.TextTruncateEllipsis
 	v.detail.SizeName = theme.SizeNameCaptionText
-	v.expand = widget.NewButtonWithIcon("", theme.MenuExpandIcon(), func() {
+	v.expand = t.newButton("", theme.MenuExpandIcon(), func() {
 		if v.open == toolClosed {
 			v.t.setOpen(v.id, toolOpened)
 		} else {
@@ -193,13 +193,13 @@ func (v *toolView) output(out string, open toolOpen) []fyne.CanvasObject {
 			objs = append(objs, smallNote(note))
 		}
 		if hidden > 0 {
-			less := widget.NewButton("Show less", func() { v.t.setOpen(v.id, toolOpened) })
+			less := v.t.newButton("Show less", nil, func() { v.t.setOpen(v.id, toolOpened) })
 			less.Importance = widget.LowImportance
 			objs = append(objs, container.NewHBox(less))
 		}
 		return objs
 	}
-	all := widget.NewButton(fmt.Sprintf("Show all %d lines", len(head)+len(tail)+hidden), func() { v.t.setOpen(v.id, toolShowAll) })
+	all := v.t.newButton(fmt.Sprintf("Show all %d lines", len(head)+len(tail)+hidden), nil, func() { v.t.setOpen(v.id, toolShowAll) })
 	all.Importance = widget.LowImportance
 	return []fyne.CanvasObject{
 		mono(strings.Join(head, "\n")),

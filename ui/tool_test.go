@@ -16,13 +16,11 @@ import (
 // shownTool returns the on-screen view of tool row i.
 func (h *harness) shownTool(i int) *toolView {
 	h.t.Helper()
-	for _, s := range h.w.transcript.views {
-		if s.key.id == i && s.key.gen == h.w.transcript.gen && s.tool != nil && s.cur == s.tool.obj {
-			return s.tool
-		}
+	s := h.shownRowOf(i)
+	if s.tool == nil || s.cur != s.tool.obj {
+		h.t.Fatalf("row %d is not a tool row", i)
 	}
-	h.t.Fatalf("tool row %d is not on screen", i)
-	return nil
+	return s.tool
 }
 
 // shownText joins the text of every visible label and rich text under o.

@@ -797,7 +797,7 @@ func (s *rowState) show(id int, r conversation.Row, segs []widget.RichTextSegmen
 		obj = s.text
 	case conversation.RowCode:
 		if s.code == nil {
-			s.code = newCodeView(s.t.win)
+			s.code = newCodeView(s.t)
 		}
 		s.code.set(r)
 		obj = s.code.obj
@@ -827,7 +827,7 @@ func (s *rowState) show(id int, r conversation.Row, segs []widget.RichTextSegmen
 		obj = s.agentPlan.obj
 	default:
 		if s.line == nil {
-			s.line = newLineView(s.t.win)
+			s.line = newLineView(s.t)
 		}
 		s.line.set(id, r)
 		obj = s.line.obj
@@ -942,14 +942,14 @@ type codeView struct {
 	hlLang string // what code shows, to highlight only on change
 }
 
-func newCodeView(w *Window) *codeView {
+func newCodeView(t *transcript) *codeView {
 	v := &codeView{}
 	v.bg = canvas.NewRectangle(colors(theme.Current()).codeBackground)
 	v.bg.CornerRadius = theme.InputRadiusSize()
 	v.lang = widget.NewLabel("")
 	v.lang.SizeName = theme.SizeNameCaptionText
 	v.lang.TextStyle = fyne.TextStyle{Italic: true}
-	copyBtn := widget.NewButtonWithIcon("Copy", theme.ContentCopyIcon(), func() { w.copyText(v.text) })
+	copyBtn := t.newButton("Copy", theme.ContentCopyIcon(), func() { t.win.copyText(v.text) })
 	copyBtn.Importance = widget.LowImportance
 	v.code = widget.NewRichText()
 	v.code.Wrapping = fyne.TextWrapBreak
@@ -982,12 +982,12 @@ type lineView struct {
 	icon   *widget.Icon
 	text   *widget.Label
 	detail *widget.Label
-	copy   *widget.Button
+	copy   *rowButton
 	idx    int
 }
 
-func newLineView(w *Window) *lineView {
-	v := &lineView{win: w}
+func newLineView(t *transcript) *lineView {
+	v := &lineView{win: t.win}
 	v.icon = widget.NewIcon(theme.InfoIcon())
 	v.text = widget.NewLabel("")
 	v.text.Wrapping = fyne.TextWrapWord
@@ -996,7 +996,7 @@ func newLineView(w *Window) *lineView {
 	v.detail.Wrapping = fyne.TextWrapWord
 	v.detail.Selectable = true
 	v.detail.SizeName = theme.SizeNameCaptionText
-	v.copy = widget.NewButtonWithIcon("Copy reply", theme.ContentCopyIcon(), func() { w.copyReplyBefore(v.idx) })
+	v.copy = t.newButton("Copy reply", theme.ContentCopyIcon(), func() { t.win.copyReplyBefore(v.idx) })
 	v.copy.Importance = widget.LowImportance
 	v.obj = container.NewBorder(nil, nil, container.New(firstLineLayout{}, v.icon), container.NewVBox(v.copy), container.NewVBox(v.text, v.detail))
 	return v

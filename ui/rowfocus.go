@@ -1,0 +1,50 @@
+package ui
+
+import (
+	"fyne.io/fyne/v2"
+	"fyne.io/fyne/v2/widget"
+)
+
+// Tab moves the keyboard through a transcript row's buttons and
+// checkboxes as it does through its links. A part that gains focus in a
+// row the view cuts is scrolled into view (transcript.reveal), as a link
+// is (linkStop.FocusGained): otherwise the focus outline is drawn where
+// nobody sees it, and Space presses a button the user cannot read.
+
+// rowButton is a button of a transcript row.
+type rowButton struct {
+	widget.Button
+	t *transcript
+}
+
+// newButton makes a button for a row of t.
+func (t *transcript) newButton(label string, icon fyne.Resource, tapped func()) *rowButton {
+	b := &rowButton{t: t}
+	b.Text, b.Icon, b.OnTapped = label, icon, tapped
+	b.ExtendBaseWidget(b)
+	return b
+}
+
+func (b *rowButton) FocusGained() {
+	b.Button.FocusGained()
+	b.t.reveal(b)
+}
+
+// rowCheck is a checkbox of a transcript row (a plan's step).
+type rowCheck struct {
+	widget.Check
+	t *transcript
+}
+
+// newCheck makes a checkbox for a row of t.
+func (t *transcript) newCheck(label string, changed func(bool)) *rowCheck {
+	c := &rowCheck{t: t}
+	c.Text, c.OnChanged = label, changed
+	c.ExtendBaseWidget(c)
+	return c
+}
+
+func (c *rowCheck) FocusGained() {
+	c.Check.FocusGained()
+	c.t.reveal(c)
+}
