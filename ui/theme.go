@@ -2,6 +2,7 @@ package ui
 
 import (
 	"image/color"
+	"math"
 	"sync"
 
 	"fyne.io/fyne/v2"
@@ -20,6 +21,10 @@ type palette struct {
 	live            color.Color
 	reconnecting    color.Color
 	offline         color.Color
+	// The status colours (a finished turn, plan mode, an error) and the
+	// links' colour, readable as text on the background: used where the
+	// theme's own are not (readableColor).
+	success, warning, danger, link color.Color
 }
 
 func currentVariant() fyne.ThemeVariant {
@@ -50,6 +55,10 @@ func colors(th fyne.Theme) palette {
 			live:            color.NRGBA{R: 0x15, G: 0x80, B: 0x3d, A: 0xff},
 			reconnecting:    color.NRGBA{R: 0xb4, G: 0x53, B: 0x09, A: 0xff},
 			offline:         color.NRGBA{R: 0xb9, G: 0x1c, B: 0x1c, A: 0xff},
+			success:         color.NRGBA{R: 0x4a, G: 0xde, B: 0x80, A: 0xff},
+			warning:         color.NRGBA{R: 0xfb, G: 0xbf, B: 0x24, A: 0xff},
+			danger:          color.NRGBA{R: 0xf8, G: 0x71, B: 0x71, A: 0xff},
+			link:            color.NRGBA{R: 0x5b, G: 0x93, B: 0xff, A: 0xff},
 		}
 	}
 	return palette{
@@ -62,6 +71,10 @@ func colors(th fyne.Theme) palette {
 		live:            color.NRGBA{R: 0x16, G: 0xa3, B: 0x4a, A: 0xff},
 		reconnecting:    color.NRGBA{R: 0xd9, G: 0x77, B: 0x06, A: 0xff},
 		offline:         color.NRGBA{R: 0xdc, G: 0x26, B: 0x26, A: 0xff},
+		success:         color.NRGBA{R: 0x2e, G: 0x7d, B: 0x32, A: 0xff},
+		warning:         color.NRGBA{R: 0xa8, G: 0x56, B: 0x00, A: 0xff},
+		danger:          color.NRGBA{R: 0xc6, G: 0x28, B: 0x28, A: 0xff},
+		link:            color.NRGBA{R: 0x25, G: 0x63, B: 0xeb, A: 0xff},
 	}
 }
 
@@ -99,7 +112,61 @@ func (t appTheme) Color(n fyne.ThemeColorName, v fyne.ThemeVariant) color.Color 
 	if n == colorNameHint {
 		return colors(t.Theme).subtle
 	}
-	return t.Theme.Color(n, v)
+	return t.readableColor(n, v)
+}
+
+// minTextContrast is WCAG's contrast for text (AA).
+const minTextContrast = 4.5
+
+// readableColor is the theme's colour n, unless n is a colour the window
+// draws text in (a finished turn's "Completed", plan mode's and an
+// error's words, a tool's state, a link) and the theme's is too faint to
+// read on its background: Fyne's default light theme draws success in a
+// green of 1.5:1, warning 2.2:1, error 3.7:1, and its dark one links in
+// 4.0:1. The palette's colour is used then; a theme whose colour reads
+// keeps it. A button of that importance is filled with the colour, and
+// its label (the theme's foreground on it, white) reads better on the
+// darker fill too.
+func (t appTheme) readableColor(n fyne.ThemeColorName, v fyne.ThemeVariant) color.Color {
+	c := t.Theme.Color(n, v)
+	var ours color.Color
+	switch n {
+	case theme.ColorNameSuccess:
+		ours = colors(t.Theme).success
+	case theme.ColorNameWarning:
+		ours = colors(t.Theme).warning
+	case theme.ColorNameError:
+		ours = colors(t.Theme).danger
+	case theme.ColorNameHyperlink:
+		ours = colors(t.Theme).link
+	default:
+		return c
+	}
+	if contrastRatio(c, t.Theme.Color(theme.ColorNameBackground, v)) >= minTextContrast {
+		return c
+	}
+	return ours
+}
+
+// contrastRatio is WCAG's contrast ratio of fg drawn over an opaque bg,
+// from 1 (none) to 21 (black on white).
+func contrastRatio(fg, bg color.Color) float64 {
+	lum := func(c color.Color) float64 {
+		r, g, b, _ := c.RGBA()
+		ch := func(v uint32) float64 {
+			s := float64(v) / 0xffff
+			if s <= 0.03928 {
+				return s / 12.92
+			}
+			return math.Pow((s+0.055)/1.055, 2.4)
+		}
+		return 0.2126*ch(r) + 0.7152*ch(g) + 0.0722*ch(b)
+	}
+	a, b := lum(over(fg, bg)), lum(bg)
+	if a < b {
+		a, b = b, a
+	}
+	return (a + 0.05) / (b + 0.05)
 }
 
 // useAppTheme makes a's theme an appTheme over the theme it has, now and
