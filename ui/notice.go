@@ -17,11 +17,14 @@ import (
 // agent is a demo, the saved settings did not start), not an error of a
 // turn, and the user dismisses it.
 type noticeCard struct {
-	id    string // which notice: firstRunNoticeID, startNoticeID, relayNoticeID
-	title *widget.Label
-	body  *widget.RichText
-	bg    *canvas.Rectangle
-	root  fyne.CanvasObject
+	id      string // which notice: firstRunNoticeID, startNoticeID, relayNoticeID
+	title   *widget.Label
+	body    *widget.RichText
+	bg      *canvas.Rectangle
+	root    fyne.CanvasObject
+	text    *fyne.Container // the title, the body and the buttons, or the title beside the buttons (compact)
+	buttons *fyne.Container
+	compact bool
 }
 
 // noticeAction is one button of a notice.
@@ -54,10 +57,28 @@ func newNoticeCard(id string, icon fyne.Resource, title, markdown string, action
 		}
 		buttons.Add(b)
 	}
-	text := container.NewVBox(n.title, n.body, buttons)
+	n.buttons = buttons
+	n.text = container.NewVBox(n.title, n.body, buttons)
 	iconBox := container.NewVBox(container.NewPadded(widget.NewIcon(icon)))
-	n.root = container.NewPadded(container.NewStack(n.bg, container.NewPadded(container.NewBorder(nil, nil, iconBox, nil, text))))
+	n.root = container.NewPadded(container.NewStack(n.bg, container.NewPadded(container.NewBorder(nil, nil, iconBox, nil, n.text))))
 	return n
+}
+
+// setCompact shows the notice as its title beside its buttons, one line
+// high, or whole again. The first-run notice turns compact once the user
+// sends a prompt to the demo: it was read, the demo is in use, and the
+// body would go on taking a fifth of the window from the conversation.
+func (n *noticeCard) setCompact(compact bool) {
+	if n.compact == compact {
+		return
+	}
+	n.compact = compact
+	if compact {
+		n.text.Objects = []fyne.CanvasObject{container.NewBorder(nil, nil, nil, n.buttons, n.title)}
+	} else {
+		n.text.Objects = []fyne.CanvasObject{n.title, n.body, n.buttons}
+	}
+	n.text.Refresh()
 }
 
 // noticeColors are a calm blue card that reads as information in both the

@@ -30,29 +30,30 @@ var update = flag.Bool("update", false, "write screenshots/*.png and ui/testdata
 
 // goldenStates are the states whose pictures are kept as goldens.
 var goldenStates = map[string]bool{
-	"light-empty":          true,
-	"light-streaming":      true,
-	"light-plan-banner":    true,
-	"light-modal-approval": true,
-	"light-modal-choice":   true,
-	"light-modal-text":     true,
-	"light-rejected":       true,
-	"dark-streaming":       true,
-	"light-settings":       true,
-	"light-first-run":      true,
-	"light-markdown":       true,
-	"light-identifiers":    true,
-	"light-links":          true,
-	"dark-markdown":        true,
-	"light-tool-rows":      true,
-	"light-minimum-size":   true,
-	"light-plan-card":      true,
-	"light-usage-credits":  true,
-	"dark-tool-rows":       true,
-	"light-about":          true,
-	"light-usage":          true,
-	"dark-usage":           true,
-	"light-reconnecting":   true,
+	"light-empty":             true,
+	"light-streaming":         true,
+	"light-plan-banner":       true,
+	"light-modal-approval":    true,
+	"light-modal-choice":      true,
+	"light-modal-text":        true,
+	"light-rejected":          true,
+	"dark-streaming":          true,
+	"light-settings":          true,
+	"light-first-run":         true,
+	"light-first-run-compact": true,
+	"light-markdown":          true,
+	"light-identifiers":       true,
+	"light-links":             true,
+	"dark-markdown":           true,
+	"light-tool-rows":         true,
+	"light-minimum-size":      true,
+	"light-plan-card":         true,
+	"light-usage-credits":     true,
+	"dark-tool-rows":          true,
+	"light-about":             true,
+	"light-usage":             true,
+	"dark-usage":              true,
+	"light-reconnecting":      true,
 	// light-budget-spent is not a golden: the relay stamps when the spent
 	// budget resets from its own wall clock (relay/budget.go has no clock
 	// to inject), and the picture shows that time to the minute.
@@ -343,8 +344,8 @@ func TestScreenshots(t *testing.T) {
 	}
 }
 
-// shootAppDialogs captures the first-run notice, the Settings dialog and
-// the About dialog.
+// shootAppDialogs captures the first-run notice, the Settings dialog, the
+// About dialog, and the notice once a prompt was sent.
 func shootAppDialogs(t *testing.T, s *shooter, th fyne.Theme) {
 	h := newHarness(t, harnessConfig{theme: th, fakeClock: true, size: fyne.NewSize(1100, 720), options: Options{
 		Version:    "0.1.0",
@@ -390,6 +391,13 @@ func shootAppDialogs(t *testing.T, s *shooter, th fyne.Theme) {
 	u.Host = "127.0.0.1:40000"
 	relayLine.SetText("embedded in this app, " + u.String())
 	s.shot(h, "about")
+	h.w.about.Hide()
+
+	// A prompt to the demo turns its notice into one line.
+	h.send("help")
+	h.waitFor("the help turn", func() bool { return h.hasStatus(protocol.StatusCompleted) })
+	h.w.Window().Canvas().Unfocus()
+	s.shot(h, "first-run-compact")
 }
 
 // findLabel returns the label under o that reads text, failing the test

@@ -13,6 +13,7 @@ import (
 
 	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/test"
+	"fyne.io/fyne/v2/theme"
 	"fyne.io/fyne/v2/widget"
 
 	"github.com/pilotdesk/pilotdesk/client"
@@ -451,6 +452,52 @@ func TestFirstRunNotice(t *testing.T) {
 	}
 	h.send("show me markdown")
 	h.waitFor("the turn on the new relay", func() bool { return h.hasStatus(protocol.StatusCompleted) })
+}
+
+// TestFirstRunNoticeCompactOnceUsed: the first prompt sent to the demo
+// turns its notice into one line, its title beside its buttons, and the
+// conversation gets the room; the buttons still work.
+func TestFirstRunNoticeCompactOnceUsed(t *testing.T) {
+	reason := "No GitHub Copilot CLI was found on this computer."
+	h := newHarness(t, harnessConfig{size: fyne.NewSize(1100, 720), options: Options{DemoReason: reason}})
+	h.frame()
+	n := h.w.notice
+	if n == nil || n.id != firstRunNoticeID {
+		t.Fatal("no first-run notice")
+	}
+	whole, list := h.w.noticeSlot.Size().Height, h.w.transcript.list.Size().Height
+	if !h.drawn(n.body) {
+		t.Fatal("the new notice does not show its body")
+	}
+	h.send("help")
+	h.waitFor("the help turn", func() bool { return h.hasStatus(protocol.StatusCompleted) })
+	h.frame()
+	if h.w.notice != n || !h.w.noticeSlot.Visible() {
+		t.Fatal("sending a prompt dismissed the notice: it is dismissed by Use the demo")
+	}
+	if h.drawn(n.body) {
+		t.Fatal("the body is still shown after a prompt to the demo")
+	}
+	compact := h.w.noticeSlot.Size().Height
+	line := n.title.MinSize().Height + 6*theme.Padding()
+	if compact > line || compact >= whole/2 {
+		t.Fatalf("the notice is %v high after a prompt (whole: %v), want one line, at most %v", compact, whole, line)
+	}
+	if got := h.w.transcript.list.Size().Height; got < list+whole-compact-1 {
+		t.Fatalf("the conversation is %v high, want %v: the room the notice gave up", got, list+whole-compact)
+	}
+	if body := strings.Join(texts(n.root), "\n"); !strings.Contains(body, FirstRunTitle) {
+		t.Fatalf("the compact notice lacks its title:\n%s", body)
+	}
+	tapButton(t, n.root, "Open Settings")
+	if h.w.settings == nil {
+		t.Fatal("Open Settings did not open the dialog")
+	}
+	h.w.settings.close()
+	tapButton(t, n.root, "Use the demo")
+	if h.w.notice != nil || !h.app.Preferences().Bool(prefFirstRunDismissed) {
+		t.Fatal("Use the demo did not dismiss the compact notice for good")
+	}
 }
 
 // TestStartProblemNotice: the saved settings that did not start are named

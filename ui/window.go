@@ -160,6 +160,7 @@ type Window struct {
 	notifiedConv string
 	noticeSlot   *fyne.Container
 	notice       *noticeCard
+	chat         *fyne.Container // the conversation's pane: title, notice, transcript, composer
 	settings     *settingsDialog
 	about        dialog.Dialog
 	// budget is the relay's credit budget as last shown (nil: none), and
@@ -606,9 +607,9 @@ func (w *Window) build() {
 	w.noticeSlot = container.NewVBox()
 	w.noticeSlot.Hide()
 	header := container.NewVBox(container.NewPadded(w.title), widget.NewSeparator(), w.noticeSlot)
-	chat := container.NewBorder(header, container.NewPadded(bottom), nil, nil, w.transcript.root)
+	w.chat = container.NewBorder(header, container.NewPadded(bottom), nil, nil, w.transcript.root)
 
-	split := container.NewHSplit(w.sidebar.root, chat)
+	split := container.NewHSplit(w.sidebar.root, w.chat)
 	split.Offset = 0.24
 	// The window shrinks no further than where the status words and the
 	// composer's buttons still fit on their lines.
@@ -992,6 +993,10 @@ func (w *Window) submit() {
 	id, mode, modelName := w.current, w.shownMode(), w.opts.Model
 	w.composer.setText("")
 	w.store.ClearNotice()
+	if w.notice != nil && w.notice.id == firstRunNoticeID && !w.notice.compact {
+		w.notice.setCompact(true)
+		relayout(w.chat) // the transcript takes the room the notice gave up
+	}
 	first := !w.subscribed[id]
 	w.subscribed[id] = true
 	w.enqueue(func(ctx context.Context) {
