@@ -573,7 +573,7 @@ func (r *repl) budgetChanged(b *protocol.Budget) {
 		if !r.budgetWarned {
 			r.budgetWarned = true
 			r.scr.endLine()
-			r.note(styleWarn, conversation.BudgetWarning(*b)+" "+conversation.BudgetText(*b)+".")
+			r.note(styleWarn, conversation.BudgetWarning(*b)+" "+conversation.BudgetText(*b, r.cfg.Now())+".")
 		}
 	default:
 		r.budgetSpentShown, r.budgetWarned = false, false

@@ -22,12 +22,12 @@ func periodText(seconds int64) string {
 // BudgetText is the relay's credit budget on one line, the same in every
 // front end: "budget: 7.9 of 10 credits spent in 30 days, 2.1 left", or
 // once it is spent "budget spent: 10.2 of 10 credits in 30 days, new turns
-// from 1 Dec 09:30".
-func BudgetText(b protocol.Budget) string {
+// from 1 Dec 09:30" (in the reader's time zone of now, as BudgetRefusal).
+func BudgetText(b protocol.Budget, now time.Time) string {
 	if b.Exceeded() {
 		s := fmt.Sprintf("budget spent: %s of %s in %s", Num(b.SpentCredits), CreditsText(b.BudgetCredits), periodText(b.PeriodSeconds))
 		if t, err := time.Parse(time.RFC3339, b.ResetsAt); err == nil {
-			s += ", new turns from " + t.Local().Format("2 Jan 15:04")
+			s += ", new turns from " + t.In(now.Location()).Format("2 Jan 15:04")
 		}
 		return s
 	}

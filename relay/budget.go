@@ -90,13 +90,13 @@ func newBudget(r *Relay, credits float64, period time.Duration) (*budget, error)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	entries, err := ledger.Spent(ctx, time.Now().Add(-period))
+	entries, err := ledger.Spent(ctx, b.r.budgetClock().Add(-period))
 	if err != nil {
 		return nil, fmt.Errorf("relay: read the credits spent: %w", err)
 	}
 	b.entries = entries
 	if b.limit > 0 {
-		spent, _ := b.tallyLocked(time.Now())
+		spent, _ := b.tallyLocked(b.r.budgetClock())
 		r.log.Info("relay: credit budget", "budgetCredits", credits, "period", period, "spentCredits", float64(spent)/protocol.NanoAIUPerCredit)
 	}
 	return b, nil
@@ -185,7 +185,7 @@ func (b *budget) read() {
 	if closed {
 		return
 	}
-	now := time.Now()
+	now := b.r.budgetClock()
 	rctx, cancel := context.WithTimeout(ctx, time.Minute)
 	stored, err := b.ledger.Spent(rctx, now.Add(-b.period))
 	cancel()
@@ -349,7 +349,7 @@ func (b *budget) refusal() string {
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	now := time.Now()
+	now := b.r.budgetClock()
 	spent, _ := b.tallyLocked(now)
 	if spent < b.limit {
 		return ""
@@ -390,7 +390,7 @@ func (b *budget) greet(c *conn) {
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if frame, _ := b.messageLocked(time.Now()); frame != nil {
+	if frame, _ := b.messageLocked(b.r.budgetClock()); frame != nil {
 		c.enqueue(frame)
 	}
 }
@@ -432,7 +432,7 @@ func (b *budget) flush() {
 	if b.closed {
 		return
 	}
-	frame, falls := b.messageLocked(time.Now())
+	frame, falls := b.messageLocked(b.r.budgetClock())
 	if frame != nil {
 		// Connections opened since the list was taken were greeted with
 		// figures at least as new.

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"strings"
 	"sync/atomic"
-	"time"
 
 	"github.com/pilotdesk/pilotdesk/protocol"
 	"github.com/pilotdesk/pilotdesk/session"
@@ -158,7 +157,7 @@ func (c *conversation) emitUsageLocked(e session.Usage) {
 	if e.NanoAIU != nil {
 		// Before the event goes to the committer: the batch that stores
 		// it, or one before, stores the spend (budget.go).
-		c.r.budget.spend(time.Now(), *e.NanoAIU)
+		c.r.budget.spend(c.r.budgetClock(), *e.NanoAIU)
 	}
 	d := protocol.Quota{
 		QuotaSnapshots:   c.rawJSON(e.QuotaSnapshots, "quotaSnapshots", true),
@@ -172,7 +171,7 @@ func (c *conversation) emitUsageLocked(e session.Usage) {
 		AICreditsStatus:  e.AICreditsStatus,
 	}
 	if e.NanoAIU != nil {
-		d.CreditsPerDay = c.r.budget.perDay(time.Now())
+		d.CreditsPerDay = c.r.budget.perDay(c.r.budgetClock())
 	}
 	c.emitLocked(protocol.TypeQuota, &d.Header, &d)
 }

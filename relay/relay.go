@@ -105,6 +105,10 @@ type Config struct {
 	// (budget.go); 0: no budget. BudgetPeriod 0: DefaultBudgetPeriod.
 	BudgetCredits float64
 	BudgetPeriod  time.Duration
+	// BudgetClock is the budget's clock: when credits are spent and so
+	// when a spent budget lets turns start again. nil: time.Now. Tests
+	// freeze it so that a picture of a spent budget is the same each run.
+	BudgetClock func() time.Time
 
 	// Cluster is the other relays sharing Store (cluster.go,
 	// docs/scale-out.md); nil: this relay alone owns every conversation.
@@ -131,6 +135,7 @@ type Relay struct {
 
 	heartbeat    time.Duration
 	inputTimeout time.Duration // <= 0: none
+	budgetClock  func() time.Time
 	sendQueue    int
 	maxConns     int
 	maxSubs      int
@@ -190,6 +195,7 @@ func New(cfg Config) (*Relay, error) {
 		log:              cfg.Logger,
 		heartbeat:        cfg.HeartbeatTimeout,
 		inputTimeout:     cfg.InputTimeout,
+		budgetClock:      cfg.BudgetClock,
 		sendQueue:        cfg.SendQueue,
 		maxConns:         cfg.MaxConnections,
 		maxSubs:          cfg.MaxSubscriptions,
@@ -208,6 +214,9 @@ func New(cfg Config) (*Relay, error) {
 	}
 	if r.heartbeat <= 0 {
 		r.heartbeat = DefaultHeartbeatTimeout
+	}
+	if r.budgetClock == nil {
+		r.budgetClock = time.Now
 	}
 	switch {
 	case r.inputTimeout == 0:

@@ -62,7 +62,9 @@ func newFakeClock() *fakeClock {
 	return c
 }
 
-func (c *fakeClock) now() time.Time          { return time.Unix(0, c.ns.Load()) }
+// now is in UTC, so that a time the window prints is the same in every
+// time zone the tests run in.
+func (c *fakeClock) now() time.Time          { return time.Unix(0, c.ns.Load()).UTC() }
 func (c *fakeClock) advance(d time.Duration) { c.ns.Add(int64(d)) }
 
 func newHarness(t testing.TB, hc harnessConfig) *harness {
@@ -76,6 +78,13 @@ func newHarness(t testing.TB, hc harnessConfig) *harness {
 	}
 	if hc.relay.Token == "" {
 		hc.relay.Token = "test-token"
+	}
+	var clock *fakeClock
+	if hc.fakeClock {
+		// The relay's budget on the same clock: when a spent budget lets
+		// turns start again is then the same each run.
+		clock = newFakeClock()
+		hc.relay.BudgetClock = clock.now
 	}
 	srv := relaytest.Start(t, hc.relay)
 	proxy := clienttest.StartProxy(t, srv.URL)
@@ -95,9 +104,7 @@ func newHarness(t testing.TB, hc harnessConfig) *harness {
 		t.Fatal(err)
 	}
 	opts := hc.options
-	var clock *fakeClock
-	if hc.fakeClock {
-		clock = newFakeClock()
+	if clock != nil {
 		opts.Now = clock.now
 	}
 	w := NewWindow(a, c, opts)

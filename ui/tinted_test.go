@@ -2,6 +2,7 @@ package ui
 
 import (
 	"image/color"
+	"slices"
 	"testing"
 
 	"fyne.io/fyne/v2"
@@ -18,6 +19,7 @@ import (
 // bar in both looks (at least WCAG's 4.5:1 for text), and its figures in
 // the foreground colour. As LowImportance labels (the theme's disabled
 // colour) the hints measured 1.2:1 on the light bar and 1.5:1 on the dark.
+// A spent budget's words are in the error colour, and only they.
 func TestStatusBarHintsReadable(t *testing.T) {
 	a := test.NewTempApp(t)
 	for _, variant := range []fyne.ThemeVariant{theme.VariantLight, theme.VariantDark} {
@@ -52,6 +54,13 @@ func TestStatusBarHintsReadable(t *testing.T) {
 		b.setUsage("No usage reported yet", "", true) // as the window does before any usage
 		check("No usage reported yet", hint, 4.5)
 		check("Session totals appear when the agent session ends", hint, 4.5)
+		// A spent budget is in the error colour; the hint beside it is
+		// still a hint, not an error.
+		b.setBudget("budget spent: 17 of 10 credits in 30 days", true)
+		check("Session totals appear when the agent session ends", hint, 4.5)
+		check("  ·  budget spent: 17 of 10 credits in 30 days", a.Settings().Theme().Color(theme.ColorNameError, variant), 4.5)
+		b.setBudget("budget: 2 of 10 credits spent in 30 days, 8 left", false)
+		check("  ·  budget: 2 of 10 credits spent in 30 days, 8 left", fg, 4.5)
 		b.setUsage("Model gpt-5", "Session total: 1 premium request", false)
 		check("Model gpt-5", fg, 4.5)
 		check("Session total: 1 premium request", fg, 4.5)
@@ -114,13 +123,13 @@ func TestToolStateAndPreviewColours(t *testing.T) {
 		{conversation.ToolFailed, "failed", theme.ColorNameError},
 	} {
 		tv.set(0, conversation.Row{Kind: conversation.RowTool, Title: "bash", State: tc.state}, toolClosed)
-		if got, c := tv.state.text(), tv.state.seg.Style.ColorName; got != tc.text || c != tc.color {
-			t.Errorf("tool state %v: %q in %q, want %q in %q", tc.state, got, c, tc.text, tc.color)
+		if got, want := tv.state.parts(), []tint{{tc.text, tc.color}}; !slices.Equal(got, want) {
+			t.Errorf("tool state %v: %q, want %q", tc.state, got, want)
 		}
 	}
 	rv := newReasoningView(nil)
 	rv.set(0, conversation.Row{Kind: conversation.RowReasoning, Text: "First I read the code.", Done: true}, toolClosed)
-	if got, c := rv.preview.text(), rv.preview.seg.Style.ColorName; got != "First I read the code." || c != colorNameHint {
-		t.Errorf("the reasoning preview: %q in %q", got, c)
+	if got, want := rv.preview.parts(), []tint{{"First I read the code.", colorNameHint}}; !slices.Equal(got, want) {
+		t.Errorf("the reasoning preview: %q, want %q", got, want)
 	}
 }

@@ -135,21 +135,23 @@ func (b *statusBar) setUsage(line, totals string, empty bool) {
 	b.showTotals()
 }
 
-// showTotals draws the second line: the session's totals, then the budget.
+// showTotals draws the second line: the session's totals (or the hint
+// that they come), then the budget, each in its own colour: a spent
+// budget in the error colour, the hint beside it still a hint.
 func (b *statusBar) showTotals() {
-	text, c := b.totalsText, theme.ColorNameForeground
-	if text == "" {
-		text, c = "Session totals appear when the agent session ends", colorNameHint
+	totals := tint{b.totalsText, theme.ColorNameForeground}
+	if totals.text == "" {
+		totals = tint{"Session totals appear when the agent session ends", colorNameHint}
 	}
-	if b.budgetText != "" {
-		text += "  ·  " + b.budgetText
-		if b.budgetSpent {
-			c = theme.ColorNameError
-		} else {
-			c = theme.ColorNameForeground
-		}
+	if b.budgetText == "" {
+		b.totals.setParts(totals)
+		return
 	}
-	b.totals.set(text, c)
+	budget := tint{"  ·  " + b.budgetText, theme.ColorNameForeground}
+	if b.budgetSpent {
+		budget.color = theme.ColorNameError
+	}
+	b.totals.setParts(totals, budget)
 }
 
 // pillLayout places a dot and a text side by side with padding around, the

@@ -837,7 +837,7 @@ func (w *Window) showBudget(b *protocol.Budget, now time.Time) {
 		w.refreshSend()
 		return
 	}
-	w.status.setBudget(conversation.BudgetText(*b), b.Exceeded())
+	w.status.setBudget(conversation.BudgetText(*b, w.now()), b.Exceeded())
 	switch {
 	case b.Exceeded():
 		if !w.budgetSpentSaid {
