@@ -200,7 +200,7 @@ func TestScreenshotsACP(t *testing.T) {
 			h.frame()
 			test.Tap(h.shownRowOf(rowOf(h, conversation.RowReasoning)).reasoning.toggle)
 			h.frame()
-			tools := toolRows(h)
+			tools := rowsOf(h, conversation.RowTool)
 			if len(tools) != 2 {
 				t.Fatalf("%d tool rows, want 2", len(tools))
 			}

@@ -45,13 +45,13 @@ func TestRowButtonsScrolledIntoView(t *testing.T) {
 	// The first turn's status line: rows follow it, so the list can
 	// scroll it to the view's bottom edge.
 	firstLine := rowOf(h, conversation.RowStatus)
-	shell := toolRows(h)[0]
+	shell := rowsOf(h, conversation.RowTool)[0]
 
 	// A turn in Plan, for its plan card's checkboxes.
 	test.Tap(h.w.toggle.plan)
 	h.send("do the work")
 	h.waitFor("the Plan turn", func() bool { return completedTurns(h) == 3 })
-	plan := planRows(h)[0]
+	plan := rowsOf(h, conversation.RowPlan)[0]
 
 	type part interface {
 		fyne.Focusable

@@ -225,7 +225,7 @@ func TestScreenshots(t *testing.T) {
 			h := newH()
 			h.send("do the work")
 			h.waitFor("the work turn", func() bool { return h.hasStatus(protocol.StatusCompleted) })
-			for _, i := range toolRows(h) {
+			for _, i := range rowsOf(h, conversation.RowTool) {
 				test.Tap(h.shownTool(i).expand)
 				h.frame()
 			}

@@ -43,10 +43,11 @@ func shownText(o fyne.CanvasObject) string {
 	return b.String()
 }
 
-func toolRows(h *harness) []int {
+// rowsOf returns the indexes of the rows of kind.
+func rowsOf(h *harness, kind conversation.RowKind) []int {
 	var out []int
 	for i, r := range h.rows() {
-		if r.Kind == conversation.RowTool {
+		if r.Kind == kind {
 			out = append(out, i)
 		}
 	}
@@ -60,7 +61,7 @@ func TestToolRowsExpand(t *testing.T) {
 	h := newHarness(t, harnessConfig{size: fyne.NewSize(1000, 900)})
 	h.send("do the work")
 	h.waitFor("the turn", func() bool { return h.hasStatus(protocol.StatusCompleted) })
-	tools := toolRows(h)
+	tools := rowsOf(h, conversation.RowTool)
 	if len(tools) != 2 {
 		t.Fatalf("tool rows %v\n%s", tools, h.dump())
 	}
@@ -112,7 +113,7 @@ func TestDeniedToolShowsWhatWouldRun(t *testing.T) {
 	test.Tap(h.w.toggle.plan)
 	h.send("do the work")
 	h.waitFor("the turn", func() bool { return h.hasStatus(protocol.StatusCompleted) })
-	edit := toolRows(h)[1]
+	edit := rowsOf(h, conversation.RowTool)[1]
 	test.Tap(h.shownTool(edit).expand)
 	h.frame()
 	got := shownText(h.shownTool(edit).obj)
