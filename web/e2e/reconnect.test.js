@@ -1,6 +1,7 @@
 // The web client when its connection breaks: the relay drops the socket
 // in the middle of a reply, restarts on its data dir, crashes mid-turn, and
-// comes back with its history lost. Nothing may be lost or shown twice.
+// comes back with its history lost, or with another agent. Nothing may be
+// lost or shown twice.
 
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -127,6 +128,33 @@ describe('reconnecting', { skip: skip || false }, () => {
     await send(page, 'hello');
     await statuses(page, 1);
     assert.deepEqual((await transcriptRows(page)).map((r) => r.kind), ['user', 'text', 'status']);
+    assert.deepEqual(unexpected(), []);
+  });
+
+  it('notes where the conversation went on with another agent, once, after a restart on it', async () => {
+    await relay?.stop();
+    const dataDir = tempDir('pilotdesk-e2e-agent-');
+    relay = await startRelay({ dataDir });
+    const port = relay.port;
+    const page = await open();
+    await send(page, 'hello');
+    await statuses(page, 1);
+
+    // The same history served by a relay that runs the ACP backend.
+    const n = await connects(page);
+    await relay.stop('SIGTERM');
+    relay = await startRelay({ dataDir, port, acp: true });
+    await page.waitForFunction((k) => Number(document.body.dataset.connects) > k && document.body.dataset.state === 'live', n);
+    await send(page, 'hello');
+    await statuses(page, 2);
+    await send(page, 'hello');
+    await statuses(page, 3);
+    const rows = await transcriptRows(page);
+    const notes = rows.flatMap((r, i) => (r.kind === 'note' ? [{ i, text: r.text }] : []));
+    assert.equal(notes.length, 1, `notes: ${JSON.stringify(notes)}`);
+    assert.match(notes[0].text, /The agent changed from demo \(scripted\) to .+ \(ACP\)\./);
+    assert.equal(rows[notes[0].i + 1].kind, 'user', 'the note is not just before the prompt the new agent ran');
+    assert.equal(rows.slice(0, notes[0].i).filter((r) => r.kind === 'status').length, 1, 'the note is not after the first turn');
     assert.deepEqual(unexpected(), []);
   });
 });
