@@ -67,7 +67,6 @@ func (v *planView) set(row int, rows []conversation.Row) {
 		c := v.t.newCheck(fmt.Sprintf("%d. %s", i+1, conversation.StepText(p)), func(on bool) {
 			v.ticked[i] = on
 			v.refreshRun()
-			v.t.win.focusComposer()
 		})
 		c.Checked = v.ticked[i]
 		v.steps.Add(c)

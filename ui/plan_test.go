@@ -52,3 +52,45 @@ func TestPlanCardRunsTheTickedSteps(t *testing.T) {
 		t.Fatal("the window is not in Act after Run in Act")
 	}
 }
+
+// TestPlanStepsByKeyboard: Space on a step Tab reached unticks it and
+// leaves the keyboard there, so Tab goes on to the next step; a click
+// unticks a step and gives the keyboard back to the composer.
+func TestPlanStepsByKeyboard(t *testing.T) {
+	h := newHarness(t, harnessConfig{size: fyne.NewSize(1000, 900)})
+	test.Tap(h.w.toggle.plan)
+	h.send("do the work")
+	h.waitFor("the plan turn", func() bool { return completedTurns(h) == 1 && len(rowsOf(h, conversation.RowPlan)) == 1 })
+	h.frame()
+	plan := rowsOf(h, conversation.RowPlan)[0]
+	steps := h.shownPlan(plan).steps.Objects
+	first, second := steps[0].(*rowCheck), steps[1].(*rowCheck)
+	c := h.w.Window().Canvas()
+	for i := 0; c.Focused() != first; i++ {
+		if i == 300 {
+			t.Fatal("Tab never reached the plan's first step")
+		}
+		test.FocusNext(c)
+	}
+	c.Focused().TypedRune(' ')
+	h.frame()
+	if first.Checked || !second.Checked {
+		t.Fatalf("after Space on the first step: ticked %v, %v; want false, true", first.Checked, second.Checked)
+	}
+	if c.Focused() != first {
+		t.Fatalf("Space moved the keyboard to %T", c.Focused())
+	}
+	test.FocusNext(c)
+	if c.Focused() != second {
+		t.Fatalf("Tab after the first step went to %T, want the second step", c.Focused())
+	}
+
+	test.Tap(second)
+	h.frame()
+	if second.Checked || c.Focused() != h.w.composer {
+		t.Fatalf("after a click on the second step: ticked %v, the keyboard on %T; want unticked, the composer", second.Checked, c.Focused())
+	}
+	if !h.shownPlan(plan).run.Disabled() {
+		t.Fatal("Run in Act is enabled with no step ticked")
+	}
+}

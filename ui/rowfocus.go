@@ -48,3 +48,12 @@ func (c *rowCheck) FocusGained() {
 	c.Check.FocusGained()
 	c.t.reveal(c)
 }
+
+// Tapped ticks or unticks the box as a click does, and gives the keyboard
+// back to the composer, which a Fyne checkbox takes on a click. Space on
+// a box Tab reached ticks it and leaves the focus there, so that Tab goes
+// on to the next step.
+func (c *rowCheck) Tapped(e *fyne.PointEvent) {
+	c.Check.Tapped(e)
+	c.t.win.focusComposer()
+}
