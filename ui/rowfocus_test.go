@@ -112,3 +112,46 @@ func completedTurns(h *harness) int {
 	}
 	return n
 }
+
+// TestRowButtonKeepsTheKeyboard: Space on a tool row's expand button that
+// Tab reached opens the row and leaves the keyboard on the button, so
+// Space closes it again; a click on a part that takes no focus gives the
+// keyboard back to the composer (TestToolRowsExpand: a click on the
+// button leaves it there).
+func TestRowButtonKeepsTheKeyboard(t *testing.T) {
+	h := newHarness(t, harnessConfig{size: fyne.NewSize(1000, 900)})
+	h.send("do the work")
+	h.waitFor("the turn", func() bool { return completedTurns(h) == 1 })
+	h.frame()
+	shell := rowsOf(h, conversation.RowTool)[0]
+	c := h.w.Window().Canvas()
+	expand := h.shownTool(shell).expand
+	for i := 0; c.Focused() != expand; i++ {
+		if i == 300 {
+			t.Fatal("Tab never reached the shell row's expand button")
+		}
+		test.FocusNext(c)
+	}
+	closed := h.w.transcript.heights[shell]
+	c.Focused().TypedKey(&fyne.KeyEvent{Name: fyne.KeySpace})
+	h.frame()
+	if h.w.transcript.heights[shell] <= closed {
+		t.Fatal("Space on the expand button did not open the row")
+	}
+	if c.Focused() != h.shownTool(shell).expand {
+		t.Fatalf("Space on the expand button moved the keyboard to %T", c.Focused())
+	}
+	c.Focused().TypedKey(&fyne.KeyEvent{Name: fyne.KeySpace})
+	h.frame()
+	if h.w.transcript.heights[shell] != closed {
+		t.Fatal("Space again did not close the row")
+	}
+
+	// A click that leaves nothing focused, then the row opened: the
+	// keyboard is the composer's again.
+	c.Unfocus()
+	h.w.transcript.setOpen(shell, toolOpened)
+	if c.Focused() != h.w.composer {
+		t.Fatalf("after a click that left nothing focused, the keyboard is on %T", c.Focused())
+	}
+}

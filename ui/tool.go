@@ -40,7 +40,8 @@ func (t *transcript) openOf(r conversation.Row) toolOpen {
 }
 
 // setOpen expands or collapses tool row id, measures it anew and gives the
-// keyboard back to the composer (a click should not strand it).
+// keyboard back to the composer if the click left it nowhere; Space on the
+// row's button that Tab reached leaves it on the button.
 func (t *transcript) setOpen(id int, o toolOpen) {
 	if id < 0 || id >= len(t.rows) {
 		return
@@ -57,7 +58,7 @@ func (t *transcript) setOpen(id int, o toolOpen) {
 		t.list.RefreshItem(id)
 	}
 	t.setHeights(map[int]float32{id: h})
-	t.win.focusComposer()
+	t.win.refocusComposer()
 }
 
 // toolView is a tool call: one line (name, what it was called with, its
