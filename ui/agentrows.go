@@ -42,9 +42,9 @@ func newReasoningView(t *transcript) *reasoningView {
 	v := &reasoningView{t: t}
 	v.toggle = t.newButton("Thinking", theme.MenuExpandIcon(), func() {
 		if v.open {
-			v.t.setOpen(v.id, toolClosed)
+			v.t.setOpen(v.id, toolClosed, v.toggle)
 		} else {
-			v.t.setOpen(v.id, toolOpened)
+			v.t.setOpen(v.id, toolOpened, v.toggle)
 		}
 	})
 	v.toggle.Importance = widget.LowImportance

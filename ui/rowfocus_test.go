@@ -1,6 +1,7 @@
 package ui
 
 import (
+	"strings"
 	"testing"
 
 	"fyne.io/fyne/v2"
@@ -115,9 +116,8 @@ func completedTurns(h *harness) int {
 
 // TestRowButtonKeepsTheKeyboard: Space on a tool row's expand button that
 // Tab reached opens the row and leaves the keyboard on the button, so
-// Space closes it again; a click on a part that takes no focus gives the
-// keyboard back to the composer (TestToolRowsExpand: a click on the
-// button leaves it there).
+// Space closes it again; after a click, or a Show all the row makes anew,
+// the keyboard is the composer's.
 func TestRowButtonKeepsTheKeyboard(t *testing.T) {
 	h := newHarness(t, harnessConfig{size: fyne.NewSize(1000, 900)})
 	h.send("do the work")
@@ -147,11 +147,33 @@ func TestRowButtonKeepsTheKeyboard(t *testing.T) {
 		t.Fatal("Space again did not close the row")
 	}
 
-	// A click that leaves nothing focused, then the row opened: the
-	// keyboard is the composer's again.
+	// A click that leaves nothing focused, then the row opened by its
+	// button: the keyboard is the composer's again.
 	c.Unfocus()
-	h.w.transcript.setOpen(shell, toolOpened)
+	test.Tap(h.shownTool(shell).expand)
+	h.frame()
 	if c.Focused() != h.w.composer {
 		t.Fatalf("after a click that left nothing focused, the keyboard is on %T", c.Focused())
+	}
+
+	// Show all, pressed with Space, is made anew with the row: the
+	// keyboard goes to the composer, not with the button that went away.
+	var all *rowButton
+	for i := 0; all == nil || c.Focused() != all; i++ {
+		if i == 300 {
+			t.Fatal("Tab never reached Show all")
+		}
+		test.FocusNext(c)
+		if b, ok := c.Focused().(*rowButton); ok && strings.HasPrefix(b.Text, "Show all") {
+			all = b
+		}
+	}
+	c.Focused().TypedKey(&fyne.KeyEvent{Name: fyne.KeySpace})
+	h.frame()
+	if !strings.Contains(shownText(h.shownTool(shell).obj), "Show less") {
+		t.Fatal("Space on Show all did not show every line")
+	}
+	if c.Focused() != h.w.composer {
+		t.Fatalf("after Show all the keyboard is on %T, want the composer", c.Focused())
 	}
 }

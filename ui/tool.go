@@ -39,10 +39,13 @@ func (t *transcript) openOf(r conversation.Row) toolOpen {
 	return t.open[r.MessageID]
 }
 
-// setOpen expands or collapses tool row id, measures it anew and gives the
-// keyboard back to the composer if the click left it nowhere; Space on the
-// row's button that Tab reached leaves it on the button.
-func (t *transcript) setOpen(id int, o toolOpen) {
+// setOpen expands or collapses tool row id and measures it anew. by is
+// the row's button that did it when that button outlives the change (the
+// expand button, a Thinking toggle; nil for Show all and Show less, which
+// the row makes anew). If the keyboard is on by (Tab reached it, Space
+// pressed it) it stays there; otherwise it goes back to the composer, so
+// that neither a click nor a button that went away strands it.
+func (t *transcript) setOpen(id int, o toolOpen, by fyne.Focusable) {
 	if id < 0 || id >= len(t.rows) {
 		return
 	}
@@ -58,7 +61,9 @@ func (t *transcript) setOpen(id int, o toolOpen) {
 		t.list.RefreshItem(id)
 	}
 	t.setHeights(map[int]float32{id: h})
-	t.win.refocusComposer()
+	if by == nil || t.win.win.Canvas().Focused() != by {
+		t.win.focusComposer()
+	}
 }
 
 // toolView is a tool call: one line (name, what it was called with, its
@@ -92,9 +97,9 @@ func newToolView(t *transcript) *toolView {
 	v.detail.SizeName = theme.SizeNameCaptionText
 	v.expand = t.newButton("", theme.MenuExpandIcon(), func() {
 		if v.open == toolClosed {
-			v.t.setOpen(v.id, toolOpened)
+			v.t.setOpen(v.id, toolOpened, v.expand)
 		} else {
-			v.t.setOpen(v.id, toolClosed)
+			v.t.setOpen(v.id, toolClosed, v.expand)
 		}
 	})
 	v.expand.Importance = widget.LowImportance
@@ -194,13 +199,13 @@ func (v *toolView) output(out string, open toolOpen) []fyne.CanvasObject {
 			objs = append(objs, smallNote(note))
 		}
 		if hidden > 0 {
-			less := v.t.newButton("Show less", nil, func() { v.t.setOpen(v.id, toolOpened) })
+			less := v.t.newButton("Show less", nil, func() { v.t.setOpen(v.id, toolOpened, nil) })
 			less.Importance = widget.LowImportance
 			objs = append(objs, container.NewHBox(less))
 		}
 		return objs
 	}
-	all := v.t.newButton(fmt.Sprintf("Show all %d lines", len(head)+len(tail)+hidden), nil, func() { v.t.setOpen(v.id, toolShowAll) })
+	all := v.t.newButton(fmt.Sprintf("Show all %d lines", len(head)+len(tail)+hidden), nil, func() { v.t.setOpen(v.id, toolShowAll, nil) })
 	all.Importance = widget.LowImportance
 	return []fyne.CanvasObject{
 		mono(strings.Join(head, "\n")),

@@ -252,15 +252,6 @@ func (w *Window) focusComposer() {
 	w.win.Canvas().Focus(w.composer)
 }
 
-// refocusComposer gives the composer the keyboard if nothing has it: a
-// click on a part of the window that takes no focus leaves the keyboard
-// nowhere. A part Tab reached keeps it.
-func (w *Window) refocusComposer() {
-	if w.win.Canvas().Focused() == nil {
-		w.focusComposer()
-	}
-}
-
 // clientURL is the relay's URL, "" without a client.
 func (w *Window) clientURL() string {
 	if w.client == nil {
