@@ -61,15 +61,26 @@ func (v *planView) set(row int, rows []conversation.Row) {
 	} else {
 		v.title.SetText(fmt.Sprintf("The plan: %d steps, denied in Plan", n))
 	}
-	v.steps.RemoveAll()
+	// The checkboxes are kept and changed, not made anew: the card is set
+	// again whenever its turn's rows change, and a new checkbox would take
+	// the keyboard from one that Tab reached.
+	checks := v.steps.Objects
 	for i, p := range v.plan {
-		i := i
-		c := v.t.newCheck(fmt.Sprintf("%d. %s", i+1, conversation.StepText(p)), func(on bool) {
-			v.ticked[i] = on
-			v.refreshRun()
-		})
-		c.Checked = v.ticked[i]
-		v.steps.Add(c)
+		if i == len(checks) {
+			checks = append(checks, v.t.newCheck("", func(on bool) {
+				v.ticked[i] = on
+				v.refreshRun()
+			}))
+		}
+		c := checks[i].(*rowCheck)
+		if text := fmt.Sprintf("%d. %s", i+1, conversation.StepText(p)); c.Text != text || c.Checked != v.ticked[i] {
+			c.Text, c.Checked = text, v.ticked[i] // not SetChecked: nothing changed the plan's ticks
+			c.Refresh()
+		}
+	}
+	if len(checks) != len(v.steps.Objects) || len(v.plan) != len(checks) {
+		v.steps.Objects = checks[:len(v.plan)]
+		v.steps.Refresh()
 	}
 	v.refreshRun()
 	relayout(v.obj)
