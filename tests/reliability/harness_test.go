@@ -80,7 +80,14 @@ func launchRelay(t *testing.T, env []string, args ...string) *relayProc {
 		p.waitErr = cmd.Wait()
 		close(p.exited)
 	}()
-	t.Cleanup(p.kill)
+	t.Cleanup(func() {
+		p.kill()
+		if t.Failed() {
+			// What the relay said is what explains a failure of a test
+			// that runs several.
+			t.Logf("--- pilotdesk serve %s: its log (tail) ---\n%s", strings.Join(args, " "), p.log.String())
+		}
+	})
 	return p
 }
 

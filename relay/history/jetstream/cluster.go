@@ -78,6 +78,11 @@ type Cluster struct {
 	f        followers
 	liveMsgs atomic.Uint64
 
+	// seenRelays is the other relays whose lease the watch of the leases
+	// knows to hold. Start fills it from its list before it starts the
+	// watch's goroutine, which owns it from then on.
+	seenRelays map[string]bool
+
 	// Owned by Start and Stop.
 	ctx     context.Context // Start's, ended by Stop
 	cancel  context.CancelFunc
@@ -233,7 +238,7 @@ func (c *Cluster) Start(h history.ClusterHooks) error {
 	}
 	// The watcher first, then the list: a relay that comes or goes in
 	// between is seen by the watcher.
-	watcher, err := c.s.watchKV(ctx, c.relays, jetstream.AllKeys, jetstream.UpdatesOnly())
+	watcher, err := c.s.watchKV(ctx, c.relays, jetstream.AllKeys, leaseWatchOpts...)
 	if err != nil {
 		return fail(fmt.Errorf("jetstream cluster: watch the relays: %w", err))
 	}
@@ -245,6 +250,12 @@ func (c *Cluster) Start(h history.ClusterHooks) error {
 		// past liveQueue messages are dropped, counted, and the relay
 		// catches up from the stream.
 		err = c.startFollowing(relays)
+	}
+	c.seenRelays = map[string]bool{}
+	for id := range relays {
+		if id != c.ID() {
+			c.seenRelays[id] = true
+		}
 	}
 	if err != nil {
 		_ = watcher.Stop()
@@ -475,30 +486,76 @@ func (c *Cluster) loseLease(why error) {
 // watchRelays tells the relay of every other relay whose key goes away,
 // and notes which relays publish record changes (follow.go).
 func (c *Cluster) watchRelays(ctx context.Context, w jetstream.KeyWatcher) {
-	followKV(ctx, w, func(e jetstream.KeyValueEntry) {
+	c.s.followWatch(ctx, w, c.relays, jetstream.AllKeys, leaseWatchOpts, func(e jetstream.KeyValueEntry) {
 		if e == nil {
 			return
 		}
 		if e.Operation() == jetstream.KeyValuePut {
+			if e.Key() != c.ID() {
+				c.seenRelays[e.Key()] = true
+			}
 			c.noteRelay(e.Key(), e.Value())
 			return
 		}
 		if e.Key() == c.ID() {
 			return // the renewer finds out
 		}
-		c.noteRelay(e.Key(), nil)
-		c.log.Info("jetstream cluster: a relay's lease lapsed", "relay", e.Key())
-		c.mu.Lock()
-		h := c.hooks
-		if ch, ok := c.lapsed[e.Key()]; ok {
-			close(ch)
-			delete(c.lapsed, e.Key())
+		c.relayLapsed(e.Key())
+	}, func() { c.relaysResumed(ctx) })
+}
+
+// leaseWatchOpts is how the relays watch the leases: the changes from now
+// on (Start lists the leases once it watches).
+var leaseWatchOpts = []jetstream.WatchOpt{jetstream.UpdatesOnly()}
+
+// relayLapsed tells of a relay whose lease lapsed: its commands waiting
+// go on, and the relay may take its conversations over (RelayGone).
+func (c *Cluster) relayLapsed(id string) {
+	delete(c.seenRelays, id)
+	c.noteRelay(id, nil)
+	c.log.Info("jetstream cluster: a relay's lease lapsed", "relay", id)
+	c.mu.Lock()
+	h := c.hooks
+	if ch, ok := c.lapsed[id]; ok {
+		close(ch)
+		delete(c.lapsed, id)
+	}
+	c.mu.Unlock()
+	if h != nil {
+		h.RelayGone(id)
+	}
+}
+
+// relaysResumed lists the leases once the watch of them is set up again
+// after it stopped: a relay that came meanwhile is noted, and one that
+// the watch knew and whose lease is gone now lapsed in the gap.
+func (c *Cluster) relaysResumed(ctx context.Context) {
+	var relays map[string][]byte
+	for wait := 20 * time.Millisecond; ; {
+		lctx, cancel := context.WithTimeout(ctx, c.lease)
+		var err error
+		relays, err = c.listRelays(lctx)
+		cancel()
+		if err == nil {
+			break
 		}
-		c.mu.Unlock()
-		if h != nil {
-			h.RelayGone(e.Key())
+		c.log.Warn("jetstream cluster: could not list the relays after the watch of their leases came back; trying again", "err", err)
+		if backOff(ctx, &wait) != nil {
+			return
 		}
-	})
+	}
+	self := c.ID()
+	for id, v := range relays {
+		if id != self {
+			c.seenRelays[id] = true
+			c.noteRelay(id, v)
+		}
+	}
+	for id := range c.seenRelays {
+		if _, ok := relays[id]; !ok {
+			c.relayLapsed(id)
+		}
+	}
 }
 
 // Healthy reports whether the connection is up and the lease holds.

@@ -459,6 +459,6 @@ func (s *Store) WatchDevices(ctx context.Context, changed func()) error {
 	if err != nil {
 		return fmt.Errorf("jetstream history: watch the device tokens: %w", err)
 	}
-	go followKV(ctx, w, func(jetstream.KeyValueEntry) { changed() })
+	go s.followWatch(ctx, w, kv, devicesTableKey, nil, func(jetstream.KeyValueEntry) { changed() }, changed)
 	return nil
 }

@@ -287,14 +287,15 @@ func (s *Store) WatchSpend(ctx context.Context, changed func()) error {
 	if err != nil {
 		return err
 	}
-	w, err := s.watchKV(ctx, kv, spendKeyPrefix+">", jetstream.UpdatesOnly(), jetstream.IgnoreDeletes())
+	opts := []jetstream.WatchOpt{jetstream.UpdatesOnly(), jetstream.IgnoreDeletes()}
+	w, err := s.watchKV(ctx, kv, spendKeyPrefix+">", opts...)
 	if err != nil {
 		return fmt.Errorf("history: watch spend: %w", err)
 	}
-	go followKV(ctx, w, func(e jetstream.KeyValueEntry) {
+	go s.followWatch(ctx, w, kv, spendKeyPrefix+">", opts, func(e jetstream.KeyValueEntry) {
 		if e != nil {
 			changed()
 		}
-	})
+	}, changed)
 	return nil
 }

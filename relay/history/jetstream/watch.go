@@ -124,11 +124,44 @@ func slowWatch(ctx, attempt context.Context, err error) error {
 	return err
 }
 
+// followWatch is the body of every standing watch (devices, spend, the
+// relays' leases): it hands each update of w, a watch of kv under filter
+// set up with opts, to each until ctx ends. A watch whose channel closes
+// before then is set up again, with backoff, and resumed is called once
+// it is: nats.go gives an ordered consumer up when it cannot make it again
+// (its heartbeats missed while the stream changed leader, say), and a
+// relay whose watch of the leases had ended quietly never heard of a lapse
+// again. What changed in the gap was not told: resumed reads again what
+// the caller needs.
+func (s *Store) followWatch(ctx context.Context, w jetstream.KeyWatcher, kv jetstream.KeyValue, filter string, opts []jetstream.WatchOpt,
+	each func(jetstream.KeyValueEntry), resumed func()) {
+	for {
+		followKV(ctx, w, each)
+		if ctx.Err() != nil {
+			return
+		}
+		s.log.Warn("jetstream history: a watch stopped; watching again", "bucket", kv.Bucket())
+		wait := 20 * time.Millisecond
+		for w = nil; w == nil; {
+			if backOff(ctx, &wait) != nil {
+				return
+			}
+			var err error
+			if w, err = s.watchKV(ctx, kv, filter, opts...); err != nil {
+				if ctx.Err() != nil {
+					return
+				}
+				s.log.Warn("jetstream history: a watch could not be set up again; trying again", "bucket", kv.Bucket(), "err", err)
+			}
+		}
+		resumed()
+	}
+}
+
 // followKV hands each update of w to each until ctx ends or the watcher's
-// channel closes, then stops w. It is the body of every standing watch
-// (devices, spend, the relays' leases): one loop, so they agree on how a
-// watch ends. each gets the nil entry that marks the end of the initial
-// values too, where the watch sends one; it decides what that means.
+// channel closes, then stops w. each gets the nil entry that marks the end
+// of the initial values too, where the watch sends one; it decides what
+// that means.
 func followKV(ctx context.Context, w jetstream.KeyWatcher, each func(jetstream.KeyValueEntry)) {
 	defer func() { _ = w.Stop() }()
 	for {

@@ -156,3 +156,159 @@ func drain(c chan struct{}) {
 		}
 	}
 }
+
+// gatedKV is a bucket that records the watchers it hands out, and holds
+// every Watch after the first free ones until gate is closed.
+type gatedKV struct {
+	jetstream.KeyValue
+	free     int
+	gate     chan struct{}
+	mu       sync.Mutex // guards n and watchers
+	n        int        // Watch calls
+	watchers []jetstream.KeyWatcher
+	calls    chan int // the number of each Watch call, as it starts
+}
+
+func newGatedKV(kv jetstream.KeyValue, free int) *gatedKV {
+	return &gatedKV{KeyValue: kv, free: free, gate: make(chan struct{}), calls: make(chan int, 16)}
+}
+
+func (kv *gatedKV) Watch(ctx context.Context, keys string, opts ...jetstream.WatchOpt) (jetstream.KeyWatcher, error) {
+	kv.mu.Lock()
+	kv.n++
+	n := kv.n
+	kv.mu.Unlock()
+	kv.calls <- n
+	if n > kv.free {
+		select {
+		case <-kv.gate:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+	w, err := kv.KeyValue.Watch(ctx, keys, opts...)
+	if err == nil {
+		kv.mu.Lock()
+		kv.watchers = append(kv.watchers, w)
+		kv.mu.Unlock()
+	}
+	return w, err
+}
+
+// lose ends the first watcher as nats.go does when it gives its ordered
+// consumer up: its channel closes.
+func (kv *gatedKV) lose(t *testing.T) {
+	t.Helper()
+	kv.mu.Lock()
+	w := kv.watchers[0]
+	kv.mu.Unlock()
+	if err := w.Stop(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func waitCall(t *testing.T, kv *gatedKV, n int) {
+	t.Helper()
+	for {
+		select {
+		case got := <-kv.calls:
+			if got == n {
+				return
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("Watch call %d never came", n)
+		}
+	}
+}
+
+// TestStandingWatchComesBack: a standing watch whose watcher ends (nats.go
+// gave its consumer up) is set up again, says so (a change of the devices
+// table may have been missed), and reports the changes after it. Before,
+// the watch ended for good, quietly.
+func TestStandingWatchComesBack(t *testing.T) {
+	_, nc := embedded(t)
+	s := openEmbedded(t, nc, "comeback", Options{})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	devices, err := s.devicesKV(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gated := newGatedKV(devices, 1)
+	s.ext.devices = gated
+	changed := make(chan struct{}, 16)
+	if err := s.WatchDevices(ctx, func() { changed <- struct{}{} }); err != nil {
+		t.Fatal(err)
+	}
+	waitCall(t, gated, 1)
+	gated.lose(t)
+	waitCall(t, gated, 2)
+	drain(changed)
+	close(gated.gate)
+	select {
+	case <-changed: // the watch came back: the table may have changed
+	case <-time.After(10 * time.Second):
+		t.Fatal("the watch that came back did not say the table may have changed")
+	}
+	drain(changed)
+	if _, err := devices.Put(ctx, devicesTableKey, []byte("{}")); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-changed:
+	case <-time.After(10 * time.Second):
+		t.Fatal("a change after the watch came back was not reported")
+	}
+}
+
+// goneHooks records the relays the cluster says are gone.
+type goneHooks struct {
+	quietHooks
+	gone chan string
+}
+
+func (h goneHooks) RelayGone(id string) { h.gone <- id }
+
+// TestLeaseWatchComesBack: a relay whose watch of the leases ended, and
+// came back after another relay's lease went, hears of that relay gone:
+// it lists the leases again and misses none. Before, its watch ended for
+// good and no later lapse was ever heard: the conversations of a relay
+// that died were never taken over.
+func TestLeaseWatchComesBack(t *testing.T) {
+	_, nc := embedded(t)
+	// B first: A's start lists it.
+	b := startCluster(t, openEmbedded(t, nc, "leases", Options{}), ClusterOptions{Lease: 4 * time.Second}, quietHooks{})
+	bID := b.ID()
+	hooks := goneHooks{gone: make(chan string, 16)}
+	a, err := NewCluster(context.Background(), openEmbedded(t, nc, "leases", Options{}), ClusterOptions{Lease: 4 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	gated := newGatedKV(a.relays, 2) // Start's watch and its list
+	a.relays = gated
+	if err := a.Start(hooks); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_ = a.Stop(ctx)
+	})
+	gated.lose(t)
+	waitCall(t, gated, 3)
+	// B goes while A does not watch.
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := b.Stop(ctx); err != nil {
+		t.Fatal(err)
+	}
+	close(gated.gate)
+	select {
+	case id := <-hooks.gone:
+		if id != bID {
+			t.Fatalf("A heard %s gone, want B (%s)", id, bID)
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatal("A never heard that B went while its watch was down")
+	}
+}
