@@ -98,21 +98,64 @@ func (h clusterHooks) RelayGone(relayID string) {
 	var ids []string
 	for id, c := range r.convs {
 		c.mu.Lock()
-		if c.remote && len(c.subs) > 0 && (c.sent.streaming || c.sent.pending != nil) {
+		if c.leftOpenLocked() {
 			ids = append(ids, id)
 		}
 		c.mu.Unlock()
 	}
 	r.mu.Unlock()
 	for _, id := range ids {
-		r.track(&r.work, func() {
-			ctx, cancel := context.WithTimeout(r.ctx, time.Minute)
-			defer cancel()
-			if _, err := r.routeCommand(ctx, id); err != nil {
-				r.log.Warn("relay: could not take over a conversation whose relay is gone", "conversationId", id, "relay", relayID, "err", err)
-			}
-		})
+		r.track(&r.work, func() { r.takeOverGone(id, relayID) })
 	}
+}
+
+// leftOpenLocked reports whether the conversation is another relay's with
+// a turn or a question open that a client here watches: if that relay is
+// gone, this one takes it over and closes them.
+func (c *conversation) leftOpenLocked() bool {
+	return c.remote && len(c.subs) > 0 && (c.sent.streaming || c.sent.pending != nil)
+}
+
+// takeOverWait bounds the tries at taking over one conversation whose
+// relay is gone.
+const takeOverWait = 2 * time.Minute
+
+// takeOverGone claims a conversation that the gone relay may have left
+// open, and takes it over. A try that fails (the store slow to answer, a
+// leader election) is made again, a second later and then twice as long,
+// up to 8 s, while the conversation is still left open here, for up to
+// takeOverWait: given up at the first failure, its clients' turn stayed
+// open for good.
+func (r *Relay) takeOverGone(id, relayID string) {
+	ctx, cancel := context.WithTimeout(r.ctx, takeOverWait)
+	defer cancel()
+	for wait := time.Second; ; wait = min(2*wait, 8*time.Second) {
+		_, err := r.routeCommand(ctx, id)
+		if err == nil {
+			return
+		}
+		if ctx.Err() == nil && r.leftOpen(id) {
+			r.log.Info("relay: taking over a conversation whose relay is gone failed; trying again", "conversationId", id, "relay", relayID, "err", err, "in", wait)
+			select {
+			case <-ctx.Done():
+			case <-time.After(wait):
+				continue
+			}
+		}
+		r.log.Warn("relay: could not take over a conversation whose relay is gone", "conversationId", id, "relay", relayID, "err", err)
+		return
+	}
+}
+
+// leftOpen is leftOpenLocked for conversation id, false if it is not here.
+func (r *Relay) leftOpen(id string) bool {
+	c := r.lookupConversation(id)
+	if c == nil {
+		return false
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.leftOpenLocked()
 }
 
 func (h clusterHooks) Reconnected() {
