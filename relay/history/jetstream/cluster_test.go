@@ -58,14 +58,22 @@ func resetDefault(t *testing.T, nc *nats.Conn) {
 // of the test's own before then makes that one do nothing).
 func startCluster(t *testing.T, st *Store, opts ClusterOptions, h history.ClusterHooks) *Cluster {
 	t.Helper()
+	cl := newCluster(t, st, opts)
+	if err := cl.Start(h); err != nil {
+		t.Fatal(err)
+	}
+	return cl
+}
+
+// newCluster is startCluster without the Start, for a test that changes
+// the Cluster first.
+func newCluster(t *testing.T, st *Store, opts ClusterOptions) *Cluster {
+	t.Helper()
 	if opts.Lease == 0 {
 		opts.Lease = 4 * time.Second
 	}
 	cl, err := NewCluster(context.Background(), st, opts)
 	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cl.Start(h); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {

@@ -112,15 +112,7 @@ func TestStalledWatchIsMadeAgain(t *testing.T) {
 			if n := stalling.watches.Load(); n != 2 {
 				t.Fatalf("%d watches, want 2: one stalled, one set up", n)
 			}
-			drain(changed)
-			if _, err := devices.Put(ctx, devicesTableKey, []byte("{}")); err != nil {
-				t.Fatal(err)
-			}
-			select {
-			case <-changed:
-			case <-time.After(5 * time.Second):
-				t.Fatal("the watch made again did not report a change of the table")
-			}
+			tableChangeReported(t, devices, changed, "the watch made again")
 		})
 	}
 }
@@ -250,14 +242,21 @@ func TestStandingWatchComesBack(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("the watch that came back did not say the table may have changed")
 	}
+	tableChangeReported(t, devices, changed, "the watch that came back")
+}
+
+// tableChangeReported changes the devices table and waits for the watch
+// to report it on changed.
+func tableChangeReported(t *testing.T, devices jetstream.KeyValue, changed chan struct{}, watch string) {
+	t.Helper()
 	drain(changed)
-	if _, err := devices.Put(ctx, devicesTableKey, []byte("{}")); err != nil {
+	if _, err := devices.Put(context.Background(), devicesTableKey, []byte("{}")); err != nil {
 		t.Fatal(err)
 	}
 	select {
 	case <-changed:
 	case <-time.After(10 * time.Second):
-		t.Fatal("a change after the watch came back was not reported")
+		t.Fatalf("%s did not report a change of the table", watch)
 	}
 }
 
@@ -280,20 +279,12 @@ func TestLeaseWatchComesBack(t *testing.T) {
 	b := startCluster(t, openEmbedded(t, nc, "leases", Options{}), ClusterOptions{Lease: 4 * time.Second}, quietHooks{})
 	bID := b.ID()
 	hooks := goneHooks{gone: make(chan string, 16)}
-	a, err := NewCluster(context.Background(), openEmbedded(t, nc, "leases", Options{}), ClusterOptions{Lease: 4 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
+	a := newCluster(t, openEmbedded(t, nc, "leases", Options{}), ClusterOptions{Lease: 4 * time.Second})
 	gated := newGatedKV(a.relays, 2) // Start's watch and its list
 	a.relays = gated
 	if err := a.Start(hooks); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		_ = a.Stop(ctx)
-	})
 	gated.lose(t)
 	waitCall(t, gated, 3)
 	// B goes while A does not watch.
