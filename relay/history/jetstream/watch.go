@@ -137,8 +137,8 @@ func (s *Store) followWatch(ctx context.Context, w jetstream.KeyWatcher, kv jets
 	each func(jetstream.KeyValueEntry), resumed func()) {
 	for {
 		followKV(ctx, w, each)
-		if ctx.Err() != nil {
-			return
+		if ctx.Err() != nil || s.nc.IsClosed() {
+			return // its owner stopped, or the connection was closed for good
 		}
 		s.log.Warn("jetstream history: a watch stopped; watching again", "bucket", kv.Bucket())
 		wait := 20 * time.Millisecond
@@ -148,7 +148,7 @@ func (s *Store) followWatch(ctx context.Context, w jetstream.KeyWatcher, kv jets
 			}
 			var err error
 			if w, err = s.watchKV(ctx, kv, filter, opts...); err != nil {
-				if ctx.Err() != nil {
+				if ctx.Err() != nil || s.nc.IsClosed() {
 					return
 				}
 				s.log.Warn("jetstream history: a watch could not be set up again; trying again", "bucket", kv.Bucket(), "err", err)

@@ -303,3 +303,32 @@ func TestLeaseWatchComesBack(t *testing.T) {
 		t.Fatal("A never heard that B went while its watch was down")
 	}
 }
+
+// TestStandingWatchEndsWithItsConnection: a standing watch whose
+// connection is closed for good ends; it does not try to watch again.
+func TestStandingWatchEndsWithItsConnection(t *testing.T) {
+	e, _ := embedded(t)
+	nc, err := e.Connect("closing")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := openEmbedded(t, nc, "closing", Options{})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	devices, err := s.devicesKV(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gated := newGatedKV(devices, 1)
+	s.ext.devices = gated
+	if err := s.WatchDevices(ctx, func() {}); err != nil {
+		t.Fatal(err)
+	}
+	waitCall(t, gated, 1)
+	nc.Close()
+	select {
+	case n := <-gated.calls:
+		t.Fatalf("Watch call %d after the connection was closed", n)
+	case <-time.After(2 * time.Second):
+	}
+}
