@@ -22,9 +22,9 @@ type noticeCard struct {
 	body    *widget.RichText
 	bg      *canvas.Rectangle
 	root    fyne.CanvasObject
-	text    *fyne.Container // the title, the body and the buttons, or the title beside the buttons (compact)
+	text    *fyne.Container // the title, the body and the buttons, or the title beside the buttons (shrunk)
 	buttons *fyne.Container
-	compact bool
+	shrunk  bool
 }
 
 // noticeAction is one button of a notice.
@@ -64,21 +64,19 @@ func newNoticeCard(id string, icon fyne.Resource, title, markdown string, action
 	return n
 }
 
-// setCompact shows the notice as its title beside its buttons, one line
-// high, or whole again. The first-run notice turns compact once the user
-// sends a prompt to the demo: it was read, the demo is in use, and the
-// body would go on taking a fifth of the window from the conversation.
-func (n *noticeCard) setCompact(compact bool) {
-	if n.compact == compact {
-		return
+// shrink shows the notice as its title beside its buttons, one line high,
+// and reports whether it was whole before. The first-run notice shrinks
+// once the user sends a prompt to the demo: it was read, the demo is in
+// use, and the body would go on taking a fifth of the window from the
+// conversation.
+func (n *noticeCard) shrink() bool {
+	if n.shrunk {
+		return false
 	}
-	n.compact = compact
-	if compact {
-		n.text.Objects = []fyne.CanvasObject{container.NewBorder(nil, nil, nil, n.buttons, n.title)}
-	} else {
-		n.text.Objects = []fyne.CanvasObject{n.title, n.body, n.buttons}
-	}
+	n.shrunk = true
+	n.text.Objects = []fyne.CanvasObject{container.NewBorder(nil, nil, nil, n.buttons, n.title)}
 	n.text.Refresh()
+	return true
 }
 
 // noticeColors are a calm blue card that reads as information in both the

@@ -78,7 +78,7 @@ func (v *planView) set(row int, rows []conversation.Row) {
 			c.Refresh()
 		}
 	}
-	if len(checks) != len(v.steps.Objects) || len(v.plan) != len(checks) {
+	if len(v.plan) != len(v.steps.Objects) {
 		v.steps.Objects = checks[:len(v.plan)]
 		v.steps.Refresh()
 	}

@@ -837,7 +837,7 @@ func (w *Window) showBudget(b *protocol.Budget, now time.Time) {
 		w.refreshSend()
 		return
 	}
-	w.status.setBudget(conversation.BudgetText(*b, w.now()), b.Exceeded())
+	w.status.setBudget(conversation.BudgetText(*b, now), b.Exceeded())
 	switch {
 	case b.Exceeded():
 		if !w.budgetSpentSaid {
@@ -993,8 +993,7 @@ func (w *Window) submit() {
 	id, mode, modelName := w.current, w.shownMode(), w.opts.Model
 	w.composer.setText("")
 	w.store.ClearNotice()
-	if w.notice != nil && w.notice.id == firstRunNoticeID && !w.notice.compact {
-		w.notice.setCompact(true)
+	if w.notice != nil && w.notice.id == firstRunNoticeID && w.notice.shrink() {
 		relayout(w.chat) // the transcript takes the room the notice gave up
 	}
 	first := !w.subscribed[id]
