@@ -238,7 +238,8 @@ func (c *Cluster) Start(h history.ClusterHooks) error {
 	}
 	// The watcher first, then the list: a relay that comes or goes in
 	// between is seen by the watcher.
-	watcher, err := c.s.watchKV(ctx, c.relays, jetstream.AllKeys, leaseWatchOpts...)
+	// The changes from now on: the list says what holds now.
+	watcher, err := c.s.startWatch(ctx, c.relays, jetstream.AllKeys, jetstream.UpdatesOnly())
 	if err != nil {
 		return fail(fmt.Errorf("jetstream cluster: watch the relays: %w", err))
 	}
@@ -258,7 +259,7 @@ func (c *Cluster) Start(h history.ClusterHooks) error {
 		}
 	}
 	if err != nil {
-		_ = watcher.Stop()
+		watcher.stop()
 		return fail(err)
 	}
 	prefix := c.changedSubject("")
@@ -485,8 +486,8 @@ func (c *Cluster) loseLease(why error) {
 
 // watchRelays tells the relay of every other relay whose key goes away,
 // and notes which relays publish record changes (follow.go).
-func (c *Cluster) watchRelays(ctx context.Context, w jetstream.KeyWatcher) {
-	c.s.followWatch(ctx, w, c.relays, jetstream.AllKeys, leaseWatchOpts, func(e jetstream.KeyValueEntry) {
+func (c *Cluster) watchRelays(ctx context.Context, sw *standingWatch) {
+	sw.follow(ctx, func(e jetstream.KeyValueEntry) {
 		if e == nil {
 			return
 		}
@@ -503,10 +504,6 @@ func (c *Cluster) watchRelays(ctx context.Context, w jetstream.KeyWatcher) {
 		c.relayLapsed(e.Key())
 	}, func() { c.relaysResumed(ctx) })
 }
-
-// leaseWatchOpts is how the relays watch the leases: the changes from now
-// on (Start lists the leases once it watches).
-var leaseWatchOpts = []jetstream.WatchOpt{jetstream.UpdatesOnly()}
 
 // relayLapsed tells of a relay whose lease lapsed: its commands waiting
 // go on, and the relay may take its conversations over (RelayGone).

@@ -455,10 +455,10 @@ func (s *Store) WatchDevices(ctx context.Context, changed func()) error {
 	if err != nil {
 		return err
 	}
-	w, err := s.watchKV(ctx, kv, devicesTableKey)
+	sw, err := s.startWatch(ctx, kv, devicesTableKey)
 	if err != nil {
 		return fmt.Errorf("jetstream history: watch the device tokens: %w", err)
 	}
-	go s.followWatch(ctx, w, kv, devicesTableKey, nil, func(jetstream.KeyValueEntry) { changed() }, changed)
+	go sw.follow(ctx, func(jetstream.KeyValueEntry) { changed() }, changed)
 	return nil
 }

@@ -287,12 +287,11 @@ func (s *Store) WatchSpend(ctx context.Context, changed func()) error {
 	if err != nil {
 		return err
 	}
-	opts := []jetstream.WatchOpt{jetstream.UpdatesOnly(), jetstream.IgnoreDeletes()}
-	w, err := s.watchKV(ctx, kv, spendKeyPrefix+">", opts...)
+	sw, err := s.startWatch(ctx, kv, spendKeyPrefix+">", jetstream.UpdatesOnly(), jetstream.IgnoreDeletes())
 	if err != nil {
 		return fmt.Errorf("history: watch spend: %w", err)
 	}
-	go s.followWatch(ctx, w, kv, spendKeyPrefix+">", opts, func(e jetstream.KeyValueEntry) {
+	go sw.follow(ctx, func(e jetstream.KeyValueEntry) {
 		if e != nil {
 			changed()
 		}

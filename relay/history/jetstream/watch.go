@@ -124,34 +124,57 @@ func slowWatch(ctx, attempt context.Context, err error) error {
 	return err
 }
 
-// followWatch is the body of every standing watch (devices, spend, the
-// relays' leases): it hands each update of w, a watch of kv under filter
-// set up with opts, to each until ctx ends. A watch whose channel closes
-// before then is set up again, with backoff, and resumed is called once
-// it is: nats.go gives an ordered consumer up when it cannot make it again
-// (its heartbeats missed while the stream changed leader, say), and a
-// relay whose watch of the leases had ended quietly never heard of a lapse
-// again. What changed in the gap was not told: resumed reads again what
-// the caller needs.
-func (s *Store) followWatch(ctx context.Context, w jetstream.KeyWatcher, kv jetstream.KeyValue, filter string, opts []jetstream.WatchOpt,
-	each func(jetstream.KeyValueEntry), resumed func()) {
+// standingWatch is a watch of kv under filter, set up with opts, that
+// lasts as long as its owner: the devices', the spend's and the relays'
+// leases'. It keeps what set it up, so that follow sets it up again the
+// same way.
+type standingWatch struct {
+	s      *Store
+	kv     jetstream.KeyValue
+	filter string
+	opts   []jetstream.WatchOpt
+	w      jetstream.KeyWatcher // the current watcher
+}
+
+// startWatch sets up a standing watch (watchKV); its owner then runs its
+// follow, or stops it.
+func (s *Store) startWatch(ctx context.Context, kv jetstream.KeyValue, filter string, opts ...jetstream.WatchOpt) (*standingWatch, error) {
+	w, err := s.watchKV(ctx, kv, filter, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return &standingWatch{s: s, kv: kv, filter: filter, opts: opts, w: w}, nil
+}
+
+// stop ends a watch its owner does not follow after all.
+func (sw *standingWatch) stop() { _ = sw.w.Stop() }
+
+// follow hands each update of the watch to each until ctx ends. A watch
+// whose channel closes before then is set up again, with backoff, and
+// resumed is called once it is: nats.go gives an ordered consumer up when
+// it cannot make it again (its heartbeats missed while the stream changed
+// leader, say), and a relay whose watch of the leases had ended quietly
+// never heard of a lapse again. What changed in the gap was not told:
+// resumed reads again what the caller needs.
+func (sw *standingWatch) follow(ctx context.Context, each func(jetstream.KeyValueEntry), resumed func()) {
+	s := sw.s
 	for {
-		followKV(ctx, w, each)
+		followKV(ctx, sw.w, each)
 		if ctx.Err() != nil || s.nc.IsClosed() {
 			return // its owner stopped, or the connection was closed for good
 		}
-		s.log.Warn("jetstream history: a watch stopped; watching again", "bucket", kv.Bucket())
+		s.log.Warn("jetstream history: a watch stopped; watching again", "bucket", sw.kv.Bucket())
 		wait := 20 * time.Millisecond
-		for w = nil; w == nil; {
+		for sw.w = nil; sw.w == nil; {
 			if backOff(ctx, &wait) != nil {
 				return
 			}
 			var err error
-			if w, err = s.watchKV(ctx, kv, filter, opts...); err != nil {
+			if sw.w, err = s.watchKV(ctx, sw.kv, sw.filter, sw.opts...); err != nil {
 				if ctx.Err() != nil || s.nc.IsClosed() {
 					return
 				}
-				s.log.Warn("jetstream history: a watch could not be set up again; trying again", "bucket", kv.Bucket(), "err", err)
+				s.log.Warn("jetstream history: a watch could not be set up again; trying again", "bucket", sw.kv.Bucket(), "err", err)
 			}
 		}
 		resumed()

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/pilotdesk/pilotdesk/relay/history"
@@ -219,20 +220,8 @@ func waitCall(t *testing.T, kv *gatedKV, n int) {
 // the watch ended for good, quietly.
 func TestStandingWatchComesBack(t *testing.T) {
 	_, nc := embedded(t)
-	s := openEmbedded(t, nc, "comeback", Options{})
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	devices, err := s.devicesKV(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	gated := newGatedKV(devices, 1)
-	s.ext.devices = gated
 	changed := make(chan struct{}, 16)
-	if err := s.WatchDevices(ctx, func() { changed <- struct{}{} }); err != nil {
-		t.Fatal(err)
-	}
-	waitCall(t, gated, 1)
+	devices, gated := watchGatedDevices(t, nc, "comeback", func() { changed <- struct{}{} })
 	gated.lose(t)
 	waitCall(t, gated, 2)
 	drain(changed)
@@ -258,6 +247,27 @@ func tableChangeReported(t *testing.T, devices jetstream.KeyValue, changed chan 
 	case <-time.After(10 * time.Second):
 		t.Fatalf("%s did not report a change of the table", watch)
 	}
+}
+
+// watchGatedDevices opens a store on nc, in namespace ns, whose devices
+// bucket is a gatedKV with one free Watch, has it watch the table with
+// changed until the test ends, and waits for that first Watch.
+func watchGatedDevices(t *testing.T, nc *nats.Conn, ns string, changed func()) (jetstream.KeyValue, *gatedKV) {
+	t.Helper()
+	s := openEmbedded(t, nc, ns, Options{})
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	devices, err := s.devicesKV(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gated := newGatedKV(devices, 1)
+	s.ext.devices = gated
+	if err := s.WatchDevices(ctx, changed); err != nil {
+		t.Fatal(err)
+	}
+	waitCall(t, gated, 1)
+	return devices, gated
 }
 
 // goneHooks records the relays the cluster says are gone.
@@ -312,19 +322,7 @@ func TestStandingWatchEndsWithItsConnection(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := openEmbedded(t, nc, "closing", Options{})
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	devices, err := s.devicesKV(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	gated := newGatedKV(devices, 1)
-	s.ext.devices = gated
-	if err := s.WatchDevices(ctx, func() {}); err != nil {
-		t.Fatal(err)
-	}
-	waitCall(t, gated, 1)
+	_, gated := watchGatedDevices(t, nc, "closing", func() {})
 	nc.Close()
 	select {
 	case n := <-gated.calls:
