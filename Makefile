@@ -22,7 +22,7 @@ BUILD_TAGS := no_emoji
 FYNE_TOOL_VERSION := v1.7.4
 FYNE := .tools/bin/fyne
 
-.PHONY: run test deps copilot-cli opencode nats-server build vet web-test web-screenshots acp-window bench bench-nats bench-window screenshots fuzz load cluster package install package-windows package-darwin clean
+.PHONY: run test deps copilot-cli opencode acp-agents nats-server build vet web-test web-screenshots acp-window bench bench-nats bench-window screenshots fuzz load cluster package install package-windows package-darwin clean
 
 run: deps build
 	./$(BIN)
@@ -46,6 +46,18 @@ copilot-cli:
 opencode:
 	@scripts/install-opencode.sh || echo "make: opencode could not be installed from npm; its ACP end-to-end test will be skipped"
 
+# Claude Code's ACP adapter, the Gemini CLI and Codex's ACP adapter from npm
+# (pinned): the ACP backend's end-to-end tests run each against a loopback
+# mock of its provider's API; a test is skipped, with the reason printed,
+# when its agent could not be installed. The three install side by side.
+acp-agents:
+	@scripts/install-claude-acp.sh >/dev/null & c=$$!; \
+	scripts/install-gemini-cli.sh >/dev/null & g=$$!; \
+	scripts/install-codex-acp.sh >/dev/null & x=$$!; \
+	wait $$c || echo "make: claude-agent-acp could not be installed from npm; its ACP end-to-end test will be skipped"; \
+	wait $$g || echo "make: the Gemini CLI could not be installed from npm; its ACP end-to-end test will be skipped"; \
+	wait $$x || echo "make: codex-acp could not be installed from npm; its ACP end-to-end test will be skipped"
+
 vet:
 	$(GO) vet -tags $(TEST_TAGS) ./...
 	@# Every Go file as gofmt writes it (the installed tools' trees aside).
@@ -58,7 +70,7 @@ vet:
 nats-server:
 	@scripts/install-nats-server.sh >/dev/null || echo "make: nats-server could not be installed; the real-cluster tests of relay/history/jetstream will be skipped"
 
-test: deps copilot-cli opencode nats-server vet
+test: deps copilot-cli opencode acp-agents nats-server vet
 	$(GO) test -race -tags $(TEST_TAGS) -count=1 -timeout 25m ./...
 	@# The copy of chroma whose lexers load on first use: its tests, and the
 	@# same lexers, matches and tokens as the released chroma.

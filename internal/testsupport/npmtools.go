@@ -36,6 +36,27 @@ var (
 		Script: "scripts/install-opencode.sh",
 		Path:   ".tools/opencode/node_modules/.bin/opencode",
 	}
+	// ClaudeACP is Claude Code's ACP adapter, claude-agent-acp.
+	ClaudeACP = NPMTool{
+		Name:   "claude-agent-acp",
+		EnvVar: "PILOTDESK_CLAUDE_ACP_PATH",
+		Script: "scripts/install-claude-acp.sh",
+		Path:   ".tools/claude-acp/node_modules/.bin/claude-agent-acp",
+	}
+	// GeminiCLI is the Gemini CLI's executable (`gemini --acp`).
+	GeminiCLI = NPMTool{
+		Name:   "the Gemini CLI",
+		EnvVar: "PILOTDESK_GEMINI_PATH",
+		Script: "scripts/install-gemini-cli.sh",
+		Path:   ".tools/gemini-cli/node_modules/.bin/gemini",
+	}
+	// CodexACP is Codex's ACP adapter, codex-acp.
+	CodexACP = NPMTool{
+		Name:   "codex-acp",
+		EnvVar: "PILOTDESK_CODEX_ACP_PATH",
+		Script: "scripts/install-codex-acp.sh",
+		Path:   ".tools/codex-acp/node_modules/.bin/codex-acp",
+	}
 )
 
 // Find returns the tool's path: EnvVar's value (a name without a slash is
