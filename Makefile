@@ -22,7 +22,7 @@ BUILD_TAGS := no_emoji
 FYNE_TOOL_VERSION := v1.7.4
 FYNE := .tools/bin/fyne
 
-.PHONY: run test deps copilot-cli opencode acp-agents nats-server build vet web-test web-screenshots acp-window bench bench-nats bench-window screenshots fuzz load cluster package install package-windows package-darwin clean
+.PHONY: run test deps copilot-cli opencode acp-agents nats-server build vet web-test web-screenshots acp-window bench bench-nats bench-window screenshots fuzz load chaos cluster package install package-windows package-darwin clean
 
 run: deps build
 	./$(BIN)
@@ -169,6 +169,14 @@ LOAD_BUILD = $(GO) build -tags $(TEST_TAGS) -o .tools/load/pilotdesk . && $(GO) 
 load: nats-server
 	$(LOAD_BUILD)
 	.tools/load/load -bin .tools/load/pilotdesk $(LOAD_FLAGS)
+
+# The fault-injection suite: every fault of `tools/load -fault` (a relay
+# SIGKILLed or SIGSTOPped, the stream leader SIGKILLed, two of three nodes
+# down, a rolling restart of the relays), CHAOS_RUNS times each, with the
+# seed and a verdict per run (docs/reliability.md, Faults).
+chaos: nats-server
+	$(LOAD_BUILD)
+	scripts/chaos.sh
 
 # A local 3-node nats-server cluster and two `pilotdesk serve --nats` relays
 # on 127.0.0.1, for a person to try several relays sharing conversations

@@ -69,6 +69,7 @@ type client struct {
 	errFrames  []string
 
 	lastSeq   atomic.Int64 // the highest seq received, for main's drain check
+	heard     atomic.Int64 // when the connection last got a frame (Unix ns)
 	delivered atomic.Int64 // conversation events received
 	ready     chan error   // the first subscription's outcome
 }
@@ -83,6 +84,18 @@ type runState struct {
 	restarted atomic.Int64   // turns closed by the restart (idle status error, "relay restarted") or by a takeover ("relay lost")
 	resends   atomic.Int64   // prompts sent again after error limit (the owner dead, its lease not lapsed yet)
 	timers    sync.WaitGroup // the resends waiting; run waits for them
+
+	// With -fault: the fault injected, whether it is under way, and when
+	// the cluster was whole again (Unix ns; 0: not yet).
+	fault       string
+	faulty      atomic.Bool
+	recoveredAt atomic.Int64
+	pingEvery   time.Duration // 30 s; 2 s with -fault, so that a silent relay is left
+	lostTurns   atomic.Int64  // turns closed "relay lost" where no relay was lost
+	aborted     atomic.Int64  // turns that ended with status aborted
+	storeFailed atomic.Int64  // turns closed because the history could not be saved
+	refused     atomic.Int64  // prompts refused (error frames) while the store was down, sent again
+	firstAfter  atomic.Int64  // the first delivery after recoveredAt (Unix ns)
 
 	mu   sync.Mutex // guards urls and dead
 	urls []string   // the relays' WebSocket URLs; a restart changes one
@@ -127,6 +140,19 @@ func (s *runState) urlFor(c *client) string {
 	return live[c.id%len(live)]
 }
 
+// liveURLs are the URLs of the relays that were not killed.
+func (s *runState) liveURLs() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var live []string
+	for i, u := range s.urls {
+		if !s.dead[i] {
+			live = append(live, u)
+		}
+	}
+	return live
+}
+
 // anyURL is a live relay's URL.
 func (s *runState) anyURL() string {
 	s.mu.Lock()
@@ -168,6 +194,7 @@ func (c *client) dial(ctx context.Context, from int64) error {
 		return fmt.Errorf("connection %d: dial: %w", c.id, err)
 	}
 	conn.SetReadLimit(4 << 20)
+	c.heard.Store(time.Now().UnixNano())
 	c.mu.Lock()
 	c.conn = conn
 	c.mu.Unlock()
@@ -245,15 +272,26 @@ func (c *client) closeConn() {
 	c.mu.Unlock()
 }
 
-// keepAlive pings every 30 s (docs/protocol.md, Heartbeat).
+// keepAlive pings every run.pingEvery (30 s: docs/protocol.md, Heartbeat),
+// and leaves a connection that heard nothing, not even a pong, for three
+// of them: its relay is paused or cut off, and the client reconnects
+// elsewhere, as a client does.
 func (c *client) keepAlive(ctx context.Context) {
-	t := time.NewTicker(30 * time.Second)
+	every := c.run.pingEvery
+	if every <= 0 {
+		every = 30 * time.Second
+	}
+	t := time.NewTicker(every)
 	defer t.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
+			if time.Since(time.Unix(0, c.heard.Load())) > 3*every {
+				c.closeConn()
+				continue
+			}
 			_ = c.write(ctx, "ping", nil)
 		}
 	}
@@ -276,6 +314,7 @@ func (c *client) read(ctx context.Context, first *bool) error {
 			return err
 		}
 		now := time.Now().UnixNano()
+		c.heard.Store(now)
 		f = frame{}
 		if err := json.Unmarshal(msg, &f); err != nil {
 			c.fail(fmt.Sprintf("undecodable frame %.200s: %v", msg, err))
@@ -309,6 +348,15 @@ func (c *client) read(ctx context.Context, first *bool) error {
 				})
 				continue
 			}
+			if c.sender && c.run.fault != "" && f.Data.Code == "limit" {
+				// A prompt refused while the history store is
+				// unreachable (or its failed turns' ends are not
+				// stored yet), or while its owner changes: sent again
+				// a second later, as a user would.
+				c.run.refused.Add(1)
+				c.retryPrompt(ctx)
+				continue
+			}
 			c.fail(fmt.Sprintf("error frame: %s", msg))
 			continue
 		case "copilot:subscribed":
@@ -338,6 +386,9 @@ func (c *client) read(ctx context.Context, first *bool) error {
 		}
 		c.delivered.Add(1)
 		c.lastSeq.Store(f.Data.Seq)
+		if rec := c.run.recoveredAt.Load(); rec != 0 && now > rec {
+			c.run.firstAfter.CompareAndSwap(0, now)
+		}
 		if i := int(f.Data.Seq - c.seqs.base - 1); i >= 0 {
 			for len(c.recvAt) <= i {
 				c.recvAt = append(c.recvAt, 0)
@@ -375,12 +426,41 @@ func (c *client) turnEnded(ctx context.Context, f *frame) {
 		}
 	case f.Data.Status == "error" && f.Data.Message == "relay restarted" && c.run.killed.Load() && !c.run.nats:
 		c.run.restarted.Add(1)
-	case f.Data.Status == "error" && strings.HasPrefix(f.Data.Message, "relay lost") && c.run.killed.Load() && c.run.nats:
+	case f.Data.Status == "error" && strings.HasPrefix(f.Data.Message, "relay lost") && c.run.killed.Load() && c.run.nats &&
+		(c.run.fault == "" || relayLostAllowed(c.run.fault)):
 		c.run.restarted.Add(1)
+	case f.Data.Status == "error" && strings.HasPrefix(f.Data.Message, "relay lost"):
+		c.run.lostTurns.Add(1)
+		c.fail(fmt.Sprintf("seq %d: a turn closed %q although no relay was lost (%s)", f.Data.Seq, f.Data.Message, c.run.fault))
+	case f.Data.Status == "error" && storeErrorAllowed(c.run.fault):
+		c.run.storeFailed.Add(1)
+	case f.Data.Status == "aborted":
+		c.run.aborted.Add(1)
+		c.fail(fmt.Sprintf("seq %d: a turn was aborted (%s)", f.Data.Seq, f.Data.Message))
 	default:
 		c.fail(fmt.Sprintf("a turn ended with status %s: %s", f.Data.Status, f.Data.Message))
 	}
 	c.next(ctx, f.Data.Seq)
+}
+
+// retryPrompt sends the prompt again a second later (or, once the run is
+// over, ends the conversation at its last seq).
+func (c *client) retryPrompt(ctx context.Context) {
+	c.run.timers.Add(1)
+	time.AfterFunc(time.Second, func() {
+		defer c.run.timers.Done()
+		switch {
+		case ctx.Err() != nil:
+		case c.run.stopping.Load():
+			if c.conv.final.CompareAndSwap(-1, c.lastSeq.Load()) {
+				close(c.conv.finalCh)
+			}
+		default:
+			if err := c.sendPrompt(ctx); err != nil && ctx.Err() == nil {
+				c.run.errors.Add(1)
+			}
+		}
+	})
 }
 
 // next sends the next prompt, or, once the run is over, records the

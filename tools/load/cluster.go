@@ -58,3 +58,26 @@ func (n *natsCluster) cpu() time.Duration {
 	}
 	return total
 }
+
+// restart starts node i again on its store dir. natstest reports a
+// failure by panicking through its process TB: it is an error here.
+func (n *natsCluster) restart(i int) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("starting node %s again: %v", n.c.Nodes[i].Name, r)
+		}
+	}()
+	n.c.Restart(i)
+	return nil
+}
+
+// waitReady waits until JetStream answers on every running node.
+func (n *natsCluster) waitReady(timeout time.Duration) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("the cluster after the fault: %v", r)
+		}
+	}()
+	n.c.WaitReady(timeout)
+	return nil
+}

@@ -306,3 +306,97 @@ func TestSameFrame(t *testing.T) {
 		t.Error("a first seq below one seen was refused")
 	}
 }
+
+// A seed draws the same fault every time, within the documented bounds,
+// and -fault-for wins over it.
+func TestPlanFault(t *testing.T) {
+	t.Parallel()
+	cfg := config{NATS: true, Relays: 3, KillAt: 5 * time.Second}
+	for _, fault := range faults {
+		cfg.Fault = fault
+		for seed := uint64(1); seed <= 50; seed++ {
+			cfg.Seed = seed
+			p := planFault(cfg)
+			if again := planFault(cfg); again != p {
+				t.Fatalf("%s seed %d: %v then %v", fault, seed, p, again)
+			}
+			switch fault {
+			case faultQuorumLoss:
+				if p.For < 10*time.Second || p.For > 60*time.Second {
+					t.Errorf("seed %d: quorum lost for %v, want 10–60 s", seed, p.For)
+				}
+			case faultRelayStop:
+				if p.For <= 15*time.Second || p.Relay < 0 || p.Relay >= cfg.Relays {
+					t.Errorf("seed %d: relay %d stopped for %v, want past the 15 s lease", seed, p.Relay, p.For)
+				}
+			case faultRollingRestart:
+				if p.Pause < 2*time.Second || p.Pause > 6*time.Second {
+					t.Errorf("seed %d: %v between restarts", seed, p.Pause)
+				}
+			}
+		}
+	}
+	cfg.Fault, cfg.FaultFor = faultQuorumLoss, 12*time.Second
+	if p := planFault(cfg); p.For != 12*time.Second {
+		t.Errorf("-fault-for 12s: %v", p.For)
+	}
+	for _, bad := range []config{
+		{Fault: "partition", NATS: true},
+		{Fault: faultQuorumLoss},
+		{Fault: faultRelayKill, NATS: true, Relays: 1, KillAt: time.Second},
+	} {
+		bad.Bin, bad.Conns, bad.Convs, bad.Duration, bad.Interval, bad.Deltas, bad.Payload, bad.DialConc = "load_test.go", 10, 2, time.Minute, time.Millisecond, 1, 1, 1
+		if bad.Relays == 0 {
+			bad.Relays = 3
+		}
+		if err := bad.validate(); err == nil {
+			t.Errorf("%+v: valid", bad)
+		}
+	}
+}
+
+// TestChaos is a short `make chaos` in `make test`: the faults the relays
+// come through, each once on a fresh cluster, with the clients' checks and
+// the replay from every relay. (quorum-loss and rolling-restart join it
+// once the relays come through them: docs/reliability.md, Faults.)
+func TestChaos(t *testing.T) {
+	if _, err := natstest.Binary(); err != nil {
+		t.Skipf("skipping: %v", err)
+	}
+	bin := testbin.Build(t)
+	for _, tc := range []struct {
+		fault string
+		seed  uint64
+		dur   time.Duration
+	}{
+		{faultLeaderKill, 1, 5 * time.Second},
+		{faultRelayStop, 2, 8 * time.Second},
+	} {
+		t.Run(tc.fault, func(t *testing.T) {
+			cfg := config{Bin: bin, Conns: 60, Convs: 12, Duration: 20 * time.Second, KillAt: 4 * time.Second,
+				NATS: true, Relays: 3, NATSLease: 4 * time.Second, Fault: tc.fault, FaultFor: tc.dur, Seed: tc.seed,
+				Deltas: 40, Interval: 20 * time.Millisecond, Payload: 24, DialConc: 16, Drain: 60 * time.Second, VerifyHistory: true}
+			if err := cfg.validate(); err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+			defer cancel()
+			res, err := run(ctx, cfg, slog.New(slog.NewTextHandler(io.Discard, nil)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var out strings.Builder
+			res.print(&out)
+			t.Log("\n" + out.String())
+			if res.failed() {
+				t.Fatalf("the run failed: %s", res.failure())
+			}
+			if !strings.Contains(out.String(), "VERDICT "+tc.fault+" seed=") || res.Replayed != cfg.Relays || len(res.FaultEvents) < 2 {
+				t.Errorf("verdict, %d relays replayed, fault events %q", res.Replayed, res.FaultEvents)
+			}
+			if res.Dir != "" {
+				os.RemoveAll(res.Dir)
+			}
+		})
+	}
+}

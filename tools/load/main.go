@@ -18,9 +18,11 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"os"
 	"os/signal"
 	"runtime/pprof"
+	"strings"
 	"syscall"
 	"time"
 )
@@ -42,6 +44,9 @@ type config struct {
 	Relays        int           // relays with -nats
 	IdleRelays    int           // with -nats: more relays that no client connects to
 	NATSLease     time.Duration // serve --nats-lease with -nats (0: the relay's default)
+	Fault         string        // with -nats: the fault injected at -kill-at (faults)
+	FaultFor      time.Duration // how long it lasts (0: drawn from the seed)
+	Seed          uint64        // draws the fault's timing and victims (0: a random one, printed)
 	VerifyHistory bool          // replay every conversation from seq 0 at the end
 	Keep          bool          // keep the temp dir (data dir, relay log)
 	JSON          bool          // print the result as JSON
@@ -71,6 +76,9 @@ func loadMain() int {
 	flag.IntVar(&cfg.Relays, "relays", 3, "relays with -nats")
 	flag.IntVar(&cfg.IdleRelays, "idle-relays", 0, "with -nats: this many more relays that no client connects to; their CPU is what following the others' conversations costs a relay")
 	flag.DurationVar(&cfg.NATSLease, "nats-lease", 0, "the relays' --nats-lease with -nats (0: the relay's default)")
+	flag.StringVar(&cfg.Fault, "fault", "", "with -nats: the fault injected at -kill-at: "+strings.Join(faults, ", ")+" (default relay-kill, none with -kill-at 0)")
+	flag.DurationVar(&cfg.FaultFor, "fault-for", 0, "how long the fault lasts (a relay paused, nodes down); 0: drawn from -seed")
+	flag.Uint64Var(&cfg.Seed, "seed", 0, "the seed that draws the fault's timing and victims (0: a random one; the run prints it)")
 	flag.BoolVar(&cfg.VerifyHistory, "verify-history", true, "at the end, replay every conversation from seq 0 and check the stored history (SQLite or -nats)")
 	flag.BoolVar(&cfg.Keep, "keep", false, "keep the temp dir with the data dir and the relay's log")
 	flag.BoolVar(&cfg.JSON, "json", false, "print the result as JSON")
@@ -83,6 +91,18 @@ func loadMain() int {
 		// The -nats run is the failover test: a relay dies halfway
 		// unless -kill-at says otherwise (-kill-at 0: none).
 		cfg.KillAt = min(30*time.Second, cfg.Duration/2)
+	}
+	if cfg.NATS && cfg.Fault == "" {
+		cfg.Fault = faultRelayKill
+		if cfg.KillAt == 0 {
+			cfg.Fault = faultNone
+		}
+	}
+	if cfg.Fault != "" && cfg.Fault != faultNone && cfg.Fault != faultRelayKill && !killSet {
+		cfg.KillAt = min(20*time.Second, cfg.Duration/3)
+	}
+	if cfg.Seed == 0 {
+		cfg.Seed = rand.Uint64N(1<<31) + 1
 	}
 	if flag.NArg() > 0 {
 		fmt.Fprintf(os.Stderr, "load: unexpected argument %q\n", flag.Arg(0))
@@ -148,8 +168,16 @@ func (c *config) validate() error {
 		return fmt.Errorf("-kill-at needs SQLite history: with -memory a restart loses everything")
 	case c.NATS && c.Memory:
 		return fmt.Errorf("-nats keeps the history in the cluster: -memory does not go with it")
-	case c.NATS && (c.Relays < 2 || c.Relays > c.Conns):
-		return fmt.Errorf("-relays must be at least 2 (one is killed with -kill-at) and at most -conns")
+	case c.NATS && (c.Relays < 1 || c.Relays > c.Conns):
+		return fmt.Errorf("-relays must be at least 1 and at most -conns")
+	case c.NATS && c.KillAt > 0 && c.Relays < 2 && (c.Fault == faultRelayKill || c.Fault == faultRelayStop):
+		return fmt.Errorf("-fault %s needs at least 2 relays (-relays): the killed relay's clients move to another", c.Fault)
+	case validFault(c.Fault) != nil:
+		return validFault(c.Fault)
+	case c.Fault != "" && c.Fault != faultNone && !c.NATS:
+		return fmt.Errorf("-fault goes with -nats")
+	case c.FaultFor < 0:
+		return fmt.Errorf("-fault-for must not be negative")
 	case c.IdleRelays < 0 || (c.IdleRelays > 0 && !c.NATS):
 		return fmt.Errorf("-idle-relays goes with -nats and must not be negative")
 	case c.NATSLease < 0 || (c.NATSLease > 0 && !c.NATS):

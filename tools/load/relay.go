@@ -136,15 +136,15 @@ func loadScript(cfg config) []byte {
 }
 
 // stop asks the relay to shut down (SIGTERM) and waits; it kills it after
-// 30 s.
-func (p *relayProc) stop() error {
+// timeout.
+func (p *relayProc) stop(timeout time.Duration) error {
 	_ = p.cmd.Process.Signal(syscall.SIGTERM)
 	select {
 	case <-p.exited:
 		return p.waitErr
-	case <-time.After(30 * time.Second):
+	case <-time.After(timeout):
 		p.kill()
-		return errors.New("the relay did not stop within 30 s of SIGTERM; killed")
+		return fmt.Errorf("the relay did not stop within %v of SIGTERM; killed", timeout)
 	}
 }
 

@@ -67,15 +67,25 @@ type result struct {
 	NATSCPUSeconds float64  `json:"natsServerCPUSeconds,omitempty"`
 	// IdleRelayCPU is each idle relay's CPU during the run: what it costs a
 	// relay to follow the conversations the others stream.
-	IdleRelayCPU    []float64 `json:"idleRelayCPUSeconds,omitempty"`
-	KillWarnings    []string  `json:"-"`
-	HistoryChecked  int64     `json:"historyEventsChecked"`
-	HistoryProblems []string  `json:"historyProblems,omitempty"`
-	CPUs            int       `json:"cpus"`
-	LoadAvgBefore   string    `json:"loadAverageBefore"`
-	LoadAvgAfter    string    `json:"loadAverageAfter"`
-	CPUPressure     string    `json:"cpuPressureAfter"`
-	Dir             string    `json:"dir,omitempty"`
+	IdleRelayCPU []float64 `json:"idleRelayCPUSeconds,omitempty"`
+	KillWarnings []string  `json:"-"`
+	// With -fault: what was injected, and what the clients saw of it.
+	Fault           string   `json:"fault,omitempty"`
+	Seed            uint64   `json:"seed,omitempty"`
+	FaultEvents     []string `json:"faultEvents,omitempty"`
+	LostTurns       int64    `json:"turnsClosedRelayLostWithoutALostRelay,omitempty"`
+	AbortedTurns    int64    `json:"turnsAborted,omitempty"`
+	StoreFailed     int64    `json:"turnsClosedStoreUnreachable,omitempty"`
+	Refused         int64    `json:"promptsRefusedSentAgain,omitempty"`
+	ResumeSeconds   float64  `json:"firstDeliveryAfterRecoverySeconds,omitempty"`
+	Replayed        int      `json:"relaysReplayedFrom,omitempty"`
+	HistoryChecked  int64    `json:"historyEventsChecked"`
+	HistoryProblems []string `json:"historyProblems,omitempty"`
+	CPUs            int      `json:"cpus"`
+	LoadAvgBefore   string   `json:"loadAverageBefore"`
+	LoadAvgAfter    string   `json:"loadAverageAfter"`
+	CPUPressure     string   `json:"cpuPressureAfter"`
+	Dir             string   `json:"dir,omitempty"`
 }
 
 type latency struct {
@@ -97,6 +107,9 @@ func latencyOf(ds []time.Duration) latency {
 	}
 	return latency{Samples: len(ds), P50: at(0.50), P90: at(0.90), P99: at(0.99), Max: at(1)}
 }
+
+// resumeTarget is how soon streaming must go on once a fault is over.
+const resumeTarget = 60 * time.Second
 
 // takeoverTarget is issue #15's: the interrupted turn closed at another
 // relay's client within 20 s of its owner's SIGKILL.
@@ -123,6 +136,15 @@ func (r *result) failure() string {
 	}
 	if r.Deliveries == 0 {
 		why = append(why, "nothing was delivered")
+	}
+	if r.LostTurns > 0 {
+		why = append(why, fmt.Sprintf("%d turns closed \"relay lost\" although no relay was lost", r.LostTurns))
+	}
+	if r.AbortedTurns > 0 {
+		why = append(why, fmt.Sprintf("%d turns aborted", r.AbortedTurns))
+	}
+	if r.Fault != "" && r.Fault != faultNone && r.Fault != faultRelayKill && r.ResumeSeconds > resumeTarget.Seconds() {
+		why = append(why, fmt.Sprintf("streaming resumed %.0f s after the cluster was whole again (target %v)", r.ResumeSeconds, resumeTarget))
 	}
 	if r.History == "nats" && r.Kills > 0 {
 		if r.RestartedTurns == 0 || r.Takeover.Samples == 0 {
@@ -165,7 +187,16 @@ func run(ctx context.Context, cfg config, log *slog.Logger) (*result, error) {
 	}()
 
 	token := newToken()
-	state := &runState{token: token, nats: cfg.NATS}
+	state := &runState{token: token, nats: cfg.NATS, pingEvery: 30 * time.Second}
+	var plan faultPlan
+	if cfg.NATS && cfg.Fault != "" && cfg.Fault != faultNone {
+		plan = planFault(cfg)
+		res.Fault, res.Seed = plan.String(), plan.Seed
+		state.fault = plan.Fault
+		// Clients leave a silent relay after 3 pings, as the app's do.
+		state.pingEvery = 2 * time.Second
+		log.Info("load: fault planned", "fault", plan.String(), "seed", plan.Seed)
+	}
 	var cluster *natsCluster
 	storeArgs := func(int) []string { return sqliteArgs(cfg, dir) }
 	logName := func(int) string { return "relay.log" }
@@ -297,10 +328,42 @@ func run(ctx context.Context, cfg config, log *slog.Logger) (*result, error) {
 		killAt = time.After(cfg.KillAt)
 	}
 	var killedAt time.Time
+	var (
+		faultDone    chan error
+		fault        *faultRun
+		deadlineSeen bool
+	)
+	faultCtx, faultCancel := context.WithCancel(runCtx)
+	defer func() {
+		faultCancel()
+		if faultDone != nil {
+			<-faultDone
+		}
+	}()
 wait:
 	for {
 		select {
 		case <-deadline.C:
+			if faultDone != nil {
+				deadlineSeen = true // the run ends once the fault is over
+				continue
+			}
+			break wait
+		case err := <-faultDone:
+			faultDone = nil
+			res.FaultEvents = fault.report()
+			res.KillWarnings = append(res.KillWarnings, fault.warnings...)
+			if err != nil {
+				log.Error("load: the fault could not be injected", "err", err)
+				state.errors.Add(1)
+			}
+			// Streaming goes on for a while after the fault, so that
+			// the run shows it does.
+			if deadlineSeen {
+				deadline.Reset(20 * time.Second)
+			}
+		case <-ctx.Done():
+			log.Warn("load: interrupted; finishing early")
 			break wait
 		case <-ctx.Done():
 			log.Warn("load: interrupted; finishing early")
@@ -308,6 +371,15 @@ wait:
 		case <-progress.C:
 			log.Info("load: running", "elapsed", time.Since(t0).Round(time.Second), "deliveries", sumDelivered(clients))
 		case <-killAt:
+			if cfg.NATS && plan.Fault != faultRelayKill {
+				fault = &faultRun{plan: plan, cfg: cfg, dir: dir, log: log, cluster: cluster, relays: &fleet{relays: relays},
+					state: state, usage: &usage, start: func(i int, logName string) (*relayProc, error) {
+						return startRelay(ctx, cfg, dir, token, logName, storeArgs(i))
+					}}
+				faultDone = make(chan error, 1)
+				go func() { faultDone <- fault.inject(faultCtx) }()
+				continue
+			}
 			victim := relays[0]
 			usage.end(victim)
 			state.killed.Store(true)
@@ -416,7 +488,15 @@ wait:
 	// The stored history holds every event of every conversation (with
 	// -nats, read from a relay that survived).
 	if !cfg.Memory && cfg.VerifyHistory {
-		res.HistoryChecked, res.HistoryProblems = verifyHistory(ctx, state.anyURL(), token, convs, cfg.DialConc)
+		// From every relay alive: each must serve the same history.
+		for _, url := range state.liveURLs() {
+			n, problems := verifyHistory(ctx, url, token, convs, cfg.DialConc)
+			res.HistoryChecked += n
+			res.Replayed++
+			for _, p := range problems {
+				res.HistoryProblems = append(res.HistoryProblems, url+": "+p)
+			}
+		}
 		for _, p := range res.HistoryProblems[:min(len(res.HistoryProblems), 5)] {
 			log.Error("load: history", "problem", p)
 		}
@@ -432,7 +512,7 @@ wait:
 		if len(relays) > 1 {
 			name = fmt.Sprintf("relay %d: ", i+1)
 		}
-		if err := p.stop(); err != nil {
+		if err := p.stop(30 * time.Second); err != nil {
 			exits = append(exits, name+err.Error())
 		} else {
 			exits = append(exits, name+"clean (exit 0 after SIGTERM)")
@@ -476,6 +556,15 @@ wait:
 		}
 	}
 	res.Errors = state.errors.Load()
+	res.LostTurns, res.AbortedTurns = state.lostTurns.Load(), state.aborted.Load()
+	res.StoreFailed, res.Refused = state.storeFailed.Load(), state.refused.Load()
+	if rec, first := state.recoveredAt.Load(), state.firstAfter.Load(); rec != 0 {
+		if first == 0 {
+			res.ResumeSeconds = time.Since(time.Unix(0, rec)).Seconds()
+		} else {
+			res.ResumeSeconds = max(0, time.Duration(first-rec).Seconds())
+		}
+	}
 	res.RestartedTurns = state.restarted.Load()
 	res.Resends = state.resends.Load()
 	res.EndToEnd = latencyOf(e2e)
@@ -563,8 +652,17 @@ func (r *result) print(w io.Writer) {
 		p("  relay killed (SIGKILL) mid-run     %d time(s); restarted on the same data dir in %.2f s; %d turns closed by it (idle error \"relay restarted\")",
 			r.Kills, r.RestartSeconds, r.RestartedTurns)
 	}
+	if r.Fault != "" {
+		p("  fault                             %s, seed %d", r.Fault, r.Seed)
+		for _, e := range r.FaultEvents {
+			p("    %s", e)
+		}
+		p("  turns ended by the fault          %d closed \"history store unreachable\", %d aborted, %d closed \"relay lost\" with no relay lost; %d prompts refused and sent again",
+			r.StoreFailed, r.AbortedTurns, r.LostTurns, r.Refused)
+		p("  first delivery after recovery     %.1f s", r.ResumeSeconds)
+	}
 	if r.HistoryChecked > 0 || len(r.HistoryProblems) > 0 {
-		p("  stored history replayed from 0    %d events, %d problems", r.HistoryChecked, len(r.HistoryProblems))
+		p("  stored history replayed from 0    %d events from %d relay(s), %d problems", r.HistoryChecked, max(r.Replayed, 1), len(r.HistoryProblems))
 		for _, s := range r.HistoryProblems[:min(len(r.HistoryProblems), 5)] {
 			p("    %s", s)
 		}
@@ -604,6 +702,13 @@ func (r *result) print(w io.Writer) {
 	}
 	if r.Dir != "" {
 		p("  kept: %s (the relays' logs, script.json, their data dirs)", r.Dir)
+	}
+	verdict := "PASS"
+	if r.failed() {
+		verdict = "FAIL: " + r.failure()
+	}
+	if r.Fault != "" {
+		p("VERDICT %s seed=%d: %s", strings.Fields(r.Fault)[0], r.Seed, verdict)
 	}
 	switch {
 	case r.failed():

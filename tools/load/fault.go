@@ -1,0 +1,326 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// The faults a -nats run injects (-fault), the project's fault-injection
+// suite (`make chaos`, docs/reliability.md). Each is what an operator's
+// cluster meets; the clients check what they get as in every run
+// (gapless, once, in order, the same bytes as every other client and as
+// the replay from every relay at the end).
+const (
+	faultNone           = "none"
+	faultRelayKill      = "relay-kill"      // SIGKILL relay 1; it stays dead, its clients move
+	faultRelayStop      = "relay-stop"      // SIGSTOP a relay for -fault-for (past its lease: it is taken over), then SIGCONT
+	faultLeaderKill     = "leader-kill"     // SIGKILL the events stream's leader node, restart it after -fault-for
+	faultQuorumLoss     = "quorum-loss"     // SIGKILL two of the three nodes for -fault-for (10–60 s by the seed), restart them
+	faultRollingRestart = "rolling-restart" // SIGTERM each relay in turn and start it again on its data dir, as a deploy does
+)
+
+// faults are the -fault values, in the order `make chaos` runs them.
+var faults = []string{faultRelayKill, faultRelayStop, faultLeaderKill, faultQuorumLoss, faultRollingRestart}
+
+// relayLostAllowed says whether a fault loses a relay, so that a turn closed
+// "relay lost" by a takeover is what a client should see. Under the others
+// no relay was lost, and such a closing is a failure.
+func relayLostAllowed(fault string) bool {
+	return fault == faultRelayKill || fault == faultRelayStop
+}
+
+// storeErrorAllowed says whether a fault makes the history store
+// unreachable long enough that a running turn may end with copilot:error
+// (the history could not be saved) and idle status error, and a prompt be
+// refused until it is back.
+func storeErrorAllowed(fault string) bool { return fault == faultQuorumLoss }
+
+// faultPlan is what the seed chose: when the fault starts, how long it
+// lasts, and its victims.
+type faultPlan struct {
+	Fault string        `json:"fault"`
+	Seed  uint64        `json:"seed"`
+	At    time.Duration `json:"-"`
+	For   time.Duration `json:"-"`
+	// Relay is the relay stopped (relay-stop) or, for relay-kill, 0.
+	Relay int `json:"relay"`
+	// Pause is the time between two relays' restarts (rolling-restart).
+	Pause time.Duration `json:"-"`
+}
+
+func (p faultPlan) String() string {
+	switch p.Fault {
+	case faultRelayKill:
+		return fmt.Sprintf("%s at %v (relay 1)", p.Fault, p.At)
+	case faultRelayStop:
+		return fmt.Sprintf("%s at %v for %v (relay %d)", p.Fault, p.At, p.For, p.Relay+1)
+	case faultLeaderKill, faultQuorumLoss:
+		return fmt.Sprintf("%s at %v for %v", p.Fault, p.At, p.For)
+	case faultRollingRestart:
+		return fmt.Sprintf("%s from %v, %v between relays", p.Fault, p.At, p.Pause)
+	}
+	return p.Fault
+}
+
+// planFault draws the fault's timing and victims from the seed; -fault-at
+// and -fault-for, when given, win.
+func planFault(cfg config) faultPlan {
+	r := rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0x9e3779b97f4a7c15))
+	p := faultPlan{Fault: cfg.Fault, Seed: cfg.Seed, At: cfg.KillAt, For: cfg.FaultFor}
+	between := func(lo, hi time.Duration) time.Duration {
+		return lo + time.Duration(r.Int64N(int64(hi-lo)+1)).Round(time.Second)
+	}
+	lease := cfg.NATSLease
+	if lease == 0 {
+		lease = 15 * time.Second
+	}
+	switch p.Fault {
+	case faultRelayStop:
+		p.Relay = r.IntN(cfg.Relays)
+		if p.For == 0 {
+			p.For = between(lease+2*time.Second, lease+10*time.Second)
+		}
+	case faultLeaderKill:
+		if p.For == 0 {
+			p.For = between(3*time.Second, 15*time.Second)
+		}
+	case faultQuorumLoss:
+		if p.For == 0 {
+			p.For = between(10*time.Second, 60*time.Second)
+		}
+	case faultRollingRestart:
+		p.Pause = between(2*time.Second, 6*time.Second)
+	}
+	return p
+}
+
+// stopWait is how long a relay may take to exit after SIGTERM before it is
+// killed: a draining relay finishes its running turns first.
+const stopWait = 3 * time.Minute
+
+// fleet is the run's relays, shared by the main loop and the fault's
+// goroutine.
+type fleet struct {
+	mu     sync.Mutex
+	relays []*relayProc
+}
+
+func (f *fleet) get(i int) *relayProc {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.relays[i]
+}
+
+func (f *fleet) set(i int, p *relayProc) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.relays[i] = p
+}
+
+func (f *fleet) all() []*relayProc {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Clone(f.relays)
+}
+
+// faultRun is the state of one injected fault.
+type faultRun struct {
+	plan    faultPlan
+	cfg     config
+	dir     string
+	log     *slog.Logger
+	cluster *natsCluster
+	relays  *fleet
+	state   *runState
+	usage   *relayUsage
+	start   func(i int, logName string) (*relayProc, error)
+
+	mu       sync.Mutex
+	events   []string // what was done, when (for the report)
+	warnings []string // warnings of relays stopped or killed on the way
+	restarts int
+	began    time.Time
+	ended    time.Time
+}
+
+func (f *faultRun) note(format string, a ...any) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	msg := fmt.Sprintf("%6.1fs ", time.Since(f.began).Seconds()) + fmt.Sprintf(format, a...)
+	f.events = append(f.events, msg)
+	f.log.Warn("load: fault: " + msg)
+}
+
+// inject runs the fault (its start is the caller's timer) and returns once
+// the cluster and the relays are whole again, or ctx ends.
+func (f *faultRun) inject(ctx context.Context) error {
+	f.began = time.Now()
+	f.state.faulty.Store(true)
+	defer func() {
+		f.mu.Lock()
+		f.ended = time.Now()
+		f.mu.Unlock()
+		f.state.recoveredAt.Store(time.Now().UnixNano())
+		f.state.faulty.Store(false)
+	}()
+	switch f.plan.Fault {
+	case faultRelayStop:
+		f.state.killed.Store(true) // its turns are closed "relay lost" by a takeover
+		return f.relayStop(ctx)
+	case faultLeaderKill:
+		return f.nodesDown(ctx, 1)
+	case faultQuorumLoss:
+		return f.nodesDown(ctx, 2)
+	case faultRollingRestart:
+		return f.rollingRestart(ctx)
+	}
+	return fmt.Errorf("unknown fault %q", f.plan.Fault)
+}
+
+// relayStop pauses a relay past its lease: its clients hear nothing (they
+// leave it after a few silent seconds, as a client does), another relay
+// takes its conversations over, and when it goes on its appends are fenced.
+func (f *faultRun) relayStop(ctx context.Context) error {
+	i := f.plan.Relay
+	p := f.relays.get(i)
+	f.state.kill(i)
+	if err := p.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		return err
+	}
+	f.note("relay %d (pid %d) SIGSTOPped", i+1, p.cmd.Process.Pid)
+	sleep(ctx, f.plan.For)
+	if err := p.cmd.Process.Signal(syscall.SIGCONT); err != nil {
+		return err
+	}
+	f.note("relay %d SIGCONTinued", i+1)
+	f.state.setURL(i, p.url)
+	return nil
+}
+
+// nodesDown SIGKILLs n nodes, the events stream's leader first, and starts
+// them again after the plan's time.
+func (f *faultRun) nodesDown(ctx context.Context, n int) error {
+	victims, err := f.leaderFirst(ctx)
+	if err != nil {
+		return err
+	}
+	victims = victims[:n]
+	for _, v := range victims {
+		f.cluster.c.Kill(v)
+		f.note("node %s SIGKILLed", f.cluster.c.Nodes[v].Name)
+	}
+	sleep(ctx, f.plan.For)
+	for _, v := range victims {
+		if err := f.cluster.restart(v); err != nil {
+			return err
+		}
+		f.note("node %s started again", f.cluster.c.Nodes[v].Name)
+	}
+	if err := f.cluster.waitReady(2 * time.Minute); err != nil {
+		return err
+	}
+	f.note("every node answers")
+	return nil
+}
+
+// leaderFirst lists the nodes, the events stream's leader first.
+func (f *faultRun) leaderFirst(ctx context.Context) ([]int, error) {
+	nc, err := f.cluster.c.Connect(0)
+	if err != nil {
+		return nil, err
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return nil, err
+	}
+	var leader int
+	for attempt := 0; ; attempt++ {
+		rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		leader, _, err = f.cluster.c.StreamLeader(rctx, js, "PD_EVENTS")
+		cancel()
+		if err == nil || attempt == 10 || ctx.Err() != nil {
+			break
+		}
+		sleep(ctx, time.Second)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("finding the events stream's leader: %w", err)
+	}
+	order := []int{leader}
+	for i := range f.cluster.c.Nodes {
+		if i != leader {
+			order = append(order, i)
+		}
+	}
+	return order, nil
+}
+
+// rollingRestart is a deploy: each relay in turn gets SIGTERM, and a new
+// one starts on its data dir once it has exited; the balancer (urlFor)
+// sends its clients to the others meanwhile.
+func (f *faultRun) rollingRestart(ctx context.Context) error {
+	for i := range f.cfg.Relays {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		p := f.relays.get(i)
+		f.state.kill(i)
+		f.usage.end(p)
+		f.note("relay %d (pid %d) SIGTERM", i+1, p.cmd.Process.Pid)
+		err := p.stop(stopWait)
+		f.mu.Lock()
+		f.warnings = append(f.warnings, p.warningLines()...)
+		f.mu.Unlock()
+		if err != nil {
+			f.note("relay %d: %v", i+1, err)
+		} else {
+			f.note("relay %d exited", i+1)
+		}
+		np, err := f.start(i, fmt.Sprintf("relay%d-restart.log", i+1))
+		if err != nil {
+			return fmt.Errorf("starting relay %d again: %w", i+1, err)
+		}
+		f.relays.set(i, np)
+		f.usage.begin(np)
+		f.state.setURL(i, np.url)
+		f.mu.Lock()
+		f.restarts++
+		f.mu.Unlock()
+		f.note("relay %d started again (pid %d)", i+1, np.cmd.Process.Pid)
+		sleep(ctx, f.plan.Pause)
+	}
+	return nil
+}
+
+func (f *faultRun) report() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Clone(f.events)
+}
+
+func sleep(ctx context.Context, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-t.C:
+	}
+}
+
+// validFault checks -fault.
+func validFault(name string) error {
+	if name == "" || name == faultNone || slices.Contains(faults, name) {
+		return nil
+	}
+	return fmt.Errorf("-fault %q: want one of %s", name, strings.Join(faults, ", "))
+}
