@@ -1,0 +1,254 @@
+// Package checkpoint records what a folder holds as git commit objects
+// (snapshots, or checkpoints), compares two of them and puts a folder back
+// as one held it, with the git command and a private index: never the
+// user's index, branches, stash or files.
+//
+// A folder inside a repository is snapshotted into that repository's
+// object store, its snapshots kept alive by refs under
+// refs/pilotdesk/<conversation>/; a folder in no repository gets a bare
+// repository of its own under the store's data dir (the folder never gets
+// a .git). A snapshot holds every file git would see in the folder,
+// tracked or untracked, less what .gitignore ignores; a file over MaxFile
+// is named in the snapshot's message but its content is not kept.
+package checkpoint
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+)
+
+// MaxFile is the largest file whose content a snapshot keeps (10 MiB).
+const MaxFile = 10 << 20
+
+// MaxFiles is the most entries a change set lists.
+const MaxFiles = 1000
+
+// ErrUnknown is wrapped by the error for a checkpoint that is not one of
+// the conversation's.
+var ErrUnknown = errors.New("not a checkpoint of this conversation")
+
+// Store takes and reads snapshots. It is safe for concurrent use.
+type Store struct {
+	git  string   // the git command's path
+	data string   // <data dir>/checkpoints: bare repositories, private indexes
+	env  []string // baseEnv
+
+	mu   sync.Mutex
+	locs map[string]*location // by folder
+}
+
+// New returns a store that keeps what it owns under dataDir/checkpoints.
+// Without the git command it returns an error that says checkpoints are
+// off and why.
+func New(dataDir string) (*Store, error) {
+	git, err := exec.LookPath("git")
+	if err != nil {
+		return nil, errors.New("checkpoints are off: the git command was not found (install git to record and undo what each turn changes)")
+	}
+	return &Store{git: git, data: filepath.Join(dataDir, "checkpoints"), env: baseEnv(), locs: map[string]*location{}}, nil
+}
+
+// location is where a folder's snapshots go.
+type location struct {
+	dir    string   // the folder, absolute
+	top    string   // the work tree's root: the repository's, or dir
+	prefix string   // dir relative to top, "" or ending in "/"
+	gitDir []string // global options naming the repository (a bare one's)
+	bare   string   // the bare repository in the data dir, if that is where
+	index  string   // the private index this store keeps for the folder
+	seed   string   // the user's index, copied to start the private one
+	mu     sync.Mutex
+}
+
+// locate finds (once per folder) where dir's snapshots go.
+func (s *Store) locate(ctx context.Context, dir string) (*location, error) {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, fmt.Errorf("checkpoint: folder %q: %w", dir, err)
+	}
+	if real, err := filepath.EvalSymlinks(abs); err == nil {
+		abs = real
+	}
+	if fi, err := os.Stat(abs); err != nil {
+		return nil, fmt.Errorf("checkpoint: the folder %s is gone: %w", abs, err)
+	} else if !fi.IsDir() {
+		return nil, fmt.Errorf("checkpoint: %s is not a folder", abs)
+	}
+	s.mu.Lock()
+	loc := s.locs[abs]
+	s.mu.Unlock()
+	if loc != nil {
+		return loc, nil
+	}
+	loc, err = s.find(ctx, abs)
+	if err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if l := s.locs[abs]; l != nil {
+		return l, nil
+	}
+	s.locs[abs] = loc
+	return loc, nil
+}
+
+func hashOf(parts ...string) string {
+	h := sha256.Sum256([]byte(strings.Join(parts, "\x00")))
+	return hex.EncodeToString(h[:])[:24]
+}
+
+// find asks git whether dir is inside a work tree; if not, dir's snapshots
+// go to a bare repository of the store's own.
+func (s *Store) find(ctx context.Context, dir string) (*location, error) {
+	out, err := gitCmd{s: s, dir: dir, args: []string{"rev-parse", "--is-inside-work-tree", "--show-toplevel", "--absolute-git-dir", "--show-prefix", "--git-path", "index"}}.output(ctx)
+	lines := strings.Split(strings.TrimRight(string(out), "\n"), "\n")
+	if err == nil && len(lines) == 5 && lines[0] == "true" {
+		top, gitDir, prefix, index := lines[1], lines[2], lines[3], lines[4]
+		if !filepath.IsAbs(index) {
+			index = filepath.Join(dir, index)
+		}
+		return &location{
+			dir: dir, top: top, prefix: prefix,
+			gitDir: []string{"--git-dir=" + gitDir, "--work-tree=" + top},
+			index:  filepath.Join(s.data, "index", hashOf(gitDir, prefix)),
+			seed:   index,
+		}, nil
+	}
+	bare := filepath.Join(s.data, "repos", hashOf(dir)+".git")
+	if _, err := os.Stat(filepath.Join(bare, "HEAD")); err != nil {
+		if err := os.MkdirAll(filepath.Dir(bare), 0o700); err != nil {
+			return nil, fmt.Errorf("checkpoint: %w", err)
+		}
+		if _, err := (gitCmd{s: s, dir: s.data, args: []string{"init", "--bare", "--quiet", bare}}).output(ctx); err != nil {
+			return nil, fmt.Errorf("checkpoint: a repository for %s: %w", dir, err)
+		}
+		// Which folder it is for, for a person looking at the data dir.
+		_ = os.WriteFile(filepath.Join(bare, "description"), []byte("pilotdesk checkpoints of "+dir+"\n"), 0o600)
+	}
+	return &location{
+		dir: dir, top: dir, bare: bare,
+		gitDir: []string{"--git-dir=" + bare, "--work-tree=" + dir},
+		index:  filepath.Join(bare, "pilotdesk-index"),
+	}, nil
+}
+
+// git is a git command on the location's repository, run at its top.
+func (l *location) git(s *Store, args ...string) gitCmd {
+	a := append([]string{"--literal-pathspecs", "-c", "core.quotePath=false"}, l.gitDir...)
+	return gitCmd{s: s, dir: l.top, args: append(a, args...)}
+}
+
+// refComponent makes a conversation's id a part of a ref name: itself when
+// it is a safe one (a UUID is), a hash of it otherwise.
+func refComponent(conv string) string {
+	ok := conv != "" && len(conv) <= 100 && conv[0] != '.' && !strings.HasSuffix(conv, ".lock")
+	for _, r := range conv {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_') {
+			ok = false
+		}
+	}
+	if ok {
+		return conv
+	}
+	return "h-" + hashOf(conv)
+}
+
+func refsOf(conv string) string { return "refs/pilotdesk/" + refComponent(conv) + "/" }
+
+// isID says whether id looks like a commit's hash (SHA-1 or SHA-256).
+func isID(id string) bool {
+	if len(id) != 40 && len(id) != 64 {
+		return false
+	}
+	for _, r := range id {
+		if !(r >= '0' && r <= '9' || r >= 'a' && r <= 'f') {
+			return false
+		}
+	}
+	return true
+}
+
+// resolve checks that id is a snapshot of conv in dir's repository, and
+// that its objects are still there.
+func (s *Store) resolve(ctx context.Context, l *location, conv, id string) error {
+	if !isID(id) {
+		return fmt.Errorf("checkpoint %q: %w", id, ErrUnknown)
+	}
+	out, err := l.git(s, "for-each-ref", "--format=%(objectname)", refsOf(conv)+id).output(ctx)
+	if err != nil {
+		return fmt.Errorf("checkpoint %s: %w", id, err)
+	}
+	if strings.TrimSpace(string(out)) != id {
+		return fmt.Errorf("checkpoint %s: %w", id, ErrUnknown)
+	}
+	if _, err := l.git(s, "cat-file", "-e", id+"^{tree}").output(ctx); err != nil {
+		return fmt.Errorf("checkpoint %s: its snapshot is gone from the repository (were its objects pruned?): %w", id, err)
+	}
+	return nil
+}
+
+// Delete removes every ref of conv's snapshots in dir's repository, so
+// that git's garbage collection can prune them; a bare repository of the
+// store's own that keeps no snapshot any more is removed whole.
+func (s *Store) Delete(ctx context.Context, dir, conv string) error {
+	l, err := s.locate(ctx, dir)
+	if err != nil {
+		if l = s.bareFor(dir); l == nil {
+			return nil // a folder that is gone, and no repository of ours
+		}
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	out, err := l.git(s, "for-each-ref", "--format=delete %(refname)", refsOf(conv)).output(ctx)
+	if err != nil {
+		return fmt.Errorf("checkpoint: the refs of %s: %w", conv, err)
+	}
+	if len(out) > 0 {
+		g := l.git(s, "update-ref", "--stdin")
+		g.in = bytes.NewReader(out)
+		if _, err := g.output(ctx); err != nil {
+			return fmt.Errorf("checkpoint: deleting the refs of %s: %w", conv, err)
+		}
+	}
+	if l.bare == "" {
+		return nil
+	}
+	left, err := l.git(s, "for-each-ref", "--count=1", "--format=%(refname)", "refs/pilotdesk/").output(ctx)
+	if err == nil && len(bytes.TrimSpace(left)) == 0 {
+		s.mu.Lock()
+		delete(s.locs, l.dir)
+		s.mu.Unlock()
+		if err := os.RemoveAll(l.bare); err != nil {
+			return fmt.Errorf("checkpoint: %w", err)
+		}
+	} else if err == nil {
+		// The objects only the deleted refs kept go now: the repository
+		// is the store's, no one else's work is in it.
+		_, _ = l.git(s, "-c", "gc.reflogExpireUnreachable=now", "prune", "--expire=now").output(ctx)
+	}
+	return nil
+}
+
+// bareFor is the location of the store's bare repository for a folder that
+// is gone, if there is one.
+func (s *Store) bareFor(dir string) *location {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return nil
+	}
+	bare := filepath.Join(s.data, "repos", hashOf(abs)+".git")
+	if _, err := os.Stat(filepath.Join(bare, "HEAD")); err != nil {
+		return nil
+	}
+	return &location{dir: abs, top: s.data, bare: bare, gitDir: []string{"--git-dir=" + bare}}
+}

@@ -1,0 +1,93 @@
+package checkpoint
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strings"
+)
+
+// gitCmd is one git command run for a location: its own environment (the
+// caller's, less every GIT_ variable, plus the location's and the call's),
+// its stderr kept for the error.
+type gitCmd struct {
+	s    *Store
+	dir  string   // the working directory
+	args []string // after "git"
+	env  []string // added to the base environment
+	in   io.Reader
+}
+
+// baseEnv is the environment git runs in: the process's, without any GIT_
+// variable that could point it at another repository, index or work tree,
+// with a fixed identity for the snapshots' commits and no prompts.
+func baseEnv() []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		if strings.HasPrefix(kv, "GIT_") {
+			continue
+		}
+		env = append(env, kv)
+	}
+	return append(env,
+		"GIT_TERMINAL_PROMPT=0",
+		"GIT_AUTHOR_NAME=pilotdesk", "GIT_AUTHOR_EMAIL=pilotdesk@localhost",
+		"GIT_COMMITTER_NAME=pilotdesk", "GIT_COMMITTER_EMAIL=pilotdesk@localhost",
+		"LC_ALL=C",
+	)
+}
+
+func (g gitCmd) cmd(ctx context.Context) (*exec.Cmd, *bytes.Buffer) {
+	cmd := exec.CommandContext(ctx, g.s.git, g.args...)
+	cmd.Dir = g.dir
+	cmd.Env = append(append([]string(nil), g.s.env...), g.env...)
+	cmd.Stdin = g.in
+	var stderr bytes.Buffer
+	cmd.Stderr = &limitedWriter{w: &stderr, n: 4096}
+	return cmd, &stderr
+}
+
+// output runs the command and returns its stdout.
+func (g gitCmd) output(ctx context.Context) ([]byte, error) {
+	cmd, stderr := g.cmd(ctx)
+	var out bytes.Buffer
+	cmd.Stdout = &out
+	if err := cmd.Run(); err != nil {
+		return out.Bytes(), g.fail(err, stderr)
+	}
+	return out.Bytes(), nil
+}
+
+// fail wraps a failed git command's error with its stderr, which says why.
+func (g gitCmd) fail(err error, stderr *bytes.Buffer) error {
+	name := "git"
+	for _, a := range g.args {
+		if !strings.HasPrefix(a, "-") {
+			name = "git " + a
+			break
+		}
+	}
+	msg := strings.TrimSpace(stderr.String())
+	if msg == "" {
+		return fmt.Errorf("%s: %w", name, err)
+	}
+	return fmt.Errorf("%s: %w: %s", name, err, msg)
+}
+
+// limitedWriter keeps the first n bytes written to it and drops the rest.
+type limitedWriter struct {
+	w io.Writer
+	n int
+}
+
+func (l *limitedWriter) Write(p []byte) (int, error) {
+	if l.n > 0 {
+		k := min(len(p), l.n)
+		_, _ = l.w.Write(p[:k])
+		l.n -= k
+	}
+	return len(p), nil
+}

@@ -1,0 +1,321 @@
+package checkpoint
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// large is a file over MaxFile: named in a snapshot, its content not kept.
+type large struct {
+	Size  int64 `json:"size"`
+	MTime int64 `json:"mtime"` // Unix nanoseconds
+}
+
+// Snapshot records the folder dir as it is now for the conversation conv
+// and returns the checkpoint: the hash of a commit kept alive by a ref
+// under refs/pilotdesk/<conv>/.
+func (s *Store) Snapshot(ctx context.Context, dir, conv string) (string, error) {
+	return s.snapshot(ctx, dir, conv, "")
+}
+
+// SnapshotAfter records dir as a turn that began at checkpoint before left
+// it: Diff of before then answers with this turn's changes.
+func (s *Store) SnapshotAfter(ctx context.Context, dir, conv, before string) (string, error) {
+	return s.snapshot(ctx, dir, conv, before)
+}
+
+func (s *Store) snapshot(ctx context.Context, dir, conv, before string) (string, error) {
+	l, err := s.locate(ctx, dir)
+	if err != nil {
+		return "", err
+	}
+	if before != "" {
+		if err := s.resolve(ctx, l, conv, before); err != nil {
+			return "", err
+		}
+	}
+	tree, bigs, err := s.writeTree(ctx, l)
+	if err != nil {
+		return "", fmt.Errorf("checkpoint: snapshot of %s: %w", l.dir, err)
+	}
+	msg := "pilotdesk checkpoint\n\nconversation " + conv + "\n"
+	for _, p := range sortedKeys(bigs) {
+		b, _ := json.Marshal(p)
+		msg += fmt.Sprintf("large %d %d %s\n", bigs[p].Size, bigs[p].MTime, b)
+	}
+	args := []string{"commit-tree", "--no-gpg-sign", tree, "-F", "-"}
+	if before != "" {
+		args = append(args, "-p", before)
+	}
+	g := l.git(s, args...)
+	g.in = strings.NewReader(msg)
+	out, err := g.output(ctx)
+	if err != nil {
+		return "", fmt.Errorf("checkpoint: snapshot of %s: %w", l.dir, err)
+	}
+	id := strings.TrimSpace(string(out))
+	lines := "update " + refsOf(conv) + id + " " + id + "\n"
+	if before != "" {
+		lines += "update " + refsOf(conv) + "turn/" + before + " " + id + "\n"
+	}
+	g = l.git(s, "update-ref", "--stdin")
+	g.in = strings.NewReader(lines)
+	if _, err := g.output(ctx); err != nil {
+		return "", fmt.Errorf("checkpoint: snapshot of %s: %w", l.dir, err)
+	}
+	return id, nil
+}
+
+// writeTree writes the tree of what the folder holds now, with the
+// location's private index (copied, updated where status says the folder
+// differs from it, then put back as the next snapshot's start), and
+// returns it with the files over MaxFile it left out.
+func (s *Store) writeTree(ctx context.Context, l *location) (string, map[string]large, error) {
+	if err := os.MkdirAll(filepath.Dir(l.index), 0o700); err != nil {
+		return "", nil, err
+	}
+	tmp := l.index + ".tmp-" + randomSuffix()
+	defer os.Remove(tmp)
+	err := copyFile(l.index, tmp)
+	if errors.Is(err, fs.ErrNotExist) && l.seed != "" {
+		// The first snapshot of a folder in a repository starts from
+		// the user's index (read, never written): its stat data spares
+		// hashing every tracked file again.
+		err = copyFile(l.seed, tmp)
+		if errors.Is(err, fs.ErrNotExist) {
+			err = nil
+		}
+	} else if errors.Is(err, fs.ErrNotExist) {
+		err = nil
+	}
+	if err != nil {
+		return "", nil, err
+	}
+	env := []string{"GIT_INDEX_FILE=" + tmp}
+
+	args := []string{"-c", "core.splitIndex=false", "status", "--porcelain=v2", "-z", "--untracked-files=all", "--no-renames", "--ignore-submodules=all"}
+	if l.prefix != "" {
+		args = append(args, "--", l.prefix)
+	}
+	g := l.git(s, args...)
+	g.env = env
+	out, err := g.output(ctx)
+	if err != nil {
+		return "", nil, err
+	}
+	changed, removed := parseStatus(out)
+
+	bigs := map[string]large{}
+	var files, links []string       // to hash: regular files; symlinks' targets, written to temp files
+	var info bytes.Buffer           // update-index --index-info input
+	zero := strings.Repeat("0", 40) // a zero id with mode 0 removes a path
+	remove := func(p string) { fmt.Fprintf(&info, "0 %s\t%s\x00", zero, p) }
+	for _, p := range removed {
+		remove(p)
+	}
+	var fileModes, linkPaths, linkModes []string
+	var filePaths []string
+	linkDir := ""
+	for _, p := range changed {
+		fi, err := os.Lstat(filepath.Join(l.top, filepath.FromSlash(p)))
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			remove(p)
+		case err != nil:
+			return "", nil, err
+		case fi.Mode()&fs.ModeSymlink != 0:
+			target, err := os.Readlink(filepath.Join(l.top, filepath.FromSlash(p)))
+			if err != nil {
+				return "", nil, err
+			}
+			if linkDir == "" {
+				if linkDir, err = os.MkdirTemp("", "pilotdesk-links-"); err != nil {
+					return "", nil, err
+				}
+				defer os.RemoveAll(linkDir)
+			}
+			f := filepath.Join(linkDir, strconv.Itoa(len(links)))
+			if err := os.WriteFile(f, []byte(target), 0o600); err != nil {
+				return "", nil, err
+			}
+			links = append(links, f)
+			linkPaths = append(linkPaths, p)
+			linkModes = append(linkModes, "120000")
+		case fi.Mode().IsRegular() && fi.Size() > MaxFile:
+			remove(p)
+			bigs[strings.TrimPrefix(p, l.prefix)] = large{Size: fi.Size(), MTime: fi.ModTime().UnixNano()}
+		case fi.Mode().IsRegular():
+			mode := "100644"
+			if fi.Mode()&0o100 != 0 {
+				mode = "100755"
+			}
+			files = append(files, filepath.Join(l.top, filepath.FromSlash(p)))
+			filePaths = append(filePaths, p)
+			fileModes = append(fileModes, mode)
+		default:
+			remove(p) // a socket, a fifo: nothing git keeps
+		}
+	}
+	paths := append(filePaths, linkPaths...)
+	modes := append(fileModes, linkModes...)
+	if toHash := append(files, links...); len(toHash) > 0 {
+		g := l.git(s, "hash-object", "-w", "--no-filters", "--stdin-paths")
+		g.in = strings.NewReader(strings.Join(toHash, "\n") + "\n")
+		out, err := g.output(ctx)
+		if err != nil {
+			return "", nil, err
+		}
+		ids := strings.Fields(string(out))
+		if len(ids) != len(toHash) {
+			return "", nil, fmt.Errorf("git hash-object gave %d ids for %d files", len(ids), len(toHash))
+		}
+		for i, p := range paths {
+			// A conflicted path's stages go first, then stage 0.
+			remove(p)
+			fmt.Fprintf(&info, "%s %s\t%s\x00", modes[i], ids[i], p)
+		}
+	}
+	if info.Len() > 0 {
+		g := l.git(s, "-c", "core.splitIndex=false", "update-index", "-z", "--index-info")
+		g.env, g.in = env, &info
+		if _, err := g.output(ctx); err != nil {
+			return "", nil, err
+		}
+	}
+	args = []string{"write-tree"}
+	if l.prefix != "" {
+		args = append(args, "--prefix="+l.prefix)
+	}
+	g = l.git(s, args...)
+	g.env = env
+	out, err = g.output(ctx)
+	if err != nil {
+		if l.prefix == "" || !strings.Contains(err.Error(), "not found") {
+			return "", nil, err
+		}
+		// Nothing git sees in the folder: the empty tree.
+		g = l.git(s, "mktree", "-z")
+		g.in = strings.NewReader("")
+		if out, err = g.output(ctx); err != nil {
+			return "", nil, err
+		}
+	}
+	l.mu.Lock()
+	err = os.Rename(tmp, l.index)
+	l.mu.Unlock()
+	if err != nil {
+		return "", nil, err
+	}
+	return strings.TrimSpace(string(out)), bigs, nil
+}
+
+// parseStatus reads git status --porcelain=v2 -z: the paths whose content
+// in the folder may differ from the index (or are not in it), and those
+// the folder no longer holds.
+func parseStatus(out []byte) (changed, removed []string) {
+	fields := bytes.Split(out, []byte{0})
+	for _, f := range fields {
+		if len(f) < 2 {
+			continue
+		}
+		line := string(f)
+		switch line[0] {
+		case '?':
+			p := line[2:]
+			if !strings.HasSuffix(p, "/") { // a repository inside: not ours to keep
+				changed = append(changed, p)
+			}
+		case '1', 'u':
+			n := 9 // "1 XY sub mH mI mW hH hI path"
+			if line[0] == 'u' {
+				n = 11 // "u XY sub m1 m2 m3 mW h1 h2 h3 path"
+			}
+			parts := strings.SplitN(line, " ", n)
+			if len(parts) < n || len(parts[1]) != 2 {
+				continue
+			}
+			p, y := parts[n-1], parts[1][1]
+			switch {
+			case y == 'D':
+				removed = append(removed, p)
+			case y != '.' || line[0] == 'u':
+				changed = append(changed, p)
+			}
+		}
+	}
+	return changed, removed
+}
+
+func copyFile(from, to string) error {
+	in, err := os.Open(from)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	out, err := os.OpenFile(to, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		out.Close()
+		return err
+	}
+	return out.Close()
+}
+
+func randomSuffix() string {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// readLarge reads the files over MaxFile a snapshot's message names.
+func (s *Store) readLarge(ctx context.Context, l *location, id string) (map[string]large, error) {
+	out, err := l.git(s, "cat-file", "commit", id).output(ctx)
+	if err != nil {
+		return nil, err
+	}
+	bigs := map[string]large{}
+	_, body, _ := bytes.Cut(out, []byte("\n\n"))
+	sc := bufio.NewScanner(bytes.NewReader(body))
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		rest, ok := strings.CutPrefix(sc.Text(), "large ")
+		if !ok {
+			continue
+		}
+		parts := strings.SplitN(rest, " ", 3)
+		if len(parts) != 3 {
+			continue
+		}
+		size, _ := strconv.ParseInt(parts[0], 10, 64)
+		mtime, _ := strconv.ParseInt(parts[1], 10, 64)
+		var p string
+		if json.Unmarshal([]byte(parts[2]), &p) == nil {
+			bigs[p] = large{Size: size, MTime: mtime}
+		}
+	}
+	return bigs, nil
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}
