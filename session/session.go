@@ -39,6 +39,10 @@ type Labeler interface {
 type OpenOptions struct {
 	Model  string // empty: the backend's default
 	Resume bool
+	// WorkDir is the folder the conversation's agent works in (its
+	// workspace, an absolute path); empty: the backend's own default.
+	// One Agent serves sessions in many folders at once.
+	WorkDir string
 }
 
 // Session is one conversation's agent session.

@@ -53,6 +53,20 @@ type ToolStep struct {
 	Name      string
 	Arguments json.RawMessage // an object, or nil
 	Result    string
+
+	// At most one effect on the conversation's folder, carried out only
+	// when the call is allowed: Write creates or replaces a file, Remove
+	// deletes one, Run runs a shell command whose output is the result.
+	Write  *WriteEffect
+	Remove string
+	Run    string
+}
+
+// WriteEffect is a tool step's "write": a file's path, relative to the
+// folder, and its whole content.
+type WriteEffect struct {
+	Path    string
+	Content string
 }
 
 // AskStep is an ask_user request. Its contents are passed on as written.
@@ -316,7 +330,7 @@ func parseSleep(v json.RawMessage) (Step, error) {
 }
 
 func parseTool(v json.RawMessage) (Step, error) {
-	m, err := members(v, `"tool"`, "name", "arguments", "result")
+	m, err := members(v, `"tool"`, "name", "arguments", "result", "write", "remove", "run")
 	if err != nil {
 		return nil, err
 	}
@@ -336,6 +350,37 @@ func parseTool(v json.RawMessage) (Step, error) {
 	}
 	if t.Result, err = optionalString(m, "result"); err != nil {
 		return nil, fmt.Errorf("tool: %w", err)
+	}
+	if raw, ok := m["write"]; ok && kindOf(raw) != kindNull {
+		w, err := members(raw, `"write"`, "path", "content")
+		if err != nil {
+			return nil, fmt.Errorf("tool: %w", err)
+		}
+		t.Write = &WriteEffect{}
+		if t.Write.Path, err = optionalString(w, "path"); err != nil {
+			return nil, fmt.Errorf("tool: write: %w", err)
+		}
+		if t.Write.Content, err = optionalString(w, "content"); err != nil {
+			return nil, fmt.Errorf("tool: write: %w", err)
+		}
+		if t.Write.Path == "" {
+			return nil, errors.New(`tool: write: no "path"`)
+		}
+	}
+	if t.Remove, err = optionalString(m, "remove"); err != nil {
+		return nil, fmt.Errorf("tool: %w", err)
+	}
+	if t.Run, err = optionalString(m, "run"); err != nil {
+		return nil, fmt.Errorf("tool: %w", err)
+	}
+	n := 0
+	for _, set := range []bool{t.Write != nil, t.Remove != "", t.Run != ""} {
+		if set {
+			n++
+		}
+	}
+	if n > 1 {
+		return nil, errors.New(`tool: at most one of "write", "remove" and "run"`)
 	}
 	return t, nil
 }

@@ -105,7 +105,7 @@ func TestParseErrors(t *testing.T) {
 		{"tool not an object", wrap(`{"tool": "bash"}`), at + `"tool" must be an object, not a string`},
 		{"tool arguments not an object", wrap(`{"tool": {"name": "bash", "arguments": "ls"}}`), at + `tool: "arguments" must be an object, not a string`},
 		{"tool result not a string", wrap(`{"tool": {"name": "bash", "result": 3}}`), at + `tool: "result" must be a string, not a number`},
-		{"tool unknown key", wrap(`{"tool": {"name": "bash", "reslt": "ok"}}`), at + `unknown key "reslt" in "tool" (did you mean "result"?); its keys are "name", "arguments", "result"`},
+		{"tool unknown key", wrap(`{"tool": {"name": "bash", "reslt": "ok"}}`), at + `unknown key "reslt" in "tool" (did you mean "result"?); its keys are "name", "arguments", "result", "write", "remove", "run"`},
 		{"ask choices not a list", wrap(`{"ask": {"question": "?", "choices": "a,b"}}`), at + `ask: "choices" must be a list of strings, not a string`},
 		{"ask choice not a string", wrap(`{"ask": {"question": "?", "choices": ["a", 2]}}`), at + `ask: "choices[1]" must be a string, not a number`},
 		{"ask allowFreeform not a boolean", wrap(`{"ask": {"question": "?", "allowFreeform": "yes"}}`), at + `ask: "allowFreeform" must be true or false, not a string`},

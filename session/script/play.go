@@ -10,6 +10,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -44,14 +45,18 @@ func (a *Agent) Label() string { return "demo (scripted)" }
 // Open returns the conversation's scripted session. A script has no state to
 // resume, so opts.Resume changes nothing; opts.Model is ignored too (a
 // script's usage steps name their model).
-func (a *Agent) Open(_ context.Context, conversationID string, _ session.OpenOptions, host session.Host) (session.Session, error) {
+func (a *Agent) Open(_ context.Context, conversationID string, opts session.OpenOptions, host session.Host) (session.Session, error) {
 	if a.script == nil || len(a.script.Turns) == 0 {
 		return nil, errors.New("scripted agent: no script")
 	}
 	if host == nil {
 		return nil, fmt.Errorf("scripted agent: open %s: no host", conversationID)
 	}
-	return &Session{script: a.script, host: host, sleep: a.sleep}, nil
+	dir := opts.WorkDir
+	if dir == "" {
+		dir, _ = os.Getwd()
+	}
+	return &Session{script: a.script, host: host, sleep: a.sleep, dir: dir}, nil
 }
 
 // Close has nothing to stop: sessions hold no resources.
@@ -64,6 +69,7 @@ type Session struct {
 	script *Script
 	host   session.Host
 	sleep  func(ctx context.Context, d time.Duration) error
+	dir    string // the folder its tool steps' effects change
 }
 
 // Close ends the session. A script tracks no usage of its own (its shutdown
@@ -86,6 +92,7 @@ func (s *Session) Run(ctx context.Context, turn session.Turn) error {
 		sleep:     s.sleep,
 		prompt:    turn.Prompt,
 		messageID: uuid.NewString(),
+		dir:       s.dir,
 	}
 	t := s.script.match(turn.Prompt)
 	if t == nil {
@@ -137,6 +144,7 @@ type player struct {
 	prompt    string
 	messageID string
 	message   strings.Builder // every delta of the turn
+	dir       string          // the folder tool effects change
 
 	tool   string // {{tool}}
 	answer string // {{answer}}
@@ -231,7 +239,12 @@ func (p *player) runTool(ctx context.Context, st ToolStep) error {
 	}
 	if d.Allow {
 		p.tool = "approved"
-		p.host.Emit(session.ToolEnd{ToolCallID: id, Success: true, Result: st.Result})
+		result, err := p.effect(ctx, st)
+		if err != nil {
+			p.host.Emit(session.ToolEnd{ToolCallID: id, Success: false, Result: err.Error()})
+			return nil
+		}
+		p.host.Emit(session.ToolEnd{ToolCallID: id, Success: true, Result: result})
 		return nil
 	}
 	p.tool = "denied"
