@@ -23,11 +23,13 @@ func runServe(ctx context.Context, args []string, env Env) error {
 		level = slog.LevelDebug
 	}
 	logger := newLogger(env.Stderr, level)
+	made := serveToken(&s) // auth.go
 
 	st, err := startStack(ctx, s, logger)
 	if err != nil {
 		return err
 	}
+	announceAuth(s, made, st.running, env.Stdout, logger)
 	// The token is never logged: only whether there is one.
 	logger.Info("relay listening", "url", st.URL, "agent", st.Agent.Name(), "auth", st.Token != "", "version", Version)
 

@@ -50,7 +50,7 @@ func (s *relaySettings) register(fs *flag.FlagSet, getenv func(string) string, w
 		env := settings.Lookup(settings.FieldRemoteToken).Env
 		fs.StringVar(&s.Listen, "listen", "127.0.0.1:7420", "where the relay listens (`ADDR`); host:0 picks a free port")
 		fs.StringVar(&s.Token, "token", getenv(env), "clients must present this `TOKEN` (default: env "+env+")")
-		fs.BoolVar(&s.InsecureNoAuth, "insecure-no-auth", false, "allow a non-loopback --listen with no token")
+		fs.BoolVar(&s.InsecureNoAuth, "insecure-no-auth", false, "run with no token at all: anyone who can connect is the owner (loud warning; refused while the data dir holds device tokens)")
 		fs.StringVar(&s.TLSCert, "tls-cert", "", "serve wss:// with this certificate `FILE`")
 		fs.StringVar(&s.TLSKey, "tls-key", "", "the certificate's private key `FILE`")
 		s.NATS.register(fs)

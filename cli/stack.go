@@ -94,6 +94,9 @@ func startStack(ctx context.Context, s relaySettings, logger *slog.Logger) (_ *s
 	if err := refuseClearDevices(ctx, s, st.Store); err != nil {
 		return nil, err
 	}
+	if err := refuseOpenDevices(ctx, s, st.Store); err != nil { // auth.go
+		return nil, err
+	}
 
 	agent, demoReason, err := buildAgent(ctx, s, logger)
 	if err != nil {

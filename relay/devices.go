@@ -62,11 +62,18 @@ func presentedToken(req *http.Request) string {
 func (r *Relay) authenticate(req *http.Request) (identity, bool) {
 	own := identity{device: protocol.OwnDevice, role: protocol.RoleOwner, client: protocol.ClientKind(req.URL.Query().Get("client"))}
 	given := presentedToken(req)
+	if !r.token {
+		// A relay without a token (serve --insecure-no-auth, or one a test
+		// runs) lets in only a connection that presents none: a token it
+		// cannot check (garbled, revoked, another relay's) is refused,
+		// never taken for the owner's, and device tokens mean nothing.
+		return own, given == ""
+	}
 	if given == "" {
-		return own, !r.token
+		return identity{}, false
 	}
 	d := sha256.Sum256([]byte(given))
-	if r.token && subtle.ConstantTimeCompare(d[:], r.tokenDigest[:]) == 1 {
+	if subtle.ConstantTimeCompare(d[:], r.tokenDigest[:]) == 1 {
 		return own, true
 	}
 	if r.devices != nil {
@@ -80,9 +87,9 @@ func (r *Relay) authenticate(req *http.Request) (identity, bool) {
 			r.log.Error("relay: could not look up a device token; refusing the upgrade", "err", err)
 		}
 	}
-	// A relay without a token lets anyone in as its own device; a token
-	// it does not know changes nothing.
-	return own, !r.token
+	// A token the relay does not know (wrong, garbled, revoked, expired)
+	// is refused: it is never anybody's.
+	return identity{}, false
 }
 
 // forbid answers a message the connection's role may not send.

@@ -420,3 +420,34 @@ func TestNoExpiresAtWhenWaitingForever(t *testing.T) {
 	ft2.finish(nil)
 	waitAsk(t, res)
 }
+
+// A relay without a token of its own (serve --insecure-no-auth) lets in
+// only connections that present none: a device token, a revoked one or a
+// garbled one gets 401, never the owner's rights (issue #33: a viewer whose
+// token was dropped on the way could delete).
+func TestOpenRelayRefusesTokens(t *testing.T) {
+	devs := history.NewMemory()
+	e := start(t, func(c *relay.Config) { c.Devices = devs })
+	token, _, err := relay.CreateDevice(context.Background(), devs, relay.NewDevice{Name: "Pixel", Role: protocol.RoleViewer})
+	if err != nil {
+		t.Fatal(err)
+	}
+	revoked, _, err := relay.CreateDevice(context.Background(), devs, relay.NewDevice{Name: "old", Role: protocol.RoleViewer})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := devs.RevokeDevice(context.Background(), "old"); err != nil {
+		t.Fatal(err)
+	}
+	for name, tok := range map[string]string{"a device's": token, "a revoked": revoked, "a garbled": token[:len(token)-1] + "x", "an unknown": "whatever"} {
+		if got := upgradeStatus(t, e.srv.URL, tok); got != http.StatusUnauthorized {
+			t.Errorf("%s token on a relay without one: %d, want 401", name, got)
+		}
+	}
+	if got := upgradeStatus(t, relaytest.WithToken(e.srv.URL, "whatever"), ""); got != http.StatusUnauthorized {
+		t.Errorf("?token= on a relay without one: %d, want 401", got)
+	}
+	cl := e.dialAs("", "")
+	cl.Send("copilot:delete", map[string]any{"conversationId": "gone"})
+	expectQuiet(t, cl) // no token at all: the owner, as the flag says
+}

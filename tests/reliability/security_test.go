@@ -237,6 +237,9 @@ func TestNonLoopbackListen(t *testing.T) {
 	}
 
 	open := startRelay(t, nil, "--listen", "0.0.0.0:0", "--insecure-no-auth", "--agent", "script", "--data-dir", ":memory:")
+	if !strings.Contains(open.log.String(), "RUNNING WITHOUT AUTHENTICATION") || !strings.Contains(open.log.String(), "anyone who can reach 0.0.0.0:0") {
+		t.Errorf("--insecure-no-auth on 0.0.0.0 without a loud warning:\n%s", open.log.String())
+	}
 	port := open.Addr[strings.LastIndex(open.Addr, ":")+1:]
 	conn, _, err := dialWS("ws://127.0.0.1:"+port+"/ws", nil, nil)
 	if err != nil {
@@ -244,7 +247,17 @@ func TestNonLoopbackListen(t *testing.T) {
 	}
 	pingPong(t, conn)
 	conn.CloseNow()
+
+	if status, _, body := upgrade(t, "ws://127.0.0.1:"+port+"/ws", http.Header{"Authorization": {"Bearer some-token"}}); status != http.StatusUnauthorized {
+		t.Errorf("--insecure-no-auth, a token it cannot check: %d %q, want 401", status, body)
+	}
 	open.stop()
+
+	short := startRelay(t, nil, "--listen", "127.0.0.1:0", "--token", "abc", "--agent", "script", "--data-dir", ":memory:")
+	if log := short.log.String(); !strings.Contains(log, "level=WARN") || !strings.Contains(log, "easy to guess") {
+		t.Errorf("--token abc: no warning:\n%s", log)
+	}
+	short.stop()
 
 	const token = "non-loopback-token-31415926"
 	guarded := startRelay(t, nil, "--listen", "0.0.0.0:0", "--token", token, "--agent", "script", "--data-dir", ":memory:")
@@ -276,6 +289,8 @@ func TestDNSRebindingReal(t *testing.T) {
 		if withToken {
 			args = append(args, "--token", token)
 			auth.Set("Authorization", "Bearer "+token)
+		} else {
+			args = append(args, "--insecure-no-auth") // the only relay without a token
 		}
 		p := startRelay(t, nil, args...)
 		port := p.Addr[strings.LastIndex(p.Addr, ":")+1:]
