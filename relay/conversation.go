@@ -74,6 +74,9 @@ type conversation struct {
 	openInput  *inputRequest
 	inputQueue []*inputRequest
 	failure    storeFailure // a write of its events failed (storefail.go)
+	// turnEndSeq is the seq of the copilot:idle that ended the latest
+	// turn: when a failed write loses it, the relay sends another.
+	turnEndSeq int64
 
 	// sent is the state after event sentSeq, which copilot:subscribed
 	// describes (its seq is sentSeq): the events up to it have left, the

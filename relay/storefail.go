@@ -68,13 +68,21 @@ func (c *conversation) failStoreLocked(err error, sendTail bool) bool {
 		return false
 	}
 	lost := c.lastSeq - c.sentSeq
+	idleLost := c.turnEndSeq > c.sentSeq
 	c.failure = storeFailure{failed: true, gen: c.failure.gen + 1, sent: sendTail, since: time.Now()}
 	c.lastSeq = c.sentSeq
 	c.unsent = nil // the states after events that will never be sent
 	c.r.log.Error("relay: a conversation's events could not be stored: its turn is stopped and the events were not sent",
 		"conversationId", c.id, "lostEvents", lost, "lastSentSeq", c.sentSeq, "err", err)
 	c.emitErrorLocked(fmt.Sprintf("The relay could not save this conversation's history (%v), so the turn was stopped and %d event(s) of it were not sent. New prompts are refused until the relay can write again; it keeps trying.", err, lost))
-	c.abortLocked(errStoreFailed)
+	if !c.abortLocked(errStoreFailed) && idleLost {
+		// The turn had already ended, and its copilot:idle was among the
+		// events that will never be sent (a fast turn): the clients saw
+		// it start and would wait for its end for good. Its end is this
+		// idle, kept with the error (exactly one idle per turn).
+		idle := protocol.Idle{Status: protocol.StatusError}
+		c.emitLocked(protocol.TypeIdle, &idle.Header, &idle)
+	}
 	return true
 }
 

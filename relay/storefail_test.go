@@ -392,3 +392,60 @@ func TestStoreFullDeleteFailed(t *testing.T) {
 		t.Fatalf("the new conversation: %s", idle.Raw)
 	}
 }
+
+// A fast turn that has already ended when the write of its last events
+// fails (its copilot:idle among them) still ends, for its clients, with
+// exactly one copilot:idle: the relay keeps it in memory with the
+// copilot:error and sends it. Before issue #33 the idle went with the
+// failed write and nothing replaced it: the clients showed the turn
+// running for good while the list said it was not and abort said
+// not_streaming.
+func TestStoreFullAfterFastTurnEnds(t *testing.T) {
+	st := newFullStore()
+	e := startFull(t, st)
+	cl, sub := e.subscribe("fast")
+	seqs := &seqChecker{t: t, name: "sender"}
+	seqs.check(sub)
+	ft := e.startTurn(cl, "fast", "go", nil) // user_message is seq 1
+	seqs.last = 1
+
+	release := st.holdWrites()
+	ft.delta("m", "done") // its write waits; the idle queues behind it
+	ft.finish(nil)
+	if err := ft.waitRan(t); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(wait)
+	for !e.srv.Relay.TurnOver("fast") {
+		if time.Now().After(deadline) {
+			t.Fatal("the turn did not end")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	st.setFull(true)
+	release()
+
+	idle, got := cl.WaitForCollect("copilot:idle", nil)
+	seqs.check(append(got, idle)...)
+	if len(got) != 1 || got[0].Type != "copilot:error" || idle.Field("status") != "error" {
+		t.Fatalf("after the failed write of a finished turn: %s%s", framesString(got), idle.Raw)
+	}
+	expectQuiet(t, cl) // one idle, not two
+
+	cl.Send("copilot:abort", map[string]any{"conversationId": "fast"})
+	if f := cl.Next(); f.Type != "error" || f.Field("code") != protocol.CodeNotStreaming {
+		t.Fatalf("abort after the idle: %s", f.Raw)
+	}
+	cl.Send("copilot:list", map[string]any{})
+	list := cl.Expect("copilot:conversations")
+	if !strings.Contains(string(list.Raw), `"streaming":false`) {
+		t.Fatalf("the list says the turn runs: %s", list.Raw)
+	}
+
+	st.setFull(false)
+	e.logs.waitLog(t, "the history store writes again")
+	stored := storedFrames(t, st, "fast")
+	if n := len(stored); n < 3 || stored[n-2].Type != "copilot:error" || stored[n-1].Type != "copilot:idle" {
+		t.Fatalf("stored: %+v", stored)
+	}
+}

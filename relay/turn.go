@@ -290,6 +290,7 @@ func (c *conversation) finishTurn(t *turn, status string, runErr error) {
 	c.streaming = false
 	idle := protocol.Idle{Status: status}
 	c.emitLocked(protocol.TypeIdle, &idle.Header, &idle)
+	c.turnEndSeq = c.lastSeq // storefail.go: an idle lost with a failed write is replaced
 }
 
 // abortLocked cancels the running turn, if any, and closes its input
