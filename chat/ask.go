@@ -71,8 +71,8 @@ func (r *repl) questionLines(p *prompt) {
 	case kindApproval:
 		// The approve label in the info colour, the reject label
 		// in the error colour.
-		r.scr.line("  a/1) " + r.scr.style(styleInfo, oneLine(p.choices[0])))
-		r.scr.line("  r/2) " + r.scr.style(styleError, oneLine(p.choices[1])))
+		r.scr.line("  a/1) " + r.scr.style(styleInfo, oneLine(conversation.Visible(p.choices[0]))))
+		r.scr.line("  r/2) " + r.scr.style(styleError, oneLine(conversation.Visible(p.choices[1]))))
 	case kindText:
 		r.note(styleDim, "  Type your answer, or r or /reject to reject.")
 	}
@@ -84,7 +84,7 @@ func (r *repl) choiceLines(p *prompt, highlight int) []string {
 	lines := make([]string, 0, len(p.choices)+2)
 	for i, c := range p.choices {
 		pointer := "  "
-		text := oneLine(c)
+		text := oneLine(conversation.Visible(c))
 		if i == highlight {
 			pointer = r.scr.style(styleInfo, "❯ ")
 			text = r.scr.style(styleBold, text)

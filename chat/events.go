@@ -297,6 +297,7 @@ func (r *repl) toolLine(tool conversation.Row) {
 	}
 	r.scr.endLine()
 	r.note("", head+" — "+tail)
+	r.commandLines(tool)
 	r.lastMsgID = ""
 }
 

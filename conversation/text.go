@@ -25,18 +25,22 @@ var toolKeys = []string{"command", "path", "file_path", "filePath", "file", "url
 
 // ToolSummary renders a tool call's arguments on one short line, the same
 // in every front end: the most telling argument alone (a command as it is),
-// else every argument as key=value, sorted, else the raw JSON.
+// else every argument as key=value, sorted, else the raw JSON. A value of
+// several lines (a command of two) shows its first line and "+N lines" for
+// the others, so that a second line never runs unseen behind an innocent
+// first one; the expanded row shows it whole. Invisible characters are
+// spelled out (Visible).
 func ToolSummary(raw json.RawMessage) string {
 	if len(raw) == 0 || string(raw) == "null" {
 		return ""
 	}
 	var obj map[string]any
 	if err := json.Unmarshal(raw, &obj); err != nil {
-		return OneLine(string(raw), ToolSummaryMax)
+		return summaryLine(string(raw))
 	}
 	for _, k := range toolKeys {
 		if s, ok := obj[k].(string); ok && strings.TrimSpace(s) != "" {
-			return OneLine(s, ToolSummaryMax)
+			return summaryLine(s)
 		}
 	}
 	keys := make([]string, 0, len(obj))
@@ -59,7 +63,33 @@ func ToolSummary(raw json.RawMessage) string {
 			parts = append(parts, k+"="+vs)
 		}
 	}
-	return OneLine(strings.Join(parts, " "), ToolSummaryMax)
+	return summaryLine(strings.Join(parts, " "))
+}
+
+// summaryLine is s on one line of at most ToolSummaryMax runes: its first
+// non-blank line, then " +N lines" when N more non-blank lines follow.
+func summaryLine(s string) string {
+	s = Visible(s)
+	more := 0
+	first := true
+	for line := range strings.SplitSeq(s, "\n") {
+		if strings.TrimSpace(line) == "" {
+			continue
+		}
+		if first {
+			first = false
+			continue
+		}
+		more++
+	}
+	if more == 0 {
+		return OneLine(s, ToolSummaryMax)
+	}
+	mark := fmt.Sprintf(" +%d lines", more)
+	if more == 1 {
+		mark = " +1 line"
+	}
+	return OneLine(s, ToolSummaryMax-utf8.RuneCountInString(mark)) + mark
 }
 
 // TitleFrom makes a conversation's title from its first prompt.

@@ -79,6 +79,9 @@ func DescribeTool(name string, args json.RawMessage, result string) ToolWork {
 	if w.Kind != ToolEdit && w.Kind != ToolCreate && looksLikeDiff(result) {
 		w.Diff = parseDiff(result)
 	}
+	// What runs and what it touches, with nothing hidden (Visible); the
+	// command whole, every line of it.
+	w.Command, w.Path, w.Query = Visible(w.Command), Visible(w.Path), Visible(w.Query)
 	return w
 }
 

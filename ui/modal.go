@@ -119,7 +119,7 @@ func newInputModal(w *Window, convID string, p conversation.Pending) *inputModal
 func (m *inputModal) buildApproval(body *fyne.Container) {
 	approve, reject := "Approve", "Reject"
 	if len(m.req.Choices) >= 2 {
-		approve, reject = m.req.Choices[0], m.req.Choices[1]
+		approve, reject = conversation.Visible(m.req.Choices[0]), conversation.Visible(m.req.Choices[1])
 	}
 	a := widget.NewButtonWithIcon("a) "+approve, theme.ConfirmIcon(), m.approve)
 	a.Importance = widget.HighImportance
@@ -132,7 +132,7 @@ func (m *inputModal) buildApproval(body *fyne.Container) {
 func (m *inputModal) buildChoices(body *fyne.Container, withReject bool) {
 	for i, c := range m.req.Choices {
 		i := i
-		b := widget.NewButton(fmt.Sprintf("%d) %s", i+1, c), func() { m.pick(i) })
+		b := widget.NewButton(fmt.Sprintf("%d) %s", i+1, conversation.Visible(c)), func() { m.pick(i) })
 		b.Alignment = widget.ButtonAlignLeading
 		b.Importance = widget.MediumImportance
 		m.choices = append(m.choices, b)

@@ -6,7 +6,7 @@
 
 import {
   addQuota, addShutdown, agentChangeText, byText, closedText, modeByText, modeChangeText, newUsage, oneLine, planProgress, statusText,
-  titleFrom, toolSummary, turnText,
+  titleFrom, toolCommand, toolSummary, turnText,
 } from './words.js';
 
 /**
@@ -158,7 +158,7 @@ export class Conversation {
         break;
       case 'copilot:tool_start':
         this.turnOutput = true;
-        this.push({ kind: 'tool', id: d.toolCallId, name: d.toolName || 'tool', summary: toolSummary(d.arguments), state: 'running', detail: '' });
+        this.push({ kind: 'tool', id: d.toolCallId, name: d.toolName || 'tool', summary: toolSummary(d.arguments), command: toolCommand(d.arguments), state: 'running', detail: '' });
         break;
       case 'copilot:tool_end': {
         this.turnOutput = true;

@@ -6,7 +6,7 @@
 // page is inert while it is open, so focus and taps stay in the dialog.
 
 import { el, clear } from './dom.js';
-import { clock } from './words.js';
+import { clock, visible } from './words.js';
 
 const TITLES = {
   approval: 'Approval needed',
@@ -140,7 +140,7 @@ export class QuestionDialog {
   }
 
   buildApproval(body, choices) {
-    const [approve, reject] = choices.length >= 2 ? choices : ['Approve', 'Reject'];
+    const [approve, reject] = choices.length >= 2 ? choices.map(visible) : ['Approve', 'Reject'];
     body.append(el('div', { class: 'q-pair' },
       el('button', { type: 'button', class: 'primary', dataset: { answer: 'approve' }, onclick: () => this.approve() }, el('kbd', { text: 'a' }), ` ${approve}`),
       el('button', { type: 'button', class: 'danger', dataset: { answer: 'reject' }, onclick: () => this.reject() }, el('kbd', { text: 'r' }), ` ${reject}`)));
@@ -151,7 +151,7 @@ export class QuestionDialog {
     const list = el('div', { class: 'q-choices' });
     choices.forEach((c, i) => {
       const b = el('button', { type: 'button', class: 'choice', dataset: { choice: String(i) }, onclick: () => this.pick(i) },
-        el('span', { class: 'num', text: `${i + 1})` }), ` ${c}`);
+        el('span', { class: 'num', text: `${i + 1})` }), ` ${visible(c)}`);
       this.choices.push(b);
       list.append(b);
     });

@@ -114,6 +114,9 @@ export class Transcript {
       el('code', { class: 'tool-args', text: row.summary }),
       el('span', { class: 'tool-state', text: st.label }));
     const node = el('div', { class: `row tool ${row.state}`, dataset: { kind: 'tool', state: row.state } }, head);
+    // A command of several lines is shown whole: its summary has only
+    // the first and "+N lines".
+    if (row.command) node.append(el('pre', { class: 'tool-command', text: `$ ${row.command}` }));
     if (row.detail) {
       if (row.state === 'denied') node.append(el('div', { class: 'detail', text: row.detail }));
       else node.append(el('details', null, el('summary', { text: 'output' }), el('pre', { text: row.detail })));

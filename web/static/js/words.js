@@ -26,22 +26,67 @@ export function titleFrom(prompt) {
   return oneLine(prompt, 48) || 'Untitled';
 }
 
-/** toolSummary puts a tool call's arguments on one short line. */
+// INVISIBLE matches what visible spells out: format characters (bidi
+// controls, zero-width spaces and joiners, U+FEFF…) and control characters
+// other than a newline or a tab.
+const INVISIBLE = /[\p{Cf}\p{Cc}]/gu;
+
+/**
+ * visible shows the characters a reader cannot see as what they are,
+ * "\u202Eexe.txt" as "⟨U+202E⟩exe.txt", so that a tool's arguments, a
+ * file name or a question's choice cannot hide or reverse what it says:
+ * the rule of conversation.Visible in the Go code.
+ */
+export function visible(s) {
+  return String(s ?? '').replace(INVISIBLE, (c) => {
+    if (c === '\n' || c === '\t') return c;
+    return `⟨U+${c.codePointAt(0).toString(16).toUpperCase().padStart(4, '0')}⟩`;
+  });
+}
+
+/**
+ * summaryLine is s on one line of at most TOOL_SUMMARY_MAX characters: its
+ * first non-blank line, then " +N lines" when N more non-blank lines
+ * follow (conversation.summaryLine in the Go code).
+ */
+function summaryLine(s) {
+  s = visible(s);
+  const more = s.split('\n').filter((l) => l.trim() !== '').length - 1;
+  if (more <= 0) return oneLine(s, TOOL_SUMMARY_MAX);
+  const mark = more === 1 ? ' +1 line' : ` +${more} lines`;
+  return oneLine(s, TOOL_SUMMARY_MAX - mark.length) + mark;
+}
+
+/**
+ * toolSummary puts a tool call's arguments on one short line: a command of
+ * several lines shows its first and "+N lines" (the row shows it whole,
+ * toolCommand).
+ */
 export function toolSummary(args) {
   if (args === undefined || args === null) return '';
   if (typeof args !== 'object' || Array.isArray(args)) {
-    return oneLine(JSON.stringify(args), TOOL_SUMMARY_MAX);
+    return summaryLine(JSON.stringify(args));
   }
   for (const key of TOOL_KEYS) {
     const v = args[key];
-    if (typeof v === 'string' && v.trim() !== '') return oneLine(v, TOOL_SUMMARY_MAX);
+    if (typeof v === 'string' && v.trim() !== '') return summaryLine(v);
   }
   const keys = Object.keys(args).sort();
   const parts = keys.map((k) => {
     const v = typeof args[k] === 'string' ? args[k] : JSON.stringify(args[k]);
     return keys.length === 1 ? v : `${k}=${v}`;
   });
-  return oneLine(parts.join(' '), TOOL_SUMMARY_MAX);
+  return summaryLine(parts.join(' '));
+}
+
+/**
+ * toolCommand is a shell tool's whole command, made visible, when it has
+ * more than one line (its summary shows only the first); '' otherwise.
+ */
+export function toolCommand(args) {
+  if (!args || typeof args !== 'object') return '';
+  const cmd = typeof args.command === 'string' ? args.command : typeof args.cmd === 'string' ? args.cmd : '';
+  return cmd.trim().includes('\n') ? visible(cmd.trim()) : '';
 }
 
 /** statusText is how a turn's end is worded. */
