@@ -102,7 +102,7 @@ func TestMain(m *testing.M) {
 // startServe starts `pilotdesk serve` and waits for its "relay listening"
 // line; it returns the process, the relay's address and a reader of the rest
 // of its log.
-func startServe(t *testing.T, args ...string) (*exec.Cmd, string, *testbin.LogTail) {
+func startServe(t *testing.T, args ...string) (*serveProc, string, *testbin.LogTail) {
 	t.Helper()
 	cmd := exec.Command(pilotdeskBinary(t), append([]string{"serve"}, args...)...)
 	cmd.Env = append(os.Environ(), "PILOTDESK_TOKEN=")
@@ -113,8 +113,9 @@ func startServe(t *testing.T, args ...string) (*exec.Cmd, string, *testbin.LogTa
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
 	tail := testbin.NewLogTail(stderr)
+	p := &serveProc{Cmd: cmd, log: tail}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = p.Wait() })
 	line, ok := tail.WaitFor(regexp.MustCompile(`relay listening`), 60*time.Second)
 	if !ok {
 		t.Fatalf("serve did not start; log:\n%s", tail.String())
@@ -123,7 +124,24 @@ func startServe(t *testing.T, args ...string) (*exec.Cmd, string, *testbin.LogTa
 	if m == nil {
 		t.Fatalf("no url in %q", line)
 	}
-	return cmd, m[1], tail
+	return p, m[1], tail
+}
+
+// serveProc is a started `pilotdesk serve` whose log a LogTail reads from
+// its stderr pipe. Its Wait returns once the log is read to its end:
+// exec.Cmd.Wait closes the pipe as soon as the process has exited, and the
+// lines the reader had not reached yet (the clean-stop line, the last one)
+// were lost, or read after the test had looked (TestServeProcess's "no
+// clean-stop line in the log" on a busy machine).
+type serveProc struct {
+	*exec.Cmd
+	log *testbin.LogTail
+}
+
+// Wait waits for the log's end, then for the process.
+func (p *serveProc) Wait() error {
+	p.log.WaitDone()
+	return p.Cmd.Wait()
 }
 
 // servedDataDir is a fresh data dir for `pilotdesk serve` of the chat script
@@ -147,7 +165,7 @@ func newServedDataDir(t *testing.T) servedDataDir {
 // serve starts `pilotdesk serve` of the chat script on the data dir, on a
 // free local port, with owner token token; it returns the process and the
 // relay's address.
-func (d servedDataDir) serve(token string) (*exec.Cmd, string) {
+func (d servedDataDir) serve(token string) (*serveProc, string) {
 	d.t.Helper()
 	cmd, addr, _ := startServe(d.t, "--listen", "127.0.0.1:0", "--agent", "script", "--script", d.script, "--data-dir", d.dir, "--token", token)
 	return cmd, addr

@@ -66,12 +66,17 @@ func (b *bench) prepareHistory(ctx context.Context) error {
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("starting %s serve: %w", b.cfg.bin, err)
 	}
+	logged := make(chan struct{}) // the log is read to its end
 	defer func() {
 		_ = cmd.Process.Signal(syscall.SIGTERM)
+		// Wait closes the pipe once the process has exited: only after
+		// the log is read to its end, or its last lines are lost.
+		<-logged
 		_ = cmd.Wait()
 	}()
 	urlCh := make(chan string, 1)
 	go func() {
+		defer close(logged)
 		sc := bufio.NewScanner(stderr)
 		for sc.Scan() {
 			fmt.Fprintln(log, sc.Text())
