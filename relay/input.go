@@ -19,13 +19,13 @@ import (
 // the open one is answered, times out or is cancelled. Once opened, its
 // fields are guarded by the conversation's mu.
 type inputRequest struct {
-	id      string
-	turn    *turn // the turn that asked; nil outside a turn
-	data    protocol.UserInputRequest
-	encoded []byte // data as JSON, kept as the conversation's PendingInput
-	result  chan inputResult
-	settled bool
-	timer   *time.Timer
+	id        string
+	turn      *turn // the turn that asked; nil outside a turn
+	data      protocol.UserInputRequest
+	encoded   []byte // data as JSON, kept as the conversation's PendingInput
+	result    chan inputResult
+	settled   bool
+	stopTimer func() bool // stops the timeout (Config.InputTimer), nil when it waits forever
 }
 
 type inputResult struct {
@@ -122,7 +122,7 @@ func (c *conversation) openInputLocked(ir *inputRequest) {
 	ir.data.Queued = len(c.inputQueue)
 	if c.r.inputTimeout > 0 {
 		ir.data.ExpiresAt = protocol.FormatTime(time.Now().Add(c.r.inputTimeout))
-		ir.timer = time.AfterFunc(c.r.inputTimeout, func() { c.inputTimedOut(ir) })
+		ir.stopTimer = c.r.inputTimer(c.r.inputTimeout, func() { c.inputTimedOut(ir) })
 	}
 	ir.encoded, _ = json.Marshal(&ir.data)
 	d := ir.data
@@ -144,8 +144,8 @@ func (c *conversation) settleLocked(ir *inputRequest, res inputResult) bool {
 		return false
 	}
 	ir.settled = true
-	if ir.timer != nil {
-		ir.timer.Stop()
+	if ir.stopTimer != nil {
+		ir.stopTimer()
 	}
 	ir.result <- res
 	return true

@@ -299,7 +299,8 @@ func TestInputReject(t *testing.T) {
 // Abort rejects the open and queued requests, clears their timers and tells
 // the clients (closed, reason aborted).
 func TestInputAbort(t *testing.T) {
-	e := start(t, func(c *relay.Config) { c.InputTimeout = 300 * time.Millisecond })
+	timers := relaytest.NewInputTimers()
+	e := start(t, func(c *relay.Config) { c.InputTimeout = time.Minute; c.InputTimer = timers.Start })
 	cl, _ := e.subscribe("ia")
 	ft := e.startTurn(cl, "ia", "ask", nil)
 	open := ft.ask(session.InputRequest{Question: "open"})
@@ -321,8 +322,9 @@ func TestInputAbort(t *testing.T) {
 		t.Fatalf("status %v", s)
 	}
 	// The timer was cleared: no timeout message later.
-	time.Sleep(600 * time.Millisecond)
-	expectQuiet(t, cl)
+	if n := timers.Armed(); n != 0 {
+		t.Fatalf("%d question timer(s) still armed after the abort", n)
+	}
 	cl.Send("copilot:subscribe", map[string]any{"conversationId": "ia"})
 	if s := cl.Expect("copilot:subscribed"); s.Field("pendingInput") != nil || s.Field("streaming") != false {
 		t.Fatalf("subscribed after abort %s", s.Raw)
@@ -333,12 +335,16 @@ func TestInputAbort(t *testing.T) {
 // ErrTimeout and the stream goes on. An answered request never times out.
 func TestInputTimeout(t *testing.T) {
 	const timeout = 300 * time.Millisecond
-	e := start(t, func(c *relay.Config) { c.InputTimeout = timeout })
+	timers := relaytest.NewInputTimers()
+	e := start(t, func(c *relay.Config) { c.InputTimeout = timeout; c.InputTimer = timers.Start })
 	cl, _ := e.subscribe("to")
 	ft := e.startTurn(cl, "to", "ask", nil)
 	res := ft.ask(session.InputRequest{Question: "Env?", Choices: []string{"a", "b"}})
 	req := cl.Expect("copilot:user_input_request")
 	next := ft.ask(session.InputRequest{Question: "next"})
+	if d := timers.Expire(t); d != timeout {
+		t.Fatalf("the question's timer was started with %v, want the relay's InputTimeout %v", d, timeout)
+	}
 	f := cl.Expect("copilot:user_input_timeout")
 	m := keys(t, f, "conversationId", "seq", "requestId", "question", "choices", "allowFreeform")
 	if m["requestId"] != req.Field("requestId") || m["question"] != "Env?" || m["allowFreeform"] != true {
@@ -357,8 +363,9 @@ func TestInputTimeout(t *testing.T) {
 		t.Fatal(r.err)
 	}
 	cl.Expect("copilot:user_input_closed")
-	time.Sleep(2 * timeout)
-	expectQuiet(t, cl) // answered in time: no timeout message
+	if n := timers.Armed(); n != 0 { // answered in time: no timeout message
+		t.Fatalf("%d question timer(s) still armed after the answer", n)
+	}
 	if ft.Ctx.Err() != nil {
 		t.Fatal("the timeout cancelled the stream")
 	}

@@ -109,6 +109,13 @@ type Config struct {
 	// when a spent budget lets turns start again. nil: time.Now. Tests
 	// freeze it so that a picture of a spent budget is the same each run.
 	BudgetClock func() time.Time
+	// InputTimer starts the timer of an open question, which calls expire
+	// when InputTimeout has passed, and returns what stops it (reporting,
+	// as time.Timer.Stop does, whether that kept it from firing). nil:
+	// time.AfterFunc. Tests pass relaytest.InputTimers, to make a question
+	// time out at the moment they choose rather than after a delay a busy
+	// machine may overrun.
+	InputTimer func(d time.Duration, expire func()) (stop func() bool)
 
 	// Cluster is the other relays sharing Store (cluster.go,
 	// docs/scale-out.md); nil: this relay alone owns every conversation.
@@ -136,6 +143,7 @@ type Relay struct {
 	heartbeat    time.Duration
 	inputTimeout time.Duration // <= 0: none
 	budgetClock  func() time.Time
+	inputTimer   func(time.Duration, func()) func() bool
 	sendQueue    int
 	maxConns     int
 	maxSubs      int
@@ -196,6 +204,7 @@ func New(cfg Config) (*Relay, error) {
 		heartbeat:        cfg.HeartbeatTimeout,
 		inputTimeout:     cfg.InputTimeout,
 		budgetClock:      cfg.BudgetClock,
+		inputTimer:       cfg.InputTimer,
 		sendQueue:        cfg.SendQueue,
 		maxConns:         cfg.MaxConnections,
 		maxSubs:          cfg.MaxSubscriptions,
@@ -217,6 +226,9 @@ func New(cfg Config) (*Relay, error) {
 	}
 	if r.budgetClock == nil {
 		r.budgetClock = time.Now
+	}
+	if r.inputTimer == nil {
+		r.inputTimer = func(d time.Duration, expire func()) func() bool { return time.AfterFunc(d, expire).Stop }
 	}
 	switch {
 	case r.inputTimeout == 0:

@@ -290,10 +290,16 @@ func TestAbortClosesModal(t *testing.T) {
 	}
 }
 
+// TestTimeoutClosesModal: the relay's timeout closes the open modal. The
+// question times out when the test has seen its modal (a real 300 ms timer
+// fired before a busy machine drew it, and the test waited for a modal
+// that had come and gone).
 func TestTimeoutClosesModal(t *testing.T) {
-	h := newHarness(t, harnessConfig{relay: relay.Config{InputTimeout: 300 * time.Millisecond}})
+	timers := relaytest.NewInputTimers()
+	h := newHarness(t, harnessConfig{relay: relay.Config{InputTimeout: time.Minute, InputTimer: timers.Start}})
 	h.send("approve the migration")
 	h.waitModal(kindApproval)
+	timers.Expire(t)
 	h.waitFor("the timeout", func() bool { return !h.modalOpen() })
 	h.waitFor("the turn", func() bool { return h.hasStatus(protocol.StatusCompleted) })
 	if !strings.Contains(h.dump(), `No answer in time: the question "Run the migration?" timed out`) {
