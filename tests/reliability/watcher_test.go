@@ -125,11 +125,18 @@ func (w *watcher) record(f relaytest.Frame) {
 // until reads frames until pred matches one, and returns it.
 func (w *watcher) until(what string, pred func(relaytest.Frame) bool) relaytest.Frame {
 	w.t.Helper()
-	deadline := time.Now().Add(timeout)
+	return w.untilWithin(what, timeout, pred)
+}
+
+// untilWithin is until with a bound of its own, for what the relay itself
+// may take longer than timeout to do.
+func (w *watcher) untilWithin(what string, d time.Duration, pred func(relaytest.Frame) bool) relaytest.Frame {
+	w.t.Helper()
+	deadline := time.Now().Add(d)
 	for {
 		f, ok := w.next(time.Until(deadline))
 		if !ok {
-			w.t.Fatalf("%s: no %s within %s (connection: %v)", w.name, what, timeout, w.cl.Err())
+			w.t.Fatalf("%s: no %s within %s (connection: %v)", w.name, what, d, w.cl.Err())
 		}
 		if pred(f) {
 			return f
