@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/pilotdesk/pilotdesk/relay"
+	"github.com/pilotdesk/pilotdesk/relay/checkpoint"
 	"github.com/pilotdesk/pilotdesk/relay/history"
 	"github.com/pilotdesk/pilotdesk/relay/history/sqlite"
 	"github.com/pilotdesk/pilotdesk/session"
@@ -47,6 +48,9 @@ type stack struct {
 	served    chan error
 	stopPrune context.CancelFunc
 	pruneDone chan struct{}
+	// scratch is a folder of the stack's own removed at Close (the
+	// checkpoints' of a relay with no data dir); "" when none.
+	scratch string
 }
 
 // startStack opens the history store, builds the agent, starts the relay
@@ -105,6 +109,8 @@ func startStack(ctx context.Context, s relaySettings, logger *slog.Logger) (_ *s
 	st.Agent = agent
 	st.DemoReason = demoReason
 
+	cps, cpsOff := openCheckpoints(s, st, logger)
+
 	inputTimeout := s.InputTimeout
 	if inputTimeout == 0 {
 		inputTimeout = -1 // the relay's "wait forever"
@@ -119,6 +125,9 @@ func startStack(ctx context.Context, s relaySettings, logger *slog.Logger) (_ *s
 		Logger:           logger,
 		BudgetCredits:    s.BudgetCredits,
 		BudgetPeriod:     s.BudgetPeriod,
+		Checkpoints:      cps,
+		CheckpointsOff:   cpsOff,
+		WorkDir:          s.WorkDir,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("starting the relay: %w", err)
@@ -232,6 +241,9 @@ func (st *stack) Close(ctx context.Context) error {
 	if st.Store != nil {
 		errs = append(errs, st.Store.Close())
 	}
+	if st.scratch != "" {
+		errs = append(errs, os.RemoveAll(st.scratch))
+	}
 	return errors.Join(errs...)
 }
 
@@ -240,4 +252,26 @@ func randomToken() string {
 	var b [32]byte
 	_, _ = rand.Read(b[:])
 	return hex.EncodeToString(b[:])
+}
+
+// openCheckpoints opens the store of the turns' snapshots (docs/checkpoints.md)
+// in the data dir, or in a folder of the stack's own without one. Without
+// git it returns nil and why, which the log says once.
+func openCheckpoints(s relaySettings, st *stack, logger *slog.Logger) (*checkpoint.Store, string) {
+	dir := s.DataDir
+	if dir == memoryDataDir {
+		tmp, err := os.MkdirTemp("", "pilotdesk-checkpoints-")
+		if err != nil {
+			why := "checkpoints are off: " + err.Error()
+			logger.Warn(why)
+			return nil, why
+		}
+		st.scratch, dir = tmp, tmp
+	}
+	cps, err := checkpoint.New(dir)
+	if err != nil {
+		logger.Warn(err.Error())
+		return nil, err.Error()
+	}
+	return cps, ""
 }

@@ -69,6 +69,15 @@ var schemas = map[string]schema{
 	TypeUnsubscribe: {fields: []field{{"conversationId", kindID, true}}, build: func() any { return new(ConversationRef) }},
 	TypeClose:       {fields: []field{{"conversationId", kindID, true}}, build: func() any { return new(ConversationRef) }},
 	TypeDelete:      {fields: []field{{"conversationId", kindID, true}}, build: func() any { return new(ConversationRef) }},
+	TypeDiff: {fields: []field{
+		{"conversationId", kindID, true},
+		{"checkpoint", kindString, true},
+		{"path", kindString, false},
+	}, build: func() any { return new(Diff) }},
+	TypeRestore: {fields: []field{
+		{"conversationId", kindID, true},
+		{"checkpoint", kindString, true},
+	}, build: func() any { return new(Restore) }},
 	TypeSend: {fields: []field{
 		{"conversationId", kindID, true},
 		{"prompt", kindText, true},

@@ -147,6 +147,8 @@ func TestDecodeRequestEachRequiredField(t *testing.T) {
 		TypeUserInputResponse: {"conversationId": "c1", "requestId": "r1", "answer": "x"},
 		TypeClose:             {"conversationId": "c1"},
 		TypeDelete:            {"conversationId": "c1"},
+		TypeDiff:              {"conversationId": "c1", "checkpoint": "0123"},
+		TypeRestore:           {"conversationId": "c1", "checkpoint": "0123"},
 	}
 	for _, typ := range ClientTypes() {
 		data, ok := valid[typ]

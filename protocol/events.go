@@ -33,6 +33,9 @@ var serverMessages = map[string]func() any{
 	TypeBudget:           func() any { return new(Budget) },
 	TypeReasoning:        func() any { return new(Reasoning) },
 	TypePlan:             func() any { return new(Plan) },
+	TypeChanges:          func() any { return new(Changes) },
+	TypeRestored:         func() any { return new(Restored) },
+	TypeDiff:             func() any { return new(DiffReply) },
 }
 
 // ServerTypes lists every server-to-client message type, sorted.

@@ -60,6 +60,8 @@ var roleOf = map[string]string{
 	TypeUserInputResponse: RoleController,
 	TypeClose:             RoleController,
 	TypeDelete:            RoleOwner,
+	TypeDiff:              RoleViewer,
+	TypeRestore:           RoleController,
 }
 
 // RoleAllows reports whether a connection of role may send msgType.

@@ -16,6 +16,7 @@ func TestEveryClientMessageHasARole(t *testing.T) {
 		protocol.TypeSend: protocol.RoleController, protocol.TypeAbort: protocol.RoleController,
 		protocol.TypeSetMode: protocol.RoleController, protocol.TypeUserInputResponse: protocol.RoleController,
 		protocol.TypeClose: protocol.RoleController, protocol.TypeDelete: protocol.RoleOwner,
+		protocol.TypeDiff: protocol.RoleViewer, protocol.TypeRestore: protocol.RoleController,
 	}
 	for _, typ := range protocol.ClientTypes() {
 		need, ok := want[typ]

@@ -678,6 +678,8 @@ func (r *Relay) runForwarded(ctx context.Context, body []byte) []byte {
 		e = r.setModeBy(ctx, d, f.By)
 	case *protocol.UserInputResponse:
 		e = r.answer(d, f.By)
+	case *protocol.Restore:
+		e = r.restoreConversation(ctx, d)
 	case *protocol.ConversationRef:
 		switch req.Type {
 		case protocol.TypeClose:

@@ -77,6 +77,10 @@ type conversation struct {
 	// turnEndSeq is the seq of the copilot:idle that ended the latest
 	// turn: when a failed write loses it, the relay sends another.
 	turnEndSeq int64
+	// restoring: a copilot:restore is putting the folder back; no turn
+	// starts meanwhile. cpFailed: a snapshot failed and copilot:error
+	// said so; said again only after one succeeded (checkpoints.go).
+	restoring, cpFailed bool
 
 	// sent is the state after event sentSeq, which copilot:subscribed
 	// describes (its seq is sentSeq): the events up to it have left, the

@@ -95,6 +95,8 @@ func TestRolesEveryMessage(t *testing.T) {
 		protocol.TypeUserInputResponse: {"conversationId": "r1", "requestId": "nope", "answer": "x"},
 		protocol.TypeClose:             {"conversationId": "r4"},
 		protocol.TypeDelete:            {"conversationId": "r5"},
+		protocol.TypeDiff:              {"conversationId": "r1", "checkpoint": "0123"},
+		protocol.TypeRestore:           {"conversationId": "r1", "checkpoint": "0123"},
 	}
 	for _, role := range protocol.Roles() {
 		t.Run(role, func(t *testing.T) {

@@ -58,6 +58,12 @@ func (r *Relay) dispatch(c *conn, req protocol.Request) {
 		}
 	case *protocol.UserInputResponse:
 		r.respond(c, d)
+	case *protocol.Diff:
+		r.diff(c, d)
+	case *protocol.Restore:
+		if c.mayCreate(protocol.TypeRestore, d.ConversationID) {
+			r.restore(c, d)
+		}
 	default:
 		r.log.Error("relay: request without a handler", "type", req.Type)
 	}
@@ -365,6 +371,7 @@ func (c *conversation) startDeleteLocked() bool {
 	t := c.turn
 	c.abortLocked(errDeleted)
 	closing := c.closing
+	dir := c.checkpointDirLocked()
 	started := r.track(&r.work, func() {
 		defer close(ch)
 		if t != nil {
@@ -378,6 +385,9 @@ func (c *conversation) startDeleteLocked() bool {
 		err := errShutdown
 		if r.commit.push(rec) {
 			err = <-rec.done
+		}
+		if err == nil {
+			r.dropCheckpoints(c, dir)
 		}
 		c.finishDeleteAttempt(err)
 	})

@@ -35,6 +35,7 @@ import (
 	"maps"
 	"net"
 	"net/http"
+	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -44,6 +45,7 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/pilotdesk/pilotdesk/protocol"
+	"github.com/pilotdesk/pilotdesk/relay/checkpoint"
 	"github.com/pilotdesk/pilotdesk/relay/history"
 	"github.com/pilotdesk/pilotdesk/session"
 	"github.com/pilotdesk/pilotdesk/web"
@@ -122,6 +124,14 @@ type Config struct {
 	// The relay starts it and, at Close, stops it; the caller closes
 	// what it runs on.
 	Cluster history.Cluster
+	// Checkpoints snapshots the folder of every Act turn (checkpoints.go,
+	// docs/checkpoints.md); nil: none, and CheckpointsOff says why.
+	Checkpoints    *checkpoint.Store
+	CheckpointsOff string
+	// WorkDir is the folder the conversations' turns change (the agents'
+	// working directory); "": the current directory.
+	WorkDir string
+
 	// FollowLinger is how long the relay goes on following a conversation
 	// another relay runs after its last local subscriber left (follow.go);
 	// 0: DefaultFollowLinger.
@@ -139,6 +149,10 @@ type Relay struct {
 	devices     history.Devices // nil: no device tokens (devices.go)
 	cluster     history.Cluster // nil: one relay (cluster.go)
 	follow      relayFollow     // what it follows of the cluster (follow.go)
+
+	checkpoints       *checkpoint.Store // nil: off (checkpoints.go)
+	checkpointsOffWhy string
+	workDir           string
 
 	heartbeat    time.Duration
 	inputTimeout time.Duration // <= 0: none
@@ -217,6 +231,11 @@ func New(cfg Config) (*Relay, error) {
 	}
 	if r.store == nil {
 		r.store = history.NewMemory()
+	}
+	r.checkpoints, r.workDir = cfg.Checkpoints, cfg.WorkDir
+	r.checkpointsOffWhy = cmp.Or(cfg.CheckpointsOff, "checkpoints are off on this relay")
+	if r.workDir == "" {
+		r.workDir, _ = os.Getwd()
 	}
 	if r.log == nil {
 		r.log = slog.Default()

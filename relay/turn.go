@@ -33,6 +33,10 @@ type turn struct {
 	partialOrder []string
 	partial      map[string]*strings.Builder
 	finished     map[string]bool // messages the agent sent whole
+
+	messageID string            // of the turn's copilot:user_message
+	cp        turnCheckpoint    // its snapshots (checkpoints.go)
+	changes   *protocol.Changes // what it changed, sent before copilot:idle
 }
 
 func (t *turn) addDeltaLocked(messageID, content string) {
@@ -119,7 +123,7 @@ func (r *Relay) startSend(ctx context.Context, d *protocol.Send, by *protocol.By
 			lost = true
 			return
 		}
-		if conv.streaming {
+		if conv.streaming || conv.restoring {
 			busy = true
 			return
 		}
@@ -147,10 +151,13 @@ func (r *Relay) startSend(ctx context.Context, d *protocol.Send, by *protocol.By
 func (c *conversation) startTurnLocked(d *protocol.Send, by *protocol.By, agent string) {
 	r := c.r
 	ctx, cancel := context.WithCancelCause(r.ctx)
-	t := &turn{ctx: ctx, cancel: cancel, done: make(chan struct{})}
+	t := &turn{ctx: ctx, cancel: cancel, done: make(chan struct{}), messageID: uuid.NewString()}
 	mode := d.Mode
 	if mode == "" {
 		mode = protocol.ModeAct
+	}
+	if mode == protocol.ModeAct {
+		t.cp.dir = c.checkpointDirLocked()
 	}
 	prompt, model := d.Prompt, d.Model
 	started := r.track(&r.work, func() { r.runTurn(c, t, prompt, model) })
@@ -170,7 +177,7 @@ func (c *conversation) startTurnLocked(d *protocol.Send, by *protocol.By, agent 
 	c.agent = agent
 	c.streaming = true
 	c.turn = t
-	um := protocol.UserMessage{MessageID: uuid.NewString(), Content: prompt, Mode: mode, SentBy: by}
+	um := protocol.UserMessage{MessageID: t.messageID, Content: prompt, Mode: mode, SentBy: by}
 	if ok, _ := userMessageFits(d, by, agent); ok {
 		// Checked by the relay that took the send (handlers.go), whose
 		// agent may be named otherwise than this one's (a forwarded send):
@@ -191,6 +198,7 @@ func (c *conversation) startTurnLocked(d *protocol.Send, by *protocol.By, agent 
 // be emitted.
 func (r *Relay) runTurn(conv *conversation, t *turn, prompt, model string) {
 	defer t.cancel(nil)
+	r.snapshotBefore(conv, t)
 	sess, err := conv.session(t.ctx, model)
 	var runErr error
 	if err != nil {
@@ -213,6 +221,7 @@ func (r *Relay) runTurn(conv *conversation, t *turn, prompt, model string) {
 		status = protocol.StatusError
 		r.log.Warn("relay: turn failed", "conversationId", conv.id, "err", runErr)
 	}
+	t.changes = r.snapshotAfter(conv, t)
 	conv.finishTurn(t, status, runErr)
 }
 
@@ -238,7 +247,7 @@ func (c *conversation) session(ctx context.Context, model string) (session.Sessi
 		if model == "" {
 			model = c.model
 		}
-		opts := session.OpenOptions{Model: model, Resume: c.fromStore || c.hadSession}
+		opts := session.OpenOptions{Model: model, Resume: c.fromStore || c.hadSession, WorkDir: c.r.workDir}
 		h := &host{conv: c}
 		c.mu.Unlock()
 
@@ -288,6 +297,9 @@ func (c *conversation) finishTurn(t *turn, status string, runErr error) {
 	delete(c.r.streamsRun, t)
 	c.r.streamsMu.Unlock()
 	c.streaming = false
+	if ch := t.changes; ch != nil {
+		c.emitLocked(protocol.TypeChanges, &ch.Header, ch)
+	}
 	idle := protocol.Idle{Status: status}
 	c.emitLocked(protocol.TypeIdle, &idle.Header, &idle)
 	c.turnEndSeq = c.lastSeq // storefail.go: an idle lost with a failed write is replaced

@@ -64,8 +64,10 @@ func (g gitCmd) output(ctx context.Context) ([]byte, error) {
 // fail wraps a failed git command's error with its stderr, which says why.
 func (g gitCmd) fail(err error, stderr *bytes.Buffer) error {
 	name := "git"
-	for _, a := range g.args {
-		if !strings.HasPrefix(a, "-") {
+	for i := 0; i < len(g.args); i++ {
+		if a := g.args[i]; a == "-c" {
+			i++
+		} else if !strings.HasPrefix(a, "-") {
 			name = "git " + a
 			break
 		}

@@ -1,0 +1,240 @@
+package relay
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/pilotdesk/pilotdesk/protocol"
+	"github.com/pilotdesk/pilotdesk/relay/checkpoint"
+)
+
+// Checkpoints (docs/protocol.md, Checkpoints; docs/checkpoints.md): the
+// relay snapshots an Act turn's folder when the turn starts and when it
+// ends (relay/checkpoint), and sends what changed as copilot:changes, the
+// turn's last event before copilot:idle; copilot:diff answers its patches,
+// copilot:restore puts the folder back.
+
+// turnCheckpoint is what a turn records of its folder. Guarded by the
+// conversation's mu, but written only by the turn's goroutine.
+type turnCheckpoint struct {
+	dir    string // the folder; "" when the turn takes no snapshot
+	before string // the snapshot when the turn started; "" if it failed
+}
+
+// checkpointDirLocked is the folder the conversation's turns change: ""
+// when checkpoints are off.
+func (c *conversation) checkpointDirLocked() string {
+	if c.r.checkpoints == nil {
+		return ""
+	}
+	return c.r.workDir
+}
+
+// snapshotBefore takes the snapshot of an Act turn's folder before its
+// agent runs. A snapshot that fails lets the turn run and says so once
+// (until a snapshot of the conversation succeeds again).
+func (r *Relay) snapshotBefore(conv *conversation, t *turn) {
+	if t.cp.dir == "" {
+		return
+	}
+	before, err := r.checkpoints.Snapshot(t.ctx, t.cp.dir, conv.id)
+	conv.mu.Lock()
+	defer conv.mu.Unlock()
+	if err != nil {
+		t.cp.dir = ""
+		if t.ctx.Err() == nil {
+			conv.checkpointFailedLocked(err)
+		}
+		return
+	}
+	t.cp.before = before
+	conv.cpFailed = false
+}
+
+func (c *conversation) checkpointFailedLocked(err error) {
+	c.r.log.Warn("relay: a turn's snapshot failed: its changes are not recorded", "conversationId", c.id, "err", err)
+	if c.cpFailed {
+		return
+	}
+	c.cpFailed = true
+	c.emitErrorLocked(fmt.Sprintf("this turn's changes are not recorded (no checkpoint): %v", err))
+}
+
+// snapshotAfter takes the snapshot after the turn and returns the
+// copilot:changes to send before its copilot:idle, nil when the turn
+// changed nothing (or took no snapshot).
+func (r *Relay) snapshotAfter(conv *conversation, t *turn) *protocol.Changes {
+	if t.cp.dir == "" || t.cp.before == "" {
+		return nil
+	}
+	// Not the turn's context: an aborted turn's changes count too.
+	ctx := context.WithoutCancel(t.ctx)
+	after, err := r.checkpoints.SnapshotAfter(ctx, t.cp.dir, conv.id, t.cp.before)
+	var files []checkpoint.File
+	truncated := false
+	if err == nil {
+		files, truncated, err = r.checkpoints.Changes(ctx, t.cp.dir, conv.id, t.cp.before, after)
+	}
+	if err != nil {
+		conv.mu.Lock()
+		conv.checkpointFailedLocked(err)
+		conv.mu.Unlock()
+		return nil
+	}
+	if len(files) == 0 {
+		return nil
+	}
+	ch := &protocol.Changes{MessageID: t.messageID, Checkpoint: t.cp.before, After: after, Files: changedFiles(files), Truncated: truncated}
+	fitChanges(ch)
+	return ch
+}
+
+func changedFiles(files []checkpoint.File) []protocol.ChangedFile {
+	out := make([]protocol.ChangedFile, len(files))
+	for i, f := range files {
+		out[i] = protocol.ChangedFile{Path: f.Path, Status: f.Status, Additions: f.Additions, Deletions: f.Deletions, Binary: f.Binary, Error: f.Error}
+	}
+	return out
+}
+
+// frameRoom is what a reply leaves out of the frame limit for its envelope.
+const frameRoom = 4 << 10
+
+// fitChanges drops the last files of a change set whose frame would be
+// over the limit (paths of thousands of bytes), marking it truncated.
+func fitChanges(ch *protocol.Changes) {
+	for {
+		frame, err := protocol.Encode(protocol.TypeChanges, ch)
+		if err != nil || len(frame) <= protocol.MaxFrameBytes-frameRoom || len(ch.Files) == 0 {
+			return
+		}
+		ch.Files = ch.Files[:len(ch.Files)*3/4]
+		ch.Truncated = true
+	}
+}
+
+// checkpointError is the answer to a diff or restore that failed.
+func checkpointError(msgType, id string, err error) *protocol.Error {
+	code := protocol.CodeInvalidField
+	msg := err.Error()
+	if errors.Is(err, checkpoint.ErrUnknown) {
+		msg = "checkpoint: " + msg + " (use a checkpoint of this conversation's copilot:changes or copilot:restored)"
+	}
+	return &protocol.Error{Code: code, Type: msgType, ConversationID: id, Message: msg}
+}
+
+// checkpointsOff answers a diff or restore when the relay takes no
+// snapshots.
+func (r *Relay) checkpointsOff(msgType, id string) *protocol.Error {
+	return &protocol.Error{Code: protocol.CodeInvalidField, Type: msgType, ConversationID: id, Message: r.checkpointsOffWhy}
+}
+
+// diff handles copilot:diff: any relay answers it, from the folder's
+// repository.
+func (r *Relay) diff(c *conn, d *protocol.Diff) {
+	if r.checkpoints == nil {
+		c.sendError(r.checkpointsOff(protocol.TypeDiff, d.ConversationID))
+		return
+	}
+	dir := ""
+	if conv := r.lookupConversation(d.ConversationID); conv != nil {
+		conv.mu.Lock()
+		dir = conv.checkpointDirLocked()
+		conv.mu.Unlock()
+	}
+	if dir == "" {
+		c.sendError(&protocol.Error{Code: protocol.CodeInvalidField, Type: protocol.TypeDiff, ConversationID: d.ConversationID,
+			Message: "checkpoint " + d.Checkpoint + ": not a checkpoint of this conversation (it has no turn that changed files)"})
+		return
+	}
+	budget := protocol.MaxFrameBytes - frameRoom
+	for {
+		patches, err := r.checkpoints.Diff(c.ctx, dir, d.ConversationID, d.Checkpoint, d.Path, budget)
+		if err != nil {
+			c.sendError(checkpointError(protocol.TypeDiff, d.ConversationID, err))
+			return
+		}
+		reply := protocol.DiffReply{ConversationID: d.ConversationID, Checkpoint: d.Checkpoint, Files: make([]protocol.FilePatch, len(patches))}
+		for i, p := range patches {
+			reply.Files[i] = protocol.FilePatch{Path: p.Path, Status: p.Status, Patch: p.Patch, Truncated: p.Truncated}
+		}
+		frame, err := protocol.Encode(protocol.TypeDiff, &reply)
+		if err != nil {
+			r.log.Error("relay: encode a diff", "err", err)
+			return
+		}
+		if len(frame) <= protocol.MaxFrameBytes || budget < 1024 {
+			// Escaped text (control bytes, quotes) grows on the wire:
+			// the patches are cut shorter until the frame fits.
+			c.enqueue(frame)
+			return
+		}
+		budget = budget * protocol.MaxFrameBytes / len(frame) * 9 / 10
+	}
+}
+
+// restore handles copilot:restore: the owner of the conversation runs it.
+func (r *Relay) restore(c *conn, d *protocol.Restore) {
+	if r.cluster != nil && r.forward(c, protocol.TypeRestore, d.ConversationID, d, nil) {
+		return
+	}
+	if e := r.restoreConversation(c.ctx, d); e != nil {
+		c.sendError(e)
+	}
+}
+
+// restoreConversation puts the conversation's folder back as it was at
+// d.Checkpoint and emits copilot:restored; no turn starts meanwhile.
+func (r *Relay) restoreConversation(ctx context.Context, d *protocol.Restore) *protocol.Error {
+	if r.checkpoints == nil {
+		return r.checkpointsOff(protocol.TypeRestore, d.ConversationID)
+	}
+	conv := r.lookupConversation(d.ConversationID)
+	if conv == nil {
+		return &protocol.Error{Code: protocol.CodeInvalidField, Type: protocol.TypeRestore, ConversationID: d.ConversationID,
+			Message: "checkpoint " + d.Checkpoint + ": not a checkpoint of this conversation (it has no history here)"}
+	}
+	conv.mu.Lock()
+	switch {
+	case conv.remote:
+		conv.mu.Unlock()
+		return lostCommand(protocol.TypeRestore, d.ConversationID)
+	case conv.streaming || conv.restoring:
+		conv.mu.Unlock()
+		return &protocol.Error{Code: protocol.CodeConversationBusy, Type: protocol.TypeRestore, ConversationID: d.ConversationID,
+			Message: "the conversation is streaming a reply (or restoring): wait for copilot:idle, or abort it, then restore"}
+	}
+	dir := conv.checkpointDirLocked()
+	conv.restoring = true
+	conv.mu.Unlock()
+	defer func() {
+		conv.mu.Lock()
+		conv.restoring = false
+		conv.mu.Unlock()
+	}()
+	if dir == "" {
+		return &protocol.Error{Code: protocol.CodeInvalidField, Type: protocol.TypeRestore, ConversationID: d.ConversationID,
+			Message: "checkpoint " + d.Checkpoint + ": not a checkpoint of this conversation"}
+	}
+	undo, files, err := r.checkpoints.Restore(context.WithoutCancel(ctx), dir, d.ConversationID, d.Checkpoint)
+	if err != nil {
+		return checkpointError(protocol.TypeRestore, d.ConversationID, err)
+	}
+	ev := protocol.Restored{Checkpoint: d.Checkpoint, Undo: undo, Files: changedFiles(files)}
+	conv.mu.Lock()
+	conv.emitLocked(protocol.TypeRestored, &ev.Header, &ev)
+	conv.mu.Unlock()
+	return nil
+}
+
+// dropCheckpoints deletes the refs of a deleted conversation's snapshots.
+func (r *Relay) dropCheckpoints(conv *conversation, dir string) {
+	if r.checkpoints == nil || dir == "" {
+		return
+	}
+	// Not the relay's context: a delete is finished even at shutdown.
+	if err := r.checkpoints.Delete(context.WithoutCancel(r.ctx), dir, conv.id); err != nil {
+		r.log.Warn("relay: the checkpoints of a deleted conversation were not removed", "conversationId", conv.id, "err", err)
+	}
+}
