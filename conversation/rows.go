@@ -70,6 +70,9 @@ type Row struct {
 	// MessageID is the assistant message a text or code block belongs to,
 	// or a tool row's tool call id.
 	MessageID string
+	// Changes is what a turn changed in its folder, on the RowNote that
+	// says so (checkpoints.go); nil on every other row.
+	Changes *protocol.Changes
 	// Done is true when the row will not change again.
 	Done bool
 	// Version grows each time the row changes.

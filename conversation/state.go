@@ -274,6 +274,8 @@ func (s *State) Apply(ev client.Event) Update {
 	case *protocol.Plan:
 		s.agentPlan(d.Entries)
 		s.turnOutput = true
+	case *protocol.Changes, *protocol.Restored:
+		s.checkpointRow(ev.Data) // checkpoints.go
 	case *protocol.ToolStart:
 		s.turnOutput = true
 		s.appendRow(Row{Kind: RowTool, Title: d.ToolName, Text: ToolSummary(d.Arguments), Args: string(d.Arguments), State: ToolRunning, MessageID: d.ToolCallID})
