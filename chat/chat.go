@@ -198,9 +198,12 @@ type repl struct {
 	// open becomes the prompt (copilot:subscribed's pendingInput).
 	replayed map[string]*protocol.UserInputRequest
 
-	list       []protocol.ConversationInfo // the last /list and its /more pages, for /switch N
-	listNext   string                      // the cursor of the page /more asks for; "" when there is none
-	listAppend bool                        // the page asked for is /more's: it continues list
+	list     []protocol.ConversationInfo // the last /list and its /more pages, for /switch N
+	listNext string                      // the cursor of the page /more asks for; "" when there is none
+	// confirm is the checkpoint /restore asks to confirm (y/N): the next
+	// line answers it (checkpoints.go).
+	confirm    string
+	listAppend bool // the page asked for is /more's: it continues list
 
 	// What the user types.
 	keys         keyDecoder
@@ -229,6 +232,7 @@ func (r *repl) resetConversation() {
 	r.lastMsgID = ""
 	r.fold = nil
 	r.plan = nil
+	r.confirm = ""
 	r.errorShown = false
 	r.prompt, r.queued, r.answered = nil, nil, nil
 	r.replayed = map[string]*protocol.UserInputRequest{}
@@ -564,6 +568,11 @@ func (r *repl) drainLines(ctx context.Context) {
 			}
 			return
 		}
+		if r.confirm != "" {
+			r.lines = r.lines[1:]
+			r.confirmRestore(ctx, line)
+			continue
+		}
 		if r.prompt == nil && r.streaming() && !midStreamCommand(line) {
 			return
 		}
@@ -702,11 +711,17 @@ const helpText = `Commands:
   /more         list the next ones, after /list
   /switch N     open conversation N of the last /list (or /switch ID)
   /run [N,…]    carry out the last plan in Act (all its steps, or those numbered)
+  /changes      list the turns that changed files, numbered, with their files
+  /diff N [PATH]  show turn N's diff (of one file with PATH)
+  /restore N    put the files back as they were before turn N (asks first; can be undone)
   /abort        stop the running turn (Ctrl+C does too)
   /quit         leave (Ctrl+D does too)`
 
 func (r *repl) command(ctx context.Context, text string) {
 	fields := strings.Fields(text)
+	if r.checkpointCommand(ctx, fields) {
+		return
+	}
 	switch fields[0] {
 	case "/plan", "/act":
 		mode := protocol.Mode(strings.TrimPrefix(fields[0], "/"))
@@ -757,7 +772,7 @@ func (r *repl) command(ctx context.Context, text string) {
 			r.note(styleDim, l)
 		}
 	default:
-		r.note(styleWarn, fmt.Sprintf("Unknown command %s. Commands: /plan /act /new /list /more /switch N /run /abort /quit /help.", sanitize(fields[0])))
+		r.note(styleWarn, fmt.Sprintf("Unknown command %s. Commands: /plan /act /new /list /more /switch N /run /changes /diff N /restore N /abort /quit /help.", sanitize(fields[0])))
 	}
 }
 

@@ -24,6 +24,11 @@ func (r *repl) event(ctx context.Context, ev client.Event) {
 	case *protocol.Conversations:
 		r.showList(d)
 		return
+	case *protocol.DiffReply:
+		if d.ConversationID == r.conv {
+			r.showDiff(d)
+		}
+		return
 	case *protocol.Error:
 		if d.ConversationID == "" || d.ConversationID == r.conv {
 			r.relayError(d)
@@ -94,6 +99,10 @@ func (r *repl) event(ctx context.Context, ev client.Event) {
 		r.waiting = false
 		r.errorShown = true
 		r.note(styleError, "Error: "+oneLine(d.Message))
+	case *protocol.Changes:
+		r.showChanges(d)
+	case *protocol.Restored:
+		r.showRestored(d)
 	case *protocol.Idle:
 		r.idle(d, u)
 	case *protocol.Deleted:

@@ -163,3 +163,15 @@ func IsRejection(answer string) bool {
 	a := strings.TrimSpace(answer)
 	return a == "r" || a == "/reject"
 }
+
+// Diff asks for the patches of the turn that began at checkpoint (of one
+// file when path is not empty); the relay answers copilot:diff.
+func (c *Client) Diff(ctx context.Context, conversationID, checkpoint, path string) error {
+	return c.write(ctx, protocol.TypeDiff, protocol.Diff{ConversationID: conversationID, Checkpoint: checkpoint, Path: path})
+}
+
+// Restore puts the conversation's folder back as it was at checkpoint;
+// the relay sends copilot:restored, whose undo checkpoint undoes it.
+func (c *Client) Restore(ctx context.Context, conversationID, checkpoint string) error {
+	return c.write(ctx, protocol.TypeRestore, protocol.Restore{ConversationID: conversationID, Checkpoint: checkpoint})
+}

@@ -1,0 +1,188 @@
+package chat
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/pilotdesk/pilotdesk/conversation"
+	"github.com/pilotdesk/pilotdesk/protocol"
+)
+
+// Checkpoints in the terminal (docs/cli.md): /changes lists the turns that
+// changed files, /diff N [PATH] prints a turn's diff, /restore N puts the
+// files back as they were before turn N after a y/N confirmation.
+
+// checkpointer is a Conn that can ask for diffs and restores (the
+// client's does).
+type checkpointer interface {
+	Diff(ctx context.Context, conversationID, checkpoint, path string) error
+	Restore(ctx context.Context, conversationID, checkpoint string) error
+}
+
+// checkpointCommand runs /changes, /diff and /restore, and reports whether
+// fields was one of them.
+func (r *repl) checkpointCommand(ctx context.Context, fields []string) bool {
+	switch fields[0] {
+	case "/changes":
+		r.listChanges()
+	case "/diff":
+		if len(fields) < 2 || len(fields) > 3 {
+			r.note(styleWarn, "Usage: /diff N [PATH], N a turn from /changes.")
+			return true
+		}
+		ch := r.changesOf(fields[1])
+		if ch == nil {
+			return true
+		}
+		path := ""
+		if len(fields) == 3 {
+			path = fields[2]
+		}
+		cp, ok := r.conn.(checkpointer)
+		if !ok {
+			r.note(styleWarn, "This connection cannot ask for diffs.")
+			return true
+		}
+		if err := r.send(ctx, func(c context.Context) error { return cp.Diff(c, r.conv, ch.Checkpoint, path) }); err != nil {
+			r.note(styleError, "Could not ask for the diff: "+err.Error())
+		}
+	case "/restore":
+		if len(fields) != 2 {
+			r.note(styleWarn, "Usage: /restore N, N a turn from /changes.")
+			return true
+		}
+		ch := r.changesOf(fields[1])
+		if ch == nil {
+			return true
+		}
+		if r.streaming() {
+			r.note(styleWarn, "A turn is running: wait for it to end, or /abort it, then /restore.")
+			return true
+		}
+		r.askRestore(ch)
+	default:
+		return false
+	}
+	return true
+}
+
+// changesOf is the change set of turn arg ("1" the first that changed
+// files), or nil after saying what is wrong.
+func (r *repl) changesOf(arg string) *protocol.Changes {
+	var cps []*protocol.Changes
+	if r.fold != nil {
+		cps = r.fold.Checkpoints()
+	}
+	n, err := strconv.Atoi(arg)
+	switch {
+	case len(cps) == 0:
+		r.note(styleWarn, "No turn of this conversation changed files yet.")
+	case err != nil || n < 1 || n > len(cps):
+		r.note(styleWarn, fmt.Sprintf("There is no turn %q: /changes lists turns 1 to %d.", sanitize(arg), len(cps)))
+	default:
+		return cps[n-1]
+	}
+	return nil
+}
+
+func (r *repl) listChanges() {
+	var cps []*protocol.Changes
+	if r.fold != nil {
+		cps = r.fold.Checkpoints()
+	}
+	if len(cps) == 0 {
+		r.note(styleDim, "No turn of this conversation changed files yet.")
+		return
+	}
+	for i, ch := range cps {
+		r.note(styleBold, fmt.Sprintf("%d. %s (checkpoint %s)", i+1, conversation.ChangesText(ch.Files, ch.Truncated), conversation.Short(ch.Checkpoint)))
+		for _, f := range ch.Files {
+			r.note("", "   "+sanitize(conversation.FileChangeText(f)))
+		}
+	}
+	r.note(styleDim, "/diff N [PATH] shows a turn's diff; /restore N puts the files back as they were before it.")
+}
+
+// askRestore asks for a y/N confirmation, naming what the restore would
+// change, before it sends copilot:restore.
+func (r *repl) askRestore(ch *protocol.Changes) {
+	r.note(styleWarn, "Restore the folder's files to how they were before this turn? This changes:")
+	undo := map[string]string{protocol.FileAdded: "removed", protocol.FileModified: "rewritten", protocol.FileDeleted: "brought back"}
+	for _, f := range ch.Files {
+		r.note("", "   "+sanitize(f.Path)+" ("+undo[f.Status]+")")
+	}
+	r.note(styleDim, "and whatever later turns, or another conversation working in this folder, changed since. The restore can be undone.")
+	r.confirm = ch.Checkpoint
+	r.note(styleWarn, "Restore? [y/N]")
+}
+
+// confirmRestore reads the answer to askRestore.
+func (r *repl) confirmRestore(ctx context.Context, line string) {
+	checkpoint := r.confirm
+	r.confirm = ""
+	r.echo("", line)
+	switch strings.ToLower(strings.TrimSpace(line)) {
+	case "y", "yes":
+	default:
+		r.note(styleDim, "Not restored.")
+		return
+	}
+	cp, ok := r.conn.(checkpointer)
+	if !ok {
+		r.note(styleWarn, "This connection cannot restore.")
+		return
+	}
+	if err := r.send(ctx, func(c context.Context) error { return cp.Restore(c, r.conv, checkpoint) }); err != nil {
+		r.note(styleError, "Could not restore: "+err.Error())
+	}
+}
+
+// showChanges prints a turn's change set as it arrives.
+func (r *repl) showChanges(ch *protocol.Changes) {
+	r.scr.endLine()
+	n := 0
+	if r.fold != nil {
+		n = len(r.fold.Checkpoints())
+	}
+	r.note(styleInfo, fmt.Sprintf("%s (turn %d: /diff %d, /restore %d)", conversation.ChangesText(ch.Files, ch.Truncated), n, n, n))
+}
+
+// showRestored prints what a restore did, and its undo checkpoint.
+func (r *repl) showRestored(d *protocol.Restored) {
+	r.scr.endLine()
+	r.note(styleOK, conversation.RestoredText(d))
+	for _, f := range d.Files {
+		style := ""
+		if f.Status == protocol.FileFailed {
+			style = styleError
+		}
+		r.note(style, "   "+sanitize(conversation.FileChangeText(f)))
+	}
+	r.note(styleDim, "Undo checkpoint: "+d.Undo)
+}
+
+// showDiff prints a diff, coloured on a terminal.
+func (r *repl) showDiff(d *protocol.DiffReply) {
+	r.scr.endLine()
+	for _, f := range d.Files {
+		for _, l := range strings.Split(strings.TrimSuffix(f.Patch, "\n"), "\n") {
+			style := ""
+			switch {
+			case strings.HasPrefix(l, "diff --git"), strings.HasPrefix(l, "+++"), strings.HasPrefix(l, "---"), strings.HasPrefix(l, "index "):
+				style = styleBold
+			case strings.HasPrefix(l, "@@"):
+				style = styleInfo
+			case strings.HasPrefix(l, "+"):
+				style = styleOK
+			case strings.HasPrefix(l, "-"):
+				style = styleError
+			}
+			r.note(style, sanitize(l))
+		}
+		if f.Truncated {
+			r.note(styleWarn, "(cut: the diff is too long for one message)")
+		}
+	}
+}

@@ -1,0 +1,84 @@
+package chat
+
+import (
+	"context"
+	"io"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/pilotdesk/pilotdesk/client"
+	"github.com/pilotdesk/pilotdesk/relay"
+	"github.com/pilotdesk/pilotdesk/relay/checkpoint"
+	"github.com/pilotdesk/pilotdesk/relay/relaytest"
+	"github.com/pilotdesk/pilotdesk/session/script"
+)
+
+// /changes, /diff N and /restore N against a real relay whose scripted
+// agent changes files: the turn's changes are printed, the diff too, and a
+// restore asks first, names the files, and prints its undo checkpoint.
+func TestChangesDiffRestoreCommands(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "notes.md"), []byte("old\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	sc, err := script.Parse("s", []byte(`{"turns": [{"steps": [
+		{"tool": {"name": "edit", "write": {"path": "notes.md", "content": "new\n"}}},
+		{"tool": {"name": "edit", "write": {"path": "added.txt", "content": "a\nb\n"}}},
+		{"delta": "Edited."}]}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cps, err := checkpoint.New(t.TempDir())
+	if err != nil {
+		t.Skip(err)
+	}
+	srv := relaytest.Start(t, relay.Config{Agent: script.New(sc), Token: "t0ken", Checkpoints: cps, WorkDir: dir})
+	ctx, cancel := context.WithCancel(context.Background())
+	conn, err := client.Config{URL: srv.URL, Token: srv.Token}.Dial(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pr, pw := io.Pipe()
+	h := &relayHarness{t: t, srv: srv, out: &output{}, in: pw, done: make(chan error, 1)}
+	go func() {
+		h.done <- Run(ctx, Config{Conn: conn, In: pr, Out: h.out, NewID: func() string { return testConv }})
+	}()
+	t.Cleanup(func() {
+		cancel()
+		pw.Close()
+		select {
+		case <-h.done:
+		case <-time.After(10 * time.Second):
+			t.Error("Run did not return")
+		}
+		conn.Close()
+	})
+
+	h.typeIn("/changes\n")
+	h.waitFor("No turn of this conversation changed files yet.")
+	h.typeIn("edit the notes\n")
+	h.waitFor("2 files changed +3 −1 (turn 1: /diff 1, /restore 1)")
+	h.typeIn("/changes\n")
+	h.waitFor("1. 2 files changed +3 −1 (checkpoint ")
+	h.waitFor("   A added.txt +2 −0\n   M notes.md +1 −1\n")
+	h.typeIn("/diff 1 notes.md\n")
+	h.waitFor("-old\n+new\n")
+	h.typeIn("/restore 1\n")
+	h.waitFor("   added.txt (removed)\n   notes.md (rewritten)\n")
+	h.waitFor("Restore? [y/N]")
+	h.typeIn("n\n")
+	h.waitFor("Not restored.")
+	h.typeIn("/restore 1\n")
+	h.waitFor("Restore? [y/N]")
+	h.typeIn("y\n")
+	h.waitFor("Files restored to checkpoint ")
+	h.waitFor("Undo checkpoint: ")
+	if b, _ := os.ReadFile(filepath.Join(dir, "notes.md")); string(b) != "old\n" {
+		t.Fatalf("notes.md is %q after the restore", b)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "added.txt")); err == nil {
+		t.Fatal("added.txt is still there")
+	}
+}
