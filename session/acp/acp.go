@@ -89,6 +89,17 @@ type Options struct {
 	// CloseTimeout bounds session/close when the caller's context has no
 	// deadline. Default 10s.
 	CloseTimeout time.Duration
+
+	// IdleClose closes the agent session of a conversation left idle this
+	// long (session/close), and the next turn loads it again
+	// (session/load): Claude Code keeps a process of 200+ MB per open
+	// session. Only for agents that offer both; the conversation sees
+	// nothing. Default 10 minutes; negative: never.
+	IdleClose time.Duration
+	// MaxOpen bounds the agent sessions open at once: past it the least
+	// recently used idle one is closed the same way. Default 6; negative:
+	// no bound.
+	MaxOpen int
 }
 
 func (o Options) withDefaults() (Options, error) {
@@ -103,6 +114,12 @@ func (o Options) withDefaults() (Options, error) {
 	}
 	if o.CloseTimeout <= 0 {
 		o.CloseTimeout = 10 * time.Second
+	}
+	if o.IdleClose == 0 {
+		o.IdleClose = DefaultIdleClose
+	}
+	if o.MaxOpen == 0 {
+		o.MaxOpen = DefaultMaxOpen
 	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
@@ -137,7 +154,22 @@ type Agent struct {
 	mu       sync.Mutex
 	proc     *process                   // the current agent, nil before the first Open
 	sessions map[sdk.SessionId]*Session // open sessions by ACP session id
-	closed   bool
+	// parked: sessions the relay closed in an agent without session/close,
+	// by conversation, taken up again by the conversation's next Open.
+	parked map[string]parkedSession
+	// closedHere: sessions closed (session/close) in the process, which
+	// Codex finishes after it answers: a load soon after is tried again.
+	closedHere map[sdk.SessionId]*process
+	// asleep: sessions whose agent session was closed while idle (idle.go);
+	// Close ends them too.
+	asleep map[*Session]bool
+	closed bool
+}
+
+// parkedSession is an agent session still open in process p.
+type parkedSession struct {
+	p  *process
+	id sdk.SessionId
 }
 
 var _ session.Agent = (*Agent)(nil)
@@ -158,19 +190,23 @@ func New(opts Options) (*Agent, error) {
 		return nil, err
 	}
 	return &Agent{
-		opts:     opts,
-		argv:     argv,
-		log:      opts.Logger,
-		store:    store,
-		sessions: make(map[sdk.SessionId]*Session),
+		opts:       opts,
+		argv:       argv,
+		log:        opts.Logger,
+		store:      store,
+		sessions:   make(map[sdk.SessionId]*Session),
+		parked:     make(map[string]parkedSession),
+		closedHere: make(map[sdk.SessionId]*process),
+		asleep:     make(map[*Session]bool),
 	}, nil
 }
 
 // Name is "acp".
 func (a *Agent) Name() string { return "acp" }
 
-// Label names the agent for people: its own name from initialize once it
-// has started ("OpenCode", "Copilot"), else its command's, marked as an
+// Label names the agent for people: its own title (else name) from
+// initialize once it has started ("Claude Agent", "OpenCode"), else its
+// command's, marked as an
 // ACP agent ("OpenCode (ACP)"), so that `copilot --acp` is told from the
 // Copilot CLI backend.
 func (a *Agent) Label() string {
@@ -178,8 +214,10 @@ func (a *Agent) Label() string {
 	p := a.proc
 	a.mu.Unlock()
 	name := filepath.Base(a.argv[0])
-	if p != nil && p.info.AgentInfo != nil && strings.TrimSpace(p.info.AgentInfo.Name) != "" {
-		name = strings.TrimSpace(p.info.AgentInfo.Name)
+	if p != nil {
+		if n := p.displayName(); n != "" {
+			name = n
+		}
 	}
 	return name + " (ACP)"
 }
@@ -302,6 +340,7 @@ func (a *Agent) register(id sdk.SessionId, s *Session) error {
 		return fmt.Errorf("acp: the agent's session %s is already open for conversation %s", id, other.conversationID)
 	}
 	a.sessions[id] = s
+	delete(a.asleep, s)
 	return nil
 }
 
@@ -317,6 +356,40 @@ func (a *Agent) lookup(id sdk.SessionId) *Session {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	return a.sessions[id]
+}
+
+// park keeps the conversation's session, still open in p, for its next
+// Open.
+func (a *Agent) park(conversationID string, p *process, id sdk.SessionId) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.parked[conversationID] = parkedSession{p: p, id: id}
+}
+
+// unpark reports whether the conversation's session id is parked in p,
+// which is alive, and takes it.
+func (a *Agent) unpark(conversationID string, p *process, id sdk.SessionId) bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	ps, ok := a.parked[conversationID]
+	delete(a.parked, conversationID)
+	return ok && ps.p == p && ps.id == id && p.alive()
+}
+
+// closedIn records that the session was closed in p; wasClosedIn reports
+// it, once.
+func (a *Agent) closedIn(id sdk.SessionId, p *process) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.closedHere[id] = p
+}
+
+func (a *Agent) wasClosedIn(id sdk.SessionId, p *process) bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	q, ok := a.closedHere[id]
+	delete(a.closedHere, id)
+	return ok && q == p
 }
 
 // remember records the conversation's ACP session for a later resume.
@@ -336,8 +409,11 @@ func (a *Agent) Close() error {
 		return nil
 	}
 	a.closed = true
-	open := make(map[*Session]bool, len(a.sessions))
+	open := make(map[*Session]bool, len(a.sessions)+len(a.asleep))
 	for _, s := range a.sessions {
+		open[s] = true
+	}
+	for s := range a.asleep {
 		open[s] = true
 	}
 	a.mu.Unlock()
@@ -366,10 +442,24 @@ func (a *Agent) Close() error {
 	return nil
 }
 
+// displayName is the agent's name for people from initialize: its title
+// ("Claude Agent", "Gemini CLI", "Codex"), else its name
+// ("@zed-industries/claude-agent-acp"); "" when it gave neither.
+func (p *process) displayName() string {
+	info := p.info.AgentInfo
+	if info == nil {
+		return ""
+	}
+	if info.Title != nil && strings.TrimSpace(*info.Title) != "" {
+		return strings.TrimSpace(*info.Title)
+	}
+	return strings.TrimSpace(info.Name)
+}
+
 // agentName names the agent for messages: its own name, else the command.
 func (p *process) agentName() string {
-	if p.info.AgentInfo != nil && p.info.AgentInfo.Name != "" {
-		return p.info.AgentInfo.Name
+	if n := p.displayName(); n != "" {
+		return n
 	}
 	return strings.Join(p.argv, " ")
 }

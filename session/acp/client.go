@@ -16,6 +16,8 @@ type router struct {
 	// p is the process this router serves, set once it started; traffic
 	// of a process a session no longer lives in is dropped.
 	p atomic.Pointer[process]
+	// order keeps the agent's requests behind its notifications.
+	order orderer
 }
 
 var _ sdk.Client = (*router)(nil)
@@ -36,9 +38,11 @@ func (r *router) session(id sdk.SessionId) (*Session, *process) {
 // SessionUpdate queues the update for the session's pump and returns at
 // once (see workQueue for why).
 func (r *router) SessionUpdate(_ context.Context, n sdk.SessionNotification) error {
-	if s, p := r.session(n.SessionId); s != nil {
+	s, p := r.session(n.SessionId)
+	if s != nil {
 		s.onUpdate(p, n.Update)
 	}
+	r.order.handledOne()
 	return nil
 }
 
@@ -51,7 +55,7 @@ func (r *router) RequestPermission(ctx context.Context, req sdk.RequestPermissio
 		return cancelledOutcome(), nil
 	}
 	// The tool_call and the text before the request come first.
-	p.order.wait(ctx, p)
+	r.order.wait(ctx)
 	return s.onPermission(ctx, p, req), nil
 }
 

@@ -41,14 +41,16 @@ const maxLine = 10 << 20
 // elicitReader passes the agent's stdout through to the SDK line by line,
 // renaming the method of elicitation/create requests (see elicitMethod).
 // Only lines that contain the method's name are decoded.
+// It also tells order each line it passes on (orderer).
 type elicitReader struct {
-	r   *bufio.Reader
-	out []byte // what is left of the current line
-	err error
+	r     *bufio.Reader
+	order *orderer
+	out   []byte // what is left of the current line
+	err   error
 }
 
-func newElicitReader(r io.Reader) io.Reader {
-	return &elicitReader{r: bufio.NewReaderSize(r, 64<<10)}
+func newElicitReader(r io.Reader, order *orderer) io.Reader {
+	return &elicitReader{r: bufio.NewReaderSize(r, 64<<10), order: order}
 }
 
 var elicitName = []byte(`"` + sdk.ClientMethodElicitationCreate + `"`)
@@ -85,6 +87,9 @@ func (e *elicitReader) line() ([]byte, error) {
 		}
 		if len(line) > 0 && bytes.Contains(line, elicitName) {
 			line = renameElicitation(line)
+		}
+		if e.order != nil {
+			e.order.sawLine(line)
 		}
 		return line, err
 	}
@@ -127,7 +132,7 @@ func (r *router) HandleExtensionMethod(ctx context.Context, method string, param
 		return elicitCancel(), nil
 	}
 	// The text and tool rows the agent sent before asking come first.
-	p.order.wait(ctx, p)
+	r.order.wait(ctx)
 	return s.onElicitation(ctx, p, req)
 }
 

@@ -20,7 +20,7 @@ func TestElicitReader(t *testing.T) {
 	resp := `{"jsonrpc":"2.0","id":3,"result":{"method":"elicitation/create"}}` + "\n"
 	req := `{"jsonrpc":"2.0","id":"e1","method":"elicitation/create","params":{"sessionId":"s"}}` + "\n"
 	in := long + text + resp + req + `{"last":true}`
-	got, err := io.ReadAll(iotest.OneByteReader(newElicitReader(strings.NewReader(in))))
+	got, err := io.ReadAll(iotest.OneByteReader(newElicitReader(strings.NewReader(in), nil)))
 	if err != nil {
 		t.Fatal(err)
 	}

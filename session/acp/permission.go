@@ -46,20 +46,57 @@ func (st *stream) permission(turnCtx context.Context, req sdk.RequestPermissionR
 			c.reason = "denied"
 		}
 	}
-	for _, o := range req.Options {
-		if o.Kind == want {
-			st.log.Debug("acp: permission", "tool", c.name, "kind", c.kind, "allow", dec.Allow, "option", o.OptionId)
-			return sdk.RequestPermissionResponse{Outcome: sdk.RequestPermissionOutcome{Selected: &sdk.RequestPermissionOutcomeSelected{OptionId: o.OptionId}}}
+	if o, ok := pickOption(req.Options, want); ok {
+		st.log.Debug("acp: permission", "tool", c.name, "kind", c.kind, "allow", dec.Allow, "option", o.OptionId)
+		if !dec.Allow {
+			st.deniedTool = true
 		}
+		return sdk.RequestPermissionResponse{Outcome: sdk.RequestPermissionOutcome{Selected: &sdk.RequestPermissionOutcomeSelected{OptionId: o.OptionId}}}
 	}
 	offered := optionKinds(req.Options)
 	if dec.Allow {
 		c.denied, c.reason = true, "pilotdesk never answers allow-always, and the agent offered no allow-once option"
 		st.note("no-allow-once", fmt.Sprintf("the agent asked to run “%s” offering no allow-once option (only %s). pilotdesk never answers allow-always (the agent would stop asking, and Plan mode could no longer deny), so the call was refused.", c.name, offered))
 	} else {
+		st.deniedTool = true
 		st.note("no-reject", fmt.Sprintf("the agent offers no reject-once option (only %s), so Plan mode refuses its tool calls by cancelling the request.", offered))
 	}
 	return cancelledOutcome()
+}
+
+// pickOption returns the first option of kind want. Of several rejections
+// it prefers one whose id and name do not say it stops the turn (abort,
+// cancel, stop): the model then hears of the denial and goes on, where
+// Codex, on its only rejection "abort", ends the turn.
+func pickOption(opts []sdk.PermissionOption, want sdk.PermissionOptionKind) (sdk.PermissionOption, bool) {
+	var first *sdk.PermissionOption
+	for i, o := range opts {
+		if o.Kind != want {
+			continue
+		}
+		if first == nil {
+			first = &opts[i]
+		}
+		if want == sdk.PermissionOptionKindRejectOnce && stopsTurn(o) {
+			continue
+		}
+		return o, true
+	}
+	if first != nil {
+		return *first, true
+	}
+	return sdk.PermissionOption{}, false
+}
+
+// stopsTurn: the option's id or name says it ends the agent's turn.
+func stopsTurn(o sdk.PermissionOption) bool {
+	s := strings.ToLower(string(o.OptionId) + " " + o.Name)
+	for _, w := range []string{"abort", "cancel", "stop"} {
+		if strings.Contains(s, w) {
+			return true
+		}
+	}
+	return false
 }
 
 func optionKinds(opts []sdk.PermissionOption) string {

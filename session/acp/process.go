@@ -21,8 +21,6 @@ type process struct {
 	proc *agentproc.Process
 	conn *sdk.ClientSideConnection
 	log  *slog.Logger
-	// order keeps the agent's requests behind its notifications.
-	order orderer
 
 	// What initialize returned; set before the process is shared.
 	info sdk.InitializeResponse
@@ -35,11 +33,16 @@ func startProcess(argv []string, workDir string, env []string, grace time.Durati
 	if err != nil {
 		return nil, fmt.Errorf("%w: %q (%v); install the agent or fix --acp-command", ErrAgentNotFound, argv[0], err)
 	}
+	env, unset := agentEnv(argv, env, os.Geteuid() == 0, os.Getenv)
+	if len(unset) > 0 {
+		log.Info("acp: the agent does not get these variables of the relay's environment", "unset", unset)
+	}
 	proc, err := agentproc.Start(agentproc.Config{
 		Path:  path,
 		Args:  argv[1:],
 		Dir:   workDir,
 		Env:   env,
+		Unset: unset,
 		Grace: grace,
 		StderrLine: func(line []byte) {
 			if line := bytes.TrimSpace(line); len(line) > 0 {
@@ -59,7 +62,7 @@ func startProcess(argv []string, workDir string, env []string, grace time.Durati
 	}
 	p := &process{argv: argv, proc: proc, log: log}
 	// elicitReader hands elicitation/create to the router whole (elicit.go).
-	p.conn = sdk.NewClientSideConnection(client, proc.Stdin(), newElicitReader(proc.Stdout()))
+	p.conn = sdk.NewClientSideConnection(client, proc.Stdin(), newElicitReader(proc.Stdout(), &client.order))
 	p.conn.SetLogger(log)
 	proc.Watch(p.conn.Done(), func() error {
 		<-p.conn.Done()
@@ -67,6 +70,37 @@ func startProcess(argv []string, workDir string, env []string, grace time.Durati
 	})
 	client.p.Store(p)
 	return p, nil
+}
+
+// agentEnv fits the agent's environment (env, added to the relay's, whose
+// variables getenv reads) around the agents' known bugs, returning what to
+// add and which of the relay's variables to leave out.
+//
+// claude-agent-acp passes Claude Code --allow-dangerously-skip-permissions
+// whenever IS_SANDBOX is set, to anything, and Claude Code, run as root,
+// accepts that flag only with IS_SANDBOX=1, else it exits at once (and
+// session/new fails with "Query closed before response received"). As root
+// the adapter thus gets no IS_SANDBOX unless it is 1; the flag only skips
+// Claude Code's own prompts, which pilotdesk answers anyway.
+func agentEnv(argv, env []string, root bool, getenv func(string) string) (add, unset []string) {
+	if !root || !strings.Contains(strings.Join(argv, " "), "claude-agent-acp") {
+		return env, nil
+	}
+	value, set := getenv("IS_SANDBOX"), getenv("IS_SANDBOX") != ""
+	for _, kv := range env {
+		if name, v, _ := strings.Cut(kv, "="); name == "IS_SANDBOX" {
+			value, set = v, true
+		}
+	}
+	if !set || value == "1" {
+		return env, nil
+	}
+	for _, kv := range env {
+		if name, _, _ := strings.Cut(kv, "="); name != "IS_SANDBOX" {
+			add = append(add, kv)
+		}
+	}
+	return add, []string{"IS_SANDBOX"}
 }
 
 // cause explains why the process ended.

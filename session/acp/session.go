@@ -39,12 +39,18 @@ type Session struct {
 	proc    *process      // the process the session lives in
 	id      sdk.SessionId // its ACP session id there
 	loading bool          // session/load replays the history: not news
+	updates int           // session/updates received, news or not (settle)
 	turnCtx context.Context
 	// turnStop ends the running turn with a cause (errFellBehind); nil
 	// between turns.
 	turnStop context.CancelCauseFunc
 	closed   bool
 	usage    usageCounter
+	modes    agentModes
+	// lastUsed is when the session's last turn ended (or it opened), and
+	// idle the timer that puts it to sleep (idle.go).
+	lastUsed time.Time
+	idle     *time.Timer
 }
 
 var _ session.Session = (*Session)(nil)
@@ -70,6 +76,13 @@ func newSession(a *Agent, conversationID string, host session.Host) *Session {
 // attach gives the session an ACP session in process p: the previous one
 // (prev) loaded again where the agent can, else a new one.
 func (s *Session) attach(ctx context.Context, p *process, prev sdk.SessionId) error {
+	if prev != "" && s.a.unpark(s.conversationID, p, prev) {
+		// Closed by the relay but still open in the agent, which has no
+		// session/close: it is taken up again as it is.
+		s.log.Info("acp: took up the conversation's session again, still open in the agent", "session", prev)
+		return s.bind(p, prev, false)
+	}
+	lost := ""
 	if prev != "" {
 		err := s.reopen(ctx, p, prev)
 		if err == nil {
@@ -84,12 +97,30 @@ func (s *Session) attach(ctx context.Context, p *process, prev sdk.SessionId) er
 		// The agent keeps the transcript's context no more; the
 		// conversation goes on with a fresh agent session.
 		s.log.Warn("acp: the agent cannot resume the conversation's session; starting a new one", "session", prev, "err", err)
+		lost = err.Error()
 	}
 	res, err := p.conn.NewSession(ctx, sdk.NewSessionRequest{Cwd: s.a.opts.WorkDir, McpServers: []sdk.McpServer{}})
 	if err != nil {
 		return s.failed(ctx, p, "session/new", err)
 	}
-	return s.bind(p, res.SessionId, false)
+	if err := s.bind(p, res.SessionId, false); err != nil {
+		return err
+	}
+	s.setModes(res.Modes)
+	if lost != "" {
+		// Said in the transcript, where every front end reads it, once
+		// per conversation: the reply will not know what came before.
+		s.noteLater("lost-context", "the agent could not load this conversation's earlier session ("+lost+"), so it goes on in a new session and no longer knows what was said before.")
+	}
+	return nil
+}
+
+// noteLater puts a note of pilotdesk's in the transcript, in order with
+// the session's events.
+func (s *Session) noteLater(key, text string) {
+	if err := s.queue.push(func() { s.st.note(key, text) }); err != nil {
+		s.log.Warn("acp: a note could not be given", "note", key, "err", err)
+	}
 }
 
 // reopen loads (session/load) or resumes (session/resume) an earlier ACP
@@ -103,7 +134,25 @@ func (s *Session) reopen(ctx context.Context, p *process, id sdk.SessionId) erro
 		if err := s.bind(p, id, true); err != nil {
 			return err
 		}
-		_, err := p.conn.LoadSession(ctx, sdk.LoadSessionRequest{SessionId: id, Cwd: s.a.opts.WorkDir, McpServers: []sdk.McpServer{}})
+		res, err := p.conn.LoadSession(ctx, sdk.LoadSessionRequest{SessionId: id, Cwd: s.a.opts.WorkDir, McpServers: []sdk.McpServer{}})
+		if err != nil && s.a.wasClosedIn(id, p) {
+			// Closed here a moment ago: Codex answers session/close
+			// before it lets the session go, and refuses to load it
+			// until then ("already has a live local writer").
+			for wait := 250 * time.Millisecond; err != nil && wait <= time.Second && p.alive(); wait *= 2 {
+				select {
+				case <-ctx.Done():
+				case <-time.After(wait):
+				}
+				if ctx.Err() != nil {
+					break
+				}
+				res, err = p.conn.LoadSession(ctx, sdk.LoadSessionRequest{SessionId: id, Cwd: s.a.opts.WorkDir, McpServers: []sdk.McpServer{}})
+			}
+		}
+		if err == nil {
+			s.settle(ctx)
+		}
 		s.mu.Lock()
 		s.loading = false
 		if err != nil {
@@ -115,15 +164,56 @@ func (s *Session) reopen(ctx context.Context, p *process, id sdk.SessionId) erro
 			return fmt.Errorf("session/load: %s", rpcMessage(err))
 		}
 		s.log.Info("acp: loaded the conversation's session", "session", id)
+		s.setModes(res.Modes)
 		return nil
 	case caps.SessionCapabilities.Resume != nil:
-		if _, err := p.conn.ResumeSession(ctx, sdk.ResumeSessionRequest{SessionId: id, Cwd: s.a.opts.WorkDir, McpServers: []sdk.McpServer{}}); err != nil {
+		res, err := p.conn.ResumeSession(ctx, sdk.ResumeSessionRequest{SessionId: id, Cwd: s.a.opts.WorkDir, McpServers: []sdk.McpServer{}})
+		if err != nil {
 			return fmt.Errorf("session/resume: %s", rpcMessage(err))
 		}
 		s.log.Info("acp: resumed the conversation's session", "session", id)
-		return s.bind(p, id, false)
+		if err := s.bind(p, id, false); err != nil {
+			return err
+		}
+		s.setModes(res.Modes)
+		return nil
 	default:
 		return errors.New("the agent offers neither session/load nor session/resume")
+	}
+}
+
+// Replay after session/load: an agent replays the session's history as
+// updates, which are not news. Most send them before they answer the load;
+// the Gemini CLI streams them after its answer, so the session goes on
+// taking updates as replay until none came for settleQuiet (at most
+// settleMax), before its next prompt can be sent.
+const (
+	settleQuiet = 150 * time.Millisecond
+	settleMax   = 3 * time.Second
+)
+
+// settle waits until the agent stopped replaying the loaded session.
+func (s *Session) settle(ctx context.Context) {
+	deadline := time.Now().Add(settleMax)
+	s.mu.Lock()
+	last := s.updates
+	s.mu.Unlock()
+	t := time.NewTimer(settleQuiet)
+	defer t.Stop()
+	for time.Now().Before(deadline) {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		s.mu.Lock()
+		n := s.updates
+		s.mu.Unlock()
+		if n == last {
+			return
+		}
+		last = n
+		t.Reset(settleQuiet)
 	}
 }
 
@@ -175,10 +265,14 @@ func (s *Session) live(ctx context.Context) (*process, sdk.SessionId, error) {
 		return nil, "", err
 	}
 	s.mu.Lock()
-	same, id := s.proc == p, s.id
+	same, asleep, id := s.proc == p, s.proc == nil, s.id
 	s.mu.Unlock()
 	if !same {
-		s.log.Info("acp: the agent was restarted; reopening the conversation's session", "previous", id)
+		if asleep {
+			s.log.Info("acp: reopening the conversation's session, closed while idle", "session", id)
+		} else {
+			s.log.Info("acp: the agent was restarted; reopening the conversation's session", "previous", id)
+		}
 		if err := s.attach(ctx, p, id); err != nil {
 			return nil, "", err
 		}
@@ -202,6 +296,7 @@ func (s *Session) Run(ctx context.Context, t session.Turn) error {
 	if closed {
 		return ErrClosed
 	}
+	defer s.used()
 	p, id, err := s.live(ctx)
 	if err != nil {
 		if ctx.Err() != nil {
@@ -212,6 +307,7 @@ func (s *Session) Run(ctx context.Context, t session.Turn) error {
 	if t.Model != "" {
 		s.log.Debug("acp: the agent's own configuration picks the model; the turn's model is not passed on", "model", t.Model)
 	}
+	s.followMode(ctx, p, id)
 
 	tctx, stop := context.WithCancelCause(ctx)
 	defer stop(nil)
@@ -221,13 +317,29 @@ func (s *Session) Run(ctx context.Context, t session.Turn) error {
 	res, aborted, err := s.prompt(tctx, p, id, t.Prompt)
 	s.mu.Lock()
 	s.turnCtx, s.turnStop = nil, nil
-	usage := s.usage.turn(res.Usage)
+	usage := s.usage.turn(res.Usage, res.Meta)
 	s.mu.Unlock()
 
 	// Every update the agent sent before its answer is queued by now (the
 	// SDK hands notifications over before the response): end the turn
 	// after them.
-	s.sync(func() { s.st.endTurn(aborted, usage) })
+	stoppedAtDenial := false
+	s.sync(func() {
+		// An agent that ends its turn itself (stopReason cancelled) right
+		// after the relay denied a tool (Codex: its only rejection is
+		// "abort") ended it as Plan intends: the turn is completed.
+		stoppedAtDenial = err == nil && !aborted && res.StopReason == sdk.StopReasonCancelled && s.st.deniedTool
+		if stoppedAtDenial {
+			s.st.note("stops-at-denial", "this agent ends its turn when a tool call is denied, so in Plan mode it stops at the first tool it wanted to run; the denial is in the tool's row, and the agent hears of it with your next message.")
+		}
+		s.st.endTurn(aborted, usage)
+		if res.Usage == nil && quotaUsage(res.Meta) == nil && err == nil && !aborted && res.StopReason == sdk.StopReasonEndTurn {
+			s.st.note("no-usage", "this agent reports no usage: its turns' tokens and cost cannot be shown.")
+		}
+	})
+	if stoppedAtDenial {
+		return nil
+	}
 
 	if ctx.Err() != nil {
 		return ctx.Err()
@@ -319,7 +431,11 @@ func (s *Session) sync(f func()) {
 // onUpdate queues a session/update for the pump.
 func (s *Session) onUpdate(p *process, u sdk.SessionUpdate) {
 	s.mu.Lock()
+	s.updates++
 	ours := s.proc == p && !s.loading
+	if u.CurrentModeUpdate != nil && s.proc == p {
+		s.modes.current = u.CurrentModeUpdate.CurrentModeId
+	}
 	s.mu.Unlock()
 	if ours {
 		if err := s.queue.push(func() { s.st.update(u) }); errors.Is(err, queue.ErrFull) {
@@ -393,6 +509,9 @@ func (s *Session) Close(ctx context.Context) error {
 	}
 	s.closed = true
 	p, id := s.proc, s.id
+	if s.idle != nil {
+		s.idle.Stop()
+	}
 	s.mu.Unlock()
 
 	if _, ok := ctx.Deadline(); !ok {
@@ -401,12 +520,25 @@ func (s *Session) Close(ctx context.Context) error {
 		defer cancel()
 	}
 	var err error
-	if p != nil && id != "" && p.alive() && p.info.AgentCapabilities.SessionCapabilities.Close != nil {
-		_, err = p.conn.CloseSession(ctx, sdk.CloseSessionRequest{SessionId: id})
+	if p != nil && id != "" && p.alive() {
+		if p.info.AgentCapabilities.SessionCapabilities.Close != nil {
+			_, err = p.conn.CloseSession(ctx, sdk.CloseSessionRequest{SessionId: id})
+			if err == nil {
+				s.a.closedIn(id, p)
+			}
+		} else {
+			// Nothing frees it in the agent: keep it for the next Open,
+			// which takes it up again instead of loading it (Codex
+			// refuses to load a session it still holds).
+			s.a.park(s.conversationID, p, id)
+		}
 	}
 	if id != "" {
 		s.a.unregister(id, s)
 	}
+	s.a.mu.Lock()
+	delete(s.a.asleep, s)
+	s.a.mu.Unlock()
 	s.stop()
 	if err != nil && p.dead() == nil {
 		return fmt.Errorf("acp: session/close: %s", rpcMessage(err))

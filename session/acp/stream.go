@@ -27,6 +27,11 @@ type stream struct {
 	// carry no id either); "" when the last thing was not reasoning.
 	thinkID string
 
+	// deniedTool: the relay denied a tool call in this turn (Plan), so an
+	// agent that ends its turn there (stopReason cancelled) ended it as
+	// the mode intends.
+	deniedTool bool
+
 	tools   map[sdk.ToolCallId]*toolCall
 	open    []sdk.ToolCallId // started and not ended, in start order
 	warned  map[string]bool  // notes given, once per conversation
@@ -92,6 +97,11 @@ func (st *stream) update(u sdk.SessionUpdate) {
 			kind = *tu.Kind
 		}
 		c := st.start(tu.ToolCallId, title, kind, tu.RawInput, false)
+		if c.held && strings.TrimSpace(title) != "" {
+			// Claude's tool_call is titled "Terminal"; the update that
+			// fills the command in names it.
+			c.name = toolName(title, c.kind)
+		}
 		if tu.RawInput != nil && !c.ended {
 			c.args = rawJSON(tu.RawInput) // opencode fills the command in later
 		}
@@ -218,6 +228,9 @@ func (st *stream) startHeld(id sdk.ToolCallId, title string, kind sdk.ToolKind, 
 			if a := rawJSON(rawInput); !noArgs(a) {
 				c.args = a
 			}
+			if strings.TrimSpace(title) != "" {
+				c.name = toolName(title, c.kind)
+			}
 			st.show(id, c)
 		}
 		return c
@@ -303,7 +316,8 @@ func (st *stream) end(id sdk.ToolCallId, success bool, fallback string) {
 		result = fallback
 	}
 	st.host.Emit(session.ToolEnd{ToolCallID: string(id), Success: success, Denied: c.denied, Result: result})
-	if success && !c.asked && changesThings(c.kind) {
+	if !c.asked && changesThings(c.kind) {
+		// Whether it worked or not: it ran, and Plan could not stop it.
 		st.note("unasked", "the agent ran “"+c.name+"” ("+string(c.kind)+") without asking permission, so Plan mode cannot stop its tools. Configure the agent to ask before it runs tools (opencode, for one, runs them unasked unless its \"permission\" setting says \"ask\").")
 	}
 	// Keep the entry (ended) so that a late update does not start it again.
@@ -333,6 +347,7 @@ func (st *stream) endTurn(aborted bool, usage *session.Usage) {
 		st.end(id, false, why)
 	}
 	st.agentMsgID = ""
+	st.deniedTool = false
 	if usage != nil {
 		st.host.Emit(*usage)
 	}

@@ -26,7 +26,10 @@ func (u *usageCounter) reset(p *process) {
 
 // turn returns the usage of the turn that reported r, or nil when there is
 // nothing to report.
-func (u *usageCounter) turn(r *sdk.Usage) *session.Usage {
+func (u *usageCounter) turn(r *sdk.Usage, meta map[string]any) *session.Usage {
+	if r == nil {
+		r = quotaUsage(meta)
+	}
 	if r == nil {
 		return nil
 	}
@@ -70,4 +73,18 @@ func optCount(n *int) *int64 {
 		return nil
 	}
 	return count(*n)
+}
+
+// quotaUsage reads the Gemini CLI's token counts of a turn, which it puts
+// in the prompt response's _meta rather than in usage:
+// {"quota":{"token_count":{"input_tokens":N,"output_tokens":M},"model_usage":[…]}}.
+func quotaUsage(meta map[string]any) *sdk.Usage {
+	quota, _ := meta["quota"].(map[string]any)
+	tc, _ := quota["token_count"].(map[string]any)
+	in, ok1 := tc["input_tokens"].(float64)
+	out, ok2 := tc["output_tokens"].(float64)
+	if !ok1 || !ok2 || in < 0 || out < 0 {
+		return nil
+	}
+	return &sdk.Usage{InputTokens: int(in), OutputTokens: int(out), TotalTokens: int(in + out)}
 }

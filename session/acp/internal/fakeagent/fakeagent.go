@@ -64,6 +64,9 @@ const (
 	EnvProtocol   = "FAKE_ACP_PROTOCOL"   // the protocol version to answer (default 1)
 	EnvClose      = "FAKE_ACP_NO_CLOSE"   // "1": do not offer session/close
 	EnvMute       = "FAKE_ACP_MUTE"       // "1": never answer extension requests (as a broken agent)
+	EnvTitle      = "FAKE_ACP_TITLE"      // the agent's title in initialize (default none)
+	EnvModes      = "FAKE_ACP_MODES"      // "1": sessions have modes default and plan, as Claude's
+	EnvLoadFails  = "FAKE_ACP_LOAD_FAILS" // "1": session/load fails, as the Gemini CLI's
 )
 
 // LogEntry is one line of the EnvLog file.
@@ -156,10 +159,14 @@ func (a *agent) Initialize(_ context.Context, p sdk.InitializeRequest) (sdk.Init
 	if os.Getenv(EnvClose) != "1" {
 		caps.SessionCapabilities.Close = &sdk.SessionCloseCapabilities{}
 	}
+	info := &sdk.Implementation{Name: name, Version: "0.0.1"}
+	if title := os.Getenv(EnvTitle); title != "" {
+		info.Title = &title
+	}
 	return sdk.InitializeResponse{
 		ProtocolVersion:   sdk.ProtocolVersion(version),
 		AgentCapabilities: caps,
-		AgentInfo:         &sdk.Implementation{Name: name, Version: "0.0.1"},
+		AgentInfo:         info,
 		AuthMethods: []sdk.AuthMethod{{Agent: &sdk.AuthMethodAgent{
 			Id: "fake-login", Name: "Log in to the fake", Description: sdk.Ptr("Run `fake-acp login` in a terminal"),
 		}}},
@@ -222,7 +229,16 @@ func (a *agent) NewSession(_ context.Context, p sdk.NewSessionRequest) (sdk.NewS
 	rand.Read(b)
 	id := sdk.SessionId("sess-" + hex.EncodeToString(b))
 	a.save(id, history{Cwd: p.Cwd})
-	return sdk.NewSessionResponse{SessionId: id}, nil
+	return sdk.NewSessionResponse{SessionId: id, Modes: modes()}, nil
+}
+
+// modes are the sessions' modes with EnvModes, else none.
+func modes() *sdk.SessionModeState {
+	if os.Getenv(EnvModes) != "1" {
+		return nil
+	}
+	return &sdk.SessionModeState{CurrentModeId: "default", AvailableModes: []sdk.SessionMode{
+		{Id: "default", Name: "Default"}, {Id: "plan", Name: "Plan Mode"}}}
 }
 
 // history is a session as the fake keeps it in EnvState.
@@ -259,7 +275,7 @@ func (a *agent) save(id sdk.SessionId, h history) {
 func (a *agent) LoadSession(ctx context.Context, p sdk.LoadSessionRequest) (sdk.LoadSessionResponse, error) {
 	a.logRequest(sdk.AgentMethodSessionLoad, p.SessionId, p)
 	h, ok := a.load(p.SessionId)
-	if !ok {
+	if !ok || os.Getenv(EnvLoadFails) == "1" {
 		return sdk.LoadSessionResponse{}, sdk.NewInvalidParams(map[string]any{"error": "no such session"})
 	}
 	// Replay the history before answering, as agents do.
@@ -270,7 +286,7 @@ func (a *agent) LoadSession(ctx context.Context, p sdk.LoadSessionRequest) (sdk.
 			a.send(ctx, p.SessionId, sdk.UpdateAgentMessageText(text))
 		}
 	}
-	return sdk.LoadSessionResponse{}, nil
+	return sdk.LoadSessionResponse{Modes: modes()}, nil
 }
 
 func (a *agent) send(ctx context.Context, id sdk.SessionId, u sdk.SessionUpdate) {
@@ -372,6 +388,55 @@ func (a *agent) Prompt(ctx context.Context, p sdk.PromptRequest) (sdk.PromptResp
 		case <-answered:
 			return end, nil
 		}
+	case "codextool":
+		// As codex-acp: its only rejection is "abort", on which it ends
+		// the turn itself (stopReason cancelled).
+		input := map[string]any{"command": "touch codex.txt"}
+		a.send(ctx, id, sdk.StartToolCall("c1", "touch codex.txt", sdk.WithStartKind(sdk.ToolKindExecute),
+			sdk.WithStartStatus(sdk.ToolCallStatusPending), sdk.WithStartRawInput(input)))
+		res, err := a.conn.RequestPermission(ctx, sdk.RequestPermissionRequest{SessionId: id,
+			ToolCall: sdk.ToolCallUpdate{ToolCallId: "c1", Title: sdk.Ptr("touch codex.txt"), Kind: sdk.Ptr(sdk.ToolKindExecute), RawInput: input},
+			Options: []sdk.PermissionOption{
+				{Kind: sdk.PermissionOptionKindAllowOnce, Name: "Yes, proceed", OptionId: "approved"},
+				{Kind: sdk.PermissionOptionKindAllowAlways, Name: "Yes, and don't ask again", OptionId: "approved-execpolicy-amendment"},
+				{Kind: sdk.PermissionOptionKindRejectOnce, Name: "No, and tell Codex what to do differently", OptionId: "abort"},
+			}})
+		outcome := "error"
+		if err == nil && res.Outcome.Selected != nil {
+			outcome = string(res.Outcome.Selected.OptionId)
+		}
+		a.log(LogEntry{Method: "permission", Session: string(id), Outcome: outcome})
+		if outcome != "approved" {
+			a.send(ctx, id, sdk.UpdateToolCall("c1", sdk.WithUpdateStatus(sdk.ToolCallStatusFailed)))
+			return sdk.PromptResponse{StopReason: sdk.StopReasonCancelled}, nil
+		}
+		os.WriteFile(filepath.Join(h.Cwd, "codex.txt"), nil, 0o644)
+		a.send(ctx, id, sdk.UpdateToolCall("c1", sdk.WithUpdateStatus(sdk.ToolCallStatusCompleted)))
+	case "placeholder":
+		// As Claude's: the tool_call is titled "Terminal", with no
+		// arguments; the update after it names the command.
+		a.send(ctx, id, sdk.StartToolCall("p1", "Terminal", sdk.WithStartKind(sdk.ToolKindExecute), sdk.WithStartStatus(sdk.ToolCallStatusPending),
+			sdk.WithStartRawInput(map[string]any{})))
+		input := map[string]any{"command": "echo hi > hi.txt"}
+		a.send(ctx, id, sdk.UpdateToolCall("p1", sdk.WithUpdateTitle("echo hi > hi.txt"), sdk.WithUpdateRawInput(input)))
+		if a.ask(ctx, id, "p1", "echo hi > hi.txt", sdk.ToolKindExecute, input) {
+			a.send(ctx, id, sdk.UpdateToolCall("p1", sdk.WithUpdateStatus(sdk.ToolCallStatusCompleted)))
+		} else {
+			a.send(ctx, id, sdk.UpdateToolCall("p1", sdk.WithUpdateStatus(sdk.ToolCallStatusFailed)))
+		}
+	case "noaskfail":
+		// A command run without asking, which fails.
+		a.send(ctx, id, sdk.StartToolCall("f1", "Run false", sdk.WithStartKind(sdk.ToolKindExecute), sdk.WithStartStatus(sdk.ToolCallStatusInProgress)))
+		a.send(ctx, id, sdk.UpdateToolCall("f1", sdk.WithUpdateStatus(sdk.ToolCallStatusFailed)))
+	case "nousage":
+		a.say(ctx, id, "No usage.")
+		return sdk.PromptResponse{StopReason: sdk.StopReasonEndTurn}, nil
+	case "quota":
+		// As the Gemini CLI: the turn's tokens in _meta.quota.
+		a.say(ctx, id, "Counted.")
+		return sdk.PromptResponse{StopReason: sdk.StopReasonEndTurn, Meta: map[string]any{"quota": map[string]any{
+			"token_count": map[string]any{"input_tokens": 321, "output_tokens": 12},
+			"model_usage": []any{map[string]any{"model": "gemini-2.5-flash", "token_count": map[string]any{"input_tokens": 321, "output_tokens": 12}}}}}}, nil
 	case "crash":
 		a.say(ctx, id, "About to crash.")
 		fmt.Fprintln(os.Stderr, "fake acp: crashing on purpose")
