@@ -41,7 +41,7 @@ export class App {
       more: () => this.requestList('more'),
       fresh: () => this.newConversation(),
     });
-    this.transcript = new Transcript($('transcript'));
+    this.transcript = new Transcript($('transcript'), $('new-below'));
     this.indicator = new Indicator($('indicator'));
     this.composer = new Composer(
       { form: $('composer'), input: $('prompt'), send: $('send'), plan: $('mode-plan'), act: $('mode-act'), banner: $('plan-banner') },
@@ -261,6 +261,9 @@ export class App {
     this.lastPrompt.set(c.id, text);
     c.markSending(text);
     c.updatedAt = Date.now();
+    // The user's own prompt, the reply and how it ends are what they
+    // want to see next, wherever they had scrolled.
+    this.transcript.follow();
     return true;
   }
 
@@ -299,6 +302,7 @@ export class App {
     const c = this.convs.get(convId);
     if (!c) return;
     c.markAnswering(requestId, text, false);
+    this.transcript.follow();
     const data = { conversationId: convId, requestId, answer: text, wasFreeform: !!wasFreeform };
     if (Number.isInteger(index)) data.index = index;
     if (!this.conn.send('copilot:user_input_response', data)) {
@@ -311,6 +315,7 @@ export class App {
     const c = this.convs.get(convId);
     if (!c) return;
     c.markAnswering(requestId, '', true);
+    this.transcript.follow();
     if (!this.conn.send('copilot:user_input_response', { conversationId: convId, requestId, answer: 'reject', rejected: true })) {
       c.answerFailed(requestId, 'Not connected to the relay: the rejection was not sent. Try again once the page is connected.');
     }

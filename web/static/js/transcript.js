@@ -3,6 +3,13 @@
 // block still growing, so a long reply costs the same per delta as a short
 // one. Rows far off screen are skipped by the browser's layout
 // (content-visibility in app.css), which keeps long transcripts light.
+//
+// It follows the newest content: while the view is at the bottom (within
+// two of its lines, measured in what is drawn), anything that grows the
+// rows or shrinks the view (a banner, the keyboard) keeps it there; once
+// the user scrolls up it stays put and the "New messages" pill counts what
+// arrives below, and jumps there. Opening a conversation, a send and an
+// answer follow again (follow()).
 
 import { el, clear } from './dom.js';
 import { renderBlock, splitBlocks } from './markdown.js';
@@ -11,6 +18,10 @@ import { oneLine, planMark } from './words.js';
 // A collapsed reasoning row previews this much of the start of the text,
 // so a long run of it does not cost its length at each chunk.
 const PREVIEW_CHARS = 4096;
+
+// Rows that count as new messages for the pill (a mode change or a note
+// is not something to scroll down for).
+const COUNTED = new Set(['user', 'text', 'tool', 'plan', 'status', 'reasoning']);
 
 const TOOL_STATES = {
   running: { icon: '…', label: 'running' },
@@ -22,14 +33,35 @@ const TOOL_STATES = {
 const STATUS_ICONS = { completed: '✓', aborted: '■', rejected: '✕', error: '!' };
 
 export class Transcript {
-  /** @param {HTMLElement} root the scrolling container */
-  constructor(root) {
+  /**
+   * @param {HTMLElement} root the scrolling container
+   * @param {HTMLButtonElement} pill the "New messages" button (hidden
+   *   while following)
+   */
+  constructor(root, pill) {
     this.root = root;
+    this.pill = pill;
+    this.box = el('div', { class: 'rows' });
+    root.append(this.box);
     this.convId = null;
     this.generation = 0;
     this.nodes = []; // the row nodes, by row index
     this.versions = [];
     this.blocks = new WeakMap(); // text row node → [{src, node}]
+    this.following = true;
+    this.unread = 0; // counted rows that arrived below while not following
+    this.lastTop = 0; // scrollTop after the last scroll, to tell up from down
+    root.addEventListener('scroll', () => this.onScroll(), { passive: true });
+    // Whatever changes the rows' height (a row laid out for the first
+    // time, an image, a disclosure) or the view's (the Plan banner, the
+    // indicator, the keyboard, a rotation) keeps the view at the bottom
+    // while following.
+    this.sizes = new ResizeObserver(() => {
+      if (this.following) this.scrollToEnd();
+    });
+    this.sizes.observe(root);
+    this.sizes.observe(this.box);
+    pill.addEventListener('click', () => this.follow());
   }
 
   /** render shows conv (null: nothing open). */
@@ -37,16 +69,20 @@ export class Transcript {
     const id = conv ? conv.id : null;
     const generation = conv ? conv.generation : 0;
     const rows = conv ? conv.rows : [];
+    if (id !== this.convId) {
+      // Opening a conversation shows its latest turn.
+      this.following = true;
+      this.unread = 0;
+    }
     if (id !== this.convId || generation !== this.generation || rows.length < this.nodes.length) {
       // Another conversation, or a copy replaced after a reset.
-      clear(this.root);
+      clear(this.box);
       this.nodes = [];
       this.versions = [];
       this.convId = id;
       this.generation = generation;
     }
-    const stick = this.atBottom();
-    this.root.querySelector(':scope > .empty')?.remove();
+    this.box.querySelector(':scope > .empty')?.remove();
     for (let i = 0; i < rows.length; i++) {
       const row = rows[i];
       if (this.versions[i] === row.v && this.nodes[i]) continue;
@@ -55,26 +91,69 @@ export class Transcript {
         ? (row.kind === 'text' ? this.updateText(old, row) : this.updateReasoning(old, row))
         : this.build(row);
       node.dataset.row = String(i);
-      if (!old) this.root.append(node);
-      else if (old !== node) old.replaceWith(node);
+      if (!old) {
+        this.box.append(node);
+        if (!this.following && COUNTED.has(row.kind)) this.unread++;
+      } else if (old !== node) old.replaceWith(node);
       this.nodes[i] = node;
       this.versions[i] = row.v;
     }
     if (rows.length === 0) {
-      this.root.append(el('div', { class: 'empty' },
+      this.box.append(el('div', { class: 'empty' },
         el('p', { text: conv ? 'Ask the agent something below.' : 'No conversation is open.' }),
         el('p', { class: 'small', text: 'Plan denies every tool call, so the agent can only describe what it would do; Act lets tools run.' })));
     }
-    if (stick) this.scrollToEnd();
+    if (this.following) this.scrollToEnd();
+    this.renderPill();
+  }
+
+  /** follow brings the latest into view and keeps it there. */
+  follow() {
+    this.following = true;
+    this.unread = 0;
+    this.scrollToEnd();
+    this.renderPill();
+  }
+
+  // onScroll tells the user's scrolling from the page's: only a move up
+  // stops following, and coming back to the bottom follows again.
+  onScroll() {
+    const top = this.root.scrollTop;
+    const up = top < this.lastTop - 1;
+    this.lastTop = top;
+    const bottom = this.atBottom();
+    if (bottom) {
+      this.following = true;
+      this.unread = 0;
+    } else if (up) this.following = false;
+    this.renderPill();
+  }
+
+  // margin is how near the bottom counts as at it: two lines of the
+  // transcript's text, so it follows the user's font size and zoom.
+  margin() {
+    const line = parseFloat(getComputedStyle(this.box).lineHeight);
+    return 2 * (Number.isFinite(line) && line > 0 ? line : 24);
   }
 
   atBottom() {
     const r = this.root;
-    return r.scrollHeight - r.scrollTop - r.clientHeight < 80;
+    return r.scrollHeight - r.scrollTop - r.clientHeight <= this.margin();
   }
 
   scrollToEnd() {
-    this.root.scrollTop = this.root.scrollHeight;
+    const r = this.root;
+    r.scrollTop = r.scrollHeight;
+    this.lastTop = r.scrollTop;
+  }
+
+  renderPill() {
+    const n = this.following ? 0 : this.unread;
+    this.pill.hidden = n === 0;
+    this.pill.dataset.count = String(n);
+    if (n === 0) return;
+    const text = `New messages (${n}) ↓`;
+    if (this.pill.textContent !== text) this.pill.textContent = text;
   }
 
   build(row) {
