@@ -585,6 +585,10 @@ type ConversationInfo struct {
 type Conversations struct {
 	Conversations []ConversationInfo `json:"conversations"`
 	NextCursor    string             `json:"nextCursor,omitempty"`
+	// Role (ext) is the role of the asking connection's token when it is
+	// not the owner's (viewer or controller), so that a client shows a
+	// viewer a read-only page instead of controls the relay would refuse.
+	Role string `json:"role,omitempty"`
 }
 
 // ConversationChanged is copilot:conversation: one conversation's entry

@@ -164,6 +164,25 @@ func TestViewerCannotSend(t *testing.T) {
 	expectQuiet(t, viewer)
 }
 
+// copilot:conversations tells a viewer's or a controller's connection its
+// role, so that a client can show a viewer a read-only page; the owner's
+// page is as before.
+func TestListSaysTheRole(t *testing.T) {
+	e, _ := startDevices(t, nil)
+	for _, role := range []string{protocol.RoleViewer, protocol.RoleController} {
+		cl := e.dialAs(e.device("phone-"+role, role, time.Time{}), "web")
+		cl.Send("copilot:list", nil)
+		if got := dataMap(t, cl.Expect("copilot:conversations"))["role"]; got != role {
+			t.Errorf("%s's list says role %v", role, got)
+		}
+	}
+	own := e.dialAs(ownToken, "window")
+	own.Send("copilot:list", nil)
+	if got, ok := dataMap(t, own.Expect("copilot:conversations"))["role"]; ok {
+		t.Errorf("the owner's list says role %v", got)
+	}
+}
+
 // The relay's own token is the owner of "this device"; a wrong token, or a
 // device token that never existed, gets 401.
 func TestOwnTokenAndUnknownTokens(t *testing.T) {

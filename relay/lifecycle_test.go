@@ -452,7 +452,7 @@ func TestRestartSQLite(t *testing.T) {
 	// mode_changed, user, 100 deltas, idle, user, delta, partial message,
 	// idle aborted
 	if n != 107 || replay[0].Type != "copilot:mode_changed" || replay[n-2].Type != "copilot:message" || replay[n-2].Field("content") != "half" ||
-		replay[n-1].Field("status") != "aborted" {
+		replay[n-1].Field("status") != "aborted" || replay[n-1].Field("message") != "relay restarted" {
 		t.Fatalf("replay of %d ends %s", n, framesString(replay[max(0, n-3):]))
 	}
 	if sub.Seq() != int64(n) || sub.Field("epoch") != epoch || sub.Field("mode") != "plan" {

@@ -99,14 +99,20 @@ func (r *Relay) list(c *conn, d *protocol.List) {
 	if d.Watch != nil {
 		r.watch.set(c, *d.Watch)
 	}
-	if frame := r.listPage(after, d.PageSize()); frame != nil {
+	// Only a token with less than the owner's rights is told its role: an
+	// owner's page stays as it always was.
+	role := c.id.role
+	if role == protocol.RoleOwner {
+		role = ""
+	}
+	if frame := r.listPage(after, d.PageSize(), role); frame != nil {
 		c.enqueue(frame)
 	}
 }
 
 // listPage is the copilot:conversations frame of up to limit entries after
-// the key after (nil: from the start).
-func (r *Relay) listPage(after *listKey, limit int) []byte {
+// the key after (nil: from the start), for a connection of role.
+func (r *Relay) listPage(after *listKey, limit int, role string) []byte {
 	convs := r.allConversations()
 	type entry struct {
 		key  listKey
@@ -124,7 +130,7 @@ func (r *Relay) listPage(after *listKey, limit int) []byte {
 	}
 	slices.SortFunc(entries, func(a, b entry) int { return a.key.compare(b.key) })
 	for n := min(limit, len(entries)); ; n /= 2 {
-		page := &protocol.Conversations{Conversations: make([]protocol.ConversationInfo, n)}
+		page := &protocol.Conversations{Conversations: make([]protocol.ConversationInfo, n), Role: role}
 		for i, e := range entries[:n] {
 			page.Conversations[i] = e.info
 		}

@@ -202,6 +202,12 @@ type Relay struct {
 
 var errShutdown = errors.New("the relay is shutting down")
 
+// RestartedMessage is the copilot:idle message of a turn the relay itself
+// cut: stopped with the relay (status aborted), or left open by a crash and
+// closed on restart (status error). Clients say "Interrupted: the relay
+// restarted" for it, not that the user stopped the turn.
+const RestartedMessage = "relay restarted"
+
 // New returns a relay serving cfg.Agent. It loads the conversations of
 // cfg.Store and closes the turns a previous run left open (docs/protocol.md,
 // Durability).
@@ -382,7 +388,7 @@ func (r *Relay) load() error {
 			}
 		}
 		if m.Streaming {
-			d := protocol.Idle{Status: protocol.StatusError, Message: "relay restarted"}
+			d := protocol.Idle{Status: protocol.StatusError, Message: RestartedMessage}
 			if err := add(protocol.TypeIdle, &d.Header, &d); err != nil {
 				return err
 			}

@@ -301,6 +301,11 @@ func (c *conversation) finishTurn(t *turn, status string, runErr error) {
 		c.emitLocked(protocol.TypeChanges, &ch.Header, ch)
 	}
 	idle := protocol.Idle{Status: status}
+	if status == protocol.StatusAborted && errors.Is(context.Cause(t.ctx), errShutdown) {
+		// Cut by the relay's own stop, not by a user: the message says so,
+		// as the turn a crash left open is closed on restart.
+		idle.Message = RestartedMessage
+	}
 	c.emitLocked(protocol.TypeIdle, &idle.Header, &idle)
 	c.turnEndSeq = c.lastSeq // storefail.go: an idle lost with a failed write is replaced
 }

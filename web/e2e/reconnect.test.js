@@ -112,11 +112,20 @@ describe('reconnecting', { skip: skip || false }, () => {
     const rows = await transcriptRows(page);
     const last = rows.at(-1);
     assert.equal(last.kind, 'status');
-    assert.match(last.text, /The turn failed\.relay restarted/);
+    assert.match(last.text, /^.Interrupted: the relay restarted$/);
     const words = rows.at(-2).text.split(' ');
     assert.ok(words.length >= 5, `only ${words.length} words survived`);
     assert.equal(rows.at(-2).text, SLOW.split(' ').slice(0, words.length).join(' '), 'words lost, doubled or out of order');
     assert.ok(await connects(page) > n);
+
+    // A clean restart in the middle of a reply: the turn the relay cut is
+    // interrupted, not "Stopped" as if the user had stopped it.
+    await send(page, 'slow');
+    await page.waitForFunction(() => /w05/.test(document.querySelector('#transcript [data-kind="text"]:last-of-type')?.textContent ?? ''));
+    await relay.stop('SIGTERM');
+    relay = await startRelay({ dataDir, port });
+    await statuses(page, 4);
+    assert.match((await transcriptRows(page)).at(-1).text, /^.Interrupted: the relay restarted$/);
 
     // A relay with another history (a fresh data dir: a new epoch): the
     // page's copy is replaced by the relay's, which is empty.
@@ -129,6 +138,48 @@ describe('reconnecting', { skip: skip || false }, () => {
     await statuses(page, 1);
     assert.deepEqual((await transcriptRows(page)).map((r) => r.kind), ['user', 'text', 'status']);
     assert.deepEqual(unexpected(), []);
+  });
+
+  it('reconnects at once when the page comes back into view, when the browser comes online, and on Retry now', async () => {
+    const dataDir = tempDir('pilotdesk-e2e-retry-');
+    relay = await startRelay({ dataDir });
+    const port = relay.port;
+    const page = await open();
+    await relay.stop();
+    // Down, Send is off and says why in words.
+    await page.waitForSelector('#send[disabled]');
+    assert.match(await page.textContent('#send-why'), /Not connected to the relay/);
+    for (const trigger of ['online', 'visibilitychange']) {
+      // Wait for a backoff of 4 s or more, then the event: the page tries
+      // again long before the backoff would have.
+      await page.waitForFunction(() => Number(document.body.dataset.retryIn) >= 4000, null, { timeout: 60_000 });
+      const { tried, within } = await page.evaluate((ev) => new Promise((resolve) => {
+        const before = Number(document.body.dataset.attempts);
+        const start = performance.now();
+        const within = Number(document.body.dataset.retryIn);
+        const seen = new MutationObserver(() => {
+          if (Number(document.body.dataset.attempts) > before) {
+            seen.disconnect();
+            resolve({ tried: performance.now() - start, within });
+          }
+        });
+        seen.observe(document.body, { attributes: true });
+        if (ev === 'online') window.dispatchEvent(new Event('online'));
+        else document.dispatchEvent(new Event('visibilitychange'));
+      }), trigger);
+      assert.ok(tried < within / 2, `after ${trigger} the page tried again in ${Math.round(tried)} ms, its backoff was ${within} ms`);
+    }
+    // Retry now, once the relay is back.
+    await page.waitForSelector('#retry:not([hidden])');
+    relay = await startRelay({ dataDir, port });
+    if (await page.evaluate(() => document.body.dataset.state) !== 'live') await page.click('#retry');
+    await page.waitForSelector('body[data-state="live"]');
+    await page.waitForSelector('#retry', { state: 'hidden' });
+    await page.waitForSelector('#send:not([disabled])');
+    assert.equal(await page.isHidden('#send-why'), true);
+    assert.deepEqual(unexpected(), []);
+    await page.context().close();
+    await relay.stop();
   });
 
   it('notes where the conversation went on with another agent, once, after a restart on it', async () => {

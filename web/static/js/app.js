@@ -20,6 +20,25 @@ import { statusText, totalsText, usageText } from './words.js';
 const PAGE = 50; // conversations per copilot:list page
 const CURRENT_KEY = 'pilotdesk.current';
 
+// A conversation's link is #/c/<conversationId>; #/ is the list. The token
+// is never part of it: it comes once, in the first link's fragment.
+const LINK = /^#\/c\/(.+)$/;
+
+/** linkedId returns the conversation the address names, or ''. */
+function linkedId() {
+  const m = LINK.exec(location.hash);
+  if (!m) return '';
+  try {
+    return decodeURIComponent(m[1]);
+  } catch {
+    return '';
+  }
+}
+
+function linkOf(id) {
+  return `#/c/${encodeURIComponent(id)}`;
+}
+
 export class App {
   constructor() {
     this.token = takeToken();
@@ -30,7 +49,11 @@ export class App {
     this.nextCursor = '';
     this.listRequests = []; // 'first' | 'more', in the order sent
     this.listedOnce = false;
-    this.current = load(CURRENT_KEY);
+    // A link names the conversation to open; else the one last open here.
+    this.linked = linkedId();
+    this.current = this.linked || load(CURRENT_KEY);
+    this.role = 'owner'; // the relay says otherwise in copilot:conversations
+    this.listPushed = false; // the drawer's #/ entry was pushed by this page
     this.lastPrompt = new Map(); // id → the prompt last sent, to restore when refused
     this.state = 'connecting';
     this.stateInfo = {};
@@ -44,16 +67,22 @@ export class App {
     this.transcript = new Transcript($('transcript'), $('new-below'));
     this.indicator = new Indicator($('indicator'));
     this.composer = new Composer(
-      { form: $('composer'), input: $('prompt'), send: $('send'), plan: $('mode-plan'), act: $('mode-act'), banner: $('plan-banner') },
+      { form: $('composer'), input: $('prompt'), send: $('send'), plan: $('mode-plan'), act: $('mode-act'), banner: $('plan-banner'), why: $('send-why') },
       { send: (text) => this.send(text), stop: () => this.stop(), setMode: (m) => this.setMode(m) });
     this.question = new QuestionDialog($('question'), $('app'), {
       answer: (c, r, text, o) => this.answer(c, r, text, o),
       reject: (c, r) => this.reject(c, r),
-    });
+    }, { inset: (px) => this.transcript.setInset(px) });
     this.notifier = new Notifier({ button: $('notify'), state: $('notify-state') }, (id) => this.open(id));
 
-    $('menu').addEventListener('click', () => this.toggleDrawer());
+    $('menu').addEventListener('click', () => this.toggleDrawer(undefined, { push: true }));
     $('scrim').addEventListener('click', () => this.toggleDrawer(false));
+    $('retry').addEventListener('click', () => this.conn?.retryNow());
+    // The back button: #/ is the list, #/c/<id> a conversation.
+    window.addEventListener('popstate', () => this.route());
+    // Back online, or back on the page: try the relay at once instead of
+    // waiting out the backoff (a phone suspends a background tab's socket).
+    window.addEventListener('online', () => this.conn?.retryNow());
     $('forget').addEventListener('click', () => this.forget());
     $('login-form').addEventListener('submit', (ev) => {
       ev.preventDefault();
@@ -68,6 +97,7 @@ export class App {
     });
     document.addEventListener('visibilitychange', () => {
       if (document.hidden) return;
+      this.conn?.retryNow();
       this.notifier.render();
       // Back on the page: a fresh first page of the list (not a poll: it
       // follows the user's coming back).
@@ -75,6 +105,8 @@ export class App {
       this.render();
     });
     setInterval(() => this.tick(), 1000);
+    $('drawer').inert = !wide.matches;
+    wide.addEventListener('change', () => this.toggleDrawer(false, { history: 'none' }));
   }
 
   start() {
@@ -103,6 +135,7 @@ export class App {
     this.stateInfo = info;
     document.body.dataset.state = state;
     document.body.dataset.connects = String(this.conn.connects);
+    document.body.dataset.attempts = String(this.conn.attempts);
     if (state === 'live') {
       this.listRequests = [];
       $('login').hidden = true;
@@ -145,6 +178,8 @@ export class App {
         const live = c.synced;
         const ch = c.apply(type, d);
         if (live && ch.opened) this.notifier.questionOpened(c, ch.opened);
+        // The turn that led to a question is what the user reads to answer.
+        if (ch.opened && c.id === this.current) this.transcript.follow();
         if (live && ch.ended) this.notifier.turnEnded(c, statusText(ch.ended));
         if (ch.listing) this.upsertEntry(null, c);
       }
@@ -175,6 +210,9 @@ export class App {
   }
 
   listed(d) {
+    // Only a viewer's or a controller's list names a role; the owner's none.
+    this.role = ['viewer', 'controller'].includes(d.role) ? d.role : 'owner';
+    document.body.dataset.role = this.role;
     const kind = this.listRequests.shift() || 'first';
     if (kind === 'first') this.entries = new Map();
     for (const e of Array.isArray(d.conversations) ? d.conversations : []) this.upsertEntry(e);
@@ -219,7 +257,7 @@ export class App {
   // pickFirst opens a conversation when none is: one waiting for an answer,
   // else the last one opened here, else the most recent, else a new one.
   pickFirst() {
-    if (this.current && (this.entries.has(this.current) || this.convs.has(this.current))) {
+    if (this.current && (this.current === this.linked || this.entries.has(this.current) || this.convs.has(this.current))) {
       this.open(this.current, { keepDrawer: true });
       return;
     }
@@ -231,12 +269,36 @@ export class App {
 
   // ---- what the user does ----
 
-  open(id, { keepDrawer = false } = {}) {
+  /** route follows the address after the back or forward button. */
+  route() {
+    const id = linkedId();
+    if (id) {
+      this.listPushed = false;
+      if (id !== this.current) this.open(id, { history: 'none' });
+      else this.toggleDrawer(false, { history: 'none' });
+    } else if (location.hash === '#/') {
+      this.toggleDrawer(true, { history: 'none' });
+    }
+  }
+
+  /**
+   * open shows a conversation. history: 'push' (a new entry, so that back
+   * returns to the list: the user chose it), 'replace' (the page chose
+   * it), 'none' (the address says it already).
+   */
+  open(id, { keepDrawer = false, history: how = keepDrawer ? 'replace' : 'push' } = {}) {
     this.current = id;
     store(CURRENT_KEY, id);
+    if (how !== 'none' && location.hash !== linkOf(id)) {
+      // From the list that this page pushed (#/), the conversation takes
+      // the list's place after it: back from it returns to the list.
+      if (how === 'push') history.pushState(null, '', linkOf(id));
+      else history.replaceState(null, '', linkOf(id));
+    }
+    this.listPushed = false;
     const c = this.conv(id);
-    if (this.conn && this.conn.live && (c.onRelay || this.entries.has(id))) this.conn.follow(id);
-    if (!keepDrawer) this.toggleDrawer(false);
+    if (this.conn && this.conn.live && (c.onRelay || this.entries.has(id) || id === this.linked)) this.conn.follow(id);
+    if (!keepDrawer) this.toggleDrawer(false, { history: 'none' });
     this.scheduleRender();
   }
 
@@ -357,12 +419,29 @@ export class App {
     if (reason !== 'token') $('login-token').focus();
   }
 
-  toggleDrawer(open) {
+  /**
+   * toggleDrawer opens or closes the list. push: an opening the user
+   * asked for gets its own entry (#/), so that back closes it; history
+   * 'none': the address changed already (the back button).
+   */
+  toggleDrawer(open, { push = false, history: how = '' } = {}) {
     const app = $('app');
-    const on = open === undefined ? !app.classList.contains('drawer-open') : open;
+    const was = app.classList.contains('drawer-open');
+    const on = open === undefined ? !was : open;
     app.classList.toggle('drawer-open', on);
     $('menu').setAttribute('aria-expanded', String(on));
     $('scrim').hidden = !on;
+    // Closed, the drawer is out of the Tab order and of what a screen
+    // reader reads (on a wide screen it is a sidebar, always there).
+    $('drawer').inert = !on && !wide.matches;
+    if (how === 'none' || on === was) return;
+    if (on && push) {
+      history.pushState(null, '', '#/');
+      this.listPushed = true;
+    } else if (!on && this.listPushed && location.hash === '#/') {
+      this.listPushed = false;
+      history.back();
+    }
   }
 
   toast(text) {
@@ -419,8 +498,9 @@ export class App {
     this.transcript.render(c);
     $('transcript').classList.toggle('paused', !!(c && c.pending));
     this.indicator.render(c, Date.now());
-    this.composer.render(c, live);
-    this.question.show(c);
+    const viewer = this.role === 'viewer';
+    this.composer.render(c, live, { viewer, why: this.sendWhy(c, live, viewer) });
+    this.question.show(c, { viewer });
     $('usage').textContent = c ? [usageText(c.usage), totalsText(c.usage)].filter(Boolean).join('  ·  ') : '';
     this.list.render(this.sortedEntries(), this.current, !!this.nextCursor);
     this.renderElsewhere();
@@ -443,7 +523,20 @@ export class App {
       el('button', { type: 'button', dataset: { id: others[0] }, text: 'Open' }));
   }
 
+  // sendWhy says in words why Send is off ('' when it is on).
+  sendWhy(c, live, viewer) {
+    if (viewer) return 'This device is a viewer: it follows conversations but cannot send, answer or change the mode. A controller or the owner can.';
+    if (!c) return 'No conversation is open.';
+    if (live) return '';
+    switch (this.state) {
+      case 'refused': return 'The relay refused this page: Send comes back once it is connected again.';
+      case 'closed': return 'Not connected to the relay.';
+      default: return 'Not connected to the relay: reconnecting, Send comes back once it is connected.';
+    }
+  }
+
   renderState() {
+    $('retry').hidden = this.state !== 'reconnecting';
     const s = $('conn');
     const words = {
       connecting: 'connecting…',
@@ -454,6 +547,7 @@ export class App {
     };
     s.textContent = words[this.state] || this.state;
     s.dataset.state = this.state;
+    document.body.dataset.retryIn = String(this.state === 'reconnecting' && this.stateInfo.inMs ? this.stateInfo.inMs : 0);
   }
 
   tick() {
@@ -465,6 +559,9 @@ export class App {
     }
   }
 }
+
+// wide is when the drawer is a sidebar (app.css's breakpoint).
+const wide = window.matchMedia('(min-width: 860px)');
 
 function load(key) {
   try {

@@ -53,9 +53,16 @@ export class Composer {
     i.style.height = `${Math.min(i.scrollHeight + 2, Math.max(120, window.innerHeight / 3))}px`;
   }
 
-  /** render shows conv's mode and whether a turn runs; live: connected. */
-  render(conv, live) {
+  /**
+   * render shows conv's mode and whether a turn runs; live: connected;
+   * viewer: this device may only read (no composer at all); why: why Send
+   * is off, in words ('' when it is on).
+   */
+  render(conv, live, { viewer = false, why = '' } = {}) {
     const n = this.n;
+    n.form.hidden = viewer;
+    n.why.hidden = !why;
+    if (n.why.textContent !== why) n.why.textContent = why;
     const mode = conv ? conv.mode : 'act';
     this.streaming = !!(conv && conv.streaming);
     n.plan.setAttribute('aria-pressed', String(mode === 'plan'));
@@ -64,8 +71,8 @@ export class Composer {
     n.send.textContent = this.streaming ? 'Stop' : 'Send';
     n.send.classList.toggle('danger', this.streaming);
     n.send.classList.toggle('primary', !this.streaming);
-    n.send.disabled = !live || !conv;
-    n.send.title = live ? '' : 'Not connected to the relay';
+    n.send.disabled = !live || !conv || viewer;
+    n.send.title = why;
     n.plan.disabled = n.act.disabled = !conv;
   }
 }

@@ -11,6 +11,7 @@ const PING_AFTER = 30_000;
 const PONG_WITHIN = 20_000;
 const BACKOFF_MIN = 500;
 const BACKOFF_MAX = 15_000;
+const PROBE_WITHIN = 5_000; // a pong after coming back, or the socket is dead
 
 // Messages about a conversation that are not events: they have no seq of
 // their own to order or de-duplicate by.
@@ -38,10 +39,35 @@ export class Connection {
     this.silence = null;
     this.retry = null;
     this.connects = 0; // how many times a socket opened (the tests read it)
+    this.attempts = 0; // how many times a socket was tried
+    this.gaveUp = false; // the token was revoked: no retry
+  }
+
+  /**
+   * retryNow tries the relay at once instead of waiting out the backoff
+   * (the page came back into view, the browser came online, or the user
+   * asked); a socket that looks open is asked for a pong within a few
+   * seconds, since a phone may have suspended it without a close.
+   */
+  retryNow() {
+    if (this.stopped || this.gaveUp) return;
+    if (this.ws) {
+      if (!this.live) return; // a connection being made
+      if (this.send('ping')) {
+        clearTimeout(this.silence);
+        this.silence = setTimeout(() => {
+          if (this.ws) this.ws.close(4000, 'no answer to ping');
+        }, PROBE_WITHIN);
+      }
+      return;
+    }
+    this.backoff = BACKOFF_MIN;
+    this.open('reconnecting');
   }
 
   start() {
     this.stopped = false;
+    this.gaveUp = false;
     this.open('connecting');
   }
 
@@ -101,6 +127,7 @@ export class Connection {
   open(state) {
     clearTimeout(this.retry);
     if (this.stopped) return;
+    this.attempts++;
     this.onState(state);
     const u = new URL(this.url);
     if (this.token) u.searchParams.set('token', this.token);
@@ -139,6 +166,7 @@ export class Connection {
       if (this.stopped) return;
       if (ev.code === 4003) {
         // The token was revoked: trying again would only be refused.
+        this.gaveUp = true;
         this.onState('refused', { reason: 'revoked' });
         return;
       }

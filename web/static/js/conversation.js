@@ -27,6 +27,11 @@ import {
 const ENDS_THOUGHTS = new Set(['copilot:delta', 'copilot:message', 'copilot:tool_start', 'copilot:tool_end',
   'copilot:plan', 'copilot:user_input_request', 'copilot:error']);
 
+// RESTARTED is the relay's copilot:idle message for a turn it cut itself
+// (relay.RestartedMessage); INTERRUPTED is how the page says it.
+const RESTARTED = 'relay restarted';
+const INTERRUPTED = 'Interrupted: the relay restarted';
+
 export class Conversation {
   /**
    * @param {string} id
@@ -210,7 +215,12 @@ export class Conversation {
         this.finishMessages();
         let detail = d.message ?? '';
         if (!detail && d.status === 'error') detail = this.lastError;
-        this.push({ kind: 'status', status: d.status, text: statusText(d.status), detail, usage: turnText(this.turn) });
+        let text = statusText(d.status);
+        // A turn the relay cut (its restart, or a relay of the cluster
+        // lost) was not stopped by anyone.
+        if (detail === RESTARTED) [text, detail] = [INTERRUPTED, ''];
+        else if (detail.startsWith('relay lost')) text = INTERRUPTED;
+        this.push({ kind: 'status', status: d.status, text, detail, usage: turnText(this.turn) });
         this.streaming = false;
         this.turnOutput = false;
         this.pending = null;

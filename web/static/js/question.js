@@ -4,6 +4,14 @@
 // where the question allows it, nothing is picked by default, and an empty
 // answer is asked again with a hint instead of being sent. The rest of the
 // page is inert while it is open, so focus and taps stay in the dialog.
+//
+// The turn that led to the question stays readable: the transcript is
+// padded by the sheet's height so that its end sits just above it, and
+// "Read the conversation" folds the sheet to one line, the transcript
+// (only it) scrollable behind. After an answer the focus goes back where
+// the user was, not to the prompt box (which would raise a phone's
+// keyboard). A viewer sees the question read-only, with why it cannot
+// answer, and the page is not blocked.
 
 import { el, clear } from './dom.js';
 import { clock, visible } from './words.js';
@@ -33,10 +41,18 @@ export class QuestionDialog {
    * @param {{answer: Function, reject: Function}} actions answer(convId,
    *   requestId, text, {wasFreeform, index}) and reject(convId, requestId)
    */
-  constructor(overlay, background, actions) {
+  constructor(overlay, background, actions, { inset = () => {} } = {}) {
     this.overlay = overlay;
     this.background = background;
     this.actions = actions;
+    this.inset = inset; // inset(px): the sheet's height over the transcript
+    this.folded = false;
+    this.viewer = false;
+    this.returnTo = null; // what had the focus when the sheet opened
+    this.sheetSize = new ResizeObserver(() => {
+      const card = this.overlay.firstElementChild;
+      this.inset(this.open && card ? card.getBoundingClientRect().height : 0);
+    });
     this.key = null; // conversationId/requestId shown
     this.convId = null;
     this.req = null;
@@ -67,14 +83,18 @@ export class QuestionDialog {
    * show opens, keeps or closes the dialog for conv's open question; it
    * is called on every render.
    */
-  show(conv) {
+  show(conv, { viewer = false } = {}) {
     const p = conv && conv.pending;
     if (!p || p.answering) {
       this.close();
       return;
     }
-    const key = `${conv.id}/${p.request.requestId}`;
-    if (key !== this.key) this.build(conv, p);
+    const key = `${conv.id}/${p.request.requestId}/${viewer ? 'viewer' : ''}`;
+    if (key !== this.key) {
+      this.viewer = viewer;
+      this.build(conv, p);
+      this.key = key;
+    }
     this.deadline = p.deadline;
     if (p.hint) this.setHint(p.hint);
     this.tick(Date.now());
@@ -84,14 +104,52 @@ export class QuestionDialog {
     if (!this.open) return;
     this.key = null;
     this.req = null;
+    this.sheetSize.disconnect();
+    this.inset(0);
+    this.setFolded(false);
     this.overlay.hidden = true;
     this.background.inert = false;
+    const hadFocus = this.overlay.contains(document.activeElement);
     clear(this.overlay);
-    document.getElementById('prompt')?.focus({ preventScroll: true });
+    // Back where the user was (a button of the transcript, the list), not
+    // the prompt box, which would raise a phone's keyboard.
+    const back = this.returnTo;
+    this.returnTo = null;
+    if (hadFocus && back && back.isConnected && !back.disabled && !back.closest('[inert]')) back.focus({ preventScroll: true });
+  }
+
+  // setFolded folds the sheet to one line with the transcript scrollable
+  // behind it (and nothing else of the page), or unfolds it.
+  setFolded(folded) {
+    this.folded = folded;
+    this.overlay.classList.toggle('folded', folded);
+    const main = this.background.querySelector('.main');
+    const drawer = this.background.querySelector('#drawer');
+    if (folded) {
+      this.drawerInert = drawer ? drawer.inert : false;
+      this.background.inert = false;
+      if (drawer) drawer.inert = true;
+      for (const part of main ? main.children : []) part.inert = !part.classList.contains('stage');
+    } else {
+      for (const part of main ? main.children : []) part.inert = false;
+      if (drawer && this.drawerInert !== undefined) drawer.inert = this.drawerInert;
+      this.drawerInert = undefined;
+      if (this.open && !this.viewer) this.background.inert = true;
+    }
+    const fold = this.overlay.querySelector('.q-fold');
+    if (fold) {
+      fold.textContent = folded ? 'Show the question' : 'Read the conversation';
+      fold.setAttribute('aria-expanded', String(!folded));
+    }
   }
 
   build(conv, p) {
     const req = p.request;
+    if (!this.open) {
+      const active = document.activeElement;
+      this.returnTo = active && active !== document.body && !this.overlay.contains(active) ? active : null;
+    }
+    this.setFolded(false);
     this.key = `${conv.id}/${req.requestId}`;
     this.convId = conv.id;
     this.req = req;
@@ -103,7 +161,11 @@ export class QuestionDialog {
     const choices = Array.isArray(req.choices) ? req.choices.map(String) : [];
 
     const body = el('div', { class: 'q-body' });
-    switch (this.kind) {
+    switch (this.viewer ? 'viewer' : this.kind) {
+      case 'viewer':
+        if (choices.length) body.append(el('ul', { class: 'q-readonly' }, choices.map((c, i) => el('li', { text: `${i + 1}) ${c}` }))));
+        body.append(el('p', { class: 'q-viewer', text: 'This device is a viewer: it cannot answer. The agent waits for a controller or the owner to answer or reject it.' }));
+        break;
       case 'approval':
         this.buildApproval(body, choices);
         break;
@@ -128,13 +190,19 @@ export class QuestionDialog {
       ? el('p', { class: 'small', text: `${req.queued} more ${req.queued === 1 ? 'question waits' : 'questions wait'} after this one.` })
       : null;
     const title = el('h2', { id: 'q-title', text: TITLES[this.kind] });
-    const card = el('div', { class: 'q-card', role: 'dialog', 'aria-modal': 'true', 'aria-labelledby': 'q-title', 'aria-describedby': 'q-question', tabindex: '-1', dataset: { kind: this.kind } },
-      el('div', { class: 'q-head' }, el('span', { class: 'q-icon', 'aria-hidden': 'true', text: '?' }), title),
+    const fold = el('button', { type: 'button', class: 'q-fold link', 'aria-controls': 'q-fold-part', 'aria-expanded': 'true', text: 'Read the conversation', onclick: () => this.setFolded(!this.folded) });
+    const card = el('div', { class: 'q-card', role: 'dialog', 'aria-modal': this.viewer ? 'false' : 'true', 'aria-labelledby': 'q-title', 'aria-describedby': 'q-question', tabindex: '-1', dataset: { kind: this.kind, viewer: String(this.viewer) } },
+      el('div', { class: 'q-head' }, el('span', { class: 'q-icon', 'aria-hidden': 'true', text: '?' }), title, fold),
       el('p', { id: 'q-question', class: 'q-question', text: req.question ?? '' }),
-      body, this.hintNode, queued, this.countdown);
+      el('div', { id: 'q-fold-part', class: 'q-fold-part' }, body, this.hintNode, queued, this.countdown));
     clear(this.overlay).append(card);
     this.overlay.hidden = false;
-    this.background.inert = true;
+    this.overlay.classList.toggle('viewer', this.viewer);
+    // A viewer's sheet blocks nothing: it can only read.
+    this.background.inert = !this.viewer;
+    this.sheetSize.disconnect();
+    this.sheetSize.observe(card);
+    if (this.viewer) return;
     if (this.input && (this.kind === 'text' || choices.length === 0)) this.input.focus();
     else card.focus({ preventScroll: true });
   }
@@ -246,7 +314,8 @@ export class QuestionDialog {
   }
 
   onKey(ev) {
-    if (!this.open) return;
+    // A viewer's sheet takes no keys, nor does a folded one (the user reads).
+    if (!this.open || this.viewer || this.folded) return;
     const inField = ev.target === this.input;
     if (ev.key === 'Escape') {
       ev.preventDefault();

@@ -107,6 +107,17 @@ export class Transcript {
     this.renderPill();
   }
 
+  /**
+   * setInset makes room below the rows for px of a sheet drawn over the
+   * transcript, so that its end can be read above the sheet.
+   */
+  setInset(px) {
+    const v = px > 0 ? `calc(1rem + ${Math.round(px)}px)` : '';
+    if (this.root.style.paddingBottom === v) return;
+    this.root.style.paddingBottom = v;
+    if (this.following) this.scrollToEnd();
+  }
+
   /** follow brings the latest into view and keeps it there. */
   follow() {
     this.following = true;
