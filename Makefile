@@ -112,6 +112,7 @@ acp-window: opencode
 bench: nats-server
 	$(GO) run ./tools/fanoutbench
 	$(GO) run ./tools/fanoutbench -store sqlite -idle 0
+	$(GO) run ./tools/checkpointbench
 	$(MAKE) --no-print-directory bench-nats
 	$(GO) test -tags $(TEST_TAGS) ./ui -run '^$$' -bench StreamBatch -benchtime 2000x
 	$(MAKE) --no-print-directory bench-window

@@ -66,8 +66,15 @@ type location struct {
 	bare   string   // the bare repository in the data dir, if that is where
 	index  string   // the private index this store keeps for the folder
 	seed   string   // the user's index, copied to start the private one
-	mu     sync.Mutex
+
+	mu   sync.Mutex              // guards the private index's file, tree and last
+	tree string                  // the tree the private index held when last written; "" unknown
+	last map[string]lastSnapshot // each conversation's last snapshot that had no parent
 }
+
+// lastSnapshot is a conversation's last snapshot without parent: taken of
+// the same tree, with the same message, it is the same snapshot.
+type lastSnapshot struct{ tree, msg, id string }
 
 // locate finds (once per folder) where dir's snapshots go.
 func (s *Store) locate(ctx context.Context, dir string) (*location, error) {
@@ -208,7 +215,8 @@ func (s *Store) Delete(ctx context.Context, dir, conv string) error {
 		}
 	}
 	l.mu.Lock()
-	defer l.mu.Unlock()
+	delete(l.last, conv)
+	l.mu.Unlock()
 	out, err := l.git(s, "for-each-ref", "--format=delete %(refname)", refsOf(conv)).output(ctx)
 	if err != nil {
 		return fmt.Errorf("checkpoint: the refs of %s: %w", conv, err)

@@ -56,6 +56,16 @@ func (s *Store) snapshot(ctx context.Context, dir, conv, before string) (string,
 		b, _ := json.Marshal(p)
 		msg += fmt.Sprintf("large %d %d %s\n", bigs[p].Size, bigs[p].MTime, b)
 	}
+	if before == "" {
+		// The folder as conv's last plain snapshot saw it: that one is
+		// this one too (no commit, no ref to write).
+		l.mu.Lock()
+		last := l.last[conv]
+		l.mu.Unlock()
+		if last.tree == tree && last.msg == msg && last.id != "" {
+			return last.id, nil
+		}
+	}
 	args := []string{"commit-tree", "--no-gpg-sign", tree, "-F", "-"}
 	if before != "" {
 		args = append(args, "-p", before)
@@ -76,6 +86,14 @@ func (s *Store) snapshot(ctx context.Context, dir, conv, before string) (string,
 	if _, err := g.output(ctx); err != nil {
 		return "", fmt.Errorf("checkpoint: snapshot of %s: %w", l.dir, err)
 	}
+	if before == "" {
+		l.mu.Lock()
+		if l.last == nil {
+			l.last = map[string]lastSnapshot{}
+		}
+		l.last[conv] = lastSnapshot{tree: tree, msg: msg, id: id}
+		l.mu.Unlock()
+	}
 	return id, nil
 }
 
@@ -89,7 +107,10 @@ func (s *Store) writeTree(ctx context.Context, l *location) (string, map[string]
 	}
 	tmp := l.index + ".tmp-" + randomSuffix()
 	defer os.Remove(tmp)
+	l.mu.Lock()
 	err := copyFile(l.index, tmp)
+	known := l.tree // the tree of the index just copied, if known
+	l.mu.Unlock()
 	if errors.Is(err, fs.ErrNotExist) && l.seed != "" {
 		// The first snapshot of a folder in a repository starts from
 		// the user's index (read, never written): its stat data spares
@@ -117,6 +138,14 @@ func (s *Store) writeTree(ctx context.Context, l *location) (string, map[string]
 		return "", nil, err
 	}
 	changed, removed := parseStatus(out)
+	if len(changed) == 0 && len(removed) == 0 && known != "" {
+		// Nothing changed since the index's tree was written: the
+		// common case of a turn's first snapshot, one git command.
+		l.mu.Lock()
+		err = os.Rename(tmp, l.index)
+		l.mu.Unlock()
+		return known, map[string]large{}, err
+	}
 
 	bigs := map[string]large{}
 	var files, links []string       // to hash: regular files; symlinks' targets, written to temp files
@@ -213,13 +242,18 @@ func (s *Store) writeTree(ctx context.Context, l *location) (string, map[string]
 			return "", nil, err
 		}
 	}
+	tree := strings.TrimSpace(string(out))
 	l.mu.Lock()
 	err = os.Rename(tmp, l.index)
+	l.tree = tree
+	if len(bigs) > 0 {
+		l.tree = "" // they show as changed each time: never "nothing changed"
+	}
 	l.mu.Unlock()
 	if err != nil {
 		return "", nil, err
 	}
-	return strings.TrimSpace(string(out)), bigs, nil
+	return tree, bigs, nil
 }
 
 // parseStatus reads git status --porcelain=v2 -z: the paths whose content
