@@ -34,6 +34,10 @@ type relaySettings struct {
 	TLSKey           string
 	Verbose          bool
 	NATS             natsSettings // serve --nats (nats.go)
+	// WorkspaceRoots are the folders conversations may work in (serve
+	// --workspace-root, repeatable); none: the default folder alone, or,
+	// for the window's and the terminal's embedded relay, the user's home.
+	WorkspaceRoots rootList
 
 	// lanCert, when set, is the certificate of an embedded relay reachable
 	// from the network (Settings' LAN): it serves wss:// with it.
@@ -54,6 +58,7 @@ func (s *relaySettings) register(fs *flag.FlagSet, getenv func(string) string, w
 		fs.StringVar(&s.TLSCert, "tls-cert", "", "serve wss:// with this certificate `FILE`")
 		fs.StringVar(&s.TLSKey, "tls-key", "", "the certificate's private key `FILE`")
 		s.NATS.register(fs)
+		fs.Var(&s.WorkspaceRoots, "workspace-root", "a `DIR`ectory inside which conversations may choose their folder; repeatable (default: --workdir alone)")
 	}
 	settings.RegisterFlags(fs, &s.Settings, getenv, settings.GroupAgent, settings.GroupWindow, settings.GroupBudget)
 	fs.StringVar(&s.Script, "script", "", "scenario `FILE` for the scripted agent (default: the built-in demo)")
@@ -168,4 +173,32 @@ func parseFlags(fs *flag.FlagSet, args []string, out io.Writer) error {
 		return usageError("unexpected argument %q", strings.Join(fs.Args(), " "))
 	}
 	return nil
+}
+
+// rootList is the repeatable --workspace-root: its values one a line (a
+// string, so that the settings stay comparable).
+type rootList string
+
+func (l *rootList) String() string { return strings.ReplaceAll(string(*l), "\n", ",") }
+
+func (l *rootList) Set(v string) error {
+	if strings.TrimSpace(v) == "" {
+		return fmt.Errorf("must not be empty")
+	}
+	if strings.Contains(v, "\n") {
+		return fmt.Errorf("must not hold a line break")
+	}
+	if *l != "" {
+		*l += "\n"
+	}
+	*l += rootList(v)
+	return nil
+}
+
+// List is the roots given, in order.
+func (l rootList) List() []string {
+	if l == "" {
+		return nil
+	}
+	return strings.Split(string(l), "\n")
 }

@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"path/filepath"
 	"syscall"
 	"time"
 
@@ -18,6 +19,7 @@ import (
 	"github.com/pilotdesk/pilotdesk/relay/checkpoint"
 	"github.com/pilotdesk/pilotdesk/relay/history"
 	"github.com/pilotdesk/pilotdesk/relay/history/sqlite"
+	"github.com/pilotdesk/pilotdesk/relay/workspace"
 	"github.com/pilotdesk/pilotdesk/session"
 )
 
@@ -110,6 +112,10 @@ func startStack(ctx context.Context, s relaySettings, logger *slog.Logger) (_ *s
 	st.DemoReason = demoReason
 
 	cps, cpsOff := openCheckpoints(s, st, logger)
+	spaces, err := workspaces(s)
+	if err != nil {
+		return nil, err
+	}
 
 	inputTimeout := s.InputTimeout
 	if inputTimeout == 0 {
@@ -128,6 +134,7 @@ func startStack(ctx context.Context, s relaySettings, logger *slog.Logger) (_ *s
 		Checkpoints:      cps,
 		CheckpointsOff:   cpsOff,
 		WorkDir:          s.WorkDir,
+		Workspaces:       spaces,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("starting the relay: %w", err)
@@ -274,4 +281,19 @@ func openCheckpoints(s relaySettings, st *stack, logger *slog.Logger) (*checkpoi
 		return nil, err.Error()
 	}
 	return cps, ""
+}
+
+// workspaces are the relay's workspaces (docs/workspaces.md): its roots,
+// its default folder (--workdir), and its worktrees under the data dir
+// (none when it keeps history in memory).
+func workspaces(s relaySettings) (*workspace.Set, error) {
+	worktrees := ""
+	if s.DataDir != memoryDataDir {
+		worktrees = filepath.Join(s.DataDir, "worktrees")
+	}
+	set, err := workspace.New(workspace.Options{Roots: s.WorkspaceRoots.List(), Default: s.WorkDir, WorktreeDir: worktrees})
+	if err != nil {
+		return nil, usageError("%v", err)
+	}
+	return set, nil
 }

@@ -94,6 +94,12 @@ func (c *clientFlags) startTarget(ctx context.Context, logger *slog.Logger) (tar
 	}
 	s := c.relay
 	s.Listen = "127.0.0.1:0"
+	if len(s.WorkspaceRoots) == 0 {
+		// The embedded relay is the user's own: any folder of theirs.
+		if home, err := os.UserHomeDir(); err == nil {
+			s.WorkspaceRoots = rootList(home)
+		}
+	}
 	s.Token = c.ownerToken
 	if s.Token == "" {
 		s.Token = randomToken()

@@ -40,6 +40,7 @@ const (
 	kindSeq                     // an integer >= 0
 	kindIndex                   // an integer >= 0
 	kindBool
+	kindWorkspace // {path: non-empty string, isolation?: "none" | "worktree"}
 )
 
 type field struct {
@@ -83,7 +84,9 @@ var schemas = map[string]schema{
 		{"prompt", kindText, true},
 		{"mode", kindMode, false},
 		{"model", kindString, false},
+		{"workspace", kindWorkspace, false},
 	}, build: func() any { return new(Send) }},
+	TypeWorkspaces: {build: func() any { return new(WorkspacesRequest) }},
 	// conversationId is optional on abort: its absence is the deprecated form.
 	TypeAbort: {fields: []field{{"conversationId", kindID, false}}, build: func() any { return new(Abort) }},
 	TypeSetMode: {fields: []field{
@@ -239,9 +242,46 @@ func checkField(f field, raw json.RawMessage) string {
 		if err := json.Unmarshal(raw, &b); err != nil {
 			return "must be true or false"
 		}
+	case kindWorkspace:
+		return checkWorkspace(raw)
 	}
 	return ""
 }
+
+// checkWorkspace checks the shape of copilot:send's workspace; whether
+// the folder may be used is the relay's to say.
+func checkWorkspace(raw json.RawMessage) string {
+	if !isJSONObject(raw) {
+		return `must be an object {"path": string, "isolation"?: "none" | "worktree"}`
+	}
+	var w map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &w); err != nil {
+		return `must be an object {"path": string, "isolation"?: "none" | "worktree"}`
+	}
+	var path string
+	if p, ok := w["path"]; !ok || json.Unmarshal(p, &path) != nil || bytes.Equal(bytes.TrimSpace(p), []byte("null")) {
+		return "must have a string path (an absolute folder on the relay's machine)"
+	}
+	if path == "" {
+		return "path must not be empty"
+	}
+	if len(path) > MaxPathLength {
+		return fmt.Sprintf("path must be at most %d bytes", MaxPathLength)
+	}
+	if strings.ContainsFunc(path, func(r rune) bool { return r == 0 }) {
+		return "path must not contain a NUL character"
+	}
+	if iso, ok := w["isolation"]; ok && !bytes.Equal(bytes.TrimSpace(iso), []byte("null")) {
+		var s string
+		if json.Unmarshal(iso, &s) != nil || (s != IsolationNone && s != IsolationWorktree) {
+			return fmt.Sprintf(`isolation must be %q or %q`, IsolationNone, IsolationWorktree)
+		}
+	}
+	return ""
+}
+
+// MaxPathLength bounds a workspace's path (PATH_MAX on Linux).
+const MaxPathLength = 4096
 
 func isJSONObject(raw json.RawMessage) bool {
 	t := bytes.TrimSpace(raw)

@@ -31,6 +31,11 @@ func TestDecodeRequestErrors(t *testing.T) {
 		{"send with blank prompt", `{"type":"copilot:send","data":{"conversationId":"c1","prompt":"  "}}`, CodeInvalidField, TypeSend},
 		{"send with bad mode", `{"type":"copilot:send","data":{"conversationId":"c1","prompt":"hi","mode":"yolo"}}`, CodeInvalidField, TypeSend},
 		{"send with numeric model", `{"type":"copilot:send","data":{"conversationId":"c1","prompt":"hi","model":1}}`, CodeInvalidField, TypeSend},
+		{"workspace a string", `{"type":"copilot:send","data":{"conversationId":"c1","prompt":"hi","workspace":"/tmp"}}`, CodeInvalidField, TypeSend},
+		{"workspace without path", `{"type":"copilot:send","data":{"conversationId":"c1","prompt":"hi","workspace":{}}}`, CodeInvalidField, TypeSend},
+		{"workspace numeric path", `{"type":"copilot:send","data":{"conversationId":"c1","prompt":"hi","workspace":{"path":7}}}`, CodeInvalidField, TypeSend},
+		{"workspace empty path", `{"type":"copilot:send","data":{"conversationId":"c1","prompt":"hi","workspace":{"path":""}}}`, CodeInvalidField, TypeSend},
+		{"workspace bad isolation", `{"type":"copilot:send","data":{"conversationId":"c1","prompt":"hi","workspace":{"path":"/tmp","isolation":"docker"}}}`, CodeInvalidField, TypeSend},
 		{"empty conversation id", `{"type":"copilot:subscribe","data":{"conversationId":""}}`, CodeInvalidField, TypeSubscribe},
 		{"huge conversation id", `{"type":"copilot:subscribe","data":{"conversationId":"` + strings.Repeat("x", MaxIDLength+1) + `"}}`, CodeInvalidField, TypeSubscribe},
 		{"negative sinceSeq", `{"type":"copilot:subscribe","data":{"conversationId":"c1","sinceSeq":-1}}`, CodeInvalidField, TypeSubscribe},
@@ -77,6 +82,24 @@ func TestDecodeRequestValid(t *testing.T) {
 	}
 	if req.ConversationID() != "c1" {
 		t.Errorf("ConversationID() = %q", req.ConversationID())
+	}
+
+	for frame, want := range map[string]*WorkspaceRequest{
+		`{"type":"copilot:send","data":{"conversationId":"c1","prompt":"hi","workspace":{"path":"/srv/a","isolation":"worktree","x":1}}}`: {Path: "/srv/a", Isolation: IsolationWorktree},
+		`{"type":"copilot:send","data":{"conversationId":"c1","prompt":"hi","workspace":{"path":"rel","isolation":null}}}`:                {Path: "rel"},
+		`{"type":"copilot:send","data":{"conversationId":"c1","prompt":"hi","workspace":null}}`:                                           nil,
+	} {
+		req, err := DecodeRequest([]byte(frame))
+		if err != nil {
+			t.Fatalf("DecodeRequest(%s): %v", frame, err)
+		}
+		got := req.Data.(*Send).Workspace
+		if (got == nil) != (want == nil) || (got != nil && *got != *want) {
+			t.Errorf("DecodeRequest(%s).Workspace = %+v, want %+v", frame, got, want)
+		}
+	}
+	if req, err := DecodeRequest([]byte(`{"type":"copilot:workspaces"}`)); err != nil || req.Type != TypeWorkspaces {
+		t.Errorf("copilot:workspaces without data: %+v, %v", req, err)
 	}
 
 	for _, frame := range []string{`{"type":"ping"}`, `{"type":"ping","data":null}`, `{"type":"ping","data":{}}`} {

@@ -36,6 +36,7 @@ var serverMessages = map[string]func() any{
 	TypeChanges:          func() any { return new(Changes) },
 	TypeRestored:         func() any { return new(Restored) },
 	TypeDiff:             func() any { return new(DiffReply) },
+	TypeWorkspaces:       func() any { return new(Workspaces) },
 }
 
 // ServerTypes lists every server-to-client message type, sorted.

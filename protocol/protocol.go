@@ -32,6 +32,10 @@ const (
 	TypeList              = "copilot:list"
 	TypeClose             = "copilot:close"
 	TypeDelete            = "copilot:delete"
+	// TypeWorkspaces is both the request (no data) and its answer
+	// (Workspaces): the relay's roots and the folders of recent
+	// conversations (docs/protocol.md, Workspaces).
+	TypeWorkspaces = "copilot:workspaces"
 )
 
 // Server to client message types.
@@ -174,12 +178,73 @@ type ConversationRef struct {
 	ConversationID string `json:"conversationId"`
 }
 
-// Send is copilot:send.
+// Send is copilot:send. Workspace, honoured by the conversation's first
+// send only, names the folder its agent works in (nil: the relay's
+// default folder); a later send may repeat it or leave it out.
 type Send struct {
-	ConversationID string `json:"conversationId"`
-	Prompt         string `json:"prompt"`
-	Mode           Mode   `json:"mode,omitempty"`
-	Model          string `json:"model,omitempty"`
+	ConversationID string            `json:"conversationId"`
+	Prompt         string            `json:"prompt"`
+	Mode           Mode              `json:"mode,omitempty"`
+	Model          string            `json:"model,omitempty"`
+	Workspace      *WorkspaceRequest `json:"workspace,omitempty"`
+}
+
+// Workspace isolations (docs/protocol.md, Workspaces): the agent works in
+// the folder itself, or in a git worktree of its repository on a branch of
+// its own.
+const (
+	IsolationNone     = "none"
+	IsolationWorktree = "worktree"
+)
+
+// WorkspaceRequest is copilot:send's workspace: Path is an absolute
+// folder on the relay's machine, Isolation IsolationNone ("" means it) or
+// IsolationWorktree.
+type WorkspaceRequest struct {
+	Path      string `json:"path"`
+	Isolation string `json:"isolation,omitempty"`
+}
+
+// Worktree reports whether the request asks for a worktree.
+func (w *WorkspaceRequest) Worktree() bool { return w != nil && w.Isolation == IsolationWorktree }
+
+// Workspace is a conversation's workspace once its first send fixed it:
+// Path as the user chose it, Isolation, Dir where the agent runs (the
+// worktree's folder, or the folder itself), and for a worktree its Branch
+// and Base (the commit it started from).
+type Workspace struct {
+	Path      string `json:"path"`
+	Isolation string `json:"isolation"`
+	Dir       string `json:"dir"`
+	Branch    string `json:"branch,omitempty"`
+	Base      string `json:"base,omitempty"`
+}
+
+// WorkspacesRequest is the (empty) data of the copilot:workspaces request.
+type WorkspacesRequest struct{}
+
+// Workspaces is the answer to copilot:workspaces: the relay's roots (the
+// folders inside which a conversation may work), its default folder, and
+// up to MaxRecentWorkspaces folders of recent conversations, newest first,
+// so that a client that cannot browse the relay's disk can offer them.
+type Workspaces struct {
+	Roots   []string          `json:"roots"`
+	Default string            `json:"default,omitempty"`
+	Recent  []RecentWorkspace `json:"recent"`
+}
+
+// MaxRecentWorkspaces is the most folders copilot:workspaces lists.
+const MaxRecentWorkspaces = 20
+
+// RecentWorkspace is a folder of a recent conversation: Git whether it is
+// inside a git repository, Branch the branch its checkout is on (absent
+// when detached or not a repository), LastUsed (RFC 3339) when a
+// conversation there was last updated.
+type RecentWorkspace struct {
+	Path     string `json:"path"`
+	Git      bool   `json:"git"`
+	Branch   string `json:"branch,omitempty"`
+	LastUsed string `json:"lastUsed"`
 }
 
 // MaxListLimit is the most conversations one copilot:conversations page
@@ -279,6 +344,9 @@ type Subscribed struct {
 	Reset          bool              `json:"reset,omitempty"`
 	PendingInput   *UserInputRequest `json:"pendingInput,omitempty"`
 	ServerTime     string            `json:"serverTime,omitempty"`
+	// Workspace (ext) is where the conversation's agent works, once its
+	// first send fixed it.
+	Workspace *Workspace `json:"workspace,omitempty"`
 }
 
 // Conversation returns the conversation subscribed to.
@@ -578,6 +646,9 @@ type ConversationInfo struct {
 	// for a conversation stored before relays recorded it, and from a
 	// relay that does not say.
 	Agent string `json:"agent,omitempty"`
+	// Workspace (ext) is where the conversation's agent works, once its
+	// first send fixed it.
+	Workspace *Workspace `json:"workspace,omitempty"`
 }
 
 // Conversations is copilot:conversations: one page of the list, most

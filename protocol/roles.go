@@ -54,6 +54,7 @@ var roleOf = map[string]string{
 	TypeSubscribe:         RoleViewer,
 	TypeUnsubscribe:       RoleViewer,
 	TypeList:              RoleViewer,
+	TypeWorkspaces:        RoleViewer,
 	TypeSend:              RoleController,
 	TypeAbort:             RoleController,
 	TypeSetMode:           RoleController,

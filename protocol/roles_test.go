@@ -17,6 +17,7 @@ func TestEveryClientMessageHasARole(t *testing.T) {
 		protocol.TypeSetMode: protocol.RoleController, protocol.TypeUserInputResponse: protocol.RoleController,
 		protocol.TypeClose: protocol.RoleController, protocol.TypeDelete: protocol.RoleOwner,
 		protocol.TypeDiff: protocol.RoleViewer, protocol.TypeRestore: protocol.RoleController,
+		protocol.TypeWorkspaces: protocol.RoleViewer,
 	}
 	for _, typ := range protocol.ClientTypes() {
 		need, ok := want[typ]

@@ -22,11 +22,15 @@ type turnCheckpoint struct {
 	before string // the snapshot when the turn started; "" if it failed
 }
 
-// checkpointDirLocked is the folder the conversation's turns change: ""
-// when checkpoints are off.
+// checkpointDirLocked is the folder the conversation's turns change (its
+// workspace's dir; the default folder while none is fixed): "" when
+// checkpoints are off.
 func (c *conversation) checkpointDirLocked() string {
 	if c.r.checkpoints == nil {
 		return ""
+	}
+	if c.workspace.Dir != "" {
+		return c.workspace.Dir
 	}
 	return c.r.workDir
 }

@@ -134,6 +134,10 @@ func (r *Relay) takeOverGone(id, relayID string) {
 		if err == nil {
 			return
 		}
+		if isNotVisible(err) {
+			r.log.Warn("relay: a conversation whose relay is gone is not taken over here", "conversationId", id, "relay", relayID, "err", err)
+			return
+		}
 		if ctx.Err() == nil && r.leftOpen(id) {
 			r.log.Info("relay: taking over a conversation whose relay is gone failed; trying again", "conversationId", id, "relay", relayID, "err", err, "in", wait)
 			select {
@@ -271,8 +275,25 @@ func (c *conversation) owned() bool {
 // relay does (it owned it, or has just claimed it and taken it over), else
 // the owner's id.
 func (r *Relay) routeCommand(ctx context.Context, id string) (string, error) {
-	if c := r.lookupConversation(id); c != nil && c.owned() {
-		return "", nil
+	if c := r.lookupConversation(id); c != nil {
+		if c.owned() {
+			return "", nil
+		}
+		c.mu.Lock()
+		err := c.visibleLocked()
+		c.mu.Unlock()
+		if err != nil {
+			// Its folder is not here: this relay runs it only if it
+			// already does, and never takes it over (workspace.go).
+			owner, live, oerr := r.cluster.Owner(ctx, id)
+			if oerr != nil {
+				return "", oerr
+			}
+			if live && owner != "" && owner != r.cluster.ID() {
+				return owner, nil
+			}
+			return "", err
+		}
 	}
 	owner, previous, err := r.cluster.Claim(ctx, id)
 	if err != nil {
@@ -471,6 +492,7 @@ func (c *conversation) setStoredLocked(m history.Conversation) {
 		mode = protocol.ModeAct
 	}
 	c.title, c.mode, c.model, c.agent, c.streaming = m.Title, mode, m.Model, m.Agent, m.Streaming
+	c.workspace = m.Workspace
 	if !m.CreatedAt.IsZero() {
 		c.createdAt = m.CreatedAt
 	}
@@ -488,7 +510,7 @@ func (c *conversation) setStoredLocked(m history.Conversation) {
 			}
 		}
 	}
-	c.sent = moment{title: c.title, agent: c.agent, mode: mode, streaming: m.Streaming, pending: pending}
+	c.sent = moment{title: c.title, agent: c.agent, workspace: c.workspace, mode: mode, streaming: m.Streaming, pending: pending}
 	c.unsent = nil
 }
 
@@ -585,6 +607,10 @@ func (r *Relay) forward(c *conn, msgType, id string, data any, before func()) (h
 	moved := 0
 	for {
 		owner, err := r.routeCommand(c.ctx, id)
+		if isNotVisible(err) {
+			c.sendError(notVisible(msgType, id, err))
+			return true
+		}
 		if err != nil {
 			c.sendError(clusterUnreachable(msgType, id, err))
 			return true

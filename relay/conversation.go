@@ -40,15 +40,21 @@ type conversation struct {
 	// store keeps. agent is the relay's agent label when the latest turn
 	// started (agentLabel): the agent that ran it, which survives a
 	// restart on another agent.
-	title     string
-	mode      protocol.Mode
-	model     string
-	agent     string
+	title string
+	mode  protocol.Mode
+	model string
+	agent string
+	// workspace is where the conversation's agent works, fixed by its
+	// first send (the zero one before): workspace.go; Dir() reads it.
+	workspace history.Workspace
 	createdAt time.Time
 	updatedAt time.Time
 	lastSeq   int64 // seq of the last event emitted (handed to the committer)
 	sentSeq   int64 // seq of the last event fanned out
 	streaming bool
+	// preparing: the first send is fixing the workspace (a worktree being
+	// made), without the lock; another send meanwhile is busy.
+	preparing bool
 	fromStore bool // loaded at start: the agent session is opened with Resume
 	subs      []*subscriber
 
@@ -96,6 +102,7 @@ type conversation struct {
 type moment struct {
 	title     string
 	agent     string
+	workspace history.Workspace
 	mode      protocol.Mode
 	streaming bool
 	pending   *inputRequest // the open question
@@ -129,7 +136,7 @@ func newConversation(r *Relay, id string) *conversation {
 
 // momentLocked is the state now, after event lastSeq.
 func (c *conversation) momentLocked() moment {
-	return moment{title: c.title, agent: c.agent, mode: c.mode, streaming: c.streaming, pending: c.openInput}
+	return moment{title: c.title, agent: c.agent, workspace: c.workspace, mode: c.mode, streaming: c.streaming, pending: c.openInput}
 }
 
 // markMomentLocked records the state after event seq, just emitted, if it
@@ -209,7 +216,7 @@ func (r *Relay) forgetIfEmpty(c *conversation) {
 	defer r.mu.Unlock()
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.deleted.Load() || c.lastSeq != 0 || len(c.subs) != 0 || c.streaming || c.sess != nil ||
+	if c.deleted.Load() || c.lastSeq != 0 || len(c.subs) != 0 || c.streaming || c.preparing || c.sess != nil ||
 		c.closing != nil || c.deleting != nil || c.openInput != nil || c.fromStore {
 		return
 	}
@@ -231,6 +238,7 @@ func (c *conversation) metaLocked() history.Conversation {
 		Streaming: c.streaming,
 		Model:     c.model,
 		Agent:     c.agent,
+		Workspace: c.workspace,
 	}
 	if c.openInput != nil {
 		m.PendingInput = c.openInput.encoded
@@ -396,6 +404,7 @@ func (c *conversation) subscribedLocked(reset bool) []byte {
 		Epoch:          c.r.epoch,
 		Reset:          reset,
 		ServerTime:     protocol.FormatTime(time.Now()), // the clock expiresAt is on
+		Workspace:      protocolWorkspace(c.sent.workspace),
 	}
 	if p := c.sent.pending; p != nil {
 		data := p.data

@@ -64,6 +64,8 @@ func (r *Relay) dispatch(c *conn, req protocol.Request) {
 		if c.mayCreate(protocol.TypeRestore, d.ConversationID) {
 			r.restore(c, d)
 		}
+	case *protocol.WorkspacesRequest:
+		r.workspacesAnswer(c)
 	default:
 		r.log.Error("relay: request without a handler", "type", req.Type)
 	}
@@ -381,6 +383,7 @@ func (c *conversation) startDeleteLocked() bool {
 			<-closing
 		}
 		c.closeSession()
+		c.releaseWorkspace() // a worktree's work is committed on its branch first
 		rec := record{kind: recDelete, conv: c, done: make(chan error, 1)}
 		err := errShutdown
 		if r.commit.push(rec) {

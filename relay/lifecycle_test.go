@@ -46,7 +46,7 @@ func TestList(t *testing.T) {
 	}
 	for _, c := range dataMap(t, f)["conversations"].([]any) {
 		m := c.(map[string]any)
-		if len(m) != 8 || m["waitingInput"] != false || m["createdAt"] == nil || m["agent"] != "fake" {
+		if len(m) != 9 || m["waitingInput"] != false || m["createdAt"] == nil || m["agent"] != "fake" || m["workspace"] == nil {
 			t.Fatalf("entry keys %v, waitingInput %v", mapKeys(m), m["waitingInput"])
 		}
 	}

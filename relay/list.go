@@ -37,6 +37,7 @@ func (c *conversation) listEntryLocked() (protocol.ConversationInfo, bool) {
 		Mode:           c.sent.mode,
 		WaitingInput:   c.sent.pending != nil,
 		Agent:          c.sent.agent, // the agent of the latest turn, not the relay's now
+		Workspace:      protocolWorkspace(c.sent.workspace),
 	}, true
 }
 

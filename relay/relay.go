@@ -47,6 +47,7 @@ import (
 	"github.com/pilotdesk/pilotdesk/protocol"
 	"github.com/pilotdesk/pilotdesk/relay/checkpoint"
 	"github.com/pilotdesk/pilotdesk/relay/history"
+	"github.com/pilotdesk/pilotdesk/relay/workspace"
 	"github.com/pilotdesk/pilotdesk/session"
 	"github.com/pilotdesk/pilotdesk/web"
 )
@@ -128,9 +129,14 @@ type Config struct {
 	// docs/checkpoints.md); nil: none, and CheckpointsOff says why.
 	Checkpoints    *checkpoint.Store
 	CheckpointsOff string
-	// WorkDir is the folder the conversations' turns change (the agents'
-	// working directory); "": the current directory.
+	// WorkDir is the default folder: where a conversation whose first
+	// send names none works (the agents' working directory); "": the
+	// current directory. Workspaces, when set, has its own.
 	WorkDir string
+	// Workspaces are the folders conversations may work in, the default
+	// one and where worktrees go (workspace.go, docs/workspaces.md);
+	// nil: WorkDir alone, and no worktrees.
+	Workspaces *workspace.Set
 
 	// FollowLinger is how long the relay goes on following a conversation
 	// another relay runs after its last local subscriber left (follow.go);
@@ -149,6 +155,7 @@ type Relay struct {
 	devices     history.Devices // nil: no device tokens (devices.go)
 	cluster     history.Cluster // nil: one relay (cluster.go)
 	follow      relayFollow     // what it follows of the cluster (follow.go)
+	workspaces  *workspace.Set  // where conversations work (workspace.go)
 
 	checkpoints       *checkpoint.Store // nil: off (checkpoints.go)
 	checkpointsOffWhy string
@@ -220,6 +227,7 @@ func New(cfg Config) (*Relay, error) {
 		store:            cfg.Store,
 		cluster:          cfg.Cluster,
 		follow:           relayFollow{linger: cmp.Or(cfg.FollowLinger, DefaultFollowLinger)},
+		workspaces:       cfg.Workspaces,
 		log:              cfg.Logger,
 		heartbeat:        cfg.HeartbeatTimeout,
 		inputTimeout:     cfg.InputTimeout,
@@ -242,6 +250,13 @@ func New(cfg Config) (*Relay, error) {
 	r.checkpointsOffWhy = cmp.Or(cfg.CheckpointsOff, "checkpoints are off on this relay")
 	if r.workDir == "" {
 		r.workDir, _ = os.Getwd()
+	}
+	if r.workspaces == nil {
+		ws, err := workspace.New(workspace.Options{Default: r.workDir})
+		if err != nil {
+			return nil, fmt.Errorf("relay: %w", err)
+		}
+		r.workspaces = ws
 	}
 	if r.log == nil {
 		r.log = slog.Default()
@@ -361,7 +376,7 @@ func (r *Relay) load() error {
 			mode = protocol.ModeAct
 		}
 		c := newConversation(r, m.ID)
-		c.title, c.mode, c.model, c.agent = m.Title, mode, m.Model, m.Agent
+		c.title, c.mode, c.model, c.agent, c.workspace = m.Title, mode, m.Model, m.Agent, m.Workspace
 		c.createdAt, c.updatedAt = m.CreatedAt, m.UpdatedAt
 		c.lastSeq, c.sentSeq = m.LastSeq, m.LastSeq
 		c.fromStore = true

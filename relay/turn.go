@@ -111,36 +111,56 @@ func (r *Relay) startSend(ctx context.Context, d *protocol.Send, by *protocol.By
 	if msg := r.budget.refusal(); msg != "" {
 		return &protocol.Error{Code: protocol.CodeBudgetExceeded, Type: protocol.TypeSend, ConversationID: d.ConversationID, Message: msg}
 	}
-	busy, lost := false, false
 	// The turn runs on the relay's agent as it is named now; asked before
 	// the conversation's lock, which the backend's own lock never nests in.
 	agent := r.agentLabel()
-	_ = r.withConversation(ctx, d.ConversationID, func(conv *conversation) {
+	// start starts the turn on conv, whose workspace is fixed, or returns
+	// why not.
+	start := func(conv *conversation) *protocol.Error {
 		if conv.remote {
 			// Lost to another relay (a fenced append, a lapsed lease)
 			// since the send was routed here: a turn would run the agent
 			// for nobody, its events dropped (cluster.go).
-			lost = true
+			return &protocol.Error{Code: protocol.CodeLimit, Type: protocol.TypeSend, ConversationID: d.ConversationID,
+				Message: "another relay took this conversation over as the send arrived: send again in a moment"}
+		}
+		if conv.streaming || conv.preparing || conv.restoring {
+			return &protocol.Error{Code: protocol.CodeConversationBusy, Type: protocol.TypeSend, ConversationID: d.ConversationID,
+				Message: "the conversation is streaming a reply: wait for copilot:idle or abort it first"}
+		}
+		if msg := conv.otherWorkspaceLocked(d.Workspace); msg != "" {
+			return &protocol.Error{Code: protocol.CodeInvalidField, Type: protocol.TypeSend, ConversationID: d.ConversationID, Message: msg}
+		}
+		if err := conv.visibleLocked(); err != nil {
+			return notVisible(protocol.TypeSend, d.ConversationID, err)
+		}
+		conv.startTurnLocked(d, by, agent)
+		return nil
+	}
+	var answer *protocol.Error
+	var unfixed *conversation // its first send: the workspace is fixed first
+	_ = r.withConversation(ctx, d.ConversationID, func(conv *conversation) {
+		if !conv.remote && !conv.streaming && !conv.preparing && !conv.restoring && conv.workspace.IsZero() {
+			if subscribeLocked != nil && !subscribeLocked(conv) {
+				return
+			}
+			conv.preparing = true
+			unfixed = conv
 			return
 		}
-		if conv.streaming || conv.restoring {
-			busy = true
+		if conv.remote || conv.streaming || conv.preparing || conv.restoring {
+			answer = start(conv) // refused
 			return
 		}
 		if subscribeLocked != nil && !subscribeLocked(conv) {
 			return
 		}
-		conv.startTurnLocked(d, by, agent)
+		answer = start(conv)
 	})
-	if lost {
-		return &protocol.Error{Code: protocol.CodeLimit, Type: protocol.TypeSend, ConversationID: d.ConversationID,
-			Message: "another relay took this conversation over as the send arrived: send again in a moment"}
+	if unfixed != nil {
+		return r.fixWorkspace(ctx, unfixed, d, start)
 	}
-	if busy {
-		return &protocol.Error{Code: protocol.CodeConversationBusy, Type: protocol.TypeSend, ConversationID: d.ConversationID,
-			Message: "the conversation is streaming a reply: wait for copilot:idle or abort it first"}
-	}
-	return nil
+	return answer
 }
 
 // startTurnLocked starts a turn for d, sent by by, on the agent named agent:
@@ -247,7 +267,7 @@ func (c *conversation) session(ctx context.Context, model string) (session.Sessi
 		if model == "" {
 			model = c.model
 		}
-		opts := session.OpenOptions{Model: model, Resume: c.fromStore || c.hadSession, WorkDir: c.r.workDir}
+		opts := session.OpenOptions{Model: model, Resume: c.fromStore || c.hadSession, WorkDir: c.workspace.Dir}
 		h := &host{conv: c}
 		c.mu.Unlock()
 

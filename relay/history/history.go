@@ -48,7 +48,28 @@ type Conversation struct {
 	// latest turn, as it was when the turn started ("" before the first
 	// turn, and in history stored before it was recorded).
 	Agent string
+	// Workspace is where the conversation's agent works, fixed by its
+	// first send (the zero Workspace before it, and in history stored
+	// before workspaces were recorded).
+	Workspace Workspace
 }
+
+// Workspace is a conversation's folder (docs/protocol.md, Workspaces):
+// Path as the user chose it, Isolation "none" or "worktree", Dir where the
+// agent runs; for a worktree its Branch, Base (the commit it started
+// from) and Worktree, the worktree's top folder (Dir is Worktree or a
+// folder inside it).
+type Workspace struct {
+	Path      string `json:"path"`
+	Isolation string `json:"isolation,omitempty"`
+	Dir       string `json:"dir"`
+	Branch    string `json:"branch,omitempty"`
+	Base      string `json:"base,omitempty"`
+	Worktree  string `json:"worktree,omitempty"`
+}
+
+// IsZero reports whether no workspace is fixed.
+func (w Workspace) IsZero() bool { return w == (Workspace{}) }
 
 // Batch is written in one transaction: the events and the new state of the
 // conversations they touch.

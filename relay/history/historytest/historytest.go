@@ -154,7 +154,8 @@ func CheckConversation(t *testing.T, got, want history.Conversation) {
 	if got.ID != want.ID || got.Title != want.Title || got.Mode != want.Mode ||
 		!got.CreatedAt.Equal(want.CreatedAt) || !got.UpdatedAt.Equal(want.UpdatedAt) ||
 		got.LastSeq != want.LastSeq || got.Streaming != want.Streaming ||
-		!bytes.Equal(got.PendingInput, want.PendingInput) || got.Model != want.Model || got.Agent != want.Agent {
+		!bytes.Equal(got.PendingInput, want.PendingInput) || got.Model != want.Model || got.Agent != want.Agent ||
+		got.Workspace != want.Workspace {
 		t.Fatalf("conversation:\n got %+v\nwant %+v", got, want)
 	}
 }
@@ -224,6 +225,8 @@ func testConversationRoundTrip(t *testing.T, s history.Store) {
 		PendingInput: []byte(`{"conversationId":"c-round-trip","seq":7,"requestId":"r1","question":"Proceed?"}`),
 		Model:        "claude-sonnet-4.5",
 		Agent:        "OpenCode (ACP) — ünïcødé",
+		Workspace: history.Workspace{Path: "/home/ü/proj/sub", Isolation: "worktree", Dir: "/data/worktrees/proj-c-round-/sub",
+			Branch: "pilotdesk/c-round-", Base: "0123456789abcdef0123456789abcdef01234567", Worktree: "/data/worktrees/proj-c-round-"},
 	}
 	write(t, s, history.Batch{Conversations: []history.Conversation{c}, Events: events(c.ID, 1, 7)})
 	CheckConversation(t, getConv(t, s, c.ID), c)
@@ -260,6 +263,7 @@ func testConversationUpsert(t *testing.T, s history.Store) {
 	c.PendingInput = nil
 	c.Model = "other-model"
 	c.Agent = "Copilot CLI" // the agent changed: the latest one is kept
+	c.Workspace = history.Workspace{Path: "/srv/repo", Isolation: "none", Dir: "/srv/repo"}
 	write(t, s, history.Batch{Conversations: []history.Conversation{c}, Events: events("c1", 3, 3)})
 	CheckConversation(t, getConv(t, s, "c1"), c)
 	if ids := listIDs(t, s); len(ids) != 1 {
@@ -471,7 +475,7 @@ func snapshot(t *testing.T, s history.Store, ids ...string) string {
 		t.Fatal(err)
 	}
 	for _, c := range cs {
-		fmt.Fprintf(&buf, "conv %s %q %s %d %d %v %s %q %q\n", c.ID, c.Title, c.Mode, c.UpdatedAt.UnixNano(), c.LastSeq, c.Streaming, c.PendingInput, c.Model, c.Agent)
+		fmt.Fprintf(&buf, "conv %s %q %s %d %d %v %s %q %q %+v\n", c.ID, c.Title, c.Mode, c.UpdatedAt.UnixNano(), c.LastSeq, c.Streaming, c.PendingInput, c.Model, c.Agent, c.Workspace)
 	}
 	for _, id := range ids {
 		for _, e := range readAll(t, s, id, 0) {

@@ -390,16 +390,22 @@ func (c *Cluster) onChanged(tok string, m *nats.Msg) {
 type listedAs struct {
 	title, mode, model, agent, pending string
 	streaming                          bool
+	workspace                          history.Workspace
 }
 
 func listed(r record) listedAs {
-	return listedAs{title: r.Title, mode: r.Mode, model: r.Model, agent: r.Agent, pending: string(r.PendingInput), streaming: r.Streaming}
+	l := listedAs{title: r.Title, mode: r.Mode, model: r.Model, agent: r.Agent, pending: string(r.PendingInput), streaming: r.Streaming}
+	if r.Workspace != nil {
+		l.workspace = *r.Workspace
+	}
+	return l
 }
 
 // tellChange publishes, on the conversation's changes subject, the record
 // of an append this store has just made, when the lists of relays that do
 // not follow the conversation would show something new: a new
-// conversation, a title, a mode, a model or agent, streaming on or off, a
+// conversation, a title, a mode, a model or agent, a workspace fixed,
+// streaming on or off, a
 // question opened or closed; and at most every changeEvery while it
 // streams. A core publish: a relay that misses it repairs its list
 // (Reconnected).

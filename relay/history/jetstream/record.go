@@ -58,6 +58,8 @@ type record struct {
 	PendingInput []byte    `json:"pending,omitempty"`
 	Model        string    `json:"model,omitempty"`
 	Agent        string    `json:"agent,omitempty"`
+	// Workspace is the conversation's folder once fixed (nil before).
+	Workspace *history.Workspace `json:"workspace,omitempty"`
 
 	// Msgs is how many messages the subject holds with this append: the
 	// KV record is stale when the stream counts more (Conversations).
@@ -78,13 +80,22 @@ type record struct {
 }
 
 func recordFrom(c history.Conversation) record {
-	return record{ID: c.ID, Title: c.Title, Mode: c.Mode, CreatedAt: c.CreatedAt, UpdatedAt: c.UpdatedAt,
+	r := record{ID: c.ID, Title: c.Title, Mode: c.Mode, CreatedAt: c.CreatedAt, UpdatedAt: c.UpdatedAt,
 		LastSeq: c.LastSeq, Streaming: c.Streaming, PendingInput: c.PendingInput, Model: c.Model, Agent: c.Agent}
+	if !c.Workspace.IsZero() {
+		w := c.Workspace
+		r.Workspace = &w
+	}
+	return r
 }
 
 func (r record) conversation() history.Conversation {
-	return history.Conversation{ID: r.ID, Title: r.Title, Mode: r.Mode, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt,
+	c := history.Conversation{ID: r.ID, Title: r.Title, Mode: r.Mode, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt,
 		LastSeq: r.LastSeq, Streaming: r.Streaming, PendingInput: r.PendingInput, Model: r.Model, Agent: r.Agent}
+	if r.Workspace != nil {
+		c.Workspace = *r.Workspace
+	}
+	return c
 }
 
 // withConversation is r's counters with c's fields.

@@ -27,6 +27,7 @@ var migrations = []migration{
 	{"device tokens", migrateV2}, // devices.go
 	{"spend ledger", migrateV3},  // spend.go
 	{"conversation agent", migrateV4},
+	{"conversation workspace", migrateV5},
 }
 
 // schemaV1 is the first schema.
@@ -82,6 +83,14 @@ func migrateV1(ctx context.Context, tx *sql.Tx) error {
 // them.
 func migrateV4(ctx context.Context, tx *sql.Tx) error {
 	_, err := tx.ExecContext(ctx, `ALTER TABLE conversations ADD COLUMN agent TEXT NOT NULL DEFAULT ''`)
+	return err
+}
+
+// migrateV5 records, per conversation, its workspace
+// (history.Conversation.Workspace) as JSON; conversations stored before it
+// get an empty one, unfixed: their next send fixes it.
+func migrateV5(ctx context.Context, tx *sql.Tx) error {
+	_, err := tx.ExecContext(ctx, `ALTER TABLE conversations ADD COLUMN workspace TEXT NOT NULL DEFAULT ''`)
 	return err
 }
 

@@ -13,6 +13,7 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -61,7 +62,7 @@ type Store struct {
 
 var _ history.Store = (*Store)(nil)
 
-const convColumns = `id, title, mode, created_at, updated_at, last_seq, streaming, pending_input, model, agent`
+const convColumns = `id, title, mode, created_at, updated_at, last_seq, streaming, pending_input, model, agent, workspace`
 
 func (s *Store) prepare(ctx context.Context) error {
 	stmts := []struct {
@@ -69,11 +70,12 @@ func (s *Store) prepare(ctx context.Context) error {
 		dst   **sql.Stmt
 		query string
 	}{
-		{s.w, &s.upsertConv, `INSERT INTO conversations (` + convColumns + `) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+		{s.w, &s.upsertConv, `INSERT INTO conversations (` + convColumns + `) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 			ON CONFLICT (id) DO UPDATE SET title = excluded.title, mode = excluded.mode,
 				created_at = excluded.created_at, updated_at = excluded.updated_at,
 				last_seq = excluded.last_seq, streaming = excluded.streaming,
-				pending_input = excluded.pending_input, model = excluded.model, agent = excluded.agent`},
+				pending_input = excluded.pending_input, model = excluded.model, agent = excluded.agent,
+				workspace = excluded.workspace`},
 		{s.w, &s.deleteEvents, `DELETE FROM events WHERE conversation_id = ?`},
 		{s.w, &s.deleteConv, `DELETE FROM conversations WHERE id = ?`},
 		{s.w, &s.deleteConvOlder, `DELETE FROM conversations WHERE id = ? AND coalesce(updated_at, -9223372036854775808) < ?`},
@@ -226,7 +228,26 @@ func conversationArgs(c history.Conversation) ([]any, error) {
 	if c.PendingInput != nil {
 		pending = c.PendingInput
 	}
-	return []any{c.ID, c.Title, c.Mode, created, updated, c.LastSeq, c.Streaming, pending, c.Model, c.Agent}, nil
+	return []any{c.ID, c.Title, c.Mode, created, updated, c.LastSeq, c.Streaming, pending, c.Model, c.Agent, workspaceArg(c.Workspace)}, nil
+}
+
+// workspaceArg is a workspace as stored: JSON, "" for none.
+func workspaceArg(w history.Workspace) string {
+	if w.IsZero() {
+		return ""
+	}
+	b, _ := json.Marshal(w) // strings only: it cannot fail
+	return string(b)
+}
+
+// workspaceFrom reads a stored workspace; an unreadable one is none (the
+// conversation's next send fixes it anew).
+func workspaceFrom(s string) history.Workspace {
+	var w history.Workspace
+	if s != "" && json.Unmarshal([]byte(s), &w) != nil {
+		return history.Workspace{}
+	}
+	return w
 }
 
 // The instants a Unix nanosecond count in an int64 can hold.
@@ -258,8 +279,10 @@ type scanner interface{ Scan(dest ...any) error }
 func scanConversation(row scanner) (history.Conversation, error) {
 	var c history.Conversation
 	var created, updated sql.NullInt64
-	err := row.Scan(&c.ID, &c.Title, &c.Mode, &created, &updated, &c.LastSeq, &c.Streaming, &c.PendingInput, &c.Model, &c.Agent)
+	var workspace string
+	err := row.Scan(&c.ID, &c.Title, &c.Mode, &created, &updated, &c.LastSeq, &c.Streaming, &c.PendingInput, &c.Model, &c.Agent, &workspace)
 	c.CreatedAt, c.UpdatedAt = timeFrom(created), timeFrom(updated)
+	c.Workspace = workspaceFrom(workspace)
 	return c, err
 }
 

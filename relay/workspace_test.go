@@ -1,0 +1,227 @@
+package relay_test
+
+import (
+	"context"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/pilotdesk/pilotdesk/protocol"
+	"github.com/pilotdesk/pilotdesk/relay"
+	"github.com/pilotdesk/pilotdesk/relay/history/sqlite"
+	"github.com/pilotdesk/pilotdesk/relay/relaytest"
+	"github.com/pilotdesk/pilotdesk/relay/workspace"
+)
+
+// workspaces makes a relay's workspaces: root the one root and default
+// folder, worktrees under data.
+func workspaces(t testing.TB, root, data string) *workspace.Set {
+	t.Helper()
+	ws, err := workspace.New(workspace.Options{Roots: []string{root}, Default: root, WorktreeDir: filepath.Join(data, "worktrees")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ws
+}
+
+func mkdir(t testing.TB, path string) string {
+	t.Helper()
+	if err := os.MkdirAll(path, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// gitRepo makes a git repository with one commit (notes.txt holding
+// "original\n") in dir, on branch main.
+func gitRepo(t testing.TB, dir string) string {
+	t.Helper()
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("git is not installed")
+	}
+	mkdir(t, dir)
+	git(t, dir, "init", "--quiet", "--initial-branch=main")
+	if err := os.WriteFile(filepath.Join(dir, "notes.txt"), []byte("original\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	git(t, dir, "add", ".")
+	git(t, dir, "-c", "user.name=t", "-c", "user.email=t@example.com", "commit", "--quiet", "-m", "first")
+	return dir
+}
+
+func git(t testing.TB, dir string, args ...string) string {
+	t.Helper()
+	cmd := exec.Command("git", append([]string{"-C", dir}, args...)...)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("git %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+// workspaceOf is a frame's workspace object (nil if none).
+func workspaceOf(f relaytest.Frame) map[string]any {
+	w, _ := f.Field("workspace").(map[string]any)
+	return w
+}
+
+// A conversation's first send fixes its workspace: the agent session opens
+// there, copilot:subscribed and the list say it; a later send may repeat
+// it or leave it out, and one naming another folder is refused and starts
+// nothing. A send with no workspace works in the default folder.
+func TestWorkspaceFixedByFirstSend(t *testing.T) {
+	root := t.TempDir()
+	a, b := mkdir(t, filepath.Join(root, "a")), mkdir(t, filepath.Join(root, "b"))
+	e := start(t, func(c *relay.Config) { c.Workspaces = workspaces(t, root, t.TempDir()) })
+	cl := e.dial()
+
+	e.startTurn(cl, "w1", "first", map[string]any{"workspace": map[string]any{"path": a}}).finish(nil)
+	cl.WaitFor("copilot:idle", nil)
+	if opens := e.agent.openCalls(); len(opens) != 1 || opens[0].Opts.WorkDir != a {
+		t.Fatalf("the agent session opened with %+v, want WorkDir %s", opens, a)
+	}
+	want := map[string]any{"path": a, "isolation": "none", "dir": a}
+	other, sub := e.subscribe("w1")
+	if w := workspaceOf(sub); len(w) != 3 || w["path"] != want["path"] || w["isolation"] != "none" || w["dir"] != a {
+		t.Fatalf("copilot:subscribed %s", sub.Raw)
+	}
+	other.Close()
+	cl.Send("copilot:list", nil)
+	list := cl.WaitFor("copilot:conversations", nil)
+	entries := list.Field("conversations").([]any)
+	if w, _ := entries[0].(map[string]any)["workspace"].(map[string]any); w["path"] != a || w["dir"] != a {
+		t.Fatalf("list %s", list.Raw)
+	}
+
+	// The same again, or none: the turn runs.
+	e.startTurn(cl, "w1", "again", map[string]any{"workspace": map[string]any{"path": a + "/", "isolation": "none"}}).finish(nil)
+	cl.WaitFor("copilot:idle", nil)
+	e.startTurn(cl, "w1", "and again", nil).finish(nil)
+	cl.WaitFor("copilot:idle", nil)
+
+	// Another folder: refused, nothing starts.
+	cl.Send("copilot:send", map[string]any{"conversationId": "w1", "prompt": "elsewhere", "workspace": map[string]any{"path": b}})
+	f := cl.WaitFor("error", nil)
+	if f.Field("code") != protocol.CodeInvalidField || !strings.Contains(f.Field("message").(string), "this conversation works in "+a+"; start a new conversation for "+b) {
+		t.Fatalf("another folder: %s", f.Raw)
+	}
+	expectQuiet(t, cl)
+
+	// No workspace at all: the default folder.
+	e.startTurn(cl, "w2", "default", nil).finish(nil)
+	cl.WaitFor("copilot:idle", nil)
+	opens := e.agent.openCalls()
+	if last := opens[len(opens)-1]; last.ConversationID != "w2" || last.Opts.WorkDir != root {
+		t.Fatalf("a send with no workspace opened %+v, want the default %s", last, root)
+	}
+
+	// copilot:workspaces: the roots and both folders, newest first.
+	cl.Send("copilot:workspaces", nil)
+	ans := cl.WaitFor("copilot:workspaces", nil)
+	var ws protocol.Workspaces
+	ans.Decode(t, &ws)
+	if len(ws.Roots) != 1 || ws.Roots[0] != root || ws.Default != root || len(ws.Recent) != 2 ||
+		ws.Recent[0].Path != root || ws.Recent[1].Path != a || ws.Recent[1].Git || ws.Recent[1].LastUsed == "" {
+		t.Fatalf("copilot:workspaces %s", ans.Raw)
+	}
+}
+
+// Every folder a send may not use gets invalid_field with a sentence
+// naming the roots, and starts nothing: no user message, no agent
+// session, no list entry.
+func TestWorkspaceRefusals(t *testing.T) {
+	root := t.TempDir()
+	outside := t.TempDir()
+	plain := mkdir(t, filepath.Join(root, "plain"))
+	empty := mkdir(t, filepath.Join(root, "empty"))
+	if err := os.WriteFile(filepath.Join(root, "file"), []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(outside, filepath.Join(root, "link")); err != nil {
+		t.Fatal(err)
+	}
+	gitRepo(t, filepath.Join(root, "repo"))
+	git(t, empty, "init", "--quiet")
+	e := start(t, func(c *relay.Config) { c.Workspaces = workspaces(t, root, t.TempDir()) })
+	cl := e.dial()
+	cl.Send("copilot:list", map[string]any{"watch": true})
+	cl.WaitFor("copilot:conversations", nil)
+
+	for i, tc := range []struct {
+		ws    map[string]any
+		says  string
+		roots bool
+	}{
+		{map[string]any{"path": "relative/folder"}, "not an absolute path", true},
+		{map[string]any{"path": filepath.Join(root, "missing")}, "does not exist", true},
+		{map[string]any{"path": filepath.Join(root, "file")}, "is a file, not a folder", true},
+		{map[string]any{"path": outside}, "outside the folders", true},
+		{map[string]any{"path": filepath.Join(root, "..", filepath.Base(outside))}, "outside the folders", true},
+		{map[string]any{"path": filepath.Join(root, "link")}, "it leads to " + outside, true},
+		{map[string]any{"path": plain, "isolation": "worktree"}, "not inside a git repository", false},
+		{map[string]any{"path": empty, "isolation": "worktree"}, "has no commit yet", false},
+	} {
+		id := "refused-" + string(rune('a'+i))
+		cl.Send("copilot:send", map[string]any{"conversationId": id, "prompt": "hi", "workspace": tc.ws})
+		f := cl.WaitFor("error", nil)
+		msg, _ := f.Field("message").(string)
+		if f.Field("code") != protocol.CodeInvalidField || f.Field("type") != protocol.TypeSend || f.Field("conversationId") != id ||
+			!strings.Contains(msg, tc.says) || (tc.roots && !strings.Contains(msg, root)) {
+			t.Errorf("workspace %v: %s; want invalid_field saying %q", tc.ws, f.Raw, tc.says)
+		}
+		expectQuiet(t, cl) // no user message, no list notice
+	}
+	if n := len(e.agent.openCalls()); n != 0 {
+		t.Fatalf("%d agent sessions opened for refused sends", n)
+	}
+	// A refused first send fixes nothing: the next one may choose.
+	e.startTurn(cl, "refused-a", "now here", map[string]any{"workspace": map[string]any{"path": plain}}).finish(nil)
+	cl.WaitFor("copilot:idle", nil)
+}
+
+// A conversation keeps its workspace across a restart of the relay: the
+// list says it, and its next agent session opens there again.
+func TestWorkspaceSurvivesRestart(t *testing.T) {
+	checkNoLeaks(t)
+	dir, root := t.TempDir(), t.TempDir()
+	a := mkdir(t, filepath.Join(root, "a"))
+	run := func(fn func(cl *relaytest.Client, agent *fakeAgent)) {
+		t.Helper()
+		store, err := sqlite.Open(context.Background(), dir, sqlite.Options{Logger: slog.New(slog.DiscardHandler)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		agent := newFakeAgent()
+		srv := relaytest.Start(t, relay.Config{Agent: agent, Store: store, Workspaces: workspaces(t, root, dir)})
+		fn(srv.Dial(t), agent)
+		srv.Close()
+		if err := store.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	run(func(cl *relaytest.Client, agent *fakeAgent) {
+		cl.Send("copilot:send", map[string]any{"conversationId": "kept", "prompt": "hi", "workspace": map[string]any{"path": a}})
+		agent.nextTurn(t).finish(nil)
+		cl.WaitFor("copilot:idle", nil)
+	})
+	run(func(cl *relaytest.Client, agent *fakeAgent) {
+		cl.Send("copilot:list", nil)
+		list := cl.WaitFor("copilot:conversations", nil)
+		if w, _ := list.Field("conversations").([]any)[0].(map[string]any)["workspace"].(map[string]any); w["path"] != a || w["dir"] != a {
+			t.Fatalf("list after a restart %s", list.Raw)
+		}
+		cl.Send("copilot:send", map[string]any{"conversationId": "kept", "prompt": "again"})
+		agent.nextTurn(t).finish(nil)
+		cl.WaitFor("copilot:idle", nil)
+		if opens := agent.openCalls(); len(opens) != 1 || opens[0].Opts.WorkDir != a || !opens[0].Opts.Resume {
+			t.Fatalf("after a restart the session opened with %+v", opens)
+		}
+		cl.Send("copilot:send", map[string]any{"conversationId": "kept", "prompt": "b", "workspace": map[string]any{"path": root}})
+		if f := cl.WaitFor("error", nil); f.Field("code") != protocol.CodeInvalidField {
+			t.Fatalf("another folder after a restart: %s", f.Raw)
+		}
+	})
+}
