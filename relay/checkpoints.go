@@ -242,3 +242,21 @@ func (r *Relay) dropCheckpoints(conv *conversation, dir string) {
 		r.log.Warn("relay: the checkpoints of a deleted conversation were not removed", "conversationId", conv.id, "err", err)
 	}
 }
+
+// pruneCheckpoints deletes, on a goroutine of its own, the refs of the
+// snapshots of conversations the relay does not hold (deleted while it was
+// not running, or dropped by --history-max-age before it started). One
+// relay alone: in a cluster another relay may hold them.
+func (r *Relay) pruneCheckpoints() {
+	r.mu.Lock()
+	live := map[string]bool{}
+	for id := range r.convs {
+		live[checkpoint.RefName(id)] = true
+	}
+	r.mu.Unlock()
+	r.track(&r.work, func() {
+		if err := r.checkpoints.Prune(r.ctx, func(c string) bool { return live[c] }); err != nil && r.ctx.Err() == nil {
+			r.log.Warn("relay: pruning the checkpoints of conversations that are gone", "err", err)
+		}
+	})
+}

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/pilotdesk/pilotdesk/protocol"
 	"github.com/pilotdesk/pilotdesk/relay"
@@ -312,4 +313,40 @@ func TestSnapshotFailureSaidOnce(t *testing.T) {
 		}
 		// The next turn's shell step finds shell.txt changed already.
 	}
+}
+
+// A relay that starts without a conversation whose snapshots it finds
+// (deleted, or dropped by --history-max-age, while it was not running)
+// deletes their refs.
+func TestStartPrunesCheckpointsOfGoneConversations(t *testing.T) {
+	checkNoLeaks(t)
+	dir, cpData := checkpointFolder(t), t.TempDir()
+	r := startCheckpointRelay(t, dir, cpData, nil)
+	cl := r.srv.Dial(t)
+	cl.Send("copilot:send", map[string]any{"conversationId": "gone", "prompt": "change it"})
+	cl.WaitFor("copilot:idle", nil)
+	r.srv.Close()
+	refs := func() string {
+		repos, _ := filepath.Glob(filepath.Join(cpData, "checkpoints", "repos", "*.git"))
+		if len(repos) == 0 {
+			return ""
+		}
+		out, err := exec.Command("git", "--git-dir="+repos[0], "for-each-ref", "refs/pilotdesk/").CombinedOutput()
+		if err != nil {
+			t.Fatalf("git for-each-ref: %v: %s", err, out)
+		}
+		return string(out)
+	}
+	if refs() == "" {
+		t.Fatal("no refs after the turn")
+	}
+	r = startCheckpointRelay(t, dir, cpData, nil) // a new memory store: the conversation is gone
+	deadline := time.Now().Add(relaytest.Timeout)
+	for refs() != "" {
+		if time.Now().After(deadline) {
+			t.Fatalf("refs of a gone conversation left: %s", refs())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	r.srv.Close()
 }

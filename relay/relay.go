@@ -317,6 +317,9 @@ func New(cfg Config) (*Relay, error) {
 	r.budget = b
 
 	r.ctx, r.cancel = context.WithCancelCause(context.Background())
+	if r.checkpoints != nil && r.cluster == nil {
+		r.pruneCheckpoints() // checkpoints.go
+	}
 	r.watch = newWatchHub(r)
 	r.commit = newCommitter(r)
 	go r.commit.run()

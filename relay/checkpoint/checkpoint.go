@@ -22,6 +22,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 )
@@ -106,8 +107,75 @@ func (s *Store) locate(ctx context.Context, dir string) (*location, error) {
 		return l, nil
 	}
 	s.locs[abs] = loc
+	s.rememberLocked(abs)
 	return loc, nil
 }
+
+// foldersFile lists, one a line, the folders the store ever snapshotted,
+// so that Prune finds the refs of conversations that are gone.
+func (s *Store) foldersFile() string { return filepath.Join(s.data, "folders") }
+
+func (s *Store) rememberLocked(dir string) {
+	if slices.Contains(s.folders(), dir) {
+		return
+	}
+	if err := os.MkdirAll(s.data, 0o700); err != nil {
+		return
+	}
+	f, err := os.OpenFile(s.foldersFile(), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+	if err != nil {
+		return
+	}
+	_, _ = f.WriteString(dir + "\n")
+	_ = f.Close()
+}
+
+func (s *Store) folders() []string {
+	b, err := os.ReadFile(s.foldersFile())
+	if err != nil {
+		return nil
+	}
+	return strings.Fields(string(b))
+}
+
+// Prune deletes, in every folder the store snapshotted, the refs of each
+// conversation keep does not keep (one deleted while the relay was not
+// running, or whose history --history-max-age dropped before the relay
+// started), as Delete does.
+func (s *Store) Prune(ctx context.Context, keep func(conv string) bool) error {
+	s.mu.Lock()
+	dirs := s.folders()
+	s.mu.Unlock()
+	var errs []error
+	for _, dir := range dirs {
+		l, err := s.locate(ctx, dir)
+		if err != nil {
+			if l = s.bareFor(dir); l == nil {
+				continue
+			}
+		}
+		out, err := l.git(s, "for-each-ref", "--format=%(refname)", "refs/pilotdesk/").output(ctx)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		seen := map[string]bool{}
+		for _, ref := range strings.Fields(string(out)) {
+			parts := strings.SplitN(strings.TrimPrefix(ref, "refs/pilotdesk/"), "/", 2)
+			if c := parts[0]; !seen[c] {
+				seen[c] = true
+				if !keep(c) {
+					errs = append(errs, s.Delete(ctx, dir, c))
+				}
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// RefName is how a conversation's id appears in its refs'
+// names (refs/pilotdesk/<RefName>/), which Prune's keep is given.
+func RefName(conv string) string { return refComponent(conv) }
 
 func hashOf(parts ...string) string {
 	h := sha256.Sum256([]byte(strings.Join(parts, "\x00")))

@@ -544,3 +544,34 @@ func TestChangesCapped(t *testing.T) {
 		t.Fatalf("%d files, truncated %v, %v", len(files), truncated, err)
 	}
 }
+
+// Prune deletes the refs of the conversations it is not told to keep, in
+// every folder the store snapshotted.
+func TestPruneKeepsOnlyLiveConversations(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := newStore(t)
+	repo, folder := newRepo(t), newFolder(t)
+	for _, dir := range []string{repo, folder} {
+		for _, c := range []string{"live", "gone"} {
+			if _, err := s.Snapshot(ctx, dir, c); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	// Another store on the same data dir: a relay started again.
+	again, err := New(filepath.Dir(s.data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := again.Prune(ctx, func(c string) bool { return c == RefName("live") }); err != nil {
+		t.Fatal(err)
+	}
+	if refs := run(t, repo, "for-each-ref", "--format=%(refname)", "refs/pilotdesk/"); strings.Contains(refs, "gone") || !strings.Contains(refs, "live") {
+		t.Fatalf("refs after the prune: %s", refs)
+	}
+	l, _ := again.locate(ctx, folder)
+	if refs := run(t, folder, "--git-dir="+l.bare, "for-each-ref", "--format=%(refname)", "refs/pilotdesk/"); strings.Contains(refs, "gone") || !strings.Contains(refs, "live") {
+		t.Fatalf("refs of the plain folder after the prune: %s", refs)
+	}
+}
