@@ -29,3 +29,20 @@ describe('tool words', () => {
     assert.equal(visible('\u{E0041}'), '⟨U+E0041⟩'); // a tag character (Cf), outside the BMP
   });
 });
+
+describe('checkpoint words', () => {
+  it('says a change set and a restore as conversation.ChangesText and RestoredText do', async () => {
+    const { changesText, restoredText } = await import('../static/js/words.js');
+    const files = [
+      { path: 'a.go', status: 'modified', additions: 10, deletions: 4 },
+      { path: 'b.go', status: 'added', additions: 2, deletions: 0 },
+      { path: 'c.png', status: 'deleted', additions: 0, deletions: 0, binary: true },
+    ];
+    assert.equal(changesText(files, false), '3 files changed +12 −4');
+    assert.equal(changesText(files.slice(0, 1), false), '1 file changed +10 −4');
+    assert.equal(
+      restoredText({ checkpoint: 'aaaaaaaaaa', undo: 'cccccccccc', files: [{ path: 'a.go', status: 'modified' }, { path: 'big', status: 'skipped' }] }),
+      'Files restored to checkpoint aaaaaaaa: 1 changed, 1 left as they are (over 10 MiB). Undo: restore checkpoint cccccccc.',
+    );
+  });
+});

@@ -5,8 +5,8 @@
 // its deadline, and the usage. It touches no DOM; the views render it.
 
 import {
-  addQuota, addShutdown, agentChangeText, byText, closedText, modeByText, modeChangeText, newUsage, oneLine, planProgress, statusText,
-  titleFrom, toolCommand, toolSummary, turnText,
+  addQuota, addShutdown, agentChangeText, byText, changesText, closedText, modeByText, modeChangeText, newUsage, oneLine, planProgress,
+  restoredText, statusText, titleFrom, toolCommand, toolSummary, turnText,
 } from './words.js';
 
 /**
@@ -206,6 +206,13 @@ export class Conversation {
           this.note('info', closedText(this.pending.request.question, here, d.reason, d.answeredBy, byMe));
         }
         this.closeRequest(d.requestId);
+        break;
+      case 'copilot:changes':
+        // What the turn changed in its folder (docs/checkpoints.md).
+        this.note('info', changesText(d.files, d.truncated));
+        break;
+      case 'copilot:restored':
+        this.note('info', restoredText(d));
         break;
       case 'copilot:error':
         this.lastError = d.message ?? '';

@@ -316,3 +316,35 @@ export function turnText(u) {
   if (u.haveTotals) parts.push(`session ended: ${plural(u.totalPremium, 'premium request')}`);
   return `usage: ${parts.join(' · ')}`;
 }
+
+/**
+ * changesText sums up what a turn changed in its folder, as the window
+ * says it (conversation.ChangesText): "3 files changed +12 −4".
+ */
+export function changesText(files, truncated) {
+  const list = Array.isArray(files) ? files : [];
+  let adds = 0;
+  let dels = 0;
+  for (const f of list) {
+    adds += f.additions || 0;
+    dels += f.deletions || 0;
+  }
+  let n = list.length === 1 ? '1 file changed' : `${list.length} files changed`;
+  if (truncated) n = `more than ${list.length} files changed`;
+  return `${n} +${adds} −${dels}`;
+}
+
+/**
+ * restoredText says what a restore did and its undo checkpoint, as the
+ * window does (conversation.RestoredText).
+ */
+export function restoredText(d) {
+  const files = Array.isArray(d.files) ? d.files : [];
+  const failed = files.filter((f) => f.status === 'failed').length;
+  const skipped = files.filter((f) => f.status === 'skipped').length;
+  const short = (id) => String(id ?? '').slice(0, 8);
+  let text = `Files restored to checkpoint ${short(d.checkpoint)}: ${files.length - failed - skipped} changed`;
+  if (skipped) text += `, ${skipped} left as they are (over 10 MiB)`;
+  if (failed) text += `, ${failed} could not be written`;
+  return `${text}. Undo: restore checkpoint ${short(d.undo)}.`;
+}
