@@ -104,6 +104,7 @@ func acpAgent(ctx context.Context, s relaySettings, logger *slog.Logger) (sessio
 	a, err := acp.New(acp.Options{
 		Command:       s.ACPCommand,
 		WorkDir:       s.WorkDir,
+		Env:           settings.ACPProviderEnv(s.ACPCommand, s.ProviderURL, s.ProviderKey, s.Model),
 		Logger:        logger,
 		SessionMap:    sessionMap,
 		ClientVersion: Version,

@@ -72,3 +72,40 @@ func (r Setting) PresetLabel(cmd string) string {
 	}
 	return ""
 }
+
+// ACPProviderEnv is the environment that points the ACP agent command runs
+// at the model provider of the settings (Provider URL, key and Model), for
+// the agents whose provider is set by environment: Claude Code's adapters
+// (an Anthropic Messages API), the Gemini CLI (a Gemini API) and
+// `copilot --acp` (its bring-your-own-model variables). nil without a
+// provider URL, or for an agent that takes its provider from its own
+// configuration (opencode's OPENCODE_CONFIG_CONTENT, Codex's config.toml;
+// docs/acp.md says how).
+func ACPProviderEnv(command, url, key, model string) []string {
+	url = strings.TrimSpace(url)
+	prog, rest, _ := strings.Cut(strings.Join(strings.Fields(command), " "), " ")
+	if url == "" {
+		return nil
+	}
+	var base, keyVar, modelVar string
+	switch {
+	case prog == "claude-agent-acp" || prog == "claude-code-acp":
+		// The server's root: Claude Code adds /v1/messages.
+		base, keyVar, modelVar = "ANTHROPIC_BASE_URL", "ANTHROPIC_API_KEY", "ANTHROPIC_MODEL"
+		url = strings.TrimSuffix(strings.TrimSuffix(url, "/"), "/v1")
+	case prog == "gemini" && rest == "--acp":
+		base, keyVar, modelVar = "GOOGLE_GEMINI_BASE_URL", "GEMINI_API_KEY", "GEMINI_MODEL"
+	case prog == "copilot" && rest == "--acp":
+		base, keyVar, modelVar = "COPILOT_PROVIDER_BASE_URL", "COPILOT_PROVIDER_API_KEY", "COPILOT_MODEL"
+	default:
+		return nil
+	}
+	env := []string{base + "=" + url}
+	if key != "" {
+		env = append(env, keyVar+"="+key)
+	}
+	if model = strings.TrimSpace(model); model != "" {
+		env = append(env, modelVar+"="+model)
+	}
+	return env
+}

@@ -49,3 +49,28 @@ func TestFoundAgents(t *testing.T) {
 		}
 	}
 }
+
+// TestACPProviderEnv: the provider of the settings reaches the agents that
+// take it from their environment, each in its own variables.
+func TestACPProviderEnv(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		cmd, url string
+		want     []string
+	}{
+		{"claude-agent-acp", "http://127.0.0.1:8080/v1/", []string{"ANTHROPIC_BASE_URL=http://127.0.0.1:8080", "ANTHROPIC_API_KEY=k", "ANTHROPIC_MODEL=m"}},
+		{"  gemini   --acp ", "http://h:1", []string{"GOOGLE_GEMINI_BASE_URL=http://h:1", "GEMINI_API_KEY=k", "GEMINI_MODEL=m"}},
+		{"copilot --acp", "http://h/v1", []string{"COPILOT_PROVIDER_BASE_URL=http://h/v1", "COPILOT_PROVIDER_API_KEY=k", "COPILOT_MODEL=m"}},
+		{"codex-acp", "http://h/v1", nil},
+		{"opencode acp", "http://h/v1", nil},
+		{"claude-agent-acp", "", nil},
+	}
+	for _, c := range cases {
+		if got := ACPProviderEnv(c.cmd, c.url, "k", "m"); !reflect.DeepEqual(got, c.want) {
+			t.Errorf("ACPProviderEnv(%q, %q) = %q, want %q", c.cmd, c.url, got, c.want)
+		}
+	}
+	if got := ACPProviderEnv("gemini --acp", "http://h", "", ""); !reflect.DeepEqual(got, []string{"GOOGLE_GEMINI_BASE_URL=http://h"}) {
+		t.Errorf("without key and model: %q", got)
+	}
+}
