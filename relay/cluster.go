@@ -212,7 +212,11 @@ func (h clusterHooks) LeaseLost() {
 // loseLocked makes an owned conversation remote: its turn stops without a
 // word (its events would be refused: another relay may own it now), its
 // questions are withdrawn, its agent session closes.
-func (c *conversation) loseLocked() {
+func (c *conversation) loseLocked() { c.loseThenLocked(nil) }
+
+// loseThenLocked is loseLocked, running then (if not nil) once the
+// conversation has caught up with the stream.
+func (c *conversation) loseThenLocked(then func()) {
 	if c.remote {
 		return
 	}
@@ -232,6 +236,9 @@ func (c *conversation) loseLocked() {
 		// followed first if a client here watches it.
 		c.r.refollow(c)
 		c.r.catchUp(c)
+		if then != nil {
+			then()
+		}
 	})
 }
 
@@ -256,12 +263,63 @@ func (r *Relay) catchUp(c *conversation) {
 // was refused because another relay appended since: it lost the
 // conversation. Its events after sentSeq were never stored and never go
 // out; the new owner's come from the cluster.
+//
+// The stream may also hold an append of this relay's own whose Write
+// failed with its outcome unsure (the cluster unreachable): the store
+// refuses the next append the same way, and the relay takes the stream's
+// history too, never the seqs of events that may have been delivered.
+// If the turn it ran is left open there and nobody else owns the
+// conversation, it takes it back and closes the turn (closeLeftOpen).
 func (c *conversation) fencedLocked(err error) {
-	c.r.log.Warn("relay: another relay took this conversation over: it is no longer run here", "conversationId", c.id, "unsentEvents", c.lastSeq-c.sentSeq, "err", err)
-	c.failure.gen++ // its records still queued are dropped (committer.dropStale)
+	c.r.log.Warn("relay: another relay took this conversation over, or an append of this relay's whose Write failed was stored after all: it takes the stream's history", "conversationId", c.id, "unsentEvents", c.lastSeq-c.sentSeq, "err", err)
+	c.failure = storeFailure{gen: c.failure.gen + 1} // its records still queued are dropped (committer.dropStale); its failed tail is not stored
 	c.lastSeq = c.sentSeq
 	c.unsent = nil
-	c.loseLocked()
+	if c.remote {
+		// Lost already (its lease lapsed): catch up all the same.
+		c.r.track(&c.r.work, func() {
+			c.r.catchUp(c)
+			c.r.closeLeftOpen(c.id)
+		})
+		return
+	}
+	c.loseThenLocked(func() { c.r.closeLeftOpen(c.id) })
+}
+
+// storeLostMessage closes a turn this relay ran whose end could not be
+// stored while the history store was unreachable.
+const storeLostMessage = "the history store could not be reached: the turn was stopped"
+
+// closeLeftOpen closes a turn or question that the stream shows open in a
+// conversation this relay lost to its own unsure append: if the owner
+// record still names this relay (no other relay took it over, which
+// would close them itself), it takes the conversation back, and the
+// takeover closes them with storeLostMessage.
+func (r *Relay) closeLeftOpen(id string) {
+	c := r.lookupConversation(id)
+	if c == nil {
+		return
+	}
+	c.mu.Lock()
+	open := c.remote && (c.sent.streaming || c.sent.pending != nil)
+	c.mu.Unlock()
+	if !open {
+		return
+	}
+	ctx, cancel := context.WithTimeout(r.ctx, time.Minute)
+	defer cancel()
+	owner, previous, err := r.cluster.Claim(ctx, id)
+	if err != nil {
+		r.log.Warn("relay: could not take back a conversation whose turn is left open; the next command does", "conversationId", id, "err", err)
+		return
+	}
+	if owner != r.cluster.ID() {
+		return // another relay runs it, and closed what was left open
+	}
+	if err := r.takeOverAs(ctx, id, previous, storeLostMessage); err != nil {
+		r.log.Warn("relay: could not take back a conversation whose turn is left open; the next command does", "conversationId", id, "err", err)
+	}
+	r.refollow(c)
 }
 
 // owned reports whether this relay owns the conversation.
@@ -313,6 +371,12 @@ func (r *Relay) routeCommand(ctx context.Context, id string) (string, error) {
 // catches up with what is stored, then closes what the previous owner left
 // open, as a restart does.
 func (r *Relay) takeOver(ctx context.Context, id, previous string) error {
+	return r.takeOverAs(ctx, id, previous, "")
+}
+
+// takeOverAs is takeOver closing an open turn with message ("": the
+// previous owner was lost).
+func (r *Relay) takeOverAs(ctx context.Context, id, previous, message string) error {
 	// Records this relay queued for the conversation before it lost it
 	// (its lease lapsed) are written, or refused, before the store's next
 	// append expects what is stored now: none of them may land after it.
@@ -370,7 +434,10 @@ func (r *Relay) takeOver(ctx context.Context, id, previous string) error {
 		conv.emitLocked(protocol.TypeUserInputClosed, &d.Header, &d)
 	}
 	if state.Streaming {
-		d := protocol.Idle{Status: protocol.StatusError, Message: fmt.Sprintf("relay lost: %s stopped while the turn ran", previous)}
+		if message == "" {
+			message = fmt.Sprintf("relay lost: %s stopped while the turn ran", previous)
+		}
+		d := protocol.Idle{Status: protocol.StatusError, Message: message}
 		conv.emitLocked(protocol.TypeIdle, &d.Header, &d)
 	}
 	if state.Streaming || len(state.PendingInput) > 0 {

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -56,6 +57,8 @@ type natsBackend struct {
 	name     string
 	replicas int
 	connect  func(t testing.TB, i int) *nats.Conn
+	// loseAck, if set, is the next relay's store's LoseAck.
+	loseAck func(conversationID string) bool
 }
 
 func embeddedBackend(t testing.TB) natsBackend {
@@ -134,7 +137,7 @@ func (b natsBackend) relayMod(t testing.TB, i int, agent session.Agent, opts jet
 	nc := b.connect(t, i)
 	t.Cleanup(nc.Close)
 	ctx := context.Background()
-	store, err := jetstream.Open(ctx, nc, jetstream.Options{Replicas: b.replicas})
+	store, err := jetstream.Open(ctx, nc, jetstream.Options{Replicas: b.replicas, LoseAck: b.loseAck})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -785,4 +788,80 @@ func TestClusterDeletedUnseen(t *testing.T) {
 		})
 		t.Logf("the watched list: %s", gone.Raw)
 	})
+}
+
+// An append of relay A's is stored, but its ack is lost (as when the
+// cluster loses its quorum with the append stored): the Write fails with
+// the outcome unsure, and B's client may already have the events the stream
+// republished. Nothing is deleted and no seq is handed out again: A takes
+// the stream's history (its own client gets the stored events, gapless),
+// takes the conversation back (no other relay owns it) and closes the turn
+// with an idle saying the history store could not be reached, not "relay
+// lost"; every client and the stored chain agree, seq by seq, and the
+// next send runs. Before, A deleted the stored append ("took back") after
+// B's client had its events, and stored other events under their seqs.
+func TestClusterUnsureAppendKept(t *testing.T) {
+	checkNoLeaks(t)
+	b := embeddedBackend(t)
+	s := clusterScript(t)
+	const id = "unsure-append"
+	var arm atomic.Bool
+	ba := b
+	ba.loseAck = func(conv string) bool { return conv == id && arm.CompareAndSwap(true, false) }
+	a := ba.relay(t, 0, s)
+	bb := b.relay(t, 1, s)
+	ca, cb := a.srv.Dial(t), bb.srv.Dial(t)
+
+	send(ca, id, "long")
+	ca.WaitFor("copilot:delta", func(f relaytest.Frame) bool { return f.Field("content") == "l2 " })
+	replayFrom(cb, id, 0)
+	cb.WaitFor("copilot:subscribed", nil)
+	arm.Store(true)
+
+	idleA := ca.WaitFor("copilot:idle", nil)
+	idleB := cb.WaitFor("copilot:idle", nil)
+	for who, idle := range map[string]relaytest.Frame{"A's client": idleA, "B's client": idleB} {
+		if idle.Field("status") != "error" || strings.HasPrefix(fmt.Sprint(idle.Field("message")), "relay lost") || idle.Seq() != idleA.Seq() {
+			t.Fatalf("%s got %s (A's %s)", who, idle.Raw, idleA.Raw)
+		}
+	}
+	a.logs.waitLog(t, "was stored after all")
+
+	// The stored chain: gapless, one idle, last.
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	stored := map[int64]string{}
+	var types []string
+	if err := bb.store.Events(ctx, id, 0, func(e history.Event) error {
+		if e.Seq != int64(len(types)+1) {
+			t.Fatalf("stored seq %d after %d", e.Seq, len(types))
+		}
+		stored[e.Seq] = string(e.Frame)
+		types = append(types, e.Type)
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if types[len(types)-1] != "copilot:idle" || countIn(types, "copilot:idle") != 1 || int64(len(types)) != idleA.Seq() {
+		t.Fatalf("stored %v, the idle at %d", types, idleA.Seq())
+	}
+	// A third client replays from A: every stored event, the same bytes.
+	cc := a.srv.Dial(t)
+	replayFrom(cc, id, 0)
+	got := collect(t, cc, "copilot:subscribed", nil)
+	seqs := eventSeqs(t, "the replay from A", got, 0)
+	if int64(len(seqs)) != idleA.Seq() {
+		t.Fatalf("the replay from A gave seqs %v, want 1…%d", seqs, idleA.Seq())
+	}
+	for _, f := range got {
+		if s := f.Seq(); s > 0 && f.Type != "copilot:subscribed" && stored[s] != string(f.Raw) {
+			t.Fatalf("seq %d replays as %s, stored as %s", s, f.Raw, stored[s])
+		}
+	}
+	// The next send runs, after the stored seqs.
+	send(cb, id, "hello")
+	next := wantIdle(t, cb, "B's client", "completed")
+	if next.Seq() <= idleA.Seq() {
+		t.Fatalf("the next turn's idle at seq %d, not after %d", next.Seq(), idleA.Seq())
+	}
 }

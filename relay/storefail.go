@@ -252,7 +252,37 @@ func (c *committer) retry() {
 	}
 	b.Spend = c.r.budget.take()
 	if len(b.Events) > 0 || len(b.Spend) > 0 {
-		if err := c.r.store.Write(c.ctx, b); err != nil {
+		err := c.r.store.Write(c.ctx, b)
+		var partial *history.PartialWriteError
+		if errors.As(err, &partial) {
+			// A store that commits each conversation on its own stored
+			// the others: they are done, and one the stream moved on
+			// from (its failed append was stored after all, or another
+			// relay took it over) takes the stream's history: retried,
+			// its tail would be refused for ever.
+			c.r.budget.giveBack(b.Spend)
+			b.Spend = nil
+			for i, conv := range convs {
+				cerr, failed := partial.Failed[conv.id]
+				switch {
+				case !failed:
+					if conv.tailStored(counts[i]) {
+						delete(c.failed, conv)
+					}
+				case c.r.cluster != nil && errors.Is(cerr, history.ErrConflict):
+					conv.mu.Lock()
+					conv.fencedLocked(cerr)
+					conv.mu.Unlock()
+					delete(c.failed, conv)
+				}
+			}
+			if len(c.failed) == 0 {
+				c.recovered()
+				return
+			}
+			err = partial
+		}
+		if err != nil {
 			c.r.budget.giveBack(b.Spend)
 			c.backoff = min(2*c.backoff, retryMax)
 			c.retryAt = time.Now().Add(c.backoff)

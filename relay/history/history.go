@@ -99,7 +99,11 @@ type Store interface {
 	// that commits each conversation on its own, fail some conversations
 	// and store the others: Write then returns a *PartialWriteError that
 	// names the failed ones. Each conversation is still written entirely or
-	// not at all.
+	// not at all, but a store over a network may not know which: a write
+	// whose answer was lost fails, and if its part was stored after all, the
+	// conversation's next Write fails with ErrConflict (nothing stored is
+	// ever taken back: it may have been delivered), and the writer takes
+	// what is stored instead of handing its seqs out again.
 	Write(ctx context.Context, b Batch) error
 	// Events calls fn for each event of the conversation with Seq > since, in
 	// seq order, until fn returns an error (which Events returns).
@@ -115,7 +119,8 @@ type Store interface {
 var ErrNotFound = errors.New("conversation not found")
 
 // ErrConflict says that another writer appended to the conversation since
-// this store last saw it, so the write was refused: a store shared by
+// this store last saw it, or that an earlier failed Write of this store
+// was stored after all, so the write was refused: a store shared by
 // several relays (JetStream) fences every writer but the one that appended
 // last. It comes wrapped, in a PartialWriteError.
 var ErrConflict = errors.New("another writer appended to the conversation")

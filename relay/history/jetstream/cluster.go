@@ -794,9 +794,10 @@ func (c *Cluster) Latest(ctx context.Context, id string) (history.Conversation, 
 		return history.Conversation{}, fmt.Errorf("jetstream cluster: %w", err)
 	}
 	c.s.mu.Lock()
-	if st.undo == nil {
-		st.known, st.exists, st.tail, st.rec = true, v.exists, v.tail, v.rec
-	}
+	// The stream is the truth: the caller takes what it holds, an append
+	// of this store's whose outcome was unsure included, and the next
+	// append expects it.
+	st.known, st.exists, st.tail, st.rec, st.unsure = true, v.exists, v.tail, v.rec, nil
 	// Others may have told changes of it since this store did: its next
 	// append, if it takes the conversation over, tells its record anew.
 	st.toldOK = false
@@ -1019,9 +1020,7 @@ func (s *Store) dropSeen(id string) {
 	defer s.mu.Unlock()
 	if st := s.convs[id]; st != nil {
 		st.seen, st.seenRec = 0, record{}
-		if st.undo == nil {
-			st.known = false
-		}
+		st.known = false
 	}
 }
 
@@ -1030,7 +1029,7 @@ func (s *Store) dropSeen(id string) {
 func (s *Store) readView(st *convState, v view) view {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if st.seen > v.tail && st.undo == nil {
+	if st.seen > v.tail {
 		return view{exists: true, tail: st.seen, rec: st.seenRec}
 	}
 	return v

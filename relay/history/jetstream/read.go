@@ -24,7 +24,7 @@ func (s *Store) Conversation(ctx context.Context, id string) (history.Conversati
 	if err != nil {
 		return history.Conversation{}, err
 	}
-	v, err := s.load(ctx, id, st)
+	v, err := s.readLoad(ctx, id, st)
 	if err != nil {
 		return history.Conversation{}, fmt.Errorf("jetstream history: %w", err)
 	}
@@ -74,9 +74,6 @@ func (s *Store) Conversations(ctx context.Context) ([]history.Conversation, erro
 			s.learn(rec.ID, view{exists: true, tail: m.seq, rec: rec})
 			s.kvDirty(rec.ID)
 		}
-		if v, ok := s.undoView(rec.ID); ok {
-			rec = v.rec // a failed append's messages do not count
-		}
 		out = append(out, rec.conversation())
 	}
 	for _, rec := range recs {
@@ -124,18 +121,6 @@ func (s *Store) learn(id string, v view) {
 	}
 }
 
-// undoView is the state of a conversation whose last append failed and
-// is to be taken back.
-func (s *Store) undoView(id string) (view, bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	st := s.convs[id]
-	if st == nil || !st.known || st.undo == nil {
-		return view{}, false
-	}
-	return view{exists: st.exists, tail: st.tail, rec: st.rec}, true
-}
-
 // Events replays the conversation's events after since. A conversation
 // stored in seq order (the relay's) is read with one consumer from the
 // known event nearest to since, or from the first event after since found
@@ -147,7 +132,7 @@ func (s *Store) Events(ctx context.Context, id string, since int64, fn func(hist
 	if err != nil {
 		return err
 	}
-	v, err := s.load(ctx, id, st)
+	v, err := s.readLoad(ctx, id, st)
 	if err != nil {
 		return fmt.Errorf("jetstream history: %w", err)
 	}
@@ -158,7 +143,7 @@ func (s *Store) Events(ctx context.Context, id string, since int64, fn func(hist
 	// The history as it was when the read began: its last message is the
 	// store's view of the tail. So a read never shows an event that
 	// Conversation does not count yet (an append stored whose Write has
-	// not returned), nor a failed append waiting to be taken back.
+	// not returned).
 	upTo := v.tail
 	subj := s.names.subjectOf(id)
 	if v.rec.Unsorted {
@@ -521,7 +506,7 @@ func (s *Store) deleteLocked(ctx context.Context, id string, st *convState) erro
 		return fmt.Errorf("jetstream history: delete %q: %w", id, err)
 	}
 	s.mu.Lock()
-	st.known, st.exists, st.tail, st.rec, st.undo, st.kvRev = true, false, 0, record{}, nil, 0
+	st.known, st.exists, st.tail, st.rec, st.unsure, st.kvRev = true, false, 0, record{}, nil, 0
 	st.pos, st.toldOK = nil, false
 	delete(s.dirty, id)
 	s.mu.Unlock()

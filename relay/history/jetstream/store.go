@@ -68,9 +68,11 @@ type Options struct {
 	// Logger gets warnings. Default slog.Default().
 	Logger *slog.Logger
 
-	// loseAck, in tests, is called after an append was acknowledged; when
-	// it returns true the store acts as if the ack had been lost.
-	loseAck func(id string) bool
+	// LoseAck is for tests: called after an append of a conversation was
+	// acknowledged, when it returns true the store acts as if the ack had
+	// been lost (the Write fails, the append's outcome unsure), as when the
+	// cluster loses its quorum with the append stored.
+	LoseAck func(conversationID string) bool
 	// watchWait bounds one attempt at setting up a KV watcher (watch.go).
 	// Default watchWait; tests shorten it.
 	watchWait time.Duration
@@ -191,10 +193,15 @@ type convState struct {
 	exists bool   // the subject has messages
 	tail   uint64 // stream seq of the subject's last message: the next append's expectation
 	rec    record // the record the last append carried
-	// undo is an append that failed after some of it may have been stored
-	// (a lost ack, or a long append cut short): it is taken back before the
-	// conversation's next write, so that a failed Write stored nothing.
-	undo *undo
+	// unsure is an append that failed after some of it may have been
+	// stored (a lost ack, the cluster unreachable, a long append cut
+	// short). Nothing is ever deleted to undo it: the stream may have
+	// republished it and clients may hold its events. The conversation's
+	// next write reads the subject first (resolve): if nothing came after
+	// the append's expectation, it was not stored and its seqs are free;
+	// otherwise the write fails with history.ErrConflict, and the writer
+	// takes what the stream holds, as after a takeover.
+	unsure *undo
 	// pos are where some of its events are, when it is stored in seq
 	// order (positions.go).
 	pos []position
@@ -400,7 +407,7 @@ type view struct {
 	exists bool
 	tail   uint64
 	rec    record
-	undo   *undo
+	unsure *undo
 }
 
 // load returns what the stream holds of a conversation: from what this
@@ -410,7 +417,7 @@ type view struct {
 func (s *Store) load(ctx context.Context, id string, st *convState) (view, error) {
 	s.mu.Lock()
 	if st.known {
-		v := view{exists: st.exists, tail: st.tail, rec: st.rec, undo: st.undo}
+		v := view{exists: st.exists, tail: st.tail, rec: st.rec, unsure: st.unsure}
 		s.mu.Unlock()
 		return v, nil
 	}
@@ -424,7 +431,18 @@ func (s *Store) load(ctx context.Context, id string, st *convState) (view, error
 	if !st.known {
 		st.known, st.exists, st.tail, st.rec = true, v.exists, v.tail, v.rec
 	}
-	return view{exists: st.exists, tail: st.tail, rec: st.rec, undo: st.undo}, nil
+	return view{exists: st.exists, tail: st.tail, rec: st.rec, unsure: st.unsure}, nil
+}
+
+// readLoad is load for a read: while the conversation's last append is
+// unsure, what the subject holds is read afresh, so that a read never stops
+// short of what may have been stored (and sent by other relays) after it.
+func (s *Store) readLoad(ctx context.Context, id string, st *convState) (view, error) {
+	v, err := s.load(ctx, id, st)
+	if err != nil || v.unsure == nil {
+		return v, err
+	}
+	return s.readTail(ctx, id)
 }
 
 // forget makes the store read the conversation's state from the stream

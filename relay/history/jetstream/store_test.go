@@ -126,43 +126,76 @@ func frames(id string, from, to int64) []history.Event {
 	return out
 }
 
-// TestLostAckTakenBack: an append is stored but its ack is lost, and the
-// Write fails after its retries. The relay then hands the same seqs out
-// again for other events; the store takes the stored append back first, so
-// the failed Write stored nothing and no seq is stored twice.
-func TestLostAckTakenBack(t *testing.T) {
+// TestLostAckResolved: an append is stored but its ack is lost, and the
+// Write fails after its retries. The stream may have republished it and
+// clients may hold its events, so nothing is deleted: reads show it at
+// once, and the next write, which hands the same seqs out again, is refused
+// with history.ErrConflict (the relay then takes the stream's history, as
+// after a takeover), and the seqs stay those of the stored events. The
+// write after the writer has taken the stream's state goes on after them.
+// (Before, the store deleted the stored append: a hole in what clients had
+// got, and the same seqs stored again with other bytes.)
+func TestLostAckResolved(t *testing.T) {
 	_, nc := embedded(t)
 	lose := false
-	s := openEmbedded(t, nc, "lost", Options{loseAck: func(string) bool { l := lose; lose = false; return l }})
+	s := openEmbedded(t, nc, "lost", Options{LoseAck: func(string) bool { l := lose; lose = false; return l }})
 	ctx := context.Background()
 	if err := s.Write(ctx, history.Batch{Conversations: []history.Conversation{meta("c", 2)}, Events: frames("c", 1, 2)}); err != nil {
 		t.Fatal(err)
 	}
 	lose = true
-	lost := frames("c", 3, 5)
-	for i := range lost {
-		lost[i].Frame = []byte("lost")
-	}
-	if err := s.Write(ctx, history.Batch{Conversations: []history.Conversation{meta("c", 5)}, Events: lost}); err == nil {
+	if err := s.Write(ctx, history.Batch{Conversations: []history.Conversation{meta("c", 5)}, Events: frames("c", 3, 5)}); err == nil {
 		t.Fatal("the write with a lost ack succeeded")
 	}
-	// Until the next write, reads show what was stored before it.
-	sameEvents(t, readEvents(t, s, "c", 0), frames("c", 1, 2))
-	if c, _ := s.Conversation(ctx, "c"); c.LastSeq != 2 {
-		t.Fatalf("LastSeq %d after the failed write, want 2", c.LastSeq)
+	// What is stored is shown, the unsure append's events included.
+	sameEvents(t, readEvents(t, s, "c", 0), frames("c", 1, 5))
+	if c, _ := s.Conversation(ctx, "c"); c.LastSeq != 5 {
+		t.Fatalf("LastSeq %d after the failed write, want 5 (what the stream holds)", c.LastSeq)
 	}
-	// The seqs are handed out again.
-	if err := s.Write(ctx, history.Batch{Conversations: []history.Conversation{meta("c", 4)}, Events: frames("c", 3, 4)}); err != nil {
-		t.Fatalf("the write after the lost ack: %v", err)
+	// The seqs handed out again are refused, and nothing is deleted.
+	again := frames("c", 3, 4)
+	for i := range again {
+		again[i].Frame = []byte("other bytes")
 	}
-	sameEvents(t, readEvents(t, s, "c", 0), frames("c", 1, 4))
-	// A store that starts now sees the same.
+	err := s.Write(ctx, history.Batch{Conversations: []history.Conversation{meta("c", 4)}, Events: again})
+	if !errors.Is(err, history.ErrConflict) {
+		t.Fatalf("the write reusing the seqs of the stored append: %v, want history.ErrConflict", err)
+	}
+	sameEvents(t, readEvents(t, s, "c", 0), frames("c", 1, 5))
+	// The writer goes on after what is stored.
+	if err := s.Write(ctx, history.Batch{Conversations: []history.Conversation{meta("c", 6)}, Events: frames("c", 6, 6)}); err != nil {
+		t.Fatalf("the write after the stored seqs: %v", err)
+	}
 	fresh := openEmbedded(t, nc, "lost", Options{})
-	sameEvents(t, readEvents(t, fresh, "c", 0), frames("c", 1, 4))
+	sameEvents(t, readEvents(t, fresh, "c", 0), frames("c", 1, 6))
 	cs, err := fresh.Conversations(ctx)
-	if err != nil || len(cs) != 1 || cs[0].LastSeq != 4 {
+	if err != nil || len(cs) != 1 || cs[0].LastSeq != 6 {
 		t.Fatalf("Conversations = %+v, %v", cs, err)
 	}
+}
+
+// TestUnsureAppendNotStored: an append whose outcome is unsure and that the
+// stream does not hold leaves its seqs free: the next write, reading the
+// subject first, finds nothing after the append's expectation and goes on.
+func TestUnsureAppendNotStored(t *testing.T) {
+	_, nc := embedded(t)
+	s := openEmbedded(t, nc, "unsure", Options{})
+	ctx := context.Background()
+	if err := s.Write(ctx, history.Batch{Conversations: []history.Conversation{meta("c", 2)}, Events: frames("c", 1, 2)}); err != nil {
+		t.Fatal(err)
+	}
+	st, err := s.state("c")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.mu.Lock()
+	st.unsure = &undo{before: st.tail, append: "gone/"}
+	s.mu.Unlock()
+	sameEvents(t, readEvents(t, s, "c", 0), frames("c", 1, 2))
+	if err := s.Write(ctx, history.Batch{Conversations: []history.Conversation{meta("c", 4)}, Events: frames("c", 3, 4)}); err != nil {
+		t.Fatalf("the write after an unsure append that was not stored: %v", err)
+	}
+	sameEvents(t, readEvents(t, s, "c", 0), frames("c", 1, 4))
 }
 
 // TestFreshStoreReads reads, with a store that wrote nothing (so it knows

@@ -201,8 +201,8 @@ func (s *Store) prepare(ctx context.Context, w *convWrite) error {
 	if err != nil {
 		return err
 	}
-	if v.undo != nil {
-		if v, err = s.takeBack(ctx, w.id, w.st, v.undo); err != nil {
+	if v.unsure != nil {
+		if v, err = s.resolve(ctx, w.id, w.st, v.unsure); err != nil {
 			return err
 		}
 	}
@@ -385,10 +385,10 @@ func (s *Store) commit(ctx context.Context, w *convWrite) error {
 				s.forget(w.st)
 			}
 			if uncertain || i > 0 {
-				// Some of the append may be stored: take it back before
-				// the next write, so that this failed Write stored nothing.
+				// Some of the append may be stored: the next write
+				// finds out first (resolve).
 				s.mu.Lock()
-				w.st.undo = &undo{before: w.v.tail, append: strings.TrimSuffix(u.append, strconv.Itoa(i+1))}
+				w.st.unsure = &undo{before: w.v.tail, append: strings.TrimSuffix(u.append, strconv.Itoa(i+1))}
 				s.mu.Unlock()
 			}
 			return err
@@ -397,7 +397,7 @@ func (s *Store) commit(ctx context.Context, w *convWrite) error {
 	}
 	last := units[len(units)-1]
 	s.mu.Lock()
-	w.st.known, w.st.exists, w.st.tail, w.st.rec, w.st.undo = true, true, tail, last.rec, nil
+	w.st.known, w.st.exists, w.st.tail, w.st.rec, w.st.unsure = true, true, tail, last.rec, nil
 	if !last.rec.Unsorted {
 		// A batch's messages have consecutive stream seqs.
 		noted := lastPosLocked(w.st)
@@ -425,7 +425,7 @@ func (s *Store) appendUnit(ctx context.Context, w *convWrite, u *unit, expect ui
 	for attempt := 1; ; attempt++ {
 		ack, err = s.send(ctx, u, expect)
 		if err == nil {
-			if s.opts.loseAck != nil && s.opts.loseAck(w.id) {
+			if s.opts.LoseAck != nil && s.opts.LoseAck(w.id) {
 				uncertain, err = true, fmt.Errorf("jetstream history: append to %q: the ack was lost (test)", w.id)
 				return 0, uncertain, err
 			}
@@ -535,48 +535,43 @@ func (s *Store) send(ctx context.Context, u *unit, expect uint64) (uint64, error
 	return resp.Seq, nil
 }
 
-// undo is an append to take back (convState.undo): everything on the
-// subject after stream seq before, if the subject's last message is still
-// the append's.
+// undo is an append whose outcome is unsure (convState.unsure): it
+// expected the subject's last message to be stream seq before.
 type undo struct {
 	before uint64
 	append string // the Append of its records, less the unit number
 }
 
-// takeBack removes what may be stored of a failed append, so that the
-// Write that failed stored nothing: its events were never sent, and their
-// seqs are handed out again. It removes messages only when the subject's
-// last message is the failed append's own, so nobody appended after it.
-func (s *Store) takeBack(ctx context.Context, id string, st *convState, u *undo) (view, error) {
+// errUnsureStored is the conflict of a conversation whose failed append was
+// stored after all, or which another writer appended to since.
+var errUnsureStored = errors.New("the subject holds more than the writer knew")
+
+// resolve finds out, by reading the subject's last message through the
+// leader, whether an append whose Write failed was stored. It deletes
+// nothing: what is stored may have been republished and delivered. If the
+// subject's last message is still the one the append expected, the append
+// was not stored (a later attempt of it could not be either: it is fenced
+// on that message) and the write goes on after it. If anything came after
+// it (the failed append, whole or in part, or another writer's appends),
+// the conversation's state becomes what the stream holds and the write
+// fails with history.ErrConflict: the writer's seqs after its last stored
+// event are not free, and it must take the stream's history (the relay
+// lets the conversation go and catches up, as after a takeover). If the
+// subject cannot be read, the append stays unsure and the write fails.
+func (s *Store) resolve(ctx context.Context, id string, st *convState, u *undo) (view, error) {
 	v, err := s.readTail(ctx, id)
 	if err != nil {
-		return view{}, fmt.Errorf("check for a failed append to %q: %w", id, err)
-	}
-	if v.exists && strings.HasPrefix(v.rec.Append, u.append) {
-		subj := s.names.subjectOf(id)
-		n := 0
-		for next := u.before + 1; ; {
-			m, err := s.getMsg(ctx, msgGetRequest{Seq: next, NextBySubject: subj})
-			if errors.Is(err, errNoMessage) {
-				break
-			}
-			if err != nil {
-				return view{}, fmt.Errorf("take back a failed append to %q: %w", id, err)
-			}
-			if err := s.leaderCall(ctx, func(ctx context.Context) error { return s.stream.DeleteMsg(ctx, m.seq) }); err != nil && !errors.Is(err, jetstream.ErrMsgNotFound) {
-				return view{}, fmt.Errorf("take back a failed append to %q: delete stream seq %d: %w", id, m.seq, err)
-			}
-			n++
-			next = m.seq + 1
-		}
-		s.log.Warn("jetstream history: took back an append that was stored although its Write failed", "conversationId", id, "messages", n)
-		if v, err = s.readTail(ctx, id); err != nil {
-			return view{}, fmt.Errorf("read %q after taking back a failed append: %w", id, err)
-		}
+		return view{}, fmt.Errorf("find out whether a failed append to %q was stored: %w", id, err)
 	}
 	s.mu.Lock()
-	st.known, st.exists, st.tail, st.rec, st.undo = true, v.exists, v.tail, v.rec, nil
-	st.pos = slices.DeleteFunc(st.pos, func(p position) bool { return p.stream > u.before })
+	st.known, st.exists, st.tail, st.rec, st.unsure = true, v.exists, v.tail, v.rec, nil
 	s.mu.Unlock()
-	return v, nil
+	if v.tail == u.before {
+		return v, nil
+	}
+	ours := v.exists && strings.HasPrefix(v.rec.Append, u.append)
+	s.log.Warn("jetstream history: an append whose Write failed was stored after all, or the conversation moved on: the writer takes what the stream holds",
+		"conversationId", id, "expected", u.before, "tail", v.tail, "lastSeq", v.rec.Max, "itsOwn", ours)
+	return view{}, fmt.Errorf("jetstream history: append to %q: %w (%w: stream seq %d, seq %d, its own failed append: %v)",
+		id, history.ErrConflict, errUnsureStored, v.tail, v.rec.Max, ours)
 }
