@@ -99,6 +99,7 @@ jetstream {
   max_memory_store: 256MB
   max_file_store: 4GB
   limits { batch { max_inflight_per_stream: 1000, max_inflight_total: 5000 } }
+  sync_interval: always
 }
 cluster {
   name: pilotdesk

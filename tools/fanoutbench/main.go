@@ -27,6 +27,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/pilotdesk/pilotdesk/relay/history/jetstream/natstest"
 	"io"
 	"net/http"
 	"os"
@@ -57,6 +58,7 @@ type options struct {
 	store       string
 	nats        string
 	sync        string
+	natsSync    string
 	sendQueue   int
 	cpuProfile  string
 	anchor      bool
@@ -78,6 +80,7 @@ func main() {
 	flag.StringVar(&o.store, "store", "memory", "history store of the relay: memory, sqlite or jetstream")
 	flag.StringVar(&o.nats, "nats", "cluster", "with -store jetstream: cluster (a 3-node nats-server cluster on loopback, R3) or embedded (a node in the relay's process)")
 	flag.StringVar(&o.sync, "sqlite-sync", "FULL", "SQLite synchronous setting with -store sqlite (FULL, NORMAL)")
+	flag.StringVar(&o.natsSync, "nats-sync", "always", "the cluster nodes' JetStream sync_interval with -nats cluster: always (fsync before every ack, as docs/operations.md configures them) or a duration (2m is JetStream's default) to measure what the fsync costs")
 	flag.IntVar(&o.sendQueue, "send-queue", 0, "relay.Config.SendQueue (0: the relay's default)")
 	flag.StringVar(&o.cpuProfile, "cpuprofile", "", "write CPU profiles: FILE.clients and FILE.relay")
 	flag.BoolVar(&o.anchor, "anchor", true, "measure nats-server's core fan-out (same subscribers, same message size) after the burst rounds, and print the relay's CPU per delivery as a ratio of it")
@@ -210,6 +213,7 @@ func runBench(o options) error {
 		return fmt.Errorf("-compare goes with -store jetstream and names another store (sqlite, memory)")
 	}
 	if o.store == "jetstream" && o.nats == "cluster" {
+		natstest.SyncInterval = o.natsSync
 		stop, err := startCluster()
 		if err != nil {
 			return err
@@ -225,6 +229,9 @@ func runBench(o options) error {
 	store := o.store
 	if store == "jetstream" {
 		store += " (" + o.nats + ")"
+		if o.nats == "cluster" {
+			store = fmt.Sprintf("jetstream (cluster, sync_interval %s)", o.natsSync)
+		}
 	}
 	fmt.Printf("fan-out: 1 conversation, %d deltas of %d B, %d subscribers, %s store; relay in process %d; load average %s\n",
 		o.deltas, o.size, o.subscribers, store, ch.cmd.Process.Pid, loadAverage())
@@ -281,6 +288,8 @@ func runBench(o options) error {
 	if len(results) > 0 {
 		med = median(results)
 		printRound("median", med, true)
+		fmt.Printf("%s: %.0f events stored per second (the median round's deliveries/s over its %d subscribers)\n",
+			store, med.deliveriesPerSec/float64(o.subscribers), o.subscribers)
 	}
 	if len(baseResults) > 0 {
 		bmed := median(baseResults)

@@ -123,6 +123,13 @@ var Permissions = struct{ Publish, Subscribe []string }{
 	Subscribe: []string{"pilotdesk.>", "_INBOX.>"},
 }
 
+// SyncInterval is the nodes' JetStream sync_interval: "always", an fsync
+// before every acknowledgement, as docs/operations.md configures a
+// cluster, so that what the tests and benchmarks measure is what an
+// acknowledged, durable append costs. A benchmark sets it before Start to
+// measure what the fsync costs (tools/fanoutbench -nats-sync).
+var SyncInterval = "always"
+
 // Start starts an n-node cluster (n ≥ 1; 3 for a real quorum) and waits
 // until JetStream answers on every node. It skips the test, saying why,
 // when nats-server is not installed. The nodes are killed when the test
@@ -162,6 +169,7 @@ jetstream {
   max_memory_store: 256MB
   max_file_store: 4GB
   limits { batch { max_inflight_per_stream: 1000, max_inflight_total: 5000 } }
+  sync_interval: %s
 }
 %saccounts {
   PILOTDESK {
@@ -170,7 +178,7 @@ jetstream {
       permissions: { publish: [%s], subscribe: [%s] } }]
   }
 }
-`, node.Name, node.ClientPort, filepath.Join(dir, node.Name), cluster, c.User, c.Password, quote(Permissions.Publish), quote(Permissions.Subscribe))
+`, node.Name, node.ClientPort, filepath.Join(dir, node.Name), SyncInterval, cluster, c.User, c.Password, quote(Permissions.Publish), quote(Permissions.Subscribe))
 		if err := os.WriteFile(node.conf, []byte(conf), 0o600); err != nil {
 			t.Fatal(err)
 		}
