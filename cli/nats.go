@@ -27,6 +27,9 @@ type natsSettings struct {
 	TLSCA    string
 	Replicas int
 	Lease    time.Duration
+	// DrainTimeout bounds a drain at SIGTERM: how long running turns may
+	// take to end before the relay stops (relay.Drain).
+	DrainTimeout time.Duration
 }
 
 func (n *natsSettings) register(fs *flag.FlagSet) {
@@ -35,6 +38,7 @@ func (n *natsSettings) register(fs *flag.FlagSet) {
 	fs.StringVar(&n.TLSCA, "nats-tls-ca", "", "verify the NATS servers' TLS certificates with this CA `FILE`")
 	fs.IntVar(&n.Replicas, "nats-replicas", 3, "replicas of the events stream and bucket when the relay creates them (1 with embedded)")
 	fs.DurationVar(&n.Lease, "nats-lease", jetstream.DefaultLease, "how long a relay may be silent before the other relays take its conversations over; it must outlast a NATS leader election (4-9 s)")
+	fs.DurationVar(&n.DrainTimeout, "drain-timeout", 10*time.Minute, "with --nats: on SIGTERM, how long the relay waits for its running turns to end (its clients moved to other relays, its idle conversations handed over) before it stops")
 }
 
 func (n *natsSettings) validate(dataDir string) error {
@@ -49,6 +53,9 @@ func (n *natsSettings) validate(dataDir string) error {
 	}
 	if n.Lease <= 0 {
 		return usageError("--nats-lease must be positive, not %v", n.Lease)
+	}
+	if n.DrainTimeout < 0 {
+		return usageError("--drain-timeout must not be negative, not %v", n.DrainTimeout)
 	}
 	if n.URLs == natsEmbedded {
 		if n.Creds != "" || n.TLSCA != "" {

@@ -35,6 +35,14 @@ func runServe(ctx context.Context, args []string, env Env) error {
 
 	select {
 	case <-ctx.Done():
+		if s.NATS.URLs != "" && s.NATS.URLs != natsEmbedded && s.NATS.DrainTimeout > 0 {
+			// A deploy: clients move, running turns end, conversations
+			// go to the other relays (relay.Drain).
+			logger.Info("draining: clients move to the other relays; running turns may take up to --drain-timeout", "drainTimeout", s.NATS.DrainTimeout)
+			dctx, cancel := context.WithTimeout(context.Background(), s.NATS.DrainTimeout)
+			st.Relay.Drain(dctx)
+			cancel()
+		}
 		logger.Info("shutting down: aborting open streams and flushing history")
 	case err := <-st.served:
 		st.served <- err // Close reads it again

@@ -127,6 +127,9 @@ const takeOverWait = 2 * time.Minute
 // takeOverWait: given up at the first failure, its clients' turn stayed
 // open for good.
 func (r *Relay) takeOverGone(id, relayID string) {
+	if r.isDraining() {
+		return // another relay takes it
+	}
 	ctx, cancel := context.WithTimeout(r.ctx, takeOverWait)
 	defer cancel()
 	for wait := time.Second; ; wait = min(2*wait, 8*time.Second) {
@@ -196,6 +199,7 @@ func (h clusterHooks) Reconnected() {
 
 func (h clusterHooks) LeaseLost() {
 	r := h.r
+	r.storeTrouble.Store(time.Now().UnixNano())
 	convs := r.allConversations()
 	n := 0
 	for _, c := range convs {
@@ -286,6 +290,22 @@ func (c *conversation) fencedLocked(err error) {
 	c.loseThenLocked(func() { c.r.closeLeftOpen(c.id) })
 }
 
+// troubleWindow is how long after this relay found the store unreachable
+// a takeover blames the store, not the previous owner: the lapse of
+// every relay's lease during a quorum loss is heard once it is back.
+const troubleWindow = 2 * time.Minute
+
+// troubledRecently reports whether this relay found the history store
+// unreachable within troubleWindow.
+func (r *Relay) troubledRecently() bool {
+	at := r.storeTrouble.Load()
+	return at != 0 && time.Since(time.Unix(0, at)) < troubleWindow
+}
+
+// leaseLapsedMessage closes a turn whose relay's lease lapsed while this
+// relay too could not reach the history store in time (%s: the relay).
+const leaseLapsedMessage = "the turn was stopped: the history store could not be reached in time, and the lease of %s lapsed"
+
 // storeLostMessage closes a turn this relay ran whose end could not be
 // stored while the history store was unreachable.
 const storeLostMessage = "the history store could not be reached: the turn was stopped"
@@ -296,6 +316,9 @@ const storeLostMessage = "the history store could not be reached: the turn was s
 // would close them itself), it takes the conversation back, and the
 // takeover closes them with storeLostMessage.
 func (r *Relay) closeLeftOpen(id string) {
+	if r.isDraining() {
+		return
+	}
 	c := r.lookupConversation(id)
 	if c == nil {
 		return
@@ -434,7 +457,15 @@ func (r *Relay) takeOverAs(ctx context.Context, id, previous, message string) er
 		conv.emitLocked(protocol.TypeUserInputClosed, &d.Header, &d)
 	}
 	if state.Streaming {
-		if message == "" {
+		switch {
+		case message != "":
+		case r.troubledRecently():
+			// This relay could not reach the store in time either (its
+			// own lease lapsed, or a write failed): the previous owner's
+			// lease most likely lapsed with everyone's, in a quorum loss,
+			// and it was not lost.
+			message = fmt.Sprintf(leaseLapsedMessage, previous)
+		default:
 			message = fmt.Sprintf("relay lost: %s stopped while the turn ran", previous)
 		}
 		d := protocol.Idle{Status: protocol.StatusError, Message: message}
@@ -751,6 +782,14 @@ func (r *Relay) runForwarded(ctx context.Context, body []byte) []byte {
 		// given its conversations up, the command goes to another.
 		return reply(forwardReply{Error: &protocol.Error{Code: protocol.CodeLimit, Type: req.Type, ConversationID: id,
 			Message: "the relay that runs this conversation is shutting down: send again in a moment, another relay takes it over"}})
+	}
+	if r.isDraining() {
+		// Draining: a command runs here only on a conversation whose
+		// turn still runs here; any other is handed over (or was), and
+		// the sender claims it.
+		if c := r.lookupConversation(id); c == nil || r.handOff(ctx, c) {
+			return reply(forwardReply{NotOwner: true})
+		}
 	}
 	owner, err := r.routeCommand(ctx, id)
 	switch {

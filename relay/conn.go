@@ -92,9 +92,9 @@ func (r *Relay) serveWS(w http.ResponseWriter, req *http.Request) {
 		return
 	}
 	r.lifeMu.Lock()
-	if r.closed {
+	if r.closed || r.isDraining() {
 		r.lifeMu.Unlock()
-		http.Error(w, "the relay is shutting down", http.StatusServiceUnavailable)
+		http.Error(w, "the relay is shutting down: connect to another relay", http.StatusServiceUnavailable)
 		return
 	}
 	r.connWG.Add(1)

@@ -156,6 +156,11 @@ type Relay struct {
 	cluster     history.Cluster // nil: one relay (cluster.go)
 	follow      relayFollow     // what it follows of the cluster (follow.go)
 	workspaces  *workspace.Set  // where conversations work (workspace.go)
+	// storeTrouble is when this relay last found the history store
+	// unreachable (Unix ns; 0: never): its lease lapsed, or a write failed.
+	// A takeover soon after says so rather than "relay lost" (cluster.go).
+	storeTrouble atomic.Int64
+	draining     atomic.Bool // Drain has begun (drain.go)
 
 	checkpoints       *checkpoint.Store // nil: off (checkpoints.go)
 	checkpointsOffWhy string
@@ -344,6 +349,11 @@ func New(cfg Config) (*Relay, error) {
 	r.mux.HandleFunc("GET /ws", r.serveWS)
 	r.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		if r.isDraining() {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			_, _ = w.Write([]byte("unavailable: draining before it stops; clients go to another relay"))
+			return
+		}
 		if r.cluster != nil && !r.cluster.Healthy() {
 			// Cut off from NATS or without a lease: a balancer moves
 			// the clients to a relay that can serve them.

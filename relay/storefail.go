@@ -168,6 +168,7 @@ func (c *committer) dropStale(recs []record) []record {
 // The first failure marks the store's guard before anything unstored can
 // be sent, and makes copilot:send refuse.
 func (c *committer) fail(recs []record, convs int, err error) {
+	c.r.storeTrouble.Store(time.Now().UnixNano())
 	if !c.down.Load() {
 		c.r.log.Error("relay: the history store cannot be written; the conversations it failed for stop with copilot:error, and copilot:send is refused until it writes again (retrying in the background)",
 			"events", len(recs), "conversations", convs, "err", err)
