@@ -53,6 +53,9 @@ type Restored struct {
 	Checkpoint string        `json:"checkpoint"`
 	Undo       string        `json:"undo"`
 	Files      []ChangedFile `json:"files"`
+	// Truncated: more files changed than the event lists (1,000, or
+	// what fits a frame).
+	Truncated bool `json:"truncated,omitempty"`
 }
 
 // FilePatch is one file's unified diff in a copilot:diff reply.

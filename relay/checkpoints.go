@@ -1,9 +1,11 @@
 package relay
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/pilotdesk/pilotdesk/protocol"
 	"github.com/pilotdesk/pilotdesk/relay/checkpoint"
@@ -226,6 +228,24 @@ func (r *Relay) restoreConversation(ctx context.Context, d *protocol.Restore) *p
 		return checkpointError(protocol.TypeRestore, d.ConversationID, err)
 	}
 	ev := protocol.Restored{Checkpoint: d.Checkpoint, Undo: undo, Files: changedFiles(files)}
+	if len(ev.Files) > checkpoint.MaxFiles {
+		// A list that is cut keeps the files it could not write.
+		failedFirst := func(f protocol.ChangedFile) int {
+			if f.Status == protocol.FileFailed {
+				return 0
+			}
+			return 1
+		}
+		slices.SortStableFunc(ev.Files, func(a, b protocol.ChangedFile) int { return cmp.Compare(failedFirst(a), failedFirst(b)) })
+		ev.Files, ev.Truncated = ev.Files[:checkpoint.MaxFiles], true
+	}
+	for {
+		frame, err := protocol.Encode(protocol.TypeRestored, &ev)
+		if err != nil || len(frame) <= protocol.MaxFrameBytes-frameRoom || len(ev.Files) == 0 {
+			break
+		}
+		ev.Files, ev.Truncated = ev.Files[:len(ev.Files)*3/4], true
+	}
 	conv.mu.Lock()
 	conv.emitLocked(protocol.TypeRestored, &ev.Header, &ev)
 	conv.mu.Unlock()
