@@ -48,6 +48,9 @@ var contentTypes = map[string]string{
 	".js":   "text/javascript; charset=utf-8",
 	".svg":  "image/svg+xml",
 	".json": "application/json",
+	".png":  "image/png",
+	// The web app manifest, which makes the page installable.
+	".webmanifest": "application/manifest+json",
 }
 
 // load reads and compresses the embedded files once. Compressing here, not

@@ -103,7 +103,8 @@ func TestEveryFileIsServed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	types := map[string]string{".js": "text/javascript; charset=utf-8", ".css": "text/css; charset=utf-8", ".svg": "image/svg+xml", "": "text/html; charset=utf-8"}
+	types := map[string]string{".js": "text/javascript; charset=utf-8", ".css": "text/css; charset=utf-8", ".svg": "image/svg+xml", "": "text/html; charset=utf-8",
+		".png": "image/png", ".webmanifest": "application/manifest+json"}
 	for p := range refs {
 		res := get(t, p, nil)
 		if res.StatusCode != http.StatusOK {
@@ -200,6 +201,24 @@ func TestNoInlineCodeOrHTMLParsing(t *testing.T) {
 			if m := banned.FindString(line); m != "" {
 				t.Errorf("%s:%d uses %s", f, i+1, m)
 			}
+		}
+	}
+}
+
+// TestServiceWorkerCachesEveryScript: sw.js names each of the page's
+// scripts, so that a start from its cache has all of them.
+func TestServiceWorkerCachesEveryScript(t *testing.T) {
+	sw, err := os.ReadFile("static/sw.js")
+	if err != nil {
+		t.Fatal(err)
+	}
+	files, _ := filepath.Glob("static/js/*.js")
+	if len(files) == 0 {
+		t.Fatal("no scripts")
+	}
+	for _, f := range files {
+		if name := "'js/" + filepath.Base(f) + "'"; !bytes.Contains(sw, []byte(name)) {
+			t.Errorf("sw.js does not cache %s", name)
 		}
 	}
 }

@@ -318,6 +318,11 @@ describe('web client', { skip: skip || false }, () => {
         close() {}
       }
       window.Notification = FakeNotification;
+      // The service worker shows them where it runs (as on a phone).
+      ServiceWorkerRegistration.prototype.showNotification = function showNotification(title, opts) {
+        window.__notes.push({ title, body: opts?.body });
+        return Promise.resolve();
+      };
       Object.defineProperty(Document.prototype, 'hidden', { configurable: true, get: () => window.__hidden });
     });
     const page = await open(ctx);

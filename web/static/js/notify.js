@@ -3,6 +3,10 @@
 // questions waiting in the tab's title. The Notification API exists only
 // in secure contexts (https, or localhost), so on a phone that reaches the
 // relay over plain http the page says why it cannot notify.
+//
+// Notifications are shown by the service worker (sw.js) when it runs:
+// Chrome for Android allows no other way, and a tap on one then opens the
+// conversation even when the page was closed.
 
 const BASE_TITLE = 'pilotdesk';
 
@@ -14,7 +18,18 @@ export class Notifier {
   constructor(n, open) {
     this.n = n;
     this.open = open;
+    this.worker = null; // the service worker's registration, once ready
     n.button.addEventListener('click', () => this.ask());
+    if ('serviceWorker' in navigator && window.isSecureContext) {
+      navigator.serviceWorker.register('sw.js').then(() => navigator.serviceWorker.ready).then((reg) => {
+        this.worker = reg;
+        document.body.dataset.worker = 'ready';
+      }, (err) => console.warn('pilotdesk: service worker', err));
+      // A tap on a notification while a page is open opens it here.
+      navigator.serviceWorker.addEventListener('message', (ev) => {
+        if (ev.data && typeof ev.data.open === 'string' && ev.data.open) this.open(ev.data.open);
+      });
+    }
     this.render();
   }
 
@@ -60,6 +75,11 @@ export class Notifier {
 
   notify(title, body, convId, tag) {
     if (!this.supported || Notification.permission !== 'granted' || !document.hidden) return;
+    if (this.worker) {
+      this.worker.showNotification(title, { body, tag, icon: 'icon-192.png', data: { conversationId: convId } })
+        .catch((err) => console.warn('pilotdesk: notification', err));
+      return;
+    }
     try {
       const note = new Notification(title, { body, tag });
       note.addEventListener('click', () => {

@@ -1,0 +1,83 @@
+// The installable web app: the manifest and its icons, the service worker
+// installed with the page's own files cached, and a Web Push delivered to
+// it (through the DevTools protocol, as a push service would) showing a
+// notification that names the conversation.
+
+import { describe, it, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { browser, chromiumMissing, startRelay, watchPage } from './harness.js';
+
+const skip = chromiumMissing();
+const WAIT = 30_000;
+
+describe('the installable app', { skip: skip || false }, () => {
+  let relay;
+  let chrome;
+
+  before(async () => {
+    relay = await startRelay();
+    chrome = await browser();
+  });
+
+  after(async () => {
+    await chrome?.close();
+    await relay?.stop();
+  });
+
+  it('has a manifest, a service worker that caches the page, and shows a push', async () => {
+    const problems = [];
+    const ctx = await chrome.newContext({ viewport: { width: 390, height: 844 } });
+    ctx.setDefaultTimeout(WAIT);
+    await ctx.grantPermissions(['notifications'], { origin: relay.base.replace(/\/$/, '') });
+    const page = await ctx.newPage();
+    watchPage(page, relay, problems);
+    const cdp = await ctx.newCDPSession(page);
+    const registrations = [];
+    cdp.on('ServiceWorker.workerRegistrationUpdated', (e) => registrations.push(...e.registrations));
+    await cdp.send('ServiceWorker.enable');
+    await page.goto(relay.pageURL);
+    await page.waitForSelector('body[data-state="live"]');
+    await page.waitForSelector('body[data-worker="ready"]');
+
+    // The manifest and every icon it names.
+    const manifest = await page.evaluate(async () => {
+      const link = document.querySelector('link[rel="manifest"]');
+      const res = await fetch(link.href);
+      const m = await res.json();
+      const icons = await Promise.all(m.icons.map(async (i) => {
+        const r = await fetch(new URL(i.src, link.href));
+        return { src: i.src, status: r.status, type: r.headers.get('content-type') };
+      }));
+      return { type: res.headers.get('content-type'), m, icons };
+    });
+    assert.equal(manifest.type, 'application/manifest+json');
+    assert.equal(manifest.m.display, 'standalone');
+    assert.ok(manifest.m.icons.some((i) => i.sizes === '512x512'), 'no 512 px icon');
+    for (const i of manifest.icons) assert.equal(i.status, 200, `${i.src}: ${i.status}`);
+
+    // The page's own files are cached for the next start.
+    const files = await page.evaluate(async () => {
+      const c = await caches.open('pilotdesk-files-v1');
+      return (await c.keys()).map((r) => new URL(r.url).pathname);
+    });
+    for (const f of ['/', '/app.css', '/js/app.js', '/js/transcript.js']) assert.ok(files.includes(f), `${f} is not cached: ${files}`);
+
+    // A push, as the relay's would arrive, becomes a notification.
+    await page.waitForFunction(() => navigator.serviceWorker.controller !== null);
+    const reg = registrations.find((r) => r.scopeURL === relay.base && !r.isDeleted);
+    assert.ok(reg, `no registration for ${relay.base}: ${JSON.stringify(registrations)}`);
+    await cdp.send('ServiceWorker.deliverPushMessage', {
+      origin: relay.base.replace(/\/$/, ''),
+      registrationId: reg.registrationId,
+      data: JSON.stringify({ title: 'A question waits', body: 'In “deploy”', conversationId: 'c-123', tag: 'q-c-123' }),
+    });
+    const notes = await page.waitForFunction(async () => {
+      const r = await navigator.serviceWorker.ready;
+      const n = await r.getNotifications();
+      return n.length ? n.map((x) => ({ title: x.title, body: x.body, tag: x.tag, data: x.data })) : null;
+    }).then((h) => h.jsonValue());
+    assert.deepEqual(notes, [{ title: 'A question waits', body: 'In “deploy”', tag: 'q-c-123', data: { conversationId: 'c-123' } }]);
+    assert.deepEqual(problems, []);
+    await ctx.close();
+  });
+});
