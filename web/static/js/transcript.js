@@ -273,6 +273,9 @@ export class Transcript {
       }
       const wrap = el('div', { class: 'block' });
       wrap.append(renderBlock(srcs[k]));
+      // What scrolls sideways (code, a wide table) is reached by the
+      // keyboard too.
+      for (const n of wrap.querySelectorAll('pre, .table-wrap')) n.tabIndex = 0;
       if (old[k]) old[k].node.replaceWith(wrap);
       else node.append(wrap);
       next.push({ src: srcs[k], node: wrap });
@@ -280,6 +283,10 @@ export class Transcript {
     for (let k = srcs.length; k < old.length; k++) old[k].node.remove();
     this.blocks.set(node, next);
     node.classList.toggle('streaming', !row.done);
+    // Busy while it grows: a screen reader announces the reply once,
+    // complete, instead of each piece.
+    if (row.done) node.removeAttribute('aria-busy');
+    else node.setAttribute('aria-busy', 'true');
     return node;
   }
 }
