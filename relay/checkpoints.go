@@ -206,7 +206,7 @@ func (r *Relay) restoreConversation(ctx context.Context, d *protocol.Restore) *p
 	case conv.remote:
 		conv.mu.Unlock()
 		return lostCommand(protocol.TypeRestore, d.ConversationID)
-	case conv.streaming || conv.restoring:
+	case conv.streaming || conv.preparing || conv.restoring:
 		conv.mu.Unlock()
 		return &protocol.Error{Code: protocol.CodeConversationBusy, Type: protocol.TypeRestore, ConversationID: d.ConversationID,
 			Message: "the conversation is streaming a reply (or restoring): wait for copilot:idle, or abort it, then restore"}

@@ -97,6 +97,7 @@ func TestRolesEveryMessage(t *testing.T) {
 		protocol.TypeDelete:            {"conversationId": "r5"},
 		protocol.TypeDiff:              {"conversationId": "r1", "checkpoint": "0123"},
 		protocol.TypeRestore:           {"conversationId": "r1", "checkpoint": "0123"},
+		protocol.TypeWorkspaces:        {},
 	}
 	for _, role := range protocol.Roles() {
 		t.Run(role, func(t *testing.T) {
