@@ -311,10 +311,15 @@ func (a *Agent) Open(ctx context.Context, conversationID string, opts session.Op
 	if host == nil {
 		return nil, errors.New("acp: Open needs a Host")
 	}
-	s := newSession(a, conversationID, host)
+	cwd := opts.WorkDir
+	if cwd == "" {
+		cwd = a.opts.WorkDir
+	}
+	s := newSession(a, conversationID, cwd, host)
 	var prev sdk.SessionId
 	if opts.Resume {
-		if id, ok := a.store.get(conversationID, a.opts.Command, a.opts.WorkDir); ok {
+		// A session made in another folder is not the conversation's.
+		if id, ok := a.store.get(conversationID, a.opts.Command, cwd); ok {
 			prev = sdk.SessionId(id)
 		}
 	}
@@ -393,8 +398,8 @@ func (a *Agent) wasClosedIn(id sdk.SessionId, p *process) bool {
 }
 
 // remember records the conversation's ACP session for a later resume.
-func (a *Agent) remember(conversationID string, id sdk.SessionId) {
-	e := storedSession{SessionID: string(id), Command: a.opts.Command, Cwd: a.opts.WorkDir}
+func (a *Agent) remember(conversationID, cwd string, id sdk.SessionId) {
+	e := storedSession{SessionID: string(id), Command: a.opts.Command, Cwd: cwd}
 	if err := a.store.put(conversationID, e); err != nil {
 		a.log.Warn("acp: the conversation could not be resumed after a restart", "conversation", conversationID, "err", err)
 	}

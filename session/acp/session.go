@@ -20,6 +20,10 @@ type Session struct {
 	host           session.Host
 	conversationID string
 	log            *slog.Logger
+	// cwd is the ACP session's folder: the conversation's
+	// (session.OpenOptions.WorkDir), else the agent's. One agent process
+	// serves sessions in many folders.
+	cwd string
 
 	// The pump runs what the connection's handlers queue, in order; it is
 	// the only goroutine that calls Host.Emit while the session is open,
@@ -55,11 +59,12 @@ type Session struct {
 
 var _ session.Session = (*Session)(nil)
 
-func newSession(a *Agent, conversationID string, host session.Host) *Session {
+func newSession(a *Agent, conversationID, cwd string, host session.Host) *Session {
 	ctx, cancel := context.WithCancel(context.Background())
 	log := a.log.With("conversation", conversationID)
 	s := &Session{
 		a:              a,
+		cwd:            cwd,
 		host:           host,
 		conversationID: conversationID,
 		log:            log,
@@ -99,7 +104,7 @@ func (s *Session) attach(ctx context.Context, p *process, prev sdk.SessionId) er
 		s.log.Warn("acp: the agent cannot resume the conversation's session; starting a new one", "session", prev, "err", err)
 		lost = err.Error()
 	}
-	res, err := p.conn.NewSession(ctx, sdk.NewSessionRequest{Cwd: s.a.opts.WorkDir, McpServers: []sdk.McpServer{}})
+	res, err := p.conn.NewSession(ctx, sdk.NewSessionRequest{Cwd: s.cwd, McpServers: []sdk.McpServer{}})
 	if err != nil {
 		return s.failed(ctx, p, "session/new", err)
 	}
@@ -134,7 +139,7 @@ func (s *Session) reopen(ctx context.Context, p *process, id sdk.SessionId) erro
 		if err := s.bind(p, id, true); err != nil {
 			return err
 		}
-		res, err := p.conn.LoadSession(ctx, sdk.LoadSessionRequest{SessionId: id, Cwd: s.a.opts.WorkDir, McpServers: []sdk.McpServer{}})
+		res, err := p.conn.LoadSession(ctx, sdk.LoadSessionRequest{SessionId: id, Cwd: s.cwd, McpServers: []sdk.McpServer{}})
 		if err != nil && s.a.wasClosedIn(id, p) {
 			// Closed here a moment ago: Codex answers session/close
 			// before it lets the session go, and refuses to load it
@@ -147,7 +152,7 @@ func (s *Session) reopen(ctx context.Context, p *process, id sdk.SessionId) erro
 				if ctx.Err() != nil {
 					break
 				}
-				res, err = p.conn.LoadSession(ctx, sdk.LoadSessionRequest{SessionId: id, Cwd: s.a.opts.WorkDir, McpServers: []sdk.McpServer{}})
+				res, err = p.conn.LoadSession(ctx, sdk.LoadSessionRequest{SessionId: id, Cwd: s.cwd, McpServers: []sdk.McpServer{}})
 			}
 		}
 		if err == nil {
@@ -167,7 +172,7 @@ func (s *Session) reopen(ctx context.Context, p *process, id sdk.SessionId) erro
 		s.setModes(res.Modes)
 		return nil
 	case caps.SessionCapabilities.Resume != nil:
-		res, err := p.conn.ResumeSession(ctx, sdk.ResumeSessionRequest{SessionId: id, Cwd: s.a.opts.WorkDir, McpServers: []sdk.McpServer{}})
+		res, err := p.conn.ResumeSession(ctx, sdk.ResumeSessionRequest{SessionId: id, Cwd: s.cwd, McpServers: []sdk.McpServer{}})
 		if err != nil {
 			return fmt.Errorf("session/resume: %s", rpcMessage(err))
 		}
@@ -237,7 +242,7 @@ func (s *Session) bind(p *process, id sdk.SessionId, loading bool) error {
 	if old != "" && old != id {
 		s.a.unregister(old, s)
 	}
-	s.a.remember(s.conversationID, id)
+	s.a.remember(s.conversationID, s.cwd, id)
 	return nil
 }
 

@@ -329,7 +329,7 @@ func (a *Agent) Open(ctx context.Context, conversationID string, opts session.Op
 	if model == "" {
 		model = a.opts.Model
 	}
-	s := newSession(a, conversationID, sessionID(conversationID), model, host)
+	s := newSession(a, conversationID, sessionID(conversationID), model, opts.WorkDir, host)
 	// Register before the CLI hears of the session: its first events arrive
 	// before the answer to session.create.
 	if err := a.register(s); err != nil {

@@ -24,6 +24,10 @@ type Session struct {
 	conversationID string
 	id             string // the CLI session id
 	log            *slog.Logger
+	// workDir is the session's workingDirectory: the conversation's
+	// folder (session.OpenOptions.WorkDir), else the agent's. One CLI
+	// serves sessions in many folders.
+	workDir string
 
 	queue    *queue.Queue[queued] // what the reader received, for the pump
 	pumpDone chan struct{}
@@ -153,10 +157,14 @@ func (s *Session) checkProvider(ctx context.Context) error {
 	return nil
 }
 
-func newSession(a *Agent, conversationID, id, model string, host session.Host) *Session {
+func newSession(a *Agent, conversationID, id, model, workDir string, host session.Host) *Session {
 	ctx, cancel := context.WithCancel(context.Background())
+	if workDir == "" {
+		workDir = a.opts.WorkDir
+	}
 	s := &Session{
 		a:              a,
+		workDir:        workDir,
 		host:           host,
 		conversationID: conversationID,
 		id:             id,
@@ -193,8 +201,8 @@ func (s *Session) config(model string) map[string]any {
 	if model != "" {
 		c["model"] = model
 	}
-	if o.WorkDir != "" {
-		c["workingDirectory"] = o.WorkDir
+	if s.workDir != "" {
+		c["workingDirectory"] = s.workDir
 	}
 	if o.ProviderURL != "" {
 		p := map[string]any{"type": o.ProviderType, "baseUrl": o.ProviderURL}

@@ -89,6 +89,26 @@ type toolSpec struct {
 	Name      string         `json:"name"`
 	Arguments map[string]any `json:"arguments,omitempty"`
 	Result    string         `json:"result,omitempty"`
+	Write     *writeSpec     `json:"write,omitempty"`
+	Run       string         `json:"run,omitempty"`
+}
+
+type writeSpec struct {
+	Path    string `json:"path"`
+	Content string `json:"content"`
+}
+
+// writeFile is a tool call that, approved, writes the file in the
+// conversation's folder.
+func (t *demoTurn) writeFile(path, content, result string) {
+	t.line(map[string]toolSpec{"tool": {Name: "edit", Arguments: map[string]any{"path": path, "content": content}, Result: result,
+		Write: &writeSpec{Path: path, Content: content}}})
+}
+
+// runCommand is a tool call that, approved, runs the command in the
+// conversation's folder; its output is the result.
+func (t *demoTurn) runCommand(command string) {
+	t.line(map[string]toolSpec{"tool": {Name: "bash", Arguments: map[string]any{"command": command}, Run: command}})
 }
 
 func (t *demoTurn) tool(name string, args map[string]any, result string) {
@@ -257,6 +277,16 @@ The edit was **{{tool}}**. In plan mode that is the point: you read the plan fir
 		t.words("ˋanswer={{answer}} index={{index}} error={{error}}ˋ (the index is -1 for an answer of your own, and error says ˋtimeoutˋ when nobody answered in time).")
 	})
 
+	add("edit a file", func(t *demoTurn) {
+		t.words("## Editing a file\n\nThis conversation works in ˋ{{workspace}}ˋ, the folder you chose for it, and the mode is **{{mode}}**. I will write a short note there: ")
+		t.writeFile("pilotdesk-demo.md", demoNote, "wrote pilotdesk-demo.md")
+		t.words("\n\nThe edit was **{{tool}}**. Now let me read it back: ")
+		t.runCommand("cat pilotdesk-demo.md")
+		t.words(`
+
+That call was **{{tool}}**. In **act** mode the file is really there, in the folder of this conversation and nowhere else: open it, change it, delete it. In **plan** mode nothing was written. Each conversation has its own folder; start a new conversation to work in another one.`)
+	})
+
 	add("usage", func(t *demoTurn) {
 		t.words("## Usage\n\nEvery model call reports what it used: the model, its cost in premium requests, tokens read from and written to the cache, and how much of the monthly quota is left. ")
 		t.usage()
@@ -323,12 +353,20 @@ This is the built-in demo: a scripted agent that plays replies instead of callin
 - ˋchooseˋ: a numbered choice
 - ˋtextˋ: a free-text question
 - ˋaskˋ: a question with suggestions and room for your own answer
+- ˋedit a fileˋ: writes a note into this conversation's folder (in **act** mode) and reads it back
 - ˋusageˋ: a usage report and the session's totals
 - ˋslowˋ: a slow reply, to try **Stop**
 - ˋerrorˋ: a reply that fails
 - anything else: the whole tour
 
 The **Plan** and **Act** buttons beside the prompt box decide whether tool calls run (in the terminal client, ˋ/planˋ and ˋ/actˋ). Install the GitHub Copilot CLI to talk to a real agent, or play your own script with ˋpilotdesk --script FILEˋ.`
+
+// demoNote is the file the edit demo writes.
+const demoNote = `# A note from the pilotdesk demo
+
+The scripted demo agent wrote this file, in the folder of the conversation
+that asked it to. Delete it whenever you like.
+`
 
 const markdownCode = "```go\n" + `// Greeting returns a friendly hello.
 func Greeting(name string) string {

@@ -63,7 +63,8 @@ func playDemo(t *testing.T, host *fakeHost, prompt string) ([]session.Event, tim
 	a := New(demoScript(t)).(*Agent)
 	rec := &sleepRecorder{}
 	a.sleep = rec.sleep
-	sess, err := a.Open(context.Background(), "demo", session.OpenOptions{}, host)
+	// The demo's edit turn writes in the conversation's folder.
+	sess, err := a.Open(context.Background(), "demo", session.OpenOptions{WorkDir: t.TempDir()}, host)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -206,6 +207,17 @@ func TestDemoKeywords(t *testing.T) {
 		{"choose", false, countOf[session.Message](1)},
 		{"text", false, countOf[session.Message](1)},
 		{"ask", false, countOf[session.Message](1)},
+		{"edit a file", false, func(t *testing.T, events []session.Event) {
+			var ends []session.ToolEnd
+			for _, e := range events {
+				if end, ok := e.(session.ToolEnd); ok {
+					ends = append(ends, end)
+				}
+			}
+			if len(ends) != 2 || !ends[0].Success || !ends[1].Success || !strings.Contains(ends[1].Result, "A note from the pilotdesk demo") {
+				t.Errorf("the edit demo's tools: %+v", ends)
+			}
+		}},
 		{"usage", false, func(t *testing.T, events []session.Event) {
 			countOf[session.Usage](1)(t, events)
 			countOf[session.Shutdown](1)(t, events)
@@ -269,7 +281,7 @@ func TestDemoShowsEveryFeature(t *testing.T) {
 					seen["ask:freeform with choices"] = true
 				}
 			case DeltaStep:
-				for _, p := range []string{"prompt", "mode", "tool", "answer", "index", "error"} {
+				for _, p := range []string{"prompt", "mode", "tool", "answer", "index", "error", "workspace"} {
 					if strings.Contains(st.Text, "{{"+p+"}}") {
 						seen["{{"+p+"}}"] = true
 					}
@@ -279,7 +291,7 @@ func TestDemoShowsEveryFeature(t *testing.T) {
 	}
 	for _, f := range append(slicesClone(stepKeys),
 		"input:approval", "input:choice", "input:text", "ask:freeform with choices",
-		"{{prompt}}", "{{mode}}", "{{tool}}", "{{answer}}", "{{index}}", "{{error}}") {
+		"{{prompt}}", "{{mode}}", "{{tool}}", "{{answer}}", "{{index}}", "{{error}}", "{{workspace}}") {
 		if !seen[f] {
 			t.Errorf("the demo never shows %s", f)
 		}

@@ -144,7 +144,7 @@ type player struct {
 	prompt    string
 	messageID string
 	message   strings.Builder // every delta of the turn
-	dir       string          // the folder tool effects change
+	dir       string          // the folder tool effects change; {{workspace}}
 
 	tool   string // {{tool}}
 	answer string // {{answer}}
@@ -295,6 +295,7 @@ func (p *player) substitute(text string) string {
 		"{{answer}}", p.answer,
 		"{{index}}", p.index,
 		"{{error}}", p.errTag,
+		"{{workspace}}", p.dir,
 	).Replace(text)
 }
 
