@@ -14,6 +14,7 @@ import (
 	"github.com/pilotdesk/pilotdesk/relay/history/sqlite"
 	"github.com/pilotdesk/pilotdesk/relay/relaytest"
 	"github.com/pilotdesk/pilotdesk/relay/workspace"
+	"github.com/pilotdesk/pilotdesk/session/script"
 )
 
 // workspaces makes a relay's workspaces: root the one root and default
@@ -224,4 +225,123 @@ func TestWorkspaceSurvivesRestart(t *testing.T) {
 			t.Fatalf("another folder after a restart: %s", f.Raw)
 		}
 	})
+}
+
+// twoEdits is a script whose turns write notes.txt, each its own way, and
+// then wait on a question, so that both conversations are running at once
+// when the test looks at their folders.
+const twoEdits = `{"turns": [
+  {"match": "alpha", "steps": [
+    {"tool": {"name": "edit", "arguments": {"path": "notes.txt"}, "write": {"path": "notes.txt", "content": "alpha was here\n"}}},
+    {"ask": {"question": "Keep going?", "choices": ["yes", "no"]}},
+    {"delta": "alpha done in {{workspace}}"}
+  ]},
+  {"match": "beta", "steps": [
+    {"tool": {"name": "edit", "arguments": {"path": "notes.txt"}, "write": {"path": "notes.txt", "content": "beta was here\n"}}},
+    {"ask": {"question": "Keep going?", "choices": ["yes", "no"]}},
+    {"delta": "beta done in {{workspace}}"}
+  ]}
+]}`
+
+func readFile(t testing.TB, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// Two conversations in worktrees of one repository run at once through
+// the relay, each editing the same file its own way: each worktree holds
+// its own version, on its own branch, and the user's checkout (status,
+// HEAD, branch, the file) is as it was. Deleting a conversation commits
+// its worktree's work on its branch (message: the title) and removes the
+// folder; the branch stays.
+func TestWorktreesInParallel(t *testing.T) {
+	checkNoLeaks(t)
+	home := t.TempDir()
+	user := gitRepo(t, filepath.Join(home, "project"))
+	head := git(t, user, "rev-parse", "HEAD")
+	sc, err := script.Parse("two edits", []byte(twoEdits))
+	if err != nil {
+		t.Fatal(err)
+	}
+	data := t.TempDir()
+	srv := relaytest.Start(t, relay.Config{Agent: script.New(sc), Workspaces: workspaces(t, home, data)})
+	cl := srv.Dial(t)
+
+	ids := map[string]string{"alpha": "aaaaaaaa-1111-4000-8000-000000000001", "beta": "bbbbbbbb-2222-4000-8000-000000000002"}
+	asks := map[string]relaytest.Frame{}
+	for _, name := range []string{"alpha", "beta"} {
+		cl.Send("copilot:send", map[string]any{"conversationId": ids[name], "prompt": name + " edit the notes",
+			"workspace": map[string]any{"path": user, "isolation": "worktree"}})
+	}
+	for len(asks) < 2 {
+		f := cl.WaitFor("copilot:user_input_request", nil)
+		asks[f.Field("conversationId").(string)] = f
+	}
+	// Both turns are open, each waiting on its question.
+	dirs := map[string]string{}
+	for name, id := range ids {
+		other, sub := func() (*relaytest.Client, relaytest.Frame) {
+			c := srv.Dial(t)
+			c.Send("copilot:subscribe", map[string]any{"conversationId": id})
+			return c, c.WaitFor("copilot:subscribed", nil)
+		}()
+		other.Close()
+		w := workspaceOf(sub)
+		if sub.Field("streaming") != true || w["isolation"] != "worktree" || w["path"] != user || w["base"] != head ||
+			w["branch"] != "pilotdesk/"+id[:8] || !strings.HasPrefix(w["dir"].(string), filepath.Join(data, "worktrees")) {
+			t.Fatalf("%s: copilot:subscribed %s", name, sub.Raw)
+		}
+		dirs[name] = w["dir"].(string)
+		if got := readFile(t, filepath.Join(dirs[name], "notes.txt")); got != name+" was here\n" {
+			t.Errorf("%s's worktree holds %q", name, got)
+		}
+	}
+	if got := readFile(t, filepath.Join(user, "notes.txt")); got != "original\n" {
+		t.Errorf("the user's notes.txt holds %q", got)
+	}
+	if st := git(t, user, "status", "--porcelain"); st != "" {
+		t.Errorf("the user's checkout changed: %q", st)
+	}
+	if git(t, user, "rev-parse", "HEAD") != head || git(t, user, "branch", "--show-current") != "main" {
+		t.Error("the user's HEAD or branch moved")
+	}
+	for id, ask := range asks {
+		cl.Send("copilot:user_input_response", map[string]any{"conversationId": id, "requestId": ask.Field("requestId"), "answer": "yes"})
+	}
+	for range 2 {
+		idle := cl.WaitFor("copilot:idle", nil)
+		if idle.Field("status") != "completed" {
+			t.Fatalf("idle %s", idle.Raw)
+		}
+	}
+
+	// Delete alpha: its work is committed on its branch, its folder goes.
+	branch := "pilotdesk/" + ids["alpha"][:8]
+	cl.Send("copilot:delete", map[string]any{"conversationId": ids["alpha"]})
+	cl.WaitFor("copilot:deleted", nil)
+	if _, err := os.Stat(dirs["alpha"]); !os.IsNotExist(err) {
+		t.Errorf("the deleted conversation's worktree is still there: %v", err)
+	}
+	if msg := git(t, user, "log", "-1", "--format=%s", branch); msg != "alpha edit the notes" {
+		t.Errorf("the branch's last commit: %q", msg)
+	}
+	if got := git(t, user, "show", branch+":notes.txt"); got != "alpha was here" {
+		t.Errorf("the branch's notes.txt: %q", got)
+	}
+	if git(t, user, "rev-parse", branch+"~1") != head {
+		t.Error("the branch does not start from the user's HEAD")
+	}
+	if st := git(t, user, "status", "--porcelain"); st != "" || git(t, user, "rev-parse", "HEAD") != head {
+		t.Errorf("the delete changed the user's checkout: %q", st)
+	}
+	// beta, closed, keeps its worktree as it is.
+	cl.Send("copilot:close", map[string]any{"conversationId": ids["beta"]})
+	cl.WaitFor("copilot:shutdown", nil)
+	if got := readFile(t, filepath.Join(dirs["beta"], "notes.txt")); got != "beta was here\n" {
+		t.Errorf("after close beta's worktree holds %q", got)
+	}
 }
