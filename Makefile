@@ -75,6 +75,8 @@ test: deps copilot-cli opencode acp-agents nats-server vet
 	@# The copy of chroma whose lexers load on first use: its tests, and the
 	@# same lexers, matches and tokens as the released chroma.
 	scripts/chroma-check.sh
+	@# The web client's fold against the recorded streams' contracts (Node, no npm).
+	scripts/web-unit.sh
 	@# The web client in a real browser (installs chromium and the npm driver).
 	scripts/web-e2e.sh
 	@# The real app (GL driver) builds, packages, starts and has a valid .desktop entry.
@@ -89,6 +91,7 @@ test: deps copilot-cli opencode acp-agents nats-server vet
 # chromium (scripts/web-e2e.sh says why, and skips, when chromium or Node.js
 # cannot be installed). web-screenshots writes screenshots/web-*.png.
 web-test:
+	scripts/web-unit.sh
 	scripts/web-e2e.sh
 
 web-screenshots:

@@ -323,7 +323,7 @@ func TestChatInTerminal(t *testing.T) {
 		p.waitFor("the hint after Enter", func(s string) bool { return strings.HasSuffix(s, "Please answer a/1 or r/2.\n›") })
 		p.typeLine("a")
 		s = p.waitPrompt("act>")
-		want = "› Run it\nMigrated (approve).\nusage: gpt-5 · cost 1 · premium requests 12/300 (96% left) · session ended: 1 premium request\n\nact>"
+		want = "› Run it\nMigrated (approve).\nusage: gpt-5 · cost 1 · 12 of 300 premium requests used, 96% left · session ended: 1 premium request\n\nact>"
 		if !strings.HasSuffix(s, want) {
 			t.Errorf("after approving:\n%s\nwant the end:\n%s", s, want)
 		}

@@ -82,9 +82,9 @@ func TestFoldRecordedStreams(t *testing.T) {
 		title: "Deploy the app",
 		mode:  protocol.ModeAct,
 		// The quota's reset date shows; at this pace it lasts the month.
-		usage:  "Model gpt-5  ·  premium requests 12/300 (96% left), resets 1 Dec  ·  chat unlimited  ·  ×1 premium per request  ·  cache 300 read / 0 written",
+		usage:  "Model gpt-5  ·  12 of 300 premium requests used, 96% left, resets 1 Dec  ·  chat unlimited  ·  ×1 premium per request  ·  cache 300 read / 0 written",
 		totals: "Session total: 1 premium request  ·  gpt-5: 1 request, 1200 tokens in / 80 out",
-		turn:   "usage: gpt-5 · 1200 in / 80 out / 300 cached tokens · cost 1 · premium requests 12/300 (96% left) · session ended: 1 premium request",
+		turn:   "usage: gpt-5 · 1200 in / 80 out / 300 cached tokens · cost 1 · 12 of 300 premium requests used, 96% left · session ended: 1 premium request",
 	}, {
 		file: "plan-question.jsonl",
 		// The denied edit is the turn's plan, in a card under its end.
@@ -124,9 +124,9 @@ func TestFoldRecordedStreams(t *testing.T) {
 		kinds:  "user,text,status,user,text,status",
 		title:  "first",
 		mode:   protocol.ModeAct,
-		usage:  "Model gpt-5  ·  this turn 0.75 credits · conversation 2 credits  ·  premium requests 200/300 (33.33% left), resets 1 Dec · at this pace it runs out on 22 Nov  ·  ×1 premium per request",
+		usage:  "Model gpt-5  ·  this turn 0.75 credits · conversation 2 credits  ·  200 of 300 premium requests used, 33.33% left, resets 1 Dec · at this pace it runs out on 22 Nov  ·  ×1 premium per request",
 		totals: "Session total: 2 premium requests",
-		turn:   "usage: gpt-5 · 0.75 credits (conversation 2 credits) · cost 1 · premium requests 200/300 (33.33% left), at this pace it runs out on 22 Nov · session ended: 2 premium requests",
+		turn:   "usage: gpt-5 · 0.75 credits (conversation 2 credits) · cost 1 · 200 of 300 premium requests used, 33.33% left, at this pace it runs out on 22 Nov · session ended: 2 premium requests",
 	}, {
 		file: "acp-turn.jsonl",
 		// An ACP agent's turn: its reasoning in rows of their own, apart

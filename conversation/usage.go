@@ -164,8 +164,9 @@ func (u Usage) Clone() Usage {
 // ---- words, the same in every front end ----
 
 // QuotaText describes one quota snapshot, short enough for a terminal's
-// usage line: "premium requests 12/300 (96% left)", "chat unlimited"; ""
-// when it says nothing.
+// usage line and the same in the window, the terminal and the web client
+// (web/static/js/words.js): "12 of 300 premium requests used, 96% left",
+// "chat unlimited"; "" when it says nothing.
 func QuotaText(q Quota) string {
 	name := strings.ReplaceAll(q.Name, "_", " ")
 	if q.Name == "premium_interactions" {
@@ -175,9 +176,9 @@ func QuotaText(q Quota) string {
 	case q.Unlimited:
 		return name + " unlimited"
 	case q.HasUsed && q.Entitlement > 0:
-		s := fmt.Sprintf("%s %s/%s", name, Num(q.Used), Num(q.Entitlement))
+		s := fmt.Sprintf("%s of %s %s used", Num(q.Used), Num(q.Entitlement), name)
 		if q.HasRemaining {
-			s += fmt.Sprintf(" (%s%% left)", Num(q.RemainingPercent))
+			s += fmt.Sprintf(", %s%% left", Num(q.RemainingPercent))
 		}
 		return s
 	case q.HasRemaining:

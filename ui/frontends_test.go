@@ -48,7 +48,7 @@ func TestFrontEndsRenderTheSameFold(t *testing.T) {
 	}{
 		{"the edit's summary", "src/app.go", tools[0].Text},
 		{"the fetch's summary", "a=x b=2", tools[1].Text},
-		{"the premium quota", "premium requests 42/300 (86% left)", usageBar},
+		{"the premium quota", "42 of 300 premium requests used, 86% left", usageBar},
 		{"the model", "claude-sonnet-4", usageBar},
 	} {
 		if !strings.Contains(tc.window, tc.want) {
@@ -60,7 +60,7 @@ func TestFrontEndsRenderTheSameFold(t *testing.T) {
 	}
 	// The window's usage bar and the terminal's usage line are both made
 	// from the fold's usage by the same words.
-	if !strings.Contains(usageBar, "chat unlimited") || !strings.Contains(terminal, "usage: claude-sonnet-4 · 15.0k in / 900 out tokens · cost 2 · premium requests 42/300 (86% left)") {
+	if !strings.Contains(usageBar, "chat unlimited") || !strings.Contains(terminal, "usage: claude-sonnet-4 · 15.0k in / 900 out tokens · cost 2 · 42 of 300 premium requests used, 86% left") {
 		t.Errorf("usage: window %q, terminal\n%s", usageBar, terminal)
 	}
 }

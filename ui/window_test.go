@@ -46,7 +46,7 @@ func TestMarkdownTurnAndUsage(t *testing.T) {
 	if h.w.title.Text != "show me markdown" {
 		t.Fatalf("conversation title %q", h.w.title.Text)
 	}
-	if got := h.w.status.usage.text(); !strings.Contains(got, "Model gpt-5") || !strings.Contains(got, "premium requests 12/300 (96% left)") ||
+	if got := h.w.status.usage.text(); !strings.Contains(got, "Model gpt-5") || !strings.Contains(got, "12 of 300 premium requests used, 96% left") ||
 		!strings.Contains(got, "chat unlimited") || !strings.Contains(got, "×1 premium per request") || !strings.Contains(got, "cache 300 read / 40 written") {
 		t.Fatalf("usage bar %q", got)
 	}
@@ -443,7 +443,7 @@ func TestUsageBarCredits(t *testing.T) {
 	h.waitFor("the second turn", func() bool {
 		return strings.Contains(h.w.status.usage.text(), "conversation 4 credits")
 	})
-	want := "Model gpt-5  ·  this turn 2 credits · conversation 4 credits  ·  premium requests 250/300 (16.67% left), resets 1 Dec · at this pace it runs out on 27 Nov  ·  ×1 premium per request"
+	want := "Model gpt-5  ·  this turn 2 credits · conversation 4 credits  ·  250 of 300 premium requests used, 16.67% left, resets 1 Dec · at this pace it runs out on 27 Nov  ·  ×1 premium per request"
 	if got := h.w.status.usage.text(); got != want {
 		t.Fatalf("usage bar\n got %q\nwant %q", got, want)
 	}

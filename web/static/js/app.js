@@ -501,7 +501,7 @@ export class App {
     const viewer = this.role === 'viewer';
     this.composer.render(c, live, { viewer, why: this.sendWhy(c, live, viewer) });
     this.question.show(c, { viewer });
-    $('usage').textContent = c ? [usageText(c.usage), totalsText(c.usage)].filter(Boolean).join('  ·  ') : '';
+    $('usage').textContent = c ? [usageText(c.usage, c.turn, Date.now()), totalsText(c.usage)].filter(Boolean).join('  ·  ') : '';
     this.list.render(this.sortedEntries(), this.current, !!this.nextCursor);
     this.renderElsewhere();
     this.renderState();

@@ -66,6 +66,7 @@ export class Conversation {
     this.turn = newUsage();
     this.turnOutput = false;
     this.lastError = '';
+    this.errorRow = -1; // the row of the running turn's last copilot:error
     this.msgs = new Map(); // messageId → {row, text, done}
     this.thoughts = new Map(); // reasoning messageId → its row, while it streams
     this.planRow = -1; // the row of the running or last turn's agent plan
@@ -106,7 +107,10 @@ export class Conversation {
         if (this.streaming !== !!d.streaming) ch.listing = true;
         this.streaming = !!d.streaming;
         this.synced = true;
-        if (!this.streaming) this.finishMessages();
+        if (!this.streaming) {
+          this.finishMessages();
+          this.stopTools();
+        }
         if (d.pendingInput) this.openRequest(d.pendingInput);
         else if (this.pending) this.closeRequest(this.pending.request.requestId);
         break;
@@ -133,6 +137,7 @@ export class Conversation {
         this.streaming = true;
         this.turnOutput = false;
         this.lastError = '';
+        this.errorRow = -1;
         this.turn = newUsage();
         this.updatedAt = Date.now();
         if (!this.titled) {
@@ -216,10 +221,11 @@ export class Conversation {
         break;
       case 'copilot:error':
         this.lastError = d.message ?? '';
-        this.note('error', `Agent error: ${d.message ?? ''}`);
+        this.errorRow = this.push({ kind: 'note', tone: 'error', text: `Agent error: ${d.message ?? ''}` });
         break;
       case 'copilot:idle': {
         this.finishMessages();
+        this.stopTools();
         let detail = d.message ?? '';
         if (!detail && d.status === 'error') detail = this.lastError;
         let text = statusText(d.status);
@@ -227,7 +233,21 @@ export class Conversation {
         // lost) was not stopped by anyone.
         if (detail === RESTARTED) [text, detail] = [INTERRUPTED, ''];
         else if (detail.startsWith('relay lost')) text = INTERRUPTED;
-        this.push({ kind: 'status', status: d.status, text, detail, usage: turnText(this.turn) });
+        const usage = this.turn.calls === 0 && !this.turn.haveTotals ? '' : turnText(this.turn, this.usage, Date.now());
+        const status = { kind: 'status', status: d.status, text, detail, usage };
+        if (!detail || detail !== this.lastError || this.errorRow < 0) this.push(status);
+        else if (this.errorRow === this.rows.length - 1) {
+          // The agent's error ends the turn: one row says both, rather
+          // than the same words twice (as conversation.State does).
+          status.v = this.rows[this.errorRow].v + 1;
+          this.rows[this.errorRow] = status;
+          this.ch.rows = true;
+        } else {
+          // Its error row stands above what followed; the end says only
+          // that the turn failed.
+          status.detail = '';
+          this.push(status);
+        }
         this.streaming = false;
         this.turnOutput = false;
         this.pending = null;
@@ -358,6 +378,14 @@ export class Conversation {
     Object.assign(row, fields);
     row.v++;
     if (this.ch) this.ch.rows = true;
+  }
+
+  // stopTools marks the tool calls still running as stopped: the turn
+  // ended before they reported their end.
+  stopTools() {
+    this.rows.forEach((row, i) => {
+      if (row.kind === 'tool' && row.state === 'running') this.update(i, { state: 'stopped' });
+    });
   }
 
   findTool(id) {

@@ -28,6 +28,7 @@ const TOOL_STATES = {
   approved: { icon: '✓', label: 'approved' },
   denied: { icon: '✕', label: 'denied by plan' },
   failed: { icon: '!', label: 'failed' },
+  stopped: { icon: '■', label: 'stopped' },
 };
 
 const STATUS_ICONS = { completed: '✓', aborted: '■', rejected: '✕', error: '!' };

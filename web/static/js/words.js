@@ -189,13 +189,18 @@ export function clock(ms) {
 }
 
 // ---- usage ----
+// The same figures and words as conversation/usage.go: the usage bar's
+// line, a turn's line and the session's totals read alike in the window,
+// the terminal and here (web/unit/fold.test.mjs checks them against the
+// recorded streams' contracts).
 
 /** newUsage is an empty usage record (see conversation.Usage in Go). */
 export function newUsage() {
   return {
     calls: 0, model: '', cost: null, costSum: 0, cacheRead: null, cacheWrite: null,
-    inputTokens: 0, outputTokens: 0, haveTokens: false, quotas: [],
-    haveTotals: false, totalPremium: 0, models: [],
+    inputTokens: 0, outputTokens: 0, cachedTokens: 0, haveTokens: false,
+    credits: 0, haveCredits: false, creditsStatus: '', creditsPerDay: 0, quotas: [],
+    haveTotals: false, totalPremium: 0, models: [], sessionCredits: null,
   };
 }
 
@@ -206,7 +211,10 @@ export function addQuota(u, q) {
   u.calls++;
   if (q.model) u.model = q.model;
   if (isNum(q.cost)) { u.cost = q.cost; u.costSum += q.cost; }
-  if (isNum(q.cacheReadTokens)) u.cacheRead = q.cacheReadTokens;
+  if (isNum(q.cacheReadTokens)) { u.cacheRead = q.cacheReadTokens; u.cachedTokens += q.cacheReadTokens; }
+  if (isNum(q.aiCredits)) { u.credits += q.aiCredits; u.haveCredits = true; }
+  if (q.aiCreditsStatus) u.creditsStatus = q.aiCreditsStatus;
+  if (isNum(q.creditsPerDay) && q.creditsPerDay > 0) u.creditsPerDay = q.creditsPerDay;
   if (isNum(q.cacheWriteTokens)) u.cacheWrite = q.cacheWriteTokens;
   if (isNum(q.inputTokens)) { u.inputTokens += q.inputTokens; u.haveTokens = true; }
   if (isNum(q.outputTokens)) { u.outputTokens += q.outputTokens; u.haveTokens = true; }
@@ -221,6 +229,8 @@ export function addQuota(u, q) {
       hasUsed: isNum(s.entitlementRequests) && isNum(s.usedRequests),
       entitlement: s.entitlementRequests, used: s.usedRequests,
       hasRemaining: isNum(s.remainingPercentage), remaining: s.remainingPercentage,
+      resetDate: typeof s.resetDate === 'string' ? s.resetDate : '',
+      inCredits: s.tokenBasedBilling === true,
     };
   });
   // premium_interactions first: it is the one people pay for.
@@ -231,12 +241,14 @@ export function addQuota(u, q) {
 export function addShutdown(u, d) {
   u.haveTotals = true;
   u.totalPremium = isNum(d.totalPremiumRequests) ? d.totalPremiumRequests : 0;
+  if (isNum(d.aiCredits)) u.sessionCredits = d.aiCredits;
   const metrics = d.modelMetrics && typeof d.modelMetrics === 'object' ? d.modelMetrics : {};
   u.models = Object.keys(metrics).sort().map((model) => {
     const m = metrics[model] || {};
     return {
       model,
       requests: m.requests?.count ?? 0,
+      cost: m.requests?.cost ?? 0,
       inputTokens: m.usage?.inputTokens ?? 0,
       outputTokens: m.usage?.outputTokens ?? 0,
     };
@@ -259,40 +271,106 @@ export function plural(n, what) {
   return n === 1 ? `1 ${what}` : `${num(n)} ${what}s`;
 }
 
-/** quotaText describes one quota, "" when it says nothing. */
+/** creditsText is "0.42 credits", "1 credit", "<0.01 credits". */
+export function creditsText(c) {
+  if (c > 0 && c < 0.01) return '<0.01 credits';
+  if (c === 1) return '1 credit';
+  return `${num(c)} credits`;
+}
+
+/**
+ * quotaText describes one quota: "12 of 300 premium requests used, 96%
+ * left", "chat unlimited"; '' when it says nothing.
+ */
 export function quotaText(q) {
-  const name = q.name.replaceAll('_', ' ');
-  if (q.unlimited) return `${name}: unlimited`;
+  const name = q.name === 'premium_interactions' ? 'premium requests' : q.name.replaceAll('_', ' ');
+  if (q.unlimited) return `${name} unlimited`;
   if (q.hasUsed && q.entitlement > 0) {
-    let s = `${name}: ${num(q.used)} of ${num(q.entitlement)} used`;
+    let s = `${num(q.used)} of ${num(q.entitlement)} ${name} used`;
     if (q.hasRemaining) s += `, ${num(q.remaining)}% left`;
     return s;
   }
-  if (q.hasRemaining) return `${name}: ${num(q.remaining)}% left`;
+  if (q.hasRemaining) return `${name} ${num(q.remaining)}% left`;
   return '';
 }
 
-function usageEmpty(u) {
-  return !u.model && u.cost === null && u.cacheRead === null && u.cacheWrite === null && u.quotas.length === 0 && !u.haveTotals;
+const MONTHS = ['Jan', 'Feb', 'Mar', 'Apr', 'May', 'Jun', 'Jul', 'Aug', 'Sep', 'Oct', 'Nov', 'Dec'];
+
+// resetDay is a quota's reset date in ms, NaN when it has none.
+function resetDay(q) {
+  return q.resetDate ? Date.parse(q.resetDate) : NaN;
 }
 
-/** usageText is a conversation's usage on one line. */
-export function usageText(u) {
-  if (usageEmpty(u)) return 'No usage reported yet';
-  const parts = [];
-  if (u.model) parts.push(`Model ${u.model}`);
-  for (const q of u.quotas) {
-    const s = quotaText(q);
-    if (s) parts.push(s);
+// dayText is "1 Dec": a reset date on the relay's calendar (UTC), a day
+// the pace reaches on this one's.
+const utcDay = (ms) => { const d = new Date(ms); return `${d.getUTCDate()} ${MONTHS[d.getUTCMonth()]}`; };
+const localDay = (ms) => { const d = new Date(ms); return `${d.getDate()} ${MONTHS[d.getMonth()]}`; };
+
+/**
+ * pace says when a monthly quota runs out at the pace it is used (as
+ * conversation.Pace): "at this pace it runs out on 19 Dec", "used up", or
+ * '' when it lasts until its reset or nothing can be said.
+ */
+export function pace(q, creditsPerDay, now) {
+  const reset = resetDay(q);
+  if (Number.isNaN(reset) || q.unlimited || !q.hasUsed || !(q.entitlement > 0) || now >= reset) return '';
+  if (q.used >= q.entitlement) return 'used up';
+  let perDay = creditsPerDay;
+  if (!q.inCredits || !(perDay > 0)) {
+    const r = new Date(reset);
+    const start = Date.UTC(r.getUTCFullYear(), r.getUTCMonth() - 1, r.getUTCDate(), r.getUTCHours(), r.getUTCMinutes(), r.getUTCSeconds(), r.getUTCMilliseconds());
+    const elapsed = now - start;
+    if (elapsed <= 0 || q.used <= 0) return '';
+    perDay = (q.used / (elapsed / 3600000)) * 24;
   }
-  if (u.cost !== null) parts.push(`×${num(u.cost)} premium per request`);
-  if (u.cacheRead !== null || u.cacheWrite !== null) {
-    parts.push(`cache ${tokens(u.cacheRead ?? 0)} read / ${tokens(u.cacheWrite ?? 0)} written`);
+  const out = now + ((q.entitlement - q.used) / perDay) * 24 * 3600000;
+  if (out >= reset) return '';
+  return `at this pace it runs out on ${localDay(out)}`;
+}
+
+// ownModel: a bring-your-own-model provider's usage: tokens but no quota,
+// no premium cost and no credits.
+function ownModel(u) {
+  return u.quotas.length === 0 && !u.haveCredits && (u.cost === null || u.cost === 0) && (u.haveTokens || u.creditsStatus === 'unavailable');
+}
+
+function tokenText(u) {
+  let s = `${tokens(u.inputTokens)} in / ${tokens(u.outputTokens)} out`;
+  if (u.cachedTokens > 0) s += ` / ${tokens(u.cachedTokens)} cached`;
+  return `${s} tokens`;
+}
+
+function usageEmpty(u) {
+  return !u.model && u.cost === null && u.cacheRead === null && u.cacheWrite === null && u.quotas.length === 0 && !u.haveTotals && !u.haveTokens;
+}
+
+/**
+ * usageText is a conversation's usage on one line (conv the
+ * conversation's, turn the running or last turn's, now in ms).
+ */
+export function usageText(conv, turn = newUsage(), now = Date.now()) {
+  if (usageEmpty(conv)) return 'No usage reported yet';
+  const parts = [];
+  if (conv.model) parts.push(`Model ${conv.model}`);
+  if (conv.haveCredits) parts.push(`this turn ${creditsText(turn.credits)} · conversation ${creditsText(conv.credits)}`);
+  else if (ownModel(conv) && conv.haveTokens) parts.push(`this turn ${tokenText(turn)}`, `conversation ${tokenText(conv)}`);
+  for (const q of conv.quotas) {
+    let s = quotaText(q);
+    if (!s) continue;
+    const reset = resetDay(q);
+    if (!Number.isNaN(reset)) s += `, resets ${utcDay(reset)}`;
+    const p = pace(q, conv.creditsPerDay, now);
+    if (p) s += ` · ${p}`;
+    parts.push(s);
+  }
+  if (conv.cost !== null && (conv.cost !== 0 || !ownModel(conv))) parts.push(`×${num(conv.cost)} premium per request`);
+  if (!ownModel(conv) && (conv.cacheRead !== null || conv.cacheWrite !== null)) {
+    parts.push(`cache ${tokens(conv.cacheRead ?? 0)} read / ${tokens(conv.cacheWrite ?? 0)} written`);
   }
   return parts.join('  ·  ');
 }
 
-/** totalsText is the session's totals, "" before the session ended. */
+/** totalsText is the session's totals, '' before the session ended. */
 export function totalsText(u) {
   if (!u.haveTotals) return '';
   let s = `Session total: ${plural(u.totalPremium, 'premium request')}`;
@@ -302,16 +380,24 @@ export function totalsText(u) {
   return s;
 }
 
-/** turnText is one turn's usage on one line, "" when none was reported. */
-export function turnText(u) {
-  if (u.calls === 0 && !u.haveTotals) return '';
+/**
+ * turnText is one turn's usage on one line (u the turn's, conv the
+ * conversation's, now in ms), as the terminal prints it after each turn.
+ */
+export function turnText(u, conv = u, now = Date.now()) {
+  if (u.calls === 0 && !u.haveTotals) return 'usage: none reported for this turn';
   const parts = [];
   if (u.model) parts.push(oneLine(u.model, 60));
-  if (u.haveTokens) parts.push(`${tokens(u.inputTokens)} in / ${tokens(u.outputTokens)} out tokens`);
-  if (u.calls > 0) parts.push(`cost ${num(u.costSum)}`);
+  if (u.haveTokens) parts.push(u.cachedTokens > 0 ? tokenText(u) : `${tokens(u.inputTokens)} in / ${tokens(u.outputTokens)} out tokens`);
+  if (u.haveCredits) parts.push(`${creditsText(u.credits)} (conversation ${creditsText(conv.credits)})`);
+  if (u.calls > 0 && !ownModel(u)) parts.push(`cost ${num(u.costSum)}`);
   for (const q of u.quotas) {
-    const s = quotaText(q);
-    if (s) { parts.push(s); break; }
+    let s = quotaText(q);
+    if (!s) continue;
+    const p = pace(q, conv.creditsPerDay, now);
+    if (p) s += `, ${p}`;
+    parts.push(s);
+    break;
   }
   if (u.haveTotals) parts.push(`session ended: ${plural(u.totalPremium, 'premium request')}`);
   return `usage: ${parts.join(' · ')}`;
