@@ -90,7 +90,11 @@ func (r *repl) event(ctx context.Context, ev client.Event) {
 			r.openPrompt(d)
 		}
 	case *protocol.UserInputTimeout:
-		r.questionEnded(d.RequestID, "No answer in time: the question closed and the agent goes on without an answer.")
+		why := "No answer in time." // the fold adds no note for a question it never saw open
+		if row, ok := r.changedRow(u, conversation.RowNote); ok {
+			why = sanitize(row.Text)
+		}
+		r.questionEnded(d.RequestID, why)
 	case *protocol.UserInputClosed:
 		r.inputClosed(d)
 	case *protocol.ModeChanged:
@@ -98,7 +102,9 @@ func (r *repl) event(ctx context.Context, ev client.Event) {
 	case *protocol.AgentError:
 		r.waiting = false
 		r.errorShown = true
-		r.note(styleError, "Error: "+oneLine(d.Message))
+		if row, ok := r.changedRow(u, conversation.RowNote); ok {
+			r.note(styleError, oneLine(row.Text))
+		}
 	case *protocol.Changes:
 		r.showChanges(d)
 	case *protocol.Restored:
@@ -112,6 +118,16 @@ func (r *repl) event(ctx context.Context, ev client.Event) {
 			r.note(styleError, err.Error())
 		}
 	}
+}
+
+// changedRow is the last row of kind among those an Update changed.
+func (r *repl) changedRow(u conversation.Update, kind conversation.RowKind) (conversation.Row, bool) {
+	for i := len(u.Rows) - 1; i >= 0; i-- {
+		if row := r.fold.Rows[u.Rows[i]]; row.Kind == kind {
+			return row, true
+		}
+	}
+	return conversation.Row{}, false
 }
 
 // terminalSelf is who the terminal client is on the relay when its Conn
@@ -412,18 +428,25 @@ func (r *repl) idle(d *protocol.Idle, u conversation.Update) {
 		r.closePrompt("The turn ended; the question is closed.")
 	}
 	r.queued, r.answered = nil, nil
-	switch d.Status {
-	case protocol.StatusAborted:
-		r.note(styleWarn, "Aborted.")
-	case protocol.StatusRejected:
-		r.note(styleInfo, "Rejected. Agent response cancelled.")
-	case protocol.StatusError:
-		if !r.errorShown {
-			msg := "The turn failed."
-			if d.Message != "" {
-				msg = "The turn failed: " + oneLine(d.Message)
+	// The turn's end in the fold's words (conversation.StatusText); a
+	// completed turn says it with its usage line alone.
+	if row, ok := r.changedRow(u, conversation.RowStatus); ok {
+		switch d.Status {
+		case protocol.StatusAborted:
+			r.note(styleWarn, row.Text)
+		case protocol.StatusRejected:
+			r.note(styleInfo, row.Text)
+		case protocol.StatusError:
+			if !r.errorShown {
+				msg := row.Text
+				if row.Detail != "" {
+					msg = strings.TrimSuffix(row.Text, ".") + ": " + oneLine(row.Detail)
+				}
+				r.note(styleError, msg)
 			}
-			r.note(styleError, msg)
+		case protocol.StatusCompleted:
+		default:
+			r.note(styleDim, oneLine(row.Text))
 		}
 	}
 	r.note(styleDim, conversation.TurnText(r.fold.Turn, r.fold.Usage, r.cfg.Now()))

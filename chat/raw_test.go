@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/pilotdesk/pilotdesk/conversation"
 	"github.com/pilotdesk/pilotdesk/protocol"
 )
 
@@ -93,7 +94,9 @@ func TestRawMidStreamPlan(t *testing.T) {
 	h.typeIn(ctrlC)
 	h.nextCall("abort")
 	h.idle(protocol.StatusAborted)
-	h.waitScreen("the abort", func(s string) bool { return strings.Contains(s, "Aborted.") && lastLine(s) == "plan>" })
+	h.waitScreen("the abort", func(s string) bool {
+		return strings.Contains(s, conversation.StatusText(protocol.StatusAborted)) && lastLine(s) == "plan>"
+	})
 }
 
 // TestRawChoiceArrows covers the choice list's arrow keys: no item

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/pilotdesk/pilotdesk/client"
+	"github.com/pilotdesk/pilotdesk/conversation"
 	"github.com/pilotdesk/pilotdesk/protocol"
 )
 
@@ -249,7 +250,7 @@ func TestPlainModeCommands(t *testing.T) {
 	h.typeIn("/abort\n")
 	h.nextCall("abort")
 	h.idle(protocol.StatusAborted)
-	h.waitFor("Aborted.")
+	h.waitFor(conversation.StatusText(protocol.StatusAborted))
 	h.typeIn("/abort\n")
 	h.nextCall("abort")
 	h.emit(protocol.TypeError, map[string]any{"code": "not_streaming", "message": "no stream", "type": "copilot:abort"})
@@ -340,7 +341,7 @@ func TestQuestionClosedElsewhere(t *testing.T) {
 	h.emit(protocol.TypeUserInputClosed, map[string]any{"requestId": id, "reason": "aborted"})
 	h.waitFor("The turn was aborted; the question is closed.")
 	h.idle(protocol.StatusAborted)
-	h.waitFor("Aborted.")
+	h.waitFor(conversation.StatusText(protocol.StatusAborted))
 	// The line typed now is a prompt, not an answer.
 	h.typeIn("hello\n")
 	if s := h.nextCall("send"); s.prompt != "hello" {
@@ -358,7 +359,7 @@ func TestAgentErrorsAndRelayErrors(t *testing.T) {
 	// An approval with no choices: the relay reports copilot:error
 	// (docs/protocol.md, Input requests) and the turn goes on.
 	h.emit(protocol.TypeAgentError, map[string]any{"message": "approval request has no choices"})
-	h.waitFor("Error: approval request has no choices")
+	h.waitFor("Agent error: approval request has no choices")
 	h.emit(protocol.TypeIdle, map[string]any{"status": "error", "message": "boom"})
 	h.waitFor("usage: none reported")
 	if strings.Contains(h.out.text(), "The turn failed") {

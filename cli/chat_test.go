@@ -453,7 +453,7 @@ func TestChatInTerminal(t *testing.T) {
 		// A choice with no choices is an error
 		// the user sees; the turn goes on.
 		p.typeLine("broken")
-		p.waitText("Asking badly.\nError: ")
+		p.waitText("Asking badly.\nAgent error: ")
 		p.waitText("Went on (invalid).")
 		p.waitPrompt("act>")
 	})
@@ -501,7 +501,7 @@ func TestChatInTerminal(t *testing.T) {
 		p.waitText("Step one.")
 		p.keys("C-c")
 		s := p.waitPrompt("act>")
-		if !strings.HasSuffix(s, "Step one.\nAborted.\nusage: none reported for this turn\n\nact>") {
+		if !strings.HasSuffix(s, "Step one.\nStopped. The agent's response so far is kept above.\nusage: none reported for this turn\n\nact>") {
 			t.Errorf("after Ctrl+C while streaming:\n%s", s)
 		}
 		p.typeLine("slow two")
@@ -588,7 +588,7 @@ func TestChatInTerminal(t *testing.T) {
 		p.typeLine("name it")
 		p.waitPrompt("?")
 		s := p.waitPrompt("act>")
-		if !strings.HasSuffix(s, "What should the release be called?\n  Type your answer, or r or /reject to reject.\nNo answer in time: the question closed and the agent goes on without an answer.\nRelease timeout.\nusage: none reported for this turn\n\nact>") {
+		if !strings.HasSuffix(s, "What should the release be called?\n  Type your answer, or r or /reject to reject.\nNo answer in time: the question \"What should the release be called?\" timed out and the agent goes on\n without an answer.\nRelease timeout.\nusage: none reported for this turn\n\nact>") {
 			t.Errorf("after the timeout:\n%s", s)
 		}
 	})
