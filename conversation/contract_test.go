@@ -3,8 +3,8 @@ package conversation
 import (
 	"bytes"
 	"encoding/json"
-	"fmt"
 	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
