@@ -348,6 +348,14 @@ func (c *client) read(ctx context.Context, first *bool) error {
 				})
 				continue
 			}
+			if c.sender && c.run.fault != "" && f.Data.Code == "conversation_busy" && c.reconnects > 0 {
+				// A prompt sent again after a reconnect whose first
+				// sending had reached the relay after all (the relay
+				// started the turn after the resume said idle): the
+				// turn runs, and its idle brings the next prompt.
+				c.run.refused.Add(1)
+				continue
+			}
 			if c.sender && c.run.fault != "" && f.Data.Code == "limit" {
 				// A prompt refused while the history store is
 				// unreachable (or its failed turns' ends are not
