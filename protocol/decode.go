@@ -140,6 +140,9 @@ func DecodeRequest(frame []byte) (Request, *Error) {
 	if err := json.Unmarshal(frame, &top); err != nil || top == nil {
 		return Request{}, &Error{Code: CodeInvalidJSON, Message: "frame is not a JSON object: " + describeJSONError(frame, err)}
 	}
+	if key, dup := duplicateKey(frame); dup { // strict.go
+		return Request{}, &Error{Code: CodeInvalidJSON, Message: fmt.Sprintf("the frame holds the key %q twice: send each key once", truncate(key, 64))}
+	}
 	rawType, ok := top["type"]
 	if !ok {
 		return Request{}, &Error{Code: CodeInvalidMessage, Message: `frame has no "type": send {"type": string, "data"?: object}`}
@@ -213,6 +216,9 @@ func checkField(f field, raw json.RawMessage) string {
 		case kindID:
 			if s == "" {
 				return "must not be empty"
+			}
+			if loneSurrogate(raw) { // strict.go
+				return `must not hold half of a UTF-16 surrogate pair (such as "\ud800"): it would read as U+FFFD`
 			}
 			if len(s) > MaxIDLength {
 				return fmt.Sprintf("must be at most %d bytes", MaxIDLength)

@@ -18,6 +18,12 @@ func TestDecodeRequestErrors(t *testing.T) {
 		{"json array", `[1,2]`, CodeInvalidJSON, ""},
 		{"json string", `"ping"`, CodeInvalidJSON, ""},
 		{"json null", `null`, CodeInvalidJSON, ""},
+		{"duplicate type", `{"type":"ping","type":"copilot:delete"}`, CodeInvalidJSON, ""},
+		{"duplicate data field", `{"type":"copilot:delete","data":{"conversationId":"a","conversationId":"b"}}`, CodeInvalidJSON, ""},
+		{"duplicate key deeper", `{"type":"ping","data":{"x":[{"k":1,"k":2}]}}`, CodeInvalidJSON, ""},
+		{"lone high surrogate in an id", `{"type":"copilot:subscribe","data":{"conversationId":"a\ud800b"}}`, CodeInvalidField, TypeSubscribe},
+		{"lone low surrogate in an id", `{"type":"copilot:delete","data":{"conversationId":"\udc00"}}`, CodeInvalidField, TypeDelete},
+		{"high surrogate then not low", `{"type":"copilot:delete","data":{"conversationId":"\ud800\u0041"}}`, CodeInvalidField, TypeDelete},
 		{"no type", `{"data":{}}`, CodeInvalidMessage, ""},
 		{"numeric type", `{"type":7}`, CodeInvalidMessage, ""},
 		{"data not object", `{"type":"copilot:send","data":[1]}`, CodeInvalidMessage, TypeSend},
@@ -274,4 +280,21 @@ func FuzzDecodeRequest(f *testing.F) {
 			t.Fatalf("accepted an id of %d bytes", len(id))
 		}
 	})
+}
+
+// Keys repeated in different objects, a whole surrogate pair and an
+// escaped U+FFFD are all fine: only a key twice in one object and half a
+// pair in an id are refused (TestDecodeRequestErrors).
+func TestDecodeRequestStrictButFair(t *testing.T) {
+	for _, frame := range []string{
+		`{"type":"ping","data":{"a":{"k":1},"b":{"k":2},"c":[{"k":1},{"k":2}]}}`,
+		`{"type":"copilot:delete","data":{"conversationId":"pair \ud83d\ude00"}}`,
+		`{"type":"copilot:delete","data":{"conversationId":"\ufffd"}}`,
+		`{"type":"copilot:send","data":{"conversationId":"c","prompt":"text with a lone \ud800 is only text"}}`,
+		`{"type":"copilot:delete","data":{"conversationId":"back\\ud800slash"}}`,
+	} {
+		if _, err := DecodeRequest([]byte(frame)); err != nil {
+			t.Errorf("%s: %v", frame, err)
+		}
+	}
 }
