@@ -241,8 +241,80 @@ function link(href, children) {
 const isSpace = (c) => c === undefined || /\s/.test(c);
 const isWord = (c) => c !== undefined && /[\p{L}\p{N}]/u.test(c);
 
+// The inline parser is linear in its input, whatever the agent wrote
+// (128 KB of "[", "*a ", "http://[" or "*.go " render in milliseconds):
+// every forward search that can fail remembers that it failed, so the
+// next one of its kind starts no new scan (Scan), bracket pairs are found
+// once for the whole text, no search copies the rest of the text
+// (sticky regexps), and a bare URL, a link target or a nesting of
+// emphasis has a bound. Before issue #33 each "[" or "*" scanned to the
+// end of the text: 128 KB of "[" took 167 s.
+const MAX_URL = 2048; // longer bare URLs and link targets stay text
+const MAX_DEPTH = 16; // emphasis and links nested deeper stay text
+const AUTOLINK = /<((?:https?:\/\/|mailto:)[^\s<>]{1,2048})>/iy;
+const BARE_URL = /https?:\/\//iy;
+const URL_STOP = /[\s<>"]/;
+const LINK_TITLE = /\s+(?:"[^"\n]{0,2048}"|'[^'\n]{0,2048}')\s*\)/y;
+
+// Scan holds what one inline() call learned about its text.
+class Scan {
+  constructor(src) {
+    this.src = src;
+    this.brackets = null; // index of "[" → index of its "]" (or -1)
+    this.codeFail = new Map(); // backtick run length → the first index from which no closing run is found
+    this.emFail = new Map(); // delimiter+length → the first index from which no closer is found
+    this.urlEnd = -1; // bare URLs: the run of URL characters ends here (before it: not computed)
+    this.targetFail = -1; // a link target starting before this index is none (parseLink)
+  }
+
+  // closeBracket is the index of the "]" that closes the "[" at i, or -1.
+  closeBracket(i) {
+    if (!this.brackets) {
+      this.brackets = new Map();
+      const open = [];
+      const src = this.src;
+      for (let j = 0; j < src.length; j++) {
+        const c = src[j];
+        if (c === '\\') { j++; continue; }
+        if (c === '[') open.push(j);
+        else if (c === ']' && open.length) this.brackets.set(open.pop(), j);
+      }
+    }
+    return this.brackets.get(i) ?? -1;
+  }
+
+  // codeClose is the index of the next run of exactly run backticks at or
+  // after from, or -1.
+  codeClose(from, run) {
+    const failed = this.codeFail.get(run);
+    if (failed !== undefined && from >= failed) return -1;
+    const src = this.src;
+    let j = src.indexOf('`', from);
+    while (j >= 0) {
+      const n = runLength(src, j, '`');
+      if (n === run) return j;
+      j = src.indexOf('`', j + n);
+    }
+    this.codeFail.set(run, failed === undefined ? from : Math.min(failed, from));
+    return -1;
+  }
+
+  // urlRunEnd is where the run of characters a bare URL may hold, from i,
+  // ends. Runs are found once each: the next call inside the same run is
+  // answered at once.
+  urlRunEnd(i) {
+    if (i >= this.urlEnd) {
+      let j = i;
+      while (j < this.src.length && !URL_STOP.test(this.src[j])) j++;
+      this.urlEnd = j;
+    }
+    return this.urlEnd;
+  }
+}
+
 /** inline renders inline markdown into node and returns node. */
-export function inline(node, src, inLink = false) {
+export function inline(node, src, inLink = false, depth = 0) {
+  const scan = new Scan(src);
   let buf = '';
   const flush = () => {
     if (buf) node.append(buf);
@@ -264,7 +336,7 @@ export function inline(node, src, inLink = false) {
     }
     if (c === '`') {
       const run = runLength(src, i, '`');
-      const close = findCodeClose(src, i + run, run);
+      const close = scan.codeClose(i + run, run);
       if (close < 0) {
         buf += src.slice(i, i + run);
         i += run;
@@ -278,10 +350,10 @@ export function inline(node, src, inLink = false) {
       continue;
     }
     if (c === '*' || c === '_' || c === '~') {
-      const span = emphasis(src, i);
+      const span = depth < MAX_DEPTH ? emphasis(scan, i) : null;
       if (span) {
         flush();
-        node.append(inline(el(span.tag), src.slice(span.from, span.to), inLink));
+        node.append(inline(el(span.tag), src.slice(span.from, span.to), inLink, depth + 1));
         if (span.inner) {
           // ***both***: the outer tag holds an inner one.
           const outer = node.lastChild;
@@ -297,9 +369,9 @@ export function inline(node, src, inLink = false) {
       i += run;
       continue;
     }
-    if (!inLink && (c === '[' || (c === '!' && src[i + 1] === '['))) {
+    if (!inLink && depth < MAX_DEPTH && (c === '[' || (c === '!' && src[i + 1] === '['))) {
       const image = c === '!';
-      const l = parseLink(src, image ? i + 1 : i);
+      const l = parseLink(scan, image ? i + 1 : i);
       if (l) {
         flush();
         const href = safeURL(l.url);
@@ -309,17 +381,18 @@ export function inline(node, src, inLink = false) {
           const label = `image: ${l.text || l.url}`;
           node.append(href ? link(href, label) : label);
         } else if (href) {
-          node.append(link(href, inline(document.createDocumentFragment(), l.text, true)));
+          node.append(link(href, inline(document.createDocumentFragment(), l.text, true, depth + 1)));
         } else {
           // An unsafe target (javascript:, data:, relative): the words only.
-          inline(node, l.text, true);
+          inline(node, l.text, true, depth + 1);
         }
         i = l.end;
         continue;
       }
     }
     if (!inLink && c === '<') {
-      const m = /^<((?:https?:\/\/|mailto:)[^\s<>]+)>/i.exec(src.slice(i));
+      AUTOLINK.lastIndex = i;
+      const m = AUTOLINK.exec(src);
       if (m && safeURL(m[1])) {
         flush();
         node.append(link(m[1], m[1]));
@@ -328,9 +401,10 @@ export function inline(node, src, inLink = false) {
       }
     }
     if (!inLink && (c === 'h' || c === 'H') && !isWord(src[i - 1])) {
-      const m = /^https?:\/\/[^\s<>"]+/i.exec(src.slice(i));
-      if (m) {
-        let url = m[0];
+      BARE_URL.lastIndex = i;
+      const end = BARE_URL.test(src) ? scan.urlRunEnd(i) : -1;
+      if (end > i && end - i <= MAX_URL) {
+        let url = src.slice(i, end);
         // Trailing punctuation ends the sentence, not the URL.
         while (/[.,;:!?'")\]]$/.test(url)) {
           if (url.endsWith(')') && (url.match(/\(/g) || []).length >= (url.match(/\)/g) || []).length) break;
@@ -357,21 +431,11 @@ function runLength(src, i, c) {
   return n;
 }
 
-function findCodeClose(src, from, run) {
-  let j = from;
-  while (j < src.length) {
-    if (src[j] === '`') {
-      const n = runLength(src, j, '`');
-      if (n === run) return j;
-      j += n;
-    } else j++;
-  }
-  return -1;
-}
-
 // emphasis finds the span that a run of * _ or ~ opens at i: {tag, inner?,
-// from, to, end}, or null when the run opens nothing.
-function emphasis(src, i) {
+// from, to, end}, or null when the run opens nothing. A search that found
+// no closer is remembered: one from further on finds none either.
+function emphasis(scan, i) {
+  const src = scan.src;
   const c = src[i];
   const run = runLength(src, i, c);
   const after = src[i + run];
@@ -385,13 +449,16 @@ function emphasis(src, i) {
   else if (run === 2) want = { len: 2, tag: 'strong' };
   else want = { len: 1, tag: 'em' };
   const from = i + want.len;
+  const key = c + want.len;
+  const failed = scan.emFail.get(key);
+  if (failed !== undefined && from >= failed) return null;
   let j = from;
   while (j < src.length) {
     const d = src[j];
     if (d === '\\') { j += 2; continue; }
     if (d === '`') {
       const n = runLength(src, j, '`');
-      const close = findCodeClose(src, j + n, n);
+      const close = scan.codeClose(j + n, n);
       j = close < 0 ? j + n : close + n;
       continue;
     }
@@ -406,40 +473,44 @@ function emphasis(src, i) {
     }
     j++;
   }
+  scan.emFail.set(key, failed === undefined ? from : Math.min(failed, from));
   return null;
 }
 
 // parseLink reads [text](url "title") at i: {text, url, end}, or null.
-function parseLink(src, i) {
+function parseLink(scan, i) {
+  const src = scan.src;
   if (src[i] !== '[') return null;
-  let depth = 0;
-  let j = i;
-  for (; j < src.length; j++) {
-    const c = src[j];
-    if (c === '\\') { j++; continue; }
-    if (c === '[') depth++;
-    else if (c === ']' && --depth === 0) break;
-  }
-  if (j >= src.length || src[j + 1] !== '(') return null;
+  const j = scan.closeBracket(i);
+  if (j < 0 || src[j + 1] !== '(') return null;
   const text = src.slice(i + 1, j);
   let k = j + 2;
+  // A target that starts where an earlier one was looked for in vain,
+  // with no ")" on the way, ends in vain too.
+  if (k < scan.targetFail) return null;
   let parens = 0;
-  let url = '';
-  while (k < src.length) {
+  let closed = false;
+  const limit = Math.min(src.length, k + MAX_URL);
+  while (k < limit) {
     const c = src[k];
     if (c === '(') parens++;
     if (c === ')') {
+      closed = true;
       if (parens === 0) break;
       parens--;
     }
     if (/\s/.test(c)) break;
-    url += c;
     k++;
   }
+  let url = src.slice(j + 2, k);
   // An optional title: skipped, it is not shown.
-  const rest = /^\s+(?:"[^"]*"|'[^']*')\s*\)/.exec(src.slice(k));
+  LINK_TITLE.lastIndex = k;
+  const rest = LINK_TITLE.exec(src);
   if (rest) k += rest[0].length - 1;
-  if (src[k] !== ')') return null;
+  if (src[k] !== ')') {
+    if (!closed) scan.targetFail = Math.max(scan.targetFail, k);
+    return null;
+  }
   url = url.replace(/^<(.*)>$/, '$1');
   return { text, url, end: k + 1 };
 }
