@@ -151,15 +151,42 @@ func (r *mdRenderer) list(l *ast.List, depth int) {
 // style into one segment.
 func (r *mdRenderer) inlines(n ast.Node, base widget.RichTextStyle) []widget.RichTextSegment {
 	var out []widget.RichTextSegment
+	// Adjacent text of one style is gathered in a builder and becomes one
+	// segment when the style changes or another segment comes: goldmark
+	// gives a text node per "[" or "*" it looked at, and adding each to
+	// the segment's string copied it every time (128 KB of "[" took
+	// minutes, issue #33).
+	var (
+		pending      strings.Builder
+		pendingStyle widget.RichTextStyle
+	)
+	flush := func() {
+		if pending.Len() > 0 {
+			out = append(out, &widget.TextSegment{Style: pendingStyle, Text: pending.String()})
+			pending.Reset()
+		}
+	}
 	add := func(style widget.RichTextStyle, s string) {
 		if s == "" {
 			return
 		}
-		if last, ok := lastText(out); ok && last.Style == style {
-			last.Text += s
-			return
+		if pending.Len() > 0 && pendingStyle != style {
+			flush()
 		}
-		out = append(out, &widget.TextSegment{Style: style, Text: s})
+		if pending.Len() == 0 {
+			if last, ok := lastText(out); ok && last.Style == style {
+				// Text of the style of the segment before, after an
+				// empty run: goes on with it.
+				pending.WriteString(last.Text)
+				out = out[:len(out)-1]
+			}
+			pendingStyle = style
+		}
+		pending.WriteString(s)
+	}
+	segment := func(seg widget.RichTextSegment) {
+		flush()
+		out = append(out, seg)
 	}
 	var walk func(n ast.Node, style widget.RichTextStyle)
 	walk = func(n ast.Node, style widget.RichTextStyle) {
@@ -187,13 +214,13 @@ func (r *mdRenderer) inlines(n ast.Node, base widget.RichTextStyle) []widget.Ric
 				}
 				walk(t, s)
 			case *ast.Link:
-				out = append(out, hyperlink(plainText(r.src, t), string(t.Destination)))
+				segment(hyperlink(plainText(r.src, t), string(t.Destination)))
 			case *ast.AutoLink:
 				dest := string(t.URL(r.src))
-				out = append(out, hyperlink(string(t.Label(r.src)), dest))
+				segment(hyperlink(string(t.Label(r.src)), dest))
 			case *ast.Image:
 				// Never loaded: an agent's image is a link to follow.
-				out = append(out, hyperlink("image: "+plainText(r.src, t), string(t.Destination)))
+				segment(hyperlink("image: "+plainText(r.src, t), string(t.Destination)))
 			case *ast.RawHTML:
 				segs := t.Segments
 				for i := 0; i < segs.Len(); i++ {
@@ -208,6 +235,7 @@ func (r *mdRenderer) inlines(n ast.Node, base widget.RichTextStyle) []widget.Ric
 		}
 	}
 	walk(n, base)
+	flush()
 	return wordSegments(out)
 }
 
