@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -66,6 +67,14 @@ type Config struct {
 	SendTimeout time.Duration
 	// Now is the clock for "5m ago" in /list (default time.Now).
 	Now func() time.Time
+	// Workspace is the folder of the new conversation the REPL starts in
+	// (nil: the relay's default); ignored with ConversationID.
+	Workspace *protocol.WorkspaceRequest
+}
+
+// workspaceSender is a Conn that can name a conversation's workspace.
+type workspaceSender interface {
+	SendIn(ctx context.Context, conversationID, prompt string, mode protocol.Mode, model string, ws *protocol.WorkspaceRequest) error
 }
 
 // ErrConnectionClosed is returned by Run when the relay connection ended
@@ -104,6 +113,9 @@ func Run(ctx context.Context, cfg Config) error {
 		r.id = c.Identity()
 	}
 	r.resetConversation()
+	if cfg.ConversationID == "" {
+		r.nextWorkspace = cfg.Workspace
+	}
 
 	inputs, stopInput := startReader(cfg.In)
 	defer stopInput()
@@ -167,10 +179,14 @@ type repl struct {
 	// (client.Identity); nil for a Conn that does not say (terminalSelf).
 	id *client.Identity
 
-	conv    string
-	mode    protocol.Mode
-	syncing bool // replaying the conversation (our own subscribe), until copilot:subscribed
-	ready   bool // copilot:subscribed arrived: the conversation's state is known
+	conv string
+	// workspace is the folder the current conversation's sends name (set
+	// for a new conversation from Config.Workspace or /new DIR; nil: none
+	// named); nextWorkspace is the one the next new conversation takes.
+	workspace, nextWorkspace *protocol.WorkspaceRequest
+	mode                     protocol.Mode
+	syncing                  bool // replaying the conversation (our own subscribe), until copilot:subscribed
+	ready                    bool // copilot:subscribed arrived: the conversation's state is known
 
 	// The turn.
 	running     bool     // the relay says a turn runs
@@ -342,8 +358,19 @@ func (r *repl) subscribe(ctx context.Context, id string) error {
 	r.resetConversation()
 	r.conv = id
 	r.syncing = true
+	r.workspace = nil
+	if fresh {
+		r.workspace, r.nextWorkspace = r.nextWorkspace, nil
+	}
 	if fresh {
 		r.note(styleDim, "New conversation "+id)
+		if ws := r.workspace; ws != nil {
+			how := ""
+			if ws.Worktree() {
+				how = ", on a branch of its own (a git worktree)"
+			}
+			r.note(styleDim, "Folder: "+sanitize(ws.Path)+how)
+		}
 	} else {
 		r.note(styleDim, "Conversation "+id)
 	}
@@ -653,7 +680,12 @@ func (r *repl) sendTurn(ctx context.Context, prompt string) bool {
 	r.echoed = append(r.echoed, prompt)
 	r.sendPending = true
 	r.startTurn()
-	if err := r.send(ctx, func(c context.Context) error { return r.conn.Send(c, r.conv, prompt, mode, "") }); err != nil {
+	send := func(c context.Context) error { return r.conn.Send(c, r.conv, prompt, mode, "") }
+	if ws, ok := r.conn.(workspaceSender); ok && r.workspace != nil {
+		w := r.workspace // every send of the conversation repeats it
+		send = func(c context.Context) error { return ws.SendIn(c, r.conv, prompt, mode, "", w) }
+	}
+	if err := r.send(ctx, send); err != nil {
 		r.echoed = r.echoed[:len(r.echoed)-1]
 		r.sendPending, r.waiting = false, false
 		r.note(styleError, "Not sent: "+err.Error())
@@ -706,7 +738,7 @@ const listPageSize = 50
 
 const helpText = `Commands:
   /plan, /act   switch the mode (also while a turn runs): plan denies every tool, act runs them
-  /new          start a new conversation
+  /new [DIR] [--worktree]  start a new conversation (in folder DIR, on a branch of its own with --worktree)
   /list         list the relay's conversations (the most recent first)
   /more         list the next ones, after /list
   /switch N     open conversation N of the last /list (or /switch ID)
@@ -732,7 +764,14 @@ func (r *repl) command(ctx context.Context, text string) {
 			r.note(styleError, "Mode not changed: "+err.Error())
 		}
 	case "/new":
+		ws, problem := workspaceArg(fields[1:])
+		if problem != "" {
+			r.note(styleWarn, problem)
+			return
+		}
+		r.nextWorkspace = ws
 		if err := r.switchTo(ctx, ""); err != nil {
+			r.nextWorkspace = nil
 			r.note(styleError, err.Error())
 		}
 	case "/list", "/more":
@@ -797,6 +836,34 @@ func (r *repl) pickConversation(arg string) (id, problem string) {
 
 // switchTo leaves the current conversation (its turn, if any, goes on in
 // the relay) and follows another one, replaying it; id "" starts a new one.
+// workspaceArg reads /new's arguments: a folder, made absolute, and
+// --worktree; a problem is said in words.
+func workspaceArg(args []string) (*protocol.WorkspaceRequest, string) {
+	var ws *protocol.WorkspaceRequest
+	worktree := false
+	for _, a := range args {
+		switch {
+		case a == "--worktree":
+			worktree = true
+		case ws == nil && !strings.HasPrefix(a, "-"):
+			abs, err := filepath.Abs(a)
+			if err != nil {
+				return nil, fmt.Sprintf("The folder %q: %v.", sanitize(a), err)
+			}
+			ws = &protocol.WorkspaceRequest{Path: abs}
+		default:
+			return nil, "Usage: /new [DIR] [--worktree]."
+		}
+	}
+	if worktree {
+		if ws == nil {
+			return nil, "--worktree needs a folder: /new DIR --worktree."
+		}
+		ws.Isolation = protocol.IsolationWorktree
+	}
+	return ws, ""
+}
+
 func (r *repl) switchTo(ctx context.Context, id string) error {
 	if id != "" && id == r.conv {
 		r.note(styleDim, "Already in that conversation.")

@@ -535,6 +535,13 @@ func (r *repl) showList(page *protocol.Conversations) {
 		if t, err := time.Parse(time.RFC3339Nano, c.UpdatedAt); err == nil {
 			parts = append(parts, ago(now.Sub(t)))
 		}
+		if w := c.Workspace; w != nil { // its folder, and branch for a worktree
+			folder := oneLine(w.Path)
+			if w.Branch != "" {
+				folder += " (" + oneLine(w.Branch) + ")"
+			}
+			parts = append(parts, folder)
+		}
 		r.scr.line(fmt.Sprintf("%s%s %s", mark, r.scr.style(styleInfo, fmt.Sprintf("%d)", start+i+1)), strings.Join(parts, " · ")))
 	}
 	if page.NextCursor != "" {

@@ -29,12 +29,30 @@ func runChat(ctx context.Context, args []string, env Env) error {
 	var cf clientFlags
 	cf.register(fs, env.Getenv)
 	conversation := fs.String("conversation", "", "resume the conversation with this `ID`: replay it, then go on (default: a new conversation)")
+	workspace := fs.String("workspace", "", "start the new conversation in this folder `DIR` (the relay's default folder when not given)")
+	worktree := fs.Bool("worktree", false, "with --workspace: work on a branch of its own, in a git worktree of DIR's repository")
 	logFile := fs.String("log-file", "", "write the relay's and the client's logs to `FILE` (default: warnings and errors show in the chat, the rest is dropped)")
 	if err := parseFlags(fs, args, env.Stdout); err != nil {
 		return err
 	}
 	if err := cf.validate(fromCommandLine); err != nil {
 		return err
+	}
+	var ws *protocol.WorkspaceRequest
+	if *workspace != "" {
+		abs, err := filepath.Abs(*workspace)
+		if err != nil {
+			return usageError("--workspace %q: %v", *workspace, err)
+		}
+		ws = &protocol.WorkspaceRequest{Path: abs}
+		if *worktree {
+			ws.Isolation = protocol.IsolationWorktree
+		}
+	} else if *worktree {
+		return usageError("--worktree needs --workspace DIR: the folder whose repository the worktree is made of")
+	}
+	if ws != nil && *conversation != "" {
+		return usageError("--workspace is for a new conversation; --conversation resumes one that has its folder already")
 	}
 	if *conversation != "" {
 		if _, err := uuid.Parse(*conversation); err != nil {
@@ -100,6 +118,7 @@ func runChat(ctx context.Context, args []string, env Env) error {
 		Out:            env.Stdout,
 		Term:           term,
 		ConversationID: *conversation,
+		Workspace:      ws,
 		Relay:          name,
 		Logs:           sink,
 	})

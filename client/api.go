@@ -54,10 +54,16 @@ func (c *Client) LastSeq(conversationID string) int64 {
 // model "" the session's model. Sending subscribes this connection to the
 // conversation, and the client remembers it for reconnects.
 func (c *Client) Send(ctx context.Context, conversationID, prompt string, mode protocol.Mode, model string) error {
+	return c.SendIn(ctx, conversationID, prompt, mode, model, nil)
+}
+
+// SendIn is Send with the conversation's workspace (nil: none named; the
+// first send fixes it, docs/protocol.md, Workspaces).
+func (c *Client) SendIn(ctx context.Context, conversationID, prompt string, mode protocol.Mode, model string, ws *protocol.WorkspaceRequest) error {
 	c.mu.Lock()
 	c.sub(conversationID)
 	c.mu.Unlock()
-	return c.writeEchoed(ctx, protocol.TypeSend, protocol.Send{ConversationID: conversationID, Prompt: prompt, Mode: mode, Model: model},
+	return c.writeEchoed(ctx, protocol.TypeSend, protocol.Send{ConversationID: conversationID, Prompt: prompt, Mode: mode, Model: model, Workspace: ws},
 		echo{protocol.TypeUserMessage, conversationID, prompt})
 }
 
