@@ -159,6 +159,11 @@ func startStack(ctx context.Context, s relaySettings, logger *slog.Logger) (_ *s
 	st.server = &http.Server{
 		Handler:           r.Handler(),
 		ReadHeaderTimeout: 10 * time.Second,
+		// A keep-alive connection that sends nothing after a response is
+		// closed (none was, issue #33: 20,050 idle ones used every file
+		// descriptor and the owner could not connect). An open WebSocket
+		// is hijacked and is the heartbeat's business.
+		IdleTimeout: 60 * time.Second,
 		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
 	}
 	if s.TLSCert != "" || s.lanCert != nil {
