@@ -164,7 +164,7 @@ func startStack(ctx context.Context, s relaySettings, logger *slog.Logger) (_ *s
 		// descriptor and the owner could not connect). An open WebSocket
 		// is hijacked and is the heartbeat's business.
 		IdleTimeout: 60 * time.Second,
-		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
+		ErrorLog:    slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
 	}
 	if s.TLSCert != "" || s.lanCert != nil {
 		var cert tls.Certificate
