@@ -58,7 +58,7 @@ func waitBackLive(t *testing.T, states <-chan client.StateChange) {
 // TestApplyKeepsTheOwnerToken: Settings → Apply restarts the window's
 // embedded relay in place with the same owner token (one per app start).
 // A chat attached through the data dir's relay file, which the old relay
-// had, finds the new one (another port) and resumes its conversation
+// had, finds the new one and resumes its conversation
 // there; nothing says its token was revoked; and the old token opens the
 // new relay, as a phone given it would.
 func TestApplyKeepsTheOwnerToken(t *testing.T) {

@@ -214,47 +214,58 @@ func errClearNetwork(dir string) error {
 		"Restart it with --tls-cert and --tls-key (or on 127.0.0.1), then make the token", dir)
 }
 
-// lanPortName is the file in the data dir that remembers the port of the
-// relay reachable from the network, so that a restart keeps it: a phone
-// paired with the relay keeps its link (address, port and the pinned
-// certificate) and needs nothing new.
-const lanPortName = "lan-port"
+// The files in the data dir that remember the embedded relay's port, one
+// per address it listens on (the loopback's, and every address's when it
+// is reachable from the network), so that a restart (a new start of the
+// app, Settings → Apply) keeps it: the links of the web client a browser
+// or a phone saved, and their QR codes, carry the port and keep working.
+const (
+	localPortName = "local-port"
+	lanPortName   = "lan-port"
+)
 
-// lanListen is where the relay reachable from the network listens: on
-// every address, on the port it had last time when that port is free, else
-// on a new one (the Share dialog shows it; paired devices need the new
-// link).
-func lanListen(dir string, logger *slog.Logger) string {
-	b, err := os.ReadFile(filepath.Join(dir, lanPortName))
+// stableListen is where the embedded relay listens on host: on the port
+// the data dir's file name remembers when that port is free, else on a new
+// one (logged; the Connect a device dialog shows the new link). A relay
+// without a data dir takes a new port each time.
+func stableListen(dir, host, name string, logger *slog.Logger) string {
+	fresh := net.JoinHostPort(host, "0")
+	if dir == memoryDataDir {
+		return fresh
+	}
+	b, err := os.ReadFile(filepath.Join(dir, name))
 	if err != nil {
-		return "0.0.0.0:0"
+		return fresh
 	}
 	port, err := strconv.Atoi(strings.TrimSpace(string(b)))
 	if err != nil || port <= 0 || port > 65535 {
-		logger.Warn("ignoring the remembered port of the relay on the network", "file", filepath.Join(dir, lanPortName))
-		return "0.0.0.0:0"
+		logger.Warn("ignoring the remembered port of the relay", "file", filepath.Join(dir, name))
+		return fresh
 	}
-	addr := net.JoinHostPort("0.0.0.0", strconv.Itoa(port))
+	addr := net.JoinHostPort(host, strconv.Itoa(port))
 	// A probe: the stack would fail on a port in use, after opening the
 	// store and starting the agent. Go's listeners set SO_REUSEADDR, so
 	// the port can be bound again at once after this close.
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
-		logger.Warn("the relay's port on the network is taken; using a new one (paired devices need the new link)", "port", port, "err", err)
-		return "0.0.0.0:0"
+		logger.Warn("the relay's port is taken; using a new one (saved links and paired devices need the new link)", "port", port, "err", err)
+		return fresh
 	}
 	ln.Close()
 	return addr
 }
 
-// rememberLANPort writes the port of relayURL (wss://HOST:PORT/ws) to the
-// data dir for lanListen.
-func rememberLANPort(dir, relayURL string, logger *slog.Logger) {
+// rememberPort writes the port of relayURL (ws(s)://HOST:PORT/ws) to the
+// data dir's file name for stableListen.
+func rememberPort(dir, name, relayURL string, logger *slog.Logger) {
+	if dir == memoryDataDir {
+		return
+	}
 	_, port, err := net.SplitHostPort(hostOf(relayURL))
 	if err == nil {
-		err = writePrivate(filepath.Join(dir, lanPortName), []byte(port+"\n"))
+		err = writePrivate(filepath.Join(dir, name), []byte(port+"\n"))
 	}
 	if err != nil {
-		logger.Warn("could not remember the relay's port on the network: the next start may pick another", "err", err)
+		logger.Warn("could not remember the relay's port: the next start may pick another", "err", err)
 	}
 }

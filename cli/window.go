@@ -93,7 +93,6 @@ func (c *clientFlags) startTarget(ctx context.Context, logger *slog.Logger) (tar
 		return target{URL: c.relay.RemoteURL, Token: c.relay.RemoteToken}, func() {}, nil
 	}
 	s := c.relay
-	s.Listen = "127.0.0.1:0"
 	if len(s.WorkspaceRoots) == 0 {
 		// The embedded relay is the user's own: any folder of theirs.
 		if home, err := os.UserHomeDir(); err == nil {
@@ -104,6 +103,7 @@ func (c *clientFlags) startTarget(ctx context.Context, logger *slog.Logger) (tar
 	if s.Token == "" {
 		s.Token = randomToken()
 	}
+	host, portFile := "127.0.0.1", localPortName
 	if s.LAN {
 		// Reachable from the network: every address, and TLS always, with
 		// a certificate of its own kept in the data dir, so that its
@@ -118,11 +118,14 @@ func (c *clientFlags) startTarget(ctx context.Context, logger *slog.Logger) (tar
 		if err != nil {
 			return target{}, nil, err
 		}
-		s.Listen, s.lanCert = lanListen(s.DataDir, logger), &cert
+		host, portFile, s.lanCert = "0.0.0.0", lanPortName, &cert
 	}
+	// The port of the last start, when it is free: saved links keep
+	// working across restarts.
+	s.Listen = stableListen(s.DataDir, host, portFile, logger)
 	st, err := startStack(ctx, s, logger)
-	if err == nil && s.LAN {
-		rememberLANPort(s.DataDir, st.URL, logger)
+	if err == nil {
+		rememberPort(s.DataDir, portFile, st.URL, logger)
 	}
 	if errors.Is(err, sqlite.ErrInUse) {
 		// Another pilotdesk (a window, serve) of this user holds the data

@@ -545,6 +545,12 @@ export class App {
       refused: 'refused',
       closed: 'offline',
     };
+    if (this.state === 'reconnecting' && this.stateInfo.failures >= MOVED_AFTER) {
+      // The relay keeps its port across restarts; one that has not answered
+      // for this long may have had to take another (the old one was taken).
+      words.reconnecting = `no relay answers at ${location.host}: if pilotdesk restarted on another port, ` +
+        'open its new link (Connect a device… in its window) on this device';
+    }
     s.textContent = words[this.state] || this.state;
     s.dataset.state = this.state;
     document.body.dataset.retryIn = String(this.state === 'reconnecting' && this.stateInfo.inMs ? this.stateInfo.inMs : 0);
@@ -562,6 +568,10 @@ export class App {
 
 // wide is when the drawer is a sidebar (app.css's breakpoint).
 const wide = window.matchMedia('(min-width: 860px)');
+
+// MOVED_AFTER is how many failed reconnections (half a minute of the
+// backoff) make the status say what to do if the relay moved.
+const MOVED_AFTER = 6;
 
 function load(key) {
   try {

@@ -190,7 +190,7 @@ export class Connection {
     }
     if (this.stopped || this.ws) return;
     if (refused) this.onState('refused', { reason: 'token', inMs: wait });
-    else this.onState('reconnecting', { inMs: wait, why });
+    else this.onState('reconnecting', { inMs: wait, why, failures: this.failures });
   }
 
   async relayAnswers() {

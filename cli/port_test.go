@@ -1,0 +1,112 @@
+package cli
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"net"
+	"testing"
+	"time"
+
+	"github.com/pilotdesk/pilotdesk/client"
+	"github.com/pilotdesk/pilotdesk/relay"
+	"github.com/pilotdesk/pilotdesk/settings"
+)
+
+// TestEmbeddedRelayKeepsItsPort: the embedded relay on the loopback keeps
+// its port across restarts of the app (the data dir's local-port), so a
+// browser's saved link, which carries the port and a device token, comes
+// back by itself: a client that knows only that URL reconnects to the new
+// relay without being told anything. A port another program took
+// meanwhile is given up for a new one, which is remembered in its turn.
+func TestEmbeddedRelayKeepsItsPort(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
+	cf := clientFlags{}
+	cf.relay.Settings = settings.Defaults()
+	cf.relay.Agent, cf.relay.DataDir = settings.AgentDemo, dir
+	cf.relay.HeartbeatTimeout = time.Minute
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	start := func() (target, func()) {
+		t.Helper()
+		tgt, stop, err := cf.startTarget(ctx, logger)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return tgt, stop
+	}
+	first, stop := start()
+	token, _, err := first.relay.CreateDevice(ctx, relay.NewDevice{Name: "phone", Role: "controller"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	phone, err := client.Config{URL: first.URL, Token: token, MinBackoff: 20 * time.Millisecond, MaxBackoff: 200 * time.Millisecond}.Dial(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer phone.Close()
+	states := watchStates(phone)
+	stop()
+
+	again, stop := start()
+	if again.URL != first.URL {
+		t.Fatalf("the relay moved from %s to %s across a restart", first.URL, again.URL)
+	}
+	waitBackLive(t, states)
+	phone.Close()
+	stop()
+
+	_, port, err := net.SplitHostPort(hostOf(first.URL))
+	if err != nil {
+		t.Fatal(err)
+	}
+	taken, err := net.Listen("tcp", "127.0.0.1:"+port)
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, stop := start()
+	stop()
+	taken.Close()
+	if other.URL == first.URL {
+		t.Fatal("started on a port another program holds")
+	}
+	next, stop := start()
+	stop()
+	if next.URL != other.URL {
+		t.Fatalf("the new address %s was not remembered: %s", other.URL, next.URL)
+	}
+}
+
+// TestApplyKeepsThePort: Settings → Apply restarts the window's embedded
+// relay on the port it had, so a client that knows only its URL (a phone's
+// page, a saved link) comes back by itself and goes on.
+func TestApplyKeepsThePort(t *testing.T) {
+	a := newPrefsApp(t, testAppID())
+	start := settings.Defaults()
+	start.Agent = settings.AgentDemo
+	settings.Save(a.Preferences(), start)
+	td, err := openTestDesktop(t, a, "--data-dir", t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := td.d.cur
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	page, err := client.Config{URL: first.target.URL, Token: first.target.Token,
+		MinBackoff: 20 * time.Millisecond, MaxBackoff: 200 * time.Millisecond}.Dial(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer page.Close()
+	states := watchStates(page)
+
+	next := start
+	next.InputTimeout = 2 * time.Minute
+	second := td.applyRestarts(next)
+	if second.target.URL != first.target.URL {
+		t.Fatalf("Apply moved the relay from %s to %s", first.target.URL, second.target.URL)
+	}
+	waitBackLive(t, states)
+}
