@@ -27,7 +27,9 @@ type composerEntry struct {
 	onEnter    func()
 	onEscape   func()
 	onShortcut func(fyne.Shortcut) bool
-	shift      bool
+	// onKey takes the window's keys (the page keys, F10) first.
+	onKey func(*fyne.KeyEvent) bool
+	shift bool
 
 	// later runs f on the UI goroutine after d (the window's later); nil
 	// leaves the cursor blinking as Fyne makes it.
@@ -163,8 +165,16 @@ func (e *composerEntry) FocusLost() {
 	e.Entry.FocusLost()
 }
 
+// AcceptsTab is false: Tab and Shift+Tab move the keyboard out of the
+// prompt box to the window's other controls, as in a browser's text area
+// they do not; Shift+Enter adds a line.
+func (e *composerEntry) AcceptsTab() bool { return false }
+
 func (e *composerEntry) TypedKey(k *fyne.KeyEvent) {
 	e.awake()
+	if e.onKey != nil && e.onKey(k) {
+		return
+	}
 	switch k.Name {
 	case fyne.KeyReturn, fyne.KeyEnter:
 		if !e.shift && e.onEnter != nil {

@@ -25,6 +25,14 @@ func (t *transcript) newButton(label string, icon fyne.Resource, tapped func()) 
 	return b
 }
 
+// TypedKey takes the window's page keys and F10 (Window.typedKey), and
+// gives the rest to the button (Space presses it).
+func (b *rowButton) TypedKey(k *fyne.KeyEvent) {
+	if !b.t.win.typedKey(k, false) {
+		b.Button.TypedKey(k)
+	}
+}
+
 func (b *rowButton) FocusGained() {
 	b.Button.FocusGained()
 	b.t.reveal(b)
@@ -42,6 +50,14 @@ func (t *transcript) newCheck(label string, changed func(bool)) *rowCheck {
 	c.Text, c.OnChanged = label, changed
 	c.ExtendBaseWidget(c)
 	return c
+}
+
+// TypedKey takes the window's page keys and F10 (Window.typedKey), and
+// gives the rest to the checkbox (Space ticks it).
+func (c *rowCheck) TypedKey(k *fyne.KeyEvent) {
+	if !c.t.win.typedKey(k, false) {
+		c.Check.TypedKey(k)
+	}
 }
 
 func (c *rowCheck) FocusGained() {

@@ -1,6 +1,7 @@
 package ui
 
 import (
+	"fmt"
 	"math"
 	"strings"
 	"time"
@@ -65,13 +66,23 @@ type transcript struct {
 	// lastOffset is the offset the window itself last scrolled to.
 	follow     bool
 	lastOffset float32
+	// unseen counts the messages that came below the view since the user
+	// scrolled up; pill says so and jumps to them. pillCheck is true while
+	// a look at whether the user scrolled down to them is scheduled (the
+	// list does not say when it scrolls).
+	unseen    int
+	pill      *widget.Button
+	pillCheck bool
 	// hint is the empty conversation's greeting.
 	hint *widget.Label
 	// open says which tool rows are expanded, by tool call id, so that it
 	// holds across reloads of the conversation.
 	open map[string]toolOpen
-	// ticks are the plan cards' ticked steps, by plan id.
-	ticks map[string][]bool
+	// ticks are the plan cards' ticked steps, by plan id, and ranPlans
+	// the plans Run in Act was pressed for (until the prompt it sent is
+	// in the conversation, conversation.PlanRan).
+	ticks    map[string][]bool
+	ranPlans map[string]bool
 }
 
 // emptyHint greets a conversation with nothing in it yet; with the
@@ -111,7 +122,7 @@ type rowKey struct {
 }
 
 func newTranscript(w *Window) *transcript {
-	t := &transcript{win: w, views: map[fyne.CanvasObject]*rowState{}, fixes: map[int]float32{}, open: map[string]toolOpen{}, ticks: map[string][]bool{}}
+	t := &transcript{win: w, views: map[fyne.CanvasObject]*rowState{}, fixes: map[int]float32{}, open: map[string]toolOpen{}, ticks: map[string][]bool{}, ranPlans: map[string]bool{}}
 	t.list = t.newList()
 	t.measure = t.newRowState()
 	t.hint = widget.NewLabel(emptyHint(w.opts.Agent))
@@ -121,7 +132,12 @@ func newTranscript(w *Window) *transcript {
 	t.empty = container.NewPadded(container.NewVBox(layout.NewSpacer(), t.hint, layout.NewSpacer()))
 	t.follow = true
 	t.box = container.New(&widthWatcher{onWidth: t.widthChanged, onResized: t.resized}, t.list)
-	t.root = container.NewStack(t.box, t.empty)
+	t.pill = widget.NewButtonWithIcon("", theme.MoveDownIcon(), t.scrollToBottom)
+	t.pill.Importance = widget.HighImportance
+	t.pill.IconPlacement = widget.ButtonIconTrailingText
+	t.pill.Hide()
+	pill := container.NewVBox(layout.NewSpacer(), container.NewCenter(t.pill))
+	t.root = container.NewStack(t.box, t.empty, container.NewPadded(pill))
 	return t
 }
 
@@ -233,6 +249,9 @@ func (t *transcript) apply(v store.View) {
 		return
 	}
 	appended := n > len(t.rows)
+	if appended && !follow {
+		defer t.cameBelow(len(t.rows))
+	}
 	if appended {
 		t.rows = append(t.rows, make([]conversation.Row, n-len(t.rows))...)
 		t.cache = append(t.cache, make([]rowCache, n-len(t.cache))...)
@@ -297,6 +316,76 @@ func (t *transcript) reveal(obj fyne.CanvasObject) {
 func (t *transcript) scrollToBottom() {
 	t.list.ScrollToBottom()
 	t.lastOffset = t.list.GetScrollOffset()
+	t.follow = true
+	t.seen()
+}
+
+// seen hides the pill: the newest rows are in view.
+func (t *transcript) seen() {
+	t.unseen = 0
+	if t.pill.Visible() {
+		t.pill.Hide()
+	}
+}
+
+// cameBelow counts the messages among rows from, just appended while the
+// user reads above them, and shows the pill that says so.
+func (t *transcript) cameBelow(from int) {
+	for i := from; i < len(t.rows); i++ {
+		switch r := t.rows[i]; r.Kind {
+		case conversation.RowUser, conversation.RowTool, conversation.RowPlan:
+			t.unseen++
+		case conversation.RowText, conversation.RowCode:
+			if i == 0 || t.rows[i-1].MessageID != r.MessageID {
+				t.unseen++
+			}
+		}
+	}
+	if t.unseen == 0 {
+		return
+	}
+	text := "1 new message"
+	if t.unseen > 1 {
+		text = fmt.Sprintf("%d new messages", t.unseen)
+	}
+	t.pill.SetText(text)
+	t.pill.Show()
+	t.lookForBottom()
+}
+
+// lookForBottom hides the pill once the user scrolled down to the newest
+// rows, looking four times a second while it shows.
+func (t *transcript) lookForBottom() {
+	if t.pillCheck || !t.pill.Visible() {
+		return
+	}
+	t.pillCheck = true
+	t.win.later(250*time.Millisecond, func() {
+		t.pillCheck = false
+		if t.atBottom() {
+			t.follow = true
+			t.seen()
+			return
+		}
+		t.lookForBottom()
+	})
+}
+
+// scrollToTop shows the first row held (the keyboard's Home); the list
+// fetches older ones as it does when the user scrolls there.
+func (t *transcript) scrollToTop() {
+	t.list.ScrollToTop()
+	t.lastOffset = t.list.GetScrollOffset()
+	t.follow = t.atBottom()
+}
+
+// page scrolls a view's height down (dir 1) or up (-1) less two lines,
+// which stay in view for context (the keyboard's PageDown and PageUp).
+func (t *transcript) page(dir int) {
+	step := max(t.list.Size().Height-2*theme.TextSize()*1.5, theme.TextSize())
+	t.list.ScrollToOffset(max(0, t.list.GetScrollOffset()+float32(dir)*step))
+	t.lastOffset = t.list.GetScrollOffset()
+	t.follow = t.atBottom()
 }
 
 // following reports whether new rows should scroll into view: the window
@@ -305,6 +394,7 @@ func (t *transcript) following() bool {
 	switch {
 	case t.atBottom():
 		t.follow = true
+		t.seen()
 	case t.list.GetScrollOffset() < t.lastOffset-1:
 		t.follow = false // the user scrolled up
 	}
@@ -658,7 +748,14 @@ func (t *transcript) atBottom() bool {
 	}
 	total += pad * float32(len(t.heights)-1)
 	view := t.list.Size().Height
-	return total <= view || t.list.GetScrollOffset()+view >= total-2*pad
+	// The margin is what is drawn below the text: the padding, and the
+	// room a streaming block is given to grow into (growRoom), blank
+	// until its lines come.
+	margin := 2 * pad
+	if !t.rows[len(t.rows)-1].Done {
+		margin += growStep
+	}
+	return total <= view || t.list.GetScrollOffset()+view >= total-margin
 }
 
 func (t *transcript) widthChanged(w float32) {

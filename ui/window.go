@@ -186,6 +186,11 @@ type Window struct {
 	shownStreaming *bool
 	shownUsage     [2]string
 	shownWait      string
+	// menuOpened, if set, is told of each menu the keyboard opens, and
+	// quitHook replaces the app's Quit (tests: the test driver draws no
+	// menu, and its app cannot quit twice).
+	menuOpened func(index int)
+	quitHook   func()
 }
 
 // NewWindow builds the window on a and starts following c's events. Show it
@@ -574,6 +579,7 @@ func (w *Window) build() {
 	w.composer.onEnter = w.submit
 	w.composer.onEscape = w.stop
 	w.composer.onShortcut = w.shortcut
+	w.composer.onKey = func(k *fyne.KeyEvent) bool { return w.typedKey(k, true) }
 	w.composer.later = w.later
 	w.sendBtn = widget.NewButtonWithIcon("Send", theme.MailSendIcon(), w.sendOrStop)
 	w.sendBtn.Importance = widget.HighImportance
@@ -631,7 +637,9 @@ func (w *Window) build() {
 	c.SetOnTypedKey(func(k *fyne.KeyEvent) {
 		if w.modal != nil {
 			w.modal.typedKey(k)
+			return
 		}
+		w.typedKey(k, false)
 	})
 }
 
@@ -647,7 +655,9 @@ var (
 )
 
 func shortcuts() []*desktop.CustomShortcut {
-	return []*desktop.CustomShortcut{shortcutNew, shortcutStop, shortcutFocus, shortcutMode, shortcutSettings}
+	return []*desktop.CustomShortcut{shortcutNew, shortcutStop, shortcutFocus, shortcutMode, shortcutSettings,
+		shortcutNextConv, shortcutPrevConv, shortcutNextConv2, shortcutPrevConv2, shortcutQuit,
+		shortcutFileMenu, shortcutHelpMenu, shortcutTop, shortcutBottom}
 }
 
 // shortcut runs one of the window's shortcuts; false if s is not one.
@@ -655,6 +665,10 @@ func (w *Window) shortcut(s fyne.Shortcut) bool {
 	cs, ok := s.(*desktop.CustomShortcut)
 	if !ok {
 		return false
+	}
+	if cs.ShortcutName() == shortcutQuit.ShortcutName() {
+		w.quit() // even with a question open
+		return true
 	}
 	if w.modal != nil {
 		return true // the question comes first
@@ -671,7 +685,7 @@ func (w *Window) shortcut(s fyne.Shortcut) bool {
 	case shortcutSettings.ShortcutName():
 		w.ShowSettings()
 	default:
-		return false
+		return w.keyShortcut(cs.ShortcutName())
 	}
 	return true
 }
@@ -992,6 +1006,9 @@ func (w *Window) submit() {
 	}
 	id, mode, modelName := w.current, w.shownMode(), w.opts.Model
 	w.composer.setText("")
+	// What is sent comes into view, and the reply after it, wherever
+	// the user had scrolled.
+	w.transcript.scrollToBottom()
 	w.store.ClearNotice()
 	if w.notice != nil && w.notice.id == firstRunNoticeID && w.notice.shrink() {
 		relayout(w.chat) // the transcript takes the room the notice gave up
@@ -1076,6 +1093,8 @@ func (w *Window) reject(convID, requestID string) {
 }
 
 func (w *Window) closeModalNow() {
+	// The answer, and what the agent does with it, come into view.
+	w.transcript.scrollToBottom()
 	if w.modal != nil {
 		w.modal.hide()
 		w.modal = nil
