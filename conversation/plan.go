@@ -61,11 +61,28 @@ func orSomething(s, instead string) string {
 	return s
 }
 
+// planPromptHead is the first line of PlanPrompt.
+const planPromptHead = "Carry out exactly these steps of your plan, in this order, and nothing else:"
+
+// PlanRan reports whether the plan of rows[row] was run: a prompt of
+// PlanPrompt's was sent after it, before the next plan.
+func PlanRan(rows []Row, row int) bool {
+	for _, r := range rows[min(row+1, len(rows)):] {
+		switch {
+		case r.Kind == RowPlan:
+			return false
+		case r.Kind == RowUser && strings.HasPrefix(r.Text, planPromptHead+"\n"):
+			return true
+		}
+	}
+	return false
+}
+
 // PlanPrompt is the prompt that asks the agent to carry out exactly the
 // chosen steps of its plan, in order.
 func PlanPrompt(steps []PlanStep) string {
 	var b strings.Builder
-	b.WriteString("Carry out exactly these steps of your plan, in this order, and nothing else:\n")
+	b.WriteString(planPromptHead + "\n")
 	for i, p := range steps {
 		fmt.Fprintf(&b, "%d. %s", i+1, StepText(p))
 		if p.Work.Kind == ToolEdit && len(p.Work.Diff) > 0 {

@@ -30,6 +30,10 @@ type planView struct {
 	// ticked is the card's state, kept by the transcript per plan so that
 	// it survives the row being scrolled out and back.
 	ticked []bool
+	// ran is true once the plan was run in Act (Run in Act pressed here,
+	// or its prompt in the conversation): the card is done, and cannot
+	// run it twice by accident.
+	ran bool
 }
 
 func newPlanView(t *transcript) *planView {
@@ -55,11 +59,16 @@ func (v *planView) set(row int, rows []conversation.Row) {
 	v.row = row
 	v.plan = conversation.PlanSteps(rows, row)
 	v.ticked = v.t.planTicks(rows[row].MessageID, len(v.plan))
+	v.ran = v.t.ranPlans[rows[row].MessageID] || conversation.PlanRan(rows, row)
 	n := len(v.plan)
-	if n == 1 {
-		v.title.SetText("The plan: 1 step, denied in Plan")
+	steps := "1 step"
+	if n != 1 {
+		steps = fmt.Sprintf("%d steps", n)
+	}
+	if v.ran {
+		v.title.SetText("The plan: " + steps + ", run in Act")
 	} else {
-		v.title.SetText(fmt.Sprintf("The plan: %d steps, denied in Plan", n))
+		v.title.SetText("The plan: " + steps + ", denied in Plan")
 	}
 	// The checkboxes are kept and changed, not made anew: the card is set
 	// again whenever its turn's rows change, and a new checkbox would take
@@ -73,6 +82,13 @@ func (v *planView) set(row int, rows []conversation.Row) {
 			}))
 		}
 		c := checks[i].(*rowCheck)
+		if v.ran != c.Disabled() {
+			if v.ran {
+				c.Disable()
+			} else {
+				c.Enable()
+			}
+		}
 		if text := fmt.Sprintf("%d. %s", i+1, conversation.StepText(p)); c.Text != text || c.Checked != v.ticked[i] {
 			c.Text, c.Checked = text, v.ticked[i] // not SetChecked: nothing changed the plan's ticks
 			c.Refresh()
@@ -87,6 +103,16 @@ func (v *planView) set(row int, rows []conversation.Row) {
 }
 
 func (v *planView) refreshRun() {
+	if v.ran {
+		v.run.SetText("Ran in Act")
+		v.run.SetIcon(theme.ConfirmIcon())
+		v.run.Disable()
+		return
+	}
+	if v.run.Text != "Run in Act" {
+		v.run.SetText("Run in Act")
+		v.run.SetIcon(theme.MediaPlayIcon())
+	}
 	for _, on := range v.ticked {
 		if on {
 			v.run.Enable()
@@ -103,8 +129,9 @@ func (v *planView) runTicked() {
 			chosen = append(chosen, p)
 		}
 	}
-	if len(chosen) > 0 {
-		v.t.win.runPlan(conversation.PlanPrompt(chosen))
+	if len(chosen) > 0 && !v.ran && v.t.win.runPlan(conversation.PlanPrompt(chosen)) {
+		v.t.ranPlans[v.t.rows[v.row].MessageID] = true
+		v.set(v.row, v.t.rows)
 	}
 }
 
@@ -122,11 +149,12 @@ func (t *transcript) planTicks(id string, n int) []bool {
 }
 
 // runPlan switches the current conversation to Act and sends prompt, the
-// chosen steps of its plan. A turn that still runs keeps it from starting.
-func (w *Window) runPlan(prompt string) {
+// chosen steps of its plan, and says whether it did: a turn that still
+// runs keeps it from starting.
+func (w *Window) runPlan(prompt string) bool {
 	if w.view.Streaming {
 		w.store.AddNote(w.current, conversation.NoteWarn, "A turn is still running: stop it or wait for its end, then run the plan.")
-		return
+		return false
 	}
 	id, modelName := w.current, w.opts.Model
 	w.wantMode, w.wantModeConv = protocol.ModeAct, id
@@ -139,4 +167,5 @@ func (w *Window) runPlan(prompt string) {
 			w.store.AddNote(id, conversation.NoteError, "The plan was not sent: "+err.Error())
 		}
 	})
+	return true
 }

@@ -51,6 +51,30 @@ func TestPlanCardRunsTheTickedSteps(t *testing.T) {
 	if h.w.shownMode() != protocol.ModeAct {
 		t.Fatal("the window is not in Act after Run in Act")
 	}
+	// The agent played exactly the ticked step: one approved edit of
+	// main.go after the prompt, no run of the tests.
+	rows = h.rows()
+	var played []string
+	for _, r := range rows[rowsOf(h, conversation.RowUser)[1]:] {
+		if r.Kind == conversation.RowTool {
+			played = append(played, r.Title+" "+r.State)
+		}
+	}
+	if len(played) != 1 || played[0] != "edit "+conversation.ToolApproved || !strings.Contains(h.text(), "Step 1: edit main.go") {
+		t.Fatalf("played %q after Run in Act:\n%s", played, h.dump())
+	}
+	// The card is done: it says so, and cannot run the plan again.
+	p = h.shownPlan(planRow)
+	if !p.run.Disabled() || p.run.Text != "Ran in Act" || !strings.Contains(p.title.Text, "run in Act") {
+		t.Fatalf("after its run the card says %q, its button %q (disabled %v)", p.title.Text, p.run.Text, p.run.Disabled())
+	}
+	users := len(rowsOf(h, conversation.RowUser))
+	test.Tap(p.run)
+	p.runTicked()
+	h.frame()
+	if n := len(rowsOf(h, conversation.RowUser)); n != users {
+		t.Fatal("the plan ran twice")
+	}
 }
 
 // TestPlanStepsByKeyboard: Space on a step Tab reached unticks it and

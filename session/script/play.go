@@ -77,7 +77,8 @@ type Session struct {
 // synthesizes copilot:shutdown if it needs one.
 func (s *Session) Close(context.Context) error { return nil }
 
-// Run plays the first turn whose match is in the prompt.
+// Run plays the first turn whose match is in the prompt, or carries out
+// the numbered steps a prompt asks for (steps.go).
 //
 // A shutdown step only reports the end of the agent session: a script holds
 // no process, so the session stays usable, the rest of the turn plays, and a
@@ -94,7 +95,19 @@ func (s *Session) Run(ctx context.Context, turn session.Turn) error {
 		messageID: uuid.NewString(),
 		dir:       s.dir,
 	}
-	t := s.script.match(turn.Prompt)
+	var t *Turn
+	if steps, ok := numberedSteps(turn.Prompt); ok {
+		head, _, _ := strings.Cut(strings.TrimSpace(turn.Prompt), "\n")
+		if t = s.script.stepsTurn(head); t == nil {
+			if err := p.carryOut(ctx, s.script, steps); err != nil {
+				return err
+			}
+			p.finish()
+			return nil
+		}
+	} else {
+		t = s.script.match(turn.Prompt)
+	}
 	if t == nil {
 		p.emitDelta(s.script.noReply(turn.Prompt))
 		p.finish()
