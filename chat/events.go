@@ -529,7 +529,12 @@ func (r *repl) showList(page *protocol.Conversations) {
 			title = "(untitled)"
 		}
 		parts := []string{truncate(title, 60), string(c.Mode)}
-		if c.Streaming {
+		switch {
+		case c.WaitingInput:
+			// The agent waits on a question: its turn runs, but nothing
+			// streams until someone answers.
+			parts = append(parts, "waiting for you")
+		case c.Streaming:
 			parts = append(parts, "streaming")
 		}
 		if t, err := time.Parse(time.RFC3339Nano, c.UpdatedAt); err == nil {

@@ -272,11 +272,14 @@ func TestListSwitchAndResume(t *testing.T) {
 	h.emit(protocol.TypeConversations, map[string]any{"conversations": []map[string]any{
 		{"conversationId": testConv, "title": "", "updatedAt": "2026-01-01T00:00:00Z", "streaming": false, "mode": "act"},
 		{"conversationId": other, "title": "Deploy the app", "updatedAt": "2026-01-01T00:00:00Z", "streaming": true, "mode": "plan"},
+		{"conversationId": "99999999-3333-4333-8444-555555555555", "title": "Asks", "updatedAt": "2026-01-01T00:00:00Z", "streaming": true, "waitingInput": true, "mode": "act"},
 	}})
-	h.waitFor("Conversations (2):\n* 1) (untitled) · act")
+	h.waitFor("Conversations (3):\n* 1) (untitled) · act")
 	h.waitFor("  2) Deploy the app · plan · streaming")
-	h.typeIn("/switch 3\n")
-	h.waitFor("There is no conversation 3")
+	// A turn that waits on a question says so, not that it streams.
+	h.waitFor("  3) Asks · act · waiting for you")
+	h.typeIn("/switch 4\n")
+	h.waitFor("There is no conversation 4")
 	h.typeIn("/switch 2\n")
 	if u := h.nextCall("unsubscribe"); u.conv != testConv {
 		t.Fatalf("unsubscribe = %+v", u)
