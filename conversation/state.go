@@ -174,6 +174,16 @@ func (s *State) Thinking() bool {
 	return s.Streaming && s.Pending == nil && !s.turnOutput
 }
 
+// active notes activity now: a turn that starts or ends live. A turn
+// replayed when the conversation is opened is not activity (UpdatedAt
+// keeps what the relay's list says), or opening a conversation would move
+// it to the top of the list.
+func (s *State) active() {
+	if s.Synced {
+		s.UpdatedAt = s.opts.Now()
+	}
+}
+
 // Apply folds one event of this conversation in and says what changed.
 // Events of other conversations, and messages that are not about a
 // conversation, change nothing.
@@ -251,7 +261,7 @@ func (s *State) Apply(ev client.Event) Update {
 		s.turnOutput = false
 		s.lastError, s.errorRow = "", -1
 		s.Turn = Usage{}
-		s.UpdatedAt = s.opts.Now()
+		s.active()
 		if !s.titled {
 			s.Title, s.titled = TitleFrom(d.Content), true
 		}
@@ -343,7 +353,7 @@ func (s *State) Apply(ev client.Event) Update {
 		s.Streaming = false
 		s.turnOutput = false
 		s.Pending = nil
-		s.UpdatedAt = s.opts.Now()
+		s.active()
 		u.Listing = true
 	case *protocol.ConversationChanged:
 		if !d.Deleted {
