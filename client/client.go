@@ -20,6 +20,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/coder/websocket"
@@ -146,8 +147,10 @@ func wsURL(u string) string {
 // Client is a connection to a relay that survives drops. Its methods are
 // safe to call from any goroutine.
 type Client struct {
-	cfg    Config
-	log    *slog.Logger
+	cfg Config
+	// logp is the logger, which names the relay in use: it changes when
+	// the client moves to another (relocate).
+	logp   atomic.Pointer[slog.Logger]
 	events chan Event
 	cancel context.CancelFunc
 	done   chan struct{}
@@ -186,7 +189,6 @@ func (cfg Config) Dial(ctx context.Context) (*Client, error) {
 	cfg.setDefaults()
 	c := &Client{
 		cfg:    cfg,
-		log:    cfg.Logger.With("relay", cfg.URL),
 		events: make(chan Event, cfg.EventBuffer),
 		done:   make(chan struct{}),
 		state:  StateConnecting,
@@ -194,6 +196,7 @@ func (cfg Config) Dial(ctx context.Context) (*Client, error) {
 		id:     newIdentity(cfg.URL, cfg.Token, cfg.Kind),
 		ep:     Endpoint{URL: cfg.URL, Token: cfg.Token, HTTPClient: cfg.HTTPClient},
 	}
+	c.logp.Store(cfg.Logger.With("relay", cfg.URL))
 	conn, err := c.dial(ctx)
 	if err != nil {
 		return nil, err
@@ -220,6 +223,9 @@ func (c *Client) State() State {
 	defer c.mu.Unlock()
 	return c.state
 }
+
+// logger is the client's logger, naming the relay it uses now.
+func (c *Client) logger() *slog.Logger { return c.logp.Load() }
 
 // URL returns the relay endpoint the client connects to.
 // It changes when Config.Relocate moves the client to another relay.
@@ -295,7 +301,7 @@ func (c *Client) run(ctx context.Context, conn *websocket.Conn) {
 			c.stopRevoked(ctx, err)
 			return
 		}
-		c.log.Warn("relay connection lost", "err", err)
+		c.logger().Warn("relay connection lost", "err", err)
 		conn, err = c.reconnect(ctx, err)
 		if errors.Is(err, errTokenRefused) {
 			c.stopRevoked(ctx, err)
@@ -312,7 +318,7 @@ func (c *Client) run(ctx context.Context, conn *websocket.Conn) {
 // again. The final state carries ErrRevoked and, unlike a Close, is
 // delivered (the consumer is still reading and must say why).
 func (c *Client) stopRevoked(ctx context.Context, cause error) {
-	c.log.Warn("the relay no longer accepts this client's token; not reconnecting", "err", cause)
+	c.logger().Warn("the relay no longer accepts this client's token; not reconnecting", "err", cause)
 	c.mu.Lock()
 	c.state = StateClosed
 	c.mu.Unlock()
@@ -338,7 +344,7 @@ func (c *Client) reconnect(ctx context.Context, cause error) (*websocket.Conn, e
 		}
 		conn, err := c.dial(ctx)
 		if err == nil {
-			c.log.Info("relay connection restored", "attempts", attempt+1)
+			c.logger().Info("relay connection restored", "attempts", attempt+1)
 			return conn, nil
 		}
 		if ctx.Err() != nil {
@@ -348,7 +354,7 @@ func (c *Client) reconnect(ctx context.Context, cause error) (*websocket.Conn, e
 			return nil, err
 		}
 		cause = err
-		c.log.Debug("reconnect failed", "attempt", attempt+1, "err", err)
+		c.logger().Debug("reconnect failed", "attempt", attempt+1, "err", err)
 		if c.relocate(ctx) {
 			// Another relay runs there now: try it at once.
 			delay = c.cfg.MinBackoff
@@ -369,7 +375,7 @@ func (c *Client) relocate(ctx context.Context) bool {
 	}
 	ep, err := c.cfg.Relocate(ctx)
 	if err != nil || ep.URL == "" {
-		c.log.Debug("no other relay to move to", "err", err)
+		c.logger().Debug("no other relay to move to", "err", err)
 		return false
 	}
 	ep.URL = wsURL(ep.URL)
@@ -380,8 +386,10 @@ func (c *Client) relocate(ctx context.Context) bool {
 	}
 	c.mu.Unlock()
 	if moved {
-		// The token is never logged.
-		c.log.Info("the relay moved; reconnecting there", "url", ep.URL)
+		// From now on the log names the relay in use. The token is
+		// never logged.
+		c.logp.Store(c.cfg.Logger.With("relay", ep.URL))
+		c.logger().Info("the relay moved; reconnecting there", "url", ep.URL)
 	}
 	return moved
 }
@@ -423,11 +431,11 @@ func (c *Client) serve(ctx context.Context, conn *websocket.Conn, renew bool) er
 		}
 		ev, err := Decode(frame)
 		if err != nil {
-			c.log.Warn("ignoring a frame the client cannot decode", "err", err, "frame", truncate(frame, 200))
+			c.logger().Warn("ignoring a frame the client cannot decode", "err", err, "frame", truncate(frame, 200))
 			continue
 		}
 		if ev.Data == nil && ev.Type != protocol.TypePong {
-			c.log.Debug("message of a type this client does not know", "type", ev.Type)
+			c.logger().Debug("message of a type this client does not know", "type", ev.Type)
 		}
 		if !c.route(ctx, ev) {
 			return ctx.Err()
@@ -490,7 +498,7 @@ func (c *Client) keepAlive(ctx context.Context, conn *websocket.Conn, activity <
 			t.Reset(c.cfg.PingInterval)
 		case <-t.C:
 			if awaiting {
-				c.log.Warn("relay did not answer a ping; reconnecting", "waited", c.cfg.PongTimeout)
+				c.logger().Warn("relay did not answer a ping; reconnecting", "waited", c.cfg.PongTimeout)
 				_ = conn.CloseNow()
 				return
 			}
@@ -519,10 +527,10 @@ func (c *Client) route(ctx context.Context, ev Event) bool {
 			// seq 0 and said so with reset, so what it replayed replaces
 			// our copy, with no second round trip.
 			if !d.Reset {
-				c.log.Warn("the relay's epoch changed but it did not replay from the start; the conversation may show only part of its history",
+				c.logger().Warn("the relay's epoch changed but it did not replay from the start; the conversation may show only part of its history",
 					"conversation", d.ConversationID, "old_epoch", s.epoch, "new_epoch", d.Epoch)
 			}
-			c.log.Info("conversation history changed on the relay; replaying it", "conversation", d.ConversationID, "old_epoch", s.epoch, "new_epoch", d.Epoch)
+			c.logger().Info("conversation history changed on the relay; replaying it", "conversation", d.ConversationID, "old_epoch", s.epoch, "new_epoch", d.Epoch)
 			s.lastSeq = 0
 			out = append(out, Event{Type: TypeReset, Data: &Reset{ConversationID: d.ConversationID, Epoch: d.Epoch}})
 		}
@@ -555,7 +563,7 @@ func (c *Client) route(ctx context.Context, ev Event) bool {
 		}
 		if h.Seq > 0 {
 			if h.Seq <= s.lastSeq {
-				c.log.Debug("dropping an event already delivered", "conversation", h.ConversationID, "seq", h.Seq, "last", s.lastSeq)
+				c.logger().Debug("dropping an event already delivered", "conversation", h.ConversationID, "seq", h.Seq, "last", s.lastSeq)
 				break
 			}
 			s.lastSeq = h.Seq

@@ -3,11 +3,14 @@ package client_test
 import (
 	"context"
 	"errors"
+	"log/slog"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/pilotdesk/pilotdesk/client"
+	"github.com/pilotdesk/pilotdesk/internal/testsupport"
 	"github.com/pilotdesk/pilotdesk/protocol"
 	"github.com/pilotdesk/pilotdesk/relay"
 	"github.com/pilotdesk/pilotdesk/relay/relaytest"
@@ -31,7 +34,9 @@ func TestRelocateFollowsTheRelay(t *testing.T) {
 		}
 		var mu sync.Mutex // guards asked
 		asked := 0
-		cfg := client.Config{URL: a.URL, Token: token, MinBackoff: 10 * time.Millisecond, MaxBackoff: 50 * time.Millisecond}
+		logs := &testsupport.Buffer{}
+		cfg := client.Config{URL: a.URL, Token: token, MinBackoff: 10 * time.Millisecond, MaxBackoff: 50 * time.Millisecond,
+			Logger: slog.New(slog.NewTextHandler(logs, nil))}
 		if relocate {
 			cfg.Relocate = func(context.Context) (client.Endpoint, error) {
 				mu.Lock()
@@ -86,6 +91,11 @@ func TestRelocateFollowsTheRelay(t *testing.T) {
 		}
 		if c.URL() != b.URL {
 			t.Fatalf("with Relocate the client is on %s, want %s", c.URL(), b.URL)
+		}
+		// The log names the relay in use from the move on.
+		_, after, _ := strings.Cut(logs.String(), "the relay moved")
+		if !strings.Contains(after, "relay connection restored") || strings.Contains(after, "relay="+a.URL) {
+			t.Fatalf("after the move the log names the old relay %s:\n%s", a.URL, logs.String())
 		}
 		mu.Lock()
 		n := asked
