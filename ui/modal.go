@@ -36,7 +36,7 @@ type inputModal struct {
 	req    protocol.UserInputRequest
 	kind   string
 
-	popup     *widget.PopUp
+	popup     *questionLayer
 	sink      *keySink
 	hint      *widget.Label
 	countdown *widget.Label
@@ -108,7 +108,7 @@ func newInputModal(w *Window, convID string, p conversation.Pending) *inputModal
 	icon := widget.NewIcon(theme.QuestionIcon())
 	head := container.NewBorder(nil, nil, icon, nil, title)
 	content := container.NewVBox(head, question, widget.NewSeparator(), body, m.hint, m.countdown, m.queued, m.sink)
-	m.popup = widget.NewModalPopUp(container.NewPadded(content), w.win.Canvas())
+	m.popup = newQuestionLayer(w, container.NewPadded(content))
 	m.update(p, w.now())
 	if p.Hint != "" {
 		m.setHint("The relay did not accept that answer: " + p.Hint)
@@ -193,15 +193,11 @@ func caption(text string) *widget.Label {
 // show puts the modal on screen and gives it the keyboard.
 func (m *inputModal) show() {
 	c := m.win.win.Canvas()
-	size := c.Size()
-	width := min(max(size.Width-80, 320), 560)
-	m.popup.Resize(fyne.NewSize(width, m.popup.Content.MinSize().Height))
 	// The window's content keeps its own focus under an overlay: take it
 	// from the composer first, or both it and the answer field show a
 	// focus border. Hiding the modal gives it back (Window.showModal).
 	c.Unfocus()
 	m.popup.Show()
-	m.popup.Resize(fyne.NewSize(width, m.popup.Content.MinSize().Height))
 	if m.kind == kindText && m.entry != nil {
 		c.Focus(m.entry)
 	} else {
@@ -217,11 +213,7 @@ func (m *inputModal) setHint(text string) {
 	m.resize()
 }
 
-func (m *inputModal) resize() {
-	if m.popup.Visible() {
-		m.popup.Resize(fyne.NewSize(m.popup.Content.Size().Width+2*theme.Padding(), m.popup.Content.MinSize().Height))
-	}
-}
+func (m *inputModal) resize() { m.popup.fit() }
 
 // update follows the open question: its deadline moves when the relay's
 // clock is learnt (copilot:subscribed after a replay), and the count of
@@ -360,6 +352,15 @@ func (m *inputModal) rangeHint() string {
 }
 
 func (m *inputModal) typedKey(k *fyne.KeyEvent) {
+	// The transcript behind the question scrolls: its context.
+	switch k.Name {
+	case fyne.KeyPageUp:
+		m.win.transcript.page(-1)
+		return
+	case fyne.KeyPageDown:
+		m.win.transcript.page(1)
+		return
+	}
 	switch m.kind {
 	case kindApproval:
 		m.setHint("Press a or 1 to approve, r or 2 to reject.")

@@ -379,6 +379,17 @@ func (t *transcript) scrollToTop() {
 	t.follow = t.atBottom()
 }
 
+// scrollBy scrolls the transcript by dy (down for a positive dy), as
+// the wheel does.
+func (t *transcript) scrollBy(dy float32) {
+	t.list.ScrollToOffset(max(0, t.list.GetScrollOffset()+dy))
+	t.lastOffset = t.list.GetScrollOffset()
+	t.follow = t.atBottom()
+	if t.follow {
+		t.seen()
+	}
+}
+
 // page scrolls a view's height down (dir 1) or up (-1) less two lines,
 // which stay in view for context (the keyboard's PageDown and PageUp).
 func (t *transcript) page(dir int) {
@@ -1046,7 +1057,11 @@ func newCodeView(t *transcript) *codeView {
 	v.lang = widget.NewLabel("")
 	v.lang.SizeName = theme.SizeNameCaptionText
 	v.lang.TextStyle = fyne.TextStyle{Italic: true}
-	copyBtn := t.newButton("Copy", theme.ContentCopyIcon(), func() { t.win.copyText(v.text) })
+	var copyBtn *rowButton
+	copyBtn = t.newButton("Copy", theme.ContentCopyIcon(), func() {
+		t.win.copyText(v.text)
+		t.win.sayCopied(&copyBtn.Button)
+	})
 	copyBtn.Importance = widget.LowImportance
 	v.code = widget.NewRichText()
 	v.code.Wrapping = fyne.TextWrapBreak
@@ -1093,7 +1108,10 @@ func newLineView(t *transcript) *lineView {
 	v.detail.Wrapping = fyne.TextWrapWord
 	v.detail.Selectable = true
 	v.detail.SizeName = theme.SizeNameCaptionText
-	v.copy = t.newButton("Copy reply", theme.ContentCopyIcon(), func() { t.win.copyReplyBefore(v.idx) })
+	v.copy = t.newButton("Copy reply", theme.ContentCopyIcon(), func() {
+		t.win.copyReplyBefore(v.idx)
+		t.win.sayCopied(&v.copy.Button)
+	})
 	v.copy.Importance = widget.LowImportance
 	v.obj = container.NewBorder(nil, nil, container.New(firstLineLayout{}, v.icon), container.NewVBox(v.copy), container.NewVBox(v.text, v.detail))
 	return v

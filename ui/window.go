@@ -102,6 +102,10 @@ type Options struct {
 	// not after it has gone back to the previous one. nil: those settings
 	// apply at the next start.
 	Restart func(done func(err error))
+	// OnShown, if set, is told on the UI goroutine of each conversation
+	// the window opens (the app notes it for `pilotdesk chat`, which
+	// attaches to the same conversation).
+	OnShown func(conversationID string)
 	// Connecting is what the empty window says while it has no client yet
 	// (NewWindow with a nil client): the relay and its agent start behind
 	// it. Default: "Connecting to the relay…".
@@ -161,6 +165,11 @@ type Window struct {
 	noticeSlot   *fyne.Container
 	notice       *noticeCard
 	chat         *fyne.Container // the conversation's pane: title, notice, transcript, composer
+	// composerRow is the prompt box with its buttons, in bottomBox; an
+	// open question hides it and takes questionSlot's room instead.
+	composerRow  fyne.CanvasObject
+	bottomBox    *fyne.Container
+	questionSlot *canvas.Rectangle
 	settings     *settingsDialog
 	about        dialog.Dialog
 	// budget is the relay's credit budget as last shown (nil: none), and
@@ -314,6 +323,9 @@ drain:
 		w.about.Hide() // it names the old relay
 	}
 	w.opts = withDefaults(opts)
+	if w.opts.OnShown != nil && w.current != "" {
+		w.opts.OnShown(w.current)
+	}
 	w.log = w.opts.Logger
 	w.wantMode = ""
 	w.follow(c)
@@ -608,8 +620,12 @@ func (w *Window) build() {
 	w.waitBox.Hide()
 
 	controls := container.NewVBox(w.toggle, w.sendBtn)
-	composerRow := container.NewBorder(nil, nil, nil, controls, w.composer)
-	bottom := container.NewVBox(w.waitBox, w.banner, composerRow)
+	w.composerRow = container.NewBorder(nil, nil, nil, controls, w.composer)
+	// An open question takes the prompt box's place (questionLayer).
+	w.questionSlot = canvas.NewRectangle(color.Transparent)
+	w.questionSlot.Hide()
+	w.bottomBox = container.NewVBox(w.waitBox, w.banner, w.composerRow, w.questionSlot)
+	bottom := w.bottomBox
 	w.noticeSlot = container.NewVBox()
 	w.noticeSlot.Hide()
 	header := container.NewVBox(container.NewPadded(w.title), widget.NewSeparator(), w.noticeSlot)
@@ -963,6 +979,9 @@ func (w *Window) switchTo(id string) {
 	}
 	w.current = id
 	w.wantMode = ""
+	if w.opts.OnShown != nil {
+		w.opts.OnShown(id)
+	}
 	if w.modal != nil {
 		w.modal.hide()
 		w.modal = nil
@@ -997,7 +1016,9 @@ func (w *Window) submit() {
 		return // without a relay yet, Enter keeps the draft
 	}
 	if w.view.Streaming {
-		return // Enter while streaming keeps the draft; Stop first
+		// Enter while streaming keeps the draft, and says why it waits.
+		w.store.AddNote(w.current, conversation.NoteWarn, "A turn is running: Stop or wait. Your prompt stays in the box.")
+		return
 	}
 	if w.budget != nil && w.budget.Exceeded() {
 		// The relay would refuse it: say why here and keep the draft.
@@ -1104,6 +1125,26 @@ func (w *Window) closeModalNow() {
 
 func (w *Window) copyText(s string) {
 	w.app.Clipboard().SetContent(s)
+}
+
+// copiedFor is how long a Copy button says "Copied".
+const copiedFor = 1500 * time.Millisecond
+
+// sayCopied shows on b, a Copy button just pressed, that the text is on
+// the clipboard, for copiedFor; then b reads as before.
+func (w *Window) sayCopied(b *widget.Button) {
+	text, icon := b.Text, b.Icon
+	if text == "Copied" {
+		return // pressed again while it says so
+	}
+	b.SetText("Copied")
+	b.SetIcon(theme.ConfirmIcon())
+	w.later(copiedFor, func() {
+		if b.Text == "Copied" {
+			b.SetText(text)
+			b.SetIcon(icon)
+		}
+	})
 }
 
 // copyReplyBefore copies the assistant's text of the turn that ends at the

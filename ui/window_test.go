@@ -61,6 +61,14 @@ func TestMarkdownTurnAndUsage(t *testing.T) {
 	if got := h.app.Clipboard().Content(); !strings.HasPrefix(got, "# Release plan\n\n") || !strings.HasSuffix(got, "That is all.") {
 		t.Fatalf("clipboard %q", got)
 	}
+	// The button says, for a moment, that it copied.
+	h.frame()
+	btn := h.shownRowOf(len(rows) - 1).line.copy
+	test.Tap(btn)
+	if btn.Text != "Copied" {
+		t.Fatalf("Copy reply pressed reads %q", btn.Text)
+	}
+	h.waitFor("Copy reply to read as before", func() bool { return btn.Text == "Copy reply" })
 }
 
 func TestToolRowsAndComposer(t *testing.T) {
@@ -107,6 +115,11 @@ func TestStopReplacesSend(t *testing.T) {
 	h.send("second")
 	if h.w.composer.Text != "second" {
 		t.Fatal("a prompt sent while streaming was lost")
+	}
+	// And the window says why it was not sent.
+	h.frame()
+	if note := h.lastRow(conversation.RowNote); !strings.Contains(note.Text, "A turn is running: Stop or wait") {
+		t.Fatalf("Enter while streaming said %q", note.Text)
 	}
 	test.Tap(h.w.sendBtn)
 	h.waitFor("the abort", func() bool { return h.hasStatus(protocol.StatusAborted) })
@@ -294,14 +307,17 @@ func TestFollowBottom(t *testing.T) {
 		t.Fatal("the banner pushed the last row out of view")
 	}
 	tr.list.ScrollToTop()
-	h.send("show me markdown")
-	h.waitFor("the turn", func() bool { return h.w.view.NumRows == 29 && h.hasStatus(protocol.StatusCompleted) })
+	// A turn another device starts (a prompt sent here would bring the
+	// newest into view: TestNewMessagesBelow).
+	h.srv.Dial(t).Send(protocol.TypeSend, protocol.Send{ConversationID: h.w.current, Prompt: "show me markdown", Mode: protocol.ModePlan})
+	h.waitFor("the turn", func() bool { return completedTurns(h) == 4 })
 	if tr.list.GetScrollOffset() != 0 {
 		t.Fatal("the list scrolled although the user was reading above")
 	}
+	rows := h.w.view.NumRows
 	tr.list.ScrollToBottom()
 	h.send("use the tool")
-	h.waitFor("the turn", func() bool { return h.w.view.NumRows > 29 && h.hasStatus(protocol.StatusCompleted) })
+	h.waitFor("the turn", func() bool { return h.w.view.NumRows > rows && completedTurns(h) == 5 })
 	if !tr.atBottom() {
 		t.Fatal("following did not resume at the bottom")
 	}
