@@ -102,6 +102,12 @@ func runChat(ctx context.Context, args []string, env Env) error {
 		chat.NewIdentityFile(filepath.Join(dir, chat.IdentityFileName), logger).Keep(conn.Identity())
 	}
 
+	if *conversation == "" && tgt.attachedTo != nil {
+		// Attached to a running app: go on where its window is, or in
+		// the latest conversation, rather than in a new, empty one.
+		*conversation = attachConversation(ctx, tgt.dataDir, *tgt.attachedTo, ccfg, logger)
+	}
+
 	term, in, restore, err := chatTerminal(env)
 	if err != nil {
 		return err

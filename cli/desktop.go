@@ -317,10 +317,27 @@ func (d *desktop) options(r *relayConn, problem string) ui.Options {
 	}
 	opts.StartProblem = problem
 	opts.Devices = newWindowDevices(t)
+	if dir := shownDir(r); dir != "" {
+		logger := d.logger
+		opts.OnShown = func(id string) { rememberShown(dir, id, logger) }
+	}
 	opts.Effective = effectiveSettings(r.flags)
 	opts.Locked = d.locked
 	opts.Restart = d.restart
 	return opts
+}
+
+// shownDir is the data dir where the window says which conversation it
+// shows (shown.go): that of the relay it embeds or attached to, "" for a
+// remote relay or one without a data dir.
+func shownDir(r *relayConn) string {
+	switch {
+	case r.target.Embedded && r.flags.relay.DataDir != memoryDataDir:
+		return r.flags.relay.DataDir
+	case r.target.attachedTo != nil:
+		return r.target.dataDir
+	}
+	return ""
 }
 
 // restart applies the saved settings: it stops the running relay (its
