@@ -204,6 +204,9 @@ type repl struct {
 	plan []conversation.PlanStep
 	// The credit budget's warning and refusal, each said once.
 	budgetWarned, budgetSpentShown bool
+	// budgetAfterTurn is the relay's budget that changed while a turn ran,
+	// said once the turn has ended (budgetChanged).
+	budgetAfterTurn *protocol.Budget
 
 	// Input requests.
 	prompt   *prompt                      // the open one

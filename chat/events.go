@@ -458,6 +458,10 @@ func (r *repl) idle(d *protocol.Idle, u conversation.Update) {
 	r.scr.blank()
 	r.running, r.sendPending, r.waiting = false, false, false
 	r.lastMsgID = ""
+	if b := r.budgetAfterTurn; b != nil {
+		r.budgetAfterTurn = nil
+		r.budgetChanged(b)
+	}
 	r.errorShown = false
 }
 
@@ -605,7 +609,14 @@ func (r *repl) showPlan(steps []conversation.PlanStep) {
 
 // budgetChanged warns once when the relay's credit budget is 80% spent,
 // and says once that new turns are refused when it is spent.
+// While a turn runs the notice waits for its end (idle), so that it
+// follows the turn's usage line whichever of the relay's budget broadcast
+// and the turn's end comes first.
 func (r *repl) budgetChanged(b *protocol.Budget) {
+	if r.running {
+		r.budgetAfterTurn = b
+		return
+	}
 	switch {
 	case b.Exceeded():
 		if !r.budgetSpentShown {

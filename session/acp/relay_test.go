@@ -27,7 +27,9 @@ func TestThroughRelay(t *testing.T) {
 	// Cleanups run last-in first-out: the relay (started below) closes its
 	// sessions first, then the agent stops the process.
 	t.Cleanup(func() { agent.Close() })
-	srv := relaytest.Start(t, relay.Config{Agent: agent, Logger: testsupport.Logger(t)})
+	// The relay chooses each conversation's folder: its default is the
+	// agent's work dir, where the test looks for what the tools wrote.
+	srv := relaytest.Start(t, relay.Config{Agent: agent, Logger: testsupport.Logger(t), WorkDir: f.workDir})
 	cl := srv.Dial(t)
 	conv := uuid.NewString()
 	ofConv := func(match func(relaytest.Frame) bool) func(relaytest.Frame) bool {

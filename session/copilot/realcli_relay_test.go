@@ -55,7 +55,9 @@ func TestRealCLIThroughRelay(t *testing.T) {
 	}
 	t.Logf("CLI start: %v", time.Since(started))
 
-	srv := relaytest.Start(t, relay.Config{Agent: agent, Logger: testsupport.Logger(t)})
+	// The relay chooses each conversation's folder: its default is the
+	// agent's work dir, where the test looks for what the tools wrote.
+	srv := relaytest.Start(t, relay.Config{Agent: agent, Logger: testsupport.Logger(t), WorkDir: opts.WorkDir})
 	cl := srv.Dial(t)
 	conv := uuid.NewString()
 	isConv := func(f relaytest.Frame) bool { return f.Field("conversationId") == conv }
