@@ -38,23 +38,9 @@ func refuseOpenDevices(ctx context.Context, s relaySettings, store history.Store
 	if !s.InsecureNoAuth || s.Token != "" {
 		return nil
 	}
-	devs, ok := store.(history.Devices)
-	if !ok {
-		return nil
-	}
-	list, err := devs.Devices(ctx)
-	if err != nil {
-		return fmt.Errorf("reading the device tokens of %s: %w", s.DataDir, err)
-	}
-	now := time.Now()
-	var names []string
-	for _, d := range list {
-		if !d.Expired(now) {
-			names = append(names, strconv.Quote(d.Name))
-		}
-	}
-	if len(names) == 0 {
-		return nil
+	names, err := liveDeviceNames(ctx, s, store)
+	if err != nil || len(names) == 0 {
+		return err
 	}
 	return usageError("refusing --insecure-no-auth: %s holds device tokens (%s), which would mean nothing on a relay that lets anyone in as its owner. "+
 		"Run with --token (or PILOTDESK_TOKEN), or revoke them with pilotdesk token revoke NAME", s.DataDir, strings.Join(names, ", "))
@@ -91,4 +77,25 @@ func shellQuote(p string) string {
 		return "'" + strings.ReplaceAll(p, "'", `'\''`) + "'"
 	}
 	return filepath.Clean(p)
+}
+
+// liveDeviceNames lists, quoted, the names of the device tokens of the
+// data dir that have not expired; none when the store keeps no devices.
+func liveDeviceNames(ctx context.Context, s relaySettings, store history.Store) ([]string, error) {
+	devs, ok := store.(history.Devices)
+	if !ok {
+		return nil, nil
+	}
+	list, err := devs.Devices(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("reading the device tokens of %s: %w", s.DataDir, err)
+	}
+	now := time.Now()
+	var names []string
+	for _, d := range list {
+		if !d.Expired(now) {
+			names = append(names, strconv.Quote(d.Name))
+		}
+	}
+	return names, nil
 }

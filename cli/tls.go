@@ -184,23 +184,9 @@ func refuseClearDevices(ctx context.Context, s relaySettings, store history.Stor
 	if s.TLSCert != "" || s.lanCert != nil || !relay.RequiresToken(s.Listen) {
 		return nil
 	}
-	devs, ok := store.(history.Devices)
-	if !ok {
-		return nil
-	}
-	list, err := devs.Devices(ctx)
-	if err != nil {
-		return fmt.Errorf("reading the device tokens of %s: %w", s.DataDir, err)
-	}
-	now := time.Now()
-	var names []string
-	for _, d := range list {
-		if !d.Expired(now) {
-			names = append(names, strconv.Quote(d.Name))
-		}
-	}
-	if len(names) == 0 {
-		return nil
+	names, err := liveDeviceNames(ctx, s, store)
+	if err != nil || len(names) == 0 {
+		return err
 	}
 	return usageError("refusing to listen on %s without TLS: the device tokens of %s (%s) would travel in clear on the network. "+
 		"Pass --tls-cert and --tls-key, listen on 127.0.0.1 (behind a proxy that does TLS), or revoke them with pilotdesk token revoke NAME",
