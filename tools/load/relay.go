@@ -65,12 +65,20 @@ func startRelay(ctx context.Context, cfg config, dir, token, logName string, sto
 			}
 		}
 	}
+	// The agent's folder (--workdir) is an empty one of the run's, not the
+	// load tool's current directory: the relay snapshots it at each Act
+	// turn's start and end (checkpoints): run from tools/load, each turn
+	// of the load's relays snapshotted the whole repository.
+	workDir := filepath.Join(dir, strings.TrimSuffix(logName, ".log")+"-work")
+	if err := os.MkdirAll(workDir, 0o700); err != nil {
+		return nil, err
+	}
 	p := &relayProc{token: token, logPath: filepath.Join(dir, logName), exited: make(chan struct{})}
 	logFile, err := os.Create(p.logPath)
 	if err != nil {
 		return nil, err
 	}
-	args := append([]string{"serve", "--agent", "script", "--script", scriptPath}, storeArgs...)
+	args := append([]string{"serve", "--agent", "script", "--script", scriptPath, "--workdir", workDir}, storeArgs...)
 	p.cmd = exec.Command(cfg.Bin, append(args, "--listen", "127.0.0.1:0", "--token", p.token)...)
 	p.cmd.Env = append(os.Environ(), "PILOTDESK_TOKEN=")
 	stderr, err := p.cmd.StderrPipe()

@@ -371,7 +371,7 @@ wait:
 		case <-progress.C:
 			log.Info("load: running", "elapsed", time.Since(t0).Round(time.Second), "deliveries", sumDelivered(clients))
 		case <-killAt:
-			if cfg.NATS && plan.Fault != faultRelayKill {
+			if cfg.NATS && plan.Fault != "" && plan.Fault != faultRelayKill {
 				fault = &faultRun{plan: plan, cfg: cfg, dir: dir, log: log, cluster: cluster, relays: &fleet{relays: relays},
 					state: state, usage: &usage, start: func(i int, logName string) (*relayProc, error) {
 						return startRelay(ctx, cfg, dir, token, logName, storeArgs(i))
