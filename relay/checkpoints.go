@@ -58,9 +58,14 @@ func (r *Relay) snapshotBefore(conv *conversation, t *turn) {
 	conv.cpFailed = false
 }
 
+// checkpointFailedLocked logs a failed snapshot and says so to the
+// conversation once. Not while its history store has failed: then its turn
+// ends with the store's copilot:error and copilot:idle and nothing else
+// (storefail.go, keptWhenFailed), and the notice is left to the next
+// snapshot that fails once the store writes again.
 func (c *conversation) checkpointFailedLocked(err error) {
 	c.r.log.Warn("relay: a turn's snapshot failed: its changes are not recorded", "conversationId", c.id, "err", err)
-	if c.cpFailed {
+	if c.cpFailed || c.failure.failed {
 		return
 	}
 	c.cpFailed = true
