@@ -30,6 +30,8 @@ var validField = map[string]any{
 	"wasFreeform":    false,
 	"index":          0,
 	"rejected":       false,
+	"checkpoint":     "4bd4a24f1d20e5b58b130324c1a0e7f3d9b2a6c8",
+	"path":           "main.go",
 }
 
 // optionalFields are the optional fields of each client message type
@@ -39,6 +41,7 @@ var optionalFields = map[string][]string{
 	protocol.TypeSend:              {"mode", "model"},
 	protocol.TypeAbort:             {"conversationId"},
 	protocol.TypeUserInputResponse: {"wasFreeform", "index", "rejected"},
+	protocol.TypeDiff:              {"path"},
 }
 
 // wrongTypes are values of the wrong JSON type for a field whose valid

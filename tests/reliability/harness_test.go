@@ -6,7 +6,9 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -60,9 +62,31 @@ func startRelay(t *testing.T, env []string, args ...string) *relayProc {
 	return p
 }
 
-// launchRelay starts the process without waiting for it to listen.
+// workDirs is each test's default folder for the relays it starts (one per
+// test, so a relay restarted, or several in a cluster, share it).
+var workDirs sync.Map // *testing.T → string
+
+// workDir is the test's default folder for its relays: an empty temporary
+// folder, never the process's current directory (this package's source
+// folder, inside the repository), which an Act turn would snapshot with git.
+func workDir(t *testing.T) string {
+	if dir, ok := workDirs.Load(t); ok {
+		return dir.(string)
+	}
+	dir := t.TempDir()
+	workDirs.Store(t, dir)
+	t.Cleanup(func() { workDirs.Delete(t) })
+	return dir
+}
+
+// launchRelay starts the process without waiting for it to listen. Unless
+// args name one, the relay's default folder (--workdir) is the test's
+// workDir.
 func launchRelay(t *testing.T, env []string, args ...string) *relayProc {
 	t.Helper()
+	if !slices.ContainsFunc(args, func(a string) bool { return a == "--workdir" || strings.HasPrefix(a, "--workdir=") }) {
+		args = append(slices.Clone(args), "--workdir", workDir(t))
+	}
 	cmd := exec.Command(pilotdesk(t), append([]string{"serve"}, args...)...)
 	cmd.Env = append(append(os.Environ(), "PILOTDESK_TOKEN="), env...)
 	stderr, err := cmd.StderrPipe()
