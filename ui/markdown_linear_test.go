@@ -34,10 +34,12 @@ func renderCPU(md string) time.Duration {
 }
 
 // TestMarkdownLinear: the window's markdown (goldmark, then its segments)
-// renders hostile text in time linear in its length, under 100 ms for
-// 128 KB: the patterns that froze the web client for minutes (issue #33).
-// Three tries, one of which must meet both bounds; a quadratic parser
-// fails each (16 times as long for 4 times the text).
+// renders hostile text in time linear in its length: the patterns that
+// froze the web client for minutes (issue #33). Four times the text may
+// take at most ten times as long (linear is four; a quadratic parser
+// takes sixteen); three tries, one of which must meet it. The time itself
+// (under 100 ms for 128 KB without the race detector) is no unit test's
+// business: under -race on a busy machine it is several times that.
 func TestMarkdownLinear(t *testing.T) {
 	t.Parallel()
 	sizes := []int{16, 32, 64, 128}
@@ -52,7 +54,7 @@ func TestMarkdownLinear(t *testing.T) {
 				times[k] = renderCPU(strings.Repeat(unit, kb*1024/len(unit)+1))
 			}
 			ratio := float64(times[3]) / float64(max(times[1], 2*time.Millisecond))
-			if ratio < 10 && times[3] < 100*time.Millisecond {
+			if ratio < 10 {
 				why = ""
 				break
 			}
