@@ -86,6 +86,9 @@ test: deps copilot-cli opencode acp-agents nats-server vet
 	@# without an error logged.
 	$(MAKE) --no-print-directory build
 	scripts/check-window.sh ./$(BIN)
+	@# The Windows installer, built here and smoke-tested under Wine; the
+	@# relay and terminal client built for macOS.
+	scripts/check-windows.sh
 
 # The web client's browser tests alone: the real relay in Debian's headless
 # chromium (scripts/web-e2e.sh says why, and skips, when chromium or Node.js
@@ -218,18 +221,27 @@ install: package
 	tar -xJf dist/pilotdesk.tar.xz -C dist/install
 	$(MAKE) -C dist/install/pilotdesk user-install
 
-# Windows and macOS installers are built with fyne-cross, which runs the
-# builds in Docker containers: these need a Docker engine (not available on
-# the project's CI machines, so CI checks only the Linux package).
-FYNE_CROSS := .tools/bin/fyne-cross
-$(FYNE_CROSS):
-	GOBIN=$(CURDIR)/.tools/bin $(GO) install github.com/fyne-io/fyne-cross@v1.6.1
+# Windows, cross-built on Linux without Docker (scripts/package-windows.sh,
+# docs/windows.md): MinGW-w64 for Fyne's cgo driver, NSIS for the installer.
+# Writes dist/pilotdesk-setup-$(VERSION).exe (per user, no administrator)
+# and dist/pilotdesk-$(VERSION)-windows-amd64.zip; signed when
+# WINDOWS_SIGN_PFX and WINDOWS_SIGN_PASSWORD_FILE are set.
+package-windows:
+	scripts/package-windows.sh
 
-package-windows: $(FYNE_CROSS)
-	$(FYNE_CROSS) windows -tags $(BUILD_TAGS) -arch=amd64 -app-id io.github.pilotdesk -icon assets/icon.png -app-version $(VERSION) -app-build $(BUILD) -name pilotdesk .
-
-package-darwin: $(FYNE_CROSS)
-	$(FYNE_CROSS) darwin -tags $(BUILD_TAGS) -arch=amd64,arm64 -app-id io.github.pilotdesk -icon assets/icon.png -app-version $(VERSION) -app-build $(BUILD) -name pilotdesk .
+# macOS needs a Mac: Fyne's driver links Apple's Cocoa and OpenGL
+# frameworks, which only Xcode's SDK has (docs/windows.md says what the Mac
+# needs). On a Mac with Xcode's command-line tools this builds the app
+# bundle for the Mac's own architecture; CI builds only the window-less
+# serve and chat for darwin (scripts/check-windows.sh).
+package-darwin: $(FYNE)
+	@test "$$(uname -s)" = Darwin || { echo "package-darwin: run this on a Mac with Xcode's command-line tools (xcode-select --install); docs/windows.md"; exit 1; }
+	cp FyneApp.toml dist/FyneApp.toml.orig 2>/dev/null || { mkdir -p dist && cp FyneApp.toml dist/FyneApp.toml.orig; }
+	$(FYNE) package --os darwin --tags $(BUILD_TAGS) --name pilotdesk --icon assets/icon.png \
+		--app-id io.github.pilotdesk --app-version $(VERSION) --app-build $(BUILD) --release; \
+		status=$$?; mv dist/FyneApp.toml.orig FyneApp.toml; exit $$status
+	mkdir -p dist && rm -rf dist/pilotdesk.app && mv pilotdesk.app dist/
+	@echo "package-darwin: dist/pilotdesk.app"
 
 clean:
 	rm -f $(BIN)

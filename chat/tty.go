@@ -24,7 +24,9 @@ func OpenTerminal(stdin, stdout *os.File, getenv func(string) string) (Terminal,
 	}
 	outFd := int(stdout.Fd())
 	var t Terminal
-	t.Live = term.IsTerminal(outFd) && getenv("TERM") != "dumb"
+	// A Windows console that cannot process escape sequences gets plain
+	// lines, as a pipe does.
+	t.Live = term.IsTerminal(outFd) && getenv("TERM") != "dumb" && enableVT(outFd)
 	t.Color = t.Live && getenv("NO_COLOR") == ""
 	t.Spinner = t.Color
 	t.Width = func() int {

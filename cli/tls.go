@@ -25,6 +25,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/pilotdesk/pilotdesk/internal/ownerfile"
 	"github.com/pilotdesk/pilotdesk/relay"
 	"github.com/pilotdesk/pilotdesk/relay/history"
 )
@@ -93,7 +94,8 @@ func writePrivate(path string, b []byte) error {
 	if err := os.WriteFile(path, b, 0o600); err != nil {
 		return fmt.Errorf("writing %s: %w", path, err)
 	}
-	return nil
+	// WriteFile keeps the mode of a file that was there: restrict it anyway.
+	return ownerfile.Restrict(path)
 }
 
 // lanAddresses are this machine's addresses that other devices may reach:

@@ -5,10 +5,10 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/pilotdesk/pilotdesk/internal/ownerfile"
 	"github.com/pilotdesk/pilotdesk/session"
 	"log/slog"
 	"net/url"
-	"os"
 	"time"
 
 	"github.com/pilotdesk/pilotdesk/relay"
@@ -111,7 +111,7 @@ func (c *clientFlags) startTarget(ctx context.Context, logger *slog.Logger) (tar
 		if s.DataDir == memoryDataDir {
 			return target{}, nil, usageError("a relay reachable from the network keeps its certificate in its data dir: choose a --data-dir, not %s", memoryDataDir)
 		}
-		if err := os.MkdirAll(s.DataDir, 0o700); err != nil {
+		if err := ownerfile.MkdirAll(s.DataDir); err != nil {
 			return target{}, nil, fmt.Errorf("creating the data dir: %w", err)
 		}
 		cert, err := lanCertificate(s.DataDir)

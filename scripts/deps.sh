@@ -7,12 +7,16 @@
 # for the web client's browser tests (scripts/web-e2e.sh); with "bench",
 # also Xvfb and xdotool for the window benchmark (tools/winbench); with
 # "window", those, ImageMagick and xwininfo for photographing the real window
-# (scripts/acp-window.sh).
+# (scripts/acp-window.sh); with "windows", the MinGW-w64 cross compiler,
+# NSIS, zip and osslsigncode for the Windows build (scripts/package-windows.sh);
+# with "wine", those and Wine for running it (scripts/check-windows.sh).
 #
 #   scripts/deps.sh          build and test dependencies
 #   scripts/deps.sh web      those and chromium
 #   scripts/deps.sh bench    those and Xvfb, xdotool
 #   scripts/deps.sh window   those, Xvfb, xdotool, ImageMagick, x11-utils
+#   scripts/deps.sh windows  those and gcc-mingw-w64-x86-64, nsis, zip, osslsigncode
+#   scripts/deps.sh wine     those of windows and wine, wine64
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -29,6 +33,11 @@ if [ "${1:-}" = web ]; then packages+=(chromium); fi
 # types into it.
 if [ "${1:-}" = bench ]; then packages+=(xdotool); fi
 if [ "${1:-}" = window ]; then packages+=(xdotool imagemagick x11-utils); fi
+# Windows, cross-built and run here: MinGW-w64 for Fyne's cgo driver, NSIS's
+# makensis for the installer, Wine to smoke-test what was built.
+windows=(gcc-mingw-w64-x86-64 nsis zip osslsigncode)
+if [ "${1:-}" = windows ]; then packages+=("${windows[@]}"); fi
+if [ "${1:-}" = wine ]; then packages+=("${windows[@]}" wine wine64); fi
 
 missing=()
 for p in "${packages[@]}"; do

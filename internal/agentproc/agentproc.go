@@ -14,6 +14,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"os/exec"
 	"strings"
@@ -56,6 +57,7 @@ func (e *PipeError) Unwrap() error { return e.Err }
 // Process is one running agent.
 type Process struct {
 	cmd    *exec.Cmd
+	group  *group // the agent and what it started; the watcher releases it
 	stdin  io.WriteCloser
 	stdout *os.File // our read end; closed by the watcher once the agent is gone
 	stderr *tail
@@ -80,7 +82,8 @@ func Start(cfg Config) (*Process, error) {
 	cmd := exec.Command(cfg.Path, cfg.Args...)
 	cmd.Dir = cfg.Dir
 	cmd.Env = environ(os.Environ(), cfg.Unset, cfg.Env)
-	setProcessGroup(cmd)
+	g := new(group)
+	g.prepare(cmd)
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		return nil, &PipeError{Pipe: "stdin", Err: err}
@@ -105,8 +108,13 @@ func Start(cfg Config) (*Process, error) {
 		return nil, err
 	}
 	outW.Close()
+	if err := g.join(cmd); err != nil {
+		// The agent runs; only what it leaves behind may outlive a stop.
+		slog.Warn("agent: its children may outlive it", "err", err)
+	}
 	p := &Process{
 		cmd:      cmd,
+		group:    g,
 		stdin:    stdin,
 		stdout:   outR,
 		stderr:   stderr,
@@ -170,7 +178,7 @@ func (p *Process) watch(settle func() error) {
 		// native binary when only the npm launcher died, shells its tools
 		// started). The group id cannot be reused while a member lives, so
 		// this reaches only what the agent left.
-		signalGroup(p.cmd, true)
+		p.group.signal(p.cmd, true)
 		// Give the reader a moment to take what the agent wrote last.
 		t := time.NewTimer(p.grace)
 		select {
@@ -184,6 +192,7 @@ func (p *Process) watch(settle func() error) {
 	}
 	p.stdout.Close() // ends the connection's reader if it still waits
 	p.err = settle()
+	p.group.release()
 	close(p.done)
 }
 
@@ -210,13 +219,13 @@ func (p *Process) Stopped() bool {
 func (p *Process) terminate() {
 	p.closeOnce.Do(func() { p.stdin.Close() })
 	if !p.waitExit(p.grace) {
-		signalGroup(p.cmd, false)
+		p.group.signal(p.cmd, false)
 		if !p.waitExit(p.grace) {
-			signalGroup(p.cmd, true)
+			p.group.signal(p.cmd, true)
 			<-p.exited
 		}
 	}
-	signalGroup(p.cmd, true) // what the agent left in its group
+	p.group.signal(p.cmd, true) // what the agent left in its group
 }
 
 // waitExit waits up to d for the direct child to exit.

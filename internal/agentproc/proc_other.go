@@ -1,15 +1,19 @@
-//go:build !unix
+//go:build !unix && !windows
 
 package agentproc
 
 import "os/exec"
 
-// setProcessGroup has no portable equivalent here; the agent stops when its
-// stdin closes, and signalGroup kills the direct child as a last resort.
-func setProcessGroup(cmd *exec.Cmd) {}
+// group has no portable equivalent here; the agent stops when its stdin
+// closes, and signal kills the direct child as a last resort.
+type group struct{}
 
-func signalGroup(cmd *exec.Cmd, kill bool) {
-	if cmd.Process != nil {
+func (g *group) prepare(cmd *exec.Cmd)    {}
+func (g *group) join(cmd *exec.Cmd) error { return nil }
+func (g *group) release()                 {}
+
+func (g *group) signal(cmd *exec.Cmd, kill bool) {
+	if kill && cmd.Process != nil {
 		_ = cmd.Process.Kill()
 	}
 }

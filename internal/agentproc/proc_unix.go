@@ -7,15 +7,21 @@ import (
 	"syscall"
 )
 
-// setProcessGroup starts the agent as the leader of a new process group, so
-// signalGroup reaches everything it started.
-func setProcessGroup(cmd *exec.Cmd) {
+// group is the agent's process group: on Unix the agent leads a new one,
+// so a signal to the group reaches everything it started.
+type group struct{}
+
+// prepare makes the agent the leader of a new process group.
+func (g *group) prepare(cmd *exec.Cmd) {
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 }
 
-// signalGroup sends SIGTERM (or SIGKILL when kill) to the agent's process
-// group. An error (the group is gone already) is of no interest.
-func signalGroup(cmd *exec.Cmd, kill bool) {
+// join has nothing to do on Unix: the group exists from the agent's start.
+func (g *group) join(cmd *exec.Cmd) error { return nil }
+
+// signal sends SIGTERM (or SIGKILL when kill) to the agent's process group.
+// An error (the group is gone already) is of no interest.
+func (g *group) signal(cmd *exec.Cmd, kill bool) {
 	if cmd.Process == nil {
 		return
 	}
@@ -25,3 +31,6 @@ func signalGroup(cmd *exec.Cmd, kill bool) {
 	}
 	_ = syscall.Kill(-cmd.Process.Pid, sig)
 }
+
+// release has nothing to free on Unix.
+func (g *group) release() {}

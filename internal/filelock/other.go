@@ -1,4 +1,4 @@
-//go:build !(linux || darwin || freebsd || netbsd || openbsd || dragonfly)
+//go:build !(linux || darwin || freebsd || netbsd || openbsd || dragonfly || windows)
 
 // Package filelock takes the lock that keeps two processes off one data
 // dir: the SQLite history's and the embedded NATS node's.

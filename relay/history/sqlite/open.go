@@ -20,6 +20,7 @@ import (
 	sqlite3 "modernc.org/sqlite/lib"
 
 	"github.com/pilotdesk/pilotdesk/internal/filelock"
+	"github.com/pilotdesk/pilotdesk/internal/ownerfile"
 )
 
 // FileName is the database file inside the data dir.
@@ -247,7 +248,7 @@ func dsn(path string, opts Options, reader bool) string {
 }
 
 func prepareDir(dir string) error {
-	if err := os.MkdirAll(dir, 0o700); err != nil {
+	if err := ownerfile.MkdirAll(dir); err != nil {
 		return &OpenError{Path: dir, Kind: ErrAccess, Detail: "cannot create the data dir", Err: err, Fix: fixAccess(filepath.Dir(dir), true)}
 	}
 	fi, err := os.Stat(dir)
