@@ -18,7 +18,9 @@
 ; pilotdesk.com and pilotdesk.ico), OUTFILE; SIGN, when set, is a command
 ; that signs the file named by %1 (the uninstaller is signed with it too).
 
-Unicode true
+; A 64-bit installer for a 64-bit program: it runs where pilotdesk runs,
+; including on Windows without 32-bit support (and on Wine's 64-bit prefix).
+Target amd64-unicode
 ManifestDPIAware true
 SetCompressor /SOLID lzma
 RequestExecutionLevel user

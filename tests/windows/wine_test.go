@@ -130,6 +130,18 @@ func waitGone(t *testing.T, path string, within time.Duration) {
 	}
 }
 
+// script writes the scripted agent's scenario into the prefix, once, and
+// returns its Windows path: one turn that says the prompt back, so a turn
+// needs no answer to a question (the built-in demo asks some).
+func (w *wineEnv) script() string {
+	w.t.Helper()
+	onDisk := filepath.Join(w.prefix, "drive_c", "users", "Public", "echo script.json")
+	if err := os.WriteFile(onDisk, []byte(`{"turns": [{"steps": [{"delta": "You said: {{prompt}}."}]}]}`), 0o644); err != nil {
+		w.t.Fatal(err)
+	}
+	return `C:\users\Public\echo script.json`
+}
+
 // relayProc is `pilotdesk.com serve` running under Wine.
 type relayProc struct {
 	cmd  *exec.Cmd
@@ -165,7 +177,7 @@ func freePort(t *testing.T) int {
 func (w *wineEnv) serve(exe, dataDir string, port int) *relayProc {
 	w.t.Helper()
 	p := &relayProc{url: fmt.Sprintf("ws://127.0.0.1:%d/ws", port), done: make(chan struct{})}
-	p.cmd = exec.Command("wine", exe, "serve", "--agent", "script",
+	p.cmd = exec.Command("wine", exe, "serve", "--agent", "script", "--script", w.script(),
 		"--listen", fmt.Sprintf("127.0.0.1:%d", port), "--token", token, "--data-dir", dataDir)
 	p.cmd.Env = w.env
 	p.cmd.Stdout, p.cmd.Stderr = p, p
@@ -244,7 +256,7 @@ func TestWineSmoke(t *testing.T) {
 	relay := w.serve(com, dataDir, port)
 
 	// A second relay on the same data dir is refused: the lock holds.
-	second := exec.Command("wine", com, "serve", "--agent", "script",
+	second := exec.Command("wine", com, "serve", "--agent", "script", "--script", w.script(),
 		"--listen", fmt.Sprintf("127.0.0.1:%d", freePort(t)), "--token", token, "--data-dir", dataDir)
 	second.Env = w.env
 	out, err := second.CombinedOutput()
@@ -264,8 +276,8 @@ func TestWineSmoke(t *testing.T) {
 			reply, _ = f.Field("content").(string)
 		}
 	}
-	if reply == "" {
-		t.Fatalf("no copilot:message before idle: %v", frames)
+	if reply != "You said: hello from Wine." {
+		t.Fatalf("the reply is %q, want the prompt said back (frames: %v)", reply, frames)
 	}
 	cl.Close()
 	relay.kill()

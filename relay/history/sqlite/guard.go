@@ -93,7 +93,7 @@ func createGuard(path string, record []byte) error {
 		err = os.Rename(tmp, path)
 	}
 	if err == nil {
-		err = syncFile(filepath.Dir(path))
+		err = syncDir(filepath.Dir(path))
 	}
 	if err != nil {
 		_ = os.Remove(tmp)

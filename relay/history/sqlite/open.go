@@ -243,8 +243,19 @@ func dsn(path string, opts Options, reader bool) string {
 		// and upgrades later could fail with SQLITE_BUSY midway.
 		q.Set("_txlock", "immediate")
 	}
-	u := url.URL{Scheme: "file", Path: filepath.ToSlash(path), RawQuery: q.Encode()}
+	u := url.URL{Scheme: "file", Path: uriPath(path), RawQuery: q.Encode()}
 	return u.String()
+}
+
+// uriPath is path as a file: URI's path. A Windows path with a drive
+// (C:\Users\…) takes a leading slash: SQLite reads file:///C:/Users/…, and
+// file://C:/… (which the URL would be without it) as a host named "C:".
+func uriPath(path string) string {
+	p := filepath.ToSlash(path)
+	if vol := filepath.VolumeName(path); len(vol) == 2 && vol[1] == ':' {
+		p = "/" + p
+	}
+	return p
 }
 
 func prepareDir(dir string) error {
@@ -400,7 +411,7 @@ func create(ctx context.Context, path string, opts Options) error {
 		err = os.Rename(tmp, path)
 	}
 	if err == nil {
-		err = syncFile(filepath.Dir(path))
+		err = syncDir(filepath.Dir(path))
 	}
 	if err != nil {
 		_ = os.Remove(tmp)
@@ -410,8 +421,24 @@ func create(ctx context.Context, path string, opts Options) error {
 	return nil
 }
 
+// syncFile flushes a file to disk. It is opened for writing: Windows
+// flushes only a handle that may write ("Access denied" otherwise).
 func syncFile(path string) error {
-	f, err := os.Open(path)
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	return f.Sync()
+}
+
+// syncDir flushes a folder's entries (a rename into it) to disk. Windows
+// has no such call, and needs none: NTFS journals its folders' changes.
+func syncDir(dir string) error {
+	if runtime.GOOS == "windows" {
+		return nil
+	}
+	f, err := os.Open(dir)
 	if err != nil {
 		return err
 	}
