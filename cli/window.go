@@ -9,6 +9,7 @@ import (
 	"github.com/pilotdesk/pilotdesk/session"
 	"log/slog"
 	"net/url"
+	"os"
 	"time"
 
 	"github.com/pilotdesk/pilotdesk/relay"
