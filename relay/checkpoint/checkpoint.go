@@ -45,6 +45,11 @@ type Store struct {
 
 	mu   sync.Mutex
 	locs map[string]*location // by folder
+
+	// findMu serializes finding a folder's location the first time: two
+	// conversations starting at once in one new plain folder must not both
+	// run git init on its repository ("could not lock config file").
+	findMu sync.Mutex
 }
 
 // New returns a store that keeps what it owns under dataDir/checkpoints.
@@ -93,6 +98,14 @@ func (s *Store) locate(ctx context.Context, dir string) (*location, error) {
 	}
 	s.mu.Lock()
 	loc := s.locs[abs]
+	s.mu.Unlock()
+	if loc != nil {
+		return loc, nil
+	}
+	s.findMu.Lock()
+	defer s.findMu.Unlock()
+	s.mu.Lock()
+	loc = s.locs[abs]
 	s.mu.Unlock()
 	if loc != nil {
 		return loc, nil

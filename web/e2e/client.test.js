@@ -78,7 +78,9 @@ describe('web client', { skip: skip || false }, () => {
     const paint = await page.evaluate(() => performance.getEntriesByName('first-contentful-paint')[0]?.startTime);
     t.diagnostic(`first paint after ${Math.round(paint)} ms, connected after ${live} ms`);
     assert.ok(paint < 1000, `the first paint took ${paint} ms on the loopback`);
-    assert.equal(page.url(), relay.base, 'the token is still in the address bar');
+    // The address keeps the conversation's link (#/c/ID), never the token.
+    assert.match(page.url(), /^http:\/\/127\.0\.0\.1:\d+\/(#\/c\/[\w-]+)?$/, 'the address bar holds more than the conversation');
+    assert.ok(page.url().startsWith(relay.base) && !page.url().includes(relay.token), 'the token is still in the address bar');
     assert.equal(await page.evaluate(() => localStorage.getItem('pilotdesk.token')), relay.token);
 
     // Without the fragment, the stored token connects.
@@ -299,8 +301,8 @@ describe('web client', { skip: skip || false }, () => {
     const page = await fresh();
     await send(page, 'usage');
     await statuses(page, 1);
-    assert.match(await page.textContent('#usage'), /Model gpt-5.*premium interactions: 42 of 300 used, 86% left.*×1 premium per request/);
-    assert.match((await transcriptRows(page)).at(-1).text, /usage: gpt-5 · 1200 in \/ 80 out tokens · cost 1 · premium interactions: 42 of 300 used, 86% left/);
+    assert.match(await page.textContent('#usage'), /Model gpt-5.*42 of 300 premium requests used, 86% left.*×1 premium per request/);
+    assert.match((await transcriptRows(page)).at(-1).text, /usage: gpt-5 · 1200 in \/ 80 out tokens · cost 1 · 42 of 300 premium requests used, 86% left/);
   });
 
   it('notifies about a question and a turn that ends while the page is hidden', async () => {
