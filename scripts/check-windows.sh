@@ -14,7 +14,7 @@ cd "$(dirname "$0")/.."
 export PATH="/usr/local/go/bin:$HOME/go/bin:$PATH"
 
 echo "check-windows: macOS builds of serve and chat (GOOS=darwin, no cgo, -tags nogui)"
-for arch in amd64 arm64; do
+for arch in amd64; do
 	CGO_ENABLED=0 GOOS=darwin GOARCH=$arch go build -tags nogui -o "dist/darwin/pilotdesk-cli-$arch" .
 done
 
