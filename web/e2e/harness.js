@@ -139,3 +139,20 @@ export function watchPage(page, relay, problems) {
 export function transcriptRows(page) {
   return page.$$eval('#transcript [data-row]', (rows) => rows.map((r) => ({ kind: r.dataset.kind, text: r.textContent })));
 }
+
+/**
+ * waitForValue evaluates fn (which may be async) in the page until it
+ * returns something truthy, and returns that; it fails after timeout ms.
+ * page.waitForFunction cannot wait on an async function: it takes the
+ * promise the function returns for a truthy answer and resolves at once,
+ * with whatever the first call found.
+ */
+export async function waitForValue(page, fn, arg, timeout = 30_000) {
+  const deadline = Date.now() + timeout;
+  for (;;) {
+    const v = await page.evaluate(fn, arg);
+    if (v) return v;
+    if (Date.now() > deadline) throw new Error(`waitForValue: nothing after ${timeout} ms: ${fn}`);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
