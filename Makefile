@@ -70,25 +70,32 @@ vet:
 nats-server:
 	@scripts/install-nats-server.sh >/dev/null || echo "make: nats-server could not be installed; the real-cluster tests of relay/history/jetstream will be skipped"
 
-test: deps copilot-cli opencode acp-agents nats-server vet
-	$(GO) test -race -tags $(TEST_TAGS) -count=1 -timeout 25m ./...
+# Each stage is timed (scripts/stage.sh): the run ends with the time of
+# each, and a run stopped from outside prints them with the stage it cut.
+test:
+	@STAGE_FIRST=1 scripts/stage.sh deps scripts/deps.sh
+	@# The agents from npm download while nats-server compiles.
+	@scripts/stage.sh tools $(MAKE) --no-print-directory -j4 copilot-cli opencode acp-agents nats-server
+	@scripts/stage.sh vet $(MAKE) --no-print-directory vet
+	@scripts/stage.sh go-test $(GO) test -race -tags $(TEST_TAGS) -count=1 -timeout 25m ./...
 	@# The copy of chroma whose lexers load on first use: its tests, and the
 	@# same lexers, matches and tokens as the released chroma.
-	scripts/chroma-check.sh
+	@scripts/stage.sh chroma scripts/chroma-check.sh
 	@# The web client's fold against the recorded streams' contracts (Node, no npm).
-	scripts/web-unit.sh
+	@scripts/stage.sh web-unit scripts/web-unit.sh
 	@# The web client in a real browser (installs chromium and the npm driver).
-	scripts/web-e2e.sh
+	@scripts/stage.sh web-e2e scripts/web-e2e.sh
 	@# The real app (GL driver) builds, packages, starts and has a valid .desktop entry.
-	$(MAKE) --no-print-directory package
-	scripts/check-package.sh dist/pilotdesk.tar.xz $(VERSION)
+	@scripts/stage.sh package $(MAKE) --no-print-directory package
+	@scripts/stage.sh check-package scripts/check-package.sh dist/pilotdesk.tar.xz $(VERSION)
 	@# The real GL window starts on Xvfb, connects, and quits on SIGTERM
 	@# without an error logged.
-	$(MAKE) --no-print-directory build
-	scripts/check-window.sh ./$(BIN)
+	@scripts/stage.sh build $(MAKE) --no-print-directory build
+	@scripts/stage.sh check-window scripts/check-window.sh ./$(BIN)
 	@# The Windows installer, built here and smoke-tested under Wine; the
 	@# relay and terminal client built for macOS.
-	scripts/check-windows.sh
+	@scripts/stage.sh windows scripts/check-windows.sh
+	@scripts/stage.sh --summary
 
 # The web client's browser tests alone: the real relay in Debian's headless
 # chromium (scripts/web-e2e.sh says why, and skips, when chromium or Node.js
