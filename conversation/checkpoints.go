@@ -2,15 +2,48 @@ package conversation
 
 import (
 	"fmt"
+	"maps"
 	"slices"
+	"strings"
 
 	"github.com/pilotdesk/pilotdesk/protocol"
 )
 
 // Checkpoints (docs/checkpoints.md): a turn's copilot:changes becomes a
 // note row "3 files changed +12 −4" that carries the change set (Row.Changes),
-// so every front end shows it, and richer ones draw its files and diffs; a
-// copilot:restored becomes a note naming what the restore did and its undo.
+// so every front end shows it, and richer ones draw it as a card: its
+// files, each one's diff (copilot:diff, kept in Row.Card), and Restore; a
+// copilot:restored becomes a note naming what the restore did and its undo
+// (Row.Restored), which such a front end offers as Undo.
+
+// Card is what a changes card, or a restore's notice, knows beyond its
+// event: the diffs asked for and fetched, and a restore on its way. A
+// Card in a row is never changed: the fold puts a new one in its place,
+// so a renderer's copy of a row stays as it was.
+type Card struct {
+	// Patches are the diffs fetched so far, by path.
+	Patches map[string]protocol.FilePatch
+	// Loading names the paths whose diff was asked for and has not come.
+	Loading map[string]bool
+	// Error is why the relay refused the last diff asked for.
+	Error string
+	// Restoring is true from the moment this client asks for a restore to
+	// the card's checkpoint (or, on a restore's notice, to its undo) until
+	// the relay says it restored or refused.
+	Restoring bool
+	// Undone is true on a restore's notice once its undo was restored.
+	Undone bool
+}
+
+func (c *Card) clone() *Card {
+	if c == nil {
+		return &Card{}
+	}
+	n := *c
+	n.Patches = maps.Clone(c.Patches)
+	n.Loading = maps.Clone(c.Loading)
+	return &n
+}
 
 func (s *State) checkpointRow(data any) {
 	switch d := data.(type) {
@@ -19,8 +52,126 @@ func (s *State) checkpointRow(data any) {
 		ch.Files = slices.Clone(d.Files)
 		s.appendRow(Row{Kind: RowNote, State: NoteInfo, Done: true, Text: ChangesText(ch.Files, ch.Truncated), Changes: &ch})
 	case *protocol.Restored:
-		s.appendRow(Row{Kind: RowNote, State: NoteInfo, Done: true, Text: RestoredText(d)})
+		// The card (or the notice) that asked for it is no longer
+		// restoring; a notice whose undo this was is undone.
+		for i := range s.Rows {
+			r := s.Rows[i]
+			switch {
+			case r.Changes != nil && r.Changes.Checkpoint == d.Checkpoint && r.Card != nil && r.Card.Restoring:
+				s.setCard(i, func(c *Card) { c.Restoring = false })
+			case r.Restored != nil && r.Restored.Undo == d.Checkpoint && (r.Card == nil || !r.Card.Undone):
+				s.setCard(i, func(c *Card) { c.Restoring, c.Undone = false, true })
+			}
+		}
+		rd := *d
+		rd.Files = slices.Clone(d.Files)
+		s.appendRow(Row{Kind: RowNote, State: NoteInfo, Done: true, Text: RestoredText(d), Restored: &rd})
 	}
+}
+
+// setCard replaces row i's Card with a changed copy.
+func (s *State) setCard(i int, change func(*Card)) {
+	r := s.Rows[i]
+	c := r.Card.clone()
+	change(c)
+	r.Card = c
+	s.setRow(i, r)
+}
+
+// cardRow is the row of the changes card of checkpoint (-1: none).
+func (s *State) cardRow(checkpoint string) int {
+	for i := len(s.Rows) - 1; i >= 0; i-- {
+		if ch := s.Rows[i].Changes; ch != nil && ch.Checkpoint == checkpoint {
+			return i
+		}
+	}
+	return -1
+}
+
+// AskDiff records that this client asks for the diff of path in the
+// changes card of checkpoint, and reports whether it should: false when
+// the card has it already, or it is on its way, or there is no such card.
+func (s *State) AskDiff(checkpoint, path string) bool {
+	i := s.cardRow(checkpoint)
+	if i < 0 {
+		return false
+	}
+	if c := s.Rows[i].Card; c != nil {
+		if _, ok := c.Patches[path]; ok || c.Loading[path] {
+			return false
+		}
+	}
+	s.setCard(i, func(c *Card) {
+		if c.Loading == nil {
+			c.Loading = map[string]bool{}
+		}
+		c.Loading[path] = true
+		c.Error = ""
+	})
+	return true
+}
+
+// diffReply folds a copilot:diff reply into its card.
+func (s *State) diffReply(d *protocol.DiffReply) {
+	i := s.cardRow(d.Checkpoint)
+	if i < 0 {
+		return
+	}
+	s.setCard(i, func(c *Card) {
+		if c.Patches == nil {
+			c.Patches = map[string]protocol.FilePatch{}
+		}
+		for _, f := range d.Files {
+			c.Patches[f.Path] = f
+			delete(c.Loading, f.Path)
+		}
+		// A path the relay found no patch for (a binary file, one not in
+		// the turn) gets an empty one rather than loading for ever.
+		for p := range c.Loading {
+			c.Patches[p] = protocol.FilePatch{Path: p}
+			delete(c.Loading, p)
+		}
+	})
+}
+
+// MarkRestoring records that this client asked for a restore to
+// checkpoint: of a changes card (Restore) or of a restore's undo (Undo).
+func (s *State) MarkRestoring(checkpoint string) {
+	for i, r := range s.Rows {
+		if (r.Changes != nil && r.Changes.Checkpoint == checkpoint) || (r.Restored != nil && r.Restored.Undo == checkpoint) {
+			s.setCard(i, func(c *Card) { c.Restoring = true })
+		}
+	}
+}
+
+// RestoreFailed ends every restore this client waits for: the relay
+// refused it, or it could not be sent.
+func (s *State) RestoreFailed() {
+	for i, r := range s.Rows {
+		if r.Card != nil && r.Card.Restoring {
+			s.setCard(i, func(c *Card) { c.Restoring = false })
+		}
+	}
+}
+
+// checkpointError folds a refused copilot:diff or copilot:restore into the
+// cards that wait for it, and reports whether it was one.
+func (s *State) checkpointError(e *protocol.Error) bool {
+	switch e.Type {
+	case protocol.TypeDiff:
+		for i, r := range s.Rows {
+			if r.Card != nil && len(r.Card.Loading) > 0 {
+				s.setCard(i, func(c *Card) {
+					clear(c.Loading)
+					c.Error = e.Message
+				})
+			}
+		}
+		return true
+	case protocol.TypeRestore:
+		s.RestoreFailed()
+	}
+	return false
 }
 
 // Checkpoints are the change sets of the conversation's turns, oldest
@@ -33,6 +184,80 @@ func (s *State) Checkpoints() []*protocol.Changes {
 		}
 	}
 	return out
+}
+
+// RestoreItem is one file a restore to a checkpoint would change, and
+// how: Effect "removed", "rewritten" or "brought back".
+type RestoreItem struct {
+	Path   string
+	Effect string
+}
+
+// Restore effects.
+const (
+	EffectRemoved     = "removed"
+	EffectRewritten   = "rewritten"
+	EffectBroughtBack = "brought back"
+)
+
+// RestoreEffects is what a restore to checkpoint would change, as far as
+// the conversation's change sets from that turn on say: each file they
+// touched, once, with what the restore does to it, in path order. What
+// else changed the folder since (the user, another conversation) is not
+// in them: the front ends say so.
+func (s *State) RestoreEffects(checkpoint string) []RestoreItem {
+	first, last := map[string]string{}, map[string]string{}
+	on := false
+	for i := range s.Rows {
+		ch := s.Rows[i].Changes
+		if ch == nil {
+			continue
+		}
+		on = on || ch.Checkpoint == checkpoint
+		if !on {
+			continue
+		}
+		for _, f := range ch.Files {
+			if _, ok := first[f.Path]; !ok {
+				first[f.Path] = f.Status
+			}
+			last[f.Path] = f.Status
+		}
+	}
+	var out []RestoreItem
+	for p, st := range first {
+		effect := EffectRewritten
+		switch {
+		case st == protocol.FileAdded && last[p] == protocol.FileDeleted:
+			continue // made and removed since: nothing to put back
+		case st == protocol.FileAdded:
+			effect = EffectRemoved
+		case last[p] == protocol.FileDeleted:
+			effect = EffectBroughtBack
+		}
+		out = append(out, RestoreItem{Path: p, Effect: effect})
+	}
+	slices.SortFunc(out, func(a, b RestoreItem) int { return strings.Compare(a.Path, b.Path) })
+	return out
+}
+
+// RestoreQuestion is what a front end asks before a restore to checkpoint
+// of a turn: the question, then (RestoreEffects) the files, then
+// RestoreCaveat.
+const RestoreQuestion = "Put the folder's files back as they were before this turn? This changes:"
+
+// RestoreCaveat says what else a restore puts back; others names the
+// other conversations working in the same folder without a worktree.
+func RestoreCaveat(others []string) string {
+	text := "It also undoes whatever else changed in the folder since. The restore can be undone."
+	if len(others) > 0 {
+		quoted := make([]string, len(others))
+		for i, o := range others {
+			quoted[i] = fmt.Sprintf("%q", OneLine(o, 60))
+		}
+		text = "Another conversation works in this folder (" + strings.Join(quoted, ", ") + "): the restore also undoes what it changed since. " + text
+	}
+	return text
 }
 
 // ChangesText sums a change set up: "3 files changed +12 −4".
@@ -52,24 +277,57 @@ func ChangesText(files []protocol.ChangedFile, truncated bool) string {
 	return fmt.Sprintf("%s +%d −%d", n, adds, dels)
 }
 
+// FileMark is the one-letter mark of a file's status: A, M, D.
+func FileMark(status string) string {
+	mark := map[string]string{protocol.FileAdded: "A", protocol.FileModified: "M", protocol.FileDeleted: "D",
+		protocol.FileSkipped: "skipped", protocol.FileFailed: "FAILED"}[status]
+	if mark == "" {
+		mark = status
+	}
+	return mark
+}
+
+// FileCounts is a file's "+3 −1", or "binary".
+func FileCounts(f protocol.ChangedFile) string {
+	if f.Binary {
+		return "binary"
+	}
+	return fmt.Sprintf("+%d −%d", f.Additions, f.Deletions)
+}
+
 // FileChangeText is one file of a change set: "M path +3 −1", binary files
 // without counts.
 func FileChangeText(f protocol.ChangedFile) string {
-	mark := map[string]string{protocol.FileAdded: "A", protocol.FileModified: "M", protocol.FileDeleted: "D",
-		protocol.FileSkipped: "skipped", protocol.FileFailed: "FAILED"}[f.Status]
-	if mark == "" {
-		mark = f.Status
-	}
-	line := mark + " " + f.Path
+	line := FileMark(f.Status) + " " + f.Path
 	switch {
 	case f.Error != "":
 		line += " (" + f.Error + ")"
 	case f.Binary:
 		line += " (binary)"
 	default:
-		line += fmt.Sprintf(" +%d −%d", f.Additions, f.Deletions)
+		line += " " + FileCounts(f)
 	}
 	return line
+}
+
+// PatchLines are the lines of one file's patch (a copilot:diff reply's)
+// to draw: its hunks, without git's header lines before the first one.
+func PatchLines(patch string) []DiffLine {
+	i := strings.Index(patch, "\n@@")
+	switch {
+	case strings.HasPrefix(patch, "@@"):
+	case i >= 0:
+		patch = patch[i+1:]
+	default:
+		return nil // no hunk: a binary file, a mode change
+	}
+	out := parseDiff(patch)
+	for k, l := range out {
+		if l.Op == ' ' && strings.HasPrefix(l.Text, `\ `) {
+			out[k] = DiffLine{'@', l.Text} // "\ No newline at end of file"
+		}
+	}
+	return out
 }
 
 // RestoredText says what a restore did: how many files, which failed, and

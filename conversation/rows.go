@@ -73,6 +73,12 @@ type Row struct {
 	// Changes is what a turn changed in its folder, on the RowNote that
 	// says so (checkpoints.go); nil on every other row.
 	Changes *protocol.Changes
+	// Restored is what a restore did, on the RowNote that says so; nil
+	// on every other row.
+	Restored *protocol.Restored
+	// Card is what a changes card or a restore's notice knows beyond its
+	// event (diffs, a restore on its way); nil until it knows any.
+	Card *Card
 	// Done is true when the row will not change again.
 	Done bool
 	// Version grows each time the row changes.

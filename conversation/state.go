@@ -97,6 +97,10 @@ type State struct {
 	// Usage is the conversation's usage; Turn the running or last turn's.
 	Usage Usage
 	Turn  Usage
+	// Workspace is where the conversation's agent works, once its first
+	// send fixed it (its list entry or copilot:subscribed says; nil
+	// before).
+	Workspace *protocol.Workspace
 	// Skew is the relay's clock minus this client's, measured from the
 	// last copilot:subscribed (RecordServerTime); Pending.Deadline is
 	// corrected by it.
@@ -224,6 +228,10 @@ func (s *State) Apply(ev client.Event) Update {
 		}
 		s.Streaming = d.Streaming
 		s.Synced = true
+		if d.Workspace != nil {
+			s.setWorkspace(*d.Workspace)
+			u.Listing = true
+		}
 		if !d.Streaming {
 			s.finishMessages()
 			s.stopTools()
@@ -286,6 +294,8 @@ func (s *State) Apply(ev client.Event) Update {
 		s.turnOutput = true
 	case *protocol.Changes, *protocol.Restored:
 		s.checkpointRow(ev.Data) // checkpoints.go
+	case *protocol.DiffReply:
+		s.diffReply(d)
 	case *protocol.ToolStart:
 		s.turnOutput = true
 		s.appendRow(Row{Kind: RowTool, Title: d.ToolName, Text: ToolSummary(d.Arguments), Args: string(d.Arguments), State: ToolRunning, MessageID: d.ToolCallID})
@@ -367,7 +377,9 @@ func (s *State) Apply(ev client.Event) Update {
 		s.Usage.addShutdown(d)
 		s.Turn.addShutdown(d)
 	case *protocol.Error:
-		s.relayError(d)
+		if !s.checkpointError(d) {
+			s.relayError(d)
+		}
 	}
 	slices.Sort(u.Rows)
 	u.Rows = slices.Compact(u.Rows)
@@ -386,6 +398,9 @@ func (s *State) Listed(info protocol.ConversationInfo) {
 	if info.Agent != "" {
 		s.Agent = info.Agent
 	}
+	if info.Workspace != nil {
+		s.setWorkspace(*info.Workspace)
+	}
 	if !s.Synced {
 		// Until the subscription says, the list is the best we know.
 		s.Streaming = info.Streaming
@@ -393,6 +408,11 @@ func (s *State) Listed(info protocol.ConversationInfo) {
 			s.Mode = info.Mode
 		}
 	}
+}
+
+// setWorkspace records the conversation's workspace (a copy).
+func (s *State) setWorkspace(ws protocol.Workspace) {
+	s.Workspace = &ws
 }
 
 // relayError shows an `error` about this conversation where it belongs: a

@@ -83,6 +83,11 @@ type transcript struct {
 	// in the conversation, conversation.PlanRan).
 	ticks    map[string][]bool
 	ranPlans map[string]bool
+	// cardOpen says which files of the changes cards are open, by
+	// cardKey, and cardGen counts the changes to a card's, by checkpoint,
+	// so that a row view redraws its card (changes.go).
+	cardOpen map[string]toolOpen
+	cardGen  map[string]uint32
 }
 
 // emptyHint greets a conversation with nothing in it yet; with the
@@ -119,10 +124,11 @@ type rowKey struct {
 	id      int
 	version uint32
 	open    toolOpen // a tool row's expansion
+	card    uint32   // a changes card's files opened and closed (cardGen)
 }
 
 func newTranscript(w *Window) *transcript {
-	t := &transcript{win: w, views: map[fyne.CanvasObject]*rowState{}, fixes: map[int]float32{}, open: map[string]toolOpen{}, ticks: map[string][]bool{}, ranPlans: map[string]bool{}}
+	t := &transcript{win: w, views: map[fyne.CanvasObject]*rowState{}, fixes: map[int]float32{}, open: map[string]toolOpen{}, ticks: map[string][]bool{}, ranPlans: map[string]bool{}, cardOpen: map[string]toolOpen{}, cardGen: map[string]uint32{}}
 	t.list = t.newList()
 	t.measure = t.newRowState()
 	t.hint = widget.NewLabel(emptyHint(w.opts.Agent))
@@ -178,7 +184,7 @@ func (t *transcript) updateItem(id widget.ListItemID, obj fyne.CanvasObject) {
 		t.win.later(0, t.extendUp)
 	}
 	r := t.rows[id]
-	key := rowKey{t.gen, id, r.Version, t.openOf(r)}
+	key := t.keyOf(id, r)
 	if s.key == key && s.width == t.width {
 		return
 	}
@@ -193,6 +199,15 @@ func (t *transcript) updateItem(id widget.ListItemID, obj fyne.CanvasObject) {
 			t.scheduleFixes()
 		}
 	}
+}
+
+// keyOf is what row id's view must show again when it changes.
+func (t *transcript) keyOf(id int, r conversation.Row) rowKey {
+	k := rowKey{t.gen, id, r.Version, t.openOf(r), 0}
+	if r.Changes != nil {
+		k.card = t.cardGen[r.Changes.Checkpoint]
+	}
+	return k
 }
 
 // segments returns row id's parsed markdown, parsing it only when it changed.
@@ -439,7 +454,7 @@ func (t *transcript) updateShown(i int) (h float32, shown bool) {
 			continue
 		}
 		s.show(i, r, t.segments(i))
-		s.key.version, s.key.open = r.Version, t.openOf(r)
+		s.key = t.keyOf(i, r)
 		h = s.measureAt(t.width)
 		shown = true
 	}
@@ -661,6 +676,10 @@ func (t *transcript) estimate(r conversation.Row) float32 {
 		// Collapsed, one line; expanded it is measured.
 		return 2 * theme.TextSize()
 	}
+	if r.Changes != nil {
+		// A title, a line per file and the Restore button's line.
+		return float32(min(len(r.Changes.Files), cardFiles)+2) * 2.4 * theme.TextSize()
+	}
 	u := t.unit[r.Kind]
 	if u.charWidth <= 0 {
 		return u.base
@@ -852,6 +871,7 @@ type rowState struct {
 	// reasoning and agentPlan: agentrows.go
 	reasoning *reasoningView
 	agentPlan *agentPlanView
+	changes   *changesView // changes.go
 }
 
 func (t *transcript) newRowState() *rowState {
@@ -933,12 +953,18 @@ func (s *rowState) show(id int, r conversation.Row, segs []widget.RichTextSegmen
 		}
 		s.agentPlan.set(r)
 		obj = s.agentPlan.obj
-	default:
-		if s.line == nil {
-			s.line = newLineView(s.t)
+	case conversation.RowNote:
+		if r.Changes == nil {
+			obj = s.showLine(id, r)
+			break
 		}
-		s.line.set(id, r)
-		obj = s.line.obj
+		if s.changes == nil {
+			s.changes = newChangesView(s.t)
+		}
+		s.changes.set(r)
+		obj = s.changes.obj
+	default:
+		obj = s.showLine(id, r)
 	}
 	if obj == s.cur {
 		return
@@ -958,6 +984,14 @@ func (s *rowState) show(id int, r conversation.Row, segs []widget.RichTextSegmen
 	}
 	obj.Show()
 	s.cur = obj
+}
+
+func (s *rowState) showLine(id int, r conversation.Row) fyne.CanvasObject {
+	if s.line == nil {
+		s.line = newLineView(s.t)
+	}
+	s.line.set(id, r)
+	return s.line.obj
 }
 
 // measureAt returns the height the row needs at width. The row is resized
@@ -1095,7 +1129,10 @@ type lineView struct {
 	text   *widget.Label
 	detail *widget.Label
 	copy   *rowButton
-	idx    int
+	// undo restores a restore's undo checkpoint (changes.go).
+	undo     *rowButton
+	restored *protocol.Restored
+	idx      int
 }
 
 func newLineView(t *transcript) *lineView {
@@ -1113,8 +1150,36 @@ func newLineView(t *transcript) *lineView {
 		t.win.sayCopied(&v.copy.Button)
 	})
 	v.copy.Importance = widget.LowImportance
-	v.obj = container.NewBorder(nil, nil, container.New(firstLineLayout{}, v.icon), container.NewVBox(v.copy), container.NewVBox(v.text, v.detail))
+	v.undo = t.newButton("Undo", theme.ContentUndoIcon(), func() {
+		if d := v.restored; d != nil {
+			t.win.restore(t.win.current, d.Undo)
+		}
+	})
+	v.undo.Hide()
+	v.obj = container.NewBorder(nil, nil, container.New(firstLineLayout{}, v.icon), container.NewVBox(v.copy, v.undo), container.NewVBox(v.text, v.detail))
 	return v
+}
+
+// setUndo shows Undo on a restore's notice, to a window that may restore:
+// "Undoing…" while it is on its way, "Undone" once it was.
+func (v *lineView) setUndo(r conversation.Row) {
+	v.restored = r.Restored
+	if r.Restored == nil || v.win.role == protocol.RoleViewer {
+		v.undo.Hide()
+		return
+	}
+	v.undo.Show()
+	switch c := r.Card; {
+	case c != nil && c.Undone:
+		v.undo.SetText("Undone")
+		v.undo.Disable()
+	case c != nil && c.Restoring:
+		v.undo.SetText("Undoing…")
+		v.undo.Disable()
+	default:
+		v.undo.SetText("Undo")
+		v.undo.Enable()
+	}
 }
 
 // firstLineLayout places an icon level with the first line of the Label
@@ -1145,6 +1210,7 @@ func (v *lineView) set(idx int, r conversation.Row) {
 	v.idx = idx
 	v.text.TextStyle = fyne.TextStyle{}
 	v.copy.Hide()
+	v.setUndo(r)
 	switch r.Kind {
 	case conversation.RowStatus:
 		switch r.State {
@@ -1185,8 +1251,13 @@ func (v *lineView) set(idx int, r conversation.Row) {
 		}
 	}
 	v.text.SetText(r.Text)
-	if r.Detail != "" {
-		v.detail.SetText(r.Detail)
+	detail := r.Detail
+	if r.Restored != nil {
+		v.icon.SetResource(theme.HistoryIcon())
+		detail = restoredDetail(r.Restored)
+	}
+	if detail != "" {
+		v.detail.SetText(detail)
 		v.detail.Show()
 	} else {
 		v.detail.Hide()

@@ -195,6 +195,11 @@ type Window struct {
 	shownStreaming *bool
 	shownUsage     [2]string
 	shownWait      string
+	// role is the role of the window's token on the relay (the store's,
+	// as last drawn): a viewer's window offers no Restore.
+	role string
+	// restoring is the open confirmation of a restore (changes.go).
+	restoring *restoreConfirm
 	// menuOpened, if set, is told of each menu the keyboard opens, and
 	// quitHook replaces the app's Quit (tests: the test driver draws no
 	// menu, and its app cannot quit twice).
@@ -732,6 +737,10 @@ drain:
 		w.status.setNotice(f.Notice)
 		w.lastConn = f.Conn
 		w.showBudget(f.Budget, now)
+		if f.Role != w.role {
+			w.role = f.Role
+			defer w.transcript.remeasure() // the cards' and notices' buttons
+		}
 	}
 	if f.SidebarChanged {
 		w.sidebar.more = f.More

@@ -67,6 +67,9 @@ type Store struct {
 	moreCursor string
 	// budget is the relay's credit budget, nil when it has none.
 	budget *protocol.Budget
+	// role is the role of the window's token, as the relay's list says
+	// (protocol.RoleOwner until it says otherwise).
+	role string
 }
 
 // NewStore returns an empty store.
@@ -81,7 +84,24 @@ func NewStore(opts Options) *Store {
 		opts:  opts,
 		convs: map[string]*entry{},
 		conn:  client.StateChange{State: client.StateConnecting},
+		role:  protocol.RoleOwner,
 	}
+}
+
+// roleOf is the role a list names: only a viewer's or a controller's
+// names one, the owner's none.
+func roleOf(role string) string {
+	if role == protocol.RoleViewer || role == protocol.RoleController {
+		return role
+	}
+	return protocol.RoleOwner
+}
+
+// Role is the role of the window's token on the relay.
+func (s *Store) Role() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.role
 }
 
 func (s *Store) changed() {
@@ -182,6 +202,10 @@ func (s *Store) applyLocked(ev client.Event) {
 		}
 		s.moreCursor = d.NextCursor
 		s.sidebarChanged = true
+		if role := roleOf(d.Role); role != s.role {
+			s.role = role
+			s.connChanged = true
+		}
 		return
 	case *protocol.Budget:
 		b := *d
@@ -230,6 +254,79 @@ func (s *Store) AnswerFailed(convID, requestID, why string) {
 	}
 	s.mu.Unlock()
 	s.changed()
+}
+
+// AskDiff records that the window asks for the diff of path in the
+// changes card of checkpoint, and reports whether to send the request
+// (conversation.State.AskDiff).
+func (s *Store) AskDiff(convID, checkpoint, path string) bool {
+	s.mu.Lock()
+	ask := false
+	if c, ok := s.convs[convID]; ok {
+		s.trackLocked(c, func() { ask = c.AskDiff(checkpoint, path) })
+	}
+	s.mu.Unlock()
+	s.changed()
+	return ask
+}
+
+// MarkRestoring records that the window asked for a restore to
+// checkpoint; RestoreFailed that it could not send it.
+func (s *Store) MarkRestoring(convID, checkpoint string) {
+	s.mu.Lock()
+	if c, ok := s.convs[convID]; ok {
+		s.trackLocked(c, func() { c.MarkRestoring(checkpoint) })
+	}
+	s.mu.Unlock()
+	s.changed()
+}
+
+// RestoreFailed: see MarkRestoring.
+func (s *Store) RestoreFailed(convID string) {
+	s.mu.Lock()
+	if c, ok := s.convs[convID]; ok {
+		s.trackLocked(c, c.RestoreFailed)
+	}
+	s.mu.Unlock()
+	s.changed()
+}
+
+// trackLocked runs f, a change of c made outside Apply, and marks the
+// rows it changed (their versions moved). s.mu is held.
+func (s *Store) trackLocked(c *entry, f func()) {
+	versions := make([]uint32, len(c.Rows))
+	for i, r := range c.Rows {
+		versions[i] = r.Version
+	}
+	f()
+	for i, r := range c.Rows {
+		if i >= len(versions) || r.Version != versions[i] {
+			c.changed[i] = struct{}{}
+		}
+	}
+}
+
+// RestoreEffects is what a restore to checkpoint would change
+// (conversation.State.RestoreEffects), and the titles of the other
+// conversations the window knows that work in the same folder without a
+// worktree of their own: a restore undoes their changes too.
+func (s *Store) RestoreEffects(convID, checkpoint string) (files []conversation.RestoreItem, others []string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c, ok := s.convs[convID]
+	if !ok {
+		return nil, nil
+	}
+	files = c.RestoreEffects(checkpoint)
+	if ws := c.Workspace; ws != nil && ws.Isolation != protocol.IsolationWorktree {
+		for _, o := range s.convs {
+			if o != c && o.Workspace != nil && o.Workspace.Dir == ws.Dir && o.Workspace.Isolation != protocol.IsolationWorktree {
+				others = append(others, o.Title)
+			}
+		}
+		slices.Sort(others)
+	}
+	return files, others
 }
 
 // ClearNotice forgets the last relay error not tied to a conversation.
@@ -303,7 +400,9 @@ type Frame struct {
 	More string
 	// Budget is the relay's credit budget (a copy), nil without one.
 	Budget *protocol.Budget
-	Conv   View
+	// Role is the role of the window's token on the relay.
+	Role string
+	Conv View
 }
 
 // Take returns what changed since the last Take for the conversation
@@ -311,7 +410,7 @@ type Frame struct {
 func (s *Store) Take(current string, full bool) Frame {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	f := Frame{Conn: s.conn, Notice: s.notice, ConnChanged: s.connChanged, SidebarChanged: s.sidebarChanged || full, More: s.moreCursor}
+	f := Frame{Conn: s.conn, Notice: s.notice, ConnChanged: s.connChanged, SidebarChanged: s.sidebarChanged || full, More: s.moreCursor, Role: s.role}
 	s.connChanged = false
 	if s.budget != nil {
 		b := *s.budget

@@ -1,0 +1,150 @@
+package ui
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"fyne.io/fyne/v2"
+	"fyne.io/fyne/v2/test"
+
+	"github.com/pilotdesk/pilotdesk/client"
+	"github.com/pilotdesk/pilotdesk/conversation"
+	"github.com/pilotdesk/pilotdesk/protocol"
+	"github.com/pilotdesk/pilotdesk/relay"
+	"github.com/pilotdesk/pilotdesk/relay/checkpoint"
+	"github.com/pilotdesk/pilotdesk/session/script"
+)
+
+// changesHarness is a window on a relay that snapshots dir, whose scripted
+// agent rewrites notes.md and adds added.txt in every turn.
+func changesHarness(t *testing.T, size fyne.Size) (*harness, string) {
+	t.Helper()
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "notes.md"), []byte("old\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	sc, err := script.Parse("s", []byte(`{"turns": [{"steps": [
+		{"tool": {"name": "edit", "write": {"path": "notes.md", "content": "new\n"}}},
+		{"tool": {"name": "edit", "write": {"path": "added.txt", "content": "a\nb\n"}}},
+		{"delta": "Edited the notes."}]}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cps, err := checkpoint.New(t.TempDir())
+	if err != nil {
+		t.Skip(err) // no git
+	}
+	h := newHarness(t, harnessConfig{size: size, relay: relay.Config{Agent: script.New(sc), Checkpoints: cps, WorkDir: dir}})
+	return h, dir
+}
+
+// cardRow is the index of the last changes card.
+func cardRow(h *harness) int {
+	rows := h.rows()
+	for i := len(rows) - 1; i >= 0; i-- {
+		if rows[i].Changes != nil {
+			return i
+		}
+	}
+	return -1
+}
+
+func readFile(t *testing.T, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return "(" + err.Error() + ")"
+	}
+	return string(b)
+}
+
+// TestChangesCard: an Act turn that changed files ends with a card that
+// lists them with their counts; a file opens to its diff, fetched from the
+// relay; Restore asks first, naming what it changes, then puts the files
+// back; the restore's notice offers Undo, which puts them back again and
+// then says Undone. A viewer's window shows neither button.
+func TestChangesCard(t *testing.T) {
+	h, dir := changesHarness(t, fyne.NewSize(1000, 900))
+	h.send("edit the notes")
+	h.waitFor("the changes card", func() bool { return cardRow(h) >= 0 && completedTurns(h) == 1 })
+	h.frame()
+	i := cardRow(h)
+	card := h.shownRowOf(i).changes
+	if card == nil || h.shownRowOf(i).cur != card.obj {
+		t.Fatalf("row %d is not drawn as a card:\n%s", i, h.dump())
+	}
+	got := shownText(card.obj)
+	for _, want := range []string{"2 files changed +3 −1", "A  added.txt", "M  notes.md", "Restore files to before this turn…"} {
+		if !strings.Contains(got, want) {
+			t.Fatalf("the card lacks %q:\n%s", want, got)
+		}
+	}
+	if a, m := card.lines[0].counts.text(), card.lines[1].counts.text(); a != "+2 −0" || m != "+1 −1" {
+		t.Fatalf("the files' counts are %q and %q", a, m)
+	}
+
+	// notes.md is the second file (the relay lists them by path).
+	test.Tap(card.lines[1].open)
+	h.waitFor("the diff of notes.md", func() bool {
+		c := h.rows()[i].Card
+		return c != nil && c.Patches["notes.md"].Patch != ""
+	})
+	h.frame()
+	card = h.shownRowOf(i).changes
+	if got := shownText(card.lines[1].body); !strings.Contains(got, "- old") || !strings.Contains(got, "+ new") {
+		t.Fatalf("the open file shows:\n%s", got)
+	}
+	if c := h.w.Window().Canvas().Focused(); c != h.w.composer {
+		t.Fatalf("a click on a file left the keyboard on %T", c)
+	}
+
+	test.Tap(card.restore)
+	h.frame()
+	c := h.w.restoring
+	if c == nil {
+		t.Fatal("Restore asked nothing")
+	}
+	for _, want := range []string{"added.txt  (removed)", "notes.md  (rewritten)", "can be undone"} {
+		if !strings.Contains(c.text, want) {
+			t.Fatalf("the confirmation lacks %q:\n%s", want, c.text)
+		}
+	}
+	if readFile(t, filepath.Join(dir, "notes.md")) != "new\n" {
+		t.Fatal("the folder changed before the restore was confirmed")
+	}
+	test.Tap(c.ok)
+	h.waitFor("the restore's notice", func() bool { r := h.lastRow(conversation.RowNote); return r.Restored != nil })
+	if got := readFile(t, filepath.Join(dir, "notes.md")); got != "old\n" {
+		t.Fatalf("notes.md is %q after the restore", got)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "added.txt")); err == nil {
+		t.Fatal("added.txt is still there after the restore")
+	}
+	h.frame()
+	notice := len(h.rows()) - 1
+	line := h.shownRowOf(notice).line
+	if !line.undo.Visible() || line.undo.Disabled() || !strings.Contains(line.text.Text, "Files restored to checkpoint") {
+		t.Fatalf("the notice says %q, Undo shown %v", line.text.Text, line.undo.Visible())
+	}
+	test.Tap(line.undo)
+	h.waitFor("the undo", func() bool { c := h.rows()[notice].Card; return c != nil && c.Undone })
+	if got := readFile(t, filepath.Join(dir, "notes.md")); got != "new\n" {
+		t.Fatalf("notes.md is %q after the undo", got)
+	}
+	h.frame()
+	if u := h.shownRowOf(notice).line.undo; u.Text != "Undone" || !u.Disabled() {
+		t.Fatalf("after the undo its button says %q (disabled %v)", u.Text, u.Disabled())
+	}
+
+	// A viewer may read the diffs but restores nothing.
+	h.w.store.Apply(client.Event{Type: protocol.TypeConversations, Data: &protocol.Conversations{Role: protocol.RoleViewer}})
+	h.frame()
+	if h.shownRowOf(i).changes.restore.Visible() {
+		t.Fatal("a viewer's card offers Restore")
+	}
+	if n := len(h.rows()) - 1; h.shownRowOf(n).line.undo.Visible() {
+		t.Fatal("a viewer's notice offers Undo")
+	}
+}
