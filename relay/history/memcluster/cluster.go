@@ -1,0 +1,688 @@
+package memcluster
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/pilotdesk/pilotdesk/relay/history"
+)
+
+// Cluster is one relay's membership of a Net: history.Cluster as
+// relay/history/jetstream's Cluster behaves, its lease, owner records,
+// forwarded commands and deliveries kept by the Net.
+type Cluster struct {
+	net   *Net
+	s     *Store
+	lease time.Duration
+	every time.Duration // between renewals
+	log   *slog.Logger
+
+	mu sync.Mutex // guards the fields below it
+	// id is new at every announcement, as jetstream's.
+	id       string
+	hooks    history.ClusterHooks
+	leaseOK  bool      // the lease holds, as this relay last saw it
+	renewed  time.Time // the last successful announcement or renewal
+	claimed  map[string]uint64
+	started  bool
+	stopped  bool
+	cut      bool
+	lapsed   map[string]chan struct{} // closed when that relay's lease lapses
+	ctx      context.Context          // Start's, ended by Stop
+	cancel   context.CancelFunc
+	workers  sync.WaitGroup // the ticker, the delivery, forwarded commands running
+	queue    chan delivery  // what the Net delivers, in order
+	dropped  atomic.Int64   // deliveries dropped on a full queue
+	liveMsgs atomic.Uint64
+	publish  atomic.Bool // started and not stopped: its store tells record changes
+
+	// follows counts the Follows of each conversation. Guarded by the
+	// Net's mu: a write delivers to the relays following then.
+	follows map[string]int
+}
+
+// Options tune a Cluster, as jetstream.ClusterOptions do.
+type Options struct {
+	// Lease is how long a relay may go unheard before the others take its
+	// conversations over; default 15 s.
+	Lease time.Duration
+	// RenewEvery is how often the lease is renewed; default Lease/5. (A
+	// test makes it longer than the lease to play a relay that stalls.)
+	RenewEvery time.Duration
+	// Logger; default slog.Default().
+	Logger *slog.Logger
+}
+
+// queueLen is how many deliveries may wait for a relay; past it they are
+// dropped, and the relay catches up from the store (Reconnected).
+const queueLen = 1 << 14
+
+// forwardTimeout bounds a forwarded command, as jetstream's.
+const forwardTimeout = 10 * time.Second
+
+// NewCluster returns the membership of the relay whose store is s. It
+// starts nothing: the relay calls Start.
+func (n *Net) NewCluster(s *Store, opts Options) *Cluster {
+	if opts.Lease <= 0 {
+		opts.Lease = 15 * time.Second
+	}
+	if opts.RenewEvery <= 0 {
+		opts.RenewEvery = opts.Lease / 5
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	c := &Cluster{
+		net: n, s: s, lease: opts.Lease, every: opts.RenewEvery, log: opts.Logger,
+		id: randomHex(), claimed: map[string]uint64{}, follows: map[string]int{},
+		queue: make(chan delivery, queueLen),
+	}
+	s.mu.Lock()
+	s.cl = c
+	s.mu.Unlock()
+	return c
+}
+
+func randomHex() string {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// delivery is one thing the Net tells a relay.
+type delivery struct {
+	kind   int
+	id     string // the conversation's, or the relay's (kindGone)
+	events []history.Event
+	state  history.Conversation
+}
+
+const (
+	kindLive    = iota // an append of a followed conversation
+	kindChanged        // a record a list would show anew
+	kindDeleted        // a conversation deleted
+	kindGone           // a relay's lease lapsed
+)
+
+// enqueue hands d to the delivery goroutine; a full queue drops it and
+// counts it.
+func (c *Cluster) enqueue(d delivery) {
+	select {
+	case c.queue <- d:
+	default:
+		c.dropped.Add(1)
+	}
+}
+
+func (c *Cluster) publishing() bool { return c.publish.Load() }
+
+// ID is this relay's, as it last announced itself.
+func (c *Cluster) ID() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.id
+}
+
+// Start announces the relay and delivers to h until Stop.
+func (c *Cluster) Start(h history.ClusterHooks) error {
+	ctx, cancel := context.WithCancel(context.Background())
+	c.mu.Lock()
+	if c.started || c.stopped {
+		c.mu.Unlock()
+		cancel()
+		return errors.New("memcluster: started twice")
+	}
+	c.started, c.hooks, c.ctx, c.cancel = true, h, ctx, cancel
+	c.mu.Unlock()
+	if err := c.register(false); err != nil {
+		cancel()
+		return err
+	}
+	c.net.mu.Lock()
+	c.net.receivers[c] = true
+	c.net.mu.Unlock()
+	c.publish.Store(true)
+	c.workers.Add(2)
+	go func() {
+		defer c.workers.Done()
+		c.deliver(ctx, h)
+	}()
+	go func() {
+		defer c.workers.Done()
+		c.tick(ctx, h)
+	}()
+	c.log.Info("memcluster: relay announced", "relay", c.ID(), "lease", c.lease)
+	h.Reconnected()
+	return nil
+}
+
+// register announces the relay: its lease, and its commands. again: it
+// comes back after its lease lapsed, under a new id.
+func (c *Cluster) register(again bool) error {
+	n := c.net
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.cut {
+		return fmt.Errorf("memcluster: announce relay %s: %w", c.id, errCut)
+	}
+	if c.stopped {
+		return errors.New("memcluster: stopped")
+	}
+	if again {
+		delete(n.members, c.id)
+		c.id = randomHex()
+	}
+	now := time.Now()
+	n.leases[c.id] = now.Add(c.lease)
+	n.members[c.id] = c
+	c.leaseOK, c.renewed = true, now
+	return nil
+}
+
+// tick renews the lease, lapses the Net's leases whose time passed, and
+// tells the relay when deliveries were dropped.
+func (c *Cluster) tick(ctx context.Context, h history.ClusterHooks) {
+	t := time.NewTicker(max(min(c.every, c.lease/10, time.Second), 5*time.Millisecond))
+	defer t.Stop()
+	last := time.Now()
+	var dropped int64
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		c.net.expire(time.Now())
+		if d := c.dropped.Load(); d != dropped && !c.isCut() {
+			dropped = d
+			h.Reconnected()
+		}
+		if time.Since(last) < c.every {
+			continue
+		}
+		last = time.Now()
+		c.renew(h)
+	}
+}
+
+func (c *Cluster) isCut() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.cut
+}
+
+// renew renews the lease; a lease that lapsed is told (LeaseLost), and
+// the relay announces itself again, under a new id, at the next renewal.
+func (c *Cluster) renew(h history.ClusterHooks) {
+	c.mu.Lock()
+	id, ok, renewed := c.id, c.leaseOK, c.renewed
+	c.mu.Unlock()
+	if !ok {
+		if err := c.register(true); err != nil {
+			c.log.Debug("memcluster: announce again", "err", err)
+			return
+		}
+		c.log.Info("memcluster: relay announced again, as another", "relay", c.ID(), "was", id)
+		h.RelayGone(id)
+		return
+	}
+	n := c.net
+	n.mu.Lock()
+	c.mu.Lock()
+	now := time.Now()
+	cut := c.cut
+	held := !cut && n.leaseHeldLocked(id, now)
+	if held {
+		n.leases[id] = now.Add(c.lease)
+		c.renewed = now
+	}
+	c.mu.Unlock()
+	n.mu.Unlock()
+	switch {
+	case held:
+	case !cut:
+		c.loseLease(errors.New("the renewal was refused: the lease is gone"))
+	case time.Since(renewed) >= c.lease:
+		c.loseLease(fmt.Errorf("no renewal for %v: %w", time.Since(renewed).Round(time.Millisecond), errCut))
+	}
+}
+
+// loseLease tells the relay, once, that its lease lapsed.
+func (c *Cluster) loseLease(why error) {
+	c.mu.Lock()
+	was, h := c.leaseOK, c.hooks
+	c.leaseOK = false
+	clear(c.claimed)
+	c.mu.Unlock()
+	if !was {
+		return
+	}
+	c.log.Error("memcluster: this relay's lease lapsed: it stops owning its conversations (other relays take them over)", "relay", c.ID(), "err", why)
+	if h != nil {
+		h.LeaseLost()
+	}
+}
+
+// deliver runs the relay's hooks for what the Net delivers, in order.
+func (c *Cluster) deliver(ctx context.Context, h history.ClusterHooks) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case d := <-c.queue:
+			c.handle(h, d)
+		}
+	}
+}
+
+func (c *Cluster) handle(h history.ClusterHooks, d delivery) {
+	switch d.kind {
+	case kindLive:
+		c.liveMsgs.Add(1)
+		h.Stored(d.id, d.events, d.state)
+	case kindChanged:
+		if c.following(d.id) {
+			return // its live events said it
+		}
+		h.Stored(d.id, nil, d.state)
+	case kindDeleted:
+		c.s.forget(d.id)
+		h.Deleted(d.id)
+	case kindGone:
+		c.mu.Lock()
+		if ch, ok := c.lapsed[d.id]; ok {
+			close(ch)
+			delete(c.lapsed, d.id)
+		}
+		c.mu.Unlock()
+		c.log.Info("memcluster: a relay's lease lapsed", "relay", d.id)
+		h.RelayGone(d.id)
+	}
+}
+
+func (c *Cluster) following(id string) bool {
+	c.net.mu.Lock()
+	defer c.net.mu.Unlock()
+	return c.follows[id] > 0
+}
+
+// Healthy reports whether the relay holds its lease and is not cut off.
+func (c *Cluster) Healthy() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.leaseOK && !c.stopped && !c.cut
+}
+
+// aliveLocked reports whether relay's lease holds: this relay's as it
+// last saw its own, another's as the Net holds it. The caller holds
+// n.mu.
+func (c *Cluster) aliveLocked(relay string) bool {
+	c.mu.Lock()
+	self, ok := c.id, c.leaseOK
+	c.mu.Unlock()
+	if relay == self {
+		return ok
+	}
+	return c.net.leaseHeldLocked(relay, time.Now())
+}
+
+// lockNet locks the Net for a request of this relay's, unless it is cut
+// off.
+func (c *Cluster) lockNet() error {
+	c.net.mu.Lock()
+	c.mu.Lock()
+	cut := c.cut
+	c.mu.Unlock()
+	if cut {
+		c.net.mu.Unlock()
+		return errCut
+	}
+	return nil
+}
+
+// Claim makes this relay the conversation's owner unless a relay whose
+// lease holds owns it.
+func (c *Cluster) Claim(ctx context.Context, id string) (owner, previous string, err error) {
+	if err := c.lockNet(); err != nil {
+		return "", "", fmt.Errorf("memcluster: claim %q: %w", id, err)
+	}
+	defer c.net.mu.Unlock()
+	n := c.net
+	self := c.ID()
+	take := func() {
+		n.rev++
+		n.owners[id] = ownerRec{relay: self, rev: n.rev}
+		c.mu.Lock()
+		c.claimed[id] = n.rev
+		c.mu.Unlock()
+	}
+	rec, ok := n.owners[id]
+	if !ok {
+		take()
+		return self, "", nil
+	}
+	live := c.aliveLocked(rec.relay)
+	switch {
+	case rec.relay == self && live:
+		c.mu.Lock()
+		c.claimed[id] = rec.rev
+		c.mu.Unlock()
+		return self, "", nil
+	case live:
+		return rec.relay, rec.relay, nil
+	}
+	take()
+	if rec.relay == self {
+		return self, "", nil // its own, from before its lease lapsed
+	}
+	return self, rec.relay, nil
+}
+
+// Owner returns the conversation's owner and whether its lease holds.
+func (c *Cluster) Owner(ctx context.Context, id string) (string, bool, error) {
+	if err := c.lockNet(); err != nil {
+		return "", false, fmt.Errorf("memcluster: who owns %q: %w", id, err)
+	}
+	defer c.net.mu.Unlock()
+	rec, ok := c.net.owners[id]
+	if !ok {
+		return "", false, nil
+	}
+	return rec.relay, c.aliveLocked(rec.relay), nil
+}
+
+// Release removes this relay's owner record of a conversation, unless
+// another relay has written it since.
+func (c *Cluster) Release(ctx context.Context, id string) {
+	c.mu.Lock()
+	rev, ok := c.claimed[id]
+	delete(c.claimed, id)
+	c.mu.Unlock()
+	if !ok {
+		return
+	}
+	if err := c.lockNet(); err != nil {
+		c.log.Debug("memcluster: release a conversation", "conversationId", id, "err", err)
+		return
+	}
+	defer c.net.mu.Unlock()
+	c.net.dropOwnerLocked(id, rev)
+}
+
+func (n *Net) dropOwnerLocked(id string, rev uint64) {
+	if rec, ok := n.owners[id]; ok && rec.rev == rev {
+		delete(n.owners, id)
+	}
+}
+
+// errLeaseLapsed is why a forward stopped: its owner's lease lapsed.
+var errLeaseLapsed = errors.New("its lease lapsed")
+
+// lapseOf is closed when relay's lease lapses.
+func (c *Cluster) lapseOf(relay string) <-chan struct{} {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.lapsed == nil {
+		c.lapsed = map[string]chan struct{}{}
+	}
+	ch, ok := c.lapsed[relay]
+	if !ok {
+		ch = make(chan struct{})
+		c.lapsed[relay] = ch
+	}
+	return ch
+}
+
+// errNoResponders is a command sent to a relay nobody answers for.
+var errNoResponders = errors.New("no responders")
+
+// Forward sends a command to relay owner and returns its answer. It
+// stops waiting when the owner's lease lapses; a relay that nobody
+// answers for is asked again for a moment (2 s), as on NATS.
+func (c *Cluster) Forward(ctx context.Context, owner string, cmd []byte) ([]byte, error) {
+	lapse := c.lapseOf(owner)
+	if err := c.lockNet(); err != nil {
+		return nil, fmt.Errorf("memcluster: forward to relay %s: %w", owner, err)
+	}
+	alive := c.aliveLocked(owner)
+	c.net.mu.Unlock()
+	unreachable := func(err error) ([]byte, error) {
+		return nil, fmt.Errorf("memcluster: forward to relay %s: %w (%w)", owner, history.ErrUnreachable, err)
+	}
+	if !alive {
+		return unreachable(errLeaseLapsed)
+	}
+	ctx, cancelTimeout := context.WithTimeout(ctx, forwardTimeout)
+	defer cancelTimeout()
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	go func() {
+		select {
+		case <-lapse:
+			cancel(errLeaseLapsed)
+		case <-ctx.Done():
+		}
+	}()
+	for attempt := 1; ; attempt++ {
+		reply, err := c.send(ctx, owner, cmd)
+		switch {
+		case err == nil:
+			return reply, nil
+		case errors.Is(context.Cause(ctx), errLeaseLapsed):
+			return unreachable(errLeaseLapsed)
+		case errors.Is(err, history.ErrNotOwner):
+			return unreachable(history.ErrNotOwner)
+		case !errors.Is(err, errNoResponders):
+			return nil, fmt.Errorf("memcluster: forward to relay %s: %w", owner, err)
+		case attempt == 8:
+			return unreachable(err)
+		}
+		select {
+		case <-ctx.Done():
+			if errors.Is(context.Cause(ctx), errLeaseLapsed) {
+				return unreachable(errLeaseLapsed)
+			}
+			return nil, fmt.Errorf("memcluster: forward to relay %s: %w", owner, err)
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
+}
+
+// send runs cmd on relay owner and waits for its answer.
+func (c *Cluster) send(ctx context.Context, owner string, cmd []byte) ([]byte, error) {
+	if err := c.lockNet(); err != nil {
+		return nil, err
+	}
+	target := c.net.members[owner]
+	c.net.mu.Unlock()
+	if target == nil {
+		return nil, errNoResponders
+	}
+	answer, err := target.serve(cmd)
+	if err != nil {
+		return nil, err
+	}
+	select {
+	case a := <-answer:
+		if a == nil {
+			return nil, errNoResponders // cut off before it answered: never comes
+		}
+		return a, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// serve runs a forwarded command on its own goroutine; the answer comes
+// on the channel (nil if the relay was cut off meanwhile).
+func (c *Cluster) serve(cmd []byte) (<-chan []byte, error) {
+	c.mu.Lock()
+	if c.cut {
+		c.mu.Unlock()
+		return nil, errNoResponders
+	}
+	if c.stopped {
+		c.mu.Unlock()
+		return nil, history.ErrNotOwner
+	}
+	h, ctx := c.hooks, c.ctx
+	c.workers.Add(1)
+	c.mu.Unlock()
+	answer := make(chan []byte, 1)
+	go func() {
+		defer c.workers.Done()
+		cctx, cancel := context.WithTimeout(ctx, forwardTimeout)
+		defer cancel()
+		a := h.Command(cctx, cmd)
+		if c.isCut() {
+			a = nil
+		}
+		answer <- a
+	}()
+	return answer, nil
+}
+
+// Deleted tells every relay (this one too, as NATS echoes it) that the
+// conversation was deleted.
+func (c *Cluster) Deleted(ctx context.Context, id string) {
+	if err := c.lockNet(); err != nil {
+		c.log.Warn("memcluster: tell the relays of a delete", "conversationId", id, "err", err)
+		return
+	}
+	defer c.net.mu.Unlock()
+	for r := range c.net.receivers {
+		r.enqueue(delivery{kind: kindDeleted, id: id})
+	}
+}
+
+// Follow makes the Net deliver the conversation's appends to this relay
+// until unfollow is called.
+func (c *Cluster) Follow(ctx context.Context, id string) (unfollow func(), err error) {
+	if err := c.lockNet(); err != nil {
+		return func() {}, fmt.Errorf("memcluster: follow %q: %w", id, err)
+	}
+	defer c.net.mu.Unlock()
+	c.mu.Lock()
+	stopped := c.stopped || !c.started
+	c.mu.Unlock()
+	if stopped {
+		return func() {}, errors.New("memcluster: stopped")
+	}
+	c.follows[id]++
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			c.net.mu.Lock()
+			defer c.net.mu.Unlock()
+			if c.follows[id]--; c.follows[id] <= 0 {
+				delete(c.follows, id)
+			}
+		})
+	}, nil
+}
+
+// Latest reads the conversation as stored now and makes the store's next
+// write expect it.
+func (c *Cluster) Latest(ctx context.Context, id string) (history.Conversation, error) {
+	return c.s.latest(ctx, id)
+}
+
+// Stats is what a relay follows, as jetstream.ClusterStats says it.
+type Stats struct {
+	// Followed is how many conversations the relay follows.
+	Followed int
+	// LiveMessages counts the appends of followed conversations handed
+	// to the relay.
+	LiveMessages uint64
+}
+
+// Stats says what the relay follows.
+func (c *Cluster) Stats() Stats {
+	c.net.mu.Lock()
+	defer c.net.mu.Unlock()
+	return Stats{Followed: len(c.follows), LiveMessages: c.liveMsgs.Load()}
+}
+
+// Cut cuts the relay off, as if its NATS connection closed for good: it
+// gets nothing more, answers no command, its store neither writes nor
+// reads the tails, and its lease lapses (the others take its
+// conversations over; it hears LeaseLost a lease after its last renewal).
+func (c *Cluster) Cut() {
+	n := c.net
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	c.mu.Lock()
+	c.cut = true
+	id := c.id
+	c.mu.Unlock()
+	c.s.mu.Lock()
+	c.s.cut = true
+	c.s.mu.Unlock()
+	if n.members[id] == c {
+		delete(n.members, id)
+	}
+	delete(n.receivers, c)
+	clear(c.follows)
+}
+
+// Stop withdraws the relay: no more deliveries or commands, its owner
+// records removed (others take its conversations at once) and its lease
+// deleted (the others hear RelayGone).
+func (c *Cluster) Stop(ctx context.Context) error {
+	n := c.net
+	n.mu.Lock()
+	c.mu.Lock()
+	if c.stopped {
+		c.mu.Unlock()
+		n.mu.Unlock()
+		return nil
+	}
+	c.stopped = true
+	c.publish.Store(false)
+	id, leaseOK, cut := c.id, c.leaseOK, c.cut
+	claimed := c.claimed
+	c.claimed = map[string]uint64{}
+	cancel := c.cancel
+	c.mu.Unlock()
+	if n.members[id] == c {
+		delete(n.members, id)
+	}
+	delete(n.receivers, c)
+	clear(c.follows)
+	n.mu.Unlock()
+	if cancel != nil {
+		cancel()
+	}
+	done := make(chan struct{})
+	go func() {
+		c.workers.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-ctx.Done():
+		return fmt.Errorf("memcluster: stop: %w", ctx.Err())
+	}
+	if cut {
+		return nil // nothing reaches the Net: the lease lapses
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	for conv, rev := range claimed {
+		n.dropOwnerLocked(conv, rev)
+	}
+	if _, ok := n.leases[id]; ok && leaseOK {
+		delete(n.leases, id)
+		n.goneLocked(id)
+	}
+	return nil
+}
