@@ -26,7 +26,7 @@ import (
 func BenchmarkClusterLatency(b *testing.B) {
 	for _, backend := range []struct {
 		name  string
-		start func(testing.TB) natsBackend
+		start func(testing.TB) testBackend
 	}{{"embedded", embeddedBackend}, {"cluster", clusterBackend}} {
 		b.Run(backend.name, func(b *testing.B) {
 			const deltas, rate = 4000, 2000

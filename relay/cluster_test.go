@@ -17,16 +17,21 @@ import (
 	"github.com/pilotdesk/pilotdesk/relay/history"
 	"github.com/pilotdesk/pilotdesk/relay/history/jetstream"
 	"github.com/pilotdesk/pilotdesk/relay/history/jetstream/natstest"
+	"github.com/pilotdesk/pilotdesk/relay/history/memcluster"
 	"github.com/pilotdesk/pilotdesk/relay/relaytest"
 	"github.com/pilotdesk/pilotdesk/session"
 	"github.com/pilotdesk/pilotdesk/session/script"
 )
 
-// Several relays sharing conversations through NATS JetStream
-// (docs/scale-out.md): each test runs on one in-process node and on a real
-// 3-node nats-server cluster (natstest), with two or three relays in this
-// process, each with its own NATS connection, store and cluster membership,
-// driven over real WebSockets.
+// Several relays sharing conversations (docs/scale-out.md): two or three
+// relays in this process, each with its own store and cluster membership,
+// driven over real WebSockets. The tests of the relays' logic run on the
+// in-memory cluster (relay/history/memcluster, no NATS) and on one
+// in-process NATS node; those of what NATS does (a node dies, an ack is
+// lost, the watches of the spend and the devices, an older relay's lease)
+// on NATS alone, some also on a real 3-node nats-server cluster
+// (natstest). relay/history/clustertest checks that the in-memory cluster
+// and the JetStream one keep the same contract.
 
 // clusterScript is the agent every relay runs: deterministic turns.
 func clusterScript(t *testing.T) *script.Script {
@@ -52,22 +57,29 @@ func clusterScript(t *testing.T) *script.Script {
 	return s
 }
 
-// natsBackend is where the relays' NATS connections go.
-type natsBackend struct {
+// testBackend is what the relays share: a NATS server their connections
+// go to, or (net set) the in-memory cluster.
+type testBackend struct {
 	name     string
 	replicas int
 	connect  func(t testing.TB, i int) *nats.Conn
 	// loseAck, if set, is the next relay's store's LoseAck.
 	loseAck func(conversationID string) bool
+	// net is the in-memory cluster's, nil on NATS.
+	net *memcluster.Net
 }
 
-func embeddedBackend(t testing.TB) natsBackend {
+func memoryBackend(testing.TB) testBackend {
+	return testBackend{name: "memory", net: memcluster.New()}
+}
+
+func embeddedBackend(t testing.TB) testBackend {
 	node, err := jetstream.StartEmbedded(t.TempDir(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(node.Shutdown)
-	return natsBackend{name: "embedded", replicas: 1, connect: func(t testing.TB, i int) *nats.Conn {
+	return testBackend{name: "embedded", replicas: 1, connect: func(t testing.TB, i int) *nats.Conn {
 		nc, err := node.Connect(fmt.Sprintf("relay %d", i))
 		if err != nil {
 			t.Fatal(err)
@@ -76,14 +88,14 @@ func embeddedBackend(t testing.TB) natsBackend {
 	}}
 }
 
-func clusterBackend(t testing.TB) natsBackend {
+func clusterBackend(t testing.TB) testBackend {
 	b, _ := clusterBackendWith(t)
 	return b
 }
 
-func clusterBackendWith(t testing.TB) (natsBackend, *natstest.Cluster) {
+func clusterBackendWith(t testing.TB) (testBackend, *natstest.Cluster) {
 	c := natstest.Start(t, 3)
-	return natsBackend{name: "cluster", replicas: 3, connect: func(t testing.TB, i int) *nats.Conn {
+	return testBackend{name: "cluster", replicas: 3, connect: func(t testing.TB, i int) *nats.Conn {
 		nc, err := c.Connect(i % len(c.Nodes))
 		if err != nil {
 			t.Fatal(err)
@@ -92,8 +104,22 @@ func clusterBackendWith(t testing.TB) (natsBackend, *natstest.Cluster) {
 	}}, c
 }
 
-// eachBackend runs fn on an in-process node and on a 3-node cluster.
-func eachBackend(t *testing.T, fn func(t *testing.T, b natsBackend)) {
+// eachBackend runs fn on the in-memory cluster and on an in-process NATS
+// node.
+func eachBackend(t *testing.T, fn func(t *testing.T, b testBackend)) {
+	t.Run("memory", func(t *testing.T) {
+		checkNoLeaks(t)
+		fn(t, memoryBackend(t))
+	})
+	t.Run("embedded", func(t *testing.T) {
+		checkNoLeaks(t)
+		fn(t, embeddedBackend(t))
+	})
+}
+
+// eachNATS runs fn on an in-process NATS node and on a 3-node cluster:
+// for what the JetStream store does beyond history.Cluster.
+func eachNATS(t *testing.T, fn func(t *testing.T, b testBackend)) {
 	t.Run("embedded", func(t *testing.T) {
 		checkNoLeaks(t)
 		fn(t, embeddedBackend(t))
@@ -107,24 +133,79 @@ func eachBackend(t *testing.T, fn func(t *testing.T, b natsBackend)) {
 // member is one relay of the cluster.
 type member struct {
 	srv     *relaytest.Server
-	nc      *nats.Conn
-	store   *jetstream.Store
-	cluster *jetstream.Cluster
+	store   history.Store
+	cluster history.Cluster
 	logs    *logRecorder
+	nc      *nats.Conn          // on NATS
+	js      *jetstream.Cluster  // on NATS
+	mem     *memcluster.Cluster // in memory
+}
+
+// cut cuts the relay off from the others, for good: its NATS connection
+// closes.
+func (m *member) cut() {
+	if m.mem != nil {
+		m.mem.Cut()
+		return
+	}
+	m.nc.Close()
+}
+
+// reconnect breaks the relay's connection, which comes back at once:
+// what was told meanwhile is lost to it.
+func (m *member) reconnect(t *testing.T) {
+	t.Helper()
+	if m.mem != nil {
+		m.mem.Reconnect()
+		return
+	}
+	if err := m.nc.ForceReconnect(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// memberStats is what the relay follows: jetstream.ClusterStats.
+type memberStats = jetstream.ClusterStats
+
+func (m *member) stats() memberStats {
+	if m.mem != nil {
+		st := m.mem.Stats()
+		return memberStats{Followed: st.Followed, LiveMessages: st.LiveMessages}
+	}
+	return m.js.Stats()
+}
+
+// quietStore is a store on b's history of no relay: what it writes nobody
+// is told of.
+func (b testBackend) quietStore(t *testing.T, i int) history.Store {
+	t.Helper()
+	if b.net != nil {
+		return b.net.NewStore()
+	}
+	nc := b.connect(t, i)
+	t.Cleanup(nc.Close)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	quiet, err := jetstream.Open(ctx, nc, jetstream.Options{Replicas: b.replicas})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { quiet.Close() })
+	return quiet
 }
 
 const testLease = 2 * time.Second
 
-func (b natsBackend) relay(t *testing.T, i int, s *script.Script) *member {
+func (b testBackend) relay(t *testing.T, i int, s *script.Script) *member {
 	t.Helper()
 	return b.relayWith(t, i, s, jetstream.ClusterOptions{Lease: testLease})
 }
 
-func (b natsBackend) relayWith(t testing.TB, i int, s *script.Script, opts jetstream.ClusterOptions) *member {
+func (b testBackend) relayWith(t testing.TB, i int, s *script.Script, opts jetstream.ClusterOptions) *member {
 	return b.relayAgent(t, i, script.New(s), opts)
 }
 
-func (b natsBackend) relayAgent(t testing.TB, i int, agent session.Agent, opts jetstream.ClusterOptions) *member {
+func (b testBackend) relayAgent(t testing.TB, i int, agent session.Agent, opts jetstream.ClusterOptions) *member {
 	t.Helper()
 	return b.relayMod(t, i, agent, opts, nil)
 }
@@ -132,38 +213,45 @@ func (b natsBackend) relayAgent(t testing.TB, i int, agent session.Agent, opts j
 // relayMod starts relay i: its own NATS connection, store and cluster
 // membership (opts), agent behind it, and its Config changed by mod (if
 // not nil) before it starts. Its log is shown if the test fails.
-func (b natsBackend) relayMod(t testing.TB, i int, agent session.Agent, opts jetstream.ClusterOptions, mod func(*relay.Config)) *member {
+func (b testBackend) relayMod(t testing.TB, i int, agent session.Agent, opts jetstream.ClusterOptions, mod func(*relay.Config)) *member {
 	t.Helper()
-	nc := b.connect(t, i)
-	t.Cleanup(nc.Close)
-	ctx := context.Background()
-	store, err := jetstream.Open(ctx, nc, jetstream.Options{Replicas: b.replicas, LoseAck: b.loseAck})
-	if err != nil {
-		t.Fatal(err)
+	m := &member{logs: newLogRecorder()}
+	if b.net != nil {
+		s := b.net.NewStore()
+		m.mem = b.net.NewCluster(s, memcluster.Options{Lease: opts.Lease, RenewEvery: opts.RenewEvery})
+		m.store, m.cluster = s, m.mem
+	} else {
+		m.nc = b.connect(t, i)
+		t.Cleanup(m.nc.Close)
+		ctx := context.Background()
+		store, err := jetstream.Open(ctx, m.nc, jetstream.Options{Replicas: b.replicas, LoseAck: b.loseAck})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { store.Close() })
+		cl, err := jetstream.NewCluster(ctx, store, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m.store, m.js, m.cluster = store, cl, cl
 	}
-	t.Cleanup(func() { store.Close() })
-	cl, err := jetstream.NewCluster(ctx, store, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	logs := newLogRecorder()
 	t.Cleanup(func() {
 		if t.Failed() {
-			t.Logf("relay %d's log:\n%s", i, logs.all())
+			t.Logf("relay %d's log:\n%s", i, m.logs.all())
 		}
 	})
-	cfg := relay.Config{Agent: agent, Store: store, Cluster: cl, Logger: logs.logger()}
+	cfg := relay.Config{Agent: agent, Store: m.store, Cluster: m.cluster, Logger: m.logs.logger()}
 	if mod != nil {
 		mod(&cfg)
 	}
-	srv := relaytest.Start(t, cfg)
-	return &member{srv: srv, nc: nc, store: store, cluster: cl, logs: logs}
+	m.srv = relaytest.Start(t, cfg)
+	return m
 }
 
 // pair starts relays A (0) and B (1) on b, both running clusterScript
 // with the test lease, and dials a client to each; id, name and the
-// backend's, is the test's conversation.
-func (b natsBackend) pair(t *testing.T, name string) (a, bb *member, ca, cb *relaytest.Client, id string) {
+// testBackend's, is the test's conversation.
+func (b testBackend) pair(t *testing.T, name string) (a, bb *member, ca, cb *relaytest.Client, id string) {
 	t.Helper()
 	s := clusterScript(t)
 	a, bb = b.relay(t, 0, s), b.relay(t, 1, s)
@@ -241,7 +329,7 @@ func countType(frames []relaytest.Frame, typ string) int {
 // A's seqs, none twice; a late subscriber on B replays and joins live;
 // B's list shows the conversation.
 func TestClusterFanOut(t *testing.T) {
-	eachBackend(t, func(t *testing.T, b natsBackend) {
+	eachBackend(t, func(t *testing.T, b testBackend) {
 		_, bb, ca, cb, id := b.pair(t, "fan")
 
 		cb.Send("copilot:list", map[string]any{"watch": true})
@@ -353,7 +441,7 @@ func TestClusterFanOut(t *testing.T) {
 // A's clients get user_input_closed with who answered. A set_mode from B
 // decides A's next permission.
 func TestClusterQuestionAndModeFromAnotherRelay(t *testing.T) {
-	eachBackend(t, func(t *testing.T, b natsBackend) {
+	eachBackend(t, func(t *testing.T, b testBackend) {
 		_, _, ca, cb, id := b.pair(t, "q")
 
 		send(ca, id, "question")
@@ -431,7 +519,7 @@ func frameTexts(fs []relaytest.Frame) []string {
 // send from B runs on B; every seq B's client saw is gapless, and A, cut
 // off, answers /healthz with 503.
 func TestClusterOwnerDies(t *testing.T) {
-	eachBackend(t, func(t *testing.T, b natsBackend) {
+	eachBackend(t, func(t *testing.T, b testBackend) {
 		a, bb, ca, cb, id := b.pair(t, "die")
 
 		send(ca, id, "long")
@@ -440,10 +528,10 @@ func TestClusterOwnerDies(t *testing.T) {
 		before := collect(t, cb, "copilot:delta", func(f relaytest.Frame) bool { return f.Field("content") == "l5 " })
 
 		killed := time.Now()
-		a.nc.Close()
+		a.cut()
 		ca.Close()
 		if code := healthz(t, a.srv); code != http.StatusServiceUnavailable {
-			t.Fatalf("A's /healthz answers %d without NATS, want 503", code)
+			t.Fatalf("A's /healthz answers %d cut off, want 503", code)
 		}
 
 		idle, after := cb.WaitForCollect("copilot:idle", nil)
@@ -481,7 +569,7 @@ func TestClusterOwnerDies(t *testing.T) {
 // its conversations up at once: the next send from another relay runs
 // there without waiting for a lease.
 func TestClusterOwnerStops(t *testing.T) {
-	eachBackend(t, func(t *testing.T, b natsBackend) {
+	eachBackend(t, func(t *testing.T, b testBackend) {
 		a, bb, ca, cb, id := b.pair(t, "stop")
 
 		send(ca, id, "long")
@@ -520,7 +608,7 @@ func healthz(t *testing.T, srv *relaytest.Server) int {
 // A stops the turn, and its client gets the new owner's events from then
 // on. The stored history is one gapless chain.
 func TestClusterFence(t *testing.T) {
-	eachBackend(t, func(t *testing.T, b natsBackend) {
+	eachBackend(t, func(t *testing.T, b testBackend) {
 		s := clusterScript(t)
 		a := b.relayWith(t, 0, s, jetstream.ClusterOptions{Lease: testLease, RenewEvery: time.Hour})
 		bb := b.relay(t, 1, s)
@@ -648,7 +736,7 @@ func TestClusterNodeDies(t *testing.T) {
 // by whichever relay takes the conversation over, this one included, and
 // the stored chain stays gapless.
 func TestClusterLeaseLapses(t *testing.T) {
-	eachBackend(t, func(t *testing.T, b natsBackend) {
+	eachBackend(t, func(t *testing.T, b testBackend) {
 		s := clusterScript(t)
 		a := b.relayWith(t, 0, s, jetstream.ClusterOptions{Lease: testLease, RenewEvery: testLease + time.Second})
 		ca := a.srv.Dial(t)
@@ -685,14 +773,14 @@ func TestClusterLeaseLapses(t *testing.T) {
 // takes over closes the question (user_input_closed, aborted) and then the
 // turn, and a new subscriber sees neither open.
 func TestClusterOwnerDiesWithQuestion(t *testing.T) {
-	eachBackend(t, func(t *testing.T, b natsBackend) {
+	eachBackend(t, func(t *testing.T, b testBackend) {
 		a, bb, ca, cb, id := b.pair(t, "dieq")
 
 		send(ca, id, "question")
 		req := ca.WaitFor("copilot:user_input_request", nil)
 		subscribe(cb, id)
 		cb.WaitFor("copilot:subscribed", nil)
-		a.nc.Close()
+		a.cut()
 
 		closed := cb.WaitFor("copilot:user_input_closed", nil)
 		if closed.Field("reason") != "aborted" || closed.Field("requestId") != req.Field("requestId") {
@@ -714,12 +802,12 @@ func TestClusterOwnerDiesWithQuestion(t *testing.T) {
 // once the lease lapses the turn is closed, and the send runs on B, with
 // no error to the client.
 func TestClusterSendWhileOwnerDead(t *testing.T) {
-	eachBackend(t, func(t *testing.T, b natsBackend) {
+	eachBackend(t, func(t *testing.T, b testBackend) {
 		a, _, ca, cb, id := b.pair(t, "sendwhile")
 
 		send(ca, id, "long")
 		ca.WaitFor("copilot:delta", nil)
-		a.nc.Close()
+		a.cut()
 		ca.Close()
 		send(cb, id, "hello")
 
@@ -764,7 +852,7 @@ func TestClusterSendWhileOwnerDead(t *testing.T) {
 // is down) is forgotten by the next subscribe: the subscriber finds a new,
 // empty conversation, and the watched list drops the old one.
 func TestClusterDeletedUnseen(t *testing.T) {
-	eachBackend(t, func(t *testing.T, b natsBackend) {
+	eachBackend(t, func(t *testing.T, b testBackend) {
 		a, bb, ca, cb, id := b.pair(t, "unseen")
 
 		send(ca, id, "hello")

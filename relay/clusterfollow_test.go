@@ -43,7 +43,7 @@ func followScript(t *testing.T) *script.Script {
 
 // followPair starts relays A and B running followScript, B with the
 // linger given, and a client on each.
-func (b natsBackend) followPair(t *testing.T, name string, linger time.Duration) (a, bb *member, ca, cb *relaytest.Client, id string) {
+func (b testBackend) followPair(t *testing.T, name string, linger time.Duration) (a, bb *member, ca, cb *relaytest.Client, id string) {
 	t.Helper()
 	s := followScript(t)
 	a = b.relayWith(t, 0, s, jetstream.ClusterOptions{Lease: testLease})
@@ -55,9 +55,9 @@ func (b natsBackend) followPair(t *testing.T, name string, linger time.Duration)
 func waitFollowed(t *testing.T, m *member, n int) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
-	for m.cluster.Stats().Followed != n {
+	for m.stats().Followed != n {
 		if time.Now().After(deadline) {
-			t.Fatalf("the relay follows %d conversations, want %d", m.cluster.Stats().Followed, n)
+			t.Fatalf("the relay follows %d conversations, want %d", m.stats().Followed, n)
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
@@ -86,7 +86,7 @@ func listedAs(t *testing.T, cl *relaytest.Client, id string, want ...string) rel
 // hears of it: new, its title, streaming and a question open, its mode,
 // streaming off, and its delete.
 func TestClusterFollowNothing(t *testing.T) {
-	eachBackend(t, func(t *testing.T, b natsBackend) {
+	eachBackend(t, func(t *testing.T, b testBackend) {
 		_, bb, ca, cb, id := b.followPair(t, "nothing", time.Second)
 		cb.Send("copilot:list", map[string]any{"watch": true})
 		cb.Expect("copilot:conversations")
@@ -117,7 +117,7 @@ func TestClusterFollowNothing(t *testing.T) {
 		ca.WaitFor("copilot:deleted", nil)
 		listedAs(t, cb, id, `"deleted":true`)
 
-		if st := bb.cluster.Stats(); st.LiveMessages != 0 || st.Followed != 0 || st.Wide {
+		if st := bb.stats(); st.LiveMessages != 0 || st.Followed != 0 || st.Wide {
 			t.Fatalf("B, watching nothing, got %+v", st)
 		}
 		// Its list, asked again, says the same.
@@ -134,7 +134,7 @@ func TestClusterFollowNothing(t *testing.T) {
 // one left and the linger ended, which unfollows); and once the linger is
 // over B gets none of the conversation's live messages.
 func TestClusterFollowMidTurn(t *testing.T) {
-	eachBackend(t, func(t *testing.T, b natsBackend) {
+	eachBackend(t, func(t *testing.T, b testBackend) {
 		_, bb, ca, _, id := b.followPair(t, "midturn", 50*time.Millisecond)
 		send(ca, id, "middle please")
 		for round := range 3 {
@@ -155,21 +155,21 @@ func TestClusterFollowMidTurn(t *testing.T) {
 				got = append(got, collectN(join, 15)...)
 				eventSeqs(t, fmt.Sprintf("joiner %d", round), got, 0)
 			}
-			if st := bb.cluster.Stats(); st.Followed != 1 {
+			if st := bb.stats(); st.Followed != 1 {
 				t.Fatalf("joiner %d: B follows %d conversations", round, st.Followed)
 			}
 			join.Close()
 			waitFollowed(t, bb, 0) // the linger's end unsubscribes
 		}
 		ca.WaitFor("copilot:idle", nil)
-		before := bb.cluster.Stats().LiveMessages
+		before := bb.stats().LiveMessages
 		if before == 0 {
 			t.Fatal("B's joiners got live events, but B counted no live message")
 		}
 		send(ca, id, "hello")
 		ca.WaitFor("copilot:idle", nil)
 		time.Sleep(200 * time.Millisecond) // what would come, comes in that time
-		if after := bb.cluster.Stats().LiveMessages; after != before {
+		if after := bb.stats().LiveMessages; after != before {
 			t.Fatalf("B followed nothing, and got %d live messages of a turn", after-before)
 		}
 
@@ -197,7 +197,7 @@ func collectN(cl *relaytest.Client, n int) []relaytest.Frame {
 // publishes none) are in B's list once its connection comes back: a new
 // conversation listed, a deleted one dropped.
 func TestClusterListRepair(t *testing.T) {
-	eachBackend(t, func(t *testing.T, b natsBackend) {
+	eachBackend(t, func(t *testing.T, b testBackend) {
 		a, bb, ca, cb, id := b.followPair(t, "repair", time.Second)
 		send(ca, id, "hello")
 		ca.WaitFor("copilot:idle", nil)
@@ -212,13 +212,7 @@ func TestClusterListRepair(t *testing.T) {
 			t.Fatal(err)
 		}
 		// A conversation written by a store of no cluster: nobody is told.
-		nc := b.connect(t, 2)
-		defer nc.Close()
-		quiet, err := jetstream.Open(ctx, nc, jetstream.Options{Replicas: b.replicas})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer quiet.Close()
+		quiet := b.quietStore(t, 2)
 		unseen := id + "-unseen"
 		now := time.Now()
 		frame := []byte(`{"type":"copilot:idle","conversationId":"` + unseen + `","seq":1,"data":{"status":"completed"}}`)
@@ -239,9 +233,7 @@ func TestClusterListRepair(t *testing.T) {
 			}
 		}
 
-		if err := bb.nc.ForceReconnect(); err != nil {
-			t.Fatal(err)
-		}
+		bb.reconnect(t)
 		// Both in one notice of the list, in either order.
 		var listed, dropped bool
 		for !listed || !dropped {
@@ -273,7 +265,7 @@ func TestClusterFollowOlderRelay(t *testing.T) {
 		t.Fatal(err)
 	}
 	deadline := time.Now().Add(10 * time.Second)
-	for !bb.cluster.Stats().Wide {
+	for !bb.stats().Wide {
 		if time.Now().After(deadline) {
 			t.Fatal("B does not follow every conversation while an older relay lives")
 		}
@@ -281,7 +273,7 @@ func TestClusterFollowOlderRelay(t *testing.T) {
 	}
 	send(ca, id, "hello")
 	ca.WaitFor("copilot:idle", nil)
-	for bb.cluster.Stats().LiveMessages == 0 {
+	for bb.stats().LiveMessages == 0 {
 		if time.Now().After(deadline) {
 			t.Fatal("B, following every conversation, got no live message")
 		}
@@ -290,7 +282,7 @@ func TestClusterFollowOlderRelay(t *testing.T) {
 	if err := kv.Delete(ctx, "olderrelay"); err != nil {
 		t.Fatal(err)
 	}
-	for bb.cluster.Stats().Wide {
+	for bb.stats().Wide {
 		if time.Now().After(deadline) {
 			t.Fatal("B still follows every conversation once the older relay is gone")
 		}

@@ -17,7 +17,7 @@ import (
 // relay. No turn ends aborted. (Before, Close aborted every running turn.)
 func TestClusterDrain(t *testing.T) {
 	checkNoLeaks(t)
-	b := embeddedBackend(t)
+	b := memoryBackend(t)
 	s := clusterScript(t)
 	a, bb := b.relay(t, 0, s), b.relay(t, 1, s)
 	ca, cb := a.srv.Dial(t), bb.srv.Dial(t)

@@ -35,7 +35,7 @@ func (c *failingClaims) Claim(ctx context.Context, id string) (string, string, e
 // and closes the turn. Before, B gave up at the first failure and its
 // client's turn stayed open for good.
 func TestClusterTakeoverTriedAgain(t *testing.T) {
-	b := embeddedBackend(t)
+	b := memoryBackend(t)
 	s := clusterScript(t)
 	a := b.relay(t, 0, s)
 	claims := &failingClaims{}
@@ -51,7 +51,7 @@ func TestClusterTakeoverTriedAgain(t *testing.T) {
 	ca.WaitFor("copilot:delta", nil)
 	replayFrom(cb, id, 0)
 	cb.WaitFor("copilot:delta", nil)
-	a.nc.Close()
+	a.cut()
 	ca.Close()
 
 	idle, _ := cb.WaitForCollect("copilot:idle", nil)

@@ -105,10 +105,11 @@ type delivery struct {
 }
 
 const (
-	kindLive    = iota // an append of a followed conversation
-	kindChanged        // a record a list would show anew
-	kindDeleted        // a conversation deleted
-	kindGone           // a relay's lease lapsed
+	kindLive        = iota // an append of a followed conversation
+	kindChanged            // a record a list would show anew
+	kindDeleted            // a conversation deleted
+	kindGone               // a relay's lease lapsed
+	kindReconnected        // what was told may not all have come
 )
 
 // enqueue hands d to the delivery goroutine; a full queue drops it and
@@ -297,6 +298,8 @@ func (c *Cluster) handle(h history.ClusterHooks, d delivery) {
 	case kindDeleted:
 		c.s.forget(d.id)
 		h.Deleted(d.id)
+	case kindReconnected:
+		h.Reconnected()
 	case kindGone:
 		c.mu.Lock()
 		if ch, ok := c.lapsed[d.id]; ok {
@@ -632,6 +635,22 @@ func (c *Cluster) Cut() {
 	}
 	delete(n.receivers, c)
 	clear(c.follows)
+}
+
+// Reconnect plays a connection that broke and came back: what was
+// delivered but not yet handed to the relay is lost, and the relay hears
+// Reconnected.
+func (c *Cluster) Reconnect() {
+	c.net.mu.Lock()
+	defer c.net.mu.Unlock()
+	for drained := false; !drained; {
+		select {
+		case <-c.queue:
+		default:
+			drained = true
+		}
+	}
+	c.enqueue(delivery{kind: kindReconnected})
 }
 
 // Stop withdraws the relay: no more deliveries or commands, its owner
