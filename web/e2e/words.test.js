@@ -46,3 +46,22 @@ describe('checkpoint words', () => {
     );
   });
 });
+
+describe('restore words', () => {
+  it('names what a restore changes, and reads a patch, as conversation.RestoreEffects and PatchLines do', async () => {
+    const { patchLines, restoreCaveat, restoreEffects } = await import('../static/js/words.js');
+    const f = (path, status) => ({ path, status });
+    const sets = [
+      { checkpoint: 't0', files: [f('before.go', 'modified')] },
+      { checkpoint: 't1', files: [f('new.go', 'added'), f('gone.go', 'deleted'), f('mod.go', 'modified'), f('tmp.go', 'added')] },
+      { checkpoint: 't2', files: [f('tmp.go', 'deleted'), f('mod.go', 'deleted'), f('gone.go', 'added')] },
+    ];
+    assert.deepEqual(restoreEffects(sets, 't1'), [
+      { path: 'gone.go', effect: 'rewritten' }, { path: 'mod.go', effect: 'brought back' }, { path: 'new.go', effect: 'removed' },
+    ]);
+    assert.match(restoreCaveat(['Fix the build']), /^Another conversation works in this folder \("Fix the build"\)/);
+    const patch = 'diff --git a/a.go b/a.go\nindex 1..2 100644\n--- a/a.go\n+++ b/a.go\n@@ -1 +1 @@\n-old\n+new\n\\ No newline at end of file\n';
+    assert.deepEqual(patchLines(patch).map((l) => l.op + l.text), ['@@@ -1 +1 @@', '-old', '+new', '@\\ No newline at end of file']);
+    assert.deepEqual(patchLines('Binary files a/x and b/x differ\n'), []);
+  });
+});

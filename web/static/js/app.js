@@ -64,7 +64,12 @@ export class App {
       more: () => this.requestList('more'),
       fresh: () => this.newConversation(),
     });
-    this.transcript = new Transcript($('transcript'), $('new-below'));
+    this.transcript = new Transcript($('transcript'), $('new-below'), {
+      diff: (checkpoint, path) => this.askDiff(checkpoint, path),
+      restore: (checkpoint) => this.restore(checkpoint),
+      undo: (checkpoint) => this.restore(checkpoint),
+      effects: (checkpoint) => this.restoreEffects(checkpoint),
+    });
     this.indicator = new Indicator($('indicator'));
     this.composer = new Composer(
       { form: $('composer'), input: $('prompt'), send: $('send'), plan: $('mode-plan'), act: $('mode-act'), banner: $('plan-banner'), why: $('send-why') },
@@ -382,6 +387,46 @@ export class App {
       c.answerFailed(requestId, 'Not connected to the relay: the rejection was not sent. Try again once the page is connected.');
     }
     this.scheduleRender();
+  }
+
+  // ---- checkpoints (docs/checkpoints.md) ----
+
+  askDiff(checkpoint, path) {
+    const c = this.current && this.convs.get(this.current);
+    if (!c || !c.askDiff(checkpoint, path)) return;
+    if (!this.conn.send('copilot:diff', { conversationId: c.id, checkpoint, path })) {
+      c.apply('error', { type: 'copilot:diff', conversationId: c.id, message: 'not connected to the relay' });
+    }
+    this.scheduleRender();
+  }
+
+  restore(checkpoint) {
+    const c = this.current && this.convs.get(this.current);
+    if (!c) return;
+    if (c.streaming) {
+      c.note('warning', 'A turn is running: stop it or wait for its end, then restore.');
+    } else if (this.conn.send('copilot:restore', { conversationId: c.id, checkpoint })) {
+      c.markRestoring(checkpoint);
+    } else {
+      c.note('error', 'Not connected to the relay: nothing was restored.');
+    }
+    this.scheduleRender();
+  }
+
+  // restoreEffects is what a restore of the open conversation to
+  // checkpoint changes, and the other conversations in the same folder
+  // without a worktree (the restore undoes their changes too).
+  restoreEffects(checkpoint) {
+    const c = this.current && this.convs.get(this.current);
+    if (!c) return { files: [], others: [] };
+    const ws = this.entries.get(c.id)?.workspace;
+    const others = [];
+    if (ws && ws.isolation !== 'worktree') {
+      for (const [id, e] of this.entries) {
+        if (id !== c.id && e.workspace && e.workspace.dir === ws.dir && e.workspace.isolation !== 'worktree') others.push(e.title || 'Untitled');
+      }
+    }
+    return { files: c.restoreEffects(checkpoint), others: others.sort() };
   }
 
   forget() {

@@ -6,7 +6,7 @@
 
 import {
   addQuota, addShutdown, agentChangeText, byText, changesText, closedText, modeByText, modeChangeText, newUsage, oneLine, planProgress,
-  restoredText, statusText, titleFrom, toolCommand, toolSummary, turnText,
+  restoreEffects, restoredText, statusText, titleFrom, toolCommand, toolSummary, turnText,
 } from './words.js';
 
 /**
@@ -17,7 +17,11 @@ import {
  *   tool:   id, name, summary, state (running|approved|denied|failed), detail
  *   status: status, text, detail, usage
  *   mode:   mode, text
- *   note:   tone (info|warning|error), text
+ *   note:   tone (info|warning|error), text; a turn's changes card also
+ *           changes ({checkpoint, after, files, truncated}), a restore's
+ *           notice restored ({checkpoint, undo, files}), and either card
+ *           ({patches: path → {patch, truncated}, loading: path → true,
+ *           error, restoring, undone}), replaced whole on each change
  *   reasoning: messageId, text (the agent's reasoning, plain), done
  *   plan:   entries ([{content, priority, status}]), text (its progress), done
  */
@@ -212,13 +216,39 @@ export class Conversation {
         }
         this.closeRequest(d.requestId);
         break;
-      case 'copilot:changes':
-        // What the turn changed in its folder (docs/checkpoints.md).
-        this.note('info', changesText(d.files, d.truncated));
+      case 'copilot:changes': {
+        // What the turn changed in its folder (docs/checkpoints.md): a
+        // card of its files, each opening to its diff, and Restore.
+        const files = Array.isArray(d.files) ? d.files.map((f) => ({ ...f })) : [];
+        this.push({ kind: 'note', tone: 'info', text: changesText(files, d.truncated),
+          changes: { checkpoint: String(d.checkpoint ?? ''), after: String(d.after ?? ''), files, truncated: !!d.truncated } });
         break;
-      case 'copilot:restored':
-        this.note('info', restoredText(d));
+      }
+      case 'copilot:restored': {
+        // The card (or notice) that asked is done; a notice whose undo
+        // this was is undone.
+        this.rows.forEach((r, i) => {
+          if (r.changes && r.changes.checkpoint === d.checkpoint && r.card?.restoring) this.setCard(i, { restoring: false });
+          else if (r.restored && r.restored.undo === d.checkpoint && !r.card?.undone) this.setCard(i, { restoring: false, undone: true });
+        });
+        const files = Array.isArray(d.files) ? d.files.map((f) => ({ ...f })) : [];
+        this.push({ kind: 'note', tone: 'info', text: restoredText(d),
+          restored: { checkpoint: String(d.checkpoint ?? ''), undo: String(d.undo ?? ''), files } });
         break;
+      }
+      case 'copilot:diff': {
+        const i = this.cardRow(d.checkpoint);
+        if (i < 0) break;
+        const card = this.rows[i].card || {};
+        const patches = { ...card.patches };
+        const loading = {};
+        for (const f of Array.isArray(d.files) ? d.files : []) patches[f.path] = { patch: String(f.patch ?? ''), truncated: !!f.truncated };
+        // A path the relay found no patch for gets an empty one rather
+        // than loading for ever.
+        for (const p of Object.keys(card.loading || {})) if (!(p in patches)) patches[p] = { patch: '', truncated: false };
+        this.setCard(i, { patches, loading });
+        break;
+      }
       case 'copilot:error':
         this.lastError = d.message ?? '';
         this.errorRow = this.push({ kind: 'note', tone: 'error', text: `Agent error: ${d.message ?? ''}` });
@@ -267,6 +297,13 @@ export class Conversation {
         ch.rows = true;
         break;
       case 'error':
+        if (d.type === 'copilot:diff') {
+          this.rows.forEach((r, i) => {
+            if (r.card && Object.keys(r.card.loading || {}).length) this.setCard(i, { loading: {}, error: d.message ?? d.code });
+          });
+          break;
+        }
+        if (d.type === 'copilot:restore') this.restoreFailed();
         this.relayError(d);
         break;
       default:
@@ -322,6 +359,52 @@ export class Conversation {
       this.pending.answering = false;
       this.pending.hint = why;
     }
+  }
+
+  // ---- checkpoints (docs/checkpoints.md) ----
+
+  // cardRow is the row of the changes card of checkpoint (-1: none).
+  cardRow(checkpoint) {
+    for (let i = this.rows.length - 1; i >= 0; i--) if (this.rows[i].changes?.checkpoint === checkpoint) return i;
+    return -1;
+  }
+
+  // setCard gives row i a new card: its old one with fields changed.
+  setCard(i, fields) {
+    this.update(i, { card: { patches: {}, loading: {}, error: '', restoring: false, undone: false, ...this.rows[i].card, ...fields } });
+  }
+
+  /**
+   * askDiff records that the page asks for the diff of path in the card
+   * of checkpoint, and says whether to send copilot:diff: not when the
+   * card has it or waits for it.
+   */
+  askDiff(checkpoint, path) {
+    const i = this.cardRow(checkpoint);
+    if (i < 0) return false;
+    const card = this.rows[i].card;
+    if (card && (path in card.patches || card.loading[path])) return false;
+    this.setCard(i, { loading: { ...card?.loading, [path]: true }, error: '' });
+    return true;
+  }
+
+  /** markRestoring records a restore to checkpoint asked for here (Restore, or a notice's Undo). */
+  markRestoring(checkpoint) {
+    this.rows.forEach((r, i) => {
+      if (r.changes?.checkpoint === checkpoint || r.restored?.undo === checkpoint) this.setCard(i, { restoring: true });
+    });
+  }
+
+  /** restoreFailed ends the restores this page waits for. */
+  restoreFailed() {
+    this.rows.forEach((r, i) => {
+      if (r.card?.restoring) this.setCard(i, { restoring: false });
+    });
+  }
+
+  /** restoreEffects is what a restore to checkpoint would change (words.js). */
+  restoreEffects(checkpoint) {
+    return restoreEffects(this.rows.filter((r) => r.changes).map((r) => r.changes), checkpoint);
   }
 
   /** note adds a note row: something the page itself has to say. */

@@ -13,7 +13,13 @@
 
 import { el, clear } from './dom.js';
 import { renderBlock, splitBlocks } from './markdown.js';
-import { oneLine, planMark } from './words.js';
+import { RESTORE_QUESTION, changesText, fileMark, oneLine, patchLines, planMark, restoreCaveat } from './words.js';
+
+// A card lists this many files; the rest are counted. An open file's diff
+// shows this many lines before "Show all".
+const CARD_FILES = 50;
+const DIFF_LINES = 200;
+const MAX_DIFF_LINES = 2000;
 
 // A collapsed reasoning row previews this much of the start of the text,
 // so a long run of it does not cost its length at each chunk.
@@ -39,9 +45,13 @@ export class Transcript {
    * @param {HTMLButtonElement} pill the "New messages" button (hidden
    *   while following)
    */
-  constructor(root, pill) {
+  constructor(root, pill, actions = {}) {
     this.root = root;
     this.pill = pill;
+    // What a changes card asks of the page (app.js): diff(checkpoint,
+    // path), restore(checkpoint) (confirmed), undo(checkpoint),
+    // effects(checkpoint) → {files, others}.
+    this.actions = actions;
     this.box = el('div', { class: 'rows' });
     root.append(this.box);
     this.convId = null;
@@ -88,9 +98,7 @@ export class Transcript {
       const row = rows[i];
       if (this.versions[i] === row.v && this.nodes[i]) continue;
       const old = this.nodes[i];
-      const node = old && old.dataset.kind === row.kind && (row.kind === 'text' || row.kind === 'reasoning')
-        ? (row.kind === 'text' ? this.updateText(old, row) : this.updateReasoning(old, row))
-        : this.build(row);
+      const node = this.reuse(old, row) || this.build(row);
       node.dataset.row = String(i);
       if (!old) {
         this.box.append(node);
@@ -168,7 +176,21 @@ export class Transcript {
     if (this.pill.textContent !== text) this.pill.textContent = text;
   }
 
+  // reuse updates old, the node of the row's last version, in place when
+  // it is the same kind of node (what the user opened in it stays open);
+  // else it returns null.
+  reuse(old, row) {
+    if (!old || old.dataset.kind !== row.kind) return null;
+    if (row.kind === 'text') return this.updateText(old, row);
+    if (row.kind === 'reasoning') return this.updateReasoning(old, row);
+    if (row.kind === 'note' && row.changes && old.classList.contains('changes')) return this.updateChanges(old, row);
+    if (row.kind === 'note' && row.restored && old.classList.contains('restored')) return this.updateRestored(old, row);
+    return null;
+  }
+
   build(row) {
+    if (row.kind === 'note' && row.changes) return this.updateChanges(this.buildChanges(row), row);
+    if (row.kind === 'note' && row.restored) return this.updateRestored(this.buildRestored(row), row);
     switch (row.kind) {
       case 'user':
         return el('div', { class: 'row user', dataset: { kind: 'user' } },
@@ -259,6 +281,134 @@ export class Transcript {
           el('span', { class: 'step-text', text: e.content.trim() }),
           e.priority === 'high' ? el('span', { class: 'step-priority', text: 'high priority' }) : null);
       })));
+  }
+
+  // ---- checkpoints (docs/checkpoints.md) ----
+
+  // buildChanges makes a turn's changes card: its summary, a disclosure
+  // per file that asks for the file's diff when first opened, and Restore,
+  // which asks first (an inline confirmation naming what changes). A
+  // viewer's page hides Restore (app.css, body[data-role]).
+  buildChanges(row) {
+    const ch = row.changes;
+    const files = ch.files.slice(0, CARD_FILES);
+    const list = el('div', { class: 'card-files' }, files.map((f) => {
+      const counts = f.binary ? el('span', { class: 'counts', text: 'binary' })
+        : el('span', { class: 'counts' }, el('span', { class: 'add', text: `+${f.additions || 0}` }), ' ', el('span', { class: 'del', text: `−${f.deletions || 0}` }));
+      const file = el('details', { class: 'card-file', dataset: { path: f.path, status: f.status } },
+        el('summary', null, el('span', { class: 'mark', text: fileMark(f.status) }), el('code', { class: 'path', text: f.path }), counts),
+        el('div', { class: 'file-diff' }));
+      file.addEventListener('toggle', () => {
+        if (file.open) this.actions.diff?.(ch.checkpoint, f.path);
+      });
+      return file;
+    }));
+    const more = ch.files.length - files.length;
+    const confirm = el('div', { class: 'confirm', role: 'group', 'aria-label': 'Confirm the restore', hidden: true });
+    const restore = el('button', { type: 'button', class: 'restore needs-control', text: 'Restore files to before this turn…' });
+    restore.addEventListener('click', () => this.openConfirm(confirm, ch.checkpoint, restore));
+    return el('div', { class: 'row note changes', dataset: { kind: 'note', checkpoint: ch.checkpoint } },
+      el('div', { class: 'card-title', text: changesText(ch.files, ch.truncated) }),
+      list,
+      more > 0 || ch.truncated ? el('div', { class: 'small', text: ch.truncated ? 'and more files than the relay lists' : `and ${more} more files` }) : null,
+      el('div', { class: 'card-error', role: 'alert', hidden: true }),
+      el('div', { class: 'card-foot' }, restore),
+      confirm);
+  }
+
+  // openConfirm fills and shows a card's confirmation of a restore.
+  openConfirm(box, checkpoint, restore) {
+    const { files = [], others = [] } = this.actions.effects?.(checkpoint) || {};
+    const cancel = el('button', { type: 'button', text: 'Cancel' });
+    const ok = el('button', { type: 'button', class: 'danger', text: 'Restore' });
+    const close = () => {
+      box.hidden = true;
+      restore.hidden = false;
+      restore.focus();
+    };
+    cancel.addEventListener('click', close);
+    ok.addEventListener('click', () => {
+      box.hidden = true;
+      restore.hidden = false;
+      this.actions.restore?.(checkpoint);
+    });
+    clear(box).append(
+      el('p', { text: RESTORE_QUESTION }),
+      el('ul', { class: 'effects' }, files.map((f) => el('li', null, el('code', { text: f.path }), ` (${f.effect})`))),
+      el('p', { class: others.length ? 'caveat warn' : 'caveat', text: restoreCaveat(others) }),
+      el('div', { class: 'confirm-buttons' }, cancel, ok));
+    box.hidden = false;
+    restore.hidden = true;
+    cancel.focus();
+  }
+
+  // updateChanges shows what the card knows: each open file's diff (or
+  // that it loads), a refused diff, a restore on its way.
+  updateChanges(node, row) {
+    const card = row.card || { patches: {}, loading: {} };
+    for (const file of node.querySelectorAll('.card-file')) {
+      const path = file.dataset.path;
+      const body = file.querySelector('.file-diff');
+      const key = card.loading[path] ? 'loading' : path in card.patches ? `patch:${file.dataset.all || ''}` : 'none';
+      if (body.dataset.shows === key) continue;
+      body.dataset.shows = key;
+      clear(body);
+      if (key === 'loading') body.append(el('div', { class: 'small', text: 'Loading the diff…' }));
+      else if (key !== 'none') body.append(this.diffOf(file, card.patches[path], node, row));
+    }
+    const err = node.querySelector('.card-error');
+    err.hidden = !card.error;
+    err.textContent = card.error ? `The relay refused the diff: ${card.error}` : '';
+    const restore = node.querySelector('.restore');
+    restore.disabled = !!card.restoring;
+    restore.textContent = card.restoring ? 'Restoring…' : 'Restore files to before this turn…';
+    return node;
+  }
+
+  // diffOf draws one file's patch: added lines green, removed red, its
+  // first DIFF_LINES lines and "Show all".
+  diffOf(file, p, node, row) {
+    const lines = patchLines(p.patch);
+    if (!lines.length) {
+      return el('div', { class: 'small', text: file.dataset.status && p.patch === '' ? 'No diff to show (a binary file, or no lines changed).' : 'No lines changed.' });
+    }
+    const all = file.dataset.all === 'true';
+    const shown = lines.slice(0, all ? MAX_DIFF_LINES : DIFF_LINES);
+    const pre = el('pre', { class: 'diff', tabindex: '0' }, shown.map((l) => el('span', { class: { '+': 'ins', '-': 'del', '@': 'hunk' }[l.op] || 'ctx', text: `${l.op === '@' ? '' : `${l.op} `}${l.text}\n` })));
+    const out = el('div', null, pre);
+    if (lines.length > shown.length && !all) {
+      const more = el('button', { type: 'button', class: 'link', text: `Show all ${lines.length} lines` });
+      more.addEventListener('click', () => {
+        file.dataset.all = 'true';
+        this.updateChanges(node, row);
+      });
+      out.append(more);
+    } else if (lines.length > shown.length) {
+      out.append(el('div', { class: 'small', text: `… the first ${shown.length} of ${lines.length} lines` }));
+    }
+    if (p.truncated) out.append(el('div', { class: 'small', text: 'The diff was cut: too long for one message.' }));
+    return out;
+  }
+
+  // buildRestored makes a restore's notice: what it did, the files it
+  // could not write, and Undo.
+  buildRestored(row) {
+    const d = row.restored;
+    const failed = d.files.filter((f) => f.status === 'failed');
+    const undo = el('button', { type: 'button', class: 'undo needs-control', text: 'Undo' });
+    undo.addEventListener('click', () => this.actions.undo?.(d.undo));
+    return el('div', { class: 'row note restored info', dataset: { kind: 'note' } },
+      el('span', { text: row.text }),
+      failed.length ? el('ul', { class: 'failed' }, failed.map((f) => el('li', { text: `${f.path}: ${f.error || 'could not be written'}` }))) : null,
+      undo);
+  }
+
+  updateRestored(node, row) {
+    const card = row.card || {};
+    const undo = node.querySelector('.undo');
+    undo.disabled = !!(card.undone || card.restoring);
+    undo.textContent = card.undone ? 'Undone' : card.restoring ? 'Undoing…' : 'Undo';
+    return node;
   }
 
   // updateText renders a text row's markdown into node, keeping the

@@ -420,6 +420,73 @@ export function changesText(files, truncated) {
   return `${n} +${adds} −${dels}`;
 }
 
+/** fileMark is a changed file's mark: A, M, D (conversation.FileMark). */
+export function fileMark(status) {
+  return { added: 'A', modified: 'M', deleted: 'D', skipped: 'skipped', failed: 'FAILED' }[status] || String(status ?? '');
+}
+
+/**
+ * restoreEffects is what a restore to checkpoint would change, as the
+ * change sets from that turn on say (conversation.State.RestoreEffects):
+ * [{path, effect: removed|rewritten|brought back}], by path.
+ */
+export function restoreEffects(changeSets, checkpoint) {
+  const first = new Map();
+  const last = new Map();
+  let on = false;
+  for (const ch of changeSets) {
+    on = on || ch.checkpoint === checkpoint;
+    if (!on) continue;
+    for (const f of ch.files) {
+      if (!first.has(f.path)) first.set(f.path, f.status);
+      last.set(f.path, f.status);
+    }
+  }
+  const out = [];
+  for (const [path, st] of first) {
+    let effect = 'rewritten';
+    if (st === 'added' && last.get(path) === 'deleted') continue;
+    if (st === 'added') effect = 'removed';
+    else if (last.get(path) === 'deleted') effect = 'brought back';
+    out.push({ path, effect });
+  }
+  return out.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
+}
+
+/** RESTORE_QUESTION is asked before a restore (conversation.RestoreQuestion). */
+export const RESTORE_QUESTION = "Put the folder's files back as they were before this turn? This changes:";
+
+/**
+ * restoreCaveat says what else a restore puts back; others are the titles
+ * of other conversations working in the same folder (conversation.RestoreCaveat).
+ */
+export function restoreCaveat(others = []) {
+  let text = 'It also undoes whatever else changed in the folder since. The restore can be undone.';
+  if (others.length) {
+    text = `Another conversation works in this folder (${others.map((o) => JSON.stringify(oneLine(o, 60))).join(', ')}): the restore also undoes what it changed since. ${text}`;
+  }
+  return text;
+}
+
+/**
+ * patchLines are the lines of one file's patch to draw: its hunks, without
+ * git's header lines before the first (conversation.PatchLines):
+ * [{op: '+'|'-'|' '|'@', text}].
+ */
+export function patchLines(patch) {
+  let p = String(patch ?? '');
+  const i = p.indexOf('\n@@');
+  if (!p.startsWith('@@')) {
+    if (i < 0) return [];
+    p = p.slice(i + 1);
+  }
+  return p.replace(/\n+$/, '').split('\n').map((l) => {
+    if (l.startsWith('@@') || l.startsWith('\\ ')) return { op: '@', text: l };
+    if (l.startsWith('+') || l.startsWith('-') || l.startsWith(' ')) return { op: l[0], text: l.slice(1) };
+    return { op: ' ', text: l };
+  });
+}
+
 /**
  * restoredText says what a restore did and its undo checkpoint, as the
  * window does (conversation.RestoredText).
