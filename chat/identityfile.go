@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/pilotdesk/pilotdesk/client"
+	"github.com/pilotdesk/pilotdesk/internal/atomicfile"
 	"github.com/pilotdesk/pilotdesk/protocol"
 )
 
@@ -123,22 +124,7 @@ func (f *IdentityFile) store(key string, by protocol.By) error {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return fmt.Errorf("creating %s: %w", dir, err)
 	}
-	// A new file (CreateTemp makes it 0600: only this user reads it)
-	// renamed over the old one, so that a crash leaves one or the other.
-	tmp, err := os.CreateTemp(dir, IdentityFileName+".*")
-	if err != nil {
-		return fmt.Errorf("writing %s: %w", f.path, err)
-	}
-	defer os.Remove(tmp.Name()) // after the rename, there is none
-	if _, err := tmp.Write(raw); err != nil {
-		tmp.Close()
-		return fmt.Errorf("writing %s: %w", f.path, err)
-	}
-	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("writing %s: %w", f.path, err)
-	}
-	if err := os.Rename(tmp.Name(), f.path); err != nil {
-		return fmt.Errorf("writing %s: %w", f.path, err)
-	}
-	return nil
+	// A new file, only this user's, renamed over the old one, so that a
+	// crash leaves one or the other.
+	return atomicfile.WriteFile(f.path, raw, atomicfile.OwnerOnly)
 }

@@ -9,6 +9,8 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+
+	"github.com/pilotdesk/pilotdesk/internal/atomicfile"
 )
 
 // runningName is the file in the data dir that says how to reach the relay
@@ -57,22 +59,8 @@ func writeRunning(dir string, r runningRelay) (string, error) {
 		return "", err
 	}
 	path := filepath.Join(dir, runningName)
-	tmp, err := os.CreateTemp(dir, ".relay-*.json")
-	if err != nil {
-		return "", fmt.Errorf("writing %s: %w", path, err)
-	}
-	defer os.Remove(tmp.Name()) // after the rename, a no-op
-	if err := tmp.Chmod(0o600); err == nil {
-		_, err = tmp.Write(b)
-	}
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp.Name(), path)
-	}
-	if err != nil {
-		return "", fmt.Errorf("writing %s: %w", path, err)
+	if err := atomicfile.WriteFile(path, b, atomicfile.OwnerOnly); err != nil {
+		return "", err
 	}
 	return path, nil
 }

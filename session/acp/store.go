@@ -7,6 +7,8 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+
+	"github.com/pilotdesk/pilotdesk/internal/atomicfile"
 )
 
 // sessionStore remembers which ACP session each conversation runs, so that a
@@ -97,18 +99,7 @@ func (s *sessionStore) writeLocked() error {
 	if err := os.MkdirAll(filepath.Dir(s.path), 0o700); err != nil {
 		return fmt.Errorf("acp: writing the session map: %w", err)
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(s.path), filepath.Base(s.path)+".*.tmp")
-	if err != nil {
-		return fmt.Errorf("acp: writing the session map: %w", err)
-	}
-	_, werr := tmp.Write(data)
-	cerr := tmp.Close()
-	if err := errors.Join(werr, cerr); err != nil {
-		os.Remove(tmp.Name())
-		return fmt.Errorf("acp: writing the session map: %w", err)
-	}
-	if err := os.Rename(tmp.Name(), s.path); err != nil {
-		os.Remove(tmp.Name())
+	if err := atomicfile.WriteFile(s.path, data, atomicfile.Private); err != nil {
 		return fmt.Errorf("acp: writing the session map: %w", err)
 	}
 	return nil

@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/pilotdesk/pilotdesk/internal/atomicfile"
 	"github.com/pilotdesk/pilotdesk/relay/history"
 )
 
@@ -84,20 +85,8 @@ func openGuard(dir string, log *slog.Logger) (f *os.File, unstored bool, err err
 // createGuard writes a guard holding record under another name and renames
 // it into place, so that a crash never leaves half a guard at path.
 func createGuard(path string, record []byte) error {
-	tmp := path + ".new"
-	err := os.WriteFile(tmp, record, 0o600)
-	if err == nil {
-		err = syncFile(tmp)
-	}
-	if err == nil {
-		err = os.Rename(tmp, path)
-	}
-	if err == nil {
-		err = syncDir(filepath.Dir(path))
-	}
-	if err != nil {
-		_ = os.Remove(tmp)
-		return fmt.Errorf("history: create the guard file %s: %w", path, err)
+	if err := atomicfile.WriteFile(path, record, atomicfile.Private); err != nil {
+		return fmt.Errorf("history: create the guard file: %w", err)
 	}
 	return nil
 }

@@ -19,6 +19,7 @@ import (
 	sqlite "modernc.org/sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
 
+	"github.com/pilotdesk/pilotdesk/internal/atomicfile"
 	"github.com/pilotdesk/pilotdesk/internal/filelock"
 	"github.com/pilotdesk/pilotdesk/internal/ownerfile"
 )
@@ -405,13 +406,7 @@ func create(ctx context.Context, path string, opts Options) error {
 		}
 	}
 	if err == nil {
-		err = syncFile(tmp)
-	}
-	if err == nil {
-		err = os.Rename(tmp, path)
-	}
-	if err == nil {
-		err = syncDir(filepath.Dir(path))
+		err = atomicfile.Replace(tmp, path)
 	}
 	if err != nil {
 		_ = os.Remove(tmp)
@@ -419,31 +414,6 @@ func create(ctx context.Context, path string, opts Options) error {
 	}
 	opts.Logger.Info("history: created a new history database", "file", path)
 	return nil
-}
-
-// syncFile flushes a file to disk. It is opened for writing: Windows
-// flushes only a handle that may write ("Access denied" otherwise).
-func syncFile(path string) error {
-	f, err := os.OpenFile(path, os.O_RDWR, 0)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	return f.Sync()
-}
-
-// syncDir flushes a folder's entries (a rename into it) to disk. Windows
-// has no such call, and needs none: NTFS journals its folders' changes.
-func syncDir(dir string) error {
-	if runtime.GOOS == "windows" {
-		return nil
-	}
-	f, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	return f.Sync()
 }
 
 // inspect checks the database before anything writes to it: that it is
