@@ -258,7 +258,18 @@ export function addShutdown(u, d) {
 /** num prints a figure with at most two decimals and no trailing zeros. */
 export function num(f) {
   if (Number.isInteger(f)) return String(f);
-  return f.toFixed(2).replace(/0+$/, '').replace(/\.$/, '');
+  return fixed2(f).replace(/0+$/, '').replace(/\.$/, '');
+}
+
+// fixed2 is f with two decimals as Go's %.2f writes it: a figure exactly
+// halfway between two hundredths (1.125: a multiple of 1/8) goes to the
+// even one, where toFixed goes up ("1.13" for Go's "1.12").
+function fixed2(f) {
+  if (Number.isInteger(f * 8) && !Number.isInteger(f * 100)) {
+    const lo = Math.floor(f * 100);
+    return ((lo % 2 === 0 ? lo : lo + 1) / 100).toFixed(2);
+  }
+  return f.toFixed(2);
 }
 
 /** tokens prints a token count, in thousands from 10,000 on. */

@@ -1,0 +1,57 @@
+// The page's words against the Go ones: conversation/testdata/words.json
+// holds cases (a function of words.js, its arguments) and what the Go
+// functions of conversation/ say for them (conversation's TestWords checks
+// the file is what Go says now, and go generate ./conversation writes it
+// anew). Here words.js must say the same for every case, so a wording
+// changed in Go and not here fails make test (scripts/web-unit.sh).
+process.env.TZ = 'UTC'; // the pace's day, as the cases' clock says it
+
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+import * as words from '../static/js/words.js';
+
+const file = join(dirname(fileURLToPath(import.meta.url)), '..', '..', 'conversation', 'testdata', 'words.json');
+const cases = JSON.parse(readFileSync(file, 'utf8'));
+
+// usageOf folds the events of a case into a usage, as the page's fold
+// does with what the relay sends.
+function usageOf(events) {
+  const u = words.newUsage();
+  for (const e of events) {
+    if (e.type === 'copilot:quota') words.addQuota(u, e.data);
+    else if (e.type === 'copilot:shutdown') words.addShutdown(u, e.data);
+    else throw new Error(`a usage case with a ${e.type}`);
+  }
+  return u;
+}
+
+// What the cases' arguments are to words.js, where they are not its own.
+const adapters = {
+  usageText: (conv, turn, now) => words.usageText(usageOf(conv), usageOf(turn), Date.parse(now)),
+  turnText: (turn, conv, now) => words.turnText(usageOf(turn), usageOf(conv), Date.parse(now)),
+  totalsText: (events) => words.totalsText(usageOf(events)),
+  patchLines: (patch) => words.patchLines(patch).map((l) => l.op + l.text),
+};
+
+test('words.js says what the Go words say', () => {
+  assert.ok(cases.length > 50, `only ${cases.length} cases in ${file}`);
+  const failed = [];
+  for (const [i, c] of cases.entries()) {
+    const fn = adapters[c.fn] ?? words[c.fn];
+    if (typeof fn !== 'function') {
+      failed.push(`case ${i}: words.js has no ${c.fn}`);
+      continue;
+    }
+    const got = fn(...c.args);
+    try {
+      assert.deepEqual(got, c.want);
+    } catch {
+      failed.push(`case ${i}: ${c.fn}(${c.args.map((a) => JSON.stringify(a)).join(', ')})\n  words.js: ${JSON.stringify(got)}\n  Go:       ${JSON.stringify(c.want)}`);
+    }
+  }
+  assert.equal(failed.length, 0, `words.js differs from the Go words (${file}):\n${failed.join('\n')}`);
+});
