@@ -165,6 +165,9 @@ func startStack(ctx context.Context, s relaySettings, logger *slog.Logger) (_ *s
 		// is hijacked and is the heartbeat's business.
 		IdleTimeout: 60 * time.Second,
 		ErrorLog:    slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
+		// One address holds a bounded number of connections until it has
+		// a WebSocket open (relay.Config.MaxConnectionsPerAddress).
+		ConnState: r.ConnState,
 	}
 	if s.TLSCert != "" || s.lanCert != nil {
 		var cert tls.Certificate

@@ -72,8 +72,7 @@ type conn struct {
 	// Owned by the handler goroutine.
 	subs     map[string]*conversation
 	readBuf  []byte
-	reserved int         // bytes of readBuf's capacity taken from Relay.pendingFrames
-	newConvs tokenBucket // conversations this connection may still create now
+	reserved int // bytes of readBuf's capacity taken from the budget of frames being received
 }
 
 // serveWS authenticates and upgrades a request, then runs the connection
@@ -85,8 +84,16 @@ func (r *Relay) serveWS(w http.ResponseWriter, req *http.Request) {
 			"the request named another host, as a web page reaching it through DNS rebinding would", http.StatusForbidden)
 		return
 	}
+	addr := remoteKey(req)
+	if wait, throttled := r.authFails.throttled(addr, time.Now()); throttled {
+		refuseThrottled(w, wait) // auth.go
+		return
+	}
 	id, ok := r.authenticate(req) // devices.go
-	if !ok {
+	if ok {
+		r.authFails.succeeded(r.log, addr)
+	} else {
+		r.authFails.fail(r.log, addr, time.Now())
 		w.Header().Set("WWW-Authenticate", `Bearer realm="pilotdesk"`)
 		http.Error(w, "unauthorized: send the relay's token as \"Authorization: Bearer <token>\" or ?token=<token>", http.StatusUnauthorized)
 		return
@@ -122,7 +129,6 @@ func (r *Relay) serveWS(w http.ResponseWriter, req *http.Request) {
 		writerDone: make(chan struct{}),
 		drained:    make(chan struct{}, 1),
 		subs:       map[string]*conversation{},
-		newConvs:   tokenBucket{tokens: float64(r.maxNewConvs), at: time.Now()},
 	}
 	defer cancel()
 
@@ -130,21 +136,20 @@ func (r *Relay) serveWS(w http.ResponseWriter, req *http.Request) {
 	// Close iterates r.conns after cancelling r.ctx: a connection registered
 	// after that must see the cancellation itself.
 	shuttingDown := r.ctx.Err() != nil
-	full := len(r.conns) >= r.maxConns
-	if !full && !shuttingDown {
-		r.conns[c] = struct{}{}
+	refused := ""
+	if !shuttingDown {
+		if refused = r.admitLocked(id, len(r.conns)); refused == "" {
+			r.conns[c] = struct{}{}
+		}
 	}
 	r.mu.Unlock()
 	if shuttingDown {
 		_ = ws.Close(websocket.StatusGoingAway, "relay shutting down")
 		return
 	}
-	if full {
-		c.log.Warn("relay: connection limit reached; refusing a connection", "limit", r.maxConns)
-		frame, _ := protocol.Encode(protocol.TypeError, &protocol.Error{
-			Code:    protocol.CodeLimit,
-			Message: fmt.Sprintf("the relay has reached its limit of %d connections; try again later", r.maxConns),
-		})
+	if refused != "" {
+		c.log.Warn("relay: a connection limit is reached; refusing a connection", "device", id.device, "why", refused)
+		frame, _ := protocol.Encode(protocol.TypeError, &protocol.Error{Code: protocol.CodeLimit, Message: refused})
 		_ = ws.Write(context.Background(), websocket.MessageText, frame)
 		_ = ws.Close(websocket.StatusTryAgainLater, "too many connections")
 		return
@@ -177,6 +182,7 @@ func (r *Relay) serveWS(w http.ResponseWriter, req *http.Request) {
 	r.mu.Lock()
 	delete(r.conns, c)
 	r.mu.Unlock()
+	r.leave(id)
 	c.log.Debug("relay: connection closed", "reason", err)
 }
 
@@ -210,8 +216,7 @@ func (c *conn) handleFrame(typ websocket.MessageType, rd io.Reader) error {
 		c.sendError(&protocol.Error{Code: protocol.CodeTooLarge, Message: fmt.Sprintf("the frame is over the %d byte limit and was ignored", protocol.MaxFrameBytes)})
 		return nil
 	case protocol.CodeLimit:
-		c.sendError(&protocol.Error{Code: protocol.CodeLimit, Message: fmt.Sprintf(
-			"the relay is receiving too many large frames at once (%d MiB in all, its limit): this frame was dropped; send it again in a moment", c.r.maxPendingFrames>>20)})
+		c.sendError(&protocol.Error{Code: protocol.CodeLimit, Message: c.r.framesRefused(c.id)})
 		return nil
 	}
 	if typ != websocket.MessageText {
@@ -292,7 +297,7 @@ func (c *conn) readFrame(rd io.Reader) (frame []byte, refused string, err error)
 func (c *conn) growFrame(buf []byte) ([]byte, bool) {
 	size := min(max(2*cap(buf), 512), protocol.MaxFrameBytes+1)
 	if need := max(size, frameBase) - max(cap(buf), frameBase); need > 0 {
-		if !c.r.reserveFrameBytes(need) {
+		if !c.r.reserveFrameBytes(c.id, need) {
 			return buf, false
 		}
 		c.reserved += need
@@ -307,26 +312,14 @@ func (c *conn) growFrame(buf []byte) ([]byte, bool) {
 // stay small.
 func (c *conn) releaseFrame() {
 	if c.reserved > 0 || cap(c.readBuf) > frameBase {
-		c.r.pendingFrames.Add(-int64(c.reserved))
+		if c.reserved > 0 {
+			c.r.releaseFrameBytes(c.id, c.reserved)
+		}
 		c.reserved = 0
 		c.readBuf = nil
 		return
 	}
 	c.readBuf = c.readBuf[:0]
-}
-
-// reserveFrameBytes takes n bytes from the budget of frames being received,
-// if it has room.
-func (r *Relay) reserveFrameBytes(n int) bool {
-	for {
-		cur := r.pendingFrames.Load()
-		if cur+int64(n) > int64(r.maxPendingFrames) {
-			return false
-		}
-		if r.pendingFrames.CompareAndSwap(cur, cur+int64(n)) {
-			return true
-		}
-	}
 }
 
 func (c *conn) touch() {

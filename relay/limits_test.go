@@ -18,10 +18,11 @@ import (
 	"github.com/pilotdesk/pilotdesk/relay/relaytest"
 )
 
-// A connection creates at most MaxNewConversations conversations a minute,
+// A token creates at most MaxNewConversations conversations a minute,
 // by copilot:send, copilot:set_mode or copilot:close on an id the relay
 // does not have; more get error limit and make nothing. Going on with a
-// conversation that exists is not limited, nor is another connection.
+// conversation that exists is not limited; another connection of the same
+// token is.
 func TestNewConversationLimit(t *testing.T) {
 	e := start(t, func(c *relay.Config) { c.MaxNewConversations = 3 })
 	cl := e.dial()
@@ -50,21 +51,24 @@ func TestNewConversationLimit(t *testing.T) {
 	cl.Expect("copilot:subscribed")
 	cl.Send("copilot:set_mode", map[string]any{"conversationId": "n1", "mode": "act"})
 	cl.WaitFor("copilot:mode_changed", func(f relaytest.Frame) bool { return f.Field("conversationId") == "n1" && f.Field("mode") == "act" })
-	// Another connection has its own allowance.
+	// Another connection of the same token shares the allowance
+	// (TestNewConversationsPerToken: another token has its own).
 	other := e.dial()
 	other.Send("copilot:set_mode", map[string]any{"conversationId": "o1", "mode": "plan"})
-	expectQuiet(t, other)
+	if f := other.Expect("error"); dataMap(t, f)["code"] != protocol.CodeLimit {
+		t.Fatalf("a new conversation from another connection of the token: %s", f.Raw)
+	}
 	// A conversation is listed once its first event is stored, which the
 	// committer does after set_mode has been answered: ask until it is.
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		other.Send("copilot:list", nil)
 		convs := other.Expect("copilot:conversations").Field("conversations").([]any)
-		if len(convs) == 4 {
+		if len(convs) == 3 {
 			break
 		}
-		if len(convs) > 4 || time.Now().After(deadline) {
-			t.Fatalf("listed %d conversations, want n1, n2, n3 and o1", len(convs))
+		if len(convs) > 3 || time.Now().After(deadline) {
+			t.Fatalf("listed %d conversations, want n1, n2 and n3", len(convs))
 		}
 		time.Sleep(20 * time.Millisecond)
 	}

@@ -21,7 +21,8 @@
 // connection's) and returns with it held; every other function takes and
 // releases the locks it needs, and none returns holding one. The lock order
 // is Relay.mu, then a conversation's mu, then the leaf locks (Relay.lifeMu,
-// Relay.streamsMu, a connection's send queue, the committer's queue).
+// Relay.usage.mu, Relay.streamsMu, a connection's send queue, the
+// committer's queue).
 package relay
 
 import (
@@ -66,6 +67,25 @@ const (
 	// DefaultMaxPendingFrameBytes bounds the bytes of frames being received,
 	// over all connections, beyond the first 16 KiB of each.
 	DefaultMaxPendingFrameBytes = 64 << 20
+	// DefaultMaxConnectionsPerToken is how many connections one device
+	// token may hold open at once.
+	DefaultMaxConnectionsPerToken = 64
+	// DefaultMaxPendingFrameBytesPerToken bounds the part of the frames
+	// being received that one device token's connections may hold.
+	DefaultMaxPendingFrameBytesPerToken = 8 << 20
+	// DefaultOwnerReserveConnections is how many of MaxConnections only an
+	// owner (the relay's token, or a device token of role owner) may use.
+	DefaultOwnerReserveConnections = 100
+	// DefaultOwnerReserveFrameBytes is how much of MaxPendingFrameBytes
+	// only an owner's frames may take.
+	DefaultOwnerReserveFrameBytes = 16 << 20
+	// DefaultMaxConnectionsPerAddress is how many HTTP connections one
+	// remote address may hold open before it has an open WebSocket (a
+	// token checked): one more closes its oldest such connection.
+	DefaultMaxConnectionsPerAddress = 64
+	// DefaultAuthFailuresAllowed is how many upgrades with a wrong token an
+	// address may make before it is throttled (auth.go).
+	DefaultAuthFailuresAllowed = 30
 )
 
 // Close codes the relay uses besides the standard ones.
@@ -93,8 +113,24 @@ type Config struct {
 	// MaxPendingFrameBytes bounds the frames being received, over all
 	// connections (docs/protocol.md, Limits); 0: DefaultMaxPendingFrameBytes.
 	MaxPendingFrameBytes int
-	OriginPatterns       []string     // extra allowed browser origins (websocket.AcceptOptions.OriginPatterns)
-	Logger               *slog.Logger // nil: slog.Default()
+	// The limits per device token, and what only an owner may use
+	// (limits.go; docs/protocol.md, Limits): 0 means the Default… of the
+	// same name. The relay's own token has no limit of its own beyond
+	// the relay's; the owner's reserves are at most half of the whole.
+	MaxConnectionsPerToken       int
+	MaxPendingFrameBytesPerToken int
+	OwnerReserveConnections      int
+	OwnerReserveFrameBytes       int
+	// MaxConnectionsPerAddress bounds the HTTP connections of one remote
+	// address that are not an open WebSocket (Relay.ConnState); 0:
+	// DefaultMaxConnectionsPerAddress.
+	MaxConnectionsPerAddress int
+	// AuthFailuresAllowed is how many wrong tokens an address may present
+	// before its upgrades are throttled (auth.go); 0:
+	// DefaultAuthFailuresAllowed.
+	AuthFailuresAllowed int
+	OriginPatterns      []string     // extra allowed browser origins (websocket.AcceptOptions.OriginPatterns)
+	Logger              *slog.Logger // nil: slog.Default()
 
 	// Devices keeps the device tokens (devices.go); nil: Store's, when it
 	// keeps them, else none (only Token opens a connection).
@@ -174,11 +210,14 @@ type Relay struct {
 	maxConns     int
 	maxSubs      int
 	maxNewConvs  int
-	// pendingFrames is the bytes taken by the read buffers of frames being
-	// received, beyond each one's first frameBase (conn.readFrame), bounded
-	// by maxPendingFrames. Atomic: every connection's reader updates it.
+	// maxPendingFrames bounds the bytes taken by the read buffers of frames
+	// being received, beyond each one's first frameBase (conn.readFrame);
+	// what is taken is in usage (limits.go).
 	maxPendingFrames int
-	pendingFrames    atomic.Int64
+	limits           tokenLimits // per token and the owner's reserves (limits.go)
+	usage            usage       // what each token holds (limits.go)
+	addrs            addrConns   // HTTP connections per remote address (auth.go)
+	authFails        authThrottle
 	acceptOptions    websocket.AcceptOptions
 	start            time.Time // origin of the monotonic clock used by heartbeats
 
@@ -243,10 +282,18 @@ func New(cfg Config) (*Relay, error) {
 		maxSubs:          cfg.MaxSubscriptions,
 		maxNewConvs:      cfg.MaxNewConversations,
 		maxPendingFrames: cfg.MaxPendingFrameBytes,
-		start:            time.Now(),
-		convs:            map[string]*conversation{},
-		conns:            map[*conn]struct{}{},
-		streamsRun:       map[*turn]streamStart{},
+		limits: tokenLimits{
+			connsPerToken:   cmp.Or(cfg.MaxConnectionsPerToken, DefaultMaxConnectionsPerToken),
+			pendingPerToken: int64(cmp.Or(cfg.MaxPendingFrameBytesPerToken, DefaultMaxPendingFrameBytesPerToken)),
+			ownerConns:      cmp.Or(cfg.OwnerReserveConnections, DefaultOwnerReserveConnections),
+			ownerPending:    int64(cmp.Or(cfg.OwnerReserveFrameBytes, DefaultOwnerReserveFrameBytes)),
+		},
+		addrs:      addrConns{max: cmp.Or(cfg.MaxConnectionsPerAddress, DefaultMaxConnectionsPerAddress)},
+		authFails:  authThrottle{allowed: cmp.Or(cfg.AuthFailuresAllowed, DefaultAuthFailuresAllowed)},
+		start:      time.Now(),
+		convs:      map[string]*conversation{},
+		conns:      map[*conn]struct{}{},
+		streamsRun: map[*turn]streamStart{},
 	}
 	if r.store == nil {
 		r.store = history.NewMemory()
@@ -296,6 +343,8 @@ func New(cfg Config) (*Relay, error) {
 	if r.maxPendingFrames <= 0 {
 		r.maxPendingFrames = DefaultMaxPendingFrameBytes
 	}
+	r.limits.ownerConns = min(r.limits.ownerConns, r.maxConns/2)
+	r.limits.ownerPending = min(r.limits.ownerPending, int64(r.maxPendingFrames/2))
 	if cfg.Token != "" {
 		r.token = true
 		r.tokenDigest = sha256.Sum256([]byte(cfg.Token))

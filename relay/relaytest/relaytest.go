@@ -63,7 +63,7 @@ func Start(t testing.TB, cfg relay.Config) *Server {
 		HTTPURL: "http://" + ln.Addr().String(),
 		Token:   cfg.Token,
 		Relay:   r,
-		http:    &http.Server{Handler: r.Handler(), ReadHeaderTimeout: Timeout},
+		http:    &http.Server{Handler: r.Handler(), ReadHeaderTimeout: Timeout, ConnState: r.ConnState},
 		done:    make(chan struct{}),
 	}
 	go func() {
