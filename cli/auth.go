@@ -9,13 +9,15 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/pilotdesk/pilotdesk/relay"
 	"github.com/pilotdesk/pilotdesk/relay/history"
 )
 
-// minTokenLength is the length under which serve warns that its --token
-// is easy to guess (a hex token of 8 bytes).
+// minTokenLength is the length, in characters, under which serve warns
+// that its --token is easy to guess (a hex token of 8 bytes), and refuses
+// it on a non-loopback address (startStack).
 const minTokenLength = 16
 
 // serveToken gives `serve` a token when it was given none: no relay runs
@@ -66,8 +68,8 @@ func announceAuth(s relaySettings, made bool, running string, stdout io.Writer, 
 		// No data dir (:memory:): standard output is the only place.
 		fmt.Fprintf(stdout, "relay token (made for this run; pass --token to choose one): %s\n", s.Token)
 		logger.Info("relay token made for this run: printed on standard output, not logged")
-	case len(s.Token) < minTokenLength:
-		logger.Warn(fmt.Sprintf("relay: the token is %d characters long: one under %d is easy to guess; make one with openssl rand -hex 32", len(s.Token), minTokenLength))
+	case utf8.RuneCountInString(s.Token) < minTokenLength:
+		logger.Warn(fmt.Sprintf("relay: the token is %d characters long: one under %d is easy to guess; make one with openssl rand -hex 32", utf8.RuneCountInString(s.Token), minTokenLength))
 	}
 }
 

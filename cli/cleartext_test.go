@@ -24,7 +24,7 @@ func TestServeRefusesDeviceTokensInClear(t *testing.T) {
 	if out, err := exec.Command(bin, "token", "create", "--name", "phone", "--role", "controller", "--data-dir", dir).CombinedOutput(); err != nil {
 		t.Fatalf("token create: %v\n%s", err, out)
 	}
-	cmd := exec.Command(bin, "serve", "--listen", "0.0.0.0:0", "--token", "owner-token", "--agent", "script", "--data-dir", dir)
+	cmd := exec.Command(bin, "serve", "--listen", "0.0.0.0:0", "--token", "owner-token-0123456789", "--agent", "script", "--data-dir", dir)
 	out, err := cmd.CombinedOutput()
 	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 2 {
 		t.Fatalf("serve on 0.0.0.0 in clear with a device token: %v, want exit 2; output:\n%s", err, out)
@@ -40,14 +40,14 @@ func TestServeRefusesDeviceTokensInClear(t *testing.T) {
 	if _, err := lanCertificate(certDir); err != nil {
 		t.Fatal(err)
 	}
-	tlsCmd, _, _ := startServe(t, "--listen", "0.0.0.0:0", "--token", "owner-token", "--agent", "script", "--data-dir", dir,
+	tlsCmd, _, _ := startServe(t, "--listen", "0.0.0.0:0", "--token", "owner-token-0123456789", "--agent", "script", "--data-dir", dir,
 		"--tls-cert", filepath.Join(certDir, lanCertName), "--tls-key", filepath.Join(certDir, lanKeyName))
 	_ = tlsCmd.Process.Signal(syscall.SIGTERM)
 	_ = tlsCmd.Wait()
 
 	// Without devices the spec's rule holds: a token is enough to start…
 	fresh := t.TempDir()
-	clearCmd, _, _ := startServe(t, "--listen", "0.0.0.0:0", "--token", "owner-token", "--agent", "script", "--data-dir", fresh)
+	clearCmd, _, _ := startServe(t, "--listen", "0.0.0.0:0", "--token", "owner-token-0123456789", "--agent", "script", "--data-dir", fresh)
 	// …but no device token is made for it.
 	out, err = exec.Command(bin, "token", "create", "--name", "phone", "--role", "viewer", "--data-dir", fresh).CombinedOutput()
 	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 2 || !strings.Contains(string(out), "listens on the network without TLS") {

@@ -53,6 +53,8 @@ func TestServeRefusesBadInvocations(t *testing.T) {
 		{"bad listen", []string{"serve", "--listen", "7420"}, 2, "--listen must be HOST:PORT"},
 		{"positional argument", []string{"serve", "now"}, 2, `unexpected argument "now"`},
 		{"non-loopback without token", []string{"serve", "--listen", "0.0.0.0:0", "--data-dir", memoryDataDir, "--agent", "script"}, 2, "refusing to listen on 0.0.0.0:0 without a token"},
+		{"non-loopback with a short token", []string{"serve", "--listen", "0.0.0.0:0", "--token", "owner-token-15c", "--data-dir", memoryDataDir, "--agent", "script"}, 2,
+			"refusing to listen on 0.0.0.0:0 with a token of 15 characters: anyone who can reach it could guess one under 16"},
 		{"bad script", []string{"serve", "--listen", "127.0.0.1:0", "--data-dir", memoryDataDir, "--agent", "script", "--script", badScript}, 1, "bad.json"},
 		{"missing script", []string{"serve", "--listen", "127.0.0.1:0", "--data-dir", memoryDataDir, "--agent", "script", "--script", filepath.Join(dir, "nope.json")}, 1, "nope.json"},
 	}

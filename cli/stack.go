@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"syscall"
 	"time"
+	"unicode/utf8"
 
 	"github.com/pilotdesk/pilotdesk/relay"
 	"github.com/pilotdesk/pilotdesk/relay/checkpoint"
@@ -68,6 +69,13 @@ func startStack(ctx context.Context, s relaySettings, logger *slog.Logger) (_ *s
 
 	if s.Token == "" && relay.RequiresToken(s.Listen) && !s.InsecureNoAuth {
 		return nil, usageError("refusing to listen on %s without a token: anyone who can reach it could run commands through the agent. Set --token (or PILOTDESK_TOKEN), listen on 127.0.0.1, or pass --insecure-no-auth", s.Listen)
+	}
+	if n := utf8.RuneCountInString(s.Token); s.Token != "" && n < minTokenLength && relay.RequiresToken(s.Listen) {
+		// On the network a short token is guessed; on loopback serve
+		// warns of it (announceAuth) and the throttle of wrong tokens
+		// slows the guessing of another local user.
+		return nil, usageError("refusing to listen on %s with a token of %d characters: anyone who can reach it could guess one under %d. "+
+			"Make a longer one (openssl rand -hex 32), or listen on 127.0.0.1", s.Listen, n, minTokenLength)
 	}
 
 	if s.NATS.URLs != "" {

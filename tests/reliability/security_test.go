@@ -258,6 +258,11 @@ func TestNonLoopbackListen(t *testing.T) {
 		t.Errorf("--token abc: no warning:\n%s", log)
 	}
 	short.stop()
+	// On the network a short token is refused, not warned of.
+	shortOut := launchRelay(t, nil, "--listen", "0.0.0.0:0", "--token", "abc", "--agent", "script", "--data-dir", ":memory:")
+	if code := shortOut.exitCode(); code != 2 || !strings.Contains(shortOut.log.String(), "refusing to listen on 0.0.0.0:0 with a token of 3 characters") {
+		t.Errorf("--listen 0.0.0.0:0 --token abc exited %d, want 2 and a refusal; log:\n%s", code, shortOut.log.String())
+	}
 
 	const token = "non-loopback-token-31415926"
 	guarded := startRelay(t, nil, "--listen", "0.0.0.0:0", "--token", token, "--agent", "script", "--data-dir", ":memory:")
