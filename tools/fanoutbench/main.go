@@ -213,8 +213,7 @@ func runBench(o options) error {
 		return fmt.Errorf("-compare goes with -store jetstream and names another store (sqlite, memory)")
 	}
 	if o.store == "jetstream" && o.nats == "cluster" {
-		natstest.SyncInterval = o.natsSync
-		stop, err := startCluster()
+		stop, err := startCluster(natstest.SyncInterval(o.natsSync))
 		if err != nil {
 			return err
 		}

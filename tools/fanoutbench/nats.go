@@ -29,8 +29,8 @@ var natsPIDs []int
 
 // startCluster starts a 3-node nats-server cluster on loopback (the one the
 // tests use, natstest) for -store jetstream -nats cluster.
-func startCluster() (stop func(), err error) {
-	c, stop, err := natstest.StartProcess(3, "fanoutbench-cluster-*")
+func startCluster(opts ...natstest.Option) (stop func(), err error) {
+	c, stop, err := natstest.StartProcess(3, "fanoutbench-cluster-*", opts...)
 	if err != nil {
 		return nil, err
 	}

@@ -117,25 +117,46 @@ func (n *Node) PID() int {
 // URL is the node's client URL.
 func (n *Node) URL() string { return fmt.Sprintf("nats://127.0.0.1:%d", n.ClientPort) }
 
-// Permissions are the relay user's, as docs/scale-out.md gives them.
-var Permissions = struct{ Publish, Subscribe []string }{
-	Publish:   []string{"pilotdesk.>", "$JS.API.>", "$KV.pd_meta.>", "$KV.pd_relays.>", "$KV.pd_owners.>", "$KV.pd_devices.>", "$KV.pd_spend.>", "$JS.FC.>", "_INBOX.>"},
-	Subscribe: []string{"pilotdesk.>", "_INBOX.>"},
+// Permissions are what a user may publish and subscribe to.
+type Permissions struct{ Publish, Subscribe []string }
+
+// RelayPermissions are the relay user's, as docs/scale-out.md gives them:
+// the nodes' user's unless WithPermissions says otherwise.
+func RelayPermissions() Permissions {
+	return Permissions{
+		Publish:   []string{"pilotdesk.>", "$JS.API.>", "$KV.pd_meta.>", "$KV.pd_relays.>", "$KV.pd_owners.>", "$KV.pd_devices.>", "$KV.pd_spend.>", "$JS.FC.>", "_INBOX.>"},
+		Subscribe: []string{"pilotdesk.>", "_INBOX.>"},
+	}
 }
 
-// SyncInterval is the nodes' JetStream sync_interval: "always", an fsync
-// before every acknowledgement, as docs/operations.md configures a
-// cluster, so that what the tests and benchmarks measure is what an
-// acknowledged, durable append costs. A benchmark sets it before Start to
+// Option sets up the nodes of a cluster Start starts.
+type Option func(*settings)
+
+type settings struct {
+	syncInterval string
+	perms        Permissions
+}
+
+// SyncInterval sets the nodes' JetStream sync_interval. The default is
+// "always", an fsync before every acknowledgement, as docs/operations.md
+// configures a cluster, so that what the tests and benchmarks measure is
+// what an acknowledged, durable append costs; a benchmark sets another to
 // measure what the fsync costs (tools/fanoutbench -nats-sync).
-var SyncInterval = "always"
+func SyncInterval(s string) Option { return func(o *settings) { o.syncInterval = s } }
+
+// WithPermissions gives the nodes' user p instead of RelayPermissions.
+func WithPermissions(p Permissions) Option { return func(o *settings) { o.perms = p } }
 
 // Start starts an n-node cluster (n ≥ 1; 3 for a real quorum) and waits
 // until JetStream answers on every node. It skips the test, saying why,
 // when nats-server is not installed. The nodes are killed when the test
 // ends; their logs are printed if it failed.
-func Start(t TB, n int) *Cluster {
+func Start(t TB, n int, opts ...Option) *Cluster {
 	t.Helper()
+	set := settings{syncInterval: "always", perms: RelayPermissions()}
+	for _, o := range opts {
+		o(&set)
+	}
 	bin, err := Binary()
 	if err != nil {
 		t.Skipf("skipping the real-cluster test: %v", err)
@@ -178,7 +199,7 @@ jetstream {
       permissions: { publish: [%s], subscribe: [%s] } }]
   }
 }
-`, node.Name, node.ClientPort, filepath.Join(dir, node.Name), SyncInterval, cluster, c.User, c.Password, quote(Permissions.Publish), quote(Permissions.Subscribe))
+`, node.Name, node.ClientPort, filepath.Join(dir, node.Name), set.syncInterval, cluster, c.User, c.Password, quote(set.perms.Publish), quote(set.perms.Subscribe))
 		if err := os.WriteFile(node.conf, []byte(conf), 0o600); err != nil {
 			t.Fatal(err)
 		}
@@ -379,7 +400,7 @@ func randomHex(n int) string {
 // is returned as an error, with any node already started killed, and stop
 // kills the nodes and removes their files. dirPattern names the temporary
 // directory (os.MkdirTemp's pattern).
-func StartProcess(n int, dirPattern string) (c *Cluster, stop func(), err error) {
+func StartProcess(n int, dirPattern string, opts ...Option) (c *Cluster, stop func(), err error) {
 	tb := &processTB{dirPattern: dirPattern}
 	defer func() {
 		if r := recover(); r != nil {
@@ -388,7 +409,7 @@ func StartProcess(n int, dirPattern string) (c *Cluster, stop func(), err error)
 			c, stop, err = nil, nil, fmt.Errorf("starting a %d-node nats-server cluster: %v", n, r)
 		}
 	}()
-	return Start(tb, n), tb.close, nil
+	return Start(tb, n, opts...), tb.close, nil
 }
 
 // processTB is TB for StartProcess: a failure panics (StartProcess

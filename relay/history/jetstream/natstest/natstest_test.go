@@ -4,8 +4,12 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"syscall"
 	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
 
 	"github.com/pilotdesk/pilotdesk/relay/history/jetstream/natstest"
 )
@@ -54,4 +58,49 @@ func TestStartProcessError(t *testing.T) {
 		t.Fatalf("started a cluster %v without a nats-server binary", c)
 	}
 	t.Log(err)
+}
+
+// The nodes' user has the relay's permissions unless an option gives
+// others: a publish outside them is refused, one inside allowed. Each
+// cluster its own options: nothing is shared between the two.
+func TestPermissionsOption(t *testing.T) {
+	t.Parallel()
+	violation := func(c *natstest.Cluster) error {
+		t.Helper()
+		errs := make(chan error, 1)
+		nc, err := c.Connect(0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer nc.Close()
+		nc.SetErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) {
+			select {
+			case errs <- err:
+			default:
+			}
+		})
+		if err := nc.Publish("elsewhere.subject", []byte("x")); err != nil {
+			t.Fatal(err)
+		}
+		// A round trip after the publish: its refusal comes before the pong.
+		if err := nc.Flush(); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case err := <-errs:
+			return err
+		case <-time.After(time.Second):
+			return nil
+		}
+	}
+	relay := natstest.Start(t, 1)
+	if err := violation(relay); err == nil || !strings.Contains(strings.ToLower(err.Error()), "permissions violation") {
+		t.Fatalf("the relay user published outside its subjects: %v", err)
+	}
+	open := natstest.RelayPermissions()
+	open.Publish = append(open.Publish, "elsewhere.>")
+	other := natstest.Start(t, 1, natstest.WithPermissions(open), natstest.SyncInterval("1s"))
+	if err := violation(other); err != nil {
+		t.Fatalf("a user given elsewhere.> could not publish there: %v", err)
+	}
 }
