@@ -19,12 +19,21 @@ import (
 // natsEmbedded as --nats runs one JetStream node in the relay's process.
 const natsEmbedded = "embedded"
 
+// natsPasswordEnv is the environment variable that gives the password of
+// the NATS user the --nats URLs name (nats://USER@HOST:4222), so that it
+// is never on the command line, where every user of the machine reads it
+// (ps, /proc/PID/cmdline).
+const natsPasswordEnv = "PILOTDESK_NATS_PASSWORD"
+
 // natsSettings are serve's --nats flags: the history in NATS JetStream
 // instead of SQLite (docs/cli.md, docs/scale-out.md).
 type natsSettings struct {
-	URLs     string // comma-separated, or natsEmbedded; "" keeps SQLite
-	Creds    string
-	TLSCA    string
+	URLs  string // comma-separated, or natsEmbedded; "" keeps SQLite
+	Creds string
+	TLSCA string
+	// Password is natsPasswordEnv's: the password of the user the URLs
+	// name. Never logged.
+	Password string
 	Replicas int
 	Lease    time.Duration
 	// DrainTimeout bounds a drain at SIGTERM: how long running turns may
@@ -32,7 +41,8 @@ type natsSettings struct {
 	DrainTimeout time.Duration
 }
 
-func (n *natsSettings) register(fs *flag.FlagSet) {
+func (n *natsSettings) register(fs *flag.FlagSet, getenv func(string) string) {
+	n.Password = getenv(natsPasswordEnv)
 	fs.StringVar(&n.URLs, "nats", "", "keep the history in NATS JetStream at these `URLS` (comma-separated) instead of SQLite; \""+natsEmbedded+"\" runs one in-process node in --data-dir")
 	fs.StringVar(&n.Creds, "nats-creds", "", "NATS credentials `FILE` (a user JWT and its seed)")
 	fs.StringVar(&n.TLSCA, "nats-tls-ca", "", "verify the NATS servers' TLS certificates with this CA `FILE`")
@@ -46,7 +56,7 @@ func (n *natsSettings) validate(dataDir string) error {
 		if n.Creds != "" || n.TLSCA != "" {
 			return usageError("--nats-creds and --nats-tls-ca go with --nats")
 		}
-		return nil
+		return nil // a password in the environment for another use: ignored
 	}
 	if n.Replicas < 1 {
 		return usageError("--nats-replicas must be 1 or more, not %d", n.Replicas)
@@ -61,6 +71,7 @@ func (n *natsSettings) validate(dataDir string) error {
 		if n.Creds != "" || n.TLSCA != "" {
 			return usageError("--nats-creds and --nats-tls-ca are for a NATS cluster, not --nats %s", natsEmbedded)
 		}
+		// n.Password is ignored: the in-process node has no users.
 		if dataDir == memoryDataDir {
 			return usageError("--nats %s keeps its node's files in --data-dir: give it a directory, not %s", natsEmbedded, memoryDataDir)
 		}
@@ -68,13 +79,47 @@ func (n *natsSettings) validate(dataDir string) error {
 	}
 	for _, u := range strings.Split(n.URLs, ",") {
 		if strings.TrimSpace(u) == "" {
-			return usageError("--nats %q: an empty URL in the list", n.URLs)
+			return usageError("--nats %q: an empty URL in the list", redactURLs(n.URLs))
 		}
 		if _, err := url.Parse(strings.TrimSpace(u)); err != nil {
 			return usageError("--nats: %v", err)
 		}
 	}
+	if n.Password != "" {
+		if n.Creds != "" {
+			return usageError("%s and --nats-creds are two ways to sign in to NATS: give one", natsPasswordEnv)
+		}
+		if _, _, err := natsUser(n.URLs); err != nil {
+			return usageError("%v", err)
+		}
+	}
 	return nil
+}
+
+// natsUser returns the URLs without their user and the user they name,
+// for the password of natsPasswordEnv: every URL names the same user and
+// none carries a password.
+func natsUser(urls string) (bare, user string, err error) {
+	parts := strings.Split(urls, ",")
+	for i, p := range parts {
+		u, err := url.Parse(strings.TrimSpace(p))
+		if err != nil {
+			return "", "", fmt.Errorf("--nats: %w", err)
+		}
+		if u.User == nil || u.User.Username() == "" {
+			return "", "", fmt.Errorf("%s is the password of the NATS user the --nats URLs name, and %s names none: write nats://USER@HOST:PORT", natsPasswordEnv, u.Redacted())
+		}
+		if _, has := u.User.Password(); has {
+			return "", "", fmt.Errorf("--nats %s carries a password and %s gives another: keep the password out of the command line, in %s alone", u.Redacted(), natsPasswordEnv, natsPasswordEnv)
+		}
+		if user != "" && u.User.Username() != user {
+			return "", "", fmt.Errorf("the --nats URLs name two users, %q and %q: %s is the password of one", user, u.User.Username(), natsPasswordEnv)
+		}
+		user = u.User.Username()
+		u.User = nil
+		parts[i] = u.String()
+	}
+	return strings.Join(parts, ","), user, nil
 }
 
 // minLease is the shortest --nats-lease that outlasts a NATS leader
@@ -212,7 +257,20 @@ func connectNATS(n natsSettings, logger *slog.Logger) (*nats.Conn, error) {
 	if n.TLSCA != "" {
 		opts = append(opts, nats.RootCAs(n.TLSCA))
 	}
-	nc, err := nats.Connect(n.URLs, opts...)
+	urls := n.URLs
+	if n.Password != "" {
+		// The user from the URLs, the password from the environment: a
+		// URL with a user and no password would send the user as a token.
+		bare, user, err := natsUser(urls)
+		if err != nil {
+			return nil, usageError("%v", err)
+		}
+		urls = bare
+		opts = append(opts, nats.UserInfo(user, n.Password))
+	} else if urlsHavePassword(urls) {
+		logger.Warn("the NATS password is on the command line (--nats), where every user of this machine can read it: give it in " + natsPasswordEnv + ", or sign in with --nats-creds")
+	}
+	nc, err := nats.Connect(urls, opts...)
 	if err != nil {
 		var hint string
 		if errors.Is(err, nats.ErrNoServers) {
@@ -221,6 +279,19 @@ func connectNATS(n natsSettings, logger *slog.Logger) (*nats.Conn, error) {
 		return nil, fmt.Errorf("connecting to NATS at %s: %w%s", redactURLs(n.URLs), err, hint)
 	}
 	return nc, nil
+}
+
+// urlsHavePassword reports whether one of the comma-separated URLs
+// carries a password.
+func urlsHavePassword(urls string) bool {
+	for _, p := range strings.Split(urls, ",") {
+		if u, err := url.Parse(strings.TrimSpace(p)); err == nil && u.User != nil {
+			if _, has := u.User.Password(); has {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // redactURLs drops the passwords of URLs for the log.

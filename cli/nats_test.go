@@ -30,6 +30,25 @@ func TestNATSFlags(t *testing.T) {
 		{"embedded", func() natsSettings { n := ok; n.URLs = natsEmbedded; return n }(), "/d", ""},
 		{"embedded in memory", func() natsSettings { n := ok; n.URLs = natsEmbedded; return n }(), memoryDataDir, "give it a directory"},
 		{"embedded with creds", func() natsSettings { n := ok; n.URLs = natsEmbedded; n.Creds = "x"; return n }(), "/d", "not --nats embedded"},
+		{"password", func() natsSettings {
+			n := ok
+			n.URLs, n.Password = "nats://relay@a:4222, nats://relay@b:4222", "pw"
+			return n
+		}(), "/d", ""},
+		{"password without a user", func() natsSettings { n := ok; n.URLs, n.Password = "nats://relay@a:4222,nats://b:4222", "pw"; return n }(), "/d", "nats://b:4222 names none"},
+		{"password twice", func() natsSettings { n := ok; n.URLs, n.Password = "nats://relay:old@a:4222", "pw"; return n }(), "/d", "carries a password"},
+		{"password of two users", func() natsSettings {
+			n := ok
+			n.URLs, n.Password = "nats://relay@a:4222,nats://admin@b:4222", "pw"
+			return n
+		}(), "/d", "two users"},
+		{"password and creds", func() natsSettings {
+			n := ok
+			n.URLs, n.Password, n.Creds = "nats://relay@a:4222", "pw", "x.creds"
+			return n
+		}(), "/d", "give one"},
+		{"password without --nats", func() natsSettings { n := ok; n.Password = "pw"; return n }(), "/d", ""},
+		{"password with embedded", func() natsSettings { n := ok; n.URLs, n.Password = natsEmbedded, "pw"; return n }(), "/d", ""},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			err := c.n.validate(c.dataDir)
@@ -51,12 +70,15 @@ func TestRedactURLs(t *testing.T) {
 }
 
 // A relay's own shutdown closes its NATS connection: nothing alarming is
-// logged; a node that goes away is still a warning.
+// logged; a node that goes away is still a warning. The password comes
+// from PILOTDESK_NATS_PASSWORD for the user the URL names, and is never
+// logged; one on the command line is warned of.
 func TestNATSDisconnectLog(t *testing.T) {
 	c := natstest.Start(t, 1)
 	logs := &testsupport.Buffer{}
 	logger := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	addr := fmt.Sprintf("nats://%s@127.0.0.1:%d", url.UserPassword(c.User, c.Password), c.Nodes[0].ClientPort)
+	addr := fmt.Sprintf("nats://%s@127.0.0.1:%d", url.User(c.User), c.Nodes[0].ClientPort)
+	withPassword := fmt.Sprintf("nats://%s@127.0.0.1:%d", url.UserPassword(c.User, c.Password), c.Nodes[0].ClientPort)
 	waitLog := func(want string) {
 		t.Helper()
 		deadline := time.Now().Add(10 * time.Second)
@@ -68,7 +90,7 @@ func TestNATSDisconnectLog(t *testing.T) {
 		}
 	}
 
-	nc, err := connectNATS(natsSettings{URLs: addr}, logger)
+	nc, err := connectNATS(natsSettings{URLs: addr, Password: c.Password}, logger)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -78,9 +100,13 @@ func TestNATSDisconnectLog(t *testing.T) {
 		t.Errorf("a clean close logged a warning:\n%s", logs.String())
 	}
 
-	nc, err = connectNATS(natsSettings{URLs: addr}, logger)
+	nc, err = connectNATS(natsSettings{URLs: withPassword}, logger)
 	if err != nil {
 		t.Fatal(err)
+	}
+	waitLog("the NATS password is on the command line")
+	if strings.Contains(logs.String(), c.Password) {
+		t.Errorf("the NATS password is in the log:\n%s", logs.String())
 	}
 	defer nc.Close()
 	c.Kill(0)

@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"strings"
 	"syscall"
 	"testing"
@@ -22,7 +23,12 @@ import (
 func runCLI(t *testing.T, ctx context.Context, args ...string) (int, string, string) {
 	t.Helper()
 	var stdout, stderr bytes.Buffer
-	env := Env{Stdin: strings.NewReader(""), Stdout: &stdout, Stderr: &stderr, Getenv: func(string) string { return "" }}
+	env := Env{Stdin: strings.NewReader(""), Stdout: &stdout, Stderr: &stderr, Getenv: func(k string) string {
+		if k == natsPasswordEnv {
+			return "env-s3cret" // read only with --nats
+		}
+		return ""
+	}}
 	code := Run(ctx, args, env)
 	return code, stdout.String(), stderr.String()
 }
@@ -31,6 +37,10 @@ func TestServeRefusesBadInvocations(t *testing.T) {
 	dir := t.TempDir()
 	badScript := filepath.Join(dir, "bad.json")
 	if err := os.WriteFile(badScript, []byte(`{"turns":[{"steps":[{"dleta":"x"}]}]}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	aFile := filepath.Join(dir, "a-file")
+	if err := os.WriteFile(aFile, nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
 	tests := []struct {
@@ -57,6 +67,8 @@ func TestServeRefusesBadInvocations(t *testing.T) {
 			"refusing to listen on 0.0.0.0:0 with a token of 15 characters: anyone who can reach it could guess one under 16"},
 		{"bad script", []string{"serve", "--listen", "127.0.0.1:0", "--data-dir", memoryDataDir, "--agent", "script", "--script", badScript}, 1, "bad.json"},
 		{"missing script", []string{"serve", "--listen", "127.0.0.1:0", "--data-dir", memoryDataDir, "--agent", "script", "--script", filepath.Join(dir, "nope.json")}, 1, "nope.json"},
+		{"data dir that cannot be made", []string{"serve", "--listen", "127.0.0.1:0", "--data-dir", filepath.Join(aFile, "data"), "--agent", "script"}, 1, "the data dir cannot be made (choose another with --data-dir): creating " + filepath.Join(aFile, "data")},
+		{"NATS password and creds", []string{"serve", "--nats", "nats://relay@127.0.0.1:4222", "--nats-creds", "x.creds"}, 2, "PILOTDESK_NATS_PASSWORD and --nats-creds"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -187,7 +199,13 @@ func TestServeProcess(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the binary")
 	}
-	cmd, addr, tail := startServe(t, "--listen", "127.0.0.1:0", "--agent", "script", "--data-dir", t.TempDir(), "--token", "s3cret-token-value")
+	// A data dir that does not exist yet, as on a fresh host: made, the
+	// user's alone.
+	dataDir := filepath.Join(t.TempDir(), "fresh", "pilotdesk")
+	cmd, addr, tail := startServe(t, "--listen", "127.0.0.1:0", "--agent", "script", "--data-dir", dataDir, "--token", "s3cret-token-value")
+	if fi, err := os.Stat(dataDir); err != nil || !fi.IsDir() || (runtime.GOOS != "windows" && fi.Mode().Perm() != 0o700) {
+		t.Errorf("the data dir: %v, %v; want a directory of mode 0700", fi, err)
+	}
 
 	resp, err := http.Get("http://" + addr + "/healthz")
 	if err != nil {

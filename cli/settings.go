@@ -57,7 +57,7 @@ func (s *relaySettings) register(fs *flag.FlagSet, getenv func(string) string, w
 		fs.BoolVar(&s.InsecureNoAuth, "insecure-no-auth", false, "run with no token at all: anyone who can connect is the owner (loud warning; refused while the data dir holds device tokens)")
 		fs.StringVar(&s.TLSCert, "tls-cert", "", "serve wss:// with this certificate `FILE`")
 		fs.StringVar(&s.TLSKey, "tls-key", "", "the certificate's private key `FILE`")
-		s.NATS.register(fs)
+		s.NATS.register(fs, getenv)
 		fs.Var(&s.WorkspaceRoots, "workspace-root", "a `DIR`ectory inside which conversations may choose their folder; repeatable (default: --workdir alone)")
 	}
 	settings.RegisterFlags(fs, &s.Settings, getenv, settings.GroupAgent, settings.GroupWindow, settings.GroupBudget)

@@ -16,6 +16,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/pilotdesk/pilotdesk/internal/ownerfile"
 	"github.com/pilotdesk/pilotdesk/relay"
 	"github.com/pilotdesk/pilotdesk/relay/checkpoint"
 	"github.com/pilotdesk/pilotdesk/relay/history"
@@ -78,6 +79,15 @@ func startStack(ctx context.Context, s relaySettings, logger *slog.Logger) (_ *s
 			"Make a longer one (openssl rand -hex 32), or listen on 127.0.0.1", s.Listen, n, minTokenLength)
 	}
 
+	if s.DataDir != memoryDataDir {
+		// A fresh host has no data dir yet (the default one included):
+		// made here, its owner's alone, for every store, since the relay
+		// keeps relay.json, keys and checkpoints there even when its
+		// history is on a NATS cluster.
+		if err := ownerfile.MkdirAll(s.DataDir); err != nil {
+			return nil, fmt.Errorf("the data dir cannot be made (choose another with --data-dir): %w", err)
+		}
+	}
 	if s.NATS.URLs != "" {
 		store, err := openNATSStore(ctx, s, logger)
 		if err != nil {

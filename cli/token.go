@@ -41,7 +41,7 @@ func runToken(ctx context.Context, args []string, env Env) error {
 	dataDir := fs.String("data-dir", "", "the data dir of the relay (default: the OS's user data dir, as for serve)")
 	// With --nats the tokens are the cluster's (the KV bucket pd_devices),
 	// shared by every relay on it: docs/operations.md.
-	ns := natsSettings{Lease: time.Second} // no lease: the command joins no relay
+	ns := natsSettings{Lease: time.Second, Password: env.Getenv(natsPasswordEnv)} // no lease: the command joins no relay
 	fs.StringVar(&ns.URLs, "nats", "", "the device tokens of the relays on the NATS cluster at these `URLS` (comma-separated), or of the relay of --data-dir with --nats "+natsEmbedded+" when it is not running")
 	fs.StringVar(&ns.Creds, "nats-creds", "", "NATS credentials `FILE` (a user JWT and its seed)")
 	fs.StringVar(&ns.TLSCA, "nats-tls-ca", "", "verify the NATS servers' TLS certificates with this CA `FILE`")
