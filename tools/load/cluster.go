@@ -28,17 +28,18 @@ func startNATSCluster() (*natsCluster, error) {
 	return &natsCluster{c: c, stop: stop}, nil
 }
 
-// relayArgs are relay i's history flags: the cluster's URLs with the relay
-// user's password, starting from a different node for each relay (as
-// TestNATSRelaysShare does), and a data dir of its own.
+// relayArgs are relay i's history flags: the cluster's URLs naming the
+// relay user (its password goes in the environment: startRelay), starting
+// from a different node for each relay (as TestNATSRelaysShare does), and
+// a data dir of its own.
 func (n *natsCluster) relayArgs(cfg config, dir string, i int) []string {
 	var urls []string
 	for j := range n.c.Nodes {
 		node := n.c.Nodes[(i+j)%len(n.c.Nodes)]
-		urls = append(urls, fmt.Sprintf("nats://%s@127.0.0.1:%d", url.UserPassword(n.c.User, n.c.Password), node.ClientPort))
+		urls = append(urls, fmt.Sprintf("nats://%s@127.0.0.1:%d", url.User(n.c.User), node.ClientPort))
 	}
 	// The relay keeps its own files there (relay.json); the history is in
-	// the cluster. startRelay creates it.
+	// the cluster.
 	args := []string{"--nats", strings.Join(urls, ","), "--data-dir", filepath.Join(dir, fmt.Sprintf("relay%d", i+1))}
 	if cfg.NATSLease > 0 {
 		args = append(args, "--nats-lease", cfg.NATSLease.String())

@@ -52,6 +52,10 @@ type config struct {
 	JSON          bool          // print the result as JSON
 	Verbose       bool
 	CPUProfile    string // write the load tool's own CPU profile here
+
+	// natsPassword is the relays' NATS password with -nats, given them in
+	// PILOTDESK_NATS_PASSWORD as docs/operations.md says (set by run).
+	natsPassword string
 }
 
 func main() { os.Exit(loadMain()) }

@@ -80,7 +80,7 @@ func startRelay(ctx context.Context, cfg config, dir, token, logName string, sto
 	}
 	args := append([]string{"serve", "--agent", "script", "--script", scriptPath, "--workdir", workDir}, storeArgs...)
 	p.cmd = exec.Command(cfg.Bin, append(args, "--listen", "127.0.0.1:0", "--token", p.token)...)
-	p.cmd.Env = append(os.Environ(), "PILOTDESK_TOKEN=")
+	p.cmd.Env = append(os.Environ(), "PILOTDESK_TOKEN=", "PILOTDESK_NATS_PASSWORD="+cfg.natsPassword)
 	stderr, err := p.cmd.StderrPipe()
 	if err != nil {
 		logFile.Close()

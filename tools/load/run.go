@@ -206,6 +206,7 @@ func run(ctx context.Context, cfg config, log *slog.Logger) (*result, error) {
 		}
 		defer cluster.stop() // after the relays (defers run last first)
 		log.Info("load: 3-node nats-server cluster started", "urls", cluster.c.URLs())
+		cfg.natsPassword = cluster.c.Password
 		storeArgs = func(i int) []string { return cluster.relayArgs(cfg, dir, i) }
 		logName = func(i int) string { return fmt.Sprintf("relay%d.log", i+1) }
 	}
