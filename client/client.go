@@ -69,6 +69,14 @@ type Config struct {
 	// PongTimeout is how long after a ping the client waits for any message
 	// before it declares the connection dead and reconnects (default 20 s).
 	PongTimeout time.Duration
+	// StreamingPingInterval and StreamingPongTimeout replace them while a
+	// conversation the client follows runs a turn (defaults 5 s and 10 s):
+	// then events are due, and a silent socket is most likely a relay
+	// that stopped (paused, cut off, its machine gone without a FIN), so
+	// the client finds out in seconds instead of 50 s and resumes
+	// elsewhere (docs/protocol.md, Heartbeat).
+	StreamingPingInterval time.Duration
+	StreamingPongTimeout  time.Duration
 	// MinBackoff and MaxBackoff bound the wait between reconnection attempts
 	// (defaults 500 ms and 15 s); the wait doubles after each failure and
 	// gets ±20 % jitter.
@@ -109,6 +117,8 @@ func (c *Config) setDefaults() {
 	}
 	def(&c.PingInterval, 30*time.Second)
 	def(&c.PongTimeout, 20*time.Second)
+	def(&c.StreamingPingInterval, 5*time.Second)
+	def(&c.StreamingPongTimeout, 10*time.Second)
 	def(&c.MinBackoff, 500*time.Millisecond)
 	def(&c.MaxBackoff, 15*time.Second)
 	def(&c.OfflineAfter, 30*time.Second)
@@ -168,6 +178,9 @@ type Client struct {
 type subscription struct {
 	lastSeq int64  // the highest seq delivered
 	epoch   string // from the last copilot:subscribed; "" before one
+	// streaming: a turn runs, as the events delivered say (from
+	// copilot:subscribed or copilot:user_message to copilot:idle).
+	streaming bool
 	// syncing is true between sending copilot:subscribe and receiving
 	// copilot:subscribed: events are held in buf so that they can be
 	// ordered, de-duplicated, or dropped if the epoch changed.
@@ -425,10 +438,13 @@ func (c *Client) serve(ctx context.Context, conn *websocket.Conn, renew bool) er
 		if err != nil {
 			return fmt.Errorf("read: %w", err)
 		}
-		select {
-		case activity <- struct{}{}:
-		default:
+		alive := func() {
+			select {
+			case activity <- struct{}{}:
+			default:
+			}
 		}
+		alive()
 		ev, err := Decode(frame)
 		if err != nil {
 			c.logger().Warn("ignoring a frame the client cannot decode", "err", err, "frame", truncate(frame, 200))
@@ -440,6 +456,9 @@ func (c *Client) serve(ctx context.Context, conn *websocket.Conn, renew bool) er
 		if !c.route(ctx, ev) {
 			return ctx.Err()
 		}
+		// Again once routed: a turn that starts with this frame shortens
+		// the wait for the next one (keepAlive).
+		alive()
 	}
 }
 
@@ -484,9 +503,12 @@ func (c *Client) renew(ctx, connCtx context.Context, conn *websocket.Conn) error
 
 // keepAlive sends a ping after PingInterval without any inbound message and
 // closes the connection when nothing at all arrives within PongTimeout of a
-// ping. Any inbound message restarts the interval (docs/protocol.md, Heartbeat).
+// ping. Any inbound message restarts the interval (docs/protocol.md,
+// Heartbeat). While a followed conversation streams, the shorter
+// StreamingPingInterval and StreamingPongTimeout apply.
 func (c *Client) keepAlive(ctx context.Context, conn *websocket.Conn, activity <-chan struct{}) {
-	t := time.NewTimer(c.cfg.PingInterval)
+	pingAfter, pongWait := c.silenceLimits()
+	t := time.NewTimer(pingAfter)
 	defer t.Stop()
 	awaiting := false
 	for {
@@ -495,10 +517,11 @@ func (c *Client) keepAlive(ctx context.Context, conn *websocket.Conn, activity <
 			return
 		case <-activity:
 			awaiting = false
-			t.Reset(c.cfg.PingInterval)
+			pingAfter, _ = c.silenceLimits()
+			t.Reset(pingAfter)
 		case <-t.C:
 			if awaiting {
-				c.logger().Warn("relay did not answer a ping; reconnecting", "waited", c.cfg.PongTimeout)
+				c.logger().Warn("relay did not answer a ping; reconnecting", "waited", pongWait)
 				_ = conn.CloseNow()
 				return
 			}
@@ -506,9 +529,24 @@ func (c *Client) keepAlive(ctx context.Context, conn *websocket.Conn, activity <
 				return // the reader sees the broken connection too
 			}
 			awaiting = true
-			t.Reset(c.cfg.PongTimeout)
+			_, pongWait = c.silenceLimits()
+			t.Reset(pongWait)
 		}
 	}
+}
+
+// silenceLimits are how long keepAlive lets the socket be silent before
+// it pings, and then before it gives the connection up: shorter while a
+// conversation the client follows streams.
+func (c *Client) silenceLimits() (pingAfter, pongWait time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, s := range c.subs {
+		if s.streaming {
+			return c.cfg.StreamingPingInterval, c.cfg.StreamingPongTimeout
+		}
+	}
+	return c.cfg.PingInterval, c.cfg.PongTimeout
 }
 
 // route applies subscription bookkeeping to ev and delivers what should be
@@ -572,6 +610,9 @@ func (c *Client) route(ctx context.Context, ev Event) bool {
 	default:
 		out = append(out, ev)
 	}
+	for _, e := range out {
+		noteStreaming(c.subs, e)
+	}
 	c.mu.Unlock()
 
 	for _, e := range out {
@@ -580,6 +621,26 @@ func (c *Client) route(ctx context.Context, ev Event) bool {
 		}
 	}
 	return true
+}
+
+// noteStreaming keeps a subscription's streaming up to date with an event
+// about to be delivered. c.mu is held.
+func noteStreaming(subs map[string]*subscription, ev Event) {
+	var id string
+	var on bool
+	switch d := ev.Data.(type) {
+	case *protocol.Subscribed:
+		id, on = d.ConversationID, d.Streaming
+	case *protocol.UserMessage:
+		id, on = d.ConversationID, true
+	case *protocol.Idle:
+		id, on = d.ConversationID, false
+	default:
+		return
+	}
+	if s, ok := subs[id]; ok {
+		s.streaming = on
+	}
 }
 
 // sub returns the subscription of id, creating it (a conversation this

@@ -422,3 +422,37 @@ func TestReconnectRefusedTokenStops(t *testing.T) {
 		t.Fatal("the events channel stays open")
 	}
 }
+
+// While a conversation the client follows streams, a silent socket (a
+// relay paused or cut off without closing it) is given up after
+// StreamingPingInterval and StreamingPongTimeout, not the idle ones; the
+// client resubscribes elsewhere, and once the turn has ended the idle
+// limits apply again.
+func TestSilenceWhileStreaming(t *testing.T) {
+	f := newFakeRelay(t, "")
+	cfg := fastConfig(f.url(), "")
+	cfg.PingInterval, cfg.PongTimeout = time.Hour, time.Hour
+	cfg.StreamingPingInterval, cfg.StreamingPongTimeout = 30*time.Millisecond, 100*time.Millisecond
+	c := dialT(t, cfg)
+	if err := c.Subscribe(context.Background(), "c1", 0); err != nil {
+		t.Fatal(err)
+	}
+	nextEvent(t, c, isType(protocol.TypeSubscribed))
+	if ping, _ := c.silenceLimits(); ping != time.Hour {
+		t.Fatalf("no turn runs and the client pings after %v", ping)
+	}
+
+	f.emit("c1", protocol.TypeUserMessage, map[string]any{"messageId": "u1", "content": "hi", "mode": "act"})
+	nextEvent(t, c, isType(protocol.TypeUserMessage))
+	f.setSilent(true)
+	recvType(t, f, protocol.TypePing)
+	nextEvent(t, c, isState(StateReconnecting))
+	f.setSilent(false)
+	nextEvent(t, c, isState(StateLive))
+
+	f.emit("c1", protocol.TypeIdle, map[string]any{"status": "completed"})
+	nextEvent(t, c, isType(protocol.TypeIdle))
+	if ping, pong := c.silenceLimits(); ping != time.Hour || pong != time.Hour {
+		t.Fatalf("after the turn the client pings after %v and waits %v", ping, pong)
+	}
+}
