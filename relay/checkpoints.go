@@ -22,6 +22,11 @@ import (
 type turnCheckpoint struct {
 	dir    string // the folder; "" when the turn takes no snapshot
 	before string // the snapshot when the turn started; "" if it failed
+	// act: the turn ran in Act at some moment. A turn started in Plan is
+	// snapshotted too, so that one switched to Act midway reports what it
+	// changed from its start; one that stayed in Plan reports nothing
+	// (its changes, if any, are not the agent's to claim).
+	act bool
 }
 
 // checkpointDirLocked is the folder the conversation's turns change (its
@@ -76,7 +81,10 @@ func (c *conversation) checkpointFailedLocked(err error) {
 // copilot:changes to send before its copilot:idle, nil when the turn
 // changed nothing (or took no snapshot).
 func (r *Relay) snapshotAfter(conv *conversation, t *turn) *protocol.Changes {
-	if t.cp.dir == "" || t.cp.before == "" {
+	conv.mu.Lock()
+	act := t.cp.act
+	conv.mu.Unlock()
+	if t.cp.dir == "" || t.cp.before == "" || !act {
 		return nil
 	}
 	// Not the turn's context: an aborted turn's changes count too.

@@ -30,6 +30,11 @@ const changesScript = `{"turns": [
     {"delta": "Changed."}
   ]},
   {"match": "wait", "steps": [{"sleep": "30s"}]},
+  {"match": "switch", "steps": [
+    {"ask": {"question": "Act now?"}},
+    {"tool": {"name": "edit", "arguments": {"path": "switched.txt"}, "write": {"path": "switched.txt", "content": "made in Act\n"}}},
+    {"delta": "Switched."}
+  ]},
   {"steps": [{"delta": "Nothing to change."}]}
 ]}`
 
@@ -349,4 +354,33 @@ func TestStartPrunesCheckpointsOfGoneConversations(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	}
 	r.srv.Close()
+}
+
+// A turn started in Plan and switched to Act midway (the question gives
+// the test its moment) reports what it changed from the turn's start; a
+// Plan turn that stays in Plan reports nothing (TestTurnChangesDiffRestore).
+func TestPlanTurnSwitchedToActRecorded(t *testing.T) {
+	checkNoLeaks(t)
+	dir := checkpointFolder(t)
+	r := startCheckpointRelay(t, dir, t.TempDir(), nil)
+	cl := r.srv.Dial(t)
+
+	cl.Send("copilot:send", map[string]any{"conversationId": "sw", "prompt": "switch", "mode": "plan"})
+	um := cl.WaitFor("copilot:user_message", nil)
+	req := cl.WaitFor("copilot:user_input_request", nil)
+	cl.Send("copilot:set_mode", map[string]any{"conversationId": "sw", "mode": "act"})
+	cl.WaitFor("copilot:mode_changed", nil)
+	cl.Send("copilot:user_input_response", map[string]any{"conversationId": "sw", "requestId": req.Field("requestId"), "answer": "yes"})
+	idle, frames := cl.WaitForCollect("copilot:idle", nil)
+	if idle.Field("status") != "completed" {
+		t.Fatalf("idle %s", idle.Raw)
+	}
+	last := frames[len(frames)-1]
+	if last.Type != protocol.TypeChanges {
+		t.Fatalf("the event before idle is %s, want copilot:changes: %s", last.Type, framesString(frames))
+	}
+	ch := changesOf(t, last)
+	if got := fileSummary(ch.Files); !slices.Equal(got, []string{"switched.txt added +1 -0"}) || ch.MessageID != um.Field("messageId") {
+		t.Fatalf("changes %s", last.Raw)
+	}
 }

@@ -254,6 +254,9 @@ func (c *conversation) setModeByLocked(mode protocol.Mode, by *protocol.By) {
 		by = nil
 	}
 	c.mode = mode
+	if c.turn != nil && mode == protocol.ModeAct {
+		c.turn.cp.act = true // its changes are recorded (checkpoints.go)
+	}
 	mc := protocol.ModeChanged{Mode: mode, ChangedBy: by}
 	c.emitLocked(protocol.TypeModeChanged, &mc.Header, &mc)
 }

@@ -176,9 +176,8 @@ func (c *conversation) startTurnLocked(d *protocol.Send, by *protocol.By, agent 
 	if mode == "" {
 		mode = protocol.ModeAct
 	}
-	if mode == protocol.ModeAct {
-		t.cp.dir = c.checkpointDirLocked()
-	}
+	t.cp.dir = c.checkpointDirLocked()
+	t.cp.act = mode == protocol.ModeAct
 	prompt, model := d.Prompt, d.Model
 	started := r.track(&r.work, func() { r.runTurn(c, t, prompt, model) })
 	if !started {
