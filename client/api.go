@@ -181,3 +181,10 @@ func (c *Client) Diff(ctx context.Context, conversationID, checkpoint, path stri
 func (c *Client) Restore(ctx context.Context, conversationID, checkpoint string) error {
 	return c.write(ctx, protocol.TypeRestore, protocol.Restore{ConversationID: conversationID, Checkpoint: checkpoint})
 }
+
+// Workspaces asks the relay for its roots, its default folder and the
+// folders of recent conversations; the answer comes as a
+// copilot:workspaces event (docs/protocol.md, Workspaces).
+func (c *Client) Workspaces(ctx context.Context) error {
+	return c.write(ctx, protocol.TypeWorkspaces, protocol.WorkspacesRequest{})
+}

@@ -125,6 +125,9 @@ type State struct {
 	// the running or last turn's agent plan (-1: none yet).
 	thoughts map[string]*thought
 	planRow  int
+	// wanted is the folder the user chose before the first send
+	// (workspace.go).
+	wanted   *protocol.WorkspaceRequest
 	answered map[string]string // requestId → the answer this client sent
 	upd      *Update           // the Update being built by Apply
 }
@@ -413,6 +416,7 @@ func (s *State) Listed(info protocol.ConversationInfo) {
 // setWorkspace records the conversation's workspace (a copy).
 func (s *State) setWorkspace(ws protocol.Workspace) {
 	s.Workspace = &ws
+	s.wanted = nil
 }
 
 // relayError shows an `error` about this conversation where it belongs: a

@@ -5,12 +5,17 @@ package ui
 // sidebar and, for the conversation shown, in the window's title after the
 // relay's name.
 
-// showAgent puts the shown conversation's agent in the window's title.
-// Fyne keeps the title, so nothing is set while it stays the same.
-func (w *Window) showAgent(agent string) {
+// showAgent puts the shown conversation's agent in the window's title,
+// and before the relay's name the folder it works in (folder, its label:
+// docs/workspaces.md). Fyne keeps the title, so nothing is set while it
+// stays the same.
+func (w *Window) showAgent(agent, folder string) {
 	t := windowTitle(w.opts, w.clientURL())
 	if agent != "" {
 		t += " · " + agent
+	}
+	if folder != "" {
+		t = folder + " — " + t
 	}
 	if w.win.Title() != t {
 		w.win.SetTitle(t)

@@ -17,7 +17,9 @@ func TestAgentNamed(t *testing.T) {
 	h.send("retry three times")
 	h.waitFor("the turn", func() bool { return h.hasStatus(protocol.StatusCompleted) })
 	h.waitFor("the agent in the title", func() bool { return strings.HasSuffix(h.w.Window().Title(), " · OpenCode (ACP)") })
-	if got := h.w.Window().Title(); got != "pilotdesk — embedded relay · OpenCode (ACP)" {
+	// The conversation's folder (the relay's default, this package's)
+	// comes first (docs/workspaces.md).
+	if got := h.w.Window().Title(); got != "ui — pilotdesk — embedded relay · OpenCode (ACP)" {
 		t.Errorf("window title %q", got)
 	}
 	h.waitFor("the sidebar entry", func() bool { return len(h.w.sidebar.entries) == 1 && h.w.sidebar.entries[0].Agent == "OpenCode (ACP)" })

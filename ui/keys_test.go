@@ -135,6 +135,7 @@ func TestWindowKeys(t *testing.T) {
 	h.waitFor("the first turn", func() bool { return completedTurns(h) == 1 })
 	first := h.w.current
 	h.w.shortcut(shortcutNew)
+	h.w.newConv.submit() // the new-conversation dialog's Start, in the default folder
 	h.send("do the work")
 	h.waitFor("the second conversation", func() bool {
 		return h.w.current != first && completedTurns(h) == 1 && len(h.w.sidebar.entries) == 2

@@ -10,7 +10,7 @@ import (
 func (w *Window) mainMenu() *fyne.MainMenu {
 	newConv := fyne.NewMenuItemWithIcon("New conversation", theme.ContentAddIcon(), func() {
 		if w.modal == nil {
-			w.newConversation()
+			w.askNewConversation()
 		}
 	})
 	newConv.Shortcut = shortcutNew

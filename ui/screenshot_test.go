@@ -98,13 +98,14 @@ func (s *shooter) shot(h *harness, name string) {
 }
 
 // waitAgents waits for the relay's list notices that name each
-// conversation's agent, which may come after the turn's end: without them
-// the sidebar's second lines would differ from one run to the next.
+// conversation's agent and folder, which may come after the turn's end:
+// without them the sidebar's second lines would differ from one run to
+// the next.
 func (h *harness) waitAgents() {
 	h.t.Helper()
-	h.waitFor("the agents in the list", func() bool {
+	h.waitFor("the agents and folders in the list", func() bool {
 		for _, e := range h.w.sidebar.entries {
-			if e.Agent == "" && h.w.store.OnRelay(e.ID) {
+			if (e.Agent == "" || e.Folder == "") && h.w.store.OnRelay(e.ID) {
 				return false
 			}
 		}

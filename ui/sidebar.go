@@ -66,6 +66,9 @@ func newSidebar(w *Window) *sidebar {
 			title.SetText(e.Title)
 			text, imp := entryStatus(e, s.win.now())
 			status.Importance = imp
+			if e.Folder != "" {
+				text = e.Folder + " · " + text
+			}
 			status.SetText(withAgent(text, e.Agent))
 		},
 	)
@@ -75,7 +78,7 @@ func newSidebar(w *Window) *sidebar {
 		}
 		s.win.switchTo(s.entries[id].ID)
 	}
-	newBtn := widget.NewButtonWithIcon("New conversation", theme.ContentAddIcon(), w.newConversation)
+	newBtn := widget.NewButtonWithIcon("New conversation", theme.ContentAddIcon(), w.askNewConversation)
 	newBtn.Importance = widget.HighImportance
 	shareBtn := widget.NewButtonWithIcon("Connect a device…", theme.ComputerIcon(), w.ShowShare)
 	s.root = container.NewBorder(container.NewPadded(newBtn), container.NewPadded(shareBtn), nil, nil, s.list)
@@ -122,7 +125,7 @@ func (s *sidebar) set(entries []store.Entry, current string) {
 }
 
 func sameEntry(a, b store.Entry) bool {
-	return a.ID == b.ID && a.Title == b.Title && a.Mode == b.Mode && a.Streaming == b.Streaming && a.Agent == b.Agent &&
+	return a.ID == b.ID && a.Title == b.Title && a.Mode == b.Mode && a.Streaming == b.Streaming && a.Agent == b.Agent && a.Folder == b.Folder &&
 		a.Waiting == b.Waiting && a.Deadline.Equal(b.Deadline) && a.UpdatedAt.Equal(b.UpdatedAt)
 }
 

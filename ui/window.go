@@ -198,8 +198,10 @@ type Window struct {
 	// role is the role of the window's token on the relay (the store's,
 	// as last drawn): a viewer's window offers no Restore.
 	role string
-	// restoring is the open confirmation of a restore (changes.go).
+	// restoring is the open confirmation of a restore (changes.go), and
+	// newConv the open new-conversation dialog (newconv.go).
 	restoring *restoreConfirm
+	newConv   *newConvDialog
 	// menuOpened, if set, is told of each menu the keyboard opens, and
 	// quitHook replaces the app's Quit (tests: the test driver draws no
 	// menu, and its app cannot quit twice).
@@ -696,7 +698,7 @@ func (w *Window) shortcut(s fyne.Shortcut) bool {
 	}
 	switch cs.ShortcutName() {
 	case shortcutNew.ShortcutName():
-		w.newConversation()
+		w.askNewConversation()
 	case shortcutStop.ShortcutName():
 		w.stop()
 	case shortcutFocus.ShortcutName():
@@ -784,7 +786,10 @@ drain:
 	if w.title.Text != title {
 		w.title.SetText(title)
 	}
-	w.showAgent(v.Agent) // agentname.go
+	if w.newConv != nil && f.ConnChanged {
+		w.newConv.setWorkspaces(w.store.Workspaces())
+	}
+	w.showAgent(v.Agent, v.Folder) // agentname.go
 
 	if w.wantMode != "" && (w.wantModeConv != w.current || v.Mode == w.wantMode) {
 		w.wantMode = ""
@@ -1051,7 +1056,7 @@ func (w *Window) submit() {
 				w.log.Warn("subscribe failed", "conversation", id, "err", err)
 			}
 		}
-		if err := w.client.Send(ctx, id, prompt, mode, modelName); err != nil {
+		if err := w.client.SendIn(ctx, id, prompt, mode, modelName, w.store.Wanted(id)); err != nil {
 			w.store.AddNote(id, conversation.NoteError, "Not sent: "+err.Error()+". Your prompt is back in the box below.")
 			w.onUI(func() {
 				if w.composer.Text == "" {

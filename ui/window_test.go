@@ -248,6 +248,7 @@ func TestShortcuts(t *testing.T) {
 	h := newHarness(t, harnessConfig{})
 	first := h.w.current
 	h.w.shortcut(shortcutNew)
+	h.w.newConv.submit() // the new-conversation dialog's Start, in the default folder
 	if h.w.current == first {
 		t.Fatal("Ctrl+N did not open a new conversation")
 	}

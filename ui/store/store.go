@@ -67,6 +67,9 @@ type Store struct {
 	moreCursor string
 	// budget is the relay's credit budget, nil when it has none.
 	budget *protocol.Budget
+	// workspaces is the relay's last answer to copilot:workspaces (nil:
+	// none yet).
+	workspaces *protocol.Workspaces
 	// role is the role of the window's token, as the relay's list says
 	// (protocol.RoleOwner until it says otherwise).
 	role string
@@ -207,6 +210,12 @@ func (s *Store) applyLocked(ev client.Event) {
 			s.connChanged = true
 		}
 		return
+	case *protocol.Workspaces:
+		w := *d
+		w.Roots, w.Recent = slices.Clone(d.Roots), slices.Clone(d.Recent)
+		s.workspaces = &w
+		s.connChanged = true
+		return
 	case *protocol.Budget:
 		b := *d
 		s.budget = &b
@@ -254,6 +263,41 @@ func (s *Store) AnswerFailed(convID, requestID, why string) {
 	}
 	s.mu.Unlock()
 	s.changed()
+}
+
+// Workspaces is the relay's last answer to copilot:workspaces (a copy;
+// nil before one came).
+func (s *Store) Workspaces() *protocol.Workspaces {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.workspaces == nil {
+		return nil
+	}
+	w := *s.workspaces
+	w.Roots, w.Recent = slices.Clone(w.Roots), slices.Clone(w.Recent)
+	return &w
+}
+
+// WantWorkspace records the folder the user chose for a new conversation
+// (conversation.State.WantWorkspace); Wanted is what its first send
+// carries.
+func (s *Store) WantWorkspace(convID string, ws protocol.WorkspaceRequest) {
+	s.mu.Lock()
+	c := s.convLocked(convID)
+	c.WantWorkspace(ws)
+	s.sidebarChanged = true
+	s.mu.Unlock()
+	s.changed()
+}
+
+// Wanted: see WantWorkspace.
+func (s *Store) Wanted(convID string) *protocol.WorkspaceRequest {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if c, ok := s.convs[convID]; ok {
+		return c.Wanted()
+	}
+	return nil
 }
 
 // AskDiff records that the window asks for the diff of path in the
@@ -362,14 +406,19 @@ type Entry struct {
 	Deadline  time.Time // when it times out (estimate)
 	UpdatedAt time.Time
 	Agent     string // the agent the relay runs it with ("" unknown)
+	// Folder names where it works, in short (conversation.State.Folder;
+	// "" for the relay's default folder before its first prompt).
+	Folder string
 }
 
 // View is what the window shows of the current conversation.
 type View struct {
-	ID        string
-	Exists    bool
-	Title     string
-	Agent     string // the agent the relay runs it with ("" unknown)
+	ID     string
+	Exists bool
+	Title  string
+	Agent  string // the agent the relay runs it with ("" unknown)
+	// Folder says where it works (conversation.State.Folder).
+	Folder    string
 	Mode      protocol.Mode
 	Streaming bool
 	Thinking  bool
@@ -432,6 +481,7 @@ func (s *Store) Take(current string, full bool) Frame {
 	// Copies only: the UI reads them while the client's goroutine goes on
 	// folding events in.
 	v.Usage, v.Turn = c.Usage.Clone(), c.Turn.Clone()
+	v.Folder, _ = c.Folder()
 	if c.Pending != nil {
 		p := *c.Pending
 		p.Request.Choices = slices.Clone(p.Request.Choices)
@@ -466,6 +516,7 @@ func (s *Store) sidebarLocked() []Entry {
 	out := make([]Entry, 0, len(s.convs))
 	for _, c := range s.convs {
 		e := Entry{ID: c.ID, Title: c.Title, Mode: c.Mode, Streaming: c.Streaming, UpdatedAt: c.UpdatedAt, Agent: c.Agent}
+		e.Folder, _ = c.Folder()
 		if c.Pending != nil {
 			e.Waiting, e.Deadline = true, c.Pending.Deadline
 		}

@@ -55,6 +55,7 @@ export class App {
     this.role = 'owner'; // the relay says otherwise in copilot:conversations
     this.listPushed = false; // the drawer's #/ entry was pushed by this page
     this.lastPrompt = new Map(); // id → the prompt last sent, to restore when refused
+    this.workspaces = null; // the relay's copilot:workspaces answer
     this.state = 'connecting';
     this.stateInfo = {};
     this.frame = 0;
@@ -89,6 +90,7 @@ export class App {
     // waiting out the backoff (a phone suspends a background tab's socket).
     window.addEventListener('online', () => this.conn?.retryNow());
     $('forget').addEventListener('click', () => this.forget());
+    $('folder').addEventListener('change', () => this.renderFolder());
     $('login-form').addEventListener('submit', (ev) => {
       ev.preventDefault();
       this.login($('login-token').value);
@@ -145,6 +147,8 @@ export class App {
       this.listRequests = [];
       $('login').hidden = true;
       this.requestList('first');
+      // The folders a new conversation may work in (docs/workspaces.md).
+      this.conn.send('copilot:workspaces', {});
       if (this.current && this.convs.has(this.current)) this.conn.follow(this.current);
     }
     if (state === 'refused') this.showLogin(this.token ? info.reason : 'missing');
@@ -162,6 +166,10 @@ export class App {
         break;
       case 'copilot:deleted':
         this.deleted(d.conversationId);
+        break;
+      case 'copilot:workspaces':
+        this.workspaces = { default: String(d.default ?? ''), recent: Array.isArray(d.recent) ? d.recent : [], roots: Array.isArray(d.roots) ? d.roots : [] };
+        this.folderOptions();
         break;
       case 'reset': {
         const c = this.convs.get(d.conversationId);
@@ -324,7 +332,10 @@ export class App {
       return false;
     }
     this.conn.follow(c.id);
-    this.conn.send('copilot:send', { conversationId: c.id, prompt: text, mode: c.mode });
+    const data = { conversationId: c.id, prompt: text, mode: c.mode };
+    const ws = this.chosenWorkspace(c);
+    if (ws) data.workspace = ws;
+    this.conn.send('copilot:send', data);
     this.lastPrompt.set(c.id, text);
     c.markSending(text);
     c.updatedAt = Date.now();
@@ -332,6 +343,48 @@ export class App {
     // want to see next, wherever they had scrolled.
     this.transcript.follow();
     return true;
+  }
+
+  // ---- workspaces (docs/workspaces.md) ----
+
+  // isNew: c is not on the relay yet, so its first prompt fixes its folder.
+  isNew(c) {
+    return !!c && !c.onRelay && c.rows.length === 0 && !this.entries.has(c.id);
+  }
+
+  // folderOptions offers the relay's default folder and its recent ones.
+  folderOptions() {
+    const sel = $('folder');
+    const ws = this.workspaces;
+    const was = sel.value;
+    const opts = [el('option', { value: '', text: ws.default ? `Default: ${ws.default}` : "The relay's default folder" })];
+    for (const r of ws.recent) {
+      if (!r || typeof r.path !== 'string' || r.path === ws.default) continue;
+      opts.push(el('option', { value: r.path, dataset: { git: String(!!r.git) }, text: r.branch ? `${r.path} (${r.branch})` : r.path }));
+    }
+    clear(sel).append(...opts);
+    if ([...sel.options].some((o) => o.value === was)) sel.value = was;
+    this.renderFolder();
+  }
+
+  // renderFolder shows the worktree checkbox for a folder in a git repository.
+  renderFolder() {
+    const sel = $('folder');
+    const opt = sel.selectedOptions[0];
+    let git = opt?.dataset.git === 'true';
+    if (opt && opt.value === '' && this.workspaces) git = this.workspaces.recent.some((r) => r.path === this.workspaces.default && r.git);
+    $('worktree-label').hidden = !git;
+    if (!git) $('worktree').checked = false;
+  }
+
+  // chosenWorkspace is what c's first prompt names: the folder chosen and
+  // whether in a worktree (null: the relay's default folder, as is).
+  chosenWorkspace(c) {
+    if (!this.isNew(c) || $('new-folder').hidden) return null;
+    const path = $('folder').value || (this.workspaces?.default ?? '');
+    const worktree = $('worktree').checked;
+    if (!path || (!$('folder').value && !worktree)) return null;
+    return worktree ? { path, isolation: 'worktree' } : { path };
   }
 
   restorePrompt(id) {
@@ -546,6 +599,7 @@ export class App {
     const viewer = this.role === 'viewer';
     this.composer.render(c, live, { viewer, why: this.sendWhy(c, live, viewer) });
     this.question.show(c, { viewer });
+    $('new-folder').hidden = viewer || !this.workspaces || !this.isNew(c);
     $('usage').textContent = c ? [usageText(c.usage, c.turn, Date.now()), totalsText(c.usage)].filter(Boolean).join('  ·  ') : '';
     this.list.render(this.sortedEntries(), this.current, !!this.nextCursor);
     this.renderElsewhere();

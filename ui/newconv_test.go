@@ -1,0 +1,104 @@
+package ui
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"fyne.io/fyne/v2/test"
+
+	"github.com/pilotdesk/pilotdesk/relay"
+	"github.com/pilotdesk/pilotdesk/relay/workspace"
+)
+
+// TestNewConversationFolder: New conversation asks where: the relay's
+// default folder comes first, a relative path is refused in the dialog, a
+// folder in a git repository offers a worktree; the first prompt carries
+// the folder, and the list, the header and the window's title name it
+// (with the worktree's branch once the relay made it).
+func TestNewConversationFolder(t *testing.T) {
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("no git")
+	}
+	root := t.TempDir()
+	def, repo := filepath.Join(root, "home"), filepath.Join(root, "api")
+	for _, d := range []string{def, repo} {
+		if err := os.Mkdir(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	git := func(args ...string) {
+		cmd := exec.Command("git", append([]string{"-C", repo, "-c", "user.name=t", "-c", "user.email=t@t", "-c", "commit.gpgsign=false"}, args...)...)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+	}
+	git("init", "-q")
+	if err := os.WriteFile(filepath.Join(repo, "main.go"), []byte("package main\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	git("add", "main.go")
+	git("commit", "-q", "-m", "first")
+	ws, err := workspace.New(workspace.Options{Roots: []string{root}, Default: def, WorktreeDir: filepath.Join(t.TempDir(), "worktrees")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := newHarness(t, harnessConfig{relay: relay.Config{WorkDir: def, Workspaces: ws}})
+	first := h.w.current
+
+	h.w.shortcut(shortcutNew)
+	d := h.w.newConv
+	if d == nil {
+		t.Fatal("Ctrl+N asked nothing")
+	}
+	h.waitFor("the relay's folders", func() bool { return d.ws != nil })
+	if d.folder.Text != def || d.worktree.Visible() {
+		t.Fatalf("the dialog offers %q (worktree shown %v), want the default folder %q without a worktree", d.folder.Text, d.worktree.Visible(), def)
+	}
+	d.folder.SetText("src/api")
+	test.Tap(d.start)
+	if !d.problem.Visible() || h.w.current != first {
+		t.Fatal("a relative folder was taken")
+	}
+	d.folder.SetText(repo)
+	if !d.worktree.Visible() {
+		t.Fatal("a folder in a git repository offers no worktree")
+	}
+	test.Tap(d.worktree)
+	test.Tap(d.start)
+	h.frame()
+	if h.w.current == first || h.w.newConv != nil {
+		t.Fatal("Start opened no conversation")
+	}
+	if got := h.w.Window().Title(); !strings.HasPrefix(got, "api · new worktree — pilotdesk") {
+		t.Fatalf("before its first prompt the window's title is %q", got)
+	}
+	h.send("markdown")
+	h.waitFor("the turn in the worktree", func() bool {
+		return completedTurns(h) == 1 && h.w.view.Folder != "" && strings.Contains(h.w.view.Folder, "pilotdesk/")
+	})
+	h.frame()
+	branch := "pilotdesk/" + h.w.current[:8]
+	if want := "api · " + branch; h.w.view.Folder != want {
+		t.Fatalf("the conversation's folder is %q, want %q", h.w.view.Folder, want)
+	}
+	if got := h.w.Window().Title(); !strings.HasPrefix(got, "api · "+branch+" — pilotdesk") {
+		t.Fatalf("the window's title is %q", got)
+	}
+	found := false
+	for _, e := range h.w.sidebar.entries {
+		if e.ID == h.w.current {
+			found = e.Folder == "api · "+branch
+		}
+	}
+	if !found {
+		t.Fatalf("the list's entry does not name the folder: %+v", h.w.sidebar.entries)
+	}
+	// The user's checkout stays on its branch.
+	out, err := exec.Command("git", "-C", repo, "branch", "--show-current").Output()
+	if err != nil || strings.TrimSpace(string(out)) == branch {
+		t.Fatalf("the repository is on %q (%v)", out, err)
+	}
+}

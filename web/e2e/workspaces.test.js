@@ -1,0 +1,88 @@
+// Workspaces in the web client (docs/workspaces.md) against the real
+// relay: a new conversation offers the relay's default folder and its
+// recent ones (copilot:workspaces), a folder in a git repository offers a
+// worktree, and the first prompt carries the folder chosen.
+
+import { describe, it, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { browser, chromiumMissing, startRelay, tempDir, watchPage } from './harness.js';
+
+const skip = chromiumMissing();
+const WAIT = 20_000;
+const PHONE = { width: 390, height: 844 };
+
+describe('workspaces', { skip: skip || false }, () => {
+  let relay;
+  let chrome;
+  let root;
+  let def;
+  let repo;
+
+  before(async () => {
+    root = tempDir('pilotdesk-e2e-ws-');
+    def = path.join(root, 'home');
+    repo = path.join(root, 'api');
+    mkdirSync(def);
+    mkdirSync(repo);
+    const git = (...args) => execFileSync('git', ['-C', repo, '-c', 'user.name=t', '-c', 'user.email=t@t', '-c', 'commit.gpgsign=false', ...args]);
+    git('init', '-q');
+    writeFileSync(path.join(repo, 'main.go'), 'package main\n');
+    git('add', 'main.go');
+    git('commit', '-q', '-m', 'first');
+    const dataDir = tempDir('pilotdesk-e2e-ws-data-');
+    const script = path.join(dataDir, 'script.json');
+    writeFileSync(script, JSON.stringify({ turns: [{ steps: [{ delta: 'Working in {{workspace}}.' }] }] }));
+    relay = await startRelay({ dataDir, script, args: ['--workdir', def, '--workspace-root', root] });
+    chrome = await browser();
+  });
+
+  after(async () => {
+    await chrome?.close();
+    await relay?.stop();
+  });
+
+  it('offers the recent folders and sends the one chosen, in a worktree', async () => {
+    // A conversation in the repository makes it a recent folder.
+    const ws = `ws://127.0.0.1:${relay.port}/ws?token=${encodeURIComponent(relay.token)}`;
+    const problems = [];
+    const ctx = await chrome.newContext({ viewport: PHONE });
+    ctx.setDefaultTimeout(WAIT);
+    const p = await ctx.newPage();
+    watchPage(p, relay, problems);
+    await p.goto(relay.pageURL);
+    await p.waitForSelector('body[data-state="live"]');
+    await p.evaluate(({ url, repo }) => new Promise((resolve, reject) => {
+      const s = new WebSocket(url);
+      s.onopen = () => s.send(JSON.stringify({ type: 'copilot:send', data: { conversationId: 'c0ffee00-0000-4000-8000-000000000001', prompt: 'hello', workspace: { path: repo } } }));
+      s.onmessage = (m) => {
+        const msg = JSON.parse(m.data);
+        if (msg.type === 'copilot:idle') { s.close(); resolve(); }
+        if (msg.type === 'error') reject(new Error(msg.data.message));
+      };
+    }), { url: ws, repo });
+    await p.reload();
+    await p.waitForSelector('body[data-state="live"]');
+    if (await p.isVisible('#menu')) await p.click('#menu');
+    await p.click('#new-conv');
+    await p.waitForSelector('#new-folder:not([hidden])');
+    const options = await p.$$eval('#folder option', (os) => os.map((o) => [o.value, o.textContent]));
+    assert.deepEqual(options.map((o) => o[0]), ['', repo]);
+    assert.equal(options[0][1], `Default: ${def}`);
+    assert.equal(await p.isVisible('#worktree'), false, 'the default folder, in no repository, offers a worktree');
+    await p.selectOption('#folder', repo);
+    await p.check('#worktree');
+    await p.fill('#prompt', 'where are you');
+    await p.press('#prompt', 'Enter');
+    await p.waitForSelector('[data-kind="status"]');
+    const text = await p.textContent('#transcript');
+    assert.match(text, /Working in \S+/);
+    assert.doesNotMatch(text, new RegExp(`Working in ${repo}\\.`), 'the agent worked in the repository itself, not a worktree');
+    assert.equal(await p.isVisible('#new-folder'), false, 'the folder field stays after the first prompt');
+    const branches = execFileSync('git', ['-C', repo, 'branch', '--list', 'pilotdesk/*'], { encoding: 'utf8' });
+    assert.match(branches, /pilotdesk\/\w{8}/);
+    assert.deepEqual(problems, []);
+  });
+});
