@@ -20,7 +20,8 @@ import (
 
 // discardLimit is how much of an over-long frame the relay reads and throws
 // away to keep the connection: a frame over 1 MiB gets a too_large error;
-// one over discardLimit is closed by the library with 1009.
+// a message that declares more is closed with 1009 before any of it is
+// read (guard.go).
 const discardLimit = 64 << 20
 
 // maxQueueBytes bounds the bytes queued for one connection besides the
@@ -193,15 +194,29 @@ func (c *conn) readLoop() error {
 	for {
 		typ, rd, err := c.ws.Reader(context.Background())
 		if err != nil {
-			return err
+			return c.readFailed(err)
 		}
 		c.touch() // every inbound message, valid or not
 		err = c.handleFrame(typ, rd)
 		c.releaseFrame()
 		if err != nil {
-			return err
+			return c.readFailed(err)
 		}
 	}
+}
+
+// readFailed closes the connection with the code the guard's error
+// calls for (guard.go); other errors close as before.
+func (c *conn) readFailed(err error) error {
+	switch {
+	case errors.Is(err, errMessageTooBig):
+		c.log.Info("relay: a message declares more than the relay reads; closing the connection", "limit", discardLimit)
+		c.closeWith(websocket.StatusMessageTooBig, fmt.Sprintf("message over the %d MiB limit", discardLimit>>20), false)
+	case errors.Is(err, errUnmasked):
+		c.log.Info("relay: a client frame is not masked; closing the connection")
+		c.closeWith(websocket.StatusProtocolError, "client frames must be masked", false)
+	}
+	return err
 }
 
 // handleFrame reads one message and acts on it; an error ends the

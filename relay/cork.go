@@ -2,6 +2,7 @@ package relay
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/binary"
 	"fmt"
 	"net"
@@ -30,6 +31,11 @@ type corkConn struct {
 	// writes nothing (RFC 6455 §5.5.1: no data frame after a close).
 	closeSent bool
 	hdr       [10]byte // writeText's frame header: a field, so that it is not allocated per frame
+
+	// The read side, the connection's reader's alone (guard.go): what the
+	// server read ahead of the upgrade, and the guard of the frames read.
+	ahead []byte
+	guard frameGuard
 }
 
 // corkBufferSize is the most a corked connection holds back: a batch larger
@@ -176,7 +182,10 @@ func (w *corkingWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 			return nil, nil, fmt.Errorf("flush the upgrade response: %w", err)
 		}
 	}
-	w.conn = &corkConn{Conn: nc}
-	// Keep the reader: it may already hold bytes the client sent.
+	// The reader may already hold bytes the client sent: they are read
+	// again through the corkConn, so that its guard sees every frame.
+	ahead, _ := brw.Reader.Peek(brw.Reader.Buffered())
+	w.conn = &corkConn{Conn: nc, ahead: bytes.Clone(ahead), guard: frameGuard{limit: discardLimit}}
+	brw.Reader.Reset(w.conn)
 	return w.conn, bufio.NewReadWriter(brw.Reader, bufio.NewWriterSize(w.conn, writeBufferSize)), nil
 }
