@@ -40,5 +40,16 @@ go build -tags ci -o .tools/e2e/pilotdesk .
 go build -o .tools/e2e/fake-acp ./session/acp/internal/fakeagent/cmd/fake-acp
 cd web/e2e
 start=$(date +%s)
-PILOTDESK_BIN="$PWD/../../.tools/e2e/pilotdesk" FAKE_ACP_BIN="$PWD/../../.tools/e2e/fake-acp" node --test --test-concurrency=1 --test-reporter=spec "$@"
+# A bound on the whole run (WEB_E2E_TIMEOUT, default 25 minutes; about 5
+# on a quiet 2-core machine): a test file that never ends fails the run
+# with this message instead of holding it until an outer time limit.
+limit=${WEB_E2E_TIMEOUT:-25m}
+rc=0
+PILOTDESK_BIN="$PWD/../../.tools/e2e/pilotdesk" FAKE_ACP_BIN="$PWD/../../.tools/e2e/fake-acp" \
+	timeout --kill-after=30s "$limit" node --test --test-concurrency=1 --test-reporter=spec "$@" || rc=$?
+if [ "$rc" = 124 ] || [ "$rc" = 137 ]; then
+	echo "web-e2e: FAILED: the browser tests did not end within $limit (the last file named above did not finish: a test or a process it started still runs)" >&2
+	exit 1
+fi
+[ "$rc" = 0 ] || exit "$rc"
 echo "web-e2e: passed in $(($(date +%s) - start)) s" >&2

@@ -48,6 +48,12 @@ export function fakeACP() {
   return out;
 }
 
+// running are the relays started and not yet exited.
+const running = new Set();
+process.on('exit', () => {
+  for (const proc of running) proc.kill('SIGKILL');
+});
+
 /**
  * startRelay runs `pilotdesk serve` and resolves once it listens.
  * opts: token, port (0: any), dataDir (':memory:' by default), script
@@ -63,6 +69,8 @@ export async function startRelay(opts = {}) {
   if (!opts.acp && opts.script !== null) args.push('--script', opts.script ?? SCENARIO);
   args.push(...(opts.args ?? []));
   const proc = spawn(binary(), args, { stdio: ['ignore', 'pipe', 'pipe'] });
+  running.add(proc);
+  proc.on('exit', () => running.delete(proc));
   let log = '';
   proc.stdout.on('data', (b) => { log += b; });
   proc.stderr.on('data', (b) => { log += b; });
@@ -80,6 +88,17 @@ export async function startRelay(opts = {}) {
     proc.stdout.on('data', check);
     proc.on('exit', (code) => reject(new Error(`the relay exited (${code}):\n${log}`)));
   });
+  // A relay a test forgot to stop must not keep this file's process alive
+  // (its pipes hold the event loop: the runner then waited for good, as a
+  // CI run did after reconnect.test.js): once it listens it holds the
+  // loop only while it is being stopped, and it is killed when the
+  // process exits.
+  const hold = (on) => {
+    for (const h of [proc, proc.stdout, proc.stderr]) {
+      if (on) h.ref(); else h.unref();
+    }
+  };
+  hold(false);
   const relay = {
     token,
     port,
@@ -88,6 +107,7 @@ export async function startRelay(opts = {}) {
     pageURL: `http://127.0.0.1:${port}/#token=${encodeURIComponent(token)}`,
     log: () => log,
     async stop(signal = 'SIGTERM') {
+      hold(true);
       if (proc.exitCode === null && proc.signalCode === null) proc.kill(signal);
       await exited;
     },

@@ -141,6 +141,7 @@ describe('reconnecting', { skip: skip || false }, () => {
   });
 
   it('reconnects at once when the page comes back into view, when the browser comes online, and on Retry now', async () => {
+    await relay?.stop(); // the previous test's last relay
     const dataDir = tempDir('pilotdesk-e2e-retry-');
     relay = await startRelay({ dataDir });
     const port = relay.port;
@@ -172,7 +173,13 @@ describe('reconnecting', { skip: skip || false }, () => {
     // Retry now, once the relay is back.
     await page.waitForSelector('#retry:not([hidden])');
     relay = await startRelay({ dataDir, port });
-    if (await page.evaluate(() => document.body.dataset.state) !== 'live') await page.click('#retry');
+    // The page may get there by itself first (its backoff ran out), and
+    // then hides the button between the check and the click.
+    if (await page.evaluate(() => document.body.dataset.state) !== 'live') {
+      await page.click('#retry', { timeout: 5_000 }).catch((err) => {
+        if (!/not visible|detached/.test(String(err))) throw err;
+      });
+    }
     await page.waitForSelector('body[data-state="live"]');
     await page.waitForSelector('#retry', { state: 'hidden' });
     await page.waitForSelector('#send:not([disabled])');
