@@ -42,9 +42,12 @@ var syntaxTokens = map[fyne.ThemeColorName]chroma.TokenType{
 }
 
 // syntaxColor picks the colour name for a token, or "" for plain text.
+// Other names (variables, the _ of "for _, n := range") are plain text:
+// chroma's Name types all share one subcategory with NameClass, so
+// InSubCategory(NameClass) painted every identifier as a type.
 func syntaxColor(t chroma.TokenType) fyne.ThemeColorName {
 	switch {
-	case t == chroma.KeywordType || t.InSubCategory(chroma.NameClass) || t == chroma.NameClass:
+	case t == chroma.KeywordType || t == chroma.NameClass:
 		return colorSyntaxType
 	case t.InCategory(chroma.Keyword):
 		return colorSyntaxKeyword

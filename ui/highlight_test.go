@@ -11,6 +11,7 @@ import (
 	"fyne.io/fyne/v2/test"
 	"fyne.io/fyne/v2/theme"
 	"fyne.io/fyne/v2/widget"
+	"github.com/alecthomas/chroma/v2"
 	"github.com/alecthomas/chroma/v2/styles"
 
 	"github.com/pilotdesk/pilotdesk/conversation"
@@ -103,6 +104,49 @@ func TestCodeIsColouredByTheAppTheme(t *testing.T) {
 		walk(v.obj)
 		if !found {
 			t.Fatalf("variant %d: no text \"func\" drawn", variant)
+		}
+	}
+}
+
+// TestEveryTokenReadable: every colour a code block paints a token in
+// (each chroma token type, through syntaxColor; plain text in the theme's
+// foreground) has a contrast of at least 3:1 against the code block's
+// background, light and dark. Names (chroma's Name*, such as the _ of
+// "for _, n := range") were painted in the keyword colour.
+func TestEveryTokenReadable(t *testing.T) {
+	t.Parallel()
+	const minCodeContrast = 3
+	for _, variant := range []fyne.ThemeVariant{theme.VariantLight, theme.VariantDark} {
+		base := FixedVariant(theme.DefaultTheme(), variant)
+		th := appTheme{base}
+		bg := colors(base).codeBackground
+		for _, tt := range chroma.TokenTypeValues() {
+			n := syntaxColor(tt)
+			if n == "" {
+				n = theme.ColorNameForeground
+			}
+			c := th.Color(n, variant)
+			if r := contrastRatio(c, bg); r < minCodeContrast {
+				t.Errorf("variant %d: %v is painted %v (%s), %.2f:1 on the code background %v, want at least %d:1", variant, tt, c, n, r, bg, minCodeContrast)
+			}
+		}
+	}
+}
+
+// TestNamesArePlain: an identifier is plain text, not a keyword's or a
+// type's colour.
+func TestNamesArePlain(t *testing.T) {
+	t.Parallel()
+	colors := map[string]fyne.ThemeColorName{}
+	for _, s := range highlight("for _, n := range xs {\n\tx = append(x, n)\n}\ntype T struct{}\nvar e error", "go") {
+		ts := s.(*widget.TextSegment)
+		for _, w := range strings.FieldsFunc(ts.Text, func(r rune) bool { return strings.ContainsRune(" \t\n,(){}=:", r) }) {
+			colors[w] = ts.Style.ColorName
+		}
+	}
+	for w, want := range map[string]fyne.ThemeColorName{"_": theme.ColorNameForeground, "n": theme.ColorNameForeground, "xs": theme.ColorNameForeground, "for": colorSyntaxKeyword, "append": colorSyntaxBuiltin, "error": colorSyntaxType} {
+		if colors[w] != want {
+			t.Errorf("%q is painted %q, want %q", w, colors[w], want)
 		}
 	}
 }
