@@ -225,8 +225,6 @@ func (c *conversation) loseThenLocked(then func()) {
 		return
 	}
 	c.remote = true
-	c.losses.Add(1) // before the next count: the committer drops what was queued
-	c.r.losses.Add(1)
 	c.closeInputsLocked(nil, errLost) // emits nothing now: the conversation is remote
 	if t := c.turn; t != nil {
 		t.cancel(errLost)
@@ -265,50 +263,31 @@ func (r *Relay) catchUp(c *conversation) {
 	}
 }
 
-// lostToAnother reports whether a conversation's failed append means the
-// relay lost it, not that the store failed: another writer appended
-// (history.ErrConflict), or the relay's lease may have lapsed
-// (history.ErrLeaseLost).
-func lostToAnother(err error) bool {
-	return errors.Is(err, history.ErrConflict) || errors.Is(err, history.ErrLeaseLost)
-}
-
 // fencedLocked runs on the committer when an append of the conversation
-// was refused because another relay appended since, or because this
-// relay's lease may have lapsed: it lost the conversation. Its events
-// after sentSeq were never stored and never go out; the new owner's come
-// from the cluster.
+// was refused because another relay appended since: it lost the
+// conversation. Its events after sentSeq were never stored and never go
+// out; the new owner's come from the cluster.
 //
 // The stream may also hold an append of this relay's own whose Write
 // failed with its outcome unsure (the cluster unreachable): the store
 // refuses the next append the same way, and the relay takes the stream's
 // history too, never the seqs of events that may have been delivered.
 // If the turn it ran is left open there and nobody else owns the
-// conversation, it takes it back and closes the turn (closeLeftOpen):
-// as one the store lost (its own append), or as one the previous owner
-// left (another writer: the relay it took the conversation from, resumed
-// after its lease lapsed, wrote before the store refused it). A relay
-// whose own lease lapsed leaves that to the others (RelayGone), and to
-// itself once it has announced itself again.
+// conversation, it takes it back and closes the turn (closeLeftOpen).
 func (c *conversation) fencedLocked(err error) {
 	c.r.log.Warn("relay: another relay took this conversation over, or an append of this relay's whose Write failed was stored after all: it takes the stream's history", "conversationId", c.id, "unsentEvents", c.lastSeq-c.sentSeq, "err", err)
 	c.failure = storeFailure{gen: c.failure.gen + 1} // its records still queued are dropped (committer.dropStale); its failed tail is not stored
 	c.lastSeq = c.sentSeq
 	c.unsent = nil
-	then := func() {}
-	if !errors.Is(err, history.ErrLeaseLost) {
-		own := errors.Is(err, history.ErrOwnAppendStored)
-		then = func() { c.r.closeLeftOpen(c.id, own) }
-	}
 	if c.remote {
 		// Lost already (its lease lapsed): catch up all the same.
 		c.r.track(&c.r.work, func() {
 			c.r.catchUp(c)
-			then()
+			c.r.closeLeftOpen(c.id)
 		})
 		return
 	}
-	c.loseThenLocked(then)
+	c.loseThenLocked(func() { c.r.closeLeftOpen(c.id) })
 }
 
 // troubleWindow is how long after this relay found the store unreachable
@@ -332,14 +311,11 @@ const leaseLapsedMessage = "the turn was stopped: the history store could not be
 const storeLostMessage = "the history store could not be reached: the turn was stopped"
 
 // closeLeftOpen closes a turn or question that the stream shows open in a
-// conversation this relay lost to a conflicting append: if the owner
+// conversation this relay lost to its own unsure append: if the owner
 // record still names this relay (no other relay took it over, which
 // would close them itself), it takes the conversation back, and the
-// takeover closes them: with storeLostMessage if the append was this
-// relay's own (own: its Write failed while the store was unreachable),
-// else as left by the relay it took the conversation from, which wrote
-// once more after its lease lapsed.
-func (r *Relay) closeLeftOpen(id string, own bool) {
+// takeover closes them with storeLostMessage.
+func (r *Relay) closeLeftOpen(id string) {
 	if r.isDraining() {
 		return
 	}
@@ -363,14 +339,7 @@ func (r *Relay) closeLeftOpen(id string, own bool) {
 	if owner != r.cluster.ID() {
 		return // another relay runs it, and closed what was left open
 	}
-	message := storeLostMessage
-	if !own {
-		message = ""
-		c.mu.Lock()
-		previous = cmp.Or(previous, c.takenFrom)
-		c.mu.Unlock()
-	}
-	if err := r.takeOverAs(ctx, id, previous, message); err != nil {
+	if err := r.takeOverAs(ctx, id, previous, storeLostMessage); err != nil {
 		r.log.Warn("relay: could not take back a conversation whose turn is left open; the next command does", "conversationId", id, "err", err)
 	}
 	r.refollow(c)
@@ -462,7 +431,6 @@ func (r *Relay) takeOverAs(ctx context.Context, id, previous, message string) er
 		return fmt.Errorf("caught up to seq %d of %d", conv.sentSeq, state.LastSeq)
 	}
 	conv.remote = false
-	conv.takenFrom = previous
 	conv.lastSeq = conv.sentSeq
 	conv.unsent = nil
 	conv.fromStore = found // the agent session resumes
@@ -714,23 +682,6 @@ func (r *Relay) goneRemote(c *conversation) {
 	}
 }
 
-// storeUnreachable is the error a command that changes a conversation
-// gets at once while the history store cannot be reached (a quorum loss,
-// the relay cut off from NATS: Cluster.Health), instead of waiting for
-// requests to time out; nil when it can be, and for copilot:abort and
-// copilot:close, which stop an agent that runs here whatever the store.
-func (r *Relay) storeUnreachable(msgType, id string) *protocol.Error {
-	if msgType == protocol.TypeAbort || msgType == protocol.TypeClose {
-		return nil
-	}
-	reason := r.cluster.Health()
-	if reason == "" {
-		return nil
-	}
-	return &protocol.Error{Code: protocol.CodeLimit, Type: msgType, ConversationID: id,
-		Message: "the history store cannot be reached, so nothing can be saved and the relay changes no conversation (" + reason + "): send again once it is back"}
-}
-
 // clusterUnreachable is the error a command gets when its owner cannot be
 // found or reached.
 func clusterUnreachable(msgType, id string, err error) *protocol.Error {
@@ -750,10 +701,6 @@ const unreachableWait = 30 * time.Second
 // asked again until it answers or its lease lapses and this relay takes
 // the conversation over, for up to unreachableWait.
 func (r *Relay) forward(c *conn, msgType, id string, data any, before func()) (handled bool) {
-	if e := r.storeUnreachable(msgType, id); e != nil {
-		c.sendError(e)
-		return true
-	}
 	deadline := time.Now().Add(unreachableWait)
 	moved := 0
 	for {

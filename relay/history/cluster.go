@@ -26,11 +26,9 @@ type Cluster interface {
 	// (so that others take them at once, not a lease later) and withdraws
 	// its lease. A stopped cluster is not started again.
 	Stop(ctx context.Context) error
-	// Health says why the relay cannot serve now, "" when it can: it is
-	// cut off from NATS, its lease lapsed, or the history store does not
-	// answer. /healthz answers 503 with it, and commands that change a
-	// conversation are refused with it at once.
-	Health() string
+	// Healthy reports whether the relay holds its lease over a working
+	// connection: /healthz answers 503 otherwise.
+	Healthy() bool
 
 	// Claim makes this relay the conversation's owner unless a relay
 	// whose lease holds owns it, and returns the owner after: ID() when

@@ -85,8 +85,8 @@ func start(t *testing.T, m NewMember, opts Options) *member {
 			t.Errorf("stop: %v", err)
 		}
 	})
-	if why := c.Health(); why != "" {
-		t.Fatalf("a started cluster is not healthy: %s", why)
+	if !c.Healthy() {
+		t.Fatal("a started cluster is not healthy")
 	}
 	return &member{store: s, cluster: c, h: h}
 }
@@ -306,7 +306,7 @@ func testStopGivesUp(t *testing.T, nm NewMember) {
 	if err := a.cluster.Stop(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if a.cluster.Health() == "" {
+	if a.cluster.Healthy() {
 		t.Fatal("a stopped cluster is healthy")
 	}
 	b.h.wait(t, "RelayGone "+aID)

@@ -53,14 +53,12 @@ type Cluster struct {
 	lease time.Duration
 	every time.Duration // between renewals
 	log   *slog.Logger
-	// beforeRenew is ClusterOptions.BeforeRenew.
-	beforeRenew func(ctx context.Context) error
 
 	base   string // pilotdesk, or pilotdesk.<ns>: the prefix of the live and command subjects
 	relays jetstream.KeyValue
 	owners jetstream.KeyValue
 
-	mu sync.Mutex // guards id, cmd, hooks, leaseRev, leaseOK, renewed, epoch, renewErr, claimed, stopped, lapsed
+	mu sync.Mutex // guards id, cmd, hooks, leaseRev, leaseOK, renewed, claimed, stopped, lapsed
 	// id is new at every announcement: a relay whose lease lapsed comes
 	// back as another, so that what it owned under its old id is anyone's.
 	id       string
@@ -68,15 +66,7 @@ type Cluster struct {
 	hooks    history.ClusterHooks
 	leaseRev uint64    // revision of this relay's key
 	leaseOK  bool      // the lease holds (renewed within the lease)
-	renewed  time.Time // when the last successful create or renewal was sent: the server's TTL started later
-	// epoch counts the leases this relay has held: a write that began
-	// under one appends nothing once it is gone, even if the relay has
-	// announced itself again since (mayAppend).
-	epoch uint64
-	// renewErr is why the last renewal (or announcement) failed, nil once
-	// one succeeds: with no renewal for a while, the history store is
-	// unreachable (Health).
-	renewErr error
+	renewed  time.Time // last successful create or renewal
 	claimed  map[string]uint64
 	stopped  bool
 	// lapsed has a channel per relay a command is being forwarded to,
@@ -121,12 +111,6 @@ type ClusterOptions struct {
 	// RenewEvery is how often the lease is renewed; default Lease/5. (A
 	// test makes it longer than the lease to play a relay that stalls.)
 	RenewEvery time.Duration
-	// BeforeRenew is for tests: called before each renewal of the lease
-	// (or announcement, once it lapsed), which waits for it to return (a
-	// test holds it to play a relay whose process is paused); an error
-	// fails that attempt as if the cluster had not answered (a quorum
-	// loss). It must return once ctx ends.
-	BeforeRenew func(ctx context.Context) error
 	// Logger; default the store's.
 	Logger *slog.Logger
 }
@@ -149,11 +133,10 @@ func NewCluster(ctx context.Context, s *Store, opts ClusterOptions) (*Cluster, e
 	}
 	c := &Cluster{
 		s: s, nc: s.nc, id: randomHex(8), lease: opts.Lease, every: opts.RenewEvery, log: opts.Logger,
-		beforeRenew: opts.BeforeRenew,
-		base:        strings.TrimSuffix(s.names.prefix, ".conv"),
-		claimed:     map[string]uint64{},
-		pending:     map[string][]history.Event{},
-		slots:       make(chan struct{}, maxForwarded),
+		base:    strings.TrimSuffix(s.names.prefix, ".conv"),
+		claimed: map[string]uint64{},
+		pending: map[string][]history.Event{},
+		slots:   make(chan struct{}, maxForwarded),
 	}
 	suffix := strings.TrimPrefix(s.names.bucket, "pd_meta")
 	var err error
@@ -253,7 +236,6 @@ func (c *Cluster) Start(h history.ClusterHooks) error {
 	if err := c.register(ctx, false); err != nil {
 		return fail(err)
 	}
-	c.s.lease.Store(c) // the store appends only while the lease holds
 	// The watcher first, then the list: a relay that comes or goes in
 	// between is seen by the watcher.
 	// The changes from now on: the list says what holds now.
@@ -391,7 +373,6 @@ func (c *Cluster) register(ctx context.Context, again bool) error {
 	}
 	rctx, cancel := context.WithTimeout(ctx, c.lease)
 	defer cancel()
-	sent := time.Now()
 	rev, err := c.relays.Create(rctx, id, newLeaseValue(), jetstream.KeyTTL(c.lease))
 	if err != nil {
 		_ = sub.Unsubscribe()
@@ -405,8 +386,7 @@ func (c *Cluster) register(ctx context.Context, again bool) error {
 	}
 	old := c.cmd
 	c.id, c.cmd = id, sub
-	c.leaseRev, c.leaseOK, c.renewed = rev, true, sent
-	c.epoch++
+	c.leaseRev, c.leaseOK, c.renewed = rev, true, time.Now()
 	c.mu.Unlock()
 	if old != nil {
 		_ = old.Unsubscribe()
@@ -444,21 +424,12 @@ func (c *Cluster) renew(ctx context.Context) {
 		if time.Since(last) < c.every {
 			continue
 		}
-		var hookErr error
-		if c.beforeRenew != nil {
-			hookErr = c.beforeRenew(ctx)
-		}
 		last = time.Now()
 		c.mu.Lock()
 		id, ok, rev, renewed, h := c.id, c.leaseOK, c.leaseRev, c.renewed, c.hooks
 		c.mu.Unlock()
 		if !ok {
-			err := hookErr
-			if err == nil {
-				err = c.register(ctx, true)
-			}
-			c.noteRenewal(err)
-			if err != nil {
+			if err := c.register(ctx, true); err != nil {
 				c.log.Debug("jetstream cluster: announce again", "err", err)
 				continue
 			}
@@ -470,22 +441,14 @@ func (c *Cluster) renew(ctx context.Context) {
 			continue
 		}
 		rctx, cancel := context.WithTimeout(ctx, min(c.every, c.lease/2))
-		sent := time.Now()
-		err := hookErr
-		var ack *jetstream.PubAck
-		if err == nil {
-			ack, err = c.s.js.PublishMsg(rctx, &nats.Msg{Subject: "$KV." + c.relaysBucket() + "." + id, Data: newLeaseValue()},
-				jetstream.WithExpectLastSequencePerSubject(rev), jetstream.WithMsgTTL(c.lease))
-		}
+		ack, err := c.s.js.PublishMsg(rctx, &nats.Msg{Subject: "$KV." + c.relaysBucket() + "." + id, Data: newLeaseValue()},
+			jetstream.WithExpectLastSequencePerSubject(rev), jetstream.WithMsgTTL(c.lease))
 		cancel()
-		c.noteRenewal(err)
 		var apiErr *jetstream.APIError
 		switch {
 		case err == nil:
 			c.mu.Lock()
-			if c.leaseOK && c.id == id {
-				c.leaseRev, c.renewed = ack.Sequence, sent
-			}
+			c.leaseRev, c.renewed = ack.Sequence, time.Now()
 			c.mu.Unlock()
 			continue
 		case errors.As(err, &apiErr) && apiErr.ErrorCode == codeWrongLastSeq:
@@ -493,7 +456,7 @@ func (c *Cluster) renew(ctx context.Context) {
 			c.loseLease(fmt.Errorf("the renewal was refused: %w", err))
 			continue
 		}
-		if time.Since(renewed) >= c.lease-c.margin() {
+		if time.Since(renewed) >= c.lease {
 			c.loseLease(fmt.Errorf("no renewal for %v: %w", time.Since(renewed).Round(time.Millisecond), err))
 		} else {
 			c.log.Debug("jetstream cluster: renew the lease", "err", err)
@@ -503,48 +466,6 @@ func (c *Cluster) renew(ctx context.Context) {
 
 func (c *Cluster) relaysBucket() string {
 	return "pd_relays" + strings.TrimPrefix(c.s.names.bucket, "pd_meta")
-}
-
-// margin is how long before the lease's end, as this relay counts it
-// from the renewal it sent last, it stops trusting the lease: a message
-// sent then reaches the server before the server's TTL of the key ends.
-func (c *Cluster) margin() time.Duration { return c.lease / 10 }
-
-// leaseEpoch is the lease a write begins under (Store.Write); 0 for a
-// store of no cluster, or before the cluster has started.
-func (s *Store) leaseEpoch() uint64 {
-	c := s.lease.Load()
-	if c == nil {
-		return 0
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.epoch
-}
-
-// mayAppend says whether an append of a write that began under lease
-// epoch may go out now: only while that lease surely holds, renewed less
-// than the lease (less the margin) ago. Past that, the lease may have
-// lapsed at the server and another relay may have taken the
-// conversations over: the relay learns it lost them (loseLease) and
-// appends nothing, even if its renewer, paused with it, has not noticed
-// yet. It returns nil for a store of no cluster.
-func (s *Store) mayAppend(epoch uint64) error {
-	c := s.lease.Load()
-	if c == nil {
-		return nil
-	}
-	c.mu.Lock()
-	ok, cur, since := c.leaseOK, c.epoch, time.Since(c.renewed)
-	c.mu.Unlock()
-	switch {
-	case !ok || cur != epoch:
-		return history.ErrLeaseLost
-	case since >= c.lease-c.margin():
-		c.loseLease(fmt.Errorf("no renewal for %v when an append was to go out", since.Round(time.Millisecond)))
-		return fmt.Errorf("%w (not renewed for %v)", history.ErrLeaseLost, since.Round(time.Millisecond))
-	}
-	return nil
 }
 
 // loseLease tells the relay, once, that its lease lapsed.
@@ -634,35 +555,12 @@ func (c *Cluster) relaysResumed(ctx context.Context) {
 	}
 }
 
-// noteRenewal records the outcome of a renewal or announcement (Health).
-func (c *Cluster) noteRenewal(err error) {
+// Healthy reports whether the connection is up and the lease holds.
+func (c *Cluster) Healthy() bool {
 	c.mu.Lock()
-	c.renewErr = err
+	ok := c.leaseOK && !c.stopped
 	c.mu.Unlock()
-}
-
-// Health says why the relay cannot serve its clients now ("" when it
-// can): it is cut off from NATS, its lease lapsed, or the history store
-// has not answered a renewal of the lease for half the lease (the
-// JetStream cluster lost its quorum, or has no leader for that long). A
-// leader election (4–9 s) is shorter than half the default lease.
-func (c *Cluster) Health() string {
-	c.mu.Lock()
-	ok, stopped, since, renewErr := c.leaseOK, c.stopped, time.Since(c.renewed), c.renewErr
-	c.mu.Unlock()
-	switch {
-	case stopped:
-		return "the relay is leaving the cluster"
-	case !c.nc.IsConnected():
-		return "the relay is not connected to NATS (" + c.nc.Status().String() + ")"
-	case !ok:
-		return "the relay's lease lapsed: it could not reach the history store (NATS JetStream) in time; it announces itself again as soon as it can"
-	case renewErr != nil && since >= c.lease/2:
-		// The error itself goes to the log (renew), not to whoever asks
-		// /healthz.
-		return fmt.Sprintf("the history store (NATS JetStream) has not answered for %v: has the NATS cluster lost its quorum?", since.Round(100*time.Millisecond))
-	}
-	return ""
+	return ok && c.nc.IsConnected()
 }
 
 // alive reports whether a relay's lease holds.

@@ -318,20 +318,11 @@ func (c *Cluster) following(id string) bool {
 	return c.follows[id] > 0
 }
 
-// Health says why the relay cannot serve ("" when it can): it stopped,
-// is cut off, or its lease lapsed.
-func (c *Cluster) Health() string {
+// Healthy reports whether the relay holds its lease and is not cut off.
+func (c *Cluster) Healthy() bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	switch {
-	case c.stopped:
-		return "the relay is leaving the cluster"
-	case c.cut:
-		return "the relay is cut off from the cluster"
-	case !c.leaseOK:
-		return "the relay's lease lapsed"
-	}
-	return ""
+	return c.leaseOK && !c.stopped && !c.cut
 }
 
 // aliveLocked reports whether relay's lease holds: this relay's as it
