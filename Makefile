@@ -22,7 +22,7 @@ BUILD_TAGS := no_emoji
 FYNE_TOOL_VERSION := v1.7.4
 FYNE := .tools/bin/fyne
 
-.PHONY: run test deps copilot-cli opencode acp-agents nats-server build vet web-test web-screenshots acp-window bench bench-nats bench-window screenshots fuzz load chaos cluster package install package-windows package-darwin clean
+.PHONY: run test deps copilot-cli opencode acp-agents nats-server build vet web-test web-screenshots acp-window checkpoint-window bench bench-nats bench-window screenshots fuzz load chaos cluster package install package-windows package-darwin clean
 
 run: deps build
 	./$(BIN)
@@ -112,6 +112,14 @@ web-screenshots:
 # mock model; photographs in screenshots/acp-window-*.png (docs/acp.md).
 acp-window: opencode
 	scripts/acp-window.sh screenshots
+
+# The window's checkpoints and workspaces, end to end: the GL binary under
+# Xvfb, the scripted agent editing a git repository; photographs of the
+# changes card with a diff open, the restore's confirmation and the
+# new-conversation dialog in screenshots/checkpoint-window-*.png
+# (docs/checkpoints.md).
+checkpoint-window:
+	scripts/checkpoint-window.sh screenshots
 
 # Speed targets live here, never in unit tests: the relay's fan-out (4,000
 # deltas of 64 B to 50 subscribers over loopback WebSockets; deliveries/s,
