@@ -73,7 +73,8 @@ type conn struct {
 	// Owned by the handler goroutine.
 	subs     map[string]*conversation
 	readBuf  []byte
-	reserved int // bytes of readBuf's capacity taken from the budget of frames being received
+	reserved int         // bytes of readBuf's capacity taken from the budget of frames being received
+	replays  tokenBucket // subscribes with a replay this connection may still make now
 }
 
 // serveWS authenticates and upgrades a request, then runs the connection
@@ -130,6 +131,7 @@ func (r *Relay) serveWS(w http.ResponseWriter, req *http.Request) {
 		writerDone: make(chan struct{}),
 		drained:    make(chan struct{}, 1),
 		subs:       map[string]*conversation{},
+		replays:    tokenBucket{tokens: float64(r.maxReplays), at: time.Now()},
 	}
 	defer cancel()
 

@@ -109,6 +109,9 @@ func (r *Relay) subscribe(c *conn, d *protocol.Subscribe) {
 			if c.subs[cv.id] != cv && !c.canSubscribe(protocol.TypeSubscribe, cv.id) {
 				return
 			}
+			if cv.replaysLocked(d.SinceSeq, d.Epoch) && !c.mayReplay(cv.id) {
+				return
+			}
 			conv = cv
 			c.subs[cv.id] = cv
 			rp = cv.subscribeLocked(c, d.SinceSeq, d.Epoch)

@@ -216,3 +216,23 @@ func (r *Relay) framesRefused(id identity) string {
 	}
 	return fmt.Sprintf("the relay is receiving too many large frames at once (%s in all, its limit): this frame was dropped; send it again in a moment", mib(int64(r.maxPendingFrames)))
 }
+
+// replaysLocked reports whether a subscribe with since and epoch would
+// replay stored events (subscribeLocked).
+func (c *conversation) replaysLocked(since *int64, epoch string) bool {
+	return (epoch != "" && epoch != c.r.epoch) || (since != nil && *since < c.sentSeq)
+}
+
+// mayReplay takes one of the connection's replays of this minute, or
+// sends error limit: a replay reads the stored history, and a client
+// subscribing from seq 0 in a loop (5,000 times in 10 s, issue #33) took
+// the relay's CPU from everyone else. A subscribe with nothing to replay
+// is free.
+func (c *conn) mayReplay(id string) bool {
+	if c.replays.take(c.r.maxReplays, time.Now()) {
+		return true
+	}
+	c.sendError(&protocol.Error{Code: protocol.CodeLimit, Type: protocol.TypeSubscribe, ConversationID: id,
+		Message: fmt.Sprintf("this connection has asked for %d replays in the last minute, the most the relay allows: wait a little, or subscribe from the last seq you have", c.r.maxReplays)})
+	return false
+}

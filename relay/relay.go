@@ -83,6 +83,10 @@ const (
 	// remote address may hold open before it has an open WebSocket (a
 	// token checked): one more closes its oldest such connection.
 	DefaultMaxConnectionsPerAddress = 64
+	// DefaultMaxReplaysPerMinute is how many subscribes with a replay
+	// (sinceSeq before the conversation's last seq) one connection may
+	// make a minute (a burst of that many, then one a second).
+	DefaultMaxReplaysPerMinute = 60
 	// DefaultAuthFailuresAllowed is how many upgrades with a wrong token an
 	// address may make before it is throttled (auth.go).
 	DefaultAuthFailuresAllowed = 30
@@ -121,6 +125,9 @@ type Config struct {
 	MaxPendingFrameBytesPerToken int
 	OwnerReserveConnections      int
 	OwnerReserveFrameBytes       int
+	// MaxReplaysPerMinute bounds the subscribes with a replay one
+	// connection makes a minute; 0: DefaultMaxReplaysPerMinute.
+	MaxReplaysPerMinute int
 	// MaxConnectionsPerAddress bounds the HTTP connections of one remote
 	// address that are not an open WebSocket (Relay.ConnState); 0:
 	// DefaultMaxConnectionsPerAddress.
@@ -210,6 +217,7 @@ type Relay struct {
 	maxConns     int
 	maxSubs      int
 	maxNewConvs  int
+	maxReplays   int // per connection per minute
 	// maxPendingFrames bounds the bytes taken by the read buffers of frames
 	// being received, beyond each one's first frameBase (conn.readFrame);
 	// what is taken is in usage (limits.go).
@@ -281,6 +289,7 @@ func New(cfg Config) (*Relay, error) {
 		maxConns:         cfg.MaxConnections,
 		maxSubs:          cfg.MaxSubscriptions,
 		maxNewConvs:      cfg.MaxNewConversations,
+		maxReplays:       cmp.Or(cfg.MaxReplaysPerMinute, DefaultMaxReplaysPerMinute),
 		maxPendingFrames: cfg.MaxPendingFrameBytes,
 		limits: tokenLimits{
 			connsPerToken:   cmp.Or(cfg.MaxConnectionsPerToken, DefaultMaxConnectionsPerToken),

@@ -216,3 +216,35 @@ func TestAuthThrottle(t *testing.T) {
 		t.Errorf("the log holds a token:\n%s", all)
 	}
 }
+
+// A connection makes at most MaxReplaysPerMinute subscribes that replay
+// stored events; one more gets limit. A subscribe with nothing to
+// replay (from the last seq, or without sinceSeq) is not counted.
+func TestReplayLimit(t *testing.T) {
+	t.Parallel()
+	e := start(t, func(c *relay.Config) { c.MaxReplaysPerMinute = 3 })
+	cl := e.dial()
+	cl.Send("copilot:set_mode", map[string]any{"conversationId": "r", "mode": "plan"})
+	cl.Send("copilot:subscribe", map[string]any{"conversationId": "r"})
+	last := cl.Expect("copilot:subscribed").Seq()
+	if last < 1 {
+		t.Fatalf("the conversation has no event (seq %d)", last)
+	}
+	for range 3 {
+		cl.Send("copilot:subscribe", map[string]any{"conversationId": "r", "sinceSeq": 0})
+		cl.WaitFor("copilot:subscribed", nil)
+	}
+	cl.Send("copilot:subscribe", map[string]any{"conversationId": "r", "sinceSeq": 0})
+	f := cl.Expect("error")
+	if m := dataMap(t, f); m["code"] != protocol.CodeLimit || m["conversationId"] != "r" || !strings.Contains(m["message"].(string), "3 replays") {
+		t.Fatalf("a fourth replay in a minute: %s", f.Raw)
+	}
+	cl.Send("copilot:subscribe", map[string]any{"conversationId": "r", "sinceSeq": last})
+	cl.Expect("copilot:subscribed")
+	cl.Send("copilot:subscribe", map[string]any{"conversationId": "r"})
+	cl.Expect("copilot:subscribed")
+	// Another connection has its own allowance.
+	other := e.dial()
+	other.Send("copilot:subscribe", map[string]any{"conversationId": "r", "sinceSeq": 0})
+	other.WaitFor("copilot:subscribed", nil)
+}
