@@ -224,9 +224,10 @@ func TestReplayLimit(t *testing.T) {
 	t.Parallel()
 	e := start(t, func(c *relay.Config) { c.MaxReplaysPerMinute = 3 })
 	cl := e.dial()
-	cl.Send("copilot:set_mode", map[string]any{"conversationId": "r", "mode": "plan"})
 	cl.Send("copilot:subscribe", map[string]any{"conversationId": "r"})
-	last := cl.Expect("copilot:subscribed").Seq()
+	cl.Expect("copilot:subscribed")
+	cl.Send("copilot:set_mode", map[string]any{"conversationId": "r", "mode": "plan"})
+	last := cl.WaitFor("copilot:mode_changed", nil).Seq() // sent once stored
 	if last < 1 {
 		t.Fatalf("the conversation has no event (seq %d)", last)
 	}
