@@ -135,6 +135,11 @@ func startStack(ctx context.Context, s relaySettings, logger *slog.Logger) (_ *s
 		return nil, err
 	}
 
+	push, err := pushConfig(s.DataDir) // push.go
+	if err != nil {
+		return nil, err
+	}
+
 	inputTimeout := s.InputTimeout
 	if inputTimeout == 0 {
 		inputTimeout = -1 // the relay's "wait forever"
@@ -153,6 +158,7 @@ func startStack(ctx context.Context, s relaySettings, logger *slog.Logger) (_ *s
 		CheckpointsOff:   cpsOff,
 		WorkDir:          s.WorkDir,
 		Workspaces:       spaces,
+		Push:             push,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("starting the relay: %w", err)

@@ -87,6 +87,9 @@ type conversation struct {
 	// starts meanwhile. cpFailed: a snapshot failed and copilot:error
 	// said so; said again only after one succeeded (checkpoints.go).
 	restoring, cpFailed bool
+	// lastReply is the turn's latest reply, which a push of its end may
+	// carry (push.go).
+	lastReply string
 
 	// sent is the state after event sentSeq, which copilot:subscribed
 	// describes (its seq is sentSeq): the events up to it have left, the
@@ -279,6 +282,7 @@ func (c *conversation) emitLocked(msgType string, hdr *protocol.Header, data any
 	c.lastSeq = seq
 	c.updatedAt = time.Now()
 	c.markMomentLocked(seq)
+	c.pushEventLocked(msgType, data) // push.go
 	if c.failure.failed {
 		c.addTailLocked(history.Event{ConversationID: c.id, Seq: seq, Type: msgType, Frame: frame})
 		return

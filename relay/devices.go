@@ -283,6 +283,8 @@ func (r *Relay) RevokeDevice(ctx context.Context, name string) error {
 	if r.devices == nil {
 		return ErrNoDevices
 	}
+	// The store removes the device's push subscriptions with it
+	// (history.Devices); the pusher also skips and removes any left.
 	if err := r.devices.RevokeDevice(ctx, name); err != nil {
 		return err
 	}

@@ -30,3 +30,6 @@ func (r *Relay) PendingFrameBytes() int64 {
 func (r *Relay) AddressConns() int {
 	return r.addrs.count(netip.MustParseAddr("127.0.0.1"))
 }
+
+// OnPush calls f after each event's pushes (push.go), with what they did.
+func (r *Relay) OnPush(f func(PushReport)) { r.push.done.Store(&f) }

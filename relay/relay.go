@@ -181,6 +181,10 @@ type Config struct {
 	// nil: WorkDir alone, and no worktrees.
 	Workspaces *workspace.Set
 
+	// Push sends Web Push to the browsers that subscribed (push.go,
+	// docs/push.md); nil: off, and GET /push/key answers 404.
+	Push *PushConfig
+
 	// FollowLinger is how long the relay goes on following a conversation
 	// another relay runs after its last local subscriber left (follow.go);
 	// 0: DefaultFollowLinger.
@@ -196,6 +200,7 @@ type Relay struct {
 	token       bool
 	tokenDigest [sha256.Size]byte
 	devices     history.Devices // nil: no device tokens (devices.go)
+	push        *pusher         // nil: no Web Push (push.go)
 	cluster     history.Cluster // nil: one relay (cluster.go)
 	follow      relayFollow     // what it follows of the cluster (follow.go)
 	workspaces  *workspace.Set  // where conversations work (workspace.go)
@@ -362,6 +367,11 @@ func New(cfg Config) (*Relay, error) {
 	if d, ok := r.store.(history.Devices); ok && r.devices == nil {
 		r.devices = d
 	}
+	p, err := newPusher(r, cfg.Push)
+	if err != nil {
+		return nil, err
+	}
+	r.push = p
 	r.acceptOptions = websocket.AcceptOptions{OriginPatterns: append([]string(nil), cfg.OriginPatterns...)}
 	r.epoch = r.store.Epoch()
 
@@ -390,6 +400,9 @@ func New(cfg Config) (*Relay, error) {
 		poll := cmp.Or(cfg.DevicePoll, DefaultDevicePoll)
 		kick := r.watchDevices()
 		r.track(&r.work, func() { r.pollDevices(poll, kick) })
+	}
+	if r.push != nil {
+		r.track(&r.work, r.push.run)
 	}
 	if err := r.budget.watch(r.ctx); err != nil {
 		r.abandon()
@@ -421,6 +434,7 @@ func New(cfg Config) (*Relay, error) {
 		}
 		_, _ = w.Write([]byte("ok"))
 	})
+	r.routePush() // push.go
 	// The web client: the page a phone or a browser opens with the token in
 	// its fragment. /ws and /healthz are more specific patterns and keep
 	// theirs.

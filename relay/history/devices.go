@@ -39,7 +39,8 @@ type Devices interface {
 	// DeviceByHash returns the device whose token has this hash, or
 	// ErrNoDevice.
 	DeviceByHash(ctx context.Context, hash [sha256.Size]byte) (Device, error)
-	// RevokeDevice removes a device, or returns ErrNoDevice.
+	// RevokeDevice removes a device, or returns ErrNoDevice; a store
+	// that keeps Web Push subscriptions (Pushes) removes the device's.
 	RevokeDevice(ctx context.Context, name string) error
 	// TouchDevice records that the device's token was used at at.
 	// An unknown name is not an error (it may have just been revoked).
@@ -128,6 +129,7 @@ func (m *Memory) RevokeDevice(ctx context.Context, name string) error {
 	if i < 0 {
 		return fmt.Errorf("history: revoke device %q: %w", name, ErrNoDevice)
 	}
+	m.removeDevicePushesLocked(m.devices[i].Hash) // push.go
 	m.devices = slices.Delete(m.devices, i, i+1)
 	return nil
 }

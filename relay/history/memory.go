@@ -22,8 +22,9 @@ type Memory struct {
 	events map[string][]Event // per conversation, in seq order
 	spend  []Spend            // the ledger (spend.go): one entry per UTC hour, oldest first
 
-	devMu   sync.Mutex // guards devices
-	devices []Device   // devices.go
+	devMu   sync.Mutex         // guards devices, pushes
+	devices []Device           // devices.go
+	pushes  []PushSubscription // push.go
 }
 
 // NewMemory returns an empty in-memory store with a fresh epoch.

@@ -21,6 +21,7 @@ func RunDevices(t *testing.T, open func(t *testing.T) (history.Devices, func() e
 		{"NameAndHashUnique", testDeviceUnique},
 		{"Revoke", testDeviceRevoke},
 		{"Touch", testDeviceTouch},
+		{"Pushes", testPushes}, // push.go; skipped by a store that keeps none
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -117,13 +117,27 @@ func (d deviceDB) DeviceByHash(ctx context.Context, hash [sha256.Size]byte) (his
 	return dev, nil
 }
 
+// RevokeDevice removes the device and, in the same transaction, its Web
+// Push subscriptions (push.go).
 func (d deviceDB) RevokeDevice(ctx context.Context, name string) error {
-	res, err := d.w.ExecContext(ctx, `DELETE FROM devices WHERE name = ?`, name)
+	tx, err := d.w.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("history: revoke device %q: %w", name, err)
+	}
+	defer tx.Rollback()
+	_, err = tx.ExecContext(ctx, `DELETE FROM push_subscriptions WHERE device = (SELECT hash FROM devices WHERE name = ?)`, name)
+	if err != nil && !noPushTable(err) {
+		return fmt.Errorf("history: revoke device %q: %w", name, err)
+	}
+	res, err := tx.ExecContext(ctx, `DELETE FROM devices WHERE name = ?`, name)
 	if err != nil {
 		return fmt.Errorf("history: revoke device %q: %w", name, err)
 	}
 	if n, err := res.RowsAffected(); err == nil && n == 0 {
 		return fmt.Errorf("history: revoke device %q: %w", name, history.ErrNoDevice)
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("history: revoke device %q: %w", name, err)
 	}
 	return nil
 }

@@ -28,6 +28,7 @@ var migrations = []migration{
 	{"spend ledger", migrateV3},  // spend.go
 	{"conversation agent", migrateV4},
 	{"conversation workspace", migrateV5},
+	{"push subscriptions", migrateV6}, // push.go
 }
 
 // schemaV1 is the first schema.
