@@ -406,6 +406,17 @@ type pushSubscribeRequest struct {
 }
 
 func (r *Relay) routePush() {
+	// GET /token says whether the token presented (Authorization: Bearer)
+	// would be let in, and whether the relay needs one: the web client
+	// asks before it tries a socket without a token, and to tell a token
+	// the relay no longer knows from a relay that is away. An upgrade
+	// says as much (101 or 401); this says it with 200, which a browser
+	// does not log as an error.
+	r.mux.HandleFunc("GET /token", func(w http.ResponseWriter, req *http.Request) {
+		w.Header().Set("Cache-Control", "no-store")
+		_, ok := r.authenticate(req)
+		writePushJSON(w, http.StatusOK, map[string]bool{"valid": ok, "required": r.token})
+	})
 	r.mux.HandleFunc("GET /push/key", r.pushHandler(func(w http.ResponseWriter, req *http.Request, id identity) {
 		writePushJSON(w, http.StatusOK, map[string]string{"publicKey": r.push.keys.Public})
 	}))

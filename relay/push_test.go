@@ -389,6 +389,12 @@ func TestPushEndpoints(t *testing.T) {
 		t.Fatalf("a wrong token: %d", code)
 	}
 	viewer := p.device("Viewer", protocol.RoleViewer, time.Time{})
+	for token, want := range map[string]string{"": `{"required":true,"valid":false}`, "wrong": `{"required":true,"valid":false}`,
+		viewer: `{"required":true,"valid":true}`, ownToken: `{"required":true,"valid":true}`} {
+		if code, body := p.call("GET", "/token", token, nil); code != http.StatusOK || strings.TrimSpace(body) != want {
+			t.Errorf("GET /token with %q: %d %s, want %s", token, code, body, want)
+		}
+	}
 	code, body := p.call("GET", "/push/key", viewer, nil)
 	var key struct{ PublicKey string }
 	if code != http.StatusOK || json.Unmarshal([]byte(body), &key) != nil || key.PublicKey != p.keys.Public {
