@@ -102,6 +102,14 @@ describe('devices', { skip: skip || false }, () => {
     assert.equal(sockets.length, attempts, 'the page tried to connect again after 4003');
     assert.equal(await phone.getAttribute('body', 'data-state'), 'refused');
     assert.equal(await laptop.getAttribute('body', 'data-state'), 'live');
+    // The dead token is forgotten: a reload asks for a new one instead of
+    // trying it again.
+    await phone.waitForSelector('body[data-token="forgotten"]');
+    assert.equal(await phone.evaluate(() => localStorage.getItem('pilotdesk.token')), null);
+    await phone.reload();
+    await phone.waitForSelector('#login:not([hidden])');
+    assert.match(await phone.textContent('#login-why'), /This page needs the token of the relay that served it\./);
+    assert.equal(await phone.getAttribute('body', 'data-state'), 'refused');
     assert.deepEqual(problems, []);
   });
 });

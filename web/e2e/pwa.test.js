@@ -82,4 +82,88 @@ describe('the installable app', { skip: skip || false }, () => {
     assert.deepEqual(problems, []);
     await ctx.close();
   });
+
+  it('subscribes to the relay\'s pushes while notifications are on, and unsubscribes when they are turned off', async () => {
+    const problems = [];
+    const ctx = await chrome.newContext({ viewport: { width: 390, height: 844 } });
+    ctx.setDefaultTimeout(WAIT);
+    const origin = relay.base.replace(/\/$/, '');
+    await ctx.grantPermissions(['notifications'], { origin });
+    await ctx.addInitScript(() => {
+      // Headless chromium reaches no push service: the browser's side of
+      // a subscription, with real keys (the relay checks them).
+      window.__push = { subscribed: [], unsubscribed: 0 };
+      let current = null;
+      const b64 = (buf) => btoa(String.fromCharCode(...new Uint8Array(buf))).replace(/\+/g, '-').replace(/\//g, '_').replace(/=+$/, '');
+      PushManager.prototype.getSubscription = async () => current;
+      PushManager.prototype.subscribe = async (opts) => {
+        const pair = await crypto.subtle.generateKey({ name: 'ECDH', namedCurve: 'P-256' }, true, ['deriveBits']);
+        const p256dh = b64(await crypto.subtle.exportKey('raw', pair.publicKey));
+        const auth = b64(crypto.getRandomValues(new Uint8Array(16)));
+        const endpoint = `https://push.example/e2e/${b64(crypto.getRandomValues(new Uint8Array(8)))}`;
+        const key = new Uint8Array(opts.applicationServerKey);
+        current = {
+          endpoint,
+          options: { userVisibleOnly: opts.userVisibleOnly, applicationServerKey: key.buffer },
+          toJSON: () => ({ endpoint, expirationTime: null, keys: { p256dh, auth } }),
+          unsubscribe: async () => { current = null; window.__push.unsubscribed++; return true; },
+        };
+        window.__push.subscribed.push({ endpoint, key: b64(key), userVisibleOnly: opts.userVisibleOnly });
+        return current;
+      };
+    });
+    const page = await ctx.newPage();
+    watchPage(page, relay, problems);
+    await page.goto(relay.pageURL);
+    await page.waitForSelector('body[data-state="live"]');
+    const key = await page.evaluate(async (token) => (await (await fetch('/push/key', { headers: { Authorization: `Bearer ${token}` } })).json()).publicKey, relay.token);
+    const logged = async (what) => {
+      const deadline = Date.now() + WAIT;
+      while (!relay.log().includes(what)) {
+        if (Date.now() > deadline) throw new Error(`the relay did not log ${what}:\n${relay.log()}`);
+        await new Promise((r) => setTimeout(r, 50));
+      }
+    };
+
+    // Notifications were allowed already: they show while the page is
+    // open; turned on here, the page subscribes with the relay's key and
+    // hands the subscription to the relay.
+    await page.click('#menu');
+    assert.equal(await page.textContent('#notify'), 'Also notify me while this page is closed');
+    assert.equal(await page.getAttribute('body', 'data-push'), null);
+    await page.click('#notify');
+    await page.waitForSelector('body[data-push="on"]');
+    const first = await page.evaluate(() => window.__push.subscribed);
+    assert.equal(first.length, 1);
+    assert.equal(first[0].key, key);
+    assert.equal(first[0].userVisibleOnly, true);
+    await logged('relay: push: a browser subscribed');
+    assert.match(await page.textContent('#notify-state'), /the relay pushes them/);
+    assert.equal(await page.textContent('#notify'), 'Turn off notifications');
+    assert.equal(await page.isChecked('#notify-text'), false);
+
+    // The words, asked for: the same subscription, given again with text.
+    await page.check('#notify-text');
+    await logged('text=true');
+
+    // Off: unsubscribed at the relay and in the browser.
+    await page.click('#notify');
+    await page.waitForSelector('body[data-push="off"]');
+    await page.waitForFunction(() => window.__push.unsubscribed === 1);
+    await logged('relay: push: a browser unsubscribed');
+    assert.equal(await page.textContent('#notify'), 'Turn on notifications');
+
+    // A reload keeps it off; on again subscribes anew.
+    await page.reload();
+    await page.waitForSelector('body[data-state="live"]');
+    await page.waitForSelector('body[data-worker="ready"]');
+    assert.equal(await page.getAttribute('body', 'data-push'), null);
+    await page.click('#menu');
+    assert.equal(await page.textContent('#notify'), 'Turn on notifications');
+    await page.click('#notify');
+    await page.waitForSelector('body[data-push="on"]');
+    assert.equal((await page.evaluate(() => window.__push.subscribed)).length, 1); // this page's own
+    assert.deepEqual(problems, []);
+    await ctx.close();
+  });
 });

@@ -39,6 +39,24 @@ function linkOf(id) {
   return `#/c/${encodeURIComponent(id)}`;
 }
 
+/**
+ * tokenCheck asks the relay whether it would let token in (GET token:
+ * {valid, required}); null when it cannot tell (no answer, an older
+ * relay).
+ */
+async function tokenCheck(token) {
+  try {
+    const res = await fetch(new URL('token', new URL('.', location.href)), {
+      cache: 'no-store', headers: token ? { Authorization: `Bearer ${token}` } : {},
+    });
+    if (!res.ok) return null;
+    const t = await res.json();
+    return typeof t.valid === 'boolean' ? t : null;
+  } catch {
+    return null;
+  }
+}
+
 export class App {
   constructor() {
     this.token = takeToken();
@@ -79,7 +97,8 @@ export class App {
       answer: (c, r, text, o) => this.answer(c, r, text, o),
       reject: (c, r) => this.reject(c, r),
     }, { inset: (px) => this.transcript.setInset(px) });
-    this.notifier = new Notifier({ button: $('notify'), state: $('notify-state') }, (id) => this.open(id));
+    this.notifier = new Notifier({ button: $('notify'), state: $('notify-state'), text: $('notify-text'), textRow: $('notify-text-row') },
+      (id) => this.open(id), () => this.token);
 
     $('menu').addEventListener('click', () => this.toggleDrawer(undefined, { push: true }));
     $('scrim').addEventListener('click', () => this.toggleDrawer(false));
@@ -131,8 +150,29 @@ export class App {
       onMessage: (m) => this.onMessage(m),
       onState: (s, info) => this.onState(s, info),
     });
-    this.conn.start();
     this.render();
+    if (this.token) {
+      this.conn.start();
+      return;
+    }
+    // No token: ask the relay first whether it needs one (GET token,
+    // docs/push.md): the page asks for it at once, without a socket the
+    // relay would refuse; a relay without one (--insecure-no-auth) is
+    // connected to.
+    const conn = this.conn;
+    tokenCheck('').then((t) => t !== null && !t.valid)
+      .then((needed) => {
+        if (conn !== this.conn || conn.stopped) return;
+        if (!needed) {
+          conn.start();
+          return;
+        }
+        this.state = 'refused';
+        this.stateInfo = { reason: 'missing' };
+        document.body.dataset.state = 'refused';
+        this.showLogin('missing');
+        this.render();
+      });
   }
 
   // ---- the relay ----
@@ -151,7 +191,7 @@ export class App {
       this.conn.send('copilot:workspaces', {});
       if (this.current && this.convs.has(this.current)) this.conn.follow(this.current);
     }
-    if (state === 'refused') this.showLogin(this.token ? info.reason : 'missing');
+    if (state === 'refused') this.refused(info.reason);
     this.scheduleRender();
   }
 
@@ -482,9 +522,35 @@ export class App {
     return { files: c.restoreEffects(checkpoint), others: others.sort() };
   }
 
+  /**
+   * refused: the relay does not take the token. A token it no longer
+   * knows (revoked, expired: closed with 4003, or refused and GET token
+   * says it is not valid) is forgotten, so that a reload asks for a new one
+   * instead of trying the dead one again.
+   */
+  async refused(reason) {
+    if (!this.token) {
+      this.showLogin('missing');
+      return;
+    }
+    let dead = reason === 'revoked';
+    if (!dead && reason === 'token') {
+      const t = await tokenCheck(this.token); // null: the relay went away meanwhile
+      dead = t !== null && !t.valid;
+    }
+    if (dead && this.state === 'refused') {
+      forgetDevice();
+      this.token = '';
+      document.body.dataset.token = 'forgotten';
+    }
+    this.showLogin(reason);
+  }
+
   forget() {
     if (!window.confirm("Forget this device? The page will need the relay's link (or its token) again.")) return;
+    this.notifier.turnOff(); // the relay is told with the token it had
     forgetDevice();
+    this.notifier.keepOff();
     this.token = '';
     this.conn.stop();
     this.convs.clear();

@@ -14,6 +14,7 @@
 // answer, and the page is not blocked.
 
 import { el, clear } from './dom.js';
+import { inline } from './markdown.js';
 import { clock, visible } from './words.js';
 
 const TITLES = {
@@ -193,7 +194,9 @@ export class QuestionDialog {
     const fold = el('button', { type: 'button', class: 'q-fold link', 'aria-controls': 'q-fold-part', 'aria-expanded': 'true', text: 'Read the conversation', onclick: () => this.setFolded(!this.folded) });
     const card = el('div', { class: 'q-card', role: 'dialog', 'aria-modal': this.viewer ? 'false' : 'true', 'aria-labelledby': 'q-title', 'aria-describedby': 'q-question', tabindex: '-1', dataset: { kind: this.kind, viewer: String(this.viewer) } },
       el('div', { class: 'q-head' }, el('span', { class: 'q-icon', 'aria-hidden': 'true', text: '?' }), title, fold),
-      el('p', { id: 'q-question', class: 'q-question', text: req.question ?? '' }),
+      // Inline markdown (`code`, **bold**, links), as the transcript shows
+      // it: a question names commands and files in backticks.
+      inline(el('p', { id: 'q-question', class: 'q-question md' }), req.question ?? ''),
       el('div', { id: 'q-fold-part', class: 'q-fold-part' }, body, this.hintNode, queued, this.countdown));
     clear(this.overlay).append(card);
     this.overlay.hidden = false;
