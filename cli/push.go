@@ -8,7 +8,7 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/pilotdesk/pilotdesk/internal/ownerfile"
+	"github.com/pilotdesk/pilotdesk/internal/atomicfile"
 	"github.com/pilotdesk/pilotdesk/relay"
 )
 
@@ -60,22 +60,10 @@ func loadVAPIDKeys(path string) (relay.VAPIDKeys, error) {
 	if err != nil {
 		return relay.VAPIDKeys{}, err
 	}
-	// O_EXCL: two processes starting on one data dir at once keep one
-	// pair (the store's lock lets only one relay run on it anyway).
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-	if errors.Is(err, fs.ErrExist) {
-		return loadVAPIDKeys(path)
-	}
-	if err != nil {
-		return relay.VAPIDKeys{}, fmt.Errorf("writing the Web Push key pair: %w", err)
-	}
-	if err := ownerfile.Restrict(path); err != nil {
-		f.Close()
-		return relay.VAPIDKeys{}, err
-	}
-	_, werr := f.Write(append(b, '\n'))
-	if err := errors.Join(werr, f.Sync(), f.Close()); err != nil {
-		_ = os.Remove(path)
+	// Written whole (a crash leaves no half a key, which would keep the
+	// relay from starting) and restricted before a byte is written. The
+	// data dir's lock lets one relay at a time make it.
+	if err := atomicfile.WriteFile(path, append(b, '\n'), atomicfile.OwnerOnly); err != nil {
 		return relay.VAPIDKeys{}, fmt.Errorf("writing the Web Push key pair %s: %w", path, err)
 	}
 	return keys, nil
