@@ -745,10 +745,10 @@ func TestTheWindowShowsBeforeItsRelay(t *testing.T) {
 		t.Fatal(err)
 	}
 	tb, err := openTestDesktop(t, b, "--data-dir", notDir)
-	if err == nil || !strings.Contains(err.Error(), "opening the history") {
+	if err == nil || !strings.Contains(err.Error(), "the data dir cannot be made") {
 		t.Fatalf("a data dir that is a file: %v", err)
 	}
-	if got := tb.texts(); !strings.Contains(got, "pilotdesk could not start") || !strings.Contains(got, "opening the history") {
+	if got := tb.texts(); !strings.Contains(got, "pilotdesk could not start") || !strings.Contains(got, "the data dir cannot be made") {
 		t.Fatalf("the window does not say why it has no relay:\n%s", got)
 	}
 	s.Remote, s.RemoteURL, s.RemoteToken = true, remote.URL, "remote-token"

@@ -22,14 +22,14 @@ import (
 // what it printed.
 func runCLI(t *testing.T, ctx context.Context, args ...string) (int, string, string) {
 	t.Helper()
+	return runCLIEnv(t, ctx, map[string]string{natsPasswordEnv: "env-s3cret"}, args...) // read only with --nats
+}
+
+// runCLIEnv is runCLI with env as the environment.
+func runCLIEnv(t *testing.T, ctx context.Context, env map[string]string, args ...string) (int, string, string) {
+	t.Helper()
 	var stdout, stderr bytes.Buffer
-	env := Env{Stdin: strings.NewReader(""), Stdout: &stdout, Stderr: &stderr, Getenv: func(k string) string {
-		if k == natsPasswordEnv {
-			return "env-s3cret" // read only with --nats
-		}
-		return ""
-	}}
-	code := Run(ctx, args, env)
+	code := Run(ctx, args, Env{Stdin: strings.NewReader(""), Stdout: &stdout, Stderr: &stderr, Getenv: func(k string) string { return env[k] }})
 	return code, stdout.String(), stderr.String()
 }
 

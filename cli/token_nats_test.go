@@ -23,9 +23,15 @@ func TestTokenCommandOnCluster(t *testing.T) {
 	c := natstest.Start(t, 3)
 	var urls []string
 	for _, n := range c.Nodes {
-		urls = append(urls, fmt.Sprintf("nats://%s@127.0.0.1:%d", url.UserPassword(c.User, c.Password), n.ClientPort))
+		urls = append(urls, fmt.Sprintf("nats://%s@127.0.0.1:%d", url.User(c.User), n.ClientPort))
 	}
 	natsURLs := strings.Join(urls, ",")
+	// The password as docs/operations.md gives it: in the environment.
+	env := map[string]string{natsPasswordEnv: c.Password}
+	runCLI := func(t *testing.T, ctx context.Context, args ...string) (int, string, string) {
+		t.Helper()
+		return runCLIEnv(t, ctx, env, args...)
+	}
 	ctx := context.Background()
 
 	nc, err := c.Connect(1)

@@ -297,8 +297,11 @@ func (c *Client) dial(ctx context.Context) (*websocket.Conn, error) {
 // run owns the connection: it serves one connection until it fails, then
 // reconnects, until ctx ends.
 func (c *Client) run(ctx context.Context, conn *websocket.Conn) {
-	defer close(c.done)
+	// Events closes last: a consumer that saw it close and then sends
+	// gets ErrClosed, not ErrNotConnected (TestRealRelayRevokedTokenStops
+	// caught that order about once in ten runs).
 	defer close(c.events)
+	defer close(c.done)
 	for first := true; ; first = false {
 		err := c.serve(ctx, conn, !first)
 		c.mu.Lock()
