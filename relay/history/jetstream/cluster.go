@@ -585,7 +585,21 @@ func (c *Cluster) alive(ctx context.Context, relay string) (bool, error) {
 func (c *Cluster) Claim(ctx context.Context, id string) (owner, previous string, err error) {
 	key := token(id)
 	self := c.ID()
-	for range 8 {
+	// A lost race means another relay's write came first: look again. A
+	// replica's read may not show that write yet (the KV's reads are
+	// served by any replica), so the next look waits a little, longer
+	// each time: with 8 looks at once, two relays claiming under load
+	// (a load of 10 on 2 cores) both ran out of looks.
+	wait := 5 * time.Millisecond
+	for try := range claimTries {
+		if try > 0 {
+			select {
+			case <-ctx.Done():
+				return "", "", fmt.Errorf("jetstream cluster: claim %q: %w", id, ctx.Err())
+			case <-time.After(wait):
+			}
+			wait = min(2*wait, 500*time.Millisecond)
+		}
 		e, err := c.owners.Get(ctx, key)
 		if errors.Is(err, jetstream.ErrKeyNotFound) {
 			rev, err := c.owners.Create(ctx, key, []byte(self))
@@ -628,6 +642,10 @@ func (c *Cluster) Claim(ctx context.Context, id string) (owner, previous string,
 	}
 	return "", "", fmt.Errorf("jetstream cluster: claim %q: the owner record keeps changing", id)
 }
+
+// claimTries bounds Claim's looks at the owner record: about 6 s of
+// waiting in all, far more than a write takes to reach every replica.
+const claimTries = 20
 
 // lostClaim reports whether a conditional write of an owner record was
 // refused because another relay's got there first: 10071, or, on a
