@@ -255,6 +255,11 @@ func TestToolSummary(t *testing.T) {
 		`{"only":[1,2]}`:  "[1,2]",
 		`"just a string"`: `"just a string"`,
 		`{"command":"` + strings.Repeat("x", 200) + `"}`: strings.Repeat("x", ToolSummaryMax-1) + "…",
+		// Codex gives a command as its argv, beside its approval options.
+		`{"available_decisions":["approved"],"command":["bash","-lc","echo hi > a.txt"],"cwd":"/w"}`: "echo hi > a.txt",
+		`{"command":["/bin/sh","-c","make\ntest"]}`:                                                  "make +1 line",
+		`{"command":["git","commit","-m","it's done"]}`:                                              `git commit -m 'it'\''s done'`,
+		`{"command":["ls",1]}`: `["ls",1]`,
 	} {
 		if got := ToolSummary([]byte(in)); got != want {
 			t.Errorf("ToolSummary(%s) = %q, want %q", in, got, want)

@@ -43,6 +43,9 @@ func ToolSummary(raw json.RawMessage) string {
 			return summaryLine(s)
 		}
 	}
+	if argv, ok := stringList(obj["command"]); ok {
+		return summaryLine(commandLine(argv))
+	}
 	keys := make([]string, 0, len(obj))
 	for k := range obj {
 		keys = append(keys, k)
@@ -64,6 +67,51 @@ func ToolSummary(raw json.RawMessage) string {
 		}
 	}
 	return summaryLine(strings.Join(parts, " "))
+}
+
+// stringList is v as a list of strings when it is a non-empty JSON array
+// of strings and nothing else.
+func stringList(v any) ([]string, bool) {
+	list, ok := v.([]any)
+	if !ok || len(list) == 0 {
+		return nil, false
+	}
+	out := make([]string, len(list))
+	for i, e := range list {
+		if out[i], ok = e.(string); !ok {
+			return nil, false
+		}
+	}
+	return out, true
+}
+
+// commandLine is a command given as its argv (Codex's exec calls: ["bash",
+// "-lc", "echo hi > a.txt"]) as a person would type it: a shell's -c or
+// -lc script alone, else the words joined, quoted where a shell would
+// need it.
+func commandLine(argv []string) string {
+	if len(argv) == 3 && (argv[1] == "-c" || argv[1] == "-lc") {
+		switch shell := argv[0][strings.LastIndex(argv[0], "/")+1:]; shell {
+		case "sh", "bash", "zsh", "dash":
+			return argv[2]
+		}
+	}
+	words := make([]string, len(argv))
+	for i, w := range argv {
+		words[i] = shellQuote(w)
+	}
+	return strings.Join(words, " ")
+}
+
+// shellQuote quotes w in single quotes when a shell would split or expand
+// it.
+func shellQuote(w string) string {
+	if w != "" && strings.IndexFunc(w, func(r rune) bool {
+		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-_./=:,+@%", r))
+	}) < 0 {
+		return w
+	}
+	return "'" + strings.ReplaceAll(w, "'", `'\''`) + "'"
 }
 
 // summaryLine is s on one line of at most ToolSummaryMax runes: its first

@@ -58,6 +58,19 @@ function summaryLine(s) {
 }
 
 /**
+ * commandLine is a command given as its argv (Codex's exec calls) as a
+ * person would type it: a shell's -c or -lc script alone, else the words
+ * joined, quoted where a shell would need it (conversation.commandLine).
+ */
+function commandLine(argv) {
+  if (argv.length === 3 && (argv[1] === '-c' || argv[1] === '-lc')
+    && ['sh', 'bash', 'zsh', 'dash'].includes(argv[0].slice(argv[0].lastIndexOf('/') + 1))) {
+    return argv[2];
+  }
+  return argv.map((w) => (w !== '' && /^[A-Za-z0-9\-_./=:,+@%]+$/.test(w) ? w : `'${w.replaceAll("'", "'\\''")}'`)).join(' ');
+}
+
+/**
  * toolSummary puts a tool call's arguments on one short line: a command of
  * several lines shows its first and "+N lines" (the row shows it whole,
  * toolCommand).
@@ -70,6 +83,10 @@ export function toolSummary(args) {
   for (const key of TOOL_KEYS) {
     const v = args[key];
     if (typeof v === 'string' && v.trim() !== '') return summaryLine(v);
+  }
+  const argv = args.command;
+  if (Array.isArray(argv) && argv.length > 0 && argv.every((w) => typeof w === 'string')) {
+    return summaryLine(commandLine(argv));
   }
   const keys = Object.keys(args).sort();
   const parts = keys.map((k) => {
