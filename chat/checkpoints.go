@@ -108,12 +108,18 @@ func (r *repl) listChanges() {
 // askRestore asks for a y/N confirmation, naming what the restore would
 // change, before it sends copilot:restore.
 func (r *repl) askRestore(ch *protocol.Changes) {
-	r.note(styleWarn, "Restore the folder's files to how they were before this turn? This changes:")
-	undo := map[string]string{protocol.FileAdded: "removed", protocol.FileModified: "rewritten", protocol.FileDeleted: "brought back"}
-	for _, f := range ch.Files {
-		r.note("", "   "+sanitize(f.Path)+" ("+undo[f.Status]+")")
+	// The window's and the web client's words, from the one fold: each
+	// file this turn and the later ones touched, once, with what the
+	// restore does to it.
+	r.note(styleWarn, conversation.RestoreQuestion)
+	var effects []conversation.RestoreItem
+	if r.fold != nil {
+		effects = r.fold.RestoreEffects(ch.Checkpoint)
 	}
-	r.note(styleDim, "and whatever later turns, or another conversation working in this folder, changed since. The restore can be undone.")
+	for _, e := range effects {
+		r.note("", "   "+sanitize(e.Path)+" ("+e.Effect+")")
+	}
+	r.note(styleDim, conversation.RestoreCaveat(nil))
 	r.confirm = ch.Checkpoint
 	r.note(styleWarn, "Restore? [y/N]")
 }
