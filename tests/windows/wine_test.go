@@ -57,6 +57,12 @@ func newWine(t *testing.T) *wineEnv {
 		"WINEDLLOVERRIDES=mscoree,mshtml=",
 		"WINEARCH=win64",
 		"DISPLAY=",
+		// Wine turns the command line into the program's UTF-16 argv by
+		// the locale: one the machine lacks (make exports en_US.UTF-8,
+		// which a fresh Debian has not generated) leaves it 7-bit, and the
+		// data dir's "ü" arrived as "C<". C.UTF-8 is always there.
+		"LANG=C.UTF-8",
+		"LC_ALL=C.UTF-8",
 	)}
 	t.Cleanup(func() {
 		cmd := exec.Command("wineserver", "-k")
