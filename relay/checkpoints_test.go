@@ -337,6 +337,9 @@ func TestStartPrunesCheckpointsOfGoneConversations(t *testing.T) {
 			return ""
 		}
 		out, err := exec.Command("git", "--git-dir="+repos[0], "for-each-ref", "refs/pilotdesk/").CombinedOutput()
+		if _, gone := os.Stat(repos[0]); gone != nil {
+			return "" // pruned whole between the glob and git's look
+		}
 		if err != nil {
 			t.Fatalf("git for-each-ref: %v: %s", err, out)
 		}
