@@ -453,16 +453,13 @@ wait:
 
 	// The last turns end; then every subscriber must catch up to them.
 	turnTime := time.Duration(cfg.Deltas) * cfg.Interval
-	// One deadline for all of them: a channel of time.After fires once, so
-	// with two conversations that never end the second wait was for good.
-	finalCtx, cancelFinal := context.WithTimeout(ctx, 2*turnTime+cfg.Drain)
+	finalWait := time.After(2*turnTime + cfg.Drain)
 	for _, conv := range convs {
 		select {
 		case <-conv.finalCh:
-		case <-finalCtx.Done():
+		case <-finalWait:
 		}
 	}
-	cancelFinal()
 	drainUntil := time.Now().Add(cfg.Drain)
 	for {
 		behind := 0
