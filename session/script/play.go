@@ -25,7 +25,8 @@ import (
 // conversations at once: the Script is read-only and each turn keeps its
 // own state.
 func New(s *Script) session.Agent {
-	return &Agent{script: s, sleep: sleepContext}
+	closed, closeAgent := context.WithCancel(context.Background())
+	return &Agent{script: s, sleep: sleepContext, closed: closed, close: closeAgent}
 }
 
 // Agent is the scripted backend.
@@ -34,7 +35,15 @@ type Agent struct {
 	// sleep pauses for d or until ctx is done; tests replace it to play
 	// scripts without waiting.
 	sleep func(ctx context.Context, d time.Duration) error
+	// closed is done once Close was called: it ends the turns under way
+	// and refuses new sessions and turns, as the other backends do when
+	// their agent process is gone.
+	closed context.Context
+	close  context.CancelFunc
 }
+
+// errClosed is what a session of a closed agent answers.
+var errClosed = errors.New("scripted agent: closed")
 
 // Name is the backend's name as the CLI spells it.
 func (a *Agent) Name() string { return "script" }
@@ -49,6 +58,9 @@ func (a *Agent) Open(_ context.Context, conversationID string, opts session.Open
 	if a.script == nil || len(a.script.Turns) == 0 {
 		return nil, errors.New("scripted agent: no script")
 	}
+	if a.closed.Err() != nil {
+		return nil, fmt.Errorf("open %s: %w", conversationID, errClosed)
+	}
 	if host == nil {
 		return nil, fmt.Errorf("scripted agent: open %s: no host", conversationID)
 	}
@@ -56,11 +68,15 @@ func (a *Agent) Open(_ context.Context, conversationID string, opts session.Open
 	if dir == "" {
 		dir, _ = os.Getwd()
 	}
-	return &Session{script: a.script, host: host, sleep: a.sleep, dir: dir}, nil
+	return &Session{script: a.script, host: host, sleep: a.sleep, dir: dir, agentClosed: a.closed}, nil
 }
 
-// Close has nothing to stop: sessions hold no resources.
-func (a *Agent) Close() error { return nil }
+// Close ends the turns under way (their Run returns an error) and every
+// later Open and Run. Sessions hold no other resources.
+func (a *Agent) Close() error {
+	a.close()
+	return nil
+}
 
 // Session is one conversation's scripted session. The relay runs at most one
 // turn of a conversation at a time; a turn's state lives in Run, so a
@@ -70,6 +86,8 @@ type Session struct {
 	host   session.Host
 	sleep  func(ctx context.Context, d time.Duration) error
 	dir    string // the folder its tool steps' effects change
+	// agentClosed is done once the Agent that opened it was closed.
+	agentClosed context.Context
 }
 
 // Close ends the session. A script tracks no usage of its own (its shutdown
@@ -84,10 +102,29 @@ func (s *Session) Close(context.Context) error { return nil }
 // no process, so the session stays usable, the rest of the turn plays, and a
 // later turn on the same conversation simply works, as if the relay had
 // opened a fresh session.
-func (s *Session) Run(ctx context.Context, turn session.Turn) error {
+func (s *Session) Run(ctx context.Context, turn session.Turn) (err error) {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
+	if s.agentClosed.Err() != nil {
+		return errClosed
+	}
+	// The turn also ends when its agent is closed: it then fails with
+	// errClosed, not with the cancellation the user's abort would give.
+	turnCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	stop := context.AfterFunc(s.agentClosed, cancel)
+	defer stop()
+	defer func() {
+		if err != nil && ctx.Err() == nil && s.agentClosed.Err() != nil {
+			err = errClosed
+		}
+	}()
+	return s.run(turnCtx, turn)
+}
+
+// run plays the turn (Run's body, under the turn's context).
+func (s *Session) run(ctx context.Context, turn session.Turn) error {
 	p := &player{
 		host:      s.host,
 		sleep:     s.sleep,
