@@ -143,6 +143,7 @@ func (r *Relay) serveWS(w http.ResponseWriter, req *http.Request) {
 	if !shuttingDown {
 		if refused = r.admitLocked(id, len(r.conns)); refused == "" {
 			r.conns[c] = struct{}{}
+			r.presentLocked(id, 1) // push.go
 		}
 	}
 	r.mu.Unlock()
@@ -184,6 +185,7 @@ func (r *Relay) serveWS(w http.ResponseWriter, req *http.Request) {
 	_ = ws.CloseNow()
 	r.mu.Lock()
 	delete(r.conns, c)
+	r.presentLocked(id, -1) // push.go
 	r.mu.Unlock()
 	r.leave(id)
 	c.log.Debug("relay: connection closed", "reason", err)

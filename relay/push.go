@@ -10,7 +10,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -29,7 +31,12 @@ import (
 // for that browser alone (RFC 8291), by github.com/SherClockHolmes/webpush-go.
 // The subscriptions are kept per token by the devices' store
 // (history.Pushes); a revoked token's go with it, and a push service that
-// answers 404 or 410 (the browser unsubscribed) removes its own.
+// answers 404 or 410 (the browser unsubscribed) removes its own. On a
+// cluster the store keeps them for every relay, with the one VAPID key
+// pair they all sign with (history.PushKeys), and the cluster tells each
+// relay which tokens have a connection open on the others
+// (history.Presence): the owner of a conversation, the only relay that
+// makes its events, pushes each once.
 
 // VAPIDKeys is the relay's VAPID key pair (RFC 8292): a P-256 key whose
 // public half a browser names when it subscribes (applicationServerKey)
@@ -149,7 +156,40 @@ func newPusher(r *Relay, cfg *PushConfig) (*pusher, error) {
 		r.log.Warn("relay: Web Push is off: the store keeps no push subscriptions")
 		return nil, nil
 	}
-	p := &pusher{r: r, store: store, keys: cfg.Keys, contact: cfg.Contact, client: cfg.Client, jobs: make(chan pushJob, pushQueue)}
+	keys := cfg.Keys
+	if r.cluster != nil {
+		// Only the relay that owns a conversation pushes its events (only
+		// it makes them), to every device that has no connection open on
+		// any relay: it must know of the others' connections, and of
+		// every subscription, wherever it was made.
+		if r.presence == nil {
+			r.log.Warn("relay: Web Push is off: the cluster does not share which devices are connected to each relay")
+			return nil, nil
+		}
+		if _, ok := store.(history.PushKeys); !ok {
+			r.log.Warn("relay: Web Push is off: the store does not share the VAPID key pair with the other relays")
+			return nil, nil
+		}
+	}
+	if pk, ok := store.(history.PushKeys); ok {
+		// The browsers subscribed with the public key of whichever relay
+		// they reached: every relay signs with the one pair the store
+		// keeps, the first relay's.
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		kept, err := pk.VAPIDKeys(ctx, history.VAPIDPair{Public: keys.Public, Private: keys.Private})
+		cancel()
+		if err != nil {
+			return nil, fmt.Errorf("relay: push: the VAPID key pair the relays share: %w", err)
+		}
+		if kept := (VAPIDKeys{Public: kept.Public, Private: kept.Private}); kept != keys {
+			if err := kept.Check(); err != nil {
+				return nil, fmt.Errorf("relay: push: the VAPID key pair the relays share: %w", err)
+			}
+			r.log.Info("relay: push: signing with the VAPID key pair the store keeps for every relay, not this relay's own")
+			keys = kept
+		}
+	}
+	p := &pusher{r: r, store: store, keys: keys, contact: cfg.Contact, client: cfg.Client, jobs: make(chan pushJob, pushQueue)}
 	if p.contact == "" {
 		p.contact = DefaultPushContact
 	}
@@ -292,6 +332,13 @@ func (p *pusher) send(j pushJob) (rep PushReport) {
 		}
 	}
 	connected := p.r.connectedKeys()
+	if p.r.presence != nil {
+		// Connected to another relay of the cluster: that page hears the
+		// event from its relay.
+		for k := range p.r.presence.Present() {
+			connected[k] = true
+		}
+	}
 	for _, s := range subs {
 		switch {
 		case !live[s.Device]:
@@ -378,7 +425,30 @@ func (p *pusher) post(ctx context.Context, s history.PushSubscription, j pushJob
 	}
 }
 
-// connectedKeys are the tokens with a connection open.
+// presentLocked counts a connection of id's token opening (delta 1) or
+// closing (-1); when the token's first connection opens or its last one
+// closes, the cluster is told the tokens connected here (history.Presence),
+// so that no relay pushes to a device that has a page open on this one.
+// The caller holds r.mu, which orders the sets told.
+func (r *Relay) presentLocked(id identity, delta int) {
+	if r.presence == nil {
+		return
+	}
+	k := r.pushKey(id)
+	n := r.present[k] + delta
+	was := r.present[k] > 0
+	if n > 0 {
+		r.present[k] = n
+	} else {
+		delete(r.present, k)
+	}
+	if was == (n > 0) {
+		return
+	}
+	r.presence.SetPresent(slices.Collect(maps.Keys(r.present)))
+}
+
+// connectedKeys are the tokens with a connection open on this relay.
 func (r *Relay) connectedKeys() map[[sha256.Size]byte]bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()

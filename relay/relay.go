@@ -202,8 +202,12 @@ type Relay struct {
 	devices     history.Devices // nil: no device tokens (devices.go)
 	push        *pusher         // nil: no Web Push (push.go)
 	cluster     history.Cluster // nil: one relay (cluster.go)
-	follow      relayFollow     // what it follows of the cluster (follow.go)
-	workspaces  *workspace.Set  // where conversations work (workspace.go)
+	// presence, when the cluster shares it, is told which tokens have a
+	// connection open here (push.go); nil: one relay, or a cluster that
+	// does not.
+	presence   history.Presence
+	follow     relayFollow    // what it follows of the cluster (follow.go)
+	workspaces *workspace.Set // where conversations work (workspace.go)
 	// storeTrouble is when this relay last found the history store
 	// unreachable (Unix ns; 0: never): its lease lapsed, or a write failed.
 	// A takeover soon after says so rather than "relay lost" (cluster.go).
@@ -243,9 +247,12 @@ type Relay struct {
 	budget *budget   // the credit budget and the spend (budget.go)
 	mux    *http.ServeMux
 
-	mu    sync.Mutex // guards convs, conns; taken before any conversation's lock
+	mu    sync.Mutex // guards convs, conns, present; taken before any conversation's lock
 	convs map[string]*conversation
 	conns map[*conn]struct{}
+	// present counts the open connections of each token (push.go), when
+	// presence is set.
+	present map[[sha256.Size]byte]int
 
 	// The running streams in the order they started, for the deprecated
 	// copilot:abort without conversationId (the last active stream).
@@ -366,6 +373,9 @@ func New(cfg Config) (*Relay, error) {
 	r.devices = cfg.Devices
 	if d, ok := r.store.(history.Devices); ok && r.devices == nil {
 		r.devices = d
+	}
+	if p, ok := r.cluster.(history.Presence); ok {
+		r.presence, r.present = p, map[[sha256.Size]byte]int{}
 	}
 	p, err := newPusher(r, cfg.Push)
 	if err != nil {

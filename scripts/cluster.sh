@@ -72,10 +72,10 @@ server="$("$root/scripts/install-nats-server.sh")"
 
 # The relay user may do what a relay does and nothing else: its subjects,
 # the JetStream API, its KV buckets (history records, device tokens, spend,
-# leases, owners), flow control and its replies: the list the tests'
+# leases, owners, presence), flow control and its replies: the list the tests'
 # clusters (natstest) give the relay user. A subject wildcard matches
 # whole tokens only: $KV.pd_*.> would not mean what it seems.
-publish='"pilotdesk.>", "$JS.API.>", "$KV.pd_meta.>", "$KV.pd_devices.>", "$KV.pd_spend.>", "$KV.pd_relays.>", "$KV.pd_owners.>", "$JS.FC.>", "_INBOX.>"'
+publish='"pilotdesk.>", "$JS.API.>", "$KV.pd_meta.>", "$KV.pd_devices.>", "$KV.pd_spend.>", "$KV.pd_relays.>", "$KV.pd_owners.>", "$KV.pd_presence.>", "$JS.FC.>", "_INBOX.>"'
 subscribe='"pilotdesk.>", "_INBOX.>"'
 
 routes=""

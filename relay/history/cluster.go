@@ -2,6 +2,7 @@ package history
 
 import (
 	"context"
+	"crypto/sha256"
 	"errors"
 )
 
@@ -55,6 +56,23 @@ type Cluster interface {
 	// relay's store last saw it), and makes the store's next append expect
 	// that tail: it is what a relay taking a conversation over starts from.
 	Latest(ctx context.Context, conversationID string) (Conversation, error)
+}
+
+// Presence is a Cluster that shares which tokens have a connection open
+// on each relay (docs/push.md): a relay pushes to a device only when none
+// of its connections is open on any relay of the cluster, and only the
+// relay that owns the conversation pushes its events.
+type Presence interface {
+	// SetPresent says which tokens (their SHA-256) have a connection
+	// open on this relay now: the whole set, replacing the one told
+	// before. It does not wait (the relay calls it under its own lock):
+	// the cluster tells the other relays at once, in the background, and
+	// the set holds as long as this relay's lease, so that a relay that
+	// dies takes its connections with it.
+	SetPresent(tokens [][sha256.Size]byte)
+	// Present returns the tokens with a connection open on the other
+	// relays, as this relay last heard (a moment behind them).
+	Present() map[[sha256.Size]byte]bool
 }
 
 // ClusterHooks is the relay's side of a Cluster: what it is told.

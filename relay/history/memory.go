@@ -22,9 +22,10 @@ type Memory struct {
 	events map[string][]Event // per conversation, in seq order
 	spend  []Spend            // the ledger (spend.go): one entry per UTC hour, oldest first
 
-	devMu   sync.Mutex         // guards devices, pushes
+	devMu   sync.Mutex         // guards devices, pushes, vapid
 	devices []Device           // devices.go
 	pushes  []PushSubscription // push.go
+	vapid   *VAPIDPair         // push.go; nil: none kept yet
 }
 
 // NewMemory returns an empty in-memory store with a fresh epoch.

@@ -48,6 +48,26 @@ type Pushes interface {
 	RemoveDevicePushes(ctx context.Context, device [sha256.Size]byte) error
 }
 
+// VAPIDPair is a VAPID key pair (RFC 8292) as the relay keeps it
+// (relay.VAPIDKeys): the public key's uncompressed point and the private
+// scalar, base64url without padding.
+type VAPIDPair struct {
+	Public  string `json:"publicKey"`
+	Private string `json:"privateKey"`
+}
+
+// PushKeys is a Pushes that several relays share (a cluster's store:
+// JetStream's, the in-memory cluster's). A browser's subscription names
+// the public key it was made with, and its push service refuses a push
+// signed with another, so every relay that may push to it must sign with
+// that pair: the store keeps it beside the subscriptions.
+type PushKeys interface {
+	// VAPIDKeys returns the key pair kept; when none is kept yet, it
+	// keeps mine and returns it. Of relays asking at once, one's pair is
+	// kept and each gets that one.
+	VAPIDKeys(ctx context.Context, mine VAPIDPair) (VAPIDPair, error)
+}
+
 // MaxPushesPerDevice bounds a device's subscriptions (a browser profile
 // each): a token shared by more browsers keeps the newest.
 const MaxPushesPerDevice = 16
@@ -116,6 +136,17 @@ func (m *Memory) RemovePush(ctx context.Context, endpoint string) error {
 	defer m.devMu.Unlock()
 	m.pushes = slices.DeleteFunc(m.pushes, func(o PushSubscription) bool { return o.Endpoint == endpoint })
 	return nil
+}
+
+// VAPIDKeys keeps the first pair it is given (PushKeys): the relays of
+// an in-memory cluster share one Memory, and so one pair.
+func (m *Memory) VAPIDKeys(ctx context.Context, mine VAPIDPair) (VAPIDPair, error) {
+	m.devMu.Lock()
+	defer m.devMu.Unlock()
+	if m.vapid == nil {
+		m.vapid = &mine
+	}
+	return *m.vapid, nil
 }
 
 func (m *Memory) RemoveDevicePushes(ctx context.Context, device [sha256.Size]byte) error {

@@ -7,6 +7,7 @@ package clustertest
 
 import (
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -52,6 +53,7 @@ func Run(t *testing.T, backend func(t *testing.T) NewMember) {
 		{"StopGivesUp", testStopGivesUp},
 		{"LeaseLapses", testLeaseLapses},
 		{"OwnLeaseLost", testOwnLeaseLost},
+		{"Presence", testPresence},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -342,6 +344,56 @@ func testOwnLeaseLost(t *testing.T, nm NewMember) {
 	if a.cluster.ID() == first {
 		t.Fatalf("still %s after its lease lapsed", first)
 	}
+}
+
+// testPresence: the tokens a relay says are connected to it are present
+// for the others, not for itself, until it says otherwise, stops, or its
+// lease lapses (history.Presence).
+func testPresence(t *testing.T, nm NewMember) {
+	a, b := start(t, nm, Options{}), start(t, nm, Options{})
+	stall := start(t, nm, Options{RenewEvery: time.Hour})
+	pa, ok := a.cluster.(history.Presence)
+	if !ok {
+		t.Skip("this cluster shares no presence")
+	}
+	pb, pstall := b.cluster.(history.Presence), stall.cluster.(history.Presence)
+	pixel, laptop, phone := sha256.Sum256([]byte("pixel")), sha256.Sum256([]byte("laptop")), sha256.Sum256([]byte("phone"))
+	// eventually waits until p's Present is want.
+	eventually := func(who string, p history.Presence, want ...[sha256.Size]byte) {
+		t.Helper()
+		deadline := time.Now().Add(wait)
+		for {
+			got := p.Present()
+			same := len(got) == len(want)
+			for _, w := range want {
+				same = same && got[w]
+			}
+			if same {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: Present has %d tokens, want %d", who, len(got), len(want))
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	pa.SetPresent([][sha256.Size]byte{pixel, laptop})
+	pstall.SetPresent([][sha256.Size]byte{phone})
+	eventually("B, once A and the stalled relay told", pb, pixel, laptop, phone)
+	eventually("A (its own connections are not the others')", pa, phone)
+	pa.SetPresent([][sha256.Size]byte{laptop})
+	eventually("B, once A's Pixel left", pb, laptop, phone)
+	// The stalled relay's lease lapses, and its connections go with it.
+	b.h.wait(t, "RelayGone "+stall.cluster.ID())
+	eventually("B, once the stalled relay's lease lapsed", pb, laptop)
+	ctx := ctxT(t)
+	if err := a.cluster.Stop(ctx); err != nil {
+		t.Fatal(err)
+	}
+	eventually("B, once A stopped", pb)
+	pa.SetPresent([][sha256.Size]byte{pixel}) // a stopped relay tells nobody
+	time.Sleep(100 * time.Millisecond)
+	eventually("B, after a stopped relay's SetPresent", pb)
 }
 
 // hooks records what a cluster tells its relay.

@@ -2,6 +2,7 @@ package jetstream
 
 import (
 	"context"
+	"crypto/sha256"
 	"encoding/base64"
 	"errors"
 	"fmt"
@@ -72,6 +73,10 @@ type Cluster struct {
 	// lapsed has a channel per relay a command is being forwarded to,
 	// closed when the watcher sees that relay's lease lapse (lapseOf).
 	lapsed map[string]chan struct{}
+
+	// pres is which tokens have a connection open on each relay
+	// (presence.go).
+	pres presence
 
 	// f is the subscriptions to the live and changes subjects (follow.go);
 	// liveMsgs counts the live messages handled.
@@ -159,11 +164,26 @@ func NewCluster(ctx context.Context, s *Store, opts ClusterOptions) (*Cluster, e
 	}); err != nil {
 		return nil, err
 	}
+	if c.pres.kv, err = c.bucket(ctx, jetstream.KeyValueConfig{
+		Bucket:         "pd_presence" + suffix,
+		Description:    "pilotdesk relays' open connections: one key per relay, the SHA-256 of each token connected to it, lapsing with its lease",
+		History:        1,
+		Storage:        jetstream.FileStorage,
+		Replicas:       s.opts.Replicas,
+		LimitMarkerTTL: max(opts.Lease, time.Second),
+	}); err != nil {
+		return nil, err
+	}
+	c.pres.wake = make(chan struct{}, 1)
+	c.pres.others = map[string]map[[sha256.Size]byte]bool{}
 	if err := c.republish(ctx); err != nil {
 		return nil, err
 	}
 	return c, nil
 }
+
+// suffix is what follows pd_ and the bucket's name in a namespace.
+func (c *Cluster) suffix() string { return strings.TrimPrefix(c.s.names.bucket, "pd_meta") }
 
 func (c *Cluster) bucket(ctx context.Context, cfg jetstream.KeyValueConfig) (jetstream.KeyValue, error) {
 	kv, err := c.s.openKV(ctx, cfg)
@@ -262,12 +282,27 @@ func (c *Cluster) Start(h history.ClusterHooks) error {
 		watcher.stop()
 		return fail(err)
 	}
+	// The others' open connections, as they are now and as they change
+	// (presence.go).
+	presWatch, err := c.s.startWatch(ctx, c.pres.kv, jetstream.AllKeys)
+	if err != nil {
+		watcher.stop()
+		return fail(fmt.Errorf("jetstream cluster: watch the relays' presence: %w", err))
+	}
 	prefix := c.changedSubject("")
 	c.s.changes.Store(&prefix)
-	c.workers.Add(3)
+	c.workers.Add(5)
 	go func() {
 		defer c.workers.Done()
 		c.deliver(ctx)
+	}()
+	go func() {
+		defer c.workers.Done()
+		c.watchPresence(ctx, presWatch)
+	}()
+	go func() {
+		defer c.workers.Done()
+		c.writePresence(ctx)
 	}()
 	go func() {
 		defer c.workers.Done()
@@ -465,7 +500,7 @@ func (c *Cluster) renew(ctx context.Context) {
 }
 
 func (c *Cluster) relaysBucket() string {
-	return "pd_relays" + strings.TrimPrefix(c.s.names.bucket, "pd_meta")
+	return "pd_relays" + c.suffix()
 }
 
 // loseLease tells the relay, once, that its lease lapsed.
@@ -1006,6 +1041,7 @@ func (c *Cluster) Stop(ctx context.Context) error {
 			errs = append(errs, err)
 		}
 	}
+	c.dropPresence(ctx)
 	if leaseOK {
 		if err := c.relays.Delete(ctx, id); err != nil {
 			errs = append(errs, err)

@@ -196,35 +196,51 @@ func (d storedDevice) device() (history.Device, error) {
 
 // readDevices reads the table from the leader.
 func (s *Store) readDevices(ctx context.Context, kv jetstream.KeyValue) (devicesTable, uint64, error) {
-	e, err := s.leaderGet(ctx, kv, devicesTableKey)
+	return readDoc[devicesTable](ctx, s, kv, devicesTableKey, "device tokens")
+}
+
+// readDoc reads the JSON document at key from the leader, and its
+// revision (0: none yet, and a zero T). what names it in errors.
+func readDoc[T any](ctx context.Context, s *Store, kv jetstream.KeyValue, key, what string) (T, uint64, error) {
+	var t T
+	e, err := s.leaderGet(ctx, kv, key)
 	if err != nil {
-		return devicesTable{}, 0, fmt.Errorf("jetstream history: device tokens: %w", err)
+		return t, 0, fmt.Errorf("jetstream history: %s: %w", what, err)
 	}
-	var t devicesTable
 	if e.rev != 0 {
 		if err := json.Unmarshal(e.value, &t); err != nil {
-			return devicesTable{}, 0, fmt.Errorf("jetstream history: device tokens: a bad table (revision %d): %w", e.rev, err)
+			return t, 0, fmt.Errorf("jetstream history: %s: a bad document (revision %d): %w", what, e.rev, err)
 		}
 	}
 	return t, e.rev, nil
 }
 
-// changeDevices applies change to the table with compare-and-set, read
-// again and retried whenever another store changed it in between. change
-// returns errNoChange to leave the table as it is. retried says whether an
-// earlier attempt may have been stored (its ack was lost): change then
-// recognises its own work instead of failing (a second add of the same
-// device, a revocation of a device already gone).
+// changeDevices applies change to the table with compare-and-set
+// (changeDoc).
 func (s *Store) changeDevices(ctx context.Context, change func(t *devicesTable, retried bool) error) error {
 	kv, err := s.devicesKV(ctx)
 	if err != nil {
 		return err
 	}
+	return changeDoc(ctx, s, kv, devicesTableKey, "device tokens", change, func(t *devicesTable) error {
+		return fmt.Errorf("jetstream history: device tokens: too many devices (%d): revoke some first", len(t.Devices))
+	})
+}
+
+// changeDoc applies change to the JSON document at key with
+// compare-and-set, read again and retried whenever another store changed
+// it in between. change returns errNoChange to leave the document as it
+// is. retried says whether an earlier attempt may have been stored (its
+// ack was lost): change then recognises its own work instead of failing
+// (a second add of the same device, a revocation of a device already
+// gone). A document over maxDevicesTable bytes is refused with tooBig's
+// error. what names the document in errors.
+func changeDoc[T any](ctx context.Context, s *Store, kv jetstream.KeyValue, key, what string, change func(t *T, retried bool) error, tooBig func(t *T) error) error {
 	deadline := time.Now().Add(s.opts.WriteTimeout)
 	wait := 2 * time.Millisecond
 	uncertain := false
 	for {
-		t, rev, err := s.readDevices(ctx, kv)
+		t, rev, err := readDoc[T](ctx, s, kv, key, what)
 		if err != nil {
 			return err
 		}
@@ -236,34 +252,34 @@ func (s *Store) changeDevices(ctx context.Context, change func(t *devicesTable, 
 		}
 		data, err := json.Marshal(t)
 		if err != nil {
-			return fmt.Errorf("jetstream history: device tokens: encode the table: %w", err)
+			return fmt.Errorf("jetstream history: %s: encode: %w", what, err)
 		}
 		if len(data) > maxDevicesTable {
-			return fmt.Errorf("jetstream history: device tokens: too many devices (%d): revoke some first", len(t.Devices))
+			return tooBig(&t)
 		}
 		actx, cancel := context.WithTimeout(ctx, callTimeout)
 		if rev == 0 {
-			_, err = kv.Create(actx, devicesTableKey, data)
+			_, err = kv.Create(actx, key, data)
 		} else {
-			_, err = kv.Update(actx, devicesTableKey, data, rev)
+			_, err = kv.Update(actx, key, data, rev)
 		}
 		cancel()
 		switch {
 		case err == nil:
 			return nil
 		case errors.Is(err, jetstream.ErrKeyExists), errors.Is(err, jetstream.ErrKeyRevisionMismatch):
-			// Another store changed the table since it was read (or, on a
-			// cluster, is changing it now): read it again.
+			// Another store changed the document since it was read (or,
+			// on a cluster, is changing it now): read it again.
 		case passing(err):
 			uncertain = uncertain || !errors.Is(err, nats.ErrNoResponders)
 		default:
-			return fmt.Errorf("jetstream history: device tokens: %w", err)
+			return fmt.Errorf("jetstream history: %s: %w", what, err)
 		}
 		if ctx.Err() != nil || time.Now().After(deadline) {
-			return fmt.Errorf("jetstream history: device tokens: gave up changing the table: %w", err)
+			return fmt.Errorf("jetstream history: %s: gave up changing the document: %w", what, err)
 		}
 		if err := backOff(ctx, &wait); err != nil {
-			return fmt.Errorf("jetstream history: device tokens: %w", err)
+			return fmt.Errorf("jetstream history: %s: %w", what, err)
 		}
 	}
 }
@@ -356,8 +372,9 @@ func (s *Store) DeviceByHash(ctx context.Context, hash [sha256.Size]byte) (histo
 	return d, nil
 }
 
-// RevokeDevice removes a device (history.Devices); every relay's next read
-// of the table no longer has it.
+// RevokeDevice removes a device and its push subscriptions
+// (history.Devices); every relay's next read of the table no longer has
+// it.
 func (s *Store) RevokeDevice(ctx context.Context, name string) error {
 	var hash string
 	err := s.changeDevices(ctx, func(t *devicesTable, retried bool) error {
@@ -374,6 +391,12 @@ func (s *Store) RevokeDevice(ctx context.Context, name string) error {
 	})
 	if err != nil || hash == "" {
 		return err
+	}
+	// Its push subscriptions go with it (history.Devices). Not in the
+	// same write: one left by a failure here is removed by the relay
+	// before any push, since its token is no longer in the table.
+	if err := s.removePushes(ctx, func(o storedPush) bool { return o.Device == hash }); err != nil {
+		s.log.Warn("jetstream history: could not remove a revoked device's push subscriptions (the relays remove them before any push)", "device", name, "err", err)
 	}
 	// The last use goes with it; a leftover would only be a stale key
 	// nobody reads (a new token has a new hash).

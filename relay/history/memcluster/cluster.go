@@ -3,6 +3,7 @@ package memcluster
 import (
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -180,7 +181,13 @@ func (c *Cluster) register(again bool) error {
 	}
 	if again {
 		delete(n.members, c.id)
+		old := c.id
 		c.id = randomHex()
+		if set, ok := n.presence[old]; ok {
+			// Its connections are open still: they are the new id's.
+			delete(n.presence, old)
+			n.presence[c.id] = set
+		}
 	}
 	now := time.Now()
 	n.leases[c.id] = now.Add(c.lease)
@@ -699,9 +706,55 @@ func (c *Cluster) Stop(ctx context.Context) error {
 	for conv, rev := range claimed {
 		n.dropOwnerLocked(conv, rev)
 	}
+	delete(n.presence, id)
 	if _, ok := n.leases[id]; ok && leaseOK {
 		delete(n.leases, id)
 		n.goneLocked(id)
 	}
 	return nil
+}
+
+// SetPresent keeps the tokens with a connection open on this relay
+// (history.Presence) until the next call, the relay's Stop, or its lease
+// lapsing. A relay cut off reaches nothing: its last set stays until its
+// lease lapses, as on NATS.
+func (c *Cluster) SetPresent(tokens [][sha256.Size]byte) {
+	n := c.net
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	c.mu.Lock()
+	id, gone := c.id, c.cut || c.stopped
+	c.mu.Unlock()
+	if gone {
+		return
+	}
+	if len(tokens) == 0 {
+		delete(n.presence, id)
+		return
+	}
+	set := make(map[[sha256.Size]byte]bool, len(tokens))
+	for _, t := range tokens {
+		set[t] = true
+	}
+	n.presence[id] = set
+}
+
+// Present returns the tokens with a connection open on the other relays
+// whose lease holds (history.Presence).
+func (c *Cluster) Present() map[[sha256.Size]byte]bool {
+	n := c.net
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	self := c.ID()
+	now := time.Now()
+	out := map[[sha256.Size]byte]bool{}
+	for id, set := range n.presence {
+		if id == self || !n.leaseHeldLocked(id, now) {
+			continue
+		}
+		for t := range set {
+			out[t] = true
+		}
+	}
+	return out
 }

@@ -14,6 +14,7 @@ package memcluster
 
 import (
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"sync"
@@ -42,6 +43,9 @@ type Net struct {
 	// receivers is the started clusters, not stopped nor cut off: they
 	// are told what is stored, deleted and lapsed.
 	receivers map[*Cluster]bool
+	// presence is the tokens with a connection open on each relay, by
+	// relay id (history.Presence): it goes with the relay's lease.
+	presence map[string]map[[sha256.Size]byte]bool
 }
 
 type ownerRec struct {
@@ -57,6 +61,7 @@ func New() *Net {
 		owners:    map[string]ownerRec{},
 		members:   map[string]*Cluster{},
 		receivers: map[*Cluster]bool{},
+		presence:  map[string]map[[sha256.Size]byte]bool{},
 	}
 }
 
@@ -79,6 +84,7 @@ func (n *Net) expire(now time.Time) {
 	for id, at := range n.leases {
 		if !now.Before(at) {
 			delete(n.leases, id)
+			delete(n.presence, id)
 			n.goneLocked(id)
 		}
 	}

@@ -10,10 +10,13 @@ import (
 )
 
 var (
-	_ history.Cluster = (*memcluster.Cluster)(nil)
-	_ history.Store   = (*memcluster.Store)(nil)
-	_ history.Ledger  = (*memcluster.Store)(nil)
-	_ history.Devices = (*memcluster.Store)(nil)
+	_ history.Cluster  = (*memcluster.Cluster)(nil)
+	_ history.Store    = (*memcluster.Store)(nil)
+	_ history.Ledger   = (*memcluster.Store)(nil)
+	_ history.Devices  = (*memcluster.Store)(nil)
+	_ history.Pushes   = (*memcluster.Store)(nil)
+	_ history.PushKeys = (*memcluster.Store)(nil)
+	_ history.Presence = (*memcluster.Cluster)(nil)
 )
 
 func TestConformance(t *testing.T) {

@@ -124,7 +124,7 @@ type Permissions struct{ Publish, Subscribe []string }
 // the nodes' user's unless WithPermissions says otherwise.
 func RelayPermissions() Permissions {
 	return Permissions{
-		Publish:   []string{"pilotdesk.>", "$JS.API.>", "$KV.pd_meta.>", "$KV.pd_relays.>", "$KV.pd_owners.>", "$KV.pd_devices.>", "$KV.pd_spend.>", "$JS.FC.>", "_INBOX.>"},
+		Publish:   []string{"pilotdesk.>", "$JS.API.>", "$KV.pd_meta.>", "$KV.pd_relays.>", "$KV.pd_owners.>", "$KV.pd_presence.>", "$KV.pd_devices.>", "$KV.pd_spend.>", "$JS.FC.>", "_INBOX.>"},
 		Subscribe: []string{"pilotdesk.>", "_INBOX.>"},
 	}
 }
