@@ -817,7 +817,7 @@ func (r *Relay) runForwarded(ctx context.Context, body []byte) []byte {
 		case protocol.TypeClose:
 			_ = r.withConversation(ctx, d.ConversationID, (*conversation).startCloseLocked)
 		case protocol.TypeDelete:
-			r.deleteConversation(ctx, d.ConversationID, nil)
+			r.deleteConversation(ctx, d.ConversationID, nil, nil)
 		}
 	default:
 		e = &protocol.Error{Code: protocol.CodeInvalidMessage, Type: req.Type, ConversationID: id, Message: "this command is not forwarded"}

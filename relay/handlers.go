@@ -37,7 +37,15 @@ func (r *Relay) dispatch(c *conn, req protocol.Request) {
 			if r.cluster != nil && r.forward(c, req.Type, d.ConversationID, d, nil) {
 				return
 			}
-			r.deleteConversation(c.ctx, d.ConversationID, nil)
+			id := d.ConversationID
+			r.deleteConversation(c.ctx, id, nil, func(err error) {
+				// Its subscribers get copilot:error; the connection that
+				// asked may not be one, and must not be left without an
+				// answer. limit, as for a send while the store fails: the
+				// store's trouble, not the request's.
+				c.sendError(&protocol.Error{Code: protocol.CodeLimit, Type: protocol.TypeDelete, ConversationID: id,
+					Message: fmt.Sprintf("the conversation could not be deleted, its history is kept as it was: %v", err)})
+			})
 		}
 	case *protocol.Send:
 		if ok, size := userMessageFits(d, c.id.by(), r.agentLabel()); !ok {
@@ -357,14 +365,15 @@ func (c *conversation) closeSession() (shutdownEmitted bool) {
 // conversation wait, so that they see the new, empty one.
 // When onlyLocked is not nil, the conversation is deleted only if onlyLocked,
 // called under the conversation's lock, says so; deleteConversation reports
-// whether it deleted.
-func (r *Relay) deleteConversation(ctx context.Context, id string, onlyLocked func(*conversation) bool) bool {
+// whether it started the delete. failed, if not nil, is called with the
+// store's error if the delete fails.
+func (r *Relay) deleteConversation(ctx context.Context, id string, onlyLocked func(*conversation) bool, failed func(error)) bool {
 	started := false
 	_ = r.withConversation(ctx, id, func(conv *conversation) {
 		if onlyLocked != nil && !onlyLocked(conv) {
 			return
 		}
-		started = conv.startDeleteLocked()
+		started = conv.startDeleteLocked(failed)
 	})
 	return started
 }
@@ -372,7 +381,7 @@ func (r *Relay) deleteConversation(ctx context.Context, id string, onlyLocked fu
 // startDeleteLocked aborts the running turn and starts the delete on a
 // goroutine of its own; deleting is set until that is done. It reports
 // false, and deletes nothing, once the relay is shutting down.
-func (c *conversation) startDeleteLocked() bool {
+func (c *conversation) startDeleteLocked(failed func(error)) bool {
 	r := c.r
 	ch := make(chan struct{})
 	c.deleting = ch
@@ -399,6 +408,9 @@ func (c *conversation) startDeleteLocked() bool {
 			r.dropCheckpoints(c, dir)
 		}
 		c.finishDeleteAttempt(err)
+		if err != nil && failed != nil {
+			failed(err)
+		}
 	})
 	if !started {
 		c.deleting = nil
@@ -446,7 +458,7 @@ func (r *Relay) PruneIdle(ctx context.Context, cutoff time.Time) int {
 		}
 		if r.deleteConversation(ctx, id, func(c *conversation) bool {
 			return !c.remote && c.turn == nil && c.updatedAt.Before(cutoff)
-		}) {
+		}, nil) {
 			n++
 		}
 	}

@@ -371,7 +371,28 @@ func (s *Store) eventsPage(ctx context.Context, conversationID string, since int
 	return page, n == s.pageEvents, nil
 }
 
+// Delete removes the conversation and its events. One whose pages cannot be
+// read (zeroed while the relay ran) is removed by rebuilding the events
+// table without it (deleteDamaged): a delete is never refused for the
+// damage it is meant to get rid of.
 func (s *Store) Delete(ctx context.Context, conversationID string) error {
+	err := s.deleteRows(ctx, conversationID)
+	if err != nil && isCorrupt(err) {
+		s.log.Warn("history: the conversation's pages cannot be read; deleting it by rebuilding the events table without them",
+			"file", s.path, "conversationId", conversationID, "err", err)
+		if derr := s.deleteDamaged(ctx, conversationID); derr != nil {
+			return fmt.Errorf("%w; deleting it without reading them failed too: %w", err, derr)
+		}
+		err = nil
+	}
+	if err != nil {
+		return err
+	}
+	s.scrub(ctx, conversationID)
+	return nil
+}
+
+func (s *Store) deleteRows(ctx context.Context, conversationID string) error {
 	tx, err := s.w.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("history: delete %q: %w", conversationID, err)
@@ -386,7 +407,6 @@ func (s *Store) Delete(ctx context.Context, conversationID string) error {
 	if err := tx.Commit(); err != nil {
 		return fmt.Errorf("history: delete %q: commit: %w", conversationID, err)
 	}
-	s.scrub(ctx, conversationID)
 	return nil
 }
 
