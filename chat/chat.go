@@ -433,6 +433,10 @@ func (r *repl) statusLine() string {
 	if r.waiting {
 		return frame + r.scr.style(styleDim, " thinking…")
 	}
+	if r.scr.writing() {
+		// A markdown block streams: it shows above, in the footer.
+		return frame + r.scr.style(styleDim, " writing…")
+	}
 	return ""
 }
 
@@ -448,6 +452,8 @@ func (r *repl) render() {
 		lines = r.promptFooter(r.prompt)
 	case r.prompt != nil:
 	default:
+		// The markdown block under way (mdview.go).
+		lines = append(lines, r.scr.previewLines()...)
 		if s := r.statusLine(); s != "" {
 			lines = append(lines, s)
 		}

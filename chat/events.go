@@ -42,8 +42,14 @@ func (r *repl) event(ctx context.Context, ev client.Event) {
 	if _, reset := ev.Data.(*client.Reset); reset || r.fold == nil || r.fold.ID != r.conv {
 		r.fold = conversation.New(r.conv, conversation.Options{Self: terminalSelf, Identity: r.id, Now: r.cfg.Now})
 		r.agent = agentRows{}
+		r.scr.resetMarkdown()
 	}
 	u := r.fold.Apply(ev)
+	if r.markdown() {
+		// Before anything this event prints: a user's message or the end
+		// of a turn finishes the block under way, which comes first.
+		r.markdownRows(u)
+	}
 	if _, ok := ev.Data.(*protocol.Reasoning); !ok {
 		r.flushThought() // a run of reasoning ends when anything else comes
 	}
@@ -273,9 +279,28 @@ func (r *repl) userMessage(d *protocol.UserMessage) {
 	r.startTurn()
 }
 
+// markdown reports whether agents' text is rendered (mdview.go): on a
+// colour terminal. Piped, or with NO_COLOR, it is printed as the agent
+// wrote it, markdown being meant to read as plain text.
+func (r *repl) markdown() bool { return r.cfg.Term.Color }
+
+// markdownRows shows the message blocks the fold changed.
+func (r *repl) markdownRows(u conversation.Update) {
+	for _, i := range u.Rows {
+		row := r.fold.Rows[i]
+		switch row.Kind {
+		case conversation.RowText, conversation.RowCode:
+			r.scr.markdown(mdBlock{row: i, text: row.Text, code: row.Kind == conversation.RowCode, lang: row.Lang}, row.Done)
+		}
+	}
+}
+
 // text streams assistant text.
 func (r *repl) text(messageID, content string) {
 	r.waiting = false
+	if r.markdown() {
+		return // markdownRows printed what is done
+	}
 	if messageID != r.lastMsgID && r.lastMsgID != "" {
 		// A new assistant message (the agent spoke again after a tool,
 		// say) starts on a line of its own.

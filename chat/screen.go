@@ -74,6 +74,8 @@ type screen struct {
 	// the agent's own line feed right after is then one too many.
 	brokeLine bool
 
+	md mdView // the agent's markdown, on a colour terminal
+
 	footer      []string // the footer on the screen; nil when none is
 	footerUp    int      // rows from the footer's first row up to the cursor
 	footerBelow bool     // the footer starts on the row after an unfinished transcript line
@@ -111,8 +113,15 @@ func (s *screen) text(t string) {
 }
 
 // endLine finishes an unfinished transcript line (a question, for one, starts
-// on a line of its own: docs/cli.md, Answering questions).
+// on a line of its own: docs/cli.md, Answering questions). A markdown block
+// still streaming is printed first, as far as it came: what follows it in
+// the transcript goes below it.
 func (s *screen) endLine() {
+	s.flushMarkdown()
+	s.endTextLine()
+}
+
+func (s *screen) endTextLine() {
 	s.clearFooter()
 	if s.col > 0 {
 		s.out.WriteString(s.nl())
@@ -128,6 +137,7 @@ func (s *screen) line(l string) {
 	s.out.WriteString(l)
 	s.out.WriteString(s.nl())
 	s.brokeLine = true
+	s.md.afterBlock = false
 }
 
 // blank prints an empty line.
