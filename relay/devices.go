@@ -81,7 +81,7 @@ func (r *Relay) authenticate(req *http.Request) (identity, bool) {
 		dev, err := r.devices.DeviceByHash(ctx, d)
 		cancel()
 		switch {
-		case err == nil && !dev.Expired(time.Now()):
+		case err == nil && !dev.Expired(r.deviceClock()):
 			return identity{device: dev.Name, role: dev.Role, client: own.client, hash: d, expiresAt: dev.ExpiresAt}, true
 		case err != nil && !errors.Is(err, history.ErrNoDevice):
 			r.log.Error("relay: could not look up a device token; refusing the upgrade", "err", err)
@@ -105,7 +105,7 @@ func (c *conn) watchExpiry() (stop func()) {
 	if c.id.expiresAt.IsZero() {
 		return func() {}
 	}
-	t := time.AfterFunc(time.Until(c.id.expiresAt), func() {
+	t := time.AfterFunc(c.id.expiresAt.Sub(c.r.deviceClock()), func() {
 		if c.closeWith(CloseRevoked, "token revoked: it expired", false) {
 			c.log.Info("relay: a device token expired; closed its connection", "device", c.id.device)
 		}
@@ -120,7 +120,7 @@ func (r *Relay) touchDevice(id identity) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	if err := r.devices.TouchDevice(ctx, id.device, time.Now()); err != nil {
+	if err := r.devices.TouchDevice(ctx, id.device, r.deviceClock()); err != nil {
 		r.log.Warn("relay: could not record a device's last use", "device", id.device, "err", err)
 	}
 }
@@ -220,6 +220,8 @@ type NewDevice struct {
 	Name    string
 	Role    string    // viewer, controller or owner
 	Expires time.Time // zero: never
+	// At is when it is made, against which Expires is checked; zero: now.
+	At time.Time
 }
 
 // CreateDevice makes a token for a new device in store and returns the
@@ -236,7 +238,10 @@ func CreateDevice(ctx context.Context, store history.Devices, nd NewDevice) (str
 	if !protocol.ValidRole(nd.Role) {
 		return "", history.Device{}, fmt.Errorf("the role must be viewer, controller or owner, not %q", nd.Role)
 	}
-	now := time.Now()
+	now := nd.At
+	if now.IsZero() {
+		now = time.Now()
+	}
 	if !nd.Expires.IsZero() && !nd.Expires.After(now) {
 		return "", history.Device{}, fmt.Errorf("the expiry %s has passed", nd.Expires.Format(time.RFC3339))
 	}
@@ -261,6 +266,9 @@ func CreateDevice(ctx context.Context, store history.Devices, nd NewDevice) (str
 func (r *Relay) CreateDevice(ctx context.Context, nd NewDevice) (string, history.Device, error) {
 	if r.devices == nil {
 		return "", history.Device{}, ErrNoDevices
+	}
+	if nd.At.IsZero() {
+		nd.At = r.deviceClock()
 	}
 	token, dev, err := CreateDevice(ctx, r.devices, nd)
 	if err == nil {

@@ -155,6 +155,11 @@ type Config struct {
 	// when a spent budget lets turns start again. nil: time.Now. Tests
 	// freeze it so that a picture of a spent budget is the same each run.
 	BudgetClock func() time.Time
+	// DeviceClock is the device tokens' clock: when a token is made and
+	// used, and whether and when it expires. nil: time.Now. Tests freeze
+	// it so that a picture of the device list (expiry dates) is the same
+	// each run, whatever the day.
+	DeviceClock func() time.Time
 	// InputTimer starts the timer of an open question, which calls expire
 	// when InputTimeout has passed, and returns what stops it (reporting,
 	// as time.Timer.Stop does, whether that kept it from firing). nil:
@@ -221,6 +226,7 @@ type Relay struct {
 	heartbeat    time.Duration
 	inputTimeout time.Duration // <= 0: none
 	budgetClock  func() time.Time
+	deviceClock  func() time.Time
 	inputTimer   func(time.Duration, func()) func() bool
 	sendQueue    int
 	maxConns     int
@@ -296,6 +302,7 @@ func New(cfg Config) (*Relay, error) {
 		heartbeat:        cfg.HeartbeatTimeout,
 		inputTimeout:     cfg.InputTimeout,
 		budgetClock:      cfg.BudgetClock,
+		deviceClock:      cfg.DeviceClock,
 		inputTimer:       cfg.InputTimer,
 		sendQueue:        cfg.SendQueue,
 		maxConns:         cfg.MaxConnections,
@@ -339,6 +346,9 @@ func New(cfg Config) (*Relay, error) {
 	}
 	if r.budgetClock == nil {
 		r.budgetClock = time.Now
+	}
+	if r.deviceClock == nil {
+		r.deviceClock = time.Now
 	}
 	if r.inputTimer == nil {
 		r.inputTimer = func(d time.Duration, expire func()) func() bool { return time.AfterFunc(d, expire).Stop }

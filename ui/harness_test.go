@@ -81,10 +81,12 @@ func newHarness(t testing.TB, hc harnessConfig) *harness {
 	}
 	var clock *fakeClock
 	if hc.fakeClock {
-		// The relay's budget on the same clock: when a spent budget lets
-		// turns start again is then the same each run.
+		// The relay's budget and device tokens on the same clock: when a
+		// spent budget lets turns start again, and when a token made in a
+		// picture expires, are then the same each run.
 		clock = newFakeClock()
 		hc.relay.BudgetClock = clock.now
+		hc.relay.DeviceClock = clock.now
 	}
 	srv := relaytest.Start(t, hc.relay)
 	proxy := clienttest.StartProxy(t, srv.URL)

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/theme"
 
 	"github.com/pilotdesk/pilotdesk/client"
@@ -250,5 +251,35 @@ func TestRowViewsKeptBounded(t *testing.T) {
 	last := len(tr.rows) - 1
 	if _, shown := tr.updateShown(last); !shown {
 		t.Fatalf("the last row, on screen, has no view kept")
+	}
+}
+
+// TestWidthChangeKeepsTheView: scrolled up a long conversation, a change
+// of the window's width (every height above the view measured again, most
+// to an estimate) leaves the row that was at the top of the view there,
+// as it leaves the bottom in view when following.
+func TestWidthChangeKeepsTheView(t *testing.T) {
+	h := newHarness(t, harnessConfig{})
+	longHistory(h, 40)
+	h.frame()
+	tr := h.w.transcript
+	tr.list.ScrollToOffset(tr.rowTop(len(tr.rows) / 2))
+	tr.following()
+	h.frame()
+	h.loop.Drain()
+	first, _ := tr.shownRange()
+	held := tr.rows[first]
+	win := h.w.Window()
+	for _, width := range []float32{win.Canvas().Size().Width - 180, win.Canvas().Size().Width + 120} {
+		win.Resize(fyne.NewSize(width, win.Canvas().Size().Height))
+		h.frame()
+		tr.remeasure() // what the width's debounce timer does
+		h.frame()
+		h.loop.Drain()
+		now, _ := tr.shownRange()
+		if !reflect.DeepEqual(tr.rows[now], held) {
+			t.Fatalf("at width %v the view begins at row %d (%q), it began at row %d (%q)", width, now, tr.rows[now].Text, first, held.Text)
+		}
+		first = now
 	}
 }

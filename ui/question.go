@@ -96,7 +96,7 @@ func (l *questionLayer) TappedSecondary(*fyne.PointEvent) {}
 
 // Scrolled scrolls the transcript, wherever the pointer is.
 func (l *questionLayer) Scrolled(e *fyne.ScrollEvent) {
-	l.w.transcript.scrollBy(-e.Scrolled.DY)
+	l.w.transcript.wheelScrolled(e)
 }
 
 func (l *questionLayer) CreateRenderer() fyne.WidgetRenderer {

@@ -143,7 +143,7 @@ func newTranscript(w *Window) *transcript {
 	t.pill.IconPlacement = widget.ButtonIconTrailingText
 	t.pill.Hide()
 	pill := container.NewVBox(layout.NewSpacer(), container.NewCenter(t.pill))
-	t.root = container.NewStack(t.box, t.empty, container.NewPadded(pill))
+	t.root = container.NewStack(t.box, t.empty, newWheel(t), container.NewPadded(pill))
 	return t
 }
 
@@ -403,6 +403,12 @@ func (t *transcript) scrollBy(dy float32) {
 	if t.follow {
 		t.seen()
 	}
+}
+
+// wheelScrolled scrolls by a wheel event, the platform's distance a
+// notch (wheelDistance), wherever in the window the wheel turned.
+func (t *transcript) wheelScrolled(e *fyne.ScrollEvent) {
+	t.scrollBy(-wheelDistance(e.Scrolled.DY, t.list.Size().Height))
 }
 
 // page scrolls a view's height down (dir 1) or up (-1) less two lines,
@@ -813,6 +819,14 @@ func (t *transcript) remeasure() {
 		return
 	}
 	follow := t.following()
+	// Scrolled up, the row at the top of the view stays there: every
+	// height above it changes with the width (most to an estimate), and
+	// the view would otherwise jump to other rows.
+	anchor, into := 0, float32(0)
+	if !follow {
+		anchor, _ = t.shownRange()
+		into = t.list.GetScrollOffset() - t.rowTop(anchor)
+	}
 	rows := t.rows
 	t.gen++ // every visible row must be laid out again
 	hs := make(map[int]float32, len(rows))
@@ -828,7 +842,10 @@ func (t *transcript) remeasure() {
 	t.setHeights(hs)
 	if follow {
 		t.scrollToBottom()
+		return
 	}
+	t.list.ScrollToOffset(max(0, t.rowTop(anchor)+min(into, t.heights[anchor])))
+	t.lastOffset = t.list.GetScrollOffset()
 }
 
 // widthWatcher lays out its only child at full size and reports width
