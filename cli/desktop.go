@@ -316,6 +316,9 @@ func (d *desktop) options(r *relayConn, problem string) ui.Options {
 		opts.Agent = t.Agent
 		opts.AgentLabel = t.AgentLabel
 		opts.DemoReason = t.DemoReason
+		if t.spaces != nil {
+			opts.CheckFolder = t.spaces.Check
+		}
 	}
 	opts.StartProblem = problem
 	opts.Devices = newWindowDevices(t)

@@ -34,9 +34,11 @@ type stack struct {
 	// of the Copilot CLI ("" when it did not).
 	DemoReason string
 	Store      history.Store
-	URL        string // ws://… or wss://…
-	Token      string
-	logger     *slog.Logger
+	// Spaces are the relay's workspaces: its roots and default folder.
+	Spaces *workspace.Set
+	URL    string // ws://… or wss://…
+	Token  string
+	logger *slog.Logger
 	// running is the file that tells other processes of this user how to
 	// reach the relay (running.go); "" without a data dir.
 	running string
@@ -134,6 +136,7 @@ func startStack(ctx context.Context, s relaySettings, logger *slog.Logger) (_ *s
 	if err != nil {
 		return nil, err
 	}
+	st.Spaces = spaces
 
 	push, err := pushConfig(s.DataDir) // push.go
 	if err != nil {

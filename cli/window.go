@@ -14,6 +14,7 @@ import (
 
 	"github.com/pilotdesk/pilotdesk/relay"
 	"github.com/pilotdesk/pilotdesk/relay/history/sqlite"
+	"github.com/pilotdesk/pilotdesk/relay/workspace"
 	"github.com/pilotdesk/pilotdesk/settings"
 )
 
@@ -43,6 +44,9 @@ type target struct {
 	dataDir    string
 	// DemoReason: why --agent auto picked the built-in demo ("" if not).
 	DemoReason string
+	// spaces are the embedded relay's workspaces (nil for another
+	// relay): the window checks its default folder against their roots.
+	spaces *workspace.Set
 }
 
 // Title names the relay for a window title: "embedded" or the remote host.
@@ -152,7 +156,7 @@ func (c *clientFlags) startTarget(ctx context.Context, logger *slog.Logger) (tar
 		label = l.Label()
 	}
 	return target{URL: st.LocalURL, Token: st.Token, Embedded: true, Agent: st.Agent.Name(), AgentLabel: label, DemoReason: st.DemoReason,
-		Fingerprint: st.Fingerprint, relay: st.Relay, lan: st.LAN, sharedURL: st.URL}, stop, nil
+		Fingerprint: st.Fingerprint, relay: st.Relay, lan: st.LAN, sharedURL: st.URL, spaces: st.Spaces}, stop, nil
 }
 
 // runWindow opens the desktop window (the default command).

@@ -291,9 +291,13 @@ var table = []Setting{
 		used: embeddedOnly,
 	},
 	{
-		Field: FieldWorkDir, Group: GroupAgent, Apply: Restart,
+		// The default folder of new conversations (docs/workspaces.md):
+		// the window sends it as the workspace of a new conversation's
+		// first prompt, so a change applies to the next conversation
+		// without a restart, and running ones keep their folders.
+		Field: FieldWorkDir, Group: GroupAgent, Apply: Live,
 		Flag: "workdir", Usage: "the `DIR`ectory the agent works in (default: the current directory)",
-		Label: "Working folder", Hint: "The agent's tools read and write here", Placeholder: "where pilotdesk started", Browse: BrowseFolder,
+		Label: "Working folder", Hint: "New conversations start here; running ones keep theirs", Placeholder: "where pilotdesk started", Browse: BrowseFolder,
 		Kind: KindString, str: func(s *Settings) *string { return &s.WorkDir },
 		used: embeddedOnly, check: checkWorkDir,
 	},

@@ -72,7 +72,7 @@ func TestTable(t *testing.T) {
 	}
 	for f, apply := range map[Field]Apply{
 		FieldModel: Live, FieldNotifications: Live, FieldInputTimeout: Restart, FieldAgent: Restart,
-		FieldCopilotPath: Restart, FieldProviderURL: Restart, FieldWorkDir: Restart, FieldRemote: Restart,
+		FieldCopilotPath: Restart, FieldProviderURL: Restart, FieldWorkDir: Live, FieldRemote: Restart,
 		FieldBudgetCredits: Restart, FieldBudgetPeriod: Restart,
 	} {
 		if Lookup(f).Apply != apply {
@@ -207,7 +207,7 @@ func TestNeedsRestart(t *testing.T) {
 		{"model only", nil, func(s *Settings) { s.Model = "gpt-5" }, false},
 		{"notifications only", nil, func(s *Settings) { s.Notifications = false }, false},
 		{"agent", nil, func(s *Settings) { s.Agent = AgentDemo }, true},
-		{"workdir", nil, func(s *Settings) { s.WorkDir = "/tmp" }, true},
+		{"workdir: the default folder of new conversations", nil, func(s *Settings) { s.WorkDir = "/tmp" }, false},
 		{"key", nil, func(s *Settings) { s.ProviderKey = "k" }, true},
 		{"timeout", nil, func(s *Settings) { s.InputTimeout = 0 }, true},
 		{"to remote", nil, func(s *Settings) { s.Remote, s.RemoteURL = true, "ws://a/ws" }, true},

@@ -96,27 +96,65 @@ func (w *Window) askNewConversation() {
 	w.win.Canvas().Focus(d.folder)
 }
 
-// setWorkspaces offers the relay's default and recent folders.
+// setWorkspaces offers the default folder (the Settings' working folder
+// for the app's own relay, else the relay's) and the relay's recent ones.
 func (d *newConvDialog) setWorkspaces(ws *protocol.Workspaces) {
+	def := d.w.defaultFolder()
 	if ws == nil {
+		if d.folder.Text == "" && def != "" {
+			d.folder.SetText(def)
+		}
 		d.refresh()
 		return
 	}
 	d.ws = ws
+	if def == "" {
+		def = ws.Default
+	}
 	var opts []string
-	if ws.Default != "" {
-		opts = append(opts, ws.Default)
+	if def != "" {
+		opts = append(opts, def)
 	}
 	for _, r := range ws.Recent {
-		if r.Path != ws.Default {
+		if r.Path != def {
 			opts = append(opts, r.Path)
 		}
 	}
 	d.folder.SetOptions(opts)
-	if d.folder.Text == "" && ws.Default != "" {
-		d.folder.SetText(ws.Default)
+	if d.folder.Text == "" && def != "" {
+		d.folder.SetText(def)
 	}
 	d.refresh()
+}
+
+// defaultFolder is where a new conversation works when the user names no
+// folder, when the relay is this app's own (Options.CheckFolder): the
+// Settings' working folder as it is now, made absolute ("": where
+// pilotdesk started, its current directory, as the relay takes it). ""
+// for another relay, whose own default folder applies.
+func (w *Window) defaultFolder() string {
+	if w.opts.CheckFolder == nil {
+		return ""
+	}
+	dir := strings.TrimSpace(w.opts.Effective.WorkDir)
+	if dir == "" {
+		dir = "."
+	}
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		w.log.Warn("the working folder has no absolute path: new conversations use the relay's default folder", "dir", dir, "err", err)
+		return ""
+	}
+	return abs
+}
+
+// defaultWorkspace is what the first prompt of a new conversation with no
+// folder chosen names: the default folder (nil: the relay's own).
+func (w *Window) defaultWorkspace() *protocol.WorkspaceRequest {
+	if dir := w.defaultFolder(); dir != "" {
+		return &protocol.WorkspaceRequest{Path: dir}
+	}
+	return nil
 }
 
 // refresh shows the worktree checkbox for a folder known to be in a git

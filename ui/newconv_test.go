@@ -11,6 +11,7 @@ import (
 
 	"github.com/pilotdesk/pilotdesk/relay"
 	"github.com/pilotdesk/pilotdesk/relay/workspace"
+	"github.com/pilotdesk/pilotdesk/settings"
 )
 
 // TestNewConversationFolder: New conversation asks where: the relay's
@@ -100,5 +101,86 @@ func TestNewConversationFolder(t *testing.T) {
 	out, err := exec.Command("git", "-C", repo, "branch", "--show-current").Output()
 	if err != nil || strings.TrimSpace(string(out)) == branch {
 		t.Fatalf("the repository is on %q (%v)", out, err)
+	}
+}
+
+// TestWorkingFolderIsTheDefaultOfNewConversations: the Settings' working
+// folder is where new conversations work when the user names no folder:
+// the window sends it as the first prompt's workspace, so changing it
+// restarts nothing, a running conversation keeps its folder, and the next
+// conversation (and the new-conversation dialog) takes the new one. A
+// folder the app's relay would refuse (outside its roots) restarts the
+// relay, whose default folder it becomes.
+func TestWorkingFolderIsTheDefaultOfNewConversations(t *testing.T) {
+	root := t.TempDir()
+	home, other := filepath.Join(root, "home"), filepath.Join(root, "other")
+	for _, d := range []string{home, other} {
+		if err := os.Mkdir(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ws, err := workspace.New(workspace.Options{Roots: []string{root}, Default: home})
+	if err != nil {
+		t.Fatal(err)
+	}
+	restarts := 0
+	opts := Options{
+		Restart:     func(done func(error)) { restarts++; done(nil) },
+		CheckFolder: ws.Check,
+		Effective:   settings.Settings{WorkDir: home},
+	}
+	h := newHarness(t, harnessConfig{relay: relay.Config{WorkDir: home, Workspaces: ws}, options: opts})
+	folderOf := func(id string) string {
+		for _, e := range h.w.sidebar.entries {
+			if e.ID == id {
+				return e.Folder
+			}
+		}
+		return ""
+	}
+	first := h.w.current
+	h.send("markdown")
+	h.waitFor("the first turn, in the working folder", func() bool { return completedTurns(h) == 1 && h.w.view.Folder == "home" })
+
+	h.w.ShowSettings()
+	h.w.settings.entry(settings.FieldWorkDir).SetText(other)
+	test.Tap(h.w.settings.apply)
+	if restarts != 0 || h.w.settings != nil {
+		t.Fatalf("changing the working folder restarted the relay %d times (dialog open %v)", restarts, h.w.settings != nil)
+	}
+	if got := settings.Load(h.app.Preferences(), settings.Defaults()).WorkDir; got != other {
+		t.Fatalf("saved working folder %q, want %q", got, other)
+	}
+
+	h.w.shortcut(shortcutNew)
+	d := h.w.newConv
+	h.waitFor("the relay's folders", func() bool { return d.ws != nil })
+	if d.folder.Text != other {
+		t.Fatalf("the dialog offers %q, want the new working folder %q", d.folder.Text, other)
+	}
+	d.dlg.Hide()
+
+	h.w.newConversation()
+	second := h.w.current
+	h.send("markdown")
+	h.waitFor("the second conversation's turn", func() bool { return completedTurns(h) == 1 && h.w.view.Folder != "" })
+	h.frame()
+	if h.w.view.Folder != "other" {
+		t.Fatalf("a new conversation works in %q, want the new working folder %q", h.w.view.Folder, other)
+	}
+	if got := folderOf(first); got != "home" {
+		t.Fatalf("the running conversation moved to %q, want it kept in home", got)
+	}
+	if got := folderOf(second); got != "other" {
+		t.Fatalf("the list names the new conversation's folder %q", got)
+	}
+
+	// Outside the relay's roots: only a relay started on it takes it.
+	outside := t.TempDir()
+	h.w.ShowSettings()
+	h.w.settings.entry(settings.FieldWorkDir).SetText(outside)
+	test.Tap(h.w.settings.apply)
+	if restarts != 1 {
+		t.Fatalf("a working folder outside the relay's roots: %d restarts, want 1", restarts)
 	}
 }

@@ -21,9 +21,10 @@ import (
 // row of the settings table (package settings), in the table's order, in a
 // section per group. Flags given on the command line fix their settings for
 // the run (Options.Locked): those show the value in use, read-only. The
-// settings that apply live (the model, notifications) apply at once; the
-// others restart the embedded relay (or connect to the remote one) through
-// Options.Restart, which stops the turns that run.
+// settings that apply live (the model, notifications, the working folder
+// of new conversations) apply at once; the others restart the embedded
+// relay (or connect to the remote one) through Options.Restart, which
+// stops the turns that run.
 
 // sectionTitles name the dialog's sections.
 var sectionTitles = map[settings.Group]string{
@@ -35,8 +36,8 @@ var sectionTitles = map[settings.Group]string{
 
 // Texts of the dialog's status line.
 const (
-	settingsNote        = "Applying a change to the connection or the agent restarts the embedded relay: running turns are stopped, conversations are kept. The model and notifications apply at once."
-	settingsNoteNoHost  = "Changes to the connection or the agent apply when pilotdesk starts again. The model and notifications apply at once."
+	settingsNote        = "Applying a change to the connection or the agent restarts the embedded relay: running turns are stopped, conversations are kept. The model, notifications and the working folder apply at once."
+	settingsNoteNoHost  = "Changes to the connection or the agent apply when pilotdesk starts again. The model, notifications and the working folder apply at once."
 	settingsRestarting  = "Restarting the agent with the new settings…"
 	settingsReconnect   = "Connecting to the relay…"
 	settingsSavedNoHost = "Saved. The connection and agent settings apply when pilotdesk starts again."
@@ -522,7 +523,7 @@ func (d *settingsDialog) applyChanges() {
 	settings.Save(prefs, s)
 	d.w.log.Info("settings saved", "settings", s)
 	d.w.applyLive(s)
-	if !settings.NeedsRestart(old, s) {
+	if !settings.NeedsRestart(old, s) && !d.w.folderRefused(old, s) {
 		d.close()
 		return
 	}
@@ -562,6 +563,33 @@ func (w *Window) applyLive(s settings.Settings) {
 	if _, locked := w.opts.Locked[settings.FieldModel]; !locked {
 		w.opts.Model = s.Model
 	}
+	if _, locked := w.opts.Locked[settings.FieldWorkDir]; !locked {
+		// The default folder of the conversations started from now on
+		// (defaultFolder); running ones keep theirs.
+		w.opts.Effective.WorkDir = s.WorkDir
+	}
+}
+
+// folderRefused reports whether the working folder changed (old to s) to
+// one the app's relay would refuse as a workspace (outside its roots, the
+// user's home): only a relay started with it as its default folder takes
+// it, so that change restarts the relay. Any other folder applies live.
+func (w *Window) folderRefused(old, s settings.Settings) bool {
+	if old.WorkDir == s.WorkDir || s.Remote || w.opts.CheckFolder == nil {
+		return false
+	}
+	if _, locked := w.opts.Locked[settings.FieldWorkDir]; locked {
+		return false
+	}
+	dir := w.defaultFolder()
+	if dir == "" {
+		return false
+	}
+	if _, err := w.opts.CheckFolder(dir); err != nil {
+		w.log.Info("the new working folder is outside the relay's roots: restarting the relay with it as its default folder", "dir", dir, "why", err)
+		return true
+	}
+	return false
 }
 
 // entryOf returns the entry of a path setting.

@@ -94,6 +94,15 @@ type Options struct {
 	// them read-only with their Effective value.
 	Effective settings.Settings
 	Locked    map[settings.Field]string
+	// CheckFolder, set when the relay is this app's own, says whether
+	// that relay accepts a folder as a workspace (its roots, resolved;
+	// workspace.Set.Check). The window then sends the Settings' working
+	// folder (Effective.WorkDir) as the workspace of each new
+	// conversation's first prompt, so that changing it restarts nothing;
+	// a folder the relay would refuse is applied by Restart instead,
+	// whose relay takes it as its default folder. nil: the relay's
+	// default folder is its own (a remote relay).
+	CheckFolder func(path string) (dir string, err error)
 	// Restart applies saved settings that need the relay restarted (or
 	// reconnected): the caller stops the old relay, starts one from the
 	// preferences now saved, and moves the window to it (SetClient). It
@@ -1050,13 +1059,22 @@ func (w *Window) submit() {
 	}
 	first := !w.subscribed[id]
 	w.subscribed[id] = true
+	ws := w.store.Wanted(id)
+	if ws == nil && !w.store.OnRelay(id) {
+		// A new conversation with no folder chosen works in the default
+		// folder as it is now; kept as its choice, so that a second
+		// prompt sent before the relay answered names the same one.
+		if ws = w.defaultWorkspace(); ws != nil {
+			w.store.WantWorkspace(id, *ws)
+		}
+	}
 	w.enqueue(func(ctx context.Context) {
 		if first {
 			if err := w.client.Subscribe(ctx, id, 0); err != nil {
 				w.log.Warn("subscribe failed", "conversation", id, "err", err)
 			}
 		}
-		if err := w.client.SendIn(ctx, id, prompt, mode, modelName, w.store.Wanted(id)); err != nil {
+		if err := w.client.SendIn(ctx, id, prompt, mode, modelName, ws); err != nil {
 			w.store.AddNote(id, conversation.NoteError, "Not sent: "+err.Error()+". Your prompt is back in the box below.")
 			w.onUI(func() {
 				if w.composer.Text == "" {
