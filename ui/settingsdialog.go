@@ -36,8 +36,8 @@ var sectionTitles = map[settings.Group]string{
 
 // Texts of the dialog's status line.
 const (
-	settingsNote        = "Applying a change to the connection or the agent restarts the embedded relay: running turns are stopped, conversations are kept. The model, notifications and the working folder apply at once."
-	settingsNoteNoHost  = "Changes to the connection or the agent apply when pilotdesk starts again. The model, notifications and the working folder apply at once."
+	settingsNote        = "Changing the connection or the agent restarts the embedded relay: running turns stop, conversations stay. The model, notifications and working folder apply at once."
+	settingsNoteNoHost  = "Changes to the connection or the agent apply when pilotdesk starts again. The model, notifications and working folder apply at once."
 	settingsRestarting  = "Restarting the agent with the new settings…"
 	settingsReconnect   = "Connecting to the relay…"
 	settingsSavedNoHost = "Saved. The connection and agent settings apply when pilotdesk starts again."
