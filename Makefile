@@ -22,7 +22,7 @@ BUILD_TAGS := no_emoji
 FYNE_TOOL_VERSION := v1.7.4
 FYNE := .tools/bin/fyne
 
-.PHONY: run test deps copilot-cli opencode acp-agents nats-server build vet web-test web-screenshots acp-window checkpoint-window bench bench-nats bench-window screenshots fuzz load chaos cluster package install package-windows package-darwin clean
+.PHONY: run test deps copilot-cli opencode acp-agents nats-server build vet web-test web-screenshots acp-window checkpoint-window terminal-screenshot bench bench-nats bench-window screenshots fuzz load chaos cluster package install package-windows package-darwin clean
 
 run: deps build
 	./$(BIN)
@@ -120,6 +120,11 @@ acp-window: opencode
 # (docs/checkpoints.md).
 checkpoint-window:
 	scripts/checkpoint-window.sh screenshots
+
+# The terminal client's rendered markdown, mid-reply and whole, on the demo
+# agent in tmux: screenshots/terminal-markdown*.png (docs/cli.md, Markdown).
+terminal-screenshot:
+	scripts/terminal-screenshot.sh screenshots
 
 # Speed targets live here, never in unit tests: the relay's fan-out (4,000
 # deltas of 64 B to 50 subscribers over loopback WebSockets; deliveries/s,

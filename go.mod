@@ -16,6 +16,7 @@ require (
 	github.com/pmezard/go-difflib v1.0.0
 	github.com/yeqown/go-qrcode/v2 v2.2.5
 	github.com/yuin/goldmark v1.7.8
+	golang.org/x/image v0.24.0
 	golang.org/x/sys v0.49.0
 	golang.org/x/term v0.47.0
 	golang.org/x/text v0.43.0
@@ -61,7 +62,6 @@ require (
 	github.com/stretchr/testify v1.11.1 // indirect
 	github.com/yeqown/reedsolomon v1.0.0 // indirect
 	golang.org/x/crypto v0.58.0 // indirect
-	golang.org/x/image v0.24.0 // indirect
 	golang.org/x/net v0.60.0 // indirect
 	golang.org/x/time v0.16.0 // indirect
 	gopkg.in/yaml.v3 v3.0.1 // indirect

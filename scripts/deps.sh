@@ -15,6 +15,7 @@
 #   scripts/deps.sh web      those and chromium
 #   scripts/deps.sh bench    those and Xvfb, xdotool
 #   scripts/deps.sh window   those, Xvfb, xdotool, ImageMagick, x11-utils
+#   scripts/deps.sh terminal those and fonts-dejavu-core
 #   scripts/deps.sh windows  those and gcc-mingw-w64-x86-64, nsis, zip, osslsigncode
 #   scripts/deps.sh wine     those of windows and wine, wine64
 set -euo pipefail
@@ -33,6 +34,9 @@ if [ "${1:-}" = web ]; then packages+=(chromium); fi
 # types into it.
 if [ "${1:-}" = bench ]; then packages+=(xdotool); fi
 if [ "${1:-}" = window ]; then packages+=(xdotool imagemagick x11-utils); fi
+# The terminal client's pictures (scripts/terminal-screenshot.sh) are drawn
+# in DejaVu Sans Mono.
+if [ "${1:-}" = terminal ]; then packages+=(fonts-dejavu-core); fi
 # Windows, cross-built and run here: MinGW-w64 for Fyne's cgo driver, NSIS's
 # makensis for the installer, Wine to smoke-test what was built.
 windows=(gcc-mingw-w64-x86-64 nsis zip osslsigncode)
