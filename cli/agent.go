@@ -97,18 +97,7 @@ func copilotOptions(s relaySettings, logger *slog.Logger) copilot.Options {
 // conversation's ACP session id is kept in the data dir, so a restarted
 // relay resumes it.
 func acpAgent(ctx context.Context, s relaySettings, logger *slog.Logger) (session.Agent, error) {
-	sessionMap := ""
-	if s.DataDir != memoryDataDir {
-		sessionMap = filepath.Join(s.DataDir, "acp-sessions.json")
-	}
-	a, err := acp.New(acp.Options{
-		Command:       s.ACPCommand,
-		WorkDir:       s.WorkDir,
-		Env:           settings.ACPProviderEnv(s.ACPCommand, s.ProviderURL, s.ProviderKey, s.Model),
-		Logger:        logger,
-		SessionMap:    sessionMap,
-		ClientVersion: Version,
-	})
+	a, err := acp.New(acpOptions(s, logger))
 	if err != nil {
 		return nil, err
 	}
@@ -120,6 +109,33 @@ func acpAgent(ctx context.Context, s relaySettings, logger *slog.Logger) (sessio
 	}
 	logger.Info("agent: acp", "command", s.ACPCommand)
 	return a, nil
+}
+
+// acpOptions are the ACP backend's options for the relay's settings.
+func acpOptions(s relaySettings, logger *slog.Logger) acp.Options {
+	sessionMap := ""
+	if s.DataDir != memoryDataDir {
+		sessionMap = filepath.Join(s.DataDir, "acp-sessions.json")
+	}
+	// The settings spell "never" and "no bound" 0, which acp.Options
+	// reads as its defaults: a negative value turns them off there.
+	idleClose, maxOpen := s.ACPIdleClose, s.ACPMaxSessions
+	if idleClose == 0 {
+		idleClose = -1
+	}
+	if maxOpen == 0 {
+		maxOpen = -1
+	}
+	return acp.Options{
+		Command:       s.ACPCommand,
+		WorkDir:       s.WorkDir,
+		Env:           settings.ACPProviderEnv(s.ACPCommand, s.ProviderURL, s.ProviderKey, s.Model),
+		Logger:        logger,
+		SessionMap:    sessionMap,
+		ClientVersion: Version,
+		IdleClose:     idleClose,
+		MaxOpen:       maxOpen,
+	}
 }
 
 // scriptAgent loads a scenario file, or the built-in demo when path is empty.

@@ -116,10 +116,10 @@ wx=$(xwininfo -id "$win" | sed -n 's/.*Absolute upper-left X: *//p')
 wy=$(xwininfo -id "$win" | sed -n 's/.*Absolute upper-left Y: *//p')
 # click X Y: at X, Y of the window's content.
 click() { xdotool mousemove $((wx + $1)) $((wy + $2)) click 1; sleep "${3:-0.8}"; }
-click 528 243 # the ACP agent list's button
-click 260 278 # its first entry: opencode acp (the only agent on PATH)
+click 528 235 # the ACP agent list's button
+click 260 270 # its first entry: opencode acp (the only agent on PATH)
 import -window "$win" "$out/acp-window-settings.png"
-click 595 662 0.5 # Apply
+click 595 670 0.5 # Apply
 prefs=$home/.config/fyne/io.github.pilotdesk/preferences.json
 waitfor "Settings to save the ACP agent opencode acp" 20 grep -q '"settings.acpCommand":"opencode acp","settings.agent":"acp"' "$prefs"
 waitfor "the relay to restart on opencode" 120 logged 'msg="agent: acp" command="opencode acp"'

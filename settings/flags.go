@@ -38,6 +38,8 @@ func RegisterFlags(fs *flag.FlagSet, s *Settings, getenv func(string) string, gr
 			fs.BoolVar(r.boolean(s), r.Flag, *r.boolean(s), r.Usage)
 		case r.Kind == KindNumber:
 			fs.Float64Var(r.num(s), r.Flag, *r.num(s), r.Usage)
+		case r.Kind == KindInt:
+			fs.IntVar(r.integer(s), r.Flag, *r.integer(s), r.Usage)
 		default:
 			fs.StringVar(r.str(s), r.Flag, *r.str(s), r.Usage)
 		}

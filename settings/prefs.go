@@ -26,7 +26,7 @@ func Load(p Preferences, def Settings) Settings {
 		switch r.Kind {
 		case KindBool:
 			*r.boolean(&s) = p.BoolWithFallback(r.PrefKey(), *r.boolean(&def))
-		case KindDuration, KindNumber:
+		case KindDuration, KindNumber, KindInt:
 			if raw := p.StringWithFallback(r.PrefKey(), ""); raw != "" {
 				_ = r.SetText(&s, raw) // on error s keeps def's value
 			}

@@ -1,10 +1,10 @@
 // Package settings is the one list of pilotdesk's window settings: the
 // agent, the Copilot CLI's path, the model, the provider, the working
-// folder, the input timeout, the credit budget, notifications and the
-// remote relay. For each it holds the command-line flag and environment
-// variable that set it, its preference key, its default, how it is
-// checked, whether it is secret and whether a change applies live or needs
-// the embedded relay restarted.
+// folder, the input timeout, the bounds on open ACP sessions, the credit
+// budget, notifications and the remote relay. For each it holds the
+// command-line flag and environment variable that set it, its preference
+// key, its default, how it is checked, whether it is secret and whether a
+// change applies live or needs the embedded relay restarted.
 //
 // The command line (package cli), the saved preferences and the Settings
 // dialog (package ui) all read the table here; nothing else lists the
@@ -39,6 +39,14 @@ type Settings struct {
 	// InputTimeout is how long a question waits for an answer; 0 waits
 	// forever ("never").
 	InputTimeout time.Duration
+	// ACPIdleClose closes the agent session of an ACP conversation left
+	// idle this long; the next message loads it again. 0 keeps it open
+	// ("never").
+	ACPIdleClose time.Duration
+	// ACPMaxSessions bounds the ACP agent sessions open at once: past it
+	// the least recently used idle one is closed the same way. 0: no
+	// bound.
+	ACPMaxSessions int
 	// BudgetCredits is the AI credits the embedded relay's agent may spend
 	// in BudgetPeriod, over all conversations, before new turns are
 	// refused; 0 sets no budget.
@@ -75,6 +83,8 @@ const (
 	FieldProviderKey   Field = "providerKey"
 	FieldWorkDir       Field = "workDir"
 	FieldInputTimeout  Field = "inputTimeout"
+	FieldACPIdleClose  Field = "acpIdleClose"
+	FieldACPMaxOpen    Field = "acpMaxSessions"
 	FieldBudgetCredits Field = "budgetCredits"
 	FieldBudgetPeriod  Field = "budgetPeriod"
 	FieldNotifications Field = "notifications"
@@ -136,6 +146,7 @@ const (
 	KindBool          // a check box, or a radio group with Choices
 	KindDuration      // typed as ParseInputTimeout reads it; Choices are suggestions
 	KindNumber        // a decimal number, typed in an entry; empty is 0
+	KindInt           // a whole number, typed in an entry; empty is 0
 )
 
 // Setting is one row of the table.
@@ -178,6 +189,7 @@ type Setting struct {
 	boolean func(*Settings) *bool
 	dur     func(*Settings) *time.Duration
 	num     func(*Settings) *float64
+	integer func(*Settings) *int
 	// setFlag, when set, is what the flag does instead of setting the
 	// value alone.
 	setFlag func(s *Settings, v string)
@@ -193,6 +205,10 @@ type Setting struct {
 
 func remoteOnly(s Settings) bool   { return s.Remote }
 func embeddedOnly(s Settings) bool { return !s.Remote }
+
+// acpOnly: the settings of the ACP backend, used when the embedded relay
+// runs an ACP agent.
+func acpOnly(s Settings) bool { return !s.Remote && s.Agent == AgentACP }
 
 // neverText is how the dialog and the preferences spell "no input timeout".
 const neverText = "never"
@@ -312,6 +328,25 @@ var table = []Setting{
 		used: embeddedOnly, check: checkInputTimeout,
 	},
 	{
+		// Claude Code keeps a process of 200+ MB per open session: an
+		// idle conversation's session is closed, and loaded again by its
+		// next message (docs/acp.md, Sessions). The backend takes both
+		// when it is created.
+		Field: FieldACPIdleClose, Group: GroupAgent, Apply: Restart, Default: "10m",
+		Flag: "acp-idle-close", Usage: "close the ACP agent session of a conversation idle this long (its next message loads it again); 0 keeps it open",
+		Label: "Idle ACP session", Hint: "Closed after this long idle, reloaded by the next message: 10m, 1h… or never",
+		Choices: []Choice{{"5m", "5m"}, {"10m", "10m"}, {"30m", "30m"}, {"1h", "1h"}, {neverText, neverText}},
+		Kind:    KindDuration, dur: func(s *Settings) *time.Duration { return &s.ACPIdleClose },
+		used: acpOnly, check: checkACPIdleClose,
+	},
+	{
+		Field: FieldACPMaxOpen, Group: GroupAgent, Apply: Restart, Default: "6",
+		Flag: "acp-max-sessions", Usage: "at most `N` ACP agent sessions open at once: past it the least recently used idle one is closed (its next message loads it again); 0: no bound",
+		Label: "Open ACP sessions", Hint: "At most this many; the least recently used idle one closes first. 0: no bound", Placeholder: "0 (no bound)",
+		Kind: KindInt, integer: func(s *Settings) *int { return &s.ACPMaxSessions },
+		used: acpOnly, check: checkACPMaxSessions,
+	},
+	{
 		// The relay takes its budget when it is created, and reads the
 		// spend of the period from its store then.
 		Field: FieldBudgetCredits, Group: GroupBudget, Apply: Restart, Default: "0",
@@ -388,6 +423,8 @@ func (r Setting) Text(s Settings) string {
 		return FormatInputTimeout(*r.dur(&s))
 	case KindNumber:
 		return strconv.FormatFloat(*r.num(&s), 'f', -1, 64)
+	case KindInt:
+		return strconv.Itoa(*r.integer(&s))
 	}
 	return *r.str(&s)
 }
@@ -415,6 +452,12 @@ func (r Setting) SetText(s *Settings, text string) error {
 			return err
 		}
 		*r.num(s) = n
+	case KindInt:
+		n, err := ParseInt(text)
+		if err != nil {
+			return err
+		}
+		*r.integer(s) = n
 	default:
 		*r.str(s) = text
 	}
@@ -430,6 +473,8 @@ func (r Setting) Copy(dst *Settings, src Settings) {
 		*r.dur(dst) = *r.dur(&src)
 	case KindNumber:
 		*r.num(dst) = *r.num(&src)
+	case KindInt:
+		*r.integer(dst) = *r.integer(&src)
 	default:
 		*r.str(dst) = *r.str(&src)
 	}
@@ -444,6 +489,8 @@ func (r Setting) Equal(a, b Settings) bool {
 		return *r.dur(&a) == *r.dur(&b)
 	case KindNumber:
 		return *r.num(&a) == *r.num(&b)
+	case KindInt:
+		return *r.integer(&a) == *r.integer(&b)
 	}
 	return *r.str(&a) == *r.str(&b)
 }

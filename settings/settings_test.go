@@ -15,7 +15,8 @@ import (
 )
 
 func TestDefaults(t *testing.T) {
-	want := Settings{Agent: AgentAuto, ProviderType: "openai", InputTimeout: 5 * time.Minute, BudgetPeriod: 720 * time.Hour, Notifications: true}
+	want := Settings{Agent: AgentAuto, ProviderType: "openai", InputTimeout: 5 * time.Minute, ACPIdleClose: 10 * time.Minute, ACPMaxSessions: 6,
+		BudgetPeriod: 720 * time.Hour, Notifications: true}
 	if got := Defaults(); got != want {
 		t.Fatalf("Defaults() = %+v, want %+v", got, want)
 	}
@@ -58,7 +59,7 @@ func TestTable(t *testing.T) {
 	}
 	sort.Strings(keys)
 	want := []string{
-		"settings.acpCommand", "settings.agent", "settings.budgetCredits", "settings.budgetPeriod", "settings.copilotPath", "settings.inputTimeout", "settings.lan", "settings.model", "settings.notifications",
+		"settings.acpCommand", "settings.acpIdleClose", "settings.acpMaxSessions", "settings.agent", "settings.budgetCredits", "settings.budgetPeriod", "settings.copilotPath", "settings.inputTimeout", "settings.lan", "settings.model", "settings.notifications",
 		"settings.providerKey", "settings.providerType", "settings.providerURL", "settings.remote", "settings.remoteToken",
 		"settings.remoteURL", "settings.workDir",
 	}
@@ -73,7 +74,7 @@ func TestTable(t *testing.T) {
 	for f, apply := range map[Field]Apply{
 		FieldModel: Live, FieldNotifications: Live, FieldInputTimeout: Restart, FieldAgent: Restart,
 		FieldCopilotPath: Restart, FieldProviderURL: Restart, FieldWorkDir: Live, FieldRemote: Restart,
-		FieldBudgetCredits: Restart, FieldBudgetPeriod: Restart,
+		FieldBudgetCredits: Restart, FieldBudgetPeriod: Restart, FieldACPIdleClose: Restart, FieldACPMaxOpen: Restart,
 	} {
 		if Lookup(f).Apply != apply {
 			t.Errorf("%s: apply %d, want %d", f, Lookup(f).Apply, apply)
@@ -144,6 +145,8 @@ func TestValidateMessages(t *testing.T) {
 		{"provider without model", func(s *Settings) { s.ProviderURL = "http://127.0.0.1:8080/v1" }, FieldModel, "Enter the model to use with the provider URL", "--provider-url needs --model"},
 		{"negative budget", func(s *Settings) { s.BudgetCredits = -5 }, FieldBudgetCredits, "The budget is a number of AI credits from 0 (no budget) up", "--budget-credits must be a number of AI credits from 0 (no budget) to 1000000000, not -5"},
 		{"short budget period", func(s *Settings) { s.BudgetPeriod = 30 * time.Minute }, FieldBudgetPeriod, "must be at least an hour", "--budget-period must be at least 1h (such as 24h or 720h), not 30m0s"},
+		{"negative idle close", func(s *Settings) { s.ACPIdleClose = -time.Minute }, FieldACPIdleClose, "longer than zero, or never", "--acp-idle-close must be 0 (never) or positive, not -1m0s"},
+		{"negative open sessions", func(s *Settings) { s.ACPMaxSessions = -1 }, FieldACPMaxOpen, "from 1 up, or 0 for no bound", "--acp-max-sessions must be 0 (no bound) or positive, not -1"},
 	} {
 		s := base
 		c.edit(&s)
@@ -288,7 +291,8 @@ func TestPrefsRoundTrip(t *testing.T) {
 	}
 	s := Settings{Agent: AgentCopilot, CopilotPath: "/opt/copilot", Model: "gpt-5", ProviderURL: "http://127.0.0.1:8080/v1",
 		ProviderType: "azure", ProviderKey: "k", WorkDir: "/src", InputTimeout: 0, Notifications: false,
-		Remote: true, RemoteURL: "wss://relay/ws", RemoteToken: "t", BudgetCredits: 12.5, BudgetPeriod: 168 * time.Hour}
+		Remote: true, RemoteURL: "wss://relay/ws", RemoteToken: "t", BudgetCredits: 12.5, BudgetPeriod: 168 * time.Hour,
+		ACPIdleClose: 0, ACPMaxSessions: 2}
 	Save(p, s)
 	if got := Load(p, def); got != s {
 		t.Fatalf("read back %+v, want %+v", got, s)
@@ -299,6 +303,7 @@ func TestPrefsRoundTrip(t *testing.T) {
 		"settings.agent": "copilot", "settings.inputTimeout": "never", "settings.notifications": false,
 		"settings.remote": true, "settings.remoteToken": "t", "settings.providerType": "azure",
 		"settings.budgetCredits": "12.5", "settings.budgetPeriod": "168h",
+		"settings.acpIdleClose": "never", "settings.acpMaxSessions": "2",
 	} {
 		if p[k] != v {
 			t.Errorf("%s = %#v, want %#v", k, p[k], v)
@@ -455,15 +460,16 @@ func TestFlags(t *testing.T) {
 	if strings.Contains(help.String(), "SECRET") || !strings.Contains(help.String(), "http://env/v1") {
 		t.Fatalf("-h:\n%s", help.String())
 	}
-	for _, name := range []string{"agent", "copilot-path", "model", "provider-url", "provider-type", "provider-key", "workdir", "input-timeout", "budget-credits", "budget-period"} {
+	for _, name := range []string{"agent", "copilot-path", "model", "provider-url", "provider-type", "provider-key", "workdir", "input-timeout", "acp-idle-close", "acp-max-sessions", "budget-credits", "budget-period"} {
 		if fs.Lookup(name) == nil {
 			t.Errorf("no --%s", name)
 		}
 	}
-	if err := fs.Parse([]string{"--input-timeout", "90s", "--agent", "copilot", "--budget-credits", "7.5", "--budget-period", "24h"}); err != nil {
+	if err := fs.Parse([]string{"--input-timeout", "90s", "--agent", "copilot", "--budget-credits", "7.5", "--budget-period", "24h", "--acp-idle-close", "20m", "--acp-max-sessions", "3"}); err != nil {
 		t.Fatal(err)
 	}
-	if s.InputTimeout != 90*time.Second || s.Agent != AgentCopilot || s.BudgetCredits != 7.5 || s.BudgetPeriod != 24*time.Hour {
+	if s.InputTimeout != 90*time.Second || s.Agent != AgentCopilot || s.BudgetCredits != 7.5 || s.BudgetPeriod != 24*time.Hour ||
+		s.ACPIdleClose != 20*time.Minute || s.ACPMaxSessions != 3 {
 		t.Fatalf("after parsing: %+v", s)
 	}
 }
@@ -490,5 +496,35 @@ func TestBudgetText(t *testing.T) {
 	}
 	if got := Lookup(FieldBudgetPeriod).Text(Defaults()); got != "720h" {
 		t.Errorf("the default period reads %q", got)
+	}
+}
+
+// TestACPSessionsText: the bounds on open ACP sessions read as the
+// dialog's entries hold them, and read back from what they write.
+func TestACPSessionsText(t *testing.T) {
+	r := Lookup(FieldACPMaxOpen)
+	for in, want := range map[string]int{"": 0, "0": 0, " 6 ": 6, "12": 12} {
+		s := Defaults()
+		if err := r.SetText(&s, in); err != nil || s.ACPMaxSessions != want {
+			t.Errorf("SetText(%q): %v, %v; want %v", in, s.ACPMaxSessions, err, want)
+		}
+		back := s
+		if err := r.SetText(&back, r.Text(s)); err != nil || back.ACPMaxSessions != want {
+			t.Errorf("round trip of %q through %q: %v, %v", in, r.Text(s), back.ACPMaxSessions, err)
+		}
+	}
+	for _, in := range []string{"many", "2.5", "1e3"} {
+		s := Defaults()
+		if err := r.SetText(&s, in); err == nil || !strings.Contains(err.Error(), "is not a whole number") {
+			t.Errorf("SetText(%q) = %v, %v; want an error", in, s.ACPMaxSessions, err)
+		}
+	}
+	idle := Lookup(FieldACPIdleClose)
+	if got := idle.Text(Defaults()); got != "10m" {
+		t.Errorf("the default idle close reads %q", got)
+	}
+	s := Defaults()
+	if err := idle.SetText(&s, "never"); err != nil || s.ACPIdleClose != 0 {
+		t.Errorf("never: %v, %v", s.ACPIdleClose, err)
 	}
 }

@@ -149,6 +149,22 @@ func checkInputTimeout(s Settings) *FieldError {
 	return nil
 }
 
+func checkACPIdleClose(s Settings) *FieldError {
+	if s.ACPIdleClose < 0 {
+		return problem(FieldACPIdleClose, fmt.Sprintf("--acp-idle-close must be 0 (never) or positive, not %v", s.ACPIdleClose),
+			"An idle session closes after a time longer than zero, or never")
+	}
+	return nil
+}
+
+func checkACPMaxSessions(s Settings) *FieldError {
+	if s.ACPMaxSessions < 0 {
+		return problem(FieldACPMaxOpen, fmt.Sprintf("--acp-max-sessions must be 0 (no bound) or positive, not %d", s.ACPMaxSessions),
+			"The open sessions are a number from 1 up, or 0 for no bound")
+	}
+	return nil
+}
+
 func checkBudgetCredits(s Settings) *FieldError {
 	if c := s.BudgetCredits; math.IsNaN(c) || math.IsInf(c, 0) || c < 0 || c > maxBudgetCredits {
 		return problem(FieldBudgetCredits, fmt.Sprintf("--budget-credits must be a number of AI credits from 0 (no budget) to %d, not %v", maxBudgetCredits, c),
@@ -186,6 +202,20 @@ func ParseNumber(s string) (float64, error) {
 	n, err := strconv.ParseFloat(strings.Replace(s, ",", ".", 1), 64)
 	if err != nil || math.IsNaN(n) || math.IsInf(n, 0) {
 		return 0, fmt.Errorf("%q is not a number: write it like 50 or 12.5", s)
+	}
+	return n, nil
+}
+
+// ParseInt reads a whole number as the dialog accepts it, such as 6;
+// empty is 0.
+func ParseInt(s string) (int, error) {
+	s = strings.TrimSpace(s)
+	if s == "" {
+		return 0, nil
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil {
+		return 0, fmt.Errorf("%q is not a whole number: write it like 6", s)
 	}
 	return n, nil
 }

@@ -377,12 +377,26 @@ func shootAppDialogs(t *testing.T, s *shooter, th fyne.Theme) {
 	h.w.ShowSettings()
 	h.w.Window().Canvas().Unfocus() // no blinking cursor in the picture
 	s.shot(h, "settings")
+	// The messages in red make the groups taller than a 720 px window:
+	// the picture of them is taken in a taller one, with nothing scrolled
+	// out of sight. The test canvas's painter clips the text of an entry
+	// to the entry alone, not to the scroll around it, so an entry
+	// scrolled out of sight would still show its text in the picture.
+	h.w.Window().Resize(fyne.NewSize(1100, 860))
 	h.w.settings.entry(settings.FieldWorkDir).SetText("/no/such/folder")
 	h.w.settings.selectEntry(settings.FieldInputTimeout).SetText("soon")
 	test.Tap(h.w.settings.apply)
+	// The groups as tall as they need: twice, as a message wraps at the
+	// width it was last laid out to.
+	for range 2 {
+		h.frame()
+		h.w.settings.scroll.SetMinSize(fyne.NewSize(settingsWidth, h.w.settings.body.MinSize().Height))
+		h.w.settings.dlg.Resize(h.w.settings.dlg.MinSize())
+	}
 	h.w.Window().Canvas().Unfocus()
 	s.shot(h, "settings-invalid")
 	h.w.settings.close()
+	h.w.Window().Resize(fyne.NewSize(1100, 720))
 
 	// The dialog names the relay the client dialled; the test relay's port
 	// is random, so the picture shows it as a fixed one of the same width

@@ -246,6 +246,37 @@ func TestSettingsValidationMessages(t *testing.T) {
 	}
 }
 
+// TestSettingsACPSessions: the bounds on open ACP sessions are one row of
+// the dialog, which shows the saved values, refuses a bad one with a
+// message under the row, and saves what is typed.
+func TestSettingsACPSessions(t *testing.T) {
+	h := newHarness(t, harnessConfig{})
+	saved := settings.Defaults()
+	saved.ACPMaxSessions = 4
+	settings.Save(h.app.Preferences(), saved)
+	h.w.ShowSettings()
+	d := h.w.settings
+	idle, open := d.selectEntry(settings.FieldACPIdleClose), d.entry(settings.FieldACPMaxOpen)
+	if idle.Text != "10m" || open.Text != "4" {
+		t.Fatalf("the row shows %q and %q, want 10m and 4", idle.Text, open.Text)
+	}
+	if d.items[settings.FieldACPIdleClose] != d.items[settings.FieldACPMaxOpen] || d.items[settings.FieldACPMaxOpen].Text != acpSessionsLabel {
+		t.Fatal("the two settings are not one row")
+	}
+	open.SetText("-2")
+	test.Tap(d.apply)
+	if l := d.errs[settings.FieldACPMaxOpen]; !l.Visible() || !strings.Contains(l.Text, "from 1 up, or 0 for no bound") {
+		t.Fatalf("error under the row: %v %q", l.Visible(), l.Text)
+	}
+	idle.SetText("never")
+	open.SetText("2")
+	test.Tap(d.apply)
+	got := settings.Load(h.app.Preferences(), settings.Defaults())
+	if got.ACPIdleClose != 0 || got.ACPMaxSessions != 2 {
+		t.Fatalf("saved idle close %v, open sessions %d; want never, 2", got.ACPIdleClose, got.ACPMaxSessions)
+	}
+}
+
 // TestSettingsApply: the model and notifications apply at once without a
 // restart; the agent's settings go through Restart; a failed restart puts
 // the previous preferences back. The key never reaches the log.

@@ -102,7 +102,8 @@ func newSettingsDialog(w *Window) *settingsDialog {
 	d.agents = settings.FoundAgents(shown, nil)
 
 	// A form per group, a row per setting, but the budget and its period
-	// share one row ("0 AI credits every 720h"): two rows, and the right
+	// share one row ("0 AI credits every 720h"), and so do the bounds on
+	// open ACP sessions ("10m idle · at most 6 open"): two rows, and a
 	// column would not fit a 720 px high window.
 	forms := map[settings.Group]*widget.Form{}
 	for _, r := range settings.All() {
@@ -111,10 +112,13 @@ func newSettingsDialog(w *Window) *settingsDialog {
 		}
 		in := d.newInput(r, shown)
 		switch r.Field {
-		case settings.FieldBudgetCredits:
-			continue // in the period's row
+		case settings.FieldBudgetCredits, settings.FieldACPIdleClose:
+			continue // in the next one's row
 		case settings.FieldBudgetPeriod:
 			forms[r.Group].AppendItem(d.budgetItem(d.inputs[settings.FieldBudgetCredits], in))
+			continue
+		case settings.FieldACPMaxOpen:
+			forms[r.Group].AppendItem(d.acpSessionsItem(d.inputs[settings.FieldACPIdleClose], in))
 			continue
 		}
 		forms[r.Group].AppendItem(d.item(r, in))
@@ -281,19 +285,49 @@ func (d *settingsDialog) item(r settings.Setting, input fyne.CanvasObject) *widg
 	return it
 }
 
-// budgetPeriodWidth is the width of the budget period's entry.
+// budgetPeriodWidth is the width of the budget period's entry, and of the
+// idle ACP session's.
 const budgetPeriodWidth = 130
 
 // budgetHint is the hint of the budget's row, both settings' in short (the
 // table's two side by side would widen the dialog).
 const budgetHint = "0: no budget · the period: 24h, 168h (a week), 720h (30 days)…"
 
-// budgetItem is the budget's row: "[credits] AI credits every [period]",
-// with a red line for each setting's validation error.
+// budgetItem is the budget's row: "[credits] AI credits every [period]".
 func (d *settingsDialog) budgetItem(credits, period fyne.CanvasObject) *widget.FormItem {
-	rc, rp := settings.Lookup(settings.FieldBudgetCredits), settings.Lookup(settings.FieldBudgetPeriod)
+	every := widget.NewLabel("AI credits every")
+	// The period's entry as wide as "720h" and its menu button need; the
+	// credits take the rest.
+	wide := fyne.NewSize(budgetPeriodWidth, period.MinSize().Height)
+	row := container.NewBorder(nil, nil, nil, container.NewHBox(every, container.NewGridWrap(wide, period)), credits)
+	return d.pairItem(settings.FieldBudgetCredits, settings.FieldBudgetPeriod, row, budgetHint)
+}
+
+// acpSessionsLabel and acpSessionsHint are the label and the hint of the
+// row of the bounds on open ACP sessions (one row for the two, as for the
+// budget: two rows would not fit the left column in a 720 px window).
+const (
+	acpSessionsLabel = "ACP sessions"
+	acpSessionsHint  = "An idle one closes; its next message reloads it · never, 0: no bound"
+)
+
+// acpSessionsItem is the row of the bounds on open ACP sessions:
+// "[10m] idle · at most [6] open".
+func (d *settingsDialog) acpSessionsItem(idle, open fyne.CanvasObject) *widget.FormItem {
+	wide := fyne.NewSize(budgetPeriodWidth, idle.MinSize().Height)
+	row := container.NewBorder(nil, nil,
+		container.NewHBox(container.NewGridWrap(wide, idle), widget.NewLabel("idle · at most")),
+		widget.NewLabel("open"), open)
+	it := d.pairItem(settings.FieldACPIdleClose, settings.FieldACPMaxOpen, row, acpSessionsHint)
+	it.Text = acpSessionsLabel
+	return it
+}
+
+// pairItem is a row that holds two settings, first and second (the first
+// one's label), with a red line for each one's validation error.
+func (d *settingsDialog) pairItem(first, second settings.Field, row fyne.CanvasObject, hint string) *widget.FormItem {
 	var errs []fyne.CanvasObject
-	for _, f := range []settings.Field{rc.Field, rp.Field} {
+	for _, f := range []settings.Field{first, second} {
 		e := widget.NewLabel("")
 		e.Importance = widget.DangerImportance
 		e.Wrapping = fyne.TextWrapWord
@@ -301,15 +335,10 @@ func (d *settingsDialog) budgetItem(credits, period fyne.CanvasObject) *widget.F
 		d.errs[f] = e
 		errs = append(errs, e)
 	}
-	every := widget.NewLabel("AI credits every")
-	// The period's entry as wide as "720h" and its menu button need; the
-	// credits take the rest.
-	wide := fyne.NewSize(budgetPeriodWidth, period.MinSize().Height)
-	row := container.NewBorder(nil, nil, nil, container.NewHBox(every, container.NewGridWrap(wide, period)), credits)
-	it := widget.NewFormItem(rc.Label, container.NewVBox(append([]fyne.CanvasObject{row}, errs...)...))
-	it.HintText = budgetHint
+	it := widget.NewFormItem(settings.Lookup(first).Label, container.NewVBox(append([]fyne.CanvasObject{row}, errs...)...))
+	it.HintText = hint
 	var by []string
-	for _, f := range []settings.Field{rc.Field, rp.Field} {
+	for _, f := range []settings.Field{first, second} {
 		if flag, ok := d.locked[f]; ok {
 			by = append(by, flag)
 		}
@@ -317,7 +346,7 @@ func (d *settingsDialog) budgetItem(credits, period fyne.CanvasObject) *widget.F
 	if len(by) > 0 {
 		it.HintText = "Set by " + strings.Join(by, " and ") + " for this run"
 	}
-	d.items[rc.Field], d.items[rp.Field] = it, it
+	d.items[first], d.items[second] = it, it
 	return it
 }
 
