@@ -197,18 +197,36 @@ func TestMarkdownPreviewKeepsToTheFooter(t *testing.T) {
 	h.nextCall("send")
 	h.emit(protocol.TypeUserMessage, map[string]any{"messageId": "u1", "content": "code", "mode": "act"})
 	var code strings.Builder
-	for _, name := range strings.Fields("alpha bravo charlie delta echo foxtrot golf hotel india juliet kilo lima") {
+	for _, name := range strings.Fields("alpha bravo charlie delta echo foxtrot golf hotel india juliet kilo lima mike november oscar papa quebec romeo sierra tango") {
 		code.WriteString("x = " + name + "\n")
 	}
 	h.delta("```\n" + code.String())
 	h.waitScreen("the last 8 lines of the code", func(s string) bool {
-		return strings.HasSuffix(s, "act> code\n  x = echo\n  x = foxtrot\n  x = golf\n  x = hotel\n  x = india\n  x = juliet\n  x = kilo\n  x = lima\n⠋ writing…")
+		return strings.HasSuffix(s, "act> code\n  x = mike\n  x = november\n  x = oscar\n  x = papa\n  x = quebec\n  x = romeo\n  x = sierra\n  x = tango\n⠋ writing…")
 	})
 	h.delta("```\n")
 	h.emit(protocol.TypeMessage, map[string]any{"messageId": "m1", "content": "```\n" + code.String() + "```\n"})
 	h.idle(protocol.StatusCompleted)
 	screen := h.waitScreen("the turn's end", func(s string) bool { return strings.Contains(s, "usage:") })
-	if !strings.Contains(screen, "act> code\n  x = alpha\n  x = bravo\n") || strings.Count(screen, "x = lima") != 1 {
+	if !strings.Contains(screen, "act> code\n  x = alpha\n  x = bravo\n") || strings.Count(screen, "x = tango") != 1 {
 		t.Errorf("the code block is not printed whole, once:\n%s", screen)
+	}
+}
+
+// TestMarkdownControlCharacters: rendering adds styles of its own, never
+// the agent's: escape sequences in text, inline code, a link's address and
+// a code block show as ^[ and move nothing.
+func TestMarkdownControlCharacters(t *testing.T) {
+	md := "Hi \x1b[31mred\x1b[0m and `\x1b[2J` [x](http://a/\x1b[H)\n\n```go\nx := \"\x1b]0;title\x07\"\n```\n"
+	got := replyOutput(t, colour, []string{md})
+	for _, bad := range []string{"\x1b[31m", "\x1b[2J", "\x1b[H", "\x1b]0", "\x07"} {
+		if strings.Contains(got, bad) {
+			t.Errorf("the agent's %q reached the terminal: %q", bad, got)
+		}
+	}
+	for _, shown := range []string{"^[[31mred^[[0m", "^[[2J", "http://a/^[[H", "^[]0;title^G"} {
+		if !strings.Contains(got, shown) {
+			t.Errorf("%q is not shown: %q", shown, got)
+		}
 	}
 }

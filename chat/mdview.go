@@ -75,6 +75,14 @@ func (s *screen) previewLines() []string {
 	if key == s.md.previewText {
 		return s.md.preview
 	}
+	cut := false
+	if p.code {
+		// Only the code's last lines can show: highlighting all of a long
+		// block again at each delta would cost its length each time.
+		if ls := strings.Split(t, "\n"); len(ls) > 2*previewRows {
+			t, cut = strings.Join(ls[len(ls)-2*previewRows:], "\n"), true
+		}
+	}
 	lines := s.render(mdBlock{row: p.row, text: t, code: p.code, lang: p.lang})
 	w, n := s.term.width(), 0
 	i := len(lines)
@@ -83,7 +91,7 @@ func (s *screen) previewLines() []string {
 		i--
 	}
 	lines = lines[i:]
-	if len(lines) > 0 && i == 0 && s.md.afterBlock {
+	if len(lines) > 0 && i == 0 && !cut && s.md.afterBlock {
 		lines = append([]string{""}, lines...)
 	}
 	s.md.preview, s.md.previewText = lines, key
