@@ -664,7 +664,9 @@ export class App {
     this.indicator.render(c, Date.now());
     const viewer = this.role === 'viewer';
     this.composer.render(c, live, { viewer, why: this.sendWhy(c, live, viewer) });
-    this.question.show(c, { viewer });
+    // A question of the history is asked once the replay is in: until
+    // then a later event may answer it.
+    this.question.show(c && c.synced ? c : null, { viewer });
     $('new-folder').hidden = viewer || !this.workspaces || !this.isNew(c);
     $('usage').textContent = c ? [usageText(c.usage, c.turn, Date.now()), totalsText(c.usage)].filter(Boolean).join('  ·  ') : '';
     this.list.render(this.sortedEntries(), this.current, !!this.nextCursor);

@@ -4,8 +4,11 @@
 // got nothing back, reconnects with a backoff from 0.5 s to 15 s (doubling,
 // ±20 % jitter), and re-subscribes to every conversation it follows with
 // sinceSeq (the last seq it delivered) and the epoch it holds. Events reach
-// the page once and in order: while a (re)subscription replays, they are
-// held, then sorted and stripped of what was already delivered.
+// the page once and in order: while a resubscription replays, they are
+// held, then sorted and stripped of what was already delivered. A first
+// subscription has no copy a reset could replace, so its replay reaches
+// the page as it comes, in order: a long conversation is drawn while it
+// streams in, not after its end.
 
 const PING_AFTER = 30_000;
 const PONG_WITHIN = 20_000;
@@ -99,7 +102,8 @@ export class Connection {
    */
   follow(id) {
     if (this.subs.has(id)) return;
-    this.subs.set(id, { lastSeq: 0, epoch: '', syncing: false, buf: [] });
+    // fresh: no copilot:subscribed has come yet (the first replay).
+    this.subs.set(id, { lastSeq: 0, epoch: '', syncing: false, fresh: true, buf: [] });
     this.subscribe(id);
   }
 
@@ -115,6 +119,13 @@ export class Connection {
   subscribe(id) {
     const s = this.subs.get(id);
     if (!s || !this.live) return;
+    if (s.fresh && s.lastSeq > 0) {
+      // A first replay cut short (the socket dropped): what it delivered
+      // names no epoch, so nothing tells it from another history's. The
+      // copy starts over.
+      s.lastSeq = 0;
+      this.onMessage({ type: 'reset', data: { conversationId: id, epoch: '' } });
+    }
     s.syncing = true;
     s.buf = [];
     const data = { conversationId: id, sinceSeq: s.lastSeq };
@@ -243,6 +254,7 @@ export class Connection {
         out.push({ type: 'reset', data: { conversationId: id, epoch: d.epoch } });
       }
       s.epoch = d.epoch || '';
+      s.fresh = false;
       out.push(...this.flush(s));
       s.lastSeq = Math.max(s.lastSeq, Number(d.seq) || 0);
       out.push(msg);
@@ -260,11 +272,18 @@ export class Connection {
       return;
     }
     if (s && !NOT_EVENTS.has(msg.type)) {
+      const seq = Number(d.seq) || 0;
       if (s.syncing) {
+        // The first replay's next event goes on at once; anything else
+        // waits for copilot:subscribed.
+        if (s.fresh && seq === s.lastSeq + 1 && s.buf.length === 0) {
+          s.lastSeq = seq;
+          this.onMessage(msg);
+          return;
+        }
         s.buf.push(msg);
         return;
       }
-      const seq = Number(d.seq) || 0;
       if (seq > 0) {
         if (seq <= s.lastSeq) return; // delivered already
         s.lastSeq = seq;

@@ -4,6 +4,12 @@
 // one. Rows far off screen are skipped by the browser's layout
 // (content-visibility in app.css), which keeps long transcripts light.
 //
+// A long conversation is built newest first, a slice of rows per frame
+// (at most SLICE_ROWS, and SLICE_MS of building): the latest screen is
+// drawn at once, the older rows are added above it frame by frame, and the
+// page answers the user meanwhile instead of building thousands of rows
+// in one task.
+//
 // It follows the newest content: while the view is at the bottom (within
 // two of its lines, measured in what is drawn), anything that grows the
 // rows or shrinks the view (a banner, the keyboard) keeps it there; once
@@ -39,6 +45,12 @@ const TOOL_STATES = {
 
 const STATUS_ICONS = { completed: '✓', aborted: '■', rejected: '✕', error: '!' };
 
+// A render builds at most SLICE_ROWS rows, and stops building after
+// SLICE_MS (having built one at least); the rest wait for the next frame.
+// Rows already drawn are updated whatever the slice.
+export const SLICE_ROWS = 150;
+const SLICE_MS = 8;
+
 export class Transcript {
   /**
    * @param {HTMLElement} root the scrolling container
@@ -62,6 +74,9 @@ export class Transcript {
     this.following = true;
     this.unread = 0; // counted rows that arrived below while not following
     this.lastTop = 0; // scrollTop after the last scroll, to tell up from down
+    this.seen = 0; // rows the last render was given: those after it are new
+    this.conv = null; // what the last render showed, for the next slice
+    this.more = 0; // the frame that builds the next slice
     root.addEventListener('scroll', () => this.onScroll(), { passive: true });
     // Whatever changes the rows' height (a row laid out for the first
     // time, an image, a disclosure) or the view's (the Plan banner, the
@@ -77,6 +92,9 @@ export class Transcript {
 
   /** render shows conv (null: nothing open). */
   render(conv) {
+    cancelAnimationFrame(this.more);
+    this.more = 0;
+    this.conv = conv;
     const id = conv ? conv.id : null;
     const generation = conv ? conv.generation : 0;
     const rows = conv ? conv.rows : [];
@@ -92,20 +110,50 @@ export class Transcript {
       this.versions = [];
       this.convId = id;
       this.generation = generation;
+      this.seen = 0;
     }
     this.box.querySelector(':scope > .empty')?.remove();
-    for (let i = 0; i < rows.length; i++) {
+    // What arrived since the last render is news while not following,
+    // drawn in this slice or a later one (an older row drawn late is not).
+    if (!this.following) {
+      for (let i = this.seen; i < rows.length; i++) if (COUNTED.has(rows[i].kind)) this.unread++;
+    }
+    // From the newest row up: each new node goes before the nearest drawn
+    // row below it (next), so rows left for a later slice leave no
+    // disorder, only a gap that slice fills.
+    const deadline = performance.now() + SLICE_MS;
+    let built = 0;
+    let waiting = 0;
+    let next = null;
+    for (let i = rows.length - 1; i >= 0; i--) {
       const row = rows[i];
-      if (this.versions[i] === row.v && this.nodes[i]) continue;
       const old = this.nodes[i];
+      if (old && this.versions[i] === row.v) {
+        next = old;
+        continue;
+      }
+      if (!old && (built >= SLICE_ROWS || (built > 0 && performance.now() > deadline))) {
+        waiting++;
+        continue;
+      }
       const node = this.reuse(old, row) || this.build(row);
       node.dataset.row = String(i);
       if (!old) {
-        this.box.append(node);
-        if (!this.following && COUNTED.has(row.kind)) this.unread++;
+        this.box.insertBefore(node, next);
+        built++;
       } else if (old !== node) old.replaceWith(node);
       this.nodes[i] = node;
       this.versions[i] = row.v;
+      next = node;
+    }
+    this.seen = rows.length;
+    // How many rows wait for a later slice (the tests read it).
+    this.root.dataset.waiting = String(waiting);
+    if (waiting > 0) {
+      this.more = requestAnimationFrame(() => {
+        this.more = 0;
+        this.render(this.conv);
+      });
     }
     if (rows.length === 0) {
       this.box.append(el('div', { class: 'empty' },
