@@ -64,6 +64,10 @@ const chatTestScript = `{"turns": [
     {"tool": {"name": "bash", "arguments": {"command": "make deploy"}, "result": "deployed"}},
     {"delta": "The tool was {{tool}}."}
   ]},
+  {"match": "markdown", "steps": [
+    {"delta": "## Plan\n\nRun **go test** on "},
+    {"delta": "\u0060./...\u0060:\n\n\u0060\u0060\u0060go\nfunc main() {}\n\u0060\u0060\u0060\nDone."}
+  ]},
   {"steps": [{"delta": "Echo: {{prompt}}"}]}
 ]}`
 
@@ -590,6 +594,23 @@ func TestChatInTerminal(t *testing.T) {
 		s := p.waitPrompt("act>")
 		if !strings.HasSuffix(s, "What should the release be called?\n  Type your answer, or r or /reject to reject.\nNo answer in time: the question \"What should the release be called?\" timed out and the agent goes on\n without an answer.\nRelease timeout.\nusage: none reported for this turn\n\nact>") {
 			t.Errorf("after the timeout:\n%s", s)
+		}
+	})
+
+	// An agent's markdown is rendered on a colour terminal (docs/cli.md,
+	// Markdown): no markup left, the heading bold, the Go code highlighted.
+	t.Run("markdown", func(t *testing.T) {
+		p := remote(t, colourEnv)
+		p.typeLine("markdown")
+		s := p.waitPrompt("act>")
+		if want := "act> markdown\nPlan\n\nRun go test on ./...:\n\n  func main() {}\n\nDone.\nusage: none reported for this turn\n\nact>"; !strings.HasSuffix(s, want) {
+			t.Errorf("the reply:\n%s\nwant the end:\n%s", s, want)
+		}
+		styled := p.styled()
+		for _, re := range []string{`\x1b\[(?:[0-9;]*;)?1mPlan`, `\x1b\[(?:[0-9;]*;)?1mgo test`, `\x1b\[(?:[0-9;]*;)?35mfunc`} {
+			if !regexp.MustCompile(re).MatchString(styled) {
+				t.Errorf("the reply lacks the style %s:\n%q", re, styled)
+			}
 		}
 	})
 
