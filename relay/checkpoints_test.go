@@ -153,6 +153,18 @@ func TestTurnChangesDiffRestore(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(dir, "new.txt")); err == nil {
 		t.Fatal("new.txt is still there after the restore")
 	}
+	// The undo checkpoint is diffable: its diff is what the restore did,
+	// whose reverse an undo brings back.
+	cl.Send("copilot:diff", map[string]any{"conversationId": "cp", "checkpoint": restored.Undo})
+	cl.Expect("copilot:diff").Decode(t, &diff)
+	var undone []string
+	for _, f := range diff.Files {
+		undone = append(undone, f.Path+" "+f.Status)
+	}
+	if want := []string{"gone.txt added", "new.txt deleted", "shell.txt modified"}; diff.Checkpoint != restored.Undo || !slices.Equal(undone, want) ||
+		!strings.Contains(diff.Files[1].Patch, "-two") || !strings.Contains(diff.Files[2].Patch, "-B\n+b") {
+		t.Fatalf("diff of the undo checkpoint %+v, want the restore's changes %v", diff, want)
+	}
 	cl.Send("copilot:restore", map[string]any{"conversationId": "cp", "checkpoint": restored.Undo})
 	cl.Expect("copilot:restored")
 	if b, _ := os.ReadFile(filepath.Join(dir, "new.txt")); string(b) != "one\ntwo\n" {

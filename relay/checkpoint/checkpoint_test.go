@@ -223,6 +223,22 @@ func TestChangesAndRoundTrip(t *testing.T) {
 				t.Fatalf("after the restore:\n%v\nwant:\n%v", now, first)
 			}
 
+			// The undo checkpoint's diff is what the restore did.
+			undoPatches, err := s.Diff(ctx, dir, conv, undo, "", 1<<20)
+			if err != nil {
+				t.Fatalf("diff of the undo checkpoint: %v", err)
+			}
+			var did, restoredFiles []string
+			for _, p := range undoPatches {
+				did = append(did, p.Path+" "+p.Status)
+			}
+			for _, f := range restored {
+				restoredFiles = append(restoredFiles, f.Path+" "+f.Status)
+			}
+			if !slices.Equal(did, restoredFiles) || !strings.Contains(undoPatches[0].Patch, "-four") {
+				t.Fatalf("diff of the undo checkpoint: %+v, want the restore's %v", undoPatches, restoredFiles)
+			}
+
 			if _, _, err := s.Restore(ctx, dir, conv, undo); err != nil {
 				t.Fatal(err)
 			}
@@ -290,8 +306,8 @@ func TestUserRepositoryUntouched(t *testing.T) {
 	if got := run(t, dir, "diff", "--cached", "--name-only"); got != "a.txt\n" {
 		t.Fatalf("staged: %q", got)
 	}
-	if refs := run(t, dir, "for-each-ref", "--format=%(refname)", "refs/pilotdesk/"+conv+"/"); strings.Count(refs, "\n") != 4 {
-		t.Fatalf("refs: %s", refs) // before, after, the turn's, undo
+	if refs := run(t, dir, "for-each-ref", "--format=%(refname)", "refs/pilotdesk/"+conv+"/"); strings.Count(refs, "\n") != 6 {
+		t.Fatalf("refs: %s", refs) // before, after, the turn's; the undo, the restored folder, the restore's
 	}
 }
 
@@ -573,5 +589,36 @@ func TestPruneKeepsOnlyLiveConversations(t *testing.T) {
 	l, _ := again.locate(ctx, folder)
 	if refs := run(t, folder, "--git-dir="+l.bare, "for-each-ref", "--format=%(refname)", "refs/pilotdesk/"); strings.Contains(refs, "gone") || !strings.Contains(refs, "live") {
 		t.Fatalf("refs of the plain folder after the prune: %s", refs)
+	}
+}
+
+// A restore that finds the folder as the turn's checkpoint left it (the
+// second of two restores to it) takes an undo checkpoint of its own: the
+// restore's diff never replaces the turn's, which still answers.
+func TestRestoreTwiceKeepsTheTurnsDiff(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := newStore(t)
+	dir := newRepo(t)
+	before, err := s.Snapshot(ctx, dir, conv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	change(t, dir)
+	if _, err := s.SnapshotAfter(ctx, dir, conv, before); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		undo, _, err := s.Restore(ctx, dir, conv, before)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if undo == before {
+			t.Fatal("the restore's undo checkpoint is the turn's")
+		}
+	}
+	patches, err := s.Diff(ctx, dir, conv, before, "", 1<<20)
+	if err != nil || len(patches) != 4 || !strings.Contains(patches[0].Patch, "+four") {
+		t.Fatalf("the turn's diff after two restores: %+v, %v", patches, err)
 	}
 }

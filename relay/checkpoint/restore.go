@@ -19,6 +19,9 @@ import (
 // MaxFile (Skipped). It first snapshots the folder as it is and returns
 // that checkpoint (undo), so that restoring to it undoes the restore. The
 // files are what the restore did, each it could not write Failed with why.
+// The folder is snapshotted again once written, as a turn that began at
+// undo ended: Diff of undo answers what the restore changed, so that a
+// client can show what an undo would bring back.
 func (s *Store) Restore(ctx context.Context, dir, conv, to string) (undo string, files []File, err error) {
 	l, err := s.locate(ctx, dir)
 	if err != nil {
@@ -27,7 +30,7 @@ func (s *Store) Restore(ctx context.Context, dir, conv, to string) (undo string,
 	if err := s.resolve(ctx, l, conv, to); err != nil {
 		return "", nil, err
 	}
-	undo, err = s.Snapshot(ctx, dir, conv)
+	undo, err = s.snapshot(ctx, dir, conv, "", "undo of a restore to "+to)
 	if err != nil {
 		return "", nil, err
 	}
@@ -62,6 +65,10 @@ func (s *Store) Restore(ctx context.Context, dir, conv, to string) (undo string,
 			kept = append(kept, f)
 		}
 	}
+	// The folder as the restore left it (a file it could not write as it
+	// is). Without this snapshot (a disk full now) the restore stands and
+	// its undo still restores; only Diff of undo answers ErrUnknown.
+	_, _ = s.SnapshotAfter(ctx, dir, conv, undo)
 	return undo, kept, nil
 }
 

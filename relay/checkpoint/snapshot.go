@@ -28,16 +28,21 @@ type large struct {
 // and returns the checkpoint: the hash of a commit kept alive by a ref
 // under refs/pilotdesk/<conv>/.
 func (s *Store) Snapshot(ctx context.Context, dir, conv string) (string, error) {
-	return s.snapshot(ctx, dir, conv, "")
+	return s.snapshot(ctx, dir, conv, "", "")
 }
 
 // SnapshotAfter records dir as a turn that began at checkpoint before left
 // it: Diff of before then answers with this turn's changes.
 func (s *Store) SnapshotAfter(ctx context.Context, dir, conv, before string) (string, error) {
-	return s.snapshot(ctx, dir, conv, before)
+	return s.snapshot(ctx, dir, conv, before, "")
 }
 
-func (s *Store) snapshot(ctx context.Context, dir, conv, before string) (string, error) {
+// snapshot records dir for conv: after the turn that began at before
+// when before is set; note, when set, is a line of the commit's message
+// that makes the snapshot a commit of its own, never the last plain one
+// again (a restore's undo, whose diff is the restore's own: it must not
+// share a turn's checkpoint, whose diff is the turn's).
+func (s *Store) snapshot(ctx context.Context, dir, conv, before, note string) (string, error) {
 	l, err := s.locate(ctx, dir)
 	if err != nil {
 		return "", err
@@ -52,11 +57,14 @@ func (s *Store) snapshot(ctx context.Context, dir, conv, before string) (string,
 		return "", fmt.Errorf("checkpoint: snapshot of %s: %w", l.dir, err)
 	}
 	msg := "pilotdesk checkpoint\n\nconversation " + conv + "\n"
+	if note != "" {
+		msg += note + "\n"
+	}
 	for _, p := range sortedKeys(bigs) {
 		b, _ := json.Marshal(p)
 		msg += fmt.Sprintf("large %d %d %s\n", bigs[p].Size, bigs[p].MTime, b)
 	}
-	if before == "" {
+	if before == "" && note == "" {
 		// The folder as conv's last plain snapshot saw it: that one is
 		// this one too (no commit, no ref to write).
 		l.mu.Lock()
@@ -86,7 +94,7 @@ func (s *Store) snapshot(ctx context.Context, dir, conv, before string) (string,
 	if _, err := g.output(ctx); err != nil {
 		return "", fmt.Errorf("checkpoint: snapshot of %s: %w", l.dir, err)
 	}
-	if before == "" {
+	if before == "" && note == "" {
 		l.mu.Lock()
 		if l.last == nil {
 			l.last = map[string]lastSnapshot{}
