@@ -6,11 +6,10 @@ import (
 
 	"github.com/alecthomas/chroma/v2"
 	"github.com/alecthomas/chroma/v2/lexers"
-	"github.com/yuin/goldmark"
 	"github.com/yuin/goldmark/ast"
-	"github.com/yuin/goldmark/extension"
 	east "github.com/yuin/goldmark/extension/ast"
-	"github.com/yuin/goldmark/text"
+
+	"github.com/pilotdesk/pilotdesk/internal/markdown"
 )
 
 // The terminal's view of an agent's markdown (docs/cli.md, Markdown): a
@@ -19,10 +18,6 @@ import (
 // attributes and the terminal's own 16 colours, so they follow the user's
 // light or dark terminal theme rather than a style of ours; nothing is
 // asked of the terminal (a background query would race the REPL's reader).
-
-// markdownParser parses what agents write: CommonMark with GitHub's tables,
-// task lists, strikethrough and bare links, as the window's does.
-var markdownParser = goldmark.New(goldmark.WithExtensions(extension.Table, extension.TaskList, extension.Strikethrough, extension.Linkify)).Parser()
 
 // Markdown's ANSI styles.
 const (
@@ -59,7 +54,7 @@ const codeIndent = "  "
 // characters are made visible (sanitize) before any style is added.
 func renderMarkdown(md string, width int) []string {
 	src := []byte(md)
-	doc := markdownParser.Parse(text.NewReader(src))
+	doc := markdown.Parse(src)
 	r := &mdRender{src: src}
 	return r.blocks(doc, max(width, 20), false)
 }
@@ -494,31 +489,25 @@ func renderCode(code, lang string) []string {
 	return lines
 }
 
-// tokenStyle is a code token's colour, or "" for plain text. As in the
-// window (ui/highlight.go), names other than functions, classes and
-// builtins stay plain: colouring every identifier colours nothing.
+// codeStyles is the style of each part a code token plays
+// (markdown.CodeRole, as in the window); builtins look like types, and
+// operators and plain text are not styled.
+var codeStyles = [...]string{
+	markdown.RoleKeyword:  codeKeyword,
+	markdown.RoleType:     codeType,
+	markdown.RoleFunction: codeFunction,
+	markdown.RoleBuiltin:  codeType,
+	markdown.RoleString:   codeString,
+	markdown.RoleNumber:   codeNumber,
+	markdown.RoleComment:  codeComment,
+	markdown.RoleOperator: "",
+	markdown.RoleInserted: codeInserted,
+	markdown.RoleDeleted:  codeDeleted,
+}
+
+// tokenStyle is a code token's style, or "" for plain text.
 func tokenStyle(t chroma.TokenType) string {
-	switch {
-	case t == chroma.KeywordType || t == chroma.NameClass:
-		return codeType
-	case t.InCategory(chroma.Keyword):
-		return codeKeyword
-	case t == chroma.NameFunction || t == chroma.NameFunctionMagic:
-		return codeFunction
-	case t.InSubCategory(chroma.NameBuiltin) || t == chroma.NameBuiltin:
-		return codeType
-	case t.InSubCategory(chroma.LiteralString) || t == chroma.LiteralString:
-		return codeString
-	case t.InSubCategory(chroma.LiteralNumber) || t == chroma.LiteralNumber:
-		return codeNumber
-	case t.InCategory(chroma.Comment):
-		return codeComment
-	case t == chroma.GenericInserted:
-		return codeInserted
-	case t == chroma.GenericDeleted:
-		return codeDeleted
-	}
-	return ""
+	return codeStyles[markdown.CodeRole(t)]
 }
 
 // expandTabs turns tabs into spaces to the next multiple of eight columns.

@@ -30,6 +30,7 @@ var importRules = []struct {
 	{"internal/ownerfile", nil, false},
 	{"internal/atomicfile", []string{"internal/ownerfile"}, false},
 	{"internal/glpreload", nil, false},
+	{"internal/markdown", nil, false},
 	{"internal/testsupport", []string{"session"}, false},
 	{"session/script", []string{"session", "assets"}, false},
 	{"session/copilot/...", []string{"session", "session/copilot/...", "internal/queue", "internal/agentproc"}, false},
@@ -44,7 +45,7 @@ var importRules = []struct {
 	{"client", []string{"protocol"}, false},
 	{"conversation", []string{"protocol", "client"}, false},
 	{"ui/store", []string{"protocol", "client", "conversation"}, false},
-	{"chat", []string{"protocol", "client", "conversation", "internal/atomicfile"}, false},
+	{"chat", []string{"protocol", "client", "conversation", "internal/atomicfile", "internal/markdown"}, false},
 	{"ui", []string{"protocol", "client", "conversation", "ui/store", "settings", "assets", "web", "internal/..."}, true},
 	{"cli", []string{"..."}, true},
 	{"", []string{"cli", "internal/..."}, true}, // main

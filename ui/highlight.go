@@ -9,6 +9,8 @@ import (
 	"fyne.io/fyne/v2/widget"
 	"github.com/alecthomas/chroma/v2"
 	"github.com/alecthomas/chroma/v2/lexers"
+
+	"github.com/pilotdesk/pilotdesk/internal/markdown"
 )
 
 // Syntax colours are theme colour names of the window's own, so a code
@@ -41,34 +43,24 @@ var syntaxTokens = map[fyne.ThemeColorName]chroma.TokenType{
 	colorSyntaxDeleted:  chroma.GenericDeleted,
 }
 
+// syntaxColors is the colour name of each part a code token plays
+// (markdown.CodeRole); plain text has none.
+var syntaxColors = [...]fyne.ThemeColorName{
+	markdown.RoleKeyword:  colorSyntaxKeyword,
+	markdown.RoleType:     colorSyntaxType,
+	markdown.RoleFunction: colorSyntaxFunction,
+	markdown.RoleBuiltin:  colorSyntaxBuiltin,
+	markdown.RoleString:   colorSyntaxString,
+	markdown.RoleNumber:   colorSyntaxNumber,
+	markdown.RoleComment:  colorSyntaxComment,
+	markdown.RoleOperator: colorSyntaxOperator,
+	markdown.RoleInserted: colorSyntaxInserted,
+	markdown.RoleDeleted:  colorSyntaxDeleted,
+}
+
 // syntaxColor picks the colour name for a token, or "" for plain text.
-// Other names (variables, the _ of "for _, n := range") are plain text:
-// chroma's Name types all share one subcategory with NameClass, so
-// InSubCategory(NameClass) painted every identifier as a type.
 func syntaxColor(t chroma.TokenType) fyne.ThemeColorName {
-	switch {
-	case t == chroma.KeywordType || t == chroma.NameClass:
-		return colorSyntaxType
-	case t.InCategory(chroma.Keyword):
-		return colorSyntaxKeyword
-	case t == chroma.NameFunction || t == chroma.NameFunctionMagic:
-		return colorSyntaxFunction
-	case t.InSubCategory(chroma.NameBuiltin) || t == chroma.NameBuiltin:
-		return colorSyntaxBuiltin
-	case t.InSubCategory(chroma.LiteralString) || t == chroma.LiteralString:
-		return colorSyntaxString
-	case t.InSubCategory(chroma.LiteralNumber) || t == chroma.LiteralNumber:
-		return colorSyntaxNumber
-	case t.InCategory(chroma.Comment):
-		return colorSyntaxComment
-	case t.InCategory(chroma.Operator):
-		return colorSyntaxOperator
-	case t == chroma.GenericInserted:
-		return colorSyntaxInserted
-	case t == chroma.GenericDeleted:
-		return colorSyntaxDeleted
-	}
-	return ""
+	return syntaxColors[markdown.CodeRole(t)]
 }
 
 // LoadLexers loads chroma's lexers, which the copy of chroma the app is

@@ -13,17 +13,11 @@ import (
 	"fyne.io/fyne/v2/driver/desktop"
 	"fyne.io/fyne/v2/theme"
 	"fyne.io/fyne/v2/widget"
-	"github.com/yuin/goldmark"
 	"github.com/yuin/goldmark/ast"
-	"github.com/yuin/goldmark/extension"
 	east "github.com/yuin/goldmark/extension/ast"
-	"github.com/yuin/goldmark/text"
-)
 
-// markdownParser parses what agents write: CommonMark with GitHub's tables,
-// task lists, strikethrough and bare links. It is configured once here and
-// never changed.
-var markdownParser = goldmark.New(goldmark.WithExtensions(extension.Table, extension.TaskList, extension.Strikethrough, extension.Linkify)).Parser()
+	"github.com/pilotdesk/pilotdesk/internal/markdown"
+)
 
 // parseMarkdown renders one markdown block into rich text segments.
 //
@@ -35,7 +29,7 @@ var markdownParser = goldmark.New(goldmark.WithExtensions(extension.Table, exten
 // keeps soft line breaks as spaces, and draws those blocks.
 func parseMarkdown(md string) []widget.RichTextSegment {
 	src := []byte(md)
-	doc := markdownParser.Parse(text.NewReader(src))
+	doc := markdown.Parse(src)
 	r := &mdRenderer{src: src}
 	r.blocks(doc, 0)
 	return r.out
