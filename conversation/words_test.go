@@ -170,6 +170,12 @@ func wordCases() []wordCase {
 	add("patchLines", "diff --git a/a.go b/a.go\nindex 1..2 100644\n--- a/a.go\n+++ b/a.go\n@@ -1 +1 @@\n-old\n+new\n\\ No newline at end of file\n")
 	add("patchLines", "Binary files a/x and b/x differ\n")
 	add("patchLines", "@@ -1,2 +1,2 @@\n keep\n-gone\n+come\n")
+	add("folderLabel", "/home/me/src/api", "", false)
+	add("folderLabel", "/home/me/src/api/", "pilotdesk/1a2b3c4d", true)
+	add("folderLabel", "/home/me/src/api", "", true)
+	add("folderLabel", `C:\Users\me\src\web\`, "", false)
+	add("folderLabel", "/", "", false)
+	add("folderLabel", "/home/me/src/api/..", "", false)
 	return out
 }
 
@@ -273,6 +279,10 @@ func say(c wordCase) (any, error) {
 		var d protocol.Restored
 		arg(0, &d)
 		return RestoredText(&d), nil
+	case "folderLabel":
+		var worktree bool
+		arg(2, &worktree)
+		return FolderLabel(str(0), str(1), worktree), nil
 	case "restoreCaveat":
 		var others []string
 		arg(0, &others)

@@ -1,7 +1,8 @@
 // Workspaces in the web client (docs/workspaces.md) against the real
 // relay: a new conversation offers the relay's default folder and its
 // recent ones (copilot:workspaces), a folder in a git repository offers a
-// worktree, and the first prompt carries the folder chosen.
+// worktree, and the first prompt carries the folder chosen; the header and
+// the list name each conversation's folder.
 
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -83,6 +84,18 @@ describe('workspaces', { skip: skip || false }, () => {
     assert.equal(await p.isVisible('#new-folder'), false, 'the folder field stays after the first prompt');
     const branches = execFileSync('git', ['-C', repo, 'branch', '--list', 'pilotdesk/*'], { encoding: 'utf8' });
     assert.match(branches, /pilotdesk\/\w{8}/);
+    // The header names the folder and the worktree's branch under the
+    // title, as the window's title does, and so does the list's entry.
+    const branch = branches.match(/pilotdesk\/\w{8}/)[0];
+    await p.waitForFunction((want) => document.getElementById('folder-label').textContent === want, `api · ${branch}`);
+    assert.equal(await p.isVisible('#folder-label'), true, 'the folder is not shown under the title');
+    assert.match(await p.getAttribute('#folder-label', 'title'), new RegExp(`${branch.replace('/', '.')}|worktrees`), 'the whole folder is not its hover text');
+    assert.equal(await p.textContent('.conv.current .conv-folder'), `api · ${branch} · `);
+    const fits = await p.evaluate(() => document.documentElement.scrollWidth <= window.innerWidth);
+    assert.ok(fits, 'the header overflows a phone-wide page');
+    // The conversation made in the repository by another client names it
+    // in the list too.
+    assert.equal(await p.textContent('.conv[data-id="c0ffee00-0000-4000-8000-000000000001"] .conv-folder'), 'api · ');
     assert.deepEqual(problems, []);
   });
 });

@@ -15,9 +15,16 @@ import { Notifier } from './notify.js';
 import { uuid } from './ids.js';
 import { Identity } from './identity.js';
 import { forgetDevice, saveToken, takeToken, tokenFromInput } from './token.js';
-import { statusText, totalsText, usageText } from './words.js';
+import { folderLabel, statusText, totalsText, usageText } from './words.js';
 
 const PAGE = 50; // conversations per copilot:list page
+
+// folderOf names a workspace of the relay's (a list entry's, a
+// subscription's) in short: "api", "api · pilotdesk/1a2b3c4d"; '' for none.
+function folderOf(ws) {
+  if (!ws || typeof ws !== 'object' || typeof ws.path !== 'string' || !ws.path) return '';
+  return folderLabel(ws.path, typeof ws.branch === 'string' ? ws.branch : '', ws.isolation === 'worktree');
+}
 const CURRENT_KEY = 'pilotdesk.current';
 
 // A conversation's link is #/c/<conversationId>; #/ is the list. The token
@@ -632,6 +639,7 @@ export class App {
       out.set(id, {
         id, title: e.title, streaming: !!e.streaming, mode: e.mode, waiting: !!e.waitingInput,
         updatedAt: Date.parse(e.updatedAt) || 0, agent: typeof e.agent === 'string' ? e.agent : '',
+        folder: folderOf(e.workspace),
       });
     }
     for (const [id, c] of this.convs) {
@@ -641,7 +649,7 @@ export class App {
       out.set(id, {
         id, title: c.title || prev.title, streaming: c.synced ? c.streaming : prev.streaming,
         mode: c.mode, waiting: c.synced ? !!c.pending : prev.waiting, updatedAt: Math.max(c.updatedAt || 0, prev.updatedAt || 0),
-        agent: prev.agent || c.agent,
+        agent: prev.agent || c.agent, folder: prev.folder || folderOf(c.workspace),
       });
     }
     return [...out.values()].sort((a, b) => b.updatedAt - a.updatedAt);
@@ -659,6 +667,7 @@ export class App {
     const c = this.current ? this.convs.get(this.current) : null;
     const live = !!(this.conn && this.conn.live);
     $('title').textContent = c ? c.title || 'New conversation' : 'pilotdesk';
+    this.renderFolderLabel(c);
     this.transcript.render(c);
     $('transcript').classList.toggle('paused', !!(c && c.pending));
     this.indicator.render(c, Date.now());
@@ -672,6 +681,17 @@ export class App {
     this.list.render(this.sortedEntries(), this.current, !!this.nextCursor);
     this.renderElsewhere();
     this.renderState();
+  }
+
+  // renderFolderLabel names, under the title, the folder the conversation
+  // works in (and a worktree's branch), as the window's title does; the
+  // whole folder where the agent runs on hover.
+  renderFolderLabel(c) {
+    const ws = (c && (c.workspace || this.entries.get(c.id)?.workspace)) || null;
+    const label = $('folder-label');
+    label.textContent = folderOf(ws);
+    label.title = ws ? String(ws.dir || ws.path || '') : '';
+    label.hidden = !label.textContent;
   }
 
   // renderElsewhere points at questions waiting in other conversations.

@@ -52,6 +52,7 @@ export class Conversation {
     this.title = '';
     this.titled = false;
     this.agent = ''; // the agent of the latest turn, as the list entry or the latest prompt names it
+    this.workspace = null; // {path, isolation, dir, branch?} once the relay fixed it (docs/workspaces.md)
     this.updatedAt = 0;
     this.onRelay = false;
     this.resetCopy();
@@ -117,6 +118,10 @@ export class Conversation {
         }
         if (d.pendingInput) this.openRequest(d.pendingInput);
         else if (this.pending) this.closeRequest(this.pending.request.requestId);
+        if (d.workspace && typeof d.workspace === 'object') {
+          this.workspace = d.workspace;
+          ch.listing = true;
+        }
         break;
       case 'copilot:user_message': {
         this.finishMessages();
@@ -317,6 +322,7 @@ export class Conversation {
   listed(info) {
     this.onRelay = true;
     if (typeof info.agent === 'string') this.agent = info.agent;
+    if (info.workspace && typeof info.workspace === 'object') this.workspace = info.workspace;
     if (info.title) {
       this.title = info.title;
       this.titled = true;

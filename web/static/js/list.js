@@ -20,9 +20,10 @@ export class ConversationList {
 
   /**
    * render shows entries ({id, title, streaming, waiting, mode,
-   * updatedAt, agent}), marks current, and offers more when hasMore. The
-   * second line says what the conversation is doing and, as the window's
-   * sidebar does, the agent it runs on: "just now · OpenCode (ACP)".
+   * updatedAt, agent, folder}), marks current, and offers more when
+   * hasMore. The second line says, as the window's sidebar does, the
+   * folder, what the conversation is doing and the agent it runs on:
+   * "api · just now · OpenCode (ACP)".
    */
   render(entries, current, hasMore) {
     const items = entries.map((e) => {
@@ -32,6 +33,7 @@ export class ConversationList {
         el('button', { type: 'button', class: e.id === current ? 'conv current' : 'conv', dataset: { id: e.id }, 'aria-current': e.id === current ? 'true' : null },
           el('span', { class: 'conv-title', text: e.title || 'New conversation' }),
           el('span', { class: 'conv-sub' },
+            e.folder ? el('span', { class: 'conv-folder', text: sub || e.agent ? `${e.folder} · ` : e.folder }) : null,
             el('span', { class: `conv-state ${tone}`, text: sub }),
             e.agent ? el('span', { class: 'conv-agent', text: sub ? ` · ${e.agent}` : e.agent }) : null)));
     });

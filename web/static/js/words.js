@@ -516,6 +516,35 @@ export function patchLines(patch) {
 }
 
 /**
+ * folderLabel names a conversation's folder in short, as the window's
+ * title and list do (conversation.FolderLabel): the folder's last name
+ * and, for a worktree, its branch ("api · pilotdesk/1a2b3c4d"), or "new
+ * worktree" before the relay made it. A Windows relay's path (backslashes
+ * only) is read as such.
+ */
+export function folderLabel(path, branch, worktree) {
+  const p = String(path ?? '');
+  let name;
+  if (p.includes('\\') && !p.includes('/')) {
+    const t = p.replace(/\\+$/, '');
+    name = p.slice(t.lastIndexOf('\\') + 1).replace(/\\+$/, '');
+  } else {
+    // filepath.Base(filepath.Clean(p)): "." and ".." folded, trailing
+    // slashes dropped.
+    const abs = p.startsWith('/');
+    const parts = [];
+    for (const s of p.split('/')) {
+      if (s === '' || s === '.') continue;
+      if (s === '..' && parts.length && parts[parts.length - 1] !== '..') parts.pop();
+      else if (s !== '..' || !abs) parts.push(s);
+    }
+    name = parts.length ? parts[parts.length - 1] : abs ? '/' : '.';
+  }
+  if (!worktree) return name;
+  return branch ? `${name} · ${branch}` : `${name} · new worktree`;
+}
+
+/**
  * restoredText says what a restore did and its undo checkpoint, as the
  * window does (conversation.RestoredText).
  */
