@@ -319,6 +319,7 @@ func (d *desktop) options(r *relayConn, problem string) ui.Options {
 		if t.spaces != nil {
 			opts.CheckFolder = t.spaces.Check
 		}
+		opts.CheckpointsOff = t.checkpointsOff
 	}
 	opts.StartProblem = problem
 	opts.Devices = newWindowDevices(t)

@@ -33,7 +33,10 @@ type stack struct {
 	// DemoReason says why --agent auto picked the built-in demo instead
 	// of the Copilot CLI ("" when it did not).
 	DemoReason string
-	Store      history.Store
+	// CheckpointsOff says why the relay records no checkpoints ("" when
+	// it does).
+	CheckpointsOff string
+	Store          history.Store
 	// Spaces are the relay's workspaces: its roots and default folder.
 	Spaces *workspace.Set
 	URL    string // ws://… or wss://…
@@ -132,6 +135,7 @@ func startStack(ctx context.Context, s relaySettings, logger *slog.Logger) (_ *s
 	st.DemoReason = demoReason
 
 	cps, cpsOff := openCheckpoints(s, st, logger)
+	st.CheckpointsOff = cpsOff
 	spaces, err := workspaces(s)
 	if err != nil {
 		return nil, err

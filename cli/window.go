@@ -47,6 +47,8 @@ type target struct {
 	// spaces are the embedded relay's workspaces (nil for another
 	// relay): the window checks its default folder against their roots.
 	spaces *workspace.Set
+	// checkpointsOff: why the embedded relay records no checkpoints.
+	checkpointsOff string
 }
 
 // Title names the relay for a window title: "embedded" or the remote host.
@@ -156,7 +158,7 @@ func (c *clientFlags) startTarget(ctx context.Context, logger *slog.Logger) (tar
 		label = l.Label()
 	}
 	return target{URL: st.LocalURL, Token: st.Token, Embedded: true, Agent: st.Agent.Name(), AgentLabel: label, DemoReason: st.DemoReason,
-		Fingerprint: st.Fingerprint, relay: st.Relay, lan: st.LAN, sharedURL: st.URL, spaces: st.Spaces}, stop, nil
+		Fingerprint: st.Fingerprint, relay: st.Relay, lan: st.LAN, sharedURL: st.URL, spaces: st.Spaces, checkpointsOff: st.CheckpointsOff}, stop, nil
 }
 
 // runWindow opens the desktop window (the default command).

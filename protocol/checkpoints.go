@@ -12,6 +12,13 @@ const (
 	TypeRestored = "copilot:restored"
 )
 
+// NoCheckpoint begins the copilot:error a relay sends, once until a
+// snapshot of the conversation succeeds again, when a turn's snapshot
+// failed (a folder it cannot snapshot, git failing, a disk full): the
+// turn runs, and what it changes is not recorded. The window says it
+// once in its own chrome too.
+const NoCheckpoint = "this turn's changes are not recorded (no checkpoint)"
+
 // File statuses of copilot:changes, copilot:restored and copilot:diff.
 const (
 	FileAdded    = "added"

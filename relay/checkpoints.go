@@ -74,7 +74,7 @@ func (c *conversation) checkpointFailedLocked(err error) {
 		return
 	}
 	c.cpFailed = true
-	c.emitErrorLocked(fmt.Sprintf("this turn's changes are not recorded (no checkpoint): %v", err))
+	c.emitErrorLocked(fmt.Sprintf("%s: %v", protocol.NoCheckpoint, err))
 }
 
 // snapshotAfter takes the snapshot after the turn and returns the

@@ -148,3 +148,52 @@ func TestChangesCard(t *testing.T) {
 		t.Fatal("a viewer's notice offers Undo")
 	}
 }
+
+// TestCheckpointsOffSaidOnce: that checkpoints are off is said once in the
+// window's chrome, in a notice: at start when the app's relay records none
+// (no git), or when a turn's snapshot fails (here a data dir the relay
+// cannot write), not again for the next failure.
+func TestCheckpointsOffSaidOnce(t *testing.T) {
+	const why = "checkpoints are off: the git command was not found (install git to record and undo what each turn changes)"
+	h := newHarness(t, harnessConfig{options: Options{CheckpointsOff: why}})
+	if n := h.w.notice; n == nil || n.id != checkpointsNoticeID || !strings.HasPrefix(strings.ReplaceAll(n.body.String(), zeroWidth, ""), "Checkpoints are off: the git command was not found") {
+		t.Fatalf("no notice that checkpoints are off at start: %+v", n)
+	}
+	h.w.dismissNotice(checkpointsNoticeID)
+	h.w.showStartNotices()
+	if h.w.notice != nil {
+		t.Fatalf("said twice: %q", h.w.notice.title.Text)
+	}
+
+	// A relay whose snapshots fail: its data dir is under a file.
+	file := filepath.Join(t.TempDir(), "file")
+	if err := os.WriteFile(file, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cps, err := checkpoint.New(filepath.Join(file, "data"))
+	if err != nil {
+		t.Skip(err)
+	}
+	h = newHarness(t, harnessConfig{relay: relay.Config{Checkpoints: cps, WorkDir: t.TempDir()}})
+	if h.w.notice != nil {
+		t.Fatalf("a notice before any turn: %q", h.w.notice.title.Text)
+	}
+	h.send("markdown")
+	h.waitFor("the notice of the failed snapshot", func() bool {
+		return h.w.notice != nil && h.w.notice.id == checkpointsNoticeID && completedTurns(h) == 1
+	})
+	if body := strings.ReplaceAll(h.w.notice.body.String(), zeroWidth, ""); !strings.HasPrefix(body, "This turn's changes are not recorded (no checkpoint): ") {
+		t.Fatalf("notice %q", body)
+	}
+	if !strings.Contains(h.dump(), protocol.NoCheckpoint) {
+		t.Fatalf("the conversation does not say it:\n%s", h.dump())
+	}
+	h.w.dismissNotice(checkpointsNoticeID)
+	h.w.newConversation()
+	h.send("markdown")
+	h.waitFor("the second conversation's turn", func() bool { return completedTurns(h) == 1 && strings.Contains(h.dump(), protocol.NoCheckpoint) })
+	h.frame()
+	if h.w.notice != nil {
+		t.Fatalf("said twice: %q", h.w.notice.title.Text)
+	}
+}

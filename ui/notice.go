@@ -3,6 +3,9 @@ package ui
 import (
 	"image/color"
 	"net/url"
+	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/canvas"
@@ -93,6 +96,9 @@ const (
 	firstRunNoticeID = "first-run"
 	startNoticeID    = "start"
 	relayNoticeID    = "relay" // the window moved to another relay (SetClient)
+	// checkpointsNoticeID: what turns change is not recorded (no git, a
+	// folder that cannot be snapshotted); shown once a window.
+	checkpointsNoticeID = "checkpoints"
 )
 
 // prefFirstRunDismissed remembers that the user dismissed the notice about
@@ -149,7 +155,31 @@ func (w *Window) showStartNotices() {
 			noticeAction{label: "Use the demo", do: w.dismissFirstRun},
 			noticeAction{label: "Open Settings", icon: theme.SettingsIcon(), important: true, do: w.ShowSettings},
 		))
+	case w.opts.CheckpointsOff != "":
+		w.showCheckpointsOff(w.opts.CheckpointsOff)
 	}
+}
+
+// checkpointsOffTitle is the title of the notice that checkpoints are off.
+const checkpointsOffTitle = "What turns change is not recorded"
+
+// showCheckpointsOff says why checkpoints are off (the relay's reason, or
+// the copilot:error of a turn whose snapshot failed), once a window: turns
+// run as before, with no changes card and nothing to restore. A notice
+// that needs the user more (the start problem, the first-run notice while
+// whole) is left in place, and this one waits for the next occasion.
+func (w *Window) showCheckpointsOff(why string) {
+	if w.checkpointsSaid {
+		return
+	}
+	if n := w.notice; n != nil && (n.id == startNoticeID || n.id == firstRunNoticeID && !n.shrunk) {
+		return
+	}
+	w.checkpointsSaid = true
+	w.showNotice(newNoticeCard(checkpointsNoticeID, theme.WarningIcon(), checkpointsOffTitle,
+		sentence(why)+" Turns run as before, but the window shows no changes card for them and cannot restore their files.",
+		noticeAction{label: "Dismiss", do: func() { w.dismissNotice(checkpointsNoticeID) }},
+	))
 }
 
 // dismissFirstRun hides the first-run notice for good.
@@ -200,4 +230,15 @@ func relayHost(relayURL string) string {
 		return u.Host
 	}
 	return relayURL
+}
+
+// sentence makes s, a message that may begin in lower case and end with
+// no full stop, a sentence.
+func sentence(s string) string {
+	s = strings.TrimRight(strings.TrimSpace(s), ".")
+	if s == "" {
+		return ""
+	}
+	r, n := utf8.DecodeRuneInString(s)
+	return string(unicode.ToUpper(r)) + s[n:] + "."
 }

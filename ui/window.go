@@ -103,6 +103,10 @@ type Options struct {
 	// whose relay takes it as its default folder. nil: the relay's
 	// default folder is its own (a remote relay).
 	CheckFolder func(path string) (dir string, err error)
+	// CheckpointsOff, when set, says why the relay (this app's own)
+	// records no checkpoints (no git): the window says it once, in a
+	// notice (docs/checkpoints.md).
+	CheckpointsOff string
 	// Restart applies saved settings that need the relay restarted (or
 	// reconnected): the caller stops the old relay, starts one from the
 	// preferences now saved, and moves the window to it (SetClient). It
@@ -131,6 +135,9 @@ type Window struct {
 	store  *store.Store
 	opts   Options
 	log    *slog.Logger
+	// checkpointsSaid: the window said that checkpoints are off
+	// (showCheckpointsOff), which it says once.
+	checkpointsSaid bool
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -504,6 +511,11 @@ func (w *Window) pump() {
 			// event at the latest.
 			if n := live.observe(ev); n.kind != notifyNone {
 				w.onUI(func() { w.notify(n) })
+			}
+			if d, ok := ev.Data.(*protocol.AgentError); ok && live.live[d.ConversationID] && strings.HasPrefix(d.Message, protocol.NoCheckpoint) {
+				// Said in the conversation; said once in the window too,
+				// as a turn of another conversation may be the one.
+				w.onUI(func() { w.showCheckpointsOff(d.Message) })
 			}
 			w.store.Apply(ev)
 		case <-w.ctx.Done():
