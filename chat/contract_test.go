@@ -112,6 +112,13 @@ func TestRecordedStreams(t *testing.T) {
 						continue
 					}
 					says("a note", row.Text)
+				case "changes":
+					says("a turn's changes", row.Text) // its files: /diff N
+				case "restored":
+					says("a restore", row.Text)
+					for line := range strings.SplitSeq(row.Detail, "\n") {
+						says("a file the restore wrote", line)
+					}
 				case "status":
 					switch {
 					case row.State == protocol.StatusCompleted:

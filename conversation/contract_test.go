@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/pilotdesk/pilotdesk/protocol"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata/*.want.json from the fold")
@@ -42,8 +44,10 @@ type Contract struct {
 // plan: Text its progress), tool (Title the tool, Text its summary,
 // State running, approved, denied, failed or stopped, Detail its result),
 // status (State the turn's status, Text its words, Detail), mode (Mode,
-// Text), note (State its tone, Text) or plancard (the denied calls of a
-// plan turn, Text their steps).
+// Text), note (State its tone, Text), changes (a turn's changes card: Text
+// its sum, Detail its files, FileChangeText a line), restored (a
+// restore's notice: Text, Detail the files it wrote) or plancard (the
+// denied calls of a plan turn, Text their steps).
 type ContractRow struct {
 	Kind    string `json:"kind"`
 	Message string `json:"message,omitempty"`
@@ -84,7 +88,14 @@ func contractOf(st *State) Contract {
 		case RowMode:
 			row = ContractRow{Kind: "mode", Mode: string(r.Mode), Text: r.Text}
 		case RowNote:
-			row = ContractRow{Kind: "note", State: r.State, Text: r.Text}
+			switch {
+			case r.Changes != nil:
+				row = ContractRow{Kind: "changes", Text: r.Text, Detail: fileLines(r.Changes.Files)}
+			case r.Restored != nil:
+				row = ContractRow{Kind: "restored", Text: r.Text, Detail: fileLines(r.Restored.Files)}
+			default:
+				row = ContractRow{Kind: "note", State: r.State, Text: r.Text}
+			}
 		case RowPlan:
 			var steps []string
 			for _, p := range st.Plan(i) {
@@ -103,6 +114,15 @@ func contractOf(st *State) Contract {
 		c.Messages = nil
 	}
 	return c
+}
+
+// fileLines are a change set's files, one FileChangeText a line.
+func fileLines(files []protocol.ChangedFile) string {
+	lines := make([]string, len(files))
+	for i, f := range files {
+		lines[i] = FileChangeText(f)
+	}
+	return strings.Join(lines, "\n")
 }
 
 // TestContract: the Go fold makes of each recorded stream exactly its
@@ -138,5 +158,58 @@ func TestContract(t *testing.T) {
 				t.Errorf("the fold of %s differs from %s:\n got %s\nwant %s", name, wantFile, got, want)
 			}
 		})
+	}
+}
+
+// notInStreams are the conversation events no recorded stream needs to
+// show, and why.
+var notInStreams = map[string]string{
+	protocol.TypeDeleted: "a deleted conversation is gone: every front end drops it rather than folding the event into its rows",
+}
+
+// TestStreamsCoverEveryEvent: every conversation event (a server message
+// with a seq, stored in the history and folded) is in a recorded stream,
+// so that the Go fold, the terminal and the web client are each held to a
+// contract for it. A new event without one fails here, by name: add a
+// stream (testdata/NAME.jsonl) that shows it, and its contract.
+func TestStreamsCoverEveryEvent(t *testing.T) {
+	t.Parallel()
+	streams, err := filepath.Glob(filepath.Join("testdata", "*.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := map[string]bool{}
+	for _, stream := range streams {
+		raw, err := os.ReadFile(stream)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for line := range bytes.SplitSeq(raw, []byte("\n")) {
+			var frame struct{ Type string }
+			if json.Unmarshal(line, &frame) == nil {
+				in[frame.Type] = true
+			}
+		}
+	}
+	events := 0
+	for _, typ := range protocol.ServerTypes() {
+		ev, err := protocol.DecodeEvent([]byte(`{"type":"` + typ + `","data":{"conversationId":"c","seq":1}}`))
+		if err != nil {
+			t.Fatalf("%s: %v", typ, err)
+		}
+		if _, ok := ev.Data.(protocol.Sequenced); !ok {
+			continue // not a conversation event: the list, pong, errors, replies
+		}
+		events++
+		if why, ok := notInStreams[typ]; ok {
+			t.Logf("%s is in no stream: %s", typ, why)
+			continue
+		}
+		if !in[typ] {
+			t.Errorf("no recorded stream in testdata shows %s: add one, and its contract (go test ./conversation -run TestContract -update)", typ)
+		}
+	}
+	if events < 10 {
+		t.Fatalf("only %d conversation events in protocol's table: the test no longer finds them", events)
 	}
 }

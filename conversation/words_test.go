@@ -163,6 +163,9 @@ func wordCases() []wordCase {
 	for _, s := range []string{"added", "modified", "deleted", "skipped", "failed", "renamed"} {
 		add("fileMark", s)
 	}
+	for _, f := range append(files, protocol.ChangedFile{Path: "big.bin", Status: "failed", Error: "over 10 MiB"}) {
+		add("fileChangeText", f)
+	}
 	add("restoredText", protocol.Restored{Checkpoint: "aaaaaaaaaa", Undo: "cccccccccc", Files: []protocol.ChangedFile{{Path: "a.go", Status: "modified"}, {Path: "big", Status: "skipped"}}})
 	add("restoredText", protocol.Restored{Checkpoint: "aaaaaaaaaa", Undo: "cccccccccc", Files: []protocol.ChangedFile{{Path: "a.go", Status: "failed"}, {Path: "b.go", Status: "modified"}, {Path: "c.go", Status: "added"}}})
 	add("restoreCaveat", []string{})
@@ -275,6 +278,10 @@ func say(c wordCase) (any, error) {
 		return ChangesText(files, truncated), nil
 	case "fileMark":
 		return FileMark(str(0)), nil
+	case "fileChangeText":
+		var f protocol.ChangedFile
+		arg(0, &f)
+		return FileChangeText(f), nil
 	case "restoredText":
 		var d protocol.Restored
 		arg(0, &d)

@@ -16,7 +16,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 import { Conversation } from '../static/js/conversation.js';
-import { totalsText, turnText, usageText } from '../static/js/words.js';
+import { fileChangeText, totalsText, turnText, usageText } from '../static/js/words.js';
 
 const testdata = join(dirname(fileURLToPath(import.meta.url)), '..', '..', 'conversation', 'testdata');
 
@@ -62,7 +62,9 @@ function contractOf(c, now) {
         put({ kind: 'mode', text: r.text, mode: r.mode });
         break;
       case 'note':
-        put({ kind: 'note', text: r.text, state: r.tone });
+        if (r.changes) put({ kind: 'changes', text: r.text, detail: r.changes.files.map(fileChangeText).join('\n') });
+        else if (r.restored) put({ kind: 'restored', text: r.text, detail: r.restored.files.map(fileChangeText).join('\n') });
+        else put({ kind: 'note', text: r.text, state: r.tone });
         break;
       default:
         put({ kind: `web:${r.kind}` }); // a kind the contract does not know

@@ -454,6 +454,19 @@ export function fileMark(status) {
 }
 
 /**
+ * fileChangeText is one file of a change set, as the window and the
+ * terminal list it (conversation.FileChangeText): "M path +3 −1", a
+ * binary file without counts, a failed one with its error.
+ */
+export function fileChangeText(f) {
+  let line = `${fileMark(f.status)} ${f.path}`;
+  if (f.error) line += ` (${f.error})`;
+  else if (f.binary) line += ' (binary)';
+  else line += ` +${f.additions || 0} −${f.deletions || 0}`;
+  return line;
+}
+
+/**
  * restoreEffects is what a restore to checkpoint would change, as the
  * change sets from that turn on say (conversation.State.RestoreEffects):
  * [{path, effect: removed|rewritten|brought back}], by path.
