@@ -29,8 +29,13 @@ mkdir -p "$out"
 out=$(cd "$out" && pwd)
 pids=()
 cleanup() {
-	for ((i = ${#pids[@]} - 1; i >= 0; i--)); do kill "${pids[i]}" 2>/dev/null || true; done
-	wait 2>/dev/null || true
+	# One at a time, the window first: it stops its agent only while its X
+	# server lives (an X server gone under it ends it at once, and an ACP
+	# agent with a session open, such as Claude Code's, outlives it).
+	for ((i = ${#pids[@]} - 1; i >= 0; i--)); do
+		kill "${pids[i]}" 2>/dev/null || true
+		wait "${pids[i]}" 2>/dev/null || true
+	done
 	rm -rf "$tmp" /tmp/pilotdesk-shots
 }
 trap cleanup EXIT
