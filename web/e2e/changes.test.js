@@ -10,11 +10,16 @@ import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { readFileSync, writeFileSync, existsSync } from 'node:fs';
 import path from 'node:path';
-import { binary, browser, chromiumMissing, startRelay, tempDir, watchPage } from './harness.js';
+import { binary, browser, chromiumMissing, repo, startRelay, tempDir, watchPage } from './harness.js';
 
 const skip = chromiumMissing();
 const WAIT = 20_000;
 const PHONE = { width: 390, height: 844 };
+// `make web-screenshots` photographs the card (screenshots/web-phone-*.png).
+const SHOTS = process.env.WEB_SCREENSHOTS ? path.resolve(repo, process.env.WEB_SCREENSHOTS) : null;
+const shot = async (p, name) => {
+  if (SHOTS) await p.screenshot({ path: path.join(SHOTS, `web-${name}.png`), animations: 'disabled', caret: 'hide' });
+};
 
 describe('changes card', { skip: skip || false }, () => {
   let relay;
@@ -69,12 +74,14 @@ describe('changes card', { skip: skip || false }, () => {
     await diff.waitFor();
     assert.equal(await diff.locator('.del').textContent(), '- old\n');
     assert.equal(await diff.locator('.ins').textContent(), '+ new\n');
+    await shot(p, 'phone-light-changes');
 
     await card.locator('.restore').click();
     const confirm = card.locator('.confirm');
     await confirm.waitFor();
     assert.deepEqual(await confirm.locator('.effects li').allTextContents(), ['added.txt (removed)', 'notes.md (rewritten)']);
     assert.equal(read('notes.md'), 'new\n', 'the folder changed before the restore was confirmed');
+    await shot(p, 'phone-light-restore');
     await confirm.locator('button.danger').click();
     const notice = p.locator('.note.restored');
     await notice.waitFor();
