@@ -73,8 +73,10 @@ describe('workspaces', { skip: skip || false }, () => {
     assert.deepEqual(options.map((o) => o[0]), ['', repo]);
     assert.equal(options[0][1], `Default: ${def}`);
     assert.equal(await p.isVisible('#worktree'), false, 'the default folder, in no repository, offers a worktree');
+    await p.waitForFunction((want) => document.getElementById('folder-label').textContent === want, path.basename(def));
     await p.selectOption('#folder', repo);
     await p.check('#worktree');
+    await p.waitForFunction(() => document.getElementById('folder-label').textContent === 'api · new worktree');
     await p.fill('#prompt', 'where are you');
     await p.press('#prompt', 'Enter');
     await p.waitForSelector('[data-kind="status"]');

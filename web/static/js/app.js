@@ -116,7 +116,11 @@ export class App {
     // waiting out the backoff (a phone suspends a background tab's socket).
     window.addEventListener('online', () => this.conn?.retryNow());
     $('forget').addEventListener('click', () => this.forget());
-    $('folder').addEventListener('change', () => this.renderFolder());
+    $('folder').addEventListener('change', () => {
+      this.renderFolder();
+      this.scheduleRender(); // the folder under the title
+    });
+    $('worktree').addEventListener('change', () => this.scheduleRender());
     $('login-form').addEventListener('submit', (ev) => {
       ev.preventDefault();
       this.login($('login-token').value);
@@ -667,7 +671,6 @@ export class App {
     const c = this.current ? this.convs.get(this.current) : null;
     const live = !!(this.conn && this.conn.live);
     $('title').textContent = c ? c.title || 'New conversation' : 'pilotdesk';
-    this.renderFolderLabel(c);
     this.transcript.render(c);
     $('transcript').classList.toggle('paused', !!(c && c.pending));
     this.indicator.render(c, Date.now());
@@ -677,6 +680,7 @@ export class App {
     // then a later event may answer it.
     this.question.show(c && c.synced ? c : null, { viewer });
     $('new-folder').hidden = viewer || !this.workspaces || !this.isNew(c);
+    this.renderFolderLabel(c);
     $('usage').textContent = c ? [usageText(c.usage, c.turn, Date.now()), totalsText(c.usage)].filter(Boolean).join('  ·  ') : '';
     this.list.render(this.sortedEntries(), this.current, !!this.nextCursor);
     this.renderElsewhere();
@@ -686,8 +690,14 @@ export class App {
   // renderFolderLabel names, under the title, the folder the conversation
   // works in (and a worktree's branch), as the window's title does; the
   // whole folder where the agent runs on hover.
+  // Before its first prompt a new conversation names the folder chosen
+  // ("api · new worktree").
   renderFolderLabel(c) {
-    const ws = (c && (c.workspace || this.entries.get(c.id)?.workspace)) || null;
+    let ws = (c && (c.workspace || this.entries.get(c.id)?.workspace)) || null;
+    if (!ws && this.isNew(c) && !$('new-folder').hidden) {
+      const path = $('folder').value || (this.workspaces?.default ?? '');
+      if (path) ws = { path, isolation: $('worktree').checked ? 'worktree' : 'none' };
+    }
     const label = $('folder-label');
     label.textContent = folderOf(ws);
     label.title = ws ? String(ws.dir || ws.path || '') : '';
