@@ -53,8 +53,7 @@ const codeIndent = "  "
 // width columns, as lines without line feeds. The agent's control
 // characters are made visible (sanitize) before any style is added.
 func renderMarkdown(md string, width int) []string {
-	src := []byte(md)
-	doc := markdown.Parse(src)
+	doc, src := markdown.Parse(md)
 	r := &mdRender{src: src}
 	return r.blocks(doc, max(width, 20), false)
 }
@@ -271,7 +270,7 @@ func (r *mdRender) collect(n ast.Node, style string, out *[]piece) {
 	for c := n.FirstChild(); c != nil; c = c.NextSibling() {
 		switch c := c.(type) {
 		case *ast.Text:
-			add(string(c.Segment.Value(r.src)), style)
+			add(markdown.Text(c, r.src), style)
 			switch {
 			case c.HardLineBreak():
 				*out = append(*out, piece{brk: true})

@@ -28,8 +28,7 @@ import (
 // quote and drops tables and task lists. This renderer joins adjacent text,
 // keeps soft line breaks as spaces, and draws those blocks.
 func parseMarkdown(md string) []widget.RichTextSegment {
-	src := []byte(md)
-	doc := markdown.Parse(src)
+	doc, src := markdown.Parse(md)
 	r := &mdRenderer{src: src}
 	r.blocks(doc, 0)
 	return r.out
@@ -187,7 +186,7 @@ func (r *mdRenderer) inlines(n ast.Node, base widget.RichTextStyle) []widget.Ric
 		for c := n.FirstChild(); c != nil; c = c.NextSibling() {
 			switch t := c.(type) {
 			case *ast.Text:
-				add(style, string(t.Value(r.src)))
+				add(style, markdown.Text(t, r.src))
 				switch {
 				case t.HardLineBreak():
 					add(style, "\n")

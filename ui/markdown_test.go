@@ -125,6 +125,7 @@ func TestMarkdown(t *testing.T) {
 		{"identifiers in bold and code", "set **COPILOT_GITHUB_TOKEN** or `GH_TOKEN`, not _GITHUB_TOKEN_",
 			"set *COPILOT_GITHUB_TOKEN* or `GH_TOKEN`, not _GITHUB_TOKEN_¶\n"},
 		{"a lone star in a word", "a foo*bar here", "a foo*bar here¶\n"},
+		{"backslash escapes show the character", `2 \* 3 is \[not\](a link) \\ and C:\dir`, `2 * 3 is [not](a link) \ and C:\dir¶` + "\n"},
 		{"a link with underscores", "see https://example.com/a_b/c_d_e.md", "see [https://example.com/a_b/c_d_e.md](https://example.com/a_b/c_d_e.md)¶\n"},
 		{"a long link reads whole", "see [the notes on how a frame is drawn](https://example.com/a/b?c=d&e=f#g) and https://github.com/pilotdesk/pilotdesk/blob/main/docs/ARCHITECTURE.md now",
 			"see [the notes on how a frame is drawn](https://example.com/a/b?c=d&e=f#g) and [https://github.com/pilotdesk/pilotdesk/blob/main/docs/ARCHITECTURE.md](https://github.com/pilotdesk/pilotdesk/blob/main/docs/ARCHITECTURE.md) now¶\n"},

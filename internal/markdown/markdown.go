@@ -12,6 +12,7 @@ import (
 	"github.com/yuin/goldmark/extension"
 	"github.com/yuin/goldmark/parser"
 	"github.com/yuin/goldmark/text"
+	"github.com/yuin/goldmark/util"
 )
 
 // dialect parses what agents write: CommonMark with GitHub's tables, task
@@ -21,10 +22,19 @@ var dialect parser.Parser = goldmark.New(goldmark.WithExtensions(
 	extension.Table, extension.TaskList, extension.Strikethrough, extension.Linkify,
 )).Parser()
 
-// Parse parses src in the agents' dialect. The returned tree's segments
-// point into src.
-func Parse(src []byte) ast.Node {
-	return dialect.Parse(text.NewReader(src))
+// Parse parses md in the agents' dialect. It returns the tree and the
+// source its segments point into: md, or md with the link destinations
+// that would make goldmark quadratic escaped (defuseLinkDestinations).
+func Parse(md string) (ast.Node, []byte) {
+	src := []byte(defuseLinkDestinations(md))
+	return dialect.Parse(text.NewReader(src)), src
+}
+
+// Text is what a text node of the tree of src shows: its source, less the
+// backslash of each escape ("\*" shows "*", as CommonMark says), which
+// goldmark leaves in the text for its renderer to drop.
+func Text(t *ast.Text, src []byte) string {
+	return string(util.UnescapePunctuations(t.Segment.Value(src)))
 }
 
 // Role is the part a code token plays, which a front end gives a colour.

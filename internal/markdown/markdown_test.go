@@ -11,9 +11,10 @@ import (
 // TestDialect: the extensions every front end relies on are on: a table,
 // a task box, strikethrough and a bare link each parse as their node.
 func TestDialect(t *testing.T) {
-	src := []byte("| a | b |\n|---|---|\n| 1 | 2 |\n\n- [x] done\n\n~~gone~~ and https://example.com/x\n")
+	src := "| a | b |\n|---|---|\n| 1 | 2 |\n\n- [x] done\n\n~~gone~~ and https://example.com/x\n"
 	found := map[ast.NodeKind]bool{}
-	ast.Walk(Parse(src), func(n ast.Node, entering bool) (ast.WalkStatus, error) {
+	doc, _ := Parse(src)
+	ast.Walk(doc, func(n ast.Node, entering bool) (ast.WalkStatus, error) {
 		if entering {
 			found[n.Kind()] = true
 		}
