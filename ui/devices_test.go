@@ -27,8 +27,8 @@ func TestCountdownFollowsTheRelay(t *testing.T) {
 	}
 	h.send("approve the migration")
 	m := h.waitModal(kindApproval)
-	if !strings.HasPrefix(m.countdown.Text, "Times out in 2:00;") || !strings.Contains(h.w.waitLabel.Text, "2:00 left") {
-		t.Fatalf("countdown %q, indicator %q", m.countdown.Text, h.w.waitLabel.Text)
+	if !strings.HasPrefix(m.countdown.Text, "Times out in 2:00;") || !strings.Contains(h.w.wait.label.Text, "2:00 left") {
+		t.Fatalf("countdown %q, indicator %q", m.countdown.Text, h.w.wait.label.Text)
 	}
 	h.clock.advance(45 * time.Second)
 	h.frame()

@@ -36,8 +36,8 @@ func TestApprovalModalKeys(t *testing.T) {
 			}
 			// 5:00 as the question opens; a busy machine may take a
 			// second to draw it.
-			if l := h.w.waitLabel.Text; !strings.HasPrefix(l, "Waiting for your answer · 5:00 left") && !strings.HasPrefix(l, "Waiting for your answer · 4:59 left") {
-				t.Fatalf("waiting indicator %q", h.w.waitLabel.Text)
+			if l := h.w.wait.label.Text; !strings.HasPrefix(l, "Waiting for your answer · 5:00 left") && !strings.HasPrefix(l, "Waiting for your answer · 4:59 left") {
+				t.Fatalf("waiting indicator %q", h.w.wait.label.Text)
 			}
 			// Any other key, Enter and Escape only show a hint.
 			h.typeRunes("x")
@@ -357,8 +357,8 @@ func TestNoInputTimeout(t *testing.T) {
 	}
 	h.send("approve the migration")
 	m := h.waitModal(kindApproval)
-	if m.countdown.Text != "No time limit: the agent waits for your answer." || h.w.waitLabel.Text != "Waiting for your answer" {
-		t.Fatalf("countdown %q, indicator %q", m.countdown.Text, h.w.waitLabel.Text)
+	if m.countdown.Text != "No time limit: the agent waits for your answer." || h.w.wait.label.Text != "Waiting for your answer" {
+		t.Fatalf("countdown %q, indicator %q", m.countdown.Text, h.w.wait.label.Text)
 	}
 	h.typeRunes("a")
 	h.waitFor("the turn", func() bool { return h.hasStatus(protocol.StatusCompleted) })

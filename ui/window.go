@@ -12,7 +12,6 @@ package ui
 import (
 	"context"
 	"errors"
-	"fmt"
 	"image/color"
 	"log/slog"
 	"net/url"
@@ -144,12 +143,8 @@ type Window struct {
 	wg     sync.WaitGroup
 	outbox chan func(context.Context)
 
-	frameMu        sync.Mutex
-	frameScheduled bool
-	// lastFrame is when the last frame was drawn; paced is true while a
-	// reply streams (sync sets it), when frames keep StreamInterval apart.
-	lastFrame time.Time
-	paced     bool
+	// frames paces the redraws and runs the window's timers.
+	frames frameScheduler
 	// uiq holds work that the sender goroutine hands to the UI goroutine;
 	// Sync runs it.
 	uiq chan func()
@@ -167,10 +162,7 @@ type Window struct {
 	banner     fyne.CanvasObject
 	bannerBg   *canvas.Rectangle
 	bannerText *widget.Label
-	waitBox    fyne.CanvasObject
-	waitIcon   *widget.Icon
-	waitSpin   *thinkingDots
-	waitLabel  *widget.Label
+	wait       *waitIndicator
 	modal      *inputModal
 	view       store.View
 	focused    bool
@@ -210,7 +202,6 @@ type Window struct {
 	// What the window shows now, to touch widgets only on change.
 	shownStreaming *bool
 	shownUsage     [2]string
-	shownWait      string
 	// role is the role of the window's token on the relay (the store's,
 	// as last drawn): a viewer's window offers no Restore.
 	role string
@@ -245,6 +236,7 @@ func NewWindow(a fyne.App, c *client.Client, opts Options) *Window {
 		focused:  true,
 		notified: map[string]bool{},
 	}
+	w.frames.draw = w.frame
 	w.follow(c)
 	faces := warmFaces(firstFrameStyles)
 	w.win = a.NewWindow(windowTitle(opts, w.clientURL()))
@@ -354,7 +346,7 @@ drain:
 	w.follow(c)
 	// What the old context scheduled will not run: schedule anew.
 	w.countdownScheduled = false
-	w.waitSpin.restart()
+	w.wait.restart()
 	w.composer.blinkCheck = false
 	w.composer.awake()
 	w.win.SetTitle(windowTitle(w.opts, c.URL()))
@@ -411,13 +403,8 @@ func (w *Window) follow(c *client.Client) {
 	}
 	w.store = store.NewStore(store.Options{Self: self, Identity: id, Now: w.opts.Now, OnChange: w.requestFrame, Logger: w.opts.Logger, FullRows: windowRows})
 	w.subscribed = map[string]bool{}
-	// Under frameMu: a frame timer of the old client's may still read
-	// the context (requestFrame), and it draws nothing once that is
-	// cancelled, so no frame is pending any more.
-	w.frameMu.Lock()
 	w.ctx, w.cancel = context.WithCancel(context.Background())
-	w.frameScheduled = false
-	w.frameMu.Unlock()
+	w.frames.restart(w.ctx, w.opts.FrameInterval, w.opts.StreamInterval)
 }
 
 // start starts the goroutines that follow the client, and asks the relay
@@ -548,43 +535,12 @@ func (w *Window) enqueue(f func(context.Context)) {
 	}
 }
 
-// requestFrame schedules one redraw for everything that changed in the
-// next FrameInterval: a burst of deltas costs one refresh. While a reply
-// streams, the frame waits until StreamInterval has passed since the last
-// one, so that a steady stream of deltas is drawn at that pace.
-func (w *Window) requestFrame() {
-	w.frameMu.Lock()
-	if w.frameScheduled {
-		w.frameMu.Unlock()
-		return
-	}
-	w.frameScheduled = true
-	d := w.opts.FrameInterval
-	if w.paced {
-		d = max(d, w.opts.StreamInterval-time.Since(w.lastFrame))
-	}
-	w.frameMu.Unlock()
-	w.later(d, w.frame)
-}
+// requestFrame schedules one redraw (frameScheduler.request).
+func (w *Window) requestFrame() { w.frames.request() }
 
-// later runs f on the UI goroutine after d (at the next chance when d is
-// 0), unless the window has been closed, or moved to another client, by
-// then: nothing the window scheduled outlives it.
-func (w *Window) later(d time.Duration, f func()) *time.Timer {
-	w.frameMu.Lock()
-	ctx := w.ctx // SetClient replaces it, under frameMu
-	w.frameMu.Unlock()
-	return time.AfterFunc(d, func() {
-		if ctx.Err() != nil {
-			return
-		}
-		fyne.Do(func() {
-			if ctx.Err() == nil {
-				f()
-			}
-		})
-	})
-}
+// later runs f on the UI goroutine after d, unless the window has been
+// closed, or moved to another client, by then (frameScheduler.later).
+func (w *Window) later(d time.Duration, f func()) *time.Timer { return w.frames.later(d, f) }
 
 // onUI runs f on the UI goroutine at the next frame.
 func (w *Window) onUI(f func()) {
@@ -595,11 +551,9 @@ func (w *Window) onUI(f func()) {
 	}
 }
 
+// frame draws what changed (the scheduler's draw).
 func (w *Window) frame() {
-	w.frameMu.Lock()
-	w.frameScheduled = false
-	w.lastFrame = time.Now()
-	w.frameMu.Unlock()
+	w.frames.drawing()
 	w.sync(false)
 }
 
@@ -640,19 +594,14 @@ func (w *Window) build() {
 		bannerTheme{})
 	w.banner.Hide()
 
-	w.waitIcon = widget.NewIcon(theme.HistoryIcon())
-	w.waitSpin = newThinkingDots(w.later)
-	w.waitLabel = widget.NewLabel("")
-	w.waitLabel.Importance = widget.MediumImportance
-	w.waitBox = container.NewHBox(container.NewStack(w.waitSpin.root, w.waitIcon), w.waitLabel)
-	w.waitBox.Hide()
+	w.wait = newWaitIndicator(w.later)
 
 	controls := container.NewVBox(w.toggle, w.sendBtn)
 	w.composerRow = container.NewBorder(nil, nil, nil, controls, w.composer)
 	// An open question takes the prompt box's place (questionLayer).
 	w.questionSlot = canvas.NewRectangle(color.Transparent)
 	w.questionSlot.Hide()
-	w.bottomBox = container.NewVBox(w.waitBox, w.banner, w.composerRow, w.questionSlot)
+	w.bottomBox = container.NewVBox(w.wait.box, w.banner, w.composerRow, w.questionSlot)
 	bottom := w.bottomBox
 	w.noticeSlot = container.NewVBox()
 	w.noticeSlot.Hide()
@@ -819,7 +768,7 @@ drain:
 	w.toggle.SetMode(mode)
 	w.showBanner(mode == protocol.ModePlan)
 	w.showStreaming(v.Streaming)
-	w.showWaiting(v, now)
+	w.wait.show(v, now)
 	w.showModal(v, now)
 	if line, totals := conversation.UsageText(v.Usage, v.Turn, now), conversation.TotalsText(v.Usage); line != w.shownUsage[0] || totals != w.shownUsage[1] {
 		w.shownUsage = [2]string{line, totals}
@@ -839,9 +788,7 @@ drain:
 	// Frames keep their pace while a reply streams into view (after its
 	// first delta, which is drawn at once) or another conversation streams.
 	paced := (v.Streaming && !v.Thinking) || w.sidebar.streamingOther(w.current)
-	w.frameMu.Lock()
-	w.paced = paced
-	w.frameMu.Unlock()
+	w.frames.pace(paced)
 	if v.Streaming && !v.Thinking {
 		// The reply's frames are drawn anyway: a blink on top of them
 		// would be as many frames again. The cursor stays solid while the
@@ -929,46 +876,6 @@ func (w *Window) refreshSend() {
 		w.sendBtn.Disable()
 	} else {
 		w.sendBtn.Enable()
-	}
-}
-
-// showWaiting is the indicator above the composer: "thinking" while a turn
-// has shown nothing yet, "waiting for your answer" with the time left while
-// a question is open.
-func (w *Window) showWaiting(v store.View, now time.Time) {
-	var text string
-	switch {
-	case v.Pending != nil && v.Pending.Deadline.IsZero():
-		text = "Waiting for your answer"
-	case v.Pending != nil:
-		left := max(v.Pending.Deadline.Sub(now), 0)
-		text = fmt.Sprintf("Waiting for your answer · %s left", clock(left))
-	case v.Thinking:
-		text = "Thinking…"
-	}
-	if text == w.shownWait {
-		return
-	}
-	w.shownWait = text
-	switch {
-	case v.Pending != nil:
-		w.waitIcon.SetResource(theme.HistoryIcon())
-		w.waitLabel.Importance = widget.WarningImportance
-		w.waitLabel.SetText(text)
-		w.waitSpin.Stop()
-		w.waitSpin.root.Hide()
-		w.waitIcon.Show()
-		w.waitBox.Show()
-	case v.Thinking:
-		w.waitLabel.Importance = widget.MediumImportance
-		w.waitLabel.SetText(text)
-		w.waitIcon.Hide()
-		w.waitSpin.root.Show()
-		w.waitSpin.Start()
-		w.waitBox.Show()
-	default:
-		w.waitSpin.Stop()
-		w.waitBox.Hide()
 	}
 }
 
@@ -1165,146 +1072,4 @@ func (w *Window) closeModalNow() {
 		w.modal = nil
 		w.focusComposer()
 	}
-}
-
-func (w *Window) copyText(s string) {
-	w.app.Clipboard().SetContent(s)
-}
-
-// copiedFor is how long a Copy button says "Copied".
-const copiedFor = 1500 * time.Millisecond
-
-// sayCopied shows on b, a Copy button just pressed, that the text is on
-// the clipboard, for copiedFor; then b reads as before.
-func (w *Window) sayCopied(b *widget.Button) {
-	text, icon := b.Text, b.Icon
-	if text == "Copied" {
-		return // pressed again while it says so
-	}
-	b.SetText("Copied")
-	b.SetIcon(theme.ConfirmIcon())
-	w.later(copiedFor, func() {
-		if b.Text == "Copied" {
-			b.SetText(text)
-			b.SetIcon(icon)
-		}
-	})
-}
-
-// copyReplyBefore copies the assistant's text of the turn that ends at the
-// status row idx.
-func (w *Window) copyReplyBefore(idx int) {
-	rows := w.transcript.rows
-	if idx < 0 || idx >= len(rows) {
-		return
-	}
-	if base := w.transcript.base; base > 0 {
-		// The turn may begin above the rows the transcript holds.
-		rows = append(w.store.Rows(w.current, 0, base), rows...)
-		idx += base
-	}
-	var ids []string
-	seen := map[string]bool{}
-	for i := idx - 1; i >= 0 && rows[i].Kind != conversation.RowUser; i-- {
-		r := rows[i]
-		if (r.Kind == conversation.RowText || r.Kind == conversation.RowCode) && r.MessageID != "" && !seen[r.MessageID] {
-			seen[r.MessageID] = true
-			ids = append([]string{r.MessageID}, ids...)
-		}
-	}
-	var parts []string
-	for _, id := range ids {
-		parts = append(parts, w.store.MessageText(w.current, id))
-	}
-	w.copyText(strings.Join(parts, "\n\n"))
-}
-
-// thinkingDots is the "Thinking…" indicator: three dots, one lit at a
-// time, stepped four times a second on the window's timer. Fyne's
-// widget.Activity animates at 60 frames a second, and every frame repaints
-// the whole window (docs/performance.md). Everything here runs on the UI
-// goroutine.
-type thinkingDots struct {
-	root  fyne.CanvasObject
-	dots  [3]*canvas.Circle
-	later func(time.Duration, func()) *time.Timer
-	on    bool
-	gen   int // a Start's steps stop when a later Start or Stop moves it
-	step  int
-}
-
-// thinkingStep is how long each dot stays lit.
-const thinkingStep = 250 * time.Millisecond
-
-func newThinkingDots(later func(time.Duration, func()) *time.Timer) *thinkingDots {
-	d := &thinkingDots{later: later}
-	objs := make([]fyne.CanvasObject, len(d.dots))
-	for i := range d.dots {
-		d.dots[i] = canvas.NewCircle(color.Transparent)
-		objs[i] = d.dots[i]
-	}
-	d.root = container.New(dotsLayout{}, objs...)
-	return d
-}
-
-// dotsLayout puts the dots in a row, centred, in the space of an inline
-// icon.
-type dotsLayout struct{}
-
-func (dotsLayout) Layout(objs []fyne.CanvasObject, size fyne.Size) {
-	side := theme.IconInlineSize() / 4
-	gap := (theme.IconInlineSize() - 3*side) / 2
-	x := (size.Width - theme.IconInlineSize()) / 2
-	for _, o := range objs {
-		o.Resize(fyne.NewSquareSize(side))
-		o.Move(fyne.NewPos(x, (size.Height-side)/2))
-		x += side + gap
-	}
-}
-
-func (dotsLayout) MinSize([]fyne.CanvasObject) fyne.Size {
-	return fyne.NewSquareSize(theme.IconInlineSize())
-}
-
-// Start lights the dots in turn until Stop.
-func (d *thinkingDots) Start() {
-	if d.on {
-		return
-	}
-	d.on = true
-	d.gen++
-	d.tick(d.gen)
-}
-
-// Stop leaves the dots as they are; the indicator is hidden with them.
-func (d *thinkingDots) Stop() {
-	d.on = false
-	d.gen++
-}
-
-// restart starts the steps again after the window's timer was replaced
-// (SetClient), which drops the one scheduled.
-func (d *thinkingDots) restart() {
-	if d.on {
-		d.on = false
-		d.Start()
-	}
-}
-
-func (d *thinkingDots) tick(gen int) {
-	if !d.on || gen != d.gen {
-		return
-	}
-	fg := theme.Color(theme.ColorNameForeground)
-	r, g, b, _ := fg.RGBA()
-	for i, c := range d.dots {
-		a := uint8(0x50)
-		if i == d.step {
-			a = 0xff
-		}
-		c.FillColor = color.NRGBA{R: uint8(r >> 8), G: uint8(g >> 8), B: uint8(b >> 8), A: a}
-		c.Refresh()
-	}
-	d.step = (d.step + 1) % len(d.dots)
-	d.later(thinkingStep, func() { d.tick(gen) })
 }

@@ -108,8 +108,8 @@ func TestStopReplacesSend(t *testing.T) {
 	if h.w.sendBtn.Text != "Stop" || h.w.sendBtn.Importance != widget.DangerImportance {
 		t.Fatalf("streaming button %q", h.w.sendBtn.Text)
 	}
-	if !h.w.waitBox.Visible() || h.w.waitLabel.Text != "Thinking…" {
-		t.Fatalf("thinking indicator: visible %v %q", h.w.waitBox.Visible(), h.w.waitLabel.Text)
+	if !h.w.wait.box.Visible() || h.w.wait.label.Text != "Thinking…" {
+		t.Fatalf("thinking indicator: visible %v %q", h.w.wait.box.Visible(), h.w.wait.label.Text)
 	}
 	// A prompt typed while streaming stays in the box.
 	h.send("second")
@@ -123,7 +123,7 @@ func TestStopReplacesSend(t *testing.T) {
 	}
 	test.Tap(h.w.sendBtn)
 	h.waitFor("the abort", func() bool { return h.hasStatus(protocol.StatusAborted) })
-	if h.w.sendBtn.Text != "Send" || h.w.waitBox.Visible() {
+	if h.w.sendBtn.Text != "Send" || h.w.wait.box.Visible() {
 		t.Fatal("after stop: button or indicator not reset")
 	}
 }

@@ -1,0 +1,94 @@
+package ui
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"fyne.io/fyne/v2"
+)
+
+// frameScheduler paces the window's redraws and runs its timers. A change
+// asks for a frame (request); the frame comes after the frame interval, so
+// that a burst of deltas costs one redraw, and while a reply streams it
+// also keeps the stream interval after the one before, so that a steady
+// stream is drawn at that pace. Every timer it starts runs its function on
+// the UI goroutine, and none runs once the window's context ends (the
+// window closed, or moved to another relay's client): nothing the window
+// scheduled outlives it.
+//
+// The client's goroutines and timers call it as well as the UI goroutine:
+// mu guards every field but draw.
+type frameScheduler struct {
+	// draw draws a frame on the UI goroutine; set once, before any request.
+	draw func()
+
+	mu        sync.Mutex
+	ctx       context.Context // the window's (restart replaces it)
+	interval  time.Duration   // Options.FrameInterval
+	stream    time.Duration   // Options.StreamInterval
+	scheduled bool            // a frame is on its way
+	last      time.Time       // when the last frame began
+	paced     bool            // a reply streams into view: frames keep stream apart
+}
+
+// restart ties the scheduler to the window's new context, with its
+// intervals. A frame asked for under the old context draws nothing once
+// that is cancelled, so none is on its way any more.
+func (f *frameScheduler) restart(ctx context.Context, interval, stream time.Duration) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.ctx, f.interval, f.stream = ctx, interval, stream
+	f.scheduled = false
+}
+
+// request schedules one frame for everything that changed until it comes.
+func (f *frameScheduler) request() {
+	f.mu.Lock()
+	if f.scheduled {
+		f.mu.Unlock()
+		return
+	}
+	f.scheduled = true
+	d := f.interval
+	if f.paced {
+		d = max(d, f.stream-time.Since(f.last))
+	}
+	f.mu.Unlock()
+	f.later(d, f.draw)
+}
+
+// drawing marks the frame asked for as begun: a change from now on asks
+// for another.
+func (f *frameScheduler) drawing() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.scheduled = false
+	f.last = time.Now()
+}
+
+// pace says whether a reply streams into view (the frames then keep the
+// stream interval apart).
+func (f *frameScheduler) pace(paced bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.paced = paced
+}
+
+// later runs fn on the UI goroutine after d (at the next chance when d is
+// 0), unless the window's context has ended by then.
+func (f *frameScheduler) later(d time.Duration, fn func()) *time.Timer {
+	f.mu.Lock()
+	ctx := f.ctx
+	f.mu.Unlock()
+	return time.AfterFunc(d, func() {
+		if ctx.Err() != nil {
+			return
+		}
+		fyne.Do(func() {
+			if ctx.Err() == nil {
+				fn()
+			}
+		})
+	})
+}
