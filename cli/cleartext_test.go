@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"log/slog"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -37,7 +38,7 @@ func TestServeRefusesDeviceTokensInClear(t *testing.T) {
 
 	// With a certificate it starts, on the same data dir.
 	certDir := t.TempDir()
-	if _, err := lanCertificate(certDir); err != nil {
+	if _, err := lanCertificate(certDir, slog.New(slog.DiscardHandler)); err != nil {
 		t.Fatal(err)
 	}
 	tlsCmd, _, _ := startServe(t, "--listen", "0.0.0.0:0", "--token", "owner-token-0123456789", "--agent", "script", "--data-dir", dir,

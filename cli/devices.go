@@ -35,12 +35,28 @@ func newWindowDevices(t target) ui.Devices {
 		}
 		return nil
 	}
-	info := ui.ShareInfo{URL: t.sharedURL}
-	if t.lan != "" {
-		info.URL, info.LAN = "wss://"+t.lan+"/ws", true
-		info.Fingerprint = FormatFingerprint(t.Fingerprint)
+	return windowDevices{relay: t.relay, share: shareInfo(t.sharedURL, t.lan, t.caFingerprint)}
+}
+
+// shareInfo says how devices reach a relay that listens on relayURL and,
+// when lan is not "", on the network at lan (HOST:PORT) with a
+// certificate issued by the local CA whose fingerprint is caFP.
+func shareInfo(relayURL, lan, caFP string) ui.ShareInfo {
+	info := ui.ShareInfo{URL: relayURL}
+	switch {
+	case lan != "":
+		info.URL, info.LAN = "wss://"+lan+"/ws", true
+		// The setup page shares the port (portMux, lansetup.go).
+		info.SetupURL = "http://" + lan + "/"
+		info.CAFingerprint = FormatFingerprint(caFP)
+	case relay.RequiresToken(hostOf(relayURL)):
+		// On every address, but none a phone could reach.
+		info.Unreachable = "The relay listens on the network, but this computer has no private network address " +
+			"(such as 192.168.x.x or 10.x.x.x, or a Tailscale address 100.x.x.x) on which a phone could reach it, " +
+			"so no code is shown. Join the phone's Wi-Fi or a Tailscale network and open this dialog again, " +
+			"or serve the relay with a certificate of its own (pilotdesk serve --tls-cert; see docs/devices.md)."
 	}
-	return windowDevices{relay: t.relay, share: info}
+	return info
 }
 
 func (d windowDevices) Share() ui.ShareInfo { return d.share }
@@ -86,12 +102,7 @@ type dataDirDevices struct {
 
 func newDataDirDevices(t target) dataDirDevices {
 	r := t.attachedTo
-	info := ui.ShareInfo{URL: r.URL}
-	if r.LAN != "" {
-		info.URL, info.LAN = "wss://"+r.LAN+"/ws", true
-		info.Fingerprint = FormatFingerprint(r.Fingerprint)
-	}
-	return dataDirDevices{dir: t.dataDir, share: info, clear: r.ClearNetwork}
+	return dataDirDevices{dir: t.dataDir, share: shareInfo(r.URL, r.LAN, r.CAFingerprint), clear: r.ClearNetwork}
 }
 
 func (d dataDirDevices) Share() ui.ShareInfo { return d.share }

@@ -1,20 +1,26 @@
 package cli
 
 import (
+	"bytes"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"io"
 	"log/slog"
 	"net"
+	"net/http"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/pilotdesk/pilotdesk/client"
+	"github.com/pilotdesk/pilotdesk/relay/relaytest"
 	"github.com/pilotdesk/pilotdesk/settings"
 )
 
 // "Reachable from my network": the embedded relay listens on every
-// address with TLS and a certificate of its own, made once in the data dir
+// address with TLS and a certificate its local CA issued, made once in the data dir
 // (the same fingerprint on the next start); the window's client pins it,
 // a client that does not trust it is refused; the Share dialog gets the
 // LAN address and the fingerprint. Without a data dir it is refused.
@@ -51,7 +57,8 @@ func TestLANRelayHasItsOwnTLS(t *testing.T) {
 		t.Fatalf("running file %+v, %v", r, err)
 	}
 	share := newWindowDevices(tgt).Share()
-	if tgt.lan != "" && (!share.LAN || !strings.HasPrefix(share.URL, "wss://") || !strings.Contains(share.Fingerprint, ":")) {
+	if tgt.lan != "" && (!share.LAN || share.URL != "wss://"+tgt.lan+"/ws" || share.SetupURL != "http://"+tgt.lan+"/" ||
+		share.CAFingerprint != FormatFingerprint(r.CAFingerprint) || len(r.CAFingerprint) != 64) {
 		t.Fatalf("share %+v", share)
 	}
 	stop()
@@ -110,5 +117,117 @@ func TestLANRelayKeepsItsPort(t *testing.T) {
 	}
 	if next := port(); next != other {
 		t.Fatalf("the new port %s was not remembered: %s", other, next)
+	}
+}
+
+// The plain-HTTP side of the relay on the network, on the port of its
+// https address: the setup page and the local CA's certificate, exactly,
+// and nothing else (no token, no API, no file of the data dir), while
+// TLS on the same port is the relay, trusted by a client that trusts the
+// CA alone, as a phone that installed it does.
+func TestLANSetupPage(t *testing.T) {
+	dir := t.TempDir()
+	logger := slog.New(slog.DiscardHandler)
+	cf := clientFlags{}
+	cf.relay.Settings = settings.Defaults()
+	cf.relay.Agent, cf.relay.LAN, cf.relay.DataDir = settings.AgentDemo, true, dir
+	cf.relay.HeartbeatTimeout = time.Minute
+	tgt, stop, err := cf.startTarget(t.Context(), logger)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop()
+	hostPort := hostOf(tgt.URL) // 127.0.0.1:PORT
+	if share := newWindowDevices(tgt).Share(); tgt.lan == "" && (share.Unreachable == "" || share.SetupURL != "") {
+		t.Fatalf("no private address, and the dialog is not told: %+v", share)
+	}
+	ca, _, err := loadPair(filepath.Join(dir, lanCAName), filepath.Join(dir, lanCAKeyName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	plain := &http.Client{Timeout: relaytest.Timeout}
+	get := func(method, path string, header http.Header) (*http.Response, []byte) {
+		t.Helper()
+		req, err := http.NewRequestWithContext(t.Context(), method, "http://"+hostPort+path, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for k, v := range header {
+			req.Header[k] = v
+		}
+		resp, err := plain.Do(req)
+		if err != nil {
+			t.Fatalf("%s %s: %v", method, path, err)
+		}
+		defer resp.Body.Close()
+		body, err := io.ReadAll(resp.Body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp, body
+	}
+
+	resp, body := get("GET", lanCAPath, nil)
+	if resp.StatusCode != http.StatusOK || resp.Header.Get("Content-Type") != "application/x-x509-ca-cert" || !bytes.Equal(body, ca.Raw) {
+		t.Fatalf("%s: %s %q, %d bytes, not the CA's %d", lanCAPath, resp.Status, resp.Header.Get("Content-Type"), len(body), len(ca.Raw))
+	}
+	resp, body = get("GET", "/", nil)
+	page := string(body)
+	if resp.StatusCode != http.StatusOK || !strings.Contains(page, FormatFingerprint(certFingerprint(ca.Raw))) || !strings.Contains(page, ca.Subject.CommonName) ||
+		!strings.Contains(page, "Certificate Trust Settings") || !strings.Contains(page, "Install a certificate") {
+		t.Fatalf("the setup page: %s\n%s", resp.Status, page)
+	}
+	if strings.Contains(page, tgt.Token) || !strings.Contains(resp.Header.Get("Content-Security-Policy"), "default-src 'none'") {
+		t.Fatal("the setup page holds the owner's token, or has no content policy")
+	}
+	owner := http.Header{"Authorization": {"Bearer " + tgt.Token}, "Connection": {"Upgrade"}, "Upgrade": {"websocket"},
+		"Sec-Websocket-Version": {"13"}, "Sec-Websocket-Key": {"dGhlIHNhbXBsZSBub25jZQ=="}}
+	for _, path := range []string{"/ws", "/ws?token=" + tgt.Token, "/healthz", "/token", "/push/key", "/index.html", "/app.js",
+		"/" + lanCAKeyName, "/" + lanKeyName, "/" + runningName, "/pilotdesk-ca.crt/x", "/../" + lanCAKeyName} {
+		if resp, body := get("GET", path, owner); resp.StatusCode != http.StatusNotFound || bytes.Contains(body, []byte("PRIVATE")) {
+			t.Errorf("GET %s in plain http: %s %q", path, resp.Status, body)
+		}
+	}
+	if resp, _ := get("POST", "/push/subscribe", owner); resp.StatusCode == http.StatusOK || resp.StatusCode/100 == 1 {
+		t.Errorf("POST /push/subscribe in plain http: %s", resp.Status)
+	}
+
+	// TLS on the same port: the relay, with a chain a client that trusts
+	// the CA alone accepts, for the loopback and the network address.
+	roots := x509.NewCertPool()
+	roots.AddCert(ca)
+	trusting := &http.Client{Timeout: relaytest.Timeout, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: roots}}}
+	addrs := []string{hostPort}
+	if tgt.lan != "" {
+		addrs = append(addrs, tgt.lan)
+	}
+	for _, a := range addrs {
+		resp, err := trusting.Get("https://" + a + "/healthz")
+		if err != nil {
+			t.Fatalf("https://%s with the CA trusted: %v", a, err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("https://%s/healthz: %s", a, resp.Status)
+		}
+	}
+}
+
+// What the Connect a device… dialog is told: the https address, the setup
+// page on its port and the CA's fingerprint for a relay with a private
+// address; why no phone reaches one that has none; nothing for one on the
+// loopback (the dialog says that itself).
+func TestShareInfo(t *testing.T) {
+	fp := strings.Repeat("ab", 32)
+	got := shareInfo("wss://0.0.0.0:7421/ws", "192.168.1.20:7421", fp)
+	if got.URL != "wss://192.168.1.20:7421/ws" || !got.LAN || got.SetupURL != "http://192.168.1.20:7421/" ||
+		!strings.HasPrefix(got.CAFingerprint, "AB:AB:") || got.Unreachable != "" {
+		t.Fatalf("with an address: %+v", got)
+	}
+	if got := shareInfo("wss://0.0.0.0:7421/ws", "", fp); got.LAN || got.SetupURL != "" || !strings.Contains(got.Unreachable, "no private network address") {
+		t.Fatalf("without one: %+v", got)
+	}
+	if got := shareInfo("ws://127.0.0.1:7420/ws", "", ""); got.LAN || got.SetupURL != "" || got.Unreachable != "" {
+		t.Fatalf("on the loopback: %+v", got)
 	}
 }

@@ -32,6 +32,9 @@ type runningRelay struct {
 	// Fingerprint is the SHA-256 of the TLS certificate (hex), for a
 	// client that pins the relay's self-signed certificate.
 	Fingerprint string `json:"fingerprint,omitempty"`
+	// CAFingerprint is the SHA-256 of the local CA that issued it (hex),
+	// for a relay reachable from the network (localca.go).
+	CAFingerprint string `json:"caFingerprint,omitempty"`
 	// ClearNetwork: the relay listens beyond the loopback without TLS, so
 	// `pilotdesk token create` makes no device token for it (tls.go,
 	// refuseClearDevices).

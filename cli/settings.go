@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"crypto/tls"
 	"flag"
 	"fmt"
 	"io"
@@ -40,8 +39,10 @@ type relaySettings struct {
 	WorkspaceRoots rootList
 
 	// lanCert, when set, is the certificate of an embedded relay reachable
-	// from the network (Settings' LAN): it serves wss:// with it.
-	lanCert *tls.Certificate
+	// from the network (Settings' LAN), issued by the data dir's local CA:
+	// it serves wss:// with it, and the setup page in plain HTTP on the
+	// same port (lansetup.go).
+	lanCert *lanTLS
 }
 
 // memoryDataDir as --data-dir keeps history in memory only.

@@ -47,16 +47,23 @@ type stack struct {
 	running string
 	// LocalURL is how this machine reaches the relay (the loopback for a
 	// relay on every address); LAN is the HOST:PORT devices on the
-	// network use ("" when it listens on the loopback only), and
-	// Fingerprint its certificate's SHA-256 when it is its own (hex).
-	LocalURL    string
-	LAN         string
-	Fingerprint string
+	// network use ("" when it listens on the loopback only, or has no
+	// private address), Fingerprint its certificate's SHA-256 when it is
+	// its own (hex), and CAFingerprint that of the local CA that issued it.
+	LocalURL      string
+	LAN           string
+	Fingerprint   string
+	CAFingerprint string
 
-	server    *http.Server
-	served    chan error
-	stopPrune context.CancelFunc
-	pruneDone chan struct{}
+	server *http.Server
+	served chan error
+	// The setup page's server and the port it shares with server, for a
+	// relay reachable from the network (lansetup.go); nil otherwise.
+	setup       *http.Server
+	setupServed chan error
+	ports       *portMux
+	stopPrune   context.CancelFunc
+	pruneDone   chan struct{}
 	// scratch is a folder of the stack's own removed at Close (the
 	// checkpoints' of a relay with no data dir); "" when none.
 	scratch string
@@ -203,11 +210,14 @@ func startStack(ctx context.Context, s relaySettings, logger *slog.Logger) (_ *s
 	if s.TLSCert != "" || s.lanCert != nil {
 		var cert tls.Certificate
 		if s.lanCert != nil {
-			cert = *s.lanCert
-			st.Fingerprint = fingerprint(cert)
+			cert = s.lanCert.Cert
+			st.Fingerprint, st.CAFingerprint = fingerprint(cert), s.lanCert.CAFingerprint()
 			_, port, _ := net.SplitHostPort(ln.Addr().String())
 			if ips := lanAddresses(); len(ips) > 0 {
 				st.LAN = net.JoinHostPort(ips[0].String(), port)
+			}
+			if ln, err = st.serveSetup(ln, s.lanCert, r); err != nil {
+				return nil, err
 			}
 		} else if cert, err = tls.LoadX509KeyPair(s.TLSCert, s.TLSKey); err != nil {
 			ln.Close()
@@ -225,13 +235,38 @@ func startStack(ctx context.Context, s relaySettings, logger *slog.Logger) (_ *s
 		// `pilotdesk chat` and `pilotdesk token` of this user find the
 		// relay through it (it holds the owner's token: 0600).
 		path, err := writeRunning(s.DataDir, runningRelay{URL: st.LocalURL, Token: s.Token, PID: os.Getpid(), LAN: st.LAN, Fingerprint: st.Fingerprint,
-			ClearNetwork: scheme == "ws" && relay.RequiresToken(s.Listen)})
+			CAFingerprint: st.CAFingerprint,
+			ClearNetwork:  scheme == "ws" && relay.RequiresToken(s.Listen)})
 		if err != nil {
 			return nil, err
 		}
 		st.running = path
 	}
 	return st, nil
+}
+
+// serveSetup serves the setup page in plain HTTP on ln's port and returns
+// the listener of the rest, the TLS connections.
+func (st *stack) serveSetup(ln net.Listener, lan *lanTLS, r *relay.Relay) (net.Listener, error) {
+	h, err := lanSetupHandler(lan.CA)
+	if err != nil {
+		ln.Close()
+		return nil, err
+	}
+	st.ports = newPortMux(ln, st.logger)
+	st.setup = &http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       60 * time.Second,
+		MaxHeaderBytes:    16 << 10,
+		ErrorLog:          slog.NewLogLogger(st.logger.Handler(), slog.LevelWarn),
+		// Its connections count with the relay's against an address's
+		// bound.
+		ConnState: r.ConnState,
+	}
+	st.setupServed = make(chan error, 1)
+	go func() { st.setupServed <- st.setup.Serve(st.ports.plain) }()
+	return st.ports.tls, nil
 }
 
 // prune drops conversations untouched for longer than maxAge, every
@@ -277,9 +312,22 @@ func (st *stack) Close(ctx context.Context) error {
 	}
 	if st.server != nil {
 		errs = append(errs, st.server.Shutdown(ctx))
-		if err := <-st.served; err != nil && !errors.Is(err, http.ErrServerClosed) {
+		// served is nil when the start failed before serving (a
+		// certificate that did not load).
+		if st.served != nil {
+			if err := <-st.served; err != nil && !errors.Is(err, http.ErrServerClosed) {
+				errs = append(errs, err)
+			}
+		}
+	}
+	if st.setup != nil {
+		errs = append(errs, st.setup.Shutdown(ctx))
+		if err := <-st.setupServed; err != nil && !errors.Is(err, http.ErrServerClosed) {
 			errs = append(errs, err)
 		}
+	}
+	if st.ports != nil {
+		errs = append(errs, st.ports.Close())
 	}
 	if st.Agent != nil {
 		errs = append(errs, st.Agent.Close())

@@ -2,93 +2,26 @@ package cli
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/sha256"
 	"crypto/subtle"
 	"crypto/tls"
 	"crypto/x509"
-	"crypto/x509/pkix"
 	"encoding/hex"
-	"encoding/pem"
 	"errors"
 	"fmt"
-	"io/fs"
 	"log/slog"
-	"math/big"
 	"net"
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/pilotdesk/pilotdesk/internal/ownerfile"
 	"github.com/pilotdesk/pilotdesk/relay"
 	"github.com/pilotdesk/pilotdesk/relay/history"
 )
-
-// The self-signed certificate of a relay reachable from the network
-// (Settings' "reachable from my network"): made once, kept in the data dir,
-// so that its fingerprint, which a device pins, stays the same.
-const (
-	lanCertName = "lan-cert.pem"
-	lanKeyName  = "lan-key.pem"
-)
-
-// lanCertificate loads the data dir's certificate, making it the first
-// time. It names this machine's host name, its addresses and the loopback.
-func lanCertificate(dir string) (tls.Certificate, error) {
-	certPath, keyPath := filepath.Join(dir, lanCertName), filepath.Join(dir, lanKeyName)
-	cert, err := tls.LoadX509KeyPair(certPath, keyPath)
-	if err == nil {
-		return cert, nil
-	}
-	if _, serr := os.Stat(certPath); !errors.Is(serr, fs.ErrNotExist) {
-		return tls.Certificate{}, fmt.Errorf("loading the relay's certificate %s: %w (move it and %s away to make a new one; devices must then accept the new fingerprint)", certPath, err, keyPath)
-	}
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return tls.Certificate{}, fmt.Errorf("making the relay's key: %w", err)
-	}
-	serial, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 127))
-	if err != nil {
-		return tls.Certificate{}, fmt.Errorf("making the relay's certificate: %w", err)
-	}
-	host, _ := os.Hostname()
-	tmpl := &x509.Certificate{
-		SerialNumber: serial,
-		Subject:      pkix.Name{CommonName: "pilotdesk relay " + host, Organization: []string{"pilotdesk"}},
-		NotBefore:    time.Now().Add(-time.Hour),
-		// Long-lived: devices pin its fingerprint, not a chain.
-		NotAfter:    time.Now().AddDate(10, 0, 0),
-		KeyUsage:    x509.KeyUsageDigitalSignature,
-		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-		DNSNames:    []string{"localhost"},
-		IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1), net.IPv6loopback},
-	}
-	if host != "" {
-		tmpl.DNSNames = append(tmpl.DNSNames, host, host+".local")
-	}
-	tmpl.IPAddresses = append(tmpl.IPAddresses, lanAddresses()...)
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		return tls.Certificate{}, fmt.Errorf("making the relay's certificate: %w", err)
-	}
-	keyDER, err := x509.MarshalPKCS8PrivateKey(key)
-	if err != nil {
-		return tls.Certificate{}, fmt.Errorf("making the relay's key: %w", err)
-	}
-	if err := writePrivate(keyPath, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: keyDER})); err != nil {
-		return tls.Certificate{}, err
-	}
-	if err := writePrivate(certPath, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})); err != nil {
-		return tls.Certificate{}, err
-	}
-	return tls.LoadX509KeyPair(certPath, keyPath)
-}
 
 func writePrivate(path string, b []byte) error {
 	if err := os.WriteFile(path, b, 0o600); err != nil {
@@ -98,8 +31,10 @@ func writePrivate(path string, b []byte) error {
 	return ownerfile.Restrict(path)
 }
 
-// lanAddresses are this machine's addresses that other devices may reach:
-// up, not loopback, not link-local.
+// lanAddresses are this machine's addresses that other devices may reach
+// and the local CA may vouch for: up, private (privateNets), not loopback
+// nor link-local; IPv4 first, as the one a phone on the same Wi-Fi reaches,
+// the private ranges before the shared one of carrier NAT (Tailscale's).
 func lanAddresses() []net.IP {
 	var out []net.IP
 	ifaces, err := net.Interfaces()
@@ -116,12 +51,22 @@ func lanAddresses() []net.IP {
 		}
 		for _, a := range addrs {
 			ipn, ok := a.(*net.IPNet)
-			if !ok || ipn.IP.IsLoopback() || ipn.IP.IsLinkLocalUnicast() {
+			if !ok || ipn.IP.IsLoopback() || ipn.IP.IsLinkLocalUnicast() || !isPrivate(ipn.IP) {
 				continue
 			}
 			out = append(out, ipn.IP)
 		}
 	}
+	rank := func(ip net.IP) int {
+		switch {
+		case ip.To4() == nil:
+			return 2
+		case ip.IsPrivate():
+			return 0
+		}
+		return 1
+	}
+	slices.SortStableFunc(out, func(a, b net.IP) int { return rank(a) - rank(b) })
 	return out
 }
 
@@ -130,7 +75,12 @@ func fingerprint(cert tls.Certificate) string {
 	if len(cert.Certificate) == 0 {
 		return ""
 	}
-	sum := sha256.Sum256(cert.Certificate[0])
+	return certFingerprint(cert.Certificate[0])
+}
+
+// certFingerprint is the SHA-256 of a certificate's DER, hex.
+func certFingerprint(der []byte) string {
+	sum := sha256.Sum256(der)
 	return hex.EncodeToString(sum[:])
 }
 

@@ -270,16 +270,23 @@ func printNewToken(env Env, dir, token string, dev history.Device) {
 		relayURL = "wss://" + r.LAN + "/ws"
 	}
 	link := web.Link(relayURL, token)
+	// What a phone opens: the setup page of a relay with a local CA
+	// (lansetup.go), which leads it to trust the CA once; nothing for a
+	// relay on the loopback, which no phone reaches.
+	phone := link
 	fmt.Fprintf(out, "In a browser or on a phone: %s\n", link)
-	fmt.Fprintf(out, "In a terminal:              pilotdesk chat --connect %s --token %s\n", relayURL, token)
-	if r.Fingerprint != "" {
-		fmt.Fprintf(out, "The relay's certificate is its own (self-signed): check that the browser shows SHA-256 %s.\n", FormatFingerprint(r.Fingerprint))
+	if r.LAN != "" && r.CAFingerprint != "" {
+		phone = web.SetupLink("http://"+r.LAN+"/", token)
+		fmt.Fprintf(out, "A phone's first time:       %s\n", phone)
+		fmt.Fprintln(out, "                            (its page helps the phone trust this computer's certificate authority, once)")
 	}
+	fmt.Fprintf(out, "In a terminal:              pilotdesk chat --connect %s --token %s\n", relayURL, token)
 	if r.LAN == "" && !relay.RequiresToken(hostOf(relayURL)) {
+		phone = ""
 		fmt.Fprintln(out, "The relay listens on this computer only (loopback): to join from another device, turn on \"Reachable from my network\" in the window's Settings, or run pilotdesk serve with --listen on a network address and --tls-cert.")
 	}
-	if f, ok := env.Stdout.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
-		if code, err := qr.Encode(link); err == nil {
+	if f, ok := env.Stdout.(*os.File); ok && phone != "" && term.IsTerminal(int(f.Fd())) {
+		if code, err := qr.Encode(phone); err == nil {
 			fmt.Fprint(out, "\n"+code.Terminal())
 		}
 	}

@@ -33,10 +33,12 @@ type target struct {
 	AgentLabel  string // that agent as people know it ("OpenCode (ACP)"), when its backend says
 	// relay is the embedded relay, for its device tokens; lan is where
 	// devices on the network reach it ("" when they cannot), sharedURL
-	// the URL it listens on.
-	relay     *relay.Relay
-	lan       string
-	sharedURL string
+	// the URL it listens on, caFingerprint the SHA-256 of the local CA
+	// that issued its certificate (hex; localca.go).
+	relay         *relay.Relay
+	lan           string
+	sharedURL     string
+	caFingerprint string
 	// attachedTo is the running relay's file an attached target read, and
 	// dataDir the data dir it shares with it: the window manages that
 	// relay's device tokens through the data dir (devices.go).
@@ -113,19 +115,19 @@ func (c *clientFlags) startTarget(ctx context.Context, logger *slog.Logger) (tar
 	host, portFile := "127.0.0.1", localPortName
 	if s.LAN {
 		// Reachable from the network: every address, and TLS always, with
-		// a certificate of its own kept in the data dir, so that its
-		// fingerprint, which devices check, stays the same.
+		// a certificate issued by the data dir's local CA, which a phone
+		// trusts once (localca.go).
 		if s.DataDir == memoryDataDir {
 			return target{}, nil, usageError("a relay reachable from the network keeps its certificate in its data dir: choose a --data-dir, not %s", memoryDataDir)
 		}
 		if err := ownerfile.MkdirAll(s.DataDir); err != nil {
 			return target{}, nil, fmt.Errorf("creating the data dir: %w", err)
 		}
-		cert, err := lanCertificate(s.DataDir)
+		cert, err := lanCertificate(s.DataDir, logger)
 		if err != nil {
 			return target{}, nil, err
 		}
-		host, portFile, s.lanCert = "0.0.0.0", lanPortName, &cert
+		host, portFile, s.lanCert = "0.0.0.0", lanPortName, cert
 	}
 	// The port of the last start, when it is free: saved links keep
 	// working across restarts.
@@ -158,7 +160,7 @@ func (c *clientFlags) startTarget(ctx context.Context, logger *slog.Logger) (tar
 		label = l.Label()
 	}
 	return target{URL: st.LocalURL, Token: st.Token, Embedded: true, Agent: st.Agent.Name(), AgentLabel: label, DemoReason: st.DemoReason,
-		Fingerprint: st.Fingerprint, relay: st.Relay, lan: st.LAN, sharedURL: st.URL, spaces: st.Spaces, checkpointsOff: st.CheckpointsOff}, stop, nil
+		Fingerprint: st.Fingerprint, relay: st.Relay, lan: st.LAN, sharedURL: st.URL, caFingerprint: st.CAFingerprint, spaces: st.Spaces, checkpointsOff: st.CheckpointsOff}, stop, nil
 }
 
 // runWindow opens the desktop window (the default command).

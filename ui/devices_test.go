@@ -2,18 +2,23 @@ package ui
 
 import (
 	"context"
+	"errors"
+	"image"
 	"strings"
 	"testing"
 	"time"
 
 	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/canvas"
+	"fyne.io/fyne/v2/test"
 	"fyne.io/fyne/v2/theme"
 	"fyne.io/fyne/v2/widget"
 
 	"github.com/pilotdesk/pilotdesk/protocol"
 	"github.com/pilotdesk/pilotdesk/relay"
 	"github.com/pilotdesk/pilotdesk/relay/relaytest"
+	"github.com/pilotdesk/pilotdesk/settings"
+	"github.com/pilotdesk/pilotdesk/ui/uitest"
 )
 
 // The countdown is the relay's: the window's clock is a day behind the
@@ -93,16 +98,26 @@ func (d relayDevices) RevokeDevice(ctx context.Context, name string) error {
 // The "Connect a device…" dialog: it says who can reach the relay, makes a
 // token (controller by default) shown as text, link and QR code, which
 // works on the relay, lists the device, and Revoke closes its connection.
+// The code opens the relay's setup page with the token, which leads a
+// phone to trust the relay's local certificate authority once: no
+// fingerprint to read.
 func TestShareDialog(t *testing.T) {
 	th := FixedVariant(theme.DefaultTheme(), theme.VariantLight)
 	h := newHarness(t, harnessConfig{theme: th, fakeClock: true, size: fyne.NewSize(1100, 760)})
-	devs := relayDevices{r: h.srv.Relay, info: ShareInfo{URL: "wss://192.168.1.20:7421/ws", LAN: true,
-		Fingerprint: "3F:A9:0C:51:7E:22:B8:04:9D:6A:11:C3:E5:70:2B:8F:44:D1:96:0E:A7:5C:39:F2:08:BB:6D:13:E4:81:C0:5A"}}
+	devs := relayDevices{r: h.srv.Relay, info: ShareInfo{URL: "wss://192.168.1.20:7421/ws", LAN: true, SetupURL: "http://192.168.1.20:7421/",
+		CAFingerprint: "3F:A9:0C:51:7E:22:B8:04:9D:6A:11:C3:E5:70:2B:8F:44:D1:96:0E:A7:5C:39:F2:08:BB:6D:13:E4:81:C0:5A"}}
 	h.w.opts.Devices = devs
 	d := h.w.showShare()
 	h.frame()
-	if !strings.Contains(d.reach(), "reachable from your network at wss://192.168.1.20:7421") || !strings.Contains(d.reach(), "SHA-256 3F:A9") {
+	if !strings.Contains(d.reach(), "reachable from your network at https://192.168.1.20:7421.") || !strings.Contains(d.reach(), "trust this computer's certificate authority") ||
+		strings.Contains(d.reach(), "SHA-256") {
 		t.Fatalf("reach: %s", d.reach())
+	}
+	if d.reachable != nil {
+		t.Fatal("a relay reachable already is offered to be made reachable")
+	}
+	if top := h.w.Window().Canvas().Overlays().Top(); !strings.Contains(allText(top), "if you wish: SHA-256 3F:A9:0C") {
+		t.Fatal("the dialog does not show the CA's fingerprint for those who check it")
 	}
 	if d.role.Selected != protocol.RoleController {
 		t.Fatalf("default role %q", d.role.Selected)
@@ -120,8 +135,12 @@ func TestShareDialog(t *testing.T) {
 	if !strings.HasPrefix(token, "pdt_") || link != "https://192.168.1.20:7421/#token="+token {
 		t.Fatalf("token %q, link %q", token, link)
 	}
-	if _, ok := shown.Objects[1].(*fyne.Container).Objects[0].(*canvas.Image); !ok {
-		t.Fatal("no QR code")
+	codes := qrCodes(d.result)
+	if len(codes) != 1 {
+		t.Fatalf("%d QR codes", len(codes))
+	}
+	if want := qrImage("http://192.168.1.20:7421/#token=" + token); !sameImage(codes[0].Image, want.Image) {
+		t.Fatal("the QR code is not the setup page's link with the token")
 	}
 	if len(d.list.Objects) != 1 || !strings.Contains(listText(d.list.Objects[0]), "Pixel · controller · last used never · expires") {
 		t.Fatalf("devices %q", listText(d.list.Objects[0]))
@@ -148,6 +167,109 @@ func TestShareDialog(t *testing.T) {
 	if !d.problem.Visible() || !strings.Contains(d.problem.Text, "exists already") {
 		t.Fatalf("problem %q", d.problem.Text)
 	}
+}
+
+// A relay on the loopback: the dialog shows no QR code (no phone could
+// open 127.0.0.1) and says why; its button turns "Reachable from my
+// network" on and restarts the relay, and the dialog opens again on the
+// relay the network reaches, whose token gets a code. A restart that
+// fails puts the setting back and says why.
+func TestShareDialogOnLoopback(t *testing.T) {
+	th := FixedVariant(theme.DefaultTheme(), theme.VariantLight)
+	h := newHarness(t, harnessConfig{theme: th, fakeClock: true, size: fyne.NewSize(1100, 760)})
+	h.w.opts.Devices = relayDevices{r: h.srv.Relay, info: ShareInfo{URL: "ws://127.0.0.1:7420/ws"}}
+	restartErr := errors.New("cannot listen on 0.0.0.0:7421: the port is in use")
+	restarts := 0
+	h.w.opts.Restart = func(done func(error)) {
+		restarts++
+		if !settings.Load(h.app.Preferences(), settings.Defaults()).LAN {
+			t.Error("restarted without the setting saved")
+		}
+		if restartErr != nil {
+			done(restartErr)
+			return
+		}
+		h.w.opts.Devices = relayDevices{r: h.srv.Relay, info: ShareInfo{URL: "wss://192.168.1.20:7421/ws", LAN: true, SetupURL: "http://192.168.1.20:7421/"}}
+		done(nil)
+	}
+	d := h.w.showShare()
+	h.frame()
+	if !strings.Contains(d.reach(), "a phone cannot open its address, so no code is shown") || d.reachable == nil {
+		t.Fatalf("reach %q, button %v", d.reach(), d.reachable)
+	}
+	d.name.SetText("Laptop browser")
+	d.create()
+	h.frame()
+	if d.problem.Visible() || len(d.result.Objects) != 1 {
+		t.Fatalf("after Make a token: problem %q, %d result objects", d.problem.Text, len(d.result.Objects))
+	}
+	if n := len(qrCodes(d.result)); n != 0 {
+		t.Fatalf("%d QR codes for a relay on the loopback", n)
+	}
+	if !strings.Contains(listText(d.result.Objects[0]), "The link opens on this computer only") {
+		t.Fatalf("the token's note: %q", listText(d.result.Objects[0]))
+	}
+	(&shooter{t: t, variant: "light"}).shot(h, "share-loopback")
+
+	// The restart fails: the setting is back, the dialog says why.
+	test.Tap(d.reachable)
+	h.frame()
+	if restarts != 1 || settings.Load(h.app.Preferences(), settings.Defaults()).LAN {
+		t.Fatalf("%d restarts; the setting stayed on after a failed restart", restarts)
+	}
+	if !d.problem.Visible() || !strings.Contains(d.problem.Text, "the port is in use") || d.reachable.Disabled() {
+		t.Fatalf("problem %q, button disabled %v", d.problem.Text, d.reachable.Disabled())
+	}
+	// It starts: the dialog opens again, on the network.
+	restartErr = nil
+	test.Tap(d.reachable)
+	h.frame()
+	if restarts != 2 || !settings.Load(h.app.Preferences(), settings.Defaults()).LAN {
+		t.Fatalf("%d restarts, LAN saved %v", restarts, settings.Load(h.app.Preferences(), settings.Defaults()).LAN)
+	}
+	top := h.w.Window().Canvas().Overlays().Top()
+	if top == nil || !strings.Contains(allText(top), "reachable from your network at https://192.168.1.20:7421") {
+		t.Fatal("the dialog did not open again on the relay the network reaches")
+	}
+}
+
+// qrCodes are the images drawn from pixels under o (the icons are drawn
+// from resources): the dialog's QR codes.
+func qrCodes(o fyne.CanvasObject) []*canvas.Image {
+	var out []*canvas.Image
+	uitest.Walk(o, func(o fyne.CanvasObject) bool {
+		if img, ok := o.(*canvas.Image); ok && img.Resource == nil && img.Image != nil {
+			out = append(out, img)
+		}
+		return true
+	})
+	return out
+}
+
+// allText is the text of every label under o.
+func allText(o fyne.CanvasObject) string {
+	var parts []string
+	uitest.Walk(o, func(o fyne.CanvasObject) bool {
+		if l, ok := o.(*widget.Label); ok {
+			parts = append(parts, l.Text)
+		}
+		return true
+	})
+	return strings.Join(parts, "\n")
+}
+
+func sameImage(a, b image.Image) bool {
+	if a.Bounds() != b.Bounds() {
+		return false
+	}
+	for y := a.Bounds().Min.Y; y < a.Bounds().Max.Y; y++ {
+		for x := a.Bounds().Min.X; x < a.Bounds().Max.X; x++ {
+			if a.At(x, y) != b.At(x, y) {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 func listText(o fyne.CanvasObject) string {

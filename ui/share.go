@@ -15,6 +15,7 @@ import (
 
 	"github.com/pilotdesk/pilotdesk/internal/qr"
 	"github.com/pilotdesk/pilotdesk/protocol"
+	"github.com/pilotdesk/pilotdesk/settings"
 	"github.com/pilotdesk/pilotdesk/web"
 )
 
@@ -40,11 +41,21 @@ type ShareInfo struct {
 	// URL is the relay's ws:// or wss:// endpoint for devices.
 	URL string
 	// LAN is true when the relay listens on the network (with TLS);
-	// otherwise only this computer reaches it.
+	// otherwise only this computer reaches it, and the dialog shows no
+	// QR code: a phone could not open it.
 	LAN bool
-	// Fingerprint is the SHA-256 of the relay's own TLS certificate, in
-	// AB:CD:… form ("" without TLS).
-	Fingerprint string
+	// SetupURL is the relay's setup page in plain http (http://HOST:PORT/),
+	// which helps a phone trust the relay's local certificate authority
+	// once and then opens the web client over https: the QR code opens it
+	// with the token. "" when the relay has none.
+	SetupURL string
+	// CAFingerprint is the SHA-256 of that authority's certificate, in
+	// AB:CD:… form, for those who want to check it ("" without one).
+	CAFingerprint string
+	// Unreachable, when set, says why no device on the network can reach
+	// the relay although it listens there; the dialog says it instead of
+	// showing a code.
+	Unreachable string
 }
 
 // DeviceInfo is one device of the list.
@@ -74,6 +85,10 @@ type shareDialog struct {
 	problem *widget.Label
 	result  *fyne.Container // the token made, with its link and QR code
 	list    *fyne.Container // the devices
+	// reachable turns on "Reachable from my network" and restarts the
+	// relay; nil when the relay is reachable already or cannot be
+	// restarted from here.
+	reachable *widget.Button
 }
 
 // ShowShare opens the "Connect a device…" dialog.
@@ -117,19 +132,50 @@ func newShareDialog(w *Window, devs Devices) *shareDialog {
 
 // reach says plainly who can reach the relay.
 func (s *shareDialog) reach() string {
-	if !s.info.LAN {
-		return "This relay is reachable from this computer only (127.0.0.1). To connect a phone or another " +
-			"computer, turn on \"Reachable from my network\" in Settings."
+	switch {
+	case s.info.Unreachable != "":
+		return s.info.Unreachable
+	case !s.info.LAN && s.reachable != nil:
+		return "This relay listens on this computer only (127.0.0.1): a phone cannot open its address, so no code is shown. " +
+			"Make it reachable from your network: it then serves https with a certificate of this computer's own " +
+			"certificate authority, which a phone trusts once."
+	case !s.info.LAN:
+		return "This relay listens on this computer only (127.0.0.1): a phone cannot open its address, so no code is shown. " +
+			"Turn on \"Reachable from my network\" in Settings to connect a phone or another computer."
+	case s.info.SetupURL != "":
+		return fmt.Sprintf("This relay is reachable from your network at %s. Scan the code with the phone's camera: "+
+			"the first time, the page it opens helps the phone trust this computer's certificate authority (once per phone); "+
+			"after that it opens pilotdesk at once.", httpsOf(s.info.URL))
 	}
-	return fmt.Sprintf("This relay is reachable from your network at %s, over TLS with a certificate of its own: "+
-		"a device should check that it is SHA-256 %s.", strings.TrimSuffix(s.info.URL, "/ws"), s.info.Fingerprint)
+	return fmt.Sprintf("This relay is reachable from your network at %s.", httpsOf(s.info.URL))
+}
+
+// httpsOf is the web address of a wss:// relay URL.
+func httpsOf(relayURL string) string {
+	return strings.Replace(strings.TrimSuffix(relayURL, "/ws"), "wss://", "https://", 1)
 }
 
 func (s *shareDialog) content() fyne.CanvasObject {
+	if !s.info.LAN && s.info.Unreachable == "" && s.win.opts.Restart != nil {
+		s.reachable = widget.NewButtonWithIcon("Make reachable from my network", theme.ComputerIcon(), s.makeReachable)
+		s.reachable.Importance = widget.HighImportance
+	}
 	reach := widget.NewLabel(s.reach())
 	reach.Wrapping = fyne.TextWrapWord
-	if s.info.LAN {
+	if !s.info.LAN {
 		reach.Importance = widget.WarningImportance
+	}
+	top := []fyne.CanvasObject{reach}
+	if s.info.CAFingerprint != "" && s.info.Unreachable == "" {
+		// Not needed to connect: for those who check what the phone
+		// installs on a network they do not trust (docs/devices.md).
+		check := widget.NewLabel("To check the certificate authority a phone installs, if you wish: SHA-256 " + s.info.CAFingerprint)
+		check.Wrapping = fyne.TextWrapWord
+		check.SizeName = theme.SizeNameCaptionText
+		top = append(top, check)
+	}
+	if s.reachable != nil {
+		top = append(top, container.NewHBox(s.reachable))
 	}
 	form := widget.NewForm(
 		widget.NewFormItem("Device name", s.name),
@@ -138,11 +184,44 @@ func (s *shareDialog) content() fyne.CanvasObject {
 	)
 	form.Items[1].HintText = "A controller may send, answer and stop; a viewer only follows"
 	makeBtn := widget.NewButtonWithIcon("Make a token", theme.ContentAddIcon(), s.create)
-	makeBtn.Importance = widget.HighImportance
+	if s.reachable == nil {
+		makeBtn.Importance = widget.HighImportance
+	}
 	s.refresh()
 	devicesTitle := widget.NewLabelWithStyle("Devices", fyne.TextAlignLeading, fyne.TextStyle{Bold: true})
-	return container.NewVScroll(container.NewVBox(reach, form, container.NewHBox(makeBtn), s.problem, s.result,
-		widget.NewSeparator(), devicesTitle, s.list))
+	return container.NewVScroll(container.NewVBox(append(top, form, container.NewHBox(makeBtn), s.problem, s.result,
+		widget.NewSeparator(), devicesTitle, s.list)...))
+}
+
+// makeReachable turns on "Reachable from my network" as the Settings
+// dialog would (saved, then the relay restarted) and opens the dialog
+// again on the relay that listens there; if it does not start, the
+// previous setting is back and the dialog says why.
+func (s *shareDialog) makeReachable() {
+	prefs := s.win.app.Preferences()
+	old := settings.Load(prefs, settings.Defaults())
+	next := old
+	next.LAN = true
+	settings.Save(prefs, next)
+	s.reachable.Disable()
+	s.reachable.SetText("Restarting the relay on your network…")
+	s.problem.Hide()
+	s.win.opts.Restart(func(err error) {
+		if err != nil {
+			settings.Save(prefs, old)
+			s.win.log.Warn("the relay was not made reachable", "err", err)
+			s.reachable.SetText("Make reachable from my network")
+			s.reachable.Enable()
+			s.problem.SetText("The relay could not be made reachable from your network: " + err.Error() +
+				". It runs as before, on this computer only.")
+			s.problem.Show()
+			return
+		}
+		if s.d != nil {
+			s.d.Hide()
+		}
+		s.win.showShare()
+	})
 }
 
 // create makes a token from the form and shows it.
@@ -167,8 +246,10 @@ func (s *shareDialog) create() {
 	s.refresh()
 }
 
-// showToken shows a new token as text, as the web client's link and as a
-// QR code of that link.
+// showToken shows a new token as text and as the web client's link, and,
+// when a phone can open it, a QR code: of the setup page that leads a
+// phone to trust the relay once (SetupURL), else of the link. A relay on
+// this computer only gets no code.
 func (s *shareDialog) showToken(name, token string) {
 	link := web.Link(s.info.URL, token)
 	tokenText := widget.NewLabelWithStyle(token, fyne.TextAlignLeading, fyne.TextStyle{Monospace: true})
@@ -179,13 +260,29 @@ func (s *shareDialog) showToken(name, token string) {
 	copyBtn := widget.NewButtonWithIcon("Copy link", theme.ContentCopyIcon(), func() {
 		s.win.app.Clipboard().SetContent(link)
 	})
-	note := widget.NewLabel(fmt.Sprintf("The token of %q, shown only now. Open the link on the device, or scan the code; "+
-		"in a terminal: pilotdesk chat --connect %s --token …", name, s.info.URL))
+	// codeLink is what the QR code opens, "" for none.
+	scan, codeLink := "", link
+	switch {
+	case !s.info.LAN || s.info.Unreachable != "":
+		codeLink = ""
+	case s.info.SetupURL != "":
+		scan, codeLink = "Scan the code with the phone, or open the link on a device that trusts this computer; ", web.SetupLink(s.info.SetupURL, token)
+	default:
+		scan = "Open the link on the device, or scan the code; "
+	}
+	where := "in a terminal"
+	if codeLink == "" {
+		where = "The link opens on this computer only; in a terminal here"
+	}
+	note := widget.NewLabel(fmt.Sprintf("The token of %q, shown only now. %s%s: pilotdesk chat --connect %s --token …",
+		name, scan, where, s.info.URL))
 	note.Wrapping = fyne.TextWrapWord
 	text := container.NewVBox(note, widget.NewForm(widget.NewFormItem("Token", tokenText), widget.NewFormItem("Link", linkText)), container.NewHBox(copyBtn))
 	var code fyne.CanvasObject
-	if img := qrImage(link); img != nil {
-		code = container.NewCenter(img)
+	if codeLink != "" {
+		if img := qrImage(codeLink); img != nil {
+			code = container.NewCenter(img)
+		}
 	}
 	s.result.Objects = []fyne.CanvasObject{container.NewBorder(nil, nil, nil, code, text)}
 	s.result.Refresh()

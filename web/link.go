@@ -18,3 +18,11 @@ func Link(relayURL, token string) string {
 	}
 	return scheme + "://" + u.Host + "/#token=" + url.QueryEscape(token)
 }
+
+// SetupLink is the address of a relay's setup page (setupURL,
+// http://HOST:PORT/) with token in its fragment: the page helps a phone
+// trust the relay's local certificate authority, then carries the token
+// on to the web client over https (docs/devices.md).
+func SetupLink(setupURL, token string) string {
+	return setupURL + "#token=" + url.QueryEscape(token)
+}
