@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
+	"strings"
 	"time"
 
 	"github.com/pilotdesk/pilotdesk/relay"
@@ -43,18 +45,31 @@ func newWindowDevices(t target) ui.Devices {
 // certificate issued by the local CA whose fingerprint is caFP.
 func shareInfo(relayURL, lan, caFP string) ui.ShareInfo {
 	info := ui.ShareInfo{URL: relayURL}
+	host := hostOf(relayURL)
+	if h, _, err := net.SplitHostPort(host); err == nil {
+		host = h
+	}
+	ip := net.ParseIP(host)
 	switch {
 	case lan != "":
 		info.URL, info.LAN = "wss://"+lan+"/ws", true
 		// The setup page shares the port (portMux, lansetup.go).
 		info.SetupURL = "http://" + lan + "/"
 		info.CAFingerprint = FormatFingerprint(caFP)
-	case relay.RequiresToken(hostOf(relayURL)):
+	case ip != nil && ip.IsUnspecified():
 		// On every address, but none a phone could reach.
 		info.Unreachable = "The relay listens on the network, but this computer has no private network address " +
 			"(such as 192.168.x.x or 10.x.x.x, or a Tailscale address 100.x.x.x) on which a phone could reach it, " +
 			"so no code is shown. Join the phone's Wi-Fi or a Tailscale network and open this dialog again, " +
 			"or serve the relay with a certificate of its own (pilotdesk serve --tls-cert; see docs/devices.md)."
+	case !relay.RequiresToken(hostOf(relayURL)):
+		// The loopback: the dialog says so itself.
+	case strings.HasPrefix(relayURL, "wss://"):
+		// serve --tls-cert on an address or a name of the network.
+		info.LAN = true
+	default:
+		info.Unreachable = "The relay listens on the network without TLS, so no device token is made for it: " +
+			"restart it with --tls-cert and --tls-key (docs/devices.md)."
 	}
 	return info
 }
@@ -102,7 +117,7 @@ type dataDirDevices struct {
 
 func newDataDirDevices(t target) dataDirDevices {
 	r := t.attachedTo
-	return dataDirDevices{dir: t.dataDir, share: shareInfo(r.URL, r.LAN, r.CAFingerprint), clear: r.ClearNetwork}
+	return dataDirDevices{dir: t.dataDir, share: shareInfo(r.deviceURL(), r.LAN, r.CAFingerprint), clear: r.ClearNetwork}
 }
 
 func (d dataDirDevices) Share() ui.ShareInfo { return d.share }

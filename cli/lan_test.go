@@ -3,10 +3,14 @@ package cli
 import (
 	"bytes"
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
 	"io"
 	"log/slog"
+	"math/big"
 	"net"
 	"net/http"
 	"path/filepath"
@@ -15,6 +19,7 @@ import (
 	"time"
 
 	"github.com/pilotdesk/pilotdesk/client"
+	"github.com/pilotdesk/pilotdesk/relay/history"
 	"github.com/pilotdesk/pilotdesk/relay/relaytest"
 	"github.com/pilotdesk/pilotdesk/settings"
 )
@@ -229,5 +234,67 @@ func TestShareInfo(t *testing.T) {
 	}
 	if got := shareInfo("ws://127.0.0.1:7420/ws", "", ""); got.LAN || got.SetupURL != "" || got.Unreachable != "" {
 		t.Fatalf("on the loopback: %+v", got)
+	}
+	if got := shareInfo("ws://192.168.1.20:7420/ws", "", ""); got.LAN || !strings.Contains(got.Unreachable, "without TLS") {
+		t.Fatalf("on the network in clear: %+v", got)
+	}
+	r := runningRelay{URL: "wss://[fd7a:115c::5]:7420/ws", Name: "laptop.example-tailnet.ts.net"}
+	if got := r.deviceURL(); got != "wss://laptop.example-tailnet.ts.net:7420/ws" {
+		t.Fatalf("devices of a relay with a named certificate: %s", got)
+	}
+}
+
+// serve --tls-cert with a certificate for a name (tailscale cert's
+// laptop.tailnet.ts.net) that does not name the address it listens on:
+// pilotdesk token create gives devices links with the name, and the
+// clients of this user on this computer, which find the relay at its
+// address in relay.json, pin the certificate and connect.
+func TestServeNamedCertificate(t *testing.T) {
+	dir, certDir := t.TempDir(), t.TempDir()
+	ca, err := lanCertificate(certDir, slog.New(slog.DiscardHandler)) // a CA to issue the test's certificate
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, caKey, err := loadPair(filepath.Join(certDir, lanCAName), filepath.Join(certDir, lanCAKeyName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(7), NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
+		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+		DNSNames: []string{"*.laptop.local", "laptop.local"}}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.CA, &key.PublicKey, caKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	certPath, keyPath := filepath.Join(certDir, "named.pem"), filepath.Join(certDir, "named-key.pem")
+	if err := writeKeyPair(certPath, keyPath, der, key); err != nil {
+		t.Fatal(err)
+	}
+	st := serveStack(t, "--listen", "127.0.0.1:0", "--token", "owner-token-0123456789", "--agent", "script", "--data-dir", dir,
+		"--tls-cert", certPath, "--tls-key", keyPath)
+	defer closeStack(t, st)
+	r, err := readRunning(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, port, _ := net.SplitHostPort(hostOf(r.URL))
+	if r.Name != "laptop.local" || r.Fingerprint != certFingerprint(der) || r.deviceURL() != "wss://laptop.local:"+port+"/ws" {
+		t.Fatalf("relay.json: %+v, devices at %s", r, r.deviceURL())
+	}
+	var out bytes.Buffer
+	printNewToken(Env{Stdout: &out}, dir, "pdt_named", history.Device{Name: "Pixel", Role: "controller"})
+	if !strings.Contains(out.String(), "https://laptop.local:"+port+"/#token=pdt_named") {
+		t.Fatalf("token create:\n%s", out.String())
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), relaytest.Timeout)
+	defer cancel()
+	c, err := client.Config{URL: r.URL, Token: r.Token, HTTPClient: pinnedClient(r.Fingerprint)}.Dial(ctx)
+	if err != nil {
+		t.Fatalf("a client of this computer on %s: %v", r.URL, err)
+	}
+	c.Close()
+	if got := shareInfo(r.deviceURL(), r.LAN, r.CAFingerprint); !got.LAN || got.URL != "wss://laptop.local:"+port+"/ws" || got.SetupURL != "" || got.Unreachable != "" {
+		t.Fatalf("the dialog of a window attached to it: %+v", got)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"net"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -35,6 +36,10 @@ type runningRelay struct {
 	// CAFingerprint is the SHA-256 of the local CA that issued it (hex),
 	// for a relay reachable from the network (localca.go).
 	CAFingerprint string `json:"caFingerprint,omitempty"`
+	// Name is the host name of the relay's --tls-cert certificate (such
+	// as tailscale cert's laptop.tailnet.ts.net): devices' links carry it
+	// in place of URL's address, which the certificate does not name.
+	Name string `json:"name,omitempty"`
 	// ClearNetwork: the relay listens beyond the loopback without TLS, so
 	// `pilotdesk token create` makes no device token for it (tls.go,
 	// refuseClearDevices).
@@ -107,4 +112,30 @@ func pidText(pid int) string {
 		return "another process"
 	}
 	return "process " + strconv.Itoa(pid)
+}
+
+// deviceURL is the relay URL devices use: on the network address of a
+// relay reachable from the network, or with the name of its certificate.
+func (r runningRelay) deviceURL() string {
+	switch {
+	case r.LAN != "":
+		return "wss://" + r.LAN + "/ws"
+	case r.Name != "":
+		return withHost(r.URL, r.Name)
+	}
+	return r.URL
+}
+
+// withHost is relayURL with its host name replaced by name, its port kept.
+func withHost(relayURL, name string) string {
+	u, err := url.Parse(relayURL)
+	if err != nil {
+		return relayURL
+	}
+	if port := u.Port(); port != "" {
+		u.Host = net.JoinHostPort(name, port)
+	} else {
+		u.Host = name
+	}
+	return u.String()
 }

@@ -54,6 +54,10 @@ type stack struct {
 	LAN           string
 	Fingerprint   string
 	CAFingerprint string
+	// TLSName is the host name the --tls-cert certificate is for, which
+	// devices' links carry in place of the address ("" when it names
+	// none).
+	TLSName string
 
 	server *http.Server
 	served chan error
@@ -222,6 +226,12 @@ func startStack(ctx context.Context, s relaySettings, logger *slog.Logger) (_ *s
 		} else if cert, err = tls.LoadX509KeyPair(s.TLSCert, s.TLSKey); err != nil {
 			ln.Close()
 			return nil, fmt.Errorf("loading the TLS certificate %s and key %s: %w", s.TLSCert, s.TLSKey, err)
+		} else {
+			// The clients of this user on this computer (relay.json) pin
+			// it: they reach the relay at the address it listens on,
+			// which a certificate for a name (tailscale cert's) does not
+			// name. Devices get links with that name (certName).
+			st.Fingerprint, st.TLSName = fingerprint(cert), certName(cert)
 		}
 		st.server.TLSConfig = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
 		ln = tls.NewListener(ln, st.server.TLSConfig)
@@ -235,8 +245,8 @@ func startStack(ctx context.Context, s relaySettings, logger *slog.Logger) (_ *s
 		// `pilotdesk chat` and `pilotdesk token` of this user find the
 		// relay through it (it holds the owner's token: 0600).
 		path, err := writeRunning(s.DataDir, runningRelay{URL: st.LocalURL, Token: s.Token, PID: os.Getpid(), LAN: st.LAN, Fingerprint: st.Fingerprint,
-			CAFingerprint: st.CAFingerprint,
-			ClearNetwork:  scheme == "ws" && relay.RequiresToken(s.Listen)})
+			CAFingerprint: st.CAFingerprint, Name: st.TLSName,
+			ClearNetwork: scheme == "ws" && relay.RequiresToken(s.Listen)})
 		if err != nil {
 			return nil, err
 		}

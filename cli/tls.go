@@ -78,6 +78,24 @@ func fingerprint(cert tls.Certificate) string {
 	return certFingerprint(cert.Certificate[0])
 }
 
+// certName is the host name a served certificate is for, the first of its
+// names that is neither a wildcard nor localhost; "" when it has none.
+func certName(cert tls.Certificate) string {
+	if len(cert.Certificate) == 0 {
+		return ""
+	}
+	leaf, err := x509.ParseCertificate(cert.Certificate[0])
+	if err != nil {
+		return ""
+	}
+	for _, n := range leaf.DNSNames {
+		if !strings.Contains(n, "*") && n != "localhost" {
+			return n
+		}
+	}
+	return ""
+}
+
 // certFingerprint is the SHA-256 of a certificate's DER, hex.
 func certFingerprint(der []byte) string {
 	sum := sha256.Sum256(der)

@@ -265,10 +265,7 @@ func printNewToken(env Env, dir, token string, dev history.Device) {
 			"  pilotdesk chat --connect ws://HOST:PORT/ws --token %s\n  or open http://HOST:PORT/#token=%s in a browser.\n", dir, dir, token, token)
 		return
 	}
-	relayURL := r.URL
-	if r.LAN != "" {
-		relayURL = "wss://" + r.LAN + "/ws"
-	}
+	relayURL := r.deviceURL()
 	link := web.Link(relayURL, token)
 	// What a phone opens: the setup page of a relay with a local CA
 	// (lansetup.go), which leads it to trust the CA once; nothing for a
