@@ -8,7 +8,10 @@
 // (at most SLICE_ROWS, and SLICE_MS of building): the latest screen is
 // drawn at once, the older rows are added above it frame by frame, and the
 // page answers the user meanwhile instead of building thousands of rows
-// in one task.
+// in one task. Only the newest WINDOW rows are kept in the page (each
+// slice and each scroll lays out what is in it): above them "Show
+// earlier messages" adds EARLIER more, by itself when the user scrolls
+// near it; while following, rows past the window are dropped again.
 //
 // It follows the newest content: while the view is at the bottom (within
 // two of its lines, measured in what is drawn), anything that grows the
@@ -51,6 +54,13 @@ const STATUS_ICONS = { completed: '✓', aborted: '■', rejected: '✕', error:
 export const SLICE_ROWS = 150;
 const SLICE_MS = 8;
 
+// The rows kept in the page below the newest; the rows added above them
+// at a time; and the slack before rows are dropped again while following
+// (so that the page does not drop and add at every row).
+export const WINDOW = 400;
+export const EARLIER = 200;
+const SLACK = 200;
+
 export class Transcript {
   /**
    * @param {HTMLElement} root the scrolling container
@@ -77,6 +87,16 @@ export class Transcript {
     this.seen = 0; // rows the last render was given: those after it are new
     this.conv = null; // what the last render showed, for the next slice
     this.more = 0; // the frame that builds the next slice
+    this.from = 0; // the first row kept in the page
+    // "Show earlier messages": the first child of the rows while rows
+    // before from are not in the page. Reached by scrolling (the
+    // observer) or by the keyboard.
+    this.earlier = el('button', { type: 'button', class: 'link earlier' });
+    this.earlier.addEventListener('click', () => this.showEarlier());
+    this.nearTop = new IntersectionObserver((entries) => {
+      if (entries.some((e) => e.isIntersecting) && !this.following) this.showEarlier();
+    }, { root, rootMargin: '600px 0px 0px 0px' });
+    this.nearTop.observe(this.earlier);
     root.addEventListener('scroll', () => this.onScroll(), { passive: true });
     // Whatever changes the rows' height (a row laid out for the first
     // time, an image, a disclosure) or the view's (the Plan banner, the
@@ -111,12 +131,34 @@ export class Transcript {
       this.convId = id;
       this.generation = generation;
       this.seen = 0;
+      this.from = Math.max(0, rows.length - WINDOW);
+    }
+    if (this.following && rows.length - this.from > WINDOW + SLACK) {
+      // At the bottom, the oldest rows in the page are far above the
+      // view: they go, and come back by "Show earlier messages".
+      const to = rows.length - WINDOW;
+      for (let i = this.from; i < to; i++) {
+        this.nodes[i]?.remove();
+        delete this.nodes[i];
+        delete this.versions[i];
+      }
+      this.from = to;
     }
     this.box.querySelector(':scope > .empty')?.remove();
     // What arrived since the last render is news while not following,
     // drawn in this slice or a later one (an older row drawn late is not).
     if (!this.following) {
       for (let i = this.seen; i < rows.length; i++) if (COUNTED.has(rows[i].kind)) this.unread++;
+    }
+    // Rows added above the first in the page must not move what the view
+    // shows. The browser's scroll anchoring keeps it, except at the very
+    // top, where it keeps the top: there the first row's place is kept
+    // here.
+    let anchor = null;
+    let anchorTop = 0;
+    if (!this.following && this.root.scrollTop < 1) {
+      for (let i = this.from; i < rows.length && !anchor; i++) anchor = this.nodes[i] || null;
+      if (anchor) anchorTop = anchor.getBoundingClientRect().top;
     }
     // From the newest row up: each new node goes before the nearest drawn
     // row below it (next), so rows left for a later slice leave no
@@ -125,7 +167,7 @@ export class Transcript {
     let built = 0;
     let waiting = 0;
     let next = null;
-    for (let i = rows.length - 1; i >= 0; i--) {
+    for (let i = rows.length - 1; i >= this.from; i--) {
       const row = rows[i];
       const old = this.nodes[i];
       if (old && this.versions[i] === row.v) {
@@ -147,8 +189,22 @@ export class Transcript {
       next = node;
     }
     this.seen = rows.length;
-    // How many rows wait for a later slice (the tests read it).
+    if (this.from > 0) {
+      const text = `Show ${this.from} earlier messages`;
+      if (this.earlier.textContent !== text) this.earlier.textContent = text;
+      if (this.box.firstChild !== this.earlier) this.box.prepend(this.earlier);
+    } else this.earlier.remove();
+    if (anchor && anchor.isConnected) {
+      const moved = anchor.getBoundingClientRect().top - anchorTop;
+      if (Math.abs(moved) >= 1) {
+        this.root.scrollTop += moved;
+        this.lastTop = this.root.scrollTop;
+      }
+    }
+    // How many rows wait for a later slice, and where the page's rows
+    // start (the tests read them).
     this.root.dataset.waiting = String(waiting);
+    this.root.dataset.from = String(this.from);
     if (waiting > 0) {
       this.more = requestAnimationFrame(() => {
         this.more = 0;
@@ -173,6 +229,16 @@ export class Transcript {
     if (this.root.style.paddingBottom === v) return;
     this.root.style.paddingBottom = v;
     if (this.following) this.scrollToEnd();
+  }
+
+  /**
+   * showEarlier adds EARLIER rows above those in the page; the view stays
+   * on what it showed.
+   */
+  showEarlier() {
+    if (this.from === 0 || !this.conv) return;
+    this.from = Math.max(0, this.from - EARLIER);
+    this.render(this.conv);
   }
 
   /** follow brings the latest into view and keeps it there. */
