@@ -91,10 +91,17 @@ func (r *Relay) serveWS(w http.ResponseWriter, req *http.Request) {
 		refuseThrottled(w, wait) // auth.go
 		return
 	}
-	id, ok := r.authenticate(req) // devices.go
-	if ok {
+	id, ok, unchecked := r.checkToken(req) // devices.go
+	switch {
+	case unchecked != nil:
+		// Not a wrong token (the devices table failed, or the client
+		// left while it was looked up: the relay closes pending upgrades
+		// over an address's limit): never counted towards the throttle.
+		http.Error(w, "the relay could not check this token right now: try again in a moment", http.StatusServiceUnavailable)
+		return
+	case ok:
 		r.authFails.succeeded(r.log, addr)
-	} else {
+	default:
 		r.authFails.fail(r.log, addr, time.Now())
 		w.Header().Set("WWW-Authenticate", `Bearer realm="pilotdesk"`)
 		http.Error(w, "unauthorized: send the relay's token as \"Authorization: Bearer <token>\" or ?token=<token>", http.StatusUnauthorized)

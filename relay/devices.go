@@ -60,6 +60,15 @@ func presentedToken(req *http.Request) string {
 // token's content nor its length leaks); a device token is looked up by
 // its SHA-256, which is all the store has of it.
 func (r *Relay) authenticate(req *http.Request) (identity, bool) {
+	id, ok, _ := r.checkToken(req)
+	return id, ok
+}
+
+// checkToken is authenticate, and says when the token could not be checked
+// (the devices table failed, or the client left during the look-up): that
+// is no wrong token, and must not count as one towards the throttle of
+// its address, which would lock out the owner there too.
+func (r *Relay) checkToken(req *http.Request) (_ identity, _ bool, unchecked error) {
 	own := identity{device: protocol.OwnDevice, role: protocol.RoleOwner, client: protocol.ClientKind(req.URL.Query().Get("client"))}
 	given := presentedToken(req)
 	if !r.token {
@@ -67,14 +76,14 @@ func (r *Relay) authenticate(req *http.Request) (identity, bool) {
 		// runs) lets in only a connection that presents none: a token it
 		// cannot check (garbled, revoked, another relay's) is refused,
 		// never taken for the owner's, and device tokens mean nothing.
-		return own, given == ""
+		return own, given == "", nil
 	}
 	if given == "" {
-		return identity{}, false
+		return identity{}, false, nil
 	}
 	d := sha256.Sum256([]byte(given))
 	if subtle.ConstantTimeCompare(d[:], r.tokenDigest[:]) == 1 {
-		return own, true
+		return own, true, nil
 	}
 	if r.devices != nil {
 		ctx, cancel := context.WithTimeout(req.Context(), 5*time.Second)
@@ -82,14 +91,17 @@ func (r *Relay) authenticate(req *http.Request) (identity, bool) {
 		cancel()
 		switch {
 		case err == nil && !dev.Expired(r.deviceClock()):
-			return identity{device: dev.Name, role: dev.Role, client: own.client, hash: d, expiresAt: dev.ExpiresAt}, true
+			return identity{device: dev.Name, role: dev.Role, client: own.client, hash: d, expiresAt: dev.ExpiresAt}, true, nil
 		case err != nil && !errors.Is(err, history.ErrNoDevice):
-			r.log.Error("relay: could not look up a device token; refusing the upgrade", "err", err)
+			if req.Context().Err() == nil { // else the client left: nothing to say
+				r.log.Error("relay: could not look up a device token; refusing the upgrade", "err", err)
+			}
+			return identity{}, false, err
 		}
 	}
 	// A token the relay does not know (wrong, garbled, revoked, expired)
 	// is refused: it is never anybody's.
-	return identity{}, false
+	return identity{}, false, nil
 }
 
 // forbid answers a message the connection's role may not send.
