@@ -22,7 +22,7 @@ BUILD_TAGS := no_emoji
 FYNE_TOOL_VERSION := v1.7.4
 FYNE := .tools/bin/fyne
 
-.PHONY: run test deps copilot-cli opencode acp-agents nats-server build vet web-test web-screenshots acp-window checkpoint-window terminal-screenshot bench bench-nats bench-window screenshots fuzz load chaos cluster package install package-windows package-darwin clean
+.PHONY: run test deps copilot-cli opencode acp-agents nats-server build vet web-test web-screenshots acp-window checkpoint-window terminal-screenshot bench bench-nats bench-window screenshots fuzz load flood chaos cluster package install package-windows package-darwin clean
 
 run: deps build
 	./$(BIN)
@@ -199,6 +199,17 @@ LOAD_BUILD = $(GO) build -tags $(TEST_TAGS) -o .tools/load/pilotdesk . && $(GO) 
 load: nats-server
 	$(LOAD_BUILD)
 	.tools/load/load -bin .tools/load/pilotdesk $(LOAD_FLAGS)
+
+# Issue #33's attack on the owner at full scale (docs/reliability.md): the
+# real relay under 20,000 idle keep-alive HTTP connections and 10,000
+# WebSocket connections of one viewer token, then the owner connects (within
+# 1 s) and runs a 100 KB prompt; it exits non-zero if the owner could not.
+# About a minute. FLOOD_FLAGS adds flags, e.g. FLOOD_FLAGS="-addrs 400"
+# (the connections from 400 loopback addresses) or "-idle 2000 -viewers 1000".
+FLOOD_FLAGS ?=
+flood:
+	$(GO) build -tags $(TEST_TAGS) -o .tools/flood/pilotdesk . && $(GO) build -o .tools/flood/flood ./tools/flood
+	.tools/flood/flood -bin .tools/flood/pilotdesk $(FLOOD_FLAGS)
 
 # The fault-injection suite: every fault of `tools/load -fault` (a relay
 # SIGKILLed or SIGSTOPped, the stream leader SIGKILLed, two of three nodes
