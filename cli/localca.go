@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bytes"
 	"crypto"
 	"crypto/ecdsa"
 	"crypto/elliptic"
@@ -59,7 +60,7 @@ func privateNets() []*net.IPNet {
 
 // caDNSDomains are the names the local CA may vouch for: localhost and
 // the .local names of multicast DNS.
-var caDNSDomains = []string{"localhost", "local"}
+func caDNSDomains() []string { return []string{"localhost", "local"} }
 
 func isPrivate(ip net.IP) bool {
 	for _, n := range privateNets() {
@@ -120,7 +121,7 @@ func localCA(dir string) (*x509.Certificate, crypto.Signer, error) {
 		// Critical, as RFC 5280 wants name constraints: a verifier that
 		// does not understand them must refuse the CA, not ignore them.
 		PermittedDNSDomainsCritical: true,
-		PermittedDNSDomains:         caDNSDomains,
+		PermittedDNSDomains:         caDNSDomains(),
 		PermittedIPRanges:           privateNets(),
 	}
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &caKey.PublicKey, caKey)
@@ -157,9 +158,12 @@ func lanCertificate(dir string, logger *slog.Logger) (*lanTLS, error) {
 			}
 			return &lanTLS{Cert: pair, CA: ca}, nil
 		}
-		if leaf.CheckSignatureFrom(ca) != nil {
+		switch {
+		case selfSigned(leaf):
 			logger.Warn("the relay's certificate is now issued by its local certificate authority: a phone that accepted the old self-signed certificate's warning must open the link of Connect a device… again (its page installs the authority once)", "why", why)
-		} else {
+		case leaf.CheckSignatureFrom(ca) != nil:
+			logger.Warn("the relay's certificate was issued by another certificate authority than the data dir's (was "+lanCAName+" replaced?): phones that trusted the old one must install this one from the page of Connect a device…'s code", "why", why)
+		default:
 			logger.Info("issuing the relay a new certificate", "why", why)
 		}
 	case !errors.Is(err, fs.ErrNotExist):
@@ -190,6 +194,12 @@ func leafUnfit(leaf, ca *x509.Certificate, addrs []net.IP, now time.Time) string
 		}
 	}
 	return ""
+}
+
+// selfSigned: an older pilotdesk's certificate, signed with its own key
+// (not a CA's: CheckSignatureFrom would refuse it as a parent).
+func selfSigned(c *x509.Certificate) bool {
+	return bytes.Equal(c.RawIssuer, c.RawSubject) && c.CheckSignature(c.SignatureAlgorithm, c.RawTBSCertificate, c.Signature) == nil
 }
 
 func issueLeaf(certPath, keyPath string, ca *x509.Certificate, caKey crypto.Signer, addrs []net.IP) error {

@@ -148,7 +148,7 @@ func TestLeafUnfit(t *testing.T) {
 
 // A data dir of an older pilotdesk holds a self-signed certificate: it is
 // replaced by one the new CA issues, and the log says what the phones that
-// accepted the old one must do.
+// accepted the old one must do; so it does when the CA itself is new.
 func TestSelfSignedCertificateReplaced(t *testing.T) {
 	dir := t.TempDir()
 	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
@@ -173,6 +173,19 @@ func TestSelfSignedCertificateReplaced(t *testing.T) {
 	}
 	if !strings.Contains(log.String(), "a phone that accepted the old self-signed certificate's warning must open the link of Connect a device") {
 		t.Fatalf("log: %s", log.String())
+	}
+	// The CA moved away: a new one is made, and the log says that phones
+	// must install it.
+	if err := os.Rename(filepath.Join(dir, lanCAName), filepath.Join(dir, "old-ca.pem")); err != nil {
+		t.Fatal(err)
+	}
+	log.Reset()
+	renewed, err := lanCertificate(dir, slog.New(slog.NewTextHandler(&log, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bytes.Equal(renewed.CA.Raw, l.CA.Raw) || !strings.Contains(log.String(), "phones that trusted the old one must install this one") {
+		t.Fatalf("a new CA: same %v, log: %s", bytes.Equal(renewed.CA.Raw, l.CA.Raw), log.String())
 	}
 	// The server's chain a client that trusts the CA accepts.
 	pool := x509.NewCertPool()
