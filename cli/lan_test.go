@@ -13,6 +13,7 @@ import (
 	"math/big"
 	"net"
 	"net/http"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -296,5 +297,25 @@ func TestServeNamedCertificate(t *testing.T) {
 	c.Close()
 	if got := shareInfo(r.deviceURL(), r.LAN, r.CAFingerprint); !got.LAN || got.URL != "wss://laptop.local:"+port+"/ws" || got.SetupURL != "" || got.Unreachable != "" {
 		t.Fatalf("the dialog of a window attached to it: %+v", got)
+	}
+}
+
+// pilotdesk token create beside the window's relay reachable from the
+// network: the https link, and the setup page's link for a phone's first
+// time.
+func TestTokenCreateSetupLink(t *testing.T) {
+	dir := t.TempDir()
+	if _, err := writeRunning(dir, runningRelay{URL: "wss://127.0.0.1:7421/ws", Token: "owner", PID: os.Getpid(), LAN: "192.168.1.20:7421",
+		Fingerprint: strings.Repeat("1", 64), CAFingerprint: strings.Repeat("2", 64)}); err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	printNewToken(Env{Stdout: &out}, dir, "pdt_x", history.Device{Name: "Pixel", Role: "controller"})
+	for _, want := range []string{"In a browser or on a phone: https://192.168.1.20:7421/#token=pdt_x\n",
+		"A phone's first time:       http://192.168.1.20:7421/#token=pdt_x\n",
+		"pilotdesk chat --connect wss://192.168.1.20:7421/ws --token pdt_x\n"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("token create does not say %q:\n%s", want, out.String())
+		}
 	}
 }

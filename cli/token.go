@@ -267,9 +267,10 @@ func printNewToken(env Env, dir, token string, dev history.Device) {
 	}
 	relayURL := r.deviceURL()
 	link := web.Link(relayURL, token)
-	// What a phone opens: the setup page of a relay with a local CA
-	// (lansetup.go), which leads it to trust the CA once; nothing for a
-	// relay on the loopback, which no phone reaches.
+	// What the terminal's QR code opens: the setup page of a relay with a
+	// local CA (lansetup.go), which leads a phone to trust the CA once;
+	// else the link (the spec's QR code on a terminal; for a relay on the
+	// loopback the line below says that no other device reaches it).
 	phone := link
 	fmt.Fprintf(out, "In a browser or on a phone: %s\n", link)
 	if r.LAN != "" && r.CAFingerprint != "" {
@@ -279,10 +280,9 @@ func printNewToken(env Env, dir, token string, dev history.Device) {
 	}
 	fmt.Fprintf(out, "In a terminal:              pilotdesk chat --connect %s --token %s\n", relayURL, token)
 	if r.LAN == "" && !relay.RequiresToken(hostOf(relayURL)) {
-		phone = ""
 		fmt.Fprintln(out, "The relay listens on this computer only (loopback): to join from another device, turn on \"Reachable from my network\" in the window's Settings, or run pilotdesk serve with --listen on a network address and --tls-cert.")
 	}
-	if f, ok := env.Stdout.(*os.File); ok && phone != "" && term.IsTerminal(int(f.Fd())) {
+	if f, ok := env.Stdout.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
 		if code, err := qr.Encode(phone); err == nil {
 			fmt.Fprint(out, "\n"+code.Terminal())
 		}
