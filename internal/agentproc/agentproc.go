@@ -101,7 +101,7 @@ func Start(cfg Config) (*Process, error) {
 	// A tool's background process may keep stderr open; do not wait for it
 	// once the agent itself has exited.
 	cmd.WaitDelay = cfg.Grace
-	if err := cmd.Start(); err != nil {
+	if err := g.start(cmd); err != nil {
 		stdin.Close()
 		outR.Close()
 		outW.Close()
@@ -125,6 +125,7 @@ func Start(cfg Config) (*Process, error) {
 	}
 	go func() {
 		p.waitErr = cmd.Wait()
+		g.reaped()
 		close(p.exited)
 	}()
 	return p, nil

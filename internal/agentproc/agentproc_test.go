@@ -66,9 +66,15 @@ func helper(mode string) int {
 		time.Sleep(time.Hour)
 		return 0
 	}
+	if h, ok := platformHelpers[mode]; ok {
+		return h()
+	}
 	fmt.Fprintf(os.Stderr, "unknown mode %q\n", mode)
 	return 2
 }
+
+// platformHelpers are the helpers of one platform's tests, by mode.
+var platformHelpers = map[string]func() int{}
 
 // agent is a started helper with a stand-in for the connection: a reader
 // of its stdout, whose end is the connection's.
