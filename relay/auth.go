@@ -48,22 +48,35 @@ func remoteKey(req *http.Request) netip.Addr {
 // between requests, or in one. Past max, a new connection closes the
 // oldest of its address, so that one address cannot hold the server's
 // file descriptors, and a client that has the token still gets in: its
-// connection is the newest, and it stops counting once upgraded.
+// connection is the newest, and it stops counting once upgraded. Past
+// total over all addresses, it closes the oldest of all: every loopback
+// address (127.0.0.0/8) is any local user's to connect from, so 400 of
+// them, 50 connections each, used all 20,000 file descriptors of the
+// relay and the owner waited 22 s to connect (tools/flood -addrs 400).
+// A reconnection storm of more than total clients at once loses some
+// handshakes, which the clients retry.
 type addrConns struct {
 	max    int
-	mu     sync.Mutex // guards byAddr, elems
+	total  int
+	mu     sync.Mutex // guards byAddr, all, elems
 	byAddr map[netip.Addr]*list.List
-	elems  map[net.Conn]*list.Element
+	all    list.List // every connection, oldest first
+	elems  map[net.Conn]connElems
 }
 
+// connElems are a connection's places in its address's list and in all.
+type connElems struct{ inAddr, inAll *list.Element }
+
 // ConnState is the http.Server's ConnState hook that counts the
-// connections of each remote address (Config.MaxConnectionsPerAddress).
-// The server that serves Handler sets it.
+// connections of each remote address (Config.MaxConnectionsPerAddress)
+// and of all (Config.MaxConnectionsNotWebSocket). The server that serves
+// Handler sets it.
 func (r *Relay) ConnState(c net.Conn, state http.ConnState) {
 	switch state {
 	case http.StateNew:
 		if old := r.addrs.add(c); old != nil {
-			r.log.Debug("relay: an address holds too many connections; closed its oldest", "remote", c.RemoteAddr().String(), "limit", r.addrs.max)
+			r.log.Debug("relay: too many connections that are no WebSocket (of an address, or of all); closed the oldest", "remote", c.RemoteAddr().String(),
+				"closed", old.RemoteAddr().String(), "perAddress", r.addrs.max, "total", r.addrs.total)
 			_ = old.Close()
 		}
 	case http.StateHijacked, http.StateClosed:
@@ -77,33 +90,42 @@ func (a *addrConns) add(c net.Conn) (oldest net.Conn) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.byAddr == nil {
-		a.byAddr, a.elems = map[netip.Addr]*list.List{}, map[net.Conn]*list.Element{}
+		a.byAddr, a.elems = map[netip.Addr]*list.List{}, map[net.Conn]connElems{}
 	}
 	l := a.byAddr[key]
 	if l == nil {
 		l = list.New()
 		a.byAddr[key] = l
 	}
-	a.elems[c] = l.PushBack(c)
-	if l.Len() <= a.max {
+	a.elems[c] = connElems{inAddr: l.PushBack(c), inAll: a.all.PushBack(c)}
+	switch {
+	case l.Len() > a.max:
+		oldest = l.Front().Value.(net.Conn)
+	case a.total > 0 && a.all.Len() > a.total:
+		oldest = a.all.Front().Value.(net.Conn)
+	default:
 		return nil
 	}
-	oldest = l.Remove(l.Front()).(net.Conn)
-	delete(a.elems, oldest)
+	a.removeLocked(oldest)
 	return oldest
 }
 
 func (a *addrConns) remove(c net.Conn) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	a.removeLocked(c)
+}
+
+func (a *addrConns) removeLocked(c net.Conn) {
 	e, ok := a.elems[c]
 	if !ok {
 		return
 	}
 	delete(a.elems, c)
+	a.all.Remove(e.inAll)
 	key := addrKey(c.RemoteAddr())
 	l := a.byAddr[key]
-	l.Remove(e)
+	l.Remove(e.inAddr)
 	if l.Len() == 0 {
 		delete(a.byAddr, key)
 	}
@@ -117,6 +139,13 @@ func (a *addrConns) count(key netip.Addr) int {
 		return l.Len()
 	}
 	return 0
+}
+
+// countAll is how many connections are held (for tests).
+func (a *addrConns) countAll() int {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.all.Len()
 }
 
 // authThrottle slows down the guessing of tokens: an address that has

@@ -31,5 +31,9 @@ func (r *Relay) AddressConns() int {
 	return r.addrs.count(netip.MustParseAddr("127.0.0.1"))
 }
 
+// AllAddressConns is how many HTTP connections that are no WebSocket the
+// relay holds, from every address.
+func (r *Relay) AllAddressConns() int { return r.addrs.countAll() }
+
 // OnPush calls f after each event's pushes (push.go), with what they did.
 func (r *Relay) OnPush(f func(PushReport)) { r.push.done.Store(&f) }

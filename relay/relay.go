@@ -83,6 +83,11 @@ const (
 	// remote address may hold open before it has an open WebSocket (a
 	// token checked): one more closes its oldest such connection.
 	DefaultMaxConnectionsPerAddress = 64
+	// DefaultMaxConnectionsNotWebSocket is how many such connections all
+	// addresses together may hold: one more closes the oldest. With
+	// DefaultMaxConnections WebSockets it stays well under a limit of
+	// 20,000 open files.
+	DefaultMaxConnectionsNotWebSocket = 1024
 	// DefaultMaxReplaysPerMinute is how many subscribes with a replay
 	// (sinceSeq before the conversation's last seq) one connection may
 	// make a minute (a burst of that many, then one a second).
@@ -132,6 +137,9 @@ type Config struct {
 	// address that are not an open WebSocket (Relay.ConnState); 0:
 	// DefaultMaxConnectionsPerAddress.
 	MaxConnectionsPerAddress int
+	// MaxConnectionsNotWebSocket bounds those connections over all
+	// addresses; 0: DefaultMaxConnectionsNotWebSocket.
+	MaxConnectionsNotWebSocket int
 	// AuthFailuresAllowed is how many wrong tokens an address may present
 	// before its upgrades are throttled (auth.go); 0:
 	// DefaultAuthFailuresAllowed.
@@ -316,7 +324,8 @@ func New(cfg Config) (*Relay, error) {
 			ownerConns:      cmp.Or(cfg.OwnerReserveConnections, DefaultOwnerReserveConnections),
 			ownerPending:    int64(cmp.Or(cfg.OwnerReserveFrameBytes, DefaultOwnerReserveFrameBytes)),
 		},
-		addrs:      addrConns{max: cmp.Or(cfg.MaxConnectionsPerAddress, DefaultMaxConnectionsPerAddress)},
+		addrs: addrConns{max: cmp.Or(cfg.MaxConnectionsPerAddress, DefaultMaxConnectionsPerAddress),
+			total: cmp.Or(cfg.MaxConnectionsNotWebSocket, DefaultMaxConnectionsNotWebSocket)},
 		authFails:  authThrottle{allowed: cmp.Or(cfg.AuthFailuresAllowed, DefaultAuthFailuresAllowed)},
 		start:      time.Now(),
 		convs:      map[string]*conversation{},

@@ -175,6 +175,37 @@ func TestAddressConnectionLimit(t *testing.T) {
 	}
 }
 
+// Connections that are no WebSocket are bounded over all addresses too:
+// from 30 loopback addresses, two each (under the limit per address), the
+// oldest is closed past MaxConnectionsNotWebSocket, and the owner gets in.
+// Before, 400 addresses holding 50 each used the relay's 20,000 file
+// descriptors and the owner waited 22 s (tools/flood -addrs 400).
+func TestAllAddressesConnectionLimit(t *testing.T) {
+	t.Parallel()
+	e, _ := startDevices(t, func(c *relay.Config) { c.MaxConnectionsPerAddress = 5; c.MaxConnectionsNotWebSocket = 20 })
+	addr := strings.TrimPrefix(e.srv.HTTPURL, "http://")
+	var idle []net.Conn
+	for i := range 60 {
+		d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.IPv4(127, 0, 0, byte(2+i%30))}}
+		c, err := d.Dial("tcp", addr)
+		if err != nil {
+			t.Skipf("cannot connect from 127.0.0.%d (a system without all of 127.0.0.0/8 on loopback): %v", 2+i%30, err)
+		}
+		defer c.Close()
+		idle = append(idle, c)
+	}
+	_ = idle[0].SetReadDeadline(time.Now().Add(wait))
+	if _, err := idle[0].Read(make([]byte, 1)); err != io.EOF {
+		t.Fatalf("the oldest of 60 idle connections from 30 addresses was not closed: %v", err)
+	}
+	owner := e.dialAs(ownToken, "")
+	owner.Send("ping", nil)
+	owner.Expect("pong")
+	if n := e.srv.Relay.AllAddressConns(); n > 20 {
+		t.Fatalf("the relay holds %d connections that are no WebSocket, over the limit of 20", n)
+	}
+}
+
 // Wrong tokens from one address are throttled: past AuthFailuresAllowed,
 // its upgrades get 429 with Retry-After, even with the right token (it is
 // not looked at); the log says so once, with the address and the count,
