@@ -159,7 +159,7 @@ func (r *Relay) serveWS(w http.ResponseWriter, req *http.Request) {
 		return
 	}
 	if refused != "" {
-		c.log.Warn("relay: a connection limit is reached; refusing a connection", "device", id.device, "why", refused)
+		r.refusedLog.warn(c.log, "relay: a connection limit is reached; refusing a connection", "device", id.device, "why", refused)
 		frame, _ := protocol.Encode(protocol.TypeError, &protocol.Error{Code: protocol.CodeLimit, Message: refused})
 		_ = ws.Write(context.Background(), websocket.MessageText, frame)
 		_ = ws.Close(websocket.StatusTryAgainLater, "too many connections")

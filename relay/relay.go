@@ -249,6 +249,7 @@ type Relay struct {
 	usage            usage       // what each token holds (limits.go)
 	addrs            addrConns   // HTTP connections per remote address (auth.go)
 	authFails        authThrottle
+	refusedLog       logEvery // connections refused by a limit (lograte.go)
 	acceptOptions    websocket.AcceptOptions
 	start            time.Time // origin of the monotonic clock used by heartbeats
 
@@ -327,6 +328,7 @@ func New(cfg Config) (*Relay, error) {
 		addrs: addrConns{max: cmp.Or(cfg.MaxConnectionsPerAddress, DefaultMaxConnectionsPerAddress),
 			total: cmp.Or(cfg.MaxConnectionsNotWebSocket, DefaultMaxConnectionsNotWebSocket)},
 		authFails:  authThrottle{allowed: cmp.Or(cfg.AuthFailuresAllowed, DefaultAuthFailuresAllowed)},
+		refusedLog: logEvery{every: 10 * time.Second},
 		start:      time.Now(),
 		convs:      map[string]*conversation{},
 		conns:      map[*conn]struct{}{},

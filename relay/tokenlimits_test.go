@@ -60,6 +60,21 @@ func TestTokenConnectionLimit(t *testing.T) {
 	refusedWith(t, e.dialAs(ownToken, ""), "limit of 10 connections")
 }
 
+// Connections refused by a limit are logged once, not once each: 30 of
+// them make one WARN line (tools/flood's 10,000 made 9,936).
+func TestRefusedConnectionsLoggedOnce(t *testing.T) {
+	t.Parallel()
+	e, _ := startDevices(t, func(c *relay.Config) { c.MaxConnectionsPerToken = 1 })
+	viewer := e.device("flood", protocol.RoleViewer, time.Time{})
+	sync_(t, e.dialAs(viewer, ""))
+	for range 30 {
+		refusedWith(t, e.dialAs(viewer, ""), "1 connections open")
+	}
+	if n := strings.Count(e.logs.all(), "a connection limit is reached"); n != 1 {
+		t.Fatalf("%d log lines for 30 refused connections, want 1", n)
+	}
+}
+
 // waitPending waits for the relay to count at least n bytes of frames being
 // received.
 func waitPending(t *testing.T, e *env, n int64) {
