@@ -5,8 +5,10 @@ import (
 	"fyne.io/fyne/v2/theme"
 )
 
-// mainMenu is the window's menu: File (New conversation, Connect a
-// device…, Settings…, Quit) and Help (About). The items show the shortcuts the canvas handles.
+// mainMenu is the window's menu: File (New conversation, Open folder,
+// Connect a device…, Settings…, Quit) and Help (About). The items show
+// the shortcuts the canvas handles. It keeps the items that change
+// (showOpenFolder).
 func (w *Window) mainMenu() *fyne.MainMenu {
 	newConv := fyne.NewMenuItemWithIcon("New conversation", theme.ContentAddIcon(), func() {
 		if w.modal == nil {
@@ -16,14 +18,18 @@ func (w *Window) mainMenu() *fyne.MainMenu {
 	newConv.Shortcut = shortcutNew
 	settings := fyne.NewMenuItemWithIcon("Settings…", theme.SettingsIcon(), w.ShowSettings)
 	settings.Shortcut = shortcutSettings
+	w.openFolderItem = fyne.NewMenuItemWithIcon(openFolderLabel, theme.FolderOpenIcon(), w.openFolder)
+	w.openFolderItem.Shortcut = shortcutOpenFolder
+	w.openFolderItem.Disabled = true // until a conversation has a folder (showOpenFolder)
 	// With no action, the driver quits the app the way closing the window
 	// does.
 	quit := fyne.NewMenuItem("Quit", nil)
 	quit.IsQuit = true
 	about := fyne.NewMenuItemWithIcon("About pilotdesk", theme.InfoIcon(), w.ShowAbout)
 	share := fyne.NewMenuItemWithIcon("Connect a device…", theme.ComputerIcon(), w.ShowShare)
-	return fyne.NewMainMenu(
-		fyne.NewMenu("File", newConv, share, settings, fyne.NewMenuItemSeparator(), quit),
+	w.menu = fyne.NewMainMenu(
+		fyne.NewMenu("File", newConv, w.openFolderItem, share, settings, fyne.NewMenuItemSeparator(), quit),
 		fyne.NewMenu("Help", about),
 	)
+	return w.menu
 }

@@ -214,6 +214,10 @@ type Window struct {
 	// menu, and its app cannot quit twice).
 	menuOpened func(index int)
 	quitHook   func()
+	// menu is the window's menu (mainMenu), and openFolderItem its File →
+	// Open folder, enabled when there is a folder to open.
+	menu           *fyne.MainMenu
+	openFolderItem *fyne.MenuItem
 }
 
 // NewWindow builds the window on a and starts following c's events. Show it
@@ -637,18 +641,20 @@ func (w *Window) build() {
 }
 
 // Keyboard shortcuts: Ctrl+N new conversation, Ctrl+. stop, Ctrl+L focus
-// the composer, Ctrl+M switch Plan/Act, Ctrl+, Settings. (Escape in the
-// composer stops too.)
+// the composer, Ctrl+M switch Plan/Act, Ctrl+, Settings, Ctrl+O open the
+// conversation's folder. (Escape in the composer stops too.)
 var (
 	shortcutNew      = &desktop.CustomShortcut{KeyName: fyne.KeyN, Modifier: fyne.KeyModifierShortcutDefault}
 	shortcutStop     = &desktop.CustomShortcut{KeyName: fyne.KeyPeriod, Modifier: fyne.KeyModifierShortcutDefault}
 	shortcutFocus    = &desktop.CustomShortcut{KeyName: fyne.KeyL, Modifier: fyne.KeyModifierShortcutDefault}
 	shortcutMode     = &desktop.CustomShortcut{KeyName: fyne.KeyM, Modifier: fyne.KeyModifierShortcutDefault}
 	shortcutSettings = &desktop.CustomShortcut{KeyName: fyne.KeyComma, Modifier: fyne.KeyModifierShortcutDefault}
+	// Ctrl+O, File → Open folder: the one thing the window opens.
+	shortcutOpenFolder = &desktop.CustomShortcut{KeyName: fyne.KeyO, Modifier: fyne.KeyModifierShortcutDefault}
 )
 
 func shortcuts() []*desktop.CustomShortcut {
-	return []*desktop.CustomShortcut{shortcutNew, shortcutStop, shortcutFocus, shortcutMode, shortcutSettings,
+	return []*desktop.CustomShortcut{shortcutNew, shortcutStop, shortcutFocus, shortcutMode, shortcutSettings, shortcutOpenFolder,
 		shortcutNextConv, shortcutPrevConv, shortcutNextConv2, shortcutPrevConv2, shortcutQuit,
 		shortcutFileMenu, shortcutHelpMenu, shortcutTop, shortcutBottom}
 }
@@ -677,6 +683,8 @@ func (w *Window) shortcut(s fyne.Shortcut) bool {
 		w.toggle.Toggle()
 	case shortcutSettings.ShortcutName():
 		w.ShowSettings()
+	case shortcutOpenFolder.ShortcutName():
+		w.openFolder()
 	default:
 		return w.keyShortcut(cs.ShortcutName())
 	}
@@ -760,6 +768,7 @@ drain:
 		w.newConv.setWorkspaces(w.store.Workspaces())
 	}
 	w.showAgent(v.Agent, v.Folder) // agentname.go
+	w.showOpenFolder()
 
 	if w.wantMode != "" && (w.wantModeConv != w.current || v.Mode == w.wantMode) {
 		w.wantMode = ""

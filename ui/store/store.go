@@ -417,8 +417,10 @@ type View struct {
 	Exists bool
 	Title  string
 	Agent  string // the agent the relay runs it with ("" unknown)
-	// Folder says where it works (conversation.State.Folder).
+	// Folder says where it works (conversation.State.Folder), and Dir
+	// is that folder's whole path on the relay's machine.
 	Folder    string
+	Dir       string
 	Mode      protocol.Mode
 	Streaming bool
 	Thinking  bool
@@ -481,7 +483,7 @@ func (s *Store) Take(current string, full bool) Frame {
 	// Copies only: the UI reads them while the client's goroutine goes on
 	// folding events in.
 	v.Usage, v.Turn = c.Usage.Clone(), c.Turn.Clone()
-	v.Folder, _ = c.Folder()
+	v.Folder, v.Dir = c.Folder()
 	if c.Pending != nil {
 		p := *c.Pending
 		p.Request.Choices = slices.Clone(p.Request.Choices)
