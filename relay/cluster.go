@@ -133,7 +133,13 @@ func (r *Relay) takeOverGone(id, relayID string) {
 	ctx, cancel := context.WithTimeout(r.ctx, takeOverWait)
 	defer cancel()
 	for wait := time.Second; ; wait = min(2*wait, 8*time.Second) {
-		_, err := r.routeCommand(ctx, id)
+		owner, err := r.routeCommand(ctx, id)
+		if err == nil && owner == relayID {
+			// A replica still serves the gone relay's key (or its TTL
+			// has not ended at the server yet): it is not gone to the
+			// claim yet. Taken for done, the turn it left stayed open.
+			err = fmt.Errorf("relay %s still counts as alive", relayID)
+		}
 		if err == nil {
 			return
 		}
@@ -197,9 +203,15 @@ func (h clusterHooks) Reconnected() {
 	}
 }
 
-func (h clusterHooks) LeaseLost() {
+func (h clusterHooks) LeaseLost(stalled bool) {
 	r := h.r
-	r.storeTrouble.Store(time.Now().UnixNano())
+	if !stalled {
+		// The store did not answer: a takeover soon after blames it, not
+		// the relay it takes over from (troubledRecently). A relay that
+		// was stalled itself found nothing wrong with the store, and a
+		// turn it takes back is one a lost relay left.
+		r.storeTrouble.Store(time.Now().UnixNano())
+	}
 	convs := r.allConversations()
 	n := 0
 	for _, c := range convs {
@@ -210,7 +222,11 @@ func (h clusterHooks) LeaseLost() {
 		}
 		c.mu.Unlock()
 	}
-	r.log.Error("relay: this relay's lease lapsed (cut off from NATS for longer than the lease): it no longer owns its conversations; their turns stop, and other relays take them over", "conversations", n)
+	why := "cut off from NATS for longer than the lease"
+	if stalled {
+		why = "the relay was stalled, its process paused, past the lease"
+	}
+	r.log.Error("relay: this relay's lease lapsed ("+why+"): it no longer owns its conversations; their turns stop, and other relays take them over", "conversations", n)
 }
 
 // loseLocked makes an owned conversation remote: its turn stops without a
@@ -225,6 +241,8 @@ func (c *conversation) loseThenLocked(then func()) {
 		return
 	}
 	c.remote = true
+	c.losses.Add(1) // before the next count: the committer drops what was queued
+	c.r.losses.Add(1)
 	c.closeInputsLocked(nil, errLost) // emits nothing now: the conversation is remote
 	if t := c.turn; t != nil {
 		t.cancel(errLost)
@@ -263,31 +281,50 @@ func (r *Relay) catchUp(c *conversation) {
 	}
 }
 
+// lostToAnother reports whether a conversation's failed append means the
+// relay lost it, not that the store failed: another writer appended
+// (history.ErrConflict), or the relay's lease may have lapsed
+// (history.ErrLeaseLost).
+func lostToAnother(err error) bool {
+	return errors.Is(err, history.ErrConflict) || errors.Is(err, history.ErrLeaseLost)
+}
+
 // fencedLocked runs on the committer when an append of the conversation
-// was refused because another relay appended since: it lost the
-// conversation. Its events after sentSeq were never stored and never go
-// out; the new owner's come from the cluster.
+// was refused because another relay appended since, or because this
+// relay's lease may have lapsed: it lost the conversation. Its events
+// after sentSeq were never stored and never go out; the new owner's come
+// from the cluster.
 //
 // The stream may also hold an append of this relay's own whose Write
 // failed with its outcome unsure (the cluster unreachable): the store
 // refuses the next append the same way, and the relay takes the stream's
 // history too, never the seqs of events that may have been delivered.
 // If the turn it ran is left open there and nobody else owns the
-// conversation, it takes it back and closes the turn (closeLeftOpen).
+// conversation, it takes it back and closes the turn (closeLeftOpen):
+// as one the store lost (its own append), or as one the previous owner
+// left (another writer: the relay it took the conversation from, resumed
+// after its lease lapsed, wrote before the store refused it). A relay
+// whose own lease lapsed leaves that to the others (RelayGone), and to
+// itself once it has announced itself again.
 func (c *conversation) fencedLocked(err error) {
 	c.r.log.Warn("relay: another relay took this conversation over, or an append of this relay's whose Write failed was stored after all: it takes the stream's history", "conversationId", c.id, "unsentEvents", c.lastSeq-c.sentSeq, "err", err)
 	c.failure = storeFailure{gen: c.failure.gen + 1} // its records still queued are dropped (committer.dropStale); its failed tail is not stored
 	c.lastSeq = c.sentSeq
 	c.unsent = nil
+	then := func() {}
+	if !errors.Is(err, history.ErrLeaseLost) {
+		own := errors.Is(err, history.ErrOwnAppendStored)
+		then = func() { c.r.closeLeftOpen(c.id, own) }
+	}
 	if c.remote {
 		// Lost already (its lease lapsed): catch up all the same.
 		c.r.track(&c.r.work, func() {
 			c.r.catchUp(c)
-			c.r.closeLeftOpen(c.id)
+			then()
 		})
 		return
 	}
-	c.loseThenLocked(func() { c.r.closeLeftOpen(c.id) })
+	c.loseThenLocked(then)
 }
 
 // troubleWindow is how long after this relay found the store unreachable
@@ -311,11 +348,14 @@ const leaseLapsedMessage = "the turn was stopped: the history store could not be
 const storeLostMessage = "the history store could not be reached: the turn was stopped"
 
 // closeLeftOpen closes a turn or question that the stream shows open in a
-// conversation this relay lost to its own unsure append: if the owner
+// conversation this relay lost to a conflicting append: if the owner
 // record still names this relay (no other relay took it over, which
 // would close them itself), it takes the conversation back, and the
-// takeover closes them with storeLostMessage.
-func (r *Relay) closeLeftOpen(id string) {
+// takeover closes them: with storeLostMessage if the append was this
+// relay's own (own: its Write failed while the store was unreachable),
+// else as left by the relay it took the conversation from, which wrote
+// once more after its lease lapsed.
+func (r *Relay) closeLeftOpen(id string, own bool) {
 	if r.isDraining() {
 		return
 	}
@@ -339,7 +379,14 @@ func (r *Relay) closeLeftOpen(id string) {
 	if owner != r.cluster.ID() {
 		return // another relay runs it, and closed what was left open
 	}
-	if err := r.takeOverAs(ctx, id, previous, storeLostMessage); err != nil {
+	message := storeLostMessage
+	if !own {
+		message = ""
+		c.mu.Lock()
+		previous = cmp.Or(previous, c.takenFrom)
+		c.mu.Unlock()
+	}
+	if err := r.takeOverAs(ctx, id, previous, message); err != nil {
 		r.log.Warn("relay: could not take back a conversation whose turn is left open; the next command does", "conversationId", id, "err", err)
 	}
 	r.refollow(c)
@@ -431,6 +478,7 @@ func (r *Relay) takeOverAs(ctx context.Context, id, previous, message string) er
 		return fmt.Errorf("caught up to seq %d of %d", conv.sentSeq, state.LastSeq)
 	}
 	conv.remote = false
+	conv.takenFrom = previous
 	conv.lastSeq = conv.sentSeq
 	conv.unsent = nil
 	conv.fromStore = found // the agent session resumes
@@ -682,6 +730,23 @@ func (r *Relay) goneRemote(c *conversation) {
 	}
 }
 
+// storeUnreachable is the error a command that changes a conversation
+// gets at once while the history store cannot be reached (a quorum loss,
+// the relay cut off from NATS: Cluster.Health), instead of waiting for
+// requests to time out; nil when it can be, and for copilot:abort and
+// copilot:close, which stop an agent that runs here whatever the store.
+func (r *Relay) storeUnreachable(msgType, id string) *protocol.Error {
+	if msgType == protocol.TypeAbort || msgType == protocol.TypeClose {
+		return nil
+	}
+	reason := r.cluster.Health()
+	if reason == "" {
+		return nil
+	}
+	return &protocol.Error{Code: protocol.CodeLimit, Type: msgType, ConversationID: id,
+		Message: "the history store cannot be reached, so nothing can be saved and the relay changes no conversation (" + reason + "): send again once it is back"}
+}
+
 // clusterUnreachable is the error a command gets when its owner cannot be
 // found or reached.
 func clusterUnreachable(msgType, id string, err error) *protocol.Error {
@@ -701,6 +766,10 @@ const unreachableWait = 30 * time.Second
 // asked again until it answers or its lease lapses and this relay takes
 // the conversation over, for up to unreachableWait.
 func (r *Relay) forward(c *conn, msgType, id string, data any, before func()) (handled bool) {
+	if e := r.storeUnreachable(msgType, id); e != nil {
+		c.sendError(e)
+		return true
+	}
 	deadline := time.Now().Add(unreachableWait)
 	moved := 0
 	for {

@@ -2,6 +2,7 @@ package relay_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -729,44 +730,91 @@ func TestClusterNodeDies(t *testing.T) {
 	ca.WaitFor("copilot:idle", nil)
 }
 
-// A relay whose own lease lapses while it runs a turn (here: it renews
-// too late, as a relay cut off from NATS for longer than its lease would)
-// stops owning its conversations, and announces itself again under a new
-// id; its client, which watches, has the turn closed (idle, status error)
-// by whichever relay takes the conversation over, this one included, and
-// the stored chain stays gapless.
+// A relay whose own lease lapses while it runs a turn because its
+// renewals fail (as a relay cut off from NATS, or in a quorum loss: played
+// by failing them for a lease and a half) stops owning its conversations,
+// and announces itself again under a new id; its client, which watches,
+// has the turn closed (idle, status error) by whichever relay takes the
+// conversation over, this one included, saying the lease lapsed, and the
+// stored chain stays gapless.
+//
+// stalled: the relay sends no renewal at all for longer than the lease
+// (a process paused: its renewer runs too late). Its next append is
+// refused before it goes out, and the turn is closed as one a lost relay
+// left, naming the id it had, not as the store's failure: the store was
+// fine. (memcluster has no renewer to stall: cut off only.)
 func TestClusterLeaseLapses(t *testing.T) {
 	eachBackend(t, func(t *testing.T, b testBackend) {
-		s := clusterScript(t)
-		a := b.relayWith(t, 0, s, jetstream.ClusterOptions{Lease: testLease, RenewEvery: testLease + time.Second})
-		ca := a.srv.Dial(t)
-		id := "lapse-" + b.name
-		first := a.cluster.ID()
-
-		send(ca, id, "long")
-		idle, before := ca.WaitForCollect("copilot:idle", nil)
-		// No relay was lost: the turn's own relay closes it, saying its
-		// lease lapsed.
-		if idle.Field("status") != "error" || !strings.Contains(fmt.Sprint(idle.Field("message")), "lapsed") {
-			t.Fatalf("the client got %s", idle.Raw)
-		}
-		eventSeqs(t, "A", append(before, idle), 0)
-		a.logs.waitLog(t, "lease lapsed")
-		if a.cluster.ID() == first {
-			t.Fatalf("the relay is still %s after its lease lapsed", first)
-		}
-		if !strings.Contains(fmt.Sprint(idle.Field("message")), first) {
-			t.Fatalf("the idle does not name the relay that lost the turn (%s): %s", first, idle.Raw)
-		}
-
-		// The relay goes on under its new id: the next send runs.
-		send(ca, id, "hello")
-		next := collect(t, ca, "copilot:idle", nil)
-		eventSeqs(t, "A, next turn", next, idle.Seq())
-		if next[len(next)-1].Field("status") != "completed" {
-			t.Fatalf("the next turn: %s", framesString(next))
+		for _, stalled := range []bool{false, true} {
+			if stalled && b.net != nil {
+				continue
+			}
+			t.Run(map[bool]string{false: "cutOff", true: "stalled"}[stalled], func(t *testing.T) {
+				leaseLapses(t, b, stalled)
+			})
 		}
 	})
+}
+
+func leaseLapses(t *testing.T, b testBackend, stalled bool) {
+	s := clusterScript(t)
+	opts := jetstream.ClusterOptions{Lease: testLease}
+	var failFrom atomic.Int64 // Unix ns of the first renewal failed; -1: none yet, 0: off
+	switch {
+	case stalled || b.net != nil:
+		opts.RenewEvery = testLease + time.Second
+	default:
+		failFrom.Store(0)
+		opts.BeforeRenew = func(context.Context) error {
+			from := failFrom.Load()
+			if from == -1 {
+				from = time.Now().UnixNano()
+				failFrom.Store(from)
+			}
+			if from != 0 && time.Since(time.Unix(0, from)) < 3*testLease/2 {
+				return errors.New("the renewal timed out (played by the test)")
+			}
+			return nil
+		}
+	}
+	a := b.relayWith(t, 0, s, opts)
+	ca := a.srv.Dial(t)
+	id := fmt.Sprintf("lapse-%s-%v", b.name, stalled)
+	first := a.cluster.ID()
+
+	send(ca, id, "long")
+	delta, early := ca.WaitForCollect("copilot:delta", nil)
+	failFrom.CompareAndSwap(0, -1) // the renewals fail from now on (cutOff)
+	idle, before := ca.WaitForCollect("copilot:idle", nil)
+	before = append(append(early, delta), before...)
+	msg := fmt.Sprint(idle.Field("message"))
+	switch {
+	case stalled:
+		// The relay itself was lost, under its first id.
+		if idle.Field("status") != "error" || !strings.HasPrefix(msg, "relay lost") {
+			t.Fatalf("the client got %s", idle.Raw)
+		}
+	case idle.Field("status") != "error" || !strings.Contains(msg, "lapsed"):
+		// No relay was lost: the turn's own relay closes it, saying its
+		// lease lapsed.
+		t.Fatalf("the client got %s", idle.Raw)
+	}
+	eventSeqs(t, "A", append(before, idle), 0)
+	a.logs.waitLog(t, "lease lapsed")
+	if a.cluster.ID() == first {
+		t.Fatalf("the relay is still %s after its lease lapsed", first)
+	}
+	if !strings.Contains(msg, first) {
+		t.Fatalf("the idle does not name the relay that lost the turn (%s): %s", first, idle.Raw)
+	}
+
+	// The relay goes on under its new id: the next send runs.
+	send(ca, id, "hello")
+	next := collect(t, ca, "copilot:idle", nil)
+	eventSeqs(t, "A, next turn", next, idle.Seq())
+	if next[len(next)-1].Field("status") != "completed" {
+		t.Fatalf("the next turn: %s", framesString(next))
+	}
 }
 
 // The owner dies while its agent waits on a question: the relay that

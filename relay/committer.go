@@ -33,6 +33,7 @@ type record struct {
 	kind  recordKind
 	conv  *conversation
 	gen   uint64 // the conversation's gen when the event was made (storefail.go)
+	lost  uint64 // the conversation's losses when the event was made (cluster.go)
 	seq   int64
 	typ   string
 	frame []byte
@@ -291,13 +292,14 @@ func (c *committer) saveSpend() {
 }
 
 // dropFenced handles the conversations of a partly failed write that
-// another relay took over (history.ErrConflict: the fence): they are lost
-// to this relay, not failed (cluster.go). It returns recs without theirs,
+// another relay took over (history.ErrConflict: the fence), or that this
+// relay could append to no more (history.ErrLeaseLost): they are lost to
+// this relay, not failed (cluster.go). It returns recs without theirs,
 // and takes them out of the write's failures.
 func (c *committer) dropFenced(recs []record, partial *history.PartialWriteError) []record {
 	lost := map[*conversation]bool{}
 	for conv := range c.index {
-		if err := partial.Failed[conv.id]; err != nil && errors.Is(err, history.ErrConflict) {
+		if err := partial.Failed[conv.id]; err != nil && lostToAnother(err) {
 			lost[conv] = true
 			conv.mu.Lock()
 			conv.fencedLocked(err)

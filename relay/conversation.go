@@ -62,6 +62,15 @@ type conversation struct {
 	// relay emits nothing for it and its subscribers get what the owner
 	// stores (cluster.go). Always false without a cluster.
 	remote bool
+	// losses counts the times this relay stopped owning it (cluster.go,
+	// loseThenLocked): the events it had queued for the store before are
+	// never written (committer.dropStale). Written under mu; atomic
+	// because the committer reads it without.
+	losses atomic.Uint64
+	// takenFrom is the relay this one last took the conversation over
+	// from ("": none, or unknown), named if that relay's late append
+	// makes this one close the turn again (closeLeftOpen).
+	takenFrom string
 	// reconnectCatchUp: a catch-up that Reconnected started runs; the
 	// next Reconnected (one a second while messages are dropped) skips
 	// the conversation instead of piling another on (cluster.go).
@@ -287,7 +296,7 @@ func (c *conversation) emitLocked(msgType string, hdr *protocol.Header, data any
 		c.addTailLocked(history.Event{ConversationID: c.id, Seq: seq, Type: msgType, Frame: frame})
 		return
 	}
-	if !c.r.commit.push(record{kind: recEvent, conv: c, gen: c.failure.gen, seq: seq, typ: msgType, frame: frame, meta: c.metaLocked()}) {
+	if !c.r.commit.push(record{kind: recEvent, conv: c, gen: c.failure.gen, lost: c.losses.Load(), seq: seq, typ: msgType, frame: frame, meta: c.metaLocked()}) {
 		c.r.log.Warn("relay: event after shutdown dropped", "conversationId", c.id, "type", msgType)
 	}
 }

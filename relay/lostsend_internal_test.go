@@ -19,7 +19,7 @@ type soloCluster struct{ history.Cluster }
 func (soloCluster) ID() string                       { return "solo" }
 func (soloCluster) Start(history.ClusterHooks) error { return nil }
 func (soloCluster) Stop(context.Context) error       { return nil }
-func (soloCluster) Healthy() bool                    { return true }
+func (soloCluster) Health() string                   { return "" }
 
 // openCounter is an agent that counts the sessions asked of it, and opens
 // none.

@@ -225,7 +225,11 @@ type Relay struct {
 	// unreachable (Unix ns; 0: never): its lease lapsed, or a write failed.
 	// A takeover soon after says so rather than "relay lost" (cluster.go).
 	storeTrouble atomic.Int64
-	draining     atomic.Bool // Drain has begun (drain.go)
+	// losses counts the conversations this relay stopped owning
+	// (cluster.go): while it is 0 the committer skips looking for records
+	// made before a loss.
+	losses   atomic.Uint64
+	draining atomic.Bool // Drain has begun (drain.go)
 
 	checkpoints       *checkpoint.Store // nil: off (checkpoints.go)
 	checkpointsOffWhy string
@@ -449,22 +453,7 @@ func New(cfg Config) (*Relay, error) {
 
 	r.mux = http.NewServeMux()
 	r.mux.HandleFunc("GET /ws", r.serveWS)
-	r.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
-		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-		if r.isDraining() {
-			w.WriteHeader(http.StatusServiceUnavailable)
-			_, _ = w.Write([]byte("unavailable: draining before it stops; clients go to another relay"))
-			return
-		}
-		if r.cluster != nil && !r.cluster.Healthy() {
-			// Cut off from NATS or without a lease: a balancer moves
-			// the clients to a relay that can serve them.
-			w.WriteHeader(http.StatusServiceUnavailable)
-			_, _ = w.Write([]byte("unavailable: not connected to the NATS cluster or without a lease"))
-			return
-		}
-		_, _ = w.Write([]byte("ok"))
-	})
+	r.mux.HandleFunc("GET /healthz", r.serveHealth)
 	r.routePush() // push.go
 	// The web client: the page a phone or a browser opens with the token in
 	// its fragment. /ws and /healthz are more specific patterns and keep
@@ -568,6 +557,35 @@ func (r *Relay) abandon() {
 	r.watch.close()
 	r.budget.close()
 	_ = waitGroup(context.Background(), &r.work)
+}
+
+// unhealthy is the body of /healthz's 503.
+type unhealthy struct {
+	Status string `json:"status"` // "unavailable"
+	Reason string `json:"reason"`
+}
+
+// serveHealth answers GET /healthz: 200 "ok", or 503 with a JSON body
+// that says why, so that a balancer sends new clients to another relay
+// and an operator reads the cause: the relay drains before it stops, or
+// (on a cluster) it is cut off from NATS, its lease lapsed, or the
+// history store does not answer (Cluster.Health).
+func (r *Relay) serveHealth(w http.ResponseWriter, _ *http.Request) {
+	reason := ""
+	switch {
+	case r.isDraining():
+		reason = "draining before it stops; clients go to another relay"
+	case r.cluster != nil:
+		reason = r.cluster.Health()
+	}
+	if reason == "" {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		_, _ = w.Write([]byte("ok"))
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusServiceUnavailable)
+	_ = json.NewEncoder(w).Encode(unhealthy{Status: "unavailable", Reason: reason})
 }
 
 // Handler serves GET /ws (the WebSocket), GET /healthz and the web client

@@ -149,14 +149,18 @@ func (c *conversation) unstoredSinceLocked(since int64) (upTo int64, frames [][]
 }
 
 // dropStale removes, in place, the records of conversations that failed
-// after they were made: their seqs are handed out again.
+// or were lost after they were made: their seqs are handed out again.
 func (c *committer) dropStale(recs []record) []record {
-	if len(c.failed) == 0 && !c.fenced {
+	if len(c.failed) == 0 && !c.fenced && c.r.losses.Load() == 0 {
 		return recs
 	}
 	kept := recs[:0]
 	for _, rec := range recs {
-		if rec.gen == rec.conv.failure.gen { // gen is the committer's own: no lock
+		// gen is the committer's own: no lock. A conversation lost since
+		// the event was made is another relay's: the event is not written
+		// even if this relay owns the conversation again by now, after a
+		// takeover that read the stream without it.
+		if rec.gen == rec.conv.failure.gen && rec.lost == rec.conv.losses.Load() {
 			kept = append(kept, rec)
 		}
 	}
@@ -270,7 +274,7 @@ func (c *committer) retry() {
 					if conv.tailStored(counts[i]) {
 						delete(c.failed, conv)
 					}
-				case c.r.cluster != nil && errors.Is(cerr, history.ErrConflict):
+				case c.r.cluster != nil && lostToAnother(cerr):
 					conv.mu.Lock()
 					conv.fencedLocked(cerr)
 					conv.mu.Unlock()

@@ -27,9 +27,11 @@ type Cluster interface {
 	// (so that others take them at once, not a lease later) and withdraws
 	// its lease. A stopped cluster is not started again.
 	Stop(ctx context.Context) error
-	// Healthy reports whether the relay holds its lease over a working
-	// connection: /healthz answers 503 otherwise.
-	Healthy() bool
+	// Health says why the relay cannot serve now, "" when it can: it is
+	// cut off from NATS, its lease lapsed, or the history store does not
+	// answer. /healthz answers 503 with it, and commands that change a
+	// conversation are refused with it at once.
+	Health() string
 
 	// Claim makes this relay the conversation's owner unless a relay
 	// whose lease holds owns it, and returns the owner after: ID() when
@@ -95,7 +97,10 @@ type ClusterHooks interface {
 	Reconnected()
 	// LeaseLost tells that this relay's own lease lapsed (it was cut off
 	// for longer than the lease): it stops owning its conversations.
-	LeaseLost()
+	// stalled says the relay itself was stalled past its lease (its
+	// process paused) while the store may have been fine, rather than cut
+	// off from a store that did not answer.
+	LeaseLost(stalled bool)
 }
 
 // ErrUnreachable wraps the error of a command forwarded to a relay that

@@ -125,6 +125,19 @@ var ErrNotFound = errors.New("conversation not found")
 // last. It comes wrapped, in a PartialWriteError.
 var ErrConflict = errors.New("another writer appended to the conversation")
 
+// ErrOwnAppendStored comes with ErrConflict when what moved the
+// conversation on is this store's own append whose Write failed, its
+// outcome unknown, and which was stored after all: no other writer was
+// involved.
+var ErrOwnAppendStored = errors.New("an append whose Write failed was stored after all")
+
+// ErrLeaseLost says that a store shared by several relays refused to
+// append because this relay could not confirm that its lease still held
+// (history.Cluster): another relay may own the conversation by now, so it
+// appends nothing it had queued, and it no longer owns its conversations.
+// It comes wrapped, in a PartialWriteError.
+var ErrLeaseLost = errors.New("this relay's lease lapsed: it no longer owns the conversation")
+
 // PartialWriteError is returned by a Write that stored some conversations
 // of its batch and not others. The conversations it does not name were
 // written in full, and may be delivered; those it names were not written

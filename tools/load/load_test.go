@@ -376,11 +376,7 @@ func TestChaos(t *testing.T) {
 		// but are not what this fault tests.
 		lease time.Duration
 	}{
-		// relay-stop is not run here while its known fault stands
-		// (docs/reliability.md, Faults): a relay resumed after its lease
-		// lapsed still writes one event it had queued, and the relay that
-		// took its conversation over then closes the turn as if the store
-		// were unreachable. `make chaos` runs it.
+		{faultRelayStop, 2, 8 * time.Second, 4 * time.Second},
 		{faultQuorumLoss, 3, 10 * time.Second, 4 * time.Second},
 		{faultRollingRestart, 4, 0, jetstream.DefaultLease},
 	} {

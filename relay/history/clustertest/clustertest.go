@@ -87,8 +87,8 @@ func start(t *testing.T, m NewMember, opts Options) *member {
 			t.Errorf("stop: %v", err)
 		}
 	})
-	if !c.Healthy() {
-		t.Fatal("a started cluster is not healthy")
+	if why := c.Health(); why != "" {
+		t.Fatalf("a started cluster is not healthy: %s", why)
 	}
 	return &member{store: s, cluster: c, h: h}
 }
@@ -302,7 +302,7 @@ func testStopGivesUp(t *testing.T, nm NewMember) {
 	if err := a.cluster.Stop(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if a.cluster.Healthy() {
+	if a.cluster.Health() == "" {
 		t.Fatal("a stopped cluster is healthy")
 	}
 	b.h.wait(t, "RelayGone "+aID)
@@ -444,7 +444,7 @@ func (h *hooks) note(s string) {
 func (h *hooks) Deleted(id string)        { h.note("Deleted " + id) }
 func (h *hooks) RelayGone(relayID string) { h.note("RelayGone " + relayID) }
 func (h *hooks) Reconnected()             { h.note("Reconnected") }
-func (h *hooks) LeaseLost()               { h.note("LeaseLost") }
+func (h *hooks) LeaseLost(bool)           { h.note("LeaseLost") }
 
 // wait waits for note, skipping others.
 func (h *hooks) wait(t *testing.T, note string) {

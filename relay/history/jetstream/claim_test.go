@@ -18,7 +18,7 @@ func (quietHooks) Stored(string, []history.Event, history.Conversation) {}
 func (quietHooks) Deleted(string)                                       {}
 func (quietHooks) RelayGone(string)                                     {}
 func (quietHooks) Reconnected()                                         {}
-func (quietHooks) LeaseLost()                                           {}
+func (quietHooks) LeaseLost(bool)                                       {}
 
 // TestClusterClaimRace: when a relay dies, every survivor whose clients
 // watch its conversations claims them at once (relay/cluster.go's

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -54,12 +55,14 @@ type Cluster struct {
 	lease time.Duration
 	every time.Duration // between renewals
 	log   *slog.Logger
+	// beforeRenew is ClusterOptions.BeforeRenew.
+	beforeRenew func(ctx context.Context) error
 
 	base   string // pilotdesk, or pilotdesk.<ns>: the prefix of the live and command subjects
 	relays jetstream.KeyValue
 	owners jetstream.KeyValue
 
-	mu sync.Mutex // guards id, cmd, hooks, leaseRev, leaseOK, renewed, claimed, stopped, lapsed
+	mu sync.Mutex // guards id, cmd, hooks, leaseRev, leaseOK, renewed, tried, epoch, stalled, former, renewErr, claimed, stopped, lapsed
 	// id is new at every announcement: a relay whose lease lapsed comes
 	// back as another, so that what it owned under its old id is anyone's.
 	id       string
@@ -67,7 +70,25 @@ type Cluster struct {
 	hooks    history.ClusterHooks
 	leaseRev uint64    // revision of this relay's key
 	leaseOK  bool      // the lease holds (renewed within the lease)
-	renewed  time.Time // last successful create or renewal
+	renewed  time.Time // when the last successful create or renewal was sent: the server's TTL started later
+	// tried is when the renewer last sent a renewal (or announcement),
+	// whatever came of it: a renewer that tries and fails is cut off from
+	// the store; one that has not tried for a lease was stalled with its
+	// process (stalledLocked).
+	tried time.Time
+	// epoch counts the leases this relay has held; stalled is the last
+	// one that lapsed while the relay was stalled (a SIGSTOP, a frozen
+	// VM): a write that began under it appends nothing, even once the
+	// relay has announced itself again (mayAppend).
+	epoch, stalled uint64
+	// former is the ids this relay announced itself under before, the
+	// latest last (at most maxFormer): their leases are gone, whatever a
+	// replica of their keys still says (alive).
+	former []string
+	// renewErr is why the last renewal (or announcement) failed, nil once
+	// one succeeds: with no renewal for a while, the history store is
+	// unreachable (Health).
+	renewErr error
 	claimed  map[string]uint64
 	stopped  bool
 	// lapsed has a channel per relay a command is being forwarded to,
@@ -116,6 +137,12 @@ type ClusterOptions struct {
 	// RenewEvery is how often the lease is renewed; default Lease/5. (A
 	// test makes it longer than the lease to play a relay that stalls.)
 	RenewEvery time.Duration
+	// BeforeRenew is for tests: called before each renewal of the lease
+	// (or announcement, once it lapsed), which waits for it to return (a
+	// test holds it to play a relay whose process is paused); an error
+	// fails that attempt as if the cluster had not answered (a quorum
+	// loss). It must return once ctx ends.
+	BeforeRenew func(ctx context.Context) error
 	// Logger; default the store's.
 	Logger *slog.Logger
 }
@@ -138,10 +165,11 @@ func NewCluster(ctx context.Context, s *Store, opts ClusterOptions) (*Cluster, e
 	}
 	c := &Cluster{
 		s: s, nc: s.nc, id: randomHex(8), lease: opts.Lease, every: opts.RenewEvery, log: opts.Logger,
-		base:    strings.TrimSuffix(s.names.prefix, ".conv"),
-		claimed: map[string]uint64{},
-		pending: map[string][]history.Event{},
-		slots:   make(chan struct{}, maxForwarded),
+		beforeRenew: opts.BeforeRenew,
+		base:        strings.TrimSuffix(s.names.prefix, ".conv"),
+		claimed:     map[string]uint64{},
+		pending:     map[string][]history.Event{},
+		slots:       make(chan struct{}, maxForwarded),
 	}
 	suffix := strings.TrimPrefix(s.names.bucket, "pd_meta")
 	var err error
@@ -256,6 +284,7 @@ func (c *Cluster) Start(h history.ClusterHooks) error {
 	if err := c.register(ctx, false); err != nil {
 		return fail(err)
 	}
+	c.s.lease.Store(c) // the store appends only while the lease holds
 	// The watcher first, then the list: a relay that comes or goes in
 	// between is seen by the watcher.
 	// The changes from now on: the list says what holds now.
@@ -408,6 +437,7 @@ func (c *Cluster) register(ctx context.Context, again bool) error {
 	}
 	rctx, cancel := context.WithTimeout(ctx, c.lease)
 	defer cancel()
+	sent := time.Now()
 	rev, err := c.relays.Create(rctx, id, newLeaseValue(), jetstream.KeyTTL(c.lease))
 	if err != nil {
 		_ = sub.Unsubscribe()
@@ -420,8 +450,15 @@ func (c *Cluster) register(ctx context.Context, again bool) error {
 		return errors.New("jetstream cluster: stopped")
 	}
 	old := c.cmd
+	if c.id != id {
+		c.former = append(c.former, c.id)
+		if len(c.former) > maxFormer {
+			c.former = slices.Delete(c.former, 0, len(c.former)-maxFormer)
+		}
+	}
 	c.id, c.cmd = id, sub
-	c.leaseRev, c.leaseOK, c.renewed = rev, true, time.Now()
+	c.leaseRev, c.leaseOK, c.renewed, c.tried = rev, true, sent, sent
+	c.epoch++
 	c.mu.Unlock()
 	if old != nil {
 		_ = old.Unsubscribe()
@@ -459,12 +496,30 @@ func (c *Cluster) renew(ctx context.Context) {
 		if time.Since(last) < c.every {
 			continue
 		}
+		var hookErr error
+		if c.beforeRenew != nil {
+			hookErr = c.beforeRenew(ctx)
+		}
 		last = time.Now()
 		c.mu.Lock()
 		id, ok, rev, renewed, h := c.id, c.leaseOK, c.leaseRev, c.renewed, c.hooks
+		// Stalled with its process (no renewal sent for a lease): the
+		// lease may have lapsed at the server long ago; the relay learns
+		// it lost its conversations before anything else it does.
+		stalled := ok && c.stalledLocked(last)
+		c.tried = last
 		c.mu.Unlock()
+		if stalled {
+			c.loseLease(fmt.Errorf("no renewal sent for %v: the relay was stalled (its process paused?)", time.Since(renewed).Round(time.Millisecond)), true)
+			ok = false
+		}
 		if !ok {
-			if err := c.register(ctx, true); err != nil {
+			err := hookErr
+			if err == nil {
+				err = c.register(ctx, true)
+			}
+			c.noteRenewal(err)
+			if err != nil {
 				c.log.Debug("jetstream cluster: announce again", "err", err)
 				continue
 			}
@@ -476,23 +531,31 @@ func (c *Cluster) renew(ctx context.Context) {
 			continue
 		}
 		rctx, cancel := context.WithTimeout(ctx, min(c.every, c.lease/2))
-		ack, err := c.s.js.PublishMsg(rctx, &nats.Msg{Subject: "$KV." + c.relaysBucket() + "." + id, Data: newLeaseValue()},
-			jetstream.WithExpectLastSequencePerSubject(rev), jetstream.WithMsgTTL(c.lease))
+		sent := time.Now()
+		err := hookErr
+		var ack *jetstream.PubAck
+		if err == nil {
+			ack, err = c.s.js.PublishMsg(rctx, &nats.Msg{Subject: "$KV." + c.relaysBucket() + "." + id, Data: newLeaseValue()},
+				jetstream.WithExpectLastSequencePerSubject(rev), jetstream.WithMsgTTL(c.lease))
+		}
 		cancel()
+		c.noteRenewal(err)
 		var apiErr *jetstream.APIError
 		switch {
 		case err == nil:
 			c.mu.Lock()
-			c.leaseRev, c.renewed = ack.Sequence, time.Now()
+			if c.leaseOK && c.id == id {
+				c.leaseRev, c.renewed = ack.Sequence, sent
+			}
 			c.mu.Unlock()
 			continue
 		case errors.As(err, &apiErr) && apiErr.ErrorCode == codeWrongLastSeq:
 			// The key is gone or another: the lease lapsed.
-			c.loseLease(fmt.Errorf("the renewal was refused: %w", err))
+			c.loseLease(fmt.Errorf("the renewal was refused: %w", err), false)
 			continue
 		}
-		if time.Since(renewed) >= c.lease {
-			c.loseLease(fmt.Errorf("no renewal for %v: %w", time.Since(renewed).Round(time.Millisecond), err))
+		if time.Since(renewed) >= c.lease-c.margin() {
+			c.loseLease(fmt.Errorf("no renewal for %v: %w", time.Since(renewed).Round(time.Millisecond), err), false)
 		} else {
 			c.log.Debug("jetstream cluster: renew the lease", "err", err)
 		}
@@ -503,11 +566,81 @@ func (c *Cluster) relaysBucket() string {
 	return "pd_relays" + c.suffix()
 }
 
-// loseLease tells the relay, once, that its lease lapsed.
-func (c *Cluster) loseLease(why error) {
+// margin is how long before the lease's end, as this relay counts it
+// from the renewal it sent last, it stops trusting the lease: a message
+// sent then reaches the server before the server's TTL of the key ends.
+func (c *Cluster) margin() time.Duration { return c.lease / 10 }
+
+// maxFormer bounds Cluster.former: a lease lapses within the lease, so
+// only the latest few of a relay's former ids can still have a key.
+const maxFormer = 8
+
+// stalledLocked reports whether, at now, this relay's lease went
+// unconfirmed for the lease less the margin while its renewer sent
+// nothing either: the process (or the renewer) was stalled, not cut off
+// from the store, so the lease may well have lapsed at the server and
+// another relay may have read the stream to take its conversations over.
+// A relay whose renewals are sent but fail (a quorum loss) is not
+// stalled: no other relay can take over while the store is down, and its
+// appends go out and fail, or are stored, as the store decides.
+func (c *Cluster) stalledLocked(now time.Time) bool {
+	limit := c.lease - c.margin()
+	return now.Sub(c.renewed) >= limit && now.Sub(c.tried) >= limit
+}
+
+// leaseEpoch is the lease a write begins under (Store.Write); 0 for a
+// store of no cluster, or before the cluster has started.
+func (s *Store) leaseEpoch() uint64 {
+	c := s.lease.Load()
+	if c == nil {
+		return 0
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.epoch
+}
+
+// mayAppend says whether an append of a write that began under lease
+// epoch may go out now. It may not once the relay was stalled past its
+// lease under that epoch (a SIGSTOP, a frozen VM: stalledLocked, noticed
+// here or by the renewer): another relay may have read the stream to
+// take the conversations over, and the append would land before that
+// relay's closing events. Then the relay learns it lost them (loseLease)
+// and appends nothing it had queued, even if its renewer, paused with it,
+// has not noticed yet. Any other lapse (renewals that fail: a quorum
+// loss, a relay cut off) refuses nothing: the appends fail while the
+// store is down, and the fence refuses one that another relay's append
+// preceded. It returns nil for a store of no cluster.
+func (s *Store) mayAppend(epoch uint64) error {
+	c := s.lease.Load()
+	if c == nil {
+		return nil
+	}
+	now := time.Now()
+	c.mu.Lock()
+	stalled := c.leaseOK && c.epoch == epoch && c.stalledLocked(now)
+	since := now.Sub(c.renewed)
+	refused := epoch <= c.stalled
+	c.mu.Unlock()
+	if stalled {
+		c.loseLease(fmt.Errorf("no renewal sent for %v when an append was to go out: the relay was stalled (its process paused?)", since.Round(time.Millisecond)), true)
+		return fmt.Errorf("%w (not renewed for %v)", history.ErrLeaseLost, since.Round(time.Millisecond))
+	}
+	if refused {
+		return history.ErrLeaseLost
+	}
+	return nil
+}
+
+// loseLease tells the relay, once, that its lease lapsed; stalled: it
+// lapsed while the relay was stalled (mayAppend).
+func (c *Cluster) loseLease(why error, stalled bool) {
 	c.mu.Lock()
 	was, h := c.leaseOK, c.hooks
 	c.leaseOK = false
+	if was && stalled {
+		c.stalled = c.epoch
+	}
 	clear(c.claimed)
 	c.mu.Unlock()
 	if !was {
@@ -515,7 +648,7 @@ func (c *Cluster) loseLease(why error) {
 	}
 	c.log.Error("jetstream cluster: this relay's lease lapsed: it stops owning its conversations (other relays take them over)", "relay", c.ID(), "err", why)
 	if h != nil {
-		h.LeaseLost()
+		h.LeaseLost(stalled)
 	}
 }
 
@@ -590,21 +723,51 @@ func (c *Cluster) relaysResumed(ctx context.Context) {
 	}
 }
 
-// Healthy reports whether the connection is up and the lease holds.
-func (c *Cluster) Healthy() bool {
+// noteRenewal records the outcome of a renewal or announcement (Health).
+func (c *Cluster) noteRenewal(err error) {
 	c.mu.Lock()
-	ok := c.leaseOK && !c.stopped
+	c.renewErr = err
 	c.mu.Unlock()
-	return ok && c.nc.IsConnected()
+}
+
+// Health says why the relay cannot serve its clients now ("" when it
+// can): it is cut off from NATS, its lease lapsed, or the history store
+// has not answered a renewal of the lease for half the lease (the
+// JetStream cluster lost its quorum, or has no leader for that long). A
+// leader election (4–9 s) is shorter than half the default lease.
+func (c *Cluster) Health() string {
+	c.mu.Lock()
+	ok, stopped, since, renewErr := c.leaseOK, c.stopped, time.Since(c.renewed), c.renewErr
+	c.mu.Unlock()
+	switch {
+	case stopped:
+		return "the relay is leaving the cluster"
+	case !c.nc.IsConnected():
+		return "the relay is not connected to NATS (" + c.nc.Status().String() + ")"
+	case !ok:
+		return "the relay's lease lapsed: it could not reach the history store (NATS JetStream) in time; it announces itself again as soon as it can"
+	case renewErr != nil && since >= c.lease/2:
+		// The error itself goes to the log (renew), not to whoever asks
+		// /healthz.
+		return fmt.Sprintf("the history store (NATS JetStream) has not answered for %v: has the NATS cluster lost its quorum?", since.Round(100*time.Millisecond))
+	}
+	return ""
 }
 
 // alive reports whether a relay's lease holds.
 func (c *Cluster) alive(ctx context.Context, relay string) (bool, error) {
 	c.mu.Lock()
-	self, ok := c.id, c.leaseOK
+	self, ok, former := c.id, c.leaseOK, slices.Contains(c.former, relay)
 	c.mu.Unlock()
 	if relay == self {
 		return ok, nil
+	}
+	if former {
+		// Its own lease from before it announced itself again: gone,
+		// though a replica may still serve its key, or its TTL may not
+		// have ended yet at the server (a quorum loss delays it). Counted
+		// alive, the relay's own turns left open under it stayed open.
+		return false, nil
 	}
 	e, err := c.relays.Get(ctx, relay)
 	switch {

@@ -175,6 +175,10 @@ type Store struct {
 	// changes is the subject prefix a Cluster has this store publish its
 	// record changes on (follow.go): nil publishes none (one relay).
 	changes atomic.Pointer[string]
+	// lease is the Cluster this store writes for, once it has started: an
+	// append goes out only while the relay's lease surely holds
+	// (mayAppend). nil: a store of one relay, which appends at any time.
+	lease atomic.Pointer[Cluster]
 
 	mu     sync.Mutex            // guards convs, dirty, closed and the convStates' fields
 	convs  map[string]*convState // by conversation id

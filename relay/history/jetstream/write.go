@@ -132,6 +132,9 @@ func (s *Store) Write(ctx context.Context, b history.Batch) error {
 	if len(invalid) > 0 {
 		return errors.Join(invalid...)
 	}
+	// The lease this relay held when the write began: an append goes out
+	// only while that very lease surely holds (mayAppend).
+	epoch := s.leaseEpoch()
 	// The commits below write failed while they run: which conversations
 	// validation already failed is read from a copy.
 	prepFailed := maps.Clone(failed)
@@ -140,7 +143,7 @@ func (s *Store) Write(ctx context.Context, b history.Batch) error {
 		if _, ok := prepFailed[w.id]; ok {
 			return
 		}
-		if err := s.commit(ctx, w); err != nil {
+		if err := s.commit(ctx, w, epoch); err != nil {
 			failedMu.Lock()
 			failed[w.id] = err
 			failedMu.Unlock()
@@ -371,7 +374,7 @@ func (s *Store) plan(w *convWrite) ([]*unit, error) {
 }
 
 // commit appends the conversation's part and records the new state.
-func (s *Store) commit(ctx context.Context, w *convWrite) error {
+func (s *Store) commit(ctx context.Context, w *convWrite, epoch uint64) error {
 	units, err := s.plan(w)
 	if err != nil {
 		return err
@@ -379,7 +382,7 @@ func (s *Store) commit(ctx context.Context, w *convWrite) error {
 	deadline := time.Now().Add(s.opts.WriteTimeout)
 	tail := w.v.tail
 	for i, u := range units {
-		ack, uncertain, err := s.appendUnit(ctx, w, u, tail, deadline)
+		ack, uncertain, err := s.appendUnit(ctx, w, u, tail, deadline, epoch)
 		if err != nil {
 			if errors.Is(err, history.ErrConflict) {
 				s.forget(w.st)
@@ -420,9 +423,16 @@ func (s *Store) commit(ctx context.Context, w *convWrite) error {
 // message is expect, until it is stored, refused for good, or deadline.
 // uncertain says a failed unit may have been stored all the same (an
 // attempt's ack never came).
-func (s *Store) appendUnit(ctx context.Context, w *convWrite, u *unit, expect uint64, deadline time.Time) (ack uint64, uncertain bool, err error) {
+func (s *Store) appendUnit(ctx context.Context, w *convWrite, u *unit, expect uint64, deadline time.Time, epoch uint64) (ack uint64, uncertain bool, err error) {
 	wait := 20 * time.Millisecond
 	for attempt := 1; ; attempt++ {
+		// Every attempt, right before it goes out: a relay paused (or cut
+		// off) past its lease must not append what it had queued, since
+		// another relay may have read the stream to take the conversation
+		// over and be about to append its own closing events.
+		if lerr := s.mayAppend(epoch); lerr != nil {
+			return 0, uncertain, fmt.Errorf("jetstream history: append to %q: %w", w.id, lerr)
+		}
 		ack, err = s.send(ctx, u, expect)
 		if err == nil {
 			if s.opts.LoseAck != nil && s.opts.LoseAck(w.id) {
@@ -572,6 +582,10 @@ func (s *Store) resolve(ctx context.Context, id string, st *convState, u *undo) 
 	ours := v.exists && strings.HasPrefix(v.rec.Append, u.append)
 	s.log.Warn("jetstream history: an append whose Write failed was stored after all, or the conversation moved on: the writer takes what the stream holds",
 		"conversationId", id, "expected", u.before, "tail", v.tail, "lastSeq", v.rec.Max, "itsOwn", ours)
-	return view{}, fmt.Errorf("jetstream history: append to %q: %w (%w: stream seq %d, seq %d, its own failed append: %v)",
-		id, history.ErrConflict, errUnsureStored, v.tail, v.rec.Max, ours)
+	if ours {
+		return view{}, fmt.Errorf("jetstream history: append to %q: %w (%w: %w: stream seq %d, seq %d)",
+			id, history.ErrConflict, errUnsureStored, history.ErrOwnAppendStored, v.tail, v.rec.Max)
+	}
+	return view{}, fmt.Errorf("jetstream history: append to %q: %w (%w: stream seq %d, seq %d, another writer's)",
+		id, history.ErrConflict, errUnsureStored, v.tail, v.rec.Max)
 }

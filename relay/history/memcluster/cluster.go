@@ -276,7 +276,7 @@ func (c *Cluster) loseLease(why error) {
 	}
 	c.log.Error("memcluster: this relay's lease lapsed: it stops owning its conversations (other relays take them over)", "relay", c.ID(), "err", why)
 	if h != nil {
-		h.LeaseLost()
+		h.LeaseLost(false)
 	}
 }
 
@@ -325,11 +325,20 @@ func (c *Cluster) following(id string) bool {
 	return c.follows[id] > 0
 }
 
-// Healthy reports whether the relay holds its lease and is not cut off.
-func (c *Cluster) Healthy() bool {
+// Health says why the relay cannot serve ("" when it can): it stopped,
+// is cut off, or its lease lapsed.
+func (c *Cluster) Health() string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.leaseOK && !c.stopped && !c.cut
+	switch {
+	case c.stopped:
+		return "the relay is leaving the cluster"
+	case c.cut:
+		return "the relay is cut off from the cluster"
+	case !c.leaseOK:
+		return "the relay's lease lapsed"
+	}
+	return ""
 }
 
 // aliveLocked reports whether relay's lease holds: this relay's as it
