@@ -14,6 +14,7 @@ import (
 	"github.com/pilotdesk/pilotdesk/internal/testbin"
 	"github.com/pilotdesk/pilotdesk/relay/history/jetstream"
 	"github.com/pilotdesk/pilotdesk/relay/history/jetstream/natstest"
+	"github.com/pilotdesk/pilotdesk/relay/relaytest"
 )
 
 // TestMain removes the pilotdesk binary testbin built once every test that
@@ -263,6 +264,37 @@ func TestFailureVerdict(t *testing.T) {
 		if !r.failed() {
 			t.Errorf("%s: the run passed", name)
 		}
+	}
+}
+
+// The wait for the last turns ends after its bound however many
+// conversations never end: with one time.After for all of them, the
+// second such conversation was waited for without end (a TestChaos run
+// hung for 10 minutes). Conversations that end are not waited for longer.
+func TestWaitLastTurnsIsBounded(t *testing.T) {
+	ended := &conversation{finalCh: make(chan struct{})}
+	close(ended.finalCh)
+	never1 := &conversation{finalCh: make(chan struct{})}
+	never2 := &conversation{finalCh: make(chan struct{})}
+	const bound = 200 * time.Millisecond
+	done := make(chan time.Duration, 1)
+	go func() {
+		start := time.Now()
+		waitLastTurns(context.Background(), []*conversation{ended, never1, never2, ended}, bound)
+		done <- time.Since(start)
+	}()
+	select {
+	case took := <-done:
+		if took < bound {
+			t.Fatalf("it returned after %v, before its bound of %v", took, bound)
+		}
+	case <-time.After(relaytest.Timeout):
+		t.Fatalf("the wait for two conversations that never end did not end within %v (bound %v)", relaytest.Timeout, bound)
+	}
+	start := time.Now()
+	waitLastTurns(context.Background(), []*conversation{ended, ended}, time.Hour)
+	if took := time.Since(start); took > relaytest.Timeout {
+		t.Fatalf("ended conversations were waited for %v", took)
 	}
 }
 

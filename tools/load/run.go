@@ -111,6 +111,26 @@ func latencyOf(ds []time.Duration) latency {
 // resumeTarget is how soon streaming must go on once a fault is over.
 const resumeTarget = 60 * time.Second
 
+// waitLastTurns waits until every conversation's last turn has ended, for
+// at most d in all (or until ctx ends), however many never end.
+func waitLastTurns(ctx context.Context, convs []*conversation, d time.Duration) {
+	ctx, cancel := context.WithTimeout(ctx, d)
+	defer cancel()
+	for _, conv := range convs {
+		select {
+		case <-conv.finalCh:
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+// lastTurnGrace is how much longer than two turn times and the drain the
+// run waits for the conversations' last turns to end before it counts the
+// rest unfinished: a command waits up to 30 s for an owner that does not
+// answer, a takeover up to a lease (15 s by default) and its retries.
+const lastTurnGrace = 2 * time.Minute
+
 // takeoverTarget is issue #15's: the interrupted turn closed at another
 // relay's client within 20 s of its owner's SIGKILL.
 const takeoverTarget = 20 * time.Second
@@ -452,14 +472,14 @@ wait:
 	}
 
 	// The last turns end; then every subscriber must catch up to them.
+	// One deadline for all of them (a channel of time.After fires once:
+	// with two conversations that never ended the second wait was for
+	// good), and a generous one: a last turn may wait out a lease and a
+	// takeover, and a prompt refused meanwhile is sent again (TestRunNATS's
+	// last turn after the SIGKILLed relay's takeover took longer than two
+	// turn times plus the drain).
 	turnTime := time.Duration(cfg.Deltas) * cfg.Interval
-	finalWait := time.After(2*turnTime + cfg.Drain)
-	for _, conv := range convs {
-		select {
-		case <-conv.finalCh:
-		case <-finalWait:
-		}
-	}
+	waitLastTurns(ctx, convs, 2*turnTime+cfg.Drain+lastTurnGrace)
 	drainUntil := time.Now().Add(cfg.Drain)
 	for {
 		behind := 0
