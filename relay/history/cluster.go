@@ -36,7 +36,8 @@ type Cluster interface {
 	// Claim makes this relay the conversation's owner unless a relay
 	// whose lease holds owns it, and returns the owner after: ID() when
 	// this relay won (or owned it already). previous is the owner before,
-	// "" when nobody (or this relay) was.
+	// "" when nobody (or this relay) was. While this relay's own lease
+	// has lapsed it claims nothing and returns ErrNoLease.
 	Claim(ctx context.Context, conversationID string) (owner, previous string, err error)
 	// Owner returns the conversation's owner and whether its lease holds;
 	// "" when nobody owns it.
@@ -102,6 +103,11 @@ type ClusterHooks interface {
 	// off from a store that did not answer.
 	LeaseLost(stalled bool)
 }
+
+// ErrNoLease is what Claim answers while this relay's own lease has
+// lapsed and it has not announced itself again: it claims nothing under
+// an id that is dead to the others.
+var ErrNoLease = errors.New("this relay's lease lapsed: it claims nothing until it has announced itself again")
 
 // ErrUnreachable wraps the error of a command forwarded to a relay that
 // nobody answers for: it is dead (its lease lapses soon) or reconnecting.

@@ -2,9 +2,12 @@ package jetstream
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/pilotdesk/pilotdesk/relay/history"
 	"github.com/pilotdesk/pilotdesk/relay/history/jetstream/natstest"
@@ -59,5 +62,68 @@ func TestClusterClaimRace(t *testing.T) {
 		if owners[0] != owners[1] || (owners[0] != members[0].ID() && owners[0] != members[1].ID()) {
 			t.Fatalf("round %d: the relays say the owner is %q and %q", round, owners[0], owners[1])
 		}
+	}
+}
+
+// lapseHooks tells the test when the relay's own lease lapsed.
+type lapseHooks struct {
+	quietHooks
+	lost chan bool
+}
+
+func (h lapseHooks) LeaseLost(stalled bool) {
+	select {
+	case h.lost <- stalled:
+	default:
+	}
+}
+
+// TestClusterNoClaimWithoutLease: a relay whose own lease lapsed because
+// its renewals failed (a quorum loss, played by failing them) claims
+// nothing until it has announced itself again. Claimed under the dead id,
+// the conversation was anyone's at once: in a TestChaos quorum-loss run
+// (seed 104) a relay took conversations over 75 ms before it announced
+// itself again, another relay claimed and wrote one of them, and the first,
+// believing it owned it, served a replay cut at seq 289 of 1037. The lapse
+// is not a stall: LeaseLost says so.
+func TestClusterNoClaimWithoutLease(t *testing.T) {
+	_, nc := embedded(t)
+	st := openEmbedded(t, nc, "nolease", Options{})
+	var failing atomic.Bool
+	h := lapseHooks{lost: make(chan bool, 1)}
+	a := startCluster(t, st, ClusterOptions{Lease: 2 * time.Second, BeforeRenew: func(context.Context) error {
+		if failing.Load() {
+			return errors.New("the renewal timed out (played by the test)")
+		}
+		return nil
+	}}, h)
+	first := a.ID()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	failing.Store(true)
+	select {
+	case stalled := <-h.lost:
+		if stalled {
+			t.Error("a lease whose renewals failed lapsed as a stalled relay's")
+		}
+	case <-ctx.Done():
+		t.Fatal("the lease never lapsed")
+	}
+	if owner, _, err := a.Claim(ctx, "conv"); !errors.Is(err, history.ErrNoLease) {
+		t.Fatalf("a claim without a lease: owner %q, err %v; want history.ErrNoLease", owner, err)
+	}
+	if owner, _, err := a.Owner(ctx, "conv"); err != nil || owner != "" {
+		t.Fatalf("the refused claim left the owner %q (%v)", owner, err)
+	}
+	failing.Store(false)
+	for a.ID() == first {
+		select {
+		case <-ctx.Done():
+			t.Fatal("the relay never announced itself again")
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	if owner, _, err := a.Claim(ctx, "conv"); err != nil || owner != a.ID() {
+		t.Fatalf("the claim after the relay announced itself again as %s: owner %q, %v", a.ID(), owner, err)
 	}
 }

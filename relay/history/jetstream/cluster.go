@@ -782,7 +782,19 @@ func (c *Cluster) alive(ctx context.Context, relay string) (bool, error) {
 // Claim makes this relay the owner of a conversation nobody live owns.
 func (c *Cluster) Claim(ctx context.Context, id string) (owner, previous string, err error) {
 	key := token(id)
-	self := c.ID()
+	c.mu.Lock()
+	self, ok := c.id, c.leaseOK
+	c.mu.Unlock()
+	if !ok {
+		// Claimed under an id whose lease lapsed, the conversation would
+		// be anyone's at once: another relay would claim and write it
+		// too, and this one, thinking it owns it, would never hear of
+		// that (an owner follows nothing), serving a history cut where
+		// it last wrote (TestChaos quorum-loss: a replay ended at seq
+		// 289 of 1037). It claims again once it has announced itself
+		// again.
+		return "", "", fmt.Errorf("jetstream cluster: claim %q: %w", id, history.ErrNoLease)
+	}
 	// A lost race means another relay's write came first: look again. A
 	// replica's read may not show that write yet (the KV's reads are
 	// served by any replica), so the next look waits a little, longer

@@ -376,7 +376,12 @@ func (c *Cluster) Claim(ctx context.Context, id string) (owner, previous string,
 	}
 	defer c.net.mu.Unlock()
 	n := c.net
-	self := c.ID()
+	c.mu.Lock()
+	self, ok := c.id, c.leaseOK
+	c.mu.Unlock()
+	if !ok {
+		return "", "", fmt.Errorf("memcluster: claim %q: %w", id, history.ErrNoLease)
+	}
 	take := func() {
 		n.rev++
 		n.owners[id] = ownerRec{relay: self, rev: n.rev}
