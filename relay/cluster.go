@@ -217,6 +217,18 @@ func (h clusterHooks) LeaseLost(stalled bool) {
 	for _, c := range convs {
 		c.mu.Lock()
 		if !c.remote {
+			if stalled {
+				// What it had queued before its stall is never written,
+				// even once it owns the conversation again: another
+				// relay may have read the stream to take it over.
+				// After a lapse in which the store was unreachable it
+				// is (the fence refuses what another relay preceded):
+				// dropped, a turn started just before a quorum loss
+				// was never stored, and nobody closed it for its
+				// sender (make chaos-style run, quorum-loss, seed 104).
+				c.losses.Add(1) // before the next count: the committer drops what was queued
+				c.r.losses.Add(1)
+			}
 			c.loseLocked()
 			n++
 		}
@@ -241,8 +253,6 @@ func (c *conversation) loseThenLocked(then func()) {
 		return
 	}
 	c.remote = true
-	c.losses.Add(1) // before the next count: the committer drops what was queued
-	c.r.losses.Add(1)
 	c.closeInputsLocked(nil, errLost) // emits nothing now: the conversation is remote
 	if t := c.turn; t != nil {
 		t.cancel(errLost)

@@ -62,10 +62,10 @@ type conversation struct {
 	// relay emits nothing for it and its subscribers get what the owner
 	// stores (cluster.go). Always false without a cluster.
 	remote bool
-	// losses counts the times this relay stopped owning it (cluster.go,
-	// loseThenLocked): the events it had queued for the store before are
-	// never written (committer.dropStale). Written under mu; atomic
-	// because the committer reads it without.
+	// losses counts the times this relay stopped owning it because it was
+	// stalled past its lease (cluster.go, LeaseLost): the events it had
+	// queued for the store before are never written (committer.dropStale).
+	// Written under mu; atomic because the committer reads it without.
 	losses atomic.Uint64
 	// takenFrom is the relay this one last took the conversation over
 	// from ("": none, or unknown), named if that relay's late append

@@ -225,9 +225,9 @@ type Relay struct {
 	// unreachable (Unix ns; 0: never): its lease lapsed, or a write failed.
 	// A takeover soon after says so rather than "relay lost" (cluster.go).
 	storeTrouble atomic.Int64
-	// losses counts the conversations this relay stopped owning
-	// (cluster.go): while it is 0 the committer skips looking for records
-	// made before a loss.
+	// losses counts the conversations this relay stopped owning when it
+	// was stalled (cluster.go, LeaseLost): while it is 0 the committer
+	// skips looking for records made before such a loss.
 	losses   atomic.Uint64
 	draining atomic.Bool // Drain has begun (drain.go)
 
