@@ -293,15 +293,15 @@ func (r *Relay) catchUp(c *conversation) {
 
 // lostToAnother reports whether a conversation's failed append means the
 // relay lost it, not that the store failed: another writer appended
-// (history.ErrConflict), or the relay's lease may have lapsed
-// (history.ErrLeaseLost).
+// (history.ErrConflict), or the relay was stalled past its lease, which
+// may have lapsed (history.ErrLeaseLost).
 func lostToAnother(err error) bool {
 	return errors.Is(err, history.ErrConflict) || errors.Is(err, history.ErrLeaseLost)
 }
 
 // fencedLocked runs on the committer when an append of the conversation
 // was refused because another relay appended since, or because this
-// relay's lease may have lapsed: it lost the conversation. Its events
+// relay was stalled past its lease: it lost the conversation. Its events
 // after sentSeq were never stored and never go out; the new owner's come
 // from the cluster.
 //
