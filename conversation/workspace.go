@@ -48,6 +48,19 @@ func (s *State) Folder() (label, path string) {
 	return "", ""
 }
 
+// ChosenFolder is the folder the conversation was started in, as chosen
+// (for a worktree, the repository's folder, not the worktree's): the
+// conversations of one project share it. "" as for Folder.
+func (s *State) ChosenFolder() string {
+	switch {
+	case s.Workspace != nil:
+		return s.Workspace.Path
+	case s.wanted != nil:
+		return s.wanted.Path
+	}
+	return ""
+}
+
 // FolderLabel names a workspace in short: the folder's last element, and
 // for a worktree its branch (or "new worktree" before the relay made it).
 func FolderLabel(path, branch string, worktree bool) string {

@@ -28,6 +28,7 @@ var (
 // The menus, in the order of mainMenu.
 const (
 	menuFile = iota
+	menuView
 	menuHelp
 )
 

@@ -6,7 +6,8 @@ import (
 )
 
 // mainMenu is the window's menu: File (New conversation, Open folder,
-// Connect a device…, Settings…, Quit) and Help (About). The items show
+// Connect a device…, Settings…, Quit), View (Group by folder) and Help
+// (About). The items show
 // the shortcuts the canvas handles. It keeps the items that change
 // (showOpenFolder).
 func (w *Window) mainMenu() *fyne.MainMenu {
@@ -27,8 +28,17 @@ func (w *Window) mainMenu() *fyne.MainMenu {
 	quit.IsQuit = true
 	about := fyne.NewMenuItemWithIcon("About pilotdesk", theme.InfoIcon(), w.ShowAbout)
 	share := fyne.NewMenuItemWithIcon("Connect a device…", theme.ComputerIcon(), w.ShowShare)
+	group := fyne.NewMenuItem("Group by folder", nil)
+	group.Checked = w.sidebar.grouped
+	group.Action = func() {
+		w.sidebar.setGrouped(!w.sidebar.grouped)
+		group.Checked = w.sidebar.grouped
+		w.win.SetMainMenu(w.menu) // the driver draws the check again
+	}
+	w.groupItem = group
 	w.menu = fyne.NewMainMenu(
 		fyne.NewMenu("File", newConv, w.openFolderItem, share, settings, fyne.NewMenuItemSeparator(), quit),
+		fyne.NewMenu("View", group),
 		fyne.NewMenu("Help", about),
 	)
 	return w.menu

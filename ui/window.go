@@ -215,9 +215,11 @@ type Window struct {
 	menuOpened func(index int)
 	quitHook   func()
 	// menu is the window's menu (mainMenu), and openFolderItem its File →
-	// Open folder, enabled when there is a folder to open.
+	// Open folder, enabled when there is a folder to open; groupItem is
+	// View → Group by folder, checked while the list is grouped.
 	menu           *fyne.MainMenu
 	openFolderItem *fyne.MenuItem
+	groupItem      *fyne.MenuItem
 }
 
 // NewWindow builds the window on a and starts following c's events. Show it

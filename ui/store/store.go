@@ -407,8 +407,11 @@ type Entry struct {
 	UpdatedAt time.Time
 	Agent     string // the agent the relay runs it with ("" unknown)
 	// Folder names where it works, in short (conversation.State.Folder;
-	// "" for the relay's default folder before its first prompt).
+	// "" for the relay's default folder before its first prompt), and
+	// Chosen is the folder it was started in, which groups the list
+	// (conversation.State.ChosenFolder).
 	Folder string
+	Chosen string
 }
 
 // View is what the window shows of the current conversation.
@@ -519,6 +522,7 @@ func (s *Store) sidebarLocked() []Entry {
 	for _, c := range s.convs {
 		e := Entry{ID: c.ID, Title: c.Title, Mode: c.Mode, Streaming: c.Streaming, UpdatedAt: c.UpdatedAt, Agent: c.Agent}
 		e.Folder, _ = c.Folder()
+		e.Chosen = c.ChosenFolder()
 		if c.Pending != nil {
 			e.Waiting, e.Deadline = true, c.Pending.Deadline
 		}
