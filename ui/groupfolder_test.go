@@ -9,6 +9,8 @@ import (
 
 	"fyne.io/fyne/v2/test"
 	"fyne.io/fyne/v2/widget"
+
+	"github.com/pilotdesk/pilotdesk/ui/store"
 )
 
 // TestGroupByFolder: View → Group by folder shows a header for each
@@ -97,5 +99,37 @@ func TestGroupByFolder(t *testing.T) {
 	h.frame()
 	if got := shown(); !slices.Equal(got, flat) || h.w.groupItem.Checked || h.app.Preferences().Bool(prefGroupByFolder) {
 		t.Fatalf("flat again, the list shows %q (checked %v)", got, h.w.groupItem.Checked)
+	}
+}
+
+// TestGroupByFolderHeaders: a worktree's conversation is under its
+// repository's folder and its entry names only the branch; two folders of
+// one name are told apart by their paths; a conversation in the relay's
+// default folder, not fixed yet, is under "Default folder".
+func TestGroupByFolderHeaders(t *testing.T) {
+	entries := []store.Entry{
+		{ID: "a", Chosen: "/src/one/api", Folder: "api · pilotdesk/aaaaaaaa"},
+		{ID: "b", Chosen: "/src/two/api", Folder: "api"},
+		{ID: "c"},
+		{ID: "d", Chosen: "/src/one/api", Folder: "api"},
+	}
+	got, rows := groupByFolder(entries, true)
+	var shown []string
+	for _, r := range rows {
+		if r.entry < 0 {
+			shown = append(shown, "# "+r.header)
+		} else {
+			shown = append(shown, got[r.entry].ID)
+		}
+	}
+	want := []string{"# /src/one/api", "a", "d", "# /src/two/api", "b", "# Default folder", "c"}
+	if !slices.Equal(shown, want) {
+		t.Fatalf("grouped: %q, want %q", shown, want)
+	}
+	s := &sidebar{grouped: true}
+	for e, want := range map[int]string{0: "pilotdesk/aaaaaaaa", 1: "", 3: ""} {
+		if f := s.shownFolder(entries[e]); f != want {
+			t.Errorf("under its header %s names the folder %q, want %q", entries[e].ID, f, want)
+		}
 	}
 }
