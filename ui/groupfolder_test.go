@@ -70,6 +70,8 @@ func TestGroupByFolder(t *testing.T) {
 	if !h.app.Preferences().Bool(prefGroupByFolder) {
 		t.Fatal("grouping is not remembered")
 	}
+	// make screenshots (-update) photographs the grouped list.
+	(&shooter{t: t, variant: "dark"}).shot(h, "grouped-folders")
 	// Under its header an entry does not name the folder again.
 	row := s.newRow()
 	s.list.UpdateItem(1, row)
