@@ -94,18 +94,35 @@ func (h clusterHooks) RelayGone(relayID string) {
 	// have left with a turn or a question open: claiming them is a
 	// compare-and-set, so of all the relays that try, one wins; the others
 	// find it the owner.
+	// A watched conversation this relay could not catch up with (it lost
+	// it while the store did not answer, and nobody wrote it since) may
+	// show no turn although the gone relay left one open: it catches up
+	// first (a quorum loss longer than the lease left such a turn open in
+	// a make chaos run, quorum-loss seed 200).
 	r.mu.Lock()
 	var ids []string
+	var behind []*conversation
 	for id, c := range r.convs {
 		c.mu.Lock()
-		if c.leftOpenLocked() {
+		switch {
+		case c.leftOpenLocked():
 			ids = append(ids, id)
+		case c.remote && len(c.subs) > 0 && c.behind:
+			behind = append(behind, c)
 		}
 		c.mu.Unlock()
 	}
 	r.mu.Unlock()
 	for _, id := range ids {
 		r.track(&r.work, func() { r.takeOverGone(id, relayID) })
+	}
+	for _, c := range behind {
+		r.track(&r.work, func() {
+			r.catchUp(c)
+			if r.leftOpen(c.id) {
+				r.takeOverGone(c.id, relayID)
+			}
+		})
 	}
 }
 
@@ -282,12 +299,15 @@ func (r *Relay) catchUp(c *conversation) {
 	if err == nil {
 		err = r.applyStored(ctx, c, nil, state)
 	}
+	c.mu.Lock()
+	c.behind = err != nil && !errors.Is(err, history.ErrNotFound)
+	c.mu.Unlock()
 	if errors.Is(err, history.ErrNotFound) {
 		r.goneRemote(c)
 		return
 	}
 	if err != nil && r.ctx.Err() == nil {
-		r.log.Warn("relay: could not catch up with a conversation another relay writes; its next event tries again", "conversationId", c.id, "err", err)
+		r.log.Warn("relay: could not catch up with a conversation another relay writes; its next event tries again, or a relay's death", "conversationId", c.id, "err", err)
 	}
 }
 

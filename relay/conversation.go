@@ -75,6 +75,11 @@ type conversation struct {
 	// next Reconnected (one a second while messages are dropped) skips
 	// the conversation instead of piling another on (cluster.go).
 	reconnectCatchUp bool
+	// behind: the last catch-up of this remote conversation failed (the
+	// store did not answer), so what it shows, a turn running included,
+	// may be stale until the next event; a relay's death catches it up
+	// first (RelayGone).
+	behind bool
 
 	sess       session.Session
 	host       *host
