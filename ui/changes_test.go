@@ -128,6 +128,8 @@ func TestChangesCard(t *testing.T) {
 	if !line.undo.Visible() || line.undo.Disabled() || !strings.Contains(line.text.Text, "Files restored to checkpoint") {
 		t.Fatalf("the notice says %q, Undo shown %v", line.text.Text, line.undo.Visible())
 	}
+	// make screenshots (-update) photographs the card and the notice.
+	(&shooter{t: t, variant: "dark"}).shot(h, "restore-undo")
 	test.Tap(line.undo)
 	h.waitFor("the undo", func() bool { c := h.rows()[notice].Card; return c != nil && c.Undone })
 	if got := readFile(t, filepath.Join(dir, "notes.md")); got != "new\n" {

@@ -88,6 +88,7 @@ describe('changes card', { skip: skip || false }, () => {
     assert.match(await notice.textContent(), /^Files restored to checkpoint \w{8}: 2 changed\. Undo: restore checkpoint \w{8}\./);
     assert.equal(read('notes.md'), 'old\n');
     assert.equal(read('added.txt'), null);
+    await shot(p, 'phone-light-undo');
 
     await notice.locator('.undo').click();
     await p.waitForSelector('.note.restored >> nth=0 >> .undo:text("Undone")');

@@ -9,11 +9,16 @@ import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { browser, chromiumMissing, startRelay, tempDir, watchPage } from './harness.js';
+import { browser, chromiumMissing, repo as repoRoot, startRelay, tempDir, watchPage } from './harness.js';
 
 const skip = chromiumMissing();
 const WAIT = 20_000;
 const PHONE = { width: 390, height: 844 };
+// `make web-screenshots` photographs the folder picker (screenshots/web-phone-*.png).
+const SHOTS = process.env.WEB_SCREENSHOTS ? path.resolve(repoRoot, process.env.WEB_SCREENSHOTS) : null;
+const shot = async (p, name) => {
+  if (SHOTS) await p.screenshot({ path: path.join(SHOTS, `web-${name}.png`), animations: 'disabled', caret: 'hide' });
+};
 
 describe('workspaces', { skip: skip || false }, () => {
   let relay;
@@ -77,6 +82,7 @@ describe('workspaces', { skip: skip || false }, () => {
     await p.selectOption('#folder', repo);
     await p.check('#worktree');
     await p.waitForFunction(() => document.getElementById('folder-label').textContent === 'api · new worktree');
+    await shot(p, 'phone-light-folder');
     await p.fill('#prompt', 'where are you');
     await p.press('#prompt', 'Enter');
     await p.waitForSelector('[data-kind="status"]');
