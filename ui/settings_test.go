@@ -181,10 +181,10 @@ func TestSettingsShortcutAndMenu(t *testing.T) {
 			}
 		}
 	}
-	if got := strings.Join(labels, ", "); got != "File/New conversation, File/Connect a device…, File/Settings…, File/Quit, Help/About pilotdesk" {
+	if got := strings.Join(labels, ", "); got != "File/New conversation, File/Open folder, File/Connect a device…, File/Settings…, File/Quit, View/Group by folder, Help/About pilotdesk" {
 		t.Fatalf("menu %s", got)
 	}
-	menu.Items[1].Items[0].Action()
+	menu.Items[len(menu.Items)-1].Items[0].Action()
 	if h.w.about == nil {
 		t.Fatal("Help → About did not open the About dialog")
 	}
