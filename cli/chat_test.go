@@ -602,6 +602,9 @@ func TestChatInTerminal(t *testing.T) {
 	t.Run("markdown", func(t *testing.T) {
 		p := remote(t, colourEnv)
 		p.typeLine("markdown")
+		// The prompt is on the last line before the reply too: the turn's
+		// end first.
+		p.waitText("usage: none reported for this turn")
 		s := p.waitPrompt("act>")
 		if want := "act> markdown\nPlan\n\nRun go test on ./...:\n\n  func main() {}\n\nDone.\nusage: none reported for this turn\n\nact>"; !strings.HasSuffix(s, want) {
 			t.Errorf("the reply:\n%s\nwant the end:\n%s", s, want)
