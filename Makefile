@@ -133,14 +133,17 @@ terminal-screenshot:
 # own core fan-out (same subscribers, same message size: the relay's CPU per
 # delivery as a ratio of nats-server's, target <= 0.8x), and the window's cost
 # of drawing one frame's batch of deltas with 50, 200 and 800 messages in the
-# history; then the relays sharing a NATS JetStream cluster (bench-nats)
-# and the real window against Fyne floor programs (bench-window).
+# history; Lighthouse on the web client (mobile: accessibility >= 98, best
+# practices 100, installable); then the relays sharing a NATS JetStream
+# cluster (bench-nats) and the real window against Fyne floor programs
+# (bench-window).
 bench: nats-server
 	$(GO) run ./tools/fanoutbench
 	$(GO) run ./tools/fanoutbench -store sqlite -idle 0
 	$(GO) run ./tools/checkpointbench
 	$(MAKE) --no-print-directory bench-nats
 	$(GO) test -tags $(TEST_TAGS) ./ui -run '^$$' -bench StreamBatch -benchtime 2000x
+	scripts/lighthouse.sh
 	$(MAKE) --no-print-directory bench-window
 
 # The relays on a NATS JetStream cluster (docs/scale-out.md): a 3-node
