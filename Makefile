@@ -105,7 +105,7 @@ web-test:
 	scripts/web-e2e.sh
 
 web-screenshots:
-	WEB_SCREENSHOTS=screenshots scripts/web-e2e.sh screenshots.test.js changes.test.js workspaces.test.js
+	WEB_SCREENSHOTS=screenshots scripts/web-e2e.sh screenshots.test.js changes.test.js workspaces.test.js follow.test.js phone.test.js
 
 # The window on a real ACP agent, end to end: the GL binary under Xvfb picks
 # opencode in Settings and edits a file through it, offline against the

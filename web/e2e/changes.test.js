@@ -10,16 +10,11 @@ import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { readFileSync, writeFileSync, existsSync } from 'node:fs';
 import path from 'node:path';
-import { binary, browser, chromiumMissing, repo, startRelay, tempDir, watchPage } from './harness.js';
+import { binary, browser, chromiumMissing, screenshot as shot, startRelay, tempDir, watchPage } from './harness.js';
 
 const skip = chromiumMissing();
 const WAIT = 20_000;
 const PHONE = { width: 390, height: 844 };
-// `make web-screenshots` photographs the card (screenshots/web-phone-*.png).
-const SHOTS = process.env.WEB_SCREENSHOTS ? path.resolve(repo, process.env.WEB_SCREENSHOTS) : null;
-const shot = async (p, name) => {
-  if (SHOTS) await p.screenshot({ path: path.join(SHOTS, `web-${name}.png`), animations: 'disabled', caret: 'hide' });
-};
 
 describe('changes card', { skip: skip || false }, () => {
   let relay;

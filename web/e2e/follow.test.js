@@ -8,7 +8,7 @@
 
 import { describe, it, before, after, afterEach } from 'node:test';
 import assert from 'node:assert/strict';
-import { browser, chromiumMissing, startRelay, watchPage } from './harness.js';
+import { browser, chromiumMissing, screenshot, startRelay, watchPage } from './harness.js';
 
 const skip = chromiumMissing();
 const WAIT = 30_000;
@@ -125,6 +125,7 @@ describe('following the conversation', { skip: skip || false }, () => {
     await page.waitForFunction(() => Number(document.getElementById('new-below').dataset.count) >= 3);
     assert.equal(await page.isVisible('#new-below'), true);
     assert.match(await page.textContent('#new-below'), /New messages \(\d+\) ↓/);
+    await screenshot(page, 'phone-light-new-below');
     const after = await page.$eval('#transcript', (t) => t.scrollTop);
     assert.ok(Math.abs(after - top) < 50, `the view moved from ${top} to ${after} while the user read above`);
     await page.click('#new-below');

@@ -176,3 +176,15 @@ export async function waitForValue(page, fn, arg, timeout = 30_000) {
     await new Promise((resolve) => setTimeout(resolve, 50));
   }
 }
+
+/**
+ * screenshot photographs page as screenshots/web-NAME.png when
+ * WEB_SCREENSHOTS names the folder (`make web-screenshots`); otherwise it
+ * does nothing, so the tests that take one check the state they show
+ * without touching the repository.
+ */
+export async function screenshot(page, name) {
+  const dir = process.env.WEB_SCREENSHOTS;
+  if (!dir) return;
+  await page.screenshot({ path: path.join(path.resolve(repo, dir), `web-${name}.png`), animations: 'disabled', caret: 'hide' });
+}

@@ -7,7 +7,7 @@
 import { describe, it, before, after, afterEach } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { binary, browser, chromiumMissing, startRelay, tempDir, watchPage } from './harness.js';
+import { binary, browser, chromiumMissing, screenshot, startRelay, tempDir, watchPage } from './harness.js';
 
 const skip = chromiumMissing();
 const WAIT = 30_000;
@@ -125,6 +125,7 @@ describe('the phone client', { skip: skip || false }, () => {
     assert.equal(await viewer.isHidden('#composer'), true);
     assert.match(await viewer.textContent('#send-why'), /viewer: it follows conversations but cannot send/);
     assert.ok(await viewer.isVisible('#send-why'));
+    await screenshot(viewer, 'phone-light-viewer');
 
     // The owner answers: the viewer's sheet goes, the turn ends there too.
     await owner.click('.q-card [data-answer="approve"]');

@@ -9,16 +9,11 @@ import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { browser, chromiumMissing, repo as repoRoot, startRelay, tempDir, watchPage } from './harness.js';
+import { browser, chromiumMissing, screenshot as shot, startRelay, tempDir, watchPage } from './harness.js';
 
 const skip = chromiumMissing();
 const WAIT = 20_000;
 const PHONE = { width: 390, height: 844 };
-// `make web-screenshots` photographs the folder picker (screenshots/web-phone-*.png).
-const SHOTS = process.env.WEB_SCREENSHOTS ? path.resolve(repoRoot, process.env.WEB_SCREENSHOTS) : null;
-const shot = async (p, name) => {
-  if (SHOTS) await p.screenshot({ path: path.join(SHOTS, `web-${name}.png`), animations: 'disabled', caret: 'hide' });
-};
 
 describe('workspaces', { skip: skip || false }, () => {
   let relay;
