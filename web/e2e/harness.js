@@ -188,3 +188,41 @@ export async function screenshot(page, name) {
   if (!dir) return;
   await page.screenshot({ path: path.join(path.resolve(repo, dir), `web-${name}.png`), animations: 'disabled', caret: 'hide' });
 }
+
+/**
+ * playTurn sends prompt to conversation id through a socket of page's own
+ * (the page draws nothing of it) and resolves with the turn's last seq
+ * once its copilot:idle came. A socket the relay closes (a slow consumer
+ * on a busy machine) resumes from the last seq it had, until the turn
+ * ends; wait (ms) bounds it all.
+ */
+export function playTurn(page, relay, id, prompt, wait) {
+  return page.evaluate(({ url, id, prompt, wait }) => new Promise((resolve, reject) => {
+    let last = 0;
+    let sent = false;
+    const stop = setTimeout(() => reject(new Error(`the turn did not end within ${wait} ms (last seq ${last})`)), wait);
+    const connect = () => {
+      const ws = new WebSocket(url);
+      let ended = false;
+      ws.onopen = () => {
+        if (!sent) ws.send(JSON.stringify({ type: 'copilot:send', data: { conversationId: id, prompt, mode: 'act' } }));
+        else ws.send(JSON.stringify({ type: 'copilot:subscribe', data: { conversationId: id, sinceSeq: last } }));
+        sent = true;
+      };
+      ws.onmessage = (ev) => {
+        const m = JSON.parse(ev.data);
+        if (m.data?.conversationId === id && m.data.seq > last && m.type !== 'copilot:subscribed') last = m.data.seq;
+        if (m.type === 'copilot:idle' && m.data?.conversationId === id) {
+          ended = true;
+          clearTimeout(stop);
+          ws.close();
+          resolve(last);
+        }
+      };
+      ws.onclose = () => {
+        if (!ended) setTimeout(connect, 200);
+      };
+    };
+    connect();
+  }), { url: `ws://127.0.0.1:${relay.port}/ws?token=${encodeURIComponent(relay.token)}&client=e2e`, id, prompt, wait });
+}

@@ -14,7 +14,7 @@ import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { browser, chromiumMissing, startRelay, tempDir, watchPage } from './harness.js';
+import { browser, chromiumMissing, playTurn, startRelay, tempDir, watchPage } from './harness.js';
 import { EARLIER, SLICE_ROWS, WINDOW } from '../static/js/transcript.js';
 
 const skip = chromiumMissing();
@@ -135,37 +135,7 @@ describe('a long conversation', { skip: skip || false }, () => {
     watchPage(maker, relay, problems);
     await maker.goto(relay.base); // the page without a token: it asks for one, and connects nowhere
     const id = 'long-conversation';
-    // A socket the relay closes (a slow consumer on a busy machine)
-    // resumes from the last seq it had, until the turn ends; a minute
-    // bounds it all.
-    const events = await maker.evaluate(({ url, id, wait }) => new Promise((resolve, reject) => {
-      let last = 0;
-      let sent = false;
-      const stop = setTimeout(() => reject(new Error(`the turn did not end within ${wait} ms (last seq ${last})`)), wait);
-      const connect = () => {
-        const ws = new WebSocket(url);
-        let ended = false;
-        ws.onopen = () => {
-          if (!sent) ws.send(JSON.stringify({ type: 'copilot:send', data: { conversationId: id, prompt: 'many', mode: 'act' } }));
-          else ws.send(JSON.stringify({ type: 'copilot:subscribe', data: { conversationId: id, sinceSeq: last } }));
-          sent = true;
-        };
-        ws.onmessage = (ev) => {
-          const m = JSON.parse(ev.data);
-          if (m.data?.conversationId === id && m.data.seq > last && m.type !== 'copilot:subscribed') last = m.data.seq;
-          if (m.type === 'copilot:idle' && m.data?.conversationId === id) {
-            ended = true;
-            clearTimeout(stop);
-            ws.close();
-            resolve(last);
-          }
-        };
-        ws.onclose = () => {
-          if (!ended) setTimeout(connect, 200);
-        };
-      };
-      connect();
-    }), { url: `ws://127.0.0.1:${relay.port}/ws?token=${encodeURIComponent(relay.token)}&client=e2e`, id, wait: WAIT });
+    const events = await playTurn(maker, relay, id, 'many', WAIT);
     assert.ok(events > 2 * TOOLS, `the turn made ${events} events`);
     await maker.close();
 

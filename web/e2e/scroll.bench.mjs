@@ -11,7 +11,7 @@
 
 import { writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { browser, startRelay, tempDir } from './harness.js';
+import { browser, playTurn, startRelay, tempDir } from './harness.js';
 
 const TOOLS = Number(process.env.SCROLL_TOOLS || 5000);
 const SCREENS = 20;
@@ -39,20 +39,7 @@ try {
   const maker = await ctx.newPage();
   await maker.goto(relay.base);
   const id = 'scroll-bench';
-  const events = await maker.evaluate(({ url, id }) => new Promise((resolve, reject) => {
-    const ws = new WebSocket(url);
-    let last = 0;
-    ws.onopen = () => ws.send(JSON.stringify({ type: 'copilot:send', data: { conversationId: id, prompt: 'many', mode: 'act' } }));
-    ws.onmessage = (ev) => {
-      const m = JSON.parse(ev.data);
-      if (m.data?.conversationId === id && m.data.seq > last) last = m.data.seq;
-      if (m.type === 'copilot:idle' && m.data?.conversationId === id) {
-        ws.close();
-        resolve(last);
-      }
-    };
-    ws.onclose = (e) => { if (!last) reject(new Error(`closed: ${e.code}`)); };
-  }), { url: `ws://127.0.0.1:${relay.port}/ws?token=${encodeURIComponent(relay.token)}&client=e2e`, id });
+  const events = await playTurn(maker, relay, id, 'many', 300_000);
   await maker.close();
 
   const page = await ctx.newPage();
