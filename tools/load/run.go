@@ -2,114 +2,17 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"os"
 	"runtime"
-	"slices"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/google/uuid"
 )
-
-// result is what a run measured.
-type result struct {
-	Conns    int    `json:"conns"`
-	Convs    int    `json:"convs"`
-	Duration string `json:"duration"`
-	History  string `json:"history"` // "sqlite", "memory" or "nats"
-	Relays   int    `json:"relays"`
-	// IdleRelays (with -nats) are relays no client connects to, after
-	// the Relays that clients use.
-	IdleRelays int    `json:"idleRelays,omitempty"`
-	Deltas     int    `json:"deltasPerTurn"`
-	Interval   string `json:"deltaInterval"`
-	Payload    int    `json:"deltaBytes"`
-
-	ConnectSeconds   float64  `json:"connectSeconds"`
-	Turns            int64    `json:"turns"`
-	Deliveries       int64    `json:"deliveries"` // during the run
-	DeliveriesPerSec float64  `json:"deliveriesPerSecond"`
-	AllDeliveries    int64    `json:"allDeliveries"` // including the last turns after it
-	Lost             int64    `json:"lostDeliveries"`
-	Repeats          int64    `json:"repeatedDeliveries"`
-	Reconnects       int      `json:"reconnects"`
-	Unfinished       int      `json:"unfinishedConversations"`
-	Errors           int64    `json:"unexpectedFrames"`
-	ErrorSamples     []string `json:"errorSamples,omitempty"`
-	RunSeconds       float64  `json:"runSeconds"`
-
-	EndToEnd latency `json:"sendToDeliveryLatency"`
-	Spread   latency `json:"fanOutSpread"`
-
-	RelayPeakRSSKiB int64    `json:"relayPeakRSSKiB"`
-	RelayIdleRSSKiB int64    `json:"relayRSSConnectedIdleKiB"`
-	RelayCPUSeconds float64  `json:"relayCPUSeconds"`
-	RelayCPUPerDel  float64  `json:"relayCPUMicrosPerDelivery"`
-	LoadCPUSeconds  float64  `json:"loadToolCPUSeconds"`
-	RelayWarnings   int      `json:"relayWarnings"`
-	WarningSamples  []string `json:"warningSamples,omitempty"`
-	RelayExit       string   `json:"relayExit"`
-	Kills           int      `json:"kills"`
-	RestartSeconds  float64  `json:"restartSeconds,omitempty"`
-	RestartedTurns  int64    `json:"turnsClosedByRestart"`
-	// With -nats: the relay killed is not restarted; its clients resume at
-	// the others, and the turns it ran are closed by a takeover.
-	KilledClients  int      `json:"killedRelayClients,omitempty"`
-	Takeover       latency  `json:"takeoverMs,omitempty"` // SIGKILL → the first client that got the interrupted turn's "relay lost" idle, per conversation
-	NoTurnAfter    []string `json:"conversationsWithoutTurnAfterTakeover,omitempty"`
-	Resends        int64    `json:"promptsSentAgain,omitempty"`
-	NATSCPUSeconds float64  `json:"natsServerCPUSeconds,omitempty"`
-	// IdleRelayCPU is each idle relay's CPU during the run: what it costs a
-	// relay to follow the conversations the others stream.
-	IdleRelayCPU []float64 `json:"idleRelayCPUSeconds,omitempty"`
-	KillWarnings []string  `json:"-"`
-	// With -fault: what was injected, and what the clients saw of it.
-	Fault           string   `json:"fault,omitempty"`
-	Seed            uint64   `json:"seed,omitempty"`
-	FaultEvents     []string `json:"faultEvents,omitempty"`
-	LostTurns       int64    `json:"turnsClosedRelayLostWithoutALostRelay,omitempty"`
-	AbortedTurns    int64    `json:"turnsAborted,omitempty"`
-	StoreFailed     int64    `json:"turnsClosedStoreUnreachable,omitempty"`
-	Refused         int64    `json:"promptsRefusedSentAgain,omitempty"`
-	ResumeSeconds   float64  `json:"firstDeliveryAfterRecoverySeconds,omitempty"`
-	Replayed        int      `json:"relaysReplayedFrom,omitempty"`
-	HistoryChecked  int64    `json:"historyEventsChecked"`
-	HistoryProblems []string `json:"historyProblems,omitempty"`
-	CPUs            int      `json:"cpus"`
-	LoadAvgBefore   string   `json:"loadAverageBefore"`
-	LoadAvgAfter    string   `json:"loadAverageAfter"`
-	CPUPressure     string   `json:"cpuPressureAfter"`
-	Dir             string   `json:"dir,omitempty"`
-}
-
-type latency struct {
-	Samples int     `json:"samples"`
-	P50     float64 `json:"p50ms"`
-	P90     float64 `json:"p90ms"`
-	P99     float64 `json:"p99ms"`
-	Max     float64 `json:"maxms"`
-}
-
-func latencyOf(ds []time.Duration) latency {
-	if len(ds) == 0 {
-		return latency{}
-	}
-	slices.Sort(ds)
-	at := func(q float64) float64 {
-		i := int(q * float64(len(ds)-1))
-		return float64(ds[i]) / float64(time.Millisecond)
-	}
-	return latency{Samples: len(ds), P50: at(0.50), P90: at(0.90), P99: at(0.99), Max: at(1)}
-}
-
-// resumeTarget is how soon streaming must go on once a fault is over.
-const resumeTarget = 60 * time.Second
 
 // waitLastTurns waits until every conversation's last turn has ended, for
 // at most d in all (or until ctx ends), however many never end.
@@ -131,50 +34,41 @@ func waitLastTurns(ctx context.Context, convs []*conversation, d time.Duration) 
 // answer, a takeover up to a lease (15 s by default) and its retries.
 const lastTurnGrace = 2 * time.Minute
 
-// takeoverTarget is issue #15's: the interrupted turn closed at another
-// relay's client within 20 s of its owner's SIGKILL.
-const takeoverTarget = 20 * time.Second
+// loadRun is one run's state, shared by the steps of run: what it started,
+// the clients, and what it measures.
+type loadRun struct {
+	cfg   config
+	log   *slog.Logger
+	dir   string
+	token string
+	res   *result
+	keep  bool // keep dir (the relays' logs) after the run: set on a failure
+	state *runState
+	plan  faultPlan
 
-func (r *result) failed() bool { return r.failure() != "" }
+	cluster   *natsCluster         // with -nats
+	storeArgs func(i int) []string // relay i's history flags
+	logName   func(i int) string   // relay i's log file in dir
+	relays    []*relayProc         // nil once killed for good or stopped
 
-func (r *result) failure() string {
-	var why []string
-	if r.Lost > 0 {
-		why = append(why, fmt.Sprintf("%d deliveries lost", r.Lost))
-	}
-	if r.Repeats > 0 {
-		why = append(why, fmt.Sprintf("%d deliveries repeated", r.Repeats))
-	}
-	if r.Unfinished > 0 {
-		why = append(why, fmt.Sprintf("%d conversations did not finish their last turn", r.Unfinished))
-	}
-	if r.Errors > 0 {
-		why = append(why, fmt.Sprintf("%d unexpected frames or failed sends", r.Errors))
-	}
-	if len(r.HistoryProblems) > 0 {
-		why = append(why, fmt.Sprintf("%d problems in the stored history", len(r.HistoryProblems)))
-	}
-	if r.Deliveries == 0 {
-		why = append(why, "nothing was delivered")
-	}
-	if r.LostTurns > 0 {
-		why = append(why, fmt.Sprintf("%d turns closed \"relay lost\" although no relay was lost", r.LostTurns))
-	}
-	if r.AbortedTurns > 0 {
-		why = append(why, fmt.Sprintf("%d turns aborted", r.AbortedTurns))
-	}
-	if r.Fault != "" && r.Fault != faultNone && r.Fault != faultRelayKill && r.ResumeSeconds > resumeTarget.Seconds() {
-		why = append(why, fmt.Sprintf("streaming resumed %.0f s after the cluster was whole again (target %v)", r.ResumeSeconds, resumeTarget))
-	}
-	if r.History == "nats" && r.Kills > 0 {
-		if r.RestartedTurns == 0 || r.Takeover.Samples == 0 {
-			why = append(why, "the killed relay's turns were never closed by a takeover")
-		}
-		if len(r.NoTurnAfter) > 0 {
-			why = append(why, fmt.Sprintf("%d conversations ran no turn after the takeover", len(r.NoTurnAfter)))
-		}
-	}
-	return strings.Join(why, "; ")
+	convs   []*conversation
+	clients []*client
+	wg      sync.WaitGroup // the clients' loops
+
+	usage    relayUsage   // the relays clients use
+	idle     []relayUsage // the idle relays (-idle-relays)
+	killedAt time.Time    // when -kill-at killed a relay
+
+	// The fault injected at -kill-at with -fault, while it runs.
+	fault     *faultRun
+	faultDone chan error
+}
+
+// runStart is what the run's figures are measured from.
+type runStart struct {
+	t0    time.Time
+	nats0 time.Duration // the nats-servers' CPU
+	self0 time.Duration // the load tool's CPU
 }
 
 // run starts the relay (or the cluster and its relays), loads it and
@@ -187,6 +81,70 @@ func run(ctx context.Context, cfg config, log *slog.Logger) (*result, error) {
 	if err != nil {
 		return nil, err
 	}
+	r := newLoadRun(cfg, log, dir)
+	defer func() {
+		if r.keep {
+			r.res.Dir = dir
+			return
+		}
+		os.RemoveAll(dir)
+	}()
+	if cfg.NATS {
+		if r.cluster, err = startNATSCluster(); err != nil {
+			return nil, err
+		}
+		defer r.cluster.stop() // after the relays (defers run last first)
+		r.useCluster()
+	}
+	r.relays = make([]*relayProc, r.res.Relays+r.res.IdleRelays)
+	// Whichever relays run are killed on every return.
+	defer r.killRelays()
+	if err := r.startRelays(ctx); err != nil {
+		r.keep = true
+		return nil, err
+	}
+
+	runCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	r.makeClients()
+	if err := r.connect(runCtx); err != nil {
+		cancel()
+		r.wg.Wait()
+		r.keep = true
+		return nil, err
+	}
+	start := r.beginStreaming(runCtx)
+	faultCtx, faultCancel := context.WithCancel(runCtx)
+	defer func() {
+		faultCancel()
+		if r.faultDone != nil {
+			<-r.faultDone
+		}
+	}()
+	if err := r.stream(ctx, faultCtx, start.t0); err != nil {
+		r.keep = true
+		cancel()
+		r.wg.Wait()
+		r.state.timers.Wait()
+		return nil, err
+	}
+	r.endStreaming(start)
+	r.drain(ctx)
+	cancel()
+	r.wg.Wait()
+	r.state.timers.Wait()
+	r.verify(ctx)
+	r.stopRelays()
+	r.account()
+	if r.res.failed() {
+		r.keep = true
+	}
+	return r.res, nil
+}
+
+// newLoadRun sets a run up: its result's settings, its token and, with
+// -fault, its fault's plan.
+func newLoadRun(cfg config, log *slog.Logger, dir string) *loadRun {
 	res := &result{
 		Conns: cfg.Conns, Convs: cfg.Convs, Duration: cfg.Duration.String(), History: "sqlite", Relays: 1,
 		Deltas: cfg.Deltas, Interval: cfg.Interval.String(), Payload: cfg.Payload,
@@ -197,104 +155,108 @@ func run(ctx context.Context, cfg config, log *slog.Logger) (*result, error) {
 	case cfg.NATS:
 		res.History, res.Relays, res.IdleRelays = "nats", cfg.Relays, cfg.IdleRelays
 	}
-	keep := cfg.Keep
-	defer func() {
-		if keep {
-			res.Dir = dir
-			return
-		}
-		os.RemoveAll(dir)
-	}()
-
 	token := newToken()
-	state := &runState{token: token, nats: cfg.NATS, pingEvery: 30 * time.Second}
-	var plan faultPlan
+	r := &loadRun{
+		cfg: cfg, log: log, dir: dir, token: token, res: res,
+		state:     &runState{token: token, nats: cfg.NATS, pingEvery: 30 * time.Second},
+		storeArgs: func(int) []string { return sqliteArgs(cfg, dir) },
+		logName:   func(int) string { return "relay.log" },
+	}
 	if cfg.NATS && cfg.Fault != "" && cfg.Fault != faultNone {
-		plan = planFault(cfg)
-		res.Fault, res.Seed = plan.String(), plan.Seed
-		state.fault = plan.Fault
+		r.plan = planFault(cfg)
+		res.Fault, res.Seed = r.plan.String(), r.plan.Seed
+		r.state.fault = r.plan.Fault
 		// Clients leave a silent relay after 3 pings, as the app's do.
-		state.pingEvery = 2 * time.Second
-		log.Info("load: fault planned", "fault", plan.String(), "seed", plan.Seed)
+		r.state.pingEvery = 2 * time.Second
+		log.Info("load: fault planned", "fault", r.plan.String(), "seed", r.plan.Seed)
 	}
-	var cluster *natsCluster
-	storeArgs := func(int) []string { return sqliteArgs(cfg, dir) }
-	logName := func(int) string { return "relay.log" }
-	if cfg.NATS {
-		if cluster, err = startNATSCluster(); err != nil {
-			return nil, err
-		}
-		defer cluster.stop() // after the relays (defers run last first)
-		log.Info("load: 3-node nats-server cluster started", "urls", cluster.c.URLs())
-		cfg.natsPassword = cluster.c.Password
-		storeArgs = func(i int) []string { return cluster.relayArgs(cfg, dir, i) }
-		logName = func(i int) string { return fmt.Sprintf("relay%d.log", i+1) }
-	}
-	relays := make([]*relayProc, res.Relays+res.IdleRelays)
-	// Whichever relays run are killed on every return.
-	defer func() {
-		for _, p := range relays {
-			if p != nil {
-				p.kill()
-			}
-		}
-	}()
-	for i := range relays {
-		p, err := startRelay(ctx, cfg, dir, token, logName(i), storeArgs(i))
-		if err != nil {
-			keep = true
-			return nil, err
-		}
-		relays[i] = p
-		if i < res.Relays {
-			state.setURL(i, p.url) // an idle relay's is nobody's
-		}
-		log.Info("load: relay started", "idle", i >= res.Relays, "url", p.url, "pid", p.cmd.Process.Pid, "history", res.History,
-			"conns", cfg.Conns, "convs", cfg.Convs, "duration", cfg.Duration)
-	}
-	logPaths := func() string {
-		var ps []string
-		for _, p := range relays {
-			if p != nil {
-				ps = append(ps, p.logPath)
-			}
-		}
-		return strings.Join(ps, ", ")
-	}
+	return r
+}
 
-	runCtx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	convs := make([]*conversation, cfg.Convs)
-	for i := range convs {
-		convs[i] = &conversation{id: uuid.NewString(), index: i, finalCh: make(chan struct{})}
-		convs[i].final.Store(-1)
+// useCluster points the relays at the started nats-server cluster.
+func (r *loadRun) useCluster() {
+	r.log.Info("load: 3-node nats-server cluster started", "urls", r.cluster.c.URLs())
+	r.cfg.natsPassword = r.cluster.c.Password
+	cfg, dir := r.cfg, r.dir
+	r.storeArgs = func(i int) []string { return r.cluster.relayArgs(cfg, dir, i) }
+	r.logName = func(i int) string { return fmt.Sprintf("relay%d.log", i+1) }
+}
+
+// startRelay starts relay i's process, logging to logName.
+func (r *loadRun) startRelay(ctx context.Context, i int, logName string) (*relayProc, error) {
+	return startRelay(ctx, r.cfg, r.dir, r.token, logName, r.storeArgs(i))
+}
+
+// startRelays starts every relay: the ones clients use, then the idle ones.
+func (r *loadRun) startRelays(ctx context.Context) error {
+	for i := range r.relays {
+		p, err := r.startRelay(ctx, i, r.logName(i))
+		if err != nil {
+			return err
+		}
+		r.relays[i] = p
+		if i < r.res.Relays {
+			r.state.setURL(i, p.url) // an idle relay's is nobody's
+		}
+		r.log.Info("load: relay started", "idle", i >= r.res.Relays, "url", p.url, "pid", p.cmd.Process.Pid, "history", r.res.History,
+			"conns", r.cfg.Conns, "convs", r.cfg.Convs, "duration", r.cfg.Duration)
 	}
-	clients := make([]*client, cfg.Conns)
-	for i := range clients {
-		conv := convs[i%cfg.Convs]
+	return nil
+}
+
+func (r *loadRun) killRelays() {
+	for _, p := range r.relays {
+		if p != nil {
+			p.kill()
+		}
+	}
+}
+
+func (r *loadRun) logPaths() string {
+	var ps []string
+	for _, p := range r.relays {
+		if p != nil {
+			ps = append(ps, p.logPath)
+		}
+	}
+	return strings.Join(ps, ", ")
+}
+
+// makeClients makes the conversations and their connections.
+func (r *loadRun) makeClients() {
+	r.convs = make([]*conversation, r.cfg.Convs)
+	for i := range r.convs {
+		r.convs[i] = &conversation{id: uuid.NewString(), index: i, finalCh: make(chan struct{})}
+		r.convs[i].final.Store(-1)
+	}
+	r.clients = make([]*client, r.cfg.Conns)
+	for i := range r.clients {
+		conv := r.convs[i%r.cfg.Convs]
 		// Connection i goes to relay i mod relays: a conversation's
 		// sender (its first connection) and its subscribers are on
 		// different relays.
-		c := &client{id: i, home: i % res.Relays, conv: conv, sender: i < cfg.Convs, log: log, run: state, ready: make(chan error, 1)}
+		c := &client{id: i, home: i % r.res.Relays, conv: conv, sender: i < r.cfg.Convs, log: r.log, run: r.state, ready: make(chan error, 1)}
 		if c.sender {
 			conv.sender = c
 		}
-		clients[i] = c
+		r.clients[i] = c
 	}
+}
 
-	// Connect and subscribe everyone.
+// connect starts every client's loop (they run until runCtx ends) and
+// waits until each has subscribed.
+func (r *loadRun) connect(runCtx context.Context) error {
 	start := time.Now()
-	var wg sync.WaitGroup
-	dialSem := make(chan struct{}, cfg.DialConc)
-	for _, c := range clients {
-		wg.Add(1)
+	dialSem := make(chan struct{}, r.cfg.DialConc)
+	for _, c := range r.clients {
+		r.wg.Add(1)
 		go func() {
-			defer wg.Done()
+			defer r.wg.Done()
 			c.loop(runCtx, dialSem)
 		}()
 	}
 	var setupErr error
-	for _, c := range clients {
+	for _, c := range r.clients {
 		select {
 		case err := <-c.ready:
 			setupErr = errors.Join(setupErr, err)
@@ -305,78 +267,75 @@ func run(ctx context.Context, cfg config, log *slog.Logger) (*result, error) {
 			break
 		}
 	}
-	res.ConnectSeconds = time.Since(start).Seconds()
+	r.res.ConnectSeconds = time.Since(start).Seconds()
 	if setupErr != nil {
-		cancel()
-		wg.Wait()
-		keep = true
-		return nil, fmt.Errorf("connecting: %w (relay logs: %s)", setupErr, logPaths())
+		return fmt.Errorf("connecting: %w (relay logs: %s)", setupErr, r.logPaths())
 	}
-	log.Info("load: connected and subscribed", "conns", cfg.Conns, "seconds", fmt.Sprintf("%.1f", res.ConnectSeconds))
-	for _, p := range relays {
+	r.log.Info("load: connected and subscribed", "conns", r.cfg.Conns, "seconds", fmt.Sprintf("%.1f", r.res.ConnectSeconds))
+	for _, p := range r.relays {
 		kib, _ := procStatus(p.cmd.Process.Pid, "VmRSS")
-		res.RelayIdleRSSKiB = max(res.RelayIdleRSSKiB, kib)
+		r.res.RelayIdleRSSKiB = max(r.res.RelayIdleRSSKiB, kib)
 	}
+	return nil
+}
 
-	res.CPUs, res.LoadAvgBefore = runtime.NumCPU(), loadAverage()
+// beginStreaming notes where the figures start from and sends every
+// conversation's first prompt.
+func (r *loadRun) beginStreaming(runCtx context.Context) runStart {
+	r.res.CPUs, r.res.LoadAvgBefore = runtime.NumCPU(), loadAverage()
 	// Stream: every sender starts a turn, and another when one ends.
-	usage := relayUsage{start: map[int]time.Duration{}}
-	idle := make([]relayUsage, res.IdleRelays)
-	for i, p := range relays {
-		if i < res.Relays {
-			usage.begin(p)
+	r.usage = relayUsage{start: map[int]time.Duration{}}
+	r.idle = make([]relayUsage, r.res.IdleRelays)
+	for i, p := range r.relays {
+		if i < r.res.Relays {
+			r.usage.begin(p)
 		} else {
-			idle[i-res.Relays] = relayUsage{start: map[int]time.Duration{}}
-			idle[i-res.Relays].begin(p)
+			r.idle[i-r.res.Relays] = relayUsage{start: map[int]time.Duration{}}
+			r.idle[i-r.res.Relays].begin(p)
 		}
 	}
-	var nats0 time.Duration
-	if cluster != nil {
-		nats0 = cluster.cpu()
+	var s runStart
+	if r.cluster != nil {
+		s.nats0 = r.cluster.cpu()
 	}
-	self0 := selfCPU()
-	t0 := time.Now()
-	for _, conv := range convs {
+	s.self0 = selfCPU()
+	s.t0 = time.Now()
+	for _, conv := range r.convs {
 		if err := conv.sender.sendPrompt(runCtx); err != nil {
-			state.errors.Add(1)
-			log.Error("load: first prompt", "err", err)
+			r.state.errors.Add(1)
+			r.log.Error("load: first prompt", "err", err)
 		}
 	}
+	return s
+}
+
+// stream lets the conversations stream for -duration, with the relay kill
+// or the fault at -kill-at; a fault that runs past -duration is let end
+// first, and streaming goes on for a while after it.
+func (r *loadRun) stream(ctx, faultCtx context.Context, t0 time.Time) error {
 	progress := time.NewTicker(10 * time.Second)
-	deadline := time.NewTimer(cfg.Duration)
+	defer progress.Stop()
+	deadline := time.NewTimer(r.cfg.Duration)
 	var killAt <-chan time.Time
-	if cfg.KillAt > 0 {
-		killAt = time.After(cfg.KillAt)
+	if r.cfg.KillAt > 0 {
+		killAt = time.After(r.cfg.KillAt)
 	}
-	var killedAt time.Time
-	var (
-		faultDone    chan error
-		fault        *faultRun
-		deadlineSeen bool
-	)
-	faultCtx, faultCancel := context.WithCancel(runCtx)
-	defer func() {
-		faultCancel()
-		if faultDone != nil {
-			<-faultDone
-		}
-	}()
-wait:
+	deadlineSeen := false
 	for {
 		select {
 		case <-deadline.C:
-			if faultDone != nil {
+			if r.faultDone != nil {
 				deadlineSeen = true // the run ends once the fault is over
 				continue
 			}
-			break wait
-		case err := <-faultDone:
-			faultDone = nil
-			res.FaultEvents = fault.report()
-			res.KillWarnings = append(res.KillWarnings, fault.warnings...)
+			return nil
+		case err := <-r.faultDone:
+			r.faultDone = nil
+			r.res.FaultEvents = r.fault.report()
+			r.res.KillWarnings = append(r.res.KillWarnings, r.fault.warnings...)
 			if err != nil {
-				log.Error("load: the fault could not be injected", "err", err)
-				state.errors.Add(1)
+				r.log.Error("load: the fault could not be injected", "err", err)
+				r.state.errors.Add(1)
 			}
 			// Streaming goes on for a while after the fault, so that
 			// the run shows it does.
@@ -384,153 +343,170 @@ wait:
 				deadline.Reset(20 * time.Second)
 			}
 		case <-ctx.Done():
-			log.Warn("load: interrupted; finishing early")
-			break wait
-		case <-ctx.Done():
-			log.Warn("load: interrupted; finishing early")
-			break wait
+			r.log.Warn("load: interrupted; finishing early")
+			return nil
 		case <-progress.C:
-			log.Info("load: running", "elapsed", time.Since(t0).Round(time.Second), "deliveries", sumDelivered(clients))
+			r.log.Info("load: running", "elapsed", time.Since(t0).Round(time.Second), "deliveries", sumDelivered(r.clients))
 		case <-killAt:
-			if cfg.NATS && plan.Fault != "" && plan.Fault != faultRelayKill {
-				fault = &faultRun{plan: plan, cfg: cfg, dir: dir, log: log, cluster: cluster, relays: &fleet{relays: relays},
-					state: state, usage: &usage, start: func(i int, logName string) (*relayProc, error) {
-						return startRelay(ctx, cfg, dir, token, logName, storeArgs(i))
-					}}
-				faultDone = make(chan error, 1)
-				go func() { faultDone <- fault.inject(faultCtx) }()
-				continue
+			if err := r.strike(ctx, faultCtx); err != nil {
+				return err
 			}
-			victim := relays[0]
-			usage.end(victim)
-			state.killed.Store(true)
-			res.Kills++
-			if cfg.NATS {
-				// SIGKILL one of the relays; it stays dead. Its clients
-				// reconnect to the others (urlFor), which take its
-				// conversations over once its lease lapses.
-				state.kill(0)
-				killedAt = time.Now()
-				victim.kill()
-				relays[0] = nil
-				for _, c := range clients {
-					if c.home == 0 {
-						res.KilledClients++
-					}
-				}
-				res.KillWarnings = append(res.KillWarnings, victim.warningLines()...)
-				log.Warn("load: relay 1 killed with SIGKILL; its clients move to the other relays", "clients", res.KilledClients)
-				continue
-			}
-			// SIGKILL in the middle of the streams, restart on the same
-			// data dir; the clients resume with sinceSeq.
-			victim.kill()
-			killedAt = time.Now()
-			log.Warn("load: relay killed with SIGKILL; restarting it on the same data dir")
-			res.KillWarnings = append(res.KillWarnings, victim.warningLines()...)
-			relays[0] = nil
-			p, err := startRelay(ctx, cfg, dir, token, "relay-after-kill.log", storeArgs(0))
-			if err != nil {
-				keep = true
-				cancel()
-				wg.Wait()
-				state.timers.Wait()
-				return nil, fmt.Errorf("restarting the relay after SIGKILL: %w", err)
-			}
-			relays[0] = p
-			res.RestartSeconds = time.Since(killedAt).Seconds()
-			state.setURL(0, p.url)
-			usage.begin(p)
-			log.Info("load: relay restarted", "url", p.url, "seconds", fmt.Sprintf("%.2f", res.RestartSeconds))
 		}
 	}
-	progress.Stop()
-	state.stopping.Store(true)
-	elapsed := time.Since(t0)
+}
+
+// strike is -kill-at: it starts the fault (with -fault), or SIGKILLs the
+// first relay, which stays dead with -nats and is restarted on its data dir
+// otherwise.
+func (r *loadRun) strike(ctx, faultCtx context.Context) error {
+	cfg, plan := r.cfg, r.plan
+	if cfg.NATS && plan.Fault != "" && plan.Fault != faultRelayKill {
+		r.fault = &faultRun{plan: plan, cfg: cfg, dir: r.dir, log: r.log, cluster: r.cluster, relays: &fleet{relays: r.relays},
+			state: r.state, usage: &r.usage, start: func(i int, logName string) (*relayProc, error) {
+				return r.startRelay(ctx, i, logName)
+			}}
+		r.faultDone = make(chan error, 1)
+		go func() { r.faultDone <- r.fault.inject(faultCtx) }()
+		return nil
+	}
+	res := r.res
+	victim := r.relays[0]
+	r.usage.end(victim)
+	r.state.killed.Store(true)
+	res.Kills++
+	if cfg.NATS {
+		// SIGKILL one of the relays; it stays dead. Its clients
+		// reconnect to the others (urlFor), which take its
+		// conversations over once its lease lapses.
+		r.state.kill(0)
+		r.killedAt = time.Now()
+		victim.kill()
+		r.relays[0] = nil
+		for _, c := range r.clients {
+			if c.home == 0 {
+				res.KilledClients++
+			}
+		}
+		res.KillWarnings = append(res.KillWarnings, victim.warningLines()...)
+		r.log.Warn("load: relay 1 killed with SIGKILL; its clients move to the other relays", "clients", res.KilledClients)
+		return nil
+	}
+	// SIGKILL in the middle of the streams, restart on the same
+	// data dir; the clients resume with sinceSeq.
+	victim.kill()
+	r.killedAt = time.Now()
+	r.log.Warn("load: relay killed with SIGKILL; restarting it on the same data dir")
+	res.KillWarnings = append(res.KillWarnings, victim.warningLines()...)
+	r.relays[0] = nil
+	p, err := r.startRelay(ctx, 0, "relay-after-kill.log")
+	if err != nil {
+		return fmt.Errorf("restarting the relay after SIGKILL: %w", err)
+	}
+	r.relays[0] = p
+	res.RestartSeconds = time.Since(r.killedAt).Seconds()
+	r.state.setURL(0, p.url)
+	r.usage.begin(p)
+	r.log.Info("load: relay restarted", "url", p.url, "seconds", fmt.Sprintf("%.2f", res.RestartSeconds))
+	return nil
+}
+
+// endStreaming stops new prompts and takes the figures of the run.
+func (r *loadRun) endStreaming(s runStart) {
+	res := r.res
+	r.state.stopping.Store(true)
+	elapsed := time.Since(s.t0)
 	res.RunSeconds = elapsed.Seconds()
 	res.LoadAvgAfter = loadAverage()
 	res.CPUPressure = cpuPressure()
-	res.Deliveries = sumDelivered(clients)
-	for i, p := range relays {
+	res.Deliveries = sumDelivered(r.clients)
+	for i, p := range r.relays {
 		switch {
 		case p == nil:
 		case i < res.Relays:
-			usage.end(p)
+			r.usage.end(p)
 		default:
-			idle[i-res.Relays].end(p)
-			res.IdleRelayCPU = append(res.IdleRelayCPU, idle[i-res.Relays].cpu.Seconds())
+			r.idle[i-res.Relays].end(p)
+			res.IdleRelayCPU = append(res.IdleRelayCPU, r.idle[i-res.Relays].cpu.Seconds())
 		}
 	}
-	if cluster != nil {
-		res.NATSCPUSeconds = (cluster.cpu() - nats0).Seconds()
+	if r.cluster != nil {
+		res.NATSCPUSeconds = (r.cluster.cpu() - s.nats0).Seconds()
 	}
-	res.LoadCPUSeconds = (selfCPU() - self0).Seconds()
+	res.LoadCPUSeconds = (selfCPU() - s.self0).Seconds()
 	res.DeliveriesPerSec = float64(res.Deliveries) / elapsed.Seconds()
-	res.RelayCPUSeconds = usage.cpu.Seconds()
+	res.RelayCPUSeconds = r.usage.cpu.Seconds()
 	if res.Deliveries > 0 {
-		res.RelayCPUPerDel = usage.cpu.Seconds() * 1e6 / float64(res.Deliveries)
+		res.RelayCPUPerDel = r.usage.cpu.Seconds() * 1e6 / float64(res.Deliveries)
 	}
+}
 
-	// The last turns end; then every subscriber must catch up to them.
+// drain waits for the last turns to end, then for every subscriber to
+// catch up to them, and notes the relays' peak RSS.
+func (r *loadRun) drain(ctx context.Context) {
 	// One deadline for all of them (a channel of time.After fires once:
 	// with two conversations that never ended the second wait was for
 	// good), and a generous one: a last turn may wait out a lease and a
 	// takeover, and a prompt refused meanwhile is sent again (TestRunNATS's
 	// last turn after the SIGKILLed relay's takeover took longer than two
 	// turn times plus the drain).
-	turnTime := time.Duration(cfg.Deltas) * cfg.Interval
-	waitLastTurns(ctx, convs, 2*turnTime+cfg.Drain+lastTurnGrace)
-	drainUntil := time.Now().Add(cfg.Drain)
+	turnTime := time.Duration(r.cfg.Deltas) * r.cfg.Interval
+	waitLastTurns(ctx, r.convs, 2*turnTime+r.cfg.Drain+lastTurnGrace)
+	drainUntil := time.Now().Add(r.cfg.Drain)
 	for {
 		behind := 0
-		for _, c := range clients {
+		for _, c := range r.clients {
 			if f := c.conv.final.Load(); f < 0 || c.lastSeq.Load() < f {
 				behind++
 			}
 		}
 		if behind == 0 || time.Now().After(drainUntil) {
 			if behind > 0 {
-				log.Error("load: subscribers still behind at the end of the drain", "behind", behind)
+				r.log.Error("load: subscribers still behind at the end of the drain", "behind", behind)
 			}
 			break
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	for _, p := range relays {
+	for _, p := range r.relays {
 		if p != nil {
-			usage.peak(p)
+			r.usage.peak(p)
 		}
 	}
-	res.RelayPeakRSSKiB = usage.peakKiB
-	cancel()
-	wg.Wait()
-	state.timers.Wait()
+	r.res.RelayPeakRSSKiB = r.usage.peakKiB
+}
 
-	// The stored history holds every event of every conversation (with
-	// -nats, read from a relay that survived).
-	if !cfg.Memory && cfg.VerifyHistory {
-		// From every relay alive: each must serve the same history.
-		for _, url := range state.liveURLs() {
-			n, problems := verifyHistory(ctx, url, token, convs, cfg.DialConc)
-			res.HistoryChecked += n
-			res.Replayed++
-			for _, p := range problems {
-				res.HistoryProblems = append(res.HistoryProblems, url+": "+p)
-			}
-		}
-		for _, p := range res.HistoryProblems[:min(len(res.HistoryProblems), 5)] {
-			log.Error("load: history", "problem", p)
+// verify checks that the stored history holds every event of every
+// conversation (with -nats, read from every relay that survived: each must
+// serve the same history).
+func (r *loadRun) verify(ctx context.Context) {
+	if r.cfg.Memory || !r.cfg.VerifyHistory {
+		return
+	}
+	res := r.res
+	for _, url := range r.state.liveURLs() {
+		n, problems := verifyHistory(ctx, url, r.token, r.convs, r.cfg.DialConc)
+		res.HistoryChecked += n
+		res.Replayed++
+		for _, p := range problems {
+			res.HistoryProblems = append(res.HistoryProblems, url+": "+p)
 		}
 	}
+	for _, p := range res.HistoryProblems[:min(len(res.HistoryProblems), 5)] {
+		r.log.Error("load: history", "problem", p)
+	}
+}
 
+// stopRelays stops every relay still running with SIGTERM and notes how
+// each exited and the warnings of their logs.
+func (r *loadRun) stopRelays() {
 	var exits []string
-	warnings := res.KillWarnings
-	for i, p := range relays {
+	warnings := r.res.KillWarnings
+	for i, p := range r.relays {
 		if p == nil {
 			continue
 		}
 		name := ""
-		if len(relays) > 1 {
+		if len(r.relays) > 1 {
 			name = fmt.Sprintf("relay %d: ", i+1)
 		}
 		if err := p.stop(30 * time.Second); err != nil {
@@ -539,27 +515,30 @@ wait:
 			exits = append(exits, name+"clean (exit 0 after SIGTERM)")
 		}
 		warnings = append(warnings, p.warningLines()...)
-		relays[i] = nil
+		r.relays[i] = nil
 	}
-	res.RelayExit = strings.Join(exits, "; ")
-	res.RelayWarnings = len(warnings)
-	res.WarningSamples = warnings[:min(len(warnings), 5)]
+	r.res.RelayExit = strings.Join(exits, "; ")
+	r.res.RelayWarnings = len(warnings)
+	r.res.WarningSamples = warnings[:min(len(warnings), 5)]
+}
 
-	// Accounting.
+// account adds up what the conversations and clients saw.
+func (r *loadRun) account() {
+	res, state := r.res, r.state
 	var e2e, takeovers []time.Duration
-	for _, conv := range convs {
+	for _, conv := range r.convs {
 		res.Turns += conv.turns.Load()
 		if conv.final.Load() < 0 {
 			res.Unfinished++
 		}
-		if at := conv.lostAt.Load(); at != 0 && !killedAt.IsZero() {
-			takeovers = append(takeovers, time.Unix(0, at).Sub(killedAt))
+		if at := conv.lostAt.Load(); at != 0 && !r.killedAt.IsZero() {
+			takeovers = append(takeovers, time.Unix(0, at).Sub(r.killedAt))
 			if conv.turnsAfter.Load() == 0 {
 				res.NoTurnAfter = append(res.NoTurnAfter, conv.id)
 			}
 		}
 	}
-	for _, c := range clients {
+	for _, c := range r.clients {
 		final := c.conv.final.Load()
 		if final < 0 {
 			final = c.seqs.last
@@ -589,12 +568,8 @@ wait:
 	res.RestartedTurns = state.restarted.Load()
 	res.Resends = state.resends.Load()
 	res.EndToEnd = latencyOf(e2e)
-	res.Spread = latencyOf(fanOutSpread(clients, convs))
+	res.Spread = latencyOf(fanOutSpread(r.clients, r.convs))
 	res.Takeover = latencyOf(takeovers)
-	if res.failed() {
-		keep = true
-	}
-	return res, nil
 }
 
 func sumDelivered(clients []*client) int64 {
@@ -635,116 +610,6 @@ func fanOutSpread(clients []*client, convs []*conversation) []time.Duration {
 		}
 	}
 	return out
-}
-
-func (r *result) print(w io.Writer) {
-	p := func(format string, a ...any) { fmt.Fprintf(w, format+"\n", a...) }
-	if r.History == "nats" {
-		p("pilotdesk load: %d connections over %d relays, %d conversations (%d subscribers each), %s, history in a 3-node nats-server cluster (R3)",
-			r.Conns, r.Relays, r.Convs, r.Conns/r.Convs, r.Duration)
-		if r.IdleRelays > 0 {
-			p("  and %d more relay(s) on the cluster that no client connects to", r.IdleRelays)
-		}
-	} else {
-		p("pilotdesk load: %d connections, %d conversations (%d subscribers each), %s, history in %s",
-			r.Conns, r.Convs, r.Conns/r.Convs, r.Duration, r.History)
-	}
-	p("  script: %d deltas of %d bytes per turn, %s apart; a new prompt as soon as a turn ends", r.Deltas, r.Payload, r.Interval)
-	p("  connected and subscribed in       %.1f s", r.ConnectSeconds)
-	p("  turns completed                   %d", r.Turns)
-	p("  deliveries during the run         %d (%.0f per second)", r.Deliveries, r.DeliveriesPerSec)
-	p("  deliveries in all                 %d (with the last turns after the run)", r.AllDeliveries)
-	p("  lost deliveries                   %d", r.Lost)
-	p("  repeated deliveries               %d", r.Repeats)
-	p("  reconnects (resumed with sinceSeq) %d", r.Reconnects)
-	if r.Kills > 0 && r.History == "nats" {
-		p("  relay 1 killed (SIGKILL) mid-run   its %d clients resumed at the other relays; %d turns it ran closed by a takeover (idle error \"relay lost\"); %d prompts sent again (error limit while its lease held)",
-			r.KilledClients, r.RestartedTurns, r.Resends)
-		verdict := "met"
-		if r.Takeover.Samples == 0 || r.Takeover.Max > takeoverTarget.Seconds()*1000 {
-			verdict = "MISSED"
-		}
-		p("  takeover: SIGKILL -> turn closed   p50 %.1f s, max %.1f s over %d conversations (target <= %.0f s: %s)",
-			r.Takeover.P50/1000, r.Takeover.Max/1000, r.Takeover.Samples, takeoverTarget.Seconds(), verdict)
-		if len(r.NoTurnAfter) > 0 {
-			p("  conversations with no turn after the takeover: %d (%s…)", len(r.NoTurnAfter), r.NoTurnAfter[0])
-		}
-	} else if r.Kills > 0 {
-		p("  relay killed (SIGKILL) mid-run     %d time(s); restarted on the same data dir in %.2f s; %d turns closed by it (idle error \"relay restarted\")",
-			r.Kills, r.RestartSeconds, r.RestartedTurns)
-	}
-	if r.Fault != "" {
-		p("  fault                             %s, seed %d", r.Fault, r.Seed)
-		for _, e := range r.FaultEvents {
-			p("    %s", e)
-		}
-		p("  turns ended by the fault          %d closed \"history store unreachable\", %d aborted, %d closed \"relay lost\" with no relay lost; %d prompts refused and sent again",
-			r.StoreFailed, r.AbortedTurns, r.LostTurns, r.Refused)
-		p("  first delivery after recovery     %.1f s", r.ResumeSeconds)
-	}
-	if r.HistoryChecked > 0 || len(r.HistoryProblems) > 0 {
-		p("  stored history replayed from 0    %d events from %d relay(s), %d problems", r.HistoryChecked, max(r.Replayed, 1), len(r.HistoryProblems))
-		for _, s := range r.HistoryProblems[:min(len(r.HistoryProblems), 5)] {
-			p("    %s", s)
-		}
-	}
-	p("  latency send -> subscriber        p50 %.2f ms, p90 %.2f ms, p99 %.2f ms, max %.2f ms (%d samples)",
-		r.EndToEnd.P50, r.EndToEnd.P90, r.EndToEnd.P99, r.EndToEnd.Max, r.EndToEnd.Samples)
-	p("  fan-out spread                    p50 %.2f ms, p90 %.2f ms, p99 %.2f ms, max %.2f ms (%d deliveries)",
-		r.Spread.P50, r.Spread.P90, r.Spread.P99, r.Spread.Max, r.Spread.Samples)
-	if r.Relays > 1 {
-		p("  relay peak RSS (VmHWM), largest   %.1f MiB (%.1f MiB connected, before streaming)",
-			float64(r.RelayPeakRSSKiB)/1024, float64(r.RelayIdleRSSKiB)/1024)
-		p("  relays' CPU during the run        %.1f s (%.2f cores), %.2f µs per delivery", r.RelayCPUSeconds,
-			r.RelayCPUSeconds/r.RunSeconds, r.RelayCPUPerDel)
-		p("  nats-servers' CPU during the run  %.1f s (%.2f cores)", r.NATSCPUSeconds, r.NATSCPUSeconds/r.RunSeconds)
-		for i, cpu := range r.IdleRelayCPU {
-			p("  idle relay %d's CPU (no client)    %.1f s (%.3f cores)", i+1, cpu, cpu/r.RunSeconds)
-		}
-	} else {
-		p("  relay peak RSS (VmHWM)            %.1f MiB (%.1f MiB connected, before streaming)",
-			float64(r.RelayPeakRSSKiB)/1024, float64(r.RelayIdleRSSKiB)/1024)
-		p("  relay CPU during the run          %.1f s (%.2f cores), %.2f µs per delivery", r.RelayCPUSeconds,
-			r.RelayCPUSeconds/r.RunSeconds, r.RelayCPUPerDel)
-	}
-	p("  load tool CPU during the run      %.1f s", r.LoadCPUSeconds)
-	p("  machine                           %d CPUs, load average (1/5/15 min) %s before, %s after", r.CPUs, r.LoadAvgBefore, r.LoadAvgAfter)
-	p("                                    CPU pressure (share of time some task waited for a CPU, 10 s/60 s) %s", r.CPUPressure)
-	p("  relay warnings in its log         %d", r.RelayWarnings)
-	for _, s := range r.WarningSamples {
-		p("    %s", s)
-	}
-	p("  relay exit                        %s", r.RelayExit)
-	if r.Errors > 0 {
-		p("  unexpected frames or sends        %d", r.Errors)
-		for _, s := range r.ErrorSamples {
-			p("    %s", s)
-		}
-	}
-	if r.Dir != "" {
-		p("  kept: %s (the relays' logs, script.json, their data dirs)", r.Dir)
-	}
-	verdict := "PASS"
-	if r.failed() {
-		verdict = "FAIL: " + r.failure()
-	}
-	if r.Fault != "" {
-		p("VERDICT %s seed=%d: %s", strings.Fields(r.Fault)[0], r.Seed, verdict)
-	}
-	switch {
-	case r.failed():
-		p("FAIL: %s", r.failure())
-	case r.History == "nats":
-		p("PASS: every subscriber, on whichever relay, received every event from its subscription on, once and in order, and the history replayed from a surviving relay holds them all")
-	default:
-		p("PASS: every subscriber received every event from its subscription on, once and in order")
-	}
-}
-
-func (r *result) printJSON(w io.Writer) {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	_ = enc.Encode(r)
 }
 
 // loadAverage is the machine's load average over 1, 5 and 15 minutes: the
