@@ -322,51 +322,8 @@ func (c *client) read(ctx context.Context, first *bool) error {
 		}
 		switch f.Type {
 		case "pong":
-			continue
 		case "error":
-			if c.sender && c.run.nats && c.run.killed.Load() && f.Data.Code == "limit" {
-				// A prompt sent to a conversation whose owner was killed
-				// and whose lease has not lapsed yet: the relay says to
-				// send again in a moment, as a user would.
-				c.run.resends.Add(1)
-				c.run.timers.Add(1)
-				time.AfterFunc(time.Second, func() {
-					defer c.run.timers.Done()
-					switch {
-					case ctx.Err() != nil:
-					case c.run.stopping.Load():
-						// The run is over: the conversation ends at its
-						// last idle, which this sender has.
-						if c.conv.final.CompareAndSwap(-1, c.lastSeq.Load()) {
-							close(c.conv.finalCh)
-						}
-					default:
-						if err := c.sendPrompt(ctx); err != nil && ctx.Err() == nil {
-							c.run.errors.Add(1)
-						}
-					}
-				})
-				continue
-			}
-			if c.sender && c.run.fault != "" && f.Data.Code == "conversation_busy" && c.reconnects > 0 {
-				// A prompt sent again after a reconnect whose first
-				// sending had reached the relay after all (the relay
-				// started the turn after the resume said idle): the
-				// turn runs, and its idle brings the next prompt.
-				c.run.refused.Add(1)
-				continue
-			}
-			if c.sender && c.run.fault != "" && f.Data.Code == "limit" {
-				// A prompt refused while the history store is
-				// unreachable (or its failed turns' ends are not
-				// stored yet), or while its owner changes: sent again
-				// a second later, as a user would.
-				c.run.refused.Add(1)
-				c.retryPrompt(ctx)
-				continue
-			}
-			c.fail(fmt.Sprintf("error frame: %s", msg))
-			continue
+			c.errorFrame(ctx, &f, msg)
 		case "copilot:subscribed":
 			if *first {
 				*first = false
@@ -377,48 +334,83 @@ func (c *client) read(ctx context.Context, first *bool) error {
 				c.resumed = false
 				c.afterResume(ctx, &f)
 			}
-			continue
+		default:
+			c.event(ctx, &f, msg, now)
 		}
-		if f.Data.ConversationID != c.conv.id || f.Data.Seq < 1 {
-			c.fail(fmt.Sprintf("unexpected frame: %.200s", msg))
-			continue
+	}
+}
+
+// errorFrame handles an error frame: the refusals a kill or a fault
+// explains get the prompt sent again; any other is a failure.
+func (c *client) errorFrame(ctx context.Context, f *frame, msg []byte) {
+	switch {
+	case c.sender && c.run.nats && c.run.killed.Load() && f.Data.Code == "limit":
+		// A prompt sent to a conversation whose owner was killed
+		// and whose lease has not lapsed yet: the relay says to
+		// send again in a moment, as a user would.
+		c.run.resends.Add(1)
+		c.retryPrompt(ctx)
+	case c.sender && c.run.fault != "" && f.Data.Code == "conversation_busy" && c.reconnects > 0:
+		// A prompt sent again after a reconnect whose first
+		// sending had reached the relay after all (the relay
+		// started the turn after the resume said idle): the
+		// turn runs, and its idle brings the next prompt.
+		c.run.refused.Add(1)
+	case c.sender && c.run.fault != "" && f.Data.Code == "limit":
+		// A prompt refused while the history store is
+		// unreachable (or its failed turns' ends are not
+		// stored yet), or while its owner changes: sent again
+		// a second later, as a user would.
+		c.run.refused.Add(1)
+		c.retryPrompt(ctx)
+	default:
+		c.fail(fmt.Sprintf("error frame: %s", msg))
+	}
+}
+
+// event handles a conversation event received at now (Unix ns): its seq is
+// checked and counted, its latency measured, and a sender reacts to the
+// turns' starts and ends.
+func (c *client) event(ctx context.Context, f *frame, msg []byte, now int64) {
+	if f.Data.ConversationID != c.conv.id || f.Data.Seq < 1 {
+		c.fail(fmt.Sprintf("unexpected frame: %.200s", msg))
+		return
+	}
+	if !c.seqs.add(f.Data.Seq) {
+		return // a repeat: counted by the tracker
+	}
+	if !c.conv.sameFrame(f.Data.Seq, msg) {
+		c.fail(fmt.Sprintf("seq %d: not the bytes another client got for it: %.200s", f.Data.Seq, msg))
+	}
+	if f.Type == "copilot:idle" && f.Data.Status == "error" && strings.HasPrefix(f.Data.Message, "relay lost") {
+		c.conv.lostAt.CompareAndSwap(0, now)
+	}
+	c.delivered.Add(1)
+	c.lastSeq.Store(f.Data.Seq)
+	if rec := c.run.recoveredAt.Load(); rec != 0 && now > rec {
+		c.run.firstAfter.CompareAndSwap(0, now)
+	}
+	if i := int(f.Data.Seq - c.seqs.base - 1); i >= 0 {
+		for len(c.recvAt) <= i {
+			c.recvAt = append(c.recvAt, 0)
 		}
-		if !c.seqs.add(f.Data.Seq) {
-			continue // a repeat: counted by the tracker
+		c.recvAt[i] = now
+	}
+	if (f.Type == "copilot:delta" || f.Type == "copilot:user_message") && strings.HasPrefix(f.Data.Content, promptPrefix) {
+		if sent, err := strconv.ParseInt(f.Data.Content[len(promptPrefix):], 10, 64); err == nil {
+			c.e2e = append(c.e2e, time.Duration(now-sent))
 		}
-		if !c.conv.sameFrame(f.Data.Seq, msg) {
-			c.fail(fmt.Sprintf("seq %d: not the bytes another client got for it: %.200s", f.Data.Seq, msg))
-		}
-		if f.Type == "copilot:idle" && f.Data.Status == "error" && strings.HasPrefix(f.Data.Message, "relay lost") {
-			c.conv.lostAt.CompareAndSwap(0, now)
-		}
-		c.delivered.Add(1)
-		c.lastSeq.Store(f.Data.Seq)
-		if rec := c.run.recoveredAt.Load(); rec != 0 && now > rec {
-			c.run.firstAfter.CompareAndSwap(0, now)
-		}
-		if i := int(f.Data.Seq - c.seqs.base - 1); i >= 0 {
-			for len(c.recvAt) <= i {
-				c.recvAt = append(c.recvAt, 0)
+	}
+	if c.sender {
+		switch f.Type {
+		case "copilot:user_message":
+			if c.turnOpen {
+				c.fail(fmt.Sprintf("seq %d: a turn started before the previous one ended with copilot:idle", f.Data.Seq))
 			}
-			c.recvAt[i] = now
-		}
-		if (f.Type == "copilot:delta" || f.Type == "copilot:user_message") && strings.HasPrefix(f.Data.Content, promptPrefix) {
-			if sent, err := strconv.ParseInt(f.Data.Content[len(promptPrefix):], 10, 64); err == nil {
-				c.e2e = append(c.e2e, time.Duration(now-sent))
-			}
-		}
-		if c.sender {
-			switch f.Type {
-			case "copilot:user_message":
-				if c.turnOpen {
-					c.fail(fmt.Sprintf("seq %d: a turn started before the previous one ended with copilot:idle", f.Data.Seq))
-				}
-				c.turnOpen = true
-			case "copilot:idle":
-				c.turnOpen = false
-				c.turnEnded(ctx, &f)
-			}
+			c.turnOpen = true
+		case "copilot:idle":
+			c.turnOpen = false
+			c.turnEnded(ctx, f)
 		}
 	}
 }
@@ -452,7 +444,8 @@ func (c *client) turnEnded(ctx context.Context, f *frame) {
 }
 
 // retryPrompt sends the prompt again a second later (or, once the run is
-// over, ends the conversation at its last seq).
+// over, ends the conversation at its last seq, that of its last idle, which
+// this sender has).
 func (c *client) retryPrompt(ctx context.Context) {
 	c.run.timers.Add(1)
 	time.AfterFunc(time.Second, func() {
