@@ -92,3 +92,16 @@ func (f *frameScheduler) later(d time.Duration, fn func()) *time.Timer {
 		})
 	})
 }
+
+// requestFrame schedules one redraw (frameScheduler.request).
+func (w *Window) requestFrame() { w.frames.request() }
+
+// later runs f on the UI goroutine after d, unless the window has been
+// closed, or moved to another client, by then (frameScheduler.later).
+func (w *Window) later(d time.Duration, f func()) *time.Timer { return w.frames.later(d, f) }
+
+// frame draws what changed (the scheduler's draw).
+func (w *Window) frame() {
+	w.frames.drawing()
+	w.sync(false)
+}

@@ -93,7 +93,7 @@ func TestGroupByFolder(t *testing.T) {
 	// The last row in view asks for the next page.
 	s.more = "next-page"
 	s.list.UpdateItem(len(s.rows)-1, s.newRow())
-	if h.w.askedMore != "next-page" {
+	if h.w.pager.asked != "next-page" {
 		t.Fatal("the end of the grouped list asked for no next page")
 	}
 

@@ -13,7 +13,19 @@ import (
 // a page, wherever the keyboard is, and Home and End (Ctrl+Home and
 // Ctrl+End in the composer, whose Home and End move the cursor) to its
 // first and last rows.
+//
+// The window's own: Ctrl+N new conversation, Ctrl+. stop, Ctrl+L focus
+// the composer, Ctrl+M switch Plan/Act, Ctrl+, Settings, Ctrl+O open the
+// conversation's folder. (Escape in the composer stops too.)
 var (
+	shortcutNew      = &desktop.CustomShortcut{KeyName: fyne.KeyN, Modifier: fyne.KeyModifierShortcutDefault}
+	shortcutStop     = &desktop.CustomShortcut{KeyName: fyne.KeyPeriod, Modifier: fyne.KeyModifierShortcutDefault}
+	shortcutFocus    = &desktop.CustomShortcut{KeyName: fyne.KeyL, Modifier: fyne.KeyModifierShortcutDefault}
+	shortcutMode     = &desktop.CustomShortcut{KeyName: fyne.KeyM, Modifier: fyne.KeyModifierShortcutDefault}
+	shortcutSettings = &desktop.CustomShortcut{KeyName: fyne.KeyComma, Modifier: fyne.KeyModifierShortcutDefault}
+	// Ctrl+O, File → Open folder: the one thing the window opens.
+	shortcutOpenFolder = &desktop.CustomShortcut{KeyName: fyne.KeyO, Modifier: fyne.KeyModifierShortcutDefault}
+
 	shortcutNextConv  = &desktop.CustomShortcut{KeyName: fyne.KeyTab, Modifier: fyne.KeyModifierControl}
 	shortcutPrevConv  = &desktop.CustomShortcut{KeyName: fyne.KeyTab, Modifier: fyne.KeyModifierControl | fyne.KeyModifierShift}
 	shortcutNextConv2 = &desktop.CustomShortcut{KeyName: fyne.KeyPageDown, Modifier: fyne.KeyModifierControl}
@@ -138,4 +150,42 @@ func (w *Window) quit() {
 		return
 	}
 	w.app.Quit()
+}
+
+func shortcuts() []*desktop.CustomShortcut {
+	return []*desktop.CustomShortcut{shortcutNew, shortcutStop, shortcutFocus, shortcutMode, shortcutSettings, shortcutOpenFolder,
+		shortcutNextConv, shortcutPrevConv, shortcutNextConv2, shortcutPrevConv2, shortcutQuit,
+		shortcutFileMenu, shortcutHelpMenu, shortcutTop, shortcutBottom}
+}
+
+// shortcut runs one of the window's shortcuts; false if s is not one.
+func (w *Window) shortcut(s fyne.Shortcut) bool {
+	cs, ok := s.(*desktop.CustomShortcut)
+	if !ok {
+		return false
+	}
+	if cs.ShortcutName() == shortcutQuit.ShortcutName() {
+		w.quit() // even with a question open
+		return true
+	}
+	if w.modal != nil {
+		return true // the question comes first
+	}
+	switch cs.ShortcutName() {
+	case shortcutNew.ShortcutName():
+		w.askNewConversation()
+	case shortcutStop.ShortcutName():
+		w.stop()
+	case shortcutFocus.ShortcutName():
+		w.focusComposer()
+	case shortcutMode.ShortcutName():
+		w.mode.toggle.Toggle()
+	case shortcutSettings.ShortcutName():
+		w.ShowSettings()
+	case shortcutOpenFolder.ShortcutName():
+		w.openFolder()
+	default:
+		return w.keyShortcut(cs.ShortcutName())
+	}
+	return true
 }

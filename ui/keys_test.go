@@ -42,7 +42,7 @@ func TestFocusWalk(t *testing.T) {
 	h.waitFor("the markdown turn", func() bool { return completedTurns(h) == 1 })
 	h.send("do the work")
 	h.waitFor("the work turn", func() bool { return completedTurns(h) == 2 })
-	test.Tap(h.w.toggle.plan)
+	test.Tap(h.w.mode.toggle.plan)
 	h.send("do the work")
 	h.waitFor("the plan turn", func() bool { return completedTurns(h) == 3 })
 	h.frame()

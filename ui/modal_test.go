@@ -321,7 +321,7 @@ func TestWaitingMarkerAndNotification(t *testing.T) {
 		h.typeRunes("1")
 		h.waitFor("the turn", func() bool { return h.hasStatus(protocol.StatusCompleted) })
 	})
-	h.w.focused = false
+	h.w.notifier.focused = false
 	h.loop.AssertNotificationSent(t, fyne.NewNotification("pilotdesk: the agent is asking", "Run the migration?"), func() {
 		h.send("approve the migration")
 		h.waitModal(kindApproval)

@@ -78,27 +78,58 @@ func (t *liveTracker) observe(ev client.Event) notifyEvent {
 	return notifyEvent{}
 }
 
-// notificationsOn reads the setting at the moment of use, so that turning
-// notifications off in Settings applies at once.
-func (w *Window) notificationsOn() bool {
-	return settings.Load(w.app.Preferences(), settings.Defaults()).Notifications
+// notifier sends the window's desktop notifications and knows whether the
+// window has the focus: a notification is for a person away from the
+// window. It belongs to the UI goroutine.
+type notifier struct {
+	app fyne.App
+	// title names a conversation as the list does.
+	title   func(conv string) string
+	focused bool
+	// notified holds the request ids already notified: a question
+	// replayed after a reconnect is not notified twice.
+	notified map[string]bool
+	// notifiedConv is the conversation of the latest notification sent
+	// while the window was in the background; focus brings it up.
+	notifiedConv string
 }
 
-// notify sends the notification for e if it should be sent. It runs on the
-// UI goroutine, where the focus is known.
-func (w *Window) notify(e notifyEvent) {
-	if !shouldNotify(w.focused, w.notificationsOn(), e.kind) {
+func newNotifier(a fyne.App, title func(conv string) string) *notifier {
+	return &notifier{app: a, title: title, focused: true, notified: map[string]bool{}}
+}
+
+// notificationsOn reads the setting at the moment of use, so that turning
+// notifications off in Settings applies at once.
+func (n *notifier) notificationsOn() bool {
+	return settings.Load(n.app.Preferences(), settings.Defaults()).Notifications
+}
+
+// notify sends the notification for e if it should be sent.
+func (n *notifier) notify(e notifyEvent) {
+	if !shouldNotify(n.focused, n.notificationsOn(), e.kind) {
 		return
 	}
 	if e.kind == notifyQuestion {
-		if w.notified[e.requestID] {
+		if n.notified[e.requestID] {
 			return
 		}
-		w.notified[e.requestID] = true
+		n.notified[e.requestID] = true
 	}
-	w.app.SendNotification(notification(e, w.conversationTitle(e.conv)))
-	w.notifiedConv = e.conv
+	n.app.SendNotification(notification(e, n.title(e.conv)))
+	n.notifiedConv = e.conv
 }
+
+// focusGained notes that the window has the focus, and returns the
+// conversation of the latest notification sent while it had not, once
+// ("" if none).
+func (n *notifier) focusGained() string {
+	n.focused = true
+	id := n.notifiedConv
+	n.notifiedConv = ""
+	return id
+}
+
+func (n *notifier) focusLost() { n.focused = false }
 
 // notification words e for the desktop.
 func notification(e notifyEvent, title string) *fyne.Notification {
@@ -135,13 +166,9 @@ func (w *Window) conversationTitle(id string) string {
 // the conversation of the latest notification it sent while in the
 // background.
 func (w *Window) focusGained() {
-	w.focused = true
-	if id := w.notifiedConv; id != "" {
-		w.notifiedConv = ""
-		if w.store.Has(id) {
-			w.switchTo(id)
-		}
+	if id := w.notifier.focusGained(); id != "" && w.store.Has(id) {
+		w.switchTo(id)
 	}
 }
 
-func (w *Window) focusLost() { w.focused = false }
+func (w *Window) focusLost() { w.notifier.focusLost() }

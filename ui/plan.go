@@ -157,9 +157,7 @@ func (w *Window) runPlan(prompt string) bool {
 		return false
 	}
 	id, modelName := w.current, w.opts.Model
-	w.wantMode, w.wantModeConv = protocol.ModeAct, id
-	w.toggle.SetMode(protocol.ModeAct)
-	w.showBanner(false)
+	w.mode.set(id, protocol.ModeAct)
 	w.focusComposer()
 	w.enqueue(func(ctx context.Context) {
 		// A send carries the mode its turn runs in: Act, from now on.

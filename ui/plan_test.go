@@ -26,7 +26,7 @@ func (h *harness) shownPlan(i int) *planView {
 // sends a prompt for exactly the ticked steps, which then run.
 func TestPlanCardRunsTheTickedSteps(t *testing.T) {
 	h := newHarness(t, harnessConfig{size: fyne.NewSize(1000, 900)})
-	test.Tap(h.w.toggle.plan)
+	test.Tap(h.w.mode.toggle.plan)
 	h.send("do the work")
 	h.waitFor("the plan turn", func() bool { return h.lastRow(conversation.RowPlan).Kind == conversation.RowPlan })
 	rows := h.rows()
@@ -82,7 +82,7 @@ func TestPlanCardRunsTheTickedSteps(t *testing.T) {
 // unticks a step and gives the keyboard back to the composer.
 func TestPlanStepsByKeyboard(t *testing.T) {
 	h := newHarness(t, harnessConfig{size: fyne.NewSize(1000, 900)})
-	test.Tap(h.w.toggle.plan)
+	test.Tap(h.w.mode.toggle.plan)
 	h.send("do the work")
 	h.waitFor("the plan turn", func() bool { return completedTurns(h) == 1 && len(rowsOf(h, conversation.RowPlan)) == 1 })
 	h.frame()

@@ -49,7 +49,7 @@ func TestRowButtonsScrolledIntoView(t *testing.T) {
 	shell := rowsOf(h, conversation.RowTool)[0]
 
 	// A turn in Plan, for its plan card's checkboxes.
-	test.Tap(h.w.toggle.plan)
+	test.Tap(h.w.mode.toggle.plan)
 	h.send("do the work")
 	h.waitFor("the Plan turn", func() bool { return completedTurns(h) == 3 })
 	plan := rowsOf(h, conversation.RowPlan)[0]

@@ -202,7 +202,7 @@ func TestScreenshots(t *testing.T) {
 
 				// A plan turn's card, one step unticked.
 				h = newH()
-				test.Tap(h.w.toggle.plan)
+				test.Tap(h.w.mode.toggle.plan)
 				h.send("do the work")
 				h.waitFor("the plan card", func() bool { return h.lastRow(conversation.RowPlan).Kind == conversation.RowPlan })
 				h.frame()
@@ -223,7 +223,7 @@ func TestScreenshots(t *testing.T) {
 				h.waitFor("the first turn", func() bool { return h.hasStatus(protocol.StatusCompleted) })
 				h.send("expensive again")
 				h.waitFor("the budget spent", func() bool {
-					return h.w.budget != nil && h.w.budget.Exceeded() && h.hasStatus(protocol.StatusCompleted)
+					return h.w.budget.spent() && h.hasStatus(protocol.StatusCompleted)
 				})
 				s.shot(h, "budget-spent")
 			}
@@ -279,7 +279,7 @@ func TestScreenshots(t *testing.T) {
 			s.shot(h, "streaming")
 
 			h = newH()
-			test.Tap(h.w.toggle.plan)
+			test.Tap(h.w.mode.toggle.plan)
 			h.send("use the tool")
 			h.waitFor("the turn", func() bool { return h.hasStatus(protocol.StatusCompleted) })
 			s.shot(h, "plan-banner")

@@ -295,8 +295,8 @@ func TestSettingsApply(t *testing.T) {
 	if restarts != 0 || h.w.settings != nil {
 		t.Fatalf("model and notifications: %d restarts, dialog open %v", restarts, h.w.settings != nil)
 	}
-	if h.w.opts.Model != "gpt-5" || h.w.notificationsOn() {
-		t.Fatalf("not applied at once: model %q, notifications %v", h.w.opts.Model, h.w.notificationsOn())
+	if h.w.opts.Model != "gpt-5" || h.w.notifier.notificationsOn() {
+		t.Fatalf("not applied at once: model %q, notifications %v", h.w.opts.Model, h.w.notifier.notificationsOn())
 	}
 
 	h.w.ShowSettings()
@@ -390,7 +390,7 @@ func TestNotificationsForTurnEndsAndOff(t *testing.T) {
 		t.Fatal("focus did not bring up the notified conversation")
 	}
 	lc.OnEnteredForeground()() // once only
-	if !h.w.focused || h.w.notifiedConv != "" {
+	if !h.w.notifier.focused || h.w.notifier.notifiedConv != "" {
 		t.Fatal("focus state not updated")
 	}
 

@@ -77,7 +77,7 @@ func newSidebar(w *Window) *sidebar {
 			e := s.entries[r.entry]
 			if id == len(s.rows)-1 {
 				// The end of the list is in view: the relay's next page.
-				s.win.loadMore(s.more)
+				s.win.pager.more(s.more)
 			}
 			title.SetText(e.Title)
 			text, imp := entryStatus(e, s.win.now())

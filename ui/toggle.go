@@ -114,3 +114,104 @@ func (segmentLayout) MinSize(objs []fyne.CanvasObject) fyne.Size {
 	}
 	return fyne.NewSize(w*float32(len(objs)), h)
 }
+
+// PlanBannerText is the amber banner shown above the composer in plan mode.
+const PlanBannerText = "Plan mode: the agent can read your request but every tool call is denied"
+
+// modeSwitch is the composer's Plan/Act toggle with the plan banner above
+// the composer, and the mode the user picked that the relay has not yet
+// confirmed. A pick shows at once, although the relay may take a while
+// to confirm it (or refuse it): until the conversation's own mode catches
+// up, the switch shows the pick, so that a frame drawn meanwhile does not
+// flip the toggle back. It belongs to the UI goroutine.
+type modeSwitch struct {
+	toggle     *PlanActToggle
+	banner     fyne.CanvasObject
+	bannerBg   *canvas.Rectangle
+	bannerText *widget.Label
+	// want is the mode the user picked and the relay has not confirmed
+	// ("" when none), for the conversation wantConv.
+	want     protocol.Mode
+	wantConv string
+}
+
+// newModeSwitch builds the toggle, which calls onPick with the mode the
+// user picks, and the banner, hidden.
+func newModeSwitch(onPick func(protocol.Mode)) *modeSwitch {
+	m := &modeSwitch{toggle: NewPlanActToggle(onPick)}
+	p := colors(theme.Current())
+	m.bannerBg = canvas.NewRectangle(p.amberBackground)
+	m.bannerBg.StrokeColor = p.amberBorder
+	m.bannerBg.StrokeWidth = 1
+	m.bannerBg.CornerRadius = theme.InputRadiusSize()
+	// A wrapping label, so that a narrow window does not cut the banner;
+	// the override gives it the banner's text colour.
+	m.bannerText = widget.NewLabelWithStyle(PlanBannerText, fyne.TextAlignLeading, fyne.TextStyle{Bold: true})
+	m.bannerText.Wrapping = fyne.TextWrapWord
+	warn := widget.NewIcon(theme.WarningIcon())
+	m.banner = container.NewThemeOverride(
+		container.NewStack(m.bannerBg, container.NewBorder(nil, nil, container.NewPadded(warn), nil, m.bannerText)),
+		bannerTheme{})
+	m.banner.Hide()
+	return m
+}
+
+// picked notes the mode the user picked for conv, and shows its banner
+// before the relay confirms it.
+func (m *modeSwitch) picked(conv string, mode protocol.Mode) {
+	m.want, m.wantConv = mode, conv
+	m.showBanner(mode == protocol.ModePlan)
+}
+
+// set shows mode for conv at once, as the user's pick (Run in Act).
+func (m *modeSwitch) set(conv string, mode protocol.Mode) {
+	m.want, m.wantConv = mode, conv
+	m.toggle.SetMode(mode)
+	m.showBanner(mode == protocol.ModePlan)
+}
+
+// refused forgets the pick for conv: the relay did not take it.
+func (m *modeSwitch) refused(conv string) {
+	if m.wantConv == conv {
+		m.want = ""
+	}
+}
+
+// forget drops any pick (another conversation, another relay).
+func (m *modeSwitch) forget() { m.want = "" }
+
+// shown is the mode shown: the pick, else the conversation's mode (have),
+// else Act.
+func (m *modeSwitch) shown(have protocol.Mode) protocol.Mode {
+	if m.want != "" {
+		return m.want
+	}
+	if have.Valid() {
+		return have
+	}
+	return protocol.ModeAct
+}
+
+// show draws the mode of conv, whose mode on the relay is have: the pick
+// is over once the relay confirms it, or once another conversation shows.
+func (m *modeSwitch) show(conv string, have protocol.Mode) {
+	if m.want != "" && (m.wantConv != conv || have == m.want) {
+		m.want = ""
+	}
+	mode := m.shown(have)
+	m.toggle.SetMode(mode)
+	m.showBanner(mode == protocol.ModePlan)
+}
+
+func (m *modeSwitch) showBanner(on bool) {
+	if on == m.banner.Visible() {
+		return
+	}
+	if on {
+		p := colors(theme.Current())
+		m.bannerBg.FillColor, m.bannerBg.StrokeColor = p.amberBackground, p.amberBorder
+		m.banner.Show()
+	} else {
+		m.banner.Hide()
+	}
+}

@@ -110,7 +110,7 @@ func TestToolRowsExpand(t *testing.T) {
 // ran and shows what would have.
 func TestDeniedToolShowsWhatWouldRun(t *testing.T) {
 	h := newHarness(t, harnessConfig{size: fyne.NewSize(1000, 900)})
-	test.Tap(h.w.toggle.plan)
+	test.Tap(h.w.mode.toggle.plan)
 	h.send("do the work")
 	h.waitFor("the turn", func() bool { return h.hasStatus(protocol.StatusCompleted) })
 	edit := rowsOf(h, conversation.RowTool)[1]

@@ -12,22 +12,17 @@ package ui
 import (
 	"context"
 	"errors"
-	"image/color"
 	"log/slog"
 	"net/url"
 	"runtime/debug"
-	"strings"
 	"sync"
 	"time"
 
 	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/canvas"
-	"fyne.io/fyne/v2/container"
 	"fyne.io/fyne/v2/dialog"
-	"fyne.io/fyne/v2/driver/desktop"
 	"fyne.io/fyne/v2/theme"
 	"fyne.io/fyne/v2/widget"
-	"github.com/google/uuid"
 
 	"github.com/pilotdesk/pilotdesk/client"
 	"github.com/pilotdesk/pilotdesk/conversation"
@@ -35,9 +30,6 @@ import (
 	"github.com/pilotdesk/pilotdesk/settings"
 	"github.com/pilotdesk/pilotdesk/ui/store"
 )
-
-// PlanBannerText is the amber banner shown above the composer in plan mode.
-const PlanBannerText = "Plan mode: the agent can read your request but every tool call is denied"
 
 // Options configures a Window.
 type Options struct {
@@ -158,21 +150,14 @@ type Window struct {
 	title      *widget.Label
 	composer   *composerEntry
 	sendBtn    *widget.Button
-	toggle     *PlanActToggle
-	banner     fyne.CanvasObject
-	bannerBg   *canvas.Rectangle
-	bannerText *widget.Label
+	mode       *modeSwitch // with budget, below
 	wait       *waitIndicator
 	modal      *inputModal
 	view       store.View
-	focused    bool
-	notified   map[string]bool // request ids already notified
-	// notifiedConv is the conversation of the latest notification sent
-	// while the window was in the background; focus brings it up.
-	notifiedConv string
-	noticeSlot   *fyne.Container
-	notice       *noticeCard
-	chat         *fyne.Container // the conversation's pane: title, notice, transcript, composer
+	notifier   *notifier // with budget, below
+	noticeSlot *fyne.Container
+	notice     *noticeCard
+	chat       *fyne.Container // the conversation's pane: title, notice, transcript, composer
 	// composerRow is the prompt box with its buttons, in bottomBox; an
 	// open question hides it and takes questionSlot's room instead.
 	composerRow  fyne.CanvasObject
@@ -180,18 +165,13 @@ type Window struct {
 	questionSlot *canvas.Rectangle
 	settings     *settingsDialog
 	about        dialog.Dialog
-	// budget is the relay's credit budget as last shown (nil: none), and
-	// budgetWarned whether the 80% warning was given.
-	budget          *protocol.Budget
-	budgetWarned    bool
-	budgetSpentSaid bool
-	// askedMore is the cursor of the last list page asked for, so that
-	// scrolling to the end asks for each page once.
-	askedMore string
-	// wantMode is the mode the user picked and the relay has not confirmed.
-	wantMode     protocol.Mode
-	wantModeConv string
-	lastConn     client.StateChange
+	// Controllers that keep their own state (modeswitch.go, budget.go,
+	// notify.go, listpager.go): mode is the Plan/Act toggle with the plan
+	// banner, budget the credit budget's line and sayings, notifier the
+	// desktop notifications, pager the conversation list's paging.
+	budget   *budgetGuard
+	pager    listPager
+	lastConn client.StateChange
 	// countdownScheduled is true while a redraw of the countdowns is
 	// scheduled, a second after the last.
 	countdownScheduled bool
@@ -234,14 +214,14 @@ func NewWindow(a fyne.App, c *client.Client, opts Options) *Window {
 	opts = withDefaults(opts)
 	useAppTheme(a)
 	w := &Window{
-		app:      a,
-		opts:     opts,
-		log:      opts.Logger,
-		outbox:   make(chan func(context.Context), 256),
-		uiq:      make(chan func(), 64),
-		focused:  true,
-		notified: map[string]bool{},
+		app:    a,
+		opts:   opts,
+		log:    opts.Logger,
+		outbox: make(chan func(context.Context), 256),
+		uiq:    make(chan func(), 64),
 	}
+	w.notifier = newNotifier(a, w.conversationTitle)
+	w.pager.ask = w.listPage
 	w.frames.draw = w.frame
 	w.follow(c)
 	faces := warmFaces(firstFrameStyles)
@@ -348,7 +328,7 @@ drain:
 		w.opts.OnShown(w.current)
 	}
 	w.log = w.opts.Logger
-	w.wantMode = ""
+	w.mode.forget()
 	w.follow(c)
 	// What the old context scheduled will not run: schedule anew.
 	w.countdownScheduled = false
@@ -413,47 +393,6 @@ func (w *Window) follow(c *client.Client) {
 	w.frames.restart(w.ctx, w.opts.FrameInterval, w.opts.StreamInterval)
 }
 
-// start starts the goroutines that follow the client, and asks the relay
-// for its conversations.
-func (w *Window) start() {
-	w.wg.Add(2)
-	go w.pump()
-	go w.send()
-	w.enqueue(func(ctx context.Context) {
-		// The relay announces every change to the list from now on
-		// (copilot:conversation; the client watches again after a
-		// reconnect): the window never polls.
-		if err := w.client.Watch(ctx, true); err != nil {
-			w.log.Debug("watching the conversation list failed", "err", err)
-		}
-	})
-	w.refreshList()
-}
-
-// refreshList asks the relay for the first page of its conversations: at
-// start and after a reconnection, when changes may have been missed.
-// Further pages come as the list is scrolled to its end (loadMore).
-func (w *Window) refreshList() {
-	w.listPage("")
-}
-
-// loadMore asks for the page of the list after cursor, once.
-func (w *Window) loadMore(cursor string) {
-	if cursor == "" || cursor == w.askedMore {
-		return
-	}
-	w.askedMore = cursor
-	w.listPage(cursor)
-}
-
-func (w *Window) listPage(cursor string) {
-	w.enqueue(func(ctx context.Context) {
-		if err := w.client.ListPage(ctx, protocol.MaxListLimit, cursor); err != nil {
-			w.log.Debug("listing conversations failed", "err", err)
-		}
-	})
-}
-
 func windowTitle(opts Options, relayURL string) string {
 	if opts.RelayName != "" {
 		return "pilotdesk — " + opts.RelayName
@@ -486,213 +425,6 @@ func (w *Window) Wait() { w.wg.Wait() }
 
 func (w *Window) now() time.Time { return w.opts.Now() }
 
-// ---- goroutines (no Fyne calls) ----
-
-// pump applies the client's events to the model.
-func (w *Window) pump() {
-	defer w.wg.Done()
-	events := w.client.Events()
-	var live liveTracker
-	for {
-		select {
-		case ev, ok := <-events:
-			if !ok {
-				return
-			}
-			// The notification is queued before the event reaches the
-			// store, so that it is sent by the frame that shows the
-			// event at the latest.
-			if n := live.observe(ev); n.kind != notifyNone {
-				w.onUI(func() { w.notify(n) })
-			}
-			if d, ok := ev.Data.(*protocol.AgentError); ok && live.live[d.ConversationID] && strings.HasPrefix(d.Message, protocol.NoCheckpoint) {
-				// Said in the conversation; said once in the window too,
-				// as a turn of another conversation may be the one.
-				w.onUI(func() { w.showCheckpointsOff(d.Message) })
-			}
-			w.store.Apply(ev)
-		case <-w.ctx.Done():
-			return
-		}
-	}
-}
-
-// send runs outgoing requests one at a time, in order, off the UI
-// goroutine, so that a slow network never freezes the window.
-func (w *Window) send() {
-	defer w.wg.Done()
-	for {
-		select {
-		case f := <-w.outbox:
-			f(w.ctx)
-		case <-w.ctx.Done():
-			return
-		}
-	}
-}
-
-func (w *Window) enqueue(f func(context.Context)) {
-	if w.client == nil {
-		return // nobody to send to (SetClient drops what waits anyway)
-	}
-	select {
-	case w.outbox <- f:
-	case <-w.ctx.Done():
-	}
-}
-
-// requestFrame schedules one redraw (frameScheduler.request).
-func (w *Window) requestFrame() { w.frames.request() }
-
-// later runs f on the UI goroutine after d, unless the window has been
-// closed, or moved to another client, by then (frameScheduler.later).
-func (w *Window) later(d time.Duration, f func()) *time.Timer { return w.frames.later(d, f) }
-
-// onUI runs f on the UI goroutine at the next frame.
-func (w *Window) onUI(f func()) {
-	select {
-	case w.uiq <- f:
-		w.requestFrame()
-	case <-w.ctx.Done():
-	}
-}
-
-// frame draws what changed (the scheduler's draw).
-func (w *Window) frame() {
-	w.frames.drawing()
-	w.sync(false)
-}
-
-// ---- UI goroutine ----
-
-// build makes the window's widgets, its menu and its shortcuts; NewWindow
-// sets root as the window's content once they hold their first text.
-func (w *Window) build() {
-	w.transcript = newTranscript(w)
-	w.sidebar = newSidebar(w)
-	w.status = newStatusBar()
-
-	w.title = widget.NewLabelWithStyle("New conversation", fyne.TextAlignLeading, fyne.TextStyle{Bold: true})
-	w.title.Truncation = fyne.TextTruncateEllipsis
-
-	w.composer = newComposerEntry()
-	w.composer.onEnter = w.submit
-	w.composer.onEscape = w.stop
-	w.composer.onShortcut = w.shortcut
-	w.composer.onKey = func(k *fyne.KeyEvent) bool { return w.typedKey(k, true) }
-	w.composer.later = w.later
-	w.sendBtn = widget.NewButtonWithIcon("Send", theme.MailSendIcon(), w.sendOrStop)
-	w.sendBtn.Importance = widget.HighImportance
-	w.toggle = NewPlanActToggle(w.modeToggled)
-
-	p := colors(theme.Current())
-	w.bannerBg = canvas.NewRectangle(p.amberBackground)
-	w.bannerBg.StrokeColor = p.amberBorder
-	w.bannerBg.StrokeWidth = 1
-	w.bannerBg.CornerRadius = theme.InputRadiusSize()
-	// A wrapping label, so that a narrow window does not cut the banner;
-	// the override gives it the banner's text colour.
-	w.bannerText = widget.NewLabelWithStyle(PlanBannerText, fyne.TextAlignLeading, fyne.TextStyle{Bold: true})
-	w.bannerText.Wrapping = fyne.TextWrapWord
-	warn := widget.NewIcon(theme.WarningIcon())
-	w.banner = container.NewThemeOverride(
-		container.NewStack(w.bannerBg, container.NewBorder(nil, nil, container.NewPadded(warn), nil, w.bannerText)),
-		bannerTheme{})
-	w.banner.Hide()
-
-	w.wait = newWaitIndicator(w.later)
-
-	controls := container.NewVBox(w.toggle, w.sendBtn)
-	w.composerRow = container.NewBorder(nil, nil, nil, controls, w.composer)
-	// An open question takes the prompt box's place (questionLayer).
-	w.questionSlot = canvas.NewRectangle(color.Transparent)
-	w.questionSlot.Hide()
-	w.bottomBox = container.NewVBox(w.wait.box, w.banner, w.composerRow, w.questionSlot)
-	bottom := w.bottomBox
-	w.noticeSlot = container.NewVBox()
-	w.noticeSlot.Hide()
-	header := container.NewVBox(container.NewPadded(w.title), widget.NewSeparator(), w.noticeSlot)
-	w.chat = container.NewBorder(header, container.NewPadded(bottom), nil, nil, w.transcript.root)
-
-	split := container.NewHSplit(w.sidebar.root, w.chat)
-	split.Offset = 0.24
-	// The window shrinks no further than where the status words and the
-	// composer's buttons still fit on their lines.
-	w.root = container.New(minSizeLayout{minWindowSize}, container.NewBorder(nil, w.status.root, nil, nil, split))
-	w.win.SetMainMenu(w.mainMenu())
-
-	c := w.win.Canvas()
-	for _, s := range shortcuts() {
-		s := s
-		c.AddShortcut(s, func(fyne.Shortcut) { w.shortcut(s) })
-	}
-	// With the modal open, keys that reach the canvas go to it, so that a
-	// click on the dimmed window does not leave the keyboard dead.
-	c.SetOnTypedRune(func(r rune) {
-		if w.modal != nil {
-			w.modal.typedRune(r)
-		}
-	})
-	c.SetOnTypedKey(func(k *fyne.KeyEvent) {
-		if w.modal != nil {
-			w.modal.typedKey(k)
-			return
-		}
-		w.typedKey(k, false)
-	})
-}
-
-// Keyboard shortcuts: Ctrl+N new conversation, Ctrl+. stop, Ctrl+L focus
-// the composer, Ctrl+M switch Plan/Act, Ctrl+, Settings, Ctrl+O open the
-// conversation's folder. (Escape in the composer stops too.)
-var (
-	shortcutNew      = &desktop.CustomShortcut{KeyName: fyne.KeyN, Modifier: fyne.KeyModifierShortcutDefault}
-	shortcutStop     = &desktop.CustomShortcut{KeyName: fyne.KeyPeriod, Modifier: fyne.KeyModifierShortcutDefault}
-	shortcutFocus    = &desktop.CustomShortcut{KeyName: fyne.KeyL, Modifier: fyne.KeyModifierShortcutDefault}
-	shortcutMode     = &desktop.CustomShortcut{KeyName: fyne.KeyM, Modifier: fyne.KeyModifierShortcutDefault}
-	shortcutSettings = &desktop.CustomShortcut{KeyName: fyne.KeyComma, Modifier: fyne.KeyModifierShortcutDefault}
-	// Ctrl+O, File → Open folder: the one thing the window opens.
-	shortcutOpenFolder = &desktop.CustomShortcut{KeyName: fyne.KeyO, Modifier: fyne.KeyModifierShortcutDefault}
-)
-
-func shortcuts() []*desktop.CustomShortcut {
-	return []*desktop.CustomShortcut{shortcutNew, shortcutStop, shortcutFocus, shortcutMode, shortcutSettings, shortcutOpenFolder,
-		shortcutNextConv, shortcutPrevConv, shortcutNextConv2, shortcutPrevConv2, shortcutQuit,
-		shortcutFileMenu, shortcutHelpMenu, shortcutTop, shortcutBottom}
-}
-
-// shortcut runs one of the window's shortcuts; false if s is not one.
-func (w *Window) shortcut(s fyne.Shortcut) bool {
-	cs, ok := s.(*desktop.CustomShortcut)
-	if !ok {
-		return false
-	}
-	if cs.ShortcutName() == shortcutQuit.ShortcutName() {
-		w.quit() // even with a question open
-		return true
-	}
-	if w.modal != nil {
-		return true // the question comes first
-	}
-	switch cs.ShortcutName() {
-	case shortcutNew.ShortcutName():
-		w.askNewConversation()
-	case shortcutStop.ShortcutName():
-		w.stop()
-	case shortcutFocus.ShortcutName():
-		w.focusComposer()
-	case shortcutMode.ShortcutName():
-		w.toggle.Toggle()
-	case shortcutSettings.ShortcutName():
-		w.ShowSettings()
-	case shortcutOpenFolder.ShortcutName():
-		w.openFolder()
-	default:
-		return w.keyShortcut(cs.ShortcutName())
-	}
-	return true
-}
-
 // sync draws everything that changed since the last frame (everything when
 // full). It runs on the UI goroutine: fyne.Do calls it once per frame.
 func (w *Window) sync(full bool) {
@@ -718,7 +450,8 @@ drain:
 		w.status.setConn(f.Conn, now)
 		w.status.setNotice(f.Notice)
 		w.lastConn = f.Conn
-		w.showBudget(f.Budget, now)
+		w.budget.show(f.Budget, now)
+		w.refreshSend()
 		if f.Role != w.role {
 			w.role = f.Role
 			defer w.transcript.remeasure() // the cards' and notices' buttons
@@ -772,12 +505,7 @@ drain:
 	w.showAgent(v.Agent, v.Folder) // agentname.go
 	w.showOpenFolder()
 
-	if w.wantMode != "" && (w.wantModeConv != w.current || v.Mode == w.wantMode) {
-		w.wantMode = ""
-	}
-	mode := w.shownMode()
-	w.toggle.SetMode(mode)
-	w.showBanner(mode == protocol.ModePlan)
+	w.mode.show(w.current, v.Mode)
 	w.showStreaming(v.Streaming)
 	w.wait.show(v, now)
 	w.showModal(v, now)
@@ -808,28 +536,9 @@ drain:
 	}
 }
 
-func (w *Window) shownMode() protocol.Mode {
-	if w.wantMode != "" {
-		return w.wantMode
-	}
-	if w.view.Mode.Valid() {
-		return w.view.Mode
-	}
-	return protocol.ModeAct
-}
-
-func (w *Window) showBanner(on bool) {
-	if on == w.banner.Visible() {
-		return
-	}
-	if on {
-		p := colors(theme.Current())
-		w.bannerBg.FillColor, w.bannerBg.StrokeColor = p.amberBackground, p.amberBorder
-		w.banner.Show()
-	} else {
-		w.banner.Hide()
-	}
-}
+// shownMode is the mode the toggle shows for the current conversation:
+// the mode its next prompt goes in.
+func (w *Window) shownMode() protocol.Mode { return w.mode.shown(w.view.Mode) }
 
 // showStreaming turns Send into Stop while a turn runs.
 func (w *Window) showStreaming(streaming bool) {
@@ -850,40 +559,10 @@ func (w *Window) showStreaming(streaming bool) {
 	w.sendBtn.Refresh()
 }
 
-// showBudget shows the relay's credit budget under the usage, warns once at
-// 80% of it, and while it is spent disables Send and says why and how to
-// raise it.
-func (w *Window) showBudget(b *protocol.Budget, now time.Time) {
-	w.budget = b
-	if b == nil {
-		w.status.setBudget("", false)
-		w.refreshSend()
-		return
-	}
-	w.status.setBudget(conversation.BudgetText(*b, now), b.Exceeded())
-	switch {
-	case b.Exceeded():
-		if !w.budgetSpentSaid {
-			// Once, in full: why Send is off and how to raise the budget.
-			w.budgetSpentSaid, w.budgetWarned = true, true
-			w.store.AddNote(w.current, conversation.NoteError, conversation.BudgetRefusal(*b, now))
-		}
-	case b.Warn() && !w.budgetWarned:
-		w.budgetWarned = true
-		w.store.AddNote(w.current, conversation.NoteWarn, conversation.BudgetWarning(*b))
-	case !b.Warn():
-		w.budgetWarned, w.budgetSpentSaid = false, false // a later climb warns again
-	}
-	if !b.Exceeded() {
-		w.budgetSpentSaid = false
-	}
-	w.refreshSend()
-}
-
 // refreshSend enables Send unless the credit budget is spent (Stop always
 // works).
 func (w *Window) refreshSend() {
-	if w.client == nil || w.budget != nil && w.budget.Exceeded() && !w.view.Streaming {
+	if w.client == nil || w.budget.spent() && !w.view.Streaming {
 		w.sendBtn.Disable()
 	} else {
 		w.sendBtn.Enable()
@@ -912,175 +591,4 @@ func (w *Window) showModal(v store.View, now time.Time) {
 		w.modal.setHint("The relay did not accept that answer: " + p.Hint)
 	}
 	w.modal.update(*p, now)
-}
-
-// ---- actions (UI goroutine) ----
-
-func (w *Window) newConversation() {
-	id := uuid.NewString()
-	w.store.Create(id)
-	w.switchTo(id)
-	w.focusComposer()
-}
-
-// switchTo shows another conversation, subscribing to it the first time.
-func (w *Window) switchTo(id string) {
-	// A click in the list leaves the keyboard where the user types.
-	defer w.focusComposer()
-	if id == w.current && w.view.ID == id {
-		return
-	}
-	w.current = id
-	w.wantMode = ""
-	if w.opts.OnShown != nil {
-		w.opts.OnShown(id)
-	}
-	if w.modal != nil {
-		w.modal.hide()
-		w.modal = nil
-	}
-	if !w.subscribed[id] && w.store.OnRelay(id) {
-		w.subscribe(id)
-	}
-	w.sync(true)
-}
-
-func (w *Window) subscribe(id string) {
-	w.subscribed[id] = true
-	w.enqueue(func(ctx context.Context) {
-		if err := w.client.Subscribe(ctx, id, 0); err != nil {
-			w.log.Warn("subscribe failed", "conversation", id, "err", err)
-		}
-	})
-}
-
-func (w *Window) sendOrStop() {
-	if w.view.Streaming {
-		w.stop()
-		return
-	}
-	w.submit()
-}
-
-// submit sends the composer's text as a prompt.
-func (w *Window) submit() {
-	prompt := strings.TrimSpace(w.composer.Text)
-	if prompt == "" || w.client == nil {
-		return // without a relay yet, Enter keeps the draft
-	}
-	if w.view.Streaming {
-		// Enter while streaming keeps the draft, and says why it waits.
-		w.store.AddNote(w.current, conversation.NoteWarn, "A turn is running: Stop or wait. Your prompt stays in the box.")
-		return
-	}
-	if w.budget != nil && w.budget.Exceeded() {
-		// The relay would refuse it: say why here and keep the draft.
-		w.store.AddNote(w.current, conversation.NoteError, conversation.BudgetRefusal(*w.budget, w.now()))
-		return
-	}
-	id, mode, modelName := w.current, w.shownMode(), w.opts.Model
-	w.composer.setText("")
-	// What is sent comes into view, and the reply after it, wherever
-	// the user had scrolled.
-	w.transcript.scrollToBottom()
-	w.store.ClearNotice()
-	if w.notice != nil && w.notice.id == firstRunNoticeID && w.notice.shrink() {
-		relayout(w.chat) // the transcript takes the room the notice gave up
-	}
-	first := !w.subscribed[id]
-	w.subscribed[id] = true
-	ws := w.store.Wanted(id)
-	if ws == nil && !w.store.OnRelay(id) {
-		// A new conversation with no folder chosen works in the default
-		// folder as it is now; kept as its choice, so that a second
-		// prompt sent before the relay answered names the same one.
-		if ws = w.defaultWorkspace(); ws != nil {
-			w.store.WantWorkspace(id, *ws)
-		}
-	}
-	w.enqueue(func(ctx context.Context) {
-		if first {
-			if err := w.client.Subscribe(ctx, id, 0); err != nil {
-				w.log.Warn("subscribe failed", "conversation", id, "err", err)
-			}
-		}
-		if err := w.client.SendIn(ctx, id, prompt, mode, modelName, ws); err != nil {
-			w.store.AddNote(id, conversation.NoteError, "Not sent: "+err.Error()+". Your prompt is back in the box below.")
-			w.onUI(func() {
-				if w.composer.Text == "" {
-					w.composer.setText(prompt)
-				}
-			})
-		}
-	})
-}
-
-// stop aborts the current conversation's turn.
-func (w *Window) stop() {
-	if !w.view.Streaming {
-		return
-	}
-	id := w.current
-	w.enqueue(func(ctx context.Context) {
-		if err := w.client.Abort(ctx, id); err != nil {
-			w.store.AddNote(id, conversation.NoteError, "Could not stop the agent: "+err.Error())
-		}
-	})
-}
-
-// modeToggled sends the new mode: it applies to the next tool request, also
-// in the middle of a turn.
-func (w *Window) modeToggled(mode protocol.Mode) {
-	id := w.current
-	w.wantMode, w.wantModeConv = mode, id
-	w.showBanner(mode == protocol.ModePlan)
-	if w.modal == nil {
-		w.focusComposer() // keep typing after a click on the toggle
-	}
-	if !w.subscribed[id] {
-		// Nothing on the relay yet: the mode goes with the first prompt.
-		return
-	}
-	w.enqueue(func(ctx context.Context) {
-		if err := w.client.SetMode(ctx, id, mode); err != nil {
-			w.store.AddNote(id, conversation.NoteError, "Could not switch mode: "+err.Error())
-			w.onUI(func() {
-				if w.wantModeConv == id {
-					w.wantMode = ""
-				}
-			})
-		}
-	})
-}
-
-// answer sends an answer to an input request and closes the modal.
-func (w *Window) answer(convID, requestID, answer string, freeform bool, index *int) {
-	w.store.MarkAnswering(convID, requestID, answer, false)
-	w.enqueue(func(ctx context.Context) {
-		if err := w.client.Answer(ctx, convID, requestID, answer, freeform, index); err != nil {
-			w.store.AnswerFailed(convID, requestID, "not sent: "+err.Error())
-		}
-	})
-	w.closeModalNow()
-}
-
-// reject declines an input request, which stops the agent's turn.
-func (w *Window) reject(convID, requestID string) {
-	w.store.MarkAnswering(convID, requestID, "", true)
-	w.enqueue(func(ctx context.Context) {
-		if err := w.client.Reject(ctx, convID, requestID); err != nil {
-			w.store.AnswerFailed(convID, requestID, "not sent: "+err.Error())
-		}
-	})
-	w.closeModalNow()
-}
-
-func (w *Window) closeModalNow() {
-	// The answer, and what the agent does with it, come into view.
-	w.transcript.scrollToBottom()
-	if w.modal != nil {
-		w.modal.hide()
-		w.modal = nil
-		w.focusComposer()
-	}
 }

@@ -130,11 +130,11 @@ func TestStopReplacesSend(t *testing.T) {
 
 func TestPlanToggleBannerAndDeniedTool(t *testing.T) {
 	h := newHarness(t, harnessConfig{})
-	if h.w.toggle.Mode() != protocol.ModeAct || h.w.banner.Visible() {
+	if h.w.mode.toggle.Mode() != protocol.ModeAct || h.w.mode.banner.Visible() {
 		t.Fatal("a new conversation must start in Act without the banner")
 	}
-	test.Tap(h.w.toggle.plan)
-	if !h.w.banner.Visible() || h.w.bannerText.Text != PlanBannerText {
+	test.Tap(h.w.mode.toggle.plan)
+	if !h.w.mode.banner.Visible() || h.w.mode.bannerText.Text != PlanBannerText {
 		t.Fatal("plan banner not shown")
 	}
 	h.send("use the tool")
@@ -145,9 +145,9 @@ func TestPlanToggleBannerAndDeniedTool(t *testing.T) {
 	if r := h.rows()[0]; r.Mode != protocol.ModePlan {
 		t.Fatalf("the prompt went in mode %q", r.Mode)
 	}
-	test.Tap(h.w.toggle.act)
+	test.Tap(h.w.mode.toggle.act)
 	h.waitFor("act confirmed", func() bool { return h.w.view.Mode == protocol.ModeAct })
-	if h.w.banner.Visible() {
+	if h.w.mode.banner.Visible() {
 		t.Fatal("banner still shown in act")
 	}
 	if r := h.lastRow(conversation.RowMode); r.Mode != protocol.ModeAct {
@@ -161,7 +161,7 @@ func TestMidStreamModeSwitch(t *testing.T) {
 	h := newHarness(t, harnessConfig{})
 	h.send("switch modes")
 	h.waitFor("the first text", func() bool { return strings.Contains(h.text(), "Working in act mode.") })
-	test.Tap(h.w.toggle.plan)
+	test.Tap(h.w.mode.toggle.plan)
 	h.waitFor("the mode marker", func() bool { return h.lastRow(conversation.RowMode).Mode == protocol.ModePlan })
 	m := h.waitModal(kindApproval)
 	m.typedRune('a')
@@ -253,11 +253,11 @@ func TestShortcuts(t *testing.T) {
 		t.Fatal("Ctrl+N did not open a new conversation")
 	}
 	h.w.shortcut(shortcutMode)
-	if h.w.toggle.Mode() != protocol.ModePlan || !h.w.banner.Visible() {
+	if h.w.mode.toggle.Mode() != protocol.ModePlan || !h.w.mode.banner.Visible() {
 		t.Fatal("Ctrl+M did not switch to plan")
 	}
 	h.w.shortcut(shortcutMode)
-	if h.w.toggle.Mode() != protocol.ModeAct {
+	if h.w.mode.toggle.Mode() != protocol.ModeAct {
 		t.Fatal("Ctrl+M did not switch back")
 	}
 	h.w.Window().Canvas().Unfocus()
@@ -302,7 +302,7 @@ func TestFollowBottom(t *testing.T) {
 	if !tr.atBottom() {
 		t.Fatal("not at the bottom after three turns")
 	}
-	test.Tap(h.w.toggle.plan) // the banner takes room below the list
+	test.Tap(h.w.mode.toggle.plan) // the banner takes room below the list
 	relayout()
 	if !tr.atBottom() {
 		t.Fatal("the banner pushed the last row out of view")
@@ -514,7 +514,7 @@ func TestBudget(t *testing.T) {
 		t.Fatal("Send is disabled below the budget")
 	}
 	h.send("expensive again")
-	h.waitFor("the budget spent", func() bool { return h.w.budget != nil && h.w.budget.Exceeded() && h.w.sendBtn.Disabled() })
+	h.waitFor("the budget spent", func() bool { return h.w.budget.spent() && h.w.sendBtn.Disabled() })
 	h.frame() // the note it added
 	if got := h.w.status.totals.text(); !strings.Contains(got, "budget spent: 17 of 10 credits in 30 days, new turns from ") {
 		t.Fatalf("totals line %q", got)

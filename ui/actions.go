@@ -1,0 +1,181 @@
+package ui
+
+import (
+	"context"
+	"strings"
+
+	"github.com/google/uuid"
+
+	"github.com/pilotdesk/pilotdesk/conversation"
+	"github.com/pilotdesk/pilotdesk/protocol"
+)
+
+// What the user does in the window: open or switch conversations, send a
+// prompt, stop a turn, switch the mode, answer a question. Each runs on
+// the UI goroutine, changes what shows at once, and queues its request
+// to the relay (enqueue), so that a slow network never freezes the
+// window; a request that fails says so in the conversation.
+
+func (w *Window) newConversation() {
+	id := uuid.NewString()
+	w.store.Create(id)
+	w.switchTo(id)
+	w.focusComposer()
+}
+
+// switchTo shows another conversation, subscribing to it the first time.
+func (w *Window) switchTo(id string) {
+	// A click in the list leaves the keyboard where the user types.
+	defer w.focusComposer()
+	if id == w.current && w.view.ID == id {
+		return
+	}
+	w.current = id
+	w.mode.forget()
+	if w.opts.OnShown != nil {
+		w.opts.OnShown(id)
+	}
+	if w.modal != nil {
+		w.modal.hide()
+		w.modal = nil
+	}
+	if !w.subscribed[id] && w.store.OnRelay(id) {
+		w.subscribe(id)
+	}
+	w.sync(true)
+}
+
+func (w *Window) subscribe(id string) {
+	w.subscribed[id] = true
+	w.enqueue(func(ctx context.Context) {
+		if err := w.client.Subscribe(ctx, id, 0); err != nil {
+			w.log.Warn("subscribe failed", "conversation", id, "err", err)
+		}
+	})
+}
+
+func (w *Window) sendOrStop() {
+	if w.view.Streaming {
+		w.stop()
+		return
+	}
+	w.submit()
+}
+
+// submit sends the composer's text as a prompt.
+func (w *Window) submit() {
+	prompt := strings.TrimSpace(w.composer.Text)
+	if prompt == "" || w.client == nil {
+		return // without a relay yet, Enter keeps the draft
+	}
+	if w.view.Streaming {
+		// Enter while streaming keeps the draft, and says why it waits.
+		w.store.AddNote(w.current, conversation.NoteWarn, "A turn is running: Stop or wait. Your prompt stays in the box.")
+		return
+	}
+	if w.budget.spent() {
+		// The relay would refuse it: say why here and keep the draft.
+		w.store.AddNote(w.current, conversation.NoteError, w.budget.refusal(w.now()))
+		return
+	}
+	id, mode, modelName := w.current, w.shownMode(), w.opts.Model
+	w.composer.setText("")
+	// What is sent comes into view, and the reply after it, wherever
+	// the user had scrolled.
+	w.transcript.scrollToBottom()
+	w.store.ClearNotice()
+	if w.notice != nil && w.notice.id == firstRunNoticeID && w.notice.shrink() {
+		relayout(w.chat) // the transcript takes the room the notice gave up
+	}
+	first := !w.subscribed[id]
+	w.subscribed[id] = true
+	ws := w.store.Wanted(id)
+	if ws == nil && !w.store.OnRelay(id) {
+		// A new conversation with no folder chosen works in the default
+		// folder as it is now; kept as its choice, so that a second
+		// prompt sent before the relay answered names the same one.
+		if ws = w.defaultWorkspace(); ws != nil {
+			w.store.WantWorkspace(id, *ws)
+		}
+	}
+	w.enqueue(func(ctx context.Context) {
+		if first {
+			if err := w.client.Subscribe(ctx, id, 0); err != nil {
+				w.log.Warn("subscribe failed", "conversation", id, "err", err)
+			}
+		}
+		if err := w.client.SendIn(ctx, id, prompt, mode, modelName, ws); err != nil {
+			w.store.AddNote(id, conversation.NoteError, "Not sent: "+err.Error()+". Your prompt is back in the box below.")
+			w.onUI(func() {
+				if w.composer.Text == "" {
+					w.composer.setText(prompt)
+				}
+			})
+		}
+	})
+}
+
+// stop aborts the current conversation's turn.
+func (w *Window) stop() {
+	if !w.view.Streaming {
+		return
+	}
+	id := w.current
+	w.enqueue(func(ctx context.Context) {
+		if err := w.client.Abort(ctx, id); err != nil {
+			w.store.AddNote(id, conversation.NoteError, "Could not stop the agent: "+err.Error())
+		}
+	})
+}
+
+// modeToggled sends the new mode: it applies to the next tool request, also
+// in the middle of a turn.
+func (w *Window) modeToggled(mode protocol.Mode) {
+	id := w.current
+	w.mode.picked(id, mode)
+	if w.modal == nil {
+		w.focusComposer() // keep typing after a click on the toggle
+	}
+	if !w.subscribed[id] {
+		// Nothing on the relay yet: the mode goes with the first prompt.
+		return
+	}
+	w.enqueue(func(ctx context.Context) {
+		if err := w.client.SetMode(ctx, id, mode); err != nil {
+			w.store.AddNote(id, conversation.NoteError, "Could not switch mode: "+err.Error())
+			w.onUI(func() { w.mode.refused(id) })
+		}
+	})
+}
+
+// answer sends an answer to an input request and closes the modal.
+func (w *Window) answer(convID, requestID, answer string, freeform bool, index *int) {
+	w.store.MarkAnswering(convID, requestID, answer, false)
+	w.enqueue(func(ctx context.Context) {
+		if err := w.client.Answer(ctx, convID, requestID, answer, freeform, index); err != nil {
+			w.store.AnswerFailed(convID, requestID, "not sent: "+err.Error())
+		}
+	})
+	w.closeModalNow()
+}
+
+// reject declines an input request, which stops the agent's turn.
+func (w *Window) reject(convID, requestID string) {
+	w.store.MarkAnswering(convID, requestID, "", true)
+	w.enqueue(func(ctx context.Context) {
+		if err := w.client.Reject(ctx, convID, requestID); err != nil {
+			w.store.AnswerFailed(convID, requestID, "not sent: "+err.Error())
+		}
+	})
+	w.closeModalNow()
+}
+
+func (w *Window) closeModalNow() {
+	// The answer, and what the agent does with it, come into view.
+	w.transcript.scrollToBottom()
+	if w.modal != nil {
+		w.modal.hide()
+		w.modal = nil
+		w.focusComposer()
+	}
+}
