@@ -41,6 +41,7 @@ import (
 
 	sdk "github.com/coder/acp-go-sdk"
 
+	"github.com/pilotdesk/pilotdesk/internal/agentproc"
 	"github.com/pilotdesk/pilotdesk/session"
 )
 
@@ -148,11 +149,11 @@ type Agent struct {
 	argv  []string
 	log   *slog.Logger
 	store *sessionStore
+	// procs keeps the agent process, started at the first Open (or Probe)
+	// and again after it died; closing it closes the Agent.
+	procs *agentproc.Keeper[*process]
 
-	startMu sync.Mutex // serialises starting the agent
-
-	mu       sync.Mutex
-	proc     *process                   // the current agent, nil before the first Open
+	mu       sync.Mutex                 // guards what follows; taken before the keeper's
 	sessions map[sdk.SessionId]*Session // open sessions by ACP session id
 	// parked: sessions the relay closed in an agent without session/close,
 	// by conversation, taken up again by the conversation's next Open.
@@ -163,7 +164,6 @@ type Agent struct {
 	// asleep: sessions whose agent session was closed while idle (idle.go);
 	// Close ends them too.
 	asleep map[*Session]bool
-	closed bool
 }
 
 // parkedSession is an agent session still open in process p.
@@ -189,7 +189,7 @@ func New(opts Options) (*Agent, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Agent{
+	a := &Agent{
 		opts:       opts,
 		argv:       argv,
 		log:        opts.Logger,
@@ -198,7 +198,9 @@ func New(opts Options) (*Agent, error) {
 		parked:     make(map[string]parkedSession),
 		closedHere: make(map[sdk.SessionId]*process),
 		asleep:     make(map[*Session]bool),
-	}, nil
+	}
+	a.procs = agentproc.NewKeeper(a.start, ErrClosed)
+	return a, nil
 }
 
 // Name is "acp".
@@ -210,9 +212,7 @@ func (a *Agent) Name() string { return "acp" }
 // ACP agent ("OpenCode (ACP)"), so that `copilot --acp` is told from the
 // Copilot CLI backend.
 func (a *Agent) Label() string {
-	a.mu.Lock()
-	p := a.proc
-	a.mu.Unlock()
+	p := a.procs.Current()
 	name := filepath.Base(a.argv[0])
 	if p != nil {
 		if n := p.displayName(); n != "" {
@@ -231,39 +231,14 @@ func (a *Agent) Probe(ctx context.Context) error {
 }
 
 // process returns the running agent, starting one when there is none.
-func (a *Agent) process(ctx context.Context) (*process, error) {
-	a.startMu.Lock()
-	defer a.startMu.Unlock()
-	a.mu.Lock()
-	if a.closed {
-		a.mu.Unlock()
-		return nil, ErrClosed
-	}
-	p := a.proc
-	a.mu.Unlock()
-	if p != nil && p.alive() {
-		return p, nil
-	}
-	if p != nil {
-		a.log.Info("acp: restarting the agent", "previous", p.dead())
-	}
-	p, err := a.start(ctx)
-	if err != nil {
-		return nil, err
-	}
-	a.mu.Lock()
-	if a.closed {
-		a.mu.Unlock()
-		p.stop()
-		return nil, ErrClosed
-	}
-	a.proc = p
-	a.mu.Unlock()
-	return p, nil
-}
+func (a *Agent) process(ctx context.Context) (*process, error) { return a.procs.Get(ctx) }
 
-// start spawns the agent and initializes the connection.
-func (a *Agent) start(ctx context.Context) (*process, error) {
+// start spawns the agent and initializes the connection; previous is the
+// agent that died, nil on the first start.
+func (a *Agent) start(ctx context.Context, previous *process) (*process, error) {
+	if previous != nil {
+		a.log.Info("acp: restarting the agent", "previous", previous.dead())
+	}
 	p, err := startProcess(a.argv, a.opts.WorkDir, a.opts.Env, a.opts.StopGrace, &router{a: a}, a.log)
 	if err != nil {
 		return nil, err
@@ -338,7 +313,7 @@ func (a *Agent) Open(ctx context.Context, conversationID string, opts session.Op
 func (a *Agent) register(id sdk.SessionId, s *Session) error {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if a.closed {
+	if a.procs.Closed() {
 		return ErrClosed
 	}
 	if other, ok := a.sessions[id]; ok && other != s {
@@ -409,11 +384,10 @@ func (a *Agent) remember(conversationID, cwd string, id sdk.SessionId) {
 // SIGTERM and SIGKILL to its process group.
 func (a *Agent) Close() error {
 	a.mu.Lock()
-	if a.closed {
+	if !a.procs.Close() {
 		a.mu.Unlock()
 		return nil
 	}
-	a.closed = true
 	open := make(map[*Session]bool, len(a.sessions)+len(a.asleep))
 	for _, s := range a.sessions {
 		open[s] = true
@@ -434,14 +408,7 @@ func (a *Agent) Close() error {
 	wg.Wait()
 
 	// Wait for a start in progress, then stop whatever runs.
-	a.startMu.Lock()
-	a.mu.Lock()
-	p := a.proc
-	a.proc = nil
-	a.mu.Unlock()
-	a.startMu.Unlock()
-	if p != nil {
-		p.stop()
+	if a.procs.Stop() {
 		a.log.Info("acp: agent stopped", "command", a.opts.Command)
 	}
 	return nil

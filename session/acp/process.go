@@ -114,6 +114,9 @@ func (p *process) cause() error {
 // errStopped is the cause of a process we stopped on purpose.
 var errStopped = errors.New("acp: the agent was stopped")
 
+// Agent is the agent's process, for the Keeper.
+func (p *process) Agent() *agentproc.Process { return p.proc }
+
 // stop ends the process: close stdin (the agents exit on EOF), wait, then
 // signal the whole group, TERM and at last KILL.
 func (p *process) stop() { p.proc.Stop() }

@@ -31,6 +31,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/pilotdesk/pilotdesk/internal/agentproc"
 	"github.com/pilotdesk/pilotdesk/session"
 	"github.com/pilotdesk/pilotdesk/session/copilot/jsonrpc"
 )
@@ -124,13 +125,13 @@ type Agent struct {
 	opts Options
 	log  *slog.Logger
 
-	startMu sync.Mutex // serialises starting the CLI
+	// procs keeps the CLI process, started at the first Open and again
+	// after it died; closing it closes the Agent.
+	procs *agentproc.Keeper[*process]
+	gen   int // the CLI processes started; owned by start (one at a time)
 
-	mu       sync.Mutex
-	proc     *process // the current CLI, nil before the first Open
-	gen      int
+	mu       sync.Mutex          // guards sessions; taken before the keeper's
 	sessions map[string]*Session // open sessions by CLI session id
-	closed   bool
 }
 
 var _ session.Agent = (*Agent)(nil)
@@ -154,11 +155,13 @@ func New(opts Options) (*Agent, error) {
 		// own default (claude-sonnet-4), which a local server rarely has.
 		opts.Logger.Warn("copilot: a provider URL without a model; pass --model with a model the endpoint serves")
 	}
-	return &Agent{
+	a := &Agent{
 		opts:     opts,
 		log:      opts.Logger,
 		sessions: make(map[string]*Session),
-	}, nil
+	}
+	a.procs = agentproc.NewKeeper(a.start, ErrClosed)
+	return a, nil
 }
 
 // Name is "copilot".
@@ -223,43 +226,16 @@ func (a *Agent) check(ctx context.Context) error {
 }
 
 // process returns the running CLI, starting one when there is none.
-func (a *Agent) process(ctx context.Context) (*process, error) {
-	a.startMu.Lock()
-	defer a.startMu.Unlock()
-	a.mu.Lock()
-	if a.closed {
-		a.mu.Unlock()
-		return nil, ErrClosed
-	}
-	p := a.proc
-	a.mu.Unlock()
-	if p != nil && p.alive() {
-		return p, nil
-	}
-	a.mu.Lock()
+func (a *Agent) process(ctx context.Context) (*process, error) { return a.procs.Get(ctx) }
+
+// start spawns a CLI and performs the handshake; previous is the CLI that
+// died, nil on the first start.
+func (a *Agent) start(ctx context.Context, previous *process) (*process, error) {
 	a.gen++
 	gen := a.gen
-	a.mu.Unlock()
-	if p != nil {
-		a.log.Info("copilot: restarting the CLI", "previous", p.proc.Err())
+	if previous != nil {
+		a.log.Info("copilot: restarting the CLI", "previous", previous.proc.Err())
 	}
-	p, err := a.start(ctx, gen)
-	if err != nil {
-		return nil, err
-	}
-	a.mu.Lock()
-	if a.closed {
-		a.mu.Unlock()
-		p.stop()
-		return nil, ErrClosed
-	}
-	a.proc = p
-	a.mu.Unlock()
-	return p, nil
-}
-
-// start spawns a CLI and performs the handshake.
-func (a *Agent) start(ctx context.Context, gen int) (*process, error) {
 	cfg := processConfig{
 		path:    a.opts.Path,
 		workDir: a.opts.WorkDir,
@@ -360,7 +336,7 @@ func sessionID(conversationID string) string {
 func (a *Agent) register(s *Session) error {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if a.closed {
+	if a.procs.Closed() {
 		return ErrClosed
 	}
 	if _, ok := a.sessions[s.id]; ok {
@@ -388,11 +364,10 @@ func (a *Agent) lookup(id string) *Session {
 // CLI: stdin closed, then SIGTERM and SIGKILL to its process group.
 func (a *Agent) Close() error {
 	a.mu.Lock()
-	if a.closed {
+	if !a.procs.Close() {
 		a.mu.Unlock()
 		return nil
 	}
-	a.closed = true
 	open := make([]*Session, 0, len(a.sessions))
 	for _, s := range a.sessions {
 		open = append(open, s)
@@ -412,14 +387,7 @@ func (a *Agent) Close() error {
 	wg.Wait()
 
 	// Wait for a start in progress, then stop whatever runs.
-	a.startMu.Lock()
-	a.mu.Lock()
-	p := a.proc
-	a.proc = nil
-	a.mu.Unlock()
-	a.startMu.Unlock()
-	if p != nil {
-		p.stop()
+	if a.procs.Stop() {
 		a.log.Info("copilot: CLI stopped")
 	}
 	return nil

@@ -148,6 +148,9 @@ func (p *process) cause() error {
 // errStopped is the cause of a process we stopped on purpose.
 var errStopped = errors.New("copilot: the CLI was stopped")
 
+// Agent is the CLI's process, for the Keeper.
+func (p *process) Agent() *agentproc.Process { return p.proc }
+
 // stop ends the process cleanly: close stdin (the CLI exits by itself on
 // EOF), wait, then signal the group, TERM and at last KILL.
 func (p *process) stop() { p.proc.Stop() }
