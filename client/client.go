@@ -109,16 +109,31 @@ type Config struct {
 	Logger *slog.Logger
 }
 
+// The heartbeat's defaults (docs/protocol.md, Heartbeat), every client's:
+// the Go client's (the window's and pilotdesk chat's) and the web
+// client's (web/static/js/connection.js), which client/testdata/
+// heartbeat.json holds for web/unit/connection.test.mjs to check
+// (TestHeartbeatFile). A client pings after PingInterval without
+// receiving anything and gives the connection up PongTimeout after an
+// unanswered ping; while a conversation it follows runs a turn, the
+// Streaming pair applies.
+const (
+	DefaultPingInterval          = 30 * time.Second
+	DefaultPongTimeout           = 20 * time.Second
+	DefaultStreamingPingInterval = 5 * time.Second
+	DefaultStreamingPongTimeout  = 10 * time.Second
+)
+
 func (c *Config) setDefaults() {
 	def := func(d *time.Duration, v time.Duration) {
 		if *d <= 0 {
 			*d = v
 		}
 	}
-	def(&c.PingInterval, 30*time.Second)
-	def(&c.PongTimeout, 20*time.Second)
-	def(&c.StreamingPingInterval, 5*time.Second)
-	def(&c.StreamingPongTimeout, 10*time.Second)
+	def(&c.PingInterval, DefaultPingInterval)
+	def(&c.PongTimeout, DefaultPongTimeout)
+	def(&c.StreamingPingInterval, DefaultStreamingPingInterval)
+	def(&c.StreamingPongTimeout, DefaultStreamingPongTimeout)
 	def(&c.MinBackoff, 500*time.Millisecond)
 	def(&c.MaxBackoff, 15*time.Second)
 	def(&c.OfflineAfter, 30*time.Second)

@@ -4,12 +4,25 @@
 // it streams in); an event out of order waits for the end; a
 // resubscription's replay is held until copilot:subscribed, as before; a
 // first replay cut short by a dropped socket starts the copy over, since
-// nothing names the history it came from. Run by scripts/web-unit.sh.
+// nothing names the history it came from. Its heartbeat is the Go
+// client's: the numbers of client/testdata/heartbeat.json (which Go's
+// TestHeartbeatFile writes from client.DefaultPingInterval…), and while a
+// followed conversation runs a turn, a silent socket is pinged after 5 s
+// and given up 10 s later. Run by scripts/web-unit.sh.
 
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 
-import { Connection } from '../static/js/connection.js';
+import {
+  Connection,
+  PING_AFTER,
+  PONG_WITHIN,
+  STREAMING_PING_AFTER,
+  STREAMING_PONG_WITHIN,
+} from '../static/js/connection.js';
 
 // FakeSocket plays the browser's WebSocket: the test opens, sends
 // messages to, and closes it.
@@ -108,5 +121,66 @@ test('a first replay cut short starts the copy over', () => {
   again.deliver('copilot:delta', ev(1));
   again.deliver('copilot:subscribed', { conversationId: 'c', seq: 1, epoch: 'e2' });
   assert.deepEqual(seqs(got), [1, 2, 1], 'the copy did not start over');
+  conn.stop();
+});
+
+const heartbeatFile = join(dirname(fileURLToPath(import.meta.url)), '..', '..', 'client', 'testdata', 'heartbeat.json');
+
+test("the heartbeat's numbers are the Go client's", () => {
+  const want = JSON.parse(readFileSync(heartbeatFile, 'utf8'));
+  assert.deepEqual(
+    {
+      pingAfterMs: PING_AFTER,
+      pongWithinMs: PONG_WITHIN,
+      streamingPingAfterMs: STREAMING_PING_AFTER,
+      streamingPongWithinMs: STREAMING_PONG_WITHIN,
+    },
+    want,
+    `connection.js differs from ${heartbeatFile}`,
+  );
+});
+
+const pings = (ws) => ws.sent.filter((m) => m.type === 'ping').length;
+
+test('a silent socket is pinged sooner while a followed conversation streams', (t) => {
+  t.mock.timers.enable({ apis: ['setTimeout'] });
+  const { conn, ws } = connect();
+  conn.follow('c');
+  ws.deliver('copilot:subscribed', { conversationId: 'c', seq: 0, epoch: 'e1', streaming: false });
+
+  // No turn runs: the idle numbers.
+  t.mock.timers.tick(PING_AFTER - 1);
+  assert.equal(pings(ws), 0, 'pinged before PING_AFTER with no turn running');
+  t.mock.timers.tick(1);
+  assert.equal(pings(ws), 1, 'no ping after PING_AFTER of silence');
+  ws.deliver('pong');
+
+  // A turn starts: silence is given up in STREAMING_PING_AFTER +
+  // STREAMING_PONG_WITHIN.
+  ws.deliver('copilot:user_message', { conversationId: 'c', seq: 1, content: 'hi' });
+  t.mock.timers.tick(STREAMING_PING_AFTER - 1);
+  assert.equal(pings(ws), 1);
+  t.mock.timers.tick(1);
+  assert.equal(pings(ws), 2, 'no ping after STREAMING_PING_AFTER of silence while streaming');
+  t.mock.timers.tick(STREAMING_PONG_WITHIN - 1);
+  assert.equal(ws.readyState, FakeSocket.OPEN, 'given up before STREAMING_PONG_WITHIN');
+  t.mock.timers.tick(1);
+  assert.equal(ws.readyState, 3, 'the silent socket was kept');
+
+  // The client comes back; the relay says the turn still runs, then ends.
+  clearTimeout(conn.retry);
+  conn.open('reconnecting');
+  const again = FakeSocket.all.at(-1);
+  again.emit('open');
+  again.deliver('copilot:subscribed', { conversationId: 'c', seq: 1, epoch: 'e1', streaming: true });
+  t.mock.timers.tick(STREAMING_PING_AFTER);
+  assert.equal(pings(again), 1, 'a resubscription to a streaming conversation kept the idle numbers');
+  again.deliver('copilot:idle', { conversationId: 'c', seq: 2, status: 'completed' });
+  t.mock.timers.tick(PING_AFTER - 1);
+  assert.equal(pings(again), 1, 'the streaming numbers outlived the turn');
+  t.mock.timers.tick(1);
+  assert.equal(pings(again), 2);
+  t.mock.timers.tick(PONG_WITHIN - 1);
+  assert.equal(again.readyState, FakeSocket.OPEN);
   conn.stop();
 });

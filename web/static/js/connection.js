@@ -1,7 +1,9 @@
 // connection.js: one WebSocket to the relay that survives drops, as the Go
 // client (client/) does: it connects with ?token=…&client=web, sends ping
 // after 30 s of silence and gives up on the socket 20 s after a ping that
-// got nothing back, reconnects with a backoff from 0.5 s to 15 s (doubling,
+// got nothing back (5 s and 10 s while a conversation it follows runs a
+// turn: then events are due, and silence is most likely a relay that
+// stopped, which it leaves in about 15 s), reconnects with a backoff from 0.5 s to 15 s (doubling,
 // ±20 % jitter), and re-subscribes to every conversation it follows with
 // sinceSeq (the last seq it delivered) and the epoch it holds. Events reach
 // the page once and in order: while a resubscription replays, they are
@@ -10,8 +12,13 @@
 // the page as it comes, in order: a long conversation is drawn while it
 // streams in, not after its end.
 
-const PING_AFTER = 30_000;
-const PONG_WITHIN = 20_000;
+// The heartbeat, the Go client's numbers (client.DefaultPingInterval…):
+// web/unit/connection.test.mjs checks them against
+// client/testdata/heartbeat.json, which Go writes from its own.
+export const PING_AFTER = 30_000;
+export const PONG_WITHIN = 20_000;
+export const STREAMING_PING_AFTER = 5_000;
+export const STREAMING_PONG_WITHIN = 10_000;
 const BACKOFF_MIN = 500;
 const BACKOFF_MAX = 15_000;
 const PROBE_WITHIN = 5_000; // a pong after coming back, or the socket is dead
@@ -35,7 +42,7 @@ export class Connection {
     this.onMessage = onMessage;
     this.onState = onState;
     this.ws = null;
-    this.subs = new Map(); // conversationId → {lastSeq, epoch, syncing, buf}
+    this.subs = new Map(); // conversationId → {lastSeq, epoch, syncing, fresh, buf, streaming}
     this.backoff = BACKOFF_MIN;
     this.failures = 0; // connections that failed before opening, in a row
     this.stopped = false;
@@ -166,8 +173,13 @@ export class Connection {
     });
     ws.addEventListener('message', (ev) => {
       if (ws !== this.ws) return;
-      this.heard();
-      this.receive(ev.data);
+      try {
+        this.receive(ev.data);
+      } finally {
+        // After receive: the message may have started or ended a turn,
+        // which sets how long the next silence may be.
+        if (ws === this.ws) this.heard();
+      }
     });
     ws.addEventListener('close', (ev) => {
       if (ws !== this.ws) return;
@@ -214,15 +226,26 @@ export class Connection {
   }
 
   // heard restarts the silence timer: ping after PING_AFTER without a
-  // message, drop the socket PONG_WITHIN after that.
+  // message, drop the socket PONG_WITHIN after that; while a followed
+  // conversation streams, after the STREAMING ones.
   heard() {
     clearTimeout(this.silence);
     this.silence = setTimeout(() => {
       if (!this.send('ping')) return;
       this.silence = setTimeout(() => {
         if (this.ws) this.ws.close(4000, 'no answer to ping');
-      }, PONG_WITHIN);
-    }, PING_AFTER);
+      }, this.silenceLimits().pongWithin);
+    }, this.silenceLimits().pingAfter);
+  }
+
+  // silenceLimits are how long the socket may be silent before a ping, and
+  // after it: shorter while a conversation followed runs a turn (from
+  // copilot:subscribed streaming or copilot:user_message to copilot:idle).
+  silenceLimits() {
+    for (const s of this.subs.values()) {
+      if (s.streaming) return { pingAfter: STREAMING_PING_AFTER, pongWithin: STREAMING_PONG_WITHIN };
+    }
+    return { pingAfter: PING_AFTER, pongWithin: PONG_WITHIN };
   }
 
   receive(raw) {
@@ -244,7 +267,10 @@ export class Connection {
     const id = d.conversationId;
     const s = typeof id === 'string' ? this.subs.get(id) : undefined;
 
+    if (s && msg.type === 'copilot:user_message') s.streaming = true;
+    if (s && msg.type === 'copilot:idle') s.streaming = false;
     if (msg.type === 'copilot:subscribed' && s) {
+      s.streaming = d.streaming === true;
       const out = [];
       if (d.reset || (s.epoch && d.epoch !== s.epoch)) {
         // The relay's history of this conversation is not the one held
