@@ -2,7 +2,6 @@ package checkpoint
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -66,14 +65,6 @@ func (s *Store) Restore(ctx context.Context, dir, conv, to string) (undo string,
 			kept = append(kept, f)
 		}
 	}
-	// The files the restore wrote or removed are forgotten by the private
-	// index: it took their stat data a moment ago (the undo snapshot), and
-	// git may take a file rewritten in place with the same size within its
-	// timestamps' precision as unchanged; the snapshot below would then
-	// keep what the file held before the restore (TestTurnChangesDiffRestore
-	// saw shell.txt missing from the undo's diff in 1 clean-clone run of
-	// 4). Forgotten, they are hashed afresh.
-	s.forget(ctx, l, files)
 	// The folder as the restore left it (a file it could not write as it
 	// is). Without this snapshot (a disk full now) the restore stands and
 	// its undo still restores; only Diff of undo answers ErrUnknown.
@@ -219,25 +210,4 @@ func removeFile(root, path string) error {
 func inside(root, p string) bool {
 	rel, err := filepath.Rel(root, p)
 	return err == nil && rel != "." && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator))
-}
-
-// forget removes files from the folder's private index, so that the next
-// snapshot hashes them instead of trusting their stat data. A failure
-// (the index cannot be written) leaves the index as it was: the next
-// snapshot then trusts it, as before.
-func (s *Store) forget(ctx context.Context, l *location, files []File) {
-	if len(files) == 0 {
-		return
-	}
-	var paths bytes.Buffer
-	for _, f := range files {
-		paths.WriteString(l.prefix + f.Path + "\x00")
-	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	g := l.git(s, "-c", "core.splitIndex=false", "update-index", "-z", "--force-remove", "--stdin")
-	g.env, g.in = []string{"GIT_INDEX_FILE=" + l.index}, &paths
-	if _, err := g.output(ctx); err == nil {
-		l.tree = "" // the index no longer holds that tree
-	}
 }

@@ -16,6 +16,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // large is a file over MaxFile: named in a snapshot, its content not kept.
@@ -110,29 +111,11 @@ func (s *Store) snapshot(ctx context.Context, dir, conv, before, note string) (s
 // differs from it, then put back as the next snapshot's start), and
 // returns it with the files over MaxFile it left out.
 func (s *Store) writeTree(ctx context.Context, l *location) (string, map[string]large, error) {
-	if err := os.MkdirAll(filepath.Dir(l.index), 0o700); err != nil {
-		return "", nil, err
-	}
-	tmp := l.index + ".tmp-" + randomSuffix()
-	defer os.Remove(tmp)
-	l.mu.Lock()
-	err := copyFile(l.index, tmp)
-	known := l.tree // the tree of the index just copied, if known
-	l.mu.Unlock()
-	if errors.Is(err, fs.ErrNotExist) && l.seed != "" {
-		// The first snapshot of a folder in a repository starts from
-		// the user's index (read, never written): its stat data spares
-		// hashing every tracked file again.
-		err = copyFile(l.seed, tmp)
-		if errors.Is(err, fs.ErrNotExist) {
-			err = nil
-		}
-	} else if errors.Is(err, fs.ErrNotExist) {
-		err = nil
-	}
+	tmp, known, err := s.startIndex(l)
 	if err != nil {
 		return "", nil, err
 	}
+	defer os.Remove(tmp)
 	env := []string{"GIT_INDEX_FILE=" + tmp}
 
 	args := []string{"-c", "core.splitIndex=false", "status", "--porcelain=v2", "-z", "--untracked-files=all", "--no-renames", "--ignore-submodules=all"}
@@ -155,113 +138,182 @@ func (s *Store) writeTree(ctx context.Context, l *location) (string, map[string]
 		return known, map[string]large{}, err
 	}
 
-	bigs := map[string]large{}
-	var files, links []string       // to hash: regular files; symlinks' targets, written to temp files
-	var info bytes.Buffer           // update-index --index-info input
-	zero := strings.Repeat("0", 40) // a zero id with mode 0 removes a path
-	remove := func(p string) { fmt.Fprintf(&info, "0 %s\t%s\x00", zero, p) }
-	for _, p := range removed {
-		remove(p)
+	u, err := l.classify(changed, removed)
+	if u.linkDir != "" {
+		defer os.RemoveAll(u.linkDir)
 	}
-	var fileModes, linkPaths, linkModes []string
-	var filePaths []string
-	linkDir := ""
-	for _, p := range changed {
-		fi, err := os.Lstat(filepath.Join(l.top, filepath.FromSlash(p)))
-		switch {
-		case errors.Is(err, fs.ErrNotExist):
-			remove(p)
-		case err != nil:
-			return "", nil, err
-		case fi.Mode()&fs.ModeSymlink != 0:
-			target, err := os.Readlink(filepath.Join(l.top, filepath.FromSlash(p)))
-			if err != nil {
-				return "", nil, err
-			}
-			if linkDir == "" {
-				if linkDir, err = os.MkdirTemp("", "pilotdesk-links-"); err != nil {
-					return "", nil, err
-				}
-				defer os.RemoveAll(linkDir)
-			}
-			f := filepath.Join(linkDir, strconv.Itoa(len(links)))
-			if err := os.WriteFile(f, []byte(target), 0o600); err != nil {
-				return "", nil, err
-			}
-			links = append(links, f)
-			linkPaths = append(linkPaths, p)
-			linkModes = append(linkModes, "120000")
-		case fi.Mode().IsRegular() && fi.Size() > MaxFile:
-			remove(p)
-			bigs[strings.TrimPrefix(p, l.prefix)] = large{Size: fi.Size(), MTime: fi.ModTime().UnixNano()}
-		case fi.Mode().IsRegular():
-			mode := "100644"
-			if fi.Mode()&0o100 != 0 {
-				mode = "100755"
-			}
-			files = append(files, filepath.Join(l.top, filepath.FromSlash(p)))
-			filePaths = append(filePaths, p)
-			fileModes = append(fileModes, mode)
-		default:
-			remove(p) // a socket, a fifo: nothing git keeps
-		}
+	if err != nil {
+		return "", nil, err
 	}
-	paths := append(filePaths, linkPaths...)
-	modes := append(fileModes, linkModes...)
-	if toHash := append(files, links...); len(toHash) > 0 {
-		g := l.git(s, "hash-object", "-w", "--no-filters", "--stdin-paths")
-		g.in = strings.NewReader(strings.Join(toHash, "\n") + "\n")
-		out, err := g.output(ctx)
-		if err != nil {
-			return "", nil, err
-		}
-		ids := strings.Fields(string(out))
-		if len(ids) != len(toHash) {
-			return "", nil, fmt.Errorf("git hash-object gave %d ids for %d files", len(ids), len(toHash))
-		}
-		for i, p := range paths {
-			// A conflicted path's stages go first, then stage 0.
-			remove(p)
-			fmt.Fprintf(&info, "%s %s\t%s\x00", modes[i], ids[i], p)
-		}
+	if err := u.hash(ctx, s, l); err != nil {
+		return "", nil, err
 	}
-	if info.Len() > 0 {
+	if u.info.Len() > 0 {
 		g := l.git(s, "-c", "core.splitIndex=false", "update-index", "-z", "--index-info")
-		g.env, g.in = env, &info
+		g.env, g.in = env, &u.info
 		if _, err := g.output(ctx); err != nil {
 			return "", nil, err
 		}
 	}
-	args = []string{"write-tree"}
-	if l.prefix != "" {
-		args = append(args, "--prefix="+l.prefix)
-	}
-	g = l.git(s, args...)
-	g.env = env
-	out, err = g.output(ctx)
+	tree, err := s.treeOfIndex(ctx, l, env)
 	if err != nil {
-		if l.prefix == "" || !strings.Contains(err.Error(), "not found") {
-			return "", nil, err
-		}
-		// Nothing git sees in the folder: the empty tree.
-		g = l.git(s, "mktree", "-z")
-		g.in = strings.NewReader("")
-		if out, err = g.output(ctx); err != nil {
-			return "", nil, err
-		}
+		return "", nil, err
 	}
-	tree := strings.TrimSpace(string(out))
 	l.mu.Lock()
 	err = os.Rename(tmp, l.index)
 	l.tree = tree
-	if len(bigs) > 0 {
+	if len(u.bigs) > 0 {
 		l.tree = "" // they show as changed each time: never "nothing changed"
 	}
 	l.mu.Unlock()
 	if err != nil {
 		return "", nil, err
 	}
-	return tree, bigs, nil
+	return tree, u.bigs, nil
+}
+
+// startIndex copies the location's private index to a temporary file for
+// one snapshot to update, and returns it with the tree that index held,
+// if known. A folder's first snapshot starts from an empty index, or in a
+// repository from the user's index (read, never written): its stat data
+// spare hashing every tracked file again.
+func (s *Store) startIndex(l *location) (tmp, known string, err error) {
+	if err := os.MkdirAll(filepath.Dir(l.index), 0o700); err != nil {
+		return "", "", err
+	}
+	tmp = l.index + ".tmp-" + randomSuffix()
+	l.mu.Lock()
+	err = copyIndex(l.index, tmp)
+	known = l.tree // the tree of the index just copied, if known
+	l.mu.Unlock()
+	if errors.Is(err, fs.ErrNotExist) && l.seed != "" {
+		err = copyIndex(l.seed, tmp)
+	}
+	if errors.Is(err, fs.ErrNotExist) {
+		err = nil
+	}
+	if err != nil {
+		os.Remove(tmp)
+		return "", "", err
+	}
+	return tmp, known, nil
+}
+
+// indexUpdate is what one snapshot changes in its index: the paths to
+// hash (regular files, and symlinks' targets written to temp files under
+// linkDir) and the update-index --index-info lines, removals first.
+type indexUpdate struct {
+	info    bytes.Buffer
+	toHash  []string // files to hash, in the order of paths
+	paths   []string // their paths in the index
+	modes   []string // and modes
+	bigs    map[string]large
+	linkDir string // temp files of symlinks' targets; "" none
+}
+
+// classify sorts the paths status named: gone ones and what git does not
+// keep (sockets, fifos, files over MaxFile, named in bigs) are removed
+// from the index, regular files and symlinks are to be hashed. Symlinks
+// go after the files, as their targets' temp files are hashed as files.
+func (l *location) classify(changed, removed []string) (*indexUpdate, error) {
+	u := &indexUpdate{bigs: map[string]large{}}
+	for _, p := range removed {
+		u.remove(p)
+	}
+	var links, linkPaths []string
+	for _, p := range changed {
+		full := filepath.Join(l.top, filepath.FromSlash(p))
+		fi, err := os.Lstat(full)
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			u.remove(p)
+		case err != nil:
+			return u, err
+		case fi.Mode()&fs.ModeSymlink != 0:
+			target, err := os.Readlink(full)
+			if err != nil {
+				return u, err
+			}
+			if u.linkDir == "" {
+				if u.linkDir, err = os.MkdirTemp("", "pilotdesk-links-"); err != nil {
+					return u, err
+				}
+			}
+			f := filepath.Join(u.linkDir, strconv.Itoa(len(links)))
+			if err := os.WriteFile(f, []byte(target), 0o600); err != nil {
+				return u, err
+			}
+			links, linkPaths = append(links, f), append(linkPaths, p)
+		case fi.Mode().IsRegular() && fi.Size() > MaxFile:
+			u.remove(p)
+			u.bigs[strings.TrimPrefix(p, l.prefix)] = large{Size: fi.Size(), MTime: fi.ModTime().UnixNano()}
+		case fi.Mode().IsRegular():
+			mode := "100644"
+			if fi.Mode()&0o100 != 0 {
+				mode = "100755"
+			}
+			u.toHash, u.paths, u.modes = append(u.toHash, full), append(u.paths, p), append(u.modes, mode)
+		default:
+			u.remove(p) // a socket, a fifo: nothing git keeps
+		}
+	}
+	for i := range links {
+		u.toHash, u.paths, u.modes = append(u.toHash, links[i]), append(u.paths, linkPaths[i]), append(u.modes, "120000")
+	}
+	return u, nil
+}
+
+// remove adds an update-index line that removes path (a zero id with mode
+// 0 removes it).
+func (u *indexUpdate) remove(path string) {
+	fmt.Fprintf(&u.info, "0 %s\t%s\x00", strings.Repeat("0", 40), path)
+}
+
+// hash writes the blobs of every path to hash with one git hash-object and
+// adds their update-index lines.
+func (u *indexUpdate) hash(ctx context.Context, s *Store, l *location) error {
+	if len(u.toHash) == 0 {
+		return nil
+	}
+	g := l.git(s, "hash-object", "-w", "--no-filters", "--stdin-paths")
+	g.in = strings.NewReader(strings.Join(u.toHash, "\n") + "\n")
+	out, err := g.output(ctx)
+	if err != nil {
+		return err
+	}
+	ids := strings.Fields(string(out))
+	if len(ids) != len(u.toHash) {
+		return fmt.Errorf("git hash-object gave %d ids for %d files", len(ids), len(u.toHash))
+	}
+	for i, p := range u.paths {
+		// A conflicted path's stages go first, then stage 0.
+		u.remove(p)
+		fmt.Fprintf(&u.info, "%s %s\t%s\x00", u.modes[i], ids[i], p)
+	}
+	return nil
+}
+
+// treeOfIndex writes the tree of the index env names (under the
+// location's prefix): the empty tree when git sees nothing in the folder.
+func (s *Store) treeOfIndex(ctx context.Context, l *location, env []string) (string, error) {
+	args := []string{"write-tree"}
+	if l.prefix != "" {
+		args = append(args, "--prefix="+l.prefix)
+	}
+	g := l.git(s, args...)
+	g.env = env
+	out, err := g.output(ctx)
+	if err != nil {
+		if l.prefix == "" || !strings.Contains(err.Error(), "not found") {
+			return "", err
+		}
+		g = l.git(s, "mktree", "-z")
+		g.in = strings.NewReader("")
+		if out, err = g.output(ctx); err != nil {
+			return "", err
+		}
+	}
+	return strings.TrimSpace(string(out)), nil
 }
 
 // parseStatus reads git status --porcelain=v2 -z: the paths whose content
@@ -301,12 +353,23 @@ func parseStatus(out []byte) (changed, removed []string) {
 	return changed, removed
 }
 
-func copyFile(from, to string) error {
+// copyIndex copies a git index file and keeps its modification time. Git
+// compares files' timestamps to the second and trusts an entry whose stat
+// data match unless it is "racily clean" (not older than the index file
+// itself): a copy with a fresh mtime would make an entry recorded in the
+// same second as a later same-size rewrite look safely old, and the
+// snapshot would keep the file's old content
+// (TestRewriteInTheSameSecondIsSeen).
+func copyIndex(from, to string) error {
 	in, err := os.Open(from)
 	if err != nil {
 		return err
 	}
 	defer in.Close()
+	fi, err := in.Stat()
+	if err != nil {
+		return err
+	}
 	out, err := os.OpenFile(to, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
 	if err != nil {
 		return err
@@ -315,7 +378,10 @@ func copyFile(from, to string) error {
 		out.Close()
 		return err
 	}
-	return out.Close()
+	if err := out.Close(); err != nil {
+		return err
+	}
+	return os.Chtimes(to, time.Time{}, fi.ModTime())
 }
 
 func randomSuffix() string {
