@@ -84,53 +84,12 @@ func startStack(ctx context.Context, s relaySettings, logger *slog.Logger) (_ *s
 		}
 	}()
 
-	if s.Token == "" && relay.RequiresToken(s.Listen) && !s.InsecureNoAuth {
-		return nil, usageError("refusing to listen on %s without a token: anyone who can reach it could run commands through the agent. Set --token (or PILOTDESK_TOKEN), listen on 127.0.0.1, or pass --insecure-no-auth", s.Listen)
+	if err := refuseWeakToken(s); err != nil {
+		return nil, err
 	}
-	if n := utf8.RuneCountInString(s.Token); s.Token != "" && n < minTokenLength && relay.RequiresToken(s.Listen) {
-		// On the network a short token is guessed; on loopback serve
-		// warns of it (announceAuth) and the throttle of wrong tokens
-		// slows the guessing of another local user.
-		return nil, usageError("refusing to listen on %s with a token of %d characters: anyone who can reach it could guess one under %d. "+
-			"Make a longer one (openssl rand -hex 32), or listen on 127.0.0.1", s.Listen, n, minTokenLength)
+	if err := st.openHistory(ctx, s, logger); err != nil {
+		return nil, err
 	}
-
-	if s.DataDir != memoryDataDir {
-		// A fresh host has no data dir yet (the default one included):
-		// made here, its owner's alone, for every store, since the relay
-		// keeps relay.json, keys and checkpoints there even when its
-		// history is on a NATS cluster.
-		if err := ownerfile.MkdirAll(s.DataDir); err != nil {
-			return nil, fmt.Errorf("the data dir cannot be made (choose another with --data-dir): %w", err)
-		}
-	}
-	if s.NATS.URLs != "" {
-		store, err := openNATSStore(ctx, s, logger)
-		if err != nil {
-			return nil, err
-		}
-		st.Store = store
-	} else if s.DataDir == memoryDataDir {
-		st.Store = history.NewMemory()
-	} else {
-		// The store locks the data dir: a second relay on it is refused.
-		store, err := sqlite.Open(ctx, s.DataDir, sqlite.Options{Logger: logger})
-		if err != nil {
-			return nil, fmt.Errorf("opening the history in %s: %w", s.DataDir, err)
-		}
-		st.Store = store
-		logger.Info("history", "dir", s.DataDir)
-		// Retention runs before the relay loads the conversations, so the
-		// relay never holds one the store has dropped.
-		if s.HistoryMaxAge > 0 {
-			n, err := store.DeleteOlderThan(ctx, time.Now().Add(-s.HistoryMaxAge))
-			if err != nil {
-				return nil, fmt.Errorf("dropping conversations older than %v: %w", s.HistoryMaxAge, err)
-			}
-			logger.Info("history retention", "dropped", n, "maxAge", s.HistoryMaxAge)
-		}
-	}
-
 	if err := refuseClearDevices(ctx, s, st.Store); err != nil {
 		return nil, err
 	}
@@ -190,12 +149,83 @@ func startStack(ctx context.Context, s relaySettings, logger *slog.Logger) (_ *s
 		go st.prune(pruneCtx, s.HistoryMaxAge, time.Hour, clusterOf(st.Store) != nil)
 	}
 
+	if err := st.listen(s, r); err != nil {
+		return nil, err
+	}
+	return st, nil
+}
+
+// refuseWeakToken refuses to listen on the network without a token, or
+// with one short enough to be guessed.
+func refuseWeakToken(s relaySettings) error {
+	if s.Token == "" && relay.RequiresToken(s.Listen) && !s.InsecureNoAuth {
+		return usageError("refusing to listen on %s without a token: anyone who can reach it could run commands through the agent. Set --token (or PILOTDESK_TOKEN), listen on 127.0.0.1, or pass --insecure-no-auth", s.Listen)
+	}
+	if n := utf8.RuneCountInString(s.Token); s.Token != "" && n < minTokenLength && relay.RequiresToken(s.Listen) {
+		// On the network a short token is guessed; on loopback serve
+		// warns of it (announceAuth) and the throttle of wrong tokens
+		// slows the guessing of another local user.
+		return usageError("refusing to listen on %s with a token of %d characters: anyone who can reach it could guess one under %d. "+
+			"Make a longer one (openssl rand -hex 32), or listen on 127.0.0.1", s.Listen, n, minTokenLength)
+	}
+	return nil
+}
+
+// openHistory makes the data dir and opens the history store: on NATS, in
+// memory, or in the data dir, whose conversations older than
+// --history-max-age it drops first.
+func (st *stack) openHistory(ctx context.Context, s relaySettings, logger *slog.Logger) error {
+	if s.DataDir != memoryDataDir {
+		// A fresh host has no data dir yet (the default one included):
+		// made here, its owner's alone, for every store, since the relay
+		// keeps relay.json, keys and checkpoints there even when its
+		// history is on a NATS cluster.
+		if err := ownerfile.MkdirAll(s.DataDir); err != nil {
+			return fmt.Errorf("the data dir cannot be made (choose another with --data-dir): %w", err)
+		}
+	}
+	if s.NATS.URLs != "" {
+		store, err := openNATSStore(ctx, s, logger)
+		if err != nil {
+			return err
+		}
+		st.Store = store
+		return nil
+	}
+	if s.DataDir == memoryDataDir {
+		st.Store = history.NewMemory()
+		return nil
+	}
+	// The store locks the data dir: a second relay on it is refused.
+	store, err := sqlite.Open(ctx, s.DataDir, sqlite.Options{Logger: logger})
+	if err != nil {
+		return fmt.Errorf("opening the history in %s: %w", s.DataDir, err)
+	}
+	st.Store = store
+	logger.Info("history", "dir", s.DataDir)
+	// Retention runs before the relay loads the conversations, so the
+	// relay never holds one the store has dropped.
+	if s.HistoryMaxAge > 0 {
+		n, err := store.DeleteOlderThan(ctx, time.Now().Add(-s.HistoryMaxAge))
+		if err != nil {
+			return fmt.Errorf("dropping conversations older than %v: %w", s.HistoryMaxAge, err)
+		}
+		logger.Info("history retention", "dropped", n, "maxAge", s.HistoryMaxAge)
+	}
+	return nil
+}
+
+// listen serves r on s.Listen, over TLS with --tls-cert or the LAN's own
+// certificate, and writes where it listens for this user's other
+// processes (running.go). On error, what it opened is closed here or by
+// the stack's Close.
+func (st *stack) listen(s relaySettings, r *relay.Relay) error {
 	ln, err := net.Listen("tcp", s.Listen)
 	if err != nil {
 		if errors.Is(err, syscall.EADDRINUSE) {
-			return nil, fmt.Errorf("cannot listen on %s: the port is in use (is another pilotdesk running? pick another with --listen)", s.Listen)
+			return fmt.Errorf("cannot listen on %s: the port is in use (is another pilotdesk running? pick another with --listen)", s.Listen)
 		}
-		return nil, fmt.Errorf("cannot listen on %s: %w", s.Listen, err)
+		return fmt.Errorf("cannot listen on %s: %w", s.Listen, err)
 	}
 	scheme := "ws"
 	st.server = &http.Server{
@@ -206,7 +236,7 @@ func startStack(ctx context.Context, s relaySettings, logger *slog.Logger) (_ *s
 		// descriptor and the owner could not connect). An open WebSocket
 		// is hijacked and is the heartbeat's business.
 		IdleTimeout: 60 * time.Second,
-		ErrorLog:    slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
+		ErrorLog:    slog.NewLogLogger(st.logger.Handler(), slog.LevelWarn),
 		// One address holds a bounded number of connections until it has
 		// a WebSocket open (relay.Config.MaxConnectionsPerAddress).
 		ConnState: r.ConnState,
@@ -221,11 +251,11 @@ func startStack(ctx context.Context, s relaySettings, logger *slog.Logger) (_ *s
 				st.LAN = net.JoinHostPort(ips[0].String(), port)
 			}
 			if ln, err = st.serveSetup(ln, s.lanCert, r); err != nil {
-				return nil, err
+				return err
 			}
 		} else if cert, err = tls.LoadX509KeyPair(s.TLSCert, s.TLSKey); err != nil {
 			ln.Close()
-			return nil, fmt.Errorf("loading the TLS certificate %s and key %s: %w", s.TLSCert, s.TLSKey, err)
+			return fmt.Errorf("loading the TLS certificate %s and key %s: %w", s.TLSCert, s.TLSKey, err)
 		} else {
 			// The clients of this user on this computer (relay.json) pin
 			// it: they reach the relay at the address it listens on,
@@ -248,11 +278,11 @@ func startStack(ctx context.Context, s relaySettings, logger *slog.Logger) (_ *s
 			CAFingerprint: st.CAFingerprint, Name: st.TLSName,
 			ClearNetwork: scheme == "ws" && relay.RequiresToken(s.Listen)})
 		if err != nil {
-			return nil, err
+			return err
 		}
 		st.running = path
 	}
-	return st, nil
+	return nil
 }
 
 // serveSetup serves the setup page in plain HTTP on ln's port and returns
