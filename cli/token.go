@@ -36,112 +36,20 @@ func runToken(ctx context.Context, args []string, env Env) error {
 		}
 		return nil
 	}
-	cmd, args := args[0], args[1:]
-	fs := flag.NewFlagSet("token "+cmd, flag.ContinueOnError)
-	dataDir := fs.String("data-dir", "", "the data dir of the relay (default: the OS's user data dir, as for serve)")
-	// With --nats the tokens are the cluster's (the KV bucket pd_devices),
-	// shared by every relay on it: docs/operations.md.
-	ns := natsSettings{Lease: time.Second, Password: env.Getenv(natsPasswordEnv)} // no lease: the command joins no relay
-	fs.StringVar(&ns.URLs, "nats", "", "the device tokens of the relays on the NATS cluster at these `URLS` (comma-separated), or of the relay of --data-dir with --nats "+natsEmbedded+" when it is not running")
-	fs.StringVar(&ns.Creds, "nats-creds", "", "NATS credentials `FILE` (a user JWT and its seed)")
-	fs.StringVar(&ns.TLSCA, "nats-tls-ca", "", "verify the NATS servers' TLS certificates with this CA `FILE`")
-	fs.IntVar(&ns.Replicas, "nats-replicas", 3, "replicas of the buckets if this command is the first to make them")
-	var name, role string
-	var expires time.Duration
-	switch cmd {
-	case "create":
-		fs.StringVar(&name, "name", "", "the device's `NAME`, as the window and answeredBy show it (required)")
-		fs.StringVar(&role, "role", "", "viewer, controller or owner (required)")
-		fs.DurationVar(&expires, "expires", 0, "the token expires after this long (default: never)")
-	case "list":
-	case "revoke":
-		// revoke NAME [flags] or revoke [flags] NAME.
-		if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
-			name, args = args[0], args[1:]
-		}
-	default:
-		return usageError("unknown token command %q: use create, list or revoke", cmd)
-	}
-	if cmd == "revoke" && name == "" {
-		fs.SetOutput(io.Discard)
-		if err := fs.Parse(args); err != nil {
-			return parseFlags(fs, args, env.Stdout)
-		}
-		if fs.NArg() != 1 {
-			return usageError("pilotdesk token revoke takes the device's name: pilotdesk token revoke NAME")
-		}
-		name, args = fs.Arg(0), nil
-	}
-	if err := parseFlags(fs, args, env.Stdout); err != nil {
+	tc, err := parseTokenCommand(args[0], args[1:], env)
+	if err != nil {
 		return err
 	}
-	if cmd == "create" {
-		if name == "" || role == "" {
-			return usageError("pilotdesk token create needs --name NAME and --role viewer|controller|owner")
-		}
-		if !protocol.ValidRole(role) {
-			return usageError("--role must be viewer, controller or owner, not %q", role)
-		}
-		if expires < 0 {
-			return usageError("--expires must be positive, not %v", expires)
-		}
-	}
-	if err := ns.validate(*dataDir); err != nil {
-		return err
-	}
-	if *dataDir == memoryDataDir && ns.URLs == "" {
-		return usageError("--data-dir %s keeps no device tokens between runs; name the data dir of a relay", memoryDataDir)
-	}
-	if *dataDir == "" {
-		dir, err := userDataDir()
-		if err != nil {
-			return fmt.Errorf("finding the user data dir (set --data-dir): %w", err)
-		}
-		*dataDir = dir
-	}
-
 	// The store logs to stderr, warnings only: stdout is the token.
 	logger := newLogger(env.Stderr, slog.LevelWarn)
-	var (
-		store history.Devices
-		// shared: a relay may be running on these tokens (it notices a
-		// revocation within a second).
-		shared bool
-	)
-	if ns.URLs != "" {
-		st, err := openNATSDevices(ctx, ns, *dataDir, logger)
-		if err != nil {
-			return err
-		}
-		defer st.Close()
-		store, shared = st, ns.URLs != natsEmbedded
-	} else {
-		st, err := sqlite.OpenDevices(ctx, *dataDir, sqlite.Options{Logger: logger})
-		if err != nil {
-			return fmt.Errorf("opening the device tokens in %s: %w", *dataDir, err)
-		}
-		defer st.Close()
-		store, shared = st, st.Shared
+	store, shared, closeStore, err := tc.openDevices(ctx, logger)
+	if err != nil {
+		return err
 	}
-	switch cmd {
+	defer closeStore()
+	switch tc.cmd {
 	case "create":
-		if r, err := readRunning(*dataDir); err == nil && r.ClearNetwork && shared && ns.URLs == "" {
-			return errClearNetwork(*dataDir)
-		}
-		var until time.Time
-		if expires > 0 {
-			until = time.Now().Add(expires)
-		}
-		token, dev, err := relay.CreateDevice(ctx, store, relay.NewDevice{Name: name, Role: role, Expires: until})
-		if err != nil {
-			return err
-		}
-		if ns.URLs != "" && ns.URLs != natsEmbedded {
-			printClusterToken(env, token, dev)
-			return nil
-		}
-		printNewToken(env, *dataDir, token, dev)
-		return nil
+		return tc.create(ctx, store, shared, env)
 	case "list":
 		devs, err := store.Devices(ctx)
 		if err != nil {
@@ -150,21 +58,146 @@ func runToken(ctx context.Context, args []string, env Env) error {
 		printDevices(env.Stdout, devs, time.Now())
 		return nil
 	default:
-		if err := store.RevokeDevice(ctx, name); err != nil {
-			if errors.Is(err, history.ErrNoDevice) {
-				return fmt.Errorf("no device is named %q (pilotdesk token list shows them)", name)
-			}
-			return err
+		return tc.revoke(ctx, store, shared, env)
+	}
+}
+
+// tokenCommand is one `pilotdesk token` command with its flags, parsed
+// and checked.
+type tokenCommand struct {
+	cmd     string // create, list or revoke
+	name    string // the device's (create, revoke)
+	role    string // create
+	expires time.Duration
+	dataDir string // never "": the user data dir by default
+	// nats are the --nats flags: with URLs, the tokens are the
+	// cluster's (the KV bucket pd_devices), shared by every relay on it
+	// (docs/operations.md).
+	nats natsSettings
+}
+
+// parseTokenCommand parses the flags of cmd, and of revoke its NAME
+// before or after them, and says what is missing or wrong.
+func parseTokenCommand(cmd string, args []string, env Env) (*tokenCommand, error) {
+	tc := &tokenCommand{cmd: cmd}
+	fs := flag.NewFlagSet("token "+cmd, flag.ContinueOnError)
+	fs.StringVar(&tc.dataDir, "data-dir", "", "the data dir of the relay (default: the OS's user data dir, as for serve)")
+	ns := &tc.nats
+	*ns = natsSettings{Lease: time.Second, Password: env.Getenv(natsPasswordEnv)} // no lease: the command joins no relay
+	fs.StringVar(&ns.URLs, "nats", "", "the device tokens of the relays on the NATS cluster at these `URLS` (comma-separated), or of the relay of --data-dir with --nats "+natsEmbedded+" when it is not running")
+	fs.StringVar(&ns.Creds, "nats-creds", "", "NATS credentials `FILE` (a user JWT and its seed)")
+	fs.StringVar(&ns.TLSCA, "nats-tls-ca", "", "verify the NATS servers' TLS certificates with this CA `FILE`")
+	fs.IntVar(&ns.Replicas, "nats-replicas", 3, "replicas of the buckets if this command is the first to make them")
+	switch cmd {
+	case "create":
+		fs.StringVar(&tc.name, "name", "", "the device's `NAME`, as the window and answeredBy show it (required)")
+		fs.StringVar(&tc.role, "role", "", "viewer, controller or owner (required)")
+		fs.DurationVar(&tc.expires, "expires", 0, "the token expires after this long (default: never)")
+	case "list":
+	case "revoke":
+		// revoke NAME [flags] or revoke [flags] NAME.
+		if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+			tc.name, args = args[0], args[1:]
 		}
-		if shared && ns.URLs != "" {
-			fmt.Fprintf(env.Stdout, "Revoked %q: every relay on the cluster closes its connections within a second, and refuses the token from now on.\n", name)
-		} else if shared {
-			fmt.Fprintf(env.Stdout, "Revoked %q: the running relay closes its connections within a second, and refuses the token from now on.\n", name)
-		} else {
-			fmt.Fprintf(env.Stdout, "Revoked %q: the relay refuses the token from now on.\n", name)
+	default:
+		return nil, usageError("unknown token command %q: use create, list or revoke", cmd)
+	}
+	if cmd == "revoke" && tc.name == "" {
+		fs.SetOutput(io.Discard)
+		if err := fs.Parse(args); err != nil {
+			return nil, parseFlags(fs, args, env.Stdout)
 		}
+		if fs.NArg() != 1 {
+			return nil, usageError("pilotdesk token revoke takes the device's name: pilotdesk token revoke NAME")
+		}
+		tc.name, args = fs.Arg(0), nil
+	}
+	if err := parseFlags(fs, args, env.Stdout); err != nil {
+		return nil, err
+	}
+	if cmd == "create" {
+		if tc.name == "" || tc.role == "" {
+			return nil, usageError("pilotdesk token create needs --name NAME and --role viewer|controller|owner")
+		}
+		if !protocol.ValidRole(tc.role) {
+			return nil, usageError("--role must be viewer, controller or owner, not %q", tc.role)
+		}
+		if tc.expires < 0 {
+			return nil, usageError("--expires must be positive, not %v", tc.expires)
+		}
+	}
+	if err := ns.validate(tc.dataDir); err != nil {
+		return nil, err
+	}
+	if tc.dataDir == memoryDataDir && ns.URLs == "" {
+		return nil, usageError("--data-dir %s keeps no device tokens between runs; name the data dir of a relay", memoryDataDir)
+	}
+	if tc.dataDir == "" {
+		dir, err := userDataDir()
+		if err != nil {
+			return nil, fmt.Errorf("finding the user data dir (set --data-dir): %w", err)
+		}
+		tc.dataDir = dir
+	}
+	return tc, nil
+}
+
+// openDevices opens the device tokens: the cluster's with --nats, else
+// the data dir's. shared says that a relay may be running on them (it
+// notices a revocation within a second).
+func (tc *tokenCommand) openDevices(ctx context.Context, logger *slog.Logger) (store history.Devices, shared bool, closeStore func(), err error) {
+	if tc.nats.URLs != "" {
+		st, err := openNATSDevices(ctx, tc.nats, tc.dataDir, logger)
+		if err != nil {
+			return nil, false, nil, err
+		}
+		return st, tc.nats.URLs != natsEmbedded, func() { st.Close() }, nil
+	}
+	st, err := sqlite.OpenDevices(ctx, tc.dataDir, sqlite.Options{Logger: logger})
+	if err != nil {
+		return nil, false, nil, fmt.Errorf("opening the device tokens in %s: %w", tc.dataDir, err)
+	}
+	return st, st.Shared, func() { st.Close() }, nil
+}
+
+// create makes the device's token and prints it with how to use it.
+func (tc *tokenCommand) create(ctx context.Context, store history.Devices, shared bool, env Env) error {
+	if r, err := readRunning(tc.dataDir); err == nil && r.ClearNetwork && shared && tc.nats.URLs == "" {
+		return errClearNetwork(tc.dataDir)
+	}
+	var until time.Time
+	if tc.expires > 0 {
+		until = time.Now().Add(tc.expires)
+	}
+	token, dev, err := relay.CreateDevice(ctx, store, relay.NewDevice{Name: tc.name, Role: tc.role, Expires: until})
+	if err != nil {
+		return err
+	}
+	if tc.nats.URLs != "" && tc.nats.URLs != natsEmbedded {
+		printClusterToken(env, token, dev)
 		return nil
 	}
+	printNewToken(env, tc.dataDir, token, dev)
+	return nil
+}
+
+// revoke revokes the device's token and says who stops taking it when.
+func (tc *tokenCommand) revoke(ctx context.Context, store history.Devices, shared bool, env Env) error {
+	name := tc.name
+	if err := store.RevokeDevice(ctx, name); err != nil {
+		if errors.Is(err, history.ErrNoDevice) {
+			return fmt.Errorf("no device is named %q (pilotdesk token list shows them)", name)
+		}
+		return err
+	}
+	if shared && tc.nats.URLs != "" {
+		fmt.Fprintf(env.Stdout, "Revoked %q: every relay on the cluster closes its connections within a second, and refuses the token from now on.\n", name)
+	} else if shared {
+		fmt.Fprintf(env.Stdout, "Revoked %q: the running relay closes its connections within a second, and refuses the token from now on.\n", name)
+	} else {
+		fmt.Fprintf(env.Stdout, "Revoked %q: the relay refuses the token from now on.\n", name)
+	}
+	return nil
 }
 
 const tokenUsage = `Usage:
