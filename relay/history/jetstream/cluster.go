@@ -59,7 +59,7 @@ type Cluster struct {
 	relays jetstream.KeyValue
 	owners jetstream.KeyValue
 
-	mu sync.Mutex // guards id, cmd, hooks, leaseRev, leaseOK, renewed, tried, epoch, stalled, former, renewErr, claimed, stopped, lapsed
+	mu sync.Mutex // guards id, cmd, hooks, leaseRev, leaseOK, renewed, tried, epoch, stalled, former, renewErr, claimed, stopped
 	// id is new at every announcement: a relay whose lease lapsed comes
 	// back as another, so that what it owned under its old id is anyone's.
 	id       string
@@ -88,9 +88,9 @@ type Cluster struct {
 	renewErr error
 	claimed  map[string]uint64
 	stopped  bool
-	// lapsed has a channel per relay a command is being forwarded to,
-	// closed when the watcher sees that relay's lease lapse (lapseOf).
-	lapsed map[string]chan struct{}
+	// lapses tells a Forward that its owner's lease lapsed: the watcher
+	// sees it (relayLapsed).
+	lapses history.Lapses
 
 	// pres is which tokens have a connection open on each relay
 	// (presence.go).

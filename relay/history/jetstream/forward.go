@@ -91,54 +91,30 @@ const forwardTimeout = 10 * time.Second
 // stops waiting when the owner's lease lapses: the command is the
 // unreachable owner's, which the sender takes over and runs itself.
 func (c *Cluster) Forward(ctx context.Context, owner string, cmd []byte) ([]byte, error) {
-	lapse := c.lapseOf(owner)
+	lapse := c.lapses.Of(owner)
 	// Its lease may have lapsed before the watch could tell lapse.
 	if ok, err := c.alive(ctx, owner); err == nil && !ok {
-		return nil, fmt.Errorf("jetstream cluster: forward to relay %s: %w (%w)", owner, history.ErrUnreachable, errLeaseLapsed)
+		return nil, fmt.Errorf("jetstream cluster: forward to relay %s: %w (%w)", owner, history.ErrUnreachable, history.ErrLeaseLapsed)
 	}
-	ctx, cancelTimeout := context.WithTimeout(ctx, forwardTimeout)
-	defer cancelTimeout()
-	ctx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
-	go func() {
-		select {
-		case <-lapse:
-			cancel(errLeaseLapsed)
-		case <-ctx.Done():
-		}
-	}()
-	unreachable := func(err error) ([]byte, error) {
-		return nil, fmt.Errorf("jetstream cluster: forward to relay %s: %w (%w)", owner, history.ErrUnreachable, err)
-	}
-	for attempt := 1; ; attempt++ {
+	reply, err := history.ForwardUntilLapse(ctx, lapse, forwardTimeout, func(ctx context.Context) ([]byte, error) {
 		reply, err := c.nc.RequestWithContext(ctx, c.cmdSubject(owner), cmd)
-		if err != nil && errors.Is(context.Cause(ctx), errLeaseLapsed) {
-			return unreachable(errLeaseLapsed)
+		switch {
+		case err != nil:
+			return nil, err
+		case reply.Header.Get(hdrNotOwner) != "":
+			// It is stopping: it gives its conversations up in a
+			// moment, and the sender routes the command again.
+			return nil, history.ErrNotOwner
 		}
-		if err == nil && reply.Header.Get(hdrNotOwner) != "" {
-			// It is stopping: it gives its conversations up in a moment,
-			// and the sender routes the command again.
-			return nil, fmt.Errorf("jetstream cluster: forward to relay %s: %w (%w)", owner, history.ErrUnreachable, history.ErrNotOwner)
-		}
-		if err == nil {
-			return reply.Data, nil
-		}
+		return reply.Data, nil
+	}, func(err error) bool {
 		// Nobody listens for the owner: it is reconnecting (its node
-		// died), or dead, and then its lease lapses soon. Ask again for
-		// a moment before saying it cannot be reached.
-		if !errors.Is(err, nats.ErrNoResponders) {
-			return nil, fmt.Errorf("jetstream cluster: forward to relay %s: %w", owner, err)
-		}
-		if attempt == 8 {
-			return unreachable(err)
-		}
-		select {
-		case <-ctx.Done():
-			if errors.Is(context.Cause(ctx), errLeaseLapsed) {
-				return unreachable(errLeaseLapsed)
-			}
-			return nil, fmt.Errorf("jetstream cluster: forward to relay %s: %w", owner, err)
-		case <-time.After(250 * time.Millisecond):
-		}
+		// died), or dead, and then its lease lapses soon. Asked again
+		// for a moment before it is said to be unreachable.
+		return errors.Is(err, nats.ErrNoResponders)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("jetstream cluster: forward to relay %s: %w", owner, err)
 	}
+	return reply, nil
 }

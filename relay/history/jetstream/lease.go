@@ -275,12 +275,9 @@ func (c *Cluster) relayLapsed(id string) {
 	delete(c.seenRelays, id)
 	c.noteRelay(id, nil)
 	c.log.Info("jetstream cluster: a relay's lease lapsed", "relay", id)
+	c.lapses.Lapsed(id)
 	c.mu.Lock()
 	h := c.hooks
-	if ch, ok := c.lapsed[id]; ok {
-		close(ch)
-		delete(c.lapsed, id)
-	}
 	c.mu.Unlock()
 	if h != nil {
 		h.RelayGone(id)
@@ -373,25 +370,4 @@ func (c *Cluster) alive(ctx context.Context, relay string) (bool, error) {
 		return false, fmt.Errorf("jetstream cluster: is relay %s alive: %w", relay, err)
 	}
 	return e.Operation() == jetstream.KeyValuePut, nil
-}
-
-// errLeaseLapsed is why a forward stopped: its owner's lease lapsed.
-var errLeaseLapsed = errors.New("its lease lapsed")
-
-// lapseOf is closed when relay's lease lapses. A relay that died can still
-// seem to listen for a while (its subscription's interest outlives it on
-// the other nodes of the cluster), and a command sent to it then waits out
-// forwardTimeout, after the conversation has been taken over.
-func (c *Cluster) lapseOf(relay string) <-chan struct{} {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.lapsed == nil {
-		c.lapsed = map[string]chan struct{}{}
-	}
-	ch, ok := c.lapsed[relay]
-	if !ok {
-		ch = make(chan struct{})
-		c.lapsed[relay] = ch
-	}
-	return ch
 }

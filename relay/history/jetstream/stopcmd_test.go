@@ -121,12 +121,12 @@ func TestClusterForwardStopsWhenTheLeaseLapses(t *testing.T) {
 		t.Fatal(err)
 	}
 	err = <-done
-	if !errors.Is(err, history.ErrUnreachable) || !errors.Is(err, errLeaseLapsed) {
+	if !errors.Is(err, history.ErrUnreachable) || !errors.Is(err, history.ErrLeaseLapsed) {
 		t.Fatalf("Forward = %v, want unreachable because the lease lapsed", err)
 	}
 
 	// A forward to a relay whose lease is gone already is refused at once.
-	if _, err := sender.Forward(context.Background(), hung, []byte("{}")); !errors.Is(err, errLeaseLapsed) {
+	if _, err := sender.Forward(context.Background(), hung, []byte("{}")); !errors.Is(err, history.ErrLeaseLapsed) {
 		t.Fatalf("Forward to a lapsed relay = %v, want its lease lapsed", err)
 	}
 }

@@ -35,14 +35,14 @@ type Cluster struct {
 	started  bool
 	stopped  bool
 	cut      bool
-	lapsed   map[string]chan struct{} // closed when that relay's lease lapses
-	ctx      context.Context          // Start's, ended by Stop
+	ctx      context.Context // Start's, ended by Stop
 	cancel   context.CancelFunc
 	workers  sync.WaitGroup // the ticker, the delivery, forwarded commands running
 	queue    chan delivery  // what the Net delivers, in order
 	dropped  atomic.Int64   // deliveries dropped on a full queue
 	liveMsgs atomic.Uint64
-	publish  atomic.Bool // started and not stopped: its store tells record changes
+	publish  atomic.Bool    // started and not stopped: its store tells record changes
+	lapses   history.Lapses // what a Forward waits on besides the answer
 
 	// follows counts the Follows of each conversation. Guarded by the
 	// Net's mu: a write delivers to the relays following then.
@@ -64,9 +64,6 @@ type Options struct {
 // queueLen is how many deliveries may wait for a relay; past it they are
 // dropped, and the relay catches up from the store (Reconnected).
 const queueLen = 1 << 14
-
-// forwardTimeout bounds a forwarded command, as jetstream's.
-const forwardTimeout = 10 * time.Second
 
 // NewCluster returns the membership of the relay whose store is s. It
 // starts nothing: the relay calls Start.
@@ -308,12 +305,7 @@ func (c *Cluster) handle(h history.ClusterHooks, d delivery) {
 	case kindReconnected:
 		h.Reconnected()
 	case kindGone:
-		c.mu.Lock()
-		if ch, ok := c.lapsed[d.id]; ok {
-			close(ch)
-			delete(c.lapsed, d.id)
-		}
-		c.mu.Unlock()
+		c.lapses.Lapsed(d.id)
 		c.log.Info("memcluster: a relay's lease lapsed", "relay", d.id)
 		h.RelayGone(d.id)
 	}
@@ -446,133 +438,6 @@ func (n *Net) dropOwnerLocked(id string, rev uint64) {
 	if rec, ok := n.owners[id]; ok && rec.rev == rev {
 		delete(n.owners, id)
 	}
-}
-
-// errLeaseLapsed is why a forward stopped: its owner's lease lapsed.
-var errLeaseLapsed = errors.New("its lease lapsed")
-
-// lapseOf is closed when relay's lease lapses.
-func (c *Cluster) lapseOf(relay string) <-chan struct{} {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.lapsed == nil {
-		c.lapsed = map[string]chan struct{}{}
-	}
-	ch, ok := c.lapsed[relay]
-	if !ok {
-		ch = make(chan struct{})
-		c.lapsed[relay] = ch
-	}
-	return ch
-}
-
-// errNoResponders is a command sent to a relay nobody answers for.
-var errNoResponders = errors.New("no responders")
-
-// Forward sends a command to relay owner and returns its answer. It
-// stops waiting when the owner's lease lapses; a relay that nobody
-// answers for is asked again for a moment (2 s), as on NATS.
-func (c *Cluster) Forward(ctx context.Context, owner string, cmd []byte) ([]byte, error) {
-	lapse := c.lapseOf(owner)
-	if err := c.lockNet(); err != nil {
-		return nil, fmt.Errorf("memcluster: forward to relay %s: %w", owner, err)
-	}
-	alive := c.aliveLocked(owner)
-	c.net.mu.Unlock()
-	unreachable := func(err error) ([]byte, error) {
-		return nil, fmt.Errorf("memcluster: forward to relay %s: %w (%w)", owner, history.ErrUnreachable, err)
-	}
-	if !alive {
-		return unreachable(errLeaseLapsed)
-	}
-	ctx, cancelTimeout := context.WithTimeout(ctx, forwardTimeout)
-	defer cancelTimeout()
-	ctx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
-	go func() {
-		select {
-		case <-lapse:
-			cancel(errLeaseLapsed)
-		case <-ctx.Done():
-		}
-	}()
-	for attempt := 1; ; attempt++ {
-		reply, err := c.send(ctx, owner, cmd)
-		switch {
-		case err == nil:
-			return reply, nil
-		case errors.Is(context.Cause(ctx), errLeaseLapsed):
-			return unreachable(errLeaseLapsed)
-		case errors.Is(err, history.ErrNotOwner):
-			return unreachable(history.ErrNotOwner)
-		case !errors.Is(err, errNoResponders):
-			return nil, fmt.Errorf("memcluster: forward to relay %s: %w", owner, err)
-		case attempt == 8:
-			return unreachable(err)
-		}
-		select {
-		case <-ctx.Done():
-			if errors.Is(context.Cause(ctx), errLeaseLapsed) {
-				return unreachable(errLeaseLapsed)
-			}
-			return nil, fmt.Errorf("memcluster: forward to relay %s: %w", owner, err)
-		case <-time.After(250 * time.Millisecond):
-		}
-	}
-}
-
-// send runs cmd on relay owner and waits for its answer.
-func (c *Cluster) send(ctx context.Context, owner string, cmd []byte) ([]byte, error) {
-	if err := c.lockNet(); err != nil {
-		return nil, err
-	}
-	target := c.net.members[owner]
-	c.net.mu.Unlock()
-	if target == nil {
-		return nil, errNoResponders
-	}
-	answer, err := target.serve(cmd)
-	if err != nil {
-		return nil, err
-	}
-	select {
-	case a := <-answer:
-		if a == nil {
-			return nil, errNoResponders // cut off before it answered: never comes
-		}
-		return a, nil
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	}
-}
-
-// serve runs a forwarded command on its own goroutine; the answer comes
-// on the channel (nil if the relay was cut off meanwhile).
-func (c *Cluster) serve(cmd []byte) (<-chan []byte, error) {
-	c.mu.Lock()
-	if c.cut {
-		c.mu.Unlock()
-		return nil, errNoResponders
-	}
-	if c.stopped {
-		c.mu.Unlock()
-		return nil, history.ErrNotOwner
-	}
-	h, ctx := c.hooks, c.ctx
-	c.workers.Add(1)
-	c.mu.Unlock()
-	answer := make(chan []byte, 1)
-	go func() {
-		defer c.workers.Done()
-		cctx, cancel := context.WithTimeout(ctx, forwardTimeout)
-		defer cancel()
-		a := h.Command(cctx, cmd)
-		if c.isCut() {
-			a = nil
-		}
-		answer <- a
-	}()
-	return answer, nil
 }
 
 // Deleted tells every relay (this one too, as NATS echoes it) that the
