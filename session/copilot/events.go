@@ -63,29 +63,7 @@ func (s *Session) onEvent(p *process, raw json.RawMessage) {
 		s.host.Emit(session.ToolStart{ToolCallID: d.ToolCallID, ToolName: d.ToolName, Arguments: args})
 
 	case "tool.execution_complete":
-		var d struct {
-			ToolCallID string `json:"toolCallId"`
-			Success    bool   `json:"success"`
-			Result     *struct {
-				Content string `json:"content"`
-			} `json:"result"`
-			Error *struct {
-				Message string `json:"message"`
-				Code    string `json:"code"`
-			} `json:"error"`
-		}
-		if !s.decode(ev, &d) {
-			return
-		}
-		end := session.ToolEnd{ToolCallID: d.ToolCallID, Success: d.Success, Denied: s.tools[d.ToolCallID].denied}
-		switch {
-		case d.Result != nil && d.Result.Content != "":
-			end.Result = d.Result.Content
-		case d.Error != nil:
-			end.Result = d.Error.Message
-		}
-		delete(s.tools, d.ToolCallID)
-		s.host.Emit(end)
+		s.onToolComplete(ev)
 
 	case "permission.requested":
 		s.onPermission(p, ev)
@@ -94,26 +72,7 @@ func (s *Session) onEvent(p *process, raw json.RawMessage) {
 		s.onUsage(ev)
 
 	case "session.error":
-		var d struct {
-			ErrorType string `json:"errorType"`
-			Message   string `json:"message"`
-		}
-		if !s.decode(ev, &d) {
-			return
-		}
-		if d.Message == "" {
-			d.Message = "the agent reported an error"
-		}
-		provider := s.providerName() // takes s.mu itself
-		s.mu.Lock()
-		t := s.turn
-		if t != nil && t.err == nil {
-			t.err = &TurnError{Type: d.ErrorType, Message: d.Message, Provider: provider}
-		}
-		s.mu.Unlock()
-		if t == nil {
-			s.log.Warn("copilot: session error outside a turn", "type", d.ErrorType, "message", d.Message)
-		}
+		s.onSessionError(ev)
 
 	case "session.idle":
 		// The end of processing: the turn is over. (assistant.idle comes
@@ -139,6 +98,59 @@ func (s *Session) onEvent(p *process, raw json.RawMessage) {
 		}
 		s.host.Emit(session.Shutdown{TotalPremiumRequests: d.TotalPremiumRequests, ModelMetrics: nullToNil(d.ModelMetrics), NanoAIU: d.TotalNanoAiu})
 		s.shutOnce.Do(func() { close(s.shutdown) })
+	}
+}
+
+// onToolComplete ends a tool call, with its result or its error, and
+// whether the user denied it (onPermission noted that).
+func (s *Session) onToolComplete(ev envelope) {
+	var d struct {
+		ToolCallID string `json:"toolCallId"`
+		Success    bool   `json:"success"`
+		Result     *struct {
+			Content string `json:"content"`
+		} `json:"result"`
+		Error *struct {
+			Message string `json:"message"`
+			Code    string `json:"code"`
+		} `json:"error"`
+	}
+	if !s.decode(ev, &d) {
+		return
+	}
+	end := session.ToolEnd{ToolCallID: d.ToolCallID, Success: d.Success, Denied: s.tools[d.ToolCallID].denied}
+	switch {
+	case d.Result != nil && d.Result.Content != "":
+		end.Result = d.Result.Content
+	case d.Error != nil:
+		end.Result = d.Error.Message
+	}
+	delete(s.tools, d.ToolCallID)
+	s.host.Emit(end)
+}
+
+// onSessionError keeps the agent's error for the turn it ends: the first
+// one counts. An error outside a turn is only logged.
+func (s *Session) onSessionError(ev envelope) {
+	var d struct {
+		ErrorType string `json:"errorType"`
+		Message   string `json:"message"`
+	}
+	if !s.decode(ev, &d) {
+		return
+	}
+	if d.Message == "" {
+		d.Message = "the agent reported an error"
+	}
+	provider := s.providerName() // takes s.mu itself
+	s.mu.Lock()
+	t := s.turn
+	if t != nil && t.err == nil {
+		t.err = &TurnError{Type: d.ErrorType, Message: d.Message, Provider: provider}
+	}
+	s.mu.Unlock()
+	if t == nil {
+		s.log.Warn("copilot: session error outside a turn", "type", d.ErrorType, "message", d.Message)
 	}
 }
 
