@@ -9,7 +9,6 @@
 package client
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -187,20 +186,6 @@ type Client struct {
 	state    State
 	subs     map[string]*subscription
 	watching bool // Watch(true): renewed after a reconnect
-}
-
-// subscription is what the client remembers of a conversation it follows.
-type subscription struct {
-	lastSeq int64  // the highest seq delivered
-	epoch   string // from the last copilot:subscribed; "" before one
-	// streaming: a turn runs, as the events delivered say (from
-	// copilot:subscribed or copilot:user_message to copilot:idle).
-	streaming bool
-	// syncing is true between sending copilot:subscribe and receiving
-	// copilot:subscribed: events are held in buf so that they can be
-	// ordered, de-duplicated, or dropped if the epoch changed.
-	syncing bool
-	buf     []Event
 }
 
 // Dial connects to the relay at url with token (may be empty) using the
@@ -565,132 +550,6 @@ func (c *Client) silenceLimits() (pingAfter, pongWait time.Duration) {
 		}
 	}
 	return c.cfg.PingInterval, c.cfg.PongTimeout
-}
-
-// route applies subscription bookkeeping to ev and delivers what should be
-// delivered. It returns false when ctx ended while delivering.
-func (c *Client) route(ctx context.Context, ev Event) bool {
-	var out []Event
-	c.id.observe(ev) // before anyone applies it
-
-	c.mu.Lock()
-	switch d := ev.Data.(type) {
-	case *protocol.Subscribed:
-		s := c.sub(d.ConversationID)
-		if d.Reset || (s.epoch != "" && d.Epoch != s.epoch) {
-			// The relay's history of this conversation is not the one we
-			// held. The relay decides: given our epoch it replayed from
-			// seq 0 and said so with reset, so what it replayed replaces
-			// our copy, with no second round trip.
-			if !d.Reset {
-				c.logger().Warn("the relay's epoch changed but it did not replay from the start; the conversation may show only part of its history",
-					"conversation", d.ConversationID, "old_epoch", s.epoch, "new_epoch", d.Epoch)
-			}
-			c.logger().Info("conversation history changed on the relay; replaying it", "conversation", d.ConversationID, "old_epoch", s.epoch, "new_epoch", d.Epoch)
-			s.lastSeq = 0
-			out = append(out, Event{Type: TypeReset, Data: &Reset{ConversationID: d.ConversationID, Epoch: d.Epoch}})
-		}
-		s.epoch = d.Epoch
-		out = append(out, s.flush()...)
-		s.lastSeq = max(s.lastSeq, d.Seq)
-		out = append(out, ev)
-	case *protocol.Error:
-		if d.Type == protocol.TypeSubscribe && d.ConversationID != "" {
-			if s, ok := c.subs[d.ConversationID]; ok && s.syncing {
-				out = append(out, s.flush()...)
-			}
-		}
-		out = append(out, ev)
-	case protocol.Sequenced:
-		h := d.EventHeader()
-		if h.ConversationID == "" {
-			out = append(out, ev)
-			break
-		}
-		if ev.Type == protocol.TypeDeleted {
-			delete(c.subs, h.ConversationID)
-			out = append(out, ev)
-			break
-		}
-		s := c.sub(h.ConversationID)
-		if s.syncing {
-			s.buf = append(s.buf, ev)
-			break
-		}
-		if h.Seq > 0 {
-			if h.Seq <= s.lastSeq {
-				c.logger().Debug("dropping an event already delivered", "conversation", h.ConversationID, "seq", h.Seq, "last", s.lastSeq)
-				break
-			}
-			s.lastSeq = h.Seq
-		}
-		out = append(out, ev)
-	default:
-		out = append(out, ev)
-	}
-	for _, e := range out {
-		noteStreaming(c.subs, e)
-	}
-	c.mu.Unlock()
-
-	for _, e := range out {
-		if !c.emit(ctx, e) {
-			return false
-		}
-	}
-	return true
-}
-
-// noteStreaming keeps a subscription's streaming up to date with an event
-// about to be delivered. c.mu is held.
-func noteStreaming(subs map[string]*subscription, ev Event) {
-	var id string
-	var on bool
-	switch d := ev.Data.(type) {
-	case *protocol.Subscribed:
-		id, on = d.ConversationID, d.Streaming
-	case *protocol.UserMessage:
-		id, on = d.ConversationID, true
-	case *protocol.Idle:
-		id, on = d.ConversationID, false
-	default:
-		return
-	}
-	if s, ok := subs[id]; ok {
-		s.streaming = on
-	}
-}
-
-// sub returns the subscription of id, creating it (a conversation this
-// connection receives events of, e.g. after copilot:send). c.mu is held.
-func (c *Client) sub(id string) *subscription {
-	s, ok := c.subs[id]
-	if !ok {
-		s = &subscription{}
-		c.subs[id] = s
-	}
-	return s
-}
-
-// flush ends a resync: it returns the held events in seq order without the
-// ones already delivered. c.mu is held.
-func (s *subscription) flush() []Event {
-	buf := s.buf
-	s.buf = nil
-	s.syncing = false
-	slices.SortStableFunc(buf, func(a, b Event) int { return cmp.Compare(a.Seq(), b.Seq()) })
-	out := buf[:0]
-	for _, e := range buf {
-		seq := e.Seq()
-		if seq > 0 && seq <= s.lastSeq {
-			continue
-		}
-		if seq > 0 {
-			s.lastSeq = seq
-		}
-		out = append(out, e)
-	}
-	return out
 }
 
 func (c *Client) emit(ctx context.Context, ev Event) bool {
