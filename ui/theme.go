@@ -228,3 +228,13 @@ func (t bannerTheme) Color(n fyne.ThemeColorName, v fyne.ThemeVariant) color.Col
 func (t bannerTheme) Font(s fyne.TextStyle) fyne.Resource     { return t.base().Font(s) }
 func (t bannerTheme) Icon(n fyne.ThemeIconName) fyne.Resource { return t.base().Icon(n) }
 func (t bannerTheme) Size(n fyne.ThemeSizeName) float32       { return t.base().Size(n) }
+
+// over is the opaque colour of fg laid on the opaque colour bg.
+func over(fg, bg color.Color) color.Color {
+	f := color.NRGBAModel.Convert(fg).(color.NRGBA)
+	b := color.NRGBAModel.Convert(bg).(color.NRGBA)
+	mix := func(x, y uint8) uint8 {
+		return uint8((int(x)*int(f.A) + int(y)*(255-int(f.A)) + 127) / 255)
+	}
+	return color.NRGBA{R: mix(f.R, b.R), G: mix(f.G, b.G), B: mix(f.B, b.B), A: 0xff}
+}
