@@ -52,6 +52,7 @@ func Run(t *testing.T, backend func(t *testing.T) NewMember) {
 		{"Deleted", testDeleted},
 		{"StopGivesUp", testStopGivesUp},
 		{"LeaseLapses", testLeaseLapses},
+		{"NoClaimAfterLapse", testNoClaimAfterLapse},
 		{"OwnLeaseLost", testOwnLeaseLost},
 		{"Presence", testPresence},
 	}
@@ -331,6 +332,27 @@ func testLeaseLapses(t *testing.T, nm NewMember) {
 	}
 	if owner, prev, err := b.cluster.Claim(ctx, id); err != nil || owner != b.cluster.ID() || prev != a.cluster.ID() {
 		t.Fatalf("B's Claim: owner %q previous %q, %v", owner, prev, err)
+	}
+}
+
+// testNoClaimAfterLapse: a relay whose lease lapsed before it noticed (it
+// renews too late: as it last saw its lease, it holds) claims nothing. Its
+// lease must hold when the claim is made, not only when it was checked
+// just before: claimed under a lapsed lease, the conversation is anyone's
+// at once, another relay claims and writes it, and the first, believing
+// it owns it (an owner follows nothing), serves a history cut where it
+// last wrote.
+func testNoClaimAfterLapse(t *testing.T, nm NewMember) {
+	a := start(t, nm, Options{RenewEvery: time.Hour})
+	b := start(t, nm, Options{})
+	ctx := ctxT(t)
+	id := convID(t, "x")
+	b.h.wait(t, "RelayGone "+a.cluster.ID()) // lapsed, as the others see it
+	if owner, _, err := a.cluster.Claim(ctx, id); !errors.Is(err, history.ErrNoLease) {
+		t.Fatalf("A's claim after its lease lapsed: owner %q, %v; want history.ErrNoLease", owner, err)
+	}
+	if owner, prev, err := b.cluster.Claim(ctx, id); err != nil || owner != b.cluster.ID() || prev != "" {
+		t.Fatalf("B's claim after A's refused one: owner %q previous %q, %v; want B, no previous owner", owner, prev, err)
 	}
 }
 

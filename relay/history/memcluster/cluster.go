@@ -371,7 +371,12 @@ func (c *Cluster) Claim(ctx context.Context, id string) (owner, previous string,
 	c.mu.Lock()
 	self, ok := c.id, c.leaseOK
 	c.mu.Unlock()
-	if !ok {
+	// The lease as the Net holds it now, with the Net locked for the
+	// whole claim: this relay's view of it (leaseOK) lags until its next
+	// renewal, and a claim made after the lapse it has not noticed yet is
+	// made under a dead id (jetstream's Claim checks the same with a
+	// margin, having no lock over both buckets).
+	if !ok || !n.leaseHeldLocked(self, time.Now()) {
 		return "", "", fmt.Errorf("memcluster: claim %q: %w", id, history.ErrNoLease)
 	}
 	take := func() {
