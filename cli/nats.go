@@ -35,7 +35,10 @@ type natsSettings struct {
 	// name. Never logged.
 	Password string
 	Replicas int
-	Lease    time.Duration
+	// Streams is how many event streams the conversations are spread
+	// over (jetstream.Options.Streams): fixed when the history is made.
+	Streams int
+	Lease   time.Duration
 	// DrainTimeout bounds a drain at SIGTERM: how long running turns may
 	// take to end before the relay stops (relay.Drain).
 	DrainTimeout time.Duration
@@ -47,6 +50,7 @@ func (n *natsSettings) register(fs *flag.FlagSet, getenv func(string) string) {
 	fs.StringVar(&n.Creds, "nats-creds", "", "NATS credentials `FILE` (a user JWT and its seed)")
 	fs.StringVar(&n.TLSCA, "nats-tls-ca", "", "verify the NATS servers' TLS certificates with this CA `FILE`")
 	fs.IntVar(&n.Replicas, "nats-replicas", 3, "replicas of the events stream and bucket when the relay creates them (1 with embedded)")
+	fs.IntVar(&n.Streams, "nats-streams", 1, "spread the conversations over this many event streams, each with its own leader, when the relay makes the history; every relay of a cluster must give the same (1 with embedded)")
 	fs.DurationVar(&n.Lease, "nats-lease", jetstream.DefaultLease, "how long a relay may be silent before the other relays take its conversations over; it must outlast a NATS leader election (4-9 s)")
 	fs.DurationVar(&n.DrainTimeout, "drain-timeout", 10*time.Minute, "with --nats: on SIGTERM, how long the relay waits for its running turns to end (its clients moved to other relays, its idle conversations handed over) before it stops")
 }
@@ -60,6 +64,9 @@ func (n *natsSettings) validate(dataDir string) error {
 	}
 	if n.Replicas < 1 {
 		return usageError("--nats-replicas must be 1 or more, not %d", n.Replicas)
+	}
+	if n.Streams < 1 || n.Streams > jetstream.MaxStreams {
+		return usageError("--nats-streams must be 1 to %d, not %d", jetstream.MaxStreams, n.Streams)
 	}
 	if n.Lease <= 0 {
 		return usageError("--nats-lease must be positive, not %v", n.Lease)
@@ -172,7 +179,7 @@ func openNATSStore(ctx context.Context, s relaySettings, logger *slog.Logger) (_
 			}
 		}
 	}()
-	replicas := n.Replicas
+	replicas, streams := n.Replicas, n.Streams
 	if n.URLs == natsEmbedded {
 		if st.node, err = jetstream.StartEmbedded(s.DataDir, logger); err != nil {
 			return nil, err
@@ -180,15 +187,16 @@ func openNATSStore(ctx context.Context, s relaySettings, logger *slog.Logger) (_
 		if st.nc, err = st.node.Connect("pilotdesk relay"); err != nil {
 			return nil, err
 		}
-		replicas = 1
+		// One node: one stream has all it can give.
+		replicas, streams = 1, 0
 		logger.Info("history", "nats", natsEmbedded, "dir", s.DataDir)
 	} else {
 		if st.nc, err = connectNATS(n, logger); err != nil {
 			return nil, err
 		}
-		logger.Info("history", "nats", redactURLs(n.URLs), "server", st.nc.ConnectedServerName(), "replicas", replicas)
+		logger.Info("history", "nats", redactURLs(n.URLs), "server", st.nc.ConnectedServerName(), "replicas", replicas, "streams", streams)
 	}
-	store, err := jetstream.Open(ctx, st.nc, jetstream.Options{Replicas: replicas, Logger: logger})
+	store, err := jetstream.Open(ctx, st.nc, jetstream.Options{Replicas: replicas, Streams: streams, Logger: logger})
 	if err != nil {
 		if replicas > 1 && n.URLs != natsEmbedded {
 			err = fmt.Errorf("%w (is it a single nats-server? then pass --nats-replicas 1)", err)

@@ -223,29 +223,40 @@ func (c *Cluster) liveSubject(tok string) string { return c.base + ".live." + to
 
 func (c *Cluster) cmdSubject(relay string) string { return c.base + ".relay." + relay + ".cmd" }
 
-// republish adds the stream's republish of stored messages to the live
-// subjects, if the stream has none yet (a stream made by an older relay):
+// republish adds each events stream's republish of stored messages to the
+// live subjects, if it has none yet (a stream made by an older relay):
 // UpdateStream keeps the rest of its configuration, the epoch included.
+// Every stream republishes to the same live subjects: a conversation's
+// live subject does not say which stream holds it.
 func (c *Cluster) republish(ctx context.Context) error {
-	want := &jetstream.RePublish{Source: c.s.names.subject, Destination: c.base + ".live.{{wildcard(1)}}"}
-	if rp := c.s.stream.CachedInfo().Config.RePublish; rp != nil && *rp == *want {
+	for _, sh := range c.s.shards {
+		if err := c.republishShard(ctx, sh); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (c *Cluster) republishShard(ctx context.Context, sh *shard) error {
+	want := &jetstream.RePublish{Source: sh.subject, Destination: c.base + ".live.{{wildcard(1)}}"}
+	if rp := sh.st.CachedInfo().Config.RePublish; rp != nil && *rp == *want {
 		return nil // as Open found it: the usual case, and no request
 	}
 	return c.s.leaderCall(ctx, func(ctx context.Context) error {
-		info, err := c.s.stream.Info(ctx)
+		info, err := sh.st.Info(ctx)
 		if err != nil {
 			return err
 		}
 		if rp := info.Config.RePublish; rp != nil {
 			if rp.Destination != want.Destination || rp.HeadersOnly {
-				return fmt.Errorf("jetstream cluster: stream %s republishes to %s, want %s", c.s.names.stream, rp.Destination, want.Destination)
+				return fmt.Errorf("jetstream cluster: stream %s republishes to %s, want %s", sh.stream, rp.Destination, want.Destination)
 			}
 			return nil
 		}
 		cfg := info.Config
 		cfg.RePublish = want
 		if _, err := c.s.js.UpdateStream(ctx, cfg); err != nil {
-			return fmt.Errorf("jetstream cluster: make stream %s republish: %w", c.s.names.stream, err)
+			return fmt.Errorf("jetstream cluster: make stream %s republish: %w", sh.stream, err)
 		}
 		return nil
 	})

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -43,8 +44,18 @@ func resetDefault(t *testing.T, nc *nats.Conn) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if err := js.DeleteStream(ctx, "PD_EVENTS"); err != nil && !errors.Is(err, jetstream.ErrStreamNotFound) {
-		t.Fatalf("delete stream: %v", err)
+	// PD_EVENTS and, in a history of several streams, PD_EVENTS_<k>.
+	shardRE := regexp.MustCompile(`^PD_EVENTS(_[0-9]+)?$`)
+	var streams []string
+	for name := range js.StreamNames(ctx).Name() {
+		if shardRE.MatchString(name) {
+			streams = append(streams, name)
+		}
+	}
+	for _, name := range streams {
+		if err := js.DeleteStream(ctx, name); err != nil && !errors.Is(err, jetstream.ErrStreamNotFound) {
+			t.Fatalf("delete stream %s: %v", name, err)
+		}
 	}
 	for _, b := range []string{"pd_meta", "pd_devices", "pd_spend"} {
 		if err := js.DeleteKeyValue(ctx, b); err != nil && !errors.Is(err, jetstream.ErrBucketNotFound) {
@@ -89,7 +100,7 @@ func openR3(t *testing.T, nc *nats.Conn, opts Options) *Store {
 	opts.Replicas = 3
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	s, err := Open(ctx, nc, opts)
+	s, err := Open(ctx, nc, withStreams(t, opts))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -374,7 +385,7 @@ func TestClusterOpenRace(t *testing.T) {
 			wg.Go(func() {
 				ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 				defer cancel()
-				stores[i], errs[i] = Open(ctx, conns[i%len(conns)], Options{Replicas: 3})
+				stores[i], errs[i] = Open(ctx, conns[i%len(conns)], withStreams(t, Options{Replicas: 3}))
 			})
 		}
 		wg.Wait()

@@ -52,6 +52,12 @@ func TestClusterSuite(t *testing.T) {
 // conformanceMember makes relays, each with its own connection (the
 // i-th from connect), store and cluster.
 func conformanceMember(replicas int, connect func(t *testing.T, i int) (*nats.Conn, error)) clustertest.NewMember {
+	return conformanceMemberStreams(replicas, 0, connect)
+}
+
+// conformanceMemberStreams is conformanceMember on a history of that many
+// streams (0: the run's, testStreams).
+func conformanceMemberStreams(replicas, streams int, connect func(t *testing.T, i int) (*nats.Conn, error)) clustertest.NewMember {
 	i := 0
 	return func(t *testing.T, o clustertest.Options) (history.Store, history.Cluster) {
 		t.Helper()
@@ -61,7 +67,7 @@ func conformanceMember(replicas int, connect func(t *testing.T, i int) (*nats.Co
 			t.Fatal(err)
 		}
 		t.Cleanup(nc.Close)
-		st, err := Open(context.Background(), nc, Options{Replicas: replicas})
+		st, err := Open(context.Background(), nc, withStreams(t, Options{Replicas: replicas, Streams: streams}))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -26,7 +26,7 @@ func TestEmbeddedDevices(t *testing.T) {
 	n := 0
 	historytest.RunDevices(t, func(t *testing.T) (history.Devices, func() error) {
 		n++
-		s, err := Open(context.Background(), nc, Options{Replicas: 1, Namespace: fmt.Sprintf("d%d", n)})
+		s, err := Open(context.Background(), nc, withStreams(t, Options{Replicas: 1, Namespace: fmt.Sprintf("d%d", n)}))
 		if err != nil {
 			t.Fatal(err)
 		}

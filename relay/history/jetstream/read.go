@@ -47,34 +47,36 @@ func (s *Store) Conversations(ctx context.Context) ([]history.Conversation, erro
 	if err != nil {
 		return nil, fmt.Errorf("jetstream history: list the records: %w", err)
 	}
-	var info *jetstream.StreamInfo
-	err = s.leaderCall(ctx, func(ctx context.Context) (err error) {
-		info, err = s.stream.Info(ctx, jetstream.WithSubjectFilter(s.names.subject))
-		return err
-	})
-	if err != nil {
-		return nil, fmt.Errorf("jetstream history: count the conversations' messages: %w", err)
-	}
-	out := make([]history.Conversation, 0, len(info.State.Subjects))
-	for subj, n := range info.State.Subjects {
-		tok := strings.TrimSuffix(strings.TrimPrefix(subj, s.names.prefix+"."), ".ev")
-		rec, ok := recs[tok]
-		delete(recs, tok)
-		if !ok || rec.Msgs != n {
-			m, err := s.getMsg(ctx, msgGetRequest{LastBySubject: subj})
-			if errors.Is(err, errNoMessage) {
-				continue // deleted meanwhile
-			}
-			if err != nil {
-				return nil, fmt.Errorf("jetstream history: read the last event of %s: %w", subj, err)
-			}
-			if rec, ok, err = recordOf(m.hdr, m.data); err != nil || !ok {
-				return nil, fmt.Errorf("jetstream history: the last event of %s (stream seq %d) has no record: %v", subj, m.seq, err)
-			}
-			s.learn(rec.ID, view{exists: true, tail: m.seq, rec: rec})
-			s.kvDirty(rec.ID)
+	out := []history.Conversation{}
+	for _, sh := range s.shards {
+		var info *jetstream.StreamInfo
+		err = s.leaderCall(ctx, func(ctx context.Context) (err error) {
+			info, err = sh.st.Info(ctx, jetstream.WithSubjectFilter(sh.subject))
+			return err
+		})
+		if err != nil {
+			return nil, fmt.Errorf("jetstream history: count the conversations' messages in %s: %w", sh.stream, err)
 		}
-		out = append(out, rec.conversation())
+		for subj, n := range info.State.Subjects {
+			tok := strings.TrimSuffix(strings.TrimPrefix(subj, sh.prefix+"."), ".ev")
+			rec, ok := recs[tok]
+			delete(recs, tok)
+			if !ok || rec.Msgs != n {
+				m, err := s.getMsg(ctx, sh.stream, msgGetRequest{LastBySubject: subj})
+				if errors.Is(err, errNoMessage) {
+					continue // deleted meanwhile
+				}
+				if err != nil {
+					return nil, fmt.Errorf("jetstream history: read the last event of %s: %w", subj, err)
+				}
+				if rec, ok, err = recordOf(m.hdr, m.data); err != nil || !ok {
+					return nil, fmt.Errorf("jetstream history: the last event of %s (stream seq %d) has no record: %v", subj, m.seq, err)
+				}
+				s.learn(rec.ID, view{exists: true, tail: m.seq, rec: rec})
+				s.kvDirty(rec.ID)
+			}
+			out = append(out, rec.conversation())
+		}
 	}
 	for _, rec := range recs {
 		// Deleted from the stream: the syncer drops the record.
@@ -93,6 +95,9 @@ func (s *Store) readRecords(ctx context.Context) (map[string]record, error) {
 	}
 	recs := map[string]record{}
 	for _, e := range entries {
+		if isLayoutKey(e.Key()) {
+			continue
+		}
 		var r record
 		if err := json.Unmarshal(e.Value(), &r); err != nil {
 			s.log.Warn("jetstream history: a bad conversation record in the bucket; reading the stream instead", "key", e.Key(), "err", err)
@@ -145,15 +150,16 @@ func (s *Store) Events(ctx context.Context, id string, since int64, fn func(hist
 	// Conversation does not count yet (an append stored whose Write has
 	// not returned).
 	upTo := v.tail
-	subj := s.names.subjectOf(id)
+	sh := s.shardOf(id)
+	subj := sh.subjectOf(id)
 	if v.rec.Unsorted {
-		return s.eventsUnsorted(ctx, id, subj, since, upTo, fn)
+		return s.eventsUnsorted(ctx, id, sh, since, upTo, fn)
 	}
 	var start uint64
 	if p, ok := s.posAtOrBefore(st, since); ok {
 		start = p.stream
 	} else if since > 0 {
-		if start, err = s.startAfter(ctx, subj, since, v.tail); err != nil {
+		if start, err = s.startAfter(ctx, sh, subj, since, v.tail); err != nil {
 			return fmt.Errorf("jetstream history: find seq %d of %q: %w", since, id, err)
 		}
 	}
@@ -164,7 +170,7 @@ func (s *Store) Events(ctx context.Context, id string, since int64, fn func(hist
 		taken    bool
 		notedSeq = s.lastPos(st)
 	)
-	err = s.scan(ctx, subj, start, upTo, func(m scanned) error {
+	err = s.scan(ctx, sh.stream, subj, start, upTo, func(m scanned) error {
 		switch m.info.kind {
 		case kindPack:
 			return unpack(m.data, func(seq int64, typ string, frame []byte) error {
@@ -255,12 +261,12 @@ func (e stopScan) Error() string { return e.err.Error() }
 // its last message is at tail: the max header never decreases along the
 // subject, so the first message whose max exceeds since is found by
 // bisecting the stream seqs up to tail, each probe one message get.
-func (s *Store) startAfter(ctx context.Context, subj string, since int64, tail uint64) (uint64, error) {
+func (s *Store) startAfter(ctx context.Context, sh *shard, subj string, since int64, tail uint64) (uint64, error) {
 	best := tail
 	lo, hi := uint64(1), tail-1
 	for lo <= hi && hi != 0 {
 		mid := lo + (hi-lo)/2
-		m, err := s.getMsgHeaders(ctx, msgGetRequest{Seq: mid, NextBySubject: subj})
+		m, err := s.getMsgHeaders(ctx, sh.stream, msgGetRequest{Seq: mid, NextBySubject: subj})
 		if errors.Is(err, errNoMessage) || err == nil && m.seq > hi {
 			hi = mid - 1 // none of the subject's messages in [mid, hi]
 			continue
@@ -283,7 +289,8 @@ func (s *Store) startAfter(ctx context.Context, subj string, since int64, tail u
 
 // eventsUnsorted replays a conversation that was written out of seq order:
 // an index of its events from the headers, sorted, then each event read.
-func (s *Store) eventsUnsorted(ctx context.Context, id, subj string, since int64, upTo uint64, fn func(history.Event) error) error {
+func (s *Store) eventsUnsorted(ctx context.Context, id string, sh *shard, since int64, upTo uint64, fn func(history.Event) error) error {
+	subj := sh.subjectOf(id)
 	type entry struct {
 		seq    int64
 		stream uint64
@@ -291,7 +298,7 @@ func (s *Store) eventsUnsorted(ctx context.Context, id, subj string, since int64
 		typ    string
 	}
 	var index []entry
-	err := s.scan(ctx, subj, 0, upTo, func(m scanned) error {
+	err := s.scan(ctx, sh.stream, subj, 0, upTo, func(m scanned) error {
 		switch m.info.kind {
 		case kindEvent:
 			if m.info.seq > since {
@@ -315,7 +322,7 @@ func (s *Store) eventsUnsorted(ctx context.Context, id, subj string, since int64
 	for _, e := range index {
 		if e.parts == 0 {
 			if pack.seq != e.stream {
-				if pack, err = s.getMsg(ctx, msgGetRequest{Seq: e.stream}); err != nil {
+				if pack, err = s.getMsg(ctx, sh.stream, msgGetRequest{Seq: e.stream}); err != nil {
 					return fmt.Errorf("jetstream history: read event %d of %q: %w", e.seq, id, err)
 				}
 			}
@@ -336,13 +343,13 @@ func (s *Store) eventsUnsorted(ctx context.Context, id, subj string, since int64
 			}
 			continue
 		}
-		m, err := s.getMsg(ctx, msgGetRequest{Seq: e.stream})
+		m, err := s.getMsg(ctx, sh.stream, msgGetRequest{Seq: e.stream})
 		if err != nil {
 			return fmt.Errorf("jetstream history: read event %d of %q: %w", e.seq, id, err)
 		}
 		frame := m.data
 		for next := m.seq + 1; e.parts > 1; e.parts-- {
-			p, err := s.getMsg(ctx, msgGetRequest{Seq: next, NextBySubject: subj})
+			p, err := s.getMsg(ctx, sh.stream, msgGetRequest{Seq: next, NextBySubject: subj})
 			if err != nil {
 				return fmt.Errorf("jetstream history: read event %d of %q: %w", e.seq, id, err)
 			}
@@ -358,9 +365,9 @@ func (s *Store) eventsUnsorted(ctx context.Context, id, subj string, since int64
 
 // storedSeqs returns the event seqs stored on the subject up to stream seq
 // upTo, from the headers alone.
-func (s *Store) storedSeqs(ctx context.Context, subj string, upTo uint64) (map[int64]struct{}, error) {
+func (s *Store) storedSeqs(ctx context.Context, stream, subj string, upTo uint64) (map[int64]struct{}, error) {
 	seqs := map[int64]struct{}{}
-	err := s.scan(ctx, subj, 0, upTo, func(m scanned) error {
+	err := s.scan(ctx, stream, subj, 0, upTo, func(m scanned) error {
 		switch m.info.kind {
 		case kindEvent:
 			seqs[m.info.seq] = struct{}{}
@@ -394,11 +401,11 @@ type scanned struct {
 // the message at upTo, asking again (the next answer may come from another
 // replica, or the same one caught up); the history ends before upTo only if
 // the conversation was deleted meanwhile.
-func (s *Store) scan(ctx context.Context, subj string, start, upTo uint64, fn func(scanned) error) error {
+func (s *Store) scan(ctx context.Context, stream, subj string, start, upTo uint64, fn func(scanned) error) error {
 	next := max(start, 1)
 	var lagSince time.Time
 	for next <= upTo {
-		last, err := s.directBatch(ctx, subj, next, upTo, fn)
+		last, err := s.directBatch(ctx, stream, subj, next, upTo, fn)
 		if err != nil {
 			return err
 		}
@@ -413,7 +420,7 @@ func (s *Store) scan(ctx context.Context, subj string, start, upTo uint64, fn fu
 		if lagSince.IsZero() {
 			lagSince = time.Now()
 		} else if time.Since(lagSince) > s.opts.RequestTimeout {
-			if _, err := s.getMsgHeaders(ctx, msgGetRequest{Seq: upTo}); errors.Is(err, errNoMessage) {
+			if _, err := s.getMsgHeaders(ctx, stream, msgGetRequest{Seq: upTo}); errors.Is(err, errNoMessage) {
 				return nil // deleted meanwhile
 			}
 			return fmt.Errorf("no replica has stream seq %d of %s after %v", upTo, subj, s.opts.RequestTimeout)
@@ -430,7 +437,7 @@ func (s *Store) scan(ctx context.Context, subj string, start, upTo uint64, fn fu
 // directBatch asks for the subject's messages from stream seq next and
 // passes those up to upTo to fn. It returns the stream seq of the last one
 // it passed (0: none).
-func (s *Store) directBatch(ctx context.Context, subj string, next, upTo uint64, fn func(scanned) error) (last uint64, err error) {
+func (s *Store) directBatch(ctx context.Context, stream, subj string, next, upTo uint64, fn func(scanned) error) (last uint64, err error) {
 	req, err := json.Marshal(struct {
 		Seq      uint64 `json:"seq"`
 		NextBy   string `json:"next_by_subj"`
@@ -446,7 +453,7 @@ func (s *Store) directBatch(ctx context.Context, subj string, next, upTo uint64,
 		return 0, fmt.Errorf("direct get: %w", err)
 	}
 	defer sub.Unsubscribe()
-	if err := s.nc.PublishRequest("$JS.API.DIRECT.GET."+s.names.stream, inbox, req); err != nil {
+	if err := s.nc.PublishRequest("$JS.API.DIRECT.GET."+stream, inbox, req); err != nil {
 		return 0, fmt.Errorf("direct get: %w", err)
 	}
 	for {
@@ -501,7 +508,8 @@ func (s *Store) Delete(ctx context.Context, id string) error {
 // deleteLocked deletes a conversation; the caller holds st.write.
 func (s *Store) deleteLocked(ctx context.Context, id string, st *convState) error {
 	if err := s.leaderCall(ctx, func(ctx context.Context) error {
-		return s.stream.Purge(ctx, jetstream.WithPurgeSubject(s.names.subjectOf(id)))
+		sh := s.shardOf(id)
+		return sh.st.Purge(ctx, jetstream.WithPurgeSubject(sh.subjectOf(id)))
 	}); err != nil {
 		return fmt.Errorf("jetstream history: delete %q: %w", id, err)
 	}

@@ -240,14 +240,14 @@ type msgGetRequest struct {
 // uses a direct get when the stream allows them, which any replica may
 // answer, and a replica may not have the latest append yet: the store's
 // own reads must see its writes.
-func (s *Store) getMsg(ctx context.Context, req msgGetRequest) (storedMsg, error) {
-	return s.getMsgOf(ctx, req, true)
+func (s *Store) getMsg(ctx context.Context, stream string, req msgGetRequest) (storedMsg, error) {
+	return s.getMsgOf(ctx, stream, req, true)
 }
 
 // getMsgHeaders is getMsg without decoding the body: a bisection probe
 // needs only the headers, and a frame may be a megabyte.
-func (s *Store) getMsgHeaders(ctx context.Context, req msgGetRequest) (storedMsg, error) {
-	return s.getMsgOf(ctx, req, false)
+func (s *Store) getMsgHeaders(ctx context.Context, stream string, req msgGetRequest) (storedMsg, error) {
+	return s.getMsgOf(ctx, stream, req, false)
 }
 
 // msgGetAnswer is the JetStream API's STREAM.MSG.GET answer, and
@@ -270,14 +270,14 @@ type (
 	}
 )
 
-func (s *Store) getMsgOf(ctx context.Context, req msgGetRequest, withData bool) (storedMsg, error) {
+func (s *Store) getMsgOf(ctx context.Context, stream string, req msgGetRequest, withData bool) (storedMsg, error) {
 	body, err := json.Marshal(req)
 	if err != nil {
 		return storedMsg{}, err
 	}
 	var reply *nats.Msg
 	if err := s.leaderCall(ctx, func(ctx context.Context) (err error) {
-		reply, err = s.nc.RequestWithContext(ctx, "$JS.API.STREAM.MSG.GET."+s.names.stream, body)
+		reply, err = s.nc.RequestWithContext(ctx, "$JS.API.STREAM.MSG.GET."+stream, body)
 		return err
 	}); err != nil {
 		return storedMsg{}, err

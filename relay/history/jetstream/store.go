@@ -1,9 +1,13 @@
 // Package jetstream is a history.Store on a NATS JetStream cluster, so that
 // the history outlives any one machine (docs/scale-out.md).
 //
-// Layout: one stream (PD_EVENTS) holds every conversation's events, on one
-// subject per conversation (pilotdesk.conv.<token>.ev); a KV bucket
-// (pd_meta) holds each conversation's record for the list. Every write of
+// Layout: a conversation's events are in one of the history's streams,
+// chosen by a hash of its id (shards: PD_EVENTS, PD_EVENTS_1, …, one
+// leader each, so that the cluster's nodes share the appends; one stream
+// unless Options.Streams says more), on one subject per conversation
+// (pilotdesk.conv.<token>.ev in PD_EVENTS, pilotdesk.conv<k>.<token>.ev in
+// PD_EVENTS_<k>); a KV bucket (pd_meta) holds each conversation's record
+// for the list, and the number of streams (layoutKey). Every write of
 // a conversation is one append to its subject: one message (its small
 // events packed together) or an atomic batch, whose first message carries
 // Nats-Expected-Last-Subject-Sequence: the stream seq of the subject's last
@@ -23,13 +27,16 @@ package jetstream
 import (
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"log/slog"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -50,6 +57,14 @@ type Options struct {
 	// them (an existing stream keeps its own). Default 3: an acknowledged
 	// event survives the loss of any one node.
 	Replicas int
+	// Streams is how many streams the conversations are spread over, by
+	// a hash of their id: each has its own leader, so that several nodes
+	// share the appends. Fixed when a history is made: the first store
+	// to open it writes the count in pd_meta (layoutKey), and a store
+	// asking for another count is refused (a conversation would be looked
+	// for in another stream than the one that holds it). 0 takes the
+	// history's count (1 for a new one): for tools that only read.
+	Streams int
 	// Namespace, when set, gives the store its own stream, subjects and
 	// bucket (PD_EVENTS_<ns>, pilotdesk.<ns>.conv.…, pd_meta_<ns>), so
 	// that several histories can share one cluster (tests).
@@ -99,13 +114,64 @@ func (o *Options) setDefaults() {
 	}
 }
 
-// names are the stream, subjects and bucket of one history.
+// names are the stream, subjects and bucket of one history: those of its
+// first stream (shard 0), which the others' are made from (shardNames).
 type names struct {
 	stream  string // PD_EVENTS
 	prefix  string // pilotdesk.conv: a conversation's subject is prefix.<token>.ev
 	subject string // pilotdesk.conv.*.ev, the stream's subjects
 	bucket  string // pd_meta
 }
+
+// MaxStreams bounds Options.Streams: each stream is a Raft group on every
+// node it is replicated on, and a few per node are what shares the
+// appends.
+const MaxStreams = 64
+
+// shardNames are the names of the k-th stream: the first keeps the names
+// a history of one stream always had (PD_EVENTS, pilotdesk.conv.*.ev), so
+// that one made before there were several keeps working; the k-th is
+// PD_EVENTS_k on pilotdesk.conv<k>.*.ev, whose subjects no other stream's
+// overlap.
+func (n names) shardNames(k int) names {
+	if k == 0 {
+		return n
+	}
+	ks := strconv.Itoa(k)
+	sn := n
+	sn.stream = n.stream + "_" + ks
+	sn.prefix = n.prefix + ks
+	sn.subject = sn.prefix + ".*.ev"
+	return sn
+}
+
+// shard is one of the history's event streams.
+type shard struct {
+	names // stream is its name
+	st    jetstream.Stream
+	epoch string
+}
+
+// subjectOf is the conversation's subject in this stream.
+func (sh *shard) subjectOf(id string) string { return sh.prefix + "." + token(id) + ".ev" }
+
+// shardIndex is the stream a conversation of a history of n streams is
+// in: FNV-1a of its id, modulo n. Never to change: a history's
+// conversations are where it says.
+func shardIndex(id string, n int) int {
+	if n <= 1 {
+		return 0
+	}
+	h := fnv.New32a()
+	_, _ = h.Write([]byte(id))
+	return int(h.Sum32() % uint32(n))
+}
+
+// shardOf is the stream that holds the conversation.
+func (s *Store) shardOf(id string) *shard { return s.shards[shardIndex(id, len(s.shards))] }
+
+// subjectOf is the conversation's subject, in its stream.
+func (s *Store) subjectOf(id string) string { return s.shardOf(id).subjectOf(id) }
 
 var namespaceRE = regexp.MustCompile(`^[A-Za-z0-9_-]{1,32}$`)
 
@@ -138,14 +204,12 @@ func token(id string) string {
 	return "b64_" + base64.RawURLEncoding.EncodeToString([]byte(id))
 }
 
-func (n names) subjectOf(id string) string { return n.prefix + "." + token(id) + ".ev" }
-
 // Store is a history.Store on JetStream. Its methods are safe for
 // concurrent use. It does not own the NATS connection it is given.
 type Store struct {
 	nc     *nats.Conn
 	js     jetstream.JetStream
-	stream jetstream.Stream
+	shards []*shard // the event streams; a conversation is in shardOf's
 	kv     jetstream.KeyValue
 	names  names
 	opts   Options
@@ -261,11 +325,29 @@ func Open(ctx context.Context, nc *nats.Conn, opts Options) (*Store, error) {
 	s.chunk = maxPayload - maxRecordHeader - 4<<10
 	s.readBytes = 256 << 10
 
-	if err := s.openStream(ctx); err != nil {
-		return nil, err
-	}
 	if err := s.openBucket(ctx); err != nil {
 		return nil, err
+	}
+	count, err := s.layout(ctx)
+	if err != nil {
+		return nil, err
+	}
+	for k := range count {
+		sh := &shard{names: n.shardNames(k)}
+		if err := s.openStream(ctx, sh); err != nil {
+			return nil, err
+		}
+		s.shards = append(s.shards, sh)
+	}
+	s.epoch = s.shards[0].epoch
+	if count > 1 {
+		// Any stream made anew is a new history for its conversations:
+		// the epoch is all of theirs.
+		h := sha256.New()
+		for _, sh := range s.shards {
+			h.Write([]byte(sh.epoch + "\n"))
+		}
+		s.epoch = hex.EncodeToString(h.Sum(nil)[:8])
 	}
 	go s.runKV()
 	return s, nil
@@ -274,11 +356,11 @@ func Open(ctx context.Context, nc *nats.Conn, opts Options) (*Store, error) {
 // openStream finds the events stream and reads its epoch, or creates it
 // with a new one. Created with CreateStream, never CreateOrUpdateStream,
 // which would replace the epoch in its metadata.
-func (s *Store) openStream(ctx context.Context) error {
+func (s *Store) openStream(ctx context.Context, sh *shard) error {
 	cfg := jetstream.StreamConfig{
-		Name:        s.names.stream,
+		Name:        sh.names.stream,
 		Description: "pilotdesk conversation events, one subject per conversation",
-		Subjects:    []string{s.names.subject},
+		Subjects:    []string{sh.names.subject},
 		Storage:     jetstream.FileStorage,
 		Replicas:    s.opts.Replicas,
 		Retention:   jetstream.LimitsPolicy,
@@ -297,36 +379,36 @@ func (s *Store) openStream(ctx context.Context) error {
 	// one that exists fails anyway (its epoch differs).
 	var st jetstream.Stream
 	err := s.leaderCall(ctx, func(ctx context.Context) (err error) {
-		st, err = s.js.Stream(ctx, s.names.stream)
+		st, err = s.js.Stream(ctx, sh.names.stream)
 		if errors.Is(err, jetstream.ErrStreamNotFound) {
 			st, err = s.js.CreateStream(ctx, cfg)
 			if errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) {
-				st, err = s.js.Stream(ctx, s.names.stream) // another relay made it meanwhile
+				st, err = s.js.Stream(ctx, sh.names.stream) // another relay made it meanwhile
 				if errors.Is(err, jetstream.ErrStreamNotFound) {
-					err = fmt.Errorf("stream %s: %w", s.names.stream, errForming)
+					err = fmt.Errorf("stream %s: %w", sh.names.stream, errForming)
 				}
 			}
 		}
 		return err
 	})
 	if err != nil {
-		return fmt.Errorf("jetstream history: open stream %s: %w", s.names.stream, err)
+		return fmt.Errorf("jetstream history: open stream %s: %w", sh.names.stream, err)
 	}
 	info := st.CachedInfo()
-	s.epoch = info.Config.Metadata[EpochKey]
-	if s.epoch == "" {
-		return fmt.Errorf("jetstream history: stream %s has no %s in its metadata: it was not made by pilotdesk", s.names.stream, EpochKey)
+	sh.epoch = info.Config.Metadata[EpochKey]
+	if sh.epoch == "" {
+		return fmt.Errorf("jetstream history: stream %s has no %s in its metadata: it was not made by pilotdesk", sh.names.stream, EpochKey)
 	}
 	if !info.Config.AllowAtomicPublish {
-		return fmt.Errorf("jetstream history: stream %s does not allow atomic batch publish (allow_atomic); the server may be older than 2.12", s.names.stream)
+		return fmt.Errorf("jetstream history: stream %s does not allow atomic batch publish (allow_atomic); the server may be older than 2.12", sh.names.stream)
 	}
 	if !slices.Equal(info.Config.Subjects, cfg.Subjects) {
-		return fmt.Errorf("jetstream history: stream %s has subjects %v, want %v", s.names.stream, info.Config.Subjects, cfg.Subjects)
+		return fmt.Errorf("jetstream history: stream %s has subjects %v, want %v", sh.names.stream, info.Config.Subjects, cfg.Subjects)
 	}
 	if info.Config.Replicas != s.opts.Replicas {
-		s.log.Warn("jetstream history: the events stream exists with another replica count; keeping it", "stream", s.names.stream, "replicas", info.Config.Replicas, "asked", s.opts.Replicas)
+		s.log.Warn("jetstream history: the events stream exists with another replica count; keeping it", "stream", sh.names.stream, "replicas", info.Config.Replicas, "asked", s.opts.Replicas)
 	}
-	s.stream = st
+	sh.st = st
 	return nil
 }
 
@@ -459,7 +541,8 @@ func (s *Store) forget(st *convState) {
 
 // readTail reads the conversation's state from its subject's last message.
 func (s *Store) readTail(ctx context.Context, id string) (view, error) {
-	m, err := s.getMsg(ctx, msgGetRequest{LastBySubject: s.names.subjectOf(id)})
+	sh := s.shardOf(id)
+	m, err := s.getMsg(ctx, sh.stream, msgGetRequest{LastBySubject: sh.subjectOf(id)})
 	if errors.Is(err, errNoMessage) {
 		return view{}, nil
 	}

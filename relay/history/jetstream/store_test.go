@@ -39,7 +39,7 @@ func TestEmbeddedConformance(t *testing.T) {
 	n := 0
 	historytest.Run(t, func(t *testing.T) history.Store {
 		n++
-		s, err := Open(context.Background(), nc, Options{Replicas: 1, Namespace: fmt.Sprintf("c%d", n)})
+		s, err := Open(context.Background(), nc, withStreams(t, Options{Replicas: 1, Namespace: fmt.Sprintf("c%d", n)}))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -50,7 +50,7 @@ func TestEmbeddedConformance(t *testing.T) {
 func openEmbedded(t *testing.T, nc *nats.Conn, ns string, opts Options) *Store {
 	t.Helper()
 	opts.Replicas, opts.Namespace = 1, ns
-	s, err := Open(context.Background(), nc, opts)
+	s, err := Open(context.Background(), nc, withStreams(t, opts))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -282,7 +282,7 @@ func TestListRepairsRecords(t *testing.T) {
 	if err := kv.Delete(ctx, token("missing")); err != nil {
 		t.Fatal(err)
 	}
-	if err := w2.stream.Purge(ctx, jetstream.WithPurgeSubject(w2.names.subjectOf("gone"))); err != nil {
+	if err := w2.shardOf("gone").st.Purge(ctx, jetstream.WithPurgeSubject(w2.subjectOf("gone"))); err != nil {
 		t.Fatal(err)
 	}
 

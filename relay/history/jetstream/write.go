@@ -50,6 +50,7 @@ const (
 // convWrite is one conversation's part of a Write.
 type convWrite struct {
 	id     string
+	sh     *shard // the stream it is in
 	subj   string
 	events []history.Event
 	meta   *history.Conversation // nil: the events alone, the metadata stays
@@ -75,7 +76,8 @@ func (s *Store) Write(ctx context.Context, b history.Batch) error {
 			if err != nil {
 				return nil, err
 			}
-			w = &convWrite{id: id, subj: s.names.subjectOf(id), st: st}
+			sh := s.shardOf(id)
+			w = &convWrite{id: id, sh: sh, subj: sh.subjectOf(id), st: st}
 			byID[id] = w
 		}
 		return w, nil
@@ -227,7 +229,7 @@ func (s *Store) prepare(ctx context.Context, w *convWrite) error {
 			continue // the usual case: past every stored seq
 		}
 		if stored == nil {
-			if stored, err = s.storedSeqs(ctx, w.subj, v.tail); err != nil {
+			if stored, err = s.storedSeqs(ctx, w.sh.stream, w.subj, v.tail); err != nil {
 				return fmt.Errorf("check the seqs of %q: %w", w.id, err)
 			}
 		}

@@ -1,0 +1,164 @@
+package jetstream
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"regexp"
+	"strconv"
+	"testing"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/pilotdesk/pilotdesk/relay/history"
+	"github.com/pilotdesk/pilotdesk/relay/history/clustertest"
+	"github.com/pilotdesk/pilotdesk/relay/history/historytest"
+)
+
+// streamsEnv runs this package's tests on histories spread over that many
+// streams (PILOTDESK_NATS_STREAMS=3 go test …): every store a test opens
+// without a count of its own gets it. The sharded cases below run in
+// every make test whatever it says.
+const streamsEnv = "PILOTDESK_NATS_STREAMS"
+
+// testStreams is the count of streams a test's stores ask for when the
+// test names none.
+func testStreams(t *testing.T) int {
+	t.Helper()
+	v := os.Getenv(streamsEnv)
+	if v == "" {
+		return 0
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 {
+		t.Fatalf("%s=%q: want a count of streams", streamsEnv, v)
+	}
+	return n
+}
+
+// withStreams gives opts the count of streams of the run, unless it has one.
+func withStreams(t *testing.T, opts Options) Options {
+	t.Helper()
+	if opts.Streams == 0 {
+		opts.Streams = testStreams(t)
+	}
+	return opts
+}
+
+// TestShardedConformance runs the history conformance suite, and the
+// relays' cluster suite, on histories of 3 streams on one in-process node.
+func TestShardedConformance(t *testing.T) {
+	_, nc := embedded(t)
+	n := 0
+	t.Run("history", func(t *testing.T) {
+		historytest.Run(t, func(t *testing.T) history.Store {
+			n++
+			s, err := Open(context.Background(), nc, Options{Replicas: 1, Streams: 3, Namespace: fmt.Sprintf("s%d", n)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return s
+		})
+	})
+	t.Run("cluster", func(t *testing.T) {
+		clustertest.Run(t, func(t *testing.T) clustertest.NewMember {
+			node, err := StartEmbedded(t.TempDir(), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(node.Shutdown)
+			return conformanceMemberStreams(1, 3, func(t *testing.T, i int) (*nats.Conn, error) {
+				return node.Connect(fmt.Sprintf("relay %d", i))
+			})
+		})
+	})
+}
+
+// TestStreamsLayout: a history's count of streams is fixed by the first
+// store that opens it; a store asking for another is refused, naming both,
+// one asking for none takes it; conversations land in several streams and
+// every store reads, lists and deletes them wherever they are; a history
+// made with one stream (messages in PD_EVENTS, no layout written) is not
+// spread over several.
+func TestStreamsLayout(t *testing.T) {
+	_, nc := embedded(t)
+	ctx := context.Background()
+	a := openEmbedded(t, nc, "layout", Options{Streams: 3})
+	if len(a.shards) != 3 {
+		t.Fatalf("%d streams, want 3", len(a.shards))
+	}
+	_, err := Open(ctx, nc, Options{Replicas: 1, Namespace: "layout", Streams: 2})
+	if !errors.Is(err, ErrLayout) || !regexp.MustCompile(`spread over 3 streams.*asks for 2.*--nats-streams 3`).MatchString(err.Error()) {
+		t.Fatalf("a store asking for 2 streams of a history of 3: %v, want ErrLayout naming both", err)
+	}
+	var ids []string
+	used := map[int]bool{}
+	for i := 0; len(used) < 3; i++ {
+		id := fmt.Sprintf("conv-%d", i)
+		ids = append(ids, id)
+		used[shardIndex(id, 3)] = true
+	}
+	for _, id := range ids {
+		if err := a.Write(ctx, history.Batch{Conversations: []history.Conversation{meta(id, 4)}, Events: frames(id, 1, 4)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Each stream holds its conversations' messages, none of the others'.
+	for k, sh := range a.shards {
+		info, err := sh.st.Info(ctx, jetstream.WithSubjectFilter(sh.subject))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, id := range ids {
+			_, has := info.State.Subjects[sh.subjectOf(id)]
+			if has != (shardIndex(id, 3) == k) {
+				t.Errorf("stream %s has %q: %v, its hash says stream %d", sh.stream, id, has, shardIndex(id, 3))
+			}
+		}
+		if info.State.Msgs == 0 {
+			t.Errorf("stream %s holds nothing", sh.stream)
+		}
+	}
+	b, err := Open(ctx, nc, Options{Replicas: 1, Namespace: "layout"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	if len(b.shards) != 3 || b.Epoch() != a.Epoch() {
+		t.Fatalf("a store asking for no count: %d streams, epoch %s; want 3 and %s", len(b.shards), b.Epoch(), a.Epoch())
+	}
+	cs, err := b.Conversations(ctx)
+	if err != nil || len(cs) != len(ids) {
+		t.Fatalf("Conversations: %d, %v; want %d", len(cs), err, len(ids))
+	}
+	for _, id := range ids {
+		sameEvents(t, readEvents(t, b, id, 1), frames(id, 2, 4))
+	}
+	if err := b.Delete(ctx, ids[1]); err != nil {
+		t.Fatal(err)
+	}
+	c := openEmbedded(t, nc, "layout", Options{Streams: 3})
+	if got := readEvents(t, c, ids[1], 0); len(got) != 0 {
+		t.Fatalf("deleted %q still has %d events", ids[1], len(got))
+	}
+	if cs, err := c.Conversations(ctx); err != nil || len(cs) != len(ids)-1 {
+		t.Fatalf("Conversations after a delete: %d, %v; want %d", len(cs), err, len(ids)-1)
+	}
+
+	// A history of one stream, made before there were several.
+	old := openEmbedded(t, nc, "old", Options{Streams: 1})
+	if err := old.Write(ctx, history.Batch{Conversations: []history.Conversation{meta("x", 2)}, Events: frames("x", 1, 2)}); err != nil {
+		t.Fatal(err)
+	}
+	if err := old.kv.Delete(ctx, layoutKey); err != nil { // as an older relay left it
+		t.Fatal(err)
+	}
+	_, err = Open(ctx, nc, Options{Replicas: 1, Namespace: "old", Streams: 3})
+	if !errors.Is(err, ErrLayout) || !regexp.MustCompile(`PD_EVENTS_old holds \d+ messages of a history made with one stream`).MatchString(err.Error()) {
+		t.Fatalf("3 streams on a history of one: %v, want ErrLayout", err)
+	}
+	again := openEmbedded(t, nc, "old", Options{Streams: 1})
+	sameEvents(t, readEvents(t, again, "x", 0), frames("x", 1, 2))
+}
