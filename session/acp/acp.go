@@ -43,6 +43,7 @@ import (
 
 	"github.com/pilotdesk/pilotdesk/internal/agentproc"
 	"github.com/pilotdesk/pilotdesk/session"
+	"github.com/pilotdesk/pilotdesk/session/backend"
 )
 
 // Errors a caller can tell apart with errors.Is. Each comes wrapped with a
@@ -77,19 +78,10 @@ type Options struct {
 	// ClientVersion is what pilotdesk reports itself as in initialize.
 	ClientVersion string
 
-	// StartTimeout bounds starting the agent and initialize (opencode takes
-	// seconds on a fresh home, copilot unpacks itself on its first run).
-	// Default 2m.
-	StartTimeout time.Duration
-	// StopGrace is how long a stopping agent gets after its stdin closes
-	// before SIGTERM, and again before SIGKILL. Default 5s.
-	StopGrace time.Duration
-	// AbortTimeout bounds waiting for the agent to end a cancelled turn.
-	// Default 10s.
-	AbortTimeout time.Duration
-	// CloseTimeout bounds session/close when the caller's context has no
-	// deadline. Default 10s.
-	CloseTimeout time.Duration
+	// Limits: StartTimeout bounds starting the agent and initialize
+	// (opencode takes seconds on a fresh home, copilot unpacks itself on
+	// its first run), default 2m; CloseTimeout bounds session/close.
+	backend.Limits
 
 	// IdleClose closes the agent session of a conversation left idle this
 	// long (session/close), and the next turn loads it again
@@ -104,18 +96,7 @@ type Options struct {
 }
 
 func (o Options) withDefaults() (Options, error) {
-	if o.StartTimeout <= 0 {
-		o.StartTimeout = 2 * time.Minute
-	}
-	if o.StopGrace <= 0 {
-		o.StopGrace = 5 * time.Second
-	}
-	if o.AbortTimeout <= 0 {
-		o.AbortTimeout = 10 * time.Second
-	}
-	if o.CloseTimeout <= 0 {
-		o.CloseTimeout = 10 * time.Second
-	}
+	o.Limits = o.Limits.WithDefaults(2 * time.Minute)
 	if o.IdleClose == 0 {
 		o.IdleClose = DefaultIdleClose
 	}

@@ -22,6 +22,7 @@ import (
 	"github.com/pilotdesk/pilotdesk/relay/history"
 	"github.com/pilotdesk/pilotdesk/relay/relaytest"
 	"github.com/pilotdesk/pilotdesk/session/acp"
+	"github.com/pilotdesk/pilotdesk/session/backend"
 )
 
 // The agents people run, each installed from npm (pinned; `make test`
@@ -311,12 +312,12 @@ func runRealAgent(t *testing.T, ag realAgent) {
 		}
 	}()
 	r := &agentRun{t: t, store: history.NewMemory(), conv: uuid.NewString(), opts: acp.Options{
-		Command:      command,
-		WorkDir:      work,
-		Env:          append([]string{marker, "XDG_CONFIG_HOME=" + filepath.Join(home, ".config"), "XDG_CACHE_HOME=" + filepath.Join(home, ".cache"), "XDG_DATA_HOME=" + filepath.Join(home, ".local", "share"), "XDG_STATE_HOME=" + filepath.Join(home, ".local", "state")}, env...),
-		Logger:       slog.New(watch),
-		SessionMap:   filepath.Join(dir, "sessions.json"),
-		StartTimeout: 2 * time.Minute,
+		Command:    command,
+		WorkDir:    work,
+		Env:        append([]string{marker, "XDG_CONFIG_HOME=" + filepath.Join(home, ".config"), "XDG_CACHE_HOME=" + filepath.Join(home, ".cache"), "XDG_DATA_HOME=" + filepath.Join(home, ".local", "share"), "XDG_STATE_HOME=" + filepath.Join(home, ".local", "state")}, env...),
+		Logger:     slog.New(watch),
+		SessionMap: filepath.Join(dir, "sessions.json"),
+		Limits:     backend.Limits{StartTimeout: 2 * time.Minute},
 	}}
 	r.start()
 	defer func() {

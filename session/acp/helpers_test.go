@@ -14,6 +14,7 @@ import (
 	"github.com/pilotdesk/pilotdesk/session"
 	"github.com/pilotdesk/pilotdesk/session/acp"
 	"github.com/pilotdesk/pilotdesk/session/acp/internal/fakeagent"
+	"github.com/pilotdesk/pilotdesk/session/backend"
 )
 
 // TestMain lets the test binary play the ACP agent: the backend under test
@@ -58,7 +59,7 @@ func newFake(t *testing.T, env ...string) (acp.Options, *fake) {
 		Command:    "'" + strings.ReplaceAll(exe, "'", `'\''`) + "'",
 		WorkDir:    work,
 		Logger:     testsupport.Logger(t),
-		StopGrace:  2 * time.Second,
+		Limits:     backend.Limits{StopGrace: 2 * time.Second},
 		SessionMap: filepath.Join(dir, "sessions.json"),
 		Env: append([]string{
 			fakeagent.EnvEnable + "=1",

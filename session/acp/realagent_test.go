@@ -17,6 +17,7 @@ import (
 	"github.com/pilotdesk/pilotdesk/internal/testsupport"
 	"github.com/pilotdesk/pilotdesk/session"
 	"github.com/pilotdesk/pilotdesk/session/acp"
+	"github.com/pilotdesk/pilotdesk/session/backend"
 	"github.com/pilotdesk/pilotdesk/session/copilot/mockopenai"
 )
 
@@ -38,11 +39,11 @@ func realCopilot(t *testing.T, mockURL string) (acp.Options, string) {
 	}
 	home := t.TempDir()
 	return acp.Options{
-		Command:      command,
-		WorkDir:      t.TempDir(),
-		Logger:       testsupport.Logger(t),
-		SessionMap:   filepath.Join(home, "sessions.json"),
-		StartTimeout: 2 * time.Minute,
+		Command:    command,
+		WorkDir:    t.TempDir(),
+		Logger:     testsupport.Logger(t),
+		SessionMap: filepath.Join(home, "sessions.json"),
+		Limits:     backend.Limits{StartTimeout: 2 * time.Minute},
 		Env: append(testsupport.CopilotEnv(home),
 			// BYOK, which ACP mode takes from the environment only.
 			"COPILOT_PROVIDER_BASE_URL="+mockURL,
@@ -313,10 +314,10 @@ func realOpencode(t *testing.T, mockURL string) (acp.Options, string) {
 	})
 	home := t.TempDir()
 	return acp.Options{
-		Command:      quote(bin) + " acp",
-		WorkDir:      t.TempDir(),
-		Logger:       testsupport.Logger(t),
-		StartTimeout: 2 * time.Minute,
+		Command: quote(bin) + " acp",
+		WorkDir: t.TempDir(),
+		Logger:  testsupport.Logger(t),
+		Limits:  backend.Limits{StartTimeout: 2 * time.Minute},
 		Env: []string{
 			"HOME=" + home,
 			"XDG_CONFIG_HOME=" + filepath.Join(home, ".config"),

@@ -12,6 +12,7 @@ import (
 
 	"github.com/pilotdesk/pilotdesk/internal/queue"
 	"github.com/pilotdesk/pilotdesk/session"
+	"github.com/pilotdesk/pilotdesk/session/backend"
 )
 
 // Session is one conversation's ACP session.
@@ -304,10 +305,7 @@ func (s *Session) Run(ctx context.Context, t session.Turn) error {
 	defer s.used()
 	p, id, err := s.live(ctx)
 	if err != nil {
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-		return err
+		return backend.TurnErr(ctx, err)
 	}
 	if t.Model != "" {
 		s.log.Debug("acp: the agent's own configuration picks the model; the turn's model is not passed on", "model", t.Model)
@@ -519,11 +517,8 @@ func (s *Session) Close(ctx context.Context) error {
 	}
 	s.mu.Unlock()
 
-	if _, ok := ctx.Deadline(); !ok {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, s.a.opts.CloseTimeout)
-		defer cancel()
-	}
+	ctx, cancel := s.a.opts.CloseContext(ctx)
+	defer cancel()
 	var err error
 	if p != nil && id != "" && p.alive() {
 		if p.info.AgentCapabilities.SessionCapabilities.Close != nil {

@@ -33,6 +33,7 @@ import (
 
 	"github.com/pilotdesk/pilotdesk/internal/agentproc"
 	"github.com/pilotdesk/pilotdesk/session"
+	"github.com/pilotdesk/pilotdesk/session/backend"
 	"github.com/pilotdesk/pilotdesk/session/copilot/jsonrpc"
 )
 
@@ -72,36 +73,18 @@ type Options struct {
 	// for example COPILOT_HOME.
 	Env []string
 
-	// StartTimeout bounds starting the CLI and the handshake (the first run
-	// of a fresh install unpacks ~235 MB). Default 60s.
-	StartTimeout time.Duration
-	// StopGrace is how long a stopping CLI gets after its stdin closes
-	// before SIGTERM, and again before SIGKILL. Default 5s.
-	StopGrace time.Duration
-	// AbortTimeout bounds waiting for the CLI to go idle after an abort.
-	// Default 10s.
-	AbortTimeout time.Duration
-	// CloseTimeout bounds session.detach and waiting for its shutdown
-	// report when the caller's context has no deadline. Default 10s.
-	CloseTimeout time.Duration
+	// Limits: StartTimeout bounds starting the CLI and the handshake (the
+	// first run of a fresh install unpacks ~235 MB), default 60s;
+	// AbortTimeout, waiting for the CLI to go idle after an abort;
+	// CloseTimeout, session.detach and waiting for its shutdown report.
+	backend.Limits
 	// MaxFrameSize bounds one message from the CLI; larger ones are skipped.
 	// Default jsonrpc.DefaultMaxFrameSize.
 	MaxFrameSize int
 }
 
 func (o Options) withDefaults() Options {
-	if o.StartTimeout <= 0 {
-		o.StartTimeout = 60 * time.Second
-	}
-	if o.StopGrace <= 0 {
-		o.StopGrace = 5 * time.Second
-	}
-	if o.AbortTimeout <= 0 {
-		o.AbortTimeout = 10 * time.Second
-	}
-	if o.CloseTimeout <= 0 {
-		o.CloseTimeout = 10 * time.Second
-	}
+	o.Limits = o.Limits.WithDefaults(60 * time.Second)
 	if o.ProviderType == "" {
 		o.ProviderType = "openai"
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/pilotdesk/pilotdesk/internal/testsupport"
 	"github.com/pilotdesk/pilotdesk/session"
+	"github.com/pilotdesk/pilotdesk/session/backend"
 	"github.com/pilotdesk/pilotdesk/session/copilot"
 	"github.com/pilotdesk/pilotdesk/session/copilot/internal/fakecli"
 )
@@ -47,10 +48,10 @@ func newFake(t *testing.T, env ...string) (copilot.Options, *fakeCLI) {
 	}
 	f := &fakeCLI{t: t, logPath: filepath.Join(dir, "requests.jsonl")}
 	opts := copilot.Options{
-		Path:      exe,
-		WorkDir:   dir,
-		Logger:    testsupport.Logger(t),
-		StopGrace: 2 * time.Second,
+		Path:    exe,
+		WorkDir: dir,
+		Logger:  testsupport.Logger(t),
+		Limits:  backend.Limits{StopGrace: 2 * time.Second},
 		Env: append([]string{
 			fakecli.EnvEnable + "=1",
 			fakecli.EnvLog + "=" + f.logPath,

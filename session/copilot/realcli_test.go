@@ -14,6 +14,7 @@ import (
 
 	"github.com/pilotdesk/pilotdesk/internal/testsupport"
 	"github.com/pilotdesk/pilotdesk/session"
+	"github.com/pilotdesk/pilotdesk/session/backend"
 	"github.com/pilotdesk/pilotdesk/session/copilot"
 	"github.com/pilotdesk/pilotdesk/session/copilot/mockopenai"
 )
@@ -36,7 +37,7 @@ func realCLI(t *testing.T) copilot.Options {
 		ProviderType: "openai",
 		ProviderKey:  "mock-key",
 		Logger:       testsupport.Logger(t),
-		StartTimeout: 2 * time.Minute,
+		Limits:       backend.Limits{StartTimeout: 2 * time.Minute},
 		Env:          testsupport.CopilotEnv(home),
 	}
 }

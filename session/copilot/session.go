@@ -14,6 +14,7 @@ import (
 
 	"github.com/pilotdesk/pilotdesk/internal/queue"
 	"github.com/pilotdesk/pilotdesk/session"
+	"github.com/pilotdesk/pilotdesk/session/backend"
 	"github.com/pilotdesk/pilotdesk/session/copilot/jsonrpc"
 )
 
@@ -290,16 +291,10 @@ func (s *Session) Run(ctx context.Context, t session.Turn) error {
 	}
 	p, err := s.live(ctx)
 	if err != nil {
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-		return err
+		return backend.TurnErr(ctx, err)
 	}
 	if err := s.switchModel(ctx, p, t.Model); err != nil {
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-		return err
+		return backend.TurnErr(ctx, err)
 	}
 	if err := s.checkProvider(ctx); err != nil {
 		return err
@@ -393,11 +388,8 @@ func (s *Session) Close(ctx context.Context) error {
 	p := s.proc
 	s.mu.Unlock()
 
-	if _, ok := ctx.Deadline(); !ok {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, s.a.opts.CloseTimeout)
-		defer cancel()
-	}
+	ctx, cancel := s.a.opts.CloseContext(ctx)
+	defer cancel()
 	var detachErr error
 	if p != nil && p.alive() {
 		detachErr = p.conn.Call(ctx, "session.detach", map[string]any{"sessionId": s.id}, nil)

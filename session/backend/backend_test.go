@@ -1,0 +1,53 @@
+package backend
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+)
+
+// TestLimitsWithDefaults: zero or negative limits take the defaults, the
+// start one the backend's; limits set stay.
+func TestLimitsWithDefaults(t *testing.T) {
+	got := Limits{StopGrace: -1}.WithDefaults(time.Minute)
+	want := Limits{StartTimeout: time.Minute, StopGrace: 5 * time.Second, AbortTimeout: 10 * time.Second, CloseTimeout: 10 * time.Second}
+	if got != want {
+		t.Errorf("defaults: %+v, want %+v", got, want)
+	}
+	set := Limits{StartTimeout: 1, StopGrace: 2, AbortTimeout: 3, CloseTimeout: 4}
+	if got := set.WithDefaults(time.Minute); got != set {
+		t.Errorf("limits set: %+v, want them kept: %+v", got, set)
+	}
+}
+
+// TestCloseContext: a context without a deadline gets CloseTimeout; one
+// with its own keeps it.
+func TestCloseContext(t *testing.T) {
+	l := Limits{CloseTimeout: time.Hour}
+	ctx, cancel := l.CloseContext(context.Background())
+	defer cancel()
+	if d, ok := ctx.Deadline(); !ok || time.Until(d) > time.Hour || time.Until(d) < 59*time.Minute {
+		t.Errorf("deadline %v, %v: want in an hour", d, ok)
+	}
+	own, cancelOwn := context.WithTimeout(context.Background(), time.Minute)
+	defer cancelOwn()
+	ctx, cancel = l.CloseContext(own)
+	defer cancel()
+	if ctx != own {
+		t.Error("a context with a deadline of its own was replaced")
+	}
+}
+
+// TestTurnErr: the turn's own end wins over the error it caused.
+func TestTurnErr(t *testing.T) {
+	failed := errors.New("the agent did not start")
+	if err := TurnErr(context.Background(), failed); err != failed {
+		t.Errorf("TurnErr with a live context = %v", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := TurnErr(ctx, failed); !errors.Is(err, context.Canceled) {
+		t.Errorf("TurnErr with a cancelled context = %v", err)
+	}
+}
