@@ -14,9 +14,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
-	"strconv"
 	"strings"
 	"time"
 
@@ -202,11 +199,9 @@ type repl struct {
 	agent      agentRows // the agent's reasoning and plan (agentrows.go)
 	// plan is the last plan turn's steps, for /run.
 	plan []conversation.PlanStep
-	// The credit budget's warning and refusal, each said once.
-	budgetWarned, budgetSpentShown bool
-	// budgetAfterTurn is the relay's budget that changed while a turn ran,
-	// said once the turn has ended (budgetChanged).
-	budgetAfterTurn *protocol.Budget
+	// budget says the credit budget's warning and refusal, each once
+	// (budget.go).
+	budget budgetNotes
 
 	// Input requests.
 	prompt   *prompt                      // the open one
@@ -217,20 +212,13 @@ type repl struct {
 	// open becomes the prompt (copilot:subscribed's pendingInput).
 	replayed map[string]*protocol.UserInputRequest
 
-	list     []protocol.ConversationInfo // the last /list and its /more pages, for /switch N
-	listNext string                      // the cursor of the page /more asks for; "" when there is none
+	list conversationList // the last /list and its /more pages, for /switch N (list.go)
 	// confirm is the checkpoint /restore asks to confirm (y/N): the next
 	// line answers it (checkpoints.go).
-	confirm    string
-	listAppend bool // the page asked for is /more's: it continues list
+	confirm string
 
-	// What the user types.
-	keys         keyDecoder
-	editor       editor
-	enterPending bool     // raw mode: Enter was pressed before the conversation was ready
-	partial      []byte   // line mode: an unfinished line
-	lines        []string // line mode: lines waiting their turn
-	eof          bool
+	// typed is what the user types (input.go).
+	typed typedInput
 
 	connDown bool
 	// dropped: the connection dropped while the conversation was not ready
@@ -326,9 +314,9 @@ func (r *repl) loop(ctx context.Context, inputs <-chan inputChunk) error {
 		}
 		if !r.cfg.Term.Raw {
 			r.drainLines(ctx)
-		} else if r.enterPending && r.ready && r.prompt == nil {
-			r.enterPending = false
-			r.run(ctx, r.editor.submit(true))
+		} else if r.typed.enterPending && r.ready && r.prompt == nil {
+			r.typed.enterPending = false
+			r.run(ctx, r.typed.editor.submit(true))
 		}
 	}
 	r.printLogs()
@@ -459,207 +447,11 @@ func (r *repl) render() {
 		}
 		// While a turn streams the prompt line shows only once the user
 		// types (a /plan, say); otherwise the text streams unobstructed.
-		if r.cfg.Term.Raw && r.ready && (!r.streaming() || !r.editor.empty()) {
-			lines = append(lines, r.promptLabel(r.mode)+sanitize(r.editor.String()))
+		if r.cfg.Term.Raw && r.ready && (!r.streaming() || !r.typed.editor.empty()) {
+			lines = append(lines, r.promptLabel(r.mode)+sanitize(r.typed.editor.String()))
 		}
 	}
 	r.scr.showFooter(lines)
-}
-
-// ---- input ----
-
-func (r *repl) input(ctx context.Context, in inputChunk) {
-	if in.err != nil {
-		if !errors.Is(in.err, io.EOF) && !errors.Is(in.err, os.ErrDeadlineExceeded) {
-			r.note(styleError, "Reading the input failed: "+in.err.Error())
-		}
-		r.eof = true
-		if r.cfg.Term.Raw {
-			r.quit = true
-		}
-		if len(r.partial) > 0 {
-			r.lines = append(r.lines, string(r.partial))
-			r.partial = nil
-		}
-		return
-	}
-	if !r.cfg.Term.Raw {
-		r.partial = append(r.partial, in.data...)
-		for {
-			i := strings.IndexByte(string(r.partial), '\n')
-			if i < 0 {
-				break
-			}
-			line := strings.TrimSuffix(string(r.partial[:i]), "\r")
-			r.partial = r.partial[i+1:]
-			r.lines = append(r.lines, line)
-		}
-		return
-	}
-	for _, k := range r.keys.feed(in.data) {
-		r.key(ctx, k)
-		if r.quit {
-			return
-		}
-	}
-}
-
-// key handles one key in raw mode.
-func (r *repl) key(ctx context.Context, k key) {
-	if p := r.prompt; p != nil {
-		switch k.kind {
-		case keyRune:
-			p.input.insert(k.r)
-			p.highlight = -1
-		case keyBackspace:
-			p.input.backspace()
-		case keyCtrlU:
-			p.input.clear()
-		case keyCtrlW:
-			p.input.killWord()
-		case keyUp, keyDown:
-			p.move(k.kind == keyDown)
-		case keyEnter:
-			if r.questionCommand(ctx, p.input.String()) {
-				p.input.clear()
-				return
-			}
-			r.resolve(ctx, p, p.enter())
-		case keyCtrlC:
-			// Ctrl+C during a question rejects it (docs/cli.md, Answering questions).
-			r.resolve(ctx, p, outcome{valid: true, reject: true, shown: "Reject (Ctrl+C)"})
-		case keyCtrlD:
-			if p.input.empty() {
-				r.quitWithOpenQuestion()
-			}
-		}
-		return
-	}
-	switch k.kind {
-	case keyRune:
-		r.editor.insert(k.r)
-	case keyTab:
-		r.editor.insert(' ')
-	case keyBackspace:
-		r.editor.backspace()
-	case keyCtrlU:
-		r.editor.clear()
-	case keyCtrlW:
-		r.editor.killWord()
-	case keyUp:
-		r.editor.older()
-	case keyDown:
-		r.editor.newer()
-	case keyEnter:
-		if !r.ready {
-			// The conversation is not known yet (its mode, whether a turn
-			// runs): the line goes once it is.
-			r.enterPending = true
-			return
-		}
-		r.run(ctx, r.editor.submit(true))
-	case keyCtrlC:
-		switch {
-		case r.streaming():
-			r.abort(ctx)
-		case !r.editor.empty():
-			r.editor.clear()
-		default:
-			r.note(styleDim, "(Press Ctrl+D or type /quit to leave.)")
-		}
-	case keyCtrlD:
-		if r.editor.empty() {
-			r.quit = true
-		}
-	}
-}
-
-// drainLines runs the queued lines of line mode in order. A line waits
-// while it cannot run yet: a prompt or a command that changes the
-// conversation waits for the turn to end, an answer for the question. So
-// `printf 'deploy\na\n/quit\n' | pilotdesk chat` answers the question
-// with "a" and quits once the turn is over.
-func (r *repl) drainLines(ctx context.Context) {
-	for !r.quit {
-		if len(r.lines) == 0 {
-			if r.eof && r.ready && (r.prompt != nil || !r.streaming()) {
-				if r.prompt != nil {
-					r.quitWithOpenQuestion()
-				} else {
-					r.quit = true
-				}
-			}
-			return
-		}
-		line := r.lines[0]
-		if !r.ready {
-			// Lines wait for the conversation (so that a piped /quit
-			// shows its history first), but once the connection has
-			// dropped before it came, /quit does not: a relay that keeps
-			// dropping the connection must not keep the user in.
-			if cmd := strings.TrimSpace(line); r.dropped && (cmd == "/quit" || cmd == "/exit") {
-				r.lines = r.lines[1:]
-				r.echo(r.promptLabel(r.mode), cmd)
-				r.quit = true
-			}
-			return
-		}
-		if r.confirm != "" {
-			r.lines = r.lines[1:]
-			r.confirmRestore(ctx, line)
-			continue
-		}
-		if r.prompt == nil && r.streaming() && !midStreamCommand(line) {
-			return
-		}
-		r.lines = r.lines[1:]
-		if p := r.prompt; p != nil {
-			r.echo(r.glyph(p), line)
-			if r.questionCommand(ctx, line) {
-				continue
-			}
-			o := p.interpret(line)
-			if !o.valid {
-				r.note(styleWarn, p.hint)
-				continue
-			}
-			r.resolve(ctx, p, o)
-			continue
-		}
-		r.run(ctx, line)
-	}
-}
-
-// questionCommand runs the commands that make sense while a question is
-// open, /quit and /abort (no one answers a question with those), and
-// reports whether line was one.
-func (r *repl) questionCommand(ctx context.Context, line string) bool {
-	switch strings.TrimSpace(line) {
-	case "/quit", "/exit":
-		r.quitWithOpenQuestion()
-		return true
-	case "/abort":
-		r.abort(ctx)
-		return true
-	}
-	return false
-}
-
-// echo prints what was typed (in raw mode the prompt line, in line mode
-// the line read), so the transcript shows the user's side.
-func (r *repl) echo(label, typed string) { r.scr.line(label + sanitize(typed)) }
-
-// midStreamCommand reports whether a line may run while a turn streams.
-func midStreamCommand(line string) bool {
-	fields := strings.Fields(line)
-	if len(fields) == 0 {
-		return false
-	}
-	switch fields[0] {
-	case "/plan", "/act", "/abort", "/help":
-		return true
-	}
-	return false
 }
 
 // run runs a submitted line: a command or a prompt.
@@ -703,37 +495,6 @@ func (r *repl) sendTurn(ctx context.Context, prompt string) bool {
 	return true
 }
 
-// runPlan sends the chosen steps of the last plan (all when which is
-// empty, else "2" or "1,3") as a turn in Act, and switches to Act.
-func (r *repl) runPlan(ctx context.Context, which string) {
-	if len(r.plan) == 0 {
-		r.note(styleWarn, "No plan to run: a turn in Plan mode whose tool calls were denied makes one.")
-		return
-	}
-	if r.streaming() {
-		r.note(styleWarn, "A turn is running: wait for it to end, or /abort it, then /run.")
-		return
-	}
-	steps := r.plan
-	if which != "" {
-		steps = nil
-		for _, f := range strings.Split(which, ",") {
-			n, err := strconv.Atoi(strings.TrimSpace(f))
-			if err != nil || n < 1 || n > len(r.plan) {
-				r.note(styleWarn, fmt.Sprintf("There is no step %q: the plan has steps 1 to %d.", sanitize(f), len(r.plan)))
-				return
-			}
-			steps = append(steps, r.plan[n-1])
-		}
-	}
-	prompt := conversation.PlanPrompt(steps)
-	r.mode = protocol.ModeAct // a send carries the mode its turn runs in
-	if !r.sendTurn(ctx, prompt) {
-		return
-	}
-	r.note(styleOK, fmt.Sprintf("Act mode: running %d step(s) of the plan.", len(steps)))
-}
-
 // startTurn resets what the REPL tracks per turn.
 func (r *repl) startTurn() {
 	r.errorShown = false
@@ -741,138 +502,8 @@ func (r *repl) startTurn() {
 	r.lastMsgID = ""
 }
 
-// listPageSize is how many conversations /list and /more show at a time:
-// a screenful, where the relay's own page (200) would scroll away.
-const listPageSize = 50
-
-const helpText = `Commands:
-  /plan, /act   switch the mode (also while a turn runs): plan denies every tool, act runs them
-  /new [DIR] [--worktree]  start a new conversation (in folder DIR, on a branch of its own with --worktree)
-  /list         list the relay's conversations (the most recent first)
-  /more         list the next ones, after /list
-  /switch N     open conversation N of the last /list (or /switch ID)
-  /run [N,…]    carry out the last plan in Act (all its steps, or those numbered)
-  /changes      list the turns that changed files, numbered, with their files
-  /diff N [PATH]  show turn N's diff (of one file with PATH)
-  /restore N    put the files back as they were before turn N (asks first; can be undone)
-  /abort        stop the running turn (Ctrl+C does too)
-  /quit         leave (Ctrl+D does too)`
-
-func (r *repl) command(ctx context.Context, text string) {
-	fields := strings.Fields(text)
-	if r.checkpointCommand(ctx, fields) {
-		return
-	}
-	switch fields[0] {
-	case "/plan", "/act":
-		mode := protocol.Mode(strings.TrimPrefix(fields[0], "/"))
-		prev := r.mode
-		r.mode = mode // the next prompt carries it even before the relay confirms
-		if err := r.send(ctx, func(c context.Context) error { return r.conn.SetMode(c, r.conv, mode) }); err != nil {
-			r.mode = prev
-			r.note(styleError, "Mode not changed: "+err.Error())
-		}
-	case "/new":
-		ws, problem := workspaceArg(fields[1:])
-		if problem != "" {
-			r.note(styleWarn, problem)
-			return
-		}
-		r.nextWorkspace = ws
-		if err := r.switchTo(ctx, ""); err != nil {
-			r.nextWorkspace = nil
-			r.note(styleError, err.Error())
-		}
-	case "/list", "/more":
-		cursor := ""
-		if fields[0] == "/more" {
-			if r.listNext == "" {
-				r.note(styleDim, "Nothing more to list: /list starts from the most recent again.")
-				return
-			}
-			cursor = r.listNext
-		}
-		r.listAppend = cursor != ""
-		if err := r.send(ctx, func(c context.Context) error { return r.conn.ListPage(c, listPageSize, cursor) }); err != nil {
-			r.note(styleError, "Could not list the conversations: "+err.Error())
-		}
-	case "/switch":
-		if len(fields) != 2 {
-			r.note(styleWarn, "Usage: /switch N (a number from /list) or /switch ID.")
-			return
-		}
-		id, problem := r.pickConversation(fields[1])
-		if problem != "" {
-			r.note(styleWarn, problem)
-			return
-		}
-		if err := r.switchTo(ctx, id); err != nil {
-			r.note(styleError, err.Error())
-		}
-	case "/run":
-		r.runPlan(ctx, strings.Join(fields[1:], ""))
-	case "/abort":
-		r.abort(ctx)
-	case "/quit", "/exit":
-		r.quit = true
-	case "/help":
-		for _, l := range strings.Split(helpText, "\n") {
-			r.note(styleDim, l)
-		}
-	default:
-		r.note(styleWarn, fmt.Sprintf("Unknown command %s. Commands: /plan /act /new /list /more /switch N /run /changes /diff N /restore N /abort /quit /help.", sanitize(fields[0])))
-	}
-}
-
-// pickConversation reads /switch's argument: a number from the last /list
-// or a conversation ID. problem says what is wrong with it, for the user.
-func (r *repl) pickConversation(arg string) (id, problem string) {
-	if isNumber(arg) {
-		if r.list == nil {
-			return "", "Run /list first, then /switch N with a number from it."
-		}
-		n, err := strconv.Atoi(arg)
-		if err != nil || n < 1 || n > len(r.list) {
-			return "", fmt.Sprintf("There is no conversation %s: /list shows %d.", arg, len(r.list))
-		}
-		return r.list[n-1].ConversationID, ""
-	}
-	if _, err := uuid.Parse(arg); err != nil {
-		return "", fmt.Sprintf("%q is neither a number from /list nor a conversation ID.", arg)
-	}
-	return arg, ""
-}
-
 // switchTo leaves the current conversation (its turn, if any, goes on in
 // the relay) and follows another one, replaying it; id "" starts a new one.
-// workspaceArg reads /new's arguments: a folder, made absolute, and
-// --worktree; a problem is said in words.
-func workspaceArg(args []string) (*protocol.WorkspaceRequest, string) {
-	var ws *protocol.WorkspaceRequest
-	worktree := false
-	for _, a := range args {
-		switch {
-		case a == "--worktree":
-			worktree = true
-		case ws == nil && !strings.HasPrefix(a, "-"):
-			abs, err := filepath.Abs(a)
-			if err != nil {
-				return nil, fmt.Sprintf("The folder %q: %v.", sanitize(a), err)
-			}
-			ws = &protocol.WorkspaceRequest{Path: abs}
-		default:
-			return nil, "Usage: /new [DIR] [--worktree]."
-		}
-	}
-	if worktree {
-		if ws == nil {
-			return nil, "--worktree needs a folder: /new DIR --worktree."
-		}
-		ws.Isolation = protocol.IsolationWorktree
-	}
-	return ws, ""
-}
-
 func (r *repl) switchTo(ctx context.Context, id string) error {
 	if id != "" && id == r.conv {
 		r.note(styleDim, "Already in that conversation.")

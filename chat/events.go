@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"time"
 
 	"github.com/pilotdesk/pilotdesk/client"
 	"github.com/pilotdesk/pilotdesk/conversation"
@@ -483,10 +482,7 @@ func (r *repl) idle(d *protocol.Idle, u conversation.Update) {
 	r.scr.blank()
 	r.running, r.sendPending, r.waiting = false, false, false
 	r.lastMsgID = ""
-	if b := r.budgetAfterTurn; b != nil {
-		r.budgetAfterTurn = nil
-		r.budgetChanged(b)
-	}
+	r.sayBudget(r.budget.turnEnded(r.cfg.Now()))
 	r.errorShown = false
 }
 
@@ -523,81 +519,6 @@ func (r *repl) relayError(d *protocol.Error) {
 	}
 }
 
-// showList prints a page of the list, /list's or /more's, and keeps it
-// for /switch N: /more's pages continue the numbers of the one before.
-func (r *repl) showList(page *protocol.Conversations) {
-	start := 0
-	if r.listAppend {
-		start = len(r.list)
-		r.list = append(r.list, page.Conversations...)
-	} else {
-		r.list = page.Conversations
-	}
-	r.listAppend = false
-	r.listNext = page.NextCursor
-	switch {
-	case len(page.Conversations) == 0 && start == 0:
-		r.note(styleDim, "No conversations yet.")
-		return
-	case len(page.Conversations) == 0:
-		r.note(styleDim, "No more conversations.")
-		return
-	case start == 0 && page.NextCursor == "":
-		r.note(styleBold, fmt.Sprintf("Conversations (%d):", len(page.Conversations)))
-	default:
-		r.note(styleBold, fmt.Sprintf("Conversations %d–%d:", start+1, len(r.list)))
-	}
-	now := r.cfg.Now()
-	for i, c := range page.Conversations {
-		mark := "  "
-		if c.ConversationID == r.conv {
-			mark = r.scr.style(styleInfo, "* ")
-		}
-		title := oneLine(c.Title)
-		if title == "" {
-			title = "(untitled)"
-		}
-		parts := []string{truncate(title, 60), string(c.Mode)}
-		switch {
-		case c.WaitingInput:
-			// The agent waits on a question: its turn runs, but nothing
-			// streams until someone answers.
-			parts = append(parts, "waiting for you")
-		case c.Streaming:
-			parts = append(parts, "streaming")
-		}
-		if t, err := time.Parse(time.RFC3339Nano, c.UpdatedAt); err == nil {
-			parts = append(parts, ago(now.Sub(t)))
-		}
-		if w := c.Workspace; w != nil { // its folder, and branch for a worktree
-			folder := oneLine(w.Path)
-			if w.Branch != "" {
-				folder += " (" + oneLine(w.Branch) + ")"
-			}
-			parts = append(parts, folder)
-		}
-		r.scr.line(fmt.Sprintf("%s%s %s", mark, r.scr.style(styleInfo, fmt.Sprintf("%d)", start+i+1)), strings.Join(parts, " · ")))
-	}
-	if page.NextCursor != "" {
-		r.note(styleDim, "/switch N opens one; /more lists more.")
-		return
-	}
-	r.note(styleDim, "/switch N opens one.")
-}
-
-// ago says how long ago something happened, roughly.
-func ago(d time.Duration) string {
-	switch {
-	case d < time.Minute:
-		return "just now"
-	case d < time.Hour:
-		return fmt.Sprintf("%dm ago", int(d.Minutes()))
-	case d < 48*time.Hour:
-		return fmt.Sprintf("%dh ago", int(d.Hours()))
-	}
-	return fmt.Sprintf("%dd ago", int(d.Hours()/24))
-}
-
 // firstLine is the first non-blank line of a tool's result, with a count
 // of the lines left out.
 func firstLine(s string) string {
@@ -630,33 +551,4 @@ func (r *repl) showPlan(steps []conversation.PlanStep) {
 		r.note("", fmt.Sprintf("  %d) %s", i+1, sanitize(conversation.StepText(p))))
 	}
 	r.note(styleDim, "/run carries it out in Act; /run 2 or /run 1,3 only those steps.")
-}
-
-// budgetChanged warns once when the relay's credit budget is 80% spent,
-// and says once that new turns are refused when it is spent.
-// While a turn runs the notice waits for its end (idle), so that it
-// follows the turn's usage line whichever of the relay's budget broadcast
-// and the turn's end comes first.
-func (r *repl) budgetChanged(b *protocol.Budget) {
-	if r.running {
-		r.budgetAfterTurn = b
-		return
-	}
-	switch {
-	case b.Exceeded():
-		if !r.budgetSpentShown {
-			r.budgetSpentShown, r.budgetWarned = true, true
-			r.scr.endLine()
-			r.note(styleError, conversation.BudgetRefusal(*b, r.cfg.Now()))
-		}
-	case b.Warn():
-		r.budgetSpentShown = false
-		if !r.budgetWarned {
-			r.budgetWarned = true
-			r.scr.endLine()
-			r.note(styleWarn, conversation.BudgetWarning(*b)+" "+conversation.BudgetText(*b, r.cfg.Now())+".")
-		}
-	default:
-		r.budgetSpentShown, r.budgetWarned = false, false
-	}
 }
