@@ -150,11 +150,9 @@ type Window struct {
 	title      *widget.Label
 	composer   *composerEntry
 	sendBtn    *widget.Button
-	mode       *modeSwitch // with budget, below
 	wait       *waitIndicator
 	modal      *inputModal
 	view       store.View
-	notifier   *notifier // with budget, below
 	noticeSlot *fyne.Container
 	notice     *noticeCard
 	chat       *fyne.Container // the conversation's pane: title, notice, transcript, composer
@@ -165,12 +163,17 @@ type Window struct {
 	questionSlot *canvas.Rectangle
 	settings     *settingsDialog
 	about        dialog.Dialog
-	// Controllers that keep their own state (modeswitch.go, budget.go,
-	// notify.go, listpager.go): mode is the Plan/Act toggle with the plan
-	// banner, budget the credit budget's line and sayings, notifier the
-	// desktop notifications, pager the conversation list's paging.
+	// Controllers that keep their own state, on the UI goroutine too:
+	// mode is the Plan/Act toggle with the plan banner and the pick the
+	// relay has not confirmed (toggle.go), budget the credit budget's
+	// line and sayings (budget.go), notifier the desktop notifications
+	// and the focus (notify.go), pager the conversation list's paging
+	// (listpager.go).
+	mode     *modeSwitch
 	budget   *budgetGuard
+	notifier *notifier
 	pager    listPager
+
 	lastConn client.StateChange
 	// countdownScheduled is true while a redraw of the countdowns is
 	// scheduled, a second after the last.
