@@ -165,6 +165,10 @@ bench-nats: nats-server
 	$(GO) run ./tools/fanoutbench -store jetstream -nats cluster -nats-sync 2m -idle 0 -anchor=false
 	$(GO) run ./tools/fanoutbench -store jetstream -nats embedded -idle 0 -anchor=false
 	$(GO) run ./tools/fanoutbench -replay 100000 -store jetstream -nats cluster
+	@# The cluster's appends/s with the conversations in one stream and
+	@# spread over three (--nats-streams 3), on the same three nodes, rounds
+	@# alternating (issue #32: target >= 2x).
+	$(GO) run ./tools/fanoutbench -appends 5s -streams 3 -size 100
 	$(GO) test -tags $(TEST_TAGS) -run '^$$' -bench 'ClusterLatency/cluster' -benchtime 1x ./relay/
 	$(LOAD_BUILD)
 	.tools/load/load -bin .tools/load/pilotdesk -nats -conns 150 -convs 15 -duration 30s -kill-at 5s

@@ -7,6 +7,7 @@
 //	go run ./tools/fanoutbench -store jetstream -nats embedded  # on a JetStream node in the relay's process
 //	go run ./tools/fanoutbench -store jetstream -nats cluster -compare sqlite   # and a relay on SQLite, rounds alternating: the ratio
 //	go run ./tools/fanoutbench -replay 100000 -store jetstream -nats cluster   # replay of a 100,000-event conversation, and on SQLite
+//	go run ./tools/fanoutbench -appends 5s -streams 3   # a 3-node cluster's appends/s, one stream against three
 //
 // The relay runs in a child process (this binary re-executed), so that its
 // CPU time, allocations and RSS are its own; the clients run in this process.
@@ -64,6 +65,8 @@ type options struct {
 	anchor      bool
 	replay      int
 	compare     string
+	appends     time.Duration
+	streams     int
 }
 
 var exitCode int
@@ -86,6 +89,8 @@ func main() {
 	flag.BoolVar(&o.anchor, "anchor", true, "measure nats-server's core fan-out (same subscribers, same message size) after the burst rounds, and print the relay's CPU per delivery as a ratio of it")
 	flag.IntVar(&o.replay, "replay", 0, "instead of the fan-out, measure the replay of a conversation of `N` events: on SQLite, and on -store jetstream (-nats cluster) in the same run")
 	flag.StringVar(&o.compare, "compare", "", "with -store jetstream: run the same burst rounds on a relay with this store (sqlite) in the same run, alternating, and print the throughput ratio against the target (>= 0.5x)")
+	flag.DurationVar(&o.appends, "appends", 0, "instead of the fan-out, measure the appends/s of a 3-node cluster (R3, -nats-sync) with the conversations in one stream and spread over -streams streams, rounds of this `DURATION` alternating (-rounds each), and print the ratio against the target (>= 2x)")
+	flag.IntVar(&o.streams, "streams", 3, "with -appends: the streams of the sharded history (jetstream.Options.Streams, serve --nats-streams)")
 	flag.Parse()
 
 	role := "clients"
@@ -116,7 +121,10 @@ func main() {
 		return
 	}
 	run := runBench
-	if o.replay > 0 {
+	switch {
+	case o.appends > 0:
+		run = runAppends
+	case o.replay > 0:
 		run = runReplay
 	}
 	if err := run(o); err != nil {

@@ -3,6 +3,7 @@ package main
 import (
 	"os"
 	"testing"
+	"time"
 
 	"github.com/pilotdesk/pilotdesk/relay/history/jetstream/natstest"
 )
@@ -73,5 +74,19 @@ func TestSmallReplay(t *testing.T) {
 	}
 	if err := runReplay(options{replay: 3000, size: 64, store: "jetstream", nats: "cluster", sync: "NORMAL"}); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// -appends writes to a history of one stream and one of three on a 3-node
+// cluster, rounds alternating, every append acknowledged.
+func TestSmallAppends(t *testing.T) {
+	if _, err := natstest.Binary(); err != nil {
+		t.Skipf("nats-server is not installed (make nats-server): %v", err)
+	}
+	if err := runAppends(options{appends: 300 * time.Millisecond, streams: 3, rounds: 2, size: 64, natsSync: "always"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := runAppends(options{appends: time.Second, streams: 1, rounds: 1}); err == nil {
+		t.Error("-appends with -streams 1 was taken")
 	}
 }
