@@ -17,6 +17,7 @@ import (
 	"github.com/pilotdesk/pilotdesk/assets"
 	"github.com/pilotdesk/pilotdesk/client"
 	"github.com/pilotdesk/pilotdesk/internal/glpreload"
+	"github.com/pilotdesk/pilotdesk/internal/prefsfile"
 	"github.com/pilotdesk/pilotdesk/protocol"
 	"github.com/pilotdesk/pilotdesk/settings"
 	"github.com/pilotdesk/pilotdesk/ui"
@@ -50,6 +51,22 @@ func showWindow(ctx context.Context, fs *flag.FlagSet, cf *clientFlags, env Env)
 	defer resumeGC()
 	a := app.NewWithID(AppID)
 	a.SetIcon(fyne.NewStaticResource("pilotdesk.png", assets.Icon))
+	// The window's preferences in a file of their own (prefsfile.go). If
+	// it cannot be made, the window still starts, on Fyne's store.
+	path, err := prefsPath()
+	var prefs *prefsfile.Store
+	if err == nil {
+		prefs, err = usePrefsFile(a, path, logger)
+	}
+	if err != nil {
+		logger.Warn("the preferences file cannot be used; the preferences are Fyne's", "err", err)
+	} else {
+		defer func() {
+			if err := prefs.Close(); err != nil {
+				logger.Warn("the preferences were not saved at exit", "err", err)
+			}
+		}()
+	}
 
 	d, err := openDesktop(ctx, desktopConfig{
 		app:    a,

@@ -125,7 +125,7 @@ click 528 235 # the ACP agent list's button
 click 260 270 # its first entry: opencode acp (the only agent on PATH)
 import -window "$win" "$out/acp-window-settings.png"
 click 595 670 0.5 # Apply
-prefs=$home/.config/fyne/io.github.pilotdesk/preferences.json
+prefs=$home/.config/pilotdesk/preferences.json
 saved() { grep -q '"settings.acpCommand":"opencode acp"' "$prefs" && grep -q '"settings.agent":"acp"' "$prefs"; }
 waitfor "Settings to save the ACP agent opencode acp" 20 saved
 waitfor "the relay to restart on opencode" 120 logged 'msg="agent: acp" command="opencode acp"'

@@ -10,9 +10,9 @@ type Preferences interface {
 	SetBool(key string, value bool)
 }
 
-// batchWriter is what Fyne's own preferences (internal.InMemoryPreferences,
-// also the test driver's) offer besides Preferences: one write for many
-// values.
+// batchWriter is what the window's preference store (internal/prefsfile)
+// and Fyne's own (internal.InMemoryPreferences, also the test driver's)
+// offer besides Preferences: one write for many values.
 type batchWriter interface {
 	WriteValues(func(map[string]any))
 }
@@ -38,9 +38,8 @@ func Load(p Preferences, def Settings) Settings {
 }
 
 // Save writes every setting of s to p, in one change where p allows it:
-// Fyne's file-backed preferences write the whole file on each change, so
-// twelve separate changes would mean twelve writes that its file watcher
-// can read half-written.
+// a file-backed store writes the whole file for a change, so twelve
+// separate changes could mean twelve writes.
 func Save(p Preferences, s Settings) {
 	values := make(map[string]any, len(table))
 	for _, r := range table {

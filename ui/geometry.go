@@ -10,10 +10,7 @@ var (
 
 // prefWindowSize is the preference key of the window's size at its last
 // close, width and height in one value: closing then changes the
-// preferences once. Fyne saves its preferences file on every change and
-// reloads it when it sees the file change; a second change while the first
-// save settles has it reload a file that is being rewritten (it logs
-// "Preferences load error: EOF").
+// preferences once.
 const prefWindowSize = "window.size"
 
 // The keys the size had before prefWindowSize, read when it is absent.

@@ -10,7 +10,7 @@
 ;   its uninstaller.
 ; - Installing over an earlier version replaces the program in place; the
 ;   user's data (%LOCALAPPDATA%\pilotdesk: history, devices, relay.json) and
-;   settings (%APPDATA%\fyne\io.github.pilotdesk) are never touched, by an
+;   settings (%APPDATA%\pilotdesk) are never touched, by an
 ;   upgrade or by the uninstaller.
 ;
 ; Defines given by the build: VERSION (MAJOR.MINOR.PATCH), VERSION4
