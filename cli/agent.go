@@ -145,7 +145,7 @@ func scriptAgent(path string) (session.Agent, error) {
 		if err != nil {
 			return nil, fmt.Errorf("the built-in demo script is broken: %w", err)
 		}
-		return script.New(sc), nil
+		return script.NewDemo(sc), nil
 	}
 	sc, err := script.Load(path)
 	if err != nil {

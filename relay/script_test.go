@@ -1,8 +1,13 @@
 package relay_test
 
 import (
+	"strings"
 	"testing"
+	"time"
 
+	"github.com/pilotdesk/pilotdesk/client"
+	"github.com/pilotdesk/pilotdesk/conversation"
+	"github.com/pilotdesk/pilotdesk/protocol"
 	"github.com/pilotdesk/pilotdesk/relay"
 	"github.com/pilotdesk/pilotdesk/relay/relaytest"
 	"github.com/pilotdesk/pilotdesk/session/script"
@@ -130,5 +135,78 @@ func TestCredits(t *testing.T) {
 	sd := cl.Expect("copilot:shutdown")
 	if sd.Field("aiCredits") != 2.25 {
 		t.Fatalf("shutdown %s: want aiCredits 2.25", sd.Raw)
+	}
+}
+
+// TestDemoUsageAddsUp: the built-in demo's premium requests add up over its
+// turns, whichever conversation they are in and whether or not a turn has
+// a usage step of its own, and the window's and the terminal's words
+// (conversation.UsageText, TurnText, the web client's words.js alike) say
+// the figures the relay sent. A script's own usage steps report what they
+// say (TestScriptAgent).
+func TestDemoUsageAddsUp(t *testing.T) {
+	checkNoLeaks(t)
+	demo, err := script.Demo()
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := relaytest.Start(t, relay.Config{Agent: script.NewDemo(demo)})
+	cl := srv.Dial(t)
+	states := map[string]*conversation.State{}
+	turns := []struct{ conv, prompt, words string }{
+		{"d1", "markdown please", "42 of 300 premium requests used, 86% left"},
+		{"d2", "help", "43 of 300 premium requests used, 86% left"},
+		{"d1", "usage", "44 of 300 premium requests used, 85% left"},
+	}
+	last := -1.0
+	for _, turn := range turns {
+		st := states[turn.conv]
+		if st == nil {
+			st = conversation.New(turn.conv, conversation.Options{})
+			states[turn.conv] = st
+		}
+		cl.Send("copilot:send", map[string]any{"conversationId": turn.conv, "prompt": turn.prompt, "mode": "act"})
+		idle, frames := cl.WaitForCollect("copilot:idle", func(f relaytest.Frame) bool { return f.Field("conversationId") == turn.conv })
+		if idle.Field("status") != "completed" {
+			t.Fatalf("%q: %s", turn.prompt, idle.Raw)
+		}
+		quotas := 0
+		for _, f := range append(frames, idle) {
+			ev, err := protocol.DecodeEvent(f.Raw)
+			if err != nil {
+				t.Fatal(err)
+			}
+			st.Apply(client.Event{Type: ev.Type, Data: ev.Data, Raw: f.Raw})
+			if f.Type != "copilot:quota" {
+				continue
+			}
+			quotas++
+			var q struct {
+				QuotaSnapshots struct {
+					Premium struct{ UsedRequests float64 } `json:"premium_interactions"`
+				} `json:"quotaSnapshots"`
+			}
+			f.Decode(t, &q)
+			if used := q.QuotaSnapshots.Premium.UsedRequests; used <= last {
+				t.Fatalf("%q: %v premium requests used after %v", turn.prompt, used, last)
+			} else {
+				last = used
+			}
+		}
+		if quotas != 1 {
+			t.Fatalf("%q: %d usage reports, want one", turn.prompt, quotas)
+		}
+		if len(st.Usage.Quotas) == 0 {
+			t.Fatalf("%q: no quota in the conversation's usage", turn.prompt)
+		}
+		now := time.Date(2026, 11, 20, 0, 0, 0, 0, time.UTC)
+		if got := conversation.QuotaText(st.Usage.Quotas[0]); got != turn.words {
+			t.Errorf("%q: %q, want %q", turn.prompt, got, turn.words)
+		}
+		for _, line := range []string{conversation.UsageText(st.Usage, st.Turn, now), conversation.TurnText(st.Turn, st.Usage, now)} {
+			if !strings.Contains(line, turn.words) {
+				t.Errorf("%q: %q does not say %q", turn.prompt, line, turn.words)
+			}
+		}
 	}
 }

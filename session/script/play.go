@@ -40,6 +40,10 @@ type Agent struct {
 	// their agent process is gone.
 	closed context.Context
 	close  context.CancelFunc
+	// account, for the built-in demo only (NewDemo), makes the usage add
+	// up over turns; nil for a script, whose usage steps report what
+	// they say.
+	account *account
 }
 
 // errClosed is what a session of a closed agent answers.
@@ -68,7 +72,7 @@ func (a *Agent) Open(_ context.Context, conversationID string, opts session.Open
 	if dir == "" {
 		dir, _ = os.Getwd()
 	}
-	return &Session{script: a.script, host: host, sleep: a.sleep, dir: dir, agentClosed: a.closed}, nil
+	return &Session{script: a.script, host: host, sleep: a.sleep, dir: dir, agentClosed: a.closed, account: a.account}, nil
 }
 
 // Close ends the turns under way (their Run returns an error) and every
@@ -88,6 +92,7 @@ type Session struct {
 	dir    string // the folder its tool steps' effects change
 	// agentClosed is done once the Agent that opened it was closed.
 	agentClosed context.Context
+	account     *account // the demo's (Agent.account)
 }
 
 // Close ends the session. A script tracks no usage of its own (its shutdown
@@ -131,6 +136,7 @@ func (s *Session) run(ctx context.Context, turn session.Turn) error {
 		prompt:    turn.Prompt,
 		messageID: uuid.NewString(),
 		dir:       s.dir,
+		account:   s.account,
 	}
 	var t *Turn
 	if steps, ok := numberedSteps(turn.Prompt); ok {
@@ -195,6 +201,8 @@ type player struct {
 	messageID string
 	message   strings.Builder // every delta of the turn
 	dir       string          // the folder tool effects change; {{workspace}}
+	account   *account        // the demo's, or nil
+	reported  bool            // a usage step has played
 
 	tool   string // {{tool}}
 	answer string // {{answer}}
@@ -223,18 +231,7 @@ func (p *player) play(ctx context.Context, step Step) error {
 			InputType: st.Type,
 		})
 	case UsageStep:
-		u := st.Usage
-		p.host.Emit(session.Usage{
-			Model:            u.Model,
-			Cost:             clonePtr(u.Cost),
-			InputTokens:      clonePtr(u.InputTokens),
-			OutputTokens:     clonePtr(u.OutputTokens),
-			CacheReadTokens:  clonePtr(u.CacheReadTokens),
-			CacheWriteTokens: clonePtr(u.CacheWriteTokens),
-			QuotaSnapshots:   slices.Clone(u.QuotaSnapshots),
-			NanoAIU:          clonePtr(u.NanoAIU),
-			AICreditsStatus:  u.AICreditsStatus,
-		})
+		p.emitUsage(st.Usage)
 	case ShutdownStep:
 		p.host.Emit(session.Shutdown{
 			TotalPremiumRequests: st.Shutdown.TotalPremiumRequests,
@@ -251,6 +248,16 @@ func (p *player) play(ctx context.Context, step Step) error {
 	return nil
 }
 
+// emitUsage reports u; the demo's account first adds it to what was used.
+func (p *player) emitUsage(u session.Usage) {
+	p.reported = true
+	u = cloneUsage(u)
+	if p.account != nil {
+		u = p.account.charge(u)
+	}
+	p.host.Emit(u)
+}
+
 // emitDelta streams text as part of the turn's message. An empty delta
 // (say "{{answer}}" after a timeout) carries nothing and is not sent.
 func (p *player) emitDelta(text string) {
@@ -263,6 +270,10 @@ func (p *player) emitDelta(text string) {
 
 // finish sends the turn's deltas as one whole message, if there were any.
 func (p *player) finish() {
+	if p.account != nil && !p.reported && p.account.template != nil {
+		// The demo's turn was a model call too.
+		p.emitUsage(*p.account.template)
+	}
 	if p.message.Len() == 0 {
 		return
 	}

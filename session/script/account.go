@@ -1,0 +1,104 @@
+package script
+
+import (
+	"encoding/json"
+	"math"
+	"slices"
+	"sync"
+
+	"github.com/pilotdesk/pilotdesk/session"
+)
+
+// NewDemo returns the scripted agent playing the built-in demo s as a user
+// of a real agent would see it: every completed turn reports usage (a turn
+// with no usage step of its own reports the demo's first one), and the
+// premium requests used add up over the agent's turns, all conversations
+// alike: a report's usedRequests is the previous report's plus its cost,
+// its remainingPercentage what that leaves of the entitlement. The first
+// report says what the script says.
+//
+// A script played with New reports exactly what its usage steps say
+// (docs/script-agent.md); only the demo keeps an account.
+func NewDemo(s *Script) session.Agent {
+	a := New(s).(*Agent)
+	a.account = &account{template: firstUsage(s)}
+	return a
+}
+
+// firstUsage is the first usage step of s, or nil.
+func firstUsage(s *Script) *session.Usage {
+	for _, t := range s.Turns {
+		for _, st := range t.Steps {
+			if u, ok := st.(UsageStep); ok {
+				return &u.Usage
+			}
+		}
+	}
+	return nil
+}
+
+// account is the demo's premium-request quota, shared by the agent's
+// sessions.
+type account struct {
+	// template is what a turn without a usage step reports (nil: nothing).
+	template *session.Usage
+
+	mu      sync.Mutex
+	started bool    // a report has been made
+	used    float64 // premium requests used, as last reported
+}
+
+// charge returns u with its premium_interactions snapshot saying what the
+// account has used once u's cost is added. A report without that snapshot
+// (or with an unreadable one) is returned as it is.
+func (a *account) charge(u session.Usage) session.Usage {
+	var snaps map[string]map[string]any
+	if json.Unmarshal(u.QuotaSnapshots, &snaps) != nil {
+		return u
+	}
+	snap, ok := snaps["premium_interactions"]
+	if !ok || snap == nil {
+		return u
+	}
+	cost := 1.0
+	if u.Cost != nil {
+		cost = *u.Cost
+	}
+	a.mu.Lock()
+	if !a.started {
+		a.started = true
+		a.used, _ = snap["usedRequests"].(float64)
+	} else {
+		a.used += cost
+	}
+	used := a.used
+	a.mu.Unlock()
+
+	snap["usedRequests"] = used
+	if total, _ := snap["entitlementRequests"].(float64); total > 0 {
+		// Whole percents, as the demo's own figures are.
+		snap["remainingPercentage"] = math.Max(0, math.Round(100*(total-used)/total))
+	}
+	raw, err := json.Marshal(snaps)
+	if err != nil {
+		return u
+	}
+	u.QuotaSnapshots = raw
+	return u
+}
+
+// cloneUsage copies u, so that what a turn emits shares nothing with the
+// script.
+func cloneUsage(u session.Usage) session.Usage {
+	return session.Usage{
+		Model:            u.Model,
+		Cost:             clonePtr(u.Cost),
+		InputTokens:      clonePtr(u.InputTokens),
+		OutputTokens:     clonePtr(u.OutputTokens),
+		CacheReadTokens:  clonePtr(u.CacheReadTokens),
+		CacheWriteTokens: clonePtr(u.CacheWriteTokens),
+		QuotaSnapshots:   slices.Clone(u.QuotaSnapshots),
+		NanoAIU:          clonePtr(u.NanoAIU),
+		AICreditsStatus:  u.AICreditsStatus,
+	}
+}
