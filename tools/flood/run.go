@@ -3,8 +3,6 @@ package main
 import (
 	"bufio"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -14,8 +12,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -23,6 +19,9 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
+
+	"github.com/pilotdesk/pilotdesk/internal/procstat"
+	"github.com/pilotdesk/pilotdesk/internal/relayproc"
 )
 
 // result is what a run measured.
@@ -95,12 +94,12 @@ func run(ctx context.Context, cfg config, logw io.Writer) (*result, error) {
 	} else {
 		defer os.RemoveAll(dir)
 	}
-	owner := newToken()
+	owner := relayproc.NewToken()
 	rp, err := startRelay(ctx, cfg, dir, owner)
 	if err != nil {
 		return nil, err
 	}
-	defer rp.stop()
+	defer func() { _ = rp.Stop(30 * time.Second) }() // how it exits is not measured
 	viewer, err := makeViewerToken(ctx, cfg.Bin, filepath.Join(dir, "data"))
 	if err != nil {
 		return nil, err
@@ -116,7 +115,7 @@ func run(ctx context.Context, cfg config, logw io.Writer) (*result, error) {
 	}
 	// The owner, while every idle connection the relay kept is still open
 	// (it closes them 60 s after their answer).
-	res.OwnerAfterIdle, res.OwnerAfterIdleErr = ownerConnect(ctx, rp.url, owner)
+	res.OwnerAfterIdle, res.OwnerAfterIdleErr = ownerConnect(ctx, rp.URL, owner)
 	logf("opening %d viewer connections", cfg.Viewers)
 	viewers, err := startWorkers(ctx, cfg, "viewers", cfg.Viewers, rp, viewer, res)
 	defer stopWorkers(viewers)
@@ -131,19 +130,19 @@ func run(ctx context.Context, cfg config, logw io.Writer) (*result, error) {
 		}
 		res.IdleClosed += n
 	}
-	if kib, err := procStatus(rp.pid(), "VmRSS"); err == nil {
+	if kib, err := procstat.Field(rp.Pid(), "VmRSS"); err == nil {
 		res.RelayRSS = float64(kib) / 1024
 	}
-	if fds, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", rp.pid())); err == nil {
+	if fds, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", rp.Pid())); err == nil {
 		res.RelayFDs = len(fds)
 	}
 
 	logf("the owner connects and sends %d bytes", cfg.Prompt)
-	runOwner(ctx, cfg, rp.url, owner, res)
-	if kib, err := procStatus(rp.pid(), "VmHWM"); err == nil {
+	runOwner(ctx, cfg, rp.URL, owner, res)
+	if kib, err := procstat.Field(rp.Pid(), "VmHWM"); err == nil {
 		res.RelayPeakRSS = float64(kib) / 1024
 	}
-	res.RelayWarnings = rp.warnings()
+	res.RelayWarnings = len(rp.Warnings())
 	return res, nil
 }
 
@@ -168,12 +167,6 @@ func raiseNoFile(want uint64) (uint64, error) {
 	return lim.Cur, nil
 }
 
-func newToken() string {
-	var b [16]byte
-	_, _ = rand.Read(b[:])
-	return hex.EncodeToString(b[:])
-}
-
 // sourceAddrs are the n loopback addresses connections come from.
 func sourceAddrs(n int) []net.IP {
 	out := make([]net.IP, n)
@@ -184,21 +177,10 @@ func sourceAddrs(n int) []net.IP {
 	return out
 }
 
-// relayProc is the `pilotdesk serve` child.
-type relayProc struct {
-	cmd    *exec.Cmd
-	url    string // ws://127.0.0.1:PORT/ws
-	addr   string // 127.0.0.1:PORT
-	exited chan struct{}
-	warns  atomic.Int64
-}
-
-var listening = regexp.MustCompile(`relay listening.* url=ws://([^/ ]+)/ws`)
-
 // startRelay starts `pilotdesk serve` with the owner token, SQLite history
 // in dir/data and a script that echoes the prompt; its log goes to
 // dir/relay.log.
-func startRelay(ctx context.Context, cfg config, dir, token string) (*relayProc, error) {
+func startRelay(ctx context.Context, cfg config, dir, token string) (*relayproc.Relay, error) {
 	script := filepath.Join(dir, "script.json")
 	b, _ := json.Marshal(map[string]any{"turns": []any{map[string]any{"steps": []map[string]string{{"delta": "got it"}}}}})
 	if err := os.WriteFile(script, b, 0o600); err != nil {
@@ -208,72 +190,16 @@ func startRelay(ctx context.Context, cfg config, dir, token string) (*relayProc,
 	if err := os.MkdirAll(work, 0o700); err != nil {
 		return nil, err
 	}
-	logFile, err := os.Create(filepath.Join(dir, "relay.log"))
+	r, err := relayproc.Start(ctx, relayproc.Config{
+		Bin:     cfg.Bin,
+		Args:    []string{"--agent", "script", "--script", script, "--workdir", work, "--data-dir", filepath.Join(dir, "data")},
+		Token:   token,
+		LogPath: filepath.Join(dir, "relay.log"),
+	})
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("%w (-keep keeps it)", err)
 	}
-	p := &relayProc{exited: make(chan struct{})}
-	p.cmd = exec.Command(cfg.Bin, "serve", "--agent", "script", "--script", script, "--workdir", work,
-		"--data-dir", filepath.Join(dir, "data"), "--listen", "127.0.0.1:0", "--token", token)
-	p.cmd.Env = append(os.Environ(), "PILOTDESK_TOKEN=")
-	stderr, err := p.cmd.StderrPipe()
-	if err != nil {
-		logFile.Close()
-		return nil, err
-	}
-	if err := p.cmd.Start(); err != nil {
-		logFile.Close()
-		return nil, fmt.Errorf("start %s: %w", cfg.Bin, err)
-	}
-	addrCh := make(chan string, 1)
-	go func() {
-		defer close(p.exited)
-		defer logFile.Close()
-		sc := bufio.NewScanner(stderr)
-		sc.Buffer(make([]byte, 64<<10), 1<<20)
-		for sc.Scan() {
-			line := sc.Text()
-			fmt.Fprintln(logFile, line)
-			if m := listening.FindStringSubmatch(line); m != nil {
-				select {
-				case addrCh <- m[1]:
-				default:
-				}
-			}
-			if strings.Contains(line, "level=WARN") || strings.Contains(line, "level=ERROR") {
-				p.warns.Add(1)
-			}
-		}
-		_, _ = io.Copy(logFile, stderr)
-		_ = p.cmd.Wait()
-	}()
-	select {
-	case p.addr = <-addrCh:
-		p.url = "ws://" + p.addr + "/ws"
-		return p, nil
-	case <-p.exited:
-		return nil, fmt.Errorf("the relay exited at start; its log is in %s (-keep keeps it)", logFile.Name())
-	case <-time.After(60 * time.Second):
-		p.stop()
-		return nil, errors.New("the relay did not listen within 60 s")
-	case <-ctx.Done():
-		p.stop()
-		return nil, ctx.Err()
-	}
-}
-
-func (p *relayProc) pid() int      { return p.cmd.Process.Pid }
-func (p *relayProc) warnings() int { return int(p.warns.Load()) }
-
-// stop ends the relay: SIGTERM, then SIGKILL after 30 s.
-func (p *relayProc) stop() {
-	_ = p.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-p.exited:
-	case <-time.After(30 * time.Second):
-		_ = p.cmd.Process.Kill()
-		<-p.exited
-	}
+	return r, nil
 }
 
 // makeViewerToken makes a viewer device token for the running relay's data
@@ -516,7 +442,7 @@ func runOwner(ctx context.Context, cfg config, wsURL, token string, res *result)
 	defer c.CloseNow()
 	ctx, cancel := context.WithTimeout(ctx, 60*time.Second)
 	defer cancel()
-	conv := "flood-" + newToken()[:12]
+	conv := "flood-" + relayproc.NewToken()[:12]
 	prompt := strings.Repeat("0123456789", cfg.Prompt/10+1)[:cfg.Prompt]
 	start = time.Now()
 	for _, msg := range []map[string]any{
@@ -553,18 +479,4 @@ func runOwner(ctx context.Context, cfg config, wsURL, token string, res *result)
 			return
 		}
 	}
-}
-
-// procStatus reads a field of /proc/PID/status in kB (VmRSS, VmHWM).
-func procStatus(pid int, field string) (int64, error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return 0, err
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if rest, ok := strings.CutPrefix(line, field+":"); ok {
-			return strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), 10, 64)
-		}
-	}
-	return 0, fmt.Errorf("no %s in /proc/%d/status", field, pid)
 }

@@ -11,6 +11,8 @@ import (
 	"os"
 	"os/exec"
 	"strconv"
+
+	"github.com/pilotdesk/pilotdesk/internal/relayproc"
 )
 
 // perWorker is how many connections one worker process holds: under a hard
@@ -39,7 +41,7 @@ type worker struct {
 // startWorkers starts the workers that open n connections of kind (idle or
 // viewers) to the relay, perWorker each, one after the other, and adds
 // what they opened to res.
-func startWorkers(ctx context.Context, cfg config, kind string, n int, rp *relayProc, token string, res *result) ([]*worker, error) {
+func startWorkers(ctx context.Context, cfg config, kind string, n int, rp *relayproc.Relay, token string, res *result) ([]*worker, error) {
 	self, err := os.Executable()
 	if err != nil {
 		return nil, err
@@ -48,7 +50,7 @@ func startWorkers(ctx context.Context, cfg config, kind string, n int, rp *relay
 	for from := 0; from < n; from += perWorker {
 		count := min(perWorker, n-from)
 		cmd := exec.CommandContext(ctx, self, "-worker", kind, "-worker-from", strconv.Itoa(from), "-worker-n", strconv.Itoa(count),
-			"-worker-addr", rp.addr, "-addrs", strconv.Itoa(cfg.Addrs), "-concurrency", strconv.Itoa(cfg.Conc))
+			"-worker-addr", rp.Addr, "-addrs", strconv.Itoa(cfg.Addrs), "-concurrency", strconv.Itoa(cfg.Conc))
 		cmd.Env = append(os.Environ(), "PILOTDESK_FLOOD_TOKEN="+token)
 		cmd.Stderr = os.Stderr
 		w := &worker{cmd: cmd}

@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"slices"
 	"time"
+
+	"github.com/pilotdesk/pilotdesk/internal/procstat"
 )
 
 type bench struct {
@@ -211,8 +213,8 @@ type cpu struct{ prog, xserver int64 }
 
 // measure returns the CPU p and the X server use while f runs.
 func (b *bench) measure(p *proc, f func() error) (cpu, error) {
-	p0, err1 := ticks(p.pid())
-	x0, err2 := ticks(b.x.cmd.Process.Pid)
+	p0, err1 := procstat.Ticks(p.pid())
+	x0, err2 := procstat.Ticks(b.x.cmd.Process.Pid)
 	if err := joinErr(err1, err2); err != nil {
 		return cpu{}, err
 	}
@@ -222,8 +224,8 @@ func (b *bench) measure(p *proc, f func() error) (cpu, error) {
 	if err := p.alive(); err != nil {
 		return cpu{}, err
 	}
-	p1, err1 := ticks(p.pid())
-	x1, err2 := ticks(b.x.cmd.Process.Pid)
+	p1, err1 := procstat.Ticks(p.pid())
+	x1, err2 := procstat.Ticks(b.x.cmd.Process.Pid)
 	if err := joinErr(err1, err2); err != nil {
 		return cpu{}, err
 	}
@@ -288,7 +290,7 @@ func (b *bench) startPair(ctx context.Context, rep *report, pdFirst bool) error 
 		if err != nil {
 			return err
 		}
-		used, err := ticks(p.pid())
+		used, err := procstat.Ticks(p.pid())
 		if err != nil {
 			return err
 		}

@@ -1,27 +1,24 @@
 package main
 
 import (
-	"bufio"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"fmt"
-	"io"
 	"math"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"regexp"
-	"syscall"
 	"time"
 
 	"github.com/google/uuid"
 
 	"github.com/pilotdesk/pilotdesk/client"
+	"github.com/pilotdesk/pilotdesk/internal/procstat"
+	"github.com/pilotdesk/pilotdesk/internal/relayproc"
 	"github.com/pilotdesk/pilotdesk/protocol"
 )
 
-var listening = regexp.MustCompile(`relay listening.* url=(ws://[^ ]+)`)
+// relayStopWait is how long the relay that stored the history may take to
+// write what it has and exit after SIGTERM.
+const relayStopWait = 5 * time.Minute
 
 // prepareHistory makes the stored conversation the open measurement opens:
 // cfg.messages/2 turns played through a real relay (`pilotdesk serve` with
@@ -48,55 +45,19 @@ func (b *bench) prepareHistory(ctx context.Context) error {
 	fmt.Printf("winbench: writing a conversation of %d turns through a relay into %s (once)\n", turns, b.historyDir)
 	t0 := time.Now()
 
-	var tok [16]byte
-	_, _ = rand.Read(tok[:])
-	token := hex.EncodeToString(tok[:])
-	log, err := os.Create(filepath.Join(dir, "serve.log"))
+	token := relayproc.NewToken()
+	r, err := relayproc.Start(ctx, relayproc.Config{
+		Bin:     b.cfg.bin,
+		Args:    []string{"--agent", "script", "--script", b.historyJSON, "--data-dir", b.historyDir},
+		Token:   token,
+		LogPath: filepath.Join(dir, "serve.log"),
+	})
 	if err != nil {
 		return err
 	}
-	defer log.Close()
-	cmd := exec.Command(b.cfg.bin, "serve", "--agent", "script", "--script", b.historyJSON,
-		"--data-dir", b.historyDir, "--listen", "127.0.0.1:0", "--token", token)
-	cmd.Env = append(os.Environ(), "PILOTDESK_TOKEN=")
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		return err
-	}
-	if err := cmd.Start(); err != nil {
-		return fmt.Errorf("starting %s serve: %w", b.cfg.bin, err)
-	}
-	logged := make(chan struct{}) // the log is read to its end
-	defer func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		// Wait closes the pipe once the process has exited: only after
-		// the log is read to its end, or its last lines are lost.
-		<-logged
-		_ = cmd.Wait()
-	}()
-	urlCh := make(chan string, 1)
-	go func() {
-		defer close(logged)
-		sc := bufio.NewScanner(stderr)
-		for sc.Scan() {
-			fmt.Fprintln(log, sc.Text())
-			if m := listening.FindStringSubmatch(sc.Text()); m != nil {
-				select {
-				case urlCh <- m[1]:
-				default:
-				}
-			}
-		}
-		_, _ = io.Copy(log, stderr)
-	}()
-	var url string
-	select {
-	case url = <-urlCh:
-	case <-time.After(60 * time.Second):
-		return fmt.Errorf("the relay did not listen within 60 s (log: %s)", log.Name())
-	case <-ctx.Done():
-		return ctx.Err()
-	}
+	// The relay writes what it has before it exits on SIGTERM.
+	defer func() { _ = r.Stop(relayStopWait) }()
+	url := r.URL
 
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Minute)
 	defer cancel()
@@ -122,10 +83,8 @@ func (b *bench) prepareHistory(ctx context.Context) error {
 		}
 	}
 	c.Close()
-	// The relay writes what it has before it exits on SIGTERM.
-	_ = cmd.Process.Signal(syscall.SIGTERM)
-	if err := cmd.Wait(); err != nil {
-		return fmt.Errorf("the relay did not stop cleanly: %w (log: %s)", err, log.Name())
+	if err := r.Stop(relayStopWait); err != nil {
+		return fmt.Errorf("the relay did not stop cleanly: %w (log: %s)", err, r.LogPath)
 	}
 	fmt.Printf("winbench: stored in %s\n", time.Since(t0).Round(time.Second))
 	return os.WriteFile(filepath.Join(dir, "complete"), []byte(time.Now().Format(time.RFC3339)+"\n"), 0o644)
@@ -184,7 +143,7 @@ func (b *bench) open(ctx context.Context, rep *report) error {
 	if err != nil {
 		return err
 	}
-	t0, err := ticks(p.pid())
+	t0, err := procstat.Ticks(p.pid())
 	if err != nil {
 		return err
 	}
@@ -215,7 +174,7 @@ func (b *bench) open(ctx context.Context, rep *report) error {
 			return err
 		}
 		now := time.Now()
-		tk, err := ticks(p.pid())
+		tk, err := procstat.Ticks(p.pid())
 		if err != nil {
 			return err
 		}

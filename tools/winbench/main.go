@@ -33,6 +33,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/pilotdesk/pilotdesk/internal/procstat"
 )
 
 type config struct {
@@ -306,58 +308,14 @@ func (p *proc) stop() {
 	}
 }
 
-// ticks is the process's CPU time so far (utime+stime, in clock ticks).
-func ticks(pid int) (int64, error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0, err
-	}
-	// The command name (field 2) may hold spaces: count from the last ')'.
-	s := string(b)
-	i := strings.LastIndexByte(s, ')')
-	if i < 0 {
-		return 0, fmt.Errorf("/proc/%d/stat: unexpected format", pid)
-	}
-	f := strings.Fields(s[i+1:])
-	if len(f) < 13 {
-		return 0, fmt.Errorf("/proc/%d/stat: unexpected format", pid)
-	}
-	// f[0] is field 3 (state): utime is field 14, stime field 15.
-	ut, err1 := strconv.ParseInt(f[11], 10, 64)
-	st, err2 := strconv.ParseInt(f[12], 10, 64)
-	if err := errors.Join(err1, err2); err != nil {
-		return 0, fmt.Errorf("/proc/%d/stat: %w", pid, err)
-	}
-	return ut + st, nil
-}
-
 // memory returns the process's resident set and its peak, in MiB.
 func memory(pid int) (rss, peak float64, err error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
+	rssKiB, err1 := procstat.Field(pid, "VmRSS")
+	peakKiB, err2 := procstat.Field(pid, "VmHWM")
+	if err := errors.Join(err1, err2); err != nil {
 		return 0, 0, err
 	}
-	for _, line := range strings.Split(string(b), "\n") {
-		k, v, ok := strings.Cut(line, ":")
-		if !ok {
-			continue
-		}
-		var dst *float64
-		switch k {
-		case "VmRSS":
-			dst = &rss
-		case "VmHWM":
-			dst = &peak
-		default:
-			continue
-		}
-		kb, err := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 64)
-		if err != nil {
-			return 0, 0, fmt.Errorf("/proc/%d/status %s: %w", pid, k, err)
-		}
-		*dst = kb / 1024
-	}
-	return rss, peak, nil
+	return float64(rssKiB) / 1024, float64(peakKiB) / 1024, nil
 }
 
 // sleep waits d, or less if ctx ends.
