@@ -195,7 +195,7 @@ func (r *Relay) diff(c *conn, d *protocol.Diff) {
 
 // restore handles copilot:restore: the owner of the conversation runs it.
 func (r *Relay) restore(c *conn, d *protocol.Restore) {
-	if r.cluster != nil && r.forward(c, protocol.TypeRestore, d.ConversationID, d, nil) {
+	if r.forward(c, protocol.TypeRestore, d.ConversationID, d, nil) {
 		return
 	}
 	if e := r.restoreConversation(c.ctx, d); e != nil {
@@ -215,10 +215,11 @@ func (r *Relay) restoreConversation(ctx context.Context, d *protocol.Restore) *p
 			Message: "checkpoint " + d.Checkpoint + ": not a checkpoint of this conversation (it has no history here)"}
 	}
 	conv.mu.Lock()
-	switch {
-	case conv.remote:
+	if e := conv.lostLocked(protocol.TypeRestore); e != nil {
 		conv.mu.Unlock()
-		return lostCommand(protocol.TypeRestore, d.ConversationID)
+		return e
+	}
+	switch {
 	case conv.streaming || conv.preparing || conv.restoring:
 		conv.mu.Unlock()
 		return &protocol.Error{Code: protocol.CodeConversationBusy, Type: protocol.TypeRestore, ConversationID: d.ConversationID,

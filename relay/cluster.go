@@ -1,7 +1,6 @@
 package relay
 
 import (
-	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -16,11 +15,11 @@ import (
 //
 // A conversation is owned by one relay: the one that runs its agent
 // session, its input bridge and its turns, and appends its events. On
-// every other relay it is remote (conversation.remote): it emits nothing,
+// every other relay it is remote (ownership.go): it emits nothing,
 // its subscribers get the events the owner stored, as the cluster hands
 // them over (Stored: in seq order, a gap read from the store), and
 // copilot:subscribed and the list say what the last stored event says.
-// A command for a remote conversation goes to its owner (Forward), whose
+// A command for a remote conversation goes to its owner (forward.go), whose
 // answer (an error, if any) goes back to the client.
 //
 // A relay becomes a conversation's owner when it needs it and no relay
@@ -33,22 +32,6 @@ import (
 // relay took the conversation over: the fence) or its own lease lapses:
 // the turn stops without appending anything, the agent session closes,
 // and the conversation is remote from then on.
-
-// errLost cancels the turns of a conversation the relay no longer owns.
-var errLost = errors.New("another relay took the conversation over")
-
-// forwarded is a command one relay sends another: the client's request and
-// who sent it.
-type forwarded struct {
-	Frame json.RawMessage `json:"frame"`
-	By    *protocol.By    `json:"by,omitempty"`
-}
-
-// forwardReply is the owner's answer.
-type forwardReply struct {
-	Error    *protocol.Error `json:"error,omitempty"`
-	NotOwner bool            `json:"notOwner,omitempty"` // ask again who owns it
-}
 
 // clusterHooks is the relay's side of its Cluster.
 type clusterHooks struct{ r *Relay }
@@ -80,7 +63,7 @@ func (h clusterHooks) Deleted(id string) {
 		return
 	}
 	conv.mu.Lock()
-	remote := conv.remote
+	remote := !conv.own.here
 	conv.mu.Unlock()
 	if remote {
 		conv.finishDelete()
@@ -107,7 +90,7 @@ func (h clusterHooks) RelayGone(relayID string) {
 		switch {
 		case c.leftOpenLocked():
 			ids = append(ids, id)
-		case c.remote && len(c.subs) > 0 && c.behind:
+		case c.watchedRemoteLocked() && c.own.behind:
 			behind = append(behind, c)
 		}
 		c.mu.Unlock()
@@ -130,7 +113,7 @@ func (h clusterHooks) RelayGone(relayID string) {
 // a turn or a question open that a client here watches: if that relay is
 // gone, this one takes it over and closes them.
 func (c *conversation) leftOpenLocked() bool {
-	return c.remote && len(c.subs) > 0 && (c.sent.streaming || c.sent.pending != nil)
+	return c.watchedRemoteLocked() && (c.sent.streaming || c.sent.pending != nil)
 }
 
 // takeOverWait bounds the tries at taking over one conversation whose
@@ -196,8 +179,8 @@ func (h clusterHooks) Reconnected() {
 	var convs []*conversation
 	for _, c := range r.convs {
 		c.mu.Lock()
-		if c.remote && len(c.subs) > 0 && !c.reconnectCatchUp {
-			c.reconnectCatchUp = true
+		if c.watchedRemoteLocked() && !c.own.reconnectCatchUp {
+			c.own.reconnectCatchUp = true
 			convs = append(convs, c)
 		}
 		c.mu.Unlock()
@@ -208,7 +191,7 @@ func (h clusterHooks) Reconnected() {
 	for _, c := range convs {
 		done := func() {
 			c.mu.Lock()
-			c.reconnectCatchUp = false
+			c.own.reconnectCatchUp = false
 			c.mu.Unlock()
 		}
 		if !r.track(&r.work, func() {
@@ -233,7 +216,7 @@ func (h clusterHooks) LeaseLost(stalled bool) {
 	n := 0
 	for _, c := range convs {
 		c.mu.Lock()
-		if !c.remote {
+		if c.own.here {
 			if stalled {
 				// What it had queued before its stall is never written,
 				// even once it owns the conversation again: another
@@ -243,7 +226,7 @@ func (h clusterHooks) LeaseLost(stalled bool) {
 				// dropped, a turn started just before a quorum loss
 				// was never stored, and nobody closed it for its
 				// sender (make chaos-style run, quorum-loss, seed 104).
-				c.losses.Add(1) // before the next count: the committer drops what was queued
+				c.own.losses.Add(1) // before the next count: the committer drops what was queued
 				c.r.losses.Add(1)
 			}
 			c.loseLocked()
@@ -258,39 +241,6 @@ func (h clusterHooks) LeaseLost(stalled bool) {
 	r.log.Error("relay: this relay's lease lapsed ("+why+"): it no longer owns its conversations; their turns stop, and other relays take them over", "conversations", n)
 }
 
-// loseLocked makes an owned conversation remote: its turn stops without a
-// word (its events would be refused: another relay may own it now), its
-// questions are withdrawn, its agent session closes.
-func (c *conversation) loseLocked() { c.loseThenLocked(nil) }
-
-// loseThenLocked is loseLocked, running then (if not nil) once the
-// conversation has caught up with the stream.
-func (c *conversation) loseThenLocked(then func()) {
-	if c.remote {
-		return
-	}
-	c.remote = true
-	c.closeInputsLocked(nil, errLost) // emits nothing now: the conversation is remote
-	if t := c.turn; t != nil {
-		t.cancel(errLost)
-	}
-	t := c.turn
-	c.r.track(&c.r.work, func() {
-		if t != nil {
-			<-t.done
-		}
-		c.closeSession()
-		// What the new owner stored while this relay still thought it
-		// owned the conversation was not delivered here: read it now,
-		// followed first if a client here watches it.
-		c.r.refollow(c)
-		c.r.catchUp(c)
-		if then != nil {
-			then()
-		}
-	})
-}
-
 // catchUp brings a remote conversation up to what is stored now.
 func (r *Relay) catchUp(c *conversation) {
 	ctx, cancel := context.WithTimeout(r.ctx, time.Minute)
@@ -300,7 +250,7 @@ func (r *Relay) catchUp(c *conversation) {
 		err = r.applyStored(ctx, c, nil, state)
 	}
 	c.mu.Lock()
-	c.behind = err != nil && !errors.Is(err, history.ErrNotFound)
+	c.own.behind = err != nil && !errors.Is(err, history.ErrNotFound)
 	c.mu.Unlock()
 	if errors.Is(err, history.ErrNotFound) {
 		r.goneRemote(c)
@@ -311,265 +261,19 @@ func (r *Relay) catchUp(c *conversation) {
 	}
 }
 
-// lostToAnother reports whether a conversation's failed append means the
-// relay lost it, not that the store failed: another writer appended
-// (history.ErrConflict), or the relay was stalled past its lease, which
-// may have lapsed (history.ErrLeaseLost).
-func lostToAnother(err error) bool {
-	return errors.Is(err, history.ErrConflict) || errors.Is(err, history.ErrLeaseLost)
-}
-
-// fencedLocked runs on the committer when an append of the conversation
-// was refused because another relay appended since, or because this
-// relay was stalled past its lease: it lost the conversation. Its events
-// after sentSeq were never stored and never go out; the new owner's come
-// from the cluster.
-//
-// The stream may also hold an append of this relay's own whose Write
-// failed with its outcome unsure (the cluster unreachable): the store
-// refuses the next append the same way, and the relay takes the stream's
-// history too, never the seqs of events that may have been delivered.
-// If the turn it ran is left open there and nobody else owns the
-// conversation, it takes it back and closes the turn (closeLeftOpen):
-// as one the store lost (its own append), or as one the previous owner
-// left (another writer: the relay it took the conversation from, resumed
-// after its lease lapsed, wrote before the store refused it). A relay
-// whose own lease lapsed leaves that to the others (RelayGone), and to
-// itself once it has announced itself again.
-func (c *conversation) fencedLocked(err error) {
-	c.r.log.Warn("relay: another relay took this conversation over, or an append of this relay's whose Write failed was stored after all: it takes the stream's history", "conversationId", c.id, "unsentEvents", c.lastSeq-c.sentSeq, "err", err)
-	c.failure = storeFailure{gen: c.failure.gen + 1} // its records still queued are dropped (committer.dropStale); its failed tail is not stored
-	c.lastSeq = c.sentSeq
-	c.unsent = nil
-	then := func() {}
-	if !errors.Is(err, history.ErrLeaseLost) {
-		own := errors.Is(err, history.ErrOwnAppendStored)
-		then = func() { c.r.closeLeftOpen(c.id, own) }
-	}
-	if c.remote {
-		// Lost already (its lease lapsed): catch up all the same.
-		c.r.track(&c.r.work, func() {
-			c.r.catchUp(c)
-			then()
-		})
-		return
-	}
-	c.loseThenLocked(then)
-}
-
-// troubleWindow is how long after this relay found the store unreachable
-// a takeover blames the store, not the previous owner: the lapse of
-// every relay's lease during a quorum loss is heard once it is back.
-const troubleWindow = 2 * time.Minute
-
-// troubledRecently reports whether this relay found the history store
-// unreachable within troubleWindow.
-func (r *Relay) troubledRecently() bool {
-	at := r.storeTrouble.Load()
-	return at != 0 && time.Since(time.Unix(0, at)) < troubleWindow
-}
-
-// leaseLapsedMessage closes a turn whose relay's lease lapsed while this
-// relay too could not reach the history store in time (%s: the relay).
-const leaseLapsedMessage = "the turn was stopped: the history store could not be reached in time, and the lease of %s lapsed"
-
-// storeLostMessage closes a turn this relay ran whose end could not be
-// stored while the history store was unreachable.
-const storeLostMessage = "the history store could not be reached: the turn was stopped"
-
-// closeLeftOpen closes a turn or question that the stream shows open in a
-// conversation this relay lost to a conflicting append: if the owner
-// record still names this relay (no other relay took it over, which
-// would close them itself), it takes the conversation back, and the
-// takeover closes them: with storeLostMessage if the append was this
-// relay's own (own: its Write failed while the store was unreachable),
-// else as left by the relay it took the conversation from, which wrote
-// once more after its lease lapsed.
-func (r *Relay) closeLeftOpen(id string, own bool) {
-	if r.isDraining() {
-		return
-	}
-	c := r.lookupConversation(id)
-	if c == nil {
-		return
-	}
-	c.mu.Lock()
-	open := c.remote && (c.sent.streaming || c.sent.pending != nil)
-	c.mu.Unlock()
-	if !open {
-		return
-	}
-	ctx, cancel := context.WithTimeout(r.ctx, time.Minute)
-	defer cancel()
-	owner, previous, err := r.cluster.Claim(ctx, id)
-	if err != nil {
-		r.log.Warn("relay: could not take back a conversation whose turn is left open; the next command does", "conversationId", id, "err", err)
-		return
-	}
-	if owner != r.cluster.ID() {
-		return // another relay runs it, and closed what was left open
-	}
-	message := storeLostMessage
-	if !own {
-		message = ""
-		c.mu.Lock()
-		previous = cmp.Or(previous, c.takenFrom)
-		c.mu.Unlock()
-	}
-	if err := r.takeOverAs(ctx, id, previous, message); err != nil {
-		r.log.Warn("relay: could not take back a conversation whose turn is left open; the next command does", "conversationId", id, "err", err)
-	}
-	r.refollow(c)
-}
-
-// owned reports whether this relay owns the conversation.
-func (c *conversation) owned() bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return !c.remote
-}
-
-// routeCommand finds who runs a command on conversation id: "" when this
-// relay does (it owned it, or has just claimed it and taken it over), else
-// the owner's id.
-func (r *Relay) routeCommand(ctx context.Context, id string) (string, error) {
-	if c := r.lookupConversation(id); c != nil {
-		if c.owned() {
-			return "", nil
-		}
-		c.mu.Lock()
-		err := c.visibleLocked()
-		c.mu.Unlock()
-		if err != nil {
-			// Its folder is not here: this relay runs it only if it
-			// already does, and never takes it over (workspace.go).
-			owner, live, oerr := r.cluster.Owner(ctx, id)
-			if oerr != nil {
-				return "", oerr
-			}
-			if live && owner != "" && owner != r.cluster.ID() {
-				return owner, nil
-			}
-			return "", err
-		}
-	}
-	owner, previous, err := r.cluster.Claim(ctx, id)
-	if err != nil {
-		return "", err
-	}
-	if owner != r.cluster.ID() {
-		return owner, nil
-	}
-	err = r.takeOver(ctx, id, previous)
-	if c := r.lookupConversation(id); c != nil {
-		r.refollow(c) // its own now: its events are written here
-	}
-	return "", err
-}
-
-// takeOver makes a conversation this relay has just claimed its own: it
-// catches up with what is stored, then closes what the previous owner left
-// open, as a restart does.
-func (r *Relay) takeOver(ctx context.Context, id, previous string) error {
-	return r.takeOverAs(ctx, id, previous, "")
-}
-
-// takeOverAs is takeOver closing an open turn with message ("": the
-// previous owner was lost).
-func (r *Relay) takeOverAs(ctx context.Context, id, previous, message string) error {
-	// Records this relay queued for the conversation before it lost it
-	// (its lease lapsed) are written, or refused, before the store's next
-	// append expects what is stored now: none of them may land after it.
-	if !r.commit.sync(ctx) {
-		return fmt.Errorf("the relay is stopping, or its history store is stuck: %w", cmp.Or(ctx.Err(), errShutdown))
-	}
-	state, err := r.cluster.Latest(ctx, id)
-	found := err == nil
-	if err != nil && !errors.Is(err, history.ErrNotFound) {
-		return err
-	}
-	var conv *conversation
-	if err := r.withConversation(ctx, id, func(c *conversation) { conv = c }); err != nil {
-		return err
-	}
-	conv.liveMu.Lock()
-	defer conv.liveMu.Unlock()
-	if found {
-		if err := r.applyStoredLocked(ctx, conv, nil, state); err != nil {
-			return err
-		}
-	}
-	conv.mu.Lock()
-	defer conv.mu.Unlock()
-	if !conv.remote {
-		return nil // taken over meanwhile, by another command
-	}
-	if found && conv.sentSeq != state.LastSeq {
-		return fmt.Errorf("caught up to seq %d of %d", conv.sentSeq, state.LastSeq)
-	}
-	conv.remote = false
-	conv.takenFrom = previous
-	conv.lastSeq = conv.sentSeq
-	conv.unsent = nil
-	conv.fromStore = found // the agent session resumes
-	conv.streaming = false
-	if !found {
-		return nil
-	}
-	if previous == "" {
-		previous = "the previous owner"
-	} else {
-		previous = "relay " + previous
-	}
-	if state.Streaming || len(state.PendingInput) > 0 {
-		// It changes now; a takeover that closes nothing leaves the
-		// conversation as old as it is (--history-max-age prunes it).
-		conv.updatedAt = time.Now()
-	}
-	if len(state.PendingInput) > 0 {
-		var pending struct {
-			RequestID string `json:"requestId"`
-		}
-		_ = json.Unmarshal(state.PendingInput, &pending) // an unreadable one is still closed
-		d := protocol.UserInputClosed{RequestID: pending.RequestID, Reason: protocol.ClosedAborted}
-		conv.emitLocked(protocol.TypeUserInputClosed, &d.Header, &d)
-	}
-	if state.Streaming {
-		switch {
-		case message != "":
-		case r.troubledRecently():
-			// This relay could not reach the store in time either (its
-			// own lease lapsed, or a write failed): the previous owner's
-			// lease most likely lapsed with everyone's, in a quorum loss,
-			// and it was not lost.
-			message = fmt.Sprintf(leaseLapsedMessage, previous)
-		default:
-			message = fmt.Sprintf("relay lost: %s stopped while the turn ran", previous)
-		}
-		d := protocol.Idle{Status: protocol.StatusError, Message: message}
-		conv.emitLocked(protocol.TypeIdle, &d.Header, &d)
-	}
-	if state.Streaming || len(state.PendingInput) > 0 {
-		r.log.Info("relay: took a conversation over", "conversationId", id, "from", previous, "closedTurn", state.Streaming, "closedQuestion", len(state.PendingInput) > 0)
-	} else {
-		r.log.Debug("relay: runs a conversation from now on", "conversationId", id, "from", previous)
-	}
-	return nil
-}
-
 // applyStored brings a remote conversation up to state: the events after
 // the last one its subscribers got (events, or read from the store when
 // events do not follow on from it), then the state.
 func (r *Relay) applyStored(ctx context.Context, conv *conversation, events []history.Event, state history.Conversation) error {
-	conv.liveMu.Lock()
-	defer conv.liveMu.Unlock()
-	return r.applyStoredLocked(ctx, conv, events, state)
+	conv.own.mu.Lock()
+	defer conv.own.mu.Unlock()
+	return r.applyStoredOwnLocked(ctx, conv, events, state)
 }
 
-// applyStoredLocked is applyStored with conv.liveMu held.
-func (r *Relay) applyStoredLocked(ctx context.Context, conv *conversation, events []history.Event, state history.Conversation) error {
+// applyStoredOwnLocked is applyStored with conv.own.mu held.
+func (r *Relay) applyStoredOwnLocked(ctx context.Context, conv *conversation, events []history.Event, state history.Conversation) error {
 	conv.mu.Lock()
-	if !conv.remote || conv.deleted.Load() {
+	if conv.own.here || conv.deleted.Load() {
 		conv.mu.Unlock()
 		return nil
 	}
@@ -625,7 +329,7 @@ func (r *Relay) applyStoredLocked(ctx context.Context, conv *conversation, event
 
 	conv.mu.Lock()
 	defer conv.mu.Unlock()
-	if !conv.remote || conv.deleted.Load() {
+	if conv.own.here || conv.deleted.Load() {
 		return nil
 	}
 	var frames [][]byte
@@ -734,7 +438,7 @@ func (r *Relay) syncRemote(ctx context.Context, id string) {
 func (c *conversation) waitSent(ctx context.Context) {
 	for {
 		c.mu.Lock()
-		done := c.remote || c.sentSeq >= c.lastSeq || c.failure.failed
+		done := !c.own.here || c.sentSeq >= c.lastSeq || c.failure.failed
 		c.mu.Unlock()
 		if done {
 			return
@@ -752,174 +456,10 @@ func (c *conversation) waitSent(ctx context.Context) {
 // down). Its subscribers get copilot:deleted, as on the owner.
 func (r *Relay) goneRemote(c *conversation) {
 	c.mu.Lock()
-	gone := c.remote && c.sentSeq > 0 && !c.deleted.Load()
+	gone := !c.own.here && c.sentSeq > 0 && !c.deleted.Load()
 	c.mu.Unlock()
 	if gone {
 		c.finishDelete()
 		r.refollow(c)
 	}
-}
-
-// storeUnreachable is the error a command that changes a conversation
-// gets at once while the history store cannot be reached (a quorum loss,
-// the relay cut off from NATS: Cluster.Health), instead of waiting for
-// requests to time out; nil when it can be, and for copilot:abort and
-// copilot:close, which stop an agent that runs here whatever the store.
-func (r *Relay) storeUnreachable(msgType, id string) *protocol.Error {
-	if msgType == protocol.TypeAbort || msgType == protocol.TypeClose {
-		return nil
-	}
-	reason := r.cluster.Health()
-	if reason == "" {
-		return nil
-	}
-	return &protocol.Error{Code: protocol.CodeLimit, Type: msgType, ConversationID: id,
-		Message: "the history store cannot be reached, so nothing can be saved and the relay changes no conversation (" + reason + "): send again once it is back"}
-}
-
-// clusterUnreachable is the error a command gets when its owner cannot be
-// found or reached.
-func clusterUnreachable(msgType, id string, err error) *protocol.Error {
-	return &protocol.Error{Code: protocol.CodeLimit, Type: msgType, ConversationID: id,
-		Message: fmt.Sprintf("the relay could not reach the relay that runs this conversation (%v): send again in a moment", err)}
-}
-
-// unreachableWait bounds how long a command waits for a relay that does
-// not answer (dead, or reconnecting) to answer again or be taken over: it
-// is taken over once its lease lapses (15 s by default).
-const unreachableWait = 30 * time.Second
-
-// forward runs a command on conversation id wherever it is owned: here,
-// when this relay owns it or has just taken it (it reports false: run it),
-// or on the owner, whose error reply goes to c. before, if not nil, runs
-// once before the command first leaves. A relay that does not answer is
-// asked again until it answers or its lease lapses and this relay takes
-// the conversation over, for up to unreachableWait.
-func (r *Relay) forward(c *conn, msgType, id string, data any, before func()) (handled bool) {
-	if e := r.storeUnreachable(msgType, id); e != nil {
-		c.sendError(e)
-		return true
-	}
-	deadline := time.Now().Add(unreachableWait)
-	moved := 0
-	for {
-		owner, err := r.routeCommand(c.ctx, id)
-		if isNotVisible(err) {
-			c.sendError(notVisible(msgType, id, err))
-			return true
-		}
-		if err != nil {
-			c.sendError(clusterUnreachable(msgType, id, err))
-			return true
-		}
-		if owner == "" {
-			return false
-		}
-		frame, err := protocol.Encode(msgType, data)
-		if err != nil {
-			r.log.Error("relay: encode a forwarded command", "type", msgType, "err", err)
-			return true
-		}
-		if before != nil {
-			before()
-			before = nil
-		}
-		body, _ := json.Marshal(forwarded{Frame: frame, By: c.id.by()})
-		answer, err := r.cluster.Forward(c.ctx, owner, body)
-		if errors.Is(err, history.ErrUnreachable) && time.Now().Before(deadline) {
-			select {
-			case <-c.ctx.Done():
-				return true
-			case <-time.After(500 * time.Millisecond):
-			}
-			continue
-		}
-		if err != nil {
-			c.sendError(clusterUnreachable(msgType, id, err))
-			return true
-		}
-		var rep forwardReply
-		if err := json.Unmarshal(answer, &rep); err != nil {
-			c.sendError(clusterUnreachable(msgType, id, fmt.Errorf("a bad answer from relay %s: %w", owner, err)))
-			return true
-		}
-		if rep.NotOwner {
-			if moved++; moved < 3 {
-				continue // it lost the conversation meanwhile: ask again
-			}
-			c.sendError(clusterUnreachable(msgType, id, errors.New("its owner keeps changing")))
-			return true
-		}
-		if rep.Error != nil {
-			c.sendError(rep.Error)
-		}
-		return true
-	}
-}
-
-// runForwarded runs a command another relay forwarded, as the owner.
-func (r *Relay) runForwarded(ctx context.Context, body []byte) []byte {
-	reply := func(rep forwardReply) []byte {
-		b, _ := json.Marshal(rep)
-		return b
-	}
-	var f forwarded
-	if err := json.Unmarshal(body, &f); err != nil {
-		return reply(forwardReply{Error: &protocol.Error{Code: protocol.CodeInvalidJSON, Message: "a bad forwarded command: " + err.Error()}})
-	}
-	req, perr := protocol.DecodeRequest(f.Frame)
-	if perr != nil {
-		return reply(forwardReply{Error: perr})
-	}
-	id := req.ConversationID()
-	if id == "" {
-		return reply(forwardReply{Error: &protocol.Error{Code: protocol.CodeMissingField, Type: req.Type, Message: "a forwarded command names no conversation"}})
-	}
-	if r.ctx.Err() != nil {
-		// Shutting down, its cluster not stopped yet: a send would start
-		// no turn (track refuses it) and vanish. Once this relay has
-		// given its conversations up, the command goes to another.
-		return reply(forwardReply{Error: &protocol.Error{Code: protocol.CodeLimit, Type: req.Type, ConversationID: id,
-			Message: "the relay that runs this conversation is shutting down: send again in a moment, another relay takes it over"}})
-	}
-	if r.isDraining() {
-		// Draining: a command runs here only on a conversation whose
-		// turn still runs here; any other is handed over (or was), and
-		// the sender claims it.
-		if c := r.lookupConversation(id); c == nil || r.handOff(ctx, c) {
-			return reply(forwardReply{NotOwner: true})
-		}
-	}
-	owner, err := r.routeCommand(ctx, id)
-	switch {
-	case err != nil:
-		return reply(forwardReply{Error: clusterUnreachable(req.Type, id, err)})
-	case owner != "":
-		return reply(forwardReply{NotOwner: true})
-	}
-	var e *protocol.Error
-	switch d := req.Data.(type) {
-	case *protocol.Send:
-		e = r.startSend(ctx, d, f.By, nil)
-	case *protocol.Abort:
-		e = r.abortConversation(d)
-	case *protocol.SetMode:
-		// The device that switched, on the relay it is connected to,
-		// as copilot:mode_changed names it there.
-		e = r.setModeBy(ctx, d, f.By)
-	case *protocol.UserInputResponse:
-		e = r.answer(d, f.By)
-	case *protocol.Restore:
-		e = r.restoreConversation(ctx, d)
-	case *protocol.ConversationRef:
-		switch req.Type {
-		case protocol.TypeClose:
-			_ = r.withConversation(ctx, d.ConversationID, (*conversation).startCloseLocked)
-		case protocol.TypeDelete:
-			r.deleteConversation(ctx, d.ConversationID, nil, nil)
-		}
-	default:
-		e = &protocol.Error{Code: protocol.CodeInvalidMessage, Type: req.Type, ConversationID: id, Message: "this command is not forwarded"}
-	}
-	return reply(forwardReply{Error: e})
 }

@@ -231,9 +231,7 @@ func (c *committer) commit(recs []record) {
 		// stored the others: only the failed ones fail. The spend goes
 		// with a later write, as after any failed one.
 		c.r.budget.giveBack(spend)
-		if c.r.cluster != nil {
-			recs = c.dropFenced(recs, partial)
-		}
+		recs = c.dropFenced(recs, partial)
 		if recs = c.failPartly(recs, partial); len(recs) == 0 {
 			return
 		}
@@ -299,7 +297,7 @@ func (c *committer) saveSpend() {
 func (c *committer) dropFenced(recs []record, partial *history.PartialWriteError) []record {
 	lost := map[*conversation]bool{}
 	for conv := range c.index {
-		if err := partial.Failed[conv.id]; err != nil && lostToAnother(err) {
+		if err := partial.Failed[conv.id]; err != nil && c.r.lostToAnother(err) {
 			lost[conv] = true
 			conv.mu.Lock()
 			conv.fencedLocked(err)

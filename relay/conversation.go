@@ -16,9 +16,12 @@ import (
 // conversation is one conversation's state. The lock order is Relay.mu,
 // then conversation.mu, then any of Relay.streamsMu, Relay.lifeMu, a conn's
 // mu or the committer's queue; no conversation lock is taken under another.
+// The conversation's ownership lock (own.mu) comes before its mu, and is
+// never taken under Relay.mu.
 //
 // A method whose name ends in Locked is called with mu held and returns with
-// it held; every other method takes and releases mu itself.
+// it held, one ending in OwnLocked with own.mu held; every other method takes
+// and releases them itself.
 type conversation struct {
 	r  *Relay
 	id string
@@ -27,13 +30,9 @@ type conversation struct {
 	// under mu, but atomic because canSubscribe reads it without mu.
 	deleted atomic.Bool
 
-	// liveMu is held while a remote conversation catches up with what its
-	// owner stored, and while this relay takes it over (cluster.go), so
-	// that they come one at a time and in order. Taken before mu.
-	liveMu sync.Mutex
-	// follow is whether the relay follows the conversation's live events
-	// (follow.go); its own lock, taken before liveMu.
-	follow convFollow
+	// own is who runs the conversation, this relay or another, and what
+	// follows from it (ownership.go); its lock is taken before mu.
+	own ownership
 
 	mu sync.Mutex // guards every field below, and the fields of turn
 	// title, mode, model, agent, createdAt and updatedAt are what the
@@ -57,29 +56,6 @@ type conversation struct {
 	preparing bool
 	fromStore bool // loaded at start: the agent session is opened with Resume
 	subs      []*subscriber
-
-	// remote: another relay owns the conversation (Config.Cluster): this
-	// relay emits nothing for it and its subscribers get what the owner
-	// stores (cluster.go). Always false without a cluster.
-	remote bool
-	// losses counts the times this relay stopped owning it because it was
-	// stalled past its lease (cluster.go, LeaseLost): the events it had
-	// queued for the store before are never written (committer.dropStale).
-	// Written under mu; atomic because the committer reads it without.
-	losses atomic.Uint64
-	// takenFrom is the relay this one last took the conversation over
-	// from ("": none, or unknown), named if that relay's late append
-	// makes this one close the turn again (closeLeftOpen).
-	takenFrom string
-	// reconnectCatchUp: a catch-up that Reconnected started runs; the
-	// next Reconnected (one a second while messages are dropped) skips
-	// the conversation instead of piling another on (cluster.go).
-	reconnectCatchUp bool
-	// behind: the last catch-up of this remote conversation failed (the
-	// store did not answer), so what it shows, a turn running included,
-	// may be stale until the next event; a relay's death catches it up
-	// first (RelayGone).
-	behind bool
 
 	sess       session.Session
 	host       *host
@@ -145,8 +121,8 @@ func newConversation(r *Relay, id string) *conversation {
 	now := time.Now()
 	c := &conversation{r: r, id: id, mode: protocol.ModeAct, createdAt: now, updatedAt: now}
 	// In a cluster a conversation is another relay's until this one claims
-	// it (cluster.go).
-	c.remote = r.cluster != nil
+	// it (ownership.go).
+	c.own.here = r.cluster == nil
 	c.sent = c.momentLocked()
 	return c
 }
@@ -267,7 +243,7 @@ func (c *conversation) metaLocked() history.Conversation {
 // to the committer, which stores it and then sends it to every subscriber.
 // hdr is the Header embedded in data.
 func (c *conversation) emitLocked(msgType string, hdr *protocol.Header, data any) {
-	if c.remote {
+	if !c.own.here {
 		// Another relay runs it: what is left of a turn this relay lost
 		// would be refused by the store anyway (cluster.go).
 		c.r.log.Debug("relay: event of a conversation another relay owns dropped", "conversationId", c.id, "type", msgType)
@@ -301,7 +277,7 @@ func (c *conversation) emitLocked(msgType string, hdr *protocol.Header, data any
 		c.addTailLocked(history.Event{ConversationID: c.id, Seq: seq, Type: msgType, Frame: frame})
 		return
 	}
-	if !c.r.commit.push(record{kind: recEvent, conv: c, gen: c.failure.gen, lost: c.losses.Load(), seq: seq, typ: msgType, frame: frame, meta: c.metaLocked()}) {
+	if !c.r.commit.push(record{kind: recEvent, conv: c, gen: c.failure.gen, lost: c.own.losses.Load(), seq: seq, typ: msgType, frame: frame, meta: c.metaLocked()}) {
 		c.r.log.Warn("relay: event after shutdown dropped", "conversationId", c.id, "type", msgType)
 	}
 }

@@ -63,7 +63,7 @@ func (r *Relay) isDraining() bool { return r.draining.Load() }
 func (r *Relay) handOff(ctx context.Context, c *conversation) bool {
 	c.mu.Lock()
 	switch {
-	case c.remote || c.deleted.Load():
+	case !c.own.here || c.deleted.Load():
 		c.mu.Unlock()
 		return true
 	case c.turn != nil || c.lastSeq != c.sentSeq || c.failure.failed:

@@ -2,7 +2,6 @@ package relay
 
 import (
 	"context"
-	"sync"
 	"sync/atomic"
 	"time"
 )
@@ -30,19 +29,6 @@ type relayFollow struct {
 	repairing atomic.Bool   // a repairList runs: one at a time
 }
 
-// convFollow is a conversation's following. mu serialises the changes of
-// it (taken before the conversation's liveMu and mu, never under them) and
-// guards the fields but joining, which the conversation's mu guards.
-type convFollow struct {
-	mu       sync.Mutex
-	unfollow func()      // not nil while the relay follows the conversation
-	linger   *time.Timer // the end of the linger, while it runs
-	gen      int         // tells a linger that fires from one stopped since
-	// joining counts the subscribers on their way (join): followed before
-	// they are subscribers, so that what is read for them misses nothing.
-	joining int
-}
-
 // refollow makes the relay follow conversation c exactly while another
 // relay owns it and a client of this relay watches it (a subscriber, or
 // one on its way), and for the linger after that. It reports whether it
@@ -51,23 +37,23 @@ func (r *Relay) refollow(c *conversation) (began bool) {
 	if r.cluster == nil {
 		return false
 	}
-	c.follow.mu.Lock()
-	defer c.follow.mu.Unlock()
-	return r.refollowLocked(c, false)
+	c.own.mu.Lock()
+	defer c.own.mu.Unlock()
+	return r.refollowOwnLocked(c, false)
 }
 
-// refollowLocked is refollow with c.follow.mu held; expired says the
+// refollowOwnLocked is refollow with c.own.mu held; expired says the
 // linger is over.
-func (r *Relay) refollowLocked(c *conversation, expired bool) (began bool) {
-	f := &c.follow
+func (r *Relay) refollowOwnLocked(c *conversation, expired bool) (began bool) {
+	o := &c.own
 	c.mu.Lock()
-	keep := c.remote && !c.deleted.Load() && r.ctx.Err() == nil
-	watched := len(c.subs) > 0 || f.joining > 0
+	keep := !o.here && !c.deleted.Load() && r.ctx.Err() == nil
+	watched := len(c.subs) > 0 || o.joining > 0
 	c.mu.Unlock()
 	switch {
 	case keep && watched:
-		f.stopLinger()
-		if f.unfollow != nil {
+		o.stopLinger()
+		if o.unfollow != nil {
 			return false
 		}
 		ctx, cancel := context.WithTimeout(r.ctx, followLimit)
@@ -77,40 +63,45 @@ func (r *Relay) refollowLocked(c *conversation, expired bool) (began bool) {
 			r.log.Warn("relay: could not follow a conversation another relay runs; its subscribers catch up when it is read again", "conversationId", c.id, "err", err)
 			return false
 		}
-		f.unfollow = unfollow
+		o.unfollow = unfollow
 		return true
-	case keep && !expired && f.unfollow != nil:
-		if f.linger == nil {
-			f.gen++
-			gen := f.gen
-			f.linger = time.AfterFunc(r.follow.linger, func() { r.lingerOver(c, gen) })
+	case keep && !expired && o.unfollow != nil:
+		if o.linger == nil {
+			o.gen++
+			gen := o.gen
+			o.linger = time.AfterFunc(r.follow.linger, func() { r.lingerOver(c, gen) })
 		}
 	default:
-		f.stopLinger()
-		if f.unfollow != nil {
-			f.unfollow()
-			f.unfollow = nil
-		}
+		o.stopFollowing()
 	}
 	return false
 }
 
-func (f *convFollow) stopLinger() {
-	if f.linger != nil {
-		f.linger.Stop()
-		f.linger = nil
+func (o *ownership) stopLinger() {
+	if o.linger != nil {
+		o.linger.Stop()
+		o.linger = nil
+	}
+}
+
+// stopFollowing ends the following and its linger; called with mu held.
+func (o *ownership) stopFollowing() {
+	o.stopLinger()
+	if o.unfollow != nil {
+		o.unfollow()
+		o.unfollow = nil
 	}
 }
 
 // lingerOver ends the linger gen, unless a subscriber came meanwhile.
 func (r *Relay) lingerOver(c *conversation, gen int) {
-	c.follow.mu.Lock()
-	defer c.follow.mu.Unlock()
-	if c.follow.gen != gen || c.follow.linger == nil {
+	c.own.mu.Lock()
+	defer c.own.mu.Unlock()
+	if c.own.gen != gen || c.own.linger == nil {
 		return // stopped, or another started since
 	}
-	c.follow.linger = nil
-	r.refollowLocked(c, true)
+	c.own.linger = nil
+	r.refollowOwnLocked(c, true)
 }
 
 // join marks a subscriber on its way to conversation id (a subscribe, a
@@ -119,19 +110,33 @@ func (r *Relay) lingerOver(c *conversation, gen int) {
 // returned function ends the join, once it is a subscriber or failed.
 func (r *Relay) join(ctx context.Context, id string) (leave func()) {
 	var conv *conversation
-	if err := r.withConversation(ctx, id, func(c *conversation) {
-		c.follow.joining++
-		conv = c
-	}); err != nil {
+	if err := r.withConversation(ctx, id, func(c *conversation) { conv = c }); err != nil {
 		return func() {}
 	}
-	r.refollow(conv)
+	conv.own.mu.Lock()
+	conv.own.joining++
+	r.refollowOwnLocked(conv, false)
+	conv.own.mu.Unlock()
 	return func() {
-		conv.mu.Lock()
-		conv.follow.joining--
-		conv.mu.Unlock()
-		r.refollow(conv)
+		conv.own.mu.Lock()
+		defer conv.own.mu.Unlock()
+		conv.own.joining--
+		r.refollowOwnLocked(conv, false)
 	}
+}
+
+// joinRemote readies conversation id, in a cluster, for a subscriber on
+// its way: it joins (followed first, so that nothing stored after the read
+// is missed), then brings the conversation up to what is stored and takes
+// it over if its relay is gone with a turn open (syncRemote). The
+// returned function ends the join. Without a cluster it does nothing.
+func (r *Relay) joinRemote(ctx context.Context, id string) (leave func()) {
+	if r.cluster == nil {
+		return func() {}
+	}
+	leave = r.join(ctx, id)
+	r.syncRemote(ctx, id)
+	return leave
 }
 
 // followWatched follows conversation c, which has just got a subscriber,
@@ -147,13 +152,9 @@ func (r *Relay) followWatched(c *conversation) {
 func (r *Relay) stopFollowing() {
 	convs := r.allConversations()
 	for _, c := range convs {
-		c.follow.mu.Lock()
-		c.follow.stopLinger()
-		if c.follow.unfollow != nil {
-			c.follow.unfollow()
-			c.follow.unfollow = nil
-		}
-		c.follow.mu.Unlock()
+		c.own.mu.Lock()
+		c.own.stopFollowing()
+		c.own.mu.Unlock()
 	}
 }
 
@@ -191,7 +192,7 @@ func (r *Relay) repairList() {
 			return
 		}
 		conv.mu.Lock()
-		own := !conv.remote || len(conv.subs) > 0
+		own := conv.own.here || len(conv.subs) > 0
 		conv.mu.Unlock()
 		if own {
 			continue // run here, or caught up from its own events
@@ -203,7 +204,7 @@ func (r *Relay) repairList() {
 	}
 	for _, c := range before {
 		c.mu.Lock()
-		check := c.remote && c.sentSeq > 0 && !c.deleted.Load()
+		check := !c.own.here && c.sentSeq > 0 && !c.deleted.Load()
 		c.mu.Unlock()
 		if check {
 			// Not listed: deleted, or its record not indexed yet; the

@@ -34,7 +34,7 @@ func (r *Relay) dispatch(c *conn, req protocol.Request) {
 				r.closeConversation(c, d)
 			}
 		case protocol.TypeDelete:
-			if r.cluster != nil && r.forward(c, req.Type, d.ConversationID, d, nil) {
+			if r.forward(c, req.Type, d.ConversationID, d, nil) {
 				return
 			}
 			id := d.ConversationID
@@ -103,13 +103,9 @@ func (c *conn) canSubscribe(msgType, conversationID string) bool {
 
 // subscribe handles copilot:subscribe.
 func (r *Relay) subscribe(c *conn, d *protocol.Subscribe) {
-	if r.cluster != nil {
-		// What is stored now, so that copilot:subscribed says it; and a
-		// conversation whose relay is gone with a turn open is taken over.
-		// Followed first, so that nothing stored after that read is missed.
-		defer r.join(c.ctx, d.ConversationID)()
-		r.syncRemote(c.ctx, d.ConversationID)
-	}
+	// What is stored now, so that copilot:subscribed says it; and a
+	// conversation whose relay is gone with a turn open is taken over.
+	defer r.joinRemote(c.ctx, d.ConversationID)()
 	for {
 		var conv *conversation
 		var rp *replay
@@ -173,7 +169,7 @@ func (r *Relay) abort(c *conn, d *protocol.Abort) {
 		}
 		return
 	}
-	if r.cluster != nil && r.forward(c, protocol.TypeAbort, d.ConversationID, d, nil) {
+	if r.forward(c, protocol.TypeAbort, d.ConversationID, d, nil) {
 		return
 	}
 	if e := r.abortConversation(d); e != nil {
@@ -186,13 +182,13 @@ func (r *Relay) abort(c *conn, d *protocol.Abort) {
 func (r *Relay) abortConversation(d *protocol.Abort) *protocol.Error {
 	if conv := r.lookupConversation(d.ConversationID); conv != nil {
 		conv.mu.Lock()
-		remote := conv.remote
-		aborted := !remote && conv.abortLocked(errAborted)
+		// Lost to another relay since the abort was routed here, its
+		// turn runs there, and "not streaming" would be untrue.
+		lost := conv.lostLocked(protocol.TypeAbort)
+		aborted := lost == nil && conv.abortLocked(errAborted)
 		conv.mu.Unlock()
-		if remote {
-			// Lost to another relay since the abort was routed here: its
-			// turn runs there, and "not streaming" would be untrue.
-			return lostCommand(protocol.TypeAbort, d.ConversationID)
+		if lost != nil {
+			return lost
 		}
 		if aborted {
 			return nil
@@ -219,7 +215,7 @@ func (r *Relay) lastActiveStream() *conversation {
 // setMode handles copilot:set_mode: the mode changes at once, mid-stream
 // too; the next permission request reads it.
 func (r *Relay) setMode(c *conn, d *protocol.SetMode) {
-	if r.cluster != nil && r.forward(c, protocol.TypeSetMode, d.ConversationID, d, nil) {
+	if r.forward(c, protocol.TypeSetMode, d.ConversationID, d, nil) {
 		return
 	}
 	if e := r.setModeBy(c.ctx, d, c.id.by()); e != nil {
@@ -230,30 +226,16 @@ func (r *Relay) setMode(c *conn, d *protocol.SetMode) {
 // setModeBy changes the conversation's mode for by, or returns the error
 // to answer with.
 func (r *Relay) setModeBy(ctx context.Context, d *protocol.SetMode, by *protocol.By) *protocol.Error {
-	lost := false
+	var lost *protocol.Error
 	_ = r.withConversation(ctx, d.ConversationID, func(conv *conversation) {
-		if conv.remote {
-			// Lost to another relay since the command was routed here:
-			// a mode set here would decide nothing (the owner asks the
-			// permissions) and emit nothing.
-			lost = true
-			return
+		// Lost to another relay since the command was routed here, a
+		// mode set here would decide nothing (the owner asks the
+		// permissions) and emit nothing.
+		if lost = conv.lostLocked(protocol.TypeSetMode); lost == nil {
+			conv.setModeByLocked(d.Mode, by)
 		}
-		conv.setModeByLocked(d.Mode, by)
 	})
-	if lost {
-		return lostCommand(protocol.TypeSetMode, d.ConversationID)
-	}
-	return nil
-}
-
-// lostCommand is the answer to a command that reaches a conversation after
-// it was lost to another relay (a fenced append, a lapsed lease) between
-// its routing and its run, as startSend answers a send: error limit, send
-// it again, which routes it to the new owner.
-func lostCommand(typ, id string) *protocol.Error {
-	return &protocol.Error{Code: protocol.CodeLimit, Type: typ, ConversationID: id,
-		Message: "another relay took this conversation over as the command arrived: send it again in a moment"}
+	return lost
 }
 
 // setModeByLocked changes the mode for by (nil: nobody named), whom
@@ -276,7 +258,7 @@ func (c *conversation) setModeByLocked(mode protocol.Mode, by *protocol.By) {
 // the agent session and emits copilot:shutdown (the agent's own, or one with
 // zero usage when the agent reported none).
 func (r *Relay) closeConversation(c *conn, d *protocol.ConversationRef) {
-	if r.cluster != nil && r.forward(c, protocol.TypeClose, d.ConversationID, d, nil) {
+	if r.forward(c, protocol.TypeClose, d.ConversationID, d, nil) {
 		return
 	}
 	_ = r.withConversation(c.ctx, d.ConversationID, (*conversation).startCloseLocked)
@@ -453,46 +435,14 @@ func (r *Relay) PruneIdle(ctx context.Context, cutoff time.Time) int {
 		if conv == nil {
 			continue // deleted meanwhile; withConversation would recreate it
 		}
-		if r.cluster != nil && !r.claimToPrune(ctx, conv, cutoff) {
+		if !r.claimToPrune(ctx, conv, cutoff) {
 			continue
 		}
 		if r.deleteConversation(ctx, id, func(c *conversation) bool {
-			return !c.remote && c.turn == nil && c.updatedAt.Before(cutoff)
+			return c.own.here && c.turn == nil && c.updatedAt.Before(cutoff)
 		}, nil) {
 			n++
 		}
 	}
 	return n
-}
-
-// claimToPrune reports whether this relay owns conv, a conversation
-// PruneIdle may delete: it owned it already, or conv is idle since
-// before cutoff and its owner is gone, and this relay has claimed it.
-func (r *Relay) claimToPrune(ctx context.Context, conv *conversation, cutoff time.Time) bool {
-	conv.mu.Lock()
-	remote := conv.remote
-	idle := !conv.streaming && conv.sent.pending == nil && conv.updatedAt.Before(cutoff)
-	conv.mu.Unlock()
-	if !remote {
-		return true
-	}
-	if !idle {
-		return false
-	}
-	owner, live, err := r.cluster.Owner(ctx, conv.id)
-	if err != nil {
-		r.log.Warn("relay: history retention: could not find who owns a conversation; it is left for now", "conversationId", conv.id, "err", err)
-		return false
-	}
-	if live {
-		return false // its owner prunes it
-	}
-	// A claim is a compare-and-set: of the relays that prune at once,
-	// one wins; the others find it the owner.
-	runner, err := r.routeCommand(ctx, conv.id)
-	if err != nil {
-		r.log.Warn("relay: history retention: could not claim a conversation whose relay is gone; it is left for now", "conversationId", conv.id, "relay", owner, "err", err)
-		return false
-	}
-	return runner == ""
 }

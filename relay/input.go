@@ -227,7 +227,7 @@ func (c *conversation) inputTimedOut(ir *inputRequest) {
 // requestId is ignored; an invalid answer gets invalid_answer and the request
 // stays open.
 func (r *Relay) respond(c *conn, d *protocol.UserInputResponse) {
-	if r.cluster != nil && r.forward(c, protocol.TypeUserInputResponse, d.ConversationID, d, nil) {
+	if r.forward(c, protocol.TypeUserInputResponse, d.ConversationID, d, nil) {
 		return
 	}
 	if e := r.answer(d, c.id.by()); e != nil {
@@ -244,10 +244,10 @@ func (r *Relay) answer(d *protocol.UserInputResponse, by *protocol.By) *protocol
 	}
 	conv.mu.Lock()
 	defer conv.mu.Unlock()
-	if conv.remote {
+	if e := conv.lostLocked(protocol.TypeUserInputResponse); e != nil {
 		// Lost to another relay since the answer was routed here: the
 		// question is open there; ignoring it would lose the answer.
-		return lostCommand(protocol.TypeUserInputResponse, d.ConversationID)
+		return e
 	}
 	ir := conv.openInput
 	if ir == nil || ir.id != d.RequestID {

@@ -71,7 +71,7 @@ func lostConversation(t *testing.T, agent *openCounter) (*Relay, *conversation) 
 	})
 	var conv *conversation
 	_ = r.withConversation(context.Background(), "lost", func(c *conversation) { conv = c })
-	if !conv.remote {
+	if conv.own.here {
 		t.Fatal("a conversation new to a relay in a cluster is not remote")
 	}
 	return r, conv

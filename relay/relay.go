@@ -18,11 +18,14 @@
 //
 // Locks: each mutex says which fields it guards. A function whose name ends
 // in Locked is called with its receiver's lock held (a conversation's, a
-// connection's) and returns with it held; every other function takes and
-// releases the locks it needs, and none returns holding one. The lock order
-// is Relay.mu, then a conversation's mu, then the leaf locks (Relay.lifeMu,
-// Relay.usage.mu, Relay.streamsMu, a connection's send queue, the
-// committer's queue).
+// connection's) unless its comment names another, and returns with it held;
+// one that ends in OwnLocked is called with a conversation's ownership lock
+// held (ownership.go); every other function takes and releases the locks it
+// needs, and none returns holding one. The lock order is Relay.mu, then a
+// conversation's mu, then the leaf locks (Relay.lifeMu, Relay.usage.mu,
+// Relay.streamsMu, a connection's send queue, the committer's queue); a
+// conversation's ownership lock is taken before its mu, and never under
+// Relay.mu or any conversation's mu.
 package relay
 
 import (

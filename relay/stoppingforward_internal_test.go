@@ -22,7 +22,7 @@ func TestClusterForwardedSendWhileStopping(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Owned here, as after a claim.
-	_ = r.withConversation(context.Background(), "mine", func(c *conversation) { c.remote = false })
+	_ = r.withConversation(context.Background(), "mine", func(c *conversation) { c.own.here = true })
 	// Close's first steps: nothing new starts, every turn's context ends.
 	r.lifeMu.Lock()
 	r.closed = true

@@ -160,7 +160,7 @@ func (c *committer) dropStale(recs []record) []record {
 		// the event was made is another relay's: the event is not written
 		// even if this relay owns the conversation again by now, after a
 		// takeover that read the stream without it.
-		if rec.gen == rec.conv.failure.gen && rec.lost == rec.conv.losses.Load() {
+		if rec.gen == rec.conv.failure.gen && rec.lost == rec.conv.own.losses.Load() {
 			kept = append(kept, rec)
 		}
 	}
@@ -274,7 +274,7 @@ func (c *committer) retry() {
 					if conv.tailStored(counts[i]) {
 						delete(c.failed, conv)
 					}
-				case c.r.cluster != nil && lostToAnother(cerr):
+				case c.r.lostToAnother(cerr):
 					conv.mu.Lock()
 					conv.fencedLocked(cerr)
 					conv.mu.Unlock()

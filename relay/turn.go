@@ -64,9 +64,8 @@ func (t *turn) messageSentLocked(messageID string) {
 // send or delete can come in between. In a cluster, a conversation another
 // relay owns gets the sender subscribed here and the send runs there.
 func (r *Relay) send(c *conn, d *protocol.Send) {
-	if r.cluster != nil && r.forward(c, protocol.TypeSend, d.ConversationID, d, func() {
-		defer r.join(c.ctx, d.ConversationID)() // followed before the read
-		r.syncRemote(c.ctx, d.ConversationID)
+	if r.forward(c, protocol.TypeSend, d.ConversationID, d, func() {
+		defer r.joinRemote(c.ctx, d.ConversationID)()
 		var sub *conversation
 		_ = r.withConversation(c.ctx, d.ConversationID, func(conv *conversation) {
 			if c.subs[conv.id] != conv && c.canSubscribe(protocol.TypeSend, conv.id) {
@@ -117,12 +116,8 @@ func (r *Relay) startSend(ctx context.Context, d *protocol.Send, by *protocol.By
 	// start starts the turn on conv, whose workspace is fixed, or returns
 	// why not.
 	start := func(conv *conversation) *protocol.Error {
-		if conv.remote {
-			// Lost to another relay (a fenced append, a lapsed lease)
-			// since the send was routed here: a turn would run the agent
-			// for nobody, its events dropped (cluster.go).
-			return &protocol.Error{Code: protocol.CodeLimit, Type: protocol.TypeSend, ConversationID: d.ConversationID,
-				Message: "another relay took this conversation over as the send arrived: send again in a moment"}
+		if e := conv.lostLocked(protocol.TypeSend); e != nil {
+			return e // a turn would run the agent for nobody
 		}
 		if conv.streaming || conv.preparing || conv.restoring {
 			return &protocol.Error{Code: protocol.CodeConversationBusy, Type: protocol.TypeSend, ConversationID: d.ConversationID,
@@ -140,7 +135,8 @@ func (r *Relay) startSend(ctx context.Context, d *protocol.Send, by *protocol.By
 	var answer *protocol.Error
 	var unfixed *conversation // its first send: the workspace is fixed first
 	_ = r.withConversation(ctx, d.ConversationID, func(conv *conversation) {
-		if !conv.remote && !conv.streaming && !conv.preparing && !conv.restoring && conv.workspace.IsZero() {
+		busy := !conv.own.here || conv.streaming || conv.preparing || conv.restoring
+		if !busy && conv.workspace.IsZero() {
 			if subscribeLocked != nil && !subscribeLocked(conv) {
 				return
 			}
@@ -148,7 +144,7 @@ func (r *Relay) startSend(ctx context.Context, d *protocol.Send, by *protocol.By
 			unfixed = conv
 			return
 		}
-		if conv.remote || conv.streaming || conv.preparing || conv.restoring {
+		if busy {
 			answer = start(conv) // refused
 			return
 		}
