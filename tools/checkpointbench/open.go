@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -15,6 +14,7 @@ import (
 
 	"github.com/coder/websocket"
 
+	"github.com/pilotdesk/pilotdesk/internal/atomicfile"
 	"github.com/pilotdesk/pilotdesk/relay"
 	"github.com/pilotdesk/pilotdesk/relay/checkpoint"
 	"github.com/pilotdesk/pilotdesk/relay/history/sqlite"
@@ -108,8 +108,15 @@ func (c *conn) send(typ string, data any) error {
 	return c.ws.Write(ctx, websocket.MessageText, b)
 }
 
-// until reads frames until one of typ, and returns how many came.
-func (c *conn) until(typ string) (int, error) {
+// frame is what the bench reads of a relay's message.
+type frame struct {
+	Type string
+	Data struct{ Code, Message, Status string }
+}
+
+// read reads frames, handing each to f, until f says done, an error
+// frame comes or the read fails (60 s at most); it returns how many came.
+func (c *conn) read(f func(fr *frame) (done bool, err error)) (int, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	for n := 1; ; n++ {
@@ -117,51 +124,40 @@ func (c *conn) until(typ string) (int, error) {
 		if err != nil {
 			return n, err
 		}
-		var f struct {
-			Type string
-			Data struct{ Code, Message string }
-		}
-		if err := json.Unmarshal(b, &f); err != nil {
+		var fr frame
+		if err := json.Unmarshal(b, &fr); err != nil {
 			return n, err
 		}
-		switch f.Type {
-		case typ:
-			return n, nil
-		case "error":
-			return n, fmt.Errorf("the relay answered %s: %s", f.Data.Code, f.Data.Message)
+		if fr.Type == "error" {
+			return n, fmt.Errorf("the relay answered %s: %s", fr.Data.Code, fr.Data.Message)
+		}
+		if done, err := f(&fr); done || err != nil {
+			return n, err
 		}
 	}
+}
+
+// until reads frames until one of typ, and returns how many came.
+func (c *conn) until(typ string) (int, error) {
+	return c.read(func(fr *frame) (bool, error) { return fr.Type == typ, nil })
 }
 
 // turn reads a turn's frames up to its copilot:idle and reports whether
 // its copilot:changes came.
 func (c *conn) turn() (changed bool, err error) {
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	for {
-		_, b, err := c.ws.Read(ctx)
-		if err != nil {
-			return changed, err
-		}
-		var f struct {
-			Type string
-			Data struct{ Code, Message, Status string }
-		}
-		if err := json.Unmarshal(b, &f); err != nil {
-			return changed, err
-		}
-		switch f.Type {
+	_, err = c.read(func(fr *frame) (bool, error) {
+		switch fr.Type {
 		case "copilot:changes":
 			changed = true
 		case "copilot:idle":
-			if f.Data.Status != "completed" {
-				return changed, fmt.Errorf("a turn ended %s", f.Data.Status)
+			if fr.Data.Status != "completed" {
+				return true, fmt.Errorf("a turn ended %s", fr.Data.Status)
 			}
-			return changed, nil
-		case "error":
-			return changed, fmt.Errorf("the relay answered %s: %s", f.Data.Code, f.Data.Message)
+			return true, nil
 		}
-	}
+		return false, nil
+	})
+	return changed, err
 }
 
 func (c *conn) close() { c.ws.Close(websocket.StatusNormalClosure, "") }
@@ -269,13 +265,8 @@ func copyFile(from, to string) error {
 		return err
 	}
 	defer in.Close()
-	out, err := os.OpenFile(to, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
-	if err != nil {
+	return atomicfile.Write(to, atomicfile.OwnerOnly, func(w io.Writer) error {
+		_, err := io.Copy(w, in)
 		return err
-	}
-	if _, err := io.Copy(out, in); err != nil {
-		out.Close()
-		return err
-	}
-	return errors.Join(out.Sync(), out.Close())
+	})
 }
