@@ -111,6 +111,7 @@ func frame(t *testing.T, typ string, data any) []byte {
 // optional field of a wrong type: each frame gets one `error`
 // (missing_field or invalid_field) and the connection stays open.
 func TestEveryMessageBadFields(t *testing.T) {
+	t.Parallel()
 	cl := badInputClient(t)
 	types := protocol.ClientTypes()
 	slices.Sort(types)
@@ -191,6 +192,7 @@ func mustJSON(v any) string {
 // TestBadFramesReal sends frames that are not messages at all to the real
 // relay: each gets one error with the right code and the connection stays.
 func TestBadFramesReal(t *testing.T) {
+	t.Parallel()
 	cl := badInputClient(t)
 	cases := []struct {
 		name  string
@@ -261,6 +263,7 @@ func TestBadFramesReal(t *testing.T) {
 // "ab\xffcd" and "ab\ufffdcd" named one conversation. Nothing the frame
 // asked for happens, and other connections are not affected.
 func TestBadUTF8Real(t *testing.T) {
+	t.Parallel()
 	const token = "bad-utf8-token-14142135"
 	p := startRelay(t, nil, "--agent", "script", "--data-dir", t.TempDir(), "--listen", "127.0.0.1:0", "--token", token)
 	for _, bad := range [][]byte{

@@ -39,6 +39,7 @@ func crashScript() any {
 // stored event once, the interrupted turn and question are closed by stored
 // events, seq and epoch carry on, and a fresh data dir gets a new epoch.
 func TestCrashRecovery(t *testing.T) {
+	t.Parallel()
 	dataDir := t.TempDir()
 	const token = "crash-test-token-6f1d2c9a"
 	args := []string{"--agent", "script", "--script", writeScript(t, crashScript()),

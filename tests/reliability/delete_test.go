@@ -42,6 +42,7 @@ func filesWith(t *testing.T, dir, text string) []string {
 // seconds no file of the data dir holds the marker, also after a SIGKILL
 // and a restart (docs/protocol.md, Durability).
 func TestDeleteLeavesNoText(t *testing.T) {
+	t.Parallel()
 	dataDir := t.TempDir()
 	const token = "delete-test-token-9a1f"
 	script := map[string]any{"turns": []any{map[string]any{"steps": []map[string]any{{"delta": "You said: {{prompt}}"}}}}}

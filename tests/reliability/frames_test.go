@@ -23,6 +23,7 @@ import (
 // replays the conversation, shows all of its text once, never reconnects,
 // and quits on /quit.
 func TestChatReplaysBigMessage(t *testing.T) {
+	t.Parallel()
 	const token = "big-frames-token-16180339"
 	chunk := strings.Repeat("x", 64<<10)
 	var steps []any

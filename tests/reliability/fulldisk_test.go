@@ -136,6 +136,7 @@ func resume(t *testing.T, url, token, conv string, since int64, epoch string) (m
 // restart (space freed) a client resuming with the old epoch is told to
 // reset, so it never takes a seq it has seen for a new event.
 func TestFullDisk(t *testing.T) {
+	t.Parallel()
 	mnt := tinyFS(t, "5m")
 	dataDir := filepath.Join(mnt, "data")
 	const token = "full-disk-token-3c8e"

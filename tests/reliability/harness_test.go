@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/pilotdesk/pilotdesk/internal/testbin"
+	"github.com/pilotdesk/pilotdesk/internal/testsupport"
 	"github.com/pilotdesk/pilotdesk/relay/relaytest"
 )
 
@@ -25,6 +26,13 @@ const timeout = 60 * time.Second
 func pilotdesk(t *testing.T) string { return testbin.Build(t) }
 
 func TestMain(m *testing.M) {
+	// The tests run as parallel ones and mostly wait: on a relay process
+	// (not built with -race), on a server's timeout (TestIdleKeepAliveClosed
+	// waits a minute, TestSlowloris ten seconds), on leases. Three at a
+	// time, not more: the floods and the replays of 30 MiB read what the
+	// relay sends in this process, with -race, and four of them at once
+	// on a busy 2-core machine took twice as long each.
+	testsupport.WaitingParallel(3)
 	code := m.Run()
 	testbin.Cleanup()
 	os.Exit(code)

@@ -21,6 +21,7 @@ import (
 // limit and a close (1013, try again later); once a connection ends, a new
 // one gets in.
 func TestConnectionLimit(t *testing.T) {
+	t.Parallel()
 	srv := relaytest.Start(t, relay.Config{Token: "limit-token", MaxConnections: 3})
 	var open []*relaytest.Client
 	for range 3 {
@@ -67,6 +68,7 @@ func TestConnectionLimit(t *testing.T) {
 // conversation; the connection stays, and after an unsubscribe there is
 // room again.
 func TestSubscriptionLimit(t *testing.T) {
+	t.Parallel()
 	srv := relaytest.Start(t, relay.Config{MaxSubscriptions: 2})
 	cl := srv.Dial(t)
 	a, b, c := uuid.NewString(), uuid.NewString(), uuid.NewString()

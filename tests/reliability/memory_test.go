@@ -85,6 +85,7 @@ func mib(n int64) string { return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20)) }
 // history only as far as each socket drains (a window of 256 KiB), so its
 // memory stays near what it was before they came.
 func TestReplayMemory(t *testing.T) {
+	t.Parallel()
 	const token = "replay-memory-token-2718"
 	const clients, deltas = 100, 480
 	steps := make([]any, deltas)
@@ -183,6 +184,7 @@ func TestReplayMemory(t *testing.T) {
 // ends), so the relay holds the budget and 16 KiB per connection, not
 // 500 MiB.
 func TestPartialFrameMemory(t *testing.T) {
+	t.Parallel()
 	const token = "partial-frame-token-1414"
 	const conns = 500
 	p := startRelay(t, nil, "--agent", "script", "--data-dir", ":memory:", "--listen", "127.0.0.1:0", "--token", token)

@@ -24,6 +24,7 @@ import (
 // lease while its turn runs: C takes the conversation over, and once the
 // paused relay goes on, nothing it appends lands (the fence).
 func TestNATSRelaysShare(t *testing.T) {
+	t.Parallel()
 	c := natstest.Start(t, 3)
 	const token = "nats-relays-token-5e1f"
 	const lease = 4 * time.Second

@@ -24,6 +24,7 @@ import (
 // lost, the interrupted turn is closed (relay lost), seq carries on
 // gapless, the epoch is the cluster's.
 func TestNATSCrashRecovery(t *testing.T) {
+	t.Parallel()
 	c := natstest.Start(t, 3)
 	var urls []string
 	for _, n := range c.Nodes {
@@ -103,6 +104,7 @@ func TestNATSCrashRecovery(t *testing.T) {
 // one JetStream node in the relay's process, in --data-dir. SIGKILL
 // mid-stream, restart on the same data dir: nothing a client saw is lost.
 func TestNATSEmbeddedCrashRecovery(t *testing.T) {
+	t.Parallel()
 	dataDir := t.TempDir()
 	const token = "nats-embedded-token-83a1"
 	args := []string{"--agent", "script", "--script", writeScript(t, crashScript()), "--nats", "embedded",

@@ -22,6 +22,7 @@ import (
 // local process for its owner, and a turn started by uid 65534 had its
 // bash tool approved. The relay's own user reads the token and gets in.
 func TestTokenlessServeRefusesOtherUsers(t *testing.T) {
+	t.Parallel()
 	if os.Geteuid() != 0 {
 		t.Skip("needs root to run a client as another user (setpriv --reuid=65534)")
 	}

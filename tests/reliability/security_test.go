@@ -76,6 +76,7 @@ func upgrade(t *testing.T, wsURL string, hdr http.Header) (status int, respHdr h
 // right token, in the header or the query, gets in. No token, right or
 // wrong, appears in the relay's log, even at debug level.
 func TestAuth(t *testing.T) {
+	t.Parallel()
 	const token = "auth-test-0123456789abcdef0123456789abcdef"
 	p := startRelay(t, []string{"PILOTDESK_TOKEN=" + token},
 		"--agent", "script", "--data-dir", t.TempDir(), "--listen", "127.0.0.1:0", "--verbose")
@@ -225,6 +226,7 @@ func pingPong(t *testing.T, conn *websocket.Conn) {
 // token (exit 2 and a clear message); with --insecure-no-auth, or with a
 // token, it starts. Connections go to 127.0.0.1 only.
 func TestNonLoopbackListen(t *testing.T) {
+	t.Parallel()
 	for _, addr := range []string{"0.0.0.0:0", "relay.example:0"} {
 		proc := launchRelay(t, nil, "--listen", addr, "--agent", "script", "--data-dir", ":memory:")
 		if code := proc.exitCode(); code != 2 {
@@ -287,6 +289,7 @@ func TestNonLoopbackListen(t *testing.T) {
 // loopback Host is answered, with a token too. The same page on the relay's
 // own loopback origin (the web client) still gets in.
 func TestDNSRebindingReal(t *testing.T) {
+	t.Parallel()
 	const token = "rebinding-token-57721566"
 	for _, withToken := range []bool{false, true} {
 		args := []string{"--listen", "127.0.0.1:0", "--agent", "script", "--data-dir", ":memory:"}
@@ -330,6 +333,7 @@ func TestDNSRebindingReal(t *testing.T) {
 // that trusts it talks to the relay (auth still applies); one that does not,
 // or that speaks plain ws://, gets nothing.
 func TestTLS(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	certFile, keyFile, pool := selfSignedCert(t, dir)
 	const token = "tls-test-token-27182818"

@@ -68,6 +68,7 @@ pages:
 // the delete failed on the unreadable pages and the connection that asked
 // got nothing.
 func TestDeleteZeroedConversation(t *testing.T) {
+	t.Parallel()
 	dataDir := t.TempDir()
 	const token = "zeroed-test-token-4c2e"
 	// Each conversation's turn is 7,000 deltas of its prompt, 500
