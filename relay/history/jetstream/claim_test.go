@@ -32,6 +32,7 @@ func (quietHooks) LeaseLost(bool)                                       {}
 // LOAD_FLAGS=-nats: "could not take over … key revision mismatch", and a
 // command routed then gets error limit.)
 func TestClusterClaimRace(t *testing.T) {
+	t.Parallel()
 	c := natstest.Start(t, 3)
 	nc := clusterConn(t, c, 0)
 	resetDefault(t, nc)
@@ -87,6 +88,7 @@ func (h lapseHooks) LeaseLost(stalled bool) {
 // believing it owned it, served a replay cut at seq 289 of 1037. The lapse
 // is not a stall: LeaseLost says so.
 func TestClusterNoClaimWithoutLease(t *testing.T) {
+	t.Parallel()
 	_, nc := embedded(t)
 	st := openEmbedded(t, nc, "nolease", Options{})
 	var failing atomic.Bool

@@ -110,6 +110,7 @@ func openR3(t *testing.T, nc *nats.Conn, opts Options) *Store {
 // TestClusterConformance runs the history conformance suite on an R3
 // stream of a 3-node cluster.
 func TestClusterConformance(t *testing.T) {
+	t.Parallel()
 	c := natstest.Start(t, 3)
 	nc := clusterConn(t, c, 0)
 	historytest.Run(t, func(t *testing.T) history.Store {
@@ -124,8 +125,12 @@ func TestClusterConformance(t *testing.T) {
 // the store's bounded retry, with nothing lost and no seq twice. The
 // store's connection is to the node that dies, so it reconnects too.
 func TestClusterNodeDies(t *testing.T) {
+	t.Parallel()
 	for _, victim := range []string{"follower", "leader"} {
-		t.Run(victim, func(t *testing.T) { nodeDies(t, victim == "leader") })
+		t.Run(victim, func(t *testing.T) {
+			t.Parallel() // each on a cluster of its own
+			nodeDies(t, victim == "leader")
+		})
 	}
 }
 
@@ -288,6 +293,7 @@ func frameEvent(id string, seq int64) history.Event {
 // the same expectation: exactly one is stored each round, the other gets
 // history.ErrConflict, and the chain holds one event per seq.
 func TestClusterRacingWriters(t *testing.T) {
+	t.Parallel()
 	c := natstest.Start(t, 3)
 	nc1 := clusterConn(t, c, 0)
 	nc2 := clusterConn(t, c, 1)
@@ -374,6 +380,7 @@ func TestClusterRacingWriters(t *testing.T) {
 // saw it once (tests/cluster); on a quiet one this test does not hit that
 // moment, so it guards the races' outcome, not that one timing.
 func TestClusterOpenRace(t *testing.T) {
+	t.Parallel()
 	c := natstest.Start(t, 3)
 	conns := []*nats.Conn{clusterConn(t, c, 0), clusterConn(t, c, 1), clusterConn(t, c, 2)}
 	for round := range 4 {

@@ -42,6 +42,7 @@ func (h *blockingHooks) Command(ctx context.Context, _ []byte) []byte {
 // peer would exhaust its memory), but at most maxForwarded at once, and
 // still answer them all once they finish.
 func TestClusterForwardedFlood(t *testing.T) {
+	t.Parallel()
 	c := natstest.Start(t, 3)
 	nc := clusterConn(t, c, 0)
 	resetDefault(t, nc)

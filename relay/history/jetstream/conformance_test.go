@@ -20,6 +20,7 @@ import (
 // conversations are their own), skipped only when nats-server is not
 // installed.
 func TestClusterSuite(t *testing.T) {
+	t.Parallel()
 	t.Run("embedded", func(t *testing.T) {
 		clustertest.Run(t, func(t *testing.T) clustertest.NewMember {
 			node, err := StartEmbedded(t.TempDir(), nil)

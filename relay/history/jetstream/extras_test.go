@@ -22,6 +22,7 @@ import (
 // added to one hour by two stores at once, none lost.
 
 func TestEmbeddedDevices(t *testing.T) {
+	t.Parallel()
 	_, nc := embedded(t)
 	n := 0
 	historytest.RunDevices(t, func(t *testing.T) (history.Devices, func() error) {
@@ -35,6 +36,7 @@ func TestEmbeddedDevices(t *testing.T) {
 }
 
 func TestClusterDevices(t *testing.T) {
+	t.Parallel()
 	c := natstest.Start(t, 3)
 	nc := clusterConn(t, c, 0)
 	historytest.RunDevices(t, func(t *testing.T) (history.Devices, func() error) {
@@ -58,6 +60,7 @@ func twoRelays(t *testing.T) (a, b *Store) {
 // at the next look-up, lists it no more (what the relay's poll closes live
 // connections by, with 4003), and its watch tells it within a second.
 func TestClusterRevocationEverywhere(t *testing.T) {
+	t.Parallel()
 	a, b := twoRelays(t)
 	ctx := context.Background()
 	changes := make(chan struct{}, 16)
@@ -126,6 +129,7 @@ func TestClusterRevocationEverywhere(t *testing.T) {
 // of its own and one name both want: every distinct one is kept, and the
 // shared name exactly once.
 func TestClusterDevicesRace(t *testing.T) {
+	t.Parallel()
 	a, b := twoRelays(t)
 	ctx := context.Background()
 	const n = 15
@@ -166,11 +170,13 @@ func TestClusterDevicesRace(t *testing.T) {
 // TestClusterSpendRace: two relays adding spend to the same hour at once,
 // 40 additions each: the ledger holds the sum of all 80.
 func TestClusterSpendRace(t *testing.T) {
+	t.Parallel()
 	a, b := twoRelays(t)
 	testSpendRace(t, a, b)
 }
 
 func TestEmbeddedSpendRace(t *testing.T) {
+	t.Parallel()
 	_, nc := embedded(t)
 	a := openEmbedded(t, nc, "race", Options{})
 	b := openEmbedded(t, nc, "race", Options{})

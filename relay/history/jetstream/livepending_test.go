@@ -18,6 +18,7 @@ import (
 // conversations and messages there are: the relay reads any events it
 // drops from the store when it sees the gap.
 func TestClusterLivePendingBounded(t *testing.T) {
+	t.Parallel()
 	c := &Cluster{
 		base:    "pilotdesk",
 		log:     slog.New(slog.NewTextHandler(io.Discard, nil)),

@@ -52,6 +52,7 @@ func (l *lines) matching(sub string) []string {
 // Either way the record is the other relay's and stays; neither is a
 // failure (Stop returned one for 10164, Release logged it).
 func TestClusterReleaseRace(t *testing.T) {
+	t.Parallel()
 	c := natstest.Start(t, 3)
 	nc := clusterConn(t, c, 0)
 	resetDefault(t, nc)

@@ -18,6 +18,7 @@ import (
 // A, that connection on B is closed with 4003 within B's poll of the
 // devices table (1 s by default), and B refuses the token from then on.
 func TestClusterRevokeClosesOnOtherRelay(t *testing.T) {
+	t.Parallel()
 	c := natstest.Start(t, 3)
 	open := func(node int) *jetstream.Store {
 		nc, err := c.Connect(node)

@@ -17,6 +17,7 @@ import (
 // (history.ErrUnreachable): never silence that keeps the sender waiting
 // forwardTimeout and ends in a deadline error.
 func TestClusterForwardToStoppingRelay(t *testing.T) {
+	t.Parallel()
 	c := natstest.Start(t, 3)
 	nc := clusterConn(t, c, 0)
 	resetDefault(t, nc)
@@ -89,6 +90,7 @@ func TestClusterForwardToStoppingRelay(t *testing.T) {
 // that relay's lease lapse, as unreachable, so that the sender takes the
 // conversation over; not after forwardTimeout with a deadline error.
 func TestClusterForwardStopsWhenTheLeaseLapses(t *testing.T) {
+	t.Parallel()
 	c := natstest.Start(t, 3)
 	nc := clusterConn(t, c, 0)
 	resetDefault(t, nc)

@@ -40,6 +40,7 @@ func (h *slowLiveHooks) Deleted(string) {
 // Stop would read a closed store, or make a conversation on a relay that
 // closed.
 func TestClusterNoLiveHookAfterStop(t *testing.T) {
+	t.Parallel()
 	c := natstest.Start(t, 3)
 	nc := clusterConn(t, c, 0)
 	resetDefault(t, nc)

@@ -35,6 +35,7 @@ func embedded(t *testing.T) (*Embedded, *nats.Conn) {
 // TestEmbeddedConformance runs the history conformance suite on one
 // in-process node (R1), each store in a namespace of its own.
 func TestEmbeddedConformance(t *testing.T) {
+	t.Parallel()
 	_, nc := embedded(t)
 	n := 0
 	historytest.Run(t, func(t *testing.T) history.Store {
@@ -90,6 +91,7 @@ func meta(id string, last int64) history.Conversation {
 // is stale (another store appended to it) is refused for that conversation
 // only; the other conversation of the same batch is stored.
 func TestFencedConversationFailsAlone(t *testing.T) {
+	t.Parallel()
 	_, nc := embedded(t)
 	a := openEmbedded(t, nc, "fence", Options{})
 	b := openEmbedded(t, nc, "fence", Options{})
@@ -136,6 +138,7 @@ func frames(id string, from, to int64) []history.Event {
 // (Before, the store deleted the stored append: a hole in what clients had
 // got, and the same seqs stored again with other bytes.)
 func TestLostAckResolved(t *testing.T) {
+	t.Parallel()
 	_, nc := embedded(t)
 	lose := false
 	s := openEmbedded(t, nc, "lost", Options{LoseAck: func(string) bool { l := lose; lose = false; return l }})
@@ -178,6 +181,7 @@ func TestLostAckResolved(t *testing.T) {
 // stream does not hold leaves its seqs free: the next write, reading the
 // subject first, finds nothing after the append's expectation and goes on.
 func TestUnsureAppendNotStored(t *testing.T) {
+	t.Parallel()
 	_, nc := embedded(t)
 	s := openEmbedded(t, nc, "unsure", Options{})
 	ctx := context.Background()
@@ -203,6 +207,7 @@ func TestUnsureAppendNotStored(t *testing.T) {
 // others, read from many points (bisection), one with frames split over
 // several messages, and one written out of seq order.
 func TestFreshStoreReads(t *testing.T) {
+	t.Parallel()
 	_, nc := embedded(t)
 	w := openEmbedded(t, nc, "fresh", Options{})
 	ctx := context.Background()
@@ -247,6 +252,7 @@ func TestFreshStoreReads(t *testing.T) {
 // the stream for a record that counts fewer messages than its subject, or
 // is missing, and drops one whose conversation is gone.
 func TestListRepairsRecords(t *testing.T) {
+	t.Parallel()
 	_, nc := embedded(t)
 	ctx := context.Background()
 	w := openEmbedded(t, nc, "repair", Options{})

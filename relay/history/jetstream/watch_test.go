@@ -64,6 +64,7 @@ func (w *silentWatcher) Stop() error {
 // context: a relay starting beside another on a new cluster failed its
 // start-up after a minute.
 func TestStalledWatchIsMadeAgain(t *testing.T) {
+	t.Parallel()
 	_, nc := embedded(t)
 	for _, mode := range []stall{unanswered, silent} {
 		name := map[stall]string{unanswered: "unanswered", silent: "silent"}[mode]
@@ -122,6 +123,7 @@ func TestStalledWatchIsMadeAgain(t *testing.T) {
 // the bucket stalls returns the caller's error at once, not after the
 // retries.
 func TestWatchGivesUpWithItsCaller(t *testing.T) {
+	t.Parallel()
 	_, nc := embedded(t)
 	s := openEmbedded(t, nc, "giveup", Options{watchWait: time.Hour})
 	if _, err := s.spendKV(context.Background()); err != nil {
@@ -219,6 +221,7 @@ func waitCall(t *testing.T, kv *gatedKV, n int) {
 // table may have been missed), and reports the changes after it. Before,
 // the watch ended for good, quietly.
 func TestStandingWatchComesBack(t *testing.T) {
+	t.Parallel()
 	_, nc := embedded(t)
 	changed := make(chan struct{}, 16)
 	devices, gated := watchGatedDevices(t, nc, "comeback", func() { changed <- struct{}{} })
@@ -284,6 +287,7 @@ func (h goneHooks) RelayGone(id string) { h.gone <- id }
 // good and no later lapse was ever heard: the conversations of a relay
 // that died were never taken over.
 func TestLeaseWatchComesBack(t *testing.T) {
+	t.Parallel()
 	_, nc := embedded(t)
 	// B first: A's start lists it.
 	b := startCluster(t, openEmbedded(t, nc, "leases", Options{}), ClusterOptions{Lease: 4 * time.Second}, quietHooks{})
@@ -317,6 +321,7 @@ func TestLeaseWatchComesBack(t *testing.T) {
 // TestStandingWatchEndsWithItsConnection: a standing watch whose
 // connection is closed for good ends; it does not try to watch again.
 func TestStandingWatchEndsWithItsConnection(t *testing.T) {
+	t.Parallel()
 	e, _ := embedded(t)
 	nc, err := e.Connect("closing")
 	if err != nil {
