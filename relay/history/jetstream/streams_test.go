@@ -50,6 +50,7 @@ func withStreams(t *testing.T, opts Options) Options {
 // TestShardedConformance runs the history conformance suite, and the
 // relays' cluster suite, on histories of 3 streams on one in-process node.
 func TestShardedConformance(t *testing.T) {
+	t.Parallel()
 	_, nc := embedded(t)
 	n := 0
 	t.Run("history", func(t *testing.T) {
@@ -83,6 +84,7 @@ func TestShardedConformance(t *testing.T) {
 // made with one stream (messages in PD_EVENTS, no layout written) is not
 // spread over several.
 func TestStreamsLayout(t *testing.T) {
+	t.Parallel()
 	_, nc := embedded(t)
 	ctx := context.Background()
 	a := openEmbedded(t, nc, "layout", Options{Streams: 3})
