@@ -10,6 +10,25 @@ import (
 	"github.com/pilotdesk/pilotdesk/protocol"
 )
 
+// questions are the agent's input requests as this terminal follows
+// them: the one open, those queued behind it, the one answered here until
+// the relay closes it, and those of a replay until it says how they
+// ended. Like all of repl's state they belong to the loop goroutine.
+type questions struct {
+	open     *prompt                      // the open one
+	queued   []*protocol.UserInputRequest // more, in order (the relay sends one at a time)
+	answered *prompt                      // the last one answered here, until the relay closes it
+	// replayed holds the questions of a replay until the replay says how
+	// they ended: an answered one is then printed as it was, the one still
+	// open becomes the prompt (copilot:subscribed's pendingInput).
+	replayed map[string]*protocol.UserInputRequest
+}
+
+// answeredHere reports whether id is the question last answered here.
+func (q *questions) answeredHere(id string) bool {
+	return q.answered != nil && q.answered.req.RequestID == id
+}
+
 // openPrompt shows an input request and makes it the open one
 // (docs/cli.md, Answering questions): the spinner stops (statusLine shows
 // nothing while a question is open) and the live text is finished first.
@@ -17,7 +36,7 @@ func (r *repl) openPrompt(req *protocol.UserInputRequest) {
 	r.waiting = false
 	r.scr.endLine()
 	p := newPrompt(req)
-	r.prompt = p
+	r.ask.open = p
 	r.questionLines(p)
 	if !r.cfg.Term.Raw && p.kind == kindChoice {
 		// Without raw keys the list cannot change: print it once.
@@ -54,7 +73,7 @@ func (r *repl) liveCountdown() bool { return r.cfg.Term.Live && r.cfg.Term.Raw }
 // countdownShows reports whether a countdown is on screen and needs the
 // clock's ticks.
 func (r *repl) countdownShows() bool {
-	return r.prompt != nil && r.liveCountdown() && !r.deadline(r.prompt).IsZero()
+	return r.ask.open != nil && r.liveCountdown() && !r.deadline(r.ask.open).IsZero()
 }
 
 // questionLines prints the part of a question that never changes: the
@@ -126,10 +145,10 @@ func (r *repl) promptFooter(p *prompt) []string {
 // resolve sends a valid outcome: an answer or a rejection. An outcome that
 // is not valid changes nothing but the hint, and the question stays.
 func (r *repl) resolve(ctx context.Context, p *prompt, o outcome) {
-	if !o.valid || r.prompt != p {
+	if !o.valid || r.ask.open != p {
 		return
 	}
-	r.prompt = nil
+	r.ask.open = nil
 	if r.cfg.Term.Raw {
 		// Leave the exchange in the transcript: the list with the pick,
 		// and the answer.
@@ -158,10 +177,10 @@ func (r *repl) resolve(ctx context.Context, p *prompt, o outcome) {
 	})
 	if err != nil {
 		r.note(styleError, "The answer was not sent: "+err.Error())
-		r.prompt = p
+		r.ask.open = p
 		return
 	}
-	r.answered = p
+	r.ask.answered = p
 	// The agent goes on (or, after a rejection, the relay ends the turn).
 	r.waiting = !o.reject
 	r.openNext()
@@ -171,10 +190,10 @@ func (r *repl) resolve(ctx context.Context, p *prompt, o outcome) {
 // was answered in another window, timed out, the turn was aborted) and
 // says why.
 func (r *repl) closePrompt(why string) {
-	if r.prompt == nil {
+	if r.ask.open == nil {
 		return
 	}
-	r.prompt = nil
+	r.ask.open = nil
 	r.scr.showFooter(nil)
 	if why != "" {
 		r.note(styleInfo, why)
@@ -184,19 +203,27 @@ func (r *repl) closePrompt(why string) {
 
 // openNext opens the next queued question, if any.
 func (r *repl) openNext() {
-	if r.prompt != nil || len(r.queued) == 0 {
-		return
+	if next := r.ask.next(); next != nil {
+		r.openPrompt(next)
 	}
-	next := r.queued[0]
-	r.queued = r.queued[1:]
-	r.openPrompt(next)
+}
+
+// next takes the next queued question off the queue once none is open
+// (nil: none to open).
+func (q *questions) next() *protocol.UserInputRequest {
+	if q.open != nil || len(q.queued) == 0 {
+		return nil
+	}
+	next := q.queued[0]
+	q.queued = q.queued[1:]
+	return next
 }
 
 // dropQueued removes a queued question that was closed before its turn.
-func (r *repl) dropQueued(id string) bool {
-	for i, q := range r.queued {
-		if q.RequestID == id {
-			r.queued = append(r.queued[:i], r.queued[i+1:]...)
+func (q *questions) dropQueued(id string) bool {
+	for i, req := range q.queued {
+		if req.RequestID == id {
+			q.queued = append(q.queued[:i], q.queued[i+1:]...)
 			return true
 		}
 	}

@@ -203,14 +203,8 @@ type repl struct {
 	// (budget.go).
 	budget budgetNotes
 
-	// Input requests.
-	prompt   *prompt                      // the open one
-	queued   []*protocol.UserInputRequest // more, in order (the relay sends one at a time)
-	answered *prompt                      // the last one answered here, until the relay closes it
-	// replayed holds the questions of a replay until the replay says how
-	// they ended: an answered one is then printed as it was, the one still
-	// open becomes the prompt (copilot:subscribed's pendingInput).
-	replayed map[string]*protocol.UserInputRequest
+	// ask holds the agent's questions (ask.go).
+	ask questions
 
 	list conversationList // the last /list and its /more pages, for /switch N (list.go)
 	// confirm is the checkpoint /restore asks to confirm (y/N): the next
@@ -241,8 +235,7 @@ func (r *repl) resetConversation() {
 	r.plan = nil
 	r.confirm = ""
 	r.errorShown = false
-	r.prompt, r.queued, r.answered = nil, nil, nil
-	r.replayed = map[string]*protocol.UserInputRequest{}
+	r.ask = questions{replayed: map[string]*protocol.UserInputRequest{}}
 }
 
 // streaming reports whether a turn runs (or is about to).
@@ -314,7 +307,7 @@ func (r *repl) loop(ctx context.Context, inputs <-chan inputChunk) error {
 		}
 		if !r.cfg.Term.Raw {
 			r.drainLines(ctx)
-		} else if r.typed.enterPending && r.ready && r.prompt == nil {
+		} else if r.typed.enterPending && r.ready && r.ask.open == nil {
 			r.typed.enterPending = false
 			r.run(ctx, r.typed.editor.submit(true))
 		}
@@ -411,7 +404,7 @@ var spinnerFrames = []string{"⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "�
 
 // statusLine is the spinner's line, or "" when none shows.
 func (r *repl) statusLine() string {
-	if !r.cfg.Term.Spinner || r.syncing || r.prompt != nil || !r.streaming() {
+	if !r.cfg.Term.Spinner || r.syncing || r.ask.open != nil || !r.streaming() {
 		return ""
 	}
 	frame := r.scr.style(styleInfo, spinnerFrames[r.spin%len(spinnerFrames)])
@@ -436,9 +429,9 @@ func (r *repl) render() {
 	}
 	var lines []string
 	switch {
-	case r.prompt != nil && r.cfg.Term.Raw:
-		lines = r.promptFooter(r.prompt)
-	case r.prompt != nil:
+	case r.ask.open != nil && r.cfg.Term.Raw:
+		lines = r.promptFooter(r.ask.open)
+	case r.ask.open != nil:
 	default:
 		// The markdown block under way (mdview.go).
 		lines = append(lines, r.scr.previewLines()...)
@@ -509,7 +502,7 @@ func (r *repl) switchTo(ctx context.Context, id string) error {
 		r.note(styleDim, "Already in that conversation.")
 		return nil
 	}
-	if r.prompt != nil {
+	if r.ask.open != nil {
 		r.closePrompt("The question stays open in the conversation you left.")
 	}
 	old := r.conv

@@ -82,15 +82,15 @@ func (r *repl) event(ctx context.Context, ev client.Event) {
 	case *protocol.UserInputRequest:
 		if r.syncing {
 			r.scr.endLine()
-			r.replayed[d.RequestID] = d
+			r.ask.replayed[d.RequestID] = d
 			return
 		}
 		switch {
-		case r.prompt != nil && r.prompt.req.RequestID == d.RequestID:
-		case r.answered != nil && r.answered.req.RequestID == d.RequestID:
+		case r.ask.open != nil && r.ask.open.req.RequestID == d.RequestID:
+		case r.ask.answeredHere(d.RequestID):
 			// Already shown (say, as the pendingInput of a resync).
-		case r.prompt != nil:
-			r.queued = append(r.queued, d)
+		case r.ask.open != nil:
+			r.ask.queued = append(r.ask.queued, d)
 		default:
 			r.openPrompt(d)
 		}
@@ -219,23 +219,23 @@ func (r *repl) subscribed(d *protocol.Subscribed) {
 	if replay {
 		// The open question is shown as the prompt below; any other one
 		// the history left without an end is shown as it stands.
-		for id := range r.replayed {
+		for id := range r.ask.replayed {
 			if pending == nil || id != pending.RequestID {
 				r.replayedQuestion(id, "closed")
 			}
 		}
-		r.replayed = map[string]*protocol.UserInputRequest{}
+		r.ask.replayed = map[string]*protocol.UserInputRequest{}
 	}
 	switch {
-	case pending != nil && r.prompt != nil && r.prompt.req.RequestID == pending.RequestID:
-	case pending != nil && r.answered != nil && r.answered.req.RequestID == pending.RequestID:
+	case pending != nil && r.ask.open != nil && r.ask.open.req.RequestID == pending.RequestID:
+	case pending != nil && r.ask.answeredHere(pending.RequestID):
 		// Answered here; the relay's close is on its way.
 	case pending != nil:
 		r.closePrompt("")
-		r.queued = nil
+		r.ask.queued = nil
 		pending.ConversationID = r.conv
 		r.openPrompt(pending)
-	case r.prompt != nil:
+	case r.ask.open != nil:
 		r.closePrompt("The question was closed while the connection was down.")
 	}
 }
@@ -368,23 +368,23 @@ func (r *repl) questionEnded(id, why string) {
 	switch {
 	case r.syncing:
 		r.replayedQuestion(id, why)
-	case r.prompt != nil && r.prompt.req.RequestID == id:
+	case r.ask.open != nil && r.ask.open.req.RequestID == id:
 		r.closePrompt(why)
-	case r.answered != nil && r.answered.req.RequestID == id:
-		r.answered = nil
+	case r.ask.answeredHere(id):
+		r.ask.answered = nil
 	default:
-		r.dropQueued(id)
+		r.ask.dropQueued(id)
 	}
 }
 
 // replayedQuestion prints a question of the history, now that the replay
 // says how it ended.
 func (r *repl) replayedQuestion(id, outcome string) {
-	q, ok := r.replayed[id]
+	q, ok := r.ask.replayed[id]
 	if !ok {
 		return
 	}
-	delete(r.replayed, id)
+	delete(r.ask.replayed, id)
 	p := newPrompt(q)
 	r.questionLines(p)
 	if p.kind == kindChoice {
@@ -400,8 +400,8 @@ func (r *repl) inputClosed(d *protocol.UserInputClosed) {
 		r.replayedQuestion(d.RequestID, d.Reason)
 		return
 	}
-	if r.answered != nil && r.answered.req.RequestID == d.RequestID {
-		r.answered = nil // our own answer, confirmed
+	if r.ask.answeredHere(d.RequestID) {
+		r.ask.answered = nil // our own answer, confirmed
 		return
 	}
 	var why string
@@ -448,10 +448,10 @@ func (r *repl) idle(d *protocol.Idle, u conversation.Update) {
 			r.toolLine(row)
 		}
 	}
-	if r.prompt != nil {
+	if r.ask.open != nil {
 		r.closePrompt("The turn ended; the question is closed.")
 	}
-	r.queued, r.answered = nil, nil
+	r.ask.queued, r.ask.answered = nil, nil
 	// The turn's end in the fold's words (conversation.StatusText); a
 	// completed turn says it with its usage line alone.
 	if row, ok := r.changedRow(u, conversation.RowStatus); ok {
@@ -504,15 +504,15 @@ func (r *repl) relayError(d *protocol.Error) {
 		r.note(styleError, "Not sent: "+oneLine(d.Message))
 	case d.Code == protocol.CodeNotStreaming:
 		r.note(styleDim, "Nothing to abort: no turn is running.")
-	case d.Code == protocol.CodeInvalidAnswer && r.answered != nil:
+	case d.Code == protocol.CodeInvalidAnswer && r.ask.answered != nil:
 		// The relay refused the answer and keeps the question open: ask again.
-		p := r.answered
-		r.answered = nil
+		p := r.ask.answered
+		r.ask.answered = nil
 		r.note(styleWarn, "The relay refused the answer: "+oneLine(d.Message))
-		if r.prompt == nil {
+		if r.ask.open == nil {
 			r.openPrompt(p.req)
 		} else {
-			r.queued = append([]*protocol.UserInputRequest{p.req}, r.queued...)
+			r.ask.queued = append([]*protocol.UserInputRequest{p.req}, r.ask.queued...)
 		}
 	default:
 		r.note(styleError, fmt.Sprintf("Relay error (%s): %s", oneLine(d.Code), oneLine(d.Message)))

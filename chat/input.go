@@ -72,7 +72,7 @@ func (r *repl) input(ctx context.Context, in inputChunk) {
 
 // key handles one key in raw mode.
 func (r *repl) key(ctx context.Context, k key) {
-	if p := r.prompt; p != nil {
+	if p := r.ask.open; p != nil {
 		switch k.kind {
 		case keyRune:
 			p.input.insert(k.r)
@@ -148,8 +148,8 @@ func (r *repl) key(ctx context.Context, k key) {
 func (r *repl) drainLines(ctx context.Context) {
 	for !r.quit {
 		if len(r.typed.lines) == 0 {
-			if r.typed.eof && r.ready && (r.prompt != nil || !r.streaming()) {
-				if r.prompt != nil {
+			if r.typed.eof && r.ready && (r.ask.open != nil || !r.streaming()) {
+				if r.ask.open != nil {
 					r.quitWithOpenQuestion()
 				} else {
 					r.quit = true
@@ -175,11 +175,11 @@ func (r *repl) drainLines(ctx context.Context) {
 			r.confirmRestore(ctx, line)
 			continue
 		}
-		if r.prompt == nil && r.streaming() && !midStreamCommand(line) {
+		if r.ask.open == nil && r.streaming() && !midStreamCommand(line) {
 			return
 		}
 		r.typed.lines = r.typed.lines[1:]
-		if p := r.prompt; p != nil {
+		if p := r.ask.open; p != nil {
 			r.echo(r.glyph(p), line)
 			if r.questionCommand(ctx, line) {
 				continue
