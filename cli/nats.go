@@ -238,11 +238,22 @@ func openNATSStore(ctx context.Context, s relaySettings, logger *slog.Logger) (_
 // relay runs: while no node answers, writes wait (the store retries, the
 // committer backs up) instead of the relay giving up.
 func connectNATS(n natsSettings, logger *slog.Logger) (*nats.Conn, error) {
+	ping := natsPingInterval(n.Lease)
 	opts := []nats.Option{
 		nats.Name("pilotdesk relay"),
 		nats.Timeout(5 * time.Second),
 		nats.MaxReconnects(-1),
 		nats.ReconnectWait(250 * time.Millisecond),
+		// A node cut off the network (a partition, its machine gone
+		// without a FIN) leaves the connection open and silent: nats.go's
+		// default pings (every 2 minutes, 2 unanswered) found it out
+		// minutes after the relay's lease had lapsed, and the others took
+		// its conversations over although it was alive (make chaos,
+		// node-partition: turns closed "relay lost"). Pinged every fifth
+		// of the lease, a silent node is left for another within about
+		// half of it, while renewals can still keep the lease.
+		nats.PingInterval(ping),
+		nats.MaxPingsOutstanding(natsPingsOut),
 		nats.DisconnectErrHandler(func(nc *nats.Conn, err error) {
 			// nats.go calls this from Close too (the relay's own shutdown),
 			// with the connection closed and no error: nothing went wrong.
@@ -287,6 +298,22 @@ func connectNATS(n natsSettings, logger *slog.Logger) (*nats.Conn, error) {
 		return nil, fmt.Errorf("connecting to NATS at %s: %w%s", redactURLs(n.URLs), err, hint)
 	}
 	return nc, nil
+}
+
+// natsPingsOut is how many pings may go unanswered before the relay
+// leaves its NATS node for another.
+const natsPingsOut = 2
+
+// natsPingInterval is how often the relay pings its NATS node: a fifth of
+// the lease (3 s with the default), so that a node that went silent is
+// left after 2-3 intervals, before the lease can lapse; never under a
+// second (a test's short lease would reconnect at every busy moment) nor
+// over nats.go's default of 2 minutes.
+func natsPingInterval(lease time.Duration) time.Duration {
+	if lease <= 0 {
+		lease = jetstream.DefaultLease
+	}
+	return min(max(lease/5, time.Second), nats.DefaultPingInterval)
 }
 
 // urlsHavePassword reports whether one of the comma-separated URLs

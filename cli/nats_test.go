@@ -3,9 +3,13 @@ package cli
 import (
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
+	"net"
 	"net/url"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -114,4 +118,94 @@ func TestNATSDisconnectLog(t *testing.T) {
 	defer nc.Close()
 	c.Kill(0)
 	waitLog(`level=WARN msg="NATS disconnected; reconnecting"`)
+}
+
+// silentProxy forwards TCP connections to addr until silence is called;
+// from then on it forwards nothing either way and closes nothing, as a
+// network partition does: the connections stay open and hear nothing.
+func silentProxy(t *testing.T, addr string) (hostport string, silence func()) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var silent atomic.Bool
+	var mu sync.Mutex
+	var conns []net.Conn
+	var wg sync.WaitGroup
+	t.Cleanup(func() {
+		ln.Close()
+		mu.Lock()
+		for _, c := range conns {
+			c.Close()
+		}
+		mu.Unlock()
+		wg.Wait()
+	})
+	wg.Go(func() {
+		for {
+			in, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			out, err := net.Dial("tcp", addr)
+			if err != nil {
+				in.Close()
+				continue
+			}
+			mu.Lock()
+			conns = append(conns, in, out)
+			mu.Unlock()
+			for _, pair := range [][2]net.Conn{{in, out}, {out, in}} {
+				wg.Go(func() { _, _ = io.Copy(gate{&silent, pair[1]}, pair[0]) })
+			}
+		}
+	})
+	return ln.Addr().String(), func() { silent.Store(true) }
+}
+
+// gate writes to w until silent is set, then drops what it is given.
+type gate struct {
+	silent *atomic.Bool
+	w      io.Writer
+}
+
+func (g gate) Write(b []byte) (int, error) {
+	if g.silent.Load() {
+		return len(b), nil
+	}
+	return g.w.Write(b)
+}
+
+// A relay whose NATS node goes silent (cut off the network: the
+// connection stays open and nothing comes) leaves it well within its
+// lease, so that it can renew the lease through another node before the
+// other relays take its conversations over. With nats.go's default pings
+// (2 minutes) it noticed minutes later (make chaos, node-partition: turns
+// closed "relay lost" although no relay was lost).
+func TestNATSLeavesASilentNode(t *testing.T) {
+	c := natstest.Start(t, 1)
+	const lease = 5 * time.Second
+	addr, silence := silentProxy(t, fmt.Sprintf("127.0.0.1:%d", c.Nodes[0].ClientPort))
+	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
+	nc, err := connectNATS(natsSettings{URLs: fmt.Sprintf("nats://%s@%s", url.User(c.User), addr), Password: c.Password, Lease: lease}, logger)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	if err := nc.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	silence()
+	start := time.Now()
+	for nc.IsConnected() {
+		if time.Since(start) > lease {
+			t.Fatalf("the relay still holds its silent NATS node's connection %v after it went silent (its lease is %v)", time.Since(start).Round(time.Millisecond), lease)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Logf("left the silent node after %v (lease %v)", time.Since(start).Round(time.Millisecond), lease)
+	if got := natsPingInterval(15 * time.Second); got != 3*time.Second {
+		t.Errorf("with the default lease the relay pings every %v, want 3s", got)
+	}
 }
