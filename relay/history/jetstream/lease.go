@@ -146,9 +146,31 @@ func (c *Cluster) renew(ctx context.Context) {
 			c.mu.Unlock()
 			continue
 		case errors.As(err, &apiErr) && apiErr.ErrorCode == codeWrongLastSeq:
-			// The key is gone or another: the lease lapsed.
-			c.loseLease(fmt.Errorf("the renewal was refused: %w", err), false)
-			continue
+			// The key is not at the revision this relay wrote last. It is
+			// gone (the lease lapsed), or a renewal of this relay's was
+			// stored while its acknowledgement was lost: the bucket's
+			// leader stored it and was cut off the network before the
+			// acknowledgement came back (TestChaos node-partition: a relay
+			// on another node counted its lease lapsed 10 s into a 15 s
+			// lease, and its turns were stopped). Only this relay writes
+			// its key, so a key still there is its lease, renewed: it
+			// renews from that revision at the next tick.
+			switch got, state := c.ownLeaseRevision(ctx, id, rev); state {
+			case leaseRenewed:
+				c.mu.Lock()
+				if c.leaseOK && c.id == id && c.leaseRev == rev {
+					c.leaseRev = got
+				}
+				c.mu.Unlock()
+				c.log.Info("jetstream cluster: a renewal of the lease was stored though its acknowledgement was lost; renewing from its revision", "relay", id, "revision", got)
+				last = time.Time{}
+				continue
+			case leaseGone:
+				c.loseLease(fmt.Errorf("the renewal was refused: %w", err), false)
+				continue
+			}
+			// Not known (the read failed, or a replica's lags): as a
+			// renewal that failed, below.
 		}
 		if time.Since(renewed) >= c.lease-c.margin() {
 			c.loseLease(fmt.Errorf("no renewal for %v: %w", time.Since(renewed).Round(time.Millisecond), err), false)
@@ -156,6 +178,34 @@ func (c *Cluster) renew(ctx context.Context) {
 			c.log.Debug("jetstream cluster: renew the lease", "err", err)
 		}
 	}
+}
+
+// What a relay's key says of its lease after a renewal was refused.
+const (
+	leaseUnknown = iota // the key could not be read, or a replica's copy lags
+	leaseRenewed        // there, written after the revision expected: renewed
+	leaseGone           // gone: the lease lapsed
+)
+
+// ownLeaseRevision reads this relay's key after a renewal expecting
+// revision rev was refused. Only this relay writes it, so a key there
+// written after rev was renewed by this relay, by a renewal whose
+// acknowledgement was lost: its revision is returned.
+func (c *Cluster) ownLeaseRevision(ctx context.Context, id string, rev uint64) (uint64, int) {
+	rctx, cancel := context.WithTimeout(ctx, min(c.every, c.lease/2))
+	defer cancel()
+	e, err := c.relays.Get(rctx, id)
+	switch {
+	case errors.Is(err, jetstream.ErrKeyNotFound) || errors.Is(err, jetstream.ErrKeyDeleted):
+		return 0, leaseGone
+	case err != nil:
+		return 0, leaseUnknown
+	case e.Operation() != jetstream.KeyValuePut:
+		return 0, leaseGone
+	case e.Revision() <= rev:
+		return 0, leaseUnknown
+	}
+	return e.Revision(), leaseRenewed
 }
 
 func (c *Cluster) relaysBucket() string {
