@@ -5,7 +5,10 @@
 # clients that check every seq (gapless, once, in order, the same bytes as
 # every other client) and, at the end, replay every conversation from every
 # relay. Each run prints its seed and a VERDICT line; the summary lists
-# them all. The exit status is 1 if any run failed.
+# them all. The exit status is 1 if any run failed. The partitions
+# (node-partition, relay-partition) put their victim in a network namespace
+# of its own and need root (or CAP_NET_ADMIN and CAP_SYS_ADMIN), iproute2's
+# ip and tc; without them those runs fail saying so.
 #
 #   CHAOS_FAULTS   the faults to run (default: all of them)
 #   CHAOS_RUNS     runs per fault (default 3)
@@ -13,7 +16,7 @@
 #   CHAOS_SEED     the first run's seed (default: random; run i adds i)
 set -u
 cd "$(dirname "$0")/.."
-faults=${CHAOS_FAULTS:-"relay-kill relay-stop leader-kill quorum-loss rolling-restart"}
+faults=${CHAOS_FAULTS:-"relay-kill relay-stop leader-kill quorum-loss rolling-restart node-partition relay-partition"}
 runs=${CHAOS_RUNS:-3}
 seed=${CHAOS_SEED:-$(od -An -N3 -tu4 /dev/urandom | tr -d ' ')}
 out=.tools/chaos

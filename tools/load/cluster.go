@@ -2,8 +2,11 @@ package main
 
 import (
 	"fmt"
+	"net"
 	"net/url"
+	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -19,9 +22,24 @@ type natsCluster struct {
 }
 
 // startNATSCluster starts three nats-server nodes and waits until
-// JetStream answers on each.
-func startNATSCluster() (*natsCluster, error) {
-	c, stop, err := natstest.StartProcess(3, "pilotdesk-load-nats-*")
+// JetStream answers on each. With an island (a partition fault), every
+// node listens where the island reaches it, and node `isolated` (if not
+// -1) runs in the island.
+func startNATSCluster(is *island, isolated int) (*natsCluster, error) {
+	var opts []natstest.Option
+	if is != nil {
+		hosts := []string{is.HostAddr, is.HostAddr, is.HostAddr}
+		if isolated >= 0 {
+			hosts[isolated] = is.Addr
+		}
+		opts = append(opts, natstest.Hosts(hosts), natstest.Command(func(i int, name string, args ...string) *exec.Cmd {
+			if i == isolated {
+				return is.command(name, args...)
+			}
+			return exec.Command(name, args...)
+		}))
+	}
+	c, stop, err := natstest.StartProcess(3, "pilotdesk-load-nats-*", opts...)
 	if err != nil {
 		return nil, err
 	}
@@ -32,11 +50,21 @@ func startNATSCluster() (*natsCluster, error) {
 // relay user (its password goes in the environment: startRelay), starting
 // from a different node for each relay (as TestNATSRelaysShare does), and
 // a data dir of its own.
-func (n *natsCluster) relayArgs(cfg config, dir string, i int) []string {
+//
+// Under node-partition the relay of the isolated node's index lists that
+// node alone, so that one relay at least is on it when it is cut off (a
+// relay picks one of the nodes it lists at random); it learns the others
+// from the node (NATS's discovery of the cluster's URLs), and must move to
+// one of them.
+func (n *natsCluster) relayArgs(cfg config, dir string, i, isolated int) []string {
 	var urls []string
 	for j := range n.c.Nodes {
-		node := n.c.Nodes[(i+j)%len(n.c.Nodes)]
-		urls = append(urls, fmt.Sprintf("nats://%s@127.0.0.1:%d", url.User(n.c.User), node.ClientPort))
+		k := (i + j) % len(n.c.Nodes)
+		if i == isolated && k != isolated {
+			continue
+		}
+		node := n.c.Nodes[k]
+		urls = append(urls, fmt.Sprintf("nats://%s@%s", url.User(n.c.User), net.JoinHostPort(node.Host, strconv.Itoa(node.ClientPort))))
 	}
 	// The relay keeps its own files there (relay.json); the history is in
 	// the cluster.

@@ -26,23 +26,33 @@ const (
 	faultLeaderKill     = "leader-kill"     // SIGKILL the events stream's leader node, restart it after -fault-for
 	faultQuorumLoss     = "quorum-loss"     // SIGKILL two of the three nodes for -fault-for (10–60 s by the seed), restart them
 	faultRollingRestart = "rolling-restart" // SIGTERM each relay in turn and start it again on its data dir, as a deploy does
+	faultNodePartition  = "node-partition"  // cut a node off from the other nodes and the relays (an island: island.go) for -fault-for, then heal
+	faultRelayPartition = "relay-partition" // cut a relay off from the cluster and its clients for -fault-for (shorter or longer than its lease), then heal
 )
 
 // faults are the -fault values, in the order `make chaos` runs them.
-var faults = []string{faultRelayKill, faultRelayStop, faultLeaderKill, faultQuorumLoss, faultRollingRestart}
+var faults = []string{faultRelayKill, faultRelayStop, faultLeaderKill, faultQuorumLoss, faultRollingRestart, faultNodePartition, faultRelayPartition}
+
+// partition says whether a fault cuts a process off the network, which
+// needs it started in a network namespace of its own (an island).
+func partition(fault string) bool { return fault == faultNodePartition || fault == faultRelayPartition }
 
 // relayLostAllowed says whether a fault loses a relay, so that a turn closed
 // "relay lost" by a takeover is what a client should see. Under the others
 // no relay was lost, and such a closing is a failure.
 func relayLostAllowed(fault string) bool {
-	return fault == faultRelayKill || fault == faultRelayStop
+	return fault == faultRelayKill || fault == faultRelayStop || fault == faultRelayPartition
 }
 
 // storeErrorAllowed says whether a fault makes the history store
 // unreachable long enough that a running turn may end with copilot:error
 // (the history could not be saved) and idle status error, and a prompt be
-// refused until it is back.
-func storeErrorAllowed(fault string) bool { return fault == faultQuorumLoss }
+// refused until it is back. A relay cut off the network cannot reach the
+// store either: its turns may end so (its clients, moved to the others,
+// get the closing events from the stream).
+func storeErrorAllowed(fault string) bool {
+	return fault == faultQuorumLoss || fault == faultRelayPartition
+}
 
 // faultPlan is what the seed chose: when the fault starts, how long it
 // lasts, and its victims.
@@ -51,8 +61,13 @@ type faultPlan struct {
 	Seed  uint64        `json:"seed"`
 	At    time.Duration `json:"-"`
 	For   time.Duration `json:"-"`
-	// Relay is the relay stopped (relay-stop) or, for relay-kill, 0.
+	// Relay is the relay stopped (relay-stop) or cut off (relay-partition)
+	// or, for relay-kill, 0.
 	Relay int `json:"relay"`
+	// Node is the node cut off (node-partition), and Leader whether it is
+	// made the events stream's leader first.
+	Node   int  `json:"node"`
+	Leader bool `json:"leader"`
 	// Pause is the time between two relays' restarts (rolling-restart).
 	Pause time.Duration `json:"-"`
 }
@@ -61,8 +76,14 @@ func (p faultPlan) String() string {
 	switch p.Fault {
 	case faultRelayKill:
 		return fmt.Sprintf("%s at %v (relay 1)", p.Fault, p.At)
-	case faultRelayStop:
+	case faultRelayStop, faultRelayPartition:
 		return fmt.Sprintf("%s at %v for %v (relay %d)", p.Fault, p.At, p.For, p.Relay+1)
+	case faultNodePartition:
+		role := "a follower"
+		if p.Leader {
+			role = "the events stream's leader"
+		}
+		return fmt.Sprintf("%s at %v for %v (node n%d, %s)", p.Fault, p.At, p.For, p.Node+1, role)
 	case faultLeaderKill, faultQuorumLoss:
 		return fmt.Sprintf("%s at %v for %v", p.Fault, p.At, p.For)
 	case faultRollingRestart:
@@ -88,6 +109,20 @@ func planFault(cfg config) faultPlan {
 		p.Relay = r.IntN(cfg.Relays)
 		if p.For == 0 {
 			p.For = between(lease+2*time.Second, lease+10*time.Second)
+		}
+	case faultRelayPartition:
+		// Shorter than the lease (the relay keeps its conversations and
+		// its queued appends go out when it heals) or longer (the others
+		// take them over and fence it), by the seed.
+		p.Relay = r.IntN(cfg.Relays)
+		if p.For == 0 {
+			p.For = between(3*time.Second, lease+10*time.Second)
+		}
+	case faultNodePartition:
+		p.Node = r.IntN(3)
+		p.Leader = r.IntN(2) == 0
+		if p.For == 0 {
+			p.For = between(5*time.Second, 30*time.Second)
 		}
 	case faultLeaderKill:
 		if p.For == 0 {
@@ -139,6 +174,7 @@ type faultRun struct {
 	dir     string
 	log     *slog.Logger
 	cluster *natsCluster
+	island  *island // the partitioned process's network namespace
 	relays  *fleet
 	state   *runState
 	usage   *relayUsage
@@ -182,6 +218,11 @@ func (f *faultRun) inject(ctx context.Context) error {
 		return f.nodesDown(ctx, 2)
 	case faultRollingRestart:
 		return f.rollingRestart(ctx)
+	case faultRelayPartition:
+		f.state.killed.Store(true) // past its lease its turns are closed "relay lost" by a takeover
+		return f.relayPartition(ctx)
+	case faultNodePartition:
+		return f.nodePartition(ctx)
 	}
 	return fmt.Errorf("unknown fault %q", f.plan.Fault)
 }
@@ -205,6 +246,95 @@ func (f *faultRun) relayStop(ctx context.Context) error {
 	f.state.setURL(i, p.url)
 	return nil
 }
+
+// relayPartition cuts a relay off the network: its clients hear nothing
+// and the balancer sends them to the others, its lease renewals are lost,
+// and past its lease the others take its conversations over. When the
+// partition heals the relay must fence itself, or find its lease held.
+func (f *faultRun) relayPartition(ctx context.Context) error {
+	i := f.plan.Relay
+	p := f.relays.get(i)
+	f.state.kill(i)
+	if err := f.island.cut(); err != nil {
+		return err
+	}
+	f.note("relay %d (pid %d) cut off the network", i+1, p.cmd.Process.Pid)
+	sleep(ctx, f.plan.For)
+	if err := f.island.heal(); err != nil {
+		return err
+	}
+	f.note("relay %d's partition healed", i+1)
+	f.state.setURL(i, p.url)
+	return nil
+}
+
+// nodePartition cuts a node off from the other nodes and from the relays
+// connected to it (relay i lists node i first, so one relay at least is):
+// the two left keep a quorum, and the relays on the lost node must move
+// to another before their leases lapse.
+func (f *faultRun) nodePartition(ctx context.Context) error {
+	name := f.cluster.c.Nodes[f.plan.Node].Name
+	if err := f.placeLeader(ctx); err != nil {
+		f.note("the events stream's leader could not be placed as planned: %v", err)
+	}
+	role := "a follower of the events stream"
+	if order, err := f.leaderFirst(ctx); err == nil && order[0] == f.plan.Node {
+		role = "the events stream's leader"
+	}
+	if err := f.island.cut(); err != nil {
+		return err
+	}
+	f.note("node %s (%s) cut off the network", name, role)
+	sleep(ctx, f.plan.For)
+	if err := f.island.heal(); err != nil {
+		return err
+	}
+	f.note("node %s's partition healed", name)
+	if err := f.cluster.waitReady(2 * time.Minute); err != nil {
+		return err
+	}
+	f.note("every node answers")
+	return nil
+}
+
+// placeLeader makes the node to be cut off the events stream's leader, or
+// a follower, as the plan says: the stream leader steps down in favour of
+// the one wanted (a placement preference, NATS 2.11+). A partition of the
+// leader forces an election on the other side; a follower's does not.
+func (f *faultRun) placeLeader(ctx context.Context) error {
+	nc, err := f.cluster.c.Connect(0)
+	if err != nil {
+		return err
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return err
+	}
+	want := f.plan.Node
+	if !f.plan.Leader {
+		want = (f.plan.Node + 1) % len(f.cluster.c.Nodes)
+	}
+	for attempt := 0; attempt < 10 && ctx.Err() == nil; attempt++ {
+		rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		leader, _, err := f.cluster.c.StreamLeader(rctx, js, eventsStream)
+		cancel()
+		if err == nil && (leader == want || (!f.plan.Leader && leader != f.plan.Node)) {
+			return nil
+		}
+		if err == nil {
+			req := fmt.Sprintf(`{"placement":{"preferred":%q}}`, f.cluster.c.Nodes[want].Name)
+			if _, err := nc.Request("$JS.API.STREAM.LEADER.STEPDOWN."+eventsStream, []byte(req), 5*time.Second); err != nil {
+				f.log.Debug("load: stream leader step-down", "err", err)
+			}
+		}
+		sleep(ctx, time.Second)
+	}
+	return fmt.Errorf("the leader is not where it was asked to be after 10 tries")
+}
+
+// eventsStream is the relays' events stream (jetstream's default names).
+const eventsStream = "PD_EVENTS"
 
 // nodesDown SIGKILLs n nodes, the events stream's leader first, and starts
 // them again after the plan's time.
@@ -246,7 +376,7 @@ func (f *faultRun) leaderFirst(ctx context.Context) ([]int, error) {
 	var leader int
 	for attempt := 0; ; attempt++ {
 		rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		leader, _, err = f.cluster.c.StreamLeader(rctx, js, "PD_EVENTS")
+		leader, _, err = f.cluster.c.StreamLeader(rctx, js, eventsStream)
 		cancel()
 		if err == nil || attempt == 10 || ctx.Err() != nil {
 			break

@@ -345,6 +345,7 @@ func TestSameFrame(t *testing.T) {
 func TestPlanFault(t *testing.T) {
 	t.Parallel()
 	cfg := config{NATS: true, Relays: 3, KillAt: 5 * time.Second}
+	var short, long bool // relay partitions shorter and longer than the lease
 	for _, fault := range faults {
 		cfg.Fault = fault
 		for seed := uint64(1); seed <= 50; seed++ {
@@ -366,8 +367,21 @@ func TestPlanFault(t *testing.T) {
 				if p.Pause < 2*time.Second || p.Pause > 6*time.Second {
 					t.Errorf("seed %d: %v between restarts", seed, p.Pause)
 				}
+			case faultRelayPartition:
+				if p.For < 3*time.Second || p.For > 25*time.Second || p.Relay < 0 || p.Relay >= cfg.Relays {
+					t.Errorf("seed %d: relay %d cut off for %v, want 3 s to the lease plus 10 s", seed, p.Relay, p.For)
+				}
+				short = short || p.For < 15*time.Second
+				long = long || p.For > 15*time.Second
+			case faultNodePartition:
+				if p.For < 5*time.Second || p.For > 30*time.Second || p.Node < 0 || p.Node > 2 {
+					t.Errorf("seed %d: node %d cut off for %v, want 5–30 s", seed, p.Node, p.For)
+				}
 			}
 		}
+	}
+	if !short || !long {
+		t.Errorf("50 seeds drew no relay partition shorter (%v) or longer (%v) than the lease", short, long)
 	}
 	cfg.Fault, cfg.FaultFor = faultQuorumLoss, 12*time.Second
 	if p := planFault(cfg); p.For != 12*time.Second {
@@ -377,6 +391,7 @@ func TestPlanFault(t *testing.T) {
 		{Fault: "partition", NATS: true},
 		{Fault: faultQuorumLoss},
 		{Fault: faultRelayKill, NATS: true, Relays: 1, KillAt: time.Second},
+		{Fault: faultRelayPartition, NATS: true, Relays: 1, KillAt: time.Second},
 	} {
 		bad.Bin, bad.Conns, bad.Convs, bad.Duration, bad.Interval, bad.Deltas, bad.Payload, bad.DialConc = "load_test.go", 10, 2, time.Minute, time.Millisecond, 1, 1, 1
 		if bad.Relays == 0 {
@@ -391,7 +406,9 @@ func TestPlanFault(t *testing.T) {
 // TestChaos is a short `make chaos` in `make test`: each fault once on a
 // fresh cluster, with the clients' checks and the replay from every relay
 // (docs/reliability.md, Faults); relay-kill is TestRunNATS, and the
-// leader's death is relay's TestClusterNodeDies.
+// leader's death is relay's TestClusterNodeDies. The partitions are
+// skipped, saying why, where network namespaces cannot be made (not
+// root).
 func TestChaos(t *testing.T) {
 	if _, err := natstest.Binary(); err != nil {
 		t.Skipf("skipping: %v", err)
@@ -411,8 +428,19 @@ func TestChaos(t *testing.T) {
 		{faultRelayStop, 2, 8 * time.Second, 4 * time.Second},
 		{faultQuorumLoss, 3, 10 * time.Second, 4 * time.Second},
 		{faultRollingRestart, 4, 0, jetstream.DefaultLease},
+		// A node cut off for less than the lease: the relay on it must
+		// move to another node and keep its lease (the default, as a
+		// node's loss owes nothing to the lease either).
+		{faultNodePartition, 5, 10 * time.Second, jetstream.DefaultLease},
+		// A relay cut off for twice its lease: taken over, then fenced.
+		{faultRelayPartition, 6, 8 * time.Second, 4 * time.Second},
 	} {
 		t.Run(tc.fault, func(t *testing.T) {
+			if partition(tc.fault) {
+				if err := islandsAvailable(); err != nil {
+					t.Skipf("skipping: %v", err)
+				}
+			}
 			cfg := config{Bin: bin, Conns: 60, Convs: 12, Duration: 20 * time.Second, KillAt: 4 * time.Second,
 				NATS: true, Relays: 3, NATSLease: tc.lease, Fault: tc.fault, FaultFor: tc.dur, Seed: tc.seed,
 				Deltas: 40, Interval: 20 * time.Millisecond, Payload: 24, DialConc: 16, Drain: 60 * time.Second, VerifyHistory: true}

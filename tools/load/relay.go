@@ -52,8 +52,10 @@ func sqliteArgs(cfg config, dir string) []string {
 }
 
 // startRelay writes the script and starts a relay with token and the
-// history flags storeArgs; its log goes to dir/logName.
-func startRelay(ctx context.Context, cfg config, dir, token, logName string, storeArgs []string) (*relayProc, error) {
+// history flags storeArgs; its log goes to dir/logName. With an island it
+// runs there (a relay-partition's victim), listening on the island's
+// address; else here on 127.0.0.1.
+func startRelay(ctx context.Context, cfg config, dir, token, logName string, storeArgs []string, is *island) (*relayProc, error) {
 	scriptPath := filepath.Join(dir, "script.json")
 	if err := os.WriteFile(scriptPath, loadScript(cfg), 0o600); err != nil {
 		return nil, fmt.Errorf("writing the script: %w", err)
@@ -79,7 +81,12 @@ func startRelay(ctx context.Context, cfg config, dir, token, logName string, sto
 		return nil, err
 	}
 	args := append([]string{"serve", "--agent", "script", "--script", scriptPath, "--workdir", workDir}, storeArgs...)
-	p.cmd = exec.Command(cfg.Bin, append(args, "--listen", "127.0.0.1:0", "--token", p.token)...)
+	args = append(args, "--token", p.token)
+	if is != nil {
+		p.cmd = is.command(cfg.Bin, append(args, "--listen", is.Addr+":0")...)
+	} else {
+		p.cmd = exec.Command(cfg.Bin, append(args, "--listen", "127.0.0.1:0")...)
+	}
 	p.cmd.Env = append(os.Environ(), "PILOTDESK_TOKEN=", "PILOTDESK_NATS_PASSWORD="+cfg.natsPassword)
 	stderr, err := p.cmd.StderrPipe()
 	if err != nil {

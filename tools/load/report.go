@@ -190,8 +190,8 @@ func (r *result) print(w io.Writer) {
 		for _, e := range r.FaultEvents {
 			p("    %s", e)
 		}
-		p("  turns ended by the fault          %d closed \"history store unreachable\", %d aborted, %d closed \"relay lost\" with no relay lost; %d prompts refused and sent again",
-			r.StoreFailed, r.AbortedTurns, r.LostTurns, r.Refused)
+		p("  turns ended by the fault          %d closed \"history store unreachable\", %d aborted, %d closed \"relay lost\" with no relay lost, %d closed \"relay lost\" by a takeover; %d prompts refused and sent again",
+			r.StoreFailed, r.AbortedTurns, r.LostTurns, r.RestartedTurns, r.Refused)
 		p("  first delivery after recovery     %.1f s", r.ResumeSeconds)
 	}
 	if r.HistoryChecked > 0 || len(r.HistoryProblems) > 0 {

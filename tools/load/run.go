@@ -42,11 +42,13 @@ type loadRun struct {
 	dir   string
 	token string
 	res   *result
-	keep  bool // keep dir (the relays' logs) after the run: set on a failure
+	keep  bool // keep dir (the relays' logs) after the run: -keep, or a failure
 	state *runState
 	plan  faultPlan
 
 	cluster   *natsCluster         // with -nats
+	island    *island              // a partition's victim's network namespace
+	isolated  int                  // the node in the island (node-partition), or -1
 	storeArgs func(i int) []string // relay i's history flags
 	logName   func(i int) string   // relay i's log file in dir
 	relays    []*relayProc         // nil once killed for good or stopped
@@ -89,8 +91,17 @@ func run(ctx context.Context, cfg config, log *slog.Logger) (*result, error) {
 		}
 		os.RemoveAll(dir)
 	}()
+	if partition(r.plan.Fault) {
+		if r.island, err = newIsland(); err != nil {
+			return nil, fmt.Errorf("-fault %s: %w", r.plan.Fault, err)
+		}
+		defer r.island.close() // after the relays and the nodes have stopped
+		if r.plan.Fault == faultNodePartition {
+			r.isolated = r.plan.Node
+		}
+	}
 	if cfg.NATS {
-		if r.cluster, err = startNATSCluster(); err != nil {
+		if r.cluster, err = startNATSCluster(r.island, r.isolated); err != nil {
 			return nil, err
 		}
 		defer r.cluster.stop() // after the relays (defers run last first)
@@ -161,6 +172,8 @@ func newLoadRun(cfg config, log *slog.Logger, dir string) *loadRun {
 		state:     &runState{token: token, nats: cfg.NATS, pingEvery: 30 * time.Second},
 		storeArgs: func(int) []string { return sqliteArgs(cfg, dir) },
 		logName:   func(int) string { return "relay.log" },
+		isolated:  -1,
+		keep:      cfg.Keep,
 	}
 	if cfg.NATS && cfg.Fault != "" && cfg.Fault != faultNone {
 		r.plan = planFault(cfg)
@@ -178,13 +191,18 @@ func (r *loadRun) useCluster() {
 	r.log.Info("load: 3-node nats-server cluster started", "urls", r.cluster.c.URLs())
 	r.cfg.natsPassword = r.cluster.c.Password
 	cfg, dir := r.cfg, r.dir
-	r.storeArgs = func(i int) []string { return r.cluster.relayArgs(cfg, dir, i) }
+	r.storeArgs = func(i int) []string { return r.cluster.relayArgs(cfg, dir, i, r.isolated) }
 	r.logName = func(i int) string { return fmt.Sprintf("relay%d.log", i+1) }
 }
 
-// startRelay starts relay i's process, logging to logName.
+// startRelay starts relay i's process, logging to logName: in the island
+// if it is relay-partition's victim.
 func (r *loadRun) startRelay(ctx context.Context, i int, logName string) (*relayProc, error) {
-	return startRelay(ctx, r.cfg, r.dir, r.token, logName, r.storeArgs(i))
+	var is *island
+	if r.plan.Fault == faultRelayPartition && i == r.plan.Relay {
+		is = r.island
+	}
+	return startRelay(ctx, r.cfg, r.dir, r.token, logName, r.storeArgs(i), is)
 }
 
 // startRelays starts every relay: the ones clients use, then the idle ones.
@@ -361,7 +379,7 @@ func (r *loadRun) stream(ctx, faultCtx context.Context, t0 time.Time) error {
 func (r *loadRun) strike(ctx, faultCtx context.Context) error {
 	cfg, plan := r.cfg, r.plan
 	if cfg.NATS && plan.Fault != "" && plan.Fault != faultRelayKill {
-		r.fault = &faultRun{plan: plan, cfg: cfg, dir: r.dir, log: r.log, cluster: r.cluster, relays: &fleet{relays: r.relays},
+		r.fault = &faultRun{plan: plan, cfg: cfg, dir: r.dir, log: r.log, cluster: r.cluster, island: r.island, relays: &fleet{relays: r.relays},
 			state: r.state, usage: &r.usage, start: func(i int, logName string) (*relayProc, error) {
 				return r.startRelay(ctx, i, logName)
 			}}

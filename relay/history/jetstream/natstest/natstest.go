@@ -15,6 +15,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -89,13 +90,18 @@ type Cluster struct {
 	User     string
 	Password string
 	Nodes    []*Node
+	command  func(i int, name string, args ...string) *exec.Cmd
 }
 
 // Node is one nats-server process of a Cluster.
 type Node struct {
-	Name        string
+	Name string
+	// Host is the address the node listens on, for clients and for the
+	// other nodes: 127.0.0.1 unless Hosts says otherwise.
+	Host        string
 	ClientPort  int
 	ClusterPort int
+	index       int
 	conf        string
 	log         string
 
@@ -115,7 +121,9 @@ func (n *Node) PID() int {
 }
 
 // URL is the node's client URL.
-func (n *Node) URL() string { return fmt.Sprintf("nats://127.0.0.1:%d", n.ClientPort) }
+func (n *Node) URL() string {
+	return fmt.Sprintf("nats://%s", net.JoinHostPort(n.Host, strconv.Itoa(n.ClientPort)))
+}
 
 // Permissions are what a user may publish and subscribe to.
 type Permissions struct{ Publish, Subscribe []string }
@@ -135,6 +143,8 @@ type Option func(*settings)
 type settings struct {
 	syncInterval string
 	perms        Permissions
+	hosts        []string
+	command      func(i int, name string, args ...string) *exec.Cmd
 }
 
 // SyncInterval sets the nodes' JetStream sync_interval. The default is
@@ -146,6 +156,20 @@ func SyncInterval(s string) Option { return func(o *settings) { o.syncInterval =
 
 // WithPermissions gives the nodes' user p instead of RelayPermissions.
 func WithPermissions(p Permissions) Option { return func(o *settings) { o.perms = p } }
+
+// Hosts gives node i the listen address hosts[i] (clients and routes)
+// instead of 127.0.0.1; Command starts it. Together they put a node in a
+// network namespace of its own, which tools/load's partitions cut off
+// (docs/reliability.md, Faults).
+func Hosts(hosts []string) Option { return func(o *settings) { o.hosts = hosts } }
+
+// Command starts node i's process (name and args are nats-server's) with
+// f instead of exec.Command: `ip netns exec NS name args...` runs it in a
+// network namespace. The process f starts must be nats-server itself (a
+// wrapper that execs it, as ip netns exec does), since Kill signals it.
+func Command(f func(i int, name string, args ...string) *exec.Cmd) Option {
+	return func(o *settings) { o.command = f }
+}
 
 // Start starts an n-node cluster (n ≥ 1; 3 for a real quorum) and waits
 // until JetStream answers on every node. It skips the test, saying why,
@@ -161,12 +185,18 @@ func Start(t TB, n int, opts ...Option) *Cluster {
 	if err != nil {
 		t.Skipf("skipping the real-cluster test: %v", err)
 	}
-	c := &Cluster{t: t, bin: bin, User: "relay", Password: randomHex(12)}
+	c := &Cluster{t: t, bin: bin, User: "relay", Password: randomHex(12), command: set.command}
 	dir := t.TempDir()
 	ports := freePorts(t, 2*n)
+	host := func(i int) string {
+		if i < len(set.hosts) && set.hosts[i] != "" {
+			return set.hosts[i]
+		}
+		return "127.0.0.1"
+	}
 	var routes []string
 	for i := range n {
-		routes = append(routes, fmt.Sprintf("nats-route://127.0.0.1:%d", ports[n+i]))
+		routes = append(routes, "nats-route://"+net.JoinHostPort(host(i), strconv.Itoa(ports[n+i])))
 	}
 	quote := func(list []string) string {
 		q := make([]string, len(list))
@@ -176,15 +206,15 @@ func Start(t TB, n int, opts ...Option) *Cluster {
 		return strings.Join(q, ", ")
 	}
 	for i := range n {
-		node := &Node{Name: fmt.Sprintf("n%d", i+1), ClientPort: ports[i], ClusterPort: ports[n+i]}
+		node := &Node{Name: fmt.Sprintf("n%d", i+1), Host: host(i), ClientPort: ports[i], ClusterPort: ports[n+i], index: i}
 		node.conf = filepath.Join(dir, node.Name+".conf")
 		node.log = filepath.Join(dir, node.Name+".log")
 		cluster := ""
 		if n > 1 {
-			cluster = fmt.Sprintf("cluster {\n  name: pdtest\n  listen: 127.0.0.1:%d\n  routes: [%s]\n}\n", node.ClusterPort, strings.Join(routes, ", "))
+			cluster = fmt.Sprintf("cluster {\n  name: pdtest\n  listen: %q\n  routes: [%s]\n}\n", net.JoinHostPort(node.Host, strconv.Itoa(node.ClusterPort)), strings.Join(routes, ", "))
 		}
 		conf := fmt.Sprintf(`server_name: %s
-listen: 127.0.0.1:%d
+listen: %q
 jetstream {
   store_dir: %q
   max_memory_store: 256MB
@@ -199,7 +229,7 @@ jetstream {
       permissions: { publish: [%s], subscribe: [%s] } }]
   }
 }
-`, node.Name, node.ClientPort, filepath.Join(dir, node.Name), set.syncInterval, cluster, c.User, c.Password, quote(set.perms.Publish), quote(set.perms.Subscribe))
+`, node.Name, net.JoinHostPort(node.Host, strconv.Itoa(node.ClientPort)), filepath.Join(dir, node.Name), set.syncInterval, cluster, c.User, c.Password, quote(set.perms.Publish), quote(set.perms.Subscribe))
 		if err := os.WriteFile(node.conf, []byte(conf), 0o600); err != nil {
 			t.Fatal(err)
 		}
@@ -231,6 +261,9 @@ func (c *Cluster) start(node *Node) error {
 	}
 	defer logf.Close()
 	cmd := exec.Command(c.bin, "-c", node.conf)
+	if c.command != nil {
+		cmd = c.command(node.index, c.bin, "-c", node.conf)
+	}
 	cmd.Stdout, cmd.Stderr = logf, logf
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("start %s: %w", node.Name, err)
