@@ -6,7 +6,6 @@ import (
 	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/canvas"
 	"fyne.io/fyne/v2/container"
-	"fyne.io/fyne/v2/theme"
 	"fyne.io/fyne/v2/widget"
 )
 
@@ -26,14 +25,13 @@ func (w *Window) build() {
 	w.composer.onShortcut = w.shortcut
 	w.composer.onKey = func(k *fyne.KeyEvent) bool { return w.typedKey(k, true) }
 	w.composer.later = w.later
-	w.sendBtn = widget.NewButtonWithIcon("Send", theme.MailSendIcon(), w.sendOrStop)
-	w.sendBtn.Importance = widget.HighImportance
+	w.sendBtn = newSendButton(w.sendOrStop)
 	w.mode = newModeSwitch(w.modeToggled)
 	w.budget = &budgetGuard{status: w.status, note: func(tone, text string) { w.store.AddNote(w.current, tone, text) }}
 
 	w.wait = newWaitIndicator(w.later)
 
-	controls := container.NewVBox(w.mode.toggle, w.sendBtn)
+	controls := container.NewVBox(w.mode.toggle, w.sendBtn.Button)
 	w.composerRow = container.NewBorder(nil, nil, nil, controls, w.composer)
 	// An open question takes the prompt box's place (questionLayer).
 	w.questionSlot = canvas.NewRectangle(color.Transparent)

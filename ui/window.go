@@ -149,7 +149,7 @@ type Window struct {
 	status     *statusBar
 	title      *widget.Label
 	composer   *composerEntry
-	sendBtn    *widget.Button
+	sendBtn    *sendButton
 	wait       *waitIndicator
 	modal      *inputModal
 	view       store.View
@@ -182,9 +182,9 @@ type Window struct {
 	// (opened for the first time, or reset): its rows are drawn once the
 	// replay is over.
 	replaying bool
-	// What the window shows now, to touch widgets only on change.
-	shownStreaming *bool
-	shownUsage     [2]string
+	// shownUsage is the usage the window shows, to touch the status bar
+	// only on change.
+	shownUsage [2]string
 	// role is the role of the window's token on the relay (the store's,
 	// as last drawn): a viewer's window offers no Restore.
 	role string
@@ -545,21 +545,9 @@ func (w *Window) shownMode() protocol.Mode { return w.mode.shown(w.view.Mode) }
 
 // showStreaming turns Send into Stop while a turn runs.
 func (w *Window) showStreaming(streaming bool) {
-	if w.shownStreaming != nil && *w.shownStreaming == streaming {
-		return
+	if w.sendBtn.show(streaming) {
+		w.refreshSend()
 	}
-	w.shownStreaming = &streaming
-	defer w.refreshSend()
-	if streaming {
-		w.sendBtn.SetText("Stop")
-		w.sendBtn.SetIcon(theme.MediaStopIcon())
-		w.sendBtn.Importance = widget.DangerImportance
-	} else {
-		w.sendBtn.SetText("Send")
-		w.sendBtn.SetIcon(theme.MailSendIcon())
-		w.sendBtn.Importance = widget.HighImportance
-	}
-	w.sendBtn.Refresh()
 }
 
 // refreshSend enables Send unless the credit budget is spent (Stop always

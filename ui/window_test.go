@@ -121,7 +121,7 @@ func TestStopReplacesSend(t *testing.T) {
 	if note := h.lastRow(conversation.RowNote); !strings.Contains(note.Text, "A turn is running: Stop or wait") {
 		t.Fatalf("Enter while streaming said %q", note.Text)
 	}
-	test.Tap(h.w.sendBtn)
+	test.Tap(h.w.sendBtn.Button)
 	h.waitFor("the abort", func() bool { return h.hasStatus(protocol.StatusAborted) })
 	if h.w.sendBtn.Text != "Send" || h.w.wait.box.Visible() {
 		t.Fatal("after stop: button or indicator not reset")
