@@ -34,7 +34,7 @@ var importRules = []struct {
 	{"internal/testsupport", []string{"session"}, false},
 	{"session/script", []string{"session", "assets"}, false},
 	{"session/backend", nil, false},
-	{"session/copilot/...", []string{"session", "session/backend", "session/copilot/...", "internal/queue", "internal/agentproc"}, false},
+	{"session/copilot/...", []string{"session", "session/backend", "session/copilot/...", "internal/queue", "internal/agentproc", "internal/mockhttp"}, false},
 	{"session/acp/...", []string{"session", "session/backend", "session/acp/...", "internal/queue", "internal/agentproc", "internal/atomicfile"}, false},
 	{"relay/history", nil, false},
 	{"relay/history/sqlite", []string{"relay/history", "internal/filelock", "internal/ownerfile", "internal/atomicfile"}, false},

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+
+	"github.com/pilotdesk/pilotdesk/internal/mockhttp"
 )
 
 // anthropic serves POST /v1/messages (Claude Code adds ?beta=true).
@@ -35,7 +37,7 @@ func (s *Server) anthropic(w http.ResponseWriter, r *http.Request) {
 			Content json.RawMessage `json:"content"`
 		}
 		if json.Unmarshal(m.Content, &blocks) != nil {
-			req.Turns = append(req.Turns, Turn{Role: m.Role, Text: text(m.Content)})
+			req.Turns = append(req.Turns, Turn{Role: m.Role, Text: mockhttp.Text(m.Content)})
 			continue
 		}
 		var txt []string
@@ -50,7 +52,7 @@ func (s *Server) anthropic(w http.ResponseWriter, r *http.Request) {
 			case "tool_use":
 				req.Turns = append(req.Turns, Turn{Role: "assistant", ToolName: b.Name})
 			case "tool_result":
-				req.Turns = append(req.Turns, Turn{Role: "tool", ToolResult: text(b.Content)})
+				req.Turns = append(req.Turns, Turn{Role: "tool", ToolResult: mockhttp.Text(b.Content)})
 			}
 		}
 		if len(txt) > 0 {
@@ -74,31 +76,31 @@ func (s *Server) anthropic(w http.ResponseWriter, r *http.Request) {
 			"content": content, "stop_reason": stop, "stop_sequence": nil, "usage": usage})
 		return
 	}
-	e := newSSE(w)
-	e.send("message_start", map[string]any{"type": "message_start", "message": map[string]any{
+	e := mockhttp.NewSSE(w)
+	e.Send("message_start", map[string]any{"type": "message_start", "message": map[string]any{
 		"id": id, "type": "message", "role": "assistant", "model": in.Model, "content": []any{},
 		"stop_reason": nil, "stop_sequence": nil,
 		"usage": map[string]any{"input_tokens": rep.InputTokens, "output_tokens": 1, "cache_read_input_tokens": 0, "cache_creation_input_tokens": 0}}})
 	index := 0
 	if len(rep.Text) > 0 {
-		e.send("content_block_start", map[string]any{"type": "content_block_start", "index": 0, "content_block": map[string]any{"type": "text", "text": ""}})
+		e.Send("content_block_start", map[string]any{"type": "content_block_start", "index": 0, "content_block": map[string]any{"type": "text", "text": ""}})
 		for _, t := range rep.Text {
-			e.send("content_block_delta", map[string]any{"type": "content_block_delta", "index": 0, "delta": map[string]any{"type": "text_delta", "text": t}})
+			e.Send("content_block_delta", map[string]any{"type": "content_block_delta", "index": 0, "delta": map[string]any{"type": "text_delta", "text": t}})
 		}
 		if rep.Hold {
 			<-r.Context().Done()
 			return
 		}
-		e.send("content_block_stop", map[string]any{"type": "content_block_stop", "index": 0})
+		e.Send("content_block_stop", map[string]any{"type": "content_block_stop", "index": 0})
 		index++
 	}
 	if rep.ToolCall != nil {
-		e.send("content_block_start", map[string]any{"type": "content_block_start", "index": index, "content_block": map[string]any{
+		e.Send("content_block_start", map[string]any{"type": "content_block_start", "index": index, "content_block": map[string]any{
 			"type": "tool_use", "id": fmt.Sprintf("toolu_mock%d", n), "name": rep.ToolCall.Name, "input": map[string]any{}}})
-		e.send("content_block_delta", map[string]any{"type": "content_block_delta", "index": index, "delta": map[string]any{"type": "input_json_delta", "partial_json": argsJSON(rep.ToolCall)}})
-		e.send("content_block_stop", map[string]any{"type": "content_block_stop", "index": index})
+		e.Send("content_block_delta", map[string]any{"type": "content_block_delta", "index": index, "delta": map[string]any{"type": "input_json_delta", "partial_json": argsJSON(rep.ToolCall)}})
+		e.Send("content_block_stop", map[string]any{"type": "content_block_stop", "index": index})
 	}
-	e.send("message_delta", map[string]any{"type": "message_delta", "delta": map[string]any{"stop_reason": stop, "stop_sequence": nil},
+	e.Send("message_delta", map[string]any{"type": "message_delta", "delta": map[string]any{"stop_reason": stop, "stop_sequence": nil},
 		"usage": map[string]any{"output_tokens": rep.OutputTokens}})
-	e.send("message_stop", map[string]any{"type": "message_stop"})
+	e.Send("message_stop", map[string]any{"type": "message_stop"})
 }

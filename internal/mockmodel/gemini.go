@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"net/http"
 	"strings"
+
+	"github.com/pilotdesk/pilotdesk/internal/mockhttp"
 )
 
 // gemini serves POST /v1beta/models/MODEL:streamGenerateContent (?alt=sse),
@@ -67,7 +69,7 @@ func (s *Server) gemini(w http.ResponseWriter, r *http.Request) {
 		}
 		res := map[string]any{"candidates": []any{candidate([]any{map[string]any{"text": string(raw)}}, "STOP")}, "usageMetadata": usage(10, 10), "modelVersion": model}
 		if stream {
-			newSSE(w).send("", res)
+			mockhttp.NewSSE(w).Send("", res)
 		} else {
 			writeJSON(w, res)
 		}
@@ -110,9 +112,9 @@ func (s *Server) gemini(w http.ResponseWriter, r *http.Request) {
 			"usageMetadata": usage(rep.InputTokens, rep.OutputTokens), "modelVersion": model})
 		return
 	}
-	e := newSSE(w)
+	e := mockhttp.NewSSE(w)
 	for _, t := range rep.Text {
-		e.send("", map[string]any{"candidates": []any{candidate([]any{map[string]any{"text": t}}, "")}, "modelVersion": model})
+		e.Send("", map[string]any{"candidates": []any{candidate([]any{map[string]any{"text": t}}, "")}, "modelVersion": model})
 	}
 	if rep.Hold {
 		<-r.Context().Done()
@@ -121,6 +123,6 @@ func (s *Server) gemini(w http.ResponseWriter, r *http.Request) {
 	if call == nil {
 		call = []any{map[string]any{"text": ""}}
 	}
-	e.send("", map[string]any{"candidates": []any{candidate(call, "STOP")},
+	e.Send("", map[string]any{"candidates": []any{candidate(call, "STOP")},
 		"usageMetadata": usage(rep.InputTokens, rep.OutputTokens), "modelVersion": model})
 }

@@ -13,12 +13,13 @@ package mockmodel
 
 import (
 	"encoding/json"
-	"fmt"
 	"io"
 	"net/http"
-	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
+
+	"github.com/pilotdesk/pilotdesk/internal/mockhttp"
 )
 
 // Request is one model call, whatever the API.
@@ -69,14 +70,7 @@ func (r *Request) Said(s string) bool {
 }
 
 // HasTool reports whether the request offered a tool by that name.
-func (r *Request) HasTool(name string) bool {
-	for _, t := range r.Tools {
-		if t == name {
-			return true
-		}
-	}
-	return false
-}
+func (r *Request) HasTool(name string) bool { return slices.Contains(r.Tools, name) }
 
 // Reply is what the model answers.
 type Reply struct {
@@ -102,14 +96,13 @@ type Handler func(*Request) Reply
 type Server struct {
 	// URL is the server's root, http://127.0.0.1:PORT: Anthropic's and
 	// Gemini's base URL; OpenAI's is URL+"/v1".
-	URL     string
-	srv     *httptest.Server
-	handler Handler
+	URL              string
+	*mockhttp.Server // Close, NotFound
+	handler          Handler
 
-	mu       sync.Mutex
-	calls    []*Request
-	notFound []string
-	seq      int
+	mu    sync.Mutex
+	calls []*Request
+	seq   int
 }
 
 // Start serves on a loopback port until Close.
@@ -125,21 +118,9 @@ func Start(h Handler) *Server {
 	mux.HandleFunc("GET /v1/models", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, map[string]any{"object": "list", "data": []any{}, "models": []any{}})
 	})
-	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		s.mu.Lock()
-		s.notFound = append(s.notFound, r.Method+" "+r.URL.Path)
-		s.mu.Unlock()
-		http.Error(w, "not served by the mock", http.StatusNotFound)
-	})
-	s.srv = httptest.NewServer(mux)
-	s.URL = s.srv.URL
+	s.Server = mockhttp.New(mux)
+	s.URL = s.Server.Start()
 	return s
-}
-
-// Close stops the server; streams still open are cut.
-func (s *Server) Close() {
-	s.srv.CloseClientConnections()
-	s.srv.Close()
 }
 
 // Calls returns the model calls received so far (those the script saw).
@@ -147,13 +128,6 @@ func (s *Server) Calls() []*Request {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return append([]*Request(nil), s.calls...)
-}
-
-// NotFound lists the requests for paths the mock does not serve.
-func (s *Server) NotFound() []string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([]string(nil), s.notFound...)
 }
 
 // reply runs the script on req and numbers the answer.
@@ -178,44 +152,6 @@ func writeJSON(w http.ResponseWriter, v any) {
 	_ = json.NewEncoder(w).Encode(v)
 }
 
-// sse writes server-sent events and flushes each.
-type sse struct {
-	w  http.ResponseWriter
-	f  http.Flusher
-	ok bool
-}
-
-func newSSE(w http.ResponseWriter) *sse {
-	f, _ := w.(http.Flusher)
-	w.Header().Set("Content-Type", "text/event-stream")
-	w.Header().Set("Cache-Control", "no-cache")
-	w.WriteHeader(http.StatusOK)
-	return &sse{w: w, f: f, ok: true}
-}
-
-// send writes one event (event "" writes data alone); it returns false once
-// the client is gone.
-func (e *sse) send(event string, data any) bool {
-	if !e.ok {
-		return false
-	}
-	raw, _ := json.Marshal(data)
-	var err error
-	if event != "" {
-		_, err = fmt.Fprintf(e.w, "event: %s\ndata: %s\n\n", event, raw)
-	} else {
-		_, err = fmt.Fprintf(e.w, "data: %s\n\n", raw)
-	}
-	if err != nil {
-		e.ok = false
-		return false
-	}
-	if e.f != nil {
-		e.f.Flush()
-	}
-	return true
-}
-
 func readBody(w http.ResponseWriter, r *http.Request, v any) bool {
 	body, err := io.ReadAll(r.Body)
 	if err == nil {
@@ -226,29 +162,6 @@ func readBody(w http.ResponseWriter, r *http.Request, v any) bool {
 		return false
 	}
 	return true
-}
-
-// text flattens a content that is a string or a list of parts with text.
-func text(raw json.RawMessage) string {
-	var s string
-	if json.Unmarshal(raw, &s) == nil {
-		return s
-	}
-	var parts []struct {
-		Text    string          `json:"text"`
-		Content json.RawMessage `json:"content"`
-	}
-	if json.Unmarshal(raw, &parts) != nil {
-		return ""
-	}
-	var b strings.Builder
-	for _, p := range parts {
-		b.WriteString(p.Text)
-		if len(p.Content) > 0 {
-			b.WriteString(text(p.Content))
-		}
-	}
-	return b.String()
 }
 
 func argsJSON(tc *ToolCall) string {

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+
+	"github.com/pilotdesk/pilotdesk/internal/mockhttp"
 )
 
 // openai serves POST /v1/responses, the OpenAI Responses API (Codex).
@@ -46,7 +48,7 @@ func (s *Server) openai(w http.ResponseWriter, r *http.Request) {
 			if role == "developer" || role == "system" {
 				continue
 			}
-			t := text(item.Content)
+			t := mockhttp.Text(item.Content)
 			// Codex puts its environment and instructions in user
 			// messages of their own, in tags.
 			if s := strings.TrimSpace(t); strings.HasPrefix(s, "<") || strings.HasPrefix(s, "# AGENTS.md") {
@@ -56,7 +58,7 @@ func (s *Server) openai(w http.ResponseWriter, r *http.Request) {
 		case "function_call", "custom_tool_call", "local_shell_call":
 			req.Turns = append(req.Turns, Turn{Role: "assistant", ToolName: item.Name})
 		case "function_call_output", "custom_tool_call_output":
-			out := text(item.Output)
+			out := mockhttp.Text(item.Output)
 			if out == "" {
 				var o struct {
 					Content string `json:"content"`
@@ -95,27 +97,27 @@ func (s *Server) openai(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, response("completed"))
 		return
 	}
-	e := newSSE(w)
-	e.send("response.created", map[string]any{"type": "response.created", "response": response("in_progress")})
+	e := mockhttp.NewSSE(w)
+	e.Send("response.created", map[string]any{"type": "response.created", "response": response("in_progress")})
 	index := 0
 	if len(rep.Text) > 0 {
-		e.send("response.output_item.added", map[string]any{"type": "response.output_item.added", "output_index": 0,
+		e.Send("response.output_item.added", map[string]any{"type": "response.output_item.added", "output_index": 0,
 			"item": map[string]any{"type": "message", "id": msgID, "role": "assistant", "status": "in_progress", "content": []any{}}})
 		for _, t := range rep.Text {
-			e.send("response.output_text.delta", map[string]any{"type": "response.output_text.delta", "item_id": msgID,
+			e.Send("response.output_text.delta", map[string]any{"type": "response.output_text.delta", "item_id": msgID,
 				"output_index": 0, "content_index": 0, "delta": t})
 		}
 		if rep.Hold {
 			<-r.Context().Done()
 			return
 		}
-		e.send("response.output_item.done", map[string]any{"type": "response.output_item.done", "output_index": 0, "item": msg})
+		e.Send("response.output_item.done", map[string]any{"type": "response.output_item.done", "output_index": 0, "item": msg})
 		index++
 	}
 	if rep.ToolCall != nil {
 		item := output[len(output)-1]
-		e.send("response.output_item.added", map[string]any{"type": "response.output_item.added", "output_index": index, "item": item})
-		e.send("response.output_item.done", map[string]any{"type": "response.output_item.done", "output_index": index, "item": item})
+		e.Send("response.output_item.added", map[string]any{"type": "response.output_item.added", "output_index": index, "item": item})
+		e.Send("response.output_item.done", map[string]any{"type": "response.output_item.done", "output_index": index, "item": item})
 	}
-	e.send("response.completed", map[string]any{"type": "response.completed", "response": response("completed")})
+	e.Send("response.completed", map[string]any{"type": "response.completed", "response": response("completed")})
 }

@@ -11,10 +11,12 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/pilotdesk/pilotdesk/internal/mockhttp"
 )
 
 // Request is one chat completions call as the server received it.
@@ -80,14 +82,7 @@ func (r *Request) ToolResult(callID string) (string, bool) {
 }
 
 // HasTool reports whether the request offered a tool by that name.
-func (r *Request) HasTool(name string) bool {
-	for _, t := range r.Tools {
-		if t == name {
-			return true
-		}
-	}
-	return false
-}
+func (r *Request) HasTool(name string) bool { return slices.Contains(r.Tools, name) }
 
 // Reply is what the model answers.
 type Reply struct {
@@ -115,21 +110,19 @@ type Handler func(*Request) Reply
 // Server is a running mock.
 type Server struct {
 	// URL is the base URL to give as the provider, ending in /v1.
-	URL     string
-	srv     *httptest.Server
-	handler Handler
+	URL              string
+	*mockhttp.Server // Close, NotFound
+	handler          Handler
 
 	mu       sync.Mutex
 	requests []*Request
 	seq      int
-	notFound []string
 }
 
 // Start serves on a loopback port until Close.
 func Start(h Handler) *Server {
 	s := newServer(h)
-	s.srv.Start()
-	s.URL = s.srv.URL + "/v1"
+	s.URL = s.Server.Start() + "/v1"
 	return s
 }
 
@@ -140,10 +133,7 @@ func Listen(addr string, h Handler) (*Server, error) {
 		return nil, fmt.Errorf("mockopenai: %w", err)
 	}
 	s := newServer(h)
-	s.srv.Listener.Close()
-	s.srv.Listener = ln
-	s.srv.Start()
-	s.URL = s.srv.URL + "/v1"
+	s.URL = s.Server.Listen(ln) + "/v1"
 	return s, nil
 }
 
@@ -153,20 +143,8 @@ func newServer(h Handler) *Server {
 	mux.HandleFunc("POST /v1/chat/completions", s.chat)
 	mux.HandleFunc("POST /chat/completions", s.chat)
 	mux.HandleFunc("GET /v1/models", s.models)
-	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		s.mu.Lock()
-		s.notFound = append(s.notFound, r.Method+" "+r.URL.Path)
-		s.mu.Unlock()
-		http.Error(w, "not served by the mock", http.StatusNotFound)
-	})
-	s.srv = httptest.NewUnstartedServer(mux)
+	s.Server = mockhttp.New(mux)
 	return s
-}
-
-// Close stops the server; streams still open are cut.
-func (s *Server) Close() {
-	s.srv.CloseClientConnections()
-	s.srv.Close()
 }
 
 // Requests returns the chat requests received so far.
@@ -174,13 +152,6 @@ func (s *Server) Requests() []*Request {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return append([]*Request(nil), s.requests...)
-}
-
-// NotFound lists the requests for paths the mock does not serve.
-func (s *Server) NotFound() []string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([]string(nil), s.notFound...)
 }
 
 func (s *Server) models(w http.ResponseWriter, r *http.Request) {
@@ -211,26 +182,6 @@ type wireRequest struct {
 	} `json:"tools"`
 }
 
-// text flattens a message content: a string or an array of parts.
-func text(raw json.RawMessage) string {
-	var s string
-	if json.Unmarshal(raw, &s) == nil {
-		return s
-	}
-	var parts []struct {
-		Type string `json:"type"`
-		Text string `json:"text"`
-	}
-	if json.Unmarshal(raw, &parts) == nil {
-		var b strings.Builder
-		for _, p := range parts {
-			b.WriteString(p.Text)
-		}
-		return b.String()
-	}
-	return ""
-}
-
 func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 	body, err := io.ReadAll(r.Body)
 	if err != nil {
@@ -244,7 +195,7 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 	}
 	req := &Request{Model: wr.Model, Stream: wr.Stream, Body: body}
 	for _, m := range wr.Messages {
-		msg := Message{Role: m.Role, Content: text(m.Content), ToolCallID: m.ToolCallID}
+		msg := Message{Role: m.Role, Content: mockhttp.Text(m.Content), ToolCallID: m.ToolCallID}
 		for _, tc := range m.ToolCalls {
 			msg.ToolCalls = append(msg.ToolCalls, ToolCall{ID: tc.ID, Name: tc.Function.Name, Arguments: tc.Function.Arguments})
 		}
@@ -307,20 +258,10 @@ func toolCallsJSON(calls []ToolCall) []map[string]any {
 }
 
 func (s *Server) stream(w http.ResponseWriter, r *http.Request, id, model string, reply Reply, usage Usage) {
-	flusher, _ := w.(http.Flusher)
-	w.Header().Set("Content-Type", "text/event-stream")
-	w.Header().Set("Cache-Control", "no-cache")
-	w.WriteHeader(http.StatusOK)
+	e := mockhttp.NewSSE(w)
 	send := func(c chunk) bool {
 		c.ID, c.Object, c.Created, c.Model = id, "chat.completion.chunk", time.Now().Unix(), model
-		raw, _ := json.Marshal(c)
-		if _, err := fmt.Fprintf(w, "data: %s\n\n", raw); err != nil {
-			return false
-		}
-		if flusher != nil {
-			flusher.Flush()
-		}
-		return true
+		return e.Send("", c)
 	}
 	if !send(chunk{Choices: []chunkChoice{{Delta: map[string]any{"role": "assistant", "content": ""}}}}) {
 		return
@@ -350,10 +291,7 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, id, model string
 	}
 	send(chunk{Choices: []chunkChoice{{Delta: map[string]any{}, FinishReason: &finish}}})
 	send(chunk{Choices: []chunkChoice{}, Usage: usageJSON(usage)})
-	fmt.Fprint(w, "data: [DONE]\n\n")
-	if flusher != nil {
-		flusher.Flush()
-	}
+	e.Data("[DONE]")
 }
 
 func (s *Server) whole(w http.ResponseWriter, r *http.Request, id, model string, reply Reply, usage Usage) {
