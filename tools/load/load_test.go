@@ -116,6 +116,9 @@ func TestRunSmall(t *testing.T) {
 		{"sqlite, SIGKILL and restart mid-run", false, 1500 * time.Millisecond},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			// Each run has its relay process and data dir of its own, and
+			// spends most of its 3 s, and the relay's start, waiting.
+			t.Parallel()
 			cfg := config{Bin: bin, Conns: 40, Convs: 4, Duration: 3 * time.Second, Memory: tc.memory, KillAt: tc.killAt,
 				Deltas: 20, Interval: 10 * time.Millisecond, Payload: 24, DialConc: 8, Drain: 60 * time.Second, VerifyHistory: true}
 			if err := cfg.validate(); err != nil {
