@@ -146,6 +146,7 @@ func TestConversationKeepsItsAgentAcrossRestarts(t *testing.T) {
 // (its watchers hear it too), not its own. On the in-memory cluster only:
 // the record is the store's, which historytest checks on each store.
 func TestClusterListNamesTheOwnersAgent(t *testing.T) {
+	parallel(t)
 	checkNoLeaks(t)
 	b := memoryBackend(t)
 	s := clusterScript(t)

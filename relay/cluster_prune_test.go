@@ -15,6 +15,7 @@ import (
 // conversation, and the other relays hear of every delete: their
 // subscribers get copilot:deleted and their watched lists drop it.
 func TestClusterPruneIdle(t *testing.T) {
+	parallel(t)
 	eachBackend(t, func(t *testing.T, b testBackend) {
 		s := clusterScript(t)
 		a, bb, gone := b.relay(t, 0, s), b.relay(t, 1, s), b.relay(t, 2, s)

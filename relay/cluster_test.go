@@ -330,6 +330,7 @@ func countType(frames []relaytest.Frame, typ string) int {
 // A's seqs, none twice; a late subscriber on B replays and joins live;
 // B's list shows the conversation.
 func TestClusterFanOut(t *testing.T) {
+	parallel(t)
 	eachBackend(t, func(t *testing.T, b testBackend) {
 		_, bb, ca, cb, id := b.pair(t, "fan")
 
@@ -442,6 +443,7 @@ func TestClusterFanOut(t *testing.T) {
 // A's clients get user_input_closed with who answered. A set_mode from B
 // decides A's next permission.
 func TestClusterQuestionAndModeFromAnotherRelay(t *testing.T) {
+	parallel(t)
 	eachBackend(t, func(t *testing.T, b testBackend) {
 		_, _, ca, cb, id := b.pair(t, "q")
 
@@ -520,6 +522,7 @@ func frameTexts(fs []relaytest.Frame) []string {
 // send from B runs on B; every seq B's client saw is gapless, and A, cut
 // off, answers /healthz with 503.
 func TestClusterOwnerDies(t *testing.T) {
+	parallel(t)
 	eachBackend(t, func(t *testing.T, b testBackend) {
 		a, bb, ca, cb, id := b.pair(t, "die")
 
@@ -570,8 +573,14 @@ func TestClusterOwnerDies(t *testing.T) {
 // its conversations up at once: the next send from another relay runs
 // there without waiting for a lease.
 func TestClusterOwnerStops(t *testing.T) {
+	parallel(t)
 	eachBackend(t, func(t *testing.T, b testBackend) {
-		a, bb, ca, cb, id := b.pair(t, "stop")
+		// A lease far longer than a turn takes on a busy machine, so that
+		// a send that waited for A's lease to lapse shows as one.
+		const lease = 20 * time.Second
+		s, opts := clusterScript(t), jetstream.ClusterOptions{Lease: lease}
+		a, bb := b.relayWith(t, 0, s, opts), b.relayWith(t, 1, s, opts)
+		ca, cb, id := a.srv.Dial(t), bb.srv.Dial(t), "stop-"+b.name
 
 		send(ca, id, "long")
 		ca.WaitFor("copilot:delta", nil)
@@ -582,7 +591,7 @@ func TestClusterOwnerStops(t *testing.T) {
 		start := time.Now()
 		send(cb, id, "hello")
 		next := collect(t, cb, "copilot:idle", nil)
-		if next[len(next)-1].Field("status") != "completed" || time.Since(start) > testLease {
+		if next[len(next)-1].Field("status") != "completed" || time.Since(start) > lease {
 			t.Fatalf("the next turn, %v after the send: %s", time.Since(start), framesString(next))
 		}
 		if strings.Contains(bb.logs.all(), "took a conversation over") {
@@ -609,6 +618,7 @@ func healthz(t *testing.T, srv *relaytest.Server) int {
 // A stops the turn, and its client gets the new owner's events from then
 // on. The stored history is one gapless chain.
 func TestClusterFence(t *testing.T) {
+	parallel(t)
 	eachBackend(t, func(t *testing.T, b testBackend) {
 		s := clusterScript(t)
 		a := b.relayWith(t, 0, s, jetstream.ClusterOptions{Lease: testLease, RenewEvery: time.Hour})
@@ -676,6 +686,7 @@ func countIn(ss []string, s string) int {
 // go on. B's client gets every event, gapless, to the turn's normal end;
 // no relay presumes another dead (the lease outlasts the election).
 func TestClusterNodeDies(t *testing.T) {
+	parallel(t)
 	checkNoLeaks(t)
 	b, c := clusterBackendWith(t)
 	s := clusterScript(t)
@@ -744,6 +755,7 @@ func TestClusterNodeDies(t *testing.T) {
 // left, naming the id it had, not as the store's failure: the store was
 // fine. (memcluster has no renewer to stall: cut off only.)
 func TestClusterLeaseLapses(t *testing.T) {
+	parallel(t)
 	eachBackend(t, func(t *testing.T, b testBackend) {
 		for _, stalled := range []bool{false, true} {
 			if stalled && b.net != nil {
@@ -821,6 +833,7 @@ func leaseLapses(t *testing.T, b testBackend, stalled bool) {
 // takes over closes the question (user_input_closed, aborted) and then the
 // turn, and a new subscriber sees neither open.
 func TestClusterOwnerDiesWithQuestion(t *testing.T) {
+	parallel(t)
 	eachBackend(t, func(t *testing.T, b testBackend) {
 		a, bb, ca, cb, id := b.pair(t, "dieq")
 
@@ -850,6 +863,7 @@ func TestClusterOwnerDiesWithQuestion(t *testing.T) {
 // once the lease lapses the turn is closed, and the send runs on B, with
 // no error to the client.
 func TestClusterSendWhileOwnerDead(t *testing.T) {
+	parallel(t)
 	eachBackend(t, func(t *testing.T, b testBackend) {
 		a, _, ca, cb, id := b.pair(t, "sendwhile")
 
@@ -900,6 +914,7 @@ func TestClusterSendWhileOwnerDead(t *testing.T) {
 // is down) is forgotten by the next subscribe: the subscriber finds a new,
 // empty conversation, and the watched list drops the old one.
 func TestClusterDeletedUnseen(t *testing.T) {
+	parallel(t)
 	eachBackend(t, func(t *testing.T, b testBackend) {
 		a, bb, ca, cb, id := b.pair(t, "unseen")
 
@@ -939,6 +954,7 @@ func TestClusterDeletedUnseen(t *testing.T) {
 // next send runs. Before, A deleted the stored append ("took back") after
 // B's client had its events, and stored other events under their seqs.
 func TestClusterUnsureAppendKept(t *testing.T) {
+	parallel(t)
 	checkNoLeaks(t)
 	b := embeddedBackend(t)
 	s := clusterScript(t)

@@ -86,6 +86,7 @@ func listedAs(t *testing.T, cl *relaytest.Client, id string, want ...string) rel
 // hears of it: new, its title, streaming and a question open, its mode,
 // streaming off, and its delete.
 func TestClusterFollowNothing(t *testing.T) {
+	parallel(t)
 	eachBackend(t, func(t *testing.T, b testBackend) {
 		_, bb, ca, cb, id := b.followPair(t, "nothing", time.Second)
 		cb.Send("copilot:list", map[string]any{"watch": true})
@@ -134,6 +135,7 @@ func TestClusterFollowNothing(t *testing.T) {
 // one left and the linger ended, which unfollows); and once the linger is
 // over B gets none of the conversation's live messages.
 func TestClusterFollowMidTurn(t *testing.T) {
+	parallel(t)
 	eachBackend(t, func(t *testing.T, b testBackend) {
 		_, bb, ca, _, id := b.followPair(t, "midturn", 50*time.Millisecond)
 		send(ca, id, "middle please")
@@ -197,6 +199,7 @@ func collectN(cl *relaytest.Client, n int) []relaytest.Frame {
 // publishes none) are in B's list once its connection comes back: a new
 // conversation listed, a deleted one dropped.
 func TestClusterListRepair(t *testing.T) {
+	parallel(t)
 	eachBackend(t, func(t *testing.T, b testBackend) {
 		a, bb, ca, cb, id := b.followPair(t, "repair", time.Second)
 		send(ca, id, "hello")
@@ -249,6 +252,7 @@ func TestClusterListRepair(t *testing.T) {
 // time: it publishes no record changes) makes the others follow every
 // live subject, until its lease goes.
 func TestClusterFollowOlderRelay(t *testing.T) {
+	parallel(t)
 	b := embeddedBackend(t)
 	_, bb, ca, _, id := b.followPair(t, "older", time.Second)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)

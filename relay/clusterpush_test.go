@@ -27,6 +27,7 @@ import (
 // and is once that page closes; B, which does not own the conversation,
 // pushes nothing.
 func TestClusterPush(t *testing.T) {
+	parallel(t)
 	eachBackend(t, func(t *testing.T, b testBackend) {
 		svc := newPushService(t)
 		s := clusterScript(t)

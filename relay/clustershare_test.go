@@ -38,6 +38,7 @@ func (b testBackend) relayConfig(t *testing.T, i int, agent session.Agent, mod f
 // back to it through the ledger's watch, and later connections on both
 // relays are greeted with the same figures.
 func TestClusterBudgetShared(t *testing.T) {
+	parallel(t)
 	eachNATS(t, func(t *testing.T, b testBackend) {
 		withBudget := func(c *relay.Config) { c.BudgetCredits = 10 }
 		a := b.relayConfig(t, 0, budgetAgent(t), withBudget)
@@ -79,6 +80,7 @@ func TestClusterBudgetShared(t *testing.T) {
 // the devices hears of it: B's poll of the table is set to an hour here, so
 // only the watch can close it.
 func TestClusterRevokeWatched(t *testing.T) {
+	parallel(t)
 	eachNATS(t, func(t *testing.T, b testBackend) {
 		s := clusterScript(t)
 		slowPoll := func(c *relay.Config) { c.Token, c.DevicePoll = ownToken, time.Hour }
@@ -114,6 +116,7 @@ func TestClusterRevokeWatched(t *testing.T) {
 // device that sent it, on every relay: copilot:mode_changed's changedBy is
 // B's device, for A's clients and for B's.
 func TestClusterModeChangedBy(t *testing.T) {
+	parallel(t)
 	eachBackend(t, func(t *testing.T, b testBackend) {
 		s := clusterScript(t)
 		withToken := func(c *relay.Config) { c.Token = ownToken }

@@ -22,6 +22,7 @@ import (
 // the conversation. Once the folder is back, the next send through B
 // takes it over and runs there.
 func TestClusterFolderNotHere(t *testing.T) {
+	parallel(t)
 	eachBackend(t, func(t *testing.T, b testBackend) {
 		root := t.TempDir()
 		dir := filepath.Join(root, "project")

@@ -219,7 +219,10 @@ func TestRevokeClosesAtOnce(t *testing.T) {
 			t.Fatalf("closed with %d %q, want 4003 \"token revoked\"", code, reason)
 		}
 	}
-	if d := time.Since(start); d > 2*time.Second {
+	// The poll is an hour: any close well before it is the revoke's own.
+	// 10 s, not less: a busy machine delays the close frames, not the
+	// revoke.
+	if d := time.Since(start); d > 10*time.Second {
 		t.Fatalf("closing took %s", d)
 	}
 	expectQuiet(t, other)
@@ -246,7 +249,9 @@ func TestRevokeFromOutsideIsPolled(t *testing.T) {
 	if code, _ := cl.WaitClosed(); code != relay.CloseRevoked {
 		t.Fatalf("closed with %d, want 4003", code)
 	}
-	if d := time.Since(start); d > 2*time.Second {
+	// The poll is the only way the relay can learn of it: a bound far
+	// above its 50 ms that a busy machine cannot reach.
+	if d := time.Since(start); d > 10*time.Second {
 		t.Fatalf("the relay noticed after %s", d)
 	}
 }

@@ -16,6 +16,7 @@ import (
 // conversation over and Drain returns; the next send runs on the other
 // relay. No turn ends aborted. (Before, Close aborted every running turn.)
 func TestClusterDrain(t *testing.T) {
+	parallel(t)
 	checkNoLeaks(t)
 	b := memoryBackend(t)
 	s := clusterScript(t)

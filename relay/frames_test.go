@@ -57,6 +57,7 @@ func joinDeltas(t *testing.T, frames []relaytest.Frame, id string) (string, int)
 // content, after deltas that carry all its text; a long tool result, tool
 // arguments, error, question or usage are shortened, saying so.
 func TestNoFrameOverLimit(t *testing.T) {
+	parallel(t)
 	e := start(t, nil)
 	cl, _ := e.subscribe("big")
 	ft := e.startTurn(cl, "big", "go", nil)
@@ -164,6 +165,7 @@ func (e errorString) Error() string { return string(e) }
 // too_large and starts nothing. One of 1,000,000 '<' fits: they are not
 // escaped.
 func TestSendPromptTooLargeToEcho(t *testing.T) {
+	parallel(t)
 	e := start(t, nil)
 	cl := e.dial()
 	// 300,000 U+2028 are 900,000 bytes in the frame and six bytes each,
@@ -198,6 +200,7 @@ func TestSendPromptTooLargeToEcho(t *testing.T) {
 // replay, keeping their seq: the clients that resume into them no longer
 // drop the connection on them forever.
 func TestReplayShortensOldFrames(t *testing.T) {
+	parallel(t)
 	st := history.NewMemory()
 	id := "old"
 	enc := func(typ string, data any) []byte {

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"runtime"
+	"runtime/pprof"
 	"strings"
 	"sync"
 	"testing"
@@ -437,13 +438,56 @@ func mapKeys(m map[string]any) []string {
 
 // ---- goroutine leaks ----
 
+// parallelTests names the tests that run beside others (parallel): their
+// leak checks count only the goroutines they started themselves.
+var parallelTests sync.Map // test name → struct{}
+
+// parallel runs t beside the package's other parallel tests (t.Parallel),
+// for a test that waits more than it computes (leases, a NATS cluster):
+// its leak checks, and those of its subtests, then look only at the
+// goroutines it started.
+func parallel(t *testing.T) {
+	parallelTests.Store(t.Name(), struct{}{})
+	t.Parallel()
+}
+
+// runsInParallel reports whether t or a test above it called parallel.
+func runsInParallel(t *testing.T) bool {
+	for name := t.Name(); ; {
+		if _, ok := parallelTests.Load(name); ok {
+			return true
+		}
+		i := strings.LastIndexByte(name, '/')
+		if i < 0 {
+			return false
+		}
+		name = name[:i]
+	}
+}
+
+// leakLabel is the key of the profiler label that marks the goroutines a
+// parallel test started.
+const leakLabel = "leakcheck"
+
 // checkNoLeaks fails the test if, after its cleanups, a goroutine running
-// code of the relay package is left.
+// code of the relay package is left. A test alone in the process (not
+// parallel) counts every such goroutine. A parallel test cannot tell the
+// others' goroutines from its own by their stacks, so it labels its own
+// goroutine here (pprof labels: every goroutine it, and those it starts,
+// start from now on carries the label) and counts only the labelled ones.
+// That misses a leak of a goroutine started by a timer (time.AfterFunc
+// runs its function on a goroutine without labels); the same code runs in
+// the serial tests, which see it.
 func checkNoLeaks(t *testing.T) {
+	label := ""
+	if runsInParallel(t) {
+		label = t.Name()
+		pprof.SetGoroutineLabels(pprof.WithLabels(context.Background(), pprof.Labels(leakLabel, label)))
+	}
 	t.Cleanup(func() {
 		deadline := time.Now().Add(wait)
 		for {
-			leaked := relayGoroutines()
+			leaked := relayGoroutines(label)
 			if len(leaked) == 0 {
 				return
 			}
@@ -456,7 +500,12 @@ func checkNoLeaks(t *testing.T) {
 	})
 }
 
-func relayGoroutines() []string {
+// relayGoroutines returns the stacks of the goroutines running code of the
+// relay package, other than tests; with a label, only those that carry it.
+func relayGoroutines(label string) []string {
+	if label != "" {
+		return labelledRelayGoroutines(label)
+	}
 	buf := make([]byte, 1<<20)
 	for {
 		n := runtime.Stack(buf, true)
@@ -469,8 +518,31 @@ func relayGoroutines() []string {
 	var out []string
 	for g := range bytes.SplitSeq(buf, []byte("\n\n")) {
 		s := string(g)
-		if strings.Contains(s, "pilotdesk/relay.") && !strings.Contains(s, "testing.tRunner") {
+		if isRelayStack(s) {
 			out = append(out, s)
+		}
+	}
+	return out
+}
+
+func isRelayStack(s string) bool {
+	return strings.Contains(s, "pilotdesk/relay.") && !strings.Contains(s, "testing.tRunner")
+}
+
+// labelledRelayGoroutines reads the goroutine profile, where goroutines of
+// the same stack and labels are one record ("N @ pcs", "# labels: {…}",
+// then a "#\tpc func+off file:line" line a frame), and returns the records
+// of relay code that carry label.
+func labelledRelayGoroutines(label string) []string {
+	var b bytes.Buffer
+	if err := pprof.Lookup("goroutine").WriteTo(&b, 1); err != nil {
+		return []string{"reading the goroutine profile: " + err.Error()}
+	}
+	mark := fmt.Sprintf("# labels: {%q:%q", leakLabel, label) // the only label these tests set
+	var out []string
+	for rec := range strings.SplitSeq(b.String(), "\n\n") {
+		if isRelayStack(rec) && (strings.Contains(rec, mark+"}") || strings.Contains(rec, mark+",")) {
+			out = append(out, rec)
 		}
 	}
 	return out

@@ -243,6 +243,7 @@ func TestDelete(t *testing.T) {
 // its queue overflows; the others and the stream are not slowed; it resumes
 // with sinceSeq and loses nothing.
 func TestSlowConsumer(t *testing.T) {
+	parallel(t)
 	e := start(t, func(c *relay.Config) { c.SendQueue = 64 })
 	fast, _ := e.subscribe("slow")
 	stalled, err := relaytest.DialConn(e.srv.URL, "")

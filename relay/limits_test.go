@@ -170,6 +170,7 @@ func (s *countStore) Events(ctx context.Context, id string, since int64, fn func
 // the whole history into its send queue (up to 64 MiB); when the client
 // reads, it gets every event in order.
 func TestReplayFollowsTheSocket(t *testing.T) {
+	parallel(t)
 	st := &countStore{Store: history.NewMemory()}
 	e := start(t, func(c *relay.Config) { c.Store = st })
 	cl, _ := e.subscribe("long")

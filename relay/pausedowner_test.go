@@ -83,6 +83,7 @@ func (g *gatedStore) Write(ctx context.Context, b history.Batch) error {
 // between its last look at its lease and its append): B's idle is refused,
 // and B, taking the conversation back, closes the turn as left by A.
 func TestClusterPausedOwnerWritesNothing(t *testing.T) {
+	parallel(t)
 	for _, lateWrite := range []bool{false, true} {
 		t.Run(map[bool]string{false: "resumes", true: "lateWrite"}[lateWrite], func(t *testing.T) {
 			pausedOwner(t, lateWrite)

@@ -13,6 +13,7 @@ import (
 // long for a frame is cut into several that join to the whole, a plan too
 // long is shortened.
 func TestReasoningAndPlanEvents(t *testing.T) {
+	parallel(t)
 	e := start(t, nil)
 	cl, _ := e.subscribe("r")
 	ft := e.startTurn(cl, "r", "go", nil)

@@ -145,6 +145,7 @@ func TestCredits(t *testing.T) {
 // the figures the relay sent. A script's own usage steps report what they
 // say (TestScriptAgent).
 func TestDemoUsageAddsUp(t *testing.T) {
+	parallel(t) // the demo paces its replies: it waits more than it computes
 	checkNoLeaks(t)
 	demo, err := script.Demo()
 	if err != nil {

@@ -54,6 +54,7 @@ func waitHealth(t *testing.T, srv *relaytest.Server, code int) (string, string) 
 // once, instead of a turn whose appends wait out their 30 s. Once the
 // store answers again the relay serves as before.
 func TestClusterStoreUnreachable(t *testing.T) {
+	parallel(t)
 	checkNoLeaks(t)
 	b := embeddedBackend(t)
 	var down atomic.Bool

@@ -35,6 +35,7 @@ func (c *failingClaims) Claim(ctx context.Context, id string) (string, string, e
 // and closes the turn. Before, B gave up at the first failure and its
 // client's turn stayed open for good.
 func TestClusterTakeoverTriedAgain(t *testing.T) {
+	parallel(t)
 	b := memoryBackend(t)
 	s := clusterScript(t)
 	a := b.relay(t, 0, s)
