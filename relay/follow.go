@@ -56,6 +56,9 @@ func (r *Relay) refollowOwnLocked(c *conversation, expired bool) (began bool) {
 		if o.unfollow != nil {
 			return false
 		}
+		// Under the ownership lock, for up to followLimit: a join's
+		// caller reads what is stored only once the follow is in place,
+		// or it could miss what is stored in between.
 		ctx, cancel := context.WithTimeout(r.ctx, followLimit)
 		defer cancel()
 		unfollow, err := r.cluster.Follow(ctx, c.id)
@@ -72,7 +75,7 @@ func (r *Relay) refollowOwnLocked(c *conversation, expired bool) (began bool) {
 			o.linger = time.AfterFunc(r.follow.linger, func() { r.lingerOver(c, gen) })
 		}
 	default:
-		o.stopFollowing()
+		o.endFollowing()
 	}
 	return false
 }
@@ -84,8 +87,8 @@ func (o *ownership) stopLinger() {
 	}
 }
 
-// stopFollowing ends the following and its linger; called with mu held.
-func (o *ownership) stopFollowing() {
+// endFollowing ends the following and its linger; called with mu held.
+func (o *ownership) endFollowing() {
 	o.stopLinger()
 	if o.unfollow != nil {
 		o.unfollow()
@@ -153,7 +156,7 @@ func (r *Relay) stopFollowing() {
 	convs := r.allConversations()
 	for _, c := range convs {
 		c.own.mu.Lock()
-		c.own.stopFollowing()
+		c.own.endFollowing()
 		c.own.mu.Unlock()
 	}
 }
