@@ -25,9 +25,15 @@ import (
 type Config struct {
 	Bin string // the pilotdesk binary
 	// Args are serve's flags (the agent, the history); Start adds
-	// --listen 127.0.0.1:0 and --token.
+	// --listen and --token.
 	Args  []string
 	Token string
+	// Listen is the address to listen on; port 0 picks a free one.
+	// Default 127.0.0.1:0.
+	Listen string
+	// Command makes the command to run (name and its arguments), where a
+	// relay runs elsewhere (another network namespace); nil: exec.Command.
+	Command func(name string, args ...string) *exec.Cmd
 	// Env is added to this process's environment, after a PILOTDESK_TOKEN
 	// emptied so that a token set there does not replace Token.
 	Env     []string
@@ -37,8 +43,8 @@ type Config struct {
 // Relay is a running `pilotdesk serve`.
 type Relay struct {
 	Cmd     *exec.Cmd
-	URL     string // ws://127.0.0.1:PORT/ws
-	Addr    string // 127.0.0.1:PORT
+	URL     string // ws://HOST:PORT/ws, HOST 127.0.0.1 unless Config.Listen says otherwise
+	Addr    string // HOST:PORT
 	LogPath string
 
 	mu       sync.Mutex
@@ -68,8 +74,15 @@ func Start(ctx context.Context, cfg Config) (*Relay, error) {
 	if err != nil {
 		return nil, err
 	}
-	args := append(append([]string{"serve"}, cfg.Args...), "--listen", "127.0.0.1:0", "--token", cfg.Token)
-	r.Cmd = exec.Command(cfg.Bin, args...)
+	listen, command := cfg.Listen, cfg.Command
+	if listen == "" {
+		listen = "127.0.0.1:0"
+	}
+	if command == nil {
+		command = exec.Command
+	}
+	args := append(append([]string{"serve"}, cfg.Args...), "--listen", listen, "--token", cfg.Token)
+	r.Cmd = command(cfg.Bin, args...)
 	r.Cmd.Env = append(append(os.Environ(), "PILOTDESK_TOKEN="), cfg.Env...)
 	stderr, err := r.Cmd.StderrPipe()
 	if err != nil {

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/pilotdesk/pilotdesk/internal/procstat"
 	"github.com/pilotdesk/pilotdesk/relay/history/jetstream/natstest"
 )
 
@@ -80,7 +81,7 @@ func (n *natsCluster) cpu() time.Duration {
 	var total time.Duration
 	for _, node := range n.c.Nodes {
 		if pid := node.PID(); pid != 0 {
-			if d, err := procCPU(pid); err == nil {
+			if d, err := procstat.CPU(pid); err == nil {
 				total += d
 			}
 		}

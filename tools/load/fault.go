@@ -234,16 +234,16 @@ func (f *faultRun) relayStop(ctx context.Context) error {
 	i := f.plan.Relay
 	p := f.relays.get(i)
 	f.state.kill(i)
-	if err := p.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+	if err := p.Cmd.Process.Signal(syscall.SIGSTOP); err != nil {
 		return err
 	}
-	f.note("relay %d (pid %d) SIGSTOPped", i+1, p.cmd.Process.Pid)
+	f.note("relay %d (pid %d) SIGSTOPped", i+1, p.Pid())
 	sleep(ctx, f.plan.For)
-	if err := p.cmd.Process.Signal(syscall.SIGCONT); err != nil {
+	if err := p.Cmd.Process.Signal(syscall.SIGCONT); err != nil {
 		return err
 	}
 	f.note("relay %d SIGCONTinued", i+1)
-	f.state.setURL(i, p.url)
+	f.state.setURL(i, p.URL)
 	return nil
 }
 
@@ -258,13 +258,13 @@ func (f *faultRun) relayPartition(ctx context.Context) error {
 	if err := f.island.cut(); err != nil {
 		return err
 	}
-	f.note("relay %d (pid %d) cut off the network", i+1, p.cmd.Process.Pid)
+	f.note("relay %d (pid %d) cut off the network", i+1, p.Pid())
 	sleep(ctx, f.plan.For)
 	if err := f.island.heal(); err != nil {
 		return err
 	}
 	f.note("relay %d's partition healed", i+1)
-	f.state.setURL(i, p.url)
+	f.state.setURL(i, p.URL)
 	return nil
 }
 
@@ -406,10 +406,10 @@ func (f *faultRun) rollingRestart(ctx context.Context) error {
 		p := f.relays.get(i)
 		f.state.kill(i)
 		f.usage.end(p)
-		f.note("relay %d (pid %d) SIGTERM", i+1, p.cmd.Process.Pid)
-		err := p.stop(stopWait)
+		f.note("relay %d (pid %d) SIGTERM", i+1, p.Pid())
+		err := p.Stop(stopWait)
 		f.mu.Lock()
-		f.warnings = append(f.warnings, p.warningLines()...)
+		f.warnings = append(f.warnings, p.Warnings()...)
 		f.mu.Unlock()
 		if err != nil {
 			f.note("relay %d: %v", i+1, err)
@@ -422,11 +422,11 @@ func (f *faultRun) rollingRestart(ctx context.Context) error {
 		}
 		f.relays.set(i, np)
 		f.usage.begin(np)
-		f.state.setURL(i, np.url)
+		f.state.setURL(i, np.URL)
 		f.mu.Lock()
 		f.restarts++
 		f.mu.Unlock()
-		f.note("relay %d started again (pid %d)", i+1, np.cmd.Process.Pid)
+		f.note("relay %d started again (pid %d)", i+1, np.Pid())
 		sleep(ctx, f.plan.Pause)
 	}
 	return nil

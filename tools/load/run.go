@@ -12,6 +12,9 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+
+	"github.com/pilotdesk/pilotdesk/internal/procstat"
+	"github.com/pilotdesk/pilotdesk/internal/relayproc"
 )
 
 // waitLastTurns waits until every conversation's last turn has ended, for
@@ -166,7 +169,7 @@ func newLoadRun(cfg config, log *slog.Logger, dir string) *loadRun {
 	case cfg.NATS:
 		res.History, res.Relays, res.IdleRelays = "nats", cfg.Relays, cfg.IdleRelays
 	}
-	token := newToken()
+	token := relayproc.NewToken()
 	r := &loadRun{
 		cfg: cfg, log: log, dir: dir, token: token, res: res,
 		state:     &runState{token: token, nats: cfg.NATS, pingEvery: 30 * time.Second},
@@ -214,9 +217,9 @@ func (r *loadRun) startRelays(ctx context.Context) error {
 		}
 		r.relays[i] = p
 		if i < r.res.Relays {
-			r.state.setURL(i, p.url) // an idle relay's is nobody's
+			r.state.setURL(i, p.URL) // an idle relay's is nobody's
 		}
-		r.log.Info("load: relay started", "idle", i >= r.res.Relays, "url", p.url, "pid", p.cmd.Process.Pid, "history", r.res.History,
+		r.log.Info("load: relay started", "idle", i >= r.res.Relays, "url", p.URL, "pid", p.Pid(), "history", r.res.History,
 			"conns", r.cfg.Conns, "convs", r.cfg.Convs, "duration", r.cfg.Duration)
 	}
 	return nil
@@ -225,7 +228,7 @@ func (r *loadRun) startRelays(ctx context.Context) error {
 func (r *loadRun) killRelays() {
 	for _, p := range r.relays {
 		if p != nil {
-			p.kill()
+			p.Kill()
 		}
 	}
 }
@@ -234,7 +237,7 @@ func (r *loadRun) logPaths() string {
 	var ps []string
 	for _, p := range r.relays {
 		if p != nil {
-			ps = append(ps, p.logPath)
+			ps = append(ps, p.LogPath)
 		}
 	}
 	return strings.Join(ps, ", ")
@@ -291,7 +294,7 @@ func (r *loadRun) connect(runCtx context.Context) error {
 	}
 	r.log.Info("load: connected and subscribed", "conns", r.cfg.Conns, "seconds", fmt.Sprintf("%.1f", r.res.ConnectSeconds))
 	for _, p := range r.relays {
-		kib, _ := procStatus(p.cmd.Process.Pid, "VmRSS")
+		kib, _ := procstat.Field(p.Pid(), "VmRSS")
 		r.res.RelayIdleRSSKiB = max(r.res.RelayIdleRSSKiB, kib)
 	}
 	return nil
@@ -398,23 +401,23 @@ func (r *loadRun) strike(ctx, faultCtx context.Context) error {
 		// conversations over once its lease lapses.
 		r.state.kill(0)
 		r.killedAt = time.Now()
-		victim.kill()
+		victim.Kill()
 		r.relays[0] = nil
 		for _, c := range r.clients {
 			if c.home == 0 {
 				res.KilledClients++
 			}
 		}
-		res.KillWarnings = append(res.KillWarnings, victim.warningLines()...)
+		res.KillWarnings = append(res.KillWarnings, victim.Warnings()...)
 		r.log.Warn("load: relay 1 killed with SIGKILL; its clients move to the other relays", "clients", res.KilledClients)
 		return nil
 	}
 	// SIGKILL in the middle of the streams, restart on the same
 	// data dir; the clients resume with sinceSeq.
-	victim.kill()
+	victim.Kill()
 	r.killedAt = time.Now()
 	r.log.Warn("load: relay killed with SIGKILL; restarting it on the same data dir")
-	res.KillWarnings = append(res.KillWarnings, victim.warningLines()...)
+	res.KillWarnings = append(res.KillWarnings, victim.Warnings()...)
 	r.relays[0] = nil
 	p, err := r.startRelay(ctx, 0, "relay-after-kill.log")
 	if err != nil {
@@ -422,9 +425,9 @@ func (r *loadRun) strike(ctx, faultCtx context.Context) error {
 	}
 	r.relays[0] = p
 	res.RestartSeconds = time.Since(r.killedAt).Seconds()
-	r.state.setURL(0, p.url)
+	r.state.setURL(0, p.URL)
 	r.usage.begin(p)
-	r.log.Info("load: relay restarted", "url", p.url, "seconds", fmt.Sprintf("%.2f", res.RestartSeconds))
+	r.log.Info("load: relay restarted", "url", p.URL, "seconds", fmt.Sprintf("%.2f", res.RestartSeconds))
 	return nil
 }
 
@@ -527,12 +530,12 @@ func (r *loadRun) stopRelays() {
 		if len(r.relays) > 1 {
 			name = fmt.Sprintf("relay %d: ", i+1)
 		}
-		if err := p.stop(30 * time.Second); err != nil {
+		if err := p.Stop(30 * time.Second); err != nil {
 			exits = append(exits, name+err.Error())
 		} else {
 			exits = append(exits, name+"clean (exit 0 after SIGTERM)")
 		}
-		warnings = append(warnings, p.warningLines()...)
+		warnings = append(warnings, p.Warnings()...)
 		r.relays[i] = nil
 	}
 	r.res.RelayExit = strings.Join(exits, "; ")
@@ -628,70 +631,4 @@ func fanOutSpread(clients []*client, convs []*conversation) []time.Duration {
 		}
 	}
 	return out
-}
-
-// loadAverage is the machine's load average over 1, 5 and 15 minutes: the
-// figures depend on what else the machine runs.
-func loadAverage() string {
-	b, err := os.ReadFile("/proc/loadavg")
-	if err != nil {
-		return "unknown"
-	}
-	f := strings.Fields(string(b))
-	if len(f) < 3 {
-		return "unknown"
-	}
-	return strings.Join(f[:3], "/")
-}
-
-// relayUsage adds up the CPU of the relay processes of a run (more than one
-// when the relay is killed and restarted, or with -nats) and keeps the
-// highest peak RSS of one.
-type relayUsage struct {
-	cpu     time.Duration
-	start   map[int]time.Duration // by pid: CPU time at begin
-	peakKiB int64
-}
-
-func (u *relayUsage) begin(p *relayProc) {
-	u.start[p.cmd.Process.Pid], _ = procCPU(p.cmd.Process.Pid)
-}
-
-// end adds the CPU used since begin and notes the peak RSS.
-func (u *relayUsage) end(p *relayProc) {
-	pid := p.cmd.Process.Pid
-	if now, err := procCPU(pid); err == nil {
-		u.cpu += now - u.start[pid]
-		u.start[pid] = now
-	}
-	u.peak(p)
-}
-
-func (u *relayUsage) peak(p *relayProc) {
-	if kib, err := procStatus(p.cmd.Process.Pid, "VmHWM"); err == nil {
-		u.peakKiB = max(u.peakKiB, kib)
-	}
-}
-
-// cpuPressure is the kernel's CPU pressure (PSI): the share of the last 10
-// and 60 s in which some runnable task waited for a CPU. Near 100 % means
-// the machine was saturated and latencies include waiting for a core.
-func cpuPressure() string {
-	b, err := os.ReadFile("/proc/pressure/cpu")
-	if err != nil {
-		return "unknown"
-	}
-	var avg10, avg60 string
-	for _, f := range strings.Fields(strings.SplitN(string(b), "\n", 2)[0]) {
-		if v, ok := strings.CutPrefix(f, "avg10="); ok {
-			avg10 = v
-		}
-		if v, ok := strings.CutPrefix(f, "avg60="); ok {
-			avg60 = v
-		}
-	}
-	if avg10 == "" {
-		return "unknown"
-	}
-	return avg10 + "%/" + avg60 + "%"
 }
