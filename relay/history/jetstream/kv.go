@@ -12,10 +12,20 @@ import (
 
 // The KV records follow the stream: a Write marks its conversations dirty
 // and returns once the stream has their events; the syncer writes their
-// records then. Coalescing them this way costs a streaming conversation
-// one KV write per batch at most, not one per Write, and keeps a KV round
-// trip out of the committer's path. Conversations repairs a record the
-// syncer has not written yet from the stream, so the lag is never seen.
+// records then, at most once every kvEvery. Coalescing them this way costs
+// a streaming conversation one KV write a kvEvery at most, not one per
+// Write, and keeps a KV round trip out of the committer's path.
+// Conversations repairs a record the syncer has not written yet from the
+// stream, so the lag is never seen.
+
+// kvEvery is the least time between two passes of the syncer. Without it a
+// pass began as soon as the last ended, so each record was written once a
+// pass over the dirty ones, and a relay with fewer streaming conversations
+// made shorter passes and more KV writes per event: three relays sharing
+// a load wrote the records about three times as often as one relay (each a
+// replicated append on the cluster), which showed in profiles as the
+// largest part of their extra CPU (docs/scale-out.md, Relays' CPU).
+const kvEvery = time.Second
 
 // kvRetry is how long the syncer waits before it retries records it could
 // not write.
@@ -40,16 +50,29 @@ func (s *Store) runKV() {
 	retry := time.NewTimer(time.Hour)
 	retry.Stop()
 	defer retry.Stop()
+	final := func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*s.opts.RequestTimeout)
+		s.flushKV(ctx)
+		cancel()
+	}
+	var last time.Time
 	for {
 		select {
 		case <-s.kvStop:
-			ctx, cancel := context.WithTimeout(context.Background(), 2*s.opts.RequestTimeout)
-			s.flushKV(ctx)
-			cancel()
+			final()
 			return
 		case <-s.kvWake:
 		case <-retry.C:
 		}
+		if wait := time.Until(last.Add(kvEvery)); wait > 0 {
+			select {
+			case <-s.kvStop:
+				final()
+				return
+			case <-time.After(wait):
+			}
+		}
+		last = time.Now()
 		ctx, cancel := context.WithTimeout(context.Background(), 4*s.opts.RequestTimeout)
 		if !s.flushKV(ctx) {
 			retry.Reset(kvRetry)

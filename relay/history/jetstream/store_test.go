@@ -323,3 +323,62 @@ func TestListRepairsRecords(t *testing.T) {
 		}
 	}
 }
+
+// TestRecordWritesPaced: a conversation appended to a hundred times in a
+// row gets its KV record written about once a kvEvery, not once an
+// append: each record write is a replicated append of its own, and a pass
+// per append made three relays sharing a load write three times as many
+// as one relay did.
+func TestRecordWritesPaced(t *testing.T) {
+	_, nc := embedded(t)
+	ctx := context.Background()
+	s := openEmbedded(t, nc, "paced", Options{})
+	start := time.Now()
+	if err := s.Write(ctx, history.Batch{Conversations: []history.Conversation{meta("p", 1)}, Events: frames("p", 1, 1)}); err != nil {
+		t.Fatal(err)
+	}
+	e, err := recordEntry(t, s, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := e.Revision()
+	const appends = 100
+	for seq := int64(2); seq <= appends+1; seq++ {
+		if err := s.Write(ctx, history.Batch{Events: frames("p", seq, seq)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	took := time.Since(start)
+	e, err = recordEntry(t, s, appends+1) // the record of the last append: a message an append
+	if err != nil {
+		t.Fatal(err)
+	}
+	writes := e.Revision() - first
+	if limit := uint64(took/kvEvery) + 3; writes > limit {
+		t.Fatalf("%d record writes for %d appends in %v; want at most %d (one a %v)", writes, appends, took.Round(time.Millisecond), limit, kvEvery)
+	}
+	t.Logf("%d record writes for %d appends in %v", writes, appends, took.Round(time.Millisecond))
+}
+
+// recordEntry waits (up to 30 s) until the conversation p's record in the
+// bucket counts msgs messages, and returns it.
+func recordEntry(t *testing.T, s *Store, msgs uint64) (jetstream.KeyValueEntry, error) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		e, err := s.kv.Get(context.Background(), token("p"))
+		if err == nil {
+			var r record
+			if err := json.Unmarshal(e.Value(), &r); err != nil {
+				return nil, err
+			}
+			if r.Msgs >= msgs {
+				return e, nil
+			}
+		}
+		if time.Now().After(deadline) {
+			return nil, fmt.Errorf("the record of p does not count %d messages after 30 s (%v)", msgs, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
