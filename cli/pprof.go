@@ -12,8 +12,9 @@ import (
 )
 
 // pprofEnv names the environment variable that serves Go's profiles
-// (net/http/pprof) of the window's process on an address of the loopback,
-// for measuring the window (docs/performance.md):
+// (net/http/pprof) of the window's process, or of serve's, on an address
+// of the loopback, for measuring the window (docs/performance.md) or a
+// relay under load (docs/scale-out.md):
 //
 //	PILOTDESK_PPROF=127.0.0.1:6060 pilotdesk
 //	go tool pprof http://127.0.0.1:6060/debug/pprof/heap

@@ -52,6 +52,7 @@ type config struct {
 	JSON          bool          // print the result as JSON
 	Verbose       bool
 	CPUProfile    string // write the load tool's own CPU profile here
+	Scale         bool   // with -nats: the same load on 1, 2, … -relays relays (scale.go)
 
 	// natsPassword is the relays' NATS password with -nats, given them in
 	// PILOTDESK_NATS_PASSWORD as docs/operations.md says (set by run).
@@ -87,6 +88,7 @@ func loadMain() int {
 	flag.BoolVar(&cfg.Keep, "keep", false, "keep the temp dir with the data dir and the relay's log")
 	flag.BoolVar(&cfg.JSON, "json", false, "print the result as JSON")
 	flag.BoolVar(&cfg.Verbose, "v", false, "log progress details")
+	flag.BoolVar(&cfg.Scale, "scale", false, "with -nats: run the same load on 1, 2, … -relays relays, one run each with no fault, and print each relay's CPU as a share of the single relay's (target with 3 relays: <= 0.38)")
 	flag.StringVar(&cfg.CPUProfile, "cpuprofile", "", "write the load tool's own CPU profile to `FILE` (to see what the clients cost)")
 	flag.Parse()
 	killSet := false
@@ -137,6 +139,16 @@ func loadMain() int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	if cfg.Scale {
+		failed, err := runScale(ctx, cfg, log, os.Stdout)
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "load: %v\n", err)
+		}
+		if failed || err != nil {
+			return 1
+		}
+		return 0
+	}
 	res, err := run(ctx, cfg, log)
 	if res != nil {
 		if cfg.JSON {
@@ -184,6 +196,8 @@ func (c *config) validate() error {
 		return fmt.Errorf("-fault-for must not be negative")
 	case c.IdleRelays < 0 || (c.IdleRelays > 0 && !c.NATS):
 		return fmt.Errorf("-idle-relays goes with -nats and must not be negative")
+	case c.Scale && !c.NATS:
+		return fmt.Errorf("-scale goes with -nats")
 	case c.NATSLease < 0 || (c.NATSLease > 0 && !c.NATS):
 		return fmt.Errorf("-nats-lease goes with -nats and must be positive")
 	}
