@@ -37,7 +37,11 @@ type natsSettings struct {
 	Replicas int
 	// Streams is how many event streams the conversations are spread
 	// over (jetstream.Options.Streams): fixed when the history is made.
+	// 0, for the token commands, which do not register the flag (and do
+	// not read the events), takes the history's.
 	Streams int
+	// withStreams says the flag was registered (serve): 0 is refused.
+	withStreams bool
 	Lease   time.Duration
 	// DrainTimeout bounds a drain at SIGTERM: how long running turns may
 	// take to end before the relay stops (relay.Drain).
@@ -50,6 +54,7 @@ func (n *natsSettings) register(fs *flag.FlagSet, getenv func(string) string) {
 	fs.StringVar(&n.Creds, "nats-creds", "", "NATS credentials `FILE` (a user JWT and its seed)")
 	fs.StringVar(&n.TLSCA, "nats-tls-ca", "", "verify the NATS servers' TLS certificates with this CA `FILE`")
 	fs.IntVar(&n.Replicas, "nats-replicas", 3, "replicas of the events stream and bucket when the relay creates them (1 with embedded)")
+	n.withStreams = true
 	fs.IntVar(&n.Streams, "nats-streams", 1, "spread the conversations over this many event streams, each with its own leader, when the relay makes the history; every relay of a cluster must give the same (1 with embedded)")
 	fs.DurationVar(&n.Lease, "nats-lease", jetstream.DefaultLease, "how long a relay may be silent before the other relays take its conversations over; it must outlast a NATS leader election (4-9 s)")
 	fs.DurationVar(&n.DrainTimeout, "drain-timeout", 10*time.Minute, "with --nats: on SIGTERM, how long the relay waits for its running turns to end (its clients moved to other relays, its idle conversations handed over) before it stops")
@@ -65,7 +70,7 @@ func (n *natsSettings) validate(dataDir string) error {
 	if n.Replicas < 1 {
 		return usageError("--nats-replicas must be 1 or more, not %d", n.Replicas)
 	}
-	if n.Streams < 1 || n.Streams > jetstream.MaxStreams {
+	if (n.withStreams && n.Streams < 1) || n.Streams < 0 || n.Streams > jetstream.MaxStreams {
 		return usageError("--nats-streams must be 1 to %d, not %d", jetstream.MaxStreams, n.Streams)
 	}
 	if n.Lease <= 0 {

@@ -18,7 +18,7 @@ import (
 )
 
 func TestNATSFlags(t *testing.T) {
-	ok := natsSettings{Replicas: 3, Streams: 1, Lease: 15 * time.Second}
+	ok := natsSettings{Replicas: 3, Streams: 1, withStreams: true, Lease: 15 * time.Second}
 	for _, c := range []struct {
 		name    string
 		n       natsSettings
@@ -33,6 +33,11 @@ func TestNATSFlags(t *testing.T) {
 		{"no streams", func() natsSettings { n := ok; n.URLs = "nats://a:4222"; n.Streams = 0; return n }(), "/d", "--nats-streams must be 1 to 64, not 0"},
 		{"too many streams", func() natsSettings { n := ok; n.URLs = "nats://a:4222"; n.Streams = 65; return n }(), "/d", "--nats-streams must be 1 to 64, not 65"},
 		{"streams", func() natsSettings { n := ok; n.URLs = "nats://a:4222"; n.Streams = 3; return n }(), "/d", ""},
+		{"the history's streams (token)", func() natsSettings {
+			n := ok
+			n.URLs, n.Streams, n.withStreams = "nats://a:4222", 0, false
+			return n
+		}(), "/d", ""},
 		{"lease", func() natsSettings { n := ok; n.URLs = "nats://a:4222"; n.Lease = 0; return n }(), "/d", "--nats-lease"},
 		{"embedded", func() natsSettings { n := ok; n.URLs = natsEmbedded; return n }(), "/d", ""},
 		{"embedded in memory", func() natsSettings { n := ok; n.URLs = natsEmbedded; return n }(), memoryDataDir, "give it a directory"},
