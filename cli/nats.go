@@ -42,7 +42,7 @@ type natsSettings struct {
 	Streams int
 	// withStreams says the flag was registered (serve): 0 is refused.
 	withStreams bool
-	Lease   time.Duration
+	Lease       time.Duration
 	// DrainTimeout bounds a drain at SIGTERM: how long running turns may
 	// take to end before the relay stops (relay.Drain).
 	DrainTimeout time.Duration
