@@ -345,42 +345,15 @@ func median(xs []float64) float64 {
 // idlePair measures CPU over cfg.idle with the composer (the entry)
 // focused and nothing happening.
 func (b *bench) idlePair(ctx context.Context, rep *report, run int, pdFirst bool) error {
-	var res result
-	one := func(isPD bool) error {
-		start := func() (*proc, error) { return b.floor("floor-idle") }
+	start := func(isPD bool) (*proc, error) {
 		if isPD {
-			start = func() (*proc, error) { return b.pilotdesk("idle-pilotdesk", b.streamJSON, "") }
+			return b.pilotdesk("idle-pilotdesk", b.streamJSON, "")
 		}
-		p, _, err := b.ready(ctx, start)
-		if err != nil {
-			return err
-		}
-		defer p.stop()
-		wait := func() error { return sleep(ctx, b.cfg.idle) }
-		var c cpu
-		if isPD {
-			err = b.withPerf(p, fmt.Sprintf("idle-%d", run), b.cfg.idle, func() error {
-				c, err = b.measure(p, wait)
-				return err
-			})
-		} else {
-			c, err = b.measure(p, wait)
-		}
-		if err != nil {
-			return err
-		}
-		rss, _, err := memory(p.pid())
-		if err != nil {
-			return err
-		}
-		if isPD {
-			res.pd, res.pdX, res.pdRSS = float64(c.prog), c.xserver, rss
-		} else {
-			res.floor, res.floorX, res.floorRSS = float64(c.prog), c.xserver, rss
-		}
-		return nil
+		return b.floor("floor-idle")
 	}
-	if err := pair(pdFirst, one); err != nil {
+	wait := func() error { return sleep(ctx, b.cfg.idle) }
+	res, err := b.cpuPair(ctx, pdFirst, fmt.Sprintf("idle-%d", run), b.cfg.idle, start, wait)
+	if err != nil {
 		return err
 	}
 	fmt.Printf("  idle %s, composer focused: pilotdesk %.0f ticks, floor-idle %.0f ticks: %.2f× (X server %d / %d; RSS %.0f / %.0f MiB)\n",
@@ -391,40 +364,54 @@ func (b *bench) idlePair(ctx context.Context, rep *report, run int, pdFirst bool
 
 // streamPair types a prompt and measures CPU while the reply streams.
 func (b *bench) streamPair(ctx context.Context, rep *report, run int, pdFirst bool) error {
-	var res result
 	window := b.streamWindow()
-	one := func(isPD bool) error {
-		start := func() (*proc, error) {
-			return b.floor("floor-naive", "-tokens", b.tokensFile, "-rate", fmt.Sprint(b.cfg.rate))
-		}
+	start := func(isPD bool) (*proc, error) {
 		if isPD {
-			start = func() (*proc, error) { return b.pilotdesk("stream-pilotdesk", b.streamJSON, "") }
+			return b.pilotdesk("stream-pilotdesk", b.streamJSON, "")
 		}
-		p, _, err := b.ready(ctx, start)
+		return b.floor("floor-naive", "-tokens", b.tokensFile, "-rate", fmt.Sprint(b.cfg.rate))
+	}
+	// The measurement starts before the prompt is typed, so typing
+	// costs both the same.
+	streamOnce := func() error {
+		t0 := time.Now()
+		if err := b.x.xdotool("type", "--delay", "20", "stream"); err != nil {
+			return err
+		}
+		if err := b.x.xdotool("key", "Return"); err != nil {
+			return err
+		}
+		return sleep(ctx, window-time.Since(t0))
+	}
+	res, err := b.cpuPair(ctx, pdFirst, fmt.Sprintf("stream-%d", run), window, start, streamOnce)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("  %d tokens at %d/s (%s window): pilotdesk %.0f ticks, floor-naive %.0f ticks: %.2f× (X server %d / %d; RSS %.0f / %.0f MiB)\n",
+		b.cfg.tokens, b.cfg.rate, window, res.pd, res.floor, ratio(res.pd, res.floor), res.pdX, res.floorX, res.pdRSS, res.floorRSS)
+	rep.stream = append(rep.stream, res)
+	return nil
+}
+
+// cpuPair measures, for pilotdesk and its floor (pair's order), the CPU
+// that each program started by start and the X server use while work runs
+// (pilotdesk's under perf as perfName, for d), and each one's RSS after.
+func (b *bench) cpuPair(ctx context.Context, pdFirst bool, perfName string, d time.Duration, start func(isPD bool) (*proc, error), work func() error) (result, error) {
+	var res result
+	one := func(isPD bool) error {
+		p, _, err := b.ready(ctx, func() (*proc, error) { return start(isPD) })
 		if err != nil {
 			return err
 		}
 		defer p.stop()
-		// The measurement starts before the prompt is typed, so typing
-		// costs both the same.
-		streamOnce := func() error {
-			t0 := time.Now()
-			if err := b.x.xdotool("type", "--delay", "20", "stream"); err != nil {
-				return err
-			}
-			if err := b.x.xdotool("key", "Return"); err != nil {
-				return err
-			}
-			return sleep(ctx, window-time.Since(t0))
-		}
 		var c cpu
 		if isPD {
-			err = b.withPerf(p, fmt.Sprintf("stream-%d", run), window, func() error {
-				c, err = b.measure(p, streamOnce)
+			err = b.withPerf(p, perfName, d, func() error {
+				c, err = b.measure(p, work)
 				return err
 			})
 		} else {
-			c, err = b.measure(p, streamOnce)
+			c, err = b.measure(p, work)
 		}
 		if err != nil {
 			return err
@@ -440,13 +427,8 @@ func (b *bench) streamPair(ctx context.Context, rep *report, run int, pdFirst bo
 		}
 		return nil
 	}
-	if err := pair(pdFirst, one); err != nil {
-		return err
-	}
-	fmt.Printf("  %d tokens at %d/s (%s window): pilotdesk %.0f ticks, floor-naive %.0f ticks: %.2f× (X server %d / %d; RSS %.0f / %.0f MiB)\n",
-		b.cfg.tokens, b.cfg.rate, window, res.pd, res.floor, ratio(res.pd, res.floor), res.pdX, res.floorX, res.pdRSS, res.floorRSS)
-	rep.stream = append(rep.stream, res)
-	return nil
+	err := pair(pdFirst, one)
+	return res, err
 }
 
 // pair runs one(true) for pilotdesk and one(false) for its floor, in the

@@ -156,27 +156,63 @@ func (b *bench) open(ctx context.Context, rep *report) error {
 	if err := b.x.conn.warp(1279, 799); err != nil {
 		return err
 	}
+	lastBusy, settledTicks, err := settle(ctx, p, t0, click)
+	if err != nil {
+		return err
+	}
+	if err := p.alive(); err != nil {
+		return err
+	}
+	if settledTicks == 0 {
+		return fmt.Errorf("the click at (130, 182) opened nothing: no busy interval (see %s)", p.logPath)
+	}
+	rss, peak, err := memory(p.pid())
+	if err != nil {
+		return err
+	}
+	res := openResult{seconds: lastBusy.Sub(click).Seconds(), ticks: settledTicks, rssBefore: rss0, rss: rss, peak: peak}
+	settled := fmt.Sprintf("settled %.2f s after the click", res.seconds)
+	if lastBusy.Sub(click) > settleLimit {
+		res.unsettled = true
+		settled = fmt.Sprintf("still busy %s after the click", settleLimit)
+	}
+	fmt.Printf("  open %d messages: %s, %d ticks; RSS %.0f → %.0f MiB (peak %.0f)\n",
+		b.cfg.messages, settled, res.ticks, res.rssBefore, res.rss, res.peak)
+	rep.open = append(rep.open, res)
+	if !b.cfg.only["scroll"] {
+		return nil
+	}
+	return b.scrollPair(ctx, rep, p, win.window)
+}
+
+// settleLimit is how long open waits for the window to settle: one still
+// busy then costs what it cost so far.
+const settleLimit = 90 * time.Second
+
+// settle samples p's CPU every 100 ms from the click until the window
+// settles (open says when), and returns the end of the last busy interval
+// and the ticks used by then since t0.
+func settle(ctx context.Context, p *proc, t0 int64, click time.Time) (lastBusy time.Time, settledTicks int64, err error) {
 	const (
 		interval = 100 * time.Millisecond
 		busy     = 5  // ticks per interval: half a core
 		span     = 5  // intervals: 500 ms
 		spanBusy = 20 // ticks per span: 40 % of a core
 		quiet    = 2 * time.Second
-		limit    = 90 * time.Second
+		limit    = settleLimit
 	)
 	last := click
 	prev := t0
-	lastBusy := click
-	var settledTicks int64
+	lastBusy = click
 	var recent []int64 // the last span intervals' ticks
 	for {
 		if err := sleep(ctx, interval); err != nil {
-			return err
+			return lastBusy, settledTicks, err
 		}
 		now := time.Now()
 		tk, err := procstat.Ticks(p.pid())
 		if err != nil {
-			return err
+			return lastBusy, settledTicks, err
 		}
 		recent = append(recent, tk-prev)
 		if len(recent) > span {
@@ -200,29 +236,13 @@ func (b *bench) open(ctx context.Context, rep *report) error {
 			break
 		}
 	}
-	if err := p.alive(); err != nil {
-		return err
-	}
-	if settledTicks == 0 {
-		return fmt.Errorf("the click at (130, 182) opened nothing: no busy interval (see %s)", p.logPath)
-	}
-	rss, peak, err := memory(p.pid())
-	if err != nil {
-		return err
-	}
-	res := openResult{seconds: lastBusy.Sub(click).Seconds(), ticks: settledTicks, rssBefore: rss0, rss: rss, peak: peak}
-	settled := fmt.Sprintf("settled %.2f s after the click", res.seconds)
-	if lastBusy.Sub(click) > limit {
-		res.unsettled = true
-		settled = fmt.Sprintf("still busy %s after the click", limit)
-	}
-	fmt.Printf("  open %d messages: %s, %d ticks; RSS %.0f → %.0f MiB (peak %.0f)\n",
-		b.cfg.messages, settled, res.ticks, res.rssBefore, res.rss, res.peak)
-	rep.open = append(rep.open, res)
-	if !b.cfg.only["scroll"] {
-		return nil
-	}
-	pd, err := b.wheel(ctx, p, win.window)
+	return lastBusy, settledTicks, nil
+}
+
+// scrollPair scrolls the opened conversation up in pilotdesk's window
+// (p's, which it stops), then the same in the floor's, and reports both.
+func (b *bench) scrollPair(ctx context.Context, rep *report, p *proc, window uint32) error {
+	pd, err := b.wheel(ctx, p, window)
 	if err != nil {
 		return err
 	}
