@@ -134,7 +134,7 @@ type Conn struct {
 	handler Handler
 	log     *slog.Logger
 
-	writeMu sync.Mutex
+	writeMu sync.Mutex // one frame at a time on w: frames never interleave
 
 	mu      sync.Mutex
 	nextID  int64
