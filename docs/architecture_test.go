@@ -130,6 +130,9 @@ func matches(pattern, pkg string) bool {
 // whose subpackages are its own; nil for test support and tools (and for a
 // package the table does not name).
 func (a architecture) ruleFor(pkg string) *importRule {
+	if a.isSupport(pkg) {
+		return nil // a backend's mock is test support, not the backend
+	}
 	var best *importRule
 	for i, r := range a.rules {
 		if (r.pkg == pkg || r.subpkgs && matches(r.pkg+"/...", pkg)) && (best == nil || len(r.pkg) > len(best.pkg)) {
