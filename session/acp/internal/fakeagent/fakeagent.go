@@ -316,28 +316,37 @@ func (a *agent) Prompt(ctx context.Context, p sdk.PromptRequest) (sdk.PromptResp
 	h.Turns++
 	h.Lines = append(h.Lines, "user: "+text)
 	defer func() { a.save(p.SessionId, h) }()
-	fields := strings.Fields(text)
+	t := &turn{ctx: ctx, id: p.SessionId, text: text, fields: strings.Fields(text), h: &h}
+	t.end = sdk.PromptResponse{StopReason: sdk.StopReasonEndTurn, Usage: a.account(t.id, 100, 10, 5)}
 	word := ""
-	if len(fields) > 0 {
-		word = fields[0]
+	if len(t.fields) > 0 {
+		word = t.fields[0]
 	}
-	id := p.SessionId
-	end := sdk.PromptResponse{StopReason: sdk.StopReasonEndTurn, Usage: a.account(id, 100, 10, 5)}
-
 	switch word {
-	case "hello":
-		a.say(ctx, id, "Hello", " from", " the fake.")
-		h.Lines = append(h.Lines, "agent: Hello from the fake.")
-	case "echo":
-		reply := fmt.Sprintf("turn %d: %s", h.Turns, text)
-		a.say(ctx, id, reply)
-		h.Lines = append(h.Lines, "agent: "+reply)
-	case "messages":
-		for _, c := range []struct{ id, text string }{{"m1", "First "}, {"m1", "message."}, {"m2", "Second message."}} {
-			a.send(ctx, id, sdk.SessionUpdate{AgentMessageChunk: &sdk.SessionUpdateAgentMessageChunk{
-				Content: sdk.TextBlock(c.text), MessageId: sdk.Ptr(c.id), SessionUpdate: "agent_message_chunk",
-			}})
-		}
+	case "tool", "twotools", "diff", "noask", "read", "codextool", "placeholder", "noaskfail", "late":
+		return a.toolTurn(t, word)
+	case "hang", "hangperm", "crash", "unknown", "elicit", "think", "orphan":
+		return a.controlTurn(t, word)
+	}
+	return a.replyTurn(t, word)
+}
+
+// turn is a prompt being played: its session, its text (fields: its
+// words; the first names the scenario), the session's history, and the
+// answer of a turn that ends normally.
+type turn struct {
+	ctx    context.Context
+	id     sdk.SessionId
+	text   string
+	fields []string
+	h      *history
+	end    sdk.PromptResponse
+}
+
+// toolTurn plays the prompts whose turn runs a tool call, asked or not.
+func (a *agent) toolTurn(t *turn, word string) (sdk.PromptResponse, error) {
+	ctx, id, h, fields, end := t.ctx, t.id, t.h, t.fields, t.end
+	switch word {
 	case "tool":
 		name := "tool.txt"
 		if len(fields) > 1 {
@@ -370,24 +379,6 @@ func (a *agent) Prompt(ctx context.Context, p sdk.PromptRequest) (sdk.PromptResp
 		a.send(ctx, id, sdk.UpdateToolCall(callID, sdk.WithUpdateStatus(sdk.ToolCallStatusCompleted),
 			sdk.WithUpdateContent([]sdk.ToolCallContent{sdk.ToolContent(sdk.TextBlock("notes.txt"))})))
 		a.say(ctx, id, "Ran it.")
-	case "hang":
-		a.say(ctx, id, "Thinking...")
-		<-ctx.Done()
-		return sdk.PromptResponse{StopReason: sdk.StopReasonCancelled}, nil
-	case "hangperm":
-		a.send(ctx, id, sdk.StartToolCall("h1", "Create late.txt", sdk.WithStartKind(sdk.ToolKindExecute), sdk.WithStartStatus(sdk.ToolCallStatusPending)))
-		answered := make(chan struct{})
-		go func() {
-			defer close(answered)
-			a.ask(context.Background(), id, "h1", "Create late.txt", sdk.ToolKindExecute, nil)
-		}()
-		select {
-		case <-ctx.Done():
-			// As copilot: cancelled at once, the request still open.
-			return sdk.PromptResponse{StopReason: sdk.StopReasonCancelled}, nil
-		case <-answered:
-			return end, nil
-		}
 	case "codextool":
 		// As codex-acp: its only rejection is "abort", on which it ends
 		// the turn itself (stopReason cancelled).
@@ -428,25 +419,52 @@ func (a *agent) Prompt(ctx context.Context, p sdk.PromptRequest) (sdk.PromptResp
 		// A command run without asking, which fails.
 		a.send(ctx, id, sdk.StartToolCall("f1", "Run false", sdk.WithStartKind(sdk.ToolKindExecute), sdk.WithStartStatus(sdk.ToolCallStatusInProgress)))
 		a.send(ctx, id, sdk.UpdateToolCall("f1", sdk.WithUpdateStatus(sdk.ToolCallStatusFailed)))
-	case "nousage":
-		a.say(ctx, id, "No usage.")
-		return sdk.PromptResponse{StopReason: sdk.StopReasonEndTurn}, nil
-	case "quota":
-		// As the Gemini CLI: the turn's tokens in _meta.quota.
-		a.say(ctx, id, "Counted.")
-		return sdk.PromptResponse{StopReason: sdk.StopReasonEndTurn, Meta: map[string]any{"quota": map[string]any{
-			"token_count": map[string]any{"input_tokens": 321, "output_tokens": 12},
-			"model_usage": []any{map[string]any{"model": "gemini-2.5-flash", "token_count": map[string]any{"input_tokens": 321, "output_tokens": 12}}}}}}, nil
+	case "late":
+		a.send(ctx, id, sdk.StartToolCall("l1", "bash", sdk.WithStartKind(sdk.ToolKindExecute), sdk.WithStartStatus(sdk.ToolCallStatusPending),
+			sdk.WithStartRawInput(map[string]any{})))
+		a.say(ctx, id, "Filling it in.")
+		input := map[string]any{"command": "touch late.txt"}
+		a.send(ctx, id, sdk.UpdateToolCall("l1", sdk.WithUpdateStatus(sdk.ToolCallStatusPending), sdk.WithUpdateRawInput(input)))
+		if a.ask(ctx, id, "l1", "bash", sdk.ToolKindExecute, input) {
+			if err := os.WriteFile(filepath.Join(h.Cwd, "late.txt"), nil, 0o644); err != nil {
+				return sdk.PromptResponse{}, err
+			}
+			a.send(ctx, id, sdk.UpdateToolCall("l1", sdk.WithUpdateStatus(sdk.ToolCallStatusCompleted)))
+		} else {
+			a.send(ctx, id, sdk.UpdateToolCall("l1", sdk.WithUpdateStatus(sdk.ToolCallStatusFailed)))
+		}
+	}
+	return end, nil
+}
+
+// controlTurn plays the prompts that hold, crash, ask the user or leave a
+// child behind, and those that send updates of other kinds.
+func (a *agent) controlTurn(t *turn, word string) (sdk.PromptResponse, error) {
+	ctx, id, fields, end := t.ctx, t.id, t.fields, t.end
+	switch word {
+	case "hang":
+		a.say(ctx, id, "Thinking...")
+		<-ctx.Done()
+		return sdk.PromptResponse{StopReason: sdk.StopReasonCancelled}, nil
+	case "hangperm":
+		a.send(ctx, id, sdk.StartToolCall("h1", "Create late.txt", sdk.WithStartKind(sdk.ToolKindExecute), sdk.WithStartStatus(sdk.ToolCallStatusPending)))
+		answered := make(chan struct{})
+		go func() {
+			defer close(answered)
+			a.ask(context.Background(), id, "h1", "Create late.txt", sdk.ToolKindExecute, nil)
+		}()
+		select {
+		case <-ctx.Done():
+			// As copilot: cancelled at once, the request still open.
+			return sdk.PromptResponse{StopReason: sdk.StopReasonCancelled}, nil
+		case <-answered:
+			return end, nil
+		}
 	case "crash":
 		a.say(ctx, id, "About to crash.")
 		fmt.Fprintln(os.Stderr, "fake acp: crashing on purpose")
 		time.Sleep(50 * time.Millisecond) // let the chunk reach the client first
 		os.Exit(3)
-	case "error":
-		return sdk.PromptResponse{}, &sdk.RequestError{Code: -32603, Message: "the model exploded"}
-	case "refusal":
-		a.say(ctx, id, "I would rather not.")
-		return sdk.PromptResponse{StopReason: sdk.StopReasonRefusal}, nil
 	case "unknown":
 		a.raw(id, `{"sessionUpdate":"brand_new_kind","whatever":1}`)
 		a.raw(id, `{"sessionUpdate":"another_kind","content":{"type":"text","text":"not for the transcript"}}`)
@@ -480,28 +498,51 @@ func (a *agent) Prompt(ctx context.Context, p sdk.PromptRequest) (sdk.PromptResp
 			sdk.PlanEntry{Content: "Write the summary", Priority: sdk.PlanEntryPriorityMedium, Status: sdk.PlanEntryStatusInProgress}))
 		a.say(ctx, id, "Here is the summary.")
 		a.send(ctx, id, sdk.UpdateAgentThoughtText("Done, I think."))
-	case "late":
-		a.send(ctx, id, sdk.StartToolCall("l1", "bash", sdk.WithStartKind(sdk.ToolKindExecute), sdk.WithStartStatus(sdk.ToolCallStatusPending),
-			sdk.WithStartRawInput(map[string]any{})))
-		a.say(ctx, id, "Filling it in.")
-		input := map[string]any{"command": "touch late.txt"}
-		a.send(ctx, id, sdk.UpdateToolCall("l1", sdk.WithUpdateStatus(sdk.ToolCallStatusPending), sdk.WithUpdateRawInput(input)))
-		if a.ask(ctx, id, "l1", "bash", sdk.ToolKindExecute, input) {
-			if err := os.WriteFile(filepath.Join(h.Cwd, "late.txt"), nil, 0o644); err != nil {
-				return sdk.PromptResponse{}, err
-			}
-			a.send(ctx, id, sdk.UpdateToolCall("l1", sdk.WithUpdateStatus(sdk.ToolCallStatusCompleted)))
-		} else {
-			a.send(ctx, id, sdk.UpdateToolCall("l1", sdk.WithUpdateStatus(sdk.ToolCallStatusFailed)))
-		}
 	case "orphan":
 		cmd := exec.Command("sleep", "300")
 		if err := cmd.Start(); err != nil {
 			return sdk.PromptResponse{}, err
 		}
 		a.say(ctx, id, fmt.Sprintf("child %d", cmd.Process.Pid))
+	}
+	return end, nil
+}
+
+// replyTurn plays the prompts answered by text alone (any word no other
+// scenario knows: "OK."), or by the answer to session/prompt itself.
+func (a *agent) replyTurn(t *turn, word string) (sdk.PromptResponse, error) {
+	ctx, id, h, text, end := t.ctx, t.id, t.h, t.text, t.end
+	switch word {
+	case "hello":
+		a.say(ctx, id, "Hello", " from", " the fake.")
+		h.Lines = append(h.Lines, "agent: Hello from the fake.")
+	case "echo":
+		reply := fmt.Sprintf("turn %d: %s", h.Turns, text)
+		a.say(ctx, id, reply)
+		h.Lines = append(h.Lines, "agent: "+reply)
+	case "messages":
+		for _, c := range []struct{ id, text string }{{"m1", "First "}, {"m1", "message."}, {"m2", "Second message."}} {
+			a.send(ctx, id, sdk.SessionUpdate{AgentMessageChunk: &sdk.SessionUpdateAgentMessageChunk{
+				Content: sdk.TextBlock(c.text), MessageId: sdk.Ptr(c.id), SessionUpdate: "agent_message_chunk",
+			}})
+		}
+	case "nousage":
+		a.say(ctx, id, "No usage.")
+		return sdk.PromptResponse{StopReason: sdk.StopReasonEndTurn}, nil
+	case "quota":
+		// As the Gemini CLI: the turn's tokens in _meta.quota.
+		a.say(ctx, id, "Counted.")
+		return sdk.PromptResponse{StopReason: sdk.StopReasonEndTurn, Meta: map[string]any{"quota": map[string]any{
+			"token_count": map[string]any{"input_tokens": 321, "output_tokens": 12},
+			"model_usage": []any{map[string]any{"model": "gemini-2.5-flash", "token_count": map[string]any{"input_tokens": 321, "output_tokens": 12}}}}}}, nil
+	case "error":
+		return sdk.PromptResponse{}, &sdk.RequestError{Code: -32603, Message: "the model exploded"}
+	case "refusal":
+		a.say(ctx, id, "I would rather not.")
+		return sdk.PromptResponse{StopReason: sdk.StopReasonRefusal}, nil
 	default:
 		a.say(ctx, id, "OK.")
+
 	}
 	return end, nil
 }
