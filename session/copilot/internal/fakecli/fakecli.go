@@ -319,35 +319,69 @@ func (f *fake) raw(s string) {
 
 func (f *fake) turn(s *fsession, prompt string, n int, abort chan struct{}) {
 	word, _, _ := strings.Cut(strings.TrimSpace(prompt), " ")
-	msgID := uuid.NewString()
-	delta := func(text string) {
-		f.emit(s.id, "assistant.message_delta", map[string]any{"messageId": msgID, "deltaContent": text}, true)
-	}
-	var content strings.Builder
-	say := func(text string) {
-		content.WriteString(text)
-		delta(text)
-	}
-	idle := func(aborted bool) {
-		f.emit(s.id, "assistant.idle", map[string]any{"aborted": aborted}, true)
-		f.emit(s.id, "session.idle", map[string]any{"aborted": aborted, "mode": "interactive"}, true)
-	}
-	finish := func() {
-		f.emit(s.id, "assistant.message", map[string]any{"messageId": msgID, "content": content.String(), "toolRequests": []any{}}, false)
-		f.mu.Lock()
-		s.premium++
-		model := s.model
-		f.mu.Unlock()
-		f.emit(s.id, "assistant.usage", map[string]any{
-			"model": model, "cost": 1, "inputTokens": 100, "outputTokens": 7, "cacheReadTokens": 10, "cacheWriteTokens": 0,
-			"quotaSnapshots":  map[string]any{"premium_interactions": map[string]any{"entitlementRequests": 300, "usedRequests": n, "remainingPercentage": 90}},
-			"someFutureField": map[string]any{"x": 1},
-		}, true)
-		idle(false)
-	}
+	t := &fturn{f: f, s: s, prompt: prompt, n: n, abort: abort, msgID: uuid.NewString()}
 	f.emit(s.id, "user.message", map[string]any{"content": prompt}, false)
 	f.emit(s.id, "assistant.turn_start", map[string]any{"turnId": strconv.Itoa(n)}, false)
+	switch word {
+	case "crash", "orphan", "fatal":
+		t.die(word)
+	case "garbage", "unexpected":
+		t.wire(word)
+	case "tools", "ask":
+		t.tools(word)
+	default:
+		t.reply(word)
+	}
+}
 
+// fturn is a turn being played: its session, prompt and number, the abort
+// of the session, and the assistant message it streams.
+type fturn struct {
+	f      *fake
+	s      *fsession
+	prompt string
+	n      int
+	abort  chan struct{}
+	msgID  string
+
+	content strings.Builder // what say streamed
+}
+
+func (t *fturn) delta(text string) {
+	t.f.emit(t.s.id, "assistant.message_delta", map[string]any{"messageId": t.msgID, "deltaContent": text}, true)
+}
+
+// say streams text as part of the turn's message.
+func (t *fturn) say(text string) {
+	t.content.WriteString(text)
+	t.delta(text)
+}
+
+func (t *fturn) idle(aborted bool) {
+	t.f.emit(t.s.id, "assistant.idle", map[string]any{"aborted": aborted}, true)
+	t.f.emit(t.s.id, "session.idle", map[string]any{"aborted": aborted, "mode": "interactive"}, true)
+}
+
+// finish ends the turn: its message whole, its usage, idle.
+func (t *fturn) finish() {
+	f, s := t.f, t.s
+	f.emit(s.id, "assistant.message", map[string]any{"messageId": t.msgID, "content": t.content.String(), "toolRequests": []any{}}, false)
+	f.mu.Lock()
+	s.premium++
+	model := s.model
+	f.mu.Unlock()
+	f.emit(s.id, "assistant.usage", map[string]any{
+		"model": model, "cost": 1, "inputTokens": 100, "outputTokens": 7, "cacheReadTokens": 10, "cacheWriteTokens": 0,
+		"quotaSnapshots":  map[string]any{"premium_interactions": map[string]any{"entitlementRequests": 300, "usedRequests": t.n, "remainingPercentage": 90}},
+		"someFutureField": map[string]any{"x": 1},
+	}, true)
+	t.idle(false)
+}
+
+// die plays the prompts on which the CLI dies or stops answering.
+func (t *fturn) die(word string) {
+	f := t.f
+	say, finish := t.say, t.finish
 	switch word {
 	case "crash":
 		say("partial ")
@@ -378,7 +412,15 @@ func (f *fake) turn(s *fsession, prompt string, n int, abort chan struct{}) {
 		time.Sleep(50 * time.Millisecond)
 		f.raw("Content-Length: nope\r\n\r\n{}")
 		select {} // never answers, never exits by itself
+	}
+}
 
+// wire plays the prompts that send what the backend must pass over:
+// malformed frames, unknown messages and events, requests never enabled.
+func (t *fturn) wire(word string) {
+	f, s, msgID := t.f, t.s, t.msgID
+	say, finish := t.say, t.finish
+	switch word {
 	case "garbage":
 		say("before ")
 		f.raw("Content-Length: 9\r\n\r\n{not json")                // bad JSON
@@ -400,6 +442,29 @@ func (f *fake) turn(s *fsession, prompt string, n int, abort chan struct{}) {
 		say("after")
 		finish()
 
+	case "unexpected":
+		var codes []string
+		for _, m := range []string{"exitPlanMode.request", "hooks.invoke"} {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			err := f.conn.Call(ctx, m, map[string]any{"sessionId": s.id}, nil)
+			cancel()
+			if e, ok := err.(*jsonrpc.Error); ok {
+				codes = append(codes, fmt.Sprintf("%s=%d", m, e.Code))
+			} else {
+				codes = append(codes, fmt.Sprintf("%s=%v", m, err))
+			}
+		}
+		say(strings.Join(codes, " "))
+		finish()
+	}
+}
+
+// tools plays the prompts whose turn runs tools: commands asking
+// permission, and ask_user.
+func (t *fturn) tools(word string) {
+	f, s, abort := t.f, t.s, t.abort
+	say, finish := t.say, t.finish
+	switch word {
 	case "tools":
 		var outcomes []string
 		for i, cmd := range []string{"touch one.txt", "touch two.txt"} {
@@ -446,7 +511,15 @@ func (f *fake) turn(s *fsession, prompt string, n int, abort chan struct{}) {
 		default:
 		}
 		finish()
+	}
+}
 
+// reply plays the other prompts: text (an echo by default), a flood of
+// deltas, a turn that hangs until aborted, a failed turn.
+func (t *fturn) reply(word string) {
+	f, s, prompt, n, abort := t.f, t.s, t.prompt, t.n, t.abort
+	say, finish, idle := t.say, t.finish, t.idle
+	switch word {
 	case "flood":
 		_, arg, _ := strings.Cut(strings.TrimSpace(prompt), " ")
 		n, _ := strconv.Atoi(arg)
@@ -467,21 +540,6 @@ func (f *fake) turn(s *fsession, prompt string, n int, abort chan struct{}) {
 	case "error":
 		f.emit(s.id, "session.error", map[string]any{"errorType": "query", "message": "Execution failed: boom"}, false)
 		idle(false)
-
-	case "unexpected":
-		var codes []string
-		for _, m := range []string{"exitPlanMode.request", "hooks.invoke"} {
-			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			err := f.conn.Call(ctx, m, map[string]any{"sessionId": s.id}, nil)
-			cancel()
-			if e, ok := err.(*jsonrpc.Error); ok {
-				codes = append(codes, fmt.Sprintf("%s=%d", m, e.Code))
-			} else {
-				codes = append(codes, fmt.Sprintf("%s=%v", m, err))
-			}
-		}
-		say(strings.Join(codes, " "))
-		finish()
 
 	default:
 		say(fmt.Sprintf("turn %d: ", n))
