@@ -455,6 +455,20 @@ func (s *Store) appendUnit(ctx context.Context, w *convWrite, u *unit, expect ui
 			if terr == nil && v.exists && v.rec.Append == u.append {
 				return v.tail, false, nil
 			}
+			if terr == nil && v.exists && v.tail < expect {
+				// The subject's last message is one before what this
+				// writer stored and saw acknowledged, or read: no writer
+				// moves a subject back, so the stream's leader is behind
+				// (a new one, its predecessor cut off the network, not
+				// caught up yet: make chaos's node-partition, seed 402,
+				// read stream seq 2805 for 7575, and the relay took its
+				// own turns for another's and closed them "relay lost").
+				// Not a conflict: ask again in a moment, as in an
+				// election. (A deleted conversation has no tail: that one
+				// is a conflict, below.)
+				err = fmt.Errorf("%w; the subject's tail reads stream seq %d, before the %d this writer knows", err, v.tail, expect)
+				break
+			}
 			if terr == nil {
 				return 0, uncertain, fmt.Errorf("jetstream history: append to %q after stream seq %d: %w (%v)", w.id, expect, history.ErrConflict, err)
 			}
