@@ -299,32 +299,14 @@ func runBench(o options) error {
 			store, med.deliveriesPerSec/float64(o.subscribers), o.subscribers)
 	}
 	if len(baseResults) > 0 {
-		bmed := median(baseResults)
-		printRound("median "+o.compare, bmed, false)
-		ratio := med.deliveriesPerSec / bmed.deliveriesPerSec
-		verdict := "met"
-		if ratio < compareTarget {
-			verdict = "MISSED"
-		}
-		fmt.Printf("%s throughput %.0f deliveries/s = %.2fx the %s relay's %.0f in the same run (medians of %d alternating burst rounds; target >= %.1fx: %s)\n",
-			store, med.deliveriesPerSec, ratio, o.compare, bmed.deliveriesPerSec, len(baseResults), compareTarget, verdict)
-		if bmed.lost > 0 {
-			return fmt.Errorf("%d deliveries lost on %s", bmed.lost, o.compare)
+		if err := compareVerdict(o, store, med, baseResults); err != nil {
+			return err
 		}
 	}
 	if o.anchor && len(results) > 0 {
-		a, err := runAnchor(o, med.frameBytes)
-		if err != nil {
+		if err := anchorVerdict(o, med); err != nil {
 			return err
 		}
-		ratio := float64(med.schedPerDelivery) / float64(a.schedPerDelivery)
-		verdict := "met"
-		if ratio > anchorTarget {
-			verdict = "MISSED"
-		}
-		fmt.Printf("pilotdesk CPU per delivery %s = %.2fx nats-server's %s (on-CPU time of each process, medians; target <= %.1fx: %s); throughput %.2fx\n",
-			med.schedPerDelivery.Round(time.Nanosecond), ratio, a.schedPerDelivery.Round(time.Nanosecond), anchorTarget, verdict,
-			med.deliveriesPerSec/a.deliveriesPerSec)
 	}
 	if o.pacedRate > 0 {
 		r, err := round(ch, subs, "paced", o.deltas, o.size, o.pacedRate)
@@ -336,25 +318,70 @@ func runBench(o options) error {
 	closeAll(subs)
 
 	if o.idle > 0 {
-		before, err := ch.stats(true)
-		if err != nil {
+		if err := idleRSS(ch, url, o.idle); err != nil {
 			return err
 		}
-		idle, err := dialIdle(url, o.idle)
-		if err != nil {
-			return err
-		}
-		after, err := ch.stats(true)
-		closeAll(idle)
-		if err != nil {
-			return err
-		}
-		fmt.Printf("relay RSS with %d idle connections: %.1f MiB (%.1f MiB without them: %.1f KiB per connection)\n",
-			o.idle, mib(after.RSS), mib(before.RSS), float64(after.RSS-before.RSS)/1024/float64(o.idle))
 	}
 	if med.lost > 0 {
 		return fmt.Errorf("%d deliveries lost", med.lost)
 	}
+	return nil
+}
+
+// compareVerdict prints the -compare relay's median round and how the
+// measured store's throughput compares with it; deliveries lost there are
+// an error.
+func compareVerdict(o options, store string, med roundResult, baseResults []roundResult) error {
+	bmed := median(baseResults)
+	printRound("median "+o.compare, bmed, false)
+	ratio := med.deliveriesPerSec / bmed.deliveriesPerSec
+	verdict := "met"
+	if ratio < compareTarget {
+		verdict = "MISSED"
+	}
+	fmt.Printf("%s throughput %.0f deliveries/s = %.2fx the %s relay's %.0f in the same run (medians of %d alternating burst rounds; target >= %.1fx: %s)\n",
+		store, med.deliveriesPerSec, ratio, o.compare, bmed.deliveriesPerSec, len(baseResults), compareTarget, verdict)
+	if bmed.lost > 0 {
+		return fmt.Errorf("%d deliveries lost on %s", bmed.lost, o.compare)
+	}
+	return nil
+}
+
+// anchorVerdict runs the nats-server anchor (-anchor) with the median
+// round's frame size and prints the CPU per delivery of each.
+func anchorVerdict(o options, med roundResult) error {
+	a, err := runAnchor(o, med.frameBytes)
+	if err != nil {
+		return err
+	}
+	ratio := float64(med.schedPerDelivery) / float64(a.schedPerDelivery)
+	verdict := "met"
+	if ratio > anchorTarget {
+		verdict = "MISSED"
+	}
+	fmt.Printf("pilotdesk CPU per delivery %s = %.2fx nats-server's %s (on-CPU time of each process, medians; target <= %.1fx: %s); throughput %.2fx\n",
+		med.schedPerDelivery.Round(time.Nanosecond), ratio, a.schedPerDelivery.Round(time.Nanosecond), anchorTarget, verdict,
+		med.deliveriesPerSec/a.deliveriesPerSec)
+	return nil
+}
+
+// idleRSS prints the relay's RSS with n idle connections open and without.
+func idleRSS(ch *child, url string, n int) error {
+	before, err := ch.stats(true)
+	if err != nil {
+		return err
+	}
+	idle, err := dialIdle(url, n)
+	if err != nil {
+		return err
+	}
+	after, err := ch.stats(true)
+	closeAll(idle)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("relay RSS with %d idle connections: %.1f MiB (%.1f MiB without them: %.1f KiB per connection)\n",
+		n, mib(after.RSS), mib(before.RSS), float64(after.RSS-before.RSS)/1024/float64(n))
 	return nil
 }
 
