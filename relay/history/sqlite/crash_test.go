@@ -93,6 +93,7 @@ func crashChild(dir, sync string) int {
 }
 
 func TestCrashKeepsEveryReportedEvent(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("starts processes")
 	}

@@ -16,6 +16,7 @@ import (
 var _ history.Devices = (*Store)(nil)
 
 func TestDevicesConformance(t *testing.T) {
+	t.Parallel()
 	historytest.RunDevices(t, func(t *testing.T) (history.Devices, func() error) {
 		s := openStore(t, t.TempDir(), Options{})
 		return s, s.Close
@@ -24,6 +25,7 @@ func TestDevicesConformance(t *testing.T) {
 
 // The table opened beside a running relay, as `pilotdesk token` does.
 func TestDevicesConformanceShared(t *testing.T) {
+	t.Parallel()
 	historytest.RunDevices(t, func(t *testing.T) (history.Devices, func() error) {
 		dir := t.TempDir()
 		s := openStore(t, dir, Options{})

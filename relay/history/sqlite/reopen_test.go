@@ -262,6 +262,7 @@ func TestBadEventInBigBatchIsNamed(t *testing.T) {
 // copilot:delete removes a conversation from disk: its bytes do not stay
 // behind in free pages of the database file.
 func TestDeleteLeavesNoTrace(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	s := openStore(t, dir, Options{})
 	secret := func(seq int64) history.Event {

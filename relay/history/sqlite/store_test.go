@@ -24,11 +24,13 @@ func openStore(t testing.TB, dir string, opts Options) *Store {
 }
 
 func TestConformance(t *testing.T) {
+	t.Parallel()
 	historytest.Run(t, func(t *testing.T) history.Store { return openStore(t, t.TempDir(), Options{}) })
 }
 
 // Small pages make every read in the suite cross page boundaries.
 func TestConformanceSmallPages(t *testing.T) {
+	t.Parallel()
 	historytest.Run(t, func(t *testing.T) history.Store {
 		return openStore(t, t.TempDir(), Options{PageEvents: 7, PageBytes: 300, ReadConns: 1})
 	})

@@ -71,6 +71,7 @@ func bigEvents(conv, marker string, n int64) []history.Event {
 // conversations keep every event, no file holds its text, and the database
 // opens again (quick_check finds nothing).
 func TestDeleteZeroedConversation(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	s := openStore(t, dir, Options{})
 	const marker = "zeroed-marker-3f9b"
