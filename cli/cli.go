@@ -50,6 +50,8 @@ func Run(ctx context.Context, args []string, env Env) int {
 		err = runChat(ctx, args[1:], env)
 	case len(args) > 0 && args[0] == "token":
 		err = runToken(ctx, args[1:], env)
+	case len(args) > 0 && args[0] == "move-streams":
+		err = runMoveStreams(ctx, args[1:], env)
 	case len(args) > 0 && args[0] == "help":
 		printUsage(env.Stdout)
 		return 0
@@ -93,6 +95,9 @@ Commands:
                                              a terminal client (REPL); attaches to
                                              the relay already running on the data dir
   pilotdesk token create|list|revoke         device tokens (pilotdesk token help)
+  pilotdesk move-streams --nats URLS --nats-streams N
+                                             spread a NATS history made with one
+                                             event stream over N (relays stopped)
   pilotdesk --version                        print the version
 
 Run 'pilotdesk serve -h' for the relay's flags.

@@ -59,6 +59,9 @@ func (s *Store) Conversations(ctx context.Context) ([]history.Conversation, erro
 		}
 		for subj, n := range info.State.Subjects {
 			tok := strings.TrimSuffix(strings.TrimPrefix(subj, sh.prefix+"."), ".ev")
+			if id, ok := idOfToken(tok); ok && s.shardOf(id) != sh {
+				continue // left behind by a move cut short (MoveStreams): not where the hash looks
+			}
 			rec, ok := recs[tok]
 			delete(recs, tok)
 			if !ok || rec.Msgs != n {

@@ -1,12 +1,14 @@
 package jetstream
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"os"
 	"regexp"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/nats-io/nats.go"
@@ -163,4 +165,88 @@ func TestStreamsLayout(t *testing.T) {
 	}
 	again := openEmbedded(t, nc, "old", Options{Streams: 1})
 	sameEvents(t, readEvents(t, again, "x", 0), frames("x", 1, 2))
+}
+
+// TestMoveStreams: a history made with one stream, spread over three by
+// MoveStreams with no relay running: every conversation's events read back
+// the same from the stream its hash names (a big frame in pieces and an
+// atomic batch of many packs among them), the first stream keeps only its
+// own, the list has every one once, the fence goes on from the copies, and
+// a relay asking for one stream is refused afterwards. A move is refused
+// while a relay holds a lease.
+func TestMoveStreams(t *testing.T) {
+	_, nc := embedded(t)
+	ctx := context.Background()
+	old := openEmbedded(t, nc, "mv", Options{Streams: 1})
+	want := map[string][]history.Event{}
+	for i := range 9 {
+		id := fmt.Sprintf("conv-%d", i)
+		evs := frames(id, 1, 6)
+		switch i {
+		case 1:
+			evs[2].Frame = bytes.Repeat([]byte("x"), 3*old.chunk/2) // a frame in two messages
+		case 2:
+			for j := range evs {
+				evs[j].Frame = bytes.Repeat([]byte{'a' + byte(j)}, 30<<10) // packs of 64 KiB: an atomic batch
+			}
+		}
+		if err := old.Write(ctx, history.Batch{Conversations: []history.Conversation{meta(id, 6)}, Events: evs}); err != nil {
+			t.Fatal(err)
+		}
+		want[id] = evs
+	}
+	if err := old.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	relays, err := old.js.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: old.names.extraBucket("pd_relays")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := relays.Put(ctx, "r1", []byte("{}")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := MoveStreams(ctx, nc, Options{Replicas: 1, Namespace: "mv", Streams: 3}); err == nil || !strings.Contains(err.Error(), "stop every relay first") {
+		t.Fatalf("a move with a relay running: %v", err)
+	}
+	if err := relays.Delete(ctx, "r1"); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := MoveStreams(ctx, nc, Options{Replicas: 1, Namespace: "mv", Streams: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	moved := 0
+	for id := range want {
+		if shardIndex(id, 3) != 0 {
+			moved++
+		}
+	}
+	if rep.Conversations != moved || rep.Stayed != len(want)-moved || moved == 0 {
+		t.Fatalf("moved %+v; want %d moved, %d stayed", rep, moved, len(want)-moved)
+	}
+
+	s := openEmbedded(t, nc, "mv", Options{Streams: 3})
+	for id, evs := range want {
+		sameEvents(t, readEvents(t, s, id, 0), evs)
+	}
+	info, err := s.shards[0].st.Info(ctx, jetstream.WithSubjectFilter(s.shards[0].subject))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(info.State.Subjects) != len(want)-moved {
+		t.Fatalf("the first stream holds %d conversations; want the %d its hash names", len(info.State.Subjects), len(want)-moved)
+	}
+	cs, err := s.Conversations(ctx)
+	if err != nil || len(cs) != len(want) {
+		t.Fatalf("Conversations after the move: %d, %v; want %d", len(cs), err, len(want))
+	}
+	for id := range want {
+		if err := s.Write(ctx, history.Batch{Events: frames(id, 7, 7)}); err != nil {
+			t.Fatalf("append to %q after the move: %v", id, err)
+		}
+	}
+	if _, err := Open(ctx, nc, Options{Replicas: 1, Namespace: "mv", Streams: 1}); !errors.Is(err, ErrLayout) {
+		t.Fatalf("one stream after the move: %v, want ErrLayout", err)
+	}
 }
