@@ -157,7 +157,9 @@ bench: nats-server
 # another relay < 50 ms at 2,000 deltas/s; replay of a 100,000-event
 # conversation >= 100,000 events/s; the interrupted turn closed at another
 # relay's client within 20 s of its owner's SIGKILL (a short load run: three
-# relays, the default lease). About a minute on 2 cores.
+# relays, the default lease). Issue #32's: the cluster's appends/s with
+# three streams against one, and each relay's CPU with 1, 2, 3 relays
+# under the same load. About six minutes on 2 cores.
 bench-nats: nats-server
 	$(GO) run ./tools/fanoutbench -store jetstream -nats cluster -idle 0 -anchor=false -compare sqlite
 	@# What fsync before every ack (sync_interval: always, the documented
@@ -172,6 +174,10 @@ bench-nats: nats-server
 	$(GO) test -tags $(TEST_TAGS) -run '^$$' -bench 'ClusterLatency/cluster' -benchtime 1x ./relay/
 	$(LOAD_BUILD)
 	.tools/load/load -bin .tools/load/pilotdesk -nats -conns 150 -convs 15 -duration 30s -kill-at 5s
+	@# The same offered load on 1, 2 and 3 relays, one after the other:
+	@# each relay's CPU per delivery as a share of the single relay's
+	@# (issue #32: <= 0.38 with 3 relays).
+	.tools/load/load -bin .tools/load/pilotdesk -nats -scale -relays 3 -conns 150 -convs 15 -duration 30s
 
 # The window's speed targets (docs/performance.md): the real GL binary under
 # Xvfb next to the floor programs of tools/winbench on the same X server,
