@@ -30,7 +30,7 @@ func (s *Session) used() {
 	a := s.a
 	s.mu.Lock()
 	s.lastUsed = time.Now()
-	if !s.closed && a.opts.IdleClose > 0 {
+	if !s.turns.Closed() && a.opts.IdleClose > 0 {
 		if s.idle == nil {
 			s.idle = time.AfterFunc(a.opts.IdleClose, func() { s.sleep("idle") })
 		} else {
@@ -50,13 +50,14 @@ func canSleep(p *process) bool {
 // sleep closes the session's agent session if no turn runs. It reports
 // whether it did.
 func (s *Session) sleep(why string) bool {
-	if !s.runMu.TryLock() {
+	end, ok := s.turns.TryBegin()
+	if !ok {
 		return false // a turn runs: it is not idle
 	}
-	defer s.runMu.Unlock()
+	defer end()
 	s.mu.Lock()
 	p, id := s.proc, s.id
-	if s.closed || p == nil || id == "" || !p.alive() || !canSleep(p) {
+	if s.turns.Closed() || p == nil || id == "" || !p.alive() || !canSleep(p) {
 		s.mu.Unlock()
 		return false
 	}
@@ -82,7 +83,7 @@ func (s *Session) sleep(why string) bool {
 func (s *Session) awake() (bool, time.Time) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return !s.closed && s.proc != nil, s.lastUsed
+	return !s.turns.Closed() && s.proc != nil, s.lastUsed
 }
 
 // keepBound puts the least recently used idle sessions to sleep while more

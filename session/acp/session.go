@@ -38,7 +38,7 @@ type Session struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 
-	runMu sync.Mutex // one turn at a time; a turn may re-attach the session
+	turns backend.Turns // one at a time, none once closed; a turn may re-attach the session
 
 	mu      sync.Mutex
 	proc    *process      // the process the session lives in
@@ -49,7 +49,6 @@ type Session struct {
 	// turnStop ends the running turn with a cause (errFellBehind); nil
 	// between turns.
 	turnStop context.CancelCauseFunc
-	closed   bool
 	usage    usageCounter
 	modes    agentModes
 	// lastUsed is when the session's last turn ended (or it opened), and
@@ -229,7 +228,7 @@ func (s *Session) bind(p *process, id sdk.SessionId, loading bool) error {
 		return err
 	}
 	s.mu.Lock()
-	if s.closed {
+	if s.turns.Closed() {
 		// Closed while a turn re-attached it: the agent must not route
 		// to it any more.
 		s.mu.Unlock()
@@ -294,14 +293,11 @@ func (s *Session) live(ctx context.Context) (*process, sdk.SessionId, error) {
 // requests "cancelled", waits (bounded) for the agent to end the turn, and
 // returns ctx.Err().
 func (s *Session) Run(ctx context.Context, t session.Turn) error {
-	s.runMu.Lock()
-	defer s.runMu.Unlock()
-	s.mu.Lock()
-	closed := s.closed
-	s.mu.Unlock()
-	if closed {
-		return ErrClosed
+	end, err := s.turns.Begin(ErrClosed)
+	if err != nil {
+		return err
 	}
+	defer end()
 	defer s.used()
 	p, id, err := s.live(ctx)
 	if err != nil {
@@ -506,11 +502,10 @@ func (s *Session) onPermission(ctx context.Context, p *process, req sdk.RequestP
 // no Shutdown event; the relay sends its own.
 func (s *Session) Close(ctx context.Context) error {
 	s.mu.Lock()
-	if s.closed {
+	if !s.turns.Close() {
 		s.mu.Unlock()
 		return nil
 	}
-	s.closed = true
 	p, id := s.proc, s.id
 	if s.idle != nil {
 		s.idle.Stop()

@@ -1,11 +1,14 @@
 // Package backend holds what the agent backends of session.Agent that run an
 // agent process (session/copilot, session/acp) share above that process
 // (internal/agentproc keeps the process itself): their time limits and
-// the way a turn and a close treat the caller's context.
+// the way a turn and a close treat the caller's context, and a session's
+// turns one at a time until it is closed.
 package backend
 
 import (
 	"context"
+	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -65,3 +68,37 @@ func TurnErr(ctx context.Context, err error) error {
 	}
 	return err
 }
+
+// Turns is a session's turn lock and its closed mark: the session's turns
+// run one at a time, and none once it is closed.
+type Turns struct {
+	run    sync.Mutex // held for a whole turn
+	closed atomic.Bool
+}
+
+// Begin waits for the running turn to end and begins the next one; once
+// the session is closed it fails with errClosed. The caller defers end.
+func (t *Turns) Begin(errClosed error) (end func(), err error) {
+	t.run.Lock()
+	if t.closed.Load() {
+		t.run.Unlock()
+		return nil, errClosed
+	}
+	return t.run.Unlock, nil
+}
+
+// TryBegin begins work that must not overlap a turn (putting an idle
+// session to sleep) unless a turn runs: then ok is false.
+func (t *Turns) TryBegin() (end func(), ok bool) {
+	if !t.run.TryLock() {
+		return nil, false
+	}
+	return t.run.Unlock, true
+}
+
+// Close marks the session closed and reports whether this call did (false:
+// it was closed already). A turn already running goes on.
+func (t *Turns) Close() bool { return t.closed.CompareAndSwap(false, true) }
+
+// Closed reports whether the session is closed.
+func (t *Turns) Closed() bool { return t.closed.Load() }

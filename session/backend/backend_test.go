@@ -51,3 +51,45 @@ func TestTurnErr(t *testing.T) {
 		t.Errorf("TurnErr with a cancelled context = %v", err)
 	}
 }
+
+// TestTurns: turns run one at a time; TryBegin does not wait for one; after
+// Close no turn begins, and only the first Close reports it closed.
+func TestTurns(t *testing.T) {
+	var turns Turns
+	errClosed := errors.New("closed")
+	end, err := turns.Begin(errClosed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := turns.TryBegin(); ok {
+		t.Fatal("TryBegin began while a turn ran")
+	}
+	second := make(chan error, 1)
+	go func() {
+		end, err := turns.Begin(errClosed)
+		if err == nil {
+			end()
+		}
+		second <- err
+	}()
+	select {
+	case err := <-second:
+		t.Fatalf("a second turn began while the first ran: %v", err)
+	case <-time.After(50 * time.Millisecond):
+	}
+	end()
+	if err := <-second; err != nil {
+		t.Fatalf("the second turn after the first: %v", err)
+	}
+	endTry, ok := turns.TryBegin()
+	if !ok {
+		t.Fatal("TryBegin failed with no turn running")
+	}
+	endTry()
+	if !turns.Close() || turns.Close() || !turns.Closed() {
+		t.Fatal("Close reports the first close, and only it")
+	}
+	if _, err := turns.Begin(errClosed); err != errClosed {
+		t.Fatalf("Begin after Close = %v", err)
+	}
+}

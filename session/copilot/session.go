@@ -38,13 +38,12 @@ type Session struct {
 	cancel  context.CancelFunc
 	workers sync.WaitGroup // permission replies and questions in flight
 
-	runMu sync.Mutex // one turn at a time
+	turns backend.Turns // one at a time, none once closed
 
 	mu       sync.Mutex
-	model    string   // the session's model as the CLI last confirmed it
-	proc     *process // the CLI process this session lives in
-	turn     *turn    // the running turn, if any
-	closed   bool
+	model    string                 // the session's model as the CLI last confirmed it
+	proc     *process               // the CLI process this session lives in
+	turn     *turn                  // the running turn, if any
 	usage    map[string]*modelUsage // what assistant.usage reported, per model
 	premium  float64
 	shutdown chan struct{} // closed once the CLI reported session.shutdown
@@ -281,14 +280,11 @@ func (s *Session) live(ctx context.Context) (*process, error) {
 // Run sends the prompt and waits for the CLI to go idle. Cancelling ctx
 // aborts the turn (session.abort) and returns ctx.Err().
 func (s *Session) Run(ctx context.Context, t session.Turn) error {
-	s.runMu.Lock()
-	defer s.runMu.Unlock()
-	s.mu.Lock()
-	closed := s.closed
-	s.mu.Unlock()
-	if closed {
-		return ErrClosed
+	end, err := s.turns.Begin(ErrClosed)
+	if err != nil {
+		return err
 	}
+	defer end()
 	p, err := s.live(ctx)
 	if err != nil {
 		return backend.TurnErr(ctx, err)
@@ -380,11 +376,10 @@ func (s *Session) abort(p *process, tr *turn) {
 // When the CLI cannot report, a Shutdown built from the usage seen is sent.
 func (s *Session) Close(ctx context.Context) error {
 	s.mu.Lock()
-	if s.closed {
+	if !s.turns.Close() {
 		s.mu.Unlock()
 		return nil
 	}
-	s.closed = true
 	p := s.proc
 	s.mu.Unlock()
 
