@@ -107,33 +107,7 @@ func runAppends(o options) error {
 	}
 	ctx := context.Background()
 	open := func(label, ns string, streams int) (*appendsHistory, error) {
-		h := &appendsHistory{label: label, next: map[string]int64{}}
-		for i, nc := range conns {
-			st, err := jetstream.Open(ctx, nc, jetstream.Options{Replicas: 3, Streams: streams, Namespace: ns, Logger: logger})
-			if err != nil {
-				return nil, fmt.Errorf("%s: %w", label, err)
-			}
-			h.stores = append(h.stores, st)
-			var ids []string
-			for j := range appendWriters {
-				ids = append(ids, fmt.Sprintf("%s-%d-%d", ns, i, j))
-			}
-			h.convs = append(h.convs, ids)
-		}
-		// The conversations exist before the rounds: a round measures
-		// appends to known conversations, as a streaming turn makes.
-		for i, st := range h.stores {
-			var b history.Batch
-			for _, id := range h.convs[i] {
-				b.Conversations = append(b.Conversations, history.Conversation{ID: id, Title: id, LastSeq: 1, UpdatedAt: time.Now()})
-				b.Events = append(b.Events, appendEvent(id, 1, o.size))
-				h.next[id] = 2
-			}
-			if err := st.Write(ctx, b); err != nil {
-				return nil, fmt.Errorf("%s: create the conversations: %w", label, err)
-			}
-		}
-		return h, nil
+		return openAppends(ctx, conns, logger, label, ns, streams, o.size)
 	}
 	one, err := open("1 stream", "one", 1)
 	if err != nil {
@@ -174,8 +148,49 @@ func runAppends(o options) error {
 				r+1, h.label, res.rate, ms(res.p50), ms(res.p99), res.perAppend(res.natsCPU), res.perAppend(res.busiest))
 		}
 	}
-	median := func(h *appendsHistory) appendsRound {
-		rs := slices.Clone(results[h])
+	reportAppends(o, results[one], results[many])
+	return nil
+}
+
+// openAppends opens one history for the appends comparison, with streams
+// event streams under the namespace ns: a store on each node's connection,
+// each with appendWriters conversations made before the rounds.
+func openAppends(ctx context.Context, conns []*nats.Conn, logger *slog.Logger, label, ns string, streams, size int) (*appendsHistory, error) {
+	h := &appendsHistory{label: label, next: map[string]int64{}}
+	for i, nc := range conns {
+		st, err := jetstream.Open(ctx, nc, jetstream.Options{Replicas: 3, Streams: streams, Namespace: ns, Logger: logger})
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", label, err)
+		}
+		h.stores = append(h.stores, st)
+		var ids []string
+		for j := range appendWriters {
+			ids = append(ids, fmt.Sprintf("%s-%d-%d", ns, i, j))
+		}
+		h.convs = append(h.convs, ids)
+	}
+	// The conversations exist before the rounds: a round measures
+	// appends to known conversations, as a streaming turn makes.
+	for i, st := range h.stores {
+		var b history.Batch
+		for _, id := range h.convs[i] {
+			b.Conversations = append(b.Conversations, history.Conversation{ID: id, Title: id, LastSeq: 1, UpdatedAt: time.Now()})
+			b.Events = append(b.Events, appendEvent(id, 1, size))
+			h.next[id] = 2
+		}
+		if err := st.Write(ctx, b); err != nil {
+			return nil, fmt.Errorf("%s: create the conversations: %w", label, err)
+		}
+	}
+	return h, nil
+}
+
+// reportAppends prints the medians of the rounds of one stream and of
+// many, their ratio against the target, and the busiest node's CPU per
+// append of each.
+func reportAppends(o options, one, many []appendsRound) {
+	median := func(rounds []appendsRound) appendsRound {
+		rs := slices.Clone(rounds)
 		slices.SortFunc(rs, func(a, b appendsRound) int {
 			switch {
 			case a.rate < b.rate:
@@ -203,7 +218,6 @@ func runAppends(o options) error {
 		fmt.Printf("appends, busiest node's CPU per append: 1 stream %.1f µs, %d streams %.1f µs: a cluster of nodes with cores of their own would take %.2fx the appends (%d cores here for the three nodes and the writers)\n",
 			b1, o.streams, bn, b1/bn, runtime.NumCPU())
 	}
-	return nil
 }
 
 // appendsOnce runs one round of a history: every conversation appends one
