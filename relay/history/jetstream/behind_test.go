@@ -14,13 +14,14 @@ import (
 
 // TestAppendWaitsForALeaderBehind: an append refused because the subject's
 // last message is one before what the writer stored and saw acknowledged
-// was not refused by another writer (no writer moves a subject back): the
-// stream's leader is behind, a new one not caught up yet after its
-// predecessor was cut off the network (make chaos's node-partition, seed
-// 402: stream seq 2805 read for 7575, and the relay took its own running
-// turns for another relay's and closed them "relay lost"). The append
-// tries again until the leader has caught up, and is stored; it was a
-// history.ErrConflict.
+// was not refused by another writer (no writer moves a subject back): a
+// node whose view is behind answered it (make chaos's node-partition,
+// seeds 402 and 408: a stream leader cut off the network answered for a
+// moment after the heal with the subject's last as at the cut, and the
+// relay took its own running turns for another relay's and closed them
+// "relay lost"). The append tries again until the stream agrees, and is
+// stored; it was a history.ErrConflict. (The same holds when the leader's
+// read shows the very message expected; one server cannot play that.)
 func TestAppendWaitsForALeaderBehind(t *testing.T) {
 	t.Parallel()
 	_, nc := embedded(t)

@@ -455,18 +455,21 @@ func (s *Store) appendUnit(ctx context.Context, w *convWrite, u *unit, expect ui
 			if terr == nil && v.exists && v.rec.Append == u.append {
 				return v.tail, false, nil
 			}
-			if terr == nil && v.exists && v.tail < expect {
-				// The subject's last message is one before what this
-				// writer stored and saw acknowledged, or read: no writer
-				// moves a subject back, so the stream's leader is behind
-				// (a new one, its predecessor cut off the network, not
-				// caught up yet: make chaos's node-partition, seed 402,
-				// read stream seq 2805 for 7575, and the relay took its
-				// own turns for another's and closed them "relay lost").
-				// Not a conflict: ask again in a moment, as in an
-				// election. (A deleted conversation has no tail: that one
-				// is a conflict, below.)
-				err = fmt.Errorf("%w; the subject's tail reads stream seq %d, before the %d this writer knows", err, v.tail, expect)
+			if terr == nil && v.exists && v.tail <= expect {
+				// The subject's last message, read from the stream's
+				// leader, is the one this writer expected, or one before
+				// it: nothing came after it, and no writer moves a
+				// subject back, so the refusal came from a node whose
+				// view is behind. A stream leader cut off the network
+				// answers so for a moment after the partition heals, with
+				// the subject's last as it was at the cut (make chaos's
+				// node-partition, seeds 402 and 408: stream seq 2805 for
+				// 7575, 4051 for 8165, for under a second; the relay took
+				// its own running turns for another relay's and closed
+				// them "relay lost"). Not a conflict: ask again in a
+				// moment, as in an election. (A deleted conversation has
+				// no tail: that one is a conflict, below.)
+				err = fmt.Errorf("%w; the subject's tail reads stream seq %d, the writer expected %d", err, v.tail, expect)
 				break
 			}
 			if terr == nil {
