@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -187,7 +189,7 @@ func (b testBackend) quietStore(t *testing.T, i int) history.Store {
 	t.Cleanup(nc.Close)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	quiet, err := jetstream.Open(ctx, nc, jetstream.Options{Replicas: b.replicas})
+	quiet, err := jetstream.Open(ctx, nc, jetstream.Options{Replicas: b.replicas, Streams: natsStreams(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -196,6 +198,23 @@ func (b testBackend) quietStore(t *testing.T, i int) history.Store {
 }
 
 const testLease = 2 * time.Second
+
+// natsStreams is the event streams of the NATS backends' histories:
+// PILOTDESK_NATS_STREAMS=3 runs these tests on a history spread over
+// three (docs/scale-out.md, Several event streams); 0, the default, is
+// the store's (one).
+func natsStreams(t testing.TB) int {
+	t.Helper()
+	v := os.Getenv("PILOTDESK_NATS_STREAMS")
+	if v == "" {
+		return 0
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 {
+		t.Fatalf("PILOTDESK_NATS_STREAMS=%q: want a count of streams", v)
+	}
+	return n
+}
 
 func (b testBackend) relay(t *testing.T, i int, s *script.Script) *member {
 	t.Helper()
@@ -225,7 +244,7 @@ func (b testBackend) relayMod(t testing.TB, i int, agent session.Agent, opts jet
 		m.nc = b.connect(t, i)
 		t.Cleanup(m.nc.Close)
 		ctx := context.Background()
-		store, err := jetstream.Open(ctx, m.nc, jetstream.Options{Replicas: b.replicas, LoseAck: b.loseAck})
+		store, err := jetstream.Open(ctx, m.nc, jetstream.Options{Replicas: b.replicas, LoseAck: b.loseAck, Streams: natsStreams(t)})
 		if err != nil {
 			t.Fatal(err)
 		}

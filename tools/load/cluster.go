@@ -73,6 +73,9 @@ func (n *natsCluster) relayArgs(cfg config, dir string, i, isolated int) []strin
 	if cfg.NATSLease > 0 {
 		args = append(args, "--nats-lease", cfg.NATSLease.String())
 	}
+	if cfg.NATSStreams > 0 {
+		args = append(args, "--nats-streams", strconv.Itoa(cfg.NATSStreams))
+	}
 	return args
 }
 

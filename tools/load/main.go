@@ -44,6 +44,7 @@ type config struct {
 	Relays        int           // relays with -nats
 	IdleRelays    int           // with -nats: more relays that no client connects to
 	NATSLease     time.Duration // serve --nats-lease with -nats (0: the relay's default)
+	NATSStreams   int           // serve --nats-streams with -nats (0: the relay's default, 1)
 	Fault         string        // with -nats: the fault injected at -kill-at (faults)
 	FaultFor      time.Duration // how long it lasts (0: drawn from the seed)
 	Seed          uint64        // draws the fault's timing and victims (0: a random one, printed)
@@ -81,6 +82,7 @@ func loadMain() int {
 	flag.IntVar(&cfg.Relays, "relays", 3, "relays with -nats")
 	flag.IntVar(&cfg.IdleRelays, "idle-relays", 0, "with -nats: this many more relays that no client connects to; their CPU is what following the others' conversations costs a relay")
 	flag.DurationVar(&cfg.NATSLease, "nats-lease", 0, "the relays' --nats-lease with -nats (0: the relay's default)")
+	flag.IntVar(&cfg.NATSStreams, "nats-streams", 0, "the relays' --nats-streams with -nats: the history spread over this many event streams (0: the relay's default, 1)")
 	flag.StringVar(&cfg.Fault, "fault", "", "with -nats: the fault injected at -kill-at: "+strings.Join(faults, ", ")+" (default relay-kill, none with -kill-at 0)")
 	flag.DurationVar(&cfg.FaultFor, "fault-for", 0, "how long the fault lasts (a relay paused, nodes down); 0: drawn from -seed")
 	flag.Uint64Var(&cfg.Seed, "seed", 0, "the seed that draws the fault's timing and victims (0: a random one; the run prints it)")
@@ -198,6 +200,8 @@ func (c *config) validate() error {
 		return fmt.Errorf("-idle-relays goes with -nats and must not be negative")
 	case c.Scale && !c.NATS:
 		return fmt.Errorf("-scale goes with -nats")
+	case c.NATSStreams < 0 || (c.NATSStreams > 0 && !c.NATS):
+		return fmt.Errorf("-nats-streams goes with -nats and must not be negative")
 	case c.NATSLease < 0 || (c.NATSLease > 0 && !c.NATS):
 		return fmt.Errorf("-nats-lease goes with -nats and must be positive")
 	}
