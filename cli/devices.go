@@ -86,7 +86,12 @@ func (d windowDevices) Devices(ctx context.Context) ([]ui.DeviceInfo, error) {
 	if err != nil {
 		return nil, err
 	}
-	return deviceInfos(devs), nil
+	infos := deviceInfos(devs)
+	conns := d.relay.ConnectedDevices()
+	for i := range infos {
+		infos[i].Connected = conns[infos[i].Name]
+	}
+	return infos, nil
 }
 
 func (d windowDevices) RevokeDevice(ctx context.Context, name string) error {

@@ -297,6 +297,22 @@ func (r *Relay) Devices(ctx context.Context) ([]history.Device, error) {
 	return r.devices.Devices(ctx)
 }
 
+// ConnectedDevices counts the open connections of each device token on
+// this relay, by device name (the relay's own token is not a device): the
+// window's device list says which devices are connected now. A device
+// connected to another relay of a cluster is not counted.
+func (r *Relay) ConnectedDevices() map[string]int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := make(map[string]int)
+	for c := range r.conns {
+		if c.id.isDevice() {
+			out[c.id.device]++
+		}
+	}
+	return out
+}
+
 // RevokeDevice removes a device's token and closes its connections at once
 // (CloseRevoked); its next upgrade gets 401.
 func (r *Relay) RevokeDevice(ctx context.Context, name string) error {

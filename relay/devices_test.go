@@ -235,6 +235,31 @@ func TestRevokeClosesAtOnce(t *testing.T) {
 	e.device("Pixel", protocol.RoleViewer, time.Time{})
 }
 
+// ConnectedDevices counts each device token's open connections, not the
+// relay's own, and forgets a connection once it closes.
+func TestConnectedDevices(t *testing.T) {
+	e, _ := startDevices(t, nil)
+	token := e.device("Pixel", protocol.RoleController, time.Time{})
+	e.device("work", protocol.RoleViewer, time.Time{}) // never connects
+	own := e.dialAs(ownToken, "window")
+	a, b := e.dialAs(token, "web"), e.dialAs(token, "terminal")
+	sync_(t, own)
+	sync_(t, a)
+	sync_(t, b)
+	if got := e.srv.Relay.ConnectedDevices(); len(got) != 1 || got["Pixel"] != 2 {
+		t.Fatalf("ConnectedDevices() = %v, want Pixel: 2", got)
+	}
+	a.Close()
+	b.Close()
+	deadline := time.Now().Add(relaytest.Timeout)
+	for len(e.srv.Relay.ConnectedDevices()) != 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("ConnectedDevices() = %v after both closed", e.srv.Relay.ConnectedDevices())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
 // A revocation made by another process (straight in the table, as
 // `pilotdesk token revoke` does beside a running relay) is noticed by the
 // relay's poll.

@@ -86,7 +86,8 @@ func (d relayDevices) Devices(ctx context.Context) ([]DeviceInfo, error) {
 	devs, err := d.r.Devices(ctx)
 	out := make([]DeviceInfo, len(devs))
 	for i, dev := range devs {
-		out[i] = DeviceInfo{Name: dev.Name, Role: dev.Role, Created: dev.CreatedAt, Expires: dev.ExpiresAt, LastUsed: dev.LastUsed}
+		out[i] = DeviceInfo{Name: dev.Name, Role: dev.Role, Created: dev.CreatedAt, Expires: dev.ExpiresAt, LastUsed: dev.LastUsed,
+			Connected: d.r.ConnectedDevices()[dev.Name]}
 	}
 	return out, err
 }
@@ -166,6 +167,41 @@ func TestShareDialog(t *testing.T) {
 	d.create()
 	if !d.problem.Visible() || !strings.Contains(d.problem.Text, "exists already") {
 		t.Fatalf("problem %q", d.problem.Text)
+	}
+}
+
+// The open dialog's device list follows the devices: a phone that
+// connects while it is open shows as connected now, with no reopening
+// (it said "last used never" until then), and as last used once it
+// leaves; rows that did not change are kept, not made again.
+func TestShareDialogDevicesLive(t *testing.T) {
+	h := newHarness(t, harnessConfig{})
+	h.w.opts.Devices = relayDevices{r: h.srv.Relay, info: ShareInfo{URL: "wss://192.168.1.20:7421/ws", LAN: true, SetupURL: "http://192.168.1.20:7421/"}}
+	d := h.w.showShare()
+	h.frame()
+	d.name.SetText("Pixel")
+	d.create()
+	h.frame()
+	form := d.result.Objects[0].(*fyne.Container).Objects[0].(*fyne.Container).Objects[1].(*widget.Form)
+	token := form.Items[0].Widget.(*widget.Label).Text
+	row := func() string { return listText(d.list.Objects[0]) }
+	if !strings.Contains(row(), "Pixel · controller · last used never") {
+		t.Fatalf("before the phone: %q", row())
+	}
+	kept := d.list.Objects[0]
+	d.refresh()
+	if d.list.Objects[0] != kept {
+		t.Fatal("an unchanged list was made again")
+	}
+	phone := relaytest.Dial(t, h.srv.URL+"?client=web", token)
+	phone.Send(protocol.TypePing, nil)
+	phone.Expect(protocol.TypePong)
+	h.waitFor("the list to say the phone is connected", func() bool { return strings.Contains(row(), "Pixel · controller · connected now") })
+	phone.Close()
+	h.waitFor("the list to say the phone was used", func() bool { return strings.Contains(row(), "Pixel · controller · last used just now") })
+	d.d.Hide()
+	if !d.closed {
+		t.Fatal("the closed dialog still follows the devices")
 	}
 }
 

@@ -3,6 +3,7 @@ package ui
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -62,7 +63,14 @@ type ShareInfo struct {
 type DeviceInfo struct {
 	Name, Role                 string
 	Created, Expires, LastUsed time.Time
+	// Connected counts the device's connections open now (0 also when
+	// the relay runs in another process, which the window cannot ask).
+	Connected int
 }
+
+// devicesEvery is how often the open dialog reads the devices again, so
+// that a phone that connects while it is open shows as connected.
+const devicesEvery = 2 * time.Second
 
 // expiries are the dialog's choices of a token's life.
 var expiries = []struct {
@@ -85,6 +93,12 @@ type shareDialog struct {
 	problem *widget.Label
 	result  *fyne.Container // the token made, with its link and QR code
 	list    *fyne.Container // the devices
+	// rows are the device list's lines as last shown: refresh rebuilds
+	// the list only when they change.
+	rows []string
+	// closed is set when the dialog closes, and stops following the
+	// devices (followDevices).
+	closed bool
 	// reachable turns on "Reachable from my network" and restarts the
 	// relay; nil when the relay is reachable already or cannot be
 	// restarted from here.
@@ -105,8 +119,24 @@ func (w *Window) showShare() *shareDialog {
 	s := newShareDialog(w, w.opts.Devices)
 	s.d = dialog.NewCustom("Connect a device", "Close", s.content(), w.win)
 	s.d.Resize(fyne.NewSize(860, 720))
+	s.d.SetOnClosed(func() { s.closed = true })
 	s.d.Show()
+	s.followDevices()
 	return s
+}
+
+// followDevices reads the devices again every devicesEvery while the
+// dialog is open, on the UI goroutine: the relay announces no device's
+// connection, so it is asked. A timer (Window.later), not a goroutine of
+// its own: nothing outlives the dialog but one last tick that does nothing.
+func (s *shareDialog) followDevices() {
+	s.win.later(devicesEvery, func() {
+		if s.closed {
+			return
+		}
+		s.refresh()
+		s.followDevices()
+	})
 }
 
 func newShareDialog(w *Window, devs Devices) *shareDialog {
@@ -308,27 +338,30 @@ func (s *shareDialog) refresh() {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	devs, err := s.devices.Devices(ctx)
-	var rows []fyne.CanvasObject
+	var texts []string // a line of text for each row
 	switch {
 	case err != nil:
-		rows = append(rows, widget.NewLabel("The devices could not be read: "+err.Error()))
+		texts = append(texts, "The devices could not be read: "+err.Error())
 	case len(devs) == 0:
-		rows = append(rows, widget.NewLabel("No device has a token yet."))
+		texts = append(texts, "No device has a token yet.")
 	}
 	now := s.win.now()
 	for _, d := range devs {
+		texts = append(texts, deviceLine(d, now))
+	}
+	if s.rows != nil && slices.Equal(texts, s.rows) {
+		return // unchanged: keep the widgets (and the focus)
+	}
+	s.rows = texts
+	var rows []fyne.CanvasObject
+	if err != nil || len(devs) == 0 {
+		rows = append(rows, widget.NewLabel(texts[0]))
+	}
+	for i, d := range devs {
 		name := d.Name
-		text := fmt.Sprintf("%s · %s · last used %s", d.Name, d.Role, ago(d.LastUsed, now))
-		if !d.Expires.IsZero() {
-			if now.Before(d.Expires) {
-				text += " · expires " + d.Expires.Local().Format("2 Jan 15:04")
-			} else {
-				text += " · expired"
-			}
-		}
 		revoke := widget.NewButtonWithIcon("Revoke", theme.DeleteIcon(), func() { s.revoke(name) })
 		revoke.Importance = widget.DangerImportance
-		rows = append(rows, container.NewBorder(nil, nil, nil, revoke, widget.NewLabel(text)))
+		rows = append(rows, container.NewBorder(nil, nil, nil, revoke, widget.NewLabel(texts[len(texts)-len(devs)+i])))
 	}
 	s.list.Objects = rows
 	s.list.Refresh()
@@ -342,6 +375,26 @@ func (s *shareDialog) revoke(name string) {
 		s.problem.Show()
 	}
 	s.refresh()
+}
+
+// deviceLine is a device's line of the list: connected now, or when it
+// was last used.
+func deviceLine(d DeviceInfo, now time.Time) string {
+	text := fmt.Sprintf("%s · %s · last used %s", d.Name, d.Role, ago(d.LastUsed, now))
+	switch {
+	case d.Connected == 1:
+		text = fmt.Sprintf("%s · %s · connected now", d.Name, d.Role)
+	case d.Connected > 1:
+		text = fmt.Sprintf("%s · %s · connected now (%d connections)", d.Name, d.Role, d.Connected)
+	}
+	if !d.Expires.IsZero() {
+		if now.Before(d.Expires) {
+			text += " · expires " + d.Expires.Local().Format("2 Jan 15:04")
+		} else {
+			text += " · expired"
+		}
+	}
+	return text
 }
 
 // ago says how long ago t was, roughly.
