@@ -22,7 +22,7 @@ BUILD_TAGS := no_emoji
 FYNE_TOOL_VERSION := v1.7.4
 FYNE := .tools/bin/fyne
 
-.PHONY: run test deps copilot-cli opencode acp-agents nats-server build vet web-test web-screenshots acp-window checkpoint-window terminal-screenshot bench bench-nats bench-window screenshots fuzz load flood chaos cluster package install package-windows package-darwin clean
+.PHONY: run test deps copilot-cli opencode acp-agents nats-server build vet web-test web-screenshots acp-window checkpoint-window device-screenshots terminal-screenshot bench bench-nats bench-window screenshots fuzz load flood chaos cluster package install package-windows package-darwin clean
 
 run: deps build
 	./$(BIN)
@@ -120,6 +120,14 @@ acp-window: opencode
 # (docs/checkpoints.md).
 checkpoint-window:
 	scripts/checkpoint-window.sh screenshots
+
+# Connect a device…, from the first click to a phone connected over the
+# network address: the GL binary under Xvfb and Debian's chromium at a
+# phone's size, in a network namespace of their own with a private address
+# (so it needs root, and skips, saying so, without); the phone trusts the
+# window's CA through an NSS store. screenshots/device-*.png (docs/devices.md).
+device-screenshots:
+	scripts/device-screenshots.sh screenshots
 
 # The terminal client's rendered markdown, mid-reply and whole, on the demo
 # agent in tmux: screenshots/terminal-markdown*.png (docs/cli.md, Markdown).

@@ -7,7 +7,8 @@
 # for the web client's browser tests (scripts/web-e2e.sh); with "bench",
 # also Xvfb and xdotool for the window benchmark (tools/winbench); with
 # "window", those, ImageMagick and xwininfo for photographing the real window
-# (scripts/acp-window.sh); with "windows", the MinGW-w64 cross compiler,
+# (scripts/acp-window.sh); with "devices", those, chromium, certutil and
+# zbarimg (scripts/device-screenshots.sh); with "windows", the MinGW-w64 cross compiler,
 # NSIS, zip and osslsigncode for the Windows build (scripts/package-windows.sh);
 # with "wine", those and Wine for running it (scripts/check-windows.sh).
 #
@@ -15,6 +16,7 @@
 #   scripts/deps.sh web      those and chromium
 #   scripts/deps.sh bench    those and Xvfb, xdotool
 #   scripts/deps.sh window   those, Xvfb, xdotool, ImageMagick, x11-utils
+#   scripts/deps.sh devices  those of window and chromium, libnss3-tools, zbar-tools, curl
 #   scripts/deps.sh terminal those and fonts-dejavu-core
 #   scripts/deps.sh windows  those and gcc-mingw-w64-x86-64, nsis, zip, osslsigncode
 #   scripts/deps.sh wine     those of windows and wine, wine64
@@ -33,7 +35,11 @@ if [ "${1:-}" = web ]; then packages+=(chromium); fi
 # The window benchmark runs the real GL window on a virtual X server and
 # types into it.
 if [ "${1:-}" = bench ]; then packages+=(xdotool); fi
-if [ "${1:-}" = window ]; then packages+=(xdotool imagemagick x11-utils); fi
+if [ "${1:-}" = window ] || [ "${1:-}" = devices ]; then packages+=(xdotool imagemagick x11-utils); fi
+# Connect a device…'s pictures (scripts/device-screenshots.sh): the window's,
+# and a phone's in chromium, which trusts the window's CA through an NSS
+# store (certutil); zbarimg reads the dialog's QR code back.
+if [ "${1:-}" = devices ]; then packages+=(chromium libnss3-tools zbar-tools curl fonts-dejavu-core); fi
 # The terminal client's pictures (scripts/terminal-screenshot.sh) are drawn
 # in DejaVu Sans Mono.
 if [ "${1:-}" = terminal ]; then packages+=(fonts-dejavu-core); fi

@@ -1,0 +1,73 @@
+# window-lib.sh: what the scripts that photograph the real GL window share
+# (scripts/device-screenshots.sh): a virtual X server, the window found and
+# sized, clicks at places of its content, waits that fail with the
+# window's log and a picture of the screen. Sourced, not run:
+#
+#   name=my-script tmp=$(mktemp -d …) out=…   # set before sourcing
+#   . scripts/window-lib.sh
+#   win_xvfb                 # Xvfb on a free display; exports DISPLAY
+#   … start the window, logging to $tmp/window.log; pids+=($!)
+#   win_find                 # waits for it, 1100×720 at 0,0: sets win, wx, wy
+#   click X Y [SECONDS]      # at X, Y of the window's content, then waits
+#   waitfor WHAT SECONDS CMD…, logged PATTERN, fail MESSAGE
+#
+# Processes added to pids are stopped at exit, the last first (the window
+# before its X server: it stops its agent only while its X server lives).
+
+pids=()
+win_cleanup() {
+	for ((i = ${#pids[@]} - 1; i >= 0; i--)); do
+		kill "${pids[i]}" 2>/dev/null || true
+		wait "${pids[i]}" 2>/dev/null || true
+	done
+	rm -rf "$tmp"
+}
+trap win_cleanup EXIT
+
+# win_xvfb starts a virtual screen on a display it picks itself.
+win_xvfb() {
+	exec 3>"$tmp/display"
+	Xvfb -displayfd 3 -screen 0 1280x800x24 -nolisten tcp >"$tmp/xvfb.log" 2>&1 &
+	pids+=($!)
+	for _ in $(seq 50); do [ -s "$tmp/display" ] && break; sleep 0.1; done
+	[ -s "$tmp/display" ] || fail "Xvfb did not start: $(cat "$tmp/xvfb.log")"
+	export DISPLAY=":$(head -1 "$tmp/display")"
+}
+
+fail() {
+	echo "$name: FAILED: $*" >&2
+	if [ -f "$tmp/window.log" ]; then
+		echo "--- the window's log:" >&2
+		tail -40 "$tmp/window.log" >&2
+	fi
+	if [ -n "${DISPLAY:-}" ] && import -window root "$out/$name-failed.png" 2>/dev/null; then
+		echo "$name: the screen is in $out/$name-failed.png" >&2
+	fi
+	exit 1
+}
+
+# waitfor WHAT SECONDS COMMAND...: polls COMMAND each 0.5 s.
+waitfor() {
+	local what=$1 secs=$2
+	shift 2
+	for _ in $(seq $((secs * 2))); do "$@" && return 0; sleep 0.5; done
+	fail "$what (waited $secs s)"
+}
+
+logged() { grep -q "$1" "$tmp/window.log"; }
+
+# win_find waits for the window, puts it at 0,0 in the size the clicks
+# of the scripts are measured in, and focuses it.
+win_find() {
+	waitfor "the window to open" 60 xdotool search --name '^pilotdesk' >/dev/null
+	win=$(xdotool search --name '^pilotdesk' | head -1)
+	xdotool windowsize "$win" 1100 720 windowmove "$win" 0 0
+	sleep 1
+	xdotool windowactivate --sync "$win" 2>/dev/null || xdotool windowfocus "$win"
+	wx=$(xwininfo -id "$win" | sed -n 's/.*Absolute upper-left X: *//p')
+	wy=$(xwininfo -id "$win" | sed -n 's/.*Absolute upper-left Y: *//p')
+}
+
+# click X Y [SECONDS]: at X, Y of the window's content, then a pause for
+# the window to draw what follows.
+click() { xdotool mousemove $((wx + $1)) $((wy + $2)) click 1; sleep "${3:-0.8}"; }
