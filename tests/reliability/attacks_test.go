@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"regexp"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -188,6 +189,10 @@ func dialSmallBuffer(t *testing.T, wsURL, token string) *websocket.Conn {
 	return c
 }
 
+// fellBehind is the relay's log line when it gives up on a connection
+// whose send queue overflowed.
+var fellBehind = regexp.MustCompile(`a connection fell too far behind; disconnecting it`)
+
 // TestSlowReaderReal: while a conversation streams 8,000 deltas of 2 KiB,
 // one subscriber never reads. The relay never waits for it: once the
 // sockets' buffers and its send queue (4,096 frames) are full it is closed
@@ -213,6 +218,22 @@ func TestSlowReaderReal(t *testing.T) {
 	if err := slow.Write(ctx, websocket.MessageText, fmt.Appendf(nil, `{"type":"copilot:subscribe","data":{"conversationId":%q}}`, id)); err != nil {
 		t.Fatal(err)
 	}
+	// The stalled subscriber reads from the moment the relay gives up on
+	// it: what was sent before its close frame waits in the sockets, and
+	// the relay drops a peer that reads none of it within closeGrace (15
+	// s). Reading only once the turn ended made the close depend on the
+	// stream's pace: on a busy machine the rest of the turn took longer
+	// than that, and the close was never read (-1).
+	closed := make(chan websocket.StatusCode, 1)
+	go func() {
+		if _, ok := p.log.WaitFor(fellBehind, timeout); !ok {
+			closed <- -2
+			return
+		}
+		readCtx, cancelRead := context.WithTimeout(context.Background(), timeout)
+		defer cancelRead()
+		closed <- closeCode(readCtx, slow)
+	}()
 	fast := relaytest.Dial(t, p.URL, token)
 	fast.Send("copilot:send", map[string]any{"conversationId": id, "prompt": "stream"})
 	var last int64
@@ -228,13 +249,10 @@ func TestSlowReaderReal(t *testing.T) {
 			break
 		}
 	}
-	// What the relay sent the stalled subscriber before its close frame
-	// waits in the sockets: read it with time of its own, not what the
-	// stream left of ctx (on a busy machine the stream alone took most of
-	// it, and the close was then reported as missing: -1).
-	readCtx, cancelRead := context.WithTimeout(context.Background(), timeout)
-	defer cancelRead()
-	code := closeCode(readCtx, slow)
+	code := <-closed
+	if code == -2 {
+		t.Fatal("the relay never said it gave up on the subscriber that does not read")
+	}
 	t.Logf("the reading subscriber got all %d events; the one that did not read was closed with %d", last, code)
 	if code != relay.CloseTooSlow {
 		t.Errorf("the subscriber that does not read was closed with %d, want %d", code, relay.CloseTooSlow)
