@@ -18,6 +18,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/pilotdesk/pilotdesk/internal/ctxtime"
 	"github.com/pilotdesk/pilotdesk/session"
 )
 
@@ -26,7 +27,7 @@ import (
 // own state.
 func New(s *Script) session.Agent {
 	closed, closeAgent := context.WithCancel(context.Background())
-	return &Agent{script: s, sleep: sleepContext, closed: closed, close: closeAgent}
+	return &Agent{script: s, sleep: ctxtime.Sleep, closed: closed, close: closeAgent}
 }
 
 // Agent is the scripted backend.
@@ -358,18 +359,6 @@ func (p *player) substitute(text string) string {
 		"{{error}}", p.errTag,
 		"{{workspace}}", p.dir,
 	).Replace(text)
-}
-
-// sleepContext pauses for d; an abort ends the pause at once.
-func sleepContext(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
 }
 
 func clonePtr[T any](p *T) *T {

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/pilotdesk/pilotdesk/internal/ctxtime"
 )
 
 // The faults a -nats run injects (-fault), the project's fault-injection
@@ -438,14 +440,8 @@ func (f *faultRun) report() []string {
 	return slices.Clone(f.events)
 }
 
-func sleep(ctx context.Context, d time.Duration) {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-	case <-t.C:
-	}
-}
+// sleep pauses for d, or until ctx ends.
+func sleep(ctx context.Context, d time.Duration) { _ = ctxtime.Sleep(ctx, d) }
 
 // validFault checks -fault.
 func validFault(name string) error {

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/pilotdesk/pilotdesk/internal/ctxtime"
 	"github.com/pilotdesk/pilotdesk/internal/procstat"
 )
 
@@ -187,7 +188,7 @@ func (b *bench) ready(ctx context.Context, start func() (*proc, error)) (*proc, 
 	}
 	ev, _, err := b.mapped(p, mark)
 	if err == nil {
-		err = sleep(ctx, b.cfg.settle)
+		err = ctxtime.Sleep(ctx, b.cfg.settle)
 	}
 	if err == nil {
 		err = b.x.conn.warp(1279, 799)
@@ -196,7 +197,7 @@ func (b *bench) ready(ctx context.Context, start func() (*proc, error)) (*proc, 
 		err = b.x.conn.focus(ev.window)
 	}
 	if err == nil {
-		err = sleep(ctx, 500*time.Millisecond)
+		err = ctxtime.Sleep(ctx, 500*time.Millisecond)
 	}
 	if err == nil {
 		err = p.alive()
@@ -302,7 +303,7 @@ func (b *bench) startPair(ctx context.Context, rep *report, pdFirst bool) error 
 			flCPU = append(flCPU, float64(used))
 		}
 		// Let it finish starting, so that stopping it is the usual stop.
-		return sleep(ctx, 500*time.Millisecond)
+		return ctxtime.Sleep(ctx, 500*time.Millisecond)
 	}
 	for i := range startSamples {
 		if err := pair(pdFirst != (i%2 == 1), one); err != nil {
@@ -351,7 +352,7 @@ func (b *bench) idlePair(ctx context.Context, rep *report, run int, pdFirst bool
 		}
 		return b.floor("floor-idle")
 	}
-	wait := func() error { return sleep(ctx, b.cfg.idle) }
+	wait := func() error { return ctxtime.Sleep(ctx, b.cfg.idle) }
 	res, err := b.cpuPair(ctx, pdFirst, fmt.Sprintf("idle-%d", run), b.cfg.idle, start, wait)
 	if err != nil {
 		return err
@@ -381,7 +382,7 @@ func (b *bench) streamPair(ctx context.Context, rep *report, run int, pdFirst bo
 		if err := b.x.xdotool("key", "Return"); err != nil {
 			return err
 		}
-		return sleep(ctx, window-time.Since(t0))
+		return ctxtime.Sleep(ctx, window-time.Since(t0))
 	}
 	res, err := b.cpuPair(ctx, pdFirst, fmt.Sprintf("stream-%d", run), window, start, streamOnce)
 	if err != nil {

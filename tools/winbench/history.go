@@ -11,6 +11,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/pilotdesk/pilotdesk/client"
+	"github.com/pilotdesk/pilotdesk/internal/ctxtime"
 	"github.com/pilotdesk/pilotdesk/internal/procstat"
 	"github.com/pilotdesk/pilotdesk/internal/relayproc"
 	"github.com/pilotdesk/pilotdesk/protocol"
@@ -206,7 +207,7 @@ func settle(ctx context.Context, p *proc, t0 int64, click time.Time) (lastBusy t
 	lastBusy = click
 	var recent []int64 // the last span intervals' ticks
 	for {
-		if err := sleep(ctx, interval); err != nil {
+		if err := ctxtime.Sleep(ctx, interval); err != nil {
 			return lastBusy, settledTicks, err
 		}
 		now := time.Now()
@@ -288,7 +289,7 @@ func (b *bench) wheel(ctx context.Context, p *proc, window uint32) (scrollResult
 	if err := b.x.xdotool("mousemove", "680", "380"); err != nil {
 		return scrollResult{}, err
 	}
-	if err := sleep(ctx, time.Second); err != nil {
+	if err := ctxtime.Sleep(ctx, time.Second); err != nil {
 		return scrollResult{}, err
 	}
 	const clicks, delay = 240, 16 // ms
@@ -302,11 +303,11 @@ func (b *bench) wheel(ctx context.Context, p *proc, window uint32) (scrollResult
 		}
 		wheel = time.Since(t0)
 		// The last frames of the scroll.
-		if err := sleep(ctx, wheelGrace); err != nil {
+		if err := ctxtime.Sleep(ctx, wheelGrace); err != nil {
 			return err
 		}
 		end = b.x.conn.frameMark()
-		return sleep(ctx, 500*time.Millisecond-wheelGrace)
+		return ctxtime.Sleep(ctx, 500*time.Millisecond-wheelGrace)
 	})
 	if err != nil {
 		return scrollResult{}, err

@@ -317,15 +317,3 @@ func memory(pid int) (rss, peak float64, err error) {
 	}
 	return float64(rssKiB) / 1024, float64(peakKiB) / 1024, nil
 }
-
-// sleep waits d, or less if ctx ends.
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
