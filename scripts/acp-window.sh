@@ -40,18 +40,8 @@ tmp=$(mktemp -d /tmp/pilotdesk-acp-window.XXXXXX)
 out=${1:-$tmp/shots}
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
-pids=()
-cleanup() {
-	# One at a time, the window first: it stops its agent only while its X
-	# server lives (an X server gone under it ends it at once, and an ACP
-	# agent with a session open, such as Claude Code's, outlives it).
-	for ((i = ${#pids[@]} - 1; i >= 0; i--)); do
-		kill "${pids[i]}" 2>/dev/null || true
-		wait "${pids[i]}" 2>/dev/null || true
-	done
-	rm -rf "$tmp"
-}
-trap cleanup EXIT
+name=acp-window
+. scripts/window-lib.sh
 
 echo "acp-window: building the GL binary and the mock model" >&2
 bin=$repo/.tools/acp-window
@@ -67,11 +57,7 @@ mock=$(sed -n 's/^mock model at \([^ ]*\) .*/\1/p' "$tmp/mock.log")
 [ -n "$mock" ] || { echo "acp-window: the mock model did not start:" >&2; cat "$tmp/mock.log" >&2; exit 1; }
 
 # A virtual screen.
-exec 3>"$tmp/display"
-Xvfb -displayfd 3 -screen 0 1280x800x24 -nolisten tcp >"$tmp/xvfb.log" 2>&1 &
-pids+=($!)
-for _ in $(seq 50); do [ -s "$tmp/display" ] && break; sleep 0.1; done
-export DISPLAY=":$(head -1 "$tmp/display")"
+win_xvfb
 
 # opencode offline against the mock, configured by environment only; its
 # own files under a HOME of its own (so are pilotdesk's preferences).
@@ -90,25 +76,7 @@ config=$(printf '{"provider":{"mock":{"npm":"@ai-sdk/openai-compatible","name":"
 ) >"$tmp/window.log" 2>&1 &
 pids+=($!)
 
-fail() {
-	echo "acp-window: FAILED: $*" >&2
-	echo "--- the window's log:" >&2
-	tail -40 "$tmp/window.log" >&2
-	import -window root "$out/acp-window-failed.png" 2>/dev/null && echo "acp-window: the screen is in $out/acp-window-failed.png" >&2
-	exit 1
-}
-# waitfor DESCRIPTION SECONDS COMMAND...: polls COMMAND each 0.5 s.
-waitfor() {
-	local what=$1 secs=$2
-	shift 2
-	for _ in $(seq $((secs * 2))); do "$@" && return 0; sleep 0.5; done
-	fail "$what (waited $secs s)"
-}
-logged() { grep -q "$1" "$tmp/window.log"; }
-
-waitfor "the window to open" 60 xdotool search --name '^pilotdesk' >/dev/null
-win=$(xdotool search --name '^pilotdesk' | head -1)
-xdotool windowsize "$win" 1100 720 windowmove "$win" 0 0
+win_find
 waitfor "the embedded relay to start" 60 logged 'msg="agent: '
 sleep 2
 
@@ -116,11 +84,6 @@ sleep 2
 xdotool windowactivate --sync "$win" 2>/dev/null || xdotool windowfocus "$win"
 xdotool key --window "$win" ctrl+comma
 sleep 1.5
-# Where the window's content is on the screen.
-wx=$(xwininfo -id "$win" | sed -n 's/.*Absolute upper-left X: *//p')
-wy=$(xwininfo -id "$win" | sed -n 's/.*Absolute upper-left Y: *//p')
-# click X Y: at X, Y of the window's content.
-click() { xdotool mousemove $((wx + $1)) $((wy + $2)) click 1; sleep "${3:-0.8}"; }
 click 528 235 # the ACP agent list's button
 click 260 270 # its first entry: opencode acp (the only agent on PATH)
 import -window "$win" "$out/acp-window-settings.png"

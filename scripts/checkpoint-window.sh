@@ -27,29 +27,16 @@ tmp=$(mktemp -d /tmp/pilotdesk-checkpoint-window.XXXXXX)
 out=${1:-$tmp/shots}
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
-pids=()
-cleanup() {
-	# One at a time, the window first: it stops its agent only while its X
-	# server lives (an X server gone under it ends it at once, and an ACP
-	# agent with a session open, such as Claude Code's, outlives it).
-	for ((i = ${#pids[@]} - 1; i >= 0; i--)); do
-		kill "${pids[i]}" 2>/dev/null || true
-		wait "${pids[i]}" 2>/dev/null || true
-	done
-	rm -rf "$tmp" /tmp/pilotdesk-shots
-}
-trap cleanup EXIT
+name=checkpoint-window
+. scripts/window-lib.sh
+trap 'win_cleanup; rm -rf /tmp/pilotdesk-shots' EXIT
 
 echo "checkpoint-window: building the GL binary" >&2
 bin=$repo/.tools/checkpoint-window
 mkdir -p "$bin"
 go build -tags no_emoji -o "$bin/pilotdesk" .
 
-exec 3>"$tmp/display"
-Xvfb -displayfd 3 -screen 0 1280x800x24 -nolisten tcp >"$tmp/xvfb.log" 2>&1 &
-pids+=($!)
-for _ in $(seq 50); do [ -s "$tmp/display" ] && break; sleep 0.1; done
-export DISPLAY=":$(head -1 "$tmp/display")"
+win_xvfb
 
 # A repository under a HOME of its own (the embedded relay's root), at a
 # path that reads well in the pictures.
@@ -77,30 +64,9 @@ JSON
 ) >"$tmp/window.log" 2>&1 &
 pids+=($!)
 
-fail() {
-	echo "checkpoint-window: FAILED: $*" >&2
-	tail -40 "$tmp/window.log" >&2
-	import -window root "$out/checkpoint-window-failed.png" 2>/dev/null && echo "checkpoint-window: the screen is in $out/checkpoint-window-failed.png" >&2
-	exit 1
-}
-waitfor() {
-	local what=$1 secs=$2
-	shift 2
-	for _ in $(seq $((secs * 2))); do "$@" && return 0; sleep 0.5; done
-	fail "$what (waited $secs s)"
-}
-logged() { grep -q "$1" "$tmp/window.log"; }
-
-waitfor "the window to open" 60 xdotool search --name 'pilotdesk' >/dev/null
-win=$(xdotool search --name 'pilotdesk' | head -1)
-xdotool windowsize "$win" 1100 720 windowmove "$win" 0 0
+win_find
 waitfor "the window's client to connect" 60 logged 'relay: connection opened'
 sleep 2
-xdotool windowactivate --sync "$win" 2>/dev/null || xdotool windowfocus "$win"
-wx=$(xwininfo -id "$win" | sed -n 's/.*Absolute upper-left X: *//p')
-wy=$(xwininfo -id "$win" | sed -n 's/.*Absolute upper-left Y: *//p')
-click() { xdotool mousemove $((wx + $1)) $((wy + $2)) click 1; sleep "${3:-0.8}"; }
-
 click 600 610 0.3 # the composer
 xdotool type --delay 15 "edit the notes"
 xdotool key Return

@@ -1,5 +1,5 @@
 # window-lib.sh: what the scripts that photograph the real GL window share
-# (scripts/device-screenshots.sh): a virtual X server, the window found and
+# (device-screenshots.sh, checkpoint-window.sh, acp-window.sh): a virtual X server, the window found and
 # sized, clicks at places of its content, waits that fail with the
 # window's log and a picture of the screen. Sourced, not run:
 #
