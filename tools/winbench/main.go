@@ -1,11 +1,11 @@
 // Command winbench measures the real (GL) pilotdesk window under Xvfb next
 // to Fyne floor programs on the same X server, and prints the ratios next
-// to the speed targets of issue #17 (docs/performance.md):
+// to the speed targets of issues #17 and #28 (docs/performance.md):
 //
-//	idle 20 s, composer focused       pilotdesk ≤ 1.2× floor-idle (a focused multi-line entry)
-//	a 600-token reply at 50 tokens/s  pilotdesk ≤ 0.6× floor-naive (one RichText re-parsed per token)
+//	idle 20 s, composer focused       pilotdesk ≤ 0.3× floor-idle (a focused multi-line entry)
+//	a 600-token reply at 50 tokens/s  pilotdesk ≤ 0.3× floor-naive (one RichText re-parsed per token)
 //	start to mapped window            pilotdesk ≤ 1.0× floor-minimal (rounding: ≤ 1.05×)
-//	open a stored 5,000-message conversation: < 1 s, RSS < 200 MiB
+//	open a stored 5,000-message conversation: < 0.5 s, RSS < 150 MiB
 //	scroll it with the mouse wheel: no frame dropped
 //
 // CPU is utime+stime of the program's process from /proc (clock ticks,
