@@ -357,8 +357,8 @@ func (b *bench) idlePair(ctx context.Context, rep *report, run int, pdFirst bool
 	if err != nil {
 		return err
 	}
-	fmt.Printf("  idle %s, composer focused: pilotdesk %.0f ticks, floor-idle %.0f ticks: %.2f× (X server %d / %d; RSS %.0f / %.0f MiB)\n",
-		b.cfg.idle, res.pd, res.floor, ratio(res.pd, res.floor), res.pdX, res.floorX, res.pdRSS, res.floorRSS)
+	fmt.Printf("  idle %s, composer focused: pilotdesk %.0f ticks, floor-idle %.0f ticks: %.2f× (frames %d / %d; X server %d / %d; RSS %.0f / %.0f MiB)\n",
+		b.cfg.idle, res.pd, res.floor, ratio(res.pd, res.floor), res.pdFrames, res.floorFrames, res.pdX, res.floorX, res.pdRSS, res.floorRSS)
 	rep.idle = append(rep.idle, res)
 	return nil
 }
@@ -388,8 +388,8 @@ func (b *bench) streamPair(ctx context.Context, rep *report, run int, pdFirst bo
 	if err != nil {
 		return err
 	}
-	fmt.Printf("  %d tokens at %d/s (%s window): pilotdesk %.0f ticks, floor-naive %.0f ticks: %.2f× (X server %d / %d; RSS %.0f / %.0f MiB)\n",
-		b.cfg.tokens, b.cfg.rate, window, res.pd, res.floor, ratio(res.pd, res.floor), res.pdX, res.floorX, res.pdRSS, res.floorRSS)
+	fmt.Printf("  %d tokens at %d/s (%s window): pilotdesk %.0f ticks, floor-naive %.0f ticks: %.2f× (frames %d / %d; X server %d / %d; RSS %.0f / %.0f MiB)\n",
+		b.cfg.tokens, b.cfg.rate, window, res.pd, res.floor, ratio(res.pd, res.floor), res.pdFrames, res.floorFrames, res.pdX, res.floorX, res.pdRSS, res.floorRSS)
 	rep.stream = append(rep.stream, res)
 	return nil
 }
@@ -400,11 +400,17 @@ func (b *bench) streamPair(ctx context.Context, rep *report, run int, pdFirst bo
 func (b *bench) cpuPair(ctx context.Context, pdFirst bool, perfName string, d time.Duration, start func(isPD bool) (*proc, error), work func() error) (result, error) {
 	var res result
 	one := func(isPD bool) error {
-		p, _, err := b.ready(ctx, func() (*proc, error) { return start(isPD) })
+		p, ev, err := b.ready(ctx, func() (*proc, error) { return start(isPD) })
 		if err != nil {
 			return err
 		}
 		defer p.stop()
+		// The frames it draws meanwhile, as the X server's DAMAGE events
+		// tell them: a frame repaints the whole window, whatever changed.
+		if err := b.x.conn.watchFrames(ev.window); err != nil {
+			return err
+		}
+		mark := b.x.conn.frameMark()
 		var c cpu
 		if isPD {
 			err = b.withPerf(p, perfName, d, func() error {
@@ -417,14 +423,15 @@ func (b *bench) cpuPair(ctx context.Context, pdFirst bool, perfName string, d ti
 		if err != nil {
 			return err
 		}
+		frames := b.x.conn.frameMark() - mark
 		rss, _, err := memory(p.pid())
 		if err != nil {
 			return err
 		}
 		if isPD {
-			res.pd, res.pdX, res.pdRSS = float64(c.prog), c.xserver, rss
+			res.pd, res.pdX, res.pdRSS, res.pdFrames = float64(c.prog), c.xserver, rss, frames
 		} else {
-			res.floor, res.floorX, res.floorRSS = float64(c.prog), c.xserver, rss
+			res.floor, res.floorX, res.floorRSS, res.floorFrames = float64(c.prog), c.xserver, rss, frames
 		}
 		return nil
 	}

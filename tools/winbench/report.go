@@ -15,6 +15,9 @@ type result struct {
 	pd, floor       float64
 	pdX, floorX     int64
 	pdRSS, floorRSS float64
+	// pdFrames, floorFrames: the frames each drew while measured (idle
+	// and streaming).
+	pdFrames, floorFrames int
 	// paired, when set, is the ratio: the median of the ratios of
 	// measurements taken back to back (startPair), which a machine's load
 	// drifting over a run moves less than the ratio of two medians.
