@@ -84,6 +84,12 @@ func (s *shooter) shot(h *harness, name string) {
 		// itself was reached (the waits above), and -update paints all.
 		return
 	}
+	// The composer's cursor solid, its blink over: a picture taken in a
+	// dimmed step of it would differ by chance.
+	h.w.composer.blinkUntil = time.Time{}
+	if c := h.w.composer.ownCursor(); c != nil {
+		h.w.composer.showCursor(c, false)
+	}
 	img := h.w.Window().Canvas().Capture()
 	if *update {
 		writePNG(s.t, filepath.Join("..", "screenshots", full+".png"), img)
