@@ -208,8 +208,9 @@ func TestShareDialogDevicesLive(t *testing.T) {
 // A relay on the loopback: the dialog shows no QR code (no phone could
 // open 127.0.0.1) and says why; its button turns "Reachable from my
 // network" on and restarts the relay, and the dialog opens again on the
-// relay the network reaches, whose token gets a code. A restart that
-// fails puts the setting back and says why.
+// relay the network reaches, whose token gets a code, with no notice
+// behind it that the relay restarted. A restart that fails puts the
+// setting back and says why.
 func TestShareDialogOnLoopback(t *testing.T) {
 	th := FixedVariant(theme.DefaultTheme(), theme.VariantLight)
 	h := newHarness(t, harnessConfig{theme: th, fakeClock: true, size: fyne.NewSize(1100, 760)})
@@ -226,6 +227,9 @@ func TestShareDialogOnLoopback(t *testing.T) {
 			return
 		}
 		h.w.opts.Devices = relayDevices{r: h.srv.Relay, info: ShareInfo{URL: "wss://192.168.1.20:7421/ws", LAN: true, SetupURL: "http://192.168.1.20:7421/"}}
+		// As the desktop does: the window moves to the new relay, then
+		// hears that the restart is done.
+		moveToRelay(t, h, nil, h.w.opts)
 		done(nil)
 	}
 	d := h.w.showShare()
@@ -266,6 +270,11 @@ func TestShareDialogOnLoopback(t *testing.T) {
 	top := h.w.Window().Canvas().Overlays().Top()
 	if top == nil || !strings.Contains(allText(top), "reachable from your network at https://192.168.1.20:7421") {
 		t.Fatal("the dialog did not open again on the relay the network reaches")
+	}
+	// The dialog says where the relay is now: no notice behind it says
+	// that it restarted.
+	if n := h.w.notice; n != nil && n.id == relayNoticeID {
+		t.Fatalf("a restart notice behind the dialog: %q", strings.Join(texts(n.root), "\n"))
 	}
 }
 

@@ -236,7 +236,11 @@ func (s *shareDialog) makeReachable() {
 	s.reachable.Disable()
 	s.reachable.SetText("Restarting the relay on your network…")
 	s.problem.Hide()
+	s.win.quietRestart = true
 	s.win.opts.Restart(func(err error) {
+		// The window moved to the new relay (or back to the old one)
+		// before this: a later restart, from Settings, says so again.
+		s.win.quietRestart = false
 		if err != nil {
 			settings.Save(prefs, old)
 			s.win.log.Warn("the relay was not made reachable", "err", err)

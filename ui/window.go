@@ -129,6 +129,11 @@ type Window struct {
 	// checkpointsSaid: the window said that checkpoints are off
 	// (showCheckpointsOff), which it says once.
 	checkpointsSaid bool
+	// quietRestart: the next SetClient does not say that the relay
+	// restarted. Connect a device's Make reachable restarts it and then
+	// opens its dialog again saying where the relay is reachable now, so
+	// a notice behind the dialog would only repeat it.
+	quietRestart bool
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -349,6 +354,8 @@ drain:
 			w.dismissNotice(startNoticeID) // StartFailed's, if any
 		}
 		w.showStartNotices()
+	} else if w.quietRestart {
+		w.quietRestart = false
 	} else {
 		w.showRelayChanged(wasRemote)
 	}
