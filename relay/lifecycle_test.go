@@ -259,6 +259,42 @@ func TestSlowConsumer(t *testing.T) {
 	sync_(t, fast)
 	time.Sleep(100 * time.Millisecond) // let the subscribe land (it is on another connection)
 
+	// The stalled client reads once the relay has given up on it (said
+	// "too far behind"): what reached it, then the close. From then on the
+	// relay has closeGrace (15 s) to write those frames and the close
+	// before it drops the connection without one, and on a busy machine
+	// the rest of the stream took longer than that: reading only after
+	// the turn's end saw an EOF, not the close.
+	type stalledEnd struct {
+		seen []int64
+		err  error
+	}
+	stalledDone := make(chan stalledEnd, 1)
+	go func() {
+		for !strings.Contains(e.logs.all(), "too far behind") {
+			select {
+			case <-ctx.Done():
+				stalledDone <- stalledEnd{err: ctx.Err()}
+				return
+			case <-time.After(10 * time.Millisecond):
+			}
+		}
+		var end stalledEnd
+		for {
+			_, data, err := stalled.Read(ctx)
+			if err != nil {
+				end.err = err
+				break
+			}
+			var f relaytest.Frame
+			json.Unmarshal(data, &f)
+			if f.Type != "copilot:subscribed" {
+				end.seen = append(end.seen, f.Seq())
+			}
+		}
+		stalledDone <- end
+	}()
+
 	ft := e.startTurn(fast, "slow", "flood", nil)
 	// The agent streams at the pace of the fast reader (a real model is far
 	// slower); the stalled one falls behind.
@@ -278,23 +314,8 @@ func TestSlowConsumer(t *testing.T) {
 	}
 	fast.Expect("copilot:idle")
 	e.logs.waitLog(t, "too far behind")
-
-	// The stalled client reads what reached it, then the close.
-	var seen []int64
-	var closeErr error
-	for {
-		_, data, err := stalled.Read(ctx)
-		if err != nil {
-			closeErr = err
-			break
-		}
-		var f relaytest.Frame
-		json.Unmarshal(data, &f)
-		f.Raw = data
-		if f.Type != "copilot:subscribed" {
-			seen = append(seen, f.Seq())
-		}
-	}
+	end := <-stalledDone
+	seen, closeErr := end.seen, end.err
 	if code := websocket.CloseStatus(closeErr); code != relay.CloseTooSlow {
 		t.Fatalf("stalled client ended with %v, want close %d", closeErr, relay.CloseTooSlow)
 	}
