@@ -10,6 +10,7 @@ import (
 
 	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/canvas"
+	"fyne.io/fyne/v2/container"
 	"fyne.io/fyne/v2/test"
 	"fyne.io/fyne/v2/theme"
 	"fyne.io/fyne/v2/widget"
@@ -167,6 +168,52 @@ func TestShareDialog(t *testing.T) {
 	d.create()
 	if !d.problem.Visible() || !strings.Contains(d.problem.Text, "exists already") {
 		t.Fatalf("problem %q", d.problem.Text)
+	}
+}
+
+// The dialog fits the window: in the default 720 px high window (and the
+// smallest) the window shows around it, and what does not fit scrolls
+// inside it (it was 860x720 whatever the window, filling a 720 px one).
+func TestShareDialogFitsTheWindow(t *testing.T) {
+	th := FixedVariant(theme.DefaultTheme(), theme.VariantLight)
+	for _, size := range []fyne.Size{defaultWindowSize, minWindowSize} {
+		h := newHarness(t, harnessConfig{theme: th, fakeClock: true, size: size})
+		h.w.opts.Devices = relayDevices{r: h.srv.Relay, info: ShareInfo{URL: "wss://192.168.1.20:7421/ws", LAN: true, SetupURL: "http://192.168.1.20:7421/"}}
+		d := h.w.showShare()
+		h.frame()
+		if size == defaultWindowSize {
+			// Before a token: the token and its code change every run.
+			(&shooter{t: t, variant: "light"}).shot(h, "share-fits")
+		}
+		d.name.SetText("Pixel")
+		d.create()
+		h.frame()
+		// The driver lays out again what grew, each frame; the test
+		// canvas needs telling.
+		h.w.Window().Canvas().Overlays().Top().Refresh()
+		pop, ok := h.w.Window().Canvas().Overlays().Top().(*widget.PopUp)
+		if !ok {
+			t.Fatalf("%v: the dialog is not the top overlay", size)
+		}
+		canvasSize := h.w.Window().Canvas().Size()
+		got := pop.Content.Size()
+		if got.Width > canvasSize.Width-dialogMargin || got.Height > canvasSize.Height-dialogMargin {
+			t.Errorf("%v: the dialog is %v in a %v window: it leaves no window around it", size, got, canvasSize)
+		}
+		var scroll *container.Scroll
+		uitest.Walk(pop.Content, func(o fyne.CanvasObject) bool {
+			// The dialog's own, not an entry's.
+			if sc, ok := o.(*container.Scroll); ok && (scroll == nil || sc.Size().Height > scroll.Size().Height) {
+				scroll = sc
+			}
+			return true
+		})
+		if scroll == nil || scroll.Content.Size().Height < scroll.Content.MinSize().Height {
+			t.Fatalf("%v: the dialog's content is cut, not scrolled", size)
+		}
+		if size == minWindowSize && scroll.Content.Size().Height <= scroll.Size().Height {
+			t.Fatalf("%v: the token and the devices do not scroll inside the dialog", size)
+		}
 	}
 }
 

@@ -8,6 +8,21 @@ var (
 	minWindowSize     = fyne.NewSize(760, 480)
 )
 
+// dialogMargin is the room a dialog leaves around it when the window is
+// smaller than the dialog would be: the window shows around it, so that
+// it reads as a dialog and not as the window's new content.
+const dialogMargin = 40
+
+// dialogSize is want, or less where the window has no room for it (its
+// content then scrolls inside the dialog).
+func (w *Window) dialogSize(want fyne.Size) fyne.Size {
+	room := w.win.Canvas().Size().SubtractWidthHeight(2*dialogMargin, 2*dialogMargin)
+	if room.Width <= 0 || room.Height <= 0 {
+		return want // not laid out yet
+	}
+	return want.Min(room)
+}
+
 // prefWindowSize is the preference key of the window's size at its last
 // close, width and height in one value: closing then changes the
 // preferences once.

@@ -55,6 +55,7 @@ var goldenStates = map[string]bool{
 	"dark-usage":               true,
 	"light-reconnecting":       true,
 	"light-budget-spent":       true,
+	"light-share-fits":         true,
 	"light-acp-reasoning-plan": true,
 	"dark-acp-reasoning-plan":  true,
 }

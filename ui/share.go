@@ -118,7 +118,7 @@ func (w *Window) showShare() *shareDialog {
 	}
 	s := newShareDialog(w, w.opts.Devices)
 	s.d = dialog.NewCustom("Connect a device", "Close", s.content(), w.win)
-	s.d.Resize(fyne.NewSize(860, 720))
+	s.d.Resize(w.dialogSize(fyne.NewSize(860, 720)))
 	s.d.SetOnClosed(func() { s.closed = true })
 	s.d.Show()
 	s.followDevices()
