@@ -112,16 +112,14 @@ type Cluster struct {
 	workers sync.WaitGroup // the renewer, the watcher, forwarded commands running
 	slots   chan struct{}  // one per forwarded command running: at most maxForwarded
 
-	// liveMu is held by onLive for a whole message, hooks included, so
-	// that Stop can wait for the one running; liveStopped, set by Stop,
-	// makes the messages after it run no hook (nats.go's Unsubscribe
-	// neither waits for a running callback nor for those it dropped).
-	liveMu      sync.Mutex
-	liveStopped atomic.Bool
+	// stopDeliver ends deliver's context (a child of ctx): Stop calls it
+	// first, so that no message queued in f.msgs runs a hook once Stop has
+	// begun; the one being handled ends before Stop returns (workers).
+	stopDeliver context.CancelFunc
 
 	// pending is the events of an atomic batch seen before its last
-	// message (which carries the record). Owned by the live subscription's
-	// handler, which nats.go runs on one goroutine.
+	// message (which carries the record). Owned by deliver, the one
+	// goroutine that handles the live and change messages.
 	pending map[string][]history.Event
 }
 
@@ -328,10 +326,12 @@ func (c *Cluster) Start(h history.ClusterHooks) error {
 	}
 	prefix := c.changedSubject("")
 	c.s.changes.Store(&prefix)
+	dctx, stopDeliver := context.WithCancel(ctx)
+	c.stopDeliver = stopDeliver
 	c.workers.Add(5)
 	go func() {
 		defer c.workers.Done()
-		c.deliver(ctx)
+		c.deliver(dctx)
 	}()
 	go func() {
 		defer c.workers.Done()
@@ -395,17 +395,18 @@ func (c *Cluster) Stop(ctx context.Context) error {
 	clear(c.claimed)
 	leaseOK, id := c.leaseOK, c.id
 	c.mu.Unlock()
-	c.liveStopped.Store(true)
+	if c.stopDeliver != nil {
+		c.stopDeliver()
+	}
 	c.stopFollowing()
 	if c.cancel != nil {
 		c.cancel()
 	}
 	done := make(chan struct{})
 	go func() {
-		// The live message being handled, if any, ends (its hook runs
-		// against a relay still open); every later one sees liveStopped.
-		c.liveMu.Lock()
-		c.liveMu.Unlock() //nolint:staticcheck // a barrier, not a critical section
+		// deliver among them: the live message it is handling, if any,
+		// ends (its hook runs against a relay still open), and it handles
+		// no other (its context ended).
 		c.workers.Wait()
 		if cmdClosed != nil {
 			<-cmdClosed // the queued commands answered

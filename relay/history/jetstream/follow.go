@@ -215,7 +215,7 @@ func (c *Cluster) setWide(on bool) error {
 		c.f.wide = nil
 	}
 	for _, s := range drop {
-		c.dropSubLocked(s)
+		c.f.dropSubLocked(s)
 	}
 	c.f.mu.Unlock()
 	h := c.hooksNow()
@@ -227,12 +227,12 @@ func (c *Cluster) setWide(on bool) error {
 }
 
 // dropSubLocked unsubscribes s, keeping its count of dropped messages.
-func (c *Cluster) dropSubLocked(s *nats.Subscription) {
+func (f *followers) dropSubLocked(s *nats.Subscription) {
 	if s == nil {
 		return
 	}
 	if d, err := s.Dropped(); err == nil {
-		c.f.gone += d
+		f.gone += d
 	}
 	_ = s.Unsubscribe()
 }
@@ -301,7 +301,7 @@ func (c *Cluster) unfollow(tok string, f *follow) {
 		return
 	}
 	delete(c.f.follows, tok)
-	c.dropSubLocked(f.sub)
+	c.f.dropSubLocked(f.sub)
 }
 
 // covered reports whether the live subject of tok says what its changes
@@ -326,13 +326,20 @@ func (c *Cluster) hooksNow() history.ClusterHooks {
 }
 
 // deliver hands the relay every live and change message, in the order
-// they came, until ctx ends.
+// they came, until ctx ends (Stop). It is the one goroutine that handles
+// them, so it alone owns what they build up (Cluster.pending) and runs the
+// hooks of live delivery (onLive, onChanged) one at a time: nats.go only
+// queues the messages on f.msgs. A message still queued when ctx ends runs
+// no hook, even if select picks it.
 func (c *Cluster) deliver(ctx context.Context) {
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case m := <-c.f.msgs:
+			if ctx.Err() != nil {
+				return
+			}
 			c.onLive(m)
 		}
 	}
@@ -344,11 +351,11 @@ func (c *Cluster) stopFollowing() {
 	defer c.f.mu.Unlock()
 	c.f.stopped = true
 	for tok, f := range c.f.follows {
-		c.dropSubLocked(f.sub)
+		c.f.dropSubLocked(f.sub)
 		delete(c.f.follows, tok)
 	}
-	c.dropSubLocked(c.f.wide)
-	c.dropSubLocked(c.f.changes)
+	c.f.dropSubLocked(c.f.wide)
+	c.f.dropSubLocked(c.f.changes)
 	c.f.wide, c.f.changes = nil, nil
 }
 

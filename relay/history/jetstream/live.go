@@ -65,8 +65,8 @@ func (c *Cluster) Latest(ctx context.Context, id string) (history.Conversation, 
 }
 
 // deletedRemote forgets a conversation deleted on another relay (its
-// half-received batch, the seqs seen of it) and tells this relay. On the
-// live handler's goroutine, which owns pending.
+// half-received batch, the seqs seen of it) and tells this relay. On
+// deliver's goroutine, which owns pending.
 func (c *Cluster) deletedRemote(h history.ClusterHooks, tok, id string) {
 	delete(c.pending, tok)
 	c.s.dropSeen(id)
@@ -78,13 +78,8 @@ func (c *Cluster) deletedRemote(h history.ClusterHooks, tok, id string) {
 // (onChanged). Events are handed to the
 // relay with the record that follows them: the last message of every
 // append carries it, and only then is the append whole (an atomic batch
-// is republished message by message).
+// is republished message by message). On deliver's goroutine.
 func (c *Cluster) onLive(m *nats.Msg) {
-	c.liveMu.Lock()
-	defer c.liveMu.Unlock()
-	if c.liveStopped.Load() {
-		return // Stop returned, or is waiting for this lock: no more hooks
-	}
 	tok, ok := c.liveToken(m.Subject)
 	if !ok {
 		if tok, ok := strings.CutPrefix(m.Subject, c.base+".changed."); ok {

@@ -11,9 +11,9 @@ import (
 	"github.com/pilotdesk/pilotdesk/relay/history"
 )
 
-// TestClusterLivePendingBounded sends the live handler messages that start
-// appends whose last message (the one with the record) never comes: a
-// batch cut by a dropped message or a reconnect, or a hostile publisher on
+// TestClusterLivePendingBounded hands onLive (deliver's handler) messages
+// that start appends whose last message (the one with the record) never
+// comes: a batch cut by a dropped message or a reconnect, or a hostile publisher on
 // the live subjects. What it keeps of them must stay bounded, however many
 // conversations and messages there are: the relay reads any events it
 // drops from the store when it sees the gap.

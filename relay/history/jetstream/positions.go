@@ -30,9 +30,9 @@ const (
 	maxPositions = 4096
 )
 
-// notePos records a position of a conversation stored in seq order. The
-// caller holds s.mu.
-func notePosLocked(st *convState, p position) {
+// notePosLocked records a position of a conversation, stored in seq order
+// (a convState's fields are under s.mu).
+func (s *Store) notePosLocked(st *convState, p position) {
 	i, found := slices.BinarySearchFunc(st.pos, p.seq, func(q position, seq int64) int { return cmp.Compare(q.seq, seq) })
 	if found {
 		st.pos[i] = p
@@ -51,7 +51,7 @@ func notePosLocked(st *convState, p position) {
 }
 
 // lastPosLocked is the seq of the conversation's latest position (0: none).
-func lastPosLocked(st *convState) int64 {
+func (s *Store) lastPosLocked(st *convState) int64 {
 	if len(st.pos) == 0 {
 		return 0
 	}

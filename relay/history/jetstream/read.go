@@ -180,7 +180,7 @@ func (s *Store) Events(ctx context.Context, id string, since int64, fn func(hist
 				if seq >= notedSeq+posEvery {
 					notedSeq = seq
 					s.mu.Lock()
-					notePosLocked(st, position{seq, m.seq})
+					s.notePosLocked(st, position{seq, m.seq})
 					s.mu.Unlock()
 				}
 				if seq <= since {
@@ -190,7 +190,7 @@ func (s *Store) Events(ctx context.Context, id string, since int64, fn func(hist
 				if err := fn(history.Event{ConversationID: id, Seq: seq, Type: typ, Frame: frame}); err != nil {
 					// The next stretch starts at this pack.
 					s.mu.Lock()
-					notePosLocked(st, position{seq, m.seq})
+					s.notePosLocked(st, position{seq, m.seq})
 					s.mu.Unlock()
 					return stopScan{err}
 				}
@@ -200,7 +200,7 @@ func (s *Store) Events(ctx context.Context, id string, since int64, fn func(hist
 			if m.info.seq >= notedSeq+posEvery {
 				notedSeq = m.info.seq
 				s.mu.Lock()
-				notePosLocked(st, position{m.info.seq, m.seq})
+				s.notePosLocked(st, position{m.info.seq, m.seq})
 				s.mu.Unlock()
 			}
 			if m.info.seq <= since {
@@ -229,7 +229,7 @@ func (s *Store) Events(ctx context.Context, id string, since int64, fn func(hist
 		if err := fn(cur); err != nil {
 			// The next stretch starts here.
 			s.mu.Lock()
-			notePosLocked(st, position{cur.Seq, curAt})
+			s.notePosLocked(st, position{cur.Seq, curAt})
 			s.mu.Unlock()
 			return stopScan{err}
 		}
@@ -251,7 +251,7 @@ func (s *Store) Events(ctx context.Context, id string, since int64, fn func(hist
 func (s *Store) lastPos(st *convState) int64 {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return lastPosLocked(st)
+	return s.lastPosLocked(st)
 }
 
 // stopScan carries fn's error through scan.
@@ -505,11 +505,12 @@ func (s *Store) Delete(ctx context.Context, id string) error {
 	}
 	st.write.Lock()
 	defer st.write.Unlock()
-	return s.deleteLocked(ctx, id, st)
+	return s.deleteWriteLocked(ctx, id, st)
 }
 
-// deleteLocked deletes a conversation; the caller holds st.write.
-func (s *Store) deleteLocked(ctx context.Context, id string, st *convState) error {
+// deleteWriteLocked deletes a conversation; the caller holds st.write
+// (the conversation's write lock, not s.mu).
+func (s *Store) deleteWriteLocked(ctx context.Context, id string, st *convState) error {
 	if err := s.leaderCall(ctx, func(ctx context.Context) error {
 		sh := s.shardOf(id)
 		return sh.st.Purge(ctx, jetstream.WithPurgeSubject(sh.subjectOf(id)))
@@ -567,5 +568,5 @@ func (s *Store) deleteIfOlder(ctx context.Context, id string, cutoff time.Time) 
 	if !v.exists || !v.rec.UpdatedAt.Before(cutoff) {
 		return false, nil // touched meanwhile
 	}
-	return true, s.deleteLocked(ctx, id, st)
+	return true, s.deleteWriteLocked(ctx, id, st)
 }

@@ -36,7 +36,8 @@ func (h *slowLiveHooks) Deleted(string) {
 
 // TestClusterNoLiveHookAfterStop: once Stop returns, no hook of the live
 // subscription runs: not the one that was running (nats.go's Unsubscribe
-// does not wait for it), and none of those queued behind it. A hook after
+// does not wait for it: Stop waits for deliver), and none of those queued
+// behind it. A hook after
 // Stop would read a closed store, or make a conversation on a relay that
 // closed.
 func TestClusterNoLiveHookAfterStop(t *testing.T) {

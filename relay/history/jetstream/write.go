@@ -405,12 +405,12 @@ func (s *Store) commit(ctx context.Context, w *convWrite, epoch uint64) error {
 	w.st.known, w.st.exists, w.st.tail, w.st.rec, w.st.unsure = true, true, tail, last.rec, nil
 	if !last.rec.Unsorted {
 		// A batch's messages have consecutive stream seqs.
-		noted := lastPosLocked(w.st)
+		noted := s.lastPosLocked(w.st)
 		for _, u := range units {
 			for _, p := range u.events {
 				if p.seq >= noted+posEvery {
 					noted = p.seq
-					notePosLocked(w.st, position{p.seq, u.ack - uint64(len(u.msgs)-1) + p.stream})
+					s.notePosLocked(w.st, position{p.seq, u.ack - uint64(len(u.msgs)-1) + p.stream})
 				}
 			}
 		}
