@@ -702,3 +702,40 @@ func TestSettingsFitsTheWindow(t *testing.T) {
 		d.close()
 	}
 }
+
+// TestSettingsErrorsShowWhole: the messages in red that Apply shows make
+// the groups taller; the dialog grows to the window and scrolls the rest,
+// so that every message shows whole, neither cut off nor over the rows
+// below it (the dialog kept the size it opened with, and the groups
+// their layout).
+func TestSettingsErrorsShowWhole(t *testing.T) {
+	h := newHarness(t, harnessConfig{size: fyne.NewSize(1100, 720)})
+	h.w.ShowSettings()
+	h.frame()
+	d := h.w.settings
+	d.selector(settings.FieldRemote).SetSelected(settings.Lookup(settings.FieldRemote).ChoiceLabel("true"))
+	d.entry(settings.FieldRemoteURL).SetText("http://relay.example.com")
+	d.entry(settings.FieldWorkDir).SetText(filepath.Join(t.TempDir(), "missing"))
+	d.selectEntry(settings.FieldInputTimeout).SetText("soon")
+	test.Tap(d.apply)
+	h.frame()
+	if got, want := d.body.Size().Height, d.body.MinSize().Height; got < want {
+		t.Errorf("the groups are laid out %.0f px high, they need %.0f: their rows overlap", got, want)
+	}
+	shown := 0
+	for f, l := range d.errs {
+		if !l.Visible() {
+			continue
+		}
+		shown++
+		if got, want := l.Size().Height, l.MinSize().Height; got < want || l.Size().Width <= 0 {
+			t.Errorf("%s: its message is %v, it needs %.0f px high: cut off", f, l.Size(), want)
+		}
+	}
+	if shown != 3 {
+		t.Fatalf("%d messages shown, want 3", shown)
+	}
+	if top := h.w.Window().Canvas().Overlays().Top(); top.MinSize().Height > 720 {
+		t.Errorf("the dialog needs %.0f px, more than the window", top.MinSize().Height)
+	}
+}

@@ -474,6 +474,20 @@ func (d *settingsDialog) showErrors(errs []settings.FieldError) {
 			l.Show()
 		}
 	}
+	d.refit()
+}
+
+// refit sizes the dialog again to its groups once messages came or went:
+// they change the groups' height, which neither the dialog nor the
+// scroll around them follows by itself (the messages were cut off or
+// drawn over the rows below). Twice, as a message wraps at the width it
+// was last laid out to.
+func (d *settingsDialog) refit() {
+	for range 2 {
+		d.fit(d.w.win.Canvas().Size().Height)
+		d.dlg.Resize(d.dlg.MinSize())
+		d.scroll.Refresh() // lays the groups out again if the dialog kept its size
+	}
 }
 
 func (d *settingsDialog) setStatus(text string, imp widget.Importance) {
