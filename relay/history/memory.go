@@ -80,7 +80,7 @@ func (m *Memory) Write(ctx context.Context, b Batch) error {
 			return fmt.Errorf("history: write event %d of conversation %q: %w", e.Seq, e.ConversationID, ErrNotFound)
 		}
 		repeated := false
-		if _, found := m.find(e.ConversationID, e.Seq); found {
+		if _, found := m.findLocked(e.ConversationID, e.Seq); found {
 			repeated = true
 		} else if top, ok := batchMax[e.ConversationID]; ok && e.Seq <= top {
 			repeated = slices.ContainsFunc(b.Events[:i], func(o Event) bool {
@@ -102,7 +102,7 @@ func (m *Memory) Write(ctx context.Context, b Batch) error {
 		}
 		// Out of order: insert into a new array (Clip makes Insert
 		// allocate), because Events may be handing the old one to its fn.
-		i, _ := m.find(e.ConversationID, e.Seq)
+		i, _ := m.findLocked(e.ConversationID, e.Seq)
 		m.events[e.ConversationID] = slices.Insert(slices.Clip(evs), i, e)
 	}
 	for _, c := range b.Conversations {
@@ -112,16 +112,17 @@ func (m *Memory) Write(ctx context.Context, b Batch) error {
 	return nil
 }
 
-// find returns where seq is, or would be, in the conversation's events.
+// findLocked returns where seq is, or would be, in the conversation's
+// events.
 // The caller holds m.mu.
-func (m *Memory) find(conversationID string, seq int64) (int, bool) {
+func (m *Memory) findLocked(conversationID string, seq int64) (int, bool) {
 	return slices.BinarySearchFunc(m.events[conversationID], seq, func(e Event, seq int64) int { return cmp.Compare(e.Seq, seq) })
 }
 
 func (m *Memory) Events(ctx context.Context, conversationID string, since int64, fn func(Event) error) error {
 	m.mu.RLock()
 	evs := m.events[conversationID]
-	i, _ := m.find(conversationID, since+1)
+	i, _ := m.findLocked(conversationID, since+1)
 	// Capped so that later appends never touch our view; Write never
 	// changes elements in place (an out-of-order insert copies).
 	evs = evs[i:len(evs):len(evs)]

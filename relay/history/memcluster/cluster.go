@@ -333,10 +333,10 @@ func (c *Cluster) Health() string {
 	return ""
 }
 
-// aliveLocked reports whether relay's lease holds: this relay's as it
-// last saw its own, another's as the Net holds it. The caller holds
-// n.mu.
-func (c *Cluster) aliveLocked(relay string) bool {
+// aliveNetLocked reports whether relay's lease holds: this relay's as it
+// last saw its own, another's as the Net holds it. The caller holds the
+// Net's mu (not c.mu, which it takes).
+func (c *Cluster) aliveNetLocked(relay string) bool {
 	c.mu.Lock()
 	self, ok := c.id, c.leaseOK
 	c.mu.Unlock()
@@ -391,7 +391,7 @@ func (c *Cluster) Claim(ctx context.Context, id string) (owner, previous string,
 		take()
 		return self, "", nil
 	}
-	live := c.aliveLocked(rec.relay)
+	live := c.aliveNetLocked(rec.relay)
 	switch {
 	case rec.relay == self && live:
 		c.mu.Lock()
@@ -418,7 +418,7 @@ func (c *Cluster) Owner(ctx context.Context, id string) (string, bool, error) {
 	if !ok {
 		return "", false, nil
 	}
-	return rec.relay, c.aliveLocked(rec.relay), nil
+	return rec.relay, c.aliveNetLocked(rec.relay), nil
 }
 
 // Release removes this relay's owner record of a conversation, unless

@@ -27,7 +27,7 @@ func (c *Cluster) Forward(ctx context.Context, owner string, cmd []byte) ([]byte
 	if err := c.lockNet(); err != nil {
 		return nil, fmt.Errorf("memcluster: forward to relay %s: %w", owner, err)
 	}
-	alive := c.aliveLocked(owner)
+	alive := c.aliveNetLocked(owner)
 	c.net.mu.Unlock()
 	if !alive {
 		return nil, fmt.Errorf("memcluster: forward to relay %s: %w (%w)", owner, history.ErrUnreachable, history.ErrLeaseLapsed)

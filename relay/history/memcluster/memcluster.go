@@ -180,7 +180,7 @@ func (s *Store) Write(ctx context.Context, b history.Batch) error {
 		if !known {
 			continue // as the JetStream store, it expects what is stored now
 		}
-		if now := s.tailLocked(ctx, id); now != want {
+		if now := s.tailNetLocked(ctx, id); now != want {
 			failed[id] = fmt.Errorf("memcluster: conversation %q is at %+v, not %+v: %w", id, now, want, history.ErrConflict)
 		}
 	}
@@ -232,8 +232,10 @@ func (s *Store) Write(ctx context.Context, b history.Batch) error {
 	return nil
 }
 
-// tailLocked is the conversation's tail as stored now.
-func (s *Store) tailLocked(ctx context.Context, id string) tail {
+// tailNetLocked is the conversation's tail as stored now. The caller holds
+// the Net's mu, which every Store's Write holds while it checks the tails
+// and stores.
+func (s *Store) tailNetLocked(ctx context.Context, id string) tail {
 	c, err := s.net.mem.Conversation(ctx, id)
 	if err != nil {
 		return tail{}
