@@ -1,6 +1,7 @@
 package jetstream
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"log/slog"
@@ -43,5 +44,30 @@ func TestClusterLivePendingBounded(t *testing.T) {
 	}
 	if n := len(c.pending["one"]); n > maxPendingEvents {
 		t.Fatalf("%d events of one unfinished append kept, want at most %d", n, maxPendingEvents)
+	}
+}
+
+// TestDeliverHandlesNothingOnceStopped: once Stop has ended deliver's
+// context, the messages still queued run no hook, however often select
+// would pick them over the context's end.
+func TestDeliverHandlesNothingOnceStopped(t *testing.T) {
+	t.Parallel()
+	c := &Cluster{
+		base:    "pilotdesk",
+		log:     slog.New(slog.NewTextHandler(io.Discard, nil)),
+		pending: map[string][]history.Event{},
+		hooks:   quietHooks{},
+	}
+	c.f.msgs = make(chan *nats.Msg, 100)
+	for i := range cap(c.f.msgs) {
+		m := &nats.Msg{Subject: c.liveSubject(fmt.Sprintf("c%d", i)), Header: nats.Header{}, Data: []byte(`{}`)}
+		m.Header.Set(hdrEvent, "1 1 1 assistant")
+		c.f.msgs <- m
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	c.deliver(ctx)
+	if n := c.liveMsgs.Load(); n != 0 {
+		t.Fatalf("deliver handled %d messages after its context ended", n)
 	}
 }
