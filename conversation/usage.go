@@ -66,6 +66,9 @@ type Usage struct {
 	TotalPremiumRequests float64
 	Models               []ModelMetric
 	SessionCredits       *float64 // the session's credits, when reported
+	// Unreported: the agent said it reports no usage at all
+	// (copilot:quota's unreported); Empty stays true.
+	Unreported bool
 }
 
 // Empty reports whether nothing has been reported yet. Tokens alone count:
@@ -77,6 +80,10 @@ func (u Usage) Empty() bool {
 
 // addQuota folds one copilot:quota in.
 func (u *Usage) addQuota(q *protocol.Quota) {
+	if q.Unreported {
+		u.Unreported = true // no call, no figures
+		return
+	}
 	u.Calls++
 	if q.Model != "" {
 		u.Model = q.Model
@@ -202,12 +209,18 @@ func tokenText(u Usage) string {
 	return s + " tokens"
 }
 
+// NoUsageText is the usage line of an agent that reports no usage.
+const NoUsageText = "This agent reports no usage: its turns' tokens and cost cannot be shown"
+
 // UsageText is a conversation's usage on one line: the model, this turn's
 // and the conversation's credits (or tokens, with your own model), every
 // quota with its reset date and the pace, the premium multiplier and the
 // cache tokens.
 func UsageText(conv, turn Usage, now time.Time) string {
 	if conv.Empty() {
+		if conv.Unreported {
+			return NoUsageText
+		}
 		return "No usage reported yet"
 	}
 	var parts []string
@@ -324,6 +337,9 @@ func TotalsText(u Usage) string {
 // session totals when the session ended.
 func TurnText(u, conv Usage, now time.Time) string {
 	if u.Calls == 0 && !u.HaveTotals {
+		if conv.Unreported && conv.Empty() {
+			return "usage: this agent reports none"
+		}
 		return "usage: none reported for this turn"
 	}
 	var parts []string

@@ -131,6 +131,7 @@ func wordCases() []wordCase {
 	usedUp := quota(`{"model":"gpt-5","cost":0.33,"quotaSnapshots":{"premium_interactions":{"entitlementRequests":300,"usedRequests":300,"remainingPercentage":0,"resetDate":"2026-12-01T00:00:00Z"}}}`)
 	ownModel := quota(`{"quotaSnapshots":{},"inputTokens":12000,"outputTokens":800,"cacheReadTokens":500}`)
 	ownModel2 := quota(`{"quotaSnapshots":{},"inputTokens":100,"outputTokens":10}`)
+	unreported := quota(`{"quotaSnapshots":{},"unreported":true}`)
 	end := shutdown(`{"totalPremiumRequests":2,"modelMetrics":{"gpt-5":{"requests":{"count":2,"cost":1},"usage":{"inputTokens":15000,"outputTokens":900}}},"aiCredits":2}`)
 	end1 := shutdown(`{"totalPremiumRequests":1,"modelMetrics":{}}`)
 	now, early := "2026-11-20T12:00:00Z", "2026-11-03T12:00:00Z"
@@ -142,6 +143,9 @@ func wordCases() []wordCase {
 		{[]any{usedUp}, []any{usedUp}},
 		{[]any{ownModel, ownModel2}, []any{ownModel2}},
 		{[]any{credits1, end}, []any{end}},
+		{[]any{unreported}, none},
+		{[]any{unreported}, []any{unreported}},
+		{[]any{ownModel, unreported}, none},
 	} {
 		add("usageText", c.conv, c.turn, now)
 		add("usageText", c.conv, c.turn, early)

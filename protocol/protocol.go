@@ -519,6 +519,10 @@ type Quota struct {
 	// its first spend when that is younger, at least a day). Sent with a
 	// call that reported credits.
 	CreditsPerDay *float64 `json:"creditsPerDay,omitempty"`
+	// Unreported (ext), with no figures, says that the agent reports no
+	// usage at all (an ACP agent such as Codex): clients say so in their
+	// usage line instead of waiting for figures. It reports no call.
+	Unreported bool `json:"unreported,omitempty"`
 }
 
 // PaceWindow is how far back the relay's CreditsPerDay looks.

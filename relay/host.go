@@ -169,6 +169,7 @@ func (c *conversation) emitUsageLocked(e session.Usage) {
 		CacheWriteTokens: e.CacheWriteTokens,
 		AICredits:        protocol.Credits(e.NanoAIU),
 		AICreditsStatus:  e.AICreditsStatus,
+		Unreported:       e.Unreported,
 	}
 	if e.NanoAIU != nil {
 		d.CreditsPerDay = c.r.budget.perDay(c.r.budgetClock())

@@ -196,6 +196,10 @@ type Usage struct {
 	// ("unavailable" with your own model).
 	NanoAIU         *float64
 	AICreditsStatus string
+	// Unreported says, with no figures, that the agent reports no usage
+	// at all (its turns end with none: Codex on ACP), so that clients say
+	// so rather than wait for figures. Sent once per conversation.
+	Unreported bool
 }
 
 // Shutdown reports that the agent session ended (copilot:shutdown).

@@ -112,7 +112,8 @@ func TestNoUnadvertisedMethods(t *testing.T) {
 
 // TestUsageFromQuota: the Gemini CLI's token counts come in the prompt
 // response's _meta.quota; an agent that reports none (Codex) is said to,
-// once.
+// once, by a usage event with no figures (the clients' usage lines say
+// it), not by a note in the transcript.
 func TestUsageFromQuota(t *testing.T) {
 	t.Parallel()
 	opts, _ := newFake(t)
@@ -134,13 +135,19 @@ func TestUsageFromQuota(t *testing.T) {
 		}
 	}
 	n := 0
-	for _, note := range notes(h.Events()) {
-		if strings.Contains(note, "reports no usage") {
+	for _, u := range testsupport.OfType[session.Usage](h.Events()) {
+		if u.Unreported {
 			n++
+			if u.InputTokens != nil || u.Model != "" || u.Cost != nil {
+				t.Errorf("the event that says there is no usage has figures: %+v", u)
+			}
 		}
 	}
 	if n != 1 {
-		t.Errorf("%d notes that the agent reports no usage, want 1: %q", n, notes(h.Events()))
+		t.Errorf("%d events saying that the agent reports no usage, want 1: %v", n, shape(h.Events()))
+	}
+	if hasNote(h.Events(), "reports no usage") {
+		t.Errorf("a note in the transcript says it too: %q", notes(h.Events()))
 	}
 }
 

@@ -333,7 +333,7 @@ func (s *Session) Run(ctx context.Context, t session.Turn) error {
 		}
 		s.st.endTurn(aborted, usage)
 		if res.Usage == nil && quotaUsage(res.Meta) == nil && err == nil && !aborted && res.StopReason == sdk.StopReasonEndTurn {
-			s.st.note("no-usage", "this agent reports no usage: its turns' tokens and cost cannot be shown.")
+			s.st.unreported()
 		}
 	})
 	if stoppedAtDenial {

@@ -353,6 +353,19 @@ func (st *stream) endTurn(aborted bool, usage *session.Usage) {
 	}
 }
 
+// unreported says, once per conversation, that the agent reports no
+// usage: a usage event with no figures, which the clients' usage lines
+// put in words (a note in the transcript said it while the usage line
+// still waited for figures).
+func (st *stream) unreported() {
+	if st.warned["no-usage"] {
+		return
+	}
+	st.warned["no-usage"] = true
+	st.log.Info("acp: the agent reports no usage")
+	st.host.Emit(session.Usage{Unreported: true})
+}
+
 // note puts a remark of pilotdesk's (not the agent's) in the transcript,
 // once per conversation and key. The Host has no event for notes, so it is
 // an assistant message of its own, marked as pilotdesk's.

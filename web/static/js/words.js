@@ -217,7 +217,7 @@ export function newUsage() {
     calls: 0, model: '', cost: null, costSum: 0, cacheRead: null, cacheWrite: null,
     inputTokens: 0, outputTokens: 0, cachedTokens: 0, haveTokens: false,
     credits: 0, haveCredits: false, creditsStatus: '', creditsPerDay: 0, quotas: [],
-    haveTotals: false, totalPremium: 0, models: [], sessionCredits: null,
+    haveTotals: false, totalPremium: 0, models: [], sessionCredits: null, unreported: false,
   };
 }
 
@@ -225,6 +225,10 @@ const isNum = (v) => typeof v === 'number' && Number.isFinite(v);
 
 /** addQuota folds one copilot:quota into u. */
 export function addQuota(u, q) {
+  if (q.unreported === true) {
+    u.unreported = true; // the agent reports no usage: no call, no figures
+    return;
+  }
   u.calls++;
   if (q.model) u.model = q.model;
   if (isNum(q.cost)) { u.cost = q.cost; u.costSum += q.cost; }
@@ -372,12 +376,15 @@ function usageEmpty(u) {
   return !u.model && u.cost === null && u.cacheRead === null && u.cacheWrite === null && u.quotas.length === 0 && !u.haveTotals && !u.haveTokens;
 }
 
+/** NO_USAGE is the usage line of an agent that reports no usage. */
+export const NO_USAGE = "This agent reports no usage: its turns' tokens and cost cannot be shown";
+
 /**
  * usageText is a conversation's usage on one line (conv the
  * conversation's, turn the running or last turn's, now in ms).
  */
 export function usageText(conv, turn = newUsage(), now = Date.now()) {
-  if (usageEmpty(conv)) return 'No usage reported yet';
+  if (usageEmpty(conv)) return conv.unreported ? NO_USAGE : 'No usage reported yet';
   const parts = [];
   if (conv.model) parts.push(`Model ${conv.model}`);
   if (conv.haveCredits) parts.push(`this turn ${creditsText(turn.credits)} · conversation ${creditsText(conv.credits)}`);
@@ -413,7 +420,7 @@ export function totalsText(u) {
  * conversation's, now in ms), as the terminal prints it after each turn.
  */
 export function turnText(u, conv = u, now = Date.now()) {
-  if (u.calls === 0 && !u.haveTotals) return 'usage: none reported for this turn';
+  if (u.calls === 0 && !u.haveTotals) return conv.unreported && usageEmpty(conv) ? 'usage: this agent reports none' : 'usage: none reported for this turn';
   const parts = [];
   if (u.model) parts.push(oneLine(u.model, 60));
   if (u.haveTokens) parts.push(u.cachedTokens > 0 ? tokenText(u) : `${tokens(u.inputTokens)} in / ${tokens(u.outputTokens)} out tokens`);
