@@ -104,6 +104,21 @@ func TestUsageTokens(t *testing.T) {
 	cl.Expect("copilot:idle")
 }
 
+// A backend's word that its agent reports no usage reaches the client as a
+// copilot:quota with unreported and no figures (docs/protocol.md, Usage).
+func TestUsageUnreported(t *testing.T) {
+	e := start(t, nil)
+	cl, _ := e.subscribe("none")
+	ft := e.startTurn(cl, "none", "count", nil)
+	ft.Host.Emit(session.Usage{Unreported: true})
+	ft.finish(nil)
+	f := cl.Expect("copilot:quota")
+	if m := keys(t, f, "conversationId", "seq", "quotaSnapshots", "unreported"); m["unreported"] != true {
+		t.Fatalf("quota %s: want unreported true and no figures", f.Raw)
+	}
+	cl.Expect("copilot:idle")
+}
+
 // Backends pass events by value; a pointer is not an event the relay knows:
 // it is logged and dropped, and takes no seq.
 func TestPointerEventIsDropped(t *testing.T) {
