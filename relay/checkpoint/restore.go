@@ -166,15 +166,7 @@ func writeFile(root, path, mode string, content io.Reader) error {
 	if mode == "100755" {
 		perm = 0o755
 	}
-	out, err := os.OpenFile(full, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, perm)
-	if err != nil {
-		return err
-	}
-	if _, err := io.Copy(out, content); err != nil {
-		out.Close()
-		return err
-	}
-	if err := out.Close(); err != nil {
+	if err := writeFrom(full, perm, content); err != nil {
 		return err
 	}
 	if fi, err := os.Stat(full); err == nil && (fi.Mode()&0o100 != 0) != (perm&0o100 != 0) {

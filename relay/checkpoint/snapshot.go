@@ -370,18 +370,26 @@ func copyIndex(from, to string) error {
 	if err != nil {
 		return err
 	}
-	out, err := os.OpenFile(to, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
-	if err != nil {
-		return err
-	}
-	if _, err := io.Copy(out, in); err != nil {
-		out.Close()
-		return err
-	}
-	if err := out.Close(); err != nil {
+	if err := writeFrom(to, 0o600, in); err != nil {
 		return err
 	}
 	return os.Chtimes(to, time.Time{}, fi.ModTime())
+}
+
+// writeFrom creates or truncates path with perm (for a new file) and
+// copies r into it. The Close error counts: it is where a full disk or
+// a lost write shows on some file systems, and a checkpoint that
+// silently lost bytes would restore the wrong content.
+func writeFrom(path string, perm fs.FileMode, r io.Reader) error {
+	out, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, perm)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(out, r); err != nil {
+		out.Close()
+		return err
+	}
+	return out.Close()
 }
 
 func randomSuffix() string {
