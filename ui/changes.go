@@ -254,16 +254,9 @@ func (t *transcript) setCardFile(key string, o toolOpen, by fyne.Focusable) {
 		if r.Changes == nil || r.Changes.Checkpoint != checkpoint {
 			continue
 		}
-		t.cache[id].exact = false
-		h := t.measureRow(id)
-		if h == t.heights[id] {
-			t.list.RefreshItem(id)
-		}
-		t.setHeights(map[int]float32{id: h})
+		t.remeasureRow(id)
 	}
-	if by == nil || t.win.win.Canvas().Focused() != by {
-		t.win.focusComposer()
-	}
+	t.focusAfterToggle(by)
 }
 
 // askDiff asks the relay for the diff of one file of a card of the

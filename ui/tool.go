@@ -55,12 +55,27 @@ func (t *transcript) setOpen(id int, o toolOpen, by fyne.Focusable) {
 	} else {
 		t.open[r.MessageID] = o
 	}
+	t.remeasureRow(id)
+	t.focusAfterToggle(by)
+}
+
+// remeasureRow gives row id its height again after what it shows changed
+// (a part opened or closed). A row whose height stayed is refreshed by
+// hand: the list redraws a row only when its height changes.
+func (t *transcript) remeasureRow(id int) {
 	t.cache[id].exact = false
 	h := t.measureRow(id)
 	if h == t.heights[id] {
 		t.list.RefreshItem(id)
 	}
 	t.setHeights(map[int]float32{id: h})
+}
+
+// focusAfterToggle leaves the keyboard on by when it is there (Tab
+// reached the button, Space pressed it) and otherwise sends it back to
+// the composer, so that neither a click nor a button that went away
+// strands it.
+func (t *transcript) focusAfterToggle(by fyne.Focusable) {
 	if by == nil || t.win.win.Canvas().Focused() != by {
 		t.win.focusComposer()
 	}
