@@ -17,22 +17,4 @@ source "$(dirname "${BASH_SOURCE[0]}")/install-npm-tool.sh"
 VERSION="${CLAUDE_ACP_VERSION:-0.23.1}"
 
 npm_tool_init claude-acp @zed-industries/claude-agent-acp "$VERSION"
-bin="$dest/node_modules/.bin/claude-agent-acp"
-
-npm_tool_need npm node
-
-if npm_tool_current && [[ -x "$bin" ]]; then
-	echo "$bin"
-	exit 0
-fi
-
-npm_tool_install "about 85 MB"
-
-if [[ ! -x "$bin" ]]; then
-	npm_tool_fail "npm finished but $bin is missing (see $log)"
-fi
-# The adapter has no --version; its package.json names what npm installed.
-npm_tool_check_version "package" "its package.json" \
-	node -p 'require(process.argv[1]).version' "$dest/node_modules/@zed-industries/claude-agent-acp/package.json"
-
-npm_tool_done "$bin"
+npm_tool_package_bin claude-agent-acp "about 85 MB"

@@ -17,21 +17,4 @@ source "$(dirname "${BASH_SOURCE[0]}")/install-npm-tool.sh"
 VERSION="${CODEX_ACP_VERSION:-0.16.0}"
 
 npm_tool_init codex-acp @zed-industries/codex-acp "$VERSION"
-bin="$dest/node_modules/.bin/codex-acp"
-
-npm_tool_need npm node
-
-if npm_tool_current && [[ -x "$bin" ]]; then
-	echo "$bin"
-	exit 0
-fi
-
-npm_tool_install "about 220 MB"
-
-if [[ ! -x "$bin" ]]; then
-	npm_tool_fail "npm finished but $bin is missing (see $log)"
-fi
-npm_tool_check_version "package" "its package.json" \
-	node -p 'require(process.argv[1]).version' "$dest/node_modules/@zed-industries/codex-acp/package.json"
-
-npm_tool_done "$bin"
+npm_tool_package_bin codex-acp "about 220 MB"

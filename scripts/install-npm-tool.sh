@@ -1,5 +1,6 @@
 # shellcheck shell=bash
-# The part scripts/install-copilot.sh and scripts/install-opencode.sh share:
+# The part scripts/install-copilot.sh, install-opencode.sh,
+# install-claude-acp.sh and install-codex-acp.sh share:
 # installing a pinned npm package into the project-local directory
 # .tools/<name>, idempotently. It is sourced, not run:
 #
@@ -87,4 +88,25 @@ npm_tool_check_version() {
 npm_tool_done() {
 	echo "$npm_tool_version" >"$stamp"
 	echo "$1"
+}
+
+# npm_tool_package_bin EXE SIZE is all of an install for a package whose
+# executable EXE (in node_modules/.bin) has no --version, such as Zed's
+# ACP adapters: it installs the package unless the version wanted is
+# there, checks that the package's package.json names that version, and
+# prints the path of EXE.
+npm_tool_package_bin() {
+	local bin="$dest/node_modules/.bin/$1"
+	npm_tool_need npm node
+	if npm_tool_current && [[ -x "$bin" ]]; then
+		echo "$bin"
+		return 0
+	fi
+	npm_tool_install "$2"
+	if [[ ! -x "$bin" ]]; then
+		npm_tool_fail "npm finished but $bin is missing (see $log)"
+	fi
+	npm_tool_check_version "package" "its package.json" \
+		node -p 'require(process.argv[1]).version' "$dest/node_modules/$npm_tool_package/package.json"
+	npm_tool_done "$bin"
 }
