@@ -111,9 +111,17 @@ func (q *Queue[T]) roomLocked() bool {
 		(q.waitBytes == 0 || q.bytes < q.waitBytes)
 }
 
-func (q *Queue[T]) appendLocked(v T, bytes int) {
-	q.items = append(q.items, v)
+// appendUnlock appends vs, of the given bytes, unlocks q.mu and, when
+// the queue was empty, tells a waiting consumer: the signal goes out of
+// the lock, so the consumer it wakes does not wait for it.
+func (q *Queue[T]) appendUnlock(bytes int, vs ...T) {
+	first := len(q.items) == 0
+	q.items = append(q.items, vs...)
 	q.bytes += bytes
+	q.mu.Unlock()
+	if first {
+		q.signal()
+	}
 }
 
 // signal tells a waiting consumer that items arrived.
@@ -145,12 +153,7 @@ func (q *Queue[T]) TryPush(v T) error {
 		q.mu.Unlock()
 		return ErrFull
 	}
-	q.appendLocked(v, bytes)
-	first := len(q.items) == 1
-	q.mu.Unlock()
-	if first {
-		q.signal()
-	}
+	q.appendUnlock(bytes, v)
 	return nil
 }
 
@@ -175,13 +178,7 @@ func (q *Queue[T]) TryPushAll(vs []T) error {
 		q.mu.Unlock()
 		return ErrFull
 	}
-	first := len(q.items) == 0
-	q.items = append(q.items, vs...)
-	q.bytes += bytes
-	q.mu.Unlock()
-	if first {
-		q.signal()
-	}
+	q.appendUnlock(bytes, vs...)
 	return nil
 }
 
@@ -198,12 +195,7 @@ func (q *Queue[T]) Push(ctx context.Context, v T) error {
 			return ErrClosed
 		}
 		if q.roomLocked() {
-			q.appendLocked(v, bytes)
-			first := len(q.items) == 1
-			q.mu.Unlock()
-			if first {
-				q.signal()
-			}
+			q.appendUnlock(bytes, v)
 			return nil
 		}
 		if err := q.waitRoom(ctx); err != nil {
