@@ -27,18 +27,8 @@ tmp=$(mktemp -d /tmp/pilotdesk-acp-window.XXXXXX)
 out=${2:-$tmp/shots}
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
-pids=()
-cleanup() {
-	# One at a time, the window first: it stops its agent only while its X
-	# server lives (an X server gone under it ends it at once, and an ACP
-	# agent with a session open, such as Claude Code's, outlives it).
-	for ((i = ${#pids[@]} - 1; i >= 0; i--)); do
-		kill "${pids[i]}" 2>/dev/null || true
-		wait "${pids[i]}" 2>/dev/null || true
-	done
-	rm -rf "$tmp"
-}
-trap cleanup EXIT
+name=acp-window-$agent
+. scripts/window-lib.sh
 
 echo "acp-window-agent: building the GL binary and the mock model" >&2
 bin=$repo/.tools/acp-window
@@ -53,11 +43,7 @@ for _ in $(seq 50); do grep -q '^mock model at ' "$tmp/mock.log" && break; sleep
 mock=$(sed -n 's/^mock model at \([^ ]*\) .*/\1/p' "$tmp/mock.log")
 [ -n "$mock" ] || { echo "acp-window-agent: the mock model did not start:" >&2; cat "$tmp/mock.log" >&2; exit 1; }
 
-exec 3>"$tmp/display"
-Xvfb -displayfd 3 -screen 0 1280x800x24 -nolisten tcp >"$tmp/xvfb.log" 2>&1 &
-pids+=($!)
-for _ in $(seq 50); do [ -s "$tmp/display" ] && break; sleep 0.1; done
-export DISPLAY=":$(head -1 "$tmp/display")"
+win_xvfb
 
 home=$tmp/home
 mkdir -p "$home" "$tmp/work" "$tmp/data"
@@ -85,39 +71,11 @@ TOML
 	env+=(CODEX_HOME="$home/codex" MOCK_API_KEY=mock-key)
 	;;
 esac
-(
-	cd "$tmp/work"
-	exec env "${env[@]}" "$pilotdesk" --agent acp --acp-command "$command" --workdir "$tmp/work" --data-dir "$tmp/data" --verbose
-) >"$tmp/window.log" 2>&1 &
-pids+=($!)
-
-fail() {
-	echo "acp-window-agent: FAILED: $*" >&2
-	echo "--- the window's log:" >&2
-	tail -40 "$tmp/window.log" >&2
-	import -window root "$out/acp-window-$agent-failed.png" 2>/dev/null && echo "acp-window-agent: the screen is in $out/acp-window-$agent-failed.png" >&2
-	exit 1
-}
-waitfor() {
-	local what=$1 secs=$2
-	shift 2
-	for _ in $(seq $((secs * 2))); do "$@" && return 0; sleep 0.5; done
-	fail "$what (waited $secs s)"
-}
-logged() { grep -q "$1" "$tmp/window.log"; }
-
-waitfor "the window to open" 120 xdotool search --name '^pilotdesk' >/dev/null
-win=$(xdotool search --name '^pilotdesk' | head -1)
-xdotool windowsize "$win" 1100 720 windowmove "$win" 0 0
+win_start "$tmp/work" "${env[@]}" "$pilotdesk" --agent acp --acp-command "$command" --workdir "$tmp/work" --data-dir "$tmp/data" --verbose
+win_find 120
 waitfor "the embedded relay to start on $command" 180 logged 'msg="agent: acp"'
 sleep 2
-xdotool windowactivate --sync "$win" 2>/dev/null || xdotool windowfocus "$win"
-wx=$(xwininfo -id "$win" | sed -n 's/.*Absolute upper-left X: *//p')
-wy=$(xwininfo -id "$win" | sed -n 's/.*Absolute upper-left Y: *//p')
-click() { xdotool mousemove $((wx + $1)) $((wy + $2)) click 1; sleep "${3:-0.8}"; }
-click 600 610 0.3 # the composer
-xdotool type --delay 15 "Write the file hello."
-xdotool key Return
+win_send "Write the file hello."
 waitfor "$command to write hello.txt" 240 test -s "$tmp/work/hello.txt"
 sleep 6 # the reply after the tool, and the turn's end
 import -window "$win" "$out/acp-window-$agent.png"

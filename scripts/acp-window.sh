@@ -65,16 +65,12 @@ home=$tmp/home
 mkdir -p "$home" "$tmp/work" "$tmp/data"
 printf 'one\nTWO\nthree\n' >"$tmp/work/notes.txt"
 config=$(printf '{"provider":{"mock":{"npm":"@ai-sdk/openai-compatible","name":"Mock","options":{"baseURL":"%s","apiKey":"mock-key"},"models":{"gpt-4.1":{"name":"gpt-4.1","tool_call":true}}}},"model":"mock/gpt-4.1","small_model":"mock/gpt-4.1","permission":{"bash":"ask","edit":"ask","webfetch":"ask"},"autoupdate":false,"share":"disabled"}' "$mock")
-(
-	cd "$tmp/work"
-	exec env HOME="$home" XDG_CONFIG_HOME="$home/.config" XDG_DATA_HOME="$home/.local/share" \
-		XDG_CACHE_HOME="$home/.cache" XDG_STATE_HOME="$home/.local/state" \
-		OPENCODE_CONFIG_CONTENT="$config" OPENCODE_DISABLE_AUTOUPDATE=1 OPENCODE_DISABLE_MODELS_FETCH=1 \
-		OPENCODE_DISABLE_SHARE=1 OPENCODE_DISABLE_LSP_DOWNLOAD=1 OPENCODE_DISABLE_DEFAULT_PLUGINS=1 \
-		npm_config_offline=true PATH="$(dirname "$opencode"):$PATH" \
-		"$bin/pilotdesk" --data-dir "$tmp/data" --verbose
-) >"$tmp/window.log" 2>&1 &
-pids+=($!)
+win_start "$tmp/work" HOME="$home" XDG_CONFIG_HOME="$home/.config" XDG_DATA_HOME="$home/.local/share" \
+	XDG_CACHE_HOME="$home/.cache" XDG_STATE_HOME="$home/.local/state" \
+	OPENCODE_CONFIG_CONTENT="$config" OPENCODE_DISABLE_AUTOUPDATE=1 OPENCODE_DISABLE_MODELS_FETCH=1 \
+	OPENCODE_DISABLE_SHARE=1 OPENCODE_DISABLE_LSP_DOWNLOAD=1 OPENCODE_DISABLE_DEFAULT_PLUGINS=1 \
+	npm_config_offline=true PATH="$(dirname "$opencode"):$PATH" \
+	"$bin/pilotdesk" --data-dir "$tmp/data" --verbose
 
 win_find
 waitfor "the embedded relay to start" 60 logged 'msg="agent: '
@@ -95,9 +91,7 @@ waitfor "the relay to restart on opencode" 120 logged 'msg="agent: acp" command=
 sleep 2
 
 # A prompt that makes the mock model have opencode edit notes.txt.
-click 600 610 0.3 # the composer
-xdotool type --delay 15 "edit: notes.txt: TWO => two"
-xdotool key Return
+win_send "edit: notes.txt: TWO => two"
 waitfor "opencode to edit notes.txt" 120 grep -qx two "$tmp/work/notes.txt"
 sleep 4 # the reply after the tool, and the turn's end
 click 1053 210 0.5 # dismiss the notice of the restart

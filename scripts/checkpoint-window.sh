@@ -58,18 +58,12 @@ cat >"$tmp/script.json" <<'JSON'
   {"delta": "Done: the notes list the two new features, todo.md has the release steps, and old.txt is gone."}
 ]}]}
 JSON
-(
-	cd "$work"
-	exec env HOME="$home" XDG_CONFIG_HOME="$home/.config" "$bin/pilotdesk" --agent script --script "$tmp/script.json" --data-dir "$tmp/data" --verbose
-) >"$tmp/window.log" 2>&1 &
-pids+=($!)
+win_start "$work" HOME="$home" XDG_CONFIG_HOME="$home/.config" "$bin/pilotdesk" --agent script --script "$tmp/script.json" --data-dir "$tmp/data" --verbose
 
 win_find
 waitfor "the window's client to connect" 60 logged 'relay: connection opened'
 sleep 2
-click 600 610 0.3 # the composer
-xdotool type --delay 15 "edit the notes"
-xdotool key Return
+win_send "edit the notes"
 waitfor "the agent to remove old.txt" 60 test ! -e "$work/old.txt"
 sleep 3
 import -window "$win" "$out/checkpoint-window-card.png"

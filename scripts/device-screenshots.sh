@@ -89,18 +89,12 @@ cat >"$tmp/script.json" <<'JSON'
   {"delta": "Deploying v2.4 to staging first: it is up, and its health check answers."}
 ]}]}
 JSON
-(
-	cd "$home"
-	exec env HOME="$home" XDG_CONFIG_HOME="$home/.config" "$bin" --agent script --script "$tmp/script.json" --data-dir "$tmp/data" --verbose
-) >"$tmp/window.log" 2>&1 &
-pids+=($!)
+win_start "$home" HOME="$home" XDG_CONFIG_HOME="$home/.config" "$bin" --agent script --script "$tmp/script.json" --data-dir "$tmp/data" --verbose
 
 win_find
 waitfor "the window's client to connect" 60 logged 'relay: connection opened'
 sleep 2
-click 600 610 0.3 # the composer
-xdotool type --delay 15 "deploy the release"
-xdotool key Return
+win_send "deploy the release"
 # The window logs no turn; the scripted reply takes a moment.
 sleep 5
 

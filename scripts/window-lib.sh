@@ -1,14 +1,16 @@
 # window-lib.sh: what the scripts that photograph the real GL window share
-# (device-screenshots.sh, checkpoint-window.sh, acp-window.sh): a virtual X server, the window found and
+# (device-screenshots.sh, checkpoint-window.sh, acp-window.sh,
+# acp-window-agent.sh): a virtual X server, the window found and
 # sized, clicks at places of its content, waits that fail with the
 # window's log and a picture of the screen. Sourced, not run:
 #
 #   name=my-script tmp=$(mktemp -d …) out=…   # set before sourcing
 #   . scripts/window-lib.sh
 #   win_xvfb                 # Xvfb on a free display; exports DISPLAY
-#   … start the window, logging to $tmp/window.log; pids+=($!)
-#   win_find                 # waits for it, 1100×720 at 0,0: sets win, wx, wy
+#   win_start DIR [NAME=VALUE…] COMMAND…   # the window, in DIR, logging to $tmp/window.log
+#   win_find [SECONDS]       # waits for it, 1100×720 at 0,0: sets win, wx, wy
 #   click X Y [SECONDS]      # at X, Y of the window's content, then waits
+#   win_send TEXT            # types TEXT in the composer and sends it
 #   waitfor WHAT SECONDS CMD…, logged PATTERN, fail MESSAGE
 #
 # Processes added to pids are stopped at exit, the last first (the window
@@ -56,10 +58,24 @@ waitfor() {
 
 logged() { grep -q "$1" "$tmp/window.log"; }
 
-# win_find waits for the window, puts it at 0,0 in the size the clicks
-# of the scripts are measured in, and focuses it.
+# win_start DIR [NAME=VALUE…] COMMAND…: runs COMMAND (the window) in DIR
+# with those variables set, in the background, logging to
+# $tmp/window.log (what logged and fail read); it is stopped at exit.
+win_start() {
+	local dir=$1
+	shift
+	(
+		cd "$dir"
+		exec env "$@"
+	) >"$tmp/window.log" 2>&1 &
+	pids+=($!)
+}
+
+# win_find [SECONDS] waits for the window (60 s unless told), puts it at
+# 0,0 in the size the clicks of the scripts are measured in, and focuses
+# it.
 win_find() {
-	waitfor "the window to open" 60 xdotool search --name '^pilotdesk' >/dev/null
+	waitfor "the window to open" "${1:-60}" xdotool search --name '^pilotdesk' >/dev/null
 	win=$(xdotool search --name '^pilotdesk' | head -1)
 	xdotool windowsize "$win" 1100 720 windowmove "$win" 0 0
 	sleep 1
@@ -71,3 +87,11 @@ win_find() {
 # click X Y [SECONDS]: at X, Y of the window's content, then a pause for
 # the window to draw what follows.
 click() { xdotool mousemove $((wx + $1)) $((wy + $2)) click 1; sleep "${3:-0.8}"; }
+
+# win_send TEXT: types TEXT in the composer (where the window's size puts
+# it) and sends it with Return.
+win_send() {
+	click 600 610 0.3
+	xdotool type --delay 15 "$1"
+	xdotool key Return
+}
