@@ -446,16 +446,7 @@ func renderCode(code, lang string) []string {
 	col := 0
 	emit := func(t, style string) {
 		var plain strings.Builder
-		for _, r := range t {
-			if r == '\t' {
-				n := 4 - col%4
-				plain.WriteString(strings.Repeat(" ", n))
-				col += n
-				continue
-			}
-			plain.WriteRune(r)
-			col += runeWidth(r)
-		}
+		col = writeExpanded(&plain, t, col, 4)
 		line.WriteString(sgr(style, sanitize(plain.String())))
 	}
 	write := func(t, style string) {
@@ -515,10 +506,17 @@ func expandTabs(s string) string {
 		return s
 	}
 	var b strings.Builder
-	col := 0
+	writeExpanded(&b, s, 0, 8)
+	return b.String()
+}
+
+// writeExpanded writes s to b with each tab turned into spaces up to the
+// next multiple of tab columns, s starting at column col (each rune as
+// wide as on the terminal); it returns the column s ends at.
+func writeExpanded(b *strings.Builder, s string, col, tab int) int {
 	for _, r := range s {
 		if r == '\t' {
-			n := 8 - col%8
+			n := tab - col%tab
 			b.WriteString(strings.Repeat(" ", n))
 			col += n
 			continue
@@ -526,5 +524,5 @@ func expandTabs(s string) string {
 		b.WriteRune(r)
 		col += runeWidth(r)
 	}
-	return b.String()
+	return col
 }
