@@ -142,25 +142,26 @@ func checkWorkDir(s Settings) *FieldError {
 }
 
 func checkInputTimeout(s Settings) *FieldError {
-	if s.InputTimeout < 0 {
-		return problem(FieldInputTimeout, fmt.Sprintf("--input-timeout must be 0 (wait forever) or positive, not %v", s.InputTimeout),
-			"The input timeout must be longer than zero, or never")
-	}
-	return nil
+	return notNegative(FieldInputTimeout, "input-timeout", s.InputTimeout, "wait forever",
+		"The input timeout must be longer than zero, or never")
 }
 
 func checkACPIdleClose(s Settings) *FieldError {
-	if s.ACPIdleClose < 0 {
-		return problem(FieldACPIdleClose, fmt.Sprintf("--acp-idle-close must be 0 (never) or positive, not %v", s.ACPIdleClose),
-			"An idle session closes after a time longer than zero, or never")
-	}
-	return nil
+	return notNegative(FieldACPIdleClose, "acp-idle-close", s.ACPIdleClose, "never",
+		"An idle session closes after a time longer than zero, or never")
 }
 
 func checkACPMaxSessions(s Settings) *FieldError {
-	if s.ACPMaxSessions < 0 {
-		return problem(FieldACPMaxOpen, fmt.Sprintf("--acp-max-sessions must be 0 (no bound) or positive, not %d", s.ACPMaxSessions),
-			"The open sessions are a number from 1 up, or 0 for no bound")
+	return notNegative(FieldACPMaxOpen, "acp-max-sessions", s.ACPMaxSessions, "no bound",
+		"The open sessions are a number from 1 up, or 0 for no bound")
+}
+
+// notNegative is the check of a setting whose 0 means zero (never, no
+// bound) and whose other values must be positive: flag is its name on the
+// command line and window the window's words for the problem.
+func notNegative[T int | time.Duration](f Field, flag string, v T, zero, window string) *FieldError {
+	if v < 0 {
+		return problem(f, fmt.Sprintf("--%s must be 0 (%s) or positive, not %v", flag, zero, v), "%s", window)
 	}
 	return nil
 }
