@@ -20,13 +20,7 @@ import (
 // which agents take as a denial, and the transcript says why.
 func (st *stream) permission(turnCtx context.Context, req sdk.RequestPermissionRequest) sdk.RequestPermissionResponse {
 	tc := req.ToolCall
-	title, kind := "", sdk.ToolKind("")
-	if tc.Title != nil {
-		title = *tc.Title
-	}
-	if tc.Kind != nil {
-		kind = *tc.Kind
-	}
+	title, kind := titleKind(tc.Title, tc.Kind)
 	c := st.start(tc.ToolCallId, title, kind, tc.RawInput, true)
 	c.asked = true
 	if turnCtx.Err() != nil {

@@ -89,13 +89,7 @@ func (st *stream) update(u sdk.SessionUpdate) {
 		st.settle(tc.ToolCallId, tc.Status)
 	case u.ToolCallUpdate != nil:
 		tu := u.ToolCallUpdate
-		title, kind := "", sdk.ToolKind("")
-		if tu.Title != nil {
-			title = *tu.Title
-		}
-		if tu.Kind != nil {
-			kind = *tu.Kind
-		}
+		title, kind := titleKind(tu.Title, tu.Kind)
 		c := st.start(tu.ToolCallId, title, kind, tu.RawInput, false)
 		if c.held && strings.TrimSpace(title) != "" {
 			// Claude's tool_call is titled "Terminal"; the update that
@@ -377,4 +371,18 @@ func (st *stream) note(key, text string) {
 	st.log.Warn("acp: "+text, "note", key)
 	st.endMessage()
 	st.host.Emit(session.Message{MessageID: uuid.NewString(), Content: "⚠ pilotdesk: " + text})
+}
+
+// titleKind is a tool call's title and kind, each "" where the agent left
+// it out (a permission request or an update may name neither).
+func titleKind(title *string, kind *sdk.ToolKind) (string, sdk.ToolKind) {
+	var t string
+	var k sdk.ToolKind
+	if title != nil {
+		t = *title
+	}
+	if kind != nil {
+		k = *kind
+	}
+	return t, k
 }
