@@ -23,12 +23,7 @@ type Request struct {
 
 // ConversationID returns the conversation the request names, if any. It is
 // used to attach the id to an error about the request.
-func (r Request) ConversationID() string {
-	if a, ok := r.Data.(Addressed); ok {
-		return a.Conversation()
-	}
-	return ""
-}
+func (r Request) ConversationID() string { return conversationOf(r.Data) }
 
 type fieldKind int
 

@@ -64,12 +64,7 @@ type Event struct {
 }
 
 // ConversationID returns the conversation the message is about, or "".
-func (e Event) ConversationID() string {
-	if a, ok := e.Data.(Addressed); ok {
-		return a.Conversation()
-	}
-	return ""
-}
+func (e Event) ConversationID() string { return conversationOf(e.Data) }
 
 // Seq returns the event's seq within its conversation, or 0 for a message
 // that is not a conversation event.

@@ -322,6 +322,15 @@ func (h Header) EventHeader() Header { return h }
 // Addressed is a server message about one conversation.
 type Addressed interface{ Conversation() string }
 
+// conversationOf is the conversation a message's data names, or "" when
+// it names none (a ping, a list, a type this build does not know).
+func conversationOf(data any) string {
+	if a, ok := data.(Addressed); ok {
+		return a.Conversation()
+	}
+	return ""
+}
+
 // Sequenced is a conversation event: it has a seq, is stored in the
 // conversation's history and replayed.
 type Sequenced interface {
