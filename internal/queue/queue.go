@@ -188,26 +188,26 @@ func (q *Queue[T]) TryPushAll(vs []T) error {
 // not queued.
 func (q *Queue[T]) Push(ctx context.Context, v T) error {
 	bytes := q.sizeOf(v)
-	q.mu.Lock()
-	for {
-		if q.closed {
-			q.mu.Unlock()
-			return ErrClosed
-		}
-		if q.roomLocked() {
-			q.appendUnlock(bytes, v)
-			return nil
-		}
-		if err := q.waitRoom(ctx); err != nil {
-			return err
-		}
-		q.mu.Lock()
+	if err := q.lockRoom(ctx); err != nil {
+		return err
 	}
+	q.appendUnlock(bytes, v)
+	return nil
 }
 
 // WaitRoom waits until Push would append without waiting. It returns
 // ErrClosed if the queue is or gets closed, or ctx's error.
 func (q *Queue[T]) WaitRoom(ctx context.Context) error {
+	if err := q.lockRoom(ctx); err != nil {
+		return err
+	}
+	q.mu.Unlock()
+	return nil
+}
+
+// lockRoom waits until Push may append and returns with mu held, or with
+// it released and ErrClosed or ctx's error.
+func (q *Queue[T]) lockRoom(ctx context.Context) error {
 	q.mu.Lock()
 	for {
 		if q.closed {
@@ -215,7 +215,6 @@ func (q *Queue[T]) WaitRoom(ctx context.Context) error {
 			return ErrClosed
 		}
 		if q.roomLocked() {
-			q.mu.Unlock()
 			return nil
 		}
 		if err := q.waitRoom(ctx); err != nil {
