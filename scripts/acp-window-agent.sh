@@ -37,11 +37,7 @@ mkdir -p "$bin"
 pilotdesk=${PILOTDESK_BIN:-$bin/pilotdesk}
 go build -o "$bin/mock-model" ./internal/mockmodel/cmd/mock-model
 
-"$bin/mock-model" >"$tmp/mock.log" 2>&1 &
-pids+=($!)
-for _ in $(seq 50); do grep -q '^mock model at ' "$tmp/mock.log" && break; sleep 0.1; done
-mock=$(sed -n 's/^mock model at \([^ ]*\) .*/\1/p' "$tmp/mock.log")
-[ -n "$mock" ] || { echo "acp-window-agent: the mock model did not start:" >&2; cat "$tmp/mock.log" >&2; exit 1; }
+win_mock "$bin/mock-model"
 
 win_xvfb
 

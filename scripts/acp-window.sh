@@ -50,11 +50,7 @@ go build -tags no_emoji -o "$bin/pilotdesk" .
 go build -o "$bin/mock-openai" ./session/copilot/mockopenai/cmd/mock-openai
 
 # The mock model on a free loopback port.
-"$bin/mock-openai" -listen 127.0.0.1:0 >"$tmp/mock.log" 2>&1 &
-pids+=($!)
-for _ in $(seq 50); do grep -q '^mock model at ' "$tmp/mock.log" && break; sleep 0.1; done
-mock=$(sed -n 's/^mock model at \([^ ]*\) .*/\1/p' "$tmp/mock.log")
-[ -n "$mock" ] || { echo "acp-window: the mock model did not start:" >&2; cat "$tmp/mock.log" >&2; exit 1; }
+win_mock "$bin/mock-openai" -listen 127.0.0.1:0
 
 # A virtual screen.
 win_xvfb

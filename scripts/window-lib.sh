@@ -7,6 +7,7 @@
 #   name=my-script tmp=$(mktemp -d …) out=…   # set before sourcing
 #   . scripts/window-lib.sh
 #   win_xvfb                 # Xvfb on a free display; exports DISPLAY
+#   win_mock COMMAND…        # a mock model: sets mock to its URL
 #   win_start DIR [NAME=VALUE…] COMMAND…   # the window, in DIR, logging to $tmp/window.log
 #   win_find [SECONDS]       # waits for it, 1100×720 at 0,0: sets win, wx, wy
 #   click X Y [SECONDS]      # at X, Y of the window's content, then waits
@@ -34,6 +35,16 @@ win_xvfb() {
 	for _ in $(seq 50); do [ -s "$tmp/display" ] && break; sleep 0.1; done
 	[ -s "$tmp/display" ] || fail "Xvfb did not start: $(cat "$tmp/xvfb.log")"
 	export DISPLAY=":$(head -1 "$tmp/display")"
+}
+
+# win_mock COMMAND… starts a mock model (one that prints "mock model at
+# URL …"), logging to $tmp/mock.log, and sets mock to its URL.
+win_mock() {
+	"$@" >"$tmp/mock.log" 2>&1 &
+	pids+=($!)
+	for _ in $(seq 50); do grep -q '^mock model at ' "$tmp/mock.log" && break; sleep 0.1; done
+	mock=$(sed -n 's/^mock model at \([^ ]*\) .*/\1/p' "$tmp/mock.log")
+	[ -n "$mock" ] || fail "the mock model did not start: $(cat "$tmp/mock.log")"
 }
 
 fail() {
