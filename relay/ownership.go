@@ -62,6 +62,14 @@ type ownership struct {
 	// first (RelayGone).
 	behind bool
 
+	// stopped is closed once what the relay ran before it last lost the
+	// conversation has stopped: the turn it cancelled ended, the agent
+	// session closed (loseThenLocked). A takeover waits for it: a turn
+	// still ending would emit its idle into the conversation owned again,
+	// after the takeover closed it, and the new turn would share the
+	// session about to close. nil before any loss.
+	stopped chan struct{}
+
 	// losses counts the times this relay stopped owning it because it was
 	// stalled past its lease (cluster.go, LeaseLost): the events it had
 	// queued for the store before are never written (committer.dropStale).
@@ -129,11 +137,14 @@ func (c *conversation) loseThenLocked(then func()) {
 		t.cancel(errLost)
 	}
 	t := c.turn
-	c.r.track(&c.r.work, func() {
+	stopped := make(chan struct{})
+	c.own.stopped = stopped
+	started := c.r.track(&c.r.work, func() {
 		if t != nil {
 			<-t.done
 		}
 		c.closeSession()
+		close(stopped)
 		// What the new owner stored while this relay still thought it
 		// owned the conversation was not delivered here: read it now,
 		// followed first if a client here watches it.
@@ -143,6 +154,26 @@ func (c *conversation) loseThenLocked(then func()) {
 			then()
 		}
 	})
+	if !started {
+		close(stopped) // the relay is stopping: nothing takes it back
+	}
+}
+
+// waitStopped waits until what the relay ran before it last lost the
+// conversation has stopped (ownership.stopped), or ctx ends.
+func (c *conversation) waitStopped(ctx context.Context) error {
+	c.mu.Lock()
+	stopped := c.own.stopped
+	c.mu.Unlock()
+	if stopped == nil {
+		return nil
+	}
+	select {
+	case <-stopped:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("the turn this relay ran before it lost the conversation has not stopped yet: %w", context.Cause(ctx))
+	}
 }
 
 // lostToAnother reports whether a conversation's failed append means the
@@ -343,6 +374,16 @@ func (r *Relay) takeOver(ctx context.Context, id, previous string) error {
 // takeOverAs is takeOver closing an open turn with message ("": the
 // previous owner was lost).
 func (r *Relay) takeOverAs(ctx context.Context, id, previous, message string) error {
+	// A conversation this relay lost (its lease lapsed) and takes back:
+	// the turn it cancelled then ends first, its events dropped as a
+	// remote conversation's, not emitted after this takeover closed it
+	// (make test's TestChaos/relay-stop, at a load average of 20: a turn
+	// closed "relay lost", then "aborted" once the next had started).
+	if c := r.lookupConversation(id); c != nil {
+		if err := c.waitStopped(ctx); err != nil {
+			return err
+		}
+	}
 	// Records this relay queued for the conversation before it lost it
 	// (its lease lapsed) are written, or refused, before the store's next
 	// append expects what is stored now: none of them may land after it.
