@@ -86,7 +86,9 @@ mkdir -p "$home" "$tmp/data"
 cat >"$tmp/script.json" <<'JSON'
 {"turns": [{"match": "deploy", "steps": [
   {"delta": "The build is green and the tests pass. "},
-  {"delta": "Deploying v2.4 to staging first: it is up, and its health check answers."}
+  {"delta": "Deploying v2.4 to staging first: it is up, and its health check answers."},
+  {"usage": {"model": "gpt-5", "cost": 1, "inputTokens": 1800, "outputTokens": 60,
+    "quotaSnapshots": {"premium_interactions": {"entitlementRequests": 300, "usedRequests": 43, "remainingPercentage": 85.67}}}}
 ]}]}
 JSON
 win_start "$home" HOME="$home" XDG_CONFIG_HOME="$home/.config" "$bin" --agent script --script "$tmp/script.json" --data-dir "$tmp/data" --verbose
@@ -103,16 +105,16 @@ click 134 636 2 # the sidebar's Connect a device…
 import -window "$win" "$out/device-1-dialog-loopback.png"
 
 # 2. Make reachable from my network: the relay starts again on the network.
-click 278 150 # Make reachable from my network
+click 278 190 # Make reachable from my network (the dialog leaves 40 px of window around it)
 # The relay notes its network address for this user's clients.
 waitfor "the relay to listen on $addr" 60 grep -qs "$addr" "$tmp/data/relay.json"
 sleep 3
 import -window "$win" "$out/device-2-dialog-reachable.png"
 
 # 3. A token for the phone, and its QR code.
-click 600 200 0.3 # Device name
+click 600 240 0.3 # Device name
 xdotool type --delay 15 "Pixel"
-click 208 340 2 # Make a token
+click 208 380 2 # Make a token
 import -window "$win" "$out/device-3-dialog-qr.png"
 link=$(zbarimg --quiet --raw "$out/device-3-dialog-qr.png" 2>/dev/null | head -1) || true
 case "$link" in
@@ -120,6 +122,11 @@ case "$link" in
 *) fail "the QR code read from device-3-dialog-qr.png is not the setup page at $addr with a token: '$link'" ;;
 esac
 base=${link%%#*}
+# The dialog fits the window, so the token pushes the device list out of
+# sight: the wheel brings it into view for picture 6.
+xdotool mousemove $((wx + 550)) $((wy + 300))
+for _ in 1 2 3 4 5 6; do xdotool click 5; done
+sleep 0.5
 
 # 4, 5. The phone: the setup page, then the CA trusted, then https.
 phone=$tmp/phone
