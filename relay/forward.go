@@ -148,6 +148,16 @@ func (r *Relay) runForwarded(ctx context.Context, body []byte) []byte {
 	if id == "" {
 		return reply(forwardReply{Error: &protocol.Error{Code: protocol.CodeMissingField, Type: req.Type, Message: "a forwarded command names no conversation"}})
 	}
+	switch req.Data.(type) {
+	case *protocol.Send, *protocol.SetMode, *protocol.UserInputResponse:
+		if f.By == nil {
+			// Its sender becomes the turn's, the switch's or the
+			// answer's "by": a peer that names none (another version,
+			// a bad peer) is refused, not run with a nil sender.
+			return reply(forwardReply{Error: &protocol.Error{Code: protocol.CodeMissingField, Type: req.Type, ConversationID: id,
+				Message: "a forwarded command names no sender (by)"}})
+		}
+	}
 	if r.ctx.Err() != nil {
 		// Shutting down, its cluster not stopped yet: a send would start
 		// no turn (track refuses it) and vanish. Once this relay has
