@@ -458,8 +458,19 @@ func testEventsStream(t *testing.T, s history.Store) {
 		}
 		return after.TotalAlloc - before.TotalAlloc
 	}
+	// What a read allocates is read off the process's counter, which the
+	// tests running beside this one (t.Parallel) add to: the least of a
+	// few reads is this read's own. A store that loads the history
+	// allocates all of it every time.
+	least := func(since int64) uint64 {
+		alloc := read(since)
+		for range 4 {
+			alloc = min(alloc, read(since))
+		}
+		return alloc
+	}
 	for _, since := range []int64{0, n / 2} {
-		if alloc := read(since); alloc > 8<<20 {
+		if alloc := least(since); alloc > 8<<20 {
 			t.Errorf("a read from seq %d that stops after one event allocated %d MiB of a %d MiB history", since, alloc>>20, n*size>>20)
 		}
 	}
