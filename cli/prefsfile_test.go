@@ -27,6 +27,12 @@ func TestPrefsFileReplacesFyneStore(t *testing.T) {
 	if _, err := os.Stat(fyneFile); err != nil {
 		t.Fatalf("Fyne's store wrote no file: %v", err)
 	}
+	// The earlier app stays in this process: Fyne saves again 100 ms
+	// after a save that had changes behind it, and again after that, so
+	// its last save could land after the removal below and look like the
+	// new app's (a clean-clone make test saw it). Go on once its file has
+	// been still for a second.
+	waitStill(t, fyneFile, time.Second)
 
 	path := filepath.Join(t.TempDir(), "pilotdesk", prefsFileName)
 	a := newPrefsApp(t, id)
@@ -63,4 +69,26 @@ func TestPrefsFileReplacesFyneStore(t *testing.T) {
 	if got := settings.Load(again.Preferences(), settings.Defaults()); got != next {
 		t.Fatalf("after a restart %+v\nwant %+v", got, next)
 	}
+}
+
+// waitStill waits until the file at path has kept its modification time
+// and size for still.
+func waitStill(t *testing.T, path string, still time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	var last os.FileInfo
+	since := time.Now()
+	for time.Now().Before(deadline) {
+		fi, err := os.Stat(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if last == nil || !fi.ModTime().Equal(last.ModTime()) || fi.Size() != last.Size() {
+			last, since = fi, time.Now()
+		} else if time.Since(since) >= still {
+			return
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Fatalf("%s kept changing for 30 s", path)
 }
