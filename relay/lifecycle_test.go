@@ -94,6 +94,10 @@ func TestListWaitingInput(t *testing.T) {
 	if r := waitAsk(t, res); r.err != nil || r.answer.Text != "Ada" {
 		t.Fatalf("Ask: %+v", r)
 	}
+	// The list says what the clients were sent: the question is over for
+	// it once its close went out, which may come after the agent has its
+	// answer (a clean-clone make test listed it as still waiting).
+	cl.WaitFor("copilot:user_input_closed", nil)
 	if waiting().(bool) {
 		t.Fatal("an answered conversation is listed with waitingInput")
 	}
