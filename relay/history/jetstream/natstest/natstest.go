@@ -145,6 +145,9 @@ type settings struct {
 	perms        Permissions
 	hosts        []string
 	command      func(i int, name string, args ...string) *exec.Cmd
+	// pickPorts chooses n free ports; tests of natstest replace it to
+	// hand out a port that is already taken.
+	pickPorts func(t TB, n int) []int
 }
 
 // SyncInterval sets the nodes' JetStream sync_interval. The default is
@@ -177,7 +180,7 @@ func Command(f func(i int, name string, args ...string) *exec.Cmd) Option {
 // ends; their logs are printed if it failed.
 func Start(t TB, n int, opts ...Option) *Cluster {
 	t.Helper()
-	set := settings{syncInterval: "always", perms: RelayPermissions()}
+	set := settings{syncInterval: "always", perms: RelayPermissions(), pickPorts: freePorts}
 	for _, o := range opts {
 		o(&set)
 	}
@@ -186,8 +189,49 @@ func Start(t TB, n int, opts ...Option) *Cluster {
 		t.Skipf("skipping the real-cluster test: %v", err)
 	}
 	c := &Cluster{t: t, bin: bin, User: "relay", Password: randomHex(12), command: set.command}
-	dir := t.TempDir()
-	ports := freePorts(t, 2*n)
+	t.Cleanup(func() {
+		for _, node := range c.Nodes {
+			c.kill(node)
+		}
+		if t.Failed() {
+			for _, node := range c.Nodes {
+				c.printLog(node)
+			}
+		}
+	})
+	// The ports are free when chosen and taken only when nats-server
+	// binds them; in between another test's listener or outgoing
+	// connection can take one, and that node exits. Such a start is
+	// thrown away and made again on fresh ports in a fresh folder.
+	const attempts = 5
+	for attempt := 1; ; attempt++ {
+		err := c.launch(t.TempDir(), n, set)
+		if err == nil {
+			break
+		}
+		for _, node := range c.Nodes {
+			c.kill(node)
+		}
+		if !errors.Is(err, errPortTaken) || attempt == attempts {
+			for _, node := range c.Nodes {
+				c.printLog(node)
+			}
+			t.Fatalf("starting %d nats-server nodes (attempt %d): %v", n, attempt, err)
+		}
+		t.Logf("natstest: %v; starting again on other ports", err)
+	}
+	c.WaitReady(60 * time.Second)
+	return c
+}
+
+// errPortTaken is a node's exit because a port chosen for it was taken
+// before it could listen.
+var errPortTaken = errors.New("a port was taken before nats-server could listen on it")
+
+// launch writes every node's configuration in dir, on fresh ports,
+// starts them and waits until each listens (or one exits).
+func (c *Cluster) launch(dir string, n int, set settings) error {
+	ports := set.pickPorts(c.t, 2*n)
 	host := func(i int) string {
 		if i < len(set.hosts) && set.hosts[i] != "" {
 			return set.hosts[i]
@@ -205,6 +249,7 @@ func Start(t TB, n int, opts ...Option) *Cluster {
 		}
 		return strings.Join(q, ", ")
 	}
+	c.Nodes = nil
 	for i := range n {
 		node := &Node{Name: fmt.Sprintf("n%d", i+1), Host: host(i), ClientPort: ports[i], ClusterPort: ports[n+i], index: i}
 		node.conf = filepath.Join(dir, node.Name+".conf")
@@ -231,27 +276,51 @@ jetstream {
 }
 `, node.Name, net.JoinHostPort(node.Host, strconv.Itoa(node.ClientPort)), filepath.Join(dir, node.Name), set.syncInterval, cluster, c.User, c.Password, quote(set.perms.Publish), quote(set.perms.Subscribe))
 		if err := os.WriteFile(node.conf, []byte(conf), 0o600); err != nil {
-			t.Fatal(err)
+			return fmt.Errorf("writing %s: %w", node.conf, err)
 		}
 		c.Nodes = append(c.Nodes, node)
 	}
-	t.Cleanup(func() {
-		for _, node := range c.Nodes {
-			c.kill(node)
-		}
-		if t.Failed() {
-			for _, node := range c.Nodes {
-				c.printLog(node)
-			}
-		}
-	})
 	for _, node := range c.Nodes {
 		if err := c.start(node); err != nil {
-			t.Fatal(err)
+			return err
 		}
 	}
-	c.WaitReady(60 * time.Second)
-	return c
+	for _, node := range c.Nodes {
+		if err := c.waitListening(node, n > 1, 30*time.Second); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// waitListening waits until the node's log says it listens for clients
+// and, in a cluster, for routes (nats-server binds the route port on a
+// goroutine of its own, possibly after "Server is ready"). A node that
+// exits first is errPortTaken when its log says the address was in use.
+// Reaching the timeout is not an error: WaitReady then has the last word.
+func (c *Cluster) waitListening(node *Node, routes bool, timeout time.Duration) error {
+	node.mu.Lock()
+	exited := node.exited
+	node.mu.Unlock()
+	deadline := time.Now().Add(timeout)
+	for time.Now().Before(deadline) {
+		data, _ := os.ReadFile(node.log)
+		log := string(data)
+		if strings.Contains(log, "Listening for client connections") &&
+			(!routes || strings.Contains(log, "Listening for route connections")) {
+			return nil
+		}
+		select {
+		case <-exited:
+			data, _ := os.ReadFile(node.log)
+			if strings.Contains(string(data), "address already in use") {
+				return fmt.Errorf("%s: %w", node.Name, errPortTaken)
+			}
+			return fmt.Errorf("%s exited while starting (its log follows)", node.Name)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	return nil
 }
 
 func (c *Cluster) start(node *Node) error {

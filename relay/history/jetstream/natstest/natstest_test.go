@@ -1,6 +1,7 @@
 package natstest_test
 
 import (
+	"net"
 	"os"
 	"path/filepath"
 	"slices"
@@ -103,4 +104,41 @@ func TestPermissionsOption(t *testing.T) {
 	if err := violation(other); err != nil {
 		t.Fatalf("a user given elsewhere.> could not publish there: %v", err)
 	}
+}
+
+// A port taken between being chosen and being bound (by another test's
+// listener or outgoing connection) makes that node exit; Start then
+// starts the cluster again on other ports instead of failing the test.
+func TestStartAgainWhenAPortIsTaken(t *testing.T) {
+	if _, err := natstest.Binary(); err != nil {
+		t.Skip(err)
+	}
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer taken.Close()
+	picks := 0
+	pick := func(tb natstest.TB, n int) []int {
+		picks++
+		ports := natstest.FreePorts(tb, n)
+		if picks == 1 {
+			ports[n-1] = taken.Addr().(*net.TCPAddr).Port // the last node's route port
+		}
+		return ports
+	}
+	c := natstest.Start(t, 3, natstest.PickPorts(pick))
+	if picks != 2 {
+		t.Errorf("ports were chosen %d times, want 2 (one start thrown away)", picks)
+	}
+	for i, node := range c.Nodes {
+		if node.ClusterPort == taken.Addr().(*net.TCPAddr).Port {
+			t.Errorf("node %d kept the taken port", i)
+		}
+	}
+	nc, err := c.Connect(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	nc.Close()
 }

@@ -1,0 +1,9 @@
+package natstest
+
+// PickPorts replaces how Start chooses its nodes' ports.
+func PickPorts(f func(t TB, n int) []int) Option {
+	return func(o *settings) { o.pickPorts = f }
+}
+
+// FreePorts is the chooser Start uses by default.
+var FreePorts = freePorts
