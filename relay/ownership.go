@@ -250,29 +250,66 @@ const storeLostMessage = "the history store could not be reached: the turn was s
 // relay's own (own: its Write failed while the store was unreachable),
 // else as left by the relay it took the conversation from, which wrote
 // once more after its lease lapsed.
+//
+// A try that fails (the store or the owners' bucket not answering yet, as
+// while a cluster heals) is made again, a second later and then twice as
+// long, up to 8 s, while the turn or question is still open here, for up
+// to takeOverWait. Given up at the first failure, the turn stayed open for
+// good: the owner record names this relay, alive, so no other relay takes
+// it over, and its sender waits for its end without sending anything
+// (TestClusterTakeBackEndsTurnOnce).
 func (r *Relay) closeLeftOpen(id string, own bool) {
-	if r.isDraining() {
-		return
-	}
 	c := r.lookupConversation(id)
 	if c == nil {
 		return
 	}
-	c.mu.Lock()
-	open := !c.own.here && (c.sent.streaming || c.sent.pending != nil)
-	c.mu.Unlock()
-	if !open {
-		return
-	}
-	ctx, cancel := context.WithTimeout(r.ctx, time.Minute)
+	ctx, cancel := context.WithTimeout(r.ctx, takeOverWait)
 	defer cancel()
-	owner, previous, err := r.cluster.Claim(ctx, id)
-	if err != nil {
+	tried := false
+	defer func() {
+		if tried {
+			r.refollow(c) // its own again: its events are written here
+		}
+	}()
+	for wait := time.Second; ; wait = min(2*wait, 8*time.Second) {
+		if r.isDraining() || !c.openRemote() {
+			return // another relay takes it, or it is closed or taken back
+		}
+		tried = true
+		err := r.takeBack(ctx, c, own)
+		if err == nil {
+			return
+		}
+		if ctx.Err() == nil && c.openRemote() {
+			r.log.Info("relay: taking back a conversation whose turn is left open failed; trying again", "conversationId", id, "err", err, "in", wait)
+			select {
+			case <-ctx.Done():
+			case <-time.After(wait):
+				continue
+			}
+		}
 		r.log.Warn("relay: could not take back a conversation whose turn is left open; the next command does", "conversationId", id, "err", err)
 		return
 	}
+}
+
+// openRemote reports whether this relay does not run the conversation
+// and, as it last knew it, a turn or a question is open in it.
+func (c *conversation) openRemote() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return !c.own.here && (c.sent.streaming || c.sent.pending != nil)
+}
+
+// takeBack is one try of closeLeftOpen: it claims the conversation and,
+// if the owner record still names this relay, takes it over.
+func (r *Relay) takeBack(ctx context.Context, c *conversation, own bool) error {
+	owner, previous, err := r.cluster.Claim(ctx, c.id)
+	if err != nil {
+		return err
+	}
 	if owner != r.cluster.ID() {
-		return // another relay runs it, and closed what was left open
+		return nil // another relay runs it, and closed what was left open
 	}
 	message := storeLostMessage
 	if !own {
@@ -281,10 +318,7 @@ func (r *Relay) closeLeftOpen(id string, own bool) {
 		previous = cmp.Or(previous, c.own.takenFrom)
 		c.mu.Unlock()
 	}
-	if err := r.takeOverAs(ctx, id, previous, message); err != nil {
-		r.log.Warn("relay: could not take back a conversation whose turn is left open; the next command does", "conversationId", id, "err", err)
-	}
-	r.refollow(c)
+	return r.takeOverAs(ctx, c.id, previous, message)
 }
 
 // owned reports whether this relay owns the conversation.

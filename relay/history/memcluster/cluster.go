@@ -19,11 +19,12 @@ import (
 // relay/history/jetstream's Cluster behaves, its lease, owner records,
 // forwarded commands and deliveries kept by the Net.
 type Cluster struct {
-	net   *Net
-	s     *Store
-	lease time.Duration
-	every time.Duration // between renewals
-	log   *slog.Logger
+	net     *Net
+	s       *Store
+	faultFn func(op, conversationID string) error // Options.Fault
+	lease   time.Duration
+	every   time.Duration // between renewals
+	log     *slog.Logger
 
 	mu sync.Mutex // guards the fields below it
 	// id is new at every announcement, as jetstream's.
@@ -59,6 +60,14 @@ type Options struct {
 	RenewEvery time.Duration
 	// Logger; default slog.Default().
 	Logger *slog.Logger
+	// Fault, if set, is asked before each request of the relay's that may
+	// fail (fault.go: OpAppend, OpClaim, OpLatest) and fails it with the
+	// error it returns: a test plays a store that does not answer, or an
+	// append refused by a stream leader cut off and healed
+	// (history.ErrConflict while the stream holds what the relay
+	// expected). It runs with the Net locked: it must not call back into
+	// the Net.
+	Fault func(op, conversationID string) error
 }
 
 // queueLen is how many deliveries may wait for a relay; past it they are
@@ -78,7 +87,7 @@ func (n *Net) NewCluster(s *Store, opts Options) *Cluster {
 		opts.Logger = slog.Default()
 	}
 	c := &Cluster{
-		net: n, s: s, lease: opts.Lease, every: opts.RenewEvery, log: opts.Logger,
+		net: n, s: s, faultFn: opts.Fault, lease: opts.Lease, every: opts.RenewEvery, log: opts.Logger,
 		id: randomHex(), claimed: map[string]uint64{}, follows: map[string]int{},
 		queue: make(chan delivery, queueLen),
 	}
@@ -367,6 +376,9 @@ func (c *Cluster) Claim(ctx context.Context, id string) (owner, previous string,
 		return "", "", fmt.Errorf("memcluster: claim %q: %w", id, err)
 	}
 	defer c.net.mu.Unlock()
+	if err := c.fault(OpClaim, id); err != nil {
+		return "", "", fmt.Errorf("memcluster: claim %q: %w", id, err)
+	}
 	n := c.net
 	c.mu.Lock()
 	self, ok := c.id, c.leaseOK

@@ -176,6 +176,10 @@ func (s *Store) Write(ctx context.Context, b history.Batch) error {
 	}
 	failed := map[string]error{}
 	for _, id := range ids {
+		if err := s.cl.fault(OpAppend, id); err != nil {
+			failed[id] = fmt.Errorf("memcluster: append to %q: %w", id, err)
+			continue
+		}
 		want, known := s.expect[id]
 		if !known {
 			continue // as the JetStream store, it expects what is stored now
@@ -307,6 +311,9 @@ func (s *Store) latest(ctx context.Context, id string) (history.Conversation, er
 	defer s.mu.Unlock()
 	if s.cut {
 		return history.Conversation{}, fmt.Errorf("memcluster: read %q: %w", id, errCut)
+	}
+	if err := s.cl.fault(OpLatest, id); err != nil {
+		return history.Conversation{}, fmt.Errorf("memcluster: read %q: %w", id, err)
 	}
 	delete(s.told, id) // its next append, if it takes it over, tells its record anew
 	c, err := n.mem.Conversation(ctx, id)

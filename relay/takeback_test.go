@@ -1,0 +1,151 @@
+package relay_test
+
+import (
+	"errors"
+	"fmt"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/pilotdesk/pilotdesk/relay"
+	"github.com/pilotdesk/pilotdesk/relay/history"
+	"github.com/pilotdesk/pilotdesk/relay/history/memcluster"
+	"github.com/pilotdesk/pilotdesk/relay/relaytest"
+)
+
+// takeBackFaults are the faults of one take-back: the owner's next append
+// of the conversation refused as a stream leader cut off and healed
+// refused it (history.ErrConflict while the stream holds what the owner
+// expected), then, for the owner, reads and claims of the conversation
+// that fail as a store that does not answer yet.
+type takeBackFaults struct {
+	id      string
+	refuse  atomic.Bool  // the next append is refused
+	latests atomic.Int32 // so many Latests fail
+	claims  atomic.Int32 // so many Claims fail
+}
+
+func (f *takeBackFaults) fault(op, id string) error {
+	if id != f.id {
+		return nil
+	}
+	take := func(n *atomic.Int32) bool {
+		for {
+			v := n.Load()
+			if v <= 0 {
+				return false
+			}
+			if n.CompareAndSwap(v, v-1) {
+				return true
+			}
+		}
+	}
+	switch {
+	case op == memcluster.OpAppend && f.refuse.CompareAndSwap(true, false):
+		return fmt.Errorf("the subject's last message is not the one expected (a leader cut off, played by the test): %w", history.ErrConflict)
+	case op == memcluster.OpLatest && take(&f.latests):
+		return errors.New("no answer from the stream (played by the test)")
+	case op == memcluster.OpClaim && take(&f.claims):
+		return errors.New("no answer from the owners' bucket (played by the test)")
+	}
+	return nil
+}
+
+// An owner whose append is refused although nobody else wrote (the
+// stream's old leader answering at a heal) learns it lost the
+// conversation: its turn stops, it catches up with the stream, finds the
+// turn open and nobody else owning it, and takes the conversation back
+// to close it. The turn must end exactly once for every client (on the
+// owner and on another relay) even when the reads and claims of that
+// take-back fail for a while, as they do while a cluster heals: given up
+// at the first failure, the turn was left open for good (the owner
+// record still named this relay, alive, so no other relay closed it, and
+// its sender waited on it without end: tools/load -fault node-partition,
+// seed 409, before the append fix). The next turn then runs.
+func TestClusterTakeBackEndsTurnOnce(t *testing.T) {
+	parallel(t)
+	for _, tc := range []struct {
+		name            string
+		latests, claims int32
+	}{
+		{"refused", 0, 0},
+		{"readsFail", 2, 0},
+		{"claimsFail", 1, 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			checkNoLeaks(t)
+			net := memcluster.New()
+			faults := &takeBackFaults{id: "take-back-" + tc.name}
+			id := faults.id
+			start := func(i int, fault func(op, id string) error) (*relaytest.Server, *fakeAgent, *logRecorder) {
+				logs := newLogRecorder()
+				t.Cleanup(func() {
+					if t.Failed() {
+						t.Logf("relay %d's log:\n%s", i, logs.all())
+					}
+				})
+				st := net.NewStore()
+				cl := net.NewCluster(st, memcluster.Options{Lease: time.Minute, Fault: fault})
+				agent := newFakeAgent()
+				return relaytest.Start(t, relay.Config{Agent: agent, Store: st, Cluster: cl, Logger: logs.logger()}), agent, logs
+			}
+			a, agentA, logsA := start(0, faults.fault)
+			b, _, _ := start(1, nil)
+			ca, cb := a.Dial(t), b.Dial(t)
+
+			send(ca, id, "go")
+			ca.WaitFor("copilot:user_message", nil)
+			ft := agentA.nextTurn(t)
+			ft.delta("m1", "one ")
+			ca.WaitFor("copilot:delta", nil)
+			replayFrom(cb, id, 0)
+			cb.WaitFor("copilot:subscribed", nil)
+
+			faults.latests.Store(tc.latests)
+			faults.claims.Store(tc.claims)
+			faults.refuse.Store(true)
+			ft.delta("m1", "two ")
+			if err := ft.waitRan(t); err == nil {
+				t.Fatal("the turn of the conversation the relay lost ran on")
+			}
+			logsA.waitLog(t, "it takes the stream's history")
+
+			var idles []relaytest.Frame
+			for who, cl := range map[string]*relaytest.Client{"A's client": ca, "B's client": cb} {
+				idle, before := cl.WaitForCollect("copilot:idle", nil)
+				if idle.Field("status") != "error" {
+					t.Fatalf("%s: the turn ended %s", who, idle.Raw)
+				}
+				if n := countType(before, "copilot:user_message"); n > 1 {
+					t.Fatalf("%s: %d turns started before the idle: %s", who, n, framesString(before))
+				}
+				idles = append(idles, idle)
+			}
+			if idles[0].Seq() != idles[1].Seq() {
+				t.Fatalf("the clients' idles differ: %s and %s", idles[0].Raw, idles[1].Raw)
+			}
+			if n := faults.latests.Load() + faults.claims.Load(); n != 0 {
+				t.Fatalf("%d of the faults were not met: the take-back did not go the way the test means", n)
+			}
+
+			// Nothing else ends it, and the next turn runs after it.
+			send(ca, id, "again")
+			next := agentA.nextTurn(t)
+			next.finish(nil)
+			for who, cl := range map[string]*relaytest.Client{"A's client": ca, "B's client": cb} {
+				done, got := cl.WaitForCollect("copilot:idle", nil)
+				got = append(got, done)
+				var events []relaytest.Frame
+				for _, f := range got {
+					if f.Type != "copilot:conversation" {
+						events = append(events, f)
+					}
+				}
+				eventSeqs(t, who, events, idles[0].Seq())
+				if done.Field("status") != "completed" || events[0].Type != "copilot:user_message" || countType(events, "copilot:idle") != 1 {
+					t.Fatalf("%s: after the turn's end got %s", who, framesString(events))
+				}
+			}
+		})
+	}
+}
