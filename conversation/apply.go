@@ -57,7 +57,7 @@ func (s *State) Apply(ev client.Event) Update {
 		s.diffReply(d)
 	case *protocol.ToolStart:
 		s.turnOutput = true
-		s.appendRow(Row{Kind: RowTool, Title: d.ToolName, Text: ToolSummary(d.Arguments), Args: string(d.Arguments), State: ToolRunning, MessageID: d.ToolCallID})
+		s.startTool(d)
 	case *protocol.ToolEnd:
 		s.toolEnd(d)
 	case *protocol.ModeChanged:
@@ -104,6 +104,7 @@ func (s *State) Apply(ev client.Event) Update {
 func (s *State) reset() {
 	s.Rows = nil
 	s.msgs = map[string]*message{}
+	s.unfinished, s.running = nil, nil
 	s.thoughts = map[string]*thought{}
 	s.planRow, s.turnStart, s.errorRow = -1, -1, -1
 	s.ranOn = ""
