@@ -159,11 +159,8 @@ const changeEvery = 5 * time.Second
 // saw it, and fails the others with history.ErrConflict.
 func (s *Store) Write(ctx context.Context, b history.Batch) error {
 	ids := batchConversations(b)
-	n := s.net
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	n, unlock := s.lock()
+	defer unlock()
 	if s.cut {
 		if len(ids) == 0 {
 			return fmt.Errorf("memcluster: write: %w", errCut)
@@ -276,17 +273,27 @@ func batchConversations(b history.Batch) []string {
 // Delete removes a conversation from the shared history. Like the
 // JetStream store's, it tells no other relay: Cluster.Deleted does.
 func (s *Store) Delete(ctx context.Context, id string) error {
-	n := s.net
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	n, unlock := s.lock()
+	defer unlock()
 	if s.cut {
 		return fmt.Errorf("memcluster: delete %q: %w", id, errCut)
 	}
 	delete(s.expect, id)
 	delete(s.told, id)
 	return n.mem.Delete(ctx, id)
+}
+
+// lock takes the Net's lock and then the store's, the order of every path
+// that holds both, for a request that reads or writes the shared history;
+// unlock lets both go.
+func (s *Store) lock() (n *Net, unlock func()) {
+	n = s.net
+	n.mu.Lock()
+	s.mu.Lock()
+	return n, func() {
+		s.mu.Unlock()
+		n.mu.Unlock()
+	}
 }
 
 // Close releases nothing: the history is the Net's.
@@ -304,11 +311,8 @@ func (s *Store) forget(id string) {
 // latest reads the conversation as stored now and makes it the store's
 // expectation for its next write.
 func (s *Store) latest(ctx context.Context, id string) (history.Conversation, error) {
-	n := s.net
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	n, unlock := s.lock()
+	defer unlock()
 	if s.cut {
 		return history.Conversation{}, fmt.Errorf("memcluster: read %q: %w", id, errCut)
 	}
