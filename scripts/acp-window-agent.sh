@@ -23,12 +23,8 @@ codex) exe=$(scripts/install-codex-acp.sh | tail -1) command=codex-acp label="Co
 *) echo "acp-window-agent: claude or codex, not $agent" >&2; exit 2 ;;
 esac
 
-tmp=$(mktemp -d /tmp/pilotdesk-acp-window.XXXXXX)
-out=${2:-$tmp/shots}
-mkdir -p "$out"
-out=$(cd "$out" && pwd)
-name=acp-window-$agent
 . scripts/window-lib.sh
+win_dirs "acp-window-$agent" "${2:-}"
 
 echo "acp-window-agent: building the GL binary and the mock model" >&2
 bin=$repo/.tools/acp-window

@@ -36,12 +36,8 @@ scripts/deps.sh window
 opencode=${PILOTDESK_OPENCODE_PATH:-$(scripts/install-opencode.sh | tail -1)}
 [ -x "$opencode" ] || { echo "acp-window: opencode could not be installed (see above)" >&2; exit 1; }
 
-tmp=$(mktemp -d /tmp/pilotdesk-acp-window.XXXXXX)
-out=${1:-$tmp/shots}
-mkdir -p "$out"
-out=$(cd "$out" && pwd)
-name=acp-window
 . scripts/window-lib.sh
+win_dirs acp-window "${1:-}"
 
 echo "acp-window: building the GL binary and the mock model" >&2
 bin=$repo/.tools/acp-window

@@ -23,12 +23,8 @@ repo=$PWD
 export PATH="/usr/local/go/bin:$PATH"
 
 scripts/deps.sh window
-tmp=$(mktemp -d /tmp/pilotdesk-checkpoint-window.XXXXXX)
-out=${1:-$tmp/shots}
-mkdir -p "$out"
-out=$(cd "$out" && pwd)
-name=checkpoint-window
 . scripts/window-lib.sh
+win_dirs checkpoint-window "${1:-}"
 trap 'win_cleanup; rm -rf /tmp/pilotdesk-shots' EXIT
 
 echo "checkpoint-window: building the GL binary" >&2

@@ -74,10 +74,8 @@ ip addr add "$addr/24" dev pd0
 ip link set pd1 up
 ip link set pd0 up
 
-tmp=$(mktemp -d /tmp/pilotdesk-device-screenshots.XXXXXX)
-out=${2:-$tmp/shots}
-mkdir -p "$out"
 . scripts/window-lib.sh
+win_dirs device-screenshots "${2:-}"
 bin=$repo/.tools/device-screenshots/pilotdesk
 
 win_xvfb

@@ -4,8 +4,8 @@
 # sized, clicks at places of its content, waits that fail with the
 # window's log and a picture of the screen. Sourced, not run:
 #
-#   name=my-script tmp=$(mktemp -d …) out=…   # set before sourcing
 #   . scripts/window-lib.sh
+#   win_dirs NAME [OUT]      # sets name, a fresh tmp, out (OUT or $tmp/shots)
 #   win_xvfb                 # Xvfb on a free display; exports DISPLAY
 #   win_mock COMMAND…        # a mock model: sets mock to its URL
 #   win_start DIR [NAME=VALUE…] COMMAND…   # the window, in DIR, logging to $tmp/window.log
@@ -16,6 +16,17 @@
 #
 # Processes added to pids are stopped at exit, the last first (the window
 # before its X server: it stops its agent only while its X server lives).
+
+# win_dirs NAME [OUT] names the script (name, in its messages), makes its
+# scratch folder (tmp, removed at exit) and the folder of its pictures (out:
+# OUT, or shots in tmp when OUT is empty), made and absolute.
+win_dirs() {
+	name=$1
+	tmp=$(mktemp -d "/tmp/pilotdesk-$1.XXXXXX")
+	out=${2:-$tmp/shots}
+	mkdir -p "$out"
+	out=$(cd "$out" && pwd)
+}
 
 pids=()
 win_cleanup() {
