@@ -357,12 +357,7 @@ func (s *Store) RemoveValue(key string) {
 func (s *Store) Bool(key string) bool { return s.BoolWithFallback(key, false) }
 
 func (s *Store) BoolWithFallback(key string, fallback bool) bool {
-	if v, ok := s.get(key); ok {
-		if b, ok := v.(bool); ok {
-			return b
-		}
-	}
-	return fallback
+	return get(s, key, fallback, exactly[bool])
 }
 
 func (s *Store) SetBool(key string, value bool) { s.set(key, value) }
@@ -370,12 +365,7 @@ func (s *Store) SetBool(key string, value bool) { s.set(key, value) }
 func (s *Store) BoolList(key string) []bool { return s.BoolListWithFallback(key, []bool{}) }
 
 func (s *Store) BoolListWithFallback(key string, fallback []bool) []bool {
-	if v, ok := s.get(key); ok {
-		if b, ok := v.([]bool); ok {
-			return slices.Clone(b)
-		}
-	}
-	return fallback
+	return get(s, key, fallback, cloned[bool])
 }
 
 func (s *Store) SetBoolList(key string, value []bool) { s.set(key, value) }
@@ -383,15 +373,7 @@ func (s *Store) SetBoolList(key string, value []bool) { s.set(key, value) }
 func (s *Store) Float(key string) float64 { return s.FloatWithFallback(key, 0) }
 
 func (s *Store) FloatWithFallback(key string, fallback float64) float64 {
-	if v, ok := s.get(key); ok {
-		switch v := v.(type) {
-		case float64:
-			return v
-		case int:
-			return float64(v)
-		}
-	}
-	return fallback
+	return get(s, key, fallback, number[float64])
 }
 
 func (s *Store) SetFloat(key string, value float64) { s.set(key, value) }
@@ -399,19 +381,7 @@ func (s *Store) SetFloat(key string, value float64) { s.set(key, value) }
 func (s *Store) FloatList(key string) []float64 { return s.FloatListWithFallback(key, []float64{}) }
 
 func (s *Store) FloatListWithFallback(key string, fallback []float64) []float64 {
-	if v, ok := s.get(key); ok {
-		switch v := v.(type) {
-		case []float64:
-			return slices.Clone(v)
-		case []int:
-			out := make([]float64, len(v))
-			for i, x := range v {
-				out[i] = float64(x)
-			}
-			return out
-		}
-	}
-	return fallback
+	return get(s, key, fallback, numbers[float64])
 }
 
 func (s *Store) SetFloatList(key string, value []float64) { s.set(key, value) }
@@ -419,15 +389,7 @@ func (s *Store) SetFloatList(key string, value []float64) { s.set(key, value) }
 func (s *Store) Int(key string) int { return s.IntWithFallback(key, 0) }
 
 func (s *Store) IntWithFallback(key string, fallback int) int {
-	if v, ok := s.get(key); ok {
-		switch v := v.(type) {
-		case int:
-			return v
-		case float64:
-			return int(v)
-		}
-	}
-	return fallback
+	return get(s, key, fallback, number[int])
 }
 
 func (s *Store) SetInt(key string, value int) { s.set(key, value) }
@@ -435,19 +397,7 @@ func (s *Store) SetInt(key string, value int) { s.set(key, value) }
 func (s *Store) IntList(key string) []int { return s.IntListWithFallback(key, []int{}) }
 
 func (s *Store) IntListWithFallback(key string, fallback []int) []int {
-	if v, ok := s.get(key); ok {
-		switch v := v.(type) {
-		case []int:
-			return slices.Clone(v)
-		case []float64:
-			out := make([]int, len(v))
-			for i, x := range v {
-				out[i] = int(x)
-			}
-			return out
-		}
-	}
-	return fallback
+	return get(s, key, fallback, numbers[int])
 }
 
 func (s *Store) SetIntList(key string, value []int) { s.set(key, value) }
@@ -455,12 +405,7 @@ func (s *Store) SetIntList(key string, value []int) { s.set(key, value) }
 func (s *Store) String(key string) string { return s.StringWithFallback(key, "") }
 
 func (s *Store) StringWithFallback(key, fallback string) string {
-	if v, ok := s.get(key); ok {
-		if str, ok := v.(string); ok {
-			return str
-		}
-	}
-	return fallback
+	return get(s, key, fallback, exactly[string])
 }
 
 func (s *Store) SetString(key string, value string) { s.set(key, value) }
@@ -468,12 +413,63 @@ func (s *Store) SetString(key string, value string) { s.set(key, value) }
 func (s *Store) StringList(key string) []string { return s.StringListWithFallback(key, []string{}) }
 
 func (s *Store) StringListWithFallback(key string, fallback []string) []string {
+	return get(s, key, fallback, cloned[string])
+}
+
+func (s *Store) SetStringList(key string, value []string) { s.set(key, value) }
+
+// get is every getter: the value at key read as T by as, or fallback when
+// there is none or as cannot read it as T.
+func get[T any](s *Store, key string, fallback T, as func(any) (T, bool)) T {
 	if v, ok := s.get(key); ok {
-		if str, ok := v.([]string); ok {
-			return slices.Clone(str)
+		if t, ok := as(v); ok {
+			return t
 		}
 	}
 	return fallback
 }
 
-func (s *Store) SetStringList(key string, value []string) { s.set(key, value) }
+func exactly[T any](v any) (T, bool) {
+	t, ok := v.(T)
+	return t, ok
+}
+
+// cloned reads a list as a copy, so the caller's changes to it do not
+// change the store.
+func cloned[T any](v any) ([]T, bool) {
+	t, ok := v.([]T)
+	return slices.Clone(t), ok
+}
+
+// number reads either kind of number (fromJSON makes a whole number read
+// from the file an int, whatever its setter was) as T.
+func number[T int | float64](v any) (T, bool) {
+	switch v := v.(type) {
+	case int:
+		return T(v), true
+	case float64:
+		return T(v), true
+	}
+	return 0, false
+}
+
+// numbers reads a list of either kind of number as a new []T.
+func numbers[T int | float64](v any) ([]T, bool) {
+	switch v := v.(type) {
+	case []T:
+		return slices.Clone(v), true
+	case []int:
+		return convertAll[T](v), true
+	case []float64:
+		return convertAll[T](v), true
+	}
+	return nil, false
+}
+
+func convertAll[T, F int | float64](in []F) []T {
+	out := make([]T, len(in))
+	for i, x := range in {
+		out[i] = T(x)
+	}
+	return out
+}
