@@ -88,19 +88,8 @@ func scanDevice(row scanner) (history.Device, error) {
 
 func (d deviceDB) Devices(ctx context.Context) ([]history.Device, error) {
 	rows, err := d.r.QueryContext(ctx, `SELECT `+deviceColumns+` FROM devices ORDER BY created_at, name`)
+	out, err := scanAll(rows, err, scanDevice)
 	if err != nil {
-		return nil, fmt.Errorf("history: list devices: %w", err)
-	}
-	defer rows.Close()
-	var out []history.Device
-	for rows.Next() {
-		dev, err := scanDevice(rows)
-		if err != nil {
-			return nil, fmt.Errorf("history: list devices: %w", err)
-		}
-		out = append(out, dev)
-	}
-	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("history: list devices: %w", err)
 	}
 	return out, nil

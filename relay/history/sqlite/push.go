@@ -66,29 +66,26 @@ func (d deviceDB) SavePush(ctx context.Context, s history.PushSubscription) erro
 
 func (d deviceDB) PushSubscriptions(ctx context.Context) ([]history.PushSubscription, error) {
 	rows, err := d.r.QueryContext(ctx, `SELECT `+pushColumns+` FROM push_subscriptions ORDER BY created_at, endpoint`)
+	out, err := scanAll(rows, err, scanPush)
 	if err != nil {
 		return nil, fmt.Errorf("history: list push subscriptions: %w", err)
 	}
-	defer rows.Close()
-	var out []history.PushSubscription
-	for rows.Next() {
-		var s history.PushSubscription
-		var device []byte
-		var created int64
-		if err := rows.Scan(&s.Endpoint, &device, &s.P256dh, &s.Auth, &s.Text, &created); err != nil {
-			return nil, fmt.Errorf("history: list push subscriptions: %w", err)
-		}
-		if len(device) != sha256.Size {
-			return nil, fmt.Errorf("history: list push subscriptions: %q has a device hash of %d bytes", s.Endpoint, len(device))
-		}
-		copy(s.Device[:], device)
-		s.CreatedAt = time.Unix(0, created)
-		out = append(out, s)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("history: list push subscriptions: %w", err)
-	}
 	return out, nil
+}
+
+func scanPush(row scanner) (history.PushSubscription, error) {
+	var s history.PushSubscription
+	var device []byte
+	var created int64
+	if err := row.Scan(&s.Endpoint, &device, &s.P256dh, &s.Auth, &s.Text, &created); err != nil {
+		return s, err
+	}
+	if len(device) != sha256.Size {
+		return s, fmt.Errorf("%q has a device hash of %d bytes", s.Endpoint, len(device))
+	}
+	copy(s.Device[:], device)
+	s.CreatedAt = time.Unix(0, created)
+	return s, nil
 }
 
 func (d deviceDB) RemovePush(ctx context.Context, endpoint string) error {

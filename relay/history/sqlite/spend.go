@@ -71,19 +71,12 @@ func (s *Store) Spent(ctx context.Context, since time.Time) ([]history.Spend, er
 		hourArg, atArg = history.SpendHour(since).Unix(), since.UnixNano()
 	}
 	rows, err := s.selectSpend.QueryContext(ctx, hourArg, atArg)
-	if err != nil {
-		return nil, fmt.Errorf("history: read spend: %w", err)
-	}
-	defer rows.Close()
-	var out []history.Spend
-	for rows.Next() {
+	out, err := scanAll(rows, err, func(row scanner) (history.Spend, error) {
 		var at, nano int64
-		if err := rows.Scan(&at, &nano); err != nil {
-			return nil, fmt.Errorf("history: read spend: %w", err)
-		}
-		out = append(out, history.Spend{At: time.Unix(0, at), NanoAIU: nano})
-	}
-	if err := rows.Err(); err != nil {
+		err := row.Scan(&at, &nano)
+		return history.Spend{At: time.Unix(0, at), NanoAIU: nano}, err
+	})
+	if err != nil {
 		return nil, fmt.Errorf("history: read spend: %w", err)
 	}
 	return out, nil

@@ -276,6 +276,27 @@ func timeFrom(v sql.NullInt64) time.Time {
 
 type scanner interface{ Scan(dest ...any) error }
 
+// scanAll reads every row a query returned with scan, and closes them; err
+// is the query's own.
+func scanAll[T any](rows *sql.Rows, err error, scan func(scanner) (T, error)) ([]T, error) {
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []T
+	for rows.Next() {
+		t, err := scan(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, t)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 func scanConversation(row scanner) (history.Conversation, error) {
 	var c history.Conversation
 	var created, updated sql.NullInt64
@@ -299,19 +320,8 @@ func (s *Store) Conversation(ctx context.Context, id string) (history.Conversati
 
 func (s *Store) Conversations(ctx context.Context) ([]history.Conversation, error) {
 	rows, err := s.selectConvs.QueryContext(ctx)
+	out, err := scanAll(rows, err, scanConversation)
 	if err != nil {
-		return nil, fmt.Errorf("history: list conversations: %w", err)
-	}
-	defer rows.Close()
-	var out []history.Conversation
-	for rows.Next() {
-		c, err := scanConversation(rows)
-		if err != nil {
-			return nil, fmt.Errorf("history: list conversations: %w", err)
-		}
-		out = append(out, c)
-	}
-	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("history: list conversations: %w", err)
 	}
 	return out, nil
