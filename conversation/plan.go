@@ -1,6 +1,7 @@
 package conversation
 
 import (
+	"cmp"
 	"fmt"
 	"strings"
 
@@ -43,22 +44,15 @@ func StepText(p PlanStep) string {
 	case ToolShell:
 		return "run `" + OneLine(w.Command, 200) + "`"
 	case ToolEdit:
-		return "edit " + orSomething(w.Path, "a file")
+		return "edit " + cmp.Or(w.Path, "a file")
 	case ToolCreate:
-		return "create " + orSomething(w.Path, "a file")
+		return "create " + cmp.Or(w.Path, "a file")
 	case ToolRead:
-		return "read " + orSomething(w.Path, "a file")
+		return "read " + cmp.Or(w.Path, "a file")
 	case ToolSearch:
-		return fmt.Sprintf("search for %q in %s", w.Query, orSomething(w.Path, "the project"))
+		return fmt.Sprintf("search for %q in %s", w.Query, cmp.Or(w.Path, "the project"))
 	}
 	return p.Tool
-}
-
-func orSomething(s, instead string) string {
-	if s == "" {
-		return instead
-	}
-	return s
 }
 
 // planPromptHead is the first line of PlanPrompt.

@@ -2,6 +2,7 @@ package ui
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -182,7 +183,7 @@ func (v *toolView) work(r conversation.Row, open toolOpen) []fyne.CanvasObject {
 			objs = append(objs, mono(w.Path))
 		}
 	case conversation.ToolSearch:
-		objs = append(objs, mono(fmt.Sprintf("%s  in %s", w.Query, orDot(w.Path))))
+		objs = append(objs, mono(fmt.Sprintf("%s  in %s", w.Query, cmp.Or(w.Path, "."))))
 	default:
 		if args := prettyArgs(r.Args); args != "" {
 			objs = append(objs, mono(args))
@@ -274,13 +275,6 @@ func smallNote(text string) fyne.CanvasObject {
 	l.SizeName = theme.SizeNameCaptionText
 	l.Truncation = fyne.TextTruncateEllipsis
 	return l
-}
-
-func orDot(p string) string {
-	if p == "" {
-		return "."
-	}
-	return p
 }
 
 // prettyArgs indents a tool's JSON arguments for reading.

@@ -20,6 +20,7 @@
 package copilot
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -264,17 +265,10 @@ func (a *Agent) handshake(ctx context.Context, p *process) error {
 	}
 	if *res.ProtocolVersion != ProtocolVersion {
 		return fmt.Errorf("%w: the CLI at %s (version %s) speaks protocol version %d, pilotdesk speaks version %d; install a matching CLI (npm install -g @github/copilot@1.0.102)",
-			ErrProtocolMismatch, p.path, orUnknown(res.Version), *res.ProtocolVersion, ProtocolVersion)
+			ErrProtocolMismatch, p.path, cmp.Or(res.Version, "unknown"), *res.ProtocolVersion, ProtocolVersion)
 	}
 	p.version = res.Version
 	return nil
-}
-
-func orUnknown(s string) string {
-	if s == "" {
-		return "unknown"
-	}
-	return s
 }
 
 // Open starts (or, with opts.Resume, resumes) the CLI session of a
