@@ -328,27 +328,11 @@ func (c *Cluster) Start(h history.ClusterHooks) error {
 	c.s.changes.Store(&prefix)
 	dctx, stopDeliver := context.WithCancel(ctx)
 	c.stopDeliver = stopDeliver
-	c.workers.Add(5)
-	go func() {
-		defer c.workers.Done()
-		c.deliver(dctx)
-	}()
-	go func() {
-		defer c.workers.Done()
-		c.watchPresence(ctx, presWatch)
-	}()
-	go func() {
-		defer c.workers.Done()
-		c.writePresence(ctx)
-	}()
-	go func() {
-		defer c.workers.Done()
-		c.watchRelays(ctx, watcher)
-	}()
-	go func() {
-		defer c.workers.Done()
-		c.renew(ctx)
-	}()
+	c.workers.Go(func() { c.deliver(dctx) })
+	c.workers.Go(func() { c.watchPresence(ctx, presWatch) })
+	c.workers.Go(func() { c.writePresence(ctx) })
+	c.workers.Go(func() { c.watchRelays(ctx, watcher) })
+	c.workers.Go(func() { c.renew(ctx) })
 	c.log.Info("jetstream cluster: relay announced", "relay", c.ID(), "lease", c.lease)
 	// A change told between the relay's listing of the conversations and
 	// the subscription above was missed: it lists them again.

@@ -157,15 +157,8 @@ func (c *Cluster) Start(h history.ClusterHooks) error {
 	c.net.receivers[c] = true
 	c.net.mu.Unlock()
 	c.publish.Store(true)
-	c.workers.Add(2)
-	go func() {
-		defer c.workers.Done()
-		c.deliver(ctx, h)
-	}()
-	go func() {
-		defer c.workers.Done()
-		c.tick(ctx, h)
-	}()
+	c.workers.Go(func() { c.deliver(ctx, h) })
+	c.workers.Go(func() { c.tick(ctx, h) })
 	c.log.Info("memcluster: relay announced", "relay", c.ID(), "lease", c.lease)
 	h.Reconnected()
 	return nil
