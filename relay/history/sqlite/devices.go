@@ -88,11 +88,7 @@ func scanDevice(row scanner) (history.Device, error) {
 
 func (d deviceDB) Devices(ctx context.Context) ([]history.Device, error) {
 	rows, err := d.r.QueryContext(ctx, `SELECT `+deviceColumns+` FROM devices ORDER BY created_at, name`)
-	out, err := scanAll(rows, err, scanDevice)
-	if err != nil {
-		return nil, fmt.Errorf("history: list devices: %w", err)
-	}
-	return out, nil
+	return scanAll(rows, err, scanDevice, "history: list devices")
 }
 
 func (d deviceDB) DeviceByHash(ctx context.Context, hash [sha256.Size]byte) (history.Device, error) {

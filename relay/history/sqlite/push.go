@@ -66,11 +66,7 @@ func (d deviceDB) SavePush(ctx context.Context, s history.PushSubscription) erro
 
 func (d deviceDB) PushSubscriptions(ctx context.Context) ([]history.PushSubscription, error) {
 	rows, err := d.r.QueryContext(ctx, `SELECT `+pushColumns+` FROM push_subscriptions ORDER BY created_at, endpoint`)
-	out, err := scanAll(rows, err, scanPush)
-	if err != nil {
-		return nil, fmt.Errorf("history: list push subscriptions: %w", err)
-	}
-	return out, nil
+	return scanAll(rows, err, scanPush, "history: list push subscriptions")
 }
 
 func scanPush(row scanner) (history.PushSubscription, error) {

@@ -71,13 +71,9 @@ func (s *Store) Spent(ctx context.Context, since time.Time) ([]history.Spend, er
 		hourArg, atArg = history.SpendHour(since).Unix(), since.UnixNano()
 	}
 	rows, err := s.selectSpend.QueryContext(ctx, hourArg, atArg)
-	out, err := scanAll(rows, err, func(row scanner) (history.Spend, error) {
+	return scanAll(rows, err, func(row scanner) (history.Spend, error) {
 		var at, nano int64
 		err := row.Scan(&at, &nano)
 		return history.Spend{At: time.Unix(0, at), NanoAIU: nano}, err
-	})
-	if err != nil {
-		return nil, fmt.Errorf("history: read spend: %w", err)
-	}
-	return out, nil
+	}, "history: read spend")
 }

@@ -277,22 +277,22 @@ func timeFrom(v sql.NullInt64) time.Time {
 type scanner interface{ Scan(dest ...any) error }
 
 // scanAll reads every row a query returned with scan, and closes them; err
-// is the query's own.
-func scanAll[T any](rows *sql.Rows, err error, scan func(scanner) (T, error)) ([]T, error) {
+// is the query's own. Its errors begin with what: "history: list devices".
+func scanAll[T any](rows *sql.Rows, err error, scan func(scanner) (T, error), what string) ([]T, error) {
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("%s: %w", what, err)
 	}
 	defer rows.Close()
 	var out []T
 	for rows.Next() {
 		t, err := scan(rows)
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("%s: %w", what, err)
 		}
 		out = append(out, t)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, err
+		return nil, fmt.Errorf("%s: %w", what, err)
 	}
 	return out, nil
 }
@@ -320,11 +320,7 @@ func (s *Store) Conversation(ctx context.Context, id string) (history.Conversati
 
 func (s *Store) Conversations(ctx context.Context) ([]history.Conversation, error) {
 	rows, err := s.selectConvs.QueryContext(ctx)
-	out, err := scanAll(rows, err, scanConversation)
-	if err != nil {
-		return nil, fmt.Errorf("history: list conversations: %w", err)
-	}
-	return out, nil
+	return scanAll(rows, err, scanConversation, "history: list conversations")
 }
 
 // Events reads the conversation's events in pages. A page is read and its
