@@ -45,8 +45,7 @@ func (r *mdRenderer) blocks(n ast.Node, depth int) {
 func (r *mdRenderer) block(n ast.Node, depth int) {
 	switch b := n.(type) {
 	case *ast.Paragraph, *ast.TextBlock:
-		r.out = append(r.out, r.inlines(n, widget.RichTextStyleInline)...)
-		r.out = append(r.out, &widget.TextSegment{Style: widget.RichTextStyleParagraph})
+		r.out = append(r.out, endLine(r.inlines(n, widget.RichTextStyleInline))...)
 	case *ast.Heading:
 		style := widget.RichTextStyleParagraph
 		switch b.Level {
@@ -123,12 +122,16 @@ func (r *mdRenderer) list(l *ast.List, depth int) {
 				nested = append(nested, c)
 			}
 		}
-		lead := &widget.TextSegment{Style: widget.RichTextStyleStrong, Text: indent + marker + " "}
-		// A block segment ends the item's line, as Fyne's own lists do.
-		end := widget.RichTextStyleInline
-		end.Inline = false
-		texts = append([]widget.RichTextSegment{lead}, texts...)
-		r.out = append(r.out, &widget.ParagraphSegment{Texts: append(texts, &widget.TextSegment{Style: end})})
+		// The marker is drawn in the text's weight, as browsers draw
+		// list markers, and is the start of the item's first text when
+		// that is plain: a line of one segment (see endLine).
+		lead := indent + marker + " "
+		if first, ok := firstText(texts); ok && first.Style == widget.RichTextStyleInline {
+			first.Text = lead + first.Text
+		} else {
+			texts = append([]widget.RichTextSegment{&widget.TextSegment{Style: widget.RichTextStyleInline, Text: lead}}, texts...)
+		}
+		r.out = append(r.out, &widget.ParagraphSegment{Texts: endLine(texts)})
 		for _, c := range nested {
 			r.block(c, depth+1)
 		}
@@ -276,6 +279,33 @@ func wordSegments(segs []widget.RichTextSegment) []widget.RichTextSegment {
 // zeroWidth is a zero-width space: no width on screen, but one character
 // to Fyne's wrapping (wordSegments).
 const zeroWidth = "\u200b"
+
+// endLine ends a paragraph's (or a list item's) inline segments with a
+// block segment, which ends its line. When the last segment is plain
+// text, it becomes that block segment itself rather than being followed
+// by an empty one, so that a paragraph of plain text is one segment, and
+// so is every line of it. This matters to the frames a streaming reply
+// costs: Fyne 2.7.1's RichText lays a line of more than one segment out
+// by resizing its last text to its own width and then to the width of
+// the line, and a canvas.Text refreshes itself on every resize. The paint
+// lays a rich text out again whenever one of its texts changed (a
+// streamed word), so every such line marked the window dirty again, and
+// every update of a streaming reply cost a second, identical frame.
+func endLine(segs []widget.RichTextSegment) []widget.RichTextSegment {
+	if last, ok := lastText(segs); ok && last.Style == widget.RichTextStyleInline {
+		last.Style = widget.RichTextStyleParagraph
+		return segs
+	}
+	return append(segs, &widget.TextSegment{Style: widget.RichTextStyleParagraph})
+}
+
+func firstText(segs []widget.RichTextSegment) (*widget.TextSegment, bool) {
+	if len(segs) == 0 {
+		return nil, false
+	}
+	t, ok := segs[0].(*widget.TextSegment)
+	return t, ok
+}
 
 func lastText(segs []widget.RichTextSegment) (*widget.TextSegment, bool) {
 	if len(segs) == 0 {

@@ -48,8 +48,9 @@ func describe(segs []widget.RichTextSegment) string {
 			}
 		case *widget.ParagraphSegment:
 			for _, c := range joinSegments(t.Texts) {
-				if ts, ok := c.(*widget.TextSegment); ok && ts.Text == "" {
-					continue // the item's line end
+				if ts, ok := c.(*widget.TextSegment); ok && ts.Style == widget.RichTextStyleParagraph {
+					b.WriteString(ts.Text) // the item's line end
+					continue
 				}
 				line(c)
 			}
@@ -114,9 +115,9 @@ func TestMarkdown(t *testing.T) {
 		{"identifiers in a sentence", "call snake_case() then x_1", "call snake_case() then x_1¶\n"},
 		{"soft breaks are spaces", "one\ntwo", "one two¶\n"},
 		{"emphasis and code", "a **bold** and _it_ `x_y`", "a *bold* and _it_ `x_y`¶\n"},
-		{"numbered list from its start", "3. three\n4. four", "*3. *three\n*4. *four\n"},
-		{"nested list", "- a\n  1. b\n  2. c\n- d", "*• *a\n*    1. *b\n*    2. *c\n*• *d\n"},
-		{"task list", "- [ ] todo\n- [x] done", "*☐ *todo\n*☑ *done\n"},
+		{"numbered list from its start", "3. three\n4. four", "3. three\n4. four\n"},
+		{"nested list", "- a\n  1. b\n  2. c\n- d", "• a\n    1. b\n    2. c\n• d\n"},
+		{"task list", "- [ ] todo\n- [x] done", "☐ todo\n☑ done\n"},
 		{"quote over two lines is one block", "> first line\n> second line", "[quote]first line second line\n"},
 		{"table", "| a | b |\n|---|--:|\n| 1 | 2 |", "[table]a|b\n1|2\n"},
 		{"links", "see [docs](https://example.com/x) and https://go.dev", "see [docs](https://example.com/x) and [https://go.dev](https://go.dev)¶\n"},
@@ -129,7 +130,7 @@ func TestMarkdown(t *testing.T) {
 		{"a link with underscores", "see https://example.com/a_b/c_d_e.md", "see [https://example.com/a_b/c_d_e.md](https://example.com/a_b/c_d_e.md)¶\n"},
 		{"a long link reads whole", "see [the notes on how a frame is drawn](https://example.com/a/b?c=d&e=f#g) and https://github.com/pilotdesk/pilotdesk/blob/main/docs/ARCHITECTURE.md now",
 			"see [the notes on how a frame is drawn](https://example.com/a/b?c=d&e=f#g) and [https://github.com/pilotdesk/pilotdesk/blob/main/docs/ARCHITECTURE.md](https://github.com/pilotdesk/pilotdesk/blob/main/docs/ARCHITECTURE.md) now¶\n"},
-		{"a link in a list item", "- read [the long notes on frames](https://example.com/f) first", "*• *read [the long notes on frames](https://example.com/f) first\n"},
+		{"a link in a list item", "- read [the long notes on frames](https://example.com/f) first", "• read [the long notes on frames](https://example.com/f) first\n"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := describe(parseMarkdown(tc.md)); got != tc.want {
@@ -535,5 +536,64 @@ func TestLongLinksInTheWindow(t *testing.T) {
 	}
 	if strings.Contains(got, zeroWidth) {
 		t.Fatalf("Copy reply gave zero-width spaces: %q", got)
+	}
+}
+
+// refreshCounter is the test app, counting the canvas refreshes that
+// objects ask for (canvas.Refresh), as the real window's canvas marks
+// itself dirty for each.
+type refreshCounter struct {
+	fyne.App
+	drv *refreshDriver
+}
+
+func (a *refreshCounter) Driver() fyne.Driver { return a.drv }
+
+type refreshDriver struct {
+	fyne.Driver
+	n int
+}
+
+func (d *refreshDriver) CanvasForObject(o fyne.CanvasObject) fyne.Canvas {
+	return &refreshCanvas{Canvas: d.Driver.CanvasForObject(o), d: d}
+}
+
+type refreshCanvas struct {
+	fyne.Canvas
+	d *refreshDriver
+}
+
+func (c *refreshCanvas) Refresh(fyne.CanvasObject) { c.d.n++ }
+
+// Laying a streaming reply's plain paragraphs and list items out again,
+// as the window's paint does whenever a text in them changed, refreshes
+// nothing: each of their lines is one segment. Fyne 2.7.1 lays a line of
+// several segments out by resizing its last text twice, and each resize
+// of a canvas.Text refreshes it, which marked the window dirty during its
+// own paint and cost every streamed update a second frame.
+func TestPlainLinesRelayoutWithoutRefresh(t *testing.T) {
+	base := test.NewTempApp(t)
+	counter := &refreshCounter{App: base, drv: &refreshDriver{Driver: base.Driver()}}
+	fyne.SetCurrentApp(counter)
+	reply := "I looked at how the relay stores a conversation before it fans the events out, and the order of the writes is what keeps a reconnecting window consistent."
+	list := "1. The agent's process writes a JSON-RPC frame, which the reader goroutine decodes.\n2. The relay gives the event the next sequence number and encodes it once.\n   - nested, and long enough to wrap onto a second line at this width\n3. The committer"
+	for _, md := range []string{reply, list, "- [x] a task done\n- [ ] and one to do, which wraps onto the line below it"} {
+		rt := widget.NewRichText(parseMarkdown(md)...)
+		rt.Wrapping = fyne.TextWrapWord
+		w := test.NewTempWindow(t, rt)
+		w.Resize(fyne.NewSize(320, 400))
+		r := test.TempWidgetRenderer(t, rt)
+		words := strings.SplitAfter(md, " ")
+		for i := 1; i <= len(words); i++ {
+			// A streamed update: the text so far, drawn again.
+			rt.Segments = parseMarkdown(strings.Join(words[:i], ""))
+			rt.Refresh()
+			counter.drv.n = 0
+			// The paint's layout pass (common.Canvas.EnsureMinSize).
+			r.Layout(rt.Size())
+			if counter.drv.n != 0 {
+				t.Fatalf("laying out %q again refreshed %d objects", strings.Join(words[:i], ""), counter.drv.n)
+			}
+		}
 	}
 }

@@ -38,7 +38,7 @@ func TestMarkdownTurnAndUsage(t *testing.T) {
 	}
 	// The markdown renders as rich text: a heading, a list, a link.
 	segs := parseMarkdown(rows[3].Text)
-	if p, ok := segs[0].(*widget.ParagraphSegment); !ok || !strings.HasPrefix(describe(segs), "*1. *Run the *tests*") {
+	if p, ok := segs[0].(*widget.ParagraphSegment); !ok || !strings.HasPrefix(describe(segs), "1. Run the *tests*") {
 		t.Fatalf("the list block parsed as %T: %s", segs[0], describe(segs))
 	} else if len(p.Texts) < 2 {
 		t.Fatalf("a list item with no text: %s", describe(segs))
