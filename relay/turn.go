@@ -288,11 +288,25 @@ func (c *conversation) session(ctx context.Context, model string) (session.Sessi
 // finishTurn closes a turn: open input requests are closed, the partial text
 // of an aborted or rejected turn is kept as a copilot:message, a failure is
 // reported as copilot:error, and copilot:idle ends the stream.
+//
+// A turn that is no longer the conversation's (a newer one started after
+// a takeover closed this one) ends without a word: its end was told, and
+// the conversation streams the newer turn, which an idle or a streaming
+// false from this one would cut in two for its clients and open to a
+// second send running beside it (TestStaleTurnEndLeavesNewerTurn).
 func (c *conversation) finishTurn(t *turn, status string, runErr error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	defer close(t.done)
 	c.closeInputsLocked(t, context.Canceled)
+	c.r.streamsMu.Lock()
+	delete(c.r.streamsRun, t)
+	c.r.streamsMu.Unlock()
+	if c.turn != t {
+		c.r.log.Debug("relay: the end of a turn a newer one replaced is not told", "conversationId", c.id, "status", status)
+		return
+	}
+	c.turn = nil
 	if status == protocol.StatusAborted || status == protocol.StatusRejected {
 		for _, id := range t.partialOrder {
 			if t.finished[id] {
@@ -305,13 +319,11 @@ func (c *conversation) finishTurn(t *turn, status string, runErr error) {
 	if status == protocol.StatusError && !c.failure.failed {
 		c.emitErrorLocked(runErr.Error())
 	}
-	if c.turn == t {
-		c.turn = nil
+	if c.own.here {
+		// A conversation this relay lost says what is stored of it
+		// (applyStored): another relay's turn may stream there now.
+		c.streaming = false
 	}
-	c.r.streamsMu.Lock()
-	delete(c.r.streamsRun, t)
-	c.r.streamsMu.Unlock()
-	c.streaming = false
 	if ch := t.changes; ch != nil {
 		c.emitLocked(protocol.TypeChanges, &ch.Header, ch)
 	}
