@@ -143,7 +143,7 @@ terminal-screenshot:
 # p50/p99 latency, CPU and allocations per delivery, RSS with 1,000 idle
 # connections), in memory, on SQLite and on JetStream, next to nats-server's
 # own core fan-out (same subscribers, same message size: the relay's CPU per
-# delivery as a ratio of nats-server's, target <= 0.8x), and the window's cost
+# delivery as a ratio of nats-server's, target <= 0.4x, issue #32), and the window's cost
 # of drawing one frame's batch of deltas with 50, 200 and 800 messages in the
 # history; Lighthouse on the web client (mobile: accessibility >= 98, best
 # practices 100, installable) and its scrolling of a long conversation (20
