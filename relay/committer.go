@@ -65,7 +65,6 @@ type committer struct {
 	events []history.Event
 	metas  []history.Conversation
 	index  map[*conversation]int
-	frames [][]byte
 
 	// A failing store (storefail.go). down is set by the committer
 	// goroutine from the first failed write until every conversation it
@@ -248,14 +247,15 @@ func (c *committer) commit(recs []record) {
 		for j < len(recs) && recs[j].conv == conv {
 			j++
 		}
-		c.frames = c.frames[:0]
-		for _, rec := range recs[i:j] {
-			c.frames = append(c.frames, rec.frame)
+		// A slice of its own for each run: the subscribers' queues keep
+		// it (fanOutLocked).
+		frames := make([][]byte, j-i)
+		for k, rec := range recs[i:j] {
+			frames[k] = rec.frame
 		}
-		conv.deliver(c.frames, recs[j-1].seq)
+		conv.deliver(frames, recs[j-1].seq)
 		i = j
 	}
-	clear(c.frames)
 }
 
 // delete removes a conversation from the store; on success its subscribers

@@ -47,7 +47,7 @@ type conn struct {
 	// The send queue, bounded by Config.SendQueue frames and maxQueueBytes.
 	// The committer and the handler goroutine push; the writer takes
 	// everything at once. Closing the connection closes it.
-	queue      *queue.Queue[[]byte]
+	queue      *queue.Queue[outRun]
 	writerDone chan struct{}
 
 	mu            sync.Mutex // guards closing, flushClose, closeCode, closeReason, closeWatchdog
@@ -369,15 +369,43 @@ func (c *conn) checkHeartbeat() {
 	c.heartbeat.Reset(c.r.heartbeat - idle)
 }
 
+// outRun is an entry of a connection's send queue: one frame, or a run of
+// frames queued at once. The fan-out queues one run per commit for every
+// subscriber of the conversation, the same run for all of them, so a
+// commit of n events costs each subscriber one entry and one lock, not n
+// entries copied into its queue (with 50 subscribers, the copies, the
+// growing of each queue's array in a burst and the collector's scans of
+// those arrays were a sixth of the relay's CPU time per delivery). A run
+// is read-only once queued.
+type outRun struct {
+	one    []byte   // the frame, when frames is nil
+	frames [][]byte // the run, shared with the conversation's other subscribers
+	bytes  int      // the frames' length, summed once for all of them
+}
+
+// newRun makes a run of frames, which must not be changed from then on.
+func newRun(frames [][]byte) outRun {
+	return outRun{frames: frames, bytes: framesBytes(frames)}
+}
+
+// len is how many frames the entry holds: the queue's bound counts frames.
+func (r outRun) len() int {
+	if r.frames == nil {
+		return 1
+	}
+	return len(r.frames)
+}
+
 // newSendQueue is a connection's send queue. A replay (enqueueWait) waits
 // while it is half full, so that it follows the client's pace and leaves
 // the other half for the live events of other conversations, which never
 // wait: a connection they do not fit in is closed (CloseTooSlow).
-func newSendQueue(frames int) *queue.Queue[[]byte] {
-	return queue.New(queue.Options[[]byte]{
+func newSendQueue(frames int) *queue.Queue[outRun] {
+	return queue.New(queue.Options[outRun]{
 		MaxLen:    frames,
 		MaxBytes:  maxQueueBytes,
-		Size:      func(frame []byte) int { return len(frame) },
+		Size:      func(r outRun) int { return r.bytes },
+		Count:     outRun.len,
 		WaitLen:   max(frames/2, 1),
 		WaitBytes: maxQueueBytes / 2,
 	})
@@ -386,20 +414,26 @@ func newSendQueue(frames int) *queue.Queue[[]byte] {
 // enqueue queues one frame. It never blocks: a connection whose queue is
 // full is closed (CloseTooSlow) and reconnects with sinceSeq.
 func (c *conn) enqueue(frame []byte) bool {
-	if !c.pushed(c.queue.TryPush(frame)) {
-		return false
-	}
-	c.unwritten.Add(int64(len(frame)))
-	return true
+	return c.enqueueRun(outRun{one: frame, bytes: len(frame)})
 }
 
 // enqueueMany queues frames in order, or closes the connection if they do
-// not fit.
+// not fit. The frames are queued as they are, not copied: the caller must
+// not change the slice afterwards.
 func (c *conn) enqueueMany(frames [][]byte) bool {
-	if !c.pushed(c.queue.TryPushAll(frames)) {
+	if len(frames) == 0 {
+		return true
+	}
+	return c.enqueueRun(newRun(frames))
+}
+
+// enqueueRun queues a run (enqueueMany), or closes the connection if it
+// does not fit.
+func (c *conn) enqueueRun(r outRun) bool {
+	if !c.pushed(c.queue.TryPush(r)) {
 		return false
 	}
-	c.unwritten.Add(int64(framesBytes(frames)))
+	c.unwritten.Add(int64(r.bytes))
 	return true
 }
 
@@ -426,7 +460,7 @@ func (c *conn) pushed(err error) bool {
 // history than that, and leaves room for the live events of other
 // conversations. It reports false when the connection ends.
 func (c *conn) enqueueWait(frame []byte) bool {
-	if !c.replayRoom() || c.queue.Push(context.Background(), frame) != nil {
+	if !c.replayRoom() || c.queue.Push(context.Background(), outRun{one: frame, bytes: len(frame)}) != nil {
 		return false
 	}
 	c.unwritten.Add(int64(len(frame)))
@@ -512,8 +546,8 @@ func (c *conn) closeState() (closing, flush bool, code websocket.StatusCode, rea
 	return c.closing, c.flushClose, c.closeCode, c.closeReason
 }
 
-// writeLoop is the connection's writer: it takes every queued frame, writes
-// them while the connection is corked and sends them with one syscall.
+// writeLoop is the connection's writer: it takes every queued frame and
+// sends them together, a syscall per buffer of them (corkConn.writeRuns).
 // Writes use a context without deadline (no timer per write); a connection
 // that stops reading is closed by the queue's bound or the heartbeat. Once
 // the queue is closed and drained it sends the close frame.
@@ -526,7 +560,7 @@ func (c *conn) writeLoop() {
 		c.mu.Unlock()
 		close(c.writerDone)
 	}()
-	var batch [][]byte
+	var batch []outRun
 	for {
 		var err error
 		batch, err = c.queue.PopAll(context.Background(), batch)
@@ -536,8 +570,8 @@ func (c *conn) writeLoop() {
 		if closing, flush, _, _ := c.closeState(); closing && !flush {
 			continue // closed without flush while this batch was taken: it goes too
 		}
-		err = c.writeBatch(batch)
-		c.unwritten.Add(-int64(framesBytes(batch)))
+		err = c.cork.writeRuns(batch)
+		c.unwritten.Add(-int64(runsBytes(batch)))
 		select {
 		case c.drained <- struct{}{}:
 		default:
@@ -555,18 +589,12 @@ func (c *conn) writeLoop() {
 	_ = c.ws.Close(code, reason)
 }
 
-// writeBatch writes the frames held back by the cork and sends them with
-// one syscall. Each is written as a WebSocket frame by the cork itself
-// (corkConn.writeText), not through the library's Write: see there why.
-func (c *conn) writeBatch(batch [][]byte) error {
-	c.cork.cork()
-	for _, frame := range batch {
-		if err := c.cork.writeText(frame); err != nil {
-			_ = c.cork.uncork()
-			return err
-		}
+func runsBytes(runs []outRun) int {
+	n := 0
+	for _, r := range runs {
+		n += r.bytes
 	}
-	return c.cork.uncork()
+	return n
 }
 
 // send queues a frame meant for this connection only.

@@ -323,9 +323,14 @@ func (c *conversation) deliver(frames [][]byte, lastSeq int64) {
 	c.fanOutLocked(frames)
 }
 
-// fanOutLocked queues frames for every subscriber; one that is replaying
-// gets them after its replay.
+// fanOutLocked queues frames for every subscriber, as one run that they
+// all share (outRun): the caller must not change the slice afterwards. One
+// that is replaying gets them after its replay.
 func (c *conversation) fanOutLocked(frames [][]byte) {
+	if len(frames) == 0 {
+		return
+	}
+	run := newRun(frames)
 	for _, s := range c.subs {
 		if s.catchingUp {
 			if len(s.buffer)+len(frames) > c.r.sendQueue {
@@ -336,7 +341,7 @@ func (c *conversation) fanOutLocked(frames [][]byte) {
 			s.buffer = append(s.buffer, frames...)
 			continue
 		}
-		s.conn.enqueueMany(frames)
+		s.conn.enqueueRun(run)
 	}
 }
 

@@ -48,43 +48,49 @@ func corkPair(t *testing.T) (*corkConn, *websocket.Conn, *websocket.Conn) {
 	return a.cork, a.ws, client
 }
 
-// The frames writeText lays out are read back by a WebSocket client as
-// the same text messages, at each length encoding's bounds, corked in one
-// batch or not.
-func TestCorkWriteText(t *testing.T) {
+// single is a batch of one frame queued alone (conn.enqueue).
+func single(p []byte) []outRun { return []outRun{{one: p, bytes: len(p)}} }
+
+// The frames writeRuns lays out are read back by a WebSocket client as the
+// same text messages, in order, at each length encoding's bounds and past
+// the buffer's size, whether each is a batch of its own, all are one run,
+// or the batch mixes runs and frames queued alone.
+func TestCorkWriteRuns(t *testing.T) {
 	cork, _, client := corkPair(t)
-	sizes := []int{0, 1, 125, 126, 127, 0xffff, 0x10000, 40 << 10, 1 << 20}
+	sizes := []int{0, 1, 125, 126, 127, 0xffff, 0x10000, 40 << 10, 1 << 20, 3}
 	msgs := make([][]byte, len(sizes))
 	for i, n := range sizes {
 		msgs[i] = bytes.Repeat([]byte{'a' + byte(i)}, n)
 	}
+	batches := map[string][][]outRun{"alone": nil, "one run": {{newRun(msgs)}}}
+	for _, m := range msgs {
+		batches["alone"] = append(batches["alone"], single(m))
+	}
+	mixed := []outRun{newRun(msgs[:3]), {one: msgs[3], bytes: len(msgs[3])}, newRun(msgs[4:8])}
+	for _, m := range msgs[8:] {
+		mixed = append(mixed, single(m)...)
+	}
+	batches["mixed"] = [][]outRun{mixed}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	for _, corked := range []bool{false, true} {
+	for name, batch := range batches {
 		errc := make(chan error, 1)
 		go func() {
-			if corked {
-				cork.cork()
-			}
-			for _, m := range msgs {
-				if err := cork.writeText(m); err != nil {
+			for _, runs := range batch {
+				if err := cork.writeRuns(runs); err != nil {
 					errc <- err
 					return
 				}
-			}
-			if corked {
-				errc <- cork.uncork()
-				return
 			}
 			errc <- nil
 		}()
 		for i, want := range msgs {
 			typ, got, err := client.Read(ctx)
 			if err != nil {
-				t.Fatalf("corked %v, message %d (%d bytes): %v", corked, i, len(want), err)
+				t.Fatalf("%s, message %d (%d bytes): %v", name, i, len(want), err)
 			}
 			if typ != websocket.MessageText || !bytes.Equal(got, want) {
-				t.Fatalf("corked %v, message %d: %v of %d bytes, want text of %d", corked, i, typ, len(got), len(want))
+				t.Fatalf("%s, message %d: %v of %d bytes, want text of %d", name, i, typ, len(got), len(want))
 			}
 		}
 		if err := <-errc; err != nil {
@@ -93,12 +99,60 @@ func TestCorkWriteText(t *testing.T) {
 	}
 }
 
-// Once the library has sent a close frame, writeText sends nothing more:
+// countingConn is a net.Conn that keeps what is written to it and counts
+// the Writes (the syscalls a socket would make).
+type countingConn struct {
+	net.Conn // nil: only Write is called
+	writes   []int
+	out      bytes.Buffer
+}
+
+func (c *countingConn) Write(p []byte) (int, error) {
+	c.writes = append(c.writes, len(p))
+	return c.out.Write(p)
+}
+
+// A batch leaves in as few Writes as the buffer allows: one for a batch
+// that fits in it, and for a larger one a Write per bufferful of whole
+// frames, none of them over corkBufferSize; the bytes are the frames, in
+// order.
+func TestCorkWritesPerBatch(t *testing.T) {
+	frame := bytes.Repeat([]byte("d"), 163) // a delta's frame in the fan-out benchmark
+	for _, n := range []int{1, 10, 3 * corkBufferSize / 165} {
+		frames := make([][]byte, n)
+		for i := range frames {
+			frames[i] = frame
+		}
+		sink := &countingConn{}
+		cork := &corkConn{Conn: sink}
+		if err := cork.writeRuns([]outRun{newRun(frames[:n/2]), newRun(frames[n/2:])}); err != nil {
+			t.Fatal(err)
+		}
+		// A frame is never split between Writes: a Write takes as many
+		// whole frames as fit.
+		perWrite := corkBufferSize / (4 + len(frame))
+		if want := (n + perWrite - 1) / perWrite; len(sink.writes) != want {
+			t.Errorf("%d frames in %d Writes %v, want %d", n, len(sink.writes), sink.writes, want)
+		}
+		for _, w := range sink.writes {
+			if w > corkBufferSize {
+				t.Errorf("a Write of %d bytes, over the buffer's %d", w, corkBufferSize)
+			}
+		}
+		// FIN and text; 126: the length follows in 16 bits.
+		want := bytes.Repeat(append([]byte{0x81, 126, 0, byte(len(frame))}, frame...), n)
+		if !bytes.Equal(sink.out.Bytes(), want) {
+			t.Errorf("%d frames: the bytes written are not the frames in order", n)
+		}
+	}
+}
+
+// Once the library has sent a close frame, writeRuns sends nothing more:
 // no data frame may follow a close. The client does not answer the close
 // yet, so the connection is still open when the relay tries.
 func TestCorkNoFrameAfterClose(t *testing.T) {
 	cork, ws, client := corkPair(t)
-	if err := cork.writeText([]byte("before")); err != nil {
+	if err := cork.writeRuns(single([]byte("before"))); err != nil {
 		t.Fatal(err)
 	}
 	closed := make(chan struct{})
@@ -119,7 +173,7 @@ func TestCorkNoFrameAfterClose(t *testing.T) {
 		}
 		time.Sleep(time.Millisecond)
 	}
-	if err := cork.writeText([]byte("after")); !errors.Is(err, net.ErrClosed) {
+	if err := cork.writeRuns(single([]byte("after"))); !errors.Is(err, net.ErrClosed) {
 		t.Fatalf("a frame after the close frame: %v, want net.ErrClosed", err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)

@@ -40,6 +40,12 @@ type Options[T any] struct {
 	MaxBytes int
 	// Size is an item's size in bytes; nil counts every item as 0.
 	Size func(T) int
+	// Count is how many items an item counts as against MaxLen and
+	// WaitLen, and in Len: an item that carries several things, each of
+	// which the bound is about, counts each (a connection's run of frames
+	// queued as one item is bounded by its frames). Nil counts every item
+	// as 1.
+	Count func(T) int
 	// WaitLen and WaitBytes are where Push starts to wait: it appends only
 	// while the queue holds fewer than WaitLen items and fewer than
 	// WaitBytes bytes. Zero means MaxLen and MaxBytes; WaitLen is at most
@@ -56,14 +62,16 @@ type Queue[T any] struct {
 	maxLen, maxBytes   int
 	waitLen, waitBytes int
 	size               func(T) int
+	count              func(T) int
 
 	// ready holds a token when an item may have arrived since the consumer
 	// last looked; done is closed by Close. Neither needs mu.
 	ready chan struct{}
 	done  chan struct{}
 
-	mu     sync.Mutex // guards items, bytes, closed, room
+	mu     sync.Mutex // guards items, n, bytes, closed, room
 	items  []T
+	n      int // the sum of Count over items (len(items) without Count)
 	bytes  int
 	closed bool
 	// room is closed, and set to nil, when items leave the queue or it
@@ -79,6 +87,7 @@ func New[T any](opts Options[T]) *Queue[T] {
 		waitLen:   max(opts.WaitLen, 0),
 		waitBytes: max(opts.WaitBytes, 0),
 		size:      opts.Size,
+		count:     opts.Count,
 		ready:     make(chan struct{}, 1),
 		done:      make(chan struct{}),
 	}
@@ -98,25 +107,33 @@ func (q *Queue[T]) sizeOf(v T) int {
 	return q.size(v)
 }
 
+func (q *Queue[T]) countOf(v T) int {
+	if q.count == nil {
+		return 1
+	}
+	return q.count(v)
+}
+
 // fitsLocked reports whether n items of the given bytes stay within the
 // bounds.
 func (q *Queue[T]) fitsLocked(n, bytes int) bool {
-	return (q.maxLen == 0 || len(q.items)+n <= q.maxLen) &&
+	return (q.maxLen == 0 || q.n+n <= q.maxLen) &&
 		(q.maxBytes == 0 || q.bytes+bytes <= q.maxBytes)
 }
 
 // roomLocked reports whether Push may append now.
 func (q *Queue[T]) roomLocked() bool {
-	return (q.waitLen == 0 || len(q.items) < q.waitLen) &&
+	return (q.waitLen == 0 || q.n < q.waitLen) &&
 		(q.waitBytes == 0 || q.bytes < q.waitBytes)
 }
 
-// appendUnlock appends vs, of the given bytes, unlocks q.mu and, when
-// the queue was empty, tells a waiting consumer: the signal goes out of
-// the lock, so the consumer it wakes does not wait for it.
-func (q *Queue[T]) appendUnlock(bytes int, vs ...T) {
+// appendUnlock appends vs, of the given count and bytes, unlocks q.mu
+// and, when the queue was empty, tells a waiting consumer: the signal goes
+// out of the lock, so the consumer it wakes does not wait for it.
+func (q *Queue[T]) appendUnlock(n, bytes int, vs ...T) {
 	first := len(q.items) == 0
 	q.items = append(q.items, vs...)
+	q.n += n
 	q.bytes += bytes
 	q.mu.Unlock()
 	if first {
@@ -143,17 +160,17 @@ func (q *Queue[T]) wakePushersLocked() {
 // TryPush appends v without waiting. It fails with ErrFull if v would take
 // the queue over MaxLen or MaxBytes, and with ErrClosed once it is closed.
 func (q *Queue[T]) TryPush(v T) error {
-	bytes := q.sizeOf(v)
+	n, bytes := q.countOf(v), q.sizeOf(v)
 	q.mu.Lock()
 	if q.closed {
 		q.mu.Unlock()
 		return ErrClosed
 	}
-	if !q.fitsLocked(1, bytes) {
+	if !q.fitsLocked(n, bytes) {
 		q.mu.Unlock()
 		return ErrFull
 	}
-	q.appendUnlock(bytes, v)
+	q.appendUnlock(n, bytes, v)
 	return nil
 }
 
@@ -163,7 +180,13 @@ func (q *Queue[T]) TryPushAll(vs []T) error {
 	if len(vs) == 0 {
 		return nil
 	}
-	bytes := 0
+	n, bytes := len(vs), 0
+	if q.count != nil {
+		n = 0
+		for _, v := range vs {
+			n += q.count(v)
+		}
+	}
 	if q.size != nil {
 		for _, v := range vs {
 			bytes += q.size(v)
@@ -174,11 +197,11 @@ func (q *Queue[T]) TryPushAll(vs []T) error {
 		q.mu.Unlock()
 		return ErrClosed
 	}
-	if !q.fitsLocked(len(vs), bytes) {
+	if !q.fitsLocked(n, bytes) {
 		q.mu.Unlock()
 		return ErrFull
 	}
-	q.appendUnlock(bytes, vs...)
+	q.appendUnlock(n, bytes, vs...)
 	return nil
 }
 
@@ -187,11 +210,11 @@ func (q *Queue[T]) TryPushAll(vs []T) error {
 // then returns at once), or with ctx's error when ctx ends first; v is then
 // not queued.
 func (q *Queue[T]) Push(ctx context.Context, v T) error {
-	bytes := q.sizeOf(v)
+	n, bytes := q.countOf(v), q.sizeOf(v)
 	if err := q.lockRoom(ctx); err != nil {
 		return err
 	}
-	q.appendUnlock(bytes, v)
+	q.appendUnlock(n, bytes, v)
 	return nil
 }
 
@@ -255,7 +278,7 @@ func (q *Queue[T]) PopAll(ctx context.Context, dst []T) ([]T, error) {
 		if len(q.items) > 0 {
 			out := q.items
 			q.items = dst
-			q.bytes = 0
+			q.n, q.bytes = 0, 0
 			q.wakePushersLocked()
 			q.mu.Unlock()
 			return out, nil
@@ -290,7 +313,7 @@ func (q *Queue[T]) CloseDiscard() {
 	q.closeLocked()
 	clear(q.items)
 	q.items = q.items[:0]
-	q.bytes = 0
+	q.n, q.bytes = 0, 0
 }
 
 // CloseIfEmpty closes the queue if it holds no item, atomically, and reports
@@ -317,7 +340,7 @@ func (q *Queue[T]) closeLocked() {
 
 // Stats is a snapshot of a queue.
 type Stats struct {
-	Len    int  // items queued
+	Len    int  // items queued, each counted as Options.Count says
 	Bytes  int  // the sum of Options.Size over them
 	Closed bool // Close or CloseDiscard was called
 }
@@ -326,12 +349,13 @@ type Stats struct {
 func (q *Queue[T]) Stats() Stats {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	return Stats{Len: len(q.items), Bytes: q.bytes, Closed: q.closed}
+	return Stats{Len: q.n, Bytes: q.bytes, Closed: q.closed}
 }
 
-// Len returns the number of items queued.
+// Len returns the number of items queued, each counted as Options.Count
+// says.
 func (q *Queue[T]) Len() int {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	return len(q.items)
+	return q.n
 }

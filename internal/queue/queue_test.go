@@ -103,6 +103,47 @@ func TestTryPushBounds(t *testing.T) {
 	}
 }
 
+// With Count, an item counts as that many against MaxLen and WaitLen and
+// in Len: a run of frames queued as one item is bounded by its frames.
+func TestCountWeighsItems(t *testing.T) {
+	runs := queue.New(queue.Options[[]string]{
+		MaxLen:  5,
+		WaitLen: 3,
+		Count:   func(run []string) int { return len(run) },
+	})
+	if err := runs.TryPush([]string{"a", "b"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := runs.TryPushAll([][]string{{"c"}, {"d", "e"}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := runs.TryPush([]string{"f"}); !errors.Is(err, queue.ErrFull) {
+		t.Fatalf("a sixth thing past MaxLen 5: %v, want ErrFull", err)
+	}
+	if s := runs.Stats(); s.Len != 5 || runs.Len() != 5 {
+		t.Fatalf("Stats().Len %d, Len() %d: want the 5 things in 3 items", s.Len, runs.Len())
+	}
+	pushed := async(func() error { return runs.Push(context.Background(), []string{"f"}) })
+	stillWaiting(t, pushed) // 5 things queued: at WaitLen 3 or over
+	if got := pop(t, runs); len(got) != 3 {
+		t.Fatalf("popped %d items, want 3", len(got))
+	}
+	if err := waitErr(t, pushed); err != nil {
+		t.Fatal(err)
+	}
+	if err := runs.TryPush([]string{"g", "h", "i", "j"}); err != nil {
+		t.Fatalf("4 things after 1, within MaxLen 5: %v", err)
+	}
+	if runs.Len() != 5 {
+		t.Fatalf("Len() %d after the pop and 1 + 4 things, want 5", runs.Len())
+	}
+	// A run of more things than MaxLen never fits.
+	pop(t, runs)
+	if err := runs.TryPush(make([]string, 6)); !errors.Is(err, queue.ErrFull) {
+		t.Fatalf("a run of 6 past MaxLen 5: %v, want ErrFull", err)
+	}
+}
+
 func TestTryPushAllIsAllOrNothing(t *testing.T) {
 	tests := []struct {
 		name     string
