@@ -20,10 +20,7 @@ bin="$dest/node_modules/.bin/gemini"
 
 npm_tool_need npm node
 
-if npm_tool_current && [[ -x "$bin" ]]; then
-	echo "$bin"
-	exit 0
-fi
+npm_tool_installed "$bin" && exit 0
 
 npm_tool_install "about 100 MB"
 

@@ -1,5 +1,5 @@
 # shellcheck shell=bash
-# The part scripts/install-copilot.sh, install-opencode.sh,
+# The part scripts/install-copilot.sh, install-opencode.sh, install-gemini-cli.sh,
 # install-claude-acp.sh and install-codex-acp.sh share:
 # installing a pinned npm package into the project-local directory
 # .tools/<name>, idempotently. It is sourced, not run:
@@ -7,7 +7,7 @@
 #   source "$(dirname "${BASH_SOURCE[0]}")/install-npm-tool.sh"
 #   npm_tool_init copilot @github/copilot "$VERSION"  # sets root, dest, stamp
 #   npm_tool_need npm node                           # else exit 1
-#   if npm_tool_current && [[ -f "$its_file" ]]; then echo "$its_file"; exit 0; fi
+#   npm_tool_installed "$its_exe" && exit 0          # prints it when it is there
 #   npm_tool_install "about 190 MB"                  # else exit 1
 #   VAR=value npm_tool_check_version CLI "the CLI" node "$loader" --version
 #   npm_tool_done "$its_file"
@@ -46,6 +46,12 @@ npm_tool_need() {
 # caller checks its files too.
 npm_tool_current() {
 	[[ -f "$stamp" && "$(cat "$stamp")" == "$npm_tool_version" ]]
+}
+
+# npm_tool_installed EXE succeeds, printing EXE, when the version wanted is
+# installed and EXE is there to run.
+npm_tool_installed() {
+	npm_tool_current && [[ -x "$1" ]] && echo "$1"
 }
 
 # npm_tool_install SIZE installs the package into dest (SIZE, such as
@@ -98,10 +104,7 @@ npm_tool_done() {
 npm_tool_package_bin() {
 	local bin="$dest/node_modules/.bin/$1"
 	npm_tool_need npm node
-	if npm_tool_current && [[ -x "$bin" ]]; then
-		echo "$bin"
-		return 0
-	fi
+	npm_tool_installed "$bin" && return 0
 	npm_tool_install "$2"
 	if [[ ! -x "$bin" ]]; then
 		npm_tool_fail "npm finished but $bin is missing (see $log)"

@@ -20,10 +20,7 @@ bin="$dest/node_modules/.bin/opencode"
 
 npm_tool_need npm
 
-if npm_tool_current && [[ -x "$bin" ]]; then
-	echo "$bin"
-	exit 0
-fi
+npm_tool_installed "$bin" && exit 0
 
 npm_tool_install "about 350 MB"
 
