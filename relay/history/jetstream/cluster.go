@@ -168,33 +168,17 @@ func NewCluster(ctx context.Context, s *Store, opts ClusterOptions) (*Cluster, e
 	}
 	suffix := strings.TrimPrefix(s.names.bucket, "pd_meta")
 	var err error
-	if c.relays, err = c.bucket(ctx, jetstream.KeyValueConfig{
-		Bucket:         "pd_relays" + suffix,
-		Description:    "pilotdesk relays alive: one key per relay, removed when its lease lapses",
-		History:        1,
-		Storage:        jetstream.FileStorage,
-		Replicas:       s.opts.Replicas,
-		LimitMarkerTTL: max(opts.Lease, time.Second),
-	}); err != nil {
+	relays := s.kvConfig("pd_relays"+suffix, "pilotdesk relays alive: one key per relay, removed when its lease lapses")
+	presence := s.kvConfig("pd_presence"+suffix, "pilotdesk relays' open connections: one key per relay, the SHA-256 of each token connected to it, lapsing with its lease")
+	relays.LimitMarkerTTL = max(opts.Lease, time.Second)
+	presence.LimitMarkerTTL = relays.LimitMarkerTTL
+	if c.relays, err = c.bucket(ctx, relays); err != nil {
 		return nil, err
 	}
-	if c.owners, err = c.bucket(ctx, jetstream.KeyValueConfig{
-		Bucket:      "pd_owners" + suffix,
-		Description: "pilotdesk conversations' owners: the relay that runs each one's agent",
-		History:     1,
-		Storage:     jetstream.FileStorage,
-		Replicas:    s.opts.Replicas,
-	}); err != nil {
+	if c.owners, err = c.bucket(ctx, s.kvConfig("pd_owners"+suffix, "pilotdesk conversations' owners: the relay that runs each one's agent")); err != nil {
 		return nil, err
 	}
-	if c.pres.kv, err = c.bucket(ctx, jetstream.KeyValueConfig{
-		Bucket:         "pd_presence" + suffix,
-		Description:    "pilotdesk relays' open connections: one key per relay, the SHA-256 of each token connected to it, lapsing with its lease",
-		History:        1,
-		Storage:        jetstream.FileStorage,
-		Replicas:       s.opts.Replicas,
-		LimitMarkerTTL: max(opts.Lease, time.Second),
-	}); err != nil {
+	if c.pres.kv, err = c.bucket(ctx, presence); err != nil {
 		return nil, err
 	}
 	c.pres.wake = make(chan struct{}, 1)

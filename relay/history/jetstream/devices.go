@@ -91,15 +91,7 @@ func (s *Store) extraBucket(ctx context.Context, slot *jetstream.KeyValue, base,
 	if closed {
 		return nil, errClosed
 	}
-	name := s.names.extraBucket(base)
-	cfg := jetstream.KeyValueConfig{
-		Bucket:      name,
-		Description: description,
-		History:     1,
-		Storage:     jetstream.FileStorage,
-		Replicas:    s.opts.Replicas,
-	}
-	kv, err := s.openKV(ctx, cfg)
+	kv, err := s.openKV(ctx, s.kvConfig(s.names.extraBucket(base), description))
 	if err != nil {
 		return nil, err
 	}

@@ -413,19 +413,24 @@ func (s *Store) openStream(ctx context.Context, sh *shard) error {
 }
 
 func (s *Store) openBucket(ctx context.Context) error {
-	cfg := jetstream.KeyValueConfig{
-		Bucket:      s.names.bucket,
-		Description: "pilotdesk conversation records, for the list",
-		History:     1,
-		Storage:     jetstream.FileStorage,
-		Replicas:    s.opts.Replicas,
-	}
-	kv, err := s.openKV(ctx, cfg)
+	kv, err := s.openKV(ctx, s.kvConfig(s.names.bucket, "pilotdesk conversation records, for the list"))
 	if err != nil {
 		return err
 	}
 	s.kv = kv
 	return nil
+}
+
+// kvConfig is every KV bucket of the history's: the last value of each key
+// only, on disk, with the history's replicas.
+func (s *Store) kvConfig(name, description string) jetstream.KeyValueConfig {
+	return jetstream.KeyValueConfig{
+		Bucket:      name,
+		Description: description,
+		History:     1,
+		Storage:     jetstream.FileStorage,
+		Replicas:    s.opts.Replicas,
+	}
 }
 
 // openKV finds a KV bucket, or creates it: the first relay of a cluster
