@@ -1,7 +1,6 @@
 package jetstream
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -114,36 +113,19 @@ type kvEntry struct {
 // has not applied the latest write yet.
 func (s *Store) leaderGet(ctx context.Context, kv jetstream.KeyValue, key string) (kvEntry, error) {
 	bucket := kv.Bucket()
-	body, err := json.Marshal(msgGetRequest{LastBySubject: "$KV." + bucket + "." + key})
-	if err != nil {
-		return kvEntry{}, err
+	m, err := s.getMsg(ctx, "KV_"+bucket, msgGetRequest{LastBySubject: "$KV." + bucket + "." + key})
+	if errors.Is(err, errNoMessage) {
+		return kvEntry{}, nil
 	}
-	var reply *nats.Msg
-	if err := s.leaderCall(ctx, func(ctx context.Context) (err error) {
-		reply, err = s.nc.RequestWithContext(ctx, "$JS.API.STREAM.MSG.GET.KV_"+bucket, body)
-		return err
-	}); err != nil {
+	if err != nil {
 		return kvEntry{}, fmt.Errorf("read %s/%s: %w", bucket, key, err)
 	}
-	var a msgGetAnswer
-	if err := json.Unmarshal(reply.Data, &a); err != nil {
-		return kvEntry{}, fmt.Errorf("read %s/%s: a bad STREAM.MSG.GET answer: %w", bucket, key, err)
-	}
-	if a.Error != nil {
-		if a.Error.ErrorCode == jetstream.JSErrCodeMessageNotFound {
-			return kvEntry{}, nil
-		}
-		return kvEntry{}, fmt.Errorf("read %s/%s: %w", bucket, key, a.Error)
-	}
-	if a.Message == nil {
-		return kvEntry{}, fmt.Errorf("read %s/%s: an answer with no message", bucket, key)
-	}
-	if bytes.Contains(a.Message.Header, []byte("KV-Operation")) {
+	if m.hdr.Get("KV-Operation") != "" {
 		// A delete or purge marker: the key is gone, but its revision is
 		// what a Create over it must name.
 		return kvEntry{rev: 0}, nil
 	}
-	return kvEntry{value: a.Message.Data, rev: a.Message.Seq}, nil
+	return kvEntry{value: m.data, rev: m.seq}, nil
 }
 
 // storedDevice is a device in the table. The hash is hex; the token is
