@@ -160,18 +160,7 @@ func (q *Queue[T]) wakePushersLocked() {
 // TryPush appends v without waiting. It fails with ErrFull if v would take
 // the queue over MaxLen or MaxBytes, and with ErrClosed once it is closed.
 func (q *Queue[T]) TryPush(v T) error {
-	n, bytes := q.countOf(v), q.sizeOf(v)
-	q.mu.Lock()
-	if q.closed {
-		q.mu.Unlock()
-		return ErrClosed
-	}
-	if !q.fitsLocked(n, bytes) {
-		q.mu.Unlock()
-		return ErrFull
-	}
-	q.appendUnlock(n, bytes, v)
-	return nil
+	return q.tryAppend(q.countOf(v), q.sizeOf(v), v)
 }
 
 // TryPushAll appends vs, in order, without waiting: all of them or, with
@@ -192,6 +181,13 @@ func (q *Queue[T]) TryPushAll(vs []T) error {
 			bytes += q.size(v)
 		}
 	}
+	return q.tryAppend(n, bytes, vs...)
+}
+
+// tryAppend is TryPush and TryPushAll: it appends vs, n items of bytes
+// bytes in all, unless the queue is closed or they would take it over
+// MaxLen or MaxBytes.
+func (q *Queue[T]) tryAppend(n, bytes int, vs ...T) error {
 	q.mu.Lock()
 	if q.closed {
 		q.mu.Unlock()
