@@ -154,6 +154,21 @@ func optionalStrings(m map[string]json.RawMessage, key string) ([]string, error)
 	return out, nil
 }
 
+func optionalBool(m map[string]json.RawMessage, key string) (*bool, error) {
+	raw, ok := m[key]
+	if !ok || kindOf(raw) == kindNull {
+		return nil, nil
+	}
+	if k := kindOf(raw); k != kindBool {
+		return nil, fmt.Errorf("%q must be true or false, not %s", key, k)
+	}
+	var b bool
+	if err := json.Unmarshal(raw, &b); err != nil {
+		return nil, fmt.Errorf("%q: %w", key, err)
+	}
+	return &b, nil
+}
+
 func optionalNumber(m map[string]json.RawMessage, key string) (*float64, error) {
 	raw, ok := m[key]
 	if !ok || kindOf(raw) == kindNull {

@@ -398,15 +398,8 @@ func parseAsk(v json.RawMessage) (Step, error) {
 	if a.Choices, err = optionalStrings(m, "choices"); err != nil {
 		return nil, fmt.Errorf("ask: %w", err)
 	}
-	if raw, ok := m["allowFreeform"]; ok && kindOf(raw) != kindNull {
-		if kindOf(raw) != kindBool {
-			return nil, fmt.Errorf(`ask: "allowFreeform" must be true or false, not %s`, kindOf(raw))
-		}
-		var b bool
-		if err := json.Unmarshal(raw, &b); err != nil {
-			return nil, fmt.Errorf(`ask: "allowFreeform": %w`, err)
-		}
-		a.AllowFreeform = &b
+	if a.AllowFreeform, err = optionalBool(m, "allowFreeform"); err != nil {
+		return nil, fmt.Errorf("ask: %w", err)
 	}
 	return a, nil
 }
