@@ -46,6 +46,10 @@ type Relay struct {
 	URL     string // ws://HOST:PORT/ws, HOST 127.0.0.1 unless Config.Listen says otherwise
 	Addr    string // HOST:PORT
 	LogPath string
+	// Pprof is the base URL of its Go profiles (…/debug/pprof/) when
+	// PILOTDESK_PPROF in Env served them, which serve logs before it
+	// listens; else empty.
+	Pprof string
 
 	mu       sync.Mutex
 	warnings []string // WARN and ERROR lines of its log
@@ -54,7 +58,10 @@ type Relay struct {
 	waitErr error         // read after exited
 }
 
-var listening = regexp.MustCompile(`relay listening.* url=(ws://([^/ ]+)[^ ]*)`)
+var (
+	listening = regexp.MustCompile(`relay listening.* url=(ws://([^/ ]+)[^ ]*)`)
+	profiles  = regexp.MustCompile(`serving Go profiles.* url=(http://[^ ]+)`)
+)
 
 // listenTimeout bounds the wait for the relay to listen.
 const listenTimeout = 60 * time.Second
@@ -97,7 +104,7 @@ func Start(ctx context.Context, cfg Config) (*Relay, error) {
 	go r.readLog(stderr, logFile, found)
 	select {
 	case m := <-found:
-		r.URL, r.Addr = m[1], m[2]
+		r.URL, r.Addr, r.Pprof = m[1], m[2], m[3]
 		return r, nil
 	case <-r.exited:
 		return nil, fmt.Errorf("the relay exited at start (%v); its log is in %s", r.waitErr, r.LogPath)
@@ -111,20 +118,25 @@ func Start(ctx context.Context, cfg Config) (*Relay, error) {
 }
 
 // readLog copies the relay's log to logFile, hands the listening line's
-// match to found and keeps the warnings; at the log's end it waits for the
-// relay (Wait closes the pipe: only after the log is read to its end, or
-// its last lines are lost).
+// match to found, with the profiles' URL logged before it appended (or
+// ""), and keeps the warnings; at the log's end it waits for the relay
+// (Wait closes the pipe: only after the log is read to its end, or its
+// last lines are lost).
 func (r *Relay) readLog(stderr io.Reader, logFile *os.File, found chan<- []string) {
 	defer close(r.exited)
 	defer logFile.Close()
 	sc := bufio.NewScanner(stderr)
 	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	pprofURL := ""
 	for sc.Scan() {
 		line := sc.Text()
 		fmt.Fprintln(logFile, line)
+		if m := profiles.FindStringSubmatch(line); m != nil {
+			pprofURL = m[1]
+		}
 		if m := listening.FindStringSubmatch(line); m != nil {
 			select {
-			case found <- m:
+			case found <- append(m, pprofURL):
 			default:
 			}
 		}

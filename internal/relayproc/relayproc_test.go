@@ -19,7 +19,8 @@ const envHelper = "RELAYPROC_TEST_HELPER"
 
 // TestMain lets the test binary play `pilotdesk serve`: "serve" logs a
 // warning and its listening line, then exits 0 on SIGTERM and tells the
-// arguments it got; "crash" exits 3 at once; "hang" never listens.
+// arguments it got (with PILOTDESK_PPROF set, it logs the profiles' URL
+// first, as serve does); "crash" exits 3 at once; "hang" never listens.
 func TestMain(m *testing.M) {
 	switch os.Getenv(envHelper) {
 	case "":
@@ -28,6 +29,9 @@ func TestMain(m *testing.M) {
 		term := make(chan os.Signal, 1)
 		signal.Notify(term, syscall.SIGTERM)
 		fmt.Fprintln(os.Stderr, `time=x level=WARN msg="a warning"`)
+		if os.Getenv("PILOTDESK_PPROF") != "" {
+			fmt.Fprintln(os.Stderr, `time=x level=INFO msg="serving Go profiles" url=http://127.0.0.1:4343/debug/pprof/`)
+		}
 		fmt.Fprintln(os.Stderr, `time=x level=INFO msg="relay listening" addr=127.0.0.1:4242 url=ws://127.0.0.1:4242/ws`)
 		<-term
 		fmt.Fprintf(os.Stderr, "args=%s token=%q\n", strings.Join(os.Args[1:], " "), os.Getenv("PILOTDESK_TOKEN"))
@@ -40,12 +44,12 @@ func TestMain(m *testing.M) {
 	}
 }
 
-func start(t *testing.T, mode string) (*Relay, string, error) {
+func start(t *testing.T, mode string, env ...string) (*Relay, string, error) {
 	t.Helper()
 	log := filepath.Join(t.TempDir(), "relay.log")
 	r, err := Start(context.Background(), Config{
 		Bin: os.Args[0], Args: []string{"--agent", "script"}, Token: "tok", LogPath: log,
-		Env: []string{envHelper + "=" + mode, "GORACE=atexit_sleep_ms=0"},
+		Env: append([]string{envHelper + "=" + mode, "GORACE=atexit_sleep_ms=0"}, env...),
 	})
 	return r, log, err
 }
@@ -60,8 +64,8 @@ func TestStartStop(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r.URL != "ws://127.0.0.1:4242/ws" || r.Addr != "127.0.0.1:4242" || r.Pid() <= 0 {
-		t.Errorf("URL %q, Addr %q, pid %d", r.URL, r.Addr, r.Pid())
+	if r.URL != "ws://127.0.0.1:4242/ws" || r.Addr != "127.0.0.1:4242" || r.Pid() <= 0 || r.Pprof != "" {
+		t.Errorf("URL %q, Addr %q, pid %d, Pprof %q", r.URL, r.Addr, r.Pid(), r.Pprof)
 	}
 	if err := r.Stop(30 * time.Second); err != nil {
 		t.Fatalf("Stop = %v, want a clean exit", err)
@@ -81,6 +85,20 @@ func TestStartStop(t *testing.T) {
 	case <-r.Exited():
 	default:
 		t.Error("Exited is open after Stop")
+	}
+}
+
+// TestPprofURL: a relay whose PILOTDESK_PPROF serves its profiles names
+// their URL in its log before it listens; Start reads it (tools/load
+// -relay-profile fetches the relays' CPU profiles there).
+func TestPprofURL(t *testing.T) {
+	r, _, err := start(t, "serve", "PILOTDESK_PPROF=127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Kill()
+	if r.Pprof != "http://127.0.0.1:4343/debug/pprof/" {
+		t.Errorf("Pprof = %q", r.Pprof)
 	}
 }
 

@@ -395,6 +395,7 @@ func TestPlanFault(t *testing.T) {
 		{Fault: faultQuorumLoss},
 		{Fault: faultRelayKill, NATS: true, Relays: 1, KillAt: time.Second},
 		{Fault: faultRelayPartition, NATS: true, Relays: 1, KillAt: time.Second},
+		{NATS: true, RelayProfile: "load_test.go"}, // a file, not a folder
 	} {
 		bad.Bin, bad.Conns, bad.Convs, bad.Duration, bad.Interval, bad.Deltas, bad.Payload, bad.DialConc = "load_test.go", 10, 2, time.Minute, time.Millisecond, 1, 1, 1
 		if bad.Relays == 0 {

@@ -54,6 +54,10 @@ type config struct {
 	Verbose       bool
 	CPUProfile    string // write the load tool's own CPU profile here
 	Scale         bool   // with -nats: the same load on 1, 2, … -relays relays (scale.go)
+	RelayProfile  string // write each relay's CPU profile of the streaming window in this folder (profile.go)
+
+	// profileTag starts the profiles' file names (-scale names its runs).
+	profileTag string
 
 	// natsPassword is the relays' NATS password with -nats, given them in
 	// PILOTDESK_NATS_PASSWORD as docs/operations.md says (set by run).
@@ -92,6 +96,7 @@ func loadMain() int {
 	flag.BoolVar(&cfg.Verbose, "v", false, "log progress details")
 	flag.BoolVar(&cfg.Scale, "scale", false, "with -nats: run the same load on 1, 2, … -relays relays, one run each with no fault, and print each relay's CPU as a share of the single relay's (target with 3 relays: <= 0.38)")
 	flag.StringVar(&cfg.CPUProfile, "cpuprofile", "", "write the load tool's own CPU profile to `FILE` (to see what the clients cost)")
+	flag.StringVar(&cfg.RelayProfile, "relay-profile", "", "write each relay's CPU profile of the streaming window (its first -duration less a second) in `DIR` (relay<i>.pprof; with -scale run<k>-relays<n>-relay<i>.pprof), for go tool pprof -diff_base")
 	flag.Parse()
 	killSet := false
 	flag.Visit(func(f *flag.Flag) { killSet = killSet || f.Name == "kill-at" })
@@ -204,6 +209,11 @@ func (c *config) validate() error {
 		return fmt.Errorf("-nats-streams goes with -nats and must not be negative")
 	case c.NATSLease < 0 || (c.NATSLease > 0 && !c.NATS):
 		return fmt.Errorf("-nats-lease goes with -nats and must be positive")
+	}
+	if c.RelayProfile != "" {
+		if st, err := os.Stat(c.RelayProfile); err != nil || !st.IsDir() {
+			return fmt.Errorf("-relay-profile %q must be an existing folder", c.RelayProfile)
+		}
 	}
 	if _, err := os.Stat(c.Bin); err != nil {
 		return fmt.Errorf("the relay binary: %w (build it with `go build -tags ci -o pilotdesk .`, or run `make load`)", err)

@@ -56,6 +56,9 @@ func startRelay(ctx context.Context, cfg config, dir, token, logName string, sto
 		Env:     []string{"PILOTDESK_NATS_PASSWORD=" + cfg.natsPassword},
 		LogPath: filepath.Join(dir, logName),
 	}
+	if cfg.RelayProfile != "" {
+		rc.Env = append(rc.Env, pprofEnv+"=127.0.0.1:0")
+	}
 	if is != nil {
 		rc.Listen, rc.Command = is.Addr+":0", is.command
 	}

@@ -60,9 +60,10 @@ type loadRun struct {
 	clients []*client
 	wg      sync.WaitGroup // the clients' loops
 
-	usage    relayUsage   // the relays clients use
-	idle     []relayUsage // the idle relays (-idle-relays)
-	killedAt time.Time    // when -kill-at killed a relay
+	usage    relayUsage    // the relays clients use
+	profiles relayProfiles // -relay-profile's fetches
+	idle     []relayUsage  // the idle relays (-idle-relays)
+	killedAt time.Time     // when -kill-at killed a relay
 
 	// The fault injected at -kill-at with -fault, while it runs.
 	fault     *faultRun
@@ -321,6 +322,9 @@ func (r *loadRun) beginStreaming(runCtx context.Context) runStart {
 	}
 	s.self0 = selfCPU()
 	s.t0 = time.Now()
+	if r.cfg.RelayProfile != "" {
+		r.profiles.start(runCtx, r.log, r.cfg.RelayProfile, r.cfg.profileTag, r.relays, r.cfg.Duration-time.Second)
+	}
 	for _, conv := range r.convs {
 		if err := conv.sender.sendPrompt(runCtx); err != nil {
 			r.state.errors.Add(1)
@@ -459,6 +463,7 @@ func (r *loadRun) endStreaming(s runStart) {
 	if res.Deliveries > 0 {
 		res.RelayCPUPerDel = r.usage.cpu.Seconds() * 1e6 / float64(res.Deliveries)
 	}
+	r.profiles.wait() // they cover the window less a second: ended or about to
 }
 
 // drain waits for the last turns to end, then for every subscriber to

@@ -35,12 +35,13 @@ func runScale(ctx context.Context, cfg config, log *slog.Logger, w io.Writer) (f
 		order = append(order, n)
 	}
 	var runs []scaleRun
-	for _, n := range order {
+	for k, n := range order {
 		if ctx.Err() != nil {
 			break
 		}
 		c := cfg
 		c.Relays, c.IdleRelays, c.KillAt, c.Fault = n, 0, 0, faultNone
+		c.profileTag = fmt.Sprintf("run%d-relays%d-", k+1, n)
 		log.Info("load: scale run", "relays", n)
 		res, err := run(ctx, c, log)
 		if err != nil {
