@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -112,37 +113,40 @@ func (c *countingConn) Write(p []byte) (int, error) {
 	return c.out.Write(p)
 }
 
-// A batch leaves in as few Writes as the buffer allows: one for a batch
-// that fits in it, and for a larger one a Write per bufferful of whole
-// frames, none of them over corkBufferSize; the bytes are the frames, in
-// order.
+// A batch leaves in as few Writes as its buffer allows: one for a batch
+// that fits in corkBufferSize; a larger one (a connection behind) in
+// Writes of up to corkBigBufferSize bytes of whole frames. The bytes are
+// the frames, in order.
 func TestCorkWritesPerBatch(t *testing.T) {
 	frame := bytes.Repeat([]byte("d"), 163) // a delta's frame in the fan-out benchmark
-	for _, n := range []int{1, 10, 3 * corkBufferSize / 165} {
-		frames := make([][]byte, n)
+	const wire = 4 + 163                    // with its header: 126 says a 16-bit length follows
+	tests := []struct {
+		frames int
+		writes []int // the bytes of each Write
+	}{
+		{1, []int{wire}},
+		{10, []int{10 * wire}},
+		{corkBufferSize / wire, []int{corkBufferSize / wire * wire}}, // fits the small buffer
+		{3 * corkBigBufferSize / wire, []int{ // a burst: the big one
+			corkBigBufferSize / wire * wire, corkBigBufferSize / wire * wire, corkBigBufferSize / wire * wire,
+			(3*corkBigBufferSize/wire - 3*(corkBigBufferSize/wire)) * wire}},
+	}
+	for _, tt := range tests {
+		frames := make([][]byte, tt.frames)
 		for i := range frames {
 			frames[i] = frame
 		}
 		sink := &countingConn{}
 		cork := &corkConn{Conn: sink}
-		if err := cork.writeRuns([]outRun{newRun(frames[:n/2]), newRun(frames[n/2:])}); err != nil {
+		if err := cork.writeRuns([]outRun{newRun(frames[:tt.frames/2]), newRun(frames[tt.frames/2:])}); err != nil {
 			t.Fatal(err)
 		}
-		// A frame is never split between Writes: a Write takes as many
-		// whole frames as fit.
-		perWrite := corkBufferSize / (4 + len(frame))
-		if want := (n + perWrite - 1) / perWrite; len(sink.writes) != want {
-			t.Errorf("%d frames in %d Writes %v, want %d", n, len(sink.writes), sink.writes, want)
+		if !slices.Equal(sink.writes, tt.writes) {
+			t.Errorf("%d frames: Writes of %v bytes, want %v", tt.frames, sink.writes, tt.writes)
 		}
-		for _, w := range sink.writes {
-			if w > corkBufferSize {
-				t.Errorf("a Write of %d bytes, over the buffer's %d", w, corkBufferSize)
-			}
-		}
-		// FIN and text; 126: the length follows in 16 bits.
-		want := bytes.Repeat(append([]byte{0x81, 126, 0, byte(len(frame))}, frame...), n)
+		want := bytes.Repeat(append([]byte{0x81, 126, 0, byte(len(frame))}, frame...), tt.frames)
 		if !bytes.Equal(sink.out.Bytes(), want) {
-			t.Errorf("%d frames: the bytes written are not the frames in order", n)
+			t.Errorf("%d frames: the bytes written are not the frames in order", tt.frames)
 		}
 	}
 }
