@@ -94,6 +94,8 @@ type Store interface {
 	// conversation must be in the batch or already stored, and no event may
 	// repeat a (conversation, seq) that is stored or earlier in the batch;
 	// otherwise Write returns an error and writes nothing of the batch.
+	// (A store shared by several writers, where another may have stored
+	// the seq, fails only that conversation, with ErrConflict, as below.)
 	//
 	// A failure of the storage itself (not of the batch) may, in a store
 	// that commits each conversation on its own, fail some conversations

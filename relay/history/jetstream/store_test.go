@@ -120,6 +120,50 @@ func TestFencedConversationFailsAlone(t *testing.T) {
 	}
 }
 
+// TestStoredSeqIsAConflictOfItsConversation: a store that knows another
+// writer stored seqs it hands out again (a stale relay's append landed
+// after this relay took the conversation over and read it) is refused for
+// that conversation only, with history.ErrConflict, so the relay takes the
+// stream's history as after a fence; the batch is not invalid as a whole.
+// (It was: the relay retried the same batch for good, its other
+// conversations' turns stopped with it, and sends stayed refused: a
+// clean-clone make test's relay-partition run, seed 6.)
+func TestStoredSeqIsAConflictOfItsConversation(t *testing.T) {
+	t.Parallel()
+	_, nc := embedded(t)
+	a := openEmbedded(t, nc, "stale", Options{})
+	b := openEmbedded(t, nc, "stale", Options{})
+	ctx := context.Background()
+	if err := a.Write(ctx, history.Batch{Conversations: []history.Conversation{meta("c", 3), meta("d", 3)},
+		Events: append(frames("c", 1, 3), frames("d", 1, 3)...)}); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Write(ctx, history.Batch{Conversations: []history.Conversation{meta("c", 4)}, Events: frames("c", 4, 4)}); err != nil {
+		t.Fatal(err)
+	}
+	// a's first try at seq 4 is fenced, and a forgets its view of c...
+	again := frames("c", 4, 4)
+	again[0].Frame = []byte("a's own event 4")
+	if err := a.Write(ctx, history.Batch{Conversations: []history.Conversation{meta("c", 4)}, Events: again}); !errors.Is(err, history.ErrConflict) {
+		t.Fatalf("the stale write: %v, want history.ErrConflict", err)
+	}
+	// ...so it reads c's tail afresh when the same seq comes again.
+	err := a.Write(ctx, history.Batch{Conversations: []history.Conversation{meta("c", 4), meta("d", 4)},
+		Events: append(again, frames("d", 4, 4)...)})
+	var pe *history.PartialWriteError
+	if !errors.As(err, &pe) || len(pe.Failed) != 1 || !errors.Is(pe.Failed["c"], history.ErrConflict) {
+		t.Fatalf("Write = %v; want a PartialWriteError failing c alone with ErrConflict", err)
+	}
+	sameEvents(t, readEvents(t, a, "c", 0), frames("c", 1, 4))
+	sameEvents(t, readEvents(t, a, "d", 0), frames("d", 1, 4))
+	// The writer goes on after what is stored.
+	if err := a.Write(ctx, history.Batch{Conversations: []history.Conversation{meta("c", 5)}, Events: frames("c", 5, 5)}); err != nil {
+		t.Fatalf("the write after the stored seqs: %v", err)
+	}
+	fresh := openEmbedded(t, nc, "stale", Options{})
+	sameEvents(t, readEvents(t, fresh, "c", 0), frames("c", 1, 5))
+}
+
 func frames(id string, from, to int64) []history.Event {
 	var out []history.Event
 	for seq := from; seq <= to; seq++ {

@@ -234,7 +234,13 @@ func (s *Store) prepare(ctx context.Context, w *convWrite) error {
 			}
 		}
 		if _, dup := stored[e.Seq]; dup {
-			return invalidf("history: write event %d of conversation %q: the seq is already stored", e.Seq, w.id)
+			// Another writer stored it (a stale relay's append that landed
+			// after this one read the conversation), or an unsure append
+			// of this writer's did: the history moved on under this
+			// writer. That is this conversation's conflict, as at the
+			// fence, not a bad batch: the relay takes what is stored, and
+			// the batch's other conversations are written.
+			return fmt.Errorf("history: write event %d of conversation %q: the seq is already stored: %w", e.Seq, w.id, history.ErrConflict)
 		}
 	}
 	return nil
