@@ -30,20 +30,40 @@ const (
 	faultRollingRestart = "rolling-restart" // SIGTERM each relay in turn and start it again on its data dir, as a deploy does
 	faultNodePartition  = "node-partition"  // cut a node off from the other nodes and the relays (an island: island.go) for -fault-for, then heal
 	faultRelayPartition = "relay-partition" // cut a relay off from the cluster and its clients for -fault-for (shorter or longer than its lease), then heal
+	// The same partitions one way only: the seed draws whether the
+	// packets into the victim or out of it are dropped (island.cut).
+	faultNodePartitionOneWay  = "node-partition-oneway"
+	faultRelayPartitionOneWay = "relay-partition-oneway"
 )
 
 // faults are the -fault values, in the order `make chaos` runs them.
-var faults = []string{faultRelayKill, faultRelayStop, faultLeaderKill, faultQuorumLoss, faultRollingRestart, faultNodePartition, faultRelayPartition}
+var faults = []string{faultRelayKill, faultRelayStop, faultLeaderKill, faultQuorumLoss, faultRollingRestart, faultNodePartition, faultRelayPartition,
+	faultNodePartitionOneWay, faultRelayPartitionOneWay}
 
 // partition says whether a fault cuts a process off the network, which
 // needs it started in a network namespace of its own (an island).
-func partition(fault string) bool { return fault == faultNodePartition || fault == faultRelayPartition }
+func partition(fault string) bool { return nodePartition(fault) || relayPartition(fault) }
+
+// nodePartition says whether a fault cuts a node off, either way or one.
+func nodePartition(fault string) bool {
+	return fault == faultNodePartition || fault == faultNodePartitionOneWay
+}
+
+// relayPartition says whether a fault cuts a relay off, either way or one.
+func relayPartition(fault string) bool {
+	return fault == faultRelayPartition || fault == faultRelayPartitionOneWay
+}
+
+// oneWay says whether a fault is a partition of one direction only.
+func oneWay(fault string) bool {
+	return fault == faultNodePartitionOneWay || fault == faultRelayPartitionOneWay
+}
 
 // relayLostAllowed says whether a fault loses a relay, so that a turn closed
 // "relay lost" by a takeover is what a client should see. Under the others
 // no relay was lost, and such a closing is a failure.
 func relayLostAllowed(fault string) bool {
-	return fault == faultRelayKill || fault == faultRelayStop || fault == faultRelayPartition
+	return fault == faultRelayKill || fault == faultRelayStop || relayPartition(fault)
 }
 
 // storeErrorAllowed says whether a fault makes the history store
@@ -53,7 +73,7 @@ func relayLostAllowed(fault string) bool {
 // store either: its turns may end so (its clients, moved to the others,
 // get the closing events from the stream).
 func storeErrorAllowed(fault string) bool {
-	return fault == faultQuorumLoss || fault == faultRelayPartition
+	return fault == faultQuorumLoss || relayPartition(fault)
 }
 
 // faultPlan is what the seed chose: when the fault starts, how long it
@@ -72,6 +92,9 @@ type faultPlan struct {
 	Leader bool `json:"leader"`
 	// Pause is the time between two relays' restarts (rolling-restart).
 	Pause time.Duration `json:"-"`
+	// Way is which packets a partition drops: wayBoth, or, for the
+	// one-way partitions, wayIn or wayOut (island.cut).
+	Way string `json:"way,omitempty"`
 }
 
 func (p faultPlan) String() string {
@@ -80,10 +103,15 @@ func (p faultPlan) String() string {
 		return fmt.Sprintf("%s at %v (relay 1)", p.Fault, p.At)
 	case faultRelayStop, faultRelayPartition:
 		return fmt.Sprintf("%s at %v for %v (relay %d)", p.Fault, p.At, p.For, p.Relay+1)
-	case faultNodePartition:
+	case faultRelayPartitionOneWay:
+		return fmt.Sprintf("%s at %v for %v (relay %d, %s)", p.Fault, p.At, p.For, p.Relay+1, wayString(p.Way))
+	case faultNodePartition, faultNodePartitionOneWay:
 		role := "a follower"
 		if p.Leader {
 			role = "the events stream's leader"
+		}
+		if p.Fault == faultNodePartitionOneWay {
+			role += ", " + wayString(p.Way)
 		}
 		return fmt.Sprintf("%s at %v for %v (node n%d, %s)", p.Fault, p.At, p.For, p.Node+1, role)
 	case faultLeaderKill, faultQuorumLoss:
@@ -94,11 +122,19 @@ func (p faultPlan) String() string {
 	return p.Fault
 }
 
+// wayString says what a one-way partition drops.
+func wayString(way string) string {
+	if way == wayIn {
+		return "only the packets into it dropped"
+	}
+	return "only the packets out of it dropped"
+}
+
 // planFault draws the fault's timing and victims from the seed; -fault-at
 // and -fault-for, when given, win.
 func planFault(cfg config) faultPlan {
 	r := rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0x9e3779b97f4a7c15))
-	p := faultPlan{Fault: cfg.Fault, Seed: cfg.Seed, At: cfg.KillAt, For: cfg.FaultFor}
+	p := faultPlan{Fault: cfg.Fault, Seed: cfg.Seed, At: cfg.KillAt, For: cfg.FaultFor, Way: wayBoth}
 	between := func(lo, hi time.Duration) time.Duration {
 		return lo + time.Duration(r.Int64N(int64(hi-lo)+1)).Round(time.Second)
 	}
@@ -112,7 +148,7 @@ func planFault(cfg config) faultPlan {
 		if p.For == 0 {
 			p.For = between(lease+2*time.Second, lease+10*time.Second)
 		}
-	case faultRelayPartition:
+	case faultRelayPartition, faultRelayPartitionOneWay:
 		// Shorter than the lease (the relay keeps its conversations and
 		// its queued appends go out when it heals) or longer (the others
 		// take them over and fence it), by the seed.
@@ -120,7 +156,7 @@ func planFault(cfg config) faultPlan {
 		if p.For == 0 {
 			p.For = between(3*time.Second, lease+10*time.Second)
 		}
-	case faultNodePartition:
+	case faultNodePartition, faultNodePartitionOneWay:
 		p.Node = r.IntN(3)
 		p.Leader = r.IntN(2) == 0
 		if p.For == 0 {
@@ -136,6 +172,11 @@ func planFault(cfg config) faultPlan {
 		}
 	case faultRollingRestart:
 		p.Pause = between(2*time.Second, 6*time.Second)
+	}
+	if oneWay(p.Fault) {
+		// Drawn last: a seed cuts the same victim for as long as the
+		// partition of both ways does, so the two runs compare.
+		p.Way = []string{wayIn, wayOut}[r.IntN(2)]
 	}
 	return p
 }
@@ -220,10 +261,10 @@ func (f *faultRun) inject(ctx context.Context) error {
 		return f.nodesDown(ctx, 2)
 	case faultRollingRestart:
 		return f.rollingRestart(ctx)
-	case faultRelayPartition:
+	case faultRelayPartition, faultRelayPartitionOneWay:
 		f.state.killed.Store(true) // past its lease its turns are closed "relay lost" by a takeover
 		return f.relayPartition(ctx)
-	case faultNodePartition:
+	case faultNodePartition, faultNodePartitionOneWay:
 		return f.nodePartition(ctx)
 	}
 	return fmt.Errorf("unknown fault %q", f.plan.Fault)
@@ -257,10 +298,10 @@ func (f *faultRun) relayPartition(ctx context.Context) error {
 	i := f.plan.Relay
 	p := f.relays.get(i)
 	f.state.kill(i)
-	if err := f.island.cut(); err != nil {
+	if err := f.island.cut(f.plan.Way); err != nil {
 		return err
 	}
-	f.note("relay %d (pid %d) cut off the network", i+1, p.Pid())
+	f.note("relay %d (pid %d) cut off the network%s", i+1, p.Pid(), wayNote(f.plan.Way))
 	sleep(ctx, f.plan.For)
 	if err := f.island.heal(); err != nil {
 		return err
@@ -283,10 +324,10 @@ func (f *faultRun) nodePartition(ctx context.Context) error {
 	if order, err := f.leaderFirst(ctx); err == nil && order[0] == f.plan.Node {
 		role = "the events stream's leader"
 	}
-	if err := f.island.cut(); err != nil {
+	if err := f.island.cut(f.plan.Way); err != nil {
 		return err
 	}
-	f.note("node %s (%s) cut off the network", name, role)
+	f.note("node %s (%s) cut off the network%s", name, role, wayNote(f.plan.Way))
 	sleep(ctx, f.plan.For)
 	if err := f.island.heal(); err != nil {
 		return err
@@ -297,6 +338,14 @@ func (f *faultRun) nodePartition(ctx context.Context) error {
 	}
 	f.note("every node answers")
 	return nil
+}
+
+// wayNote is what a fault event adds for a one-way partition.
+func wayNote(way string) string {
+	if way == wayBoth {
+		return ""
+	}
+	return " (" + wayString(way) + ")"
 }
 
 // placeLeader makes the node to be cut off the events stream's leader, or

@@ -11,8 +11,8 @@ import (
 // An island is a network namespace of its own, joined to this machine's
 // by one veth pair: a process started in it (a relay, a nats-server node)
 // reaches the others, and they it, only through that pair. Cutting the
-// pair is a real network partition: every packet either way is dropped
-// silently (a pfifo queue of length 0 on both ends; the kernel's
+// pair is a real network partition: every packet either way (or one way
+// only: cut) is dropped silently (a pfifo queue of length 0 on both ends; the kernel's
 // classifiers and netem are not needed), open TCP connections hear
 // nothing and retransmit, new ones time out, and when it heals the same
 // connections go on. Nothing leaves the machine: the pair has no uplink,
@@ -26,6 +26,10 @@ type island struct {
 	peer     string // its end in the island
 	HostAddr string // this side's address, where the island reaches the others
 	Addr     string // the island's address
+
+	// dropIn, dropOut: the queues of length 0 in place (cut), on this
+	// side's end (packets into the island) and on the island's (out of it).
+	dropIn, dropOut bool
 }
 
 // islandSubnets is how many /30 subnets of 10.201.0.0/16 an island may
@@ -93,20 +97,48 @@ func (is *island) command(name string, args ...string) *exec.Cmd {
 	return exec.Command("ip", append([]string{"netns", "exec", is.ns, name}, args...)...)
 }
 
-// cut drops every packet either way between the island and the rest.
-func (is *island) cut() error {
-	return errors.Join(
-		tc("qdisc", "add", "dev", is.host, "root", "pfifo", "limit", "0"),
-		tc("-n", is.ns, "qdisc", "add", "dev", is.peer, "root", "pfifo", "limit", "0"),
-	)
+// Which packets a partition drops (island.cut): either way, or one way
+// only. A one-way partition is what a link that fails in one direction
+// does (a route or a firewall rule lost on one side): for TCP both
+// directions stall soon (what gets through is never acknowledged, so the
+// sender retransmits it and sends nothing new), but what was in flight at
+// the cut is delivered one way, unacknowledged, and each side notices
+// the silence at its own time.
+const (
+	wayBoth = "both"
+	wayIn   = "in"  // into the island: it hears nothing; what it sends gets out
+	wayOut  = "out" // out of the island: it hears everything; nothing it sends gets out
+)
+
+// cut drops the packets between the island and the rest that way says: a
+// pfifo queue of length 0 on this side's end of the pair drops what goes
+// into the island, one on the island's end what comes out.
+func (is *island) cut(way string) error {
+	in, out := way != wayOut, way != wayIn
+	var errs []error
+	if in {
+		errs = append(errs, tc("qdisc", "add", "dev", is.host, "root", "pfifo", "limit", "0"))
+		is.dropIn = errs[len(errs)-1] == nil
+	}
+	if out {
+		errs = append(errs, tc("-n", is.ns, "qdisc", "add", "dev", is.peer, "root", "pfifo", "limit", "0"))
+		is.dropOut = errs[len(errs)-1] == nil
+	}
+	return errors.Join(errs...)
 }
 
-// heal lets packets through again.
+// heal lets packets through again: the queues cut put in place go.
 func (is *island) heal() error {
-	return errors.Join(
-		tc("qdisc", "del", "dev", is.host, "root"),
-		tc("-n", is.ns, "qdisc", "del", "dev", is.peer, "root"),
-	)
+	var errs []error
+	if is.dropIn {
+		errs = append(errs, tc("qdisc", "del", "dev", is.host, "root"))
+		is.dropIn = false
+	}
+	if is.dropOut {
+		errs = append(errs, tc("-n", is.ns, "qdisc", "del", "dev", is.peer, "root"))
+		is.dropOut = false
+	}
+	return errors.Join(errs...)
 }
 
 // close removes the namespace and the pair (deleting one end deletes
@@ -144,7 +176,7 @@ func islandsAvailable() error {
 		return err
 	}
 	defer is.close()
-	if err := is.cut(); err != nil {
+	if err := is.cut(wayBoth); err != nil {
 		return fmt.Errorf("cutting a network namespace off: %w", err)
 	}
 	return is.heal()

@@ -349,6 +349,7 @@ func TestPlanFault(t *testing.T) {
 	t.Parallel()
 	cfg := config{NATS: true, Relays: 3, KillAt: 5 * time.Second}
 	var short, long bool // relay partitions shorter and longer than the lease
+	ways := map[string]bool{}
 	for _, fault := range faults {
 		cfg.Fault = fault
 		for seed := uint64(1); seed <= 50; seed++ {
@@ -381,10 +382,28 @@ func TestPlanFault(t *testing.T) {
 					t.Errorf("seed %d: node %d cut off for %v, want 5–30 s", seed, p.Node, p.For)
 				}
 			}
+			if !oneWay(fault) {
+				if p.Way != wayBoth {
+					t.Errorf("%s seed %d: %q, want both ways cut", fault, seed, p.Way)
+				}
+				continue
+			}
+			// One way: the victim and the time of the same seed's
+			// partition of both ways, and a way.
+			both := cfg
+			both.Fault = map[string]string{faultNodePartitionOneWay: faultNodePartition, faultRelayPartitionOneWay: faultRelayPartition}[fault]
+			b := planFault(both)
+			if p.Node != b.Node || p.Relay != b.Relay || p.Leader != b.Leader || p.For != b.For || (p.Way != wayIn && p.Way != wayOut) {
+				t.Errorf("%s seed %d: %+v, and %s: %+v", fault, seed, p, both.Fault, b)
+			}
+			ways[fault+" "+p.Way] = true
 		}
 	}
 	if !short || !long {
 		t.Errorf("50 seeds drew no relay partition shorter (%v) or longer (%v) than the lease", short, long)
+	}
+	if len(ways) != 4 {
+		t.Errorf("50 seeds drew the one-way partitions %v, want both ways of each", ways)
 	}
 	cfg.Fault, cfg.FaultFor = faultQuorumLoss, 12*time.Second
 	if p := planFault(cfg); p.For != 12*time.Second {
@@ -396,6 +415,7 @@ func TestPlanFault(t *testing.T) {
 		{Fault: faultRelayKill, NATS: true, Relays: 1, KillAt: time.Second},
 		{Fault: faultRelayPartition, NATS: true, Relays: 1, KillAt: time.Second},
 		{NATS: true, RelayProfile: "load_test.go"}, // a file, not a folder
+		{Fault: faultRelayPartitionOneWay, NATS: true, Relays: 1, KillAt: time.Second},
 	} {
 		bad.Bin, bad.Conns, bad.Convs, bad.Duration, bad.Interval, bad.Deltas, bad.Payload, bad.DialConc = "load_test.go", 10, 2, time.Minute, time.Millisecond, 1, 1, 1
 		if bad.Relays == 0 {

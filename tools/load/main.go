@@ -195,7 +195,7 @@ func (c *config) validate() error {
 		return fmt.Errorf("-nats keeps the history in the cluster: -memory does not go with it")
 	case c.NATS && (c.Relays < 1 || c.Relays > c.Conns):
 		return fmt.Errorf("-relays must be at least 1 and at most -conns")
-	case c.NATS && c.KillAt > 0 && c.Relays < 2 && (c.Fault == faultRelayKill || c.Fault == faultRelayStop || c.Fault == faultRelayPartition):
+	case c.NATS && c.KillAt > 0 && c.Relays < 2 && (c.Fault == faultRelayKill || c.Fault == faultRelayStop || relayPartition(c.Fault)):
 		return fmt.Errorf("-fault %s needs at least 2 relays (-relays): the killed relay's clients move to another", c.Fault)
 	case validFault(c.Fault) != nil:
 		return validFault(c.Fault)

@@ -100,7 +100,7 @@ func run(ctx context.Context, cfg config, log *slog.Logger) (*result, error) {
 			return nil, fmt.Errorf("-fault %s: %w", r.plan.Fault, err)
 		}
 		defer r.island.close() // after the relays and the nodes have stopped
-		if r.plan.Fault == faultNodePartition {
+		if nodePartition(r.plan.Fault) {
 			r.isolated = r.plan.Node
 		}
 	}
@@ -203,7 +203,7 @@ func (r *loadRun) useCluster() {
 // if it is relay-partition's victim.
 func (r *loadRun) startRelay(ctx context.Context, i int, logName string) (*relayProc, error) {
 	var is *island
-	if r.plan.Fault == faultRelayPartition && i == r.plan.Relay {
+	if relayPartition(r.plan.Fault) && i == r.plan.Relay {
 		is = r.island
 	}
 	return startRelay(ctx, r.cfg, r.dir, r.token, logName, r.storeArgs(i), is)
