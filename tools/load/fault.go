@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -25,7 +26,7 @@ const (
 	faultNone           = "none"
 	faultRelayKill      = "relay-kill"      // SIGKILL relay 1; it stays dead, its clients move
 	faultRelayStop      = "relay-stop"      // SIGSTOP a relay for -fault-for (past its lease: it is taken over), then SIGCONT
-	faultLeaderKill     = "leader-kill"     // SIGKILL the events stream's leader node, restart it after -fault-for
+	faultLeaderKill     = "leader-kill"     // SIGKILL an events stream's leader node (the plan's Stream), restart it after -fault-for
 	faultQuorumLoss     = "quorum-loss"     // SIGKILL two of the three nodes for -fault-for (10–60 s by the seed), restart them
 	faultRollingRestart = "rolling-restart" // SIGTERM each relay in turn and start it again on its data dir, as a deploy does
 	faultNodePartition  = "node-partition"  // cut a node off from the other nodes and the relays (an island: island.go) for -fault-for, then heal
@@ -87,7 +88,7 @@ type faultPlan struct {
 	// or, for relay-kill, 0.
 	Relay int `json:"relay"`
 	// Node is the node cut off (node-partition), and Leader whether it is
-	// made the events stream's leader first.
+	// made the leader of the events stream Stream first.
 	Node   int  `json:"node"`
 	Leader bool `json:"leader"`
 	// Pause is the time between two relays' restarts (rolling-restart).
@@ -95,6 +96,11 @@ type faultPlan struct {
 	// Way is which packets a partition drops: wayBoth, or, for the
 	// one-way partitions, wayIn or wayOut (island.cut).
 	Way string `json:"way,omitempty"`
+	// Stream is the events stream whose leader the fault aims at
+	// (leader-kill, quorum-loss, the node partitions): PD_EVENTS, or,
+	// when the history is spread over several (-nats-streams), the one
+	// the seed draws among them all.
+	Stream string `json:"stream,omitempty"`
 }
 
 func (p faultPlan) String() string {
@@ -108,13 +114,16 @@ func (p faultPlan) String() string {
 	case faultNodePartition, faultNodePartitionOneWay:
 		role := "a follower"
 		if p.Leader {
-			role = "the events stream's leader"
+			role = leaderName(p.Stream)
 		}
 		if p.Fault == faultNodePartitionOneWay {
 			role += ", " + wayString(p.Way)
 		}
 		return fmt.Sprintf("%s at %v for %v (node n%d, %s)", p.Fault, p.At, p.For, p.Node+1, role)
 	case faultLeaderKill, faultQuorumLoss:
+		if p.Stream != eventsStream {
+			return fmt.Sprintf("%s at %v for %v (%s)", p.Fault, p.At, p.For, leaderName(p.Stream))
+		}
 		return fmt.Sprintf("%s at %v for %v", p.Fault, p.At, p.For)
 	case faultRollingRestart:
 		return fmt.Sprintf("%s from %v, %v between relays", p.Fault, p.At, p.Pause)
@@ -178,7 +187,38 @@ func planFault(cfg config) faultPlan {
 		// partition of both ways does, so the two runs compare.
 		p.Way = []string{wayIn, wayOut}[r.IntN(2)]
 	}
+	if leaderFault(p.Fault) {
+		p.Stream = eventsStream
+		if cfg.NATSStreams > 1 {
+			// Each stream has a leader of its own, spread over the
+			// nodes: any of them may be the one lost (drawn after the
+			// rest, so a seed's fault is otherwise the same).
+			p.Stream = streamName(r.IntN(cfg.NATSStreams))
+		}
+	}
 	return p
+}
+
+// leaderFault says whether a fault aims at an events stream's leader.
+func leaderFault(fault string) bool {
+	return fault == faultLeaderKill || fault == faultQuorumLoss || nodePartition(fault)
+}
+
+// streamName is the k-th events stream's name, as the relays' JetStream
+// history names it (PD_EVENTS, PD_EVENTS_1, …).
+func streamName(k int) string {
+	if k == 0 {
+		return eventsStream
+	}
+	return eventsStream + "_" + strconv.Itoa(k)
+}
+
+// leaderName says whose leader a node is, in the fault's words.
+func leaderName(stream string) string {
+	if stream == eventsStream || stream == "" {
+		return "the events stream's leader"
+	}
+	return "the leader of events stream " + stream
 }
 
 // stopWait is how long a relay may take to exit after SIGTERM before it is
@@ -318,11 +358,11 @@ func (f *faultRun) relayPartition(ctx context.Context) error {
 func (f *faultRun) nodePartition(ctx context.Context) error {
 	name := f.cluster.c.Nodes[f.plan.Node].Name
 	if err := f.placeLeader(ctx); err != nil {
-		f.note("the events stream's leader could not be placed as planned: %v", err)
+		f.note("%s could not be placed as planned: %v", leaderName(f.plan.Stream), err)
 	}
-	role := "a follower of the events stream"
+	role := "a follower of events stream " + f.stream()
 	if order, err := f.leaderFirst(ctx); err == nil && order[0] == f.plan.Node {
-		role = "the events stream's leader"
+		role = leaderName(f.plan.Stream)
 	}
 	if err := f.island.cut(f.plan.Way); err != nil {
 		return err
@@ -348,7 +388,15 @@ func wayNote(way string) string {
 	return " (" + wayString(way) + ")"
 }
 
-// placeLeader makes the node to be cut off the events stream's leader, or
+// stream is the events stream whose leader the fault aims at.
+func (f *faultRun) stream() string {
+	if f.plan.Stream == "" {
+		return eventsStream
+	}
+	return f.plan.Stream
+}
+
+// placeLeader makes the node to be cut off the plan's stream's leader, or
 // a follower, as the plan says: the stream leader steps down in favour of
 // the one wanted (a placement preference, NATS 2.11+). A partition of the
 // leader forces an election on the other side; a follower's does not.
@@ -368,14 +416,14 @@ func (f *faultRun) placeLeader(ctx context.Context) error {
 	}
 	for attempt := 0; attempt < 10 && ctx.Err() == nil; attempt++ {
 		rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		leader, _, err := f.cluster.c.StreamLeader(rctx, js, eventsStream)
+		leader, _, err := f.cluster.c.StreamLeader(rctx, js, f.stream())
 		cancel()
 		if err == nil && (leader == want || (!f.plan.Leader && leader != f.plan.Node)) {
 			return nil
 		}
 		if err == nil {
 			req := fmt.Sprintf(`{"placement":{"preferred":%q}}`, f.cluster.c.Nodes[want].Name)
-			if _, err := nc.Request("$JS.API.STREAM.LEADER.STEPDOWN."+eventsStream, []byte(req), 5*time.Second); err != nil {
+			if _, err := nc.Request("$JS.API.STREAM.LEADER.STEPDOWN."+f.stream(), []byte(req), 5*time.Second); err != nil {
 				f.log.Debug("load: stream leader step-down", "err", err)
 			}
 		}
@@ -384,10 +432,11 @@ func (f *faultRun) placeLeader(ctx context.Context) error {
 	return fmt.Errorf("the leader is not where it was asked to be after 10 tries")
 }
 
-// eventsStream is the relays' events stream (jetstream's default names).
+// eventsStream is the relays' events stream (jetstream's default names),
+// the first of them when there are several (streamName).
 const eventsStream = "PD_EVENTS"
 
-// nodesDown SIGKILLs n nodes, the events stream's leader first, and starts
+// nodesDown SIGKILLs n nodes, the plan's stream's leader first, and starts
 // them again after the plan's time.
 func (f *faultRun) nodesDown(ctx context.Context, n int) error {
 	victims, err := f.leaderFirst(ctx)
@@ -413,7 +462,7 @@ func (f *faultRun) nodesDown(ctx context.Context, n int) error {
 	return nil
 }
 
-// leaderFirst lists the nodes, the events stream's leader first.
+// leaderFirst lists the nodes, the plan's stream's leader first.
 func (f *faultRun) leaderFirst(ctx context.Context) ([]int, error) {
 	nc, err := f.cluster.c.Connect(0)
 	if err != nil {
@@ -427,7 +476,7 @@ func (f *faultRun) leaderFirst(ctx context.Context) ([]int, error) {
 	var leader int
 	for attempt := 0; ; attempt++ {
 		rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		leader, _, err = f.cluster.c.StreamLeader(rctx, js, eventsStream)
+		leader, _, err = f.cluster.c.StreamLeader(rctx, js, f.stream())
 		cancel()
 		if err == nil || attempt == 10 || ctx.Err() != nil {
 			break
@@ -435,7 +484,7 @@ func (f *faultRun) leaderFirst(ctx context.Context) ([]int, error) {
 		sleep(ctx, time.Second)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("finding the events stream's leader: %w", err)
+		return nil, fmt.Errorf("finding the leader of events stream %s: %w", f.stream(), err)
 	}
 	order := []int{leader}
 	for i := range f.cluster.c.Nodes {

@@ -427,6 +427,46 @@ func TestPlanFault(t *testing.T) {
 	}
 }
 
+// With the history spread over several event streams (-nats-streams)
+// the faults that aim at a stream's leader draw the stream among them
+// all, each stream's leader being on a node of its own choosing; the rest
+// of a seed's fault is the same as on one stream. On one stream it is
+// PD_EVENTS, and the other faults name none.
+func TestPlanFaultStreams(t *testing.T) {
+	t.Parallel()
+	for _, fault := range faults {
+		drawn := map[string]bool{}
+		for seed := uint64(1); seed <= 50; seed++ {
+			one := config{NATS: true, Relays: 3, KillAt: 5 * time.Second, Fault: fault, Seed: seed}
+			four := one
+			four.NATSStreams = 4
+			p1, p4 := planFault(one), planFault(four)
+			drawn[p4.Stream] = true
+			if !leaderFault(fault) {
+				if p1.Stream != "" || p4.Stream != "" {
+					t.Errorf("%s seed %d names streams %q and %q", fault, seed, p1.Stream, p4.Stream)
+				}
+				continue
+			}
+			if p1.Stream != "PD_EVENTS" {
+				t.Errorf("%s seed %d on one stream: %q", fault, seed, p1.Stream)
+			}
+			same := p4
+			same.Stream = p1.Stream
+			if same != p1 {
+				t.Errorf("%s seed %d: %+v on four streams, %+v on one", fault, seed, p4, p1)
+			}
+		}
+		if leaderFault(fault) && len(drawn) != 4 {
+			t.Errorf("%s: 50 seeds drew the streams %v, want all four", fault, drawn)
+		}
+	}
+	p := planFault(config{NATS: true, Relays: 3, KillAt: 5 * time.Second, Fault: faultLeaderKill, Seed: 1, NATSStreams: 4})
+	if p.Stream != "PD_EVENTS" && !strings.Contains(p.String(), p.Stream) {
+		t.Errorf("the plan %q does not say whose leader is killed (%s)", p.String(), p.Stream)
+	}
+}
+
 // TestChaos is a short `make chaos` in `make test`: each fault once on a
 // fresh cluster, with the clients' checks and the replay from every relay
 // (docs/reliability.md, Faults); relay-kill is TestRunNATS, and the
