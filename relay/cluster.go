@@ -228,6 +228,9 @@ func (h clusterHooks) LeaseLost(stalled bool) {
 				// sender (make chaos-style run, quorum-loss, seed 104).
 				c.own.losses.Add(1) // before the next count: the committer drops what was queued
 				c.r.losses.Add(1)
+				if c.startUnsentLocked() {
+					c.turn.settleStartLocked(c, true) // dropped with the rest
+				}
 			}
 			c.loseLocked()
 			n++

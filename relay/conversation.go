@@ -321,6 +321,9 @@ func (c *conversation) deliver(frames [][]byte, lastSeq int64) {
 	}
 	c.sentUpToLocked(lastSeq)
 	c.fanOutLocked(frames)
+	if t := c.turn; t != nil && c.sentSeq >= t.startSeq {
+		t.settleStartLocked(c, false)
+	}
 }
 
 // fanOutLocked queues frames for every subscriber, as one run that they

@@ -130,6 +130,26 @@ func (r *Relay) forward(c *conn, msgType, id string, data any, before func()) (h
 	}
 }
 
+// startWait bounds how long the answer to a forwarded send waits for its
+// turn's start to be stored (startLost): an append, unless the store is
+// in trouble, when the answer goes without waiting longer.
+const startWait = 10 * time.Second
+
+// startLost waits until the turn's start is stored or lost, for up to
+// startWait, and reports whether it was lost: the sender, on another
+// relay, is then answered to send again, as the owner cannot reach it
+// later (a send's own connection is answered by settleStartLocked).
+func (r *Relay) startLost(ctx context.Context, t *turn) bool {
+	ctx, cancel := context.WithTimeout(ctx, startWait)
+	defer cancel()
+	select {
+	case <-t.started:
+	case <-ctx.Done():
+		return false
+	}
+	return t.startLost // written before started was closed
+}
+
 // runForwarded runs a command another relay forwarded, as the owner.
 func (r *Relay) runForwarded(ctx context.Context, body []byte) []byte {
 	reply := func(rep forwardReply) []byte {
@@ -183,7 +203,10 @@ func (r *Relay) runForwarded(ctx context.Context, body []byte) []byte {
 	var e *protocol.Error
 	switch d := req.Data.(type) {
 	case *protocol.Send:
-		e = r.startSend(ctx, d, f.By, nil)
+		var t *turn
+		if t, e = r.startSendFrom(ctx, d, f.By, nil, nil); t != nil && r.startLost(ctx, t) {
+			e = lostCommand(protocol.TypeSend, id)
+		}
 	case *protocol.Abort:
 		e = r.abortConversation(d)
 	case *protocol.SetMode:

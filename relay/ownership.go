@@ -203,6 +203,9 @@ func (r *Relay) lostToAnother(err error) bool {
 // itself once it has announced itself again.
 func (c *conversation) fencedLocked(err error) {
 	c.r.log.Warn("relay: another relay took this conversation over, or an append of this relay's whose Write failed was stored after all: it takes the stream's history", "conversationId", c.id, "unsentEvents", c.lastSeq-c.sentSeq, "err", err)
+	if c.startUnsentLocked() {
+		c.turn.settleStartLocked(c, true) // its start is among what is dropped
+	}
 	c.failure = storeFailure{gen: c.failure.gen + 1} // its records still queued are dropped (committer.dropStale); its failed tail is not stored
 	c.lastSeq = c.sentSeq
 	c.unsent = nil

@@ -72,6 +72,9 @@ func (c *conversation) failStoreLocked(err error, sendTail bool) bool {
 	c.failure = storeFailure{failed: true, gen: c.failure.gen + 1, sent: sendTail, since: time.Now()}
 	c.lastSeq = c.sentSeq
 	c.unsent = nil // the states after events that will never be sent
+	if t := c.turn; t != nil {
+		t.settleStartLocked(c, false) // the turn ends with the error and idle kept below
+	}
 	c.r.log.Error("relay: a conversation's events could not be stored: its turn is stopped and the events were not sent",
 		"conversationId", c.id, "lostEvents", lost, "lastSentSeq", c.sentSeq, "err", err)
 	c.emitErrorLocked(fmt.Sprintf("The relay could not save this conversation's history (%v), so the turn was stopped and %d event(s) of it were not sent. New prompts are refused until the relay can write again; it keeps trying.", err, lost))

@@ -149,3 +149,75 @@ func TestClusterTakeBackEndsTurnOnce(t *testing.T) {
 		})
 	}
 }
+
+// A send whose turn's start (its copilot:user_message) the store refuses
+// as a stale leader's (the owner takes it for another writer's and lets
+// the conversation go) never reaches anyone: without an answer its
+// sender waited for its turn for good, which tools/load counts as a
+// conversation whose last turn never ends. It gets error limit, send
+// again, as a send that reaches a conversation just lost does, whether
+// it was sent on the owner or forwarded from another relay; sent again,
+// it runs once.
+func TestClusterLostStartAnswered(t *testing.T) {
+	parallel(t)
+	for _, from := range []string{"owner", "other"} {
+		t.Run(from, func(t *testing.T) {
+			checkNoLeaks(t)
+			net := memcluster.New()
+			faults := &takeBackFaults{id: "lost-start-" + from}
+			id := faults.id
+			start := func(i int, fault func(op, id string) error) (*relaytest.Server, *fakeAgent) {
+				logs := newLogRecorder()
+				t.Cleanup(func() {
+					if t.Failed() {
+						t.Logf("relay %d's log:\n%s", i, logs.all())
+					}
+				})
+				st := net.NewStore()
+				cl := net.NewCluster(st, memcluster.Options{Lease: time.Minute, Fault: fault})
+				agent := newFakeAgent()
+				return relaytest.Start(t, relay.Config{Agent: agent, Store: st, Cluster: cl, Logger: logs.logger()}), agent
+			}
+			a, agentA := start(0, faults.fault)
+			b, _ := start(1, nil)
+			ca, cb := a.Dial(t), b.Dial(t)
+			sender := ca
+			if from == "other" {
+				sender = cb
+			}
+
+			send(ca, id, "first")
+			ca.WaitFor("copilot:user_message", nil)
+			agentA.nextTurn(t).finish(nil)
+			first := ca.WaitFor("copilot:idle", nil)
+			replayFrom(cb, id, int(first.Seq()))
+			cb.WaitFor("copilot:subscribed", nil)
+
+			faults.refuse.Store(true)
+			send(sender, id, "again")
+			refused, before := sender.WaitForCollect("error", nil)
+			if refused.Field("code") != "limit" || refused.Field("type") != "copilot:send" || refused.Field("conversationId") != id {
+				t.Fatalf("the sender got %s", refused.Raw)
+			}
+			if n := countType(before, "copilot:user_message"); n != 0 {
+				t.Fatalf("the sender saw a turn start before the refusal: %s", framesString(before))
+			}
+			send(sender, id, "again")
+			agentA.nextTurn(t).finish(nil)
+			for who, cl := range map[string]*relaytest.Client{"A's client": ca, "B's client": cb} {
+				done, got := cl.WaitForCollect("copilot:idle", nil)
+				got = append(got, done)
+				var events []relaytest.Frame
+				for _, f := range got {
+					if f.Type != "copilot:conversation" && f.Type != "error" && f.Type != "copilot:subscribed" {
+						events = append(events, f)
+					}
+				}
+				eventSeqs(t, who, events, first.Seq())
+				if done.Field("status") != "completed" || events[0].Type != "copilot:user_message" || events[0].Field("content") != "again" || countType(events, "copilot:user_message") != 1 {
+					t.Fatalf("%s: after the first turn got %s", who, framesString(events))
+				}
+			}
+		})
+	}
+}

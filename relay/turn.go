@@ -37,6 +37,45 @@ type turn struct {
 	messageID string            // of the turn's copilot:user_message
 	cp        turnCheckpoint    // its snapshots (checkpoints.go)
 	changes   *protocol.Changes // what it changed, sent before copilot:idle
+
+	// The turn's start: its copilot:user_message, at startSeq, is stored
+	// and sent, or never will be (the fence refused it, or the relay was
+	// stalled past its lease: the conversation is another relay's). Then
+	// started is closed, once (settleStartLocked), and startLost says
+	// which. A send whose start is lost is answered as one that reached a
+	// lost conversation (lostCommand: send again): its sender, who saw
+	// nothing of it, would wait for its turn for good. sender is the
+	// connection that sent it here (nil: forwarded, and runForwarded
+	// waits for started to answer). Guarded by the conversation's mu.
+	startSeq  int64
+	started   chan struct{}
+	settled   bool
+	startLost bool
+	sender    *conn
+}
+
+// settleStartLocked records the outcome of the turn's start (lost: it was
+// never stored) and closes started, the first time; a lost start is
+// answered to a sender connected here.
+func (t *turn) settleStartLocked(c *conversation, lost bool) {
+	if t.settled {
+		return
+	}
+	t.settled, t.startLost = true, lost
+	close(t.started)
+	if lost {
+		c.r.log.Warn("relay: a turn's start was never stored (the conversation was lost as it began): its sender is told to send again", "conversationId", c.id)
+		if t.sender != nil {
+			t.sender.sendError(lostCommand(protocol.TypeSend, c.id))
+		}
+	}
+}
+
+// startUnsentLocked reports whether the conversation's running turn, if
+// any, has a start not yet stored and sent.
+func (c *conversation) startUnsentLocked() bool {
+	t := c.turn
+	return t != nil && !t.settled && t.startSeq > c.sentSeq
 }
 
 func (t *turn) addDeltaLocked(messageID, content string) {
@@ -90,7 +129,7 @@ func (r *Relay) send(c *conn, d *protocol.Send) {
 		}
 		return true
 	}
-	if e := r.startSend(c.ctx, d, c.id.by(), subscribe); e != nil {
+	if _, e := r.startSendFrom(c.ctx, d, c.id.by(), subscribe, c); e != nil {
 		c.sendError(e)
 	}
 }
@@ -100,21 +139,29 @@ func (r *Relay) send(c *conn, d *protocol.Send) {
 // not nil, subscribes the sender under the conversation's lock first (none
 // for a send another relay forwarded), and says whether it could.
 func (r *Relay) startSend(ctx context.Context, d *protocol.Send, by *protocol.By, subscribeLocked func(*conversation) bool) *protocol.Error {
+	_, e := r.startSendFrom(ctx, d, by, subscribeLocked, nil)
+	return e
+}
+
+// startSendFrom is startSend for a send from sender (nil: forwarded), and
+// returns the turn it started.
+func (r *Relay) startSendFrom(ctx context.Context, d *protocol.Send, by *protocol.By, subscribeLocked func(*conversation) bool, sender *conn) (*turn, *protocol.Error) {
 	if r.commit.down.Load() {
 		// Its events could not be stored, so they could not be sent
 		// (storefail.go). A turn that slips past this check as the store
 		// fails ends like the running ones, with copilot:error.
-		return &protocol.Error{Code: protocol.CodeLimit, Type: protocol.TypeSend, ConversationID: d.ConversationID,
+		return nil, &protocol.Error{Code: protocol.CodeLimit, Type: protocol.TypeSend, ConversationID: d.ConversationID,
 			Message: "the relay cannot save conversation history right now (is its disk full?), so it starts no new turn; it keeps retrying by itself: send again in a moment"}
 	}
 	if msg := r.budget.refusal(); msg != "" {
-		return &protocol.Error{Code: protocol.CodeBudgetExceeded, Type: protocol.TypeSend, ConversationID: d.ConversationID, Message: msg}
+		return nil, &protocol.Error{Code: protocol.CodeBudgetExceeded, Type: protocol.TypeSend, ConversationID: d.ConversationID, Message: msg}
 	}
 	// The turn runs on the relay's agent as it is named now; asked before
 	// the conversation's lock, which the backend's own lock never nests in.
 	agent := r.agentLabel()
 	// start starts the turn on conv, whose workspace is fixed, or returns
 	// why not.
+	var started *turn
 	start := func(conv *conversation) *protocol.Error {
 		if e := conv.lostLocked(protocol.TypeSend); e != nil {
 			return e // a turn would run the agent for nobody
@@ -129,7 +176,7 @@ func (r *Relay) startSend(ctx context.Context, d *protocol.Send, by *protocol.By
 		if err := conv.visibleLocked(); err != nil {
 			return notVisible(protocol.TypeSend, d.ConversationID, err)
 		}
-		conv.startTurnLocked(d, by, agent)
+		started = conv.startTurnLocked(d, by, agent, sender)
 		return nil
 	}
 	var answer *protocol.Error
@@ -154,20 +201,22 @@ func (r *Relay) startSend(ctx context.Context, d *protocol.Send, by *protocol.By
 		answer = start(conv)
 	})
 	if unfixed != nil {
-		return r.fixWorkspace(ctx, unfixed, d, start)
+		answer = r.fixWorkspace(ctx, unfixed, d, start)
 	}
-	return answer
+	return started, answer
 }
 
 // startTurnLocked starts a turn for d, sent by by, on the agent named agent:
 // the mode and the user message are emitted, and runTurn runs the agent on a
 // goroutine of its own. The conversation records agent as the one that runs
 // it (the list's entries say it), and the user message carries it, so a
-// client notes where a conversation's agent changed.
-func (c *conversation) startTurnLocked(d *protocol.Send, by *protocol.By, agent string) {
+// client notes where a conversation's agent changed. sender is the
+// connection the send came from here (nil: forwarded). It returns the
+// turn, nil if none started (the relay is stopping).
+func (c *conversation) startTurnLocked(d *protocol.Send, by *protocol.By, agent string, sender *conn) *turn {
 	r := c.r
 	ctx, cancel := context.WithCancelCause(r.ctx)
-	t := &turn{ctx: ctx, cancel: cancel, done: make(chan struct{}), messageID: uuid.NewString()}
+	t := &turn{ctx: ctx, cancel: cancel, done: make(chan struct{}), messageID: uuid.NewString(), started: make(chan struct{}), sender: sender}
 	mode := d.Mode
 	if mode == "" {
 		mode = protocol.ModeAct
@@ -178,7 +227,7 @@ func (c *conversation) startTurnLocked(d *protocol.Send, by *protocol.By, agent 
 	started := r.track(&r.work, func() { r.runTurn(c, t, prompt, model) })
 	if !started {
 		cancel(errShutdown)
-		return
+		return nil
 	}
 	if mode != c.mode {
 		c.setModeByLocked(mode, by)
@@ -200,11 +249,18 @@ func (c *conversation) startTurnLocked(d *protocol.Send, by *protocol.By, agent 
 		um.Agent = agent
 	}
 	c.emitLocked(protocol.TypeUserMessage, &um.Header, &um)
+	t.startSeq = c.lastSeq
+	if c.failure.failed {
+		// Its start is not kept; the turn stops with the failure's
+		// error and idle, which its sender gets.
+		t.settleStartLocked(c, false)
+	}
 
 	r.streamsMu.Lock()
 	r.streamSeq++
 	r.streamsRun[t] = streamStart{conv: c, seq: r.streamSeq}
 	r.streamsMu.Unlock()
+	return t
 }
 
 // runTurn is a turn's goroutine: it opens the agent session if needed, runs
@@ -298,6 +354,7 @@ func (c *conversation) finishTurn(t *turn, status string, runErr error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	defer close(t.done)
+	t.settleStartLocked(c, false) // no waiter is left; a lost start was settled then
 	c.closeInputsLocked(t, context.Canceled)
 	c.r.streamsMu.Lock()
 	delete(c.r.streamsRun, t)
