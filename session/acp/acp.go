@@ -29,6 +29,7 @@
 package acp
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -267,10 +268,7 @@ func (a *Agent) Open(ctx context.Context, conversationID string, opts session.Op
 	if host == nil {
 		return nil, errors.New("acp: Open needs a Host")
 	}
-	cwd := opts.WorkDir
-	if cwd == "" {
-		cwd = a.opts.WorkDir
-	}
+	cwd := cmp.Or(opts.WorkDir, a.opts.WorkDir)
 	s := newSession(a, conversationID, cwd, host)
 	var prev sdk.SessionId
 	if opts.Resume {

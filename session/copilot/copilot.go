@@ -200,10 +200,7 @@ func (a *Agent) check(ctx context.Context) error {
 		return fmt.Errorf("copilot: asking the CLI for its sign-in status: %w", err)
 	}
 	if !status.IsAuthenticated {
-		msg := status.StatusMessage
-		if msg == "" {
-			msg = "not authenticated"
-		}
+		msg := cmp.Or(status.StatusMessage, "not authenticated")
 		return fmt.Errorf("%w (%s): run `copilot` and type /login, or set a GitHub token in COPILOT_GITHUB_TOKEN, or use --provider-url to bring your own model", ErrNotSignedIn, msg)
 	}
 	return nil
@@ -278,10 +275,7 @@ func (a *Agent) Open(ctx context.Context, conversationID string, opts session.Op
 	if host == nil {
 		return nil, errors.New("copilot: Open needs a Host")
 	}
-	model := opts.Model
-	if model == "" {
-		model = a.opts.Model
-	}
+	model := cmp.Or(opts.Model, a.opts.Model)
 	s := newSession(a, conversationID, sessionID(conversationID), model, opts.WorkDir, host)
 	// Register before the CLI hears of the session: its first events arrive
 	// before the answer to session.create.

@@ -1,6 +1,7 @@
 package copilot
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"math"
@@ -204,10 +205,7 @@ func (s *Session) onPermission(p *process, ev envelope) {
 	dec := s.host.Permission(s.turnCtx(), req)
 	result := map[string]any{"kind": "approve-once"}
 	if !dec.Allow {
-		reason := dec.Reason
-		if reason == "" {
-			reason = "denied"
-		}
+		reason := cmp.Or(dec.Reason, "denied")
 		result = map[string]any{"kind": "reject", "feedback": reason}
 		if pr.ToolCallID != "" {
 			tc := s.tools[pr.ToolCallID]

@@ -7,6 +7,7 @@
 package script
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -310,10 +311,7 @@ func (p *player) runTool(ctx context.Context, st ToolStep) error {
 		return nil
 	}
 	p.tool = "denied"
-	reason := d.Reason
-	if reason == "" {
-		reason = "denied"
-	}
+	reason := cmp.Or(d.Reason, "denied")
 	p.host.Emit(session.ToolEnd{ToolCallID: id, Success: false, Denied: true, Result: reason})
 	return nil
 }
