@@ -26,6 +26,9 @@ func (s *State) Apply(ev client.Event) Update {
 	if ev.Type != protocol.TypeError && ev.Type != protocol.TypeDeleted {
 		s.OnRelay = true
 	}
+	if !s.Synced {
+		s.replayed++
+	}
 	switch ev.Data.(type) {
 	case *protocol.Delta, *protocol.Message, *protocol.ToolStart, *protocol.ToolEnd, *protocol.Plan,
 		*protocol.UserInputRequest, *protocol.AgentError:
@@ -141,6 +144,10 @@ func (s *State) subscribed(d *protocol.Subscribed) {
 		s.Pending = nil
 		s.listing()
 	}
+	if s.replayed >= compactAfter {
+		s.compact()
+	}
+	s.replayed = 0
 }
 
 // userMessage starts a turn with its prompt.

@@ -128,6 +128,9 @@ type State struct {
 	// walked 2,500 times, most of the fold's time).
 	unfinished []*message
 	running    []int
+	// replayed counts the events folded before the history's replay
+	// ended (Synced), to compact a long one at its end.
+	replayed int
 	// thoughts are the reasoning messages by id; planRow is the row of
 	// the running or last turn's agent plan (-1: none yet).
 	thoughts map[string]*thought

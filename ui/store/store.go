@@ -509,7 +509,13 @@ func (s *Store) Take(current string, full bool) Frame {
 			v.Rows[k] = c.Rows[i]
 		}
 	}
-	clear(c.changed)
+	if len(c.changed) > 1024 {
+		// A replay marked every row: a cleared map would keep its room
+		// for them all.
+		c.changed = map[int]struct{}{}
+	} else {
+		clear(c.changed)
+	}
 	c.rebuilt = false
 	f.Conv = v
 	return f
