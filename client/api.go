@@ -12,12 +12,21 @@ import (
 // live events. The subscription is remembered: after a reconnect the client
 // renews it from the last seq it delivered. While disconnected it is only
 // remembered and the call returns nil.
+//
+// A resubscription's replay is held until copilot:subscribed, then
+// delivered in seq order without what was delivered already (or after a
+// Reset, when the relay replaced the history). A first one (sinceSeq 0,
+// no history of the conversation held) is delivered as it arrives, in seq
+// order: nothing held could be replaced. If the connection drops before
+// its copilot:subscribed, the client delivers a Reset and replays it from
+// the start.
 func (c *Client) Subscribe(ctx context.Context, conversationID string, sinceSeq int64) error {
 	c.mu.Lock()
 	s := c.sub(conversationID)
 	s.lastSeq = max(sinceSeq, 0)
 	s.syncing = true
 	s.buf = nil
+	s.fresh = s.lastSeq == 0 && s.epoch == ""
 	epoch := s.epoch
 	conn := c.conn
 	c.mu.Unlock()

@@ -479,13 +479,27 @@ func (c *Client) renew(ctx, connCtx context.Context, conn *websocket.Conn) error
 		epoch string
 	}
 	var renews []renew
+	var restarts []Event
 	for id, s := range c.subs {
+		if s.fresh && s.lastSeq > 0 {
+			// A first replay cut short: what it delivered names no
+			// epoch, so nothing tells it from another history's. The
+			// copy starts over.
+			s.lastSeq = 0
+			restarts = append(restarts, Event{Type: TypeReset, Data: &Reset{ConversationID: id}})
+		}
 		s.syncing = true
 		s.buf = nil
 		renews = append(renews, renew{id, s.lastSeq, s.epoch})
 	}
 	watching := c.watching
 	c.mu.Unlock()
+	slices.SortFunc(restarts, func(a, b Event) int { return strings.Compare(a.ConversationID(), b.ConversationID()) })
+	for _, ev := range restarts {
+		if !c.emit(ctx, ev) {
+			return ctx.Err()
+		}
+	}
 	slices.SortFunc(renews, func(a, b renew) int { return strings.Compare(a.id, b.id) })
 	for _, r := range renews {
 		since := r.since

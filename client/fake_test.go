@@ -34,6 +34,9 @@ type fakeRelay struct {
 	// sloppy makes replays start two events early, as a relay that errs on
 	// the side of repeating would.
 	sloppy bool
+	// hold, when set, keeps copilot:subscribed back after a replay until
+	// it is closed (or the connection ends).
+	hold   chan struct{}
 	recvCh chan protocol.Envelope
 	joined chan struct{} // one value per accepted connection
 }
@@ -140,6 +143,15 @@ func (f *fakeRelay) serve(w http.ResponseWriter, r *http.Request) {
 			// between the replay and copilot:subscribed.
 			for _, fr := range replay {
 				_ = conn.Write(ctx, websocket.MessageText, fr)
+			}
+			if hold := f.hold; hold != nil {
+				f.mu.Unlock()
+				select {
+				case <-hold:
+				case <-ctx.Done():
+					return
+				}
+				f.mu.Lock()
 			}
 			_ = conn.Write(ctx, websocket.MessageText, subscribed)
 			f.mu.Unlock()

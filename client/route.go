@@ -26,6 +26,13 @@ type subscription struct {
 	// ordered, de-duplicated, or dropped if the epoch changed.
 	syncing bool
 	buf     []Event
+	// fresh is true from a first Subscribe (from seq 0, with no epoch
+	// held) until its copilot:subscribed: no copy is held that the relay
+	// could replace with a reset, so its replay's events are delivered as
+	// they arrive, in seq order, rather than held: a consumer folds a
+	// long history while the rest of it comes, and holds one event of it
+	// at a time rather than all of them.
+	fresh bool
 }
 
 // route applies subscription bookkeeping to ev and delivers what should be
@@ -52,6 +59,7 @@ func (c *Client) route(ctx context.Context, ev Event) bool {
 			out = append(out, Event{Type: TypeReset, Data: &Reset{ConversationID: d.ConversationID, Epoch: d.Epoch}})
 		}
 		s.epoch = d.Epoch
+		s.fresh = false
 		out = append(out, s.flush()...)
 		s.lastSeq = max(s.lastSeq, d.Seq)
 		out = append(out, ev)
@@ -75,6 +83,13 @@ func (c *Client) route(ctx context.Context, ev Event) bool {
 		}
 		s := c.sub(h.ConversationID)
 		if s.syncing {
+			// A first replay's next event goes on at once; anything
+			// else waits for copilot:subscribed.
+			if s.fresh && len(s.buf) == 0 && h.Seq == s.lastSeq+1 {
+				s.lastSeq = h.Seq
+				out = append(out, ev)
+				break
+			}
 			s.buf = append(s.buf, ev)
 			break
 		}
