@@ -47,6 +47,7 @@ func (w *Window) switchTo(id string) {
 
 func (w *Window) subscribe(id string) {
 	w.subscribed[id] = true
+	w.store.Replaying(id)
 	w.enqueue(func(ctx context.Context) {
 		if err := w.client.Subscribe(ctx, id, 0); err != nil {
 			w.log.Warn("subscribe failed", "conversation", id, "err", err)

@@ -8,6 +8,7 @@
 package store
 
 import (
+	"cmp"
 	"log/slog"
 	"slices"
 	"sort"
@@ -47,6 +48,13 @@ type entry struct {
 	*conversation.State
 	changed map[int]struct{} // rows changed since the UI last took them
 	rebuilt bool             // rows were replaced wholesale
+	// replaying is true from the window's first subscription (Replaying)
+	// until the replay of the history ends (Synced): the history's
+	// events are folded as they come, and until its end the window shows
+	// the conversation as its list entry, listed, says: not the turns,
+	// questions and usage of the history as they pass.
+	replaying bool
+	listed    protocol.ConversationInfo
 }
 
 // Store holds every conversation the window knows. Its methods are safe for
@@ -201,7 +209,9 @@ func (s *Store) applyLocked(ev client.Event) {
 		return
 	case *protocol.Conversations:
 		for _, info := range d.Conversations {
-			s.convLocked(info.ConversationID).Listed(info)
+			c := s.convLocked(info.ConversationID)
+			c.Listed(info)
+			c.listed = info
 		}
 		s.moreCursor = d.NextCursor
 		s.sidebarChanged = true
@@ -231,6 +241,7 @@ func (s *Store) applyLocked(ev client.Event) {
 			s.sidebarChanged = true
 			return
 		}
+		s.convLocked(d.ConversationID).listed = d.ConversationInfo
 	case *protocol.Error:
 		if _, ok := s.convs[d.ConversationID]; !ok {
 			s.notice = "The relay refused a request: " + d.Message
@@ -241,7 +252,34 @@ func (s *Store) applyLocked(ev client.Event) {
 	if id := ev.ConversationID(); id != "" {
 		c := s.convLocked(id)
 		s.noteLocked(c, c.Apply(ev))
+		if c.Synced && c.replaying {
+			c.replaying = false
+			s.sidebarChanged = true
+		}
 	}
+}
+
+// Replaying records that the window subscribed to a conversation from its
+// start: until the replay ends, it is shown as its list entry says (entry.replaying).
+func (s *Store) Replaying(id string) {
+	s.mu.Lock()
+	if c, ok := s.convs[id]; ok && !c.Synced {
+		c.replaying = true
+	}
+	s.mu.Unlock()
+}
+
+// shown is what the window shows of c's mode, turn and question: while the
+// replay of its history goes on, what its list entry said.
+func (c *entry) shown() (mode protocol.Mode, streaming, thinking bool, pending *conversation.Pending, agent string) {
+	if !c.replaying {
+		return c.Mode, c.Streaming, c.Thinking(), c.Pending, c.Agent
+	}
+	mode = protocol.ModeAct
+	if c.listed.Mode.Valid() {
+		mode = c.listed.Mode
+	}
+	return mode, c.listed.Streaming, c.listed.Streaming, nil, cmp.Or(c.listed.Agent, c.Agent)
 }
 
 // MarkAnswering records that this window sent an answer (or a rejection:
@@ -480,25 +518,32 @@ func (s *Store) Take(current string, full bool) Frame {
 		return f
 	}
 	v := View{
-		ID: c.ID, Exists: true, Title: c.Title, Agent: c.Agent, Mode: c.Mode, Streaming: c.Streaming,
-		Thinking: c.Thinking(), Synced: c.Synced, OnRelay: c.OnRelay, NumRows: len(c.Rows),
+		ID: c.ID, Exists: true, Title: c.Title, Synced: c.Synced, OnRelay: c.OnRelay, NumRows: len(c.Rows),
 	}
+	var pending *conversation.Pending
+	v.Mode, v.Streaming, v.Thinking, pending, v.Agent = c.shown()
 	// Copies only: the UI reads them while the client's goroutine goes on
 	// folding events in.
-	v.Usage, v.Turn = c.Usage.Clone(), c.Turn.Clone()
+	if !c.replaying {
+		v.Usage, v.Turn = c.Usage.Clone(), c.Turn.Clone()
+	}
 	v.Folder, v.Dir = c.Folder()
-	if c.Pending != nil {
-		p := *c.Pending
+	if pending != nil {
+		p := *pending
 		p.Request.Choices = slices.Clone(p.Request.Choices)
 		v.Pending = &p
 	}
-	if full || c.rebuilt {
+	switch {
+	case c.replaying:
+		// Drawn once the replay is over, whole (the window takes it
+		// full then): nothing to copy before.
+	case full || c.rebuilt:
 		v.Full = true
 		if n := s.opts.FullRows; n > 0 && len(c.Rows) > n {
 			v.From = len(c.Rows) - n
 		}
 		v.Rows = slices.Clone(c.Rows[v.From:])
-	} else if len(c.changed) > 0 {
+	case len(c.changed) > 0:
 		v.Changed = make([]int, 0, len(c.changed))
 		for i := range c.changed {
 			v.Changed = append(v.Changed, i)
@@ -526,11 +571,13 @@ func (s *Store) Take(current string, full bool) Frame {
 func (s *Store) sidebarLocked() []Entry {
 	out := make([]Entry, 0, len(s.convs))
 	for _, c := range s.convs {
-		e := Entry{ID: c.ID, Title: c.Title, Mode: c.Mode, Streaming: c.Streaming, UpdatedAt: c.UpdatedAt, Agent: c.Agent}
+		e := Entry{ID: c.ID, Title: c.Title, UpdatedAt: c.UpdatedAt}
+		var pending *conversation.Pending
+		e.Mode, e.Streaming, _, pending, e.Agent = c.shown()
 		e.Folder, _ = c.Folder()
 		e.Chosen = c.ChosenFolder()
-		if c.Pending != nil {
-			e.Waiting, e.Deadline = true, c.Pending.Deadline
+		if pending != nil {
+			e.Waiting, e.Deadline = true, pending.Deadline
 		}
 		out = append(out, e)
 	}
