@@ -1,6 +1,7 @@
 package protocol
 
 import (
+	"bytes"
 	"encoding/json"
 	"strings"
 	"testing"
@@ -296,5 +297,63 @@ func TestDecodeRequestStrictButFair(t *testing.T) {
 		if _, err := DecodeRequest([]byte(frame)); err != nil {
 			t.Errorf("%s: %v", frame, err)
 		}
+	}
+}
+
+// Encode writes the envelope itself (a buffer kept between calls, the
+// type quoted by hand when it needs no escaping): its frames are byte for
+// byte what json.Encoder makes of the two-field struct without escaping
+// markup, for types that need escaping and data of every shape, and a
+// value that cannot be encoded fails without spoiling the next frame.
+func TestEncodeIsTheStructsJSON(t *testing.T) {
+	reference := func(msgType string, data any) string {
+		var buf bytes.Buffer
+		enc := json.NewEncoder(&buf)
+		enc.SetEscapeHTML(false)
+		var err error
+		if data == nil {
+			err = enc.Encode(struct {
+				Type string `json:"type"`
+			}{msgType})
+		} else {
+			err = enc.Encode(struct {
+				Type string `json:"type"`
+				Data any    `json:"data"`
+			}{msgType, data})
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		return strings.TrimSuffix(buf.String(), "\n")
+	}
+	var nilDelta *Delta
+	cases := []struct {
+		typ  string
+		data any
+	}{
+		{TypePong, nil},
+		{TypeDelta, &Delta{Header: Header{ConversationID: "c", Seq: 7}, MessageID: "m", Content: "<b> & \"q\" \\ \u2028 \x01 é 😀"}},
+		{TypeDelta, nilDelta},
+		{TypeError, Error{Code: CodeLimit, Message: "too many"}},
+		{"odd \"type\" \\ é \x7f <x>", map[string]any{"a": []int{1, 2}, "b": nil}},
+		{"", "a string"},
+		{"tab\there", 3.5},
+		{`say "hi" \ <x>`, true},
+	}
+	for _, c := range cases {
+		got, err := Encode(c.typ, c.data)
+		if err != nil {
+			t.Fatalf("Encode(%q, %#v): %v", c.typ, c.data, err)
+		}
+		if want := reference(c.typ, c.data); string(got) != want {
+			t.Errorf("Encode(%q, %#v)\n got %s\nwant %s", c.typ, c.data, got, want)
+		}
+	}
+	if _, err := Encode(TypeDelta, map[string]any{"c": make(chan int)}); err == nil {
+		t.Fatal("Encode of a channel succeeded")
+	}
+	got, err := Encode(TypePong, nil)
+	if err != nil || string(got) != `{"type":"pong"}` {
+		t.Fatalf("Encode after a failure = %s, %v", got, err)
 	}
 }
