@@ -242,8 +242,9 @@ flood:
 # The fault-injection suite: every fault of `tools/load -fault` (a relay
 # SIGKILLed or SIGSTOPped, the stream leader SIGKILLed, two of three nodes
 # down, a rolling restart of the relays, a node or a relay cut off the
-# network in a namespace of its own, as root), CHAOS_RUNS times each, with
-# the seed and a verdict per run (docs/reliability.md, Faults).
+# network (both ways, or one) in a namespace of its own, as root),
+# CHAOS_RUNS times each, with the seed and a verdict per run
+# (docs/reliability.md, Faults).
 chaos: nats-server
 	$(LOAD_BUILD)
 	scripts/chaos.sh

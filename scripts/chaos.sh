@@ -6,7 +6,8 @@
 # every other client) and, at the end, replay every conversation from every
 # relay. Each run prints its seed and a VERDICT line; the summary lists
 # them all. The exit status is 1 if any run failed. The partitions
-# (node-partition, relay-partition) put their victim in a network namespace
+# (node-partition, relay-partition, and their -oneway variants, which drop
+# the packets one way only) put their victim in a network namespace
 # of its own and need root (or CAP_NET_ADMIN and CAP_SYS_ADMIN), iproute2's
 # ip and tc; without them those runs fail saying so.
 #
@@ -16,7 +17,7 @@
 #   CHAOS_SEED     the first run's seed (default: random; run i adds i)
 set -u
 cd "$(dirname "$0")/.."
-faults=${CHAOS_FAULTS:-"relay-kill relay-stop leader-kill quorum-loss rolling-restart node-partition relay-partition"}
+faults=${CHAOS_FAULTS:-"relay-kill relay-stop leader-kill quorum-loss rolling-restart node-partition relay-partition node-partition-oneway relay-partition-oneway"}
 runs=${CHAOS_RUNS:-3}
 seed=${CHAOS_SEED:-$(od -An -N3 -tu4 /dev/urandom | tr -d ' ')}
 out=.tools/chaos
