@@ -74,7 +74,7 @@ func TestCodeIsColouredByTheAppTheme(t *testing.T) {
 		a.Settings().SetTheme(FixedVariant(theme.DefaultTheme(), variant))
 		useAppTheme(a)
 		v := newCodeView(&transcript{win: &Window{app: a}})
-		v.set(conversation.Row{Kind: conversation.RowCode, Lang: "go", Text: "func main() {}"})
+		v.set(conversation.Row{Kind: conversation.RowCode, Lang: "go", Text: "func main() {}", Done: true})
 		w := test.NewTempWindow(t, v.obj)
 		w.Resize(fyne.NewSize(400, 100))
 		found := false

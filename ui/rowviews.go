@@ -25,13 +25,15 @@ type rowState struct {
 	width float32
 	cur   fyne.CanvasObject
 
-	user  *userView
-	text  *widget.RichText
-	links linkCopies // text's own copies of the link pieces it shows
-	code  *codeView
-	tool  *toolView
-	plan  *planView
-	line  *lineView
+	user *userView
+	text *widget.RichText
+	// stream is the text of a row that still streams (streamtext.go).
+	stream *streamText
+	links  linkCopies // text's own copies of the link pieces it shows
+	code   *codeView
+	tool   *toolView
+	plan   *planView
+	line   *lineView
 	// reasoning and agentPlan: agentrows.go
 	reasoning *reasoningView
 	agentPlan *agentPlanView
@@ -80,6 +82,15 @@ func (s *rowState) show(id int, r conversation.Row, segs []widget.RichTextSegmen
 		s.user.set(r)
 		obj = s.user.obj
 	case conversation.RowText:
+		if !r.Done {
+			// Still streaming: a RichText for each block (streamtext.go).
+			if s.stream == nil {
+				s.stream = newStreamText()
+			}
+			s.stream.set(s.links.bind(segs))
+			obj = s.stream.obj
+			break
+		}
 		if s.text == nil {
 			s.text = widget.NewRichText()
 			s.text.Wrapping = fyne.TextWrapWord
@@ -243,9 +254,10 @@ type codeView struct {
 	obj    fyne.CanvasObject
 	bg     *canvas.Rectangle
 	lang   *widget.Label
-	code   *widget.RichText // highlighted by highlight
+	code   *widget.RichText // highlighted by highlight once done
 	text   string
 	hlLang string // what code shows, to highlight only on change
+	hlDone bool   // code is highlighted (the row was done)
 }
 
 func newCodeView(t *transcript) *codeView {
@@ -277,11 +289,22 @@ func (v *codeView) set(r conversation.Row) {
 		lang = "code"
 	}
 	v.lang.SetText(lang)
-	if r.Text != v.text || r.Lang != v.hlLang || v.code.Segments == nil {
-		v.code.Segments = highlight(r.Text, r.Lang)
+	if r.Text != v.text || r.Lang != v.hlLang || r.Done != v.hlDone || v.code.Segments == nil {
+		if r.Done {
+			v.code.Segments = highlight(r.Text, r.Lang)
+		} else {
+			// While the block streams it is drawn in one colour, one
+			// segment: a highlighted line is several, and Fyne 2.7.1
+			// refreshes the last text of a line of several segments
+			// whenever it lays the text out, which the paint does after
+			// each update of the block, so each update cost a second,
+			// identical frame (see endLine in markdown.go). Nor is the
+			// whole block lexed again for every update.
+			v.code.Segments = []widget.RichTextSegment{codeSegment(r.Text, "")}
+		}
 		v.code.Refresh()
 	}
-	v.text, v.hlLang = r.Text, r.Lang
+	v.text, v.hlLang, v.hlDone = r.Text, r.Lang, r.Done
 }
 
 // lineView shows a status line, a mode marker or a note: an icon and a
