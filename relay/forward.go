@@ -132,8 +132,10 @@ func (r *Relay) forward(c *conn, msgType, id string, data any, before func()) (h
 
 // startWait bounds how long the answer to a forwarded send waits for its
 // turn's start to be stored (startLost): an append, unless the store is
-// in trouble, when the answer goes without waiting longer.
-const startWait = 10 * time.Second
+// in trouble, when the answer goes without waiting longer. Well within
+// the forward's own bound (10 s with JetStream), past which the sender
+// would be told the owner does not answer while its turn runs.
+const startWait = 3 * time.Second
 
 // startLost waits until the turn's start is stored or lost, for up to
 // startWait, and reports whether it was lost: the sender, on another
