@@ -62,7 +62,7 @@ type Config struct {
 	SpinnerInterval time.Duration
 	// SendTimeout bounds each message to the relay (default 10 s).
 	SendTimeout time.Duration
-	// Now is the clock for "5m ago" in /list (default time.Now).
+	// Now is the clock for "5 min ago" in /list (default time.Now).
 	Now func() time.Time
 	// Workspace is the folder of the new conversation the REPL starts in
 	// (nil: the relay's default); ignored with ConversationID.

@@ -8,6 +8,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/pilotdesk/pilotdesk/conversation"
 	"github.com/pilotdesk/pilotdesk/protocol"
 )
 
@@ -108,7 +109,7 @@ func (r *repl) showList(page *protocol.Conversations) {
 			parts = append(parts, "streaming")
 		}
 		if t, err := time.Parse(time.RFC3339Nano, c.UpdatedAt); err == nil {
-			parts = append(parts, ago(now.Sub(t)))
+			parts = append(parts, conversation.Ago(t, now))
 		}
 		if w := c.Workspace; w != nil { // its folder, and branch for a worktree
 			folder := oneLine(w.Path)
@@ -124,17 +125,4 @@ func (r *repl) showList(page *protocol.Conversations) {
 		return
 	}
 	r.note(styleDim, "/switch N opens one.")
-}
-
-// ago says how long ago something happened, roughly.
-func ago(d time.Duration) string {
-	switch {
-	case d < time.Minute:
-		return "just now"
-	case d < time.Hour:
-		return fmt.Sprintf("%dm ago", int(d.Minutes()))
-	case d < 48*time.Hour:
-		return fmt.Sprintf("%dh ago", int(d.Hours()))
-	}
-	return fmt.Sprintf("%dd ago", int(d.Hours()/24))
 }

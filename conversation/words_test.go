@@ -183,6 +183,22 @@ func wordCases() []wordCase {
 	add("folderLabel", `C:\Users\me\src\web\`, "", false)
 	add("folderLabel", "/", "", false)
 	add("folderLabel", "/home/me/src/api/..", "", false)
+	// Relative times: now at noon, and at ten past midnight
+	// (an hour before is yesterday's date but 1 h ago).
+	for _, c := range [][2]string{
+		{"2026-11-20T12:00:00Z", now}, {"2026-11-20T12:05:00Z", now},
+		{"2026-11-20T11:59:01Z", now}, {"2026-11-20T11:59:00Z", now},
+		{"2026-11-20T11:00:30Z", now}, {"2026-11-20T11:00:00Z", now},
+		{"2026-11-19T12:00:01Z", now}, {"2026-11-19T12:00:00Z", now},
+		{"2026-11-19T00:00:00Z", now}, {"2026-11-18T23:59:59Z", now},
+		{"2026-11-14T00:00:00Z", now}, {"2026-11-13T23:59:59Z", now},
+		{"2026-01-01T00:00:00Z", now}, {"2025-12-31T23:59:59Z", now},
+		{"2026-11-19T23:10:00Z", "2026-11-20T00:10:00Z"},
+		{"2026-11-19T00:09:00Z", "2026-11-20T00:10:00Z"},
+		{"2025-12-29T12:00:00Z", "2026-01-02T12:00:00Z"},
+	} {
+		add("ago", c[0], c[1])
+	}
 	return out
 }
 
@@ -294,6 +310,8 @@ func say(c wordCase) (any, error) {
 		var worktree bool
 		arg(2, &worktree)
 		return FolderLabel(str(0), str(1), worktree), nil
+	case "ago":
+		return Ago(at(0), at(1)), nil
 	case "restoreCaveat":
 		var others []string
 		arg(0, &others)

@@ -14,6 +14,7 @@ import (
 	"fyne.io/fyne/v2/theme"
 	"fyne.io/fyne/v2/widget"
 
+	"github.com/pilotdesk/pilotdesk/conversation"
 	"github.com/pilotdesk/pilotdesk/internal/qr"
 	"github.com/pilotdesk/pilotdesk/protocol"
 	"github.com/pilotdesk/pilotdesk/settings"
@@ -401,19 +402,11 @@ func deviceLine(d DeviceInfo, now time.Time) string {
 	return text
 }
 
-// ago says how long ago t was, roughly.
+// ago says how long ago t was, in the words of every front end
+// (conversation.Ago), or "never".
 func ago(t, now time.Time) string {
 	if t.IsZero() {
 		return "never"
 	}
-	d := now.Sub(t)
-	switch {
-	case d < time.Minute:
-		return "just now"
-	case d < time.Hour:
-		return fmt.Sprintf("%d min ago", int(d.Minutes()))
-	case d < 24*time.Hour:
-		return fmt.Sprintf("%d h ago", int(d.Hours()))
-	}
-	return t.Local().Format("2 Jan")
+	return conversation.Ago(t, now)
 }

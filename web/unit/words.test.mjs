@@ -34,6 +34,7 @@ const adapters = {
   usageText: (conv, turn, now) => words.usageText(usageOf(conv), usageOf(turn), Date.parse(now)),
   turnText: (turn, conv, now) => words.turnText(usageOf(turn), usageOf(conv), Date.parse(now)),
   totalsText: (events) => words.totalsText(usageOf(events)),
+  ago: (t, now) => words.ago(Date.parse(t), Date.parse(now)),
   patchLines: (patch) => words.patchLines(patch).map((l) => l.op + l.text),
 };
 

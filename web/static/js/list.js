@@ -2,6 +2,7 @@
 // is doing, and "Load more" when the relay pages the list.
 
 import { el, clear } from './dom.js';
+import { ago } from './words.js';
 
 export class ConversationList {
   /**
@@ -43,12 +44,8 @@ export class ConversationList {
   }
 }
 
-// when says how long ago a time (ms) was, briefly.
+// when says how long ago a time (ms) was, in the words of the window and
+// the terminal (words.js's ago).
 function when(ms) {
-  if (!ms) return '';
-  const s = (Date.now() - ms) / 1000;
-  if (s < 60) return 'just now';
-  if (s < 3600) return `${Math.floor(s / 60)} min ago`;
-  if (s < 86400) return `${Math.floor(s / 3600)} h ago`;
-  return new Date(ms).toLocaleDateString();
+  return ms ? ago(ms, Date.now()) : '';
 }

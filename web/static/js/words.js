@@ -205,6 +205,28 @@ export function clock(ms) {
   return `${Math.floor(s / 60)}:${String(s % 60).padStart(2, '0')}`;
 }
 
+const MONTHS = ['Jan', 'Feb', 'Mar', 'Apr', 'May', 'Jun', 'Jul', 'Aug', 'Sep', 'Oct', 'Nov', 'Dec'];
+const MINUTE = 60e3, HOUR = 60 * MINUTE, DAY = 24 * HOUR;
+
+/**
+ * ago says how long before now (ms) a time ms was: "just now", "5 min
+ * ago", "3 h ago", "yesterday", "3 days ago", then the date ("2 Jan", with
+ * the year when it is another year's), calendar days in the page's time
+ * zone: conversation.Ago in the Go code, whose comment says why.
+ */
+export function ago(ms, now) {
+  const d = now - ms;
+  if (d < MINUTE) return 'just now';
+  if (d < HOUR) return `${Math.floor(d / MINUTE)} min ago`;
+  if (d < DAY) return `${Math.floor(d / HOUR)} h ago`;
+  const t = new Date(ms), n = new Date(now);
+  const days = Math.round((Date.UTC(n.getFullYear(), n.getMonth(), n.getDate()) - Date.UTC(t.getFullYear(), t.getMonth(), t.getDate())) / DAY);
+  if (days <= 1) return 'yesterday';
+  if (days < 7) return `${days} days ago`;
+  const date = localDay(ms);
+  return t.getFullYear() === n.getFullYear() ? date : `${date} ${t.getFullYear()}`;
+}
+
 // ---- usage ----
 // The same figures and words as conversation/usage.go: the usage bar's
 // line, a turn's line and the session's totals read alike in the window,
@@ -325,8 +347,6 @@ export function quotaText(q) {
   if (q.hasRemaining) return `${name} ${num(q.remaining)}% left`;
   return '';
 }
-
-const MONTHS = ['Jan', 'Feb', 'Mar', 'Apr', 'May', 'Jun', 'Jul', 'Aug', 'Sep', 'Oct', 'Nov', 'Dec'];
 
 // resetDay is a quota's reset date in ms, NaN when it has none.
 function resetDay(q) {
