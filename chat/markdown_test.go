@@ -215,7 +215,8 @@ func TestMarkdownPreviewKeepsToTheFooter(t *testing.T) {
 
 // TestMarkdownControlCharacters: rendering adds styles of its own, never
 // the agent's: escape sequences in text, inline code, a link's address and
-// a code block show as ^[ and move nothing.
+// a code block show as ⟨U+001B⟩ (conversation.VisibleControls) and move
+// nothing.
 func TestMarkdownControlCharacters(t *testing.T) {
 	md := "Hi \x1b[31mred\x1b[0m and `\x1b[2J` [x](http://a/\x1b[H)\n\n```go\nx := \"\x1b]0;title\x07\"\n```\n"
 	got := replyOutput(t, colour, []string{md})
@@ -224,7 +225,7 @@ func TestMarkdownControlCharacters(t *testing.T) {
 			t.Errorf("the agent's %q reached the terminal: %q", bad, got)
 		}
 	}
-	for _, shown := range []string{"^[[31mred^[[0m", "^[[2J", "http://a/^[[H", "^[]0;title^G"} {
+	for _, shown := range []string{"⟨U+001B⟩[31mred⟨U+001B⟩[0m", "⟨U+001B⟩[2J", "http://a/⟨U+001B⟩[H", "⟨U+001B⟩]0;title⟨U+0007⟩"} {
 		if !strings.Contains(got, shown) {
 			t.Errorf("%q is not shown: %q", shown, got)
 		}

@@ -373,7 +373,7 @@ func TestAgentErrorsAndRelayErrors(t *testing.T) {
 	// An agent that smuggles escape sequences does not reach the terminal.
 	h.emit(protocol.TypeUserMessage, map[string]any{"messageId": "u9", "content": "x", "mode": "act"})
 	h.delta("evil\x1b[2Jtext")
-	h.waitFor("evil^[[2Jtext")
+	h.waitFor("evil⟨U+001B⟩[2Jtext")
 }
 
 // TestLineBreaksAroundREPLLines: a line of the REPL's own (a tool call, an

@@ -10,6 +10,8 @@ import (
 	"unicode/utf8"
 
 	"golang.org/x/text/width"
+
+	"github.com/pilotdesk/pilotdesk/conversation"
 )
 
 // Terminal says what the REPL may do with its input and output. The
@@ -166,9 +168,9 @@ func (s *screen) writeTranscript(t string) {
 			s.out.WriteString(strings.Repeat(" ", n))
 			s.col += n
 		case isControl(r):
-			c := caret(r)
+			c := conversation.VisibleControls(string(r))
 			s.out.WriteString(c)
-			s.col += len(c)
+			s.col += utf8.RuneCountInString(c)
 		default:
 			s.out.WriteRune(r)
 			s.col += runeWidth(r)
@@ -177,21 +179,9 @@ func (s *screen) writeTranscript(t string) {
 }
 
 // sanitize makes control characters in text from the agent or the relay
-// visible, for text printed with line.
-func sanitize(t string) string {
-	if !strings.ContainsFunc(t, isControl) {
-		return t
-	}
-	var b strings.Builder
-	for _, r := range t {
-		if isControl(r) {
-			b.WriteString(caret(r))
-			continue
-		}
-		b.WriteRune(r)
-	}
-	return b.String()
-}
+// visible, for text printed with line, as every front end spells them
+// (conversation.VisibleControls: an escape is ⟨U+001B⟩).
+func sanitize(t string) string { return conversation.VisibleControls(t) }
 
 // oneLine is sanitize for text that must stay on one line.
 func oneLine(t string) string {
@@ -199,19 +189,11 @@ func oneLine(t string) string {
 	return sanitize(strings.ReplaceAll(t, "\n", " ⏎ "))
 }
 
+// isControl reports whether writeTranscript spells r out: what
+// conversation.VisibleControls does (a newline and a tab are handled
+// before it), asked without a string per rune of the agent's text.
 func isControl(r rune) bool {
-	return r != '\n' && r != '\t' && (r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0))
-}
-
-// caret spells a control character as ^X.
-func caret(r rune) string {
-	switch {
-	case r < 0x20:
-		return "^" + string(rune(r+'@'))
-	case r == 0x7f:
-		return "^?"
-	}
-	return fmt.Sprintf("\\u%04x", r)
+	return r != '\n' && r != '\t' && unicode.IsControl(r)
 }
 
 // runeWidth is the number of columns r takes on a terminal.

@@ -179,7 +179,7 @@ func TestVisibleWidth(t *testing.T) {
 }
 
 func TestSanitize(t *testing.T) {
-	if got := sanitize("a\x1b[31mb\x07"); got != "a^[[31mb^G" {
+	if got := sanitize("a\x1b[31mb\x07"); got != "a⟨U+001B⟩[31mb⟨U+0007⟩" {
 		t.Errorf("sanitize = %q", got)
 	}
 	if got := oneLine(" a\nb\r\nc "); got != "a ⏎ b ⏎ c" {

@@ -2,8 +2,8 @@ package conversation
 
 import "testing"
 
-// The same cases as web/e2e/words.test.js, which checks the web client's
-// copy of the rule.
+// The same cases as web/e2e/words.test.js, and as testdata/words.json's,
+// which web/unit/words.test.mjs checks the web client's copy against.
 func TestVisible(t *testing.T) {
 	for in, want := range map[string]string{
 		"\u202Eexe.txt":                 "⟨U+202E⟩exe.txt",
@@ -14,6 +14,28 @@ func TestVisible(t *testing.T) {
 	} {
 		if got := Visible(in); got != want {
 			t.Errorf("Visible(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+// VisibleControls spells out control characters as Visible does and
+// keeps format characters: a family emoji (zero-width joiners) and a
+// right-to-left mark in prose stay as they are, an escape sequence and a
+// bell do not reach a terminal.
+func TestVisibleControls(t *testing.T) {
+	for in, want := range map[string]string{
+		"a\x1b[31mb\x07":                   "a⟨U+001B⟩[31mb⟨U+0007⟩",
+		"del\u007F c1\u009B cr\r":          "del⟨U+007F⟩ c1⟨U+009B⟩ cr⟨U+000D⟩",
+		"👨\u200D👩\u200D👧 \u200Fשלום\u202E": "👨\u200D👩\u200D👧 \u200Fשלום\u202E",
+		"two\nlines\tand a tab":            "two\nlines\tand a tab",
+	} {
+		if got := VisibleControls(in); got != want {
+			t.Errorf("VisibleControls(%q) = %q, want %q", in, got, want)
+		}
+		for _, r := range in {
+			if control(r) && VisibleControls(string(r)) != Visible(string(r)) {
+				t.Errorf("%U: VisibleControls %q, Visible %q", r, VisibleControls(string(r)), Visible(string(r)))
+			}
 		}
 	}
 }
