@@ -363,7 +363,6 @@ func (c *conversation) finishTurn(t *turn, status string, runErr error) {
 		c.r.log.Debug("relay: the end of a turn a newer one replaced is not told", "conversationId", c.id, "status", status)
 		return
 	}
-	c.turn = nil
 	if status == protocol.StatusAborted || status == protocol.StatusRejected {
 		for _, id := range t.partialOrder {
 			if t.finished[id] {
@@ -376,6 +375,7 @@ func (c *conversation) finishTurn(t *turn, status string, runErr error) {
 	if status == protocol.StatusError && !c.failure.failed {
 		c.emitErrorLocked(runErr.Error())
 	}
+	c.turn = nil
 	if c.own.here {
 		// A conversation this relay lost says what is stored of it
 		// (applyStored): another relay's turn may stream there now.
