@@ -525,6 +525,14 @@ func (s *Store) load(ctx context.Context, id string, st *convState) (view, error
 	return view{exists: st.exists, tail: st.tail, rec: st.rec, unsure: st.unsure}, nil
 }
 
+// knownSure reports whether load answers for st without a read: its state
+// is known and its last append is not unsure.
+func (s *Store) knownSure(st *convState) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return st.known && st.unsure == nil
+}
+
 // readLoad is load for a read: while the conversation's last append is
 // unsure, what the subject holds is read afresh, so that a read never stops
 // short of what may have been stored (and sent by other relays) after it.
