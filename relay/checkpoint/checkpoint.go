@@ -60,7 +60,13 @@ func New(dataDir string) (*Store, error) {
 	if err != nil {
 		return nil, errors.New("checkpoints are off: the git command was not found (install git to record and undo what each turn changes)")
 	}
-	return &Store{git: git, data: filepath.Join(dataDir, "checkpoints"), env: baseEnv(), locs: map[string]*location{}}, nil
+	data := filepath.Join(dataDir, "checkpoints")
+	// What a crash left half removed (removeRepository).
+	left, _ := filepath.Glob(filepath.Join(data, "repos", "*"+removingSuffix))
+	for _, dir := range left {
+		_ = os.RemoveAll(dir)
+	}
+	return &Store{git: git, data: data, env: baseEnv(), locs: map[string]*location{}}, nil
 }
 
 // location is where a folder's snapshots go.
@@ -317,7 +323,7 @@ func (s *Store) Delete(ctx context.Context, dir, conv string) error {
 		s.mu.Lock()
 		delete(s.locs, l.dir)
 		s.mu.Unlock()
-		if err := os.RemoveAll(l.bare); err != nil {
+		if err := removeRepository(l.bare); err != nil {
 			return fmt.Errorf("checkpoint: %w", err)
 		}
 	} else if err == nil {
@@ -326,6 +332,22 @@ func (s *Store) Delete(ctx context.Context, dir, conv string) error {
 		_, _ = l.git(s, "-c", "gc.reflogExpireUnreachable=now", "prune", "--expire=now").output(ctx)
 	}
 	return nil
+}
+
+// removingSuffix marks a bare repository being removed: renamed first, it
+// is no repository of the store's any more, so no one (a later start, a
+// glob of repos/*.git) finds it half removed.
+const removingSuffix = ".removing"
+
+// removeRepository renames the bare repository out of the way, then
+// removes it. A removal that a crash cut short leaves a folder ending in
+// removingSuffix, which New removes.
+func removeRepository(bare string) error {
+	gone := bare + removingSuffix
+	if err := os.Rename(bare, gone); err != nil {
+		return fmt.Errorf("removing %s: %w", bare, err)
+	}
+	return os.RemoveAll(gone)
 }
 
 // bareFor is the location of the store's bare repository for a folder that

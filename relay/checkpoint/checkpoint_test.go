@@ -540,6 +540,39 @@ func TestDeleteRemovesRefs(t *testing.T) {
 	}
 }
 
+// A bare repository is renamed out of the way before it is removed, so
+// nothing finds it half removed (a glob of repos/*.git during the removal
+// found a folder git no longer took for a repository); what a crash left
+// renamed goes at the next start.
+func TestRepositoryRemovedWhole(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	data := t.TempDir()
+	left := filepath.Join(data, "checkpoints", "repos", "0123.git"+removingSuffix)
+	if err := os.MkdirAll(filepath.Join(left, "objects"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	s, err := New(data)
+	if err != nil {
+		t.Skip(err)
+	}
+	if _, err := os.Stat(left); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("what a cut-short removal left is still there: %v", err)
+	}
+	folder := newFolder(t)
+	if _, err := s.Snapshot(ctx, folder, conv); err != nil {
+		t.Fatal(err)
+	}
+	l, _ := s.locate(ctx, folder)
+	if err := s.Delete(ctx, folder, conv); err != nil {
+		t.Fatal(err)
+	}
+	all, _ := filepath.Glob(filepath.Join(data, "checkpoints", "repos", "*"))
+	if len(all) != 0 || l.bare == "" {
+		t.Fatalf("left in repos after the last conversation's delete: %v (bare %q)", all, l.bare)
+	}
+}
+
 func TestChangesCapped(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()

@@ -293,8 +293,15 @@ func (c *Client) WaitFor(msgType string, match func(Frame) bool) Frame {
 // WaitForCollect is WaitFor that also returns the frames it skipped.
 func (c *Client) WaitForCollect(msgType string, match func(Frame) bool) (Frame, []Frame) {
 	c.t.Helper()
+	return c.WaitForCollectWithin(Timeout, msgType, match)
+}
+
+// WaitForCollectWithin is WaitForCollect waiting up to d: for what takes
+// a real agent's whole turn, which on a busy machine can outlast Timeout.
+func (c *Client) WaitForCollectWithin(d time.Duration, msgType string, match func(Frame) bool) (Frame, []Frame) {
+	c.t.Helper()
 	var skipped []Frame
-	deadline := time.Now().Add(Timeout)
+	deadline := time.Now().Add(d)
 	for {
 		f, ok := c.TryNext(time.Until(deadline))
 		if !ok {
@@ -302,7 +309,7 @@ func (c *Client) WaitForCollect(msgType string, match func(Frame) bool) (Frame, 
 			for _, s := range skipped {
 				types = append(types, s.Type)
 			}
-			c.t.Fatalf("relaytest: no %s within %s (skipped %s; connection: %v)", msgType, Timeout, strings.Join(types, ", "), c.Err())
+			c.t.Fatalf("relaytest: no %s within %s (skipped %s; connection: %v)", msgType, d, strings.Join(types, ", "), c.Err())
 		}
 		if f.Type == msgType && (match == nil || match(f)) {
 			return f, skipped

@@ -43,7 +43,10 @@ func CheckWorkspaceEdit(t testing.TB, s *Server, defaultDir string, e WorkspaceE
 	isConv := func(f Frame) bool { return f.Field("conversationId") == conv }
 	cl.Send(protocol.TypeSend, map[string]any{"conversationId": conv, "prompt": e.Prompt, "mode": "act",
 		"workspace": map[string]any{"path": e.Dir}})
-	idle, frames := cl.WaitForCollect(protocol.TypeIdle, isConv)
+	// A real agent's turn (a Node program, a model call to a loopback
+	// mock, a tool) takes seconds on a quiet machine and more than
+	// Timeout on a busy one.
+	idle, frames := cl.WaitForCollectWithin(4*Timeout, protocol.TypeIdle, isConv)
 	if idle.Field("status") != "completed" {
 		t.Fatalf("the edit turn ended %s", idle.Raw)
 	}
