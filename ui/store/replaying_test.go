@@ -22,18 +22,22 @@ func TestReplayShownAsListed(t *testing.T) {
 	f.ev("c", &protocol.UserInputRequest{RequestID: "r1", Question: "Which?"})
 	cost := 1.0
 	f.ev("c", &protocol.Quota{Model: "gpt-5", Cost: &cost})
-	v := f.s.Take("c", true).Conv
-	if v.Streaming || v.Thinking || v.Pending != nil || v.Mode != protocol.ModePlan || v.Agent != "copilot" || !v.Usage.Empty() || len(v.Rows) != 0 {
+	fr := f.s.Take("c", false)
+	v := fr.Conv
+	if v.Streaming || v.Thinking || v.Pending != nil || v.Mode != protocol.ModePlan || v.Agent != "copilot" || !v.Usage.Empty() || v.Full || len(v.Rows) != 0 {
 		t.Fatalf("during the replay the view shows %+v, want the list entry's (idle, plan, copilot, no question, no usage, no rows)", v)
 	}
-	side := f.s.Take("c", true).Sidebar
-	if len(side) != 1 || side[0].Streaming || side[0].Waiting || side[0].Mode != protocol.ModePlan {
+	if side := fr.Sidebar; len(side) != 1 || side[0].Streaming || side[0].Waiting || side[0].Mode != protocol.ModePlan {
 		t.Fatalf("during the replay the list shows %+v", side)
+	}
+	// A full take (a switch to it) still has every row folded so far.
+	if v := f.s.Take("c", true).Conv; !v.Full || kinds(v.Rows) != "user" || v.Streaming {
+		t.Fatalf("a full take during the replay: %+v", v)
 	}
 	f.ev("c", &protocol.Idle{Status: protocol.StatusCompleted})
 	f.ev("c", &protocol.UserMessage{MessageID: "u2", Content: "second", Mode: protocol.ModeAct, Agent: "demo"})
 	f.s.Apply(client.Event{Type: protocol.TypeSubscribed, Data: &protocol.Subscribed{ConversationID: "c", Mode: protocol.ModeAct, Streaming: true, Seq: f.seq["c"]}})
-	fr := f.s.Take("c", true)
+	fr = f.s.Take("c", true)
 	v = fr.Conv
 	if !v.Streaming || !v.Thinking || v.Mode != protocol.ModeAct || v.Agent != "demo" || v.Usage.Empty() || !v.Full || kinds(v.Rows) != "user,status,user" {
 		t.Fatalf("after the replay the view shows %+v, want the turn streaming in act on demo, with its usage and rows user,status,user", v)

@@ -534,9 +534,9 @@ func (s *Store) Take(current string, full bool) Frame {
 		v.Pending = &p
 	}
 	switch {
-	case c.replaying:
+	case c.replaying && !full && !c.rebuilt:
 		// Drawn once the replay is over, whole (the window takes it
-		// full then): nothing to copy before.
+		// full then): no changes to copy before.
 	case full || c.rebuilt:
 		v.Full = true
 		if n := s.opts.FullRows; n > 0 && len(c.Rows) > n {
