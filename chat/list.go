@@ -100,13 +100,11 @@ func (r *repl) showList(page *protocol.Conversations) {
 			title = "(untitled)"
 		}
 		parts := []string{truncate(title, 60), string(c.Mode)}
-		switch {
-		case c.WaitingInput:
-			// The agent waits on a question: its turn runs, but nothing
-			// streams until someone answers.
-			parts = append(parts, "waiting for you")
-		case c.Streaming:
-			parts = append(parts, "streaming")
+		// What it is doing, as the window's and the web client's lists
+		// say it ("working…"; a turn that waits on a question says so,
+		// not that it works). The list entry carries no deadline.
+		if status := conversation.EntryStatus(c.WaitingInput, time.Time{}, c.Streaming, now); status != "" {
+			parts = append(parts, status)
 		}
 		if t, err := time.Parse(time.RFC3339Nano, c.UpdatedAt); err == nil {
 			parts = append(parts, conversation.Ago(t, now))

@@ -275,9 +275,9 @@ func TestListSwitchAndResume(t *testing.T) {
 		{"conversationId": "99999999-3333-4333-8444-555555555555", "title": "Asks", "updatedAt": "2026-01-01T00:00:00Z", "streaming": true, "waitingInput": true, "mode": "act"},
 	}})
 	h.waitFor("Conversations (3):\n* 1) (untitled) · act")
-	h.waitFor("  2) Deploy the app · plan · streaming")
+	h.waitFor("  2) Deploy the app · plan · working…")
 	// A turn that waits on a question says so, not that it streams.
-	h.waitFor("  3) Asks · act · waiting for you")
+	h.waitFor("  3) Asks · act · waiting for your answer")
 	h.typeIn("/switch 4\n")
 	h.waitFor("There is no conversation 4")
 	h.typeIn("/switch 2\n")
@@ -518,7 +518,7 @@ func TestListPages(t *testing.T) {
 	h.emit(protocol.TypeConversations, map[string]any{"conversations": []map[string]any{
 		{"conversationId": third, "title": "Third", "updatedAt": "2026-01-01T00:00:00Z", "streaming": true, "mode": "plan"},
 	}})
-	h.waitFor("Conversations 3–3:\n  3) Third · plan · streaming")
+	h.waitFor("Conversations 3–3:\n  3) Third · plan · working…")
 	h.waitFor("/switch N opens one.\n")
 	h.typeIn("/more\n")
 	h.waitFor("Nothing more to list: /list starts from the most recent again.")

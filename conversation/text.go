@@ -286,11 +286,61 @@ func CountdownText(deadline, now time.Time) string {
 		return "No time limit: the agent waits for your answer."
 	}
 	left := deadline.Sub(now)
-	if left <= 0 {
+	if left.Round(time.Second) <= 0 { // not "0:00", as WaitingText
 		return "Time is up: the agent goes on without an answer."
 	}
-	left = left.Round(time.Second)
-	return fmt.Sprintf("Times out in %d:%02d; then the agent goes on without an answer.", int(left.Minutes()), int(left.Seconds())%60)
+	return "Times out in " + Clock(left) + "; then the agent goes on without an answer."
+}
+
+// Clock says a time left as m:ss ("1:05", "12:00"), rounded to the
+// second; nothing left is 0:00.
+func Clock(d time.Duration) string {
+	d = max(d, 0).Round(time.Second)
+	return fmt.Sprintf("%d:%02d", int(d/time.Minute), int(d/time.Second)%60)
+}
+
+// EntryStatus is what a conversation's entry in a list says it is doing,
+// in the window's sidebar, the terminal's /list and the web client's list
+// alike: "waiting for your answer" while a question is open (with the
+// time left to the relay's deadline, when there is one: "waiting for
+// your answer · 1:05 left"), "working…" while a turn runs (a word for
+// what the user waits on, not the protocol's "streaming"), and "" when no
+// turn runs: then each front end says what it says of a resting
+// conversation (its mode, or when it was last updated: Ago).
+func EntryStatus(waiting bool, deadline time.Time, streaming bool, now time.Time) string {
+	switch {
+	case waiting:
+		return "waiting for your answer" + timeLeft(deadline, now)
+	case streaming:
+		return "working…"
+	}
+	return ""
+}
+
+// ThinkingText is what the line above the composer says while a turn has
+// shown nothing yet (the window's and the web client's indicator).
+const ThinkingText = "Thinking…"
+
+// WaitingText is what the line above the composer says while a question
+// is open: "Waiting for your answer", with the time left when the relay
+// set a deadline ("Waiting for your answer · 1:05 left") and "· time is
+// up" once it passed (the agent goes on; a 0:00 that stays reads as a
+// stuck clock).
+func WaitingText(deadline, now time.Time) string {
+	return "Waiting for your answer" + timeLeft(deadline, now)
+}
+
+// timeLeft is what WaitingText and EntryStatus add for a deadline: "" for
+// none, " · 1:05 left", or " · time is up".
+func timeLeft(deadline, now time.Time) string {
+	switch left := deadline.Sub(now); {
+	case deadline.IsZero():
+		return ""
+	case left.Round(time.Second) <= 0:
+		return " · time is up"
+	default:
+		return " · " + Clock(left) + " left"
+	}
 }
 
 // QueuedText says how many questions wait behind the open one ("" for none).

@@ -38,7 +38,7 @@ type wordCase struct {
 func wordCases() []wordCase {
 	var out []wordCase
 	add := func(fn string, args ...any) {
-		c := wordCase{Fn: fn}
+		c := wordCase{Fn: fn, Args: []json.RawMessage{}}
 		for _, a := range args {
 			b, err := json.Marshal(a)
 			if err != nil {
@@ -199,6 +199,22 @@ func wordCases() []wordCase {
 	} {
 		add("ago", c[0], c[1])
 	}
+	// A question's time left, in ms, and the lines that say it.
+	for _, ms := range []int64{0, -5000, 400, 500, 1000, 59_499, 59_500, 65_000, 725_000, 3_600_000} {
+		add("clock", ms)
+	}
+	for _, deadline := range []string{"", "2026-11-20T12:01:05Z", "2026-11-20T12:00:00.400Z", "2026-11-20T12:00:00.600Z", "2026-11-20T12:00:00Z", "2026-11-20T11:59:00Z"} {
+		add("waitingText", deadline, now)
+		add("countdownText", deadline, now)
+	}
+	add("thinkingText")
+	for _, c := range []struct {
+		waiting   bool
+		deadline  string
+		streaming bool
+	}{{false, "", false}, {false, "", true}, {true, "", true}, {true, "2026-11-20T12:01:05Z", true}, {true, "2026-11-20T11:59:00Z", true}} {
+		add("entryStatus", c.waiting, c.deadline, c.streaming, now)
+	}
 	return out
 }
 
@@ -238,7 +254,7 @@ func say(c wordCase) (any, error) {
 		return u
 	}
 	at := func(i int) time.Time {
-		t, err := time.Parse(time.RFC3339, str(i))
+		t, err := time.Parse(time.RFC3339Nano, str(i))
 		if err != nil {
 			panic(err)
 		}
@@ -310,6 +326,28 @@ func say(c wordCase) (any, error) {
 		var worktree bool
 		arg(2, &worktree)
 		return FolderLabel(str(0), str(1), worktree), nil
+	case "clock":
+		return Clock(time.Duration(num(0)) * time.Millisecond), nil
+	case "waitingText", "countdownText":
+		var deadline time.Time
+		if str(0) != "" {
+			deadline = at(0)
+		}
+		if c.Fn == "waitingText" {
+			return WaitingText(deadline, at(1)), nil
+		}
+		return CountdownText(deadline, at(1)), nil
+	case "entryStatus":
+		var waiting, streaming bool
+		var deadline time.Time
+		arg(0, &waiting)
+		arg(2, &streaming)
+		if str(1) != "" {
+			deadline = at(1)
+		}
+		return EntryStatus(waiting, deadline, streaming, at(3)), nil
+	case "thinkingText":
+		return ThinkingText, nil
 	case "ago":
 		return Ago(at(0), at(1)), nil
 	case "restoreCaveat":

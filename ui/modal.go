@@ -235,22 +235,7 @@ func (m *inputModal) update(p conversation.Pending, now time.Time) {
 // tick updates the countdown to the relay's deadline; the window keeps no
 // timeout of its own.
 func (m *inputModal) tick(now time.Time) {
-	if m.deadline.IsZero() {
-		m.countdown.SetText("No time limit: the agent waits for your answer.")
-		return
-	}
-	left := m.deadline.Sub(now)
-	if left <= 0 {
-		m.countdown.SetText("Time is up: the agent goes on without an answer.")
-		return
-	}
-	m.countdown.SetText(fmt.Sprintf("Times out in %s; then the agent goes on without an answer.", clock(left)))
-}
-
-// clock formats a duration as m:ss.
-func clock(d time.Duration) string {
-	d = d.Round(time.Second)
-	return fmt.Sprintf("%d:%02d", int(d.Minutes()), int(d.Seconds())%60)
+	m.countdown.SetText(conversation.CountdownText(m.deadline, now))
 }
 
 // ---- answers ----

@@ -1,7 +1,6 @@
 package ui
 
 import (
-	"fmt"
 	"slices"
 	"strings"
 	"time"
@@ -214,19 +213,16 @@ func folderHeader(folder string, full bool) string {
 	return conversation.FolderLabel(folder, "", false)
 }
 
-// entryStatus is the second line of a conversation entry.
+// entryStatus is the second line of a conversation entry: what it is
+// doing in the words of every front end (conversation.EntryStatus), a
+// running turn marked ●, else its mode or "idle".
 func entryStatus(e store.Entry, now time.Time) (string, widget.Importance) {
+	text := conversation.EntryStatus(e.Waiting, e.Deadline, e.Streaming, now)
 	switch {
-	case e.Waiting && e.Deadline.IsZero():
-		return "waiting for your answer", widget.WarningImportance
 	case e.Waiting:
-		left := e.Deadline.Sub(now)
-		if left < 0 {
-			left = 0
-		}
-		return fmt.Sprintf("waiting for your answer · %s left", clock(left)), widget.WarningImportance
+		return text, widget.WarningImportance
 	case e.Streaming:
-		return "● streaming…", widget.HighImportance
+		return "● " + text, widget.HighImportance
 	case e.Mode == protocol.ModePlan:
 		return "plan mode", widget.WarningImportance
 	}

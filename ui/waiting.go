@@ -1,7 +1,6 @@
 package ui
 
 import (
-	"fmt"
 	"image/color"
 	"time"
 
@@ -11,6 +10,7 @@ import (
 	"fyne.io/fyne/v2/theme"
 	"fyne.io/fyne/v2/widget"
 
+	"github.com/pilotdesk/pilotdesk/conversation"
 	"github.com/pilotdesk/pilotdesk/ui/store"
 )
 
@@ -43,13 +43,10 @@ func (w *waitIndicator) restart() { w.dots.restart() }
 func (w *waitIndicator) show(v store.View, now time.Time) {
 	var text string
 	switch {
-	case v.Pending != nil && v.Pending.Deadline.IsZero():
-		text = "Waiting for your answer"
 	case v.Pending != nil:
-		left := max(v.Pending.Deadline.Sub(now), 0)
-		text = fmt.Sprintf("Waiting for your answer · %s left", clock(left))
+		text = conversation.WaitingText(v.Pending.Deadline, now)
 	case v.Thinking:
-		text = "Thinking…"
+		text = conversation.ThinkingText
 	}
 	if text == w.shown {
 		return

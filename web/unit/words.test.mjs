@@ -34,6 +34,10 @@ const adapters = {
   usageText: (conv, turn, now) => words.usageText(usageOf(conv), usageOf(turn), Date.parse(now)),
   turnText: (turn, conv, now) => words.turnText(usageOf(turn), usageOf(conv), Date.parse(now)),
   totalsText: (events) => words.totalsText(usageOf(events)),
+  waitingText: (deadline, now) => words.waitingText(deadline ? Date.parse(deadline) : 0, Date.parse(now)),
+  countdownText: (deadline, now) => words.countdownText(deadline ? Date.parse(deadline) : 0, Date.parse(now)),
+  thinkingText: () => words.THINKING_TEXT,
+  entryStatus: (waiting, deadline, streaming, now) => words.entryStatus(waiting, deadline ? Date.parse(deadline) : 0, streaming, Date.parse(now)),
   ago: (t, now) => words.ago(Date.parse(t), Date.parse(now)),
   patchLines: (patch) => words.patchLines(patch).map((l) => l.op + l.text),
 };

@@ -2,7 +2,7 @@
 // doing: thinking, working, or waiting for an answer (with the relay's
 // countdown when it sent one).
 
-import { clock } from './words.js';
+import { THINKING_TEXT, waitingText } from './words.js';
 
 export class Indicator {
   /** @param {HTMLElement} node */
@@ -18,16 +18,10 @@ export class Indicator {
     if (conv && conv.pending) {
       tone = 'waiting';
       if (conv.pending.answering) text = 'Sending your answer…';
-      else {
-        text = 'Waiting for your answer';
-        if (conv.pending.deadline) {
-          const left = conv.pending.deadline - now;
-          text += left > 0 ? ` · ${clock(left)} left` : ' · time is up';
-        }
-      }
+      else text = waitingText(conv.pending.deadline, now);
     } else if (conv && conv.streaming) {
       tone = 'busy';
-      text = conv.thinking ? 'Thinking…' : 'Working…';
+      text = conv.thinking ? THINKING_TEXT : 'Working…';
     }
     n.hidden = !text;
     n.dataset.tone = tone;

@@ -2,7 +2,7 @@
 // is doing, and "Load more" when the relay pages the list.
 
 import { el, clear } from './dom.js';
-import { ago } from './words.js';
+import { ago, entryStatus } from './words.js';
 
 export class ConversationList {
   /**
@@ -28,7 +28,7 @@ export class ConversationList {
    */
   render(entries, current, hasMore) {
     const items = entries.map((e) => {
-      const sub = e.waiting ? 'waiting for your answer' : e.streaming ? 'working…' : e.mode === 'plan' ? 'plan mode' : when(e.updatedAt);
+      const sub = entryStatus(e.waiting, 0, e.streaming, Date.now()) || (e.mode === 'plan' ? 'plan mode' : when(e.updatedAt));
       const tone = e.waiting ? 'waiting' : e.streaming ? 'busy' : e.mode === 'plan' ? 'plan' : '';
       return el('li', null,
         el('button', { type: 'button', class: e.id === current ? 'conv current' : 'conv', dataset: { id: e.id }, 'aria-current': e.id === current ? 'true' : null },

@@ -15,7 +15,7 @@
 
 import { el, clear } from './dom.js';
 import { inline } from './markdown.js';
-import { clock, visible } from './words.js';
+import { countdownText, visible } from './words.js';
 
 const TITLES = {
   approval: 'Approval needed',
@@ -269,10 +269,7 @@ export class QuestionDialog {
       return;
     }
     this.countdown.hidden = false;
-    const left = this.deadline - now;
-    this.countdown.textContent = left <= 0
-      ? 'Time is up: the agent goes on without an answer.'
-      : `Times out in ${clock(left)}; then the agent goes on without an answer.`;
+    this.countdown.textContent = countdownText(this.deadline, now);
   }
 
   // ---- answers ----

@@ -199,10 +199,50 @@ export function planMark(status) {
   return status === 'completed' ? '✓' : status === 'in_progress' ? '▶' : '○';
 }
 
-/** clock formats milliseconds as m:ss. */
+/** clock formats milliseconds as m:ss (conversation.Clock). */
 export function clock(ms) {
   const s = Math.max(0, Math.round(ms / 1000));
   return `${Math.floor(s / 60)}:${String(s % 60).padStart(2, '0')}`;
+}
+
+/** THINKING_TEXT is the indicator's line while a turn has shown nothing yet. */
+export const THINKING_TEXT = 'Thinking…';
+
+/**
+ * waitingText is the indicator's line while a question is open, with the
+ * time left to the relay's deadline (ms, 0 for none) at now
+ * (conversation.WaitingText).
+ */
+export function waitingText(deadline, now) {
+  return `Waiting for your answer${timeLeft(deadline, now)}`;
+}
+
+/**
+ * entryStatus is what a conversation's entry in the list says it is
+ * doing: waiting for an answer, working, or '' when no turn runs
+ * (conversation.EntryStatus).
+ */
+export function entryStatus(waiting, deadline, streaming, now) {
+  if (waiting) return `waiting for your answer${timeLeft(deadline, now)}`;
+  return streaming ? 'working…' : '';
+}
+
+// timeLeft is what waitingText and entryStatus add for a deadline (ms).
+function timeLeft(deadline, now) {
+  if (!deadline) return '';
+  const left = deadline - now;
+  return Math.round(left / 1000) <= 0 ? ' · time is up' : ` · ${clock(left)} left`;
+}
+
+/**
+ * countdownText is the question's own line about its deadline (ms, 0 for
+ * none) at now (conversation.CountdownText).
+ */
+export function countdownText(deadline, now) {
+  if (!deadline) return 'No time limit: the agent waits for your answer.';
+  const left = deadline - now;
+  if (Math.round(left / 1000) <= 0) return 'Time is up: the agent goes on without an answer.';
+  return `Times out in ${clock(left)}; then the agent goes on without an answer.`;
 }
 
 const MONTHS = ['Jan', 'Feb', 'Mar', 'Apr', 'May', 'Jun', 'Jul', 'Aug', 'Sep', 'Oct', 'Nov', 'Dec'];
