@@ -56,7 +56,7 @@ func (r *Relay) dispatch(c *conn, req protocol.Request) {
 			return
 		}
 		if c.mayCreate(protocol.TypeSend, d.ConversationID) {
-			r.send(c, d)
+			r.sendPrompt(c, d)
 		}
 	case *protocol.Abort:
 		r.abort(c, d)

@@ -98,11 +98,11 @@ func (t *turn) messageSentLocked(messageID string) {
 	t.finished[messageID] = true
 }
 
-// send handles copilot:send: it starts a turn unless one is running. The
+// sendPrompt handles copilot:send: it starts a turn unless one is running. The
 // sender is subscribed first, implicitly, under the same lock, so no other
 // send or delete can come in between. In a cluster, a conversation another
 // relay owns gets the sender subscribed here and the send runs there.
-func (r *Relay) send(c *conn, d *protocol.Send) {
+func (r *Relay) sendPrompt(c *conn, d *protocol.Send) {
 	if r.forward(c, protocol.TypeSend, d.ConversationID, d, func() {
 		defer r.joinRemote(c.ctx, d.ConversationID)()
 		var sub *conversation
