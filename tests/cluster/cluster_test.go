@@ -130,29 +130,25 @@ func TestRun(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts 3 nats-server nodes and 2 relays")
 	}
-	dir := t.TempDir()
-	ports := freePorts(t, 11)
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, script(t))
-	cmd.Env = env(t, dir, ports)
-	cmd.Dir = "../.."
-	pr, pw := io.Pipe()
-	cmd.Stdout, cmd.Stderr = pw, pw
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait(); pw.Close() }()
-	lines := make(chan string, 100)
-	var all strings.Builder
-	go func() {
-		defer close(lines)
-		sc := bufio.NewScanner(pr)
-		for sc.Scan() {
-			lines <- sc.Text()
+	// The ports are free when chosen and taken only when the nodes and
+	// relays listen; another test's listener or outgoing connection can
+	// take one in between. Such a start is made again on other ports.
+	var run *scriptRun
+	for attempt := 1; ; attempt++ {
+		var taken bool
+		run, taken = startScript(t, ctx)
+		if !taken {
+			break
 		}
-	}()
+		if attempt == 3 {
+			t.Fatal("the script could not listen on its ports three times over")
+		}
+		t.Logf("a port was taken before the script listened on it; starting again on other ports")
+	}
+	dir, ports, cmd, exited, lines, urls, token := run.dir, run.ports, run.cmd, run.exited, run.lines, run.urls, run.token
+	all := &run.all
 	stopped := false
 	defer func() {
 		if !stopped {
@@ -168,27 +164,6 @@ func TestRun(t *testing.T) {
 		}
 	}()
 
-	var urls []string
-	var token string
-	for ready := false; !ready; {
-		select {
-		case l, ok := <-lines:
-			if !ok {
-				skipWithoutServer(t, []byte(all.String()))
-				t.Fatal("the script ended before it was ready")
-			}
-			all.WriteString(l + "\n")
-			if m := regexp.MustCompile(`^relay \d: (ws://\S+)`).FindStringSubmatch(l); m != nil {
-				urls = append(urls, m[1])
-			}
-			if v, ok := strings.CutPrefix(l, "token: "); ok {
-				token = v
-			}
-			ready = strings.HasPrefix(l, "cluster: ready")
-		case <-ctx.Done():
-			t.Fatal("the cluster was not ready in time")
-		}
-	}
 	if len(urls) != 2 || token == "" {
 		t.Fatalf("relays %v, token %q", urls, token)
 	}
@@ -233,4 +208,83 @@ func TestRun(t *testing.T) {
 			t.Errorf("port %s still open after the script stopped", p)
 		}
 	}
+}
+
+// scriptRun is a running scripts/cluster.sh that said it is ready.
+type scriptRun struct {
+	dir, token string
+	ports      []string
+	urls       []string
+	cmd        *exec.Cmd
+	exited     chan error
+	lines      chan string // the output after "cluster: ready"
+	all        strings.Builder
+}
+
+// startScript runs the script on fresh ports in a fresh folder and waits
+// until it is ready. If it ends before, because a port was taken (a node's
+// or a relay's log says the address is in use), it returns taken; any
+// other early end fails the test.
+func startScript(t *testing.T, ctx context.Context) (run *scriptRun, taken bool) {
+	t.Helper()
+	run = &scriptRun{dir: t.TempDir(), ports: freePorts(t, 11), exited: make(chan error, 1), lines: make(chan string, 100)}
+	cmd := exec.CommandContext(ctx, script(t))
+	cmd.Env = env(t, run.dir, run.ports)
+	cmd.Dir = "../.."
+	pr, pw := io.Pipe()
+	cmd.Stdout, cmd.Stderr = pw, pw
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	run.cmd = cmd
+	go func() { run.exited <- cmd.Wait(); pw.Close() }()
+	go func() {
+		defer close(run.lines)
+		sc := bufio.NewScanner(pr)
+		for sc.Scan() {
+			run.lines <- sc.Text()
+		}
+	}()
+	for ready := false; !ready; {
+		select {
+		case l, ok := <-run.lines:
+			if !ok {
+				<-run.exited
+				if portTaken(run) {
+					return nil, true
+				}
+				skipWithoutServer(t, []byte(run.all.String()))
+				t.Fatalf("the script ended before it was ready:\n%s", run.all.String())
+			}
+			run.all.WriteString(l + "\n")
+			if m := regexp.MustCompile(`^relay \d: (ws://\S+)`).FindStringSubmatch(l); m != nil {
+				run.urls = append(run.urls, m[1])
+			}
+			if v, ok := strings.CutPrefix(l, "token: "); ok {
+				run.token = v
+			}
+			ready = strings.HasPrefix(l, "cluster: ready")
+		case <-ctx.Done():
+			cmd.Process.Signal(syscall.SIGTERM)
+			<-run.exited
+			t.Fatalf("the cluster was not ready in time:\n%s", run.all.String())
+		}
+	}
+	return run, false
+}
+
+// portTaken reports whether the script's output or one of its logs says
+// an address was in use.
+func portTaken(run *scriptRun) bool {
+	const inUse = "address already in use"
+	if strings.Contains(run.all.String(), inUse) {
+		return true
+	}
+	logs, _ := filepath.Glob(filepath.Join(run.dir, "*.log"))
+	for _, f := range logs {
+		if b, err := os.ReadFile(f); err == nil && strings.Contains(string(b), inUse) {
+			return true
+		}
+	}
+	return false
 }
