@@ -64,7 +64,7 @@ func TestAnsweredFromNamed(t *testing.T) {
 	id := h.request(protocol.InputText, "Name?", nil, true)
 	h.waitFor("Name?")
 	h.emit(protocol.TypeUserInputClosed, map[string]any{"requestId": id, "reason": "answered", "answeredBy": map[string]any{"device": "Pixel", "client": "web"}})
-	h.waitFor("Answered from Pixel (web).")
+	h.waitFor(`"Name?" was answered from Pixel (web).`)
 	h.emit(protocol.TypeUserMessage, map[string]any{"messageId": "u2", "content": "from the phone", "mode": "act", "sentBy": map[string]any{"device": "Pixel", "client": "web"}})
 	h.waitFor("(sent from Pixel (web))")
 }

@@ -103,7 +103,7 @@ func (r *repl) event(ctx context.Context, ev client.Event) {
 	case *protocol.UserInputClosed:
 		r.inputClosed(d)
 	case *protocol.ModeChanged:
-		r.modeChanged(d.Mode, d.ChangedBy)
+		r.modeChanged(u, d)
 	case *protocol.AgentError:
 		r.waiting = false
 		r.errorShown = true
@@ -404,38 +404,37 @@ func (r *repl) inputClosed(d *protocol.UserInputClosed) {
 		r.ask.answered = nil // our own answer, confirmed
 		return
 	}
-	var why string
-	where := "in another window" // an older relay names nobody
-	if by := d.AnsweredBy; by != nil {
-		where = "from " + sanitize(conversation.Who(*by, r.self()))
+	// Said as the window and the web client say it (the fold's note); only
+	// the open prompt's ending is printed, so its question is the one.
+	question := ""
+	if r.ask.open != nil && r.ask.open.req.RequestID == d.RequestID {
+		question = r.ask.open.req.Question
 	}
-	switch d.Reason {
-	case protocol.ClosedAnswered:
-		why = "Answered " + where + "."
-	case protocol.ClosedRejected:
-		why = "Rejected " + where + "."
-	case protocol.ClosedAborted:
-		why = "The turn was aborted; the question is closed."
-	default:
-		why = "The question was closed (" + oneLine(d.Reason) + ")."
-	}
+	why := sanitize(r.fold.ClosedText(question, d))
 	r.questionEnded(d.RequestID, why)
 }
 
-func (r *repl) modeChanged(m protocol.Mode, by *protocol.By) {
-	if !m.Valid() {
+func (r *repl) modeChanged(u conversation.Update, d *protocol.ModeChanged) {
+	if !d.Mode.Valid() {
 		return
 	}
-	r.mode = m
-	text, style := "Act mode: tool calls run.", styleOK
-	if m == protocol.ModePlan {
-		text, style = "Plan mode: every tool call is denied; the agent can only describe what it would do.", styleWarn
+	r.mode = d.Mode
+	style := styleOK
+	if d.Mode == protocol.ModePlan {
+		style = styleWarn
 	}
-	if by != nil && !r.isSelf(*by) {
-		// Another device switched (the relay names device tokens only).
-		text = conversation.ModeByText(text, sanitize(conversation.Who(*by, r.self())))
+	// The fold's note, as the window and the web client show it; a switch
+	// before the first prompt has none there, and is said alike.
+	row, ok := r.changedRow(u, conversation.RowMode)
+	text := row.Text
+	if !ok {
+		text = conversation.ModeChangeText(d.Mode, r.streaming())
+		if by := d.ChangedBy; by != nil && !r.isSelf(*by) {
+			// Another device switched (the relay names device tokens only).
+			text = conversation.ModeByText(text, conversation.Who(*by, r.self()))
+		}
 	}
-	r.note(style, text)
+	r.note(style, sanitize(text))
 }
 
 // idle ends the turn: its outcome, then the usage line (a rejection says

@@ -81,7 +81,7 @@ func TestRawMidStreamPlan(t *testing.T) {
 	h.emit(protocol.TypeModeChanged, map[string]any{"mode": "plan"})
 	h.delta("Next step.")
 	screen := h.waitScreen("the mode change", func(s string) bool { return lastLine(s) == "Next step." })
-	want := "Step one is to read the code, then to run the tests and to l\nook at every result they give back.\nact> /plan\nPlan mode: every tool call is denied; the agent can only des\ncribe what it would do.\nNext step."
+	want := "Step one is to read the code, then to run the tests and to l\nook at every result they give back.\nact> /plan\nSwitched to Plan: every tool call is denied from the next to\nol call.\nNext step."
 	if !strings.HasSuffix(screen, want) {
 		t.Errorf("screen:\n%s\nwant it to end with:\n%s", screen, want)
 	}
@@ -231,7 +231,7 @@ func TestRawClosedElsewhere(t *testing.T) {
 	h.waitScreen("the list", func(s string) bool { return strings.HasSuffix(s, "r) Reject\n›") })
 	h.typeIn(keyDownSeq + "2")
 	h.emit(protocol.TypeUserInputClosed, map[string]any{"requestId": id, "reason": "answered"})
-	screen := h.waitScreen("the note", func(s string) bool { return strings.HasSuffix(s, "Pick\nAnswered in another window.") })
+	screen := h.waitScreen("the note", func(s string) bool { return strings.HasSuffix(s, "Pick\n\"Pick\" was answered from another window.") })
 	if strings.Contains(screen, "1) x") {
 		t.Errorf("the closed list is still on the screen:\n%s", screen)
 	}

@@ -166,7 +166,7 @@ func TestRelayAnsweredByAnotherClient(t *testing.T) {
 	if err := window.Answer(ctx, testConv, req.RequestID, "qa", false, &i); err != nil {
 		t.Fatal(err)
 	}
-	h.waitFor("Answered from another client on this device.\nDeploying to qa (index 2).\n")
+	h.waitFor("\"Which environment?\" was answered from another client on this device.\nDeploying to qa (index 2).\n")
 	h.typeIn("2\n")
 	h.waitFor("act> 2\nEcho: 2\n")
 }
@@ -181,7 +181,7 @@ func TestRelayMidStreamPlan(t *testing.T) {
 	h.typeIn("slow please\n")
 	h.waitFor("Step one. ")
 	h.typeIn("/plan\n")
-	h.waitFor("Plan mode: every tool call is denied")
+	h.waitFor("Switched to Plan: every tool call is denied from the next tool call.")
 	h.waitFor("⚙ bash make deploy — denied by plan mode")
 	h.waitFor("The tool was denied.\nusage: none reported for this turn\n")
 	h.typeIn("hi\n")

@@ -106,7 +106,7 @@ func TestPlainApproval(t *testing.T) {
 			t.Errorf("the partial text %q is gone:\n%s", s, out)
 		}
 	}
-	if strings.Contains(out, "Answered in another window") {
+	if strings.Contains(out, "was answered from another window") {
 		t.Errorf("our own answer was reported as another window's:\n%s", out)
 	}
 	// Back at the prompt: the next line is a prompt again.
@@ -219,7 +219,7 @@ func TestPlainModeCommands(t *testing.T) {
 	}
 	h.waitFor("act> /plan")
 	h.emit(protocol.TypeModeChanged, map[string]any{"mode": "plan"})
-	h.waitFor("Plan mode: every tool call is denied")
+	h.waitFor("Switched to Plan: every tool call is denied from the next turn.")
 	h.typeIn("look around\n")
 	if s := h.nextCall("send"); s.mode != protocol.ModePlan {
 		t.Fatalf("send in plan mode = %+v", s)
@@ -235,7 +235,7 @@ func TestPlainModeCommands(t *testing.T) {
 		t.Fatalf("set_mode = %+v", c)
 	}
 	h.emit(protocol.TypeModeChanged, map[string]any{"mode": "act"})
-	h.waitFor("Act mode: tool calls run.")
+	h.waitFor("Switched to Act: tool calls run from the next tool call.")
 	h.emit(protocol.TypeToolStart, map[string]any{"toolCallId": "t2", "toolName": "view", "arguments": map[string]any{"path": "go.mod"}})
 	h.emit(protocol.TypeToolEnd, map[string]any{"toolCallId": "t2", "success": true, "result": "module x"})
 	h.waitFor("⚙ view go.mod — approved → module x")
@@ -334,7 +334,7 @@ func TestQuestionClosedElsewhere(t *testing.T) {
 	id := h.request(protocol.InputChoice, "Pick one", []string{"x", "y"}, false)
 	h.waitFor("Pick one")
 	h.emit(protocol.TypeUserInputClosed, map[string]any{"requestId": id, "reason": "answered"})
-	h.waitFor("Answered in another window.")
+	h.waitFor(`"Pick one" was answered from another window.`)
 	id = h.request(protocol.InputText, "Name?", nil, true)
 	h.waitFor("Name?")
 	h.emit(protocol.TypeUserInputTimeout, map[string]any{"requestId": id, "question": "Name?"})
@@ -342,7 +342,7 @@ func TestQuestionClosedElsewhere(t *testing.T) {
 	id = h.request(protocol.InputApproval, "Sure?", []string{"Yes", "No"}, false)
 	h.waitFor("Sure?")
 	h.emit(protocol.TypeUserInputClosed, map[string]any{"requestId": id, "reason": "aborted"})
-	h.waitFor("The turn was aborted; the question is closed.")
+	h.waitFor(`The question "Sure?" was withdrawn: the turn was stopped.`)
 	h.idle(protocol.StatusAborted)
 	h.waitFor(conversation.StatusText(protocol.StatusAborted))
 	// The line typed now is a prompt, not an answer.
@@ -603,7 +603,7 @@ func TestModeChangeNamesWhoSwitched(t *testing.T) {
 	h := startREPL(t, plain, nil)
 	h.subscribed(nil)
 	h.emit(protocol.TypeModeChanged, map[string]any{"mode": "plan", "changedBy": map[string]any{"device": "zebra-phone", "client": "web"}})
-	h.waitFor("Plan mode by zebra-phone (web): every tool call is denied; the agent can only describe what it would do.\n")
+	h.waitFor("Switched to Plan by zebra-phone (web): every tool call is denied from the next turn.\n")
 	h.emit(protocol.TypeModeChanged, map[string]any{"mode": "act"})
-	h.waitFor("Act mode: tool calls run.\n")
+	h.waitFor("Switched to Act: tool calls run from the next turn.\n")
 }

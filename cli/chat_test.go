@@ -511,15 +511,15 @@ func TestChatInTerminal(t *testing.T) {
 		p.typeLine("slow two")
 		p.waitText("act> slow two\nStep one.")
 		p.typeLine("/plan")
-		p.waitText("Plan mode: every tool call is denied")
+		p.waitText("Switched to Plan: every tool call is denied from the next tool call.")
 		s = p.waitPrompt("plan>")
-		want := "act> slow two\nStep one.\nact> /plan\nPlan mode: every tool call is denied; the agent can only describe what it would do.\n⚙ bash make deploy — denied by plan mode\nThe tool was denied.\nusage: none reported for this turn\n" +
+		want := "act> slow two\nStep one.\nact> /plan\nSwitched to Plan: every tool call is denied from the next tool call.\n⚙ bash make deploy — denied by plan mode\nThe tool was denied.\nusage: none reported for this turn\n" +
 			"The plan (1 denied in Plan):\n  1) run `make deploy`\n/run carries it out in Act; /run 2 or /run 1,3 only those steps.\n\nplan>"
 		if !strings.HasSuffix(s, want) {
 			t.Errorf("a mid-stream /plan:\n%s\nwant the end:\n%s", s, want)
 		}
 		p.typeLine("/act")
-		p.waitText("Act mode: tool calls run.")
+		p.waitText("Switched to Act: tool calls run from the next turn.")
 		p.typeLine("slow three")
 		p.waitText("⚙ bash make deploy — approved → deployed\nThe tool was approved.")
 		p.waitPrompt("act>")
@@ -572,11 +572,11 @@ func TestChatInTerminal(t *testing.T) {
 			t.Fatal(err)
 		}
 		qs = q.waitPrompt("act>")
-		if !strings.HasSuffix(qs, "Which environment?\nAnswered from a window on this device.\nDeploying to qa (index 2).\nusage: none reported for this turn\n\nact>") {
+		if !strings.HasSuffix(qs, "Which environment?\n\"Which environment?\" was answered from a window on this device.\nDeploying to qa (index 2).\nusage: none reported for this turn\n\nact>") {
 			t.Errorf("the joining terminal after the window answered:\n%s", qs)
 		}
 		s := p.waitPrompt("act>")
-		if !strings.HasSuffix(s, "Which environment?\nAnswered from a window on this device.\nDeploying to qa (index 2).\nusage: none reported for this turn\n\nact>") {
+		if !strings.HasSuffix(s, "Which environment?\n\"Which environment?\" was answered from a window on this device.\nDeploying to qa (index 2).\nusage: none reported for this turn\n\nact>") {
 			t.Errorf("after the window answered:\n%s", s)
 		}
 		if strings.Contains(after(s, "Which environment?"), "staging") {

@@ -73,7 +73,7 @@ func (s *State) Apply(ev client.Event) Update {
 		s.closeRequest(d.RequestID)
 	case *protocol.UserInputClosed:
 		if s.Pending != nil && s.Pending.Request.RequestID == d.RequestID {
-			s.appendRow(Row{Kind: RowNote, State: NoteInfo, Done: true, Text: s.closedText(s.Pending.Request.Question, d)})
+			s.appendRow(Row{Kind: RowNote, State: NoteInfo, Done: true, Text: s.ClosedText(s.Pending.Request.Question, d)})
 		}
 		s.closeRequest(d.RequestID)
 	case *protocol.AgentError:

@@ -184,7 +184,7 @@ func StatusText(status string) string {
 // and who switched when it was another client ("Switched to Act by
 // zebra-phone (web): …"); the relay names only device tokens (changedBy).
 func (s *State) modeChangedText(d *protocol.ModeChanged) string {
-	text := modeChangeText(d.Mode, s.Streaming)
+	text := ModeChangeText(d.Mode, s.Streaming)
 	if d.ChangedBy == nil || s.isSelf(*d.ChangedBy) {
 		return text
 	}
@@ -208,7 +208,11 @@ func ModeByText(text, who string) string {
 	return head + " by " + who + ":" + rest
 }
 
-func modeChangeText(mode protocol.Mode, streaming bool) string {
+// ModeChangeText is the note where a conversation's mode changed, and
+// from when it holds: the next turn, or, while a turn runs
+// (streaming), its next tool call. The fold notes it; the terminal prints
+// it for a switch the fold has no row for (before the first prompt).
+func ModeChangeText(mode protocol.Mode, streaming bool) string {
 	when := "from the next turn"
 	if streaming {
 		when = "from the next tool call"
@@ -219,10 +223,12 @@ func modeChangeText(mode protocol.Mode, streaming bool) string {
 	return "Switched to Act: tool calls run " + when + "."
 }
 
-// closedText says how an open question was closed, and by whom: this
+// ClosedText says how an open question was closed, and by whom: this
 // client (it sent the answer now, or answeredBy names it, as after a
-// restart), another client on this device, or another device.
-func (s *State) closedText(question string, d *protocol.UserInputClosed) string {
+// restart), another client on this device, or another device. The fold
+// notes it under the question; the terminal prints it where it closes its
+// prompt (web/static/js/words.js closedText is the page's copy).
+func (s *State) ClosedText(question string, d *protocol.UserInputClosed) string {
 	q := OneLine(question, 80)
 	answer, mine := s.answered[d.RequestID]
 	switch d.Reason {

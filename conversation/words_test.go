@@ -271,7 +271,7 @@ func say(c wordCase) (any, error) {
 	case "modeChangeText":
 		var streaming bool
 		arg(1, &streaming)
-		return modeChangeText(protocol.Mode(str(0)), streaming), nil
+		return ModeChangeText(protocol.Mode(str(0)), streaming), nil
 	case "byText":
 		return ByText(by(0)), nil
 	case "modeByText":

@@ -214,7 +214,7 @@ func recordDevices(t *testing.T, bin string) {
 
 	port := strings.TrimPrefix(addr, "127.0.0.1:")
 	clean := func(s string) string { return strings.ReplaceAll(s, "127.0.0.1:"+port, "127.0.0.1:7420") }
-	if !strings.Contains(laptopOut, "Answered from Pixel (terminal).") {
+	if !strings.Contains(laptopOut, `"Deploy v2.4 to production?" was answered from Pixel (terminal).`) {
 		t.Errorf("the laptop does not say who answered:\n%s", laptopOut)
 	}
 	checkRecorded(t, "devices.md", map[string]string{
