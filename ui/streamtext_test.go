@@ -11,6 +11,7 @@ import (
 	"fyne.io/fyne/v2/test"
 	"fyne.io/fyne/v2/widget"
 
+	"github.com/pilotdesk/pilotdesk/conversation"
 	"github.com/pilotdesk/pilotdesk/protocol"
 )
 
@@ -171,4 +172,56 @@ func TestStreamingCodeIsHighlightedWhenDone(t *testing.T) {
 	if v = shownCode(h); v == nil || len(v.code.Segments) < 3 || !strings.HasSuffix(v.code.String(), "}") {
 		t.Fatalf("the finished code is not highlighted: %+v", v)
 	}
+}
+
+// When a streaming text row is done, the row shows one RichText again,
+// as wide as the row, with the whole text.
+func TestStreamedTextRowWhenDone(t *testing.T) {
+	h := newHarness(t, harnessConfig{})
+	conv := h.w.current
+	seq := int64(0)
+	apply := func(data any) {
+		seq++
+		applyAt(h, conv, seq, data)
+	}
+	apply(&protocol.UserMessage{MessageID: "u", Content: "list"})
+	apply(&protocol.Delta{MessageID: "m", Content: "Steps:\n\n- one with `code`\n- two"})
+	h.frame()
+	find := func() *rowState {
+		last := len(h.w.transcript.rows) - 1
+		for _, s := range h.w.transcript.views {
+			if s.key.id == last && s.key.gen == h.w.transcript.gen && s.cur != nil && s.cur.Visible() {
+				return s
+			}
+		}
+		return nil
+	}
+	s := find()
+	if s == nil || s.stream == nil || s.cur != s.stream.obj {
+		t.Fatal("the streaming list is not drawn as streaming blocks")
+	}
+	apply(&protocol.Delta{MessageID: "m", Content: " and three\n\nDone."})
+	apply(&protocol.Idle{Status: protocol.StatusCompleted})
+	h.frame()
+	for i, r := range h.w.transcript.rows {
+		if r.Kind != conversation.RowText || !strings.HasPrefix(r.Text, "- one") {
+			continue
+		}
+		for _, v := range h.w.transcript.views {
+			if v.key.id != i || v.key.gen != h.w.transcript.gen {
+				continue
+			}
+			if v.cur != v.text || !r.Done {
+				t.Fatalf("the finished list is drawn by %T (done %v)", v.cur, r.Done)
+			}
+			if got := describe(v.text.Segments); !strings.Contains(got, "two and three") {
+				t.Fatalf("the finished list shows %q", got)
+			}
+			if w := v.text.Size().Width; w != h.w.transcript.width {
+				t.Fatalf("the finished list is %v wide, the row %v", w, h.w.transcript.width)
+			}
+			return
+		}
+	}
+	t.Fatalf("the finished list is not on screen:\n%s", h.dump())
 }
