@@ -497,7 +497,7 @@ func (r *repl) relayError(d *protocol.Error) {
 			r.waiting = false
 		}
 		if d.Code == protocol.CodeConversationBusy {
-			r.note(styleWarn, "Not sent: a turn is already running in this conversation. Wait for it to end, or /abort it.")
+			r.note(styleWarn, conversation.RelayErrorText(d)+" (/abort stops it.)")
 			return
 		}
 		r.note(styleError, "Not sent: "+oneLine(d.Message))

@@ -358,7 +358,7 @@ func TestAgentErrorsAndRelayErrors(t *testing.T) {
 	h.typeIn("go\n")
 	h.nextCall("send")
 	h.emit(protocol.TypeError, map[string]any{"code": "conversation_busy", "message": "busy", "type": "copilot:send", "conversationId": testConv})
-	h.waitFor("Not sent: a turn is already running")
+	h.waitFor("Not sent: the agent is still working on the last prompt. Wait for it to finish, or stop it. (/abort stops it.)")
 	// An approval with no choices: the relay reports copilot:error
 	// (docs/protocol.md, Input requests) and the turn goes on.
 	h.emit(protocol.TypeAgentError, map[string]any{"message": "approval request has no choices"})

@@ -240,7 +240,11 @@ func (s *State) relayError(e *protocol.Error) {
 		s.Pending.Hint = e.Message
 		return
 	}
-	s.appendRow(Row{Kind: RowNote, State: NoteError, Done: true, Text: "The relay refused the request: " + e.Message})
+	tone := NoteError
+	if e.Code == protocol.CodeConversationBusy {
+		tone = NoteWarn // what to do, as the web client shows it
+	}
+	s.appendRow(Row{Kind: RowNote, State: tone, Done: true, Text: RelayErrorText(e)})
 }
 
 // MarkAnswering records that this client sent an answer (or a rejection:

@@ -1,6 +1,7 @@
 package conversation
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"sort"
@@ -321,6 +322,18 @@ func EntryStatus(waiting bool, deadline time.Time, streaming bool, now time.Time
 		return "working…"
 	}
 	return ""
+}
+
+// RelayErrorText is the note for an `error` the relay answered a request
+// of this conversation with: a prompt sent while a turn runs
+// (conversation_busy) says what to do, in words for every front end (the
+// window's and the web client's Stop, the terminal's /abort); anything
+// else quotes the relay's message, or its code when it sent none.
+func RelayErrorText(e *protocol.Error) string {
+	if e.Code == protocol.CodeConversationBusy && e.Type == protocol.TypeSend {
+		return "Not sent: the agent is still working on the last prompt. Wait for it to finish, or stop it."
+	}
+	return "The relay refused the request: " + cmp.Or(e.Message, e.Code)
 }
 
 // ThinkingText is what the line above the composer says while a turn has

@@ -208,6 +208,14 @@ func wordCases() []wordCase {
 		add("countdownText", deadline, now)
 	}
 	add("thinkingText")
+	for _, e := range []protocol.Error{
+		{Code: protocol.CodeConversationBusy, Type: protocol.TypeSend, ConversationID: "c", Message: "a turn is running"},
+		{Code: protocol.CodeConversationBusy, Type: protocol.TypeRestore, ConversationID: "c", Message: "a turn runs"},
+		{Code: protocol.CodeLimit, Type: protocol.TypeSend, ConversationID: "c", Message: "too many conversations"},
+		{Code: protocol.CodeForbidden, Type: protocol.TypeSetMode, ConversationID: "c"},
+	} {
+		add("relayErrorText", e)
+	}
 	for _, c := range []struct {
 		waiting   bool
 		deadline  string
@@ -346,6 +354,10 @@ func say(c wordCase) (any, error) {
 			deadline = at(1)
 		}
 		return EntryStatus(waiting, deadline, streaming, at(3)), nil
+	case "relayErrorText":
+		var e protocol.Error
+		arg(0, &e)
+		return RelayErrorText(&e), nil
 	case "thinkingText":
 		return ThinkingText, nil
 	case "ago":

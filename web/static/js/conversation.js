@@ -5,7 +5,7 @@
 // its deadline, and the usage. It touches no DOM; the views render it.
 
 import {
-  addQuota, addShutdown, agentChangeText, byText, changesText, closedText, modeByText, modeChangeText, newUsage, oneLine, planProgress,
+  addQuota, addShutdown, agentChangeText, byText, changesText, closedText, modeByText, relayErrorText, modeChangeText, newUsage, oneLine, planProgress,
   restoreEffects, restoredText, statusText, titleFrom, toolCommand, toolSummary, turnText,
 } from './words.js';
 
@@ -426,11 +426,9 @@ export class Conversation {
       this.pending.hint = `The relay did not accept that answer: ${e.message ?? ''}`;
       return;
     }
-    if (e.code === 'conversation_busy') {
-      this.note('warning', 'The agent is still working on the last prompt: wait for it to finish, or Stop it.');
-      return;
-    }
-    this.note('error', `The relay refused the request: ${e.message ?? e.code}`);
+    // The busy prompt is a warning (what to do), the rest an error; the
+    // words are the Go fold's (words.js relayErrorText).
+    this.note(e.code === 'conversation_busy' ? 'warning' : 'error', relayErrorText(e));
   }
 
   openRequest(req) {

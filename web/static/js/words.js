@@ -205,6 +205,17 @@ export function clock(ms) {
   return `${Math.floor(s / 60)}:${String(s % 60).padStart(2, '0')}`;
 }
 
+/**
+ * relayErrorText is the note for an error the relay answered a request of
+ * this conversation with (conversation.RelayErrorText).
+ */
+export function relayErrorText(e) {
+  if (e.code === 'conversation_busy' && e.type === 'copilot:send') {
+    return 'Not sent: the agent is still working on the last prompt. Wait for it to finish, or stop it.';
+  }
+  return `The relay refused the request: ${e.message || e.code}`;
+}
+
 /** THINKING_TEXT is the indicator's line while a turn has shown nothing yet. */
 export const THINKING_TEXT = 'Thinking…';
 
