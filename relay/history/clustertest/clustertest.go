@@ -31,8 +31,17 @@ type Options struct {
 // and releases them when the test ends.
 type NewMember func(t *testing.T, opts Options) (history.Store, history.Cluster)
 
-// Lease is the members' lease unless a test sets its own.
+// Lease is the lease of a member that plays a stalled relay (it renews
+// less often than the lease, RenewEvery): short, so that the others see it
+// lapse soon.
 const Lease = 2 * time.Second
+
+// steadyLease is the lease of every other member unless a test sets its
+// own: long enough that a member that renews never lapses on a busy
+// machine. With 2 s, a CI run at a load average of 20 and more lapsed
+// Fence's old owner before its append, which the fence was to refuse
+// (ErrLeaseLost, not the ErrConflict the test checks).
+const steadyLease = 15 * time.Second
 
 // wait bounds every wait for something the cluster tells.
 const wait = 30 * time.Second
@@ -74,7 +83,10 @@ type member struct {
 func start(t *testing.T, m NewMember, opts Options) *member {
 	t.Helper()
 	if opts.Lease == 0 {
-		opts.Lease = Lease
+		opts.Lease = steadyLease
+		if opts.RenewEvery > 0 {
+			opts.Lease = Lease
+		}
 	}
 	s, c := m(t, opts)
 	h := newHooks()
