@@ -95,10 +95,7 @@ func (r *repl) showList(page *protocol.Conversations) {
 		if c.ConversationID == r.conv {
 			mark = r.scr.style(styleInfo, "* ")
 		}
-		title := oneLine(c.Title)
-		if title == "" {
-			title = "(untitled)"
-		}
+		title := conversation.EntryTitle(oneLine(c.Title))
 		parts := []string{truncate(title, 60), string(c.Mode)}
 		// What it is doing, as the window's and the web client's lists
 		// say it ("working…"; a turn that waits on a question says so,

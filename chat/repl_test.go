@@ -274,7 +274,7 @@ func TestListSwitchAndResume(t *testing.T) {
 		{"conversationId": other, "title": "Deploy the app", "updatedAt": "2026-01-01T00:00:00Z", "streaming": true, "mode": "plan"},
 		{"conversationId": "99999999-3333-4333-8444-555555555555", "title": "Asks", "updatedAt": "2026-01-01T00:00:00Z", "streaming": true, "waitingInput": true, "mode": "act"},
 	}})
-	h.waitFor("Conversations (3):\n* 1) (untitled) · act")
+	h.waitFor("Conversations (3):\n* 1) New conversation · act")
 	h.waitFor("  2) Deploy the app · plan · working…")
 	// A turn that waits on a question says so, not that it streams.
 	h.waitFor("  3) Asks · act · waiting for your answer")

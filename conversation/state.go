@@ -173,7 +173,7 @@ func New(id string, opts Options) *State {
 	}
 	return &State{
 		ID:        id,
-		Title:     "New conversation",
+		Title:     untitled,
 		Mode:      protocol.ModeAct,
 		UpdatedAt: opts.Now(),
 		opts:      opts,

@@ -336,6 +336,17 @@ func RelayErrorText(e *protocol.Error) string {
 	return "The relay refused the request: " + cmp.Or(e.Message, e.Code)
 }
 
+// EntryTitle is a conversation's title where a list, a header or a
+// notification names it: its title, or "New conversation" while it has
+// none (no prompt yet), in every front end (the terminal said
+// "(untitled)", the web client's restore caveat "Untitled").
+func EntryTitle(title string) string {
+	return cmp.Or(title, untitled)
+}
+
+// untitled is the title of a conversation that has none yet.
+const untitled = "New conversation"
+
 // ThinkingText is what the line above the composer says while a turn has
 // shown nothing yet (the window's and the web client's indicator).
 const ThinkingText = "Thinking…"

@@ -208,6 +208,8 @@ func wordCases() []wordCase {
 		add("countdownText", deadline, now)
 	}
 	add("thinkingText")
+	add("entryTitle", "")
+	add("entryTitle", "Fix the build")
 	for _, e := range []protocol.Error{
 		{Code: protocol.CodeConversationBusy, Type: protocol.TypeSend, ConversationID: "c", Message: "a turn is running"},
 		{Code: protocol.CodeConversationBusy, Type: protocol.TypeRestore, ConversationID: "c", Message: "a turn runs"},
@@ -358,6 +360,8 @@ func say(c wordCase) (any, error) {
 		var e protocol.Error
 		arg(0, &e)
 		return RelayErrorText(&e), nil
+	case "entryTitle":
+		return EntryTitle(str(0)), nil
 	case "thinkingText":
 		return ThinkingText, nil
 	case "ago":

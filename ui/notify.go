@@ -4,6 +4,7 @@ import (
 	"fyne.io/fyne/v2"
 
 	"github.com/pilotdesk/pilotdesk/client"
+	"github.com/pilotdesk/pilotdesk/conversation"
 	"github.com/pilotdesk/pilotdesk/protocol"
 	"github.com/pilotdesk/pilotdesk/settings"
 )
@@ -159,7 +160,7 @@ func (w *Window) conversationTitle(id string) string {
 			return e.Title
 		}
 	}
-	return "New conversation"
+	return conversation.EntryTitle("")
 }
 
 // focusGained runs when the app comes to the foreground: the window shows

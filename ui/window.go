@@ -502,9 +502,9 @@ drain:
 		w.transcript.apply(v)
 	}
 
-	title := v.Title
-	if !v.Exists || title == "" {
-		title = "New conversation"
+	title := conversation.EntryTitle(v.Title)
+	if !v.Exists {
+		title = conversation.EntryTitle("")
 	}
 	if w.title.Text != title {
 		w.title.SetText(title)

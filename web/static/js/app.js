@@ -15,7 +15,7 @@ import { Notifier } from './notify.js';
 import { uuid } from './ids.js';
 import { Identity } from './identity.js';
 import { forgetDevice, saveToken, takeToken, tokenFromInput } from './token.js';
-import { folderLabel, statusText, totalsText, usageText } from './words.js';
+import { entryTitle, folderLabel, statusText, totalsText, usageText } from './words.js';
 
 const PAGE = 50; // conversations per copilot:list page
 
@@ -527,7 +527,7 @@ export class App {
     const others = [];
     if (ws && ws.isolation !== 'worktree') {
       for (const [id, e] of this.entries) {
-        if (id !== c.id && e.workspace && e.workspace.dir === ws.dir && e.workspace.isolation !== 'worktree') others.push(e.title || 'Untitled');
+        if (id !== c.id && e.workspace && e.workspace.dir === ws.dir && e.workspace.isolation !== 'worktree') others.push(entryTitle(e.title));
       }
     }
     return { files: c.restoreEffects(checkpoint), others: others.sort() };
@@ -670,7 +670,7 @@ export class App {
   render() {
     const c = this.current ? this.convs.get(this.current) : null;
     const live = !!(this.conn && this.conn.live);
-    $('title').textContent = c ? c.title || 'New conversation' : 'pilotdesk';
+    $('title').textContent = c ? entryTitle(c.title) : 'pilotdesk';
     this.transcript.render(c);
     $('transcript').classList.toggle('paused', !!(c && c.pending));
     this.indicator.render(c, Date.now());

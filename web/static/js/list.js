@@ -2,7 +2,7 @@
 // is doing, and "Load more" when the relay pages the list.
 
 import { el, clear } from './dom.js';
-import { ago, entryStatus } from './words.js';
+import { ago, entryStatus, entryTitle } from './words.js';
 
 export class ConversationList {
   /**
@@ -32,7 +32,7 @@ export class ConversationList {
       const tone = e.waiting ? 'waiting' : e.streaming ? 'busy' : e.mode === 'plan' ? 'plan' : '';
       return el('li', null,
         el('button', { type: 'button', class: e.id === current ? 'conv current' : 'conv', dataset: { id: e.id }, 'aria-current': e.id === current ? 'true' : null },
-          el('span', { class: 'conv-title', text: e.title || 'New conversation' }),
+          el('span', { class: 'conv-title', text: entryTitle(e.title) }),
           el('span', { class: 'conv-sub' },
             e.folder ? el('span', { class: 'conv-folder', text: sub || e.agent ? `${e.folder} · ` : e.folder }) : null,
             el('span', { class: `conv-state ${tone}`, text: sub }),

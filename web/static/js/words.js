@@ -216,6 +216,15 @@ export function relayErrorText(e) {
   return `The relay refused the request: ${e.message || e.code}`;
 }
 
+/**
+ * entryTitle is a conversation's title where a list, a header or a
+ * notification names it: "New conversation" while it has none
+ * (conversation.EntryTitle).
+ */
+export function entryTitle(title) {
+  return title || 'New conversation';
+}
+
 /** THINKING_TEXT is the indicator's line while a turn has shown nothing yet. */
 export const THINKING_TEXT = 'Thinking…';
 
