@@ -260,8 +260,13 @@ func TestSlowConsumer(t *testing.T) {
 	if err := stalled.Write(ctx, websocket.MessageText, []byte(`{"type":"copilot:subscribe","data":{"conversationId":"slow"}}`)); err != nil {
 		t.Fatal(err)
 	}
-	sync_(t, fast)
-	time.Sleep(100 * time.Millisecond) // let the subscribe land (it is on another connection)
+	// The subscribe has landed once its answer is read: the stalled client
+	// reads that one frame and no more. A frame of the turn sent before
+	// it landed would not reach the stalled client, whose first seq would
+	// then not be 1.
+	if _, data, err := stalled.Read(ctx); err != nil || !strings.Contains(string(data), `"copilot:subscribed"`) {
+		t.Fatalf("the stalled client's subscribe: %s, %v", data, err)
+	}
 
 	// The stalled client reads once the relay has given up on it (said
 	// "too far behind"): what reached it, then the close. From then on the

@@ -60,7 +60,7 @@ func TestNewConversationLimit(t *testing.T) {
 	}
 	// A conversation is listed once its first event is stored, which the
 	// committer does after set_mode has been answered: ask until it is.
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(wait)
 	for {
 		other.Send("copilot:list", nil)
 		convs := other.Expect("copilot:conversations").Field("conversations").([]any)
@@ -112,7 +112,7 @@ func TestPendingFrameBudget(t *testing.T) {
 		holder := e.dial()
 		defer holder.Close()
 		finish := unfinishedFrame(t, holder, 900<<10)
-		time.Sleep(300 * time.Millisecond) // for the relay to read it
+		waitPending(t, e, 1<<20-16<<10) // the relay reads it (1 MiB of buffer, 1,008 KiB of the budget)
 		other := e.dial()
 		defer other.Close()
 		deadline := time.Now().Add(wait)
