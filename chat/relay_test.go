@@ -68,7 +68,7 @@ func startRelayREPL(t *testing.T) *relayHarness {
 		pw.Close()
 		select {
 		case <-h.done:
-		case <-time.After(10 * time.Second):
+		case <-time.After(relaytest.Timeout):
 			t.Error("Run did not return")
 		}
 		conn.Close()

@@ -56,7 +56,7 @@ func TestRealRelayReconnectMidStream(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	deadline := time.After(15 * time.Second)
+	deadline := time.After(relaytest.Timeout)
 	var seqs []int64
 	var text strings.Builder
 	dropped, reconnected := false, false
@@ -141,7 +141,7 @@ func TestRealRelayErrors(t *testing.T) {
 // nextOf waits for the next event of type typ from c.
 func nextOf(t *testing.T, c *client.Client, typ string) client.Event {
 	t.Helper()
-	deadline := time.After(10 * time.Second)
+	deadline := time.After(relaytest.Timeout)
 	for {
 		select {
 		case ev, ok := <-c.Events():
@@ -250,7 +250,7 @@ func TestRealRelayListPageAndWatch(t *testing.T) {
 			if ev.Type == protocol.TypePong {
 				pongs++
 			}
-		case <-time.After(10 * time.Second):
+		case <-time.After(relaytest.Timeout):
 			t.Fatal("no pong")
 		}
 	}

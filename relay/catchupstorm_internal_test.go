@@ -55,7 +55,7 @@ func TestClusterReconnectedCatchUpOnce(t *testing.T) {
 	hooks := clusterHooks{r: r}
 	waitReads := func(want int32) {
 		t.Helper()
-		deadline := time.Now().Add(5 * time.Second)
+		deadline := time.Now().Add(30 * time.Second)
 		for reads.Load() < want && time.Now().Before(deadline) {
 			time.Sleep(5 * time.Millisecond)
 		}
@@ -72,7 +72,7 @@ func TestClusterReconnectedCatchUpOnce(t *testing.T) {
 	released = true
 	// The catch-up ends (its read fails, logged); then a new call
 	// starts one again.
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(30 * time.Second)
 	for {
 		hooks.Reconnected()
 		if reads.Load() >= 2 || time.Now().After(deadline) {

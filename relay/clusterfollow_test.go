@@ -54,7 +54,7 @@ func (b testBackend) followPair(t *testing.T, name string, linger time.Duration)
 // waitFollowed waits until m follows n conversations.
 func waitFollowed(t *testing.T, m *member, n int) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(wait)
 	for m.stats().Followed != n {
 		if time.Now().After(deadline) {
 			t.Fatalf("the relay follows %d conversations, want %d", m.stats().Followed, n)
@@ -268,7 +268,7 @@ func TestClusterFollowOlderRelay(t *testing.T) {
 	if _, err := kv.Put(ctx, "olderrelay", []byte(time.Now().UTC().Format(time.RFC3339))); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(wait)
 	for !bb.stats().Wide {
 		if time.Now().After(deadline) {
 			t.Fatal("B does not follow every conversation while an older relay lives")

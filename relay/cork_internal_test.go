@@ -164,7 +164,7 @@ func TestCorkNoFrameAfterClose(t *testing.T) {
 		defer close(closed)
 		_ = ws.Close(websocket.StatusNormalClosure, "bye") // waits for the client's answer
 	}()
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(30 * time.Second)
 	for {
 		cork.mu.Lock()
 		sent := cork.closeSent
@@ -180,7 +180,7 @@ func TestCorkNoFrameAfterClose(t *testing.T) {
 	if err := cork.writeRuns(single([]byte("after"))); !errors.Is(err, net.ErrClosed) {
 		t.Fatalf("a frame after the close frame: %v, want net.ErrClosed", err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if _, got, err := client.Read(ctx); err != nil || string(got) != "before" {
 		t.Fatalf("first message %q, %v", got, err)
