@@ -215,7 +215,10 @@ func TestBudgetAcrossConversationsAndRestart(t *testing.T) {
 // when it does, without being asked, and sends are accepted again.
 func TestBudgetPeriodSlides(t *testing.T) {
 	checkNoLeaks(t)
-	const period = 1500 * time.Millisecond
+	// The refusal must come before the spend leaves the period: two turns,
+	// their budgets on both connections and a send, which with -race on a
+	// busy machine can take more than the 1.5 s the period was.
+	const period = 7500 * time.Millisecond
 	srv := relaytest.Start(t, relay.Config{Agent: budgetAgent(t), BudgetCredits: 5, BudgetPeriod: period})
 	cl := srv.Dial(t)
 	cl.Expect(protocol.TypeBudget)
@@ -224,12 +227,12 @@ func TestBudgetPeriodSlides(t *testing.T) {
 
 	runTurn(t, cl, "a", "four")
 	b := budgetAfter(t, cl, runTurn(t, cl, "a", "four"), 8)
-	if b.PeriodSeconds != 1 || b.ResetsAt == "" {
+	if b.PeriodSeconds != 7 || b.ResetsAt == "" {
 		t.Fatalf("over the budget: %+v", b)
 	}
 	waitBudget(t, other, 8)
 	e := refused(t, cl, "a")
-	if !strings.Contains(e.Message, "spent 8 of 5 credits in the last 1.5s") {
+	if !strings.Contains(e.Message, "spent 8 of 5 credits in the last 7.5s") {
 		t.Fatalf("refusal %q", e.Message)
 	}
 

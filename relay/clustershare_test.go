@@ -53,9 +53,9 @@ func TestClusterBudgetShared(t *testing.T) {
 		waitBudget(t, cb, 4) // B's client hears of A's spend
 		runTurn(t, ca, "spend-a", "four")
 		waitBudget(t, cb, 8)
-		runTurn(t, cb, "spend-b", "four") // B's own: 8 < 10, it runs
-		waitBudget(t, ca, 12)             // and A counts it
-		if got := waitBudget(t, cb, 12); got.ResetsAt == "" {
+		frames := runTurn(t, cb, "spend-b", "four") // B's own: 8 < 10, it runs
+		waitBudget(t, ca, 12)                       // and A counts it
+		if got := budgetAfter(t, cb, frames, 12); got.ResetsAt == "" {
 			t.Fatalf("B's budget over the limit without resetsAt: %+v", got)
 		}
 
