@@ -266,12 +266,18 @@ func TestRequiresToken(t *testing.T) {
 // outbound ones do not; silence closes it with a clear reason, and drops its
 // subscriptions, while the conversation's stream goes on.
 func TestHeartbeat(t *testing.T) {
-	const timeout = 1500 * time.Millisecond
+	// 3 s: a connection that sends every 100 ms is closed only if a busy
+	// machine holds its writer or the relay's reader that long.
+	const timeout = 3 * time.Second
 	e := start(t, func(c *relay.Config) { c.HeartbeatTimeout = timeout })
 
 	chatty := e.dial() // sends something every 100 ms, half of it invalid
 	silent, _ := e.subscribe("hb")
 	sender, _ := e.subscribe("hb")
+	// The silent subscriber pings too until the turn's first delta has
+	// reached it, and falls silent then: the turn starting and its delta
+	// arriving may take longer than a timeout on a busy machine.
+	quiet := make(chan struct{})
 	stop, stopped := make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(stopped)
@@ -282,6 +288,11 @@ func TestHeartbeat(t *testing.T) {
 			}
 			_ = chatty.Conn.Write(context.Background(), websocket.MessageText, frame)
 			_ = sender.Conn.Write(context.Background(), websocket.MessageText, []byte(`{"type":"ping"}`))
+			select {
+			case <-quiet:
+			default:
+				_ = silent.Conn.Write(context.Background(), websocket.MessageText, []byte(`{"type":"ping"}`))
+			}
 			select {
 			case <-stop:
 				return
@@ -295,6 +306,7 @@ func TestHeartbeat(t *testing.T) {
 	ft := e.startTurn(sender, "hb", "go", nil)
 	ft.delta("m1", "first ")
 	silent.WaitFor("copilot:delta", nil)
+	close(quiet)
 	code, reason := silent.WaitClosed()
 	if code != relay.CloseHeartbeat || !strings.Contains(reason, "heartbeat") {
 		t.Fatalf("closed with %d %q, want %d and a heartbeat reason", code, reason, relay.CloseHeartbeat)
