@@ -26,7 +26,7 @@ func (failingDevices) DeviceByHash(context.Context, [sha256.Size]byte) (history.
 // flood (tools/flood) 10,000 viewer upgrades, many closed during their
 // look-up, had 127.0.0.1 throttled and the owner refused with 429.
 func TestUncheckedTokensAreNotWrong(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	e := start(t, func(c *relay.Config) {
 		c.Token = ownToken
 		c.Devices = failingDevices{history.NewMemory()}

@@ -115,7 +115,7 @@ func closeCode(t *testing.T, br *bufio.Reader) (websocket.StatusCode, []string) 
 // gets the close without sending more. The same when the frame came in
 // the upgrade's own packet (read ahead by the HTTP server).
 func TestDeclaredTooBigCloses1009(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	e := start(t, func(c *relay.Config) { c.Token = ownToken })
 	frame := clientFrame(0x1, 100<<20, make([]byte, 1024), true)
 	c, br := rawUpgrade(t, e, nil)
@@ -148,7 +148,7 @@ func TestDeclaredTooBigCloses1009(t *testing.T) {
 // An unmasked client frame closes the connection with 1002 (RFC 6455
 // §5.1), and is not acted on.
 func TestUnmaskedFrameCloses1002(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	e := start(t, func(c *relay.Config) { c.Token = ownToken })
 	c, br := rawUpgrade(t, e, nil)
 	if _, err := c.Write(clientFrame(0x1, 15, []byte(`{"type":"ping"}`), false)); err != nil {

@@ -304,7 +304,7 @@ func (p *pushEnv) only(b *browser, n int) pushed {
 // neither (its subscription went with it), and a push service's 410 Gone
 // removes its subscription.
 func TestPushQuestionAndTurnEnd(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	p := startPush(t)
 	pixel := newBrowser(t, p.svc, "/sub/pixel")
 	tablet := newBrowser(t, p.svc, "/sub/tablet")
@@ -380,7 +380,7 @@ func TestPushQuestionAndTurnEnd(t *testing.T) {
 // subscription is refused with the reason; a token unsubscribes its own
 // browser and no other's; a relay without push answers 404.
 func TestPushEndpoints(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	p := startPush(t)
 	if code, _ := p.call("GET", "/push/key", "", nil); code != http.StatusUnauthorized {
 		t.Fatalf("no token: %d", code)

@@ -35,7 +35,7 @@ func refusedWith(t *testing.T, cl *relaytest.Client, want string) {
 // the device tokens together never take the connections kept for the
 // owner: a viewer that opens all it can leaves the owner room to connect.
 func TestTokenConnectionLimit(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	e, _ := startDevices(t, func(c *relay.Config) {
 		c.MaxConnections = 10
 		c.MaxConnectionsPerToken = 3
@@ -63,7 +63,7 @@ func TestTokenConnectionLimit(t *testing.T) {
 // Connections refused by a limit are logged once, not once each: 30 of
 // them make one WARN line (tools/flood's 10,000 made 9,936).
 func TestRefusedConnectionsLoggedOnce(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	e, _ := startDevices(t, func(c *relay.Config) { c.MaxConnectionsPerToken = 1 })
 	viewer := e.device("flood", protocol.RoleViewer, time.Time{})
 	sync_(t, e.dialAs(viewer, ""))
@@ -93,7 +93,7 @@ func waitPending(t *testing.T, e *env, n int64) {
 // viewers holding large frames they never finish leave the owner's large
 // prompts their room.
 func TestTokenFrameBudget(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	const mib = 1 << 20
 	e, _ := startDevices(t, func(c *relay.Config) {
 		c.MaxPendingFrameBytes = 4 * mib
@@ -137,7 +137,7 @@ func TestTokenFrameBudget(t *testing.T) {
 // Each token creates at most MaxNewConversations conversations a minute,
 // however many connections it opens; another token has its own allowance.
 func TestNewConversationsPerToken(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	e, _ := startDevices(t, func(c *relay.Config) { c.MaxNewConversations = 2 })
 	for i := range 2 {
 		cl := e.dialAs(ownToken, "")
@@ -161,7 +161,7 @@ func TestNewConversationsPerToken(t *testing.T) {
 // held (the oldest closed), and the owner, from the same address, still
 // connects and is answered.
 func TestAddressConnectionLimit(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	e, _ := startDevices(t, func(c *relay.Config) { c.MaxConnectionsPerAddress = 5 })
 	addr := strings.TrimPrefix(e.srv.HTTPURL, "http://")
 	var idle []net.Conn
@@ -196,7 +196,7 @@ func TestAddressConnectionLimit(t *testing.T) {
 // Before, 400 addresses holding 50 each used the relay's 20,000 file
 // descriptors and the owner waited 22 s (tools/flood -addrs 400).
 func TestAllAddressesConnectionLimit(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	e, _ := startDevices(t, func(c *relay.Config) { c.MaxConnectionsPerAddress = 5; c.MaxConnectionsNotWebSocket = 20 })
 	addr := strings.TrimPrefix(e.srv.HTTPURL, "http://")
 	var idle []net.Conn
@@ -226,7 +226,7 @@ func TestAllAddressesConnectionLimit(t *testing.T) {
 // not looked at); the log says so once, with the address and the count,
 // never a token.
 func TestAuthThrottle(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	e, _ := startDevices(t, func(c *relay.Config) { c.AuthFailuresAllowed = 3 })
 	status := func(token string) (int, string) {
 		t.Helper()
@@ -267,7 +267,7 @@ func TestAuthThrottle(t *testing.T) {
 // stored events; one more gets limit. A subscribe with nothing to
 // replay (from the last seq, or without sinceSeq) is not counted.
 func TestReplayLimit(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	e := start(t, func(c *relay.Config) { c.MaxReplaysPerMinute = 3 })
 	cl := e.dial()
 	cl.Send("copilot:subscribe", map[string]any{"conversationId": "r"})
