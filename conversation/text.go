@@ -347,6 +347,32 @@ func EntryTitle(title string) string {
 // untitled is the title of a conversation that has none yet.
 const untitled = "New conversation"
 
+// QuestionNotification is the title and body of the notification of a
+// question opened in conversation title, while the user is away: the
+// question itself, or, without it, that the agent waits. The window and
+// the web page notify with it; the relay's pushes (docs/push.md) say the
+// same.
+func QuestionNotification(title, question string) (head, body string) {
+	return "Question: " + EntryTitle(title), cmp.Or(question, "The agent is waiting for your answer.")
+}
+
+// TurnNotification is the title and body of the notification of a turn of
+// conversation title that ended with status (and, for an error, the
+// agent's message), as the relay's pushes word it.
+func TurnNotification(title, status, message string) (head, body string) {
+	switch {
+	case status == protocol.StatusCompleted:
+		body = "The agent finished its turn."
+	case status == protocol.StatusError && message != "":
+		body = "The turn ended with an error: " + OneLine(message, 200)
+	case status == protocol.StatusError:
+		body = "The turn ended with an error."
+	default:
+		body = "The turn was stopped."
+	}
+	return EntryTitle(title), body
+}
+
 // ThinkingText is what the line above the composer says while a turn has
 // shown nothing yet (the window's and the web client's indicator).
 const ThinkingText = "Thinking…"

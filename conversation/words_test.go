@@ -208,6 +208,12 @@ func wordCases() []wordCase {
 		add("countdownText", deadline, now)
 	}
 	add("thinkingText")
+	add("questionNotification", "Deploy", "Run the migration?")
+	add("questionNotification", "", "")
+	for _, s := range []string{"completed", "error", "aborted", "rejected", "timeout"} {
+		add("turnNotification", "Deploy", s, "")
+	}
+	add("turnNotification", "", "error", "the agent crashed\nand more")
 	add("entryTitle", "")
 	add("entryTitle", "Fix the build")
 	for _, e := range []protocol.Error{
@@ -360,6 +366,12 @@ func say(c wordCase) (any, error) {
 		var e protocol.Error
 		arg(0, &e)
 		return RelayErrorText(&e), nil
+	case "questionNotification":
+		head, body := QuestionNotification(str(0), str(1))
+		return []string{head, body}, nil
+	case "turnNotification":
+		head, body := TurnNotification(str(0), str(1), str(2))
+		return []string{head, body}, nil
 	case "entryTitle":
 		return EntryTitle(str(0)), nil
 	case "thinkingText":

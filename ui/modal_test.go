@@ -322,7 +322,7 @@ func TestWaitingMarkerAndNotification(t *testing.T) {
 		h.waitFor("the turn", func() bool { return h.hasStatus(protocol.StatusCompleted) })
 	})
 	h.w.notifier.focused = false
-	h.loop.AssertNotificationSent(t, fyne.NewNotification("pilotdesk: the agent is asking", "Run the migration?"), func() {
+	h.loop.AssertNotificationSent(t, fyne.NewNotification("Question: ask me", "Run the migration?"), func() {
 		h.send("approve the migration")
 		h.waitModal(kindApproval)
 	})

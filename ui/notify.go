@@ -132,25 +132,13 @@ func (n *notifier) focusGained() string {
 
 func (n *notifier) focusLost() { n.focused = false }
 
-// notification words e for the desktop.
+// notification words e for the desktop, as the web page and the relay's
+// pushes do (conversation.QuestionNotification, TurnNotification).
 func notification(e notifyEvent, title string) *fyne.Notification {
 	if e.kind == notifyQuestion {
-		return fyne.NewNotification("pilotdesk: the agent is asking", e.question)
+		return fyne.NewNotification(conversation.QuestionNotification(title, e.question))
 	}
-	switch e.status {
-	case protocol.StatusCompleted:
-		return fyne.NewNotification("pilotdesk: the agent finished", title)
-	case protocol.StatusAborted:
-		return fyne.NewNotification("pilotdesk: the turn was stopped", title)
-	case protocol.StatusRejected:
-		return fyne.NewNotification("pilotdesk: the turn was rejected", title)
-	case protocol.StatusError:
-		if e.message != "" {
-			return fyne.NewNotification("pilotdesk: the turn failed", title+": "+e.message)
-		}
-		return fyne.NewNotification("pilotdesk: the turn failed", title)
-	}
-	return fyne.NewNotification("pilotdesk: the turn ended ("+e.status+")", title)
+	return fyne.NewNotification(conversation.TurnNotification(title, e.status, e.message))
 }
 
 // conversationTitle is the title the conversation list shows for id.

@@ -378,7 +378,7 @@ func TestNotificationsForTurnEndsAndOff(t *testing.T) {
 	first := h.w.current
 
 	lc.OnExitedForeground()()
-	h.loop.AssertNotificationSent(t, fyne.NewNotification("pilotdesk: the agent finished", "show me markdown"), func() {
+	h.loop.AssertNotificationSent(t, fyne.NewNotification("show me markdown", "The agent finished its turn."), func() {
 		h.send("show me markdown again")
 		h.waitFor("the second turn", func() bool { return statusRows(h) == 2 && h.hasStatus(protocol.StatusCompleted) })
 	})

@@ -354,7 +354,7 @@ describe('web client', { skip: skip || false }, () => {
     await page.waitForFunction(() => window.__notes.length >= 2);
     assert.deepEqual(await page.evaluate(() => window.__notes), [
       { title: 'Question: approve', body: 'Deploy to production?' },
-      { title: 'approve', body: 'Completed' },
+      { title: 'approve', body: 'The agent finished its turn.' },
     ]);
   });
 

@@ -15,7 +15,7 @@ import { Notifier } from './notify.js';
 import { uuid } from './ids.js';
 import { Identity } from './identity.js';
 import { forgetDevice, saveToken, takeToken, tokenFromInput } from './token.js';
-import { entryTitle, folderLabel, statusText, totalsText, usageText } from './words.js';
+import { entryTitle, folderLabel, relayErrorText, totalsText, usageText } from './words.js';
 
 const PAGE = 50; // conversations per copilot:list page
 
@@ -236,7 +236,7 @@ export class App {
         if (type === 'error' && d.type === 'copilot:send' && id) this.restorePrompt(id);
         const c = typeof id === 'string' ? this.conv(id) : null;
         if (!c) {
-          if (type === 'error') this.toast(`The relay refused the request: ${d.message || d.code}`);
+          if (type === 'error') this.toast(relayErrorText(d));
           break;
         }
         const live = c.synced;
@@ -244,7 +244,7 @@ export class App {
         if (live && ch.opened) this.notifier.questionOpened(c, ch.opened);
         // The turn that led to a question is what the user reads to answer.
         if (ch.opened && c.id === this.current) this.transcript.follow();
-        if (live && ch.ended) this.notifier.turnEnded(c, statusText(ch.ended));
+        if (live && ch.ended) this.notifier.turnEnded(c, ch.ended, d.message);
         if (ch.listing) this.upsertEntry(null, c);
       }
     }

@@ -15,6 +15,8 @@
 // relay and in the browser. A push names the conversation and carries its
 // words only when the user asks for them.
 
+import { questionNotification, turnNotification } from './words.js';
+
 const BASE_TITLE = 'pilotdesk';
 
 // PREF: 'on' once the user turned notifications on in this page (the
@@ -231,12 +233,17 @@ export class Notifier {
 
   /** questionOpened tells about a question of conv (when hidden). */
   questionOpened(conv, req) {
-    this.notify(`Question: ${conv.title || 'pilotdesk'}`, req.question || 'The agent is waiting for your answer.', conv.id, `q-${conv.id}`);
+    const [title, body] = questionNotification(conv.title, req.question);
+    this.notify(title, body, conv.id, `q-${conv.id}`);
   }
 
-  /** turnEnded tells that conv's turn ended with text (when hidden). */
-  turnEnded(conv, text) {
-    this.notify(conv.title || 'pilotdesk', text, conv.id, `t-${conv.id}`);
+  /**
+   * turnEnded tells that conv's turn ended with status (and an error's
+   * message) when hidden, in the window's and the relay's pushes' words.
+   */
+  turnEnded(conv, status, message) {
+    const [title, body] = turnNotification(conv.title, status, message);
+    this.notify(title, body, conv.id, `t-${conv.id}`);
   }
 
   notify(title, body, convId, tag) {

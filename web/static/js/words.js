@@ -225,6 +225,25 @@ export function entryTitle(title) {
   return title || 'New conversation';
 }
 
+/**
+ * questionNotification is the [title, body] of the notification of a
+ * question (conversation.QuestionNotification).
+ */
+export function questionNotification(title, question) {
+  return [`Question: ${entryTitle(title)}`, question || 'The agent is waiting for your answer.'];
+}
+
+/**
+ * turnNotification is the [title, body] of the notification of a turn's
+ * end (conversation.TurnNotification).
+ */
+export function turnNotification(title, status, message) {
+  let body = 'The turn was stopped.';
+  if (status === 'completed') body = 'The agent finished its turn.';
+  else if (status === 'error') body = message ? `The turn ended with an error: ${oneLine(message, 200)}` : 'The turn ended with an error.';
+  return [entryTitle(title), body];
+}
+
 /** THINKING_TEXT is the indicator's line while a turn has shown nothing yet. */
 export const THINKING_TEXT = 'Thinking…';
 
