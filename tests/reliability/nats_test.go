@@ -81,6 +81,12 @@ func TestNATSCrashRecovery(t *testing.T) {
 	saw := seen(t, stream, x, y)
 	t.Logf("before the relay's SIGKILL the clients saw seq %d", maxSeq(saw))
 
+	// The new relay reads the cluster as it starts, and exits on an error:
+	// JetStream answers once the two live nodes have a meta leader again
+	// (its election after the leader's death can outlast the stream's own
+	// on a busy machine: a start read "JetStream system temporarily
+	// unavailable").
+	c.WaitReady(60 * time.Second)
 	p = startRelay(t, nil, args()...)
 	t.Logf("a new relay process on the cluster %s after the SIGKILL", time.Since(killed).Round(time.Millisecond))
 	time.Sleep(time.Until(killed.Add(lease + time.Second))) // the dead relay's lease lapses

@@ -189,16 +189,6 @@ func Start(t TB, n int, opts ...Option) *Cluster {
 		t.Skipf("skipping the real-cluster test: %v", err)
 	}
 	c := &Cluster{t: t, bin: bin, User: "relay", Password: randomHex(12), command: set.command}
-	t.Cleanup(func() {
-		for _, node := range c.Nodes {
-			c.kill(node)
-		}
-		if t.Failed() {
-			for _, node := range c.Nodes {
-				c.printLog(node)
-			}
-		}
-	})
 	// The ports are free when chosen and taken only when nats-server
 	// binds them; in between another test's listener or outgoing
 	// connection can take one, and that node exits. Such a start is
@@ -220,6 +210,20 @@ func Start(t TB, n int, opts ...Option) *Cluster {
 		}
 		t.Logf("natstest: %v; starting again on other ports", err)
 	}
+	// Registered after the nodes' folders were made, so that it runs
+	// before they are removed (clean-ups run last first): removed while a
+	// node still ran, a node writing there failed the removal ("directory
+	// not empty").
+	t.Cleanup(func() {
+		for _, node := range c.Nodes {
+			c.kill(node)
+		}
+		if t.Failed() {
+			for _, node := range c.Nodes {
+				c.printLog(node)
+			}
+		}
+	})
 	c.WaitReady(60 * time.Second)
 	return c
 }
