@@ -341,7 +341,10 @@ func RelayErrorText(e *protocol.Error) string {
 // none (no prompt yet), in every front end (the terminal said
 // "(untitled)", the web client's restore caveat "Untitled").
 func EntryTitle(title string) string {
-	return cmp.Or(title, untitled)
+	if strings.TrimSpace(title) == "" {
+		return untitled // a title of spaces names nothing either
+	}
+	return title
 }
 
 // untitled is the title of a conversation that has none yet.

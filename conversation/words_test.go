@@ -215,6 +215,7 @@ func wordCases() []wordCase {
 	}
 	add("turnNotification", "", "error", "the agent crashed\nand more")
 	add("entryTitle", "")
+	add("entryTitle", "  ")
 	add("entryTitle", "Fix the build")
 	for _, e := range []protocol.Error{
 		{Code: protocol.CodeConversationBusy, Type: protocol.TypeSend, ConversationID: "c", Message: "a turn is running"},

@@ -272,7 +272,7 @@ type pushPayload struct {
 func (j pushJob) payload(withText bool) pushPayload {
 	title := j.title
 	if strings.TrimSpace(title) == "" {
-		title = "Untitled conversation"
+		title = "New conversation" // conversation.EntryTitle's word (pushwords_test.go)
 	}
 	p := pushPayload{ConversationID: j.conversationID}
 	if j.question {

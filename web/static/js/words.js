@@ -222,7 +222,7 @@ export function relayErrorText(e) {
  * (conversation.EntryTitle).
  */
 export function entryTitle(title) {
-  return title || 'New conversation';
+  return title && title.trim() ? title : 'New conversation';
 }
 
 /**
