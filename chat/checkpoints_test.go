@@ -50,7 +50,7 @@ func TestChangesDiffRestoreCommands(t *testing.T) {
 		pw.Close()
 		select {
 		case <-h.done:
-		case <-time.After(10 * time.Second):
+		case <-time.After(relaytest.Timeout):
 			t.Error("Run did not return")
 		}
 		conn.Close()

@@ -14,6 +14,7 @@ import (
 
 	"github.com/pilotdesk/pilotdesk/client"
 	"github.com/pilotdesk/pilotdesk/protocol"
+	"github.com/pilotdesk/pilotdesk/relay/relaytest"
 )
 
 // call is one message the REPL sent to the relay.
@@ -168,7 +169,7 @@ func startREPL(t *testing.T, term Terminal, cfg func(*Config)) *harness {
 		pw.Close()
 		select {
 		case <-h.done:
-		case <-time.After(10 * time.Second):
+		case <-time.After(relaytest.Timeout):
 			t.Error("Run did not return after its context ended")
 		}
 	})
@@ -253,7 +254,7 @@ func (h *harness) typeIn(s string) {
 // and moves the mark past it.
 func (h *harness) waitFor(s string) {
 	h.t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(relaytest.Timeout)
 	for {
 		text := h.out.text()
 		if i := strings.Index(text[min(h.mark, len(text)):], s); i >= 0 {
@@ -270,7 +271,7 @@ func (h *harness) waitFor(s string) {
 // waitScreen waits until the vt's screen satisfies ok.
 func (h *harness) waitScreen(what string, ok func(screen string) bool) string {
 	h.t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(relaytest.Timeout)
 	for {
 		s := h.out.screen()
 		if ok(s) {
@@ -293,7 +294,7 @@ func (h *harness) nextCall(kind string) call {
 			h.t.Fatalf("the REPL sent %s (%+v), want %s; output:\n%s", c.kind, c, kind, h.out.text())
 		}
 		return c
-	case <-time.After(10 * time.Second):
+	case <-time.After(relaytest.Timeout):
 		h.t.Fatalf("the REPL sent no %s; output:\n%s", kind, h.out.text())
 	}
 	return call{}
@@ -317,7 +318,7 @@ func (h *harness) exit() error {
 	case err := <-h.done:
 		h.done <- err // for the cleanup
 		return err
-	case <-time.After(10 * time.Second):
+	case <-time.After(relaytest.Timeout):
 		h.t.Fatalf("the REPL did not quit; output:\n%s", h.out.text())
 	}
 	return nil

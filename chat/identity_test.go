@@ -47,7 +47,7 @@ func startDeviceREPL(t *testing.T) (h *relayHarness, tablet string) {
 		pw.Close()
 		select {
 		case <-h.done:
-		case <-time.After(10 * time.Second):
+		case <-time.After(relaytest.Timeout):
 			t.Error("Run did not return")
 		}
 		conn.Close()

@@ -93,7 +93,7 @@ func TestNATSDisconnectLog(t *testing.T) {
 	withPassword := fmt.Sprintf("nats://%s@127.0.0.1:%d", url.UserPassword(c.User, c.Password), c.Nodes[0].ClientPort)
 	waitLog := func(want string) {
 		t.Helper()
-		deadline := time.Now().Add(10 * time.Second)
+		deadline := time.Now().Add(30 * time.Second)
 		for !strings.Contains(logs.String(), want) {
 			if time.Now().After(deadline) {
 				t.Fatalf("no %q in the log:\n%s", want, logs.String())
