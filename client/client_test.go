@@ -12,7 +12,9 @@ import (
 	"github.com/pilotdesk/pilotdesk/protocol"
 )
 
-const waitFor = 10 * time.Second
+// waitFor bounds a wait for what does come: generous, as a busy machine
+// with -race can hold a goroutine for seconds.
+const waitFor = 30 * time.Second
 
 // fastConfig shortens every timer so that reconnect tests run in
 // milliseconds, not seconds.
