@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -19,6 +20,28 @@ import (
 type slowStopAgent struct {
 	running chan struct{} // a turn streamed its delta
 	release chan struct{} // cancelled turns may return
+}
+
+// newSlowStopRelay starts a relay of cfg (its agent and work folder set
+// here) whose agent is a slowStopAgent, and returns release, which lets
+// the agent's cancelled turns return (once; the test's end calls it too).
+func newSlowStopRelay(t *testing.T, cfg Config) (*Relay, *slowStopAgent, func()) {
+	t.Helper()
+	agent := &slowStopAgent{running: make(chan struct{}, 1), release: make(chan struct{})}
+	cfg.Agent, cfg.WorkDir = agent, t.TempDir()
+	r, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var once sync.Once
+	release := func() { once.Do(func() { close(agent.release) }) }
+	t.Cleanup(func() {
+		release()
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		_ = r.Close(ctx)
+	})
+	return r, agent, release
 }
 
 func (*slowStopAgent) Name() string { return "slow-stop" }
@@ -57,24 +80,7 @@ func TestClusterLostTurnEndsBeforeTakeBack(t *testing.T) {
 	st := net.NewStore()
 	// A lease that does not lapse in the test: the lapse is told by hand.
 	cl := net.NewCluster(st, memcluster.Options{Lease: time.Hour})
-	agent := &slowStopAgent{running: make(chan struct{}, 1), release: make(chan struct{})}
-	r, err := New(Config{Agent: agent, Store: st, Cluster: cl, WorkDir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	released := false
-	release := func() {
-		if !released {
-			released = true
-			close(agent.release)
-		}
-	}
-	t.Cleanup(func() {
-		release()
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		_ = r.Close(ctx)
-	})
+	r, agent, release := newSlowStopRelay(t, Config{Store: st, Cluster: cl})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 

@@ -20,24 +20,7 @@ import (
 func TestStaleTurnEndLeavesNewerTurn(t *testing.T) {
 	const id = "stale-turn"
 	st := history.NewMemory()
-	agent := &slowStopAgent{running: make(chan struct{}, 1), release: make(chan struct{})}
-	r, err := New(Config{Agent: agent, Store: st, WorkDir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	released := false
-	release := func() {
-		if !released {
-			released = true
-			close(agent.release)
-		}
-	}
-	t.Cleanup(func() {
-		release()
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		_ = r.Close(ctx)
-	})
+	r, agent, release := newSlowStopRelay(t, Config{Store: st})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	by := &protocol.By{Device: "test", Client: "test"}
