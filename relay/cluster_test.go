@@ -273,8 +273,17 @@ func (b testBackend) relayMod(t testing.TB, i int, agent session.Agent, opts jet
 // testBackend's, is the test's conversation.
 func (b testBackend) pair(t *testing.T, name string) (a, bb *member, ca, cb *relaytest.Client, id string) {
 	t.Helper()
+	return b.pairWith(t, name, testLease)
+}
+
+// pairWith is pair with relays of the given lease: shareLease for a test
+// in which no relay is lost, where a busy machine that stalls a relay
+// past the test lease must not end its turns.
+func (b testBackend) pairWith(t *testing.T, name string, lease time.Duration) (a, bb *member, ca, cb *relaytest.Client, id string) {
+	t.Helper()
 	s := clusterScript(t)
-	a, bb = b.relay(t, 0, s), b.relay(t, 1, s)
+	opts := jetstream.ClusterOptions{Lease: lease}
+	a, bb = b.relayWith(t, 0, s, opts), b.relayWith(t, 1, s, opts)
 	return a, bb, a.srv.Dial(t), bb.srv.Dial(t), name + "-" + b.name
 }
 
@@ -351,7 +360,7 @@ func countType(frames []relaytest.Frame, typ string) int {
 func TestClusterFanOut(t *testing.T) {
 	parallel(t)
 	eachBackend(t, func(t *testing.T, b testBackend) {
-		_, bb, ca, cb, id := b.pair(t, "fan")
+		_, bb, ca, cb, id := b.pairWith(t, "fan", shareLease)
 
 		cb.Send("copilot:list", map[string]any{"watch": true})
 		cb.Expect("copilot:conversations")
@@ -464,7 +473,7 @@ func TestClusterFanOut(t *testing.T) {
 func TestClusterQuestionAndModeFromAnotherRelay(t *testing.T) {
 	parallel(t)
 	eachBackend(t, func(t *testing.T, b testBackend) {
-		_, _, ca, cb, id := b.pair(t, "q")
+		_, _, ca, cb, id := b.pairWith(t, "q", shareLease)
 
 		send(ca, id, "question")
 		reqA := ca.WaitFor("copilot:user_input_request", nil)

@@ -24,14 +24,17 @@ var (
 	_ history.DevicesWatcher = (*jetstream.Store)(nil)
 )
 
+// shareLease is the lease of the relays of a test in which none is lost:
+// far longer than the test lease, as a busy machine stalled a relay past
+// 2 s, it gave its conversations up, and the turn a test waited for ended
+// in an error (TestClusterModeChangedBy: "no copilot:idle").
+const shareLease = 20 * time.Second
+
 // relayConfig is relay i with agent behind it and its Config changed by
-// mod, for the tests of what the relays share, where none is lost. Its
-// lease is far longer than the test lease: a busy machine stalled a relay
-// past 2 s, it gave its conversations up, and the turn a test waited for
-// ended in an error (TestClusterModeChangedBy: "no copilot:idle").
+// mod, for the tests of what the relays share, where none is lost.
 func (b testBackend) relayConfig(t *testing.T, i int, agent session.Agent, mod func(*relay.Config)) *member {
 	t.Helper()
-	return b.relayMod(t, i, agent, jetstream.ClusterOptions{Lease: 20 * time.Second}, mod)
+	return b.relayMod(t, i, agent, jetstream.ClusterOptions{Lease: shareLease}, mod)
 }
 
 // One budget for the cluster: what relay A's conversations spend reaches
