@@ -74,12 +74,23 @@ func (a *fakeAgent) closeCalls() []string {
 // nextTurn waits for the next Run.
 func (a *fakeAgent) nextTurn(t testing.TB) *fakeTurn {
 	t.Helper()
-	select {
-	case ft := <-a.turns:
-		return ft
-	case <-time.After(wait):
-		t.Fatalf("the agent was not asked to run a turn within %s", wait)
-		return nil
+	timeout := time.After(wait)
+	for {
+		select {
+		case ft := <-a.turns:
+			if ft.Ctx.Err() != nil {
+				// A turn the relay cancelled while Run offered it (Run
+				// picks at random between the offer and its ending
+				// context): Run returns the context's error either
+				// way, and the test wants the turn that runs (a fenced
+				// send's turn came back for the send after it).
+				continue
+			}
+			return ft
+		case <-timeout:
+			t.Fatalf("the agent was not asked to run a turn within %s", wait)
+			return nil
+		}
 	}
 }
 
