@@ -34,11 +34,7 @@ func BenchmarkStreamBatch(b *testing.B) {
 			h := newHarness(b, harnessConfig{})
 			conv := h.w.current
 			// n messages of history: n/2 turns of a prompt and a reply.
-			seq := longHistory(h, n/2)
-			apply := func(data any) {
-				seq++
-				applyAt(h, conv, seq, data)
-			}
+			apply := applyFrom(h, conv, longHistory(h, n/2))
 			h.frame()
 
 			// Tokens of about four characters, four per frame.
@@ -90,11 +86,7 @@ func BenchmarkStreamBatch(b *testing.B) {
 func TestStreamingUpdatesShownRow(t *testing.T) {
 	h := newHarness(t, harnessConfig{})
 	conv := h.w.current
-	seq := int64(0)
-	apply := func(data any) {
-		seq++
-		applyAt(h, conv, seq, data)
-	}
+	apply := applyFrom(h, conv, 0)
 	for i := 0; i < 30; i++ {
 		apply(&protocol.UserMessage{MessageID: fmt.Sprint("u", i), Content: "next"})
 		apply(&protocol.Delta{MessageID: fmt.Sprint("m", i), Content: historyMessage})

@@ -41,6 +41,15 @@ func applyAt(h *harness, conv string, seq int64, data any) {
 	h.w.store.Apply(clienttest.Event(h.t, conv, seq, data))
 }
 
+// applyFrom returns a function that applies each event it is given to
+// conv, at the seqs after seq, one after another.
+func applyFrom(h *harness, conv string, seq int64) func(data any) {
+	return func(data any) {
+		seq++
+		applyAt(h, conv, seq, data)
+	}
+}
+
 // TestLongHistoryHeights: more rows than bulkHeights at once go to a new
 // list, which is the one in the window, knows every row, and follows the
 // bottom; every height is a whole pixel, so that the list's total is the
@@ -101,12 +110,10 @@ func TestReplayDrawnOnce(t *testing.T) {
 func TestLongConversationHeldInSteps(t *testing.T) {
 	h := newHarness(t, harnessConfig{})
 	conv := h.w.current
-	seq := longHistory(h, 300)
+	apply := applyFrom(h, conv, longHistory(h, 300))
 	// Two rows more, so that the rows held begin in the middle of a turn.
-	for _, data := range []any{&protocol.UserMessage{MessageID: "u-last", Content: "and the last step"}, &protocol.Idle{Status: protocol.StatusCompleted}} {
-		seq++
-		applyAt(h, conv, seq, data)
-	}
+	apply(&protocol.UserMessage{MessageID: "u-last", Content: "and the last step"})
+	apply(&protocol.Idle{Status: protocol.StatusCompleted})
 	h.frame()
 	tr := h.w.transcript
 	total := len(h.w.store.Transcript(conv))
@@ -146,8 +153,7 @@ func TestLongConversationHeldInSteps(t *testing.T) {
 	}
 
 	// A new row comes at the bottom.
-	seq++
-	applyAt(h, conv, seq, &protocol.UserMessage{MessageID: "new", Content: "one more"})
+	apply(&protocol.UserMessage{MessageID: "new", Content: "one more"})
 	h.frame()
 	if n := len(tr.rows); n != windowRows+1 || tr.rows[n-1].Text != "one more" || tr.list.Length() != n {
 		t.Fatalf("after a new row: %d rows, last %q", n, tr.rows[n-1].Text)

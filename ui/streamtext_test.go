@@ -151,12 +151,7 @@ func shownCode(h *harness) *codeView {
 // highlighted once its fence closes.
 func TestStreamingCodeIsHighlightedWhenDone(t *testing.T) {
 	h := newHarness(t, harnessConfig{})
-	conv := h.w.current
-	seq := int64(0)
-	apply := func(data any) {
-		seq++
-		applyAt(h, conv, seq, data)
-	}
+	apply := applyFrom(h, h.w.current, 0)
 	apply(&protocol.UserMessage{MessageID: "u", Content: "code"})
 	apply(&protocol.Delta{MessageID: "m", Content: "Here:\n\n```go\nfunc main() {\n\tfmt.Println(\"hi\")\n"})
 	h.frame()
@@ -178,12 +173,7 @@ func TestStreamingCodeIsHighlightedWhenDone(t *testing.T) {
 // as wide as the row, with the whole text.
 func TestStreamedTextRowWhenDone(t *testing.T) {
 	h := newHarness(t, harnessConfig{})
-	conv := h.w.current
-	seq := int64(0)
-	apply := func(data any) {
-		seq++
-		applyAt(h, conv, seq, data)
-	}
+	apply := applyFrom(h, h.w.current, 0)
 	apply(&protocol.UserMessage{MessageID: "u", Content: "list"})
 	apply(&protocol.Delta{MessageID: "m", Content: "Steps:\n\n- one with `code`\n- two"})
 	h.frame()
