@@ -51,6 +51,23 @@ func (f *takeBackFaults) fault(op, id string) error {
 	return nil
 }
 
+// startFaultyRelay starts relay i on net with a fake agent, a lease that
+// does not lapse in a test, and fault (nil: none) failing its cluster's
+// operations; its log is printed if the test fails.
+func startFaultyRelay(t *testing.T, net *memcluster.Net, i int, fault func(op, id string) error) (*relaytest.Server, *fakeAgent, *logRecorder) {
+	t.Helper()
+	logs := newLogRecorder()
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("relay %d's log:\n%s", i, logs.all())
+		}
+	})
+	st := net.NewStore()
+	cl := net.NewCluster(st, memcluster.Options{Lease: time.Minute, Fault: fault})
+	agent := newFakeAgent()
+	return relaytest.Start(t, relay.Config{Agent: agent, Store: st, Cluster: cl, Logger: logs.logger()}), agent, logs
+}
+
 // An owner whose append is refused although nobody else wrote (the
 // stream's old leader answering at a heal) learns it lost the
 // conversation: its turn stops, it catches up with the stream, finds the
@@ -77,20 +94,8 @@ func TestClusterTakeBackEndsTurnOnce(t *testing.T) {
 			net := memcluster.New()
 			faults := &takeBackFaults{id: "take-back-" + tc.name}
 			id := faults.id
-			start := func(i int, fault func(op, id string) error) (*relaytest.Server, *fakeAgent, *logRecorder) {
-				logs := newLogRecorder()
-				t.Cleanup(func() {
-					if t.Failed() {
-						t.Logf("relay %d's log:\n%s", i, logs.all())
-					}
-				})
-				st := net.NewStore()
-				cl := net.NewCluster(st, memcluster.Options{Lease: time.Minute, Fault: fault})
-				agent := newFakeAgent()
-				return relaytest.Start(t, relay.Config{Agent: agent, Store: st, Cluster: cl, Logger: logs.logger()}), agent, logs
-			}
-			a, agentA, logsA := start(0, faults.fault)
-			b, _, _ := start(1, nil)
+			a, agentA, logsA := startFaultyRelay(t, net, 0, faults.fault)
+			b, _, _ := startFaultyRelay(t, net, 1, nil)
 			ca, cb := a.Dial(t), b.Dial(t)
 
 			send(ca, id, "go")
@@ -166,20 +171,8 @@ func TestClusterLostStartAnswered(t *testing.T) {
 			net := memcluster.New()
 			faults := &takeBackFaults{id: "lost-start-" + from}
 			id := faults.id
-			start := func(i int, fault func(op, id string) error) (*relaytest.Server, *fakeAgent) {
-				logs := newLogRecorder()
-				t.Cleanup(func() {
-					if t.Failed() {
-						t.Logf("relay %d's log:\n%s", i, logs.all())
-					}
-				})
-				st := net.NewStore()
-				cl := net.NewCluster(st, memcluster.Options{Lease: time.Minute, Fault: fault})
-				agent := newFakeAgent()
-				return relaytest.Start(t, relay.Config{Agent: agent, Store: st, Cluster: cl, Logger: logs.logger()}), agent
-			}
-			a, agentA := start(0, faults.fault)
-			b, _ := start(1, nil)
+			a, agentA, _ := startFaultyRelay(t, net, 0, faults.fault)
+			b, _, _ := startFaultyRelay(t, net, 1, nil)
 			ca, cb := a.Dial(t), b.Dial(t)
 			sender := ca
 			if from == "other" {
