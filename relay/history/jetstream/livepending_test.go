@@ -20,12 +20,7 @@ import (
 // drops from the store when it sees the gap.
 func TestClusterLivePendingBounded(t *testing.T) {
 	t.Parallel()
-	c := &Cluster{
-		base:    "pilotdesk",
-		log:     slog.New(slog.NewTextHandler(io.Discard, nil)),
-		pending: map[string][]history.Event{},
-		hooks:   quietHooks{},
-	}
+	c := liveOnlyCluster()
 	msg := func(tok string, seq int) *nats.Msg {
 		m := &nats.Msg{Subject: c.liveSubject(tok), Header: nats.Header{}, Data: []byte(`{}`)}
 		m.Header.Set(hdrEvent, fmt.Sprintf("%d %d 1 assistant", seq, seq))
@@ -52,12 +47,7 @@ func TestClusterLivePendingBounded(t *testing.T) {
 // would pick them over the context's end.
 func TestDeliverHandlesNothingOnceStopped(t *testing.T) {
 	t.Parallel()
-	c := &Cluster{
-		base:    "pilotdesk",
-		log:     slog.New(slog.NewTextHandler(io.Discard, nil)),
-		pending: map[string][]history.Event{},
-		hooks:   quietHooks{},
-	}
+	c := liveOnlyCluster()
 	c.f.msgs = make(chan *nats.Msg, 100)
 	for i := range cap(c.f.msgs) {
 		m := &nats.Msg{Subject: c.liveSubject(fmt.Sprintf("c%d", i)), Header: nats.Header{}, Data: []byte(`{}`)}
@@ -69,5 +59,16 @@ func TestDeliverHandlesNothingOnceStopped(t *testing.T) {
 	c.deliver(ctx)
 	if n := c.liveMsgs.Load(); n != 0 {
 		t.Fatalf("deliver handled %d messages after its context ended", n)
+	}
+}
+
+// liveOnlyCluster is a Cluster with what its live delivery needs and no
+// connection: the tests hand its handler messages themselves.
+func liveOnlyCluster() *Cluster {
+	return &Cluster{
+		base:    "pilotdesk",
+		log:     slog.New(slog.NewTextHandler(io.Discard, nil)),
+		pending: map[string][]history.Event{},
+		hooks:   quietHooks{},
 	}
 }
