@@ -230,6 +230,11 @@ func TestRawClosedElsewhere(t *testing.T) {
 	id := h.request(protocol.InputChoice, "Pick", []string{"x", "y"}, false)
 	h.waitScreen("the list", func(s string) bool { return strings.HasSuffix(s, "r) Reject\n›") })
 	h.typeIn(keyDownSeq + "2")
+	// The keys are read on their own goroutine: the close must find them
+	// in the list, not overtake them and leave them to the next prompt.
+	h.waitScreen("the keys in the list", func(s string) bool {
+		return strings.HasSuffix(s, "r) Reject\n› 2")
+	})
 	h.emit(protocol.TypeUserInputClosed, map[string]any{"requestId": id, "reason": "answered"})
 	screen := h.waitScreen("the note", func(s string) bool { return strings.HasSuffix(s, "Pick\n\"Pick\" was answered from another window.") })
 	if strings.Contains(screen, "1) x") {
