@@ -12,8 +12,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/nats-io/nats.go/jetstream"
-
 	"github.com/pilotdesk/pilotdesk/internal/ctxtime"
 )
 
@@ -401,15 +399,11 @@ func (f *faultRun) stream() string {
 // the one wanted (a placement preference, NATS 2.11+). A partition of the
 // leader forces an election on the other side; a follower's does not.
 func (f *faultRun) placeLeader(ctx context.Context) error {
-	nc, err := f.cluster.c.Connect(0)
+	nc, js, err := f.cluster.c.JetStream(0)
 	if err != nil {
 		return err
 	}
 	defer nc.Close()
-	js, err := jetstream.New(nc)
-	if err != nil {
-		return err
-	}
 	want := f.plan.Node
 	if !f.plan.Leader {
 		want = (f.plan.Node + 1) % len(f.cluster.c.Nodes)
@@ -464,15 +458,11 @@ func (f *faultRun) nodesDown(ctx context.Context, n int) error {
 
 // leaderFirst lists the nodes, the plan's stream's leader first.
 func (f *faultRun) leaderFirst(ctx context.Context) ([]int, error) {
-	nc, err := f.cluster.c.Connect(0)
+	nc, js, err := f.cluster.c.JetStream(0)
 	if err != nil {
 		return nil, err
 	}
 	defer nc.Close()
-	js, err := jetstream.New(nc)
-	if err != nil {
-		return nil, err
-	}
 	var leader int
 	for attempt := 0; ; attempt++ {
 		rctx, cancel := context.WithTimeout(ctx, 5*time.Second)

@@ -398,6 +398,22 @@ func (c *Cluster) Connect(first int) (*nats.Conn, error) {
 		nats.MaxReconnects(-1), nats.ReconnectWait(100*time.Millisecond), nats.Name("natstest"))
 }
 
+// JetStream connects as Connect does and returns the connection with its
+// JetStream context, for a caller that asks the cluster about its streams
+// (StreamLeader); the caller closes nc.
+func (c *Cluster) JetStream(first int) (*nats.Conn, jetstream.JetStream, error) {
+	nc, err := c.Connect(first)
+	if err != nil {
+		return nil, nil, err
+	}
+	js, err := jetstream.New(nc)
+	if err != nil {
+		nc.Close()
+		return nil, nil, err
+	}
+	return nc, js, nil
+}
+
 // WaitReady waits until JetStream answers on every running node (a meta
 // leader is elected).
 func (c *Cluster) WaitReady(timeout time.Duration) {
