@@ -4,6 +4,9 @@ import (
 	"fmt"
 	"math"
 	"reflect"
+	"regexp"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -99,6 +102,47 @@ func TestReplayDrawnOnce(t *testing.T) {
 	}
 	if !tr.atBottom() {
 		t.Fatal("the list does not show the newest row")
+	}
+}
+
+// TestLongReplayLogged: the frame that draws a long replayed conversation
+// logs "conversation loaded" once, with its rows, the replay's time and the
+// wall clock in microseconds (tools/winbench times the open to the first
+// frame after it); a short one is not logged.
+func TestLongReplayLogged(t *testing.T) {
+	logger, logs := captureLogs()
+	h := newHarness(t, harnessConfig{options: Options{Logger: logger}})
+	conv := h.w.current
+	h.w.subscribed[conv] = true // as switchTo does before the replay
+	seq := longHistory(h, 600)
+	h.frame()
+	if strings.Contains(logs(), "conversation loaded") {
+		t.Fatal("logged while the replay runs")
+	}
+	before := time.Now().UnixMicro()
+	h.w.store.Apply(client.Event{Data: &protocol.Subscribed{ConversationID: conv, Mode: protocol.ModeAct, Seq: seq}})
+	h.frame()
+	h.frame()
+	line := regexp.MustCompile(`msg="conversation loaded" conversation=\S+ rows=(\d+) took=\S+ shownAtMicros=(\d+)`)
+	all := line.FindAllStringSubmatch(logs(), -1)
+	if len(all) != 1 {
+		t.Fatalf("%d lines \"conversation loaded\", want 1; the log:\n%s", len(all), logs())
+	}
+	rows, _ := strconv.Atoi(all[0][1])
+	at, _ := strconv.ParseInt(all[0][2], 10, 64)
+	if rows <= longReplay || at < before || at > time.Now().UnixMicro() {
+		t.Fatalf("logged rows %d (1,200 wanted), at %d (the frame between %d and now)", rows, at, before)
+	}
+
+	short := newHarness(t, harnessConfig{options: Options{Logger: logger}})
+	conv = short.w.current
+	short.w.subscribed[conv] = true
+	seq = longHistory(short, 50)
+	short.frame()
+	short.w.store.Apply(client.Event{Data: &protocol.Subscribed{ConversationID: conv, Mode: protocol.ModeAct, Seq: seq}})
+	short.frame()
+	if n := strings.Count(logs(), "conversation loaded"); n != 1 {
+		t.Fatalf("a replay of 150 rows logged too (%d lines)", n)
 	}
 }
 

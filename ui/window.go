@@ -185,8 +185,11 @@ type Window struct {
 	countdownScheduled bool
 	// replaying is true while the relay replays the current conversation
 	// (opened for the first time, or reset): its rows are drawn once the
-	// replay is over.
-	replaying bool
+	// replay is over. replayStart is when it began, for the log line
+	// that says how long a long one took (openedLog).
+	replaying   bool
+	replayStart time.Time
+	replayID    string
 	// shownUsage is the usage the window shows, to touch the status bar
 	// only on change.
 	shownUsage [2]string
@@ -486,20 +489,18 @@ drain:
 	if replaying != w.replaying {
 		w.replaying = replaying
 		if replaying {
+			w.replayStart, w.replayID = time.Now(), v.ID
 			w.transcript.hint.SetText("Loading the conversation…")
 			w.transcript.apply(store.View{ID: v.ID, Full: true})
 		} else {
 			w.transcript.hint.SetText(emptyHint(w.opts.Agent))
-			if v.NumRows > 1000 {
-				// What the replay allocated (the events, decoded and
-				// folded) goes back to the system now, not over minutes:
-				// 20 MiB of RSS for 5,000 messages.
-				time.AfterFunc(time.Second, debug.FreeOSMemory)
-			}
 		}
 	}
 	if !replaying && (v.Full || len(v.Changed) > 0) {
 		w.transcript.apply(v)
+	}
+	if !replaying && !w.replayStart.IsZero() {
+		w.replayEnded(v)
 	}
 
 	title := conversation.EntryTitle(v.Title)
@@ -544,6 +545,31 @@ drain:
 		// reply streams (a key starts the blink again, for blinkTimeout).
 		w.composer.stopBlink()
 	}
+}
+
+// longReplay is the number of rows from which a replayed conversation is
+// a long one: its garbage is returned to the system and its time logged.
+const longReplay = 1000
+
+// replayEnded runs in the frame that draws a replayed conversation (the
+// replay is over and the transcript has its rows; Fyne paints them right
+// after this frame's sync).
+func (w *Window) replayEnded(v store.View) {
+	took := time.Since(w.replayStart)
+	w.replayStart = time.Time{}
+	if !v.Exists || v.ID != w.replayID || v.NumRows <= longReplay {
+		return
+	}
+	// What the replay allocated (the events, decoded and folded) goes
+	// back to the system now, not over minutes: 20 MiB of RSS for 5,000
+	// messages.
+	time.AfterFunc(time.Second, debug.FreeOSMemory)
+	// Said once per long open, with the wall clock in microseconds:
+	// tools/winbench times the open from its click to the first frame
+	// the window draws after this line (docs/performance.md), which a
+	// loaded machine's CPU samples could not tell apart from the rest.
+	w.log.Info("conversation loaded", "conversation", v.ID, "rows", v.NumRows,
+		"took", took.Round(time.Millisecond), "shownAtMicros", time.Now().UnixMicro())
 }
 
 // shownMode is the mode the toggle shows for the current conversation:

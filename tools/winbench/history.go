@@ -2,10 +2,13 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"os"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"time"
 
 	"github.com/google/uuid"
@@ -116,13 +119,18 @@ func waitIdle(ctx context.Context, c *client.Client, id string) error {
 	}
 }
 
-// open opens the stored conversation in the window: a click on its entry in
-// the list, then CPU sampled every 100 ms until the window settles: 2 s
-// without a busy interval, one above half a core that ends 500 ms above
-// 40 % of a core. The second condition leaves out the cursor's blink, which
-// the click starts: one of its fades, six frames in a row twice a second,
-// can take half a core for 100 ms when a long list makes every frame dear.
-// The open time is from the click to the end of the last busy interval.
+// open opens the stored conversation in the window by a click on its entry
+// in the list, and times it from the click to the first frame the window
+// draws with the conversation shown: the window logs "conversation loaded"
+// (ui.Window.replayEnded) with the wall clock, in the frame whose paint
+// shows the replayed history, and the open ends with the first frame
+// (DAMAGE event) that reaches the benchmark after that moment. The RSS is
+// read openAfter later (the window returns the replay's garbage to the
+// system a second after it), and the floors' RSS next to it (floorMemory).
+//
+// It used to wait for the CPU to settle (a busy interval above half a
+// core, then 2 s without one), which on a loaded machine found none:
+// the open, spread thin over more time, never took half a core in 100 ms.
 func (b *bench) open(ctx context.Context, rep *report) error {
 	dir, err := b.runDir("open-pilotdesk")
 	if err != nil {
@@ -148,6 +156,10 @@ func (b *bench) open(ctx context.Context, rep *report) error {
 	if err != nil {
 		return err
 	}
+	if err := b.x.conn.watchFrames(win.window); err != nil {
+		return err
+	}
+	mark := b.x.conn.frameMark()
 	// The list holds the window's new, empty conversation first and the
 	// stored one second; a click there opens it.
 	click := time.Now()
@@ -157,87 +169,149 @@ func (b *bench) open(ctx context.Context, rep *report) error {
 	if err := b.x.conn.warp(1279, 799); err != nil {
 		return err
 	}
-	lastBusy, settledTicks, err := settle(ctx, p, t0, click)
+	loaded, err := waitLoaded(ctx, p, settleLimit)
 	if err != nil {
+		return err
+	}
+	// The frame that shows it; the window draws it at its next tick.
+	var shown time.Time
+	for deadline := time.Now().Add(30 * time.Second); ; {
+		if at, ok := b.x.conn.frameAfter(mark, loaded.at); ok {
+			shown = at
+			break
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("no frame drawn within 30 s of the log's \"conversation loaded\" (see %s)", p.logPath)
+		}
+		if err := ctxtime.Sleep(ctx, 5*time.Millisecond); err != nil {
+			return err
+		}
+	}
+	ticksShown, err := procstat.Ticks(p.pid())
+	if err != nil {
+		return err
+	}
+	if err := ctxtime.Sleep(ctx, openAfter-time.Since(shown)); err != nil {
 		return err
 	}
 	if err := p.alive(); err != nil {
 		return err
 	}
-	if settledTicks == 0 {
-		return fmt.Errorf("the click at (130, 182) opened nothing: no busy interval (see %s)", p.logPath)
+	tk, err := procstat.Ticks(p.pid())
+	if err != nil {
+		return err
 	}
 	rss, peak, err := memory(p.pid())
 	if err != nil {
 		return err
 	}
-	res := openResult{seconds: lastBusy.Sub(click).Seconds(), ticks: settledTicks, rssBefore: rss0, rss: rss, peak: peak}
-	settled := fmt.Sprintf("settled %.2f s after the click", res.seconds)
-	if lastBusy.Sub(click) > settleLimit {
-		res.unsettled = true
-		settled = fmt.Sprintf("still busy %s after the click", settleLimit)
+	res := openResult{
+		seconds: shown.Sub(click).Seconds(), replay: loaded.took, rows: loaded.rows,
+		ticks: ticksShown - t0, ticksAfter: tk - t0, rssBefore: rss0, rss: rss, peak: peak,
 	}
-	fmt.Printf("  open %d messages: %s, %d ticks; RSS %.0f → %.0f MiB (peak %.0f)\n",
-		b.cfg.messages, settled, res.ticks, res.rssBefore, res.rss, res.peak)
+	fmt.Printf("  open %d messages (%d rows): shown %.2f s after the click (the replay %s, its frame %s after it), %d ticks by then, %d by %s after; RSS %.0f → %.0f MiB (peak %.0f)\n",
+		b.cfg.messages, res.rows, res.seconds, res.replay, shown.Sub(loaded.at).Round(time.Millisecond), res.ticks, res.ticksAfter, openAfter, res.rssBefore, res.rss, res.peak)
+	if b.cfg.only["scroll"] {
+		if err := b.scrollPair(ctx, rep, p, win.window); err != nil {
+			return err
+		}
+	}
+	p.stop()
+	res.floorIdle, res.floorNaive, err = b.floorMemory(ctx)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("  the floors' RSS, %s after their windows settled: floor-idle %.0f MiB, floor-naive -fill 10 %.0f MiB\n",
+		openAfter, res.floorIdle, res.floorNaive)
 	rep.open = append(rep.open, res)
-	if !b.cfg.only["scroll"] {
-		return nil
-	}
-	return b.scrollPair(ctx, rep, p, win.window)
+	return nil
 }
 
-// settleLimit is how long open waits for the window to settle: one still
-// busy then costs what it cost so far.
+// openAfter is how long after the opened conversation's first frame its
+// RSS is read: the window returns the replay's garbage to the system a
+// second after that frame.
+const openAfter = 3 * time.Second
+
+// settleLimit is how long open waits for the window to say that it loaded
+// the conversation.
 const settleLimit = 90 * time.Second
 
-// settle samples p's CPU every 100 ms from the click until the window
-// settles (open says when), and returns the end of the last busy interval
-// and the ticks used by then since t0.
-func settle(ctx context.Context, p *proc, t0 int64, click time.Time) (lastBusy time.Time, settledTicks int64, err error) {
-	const (
-		interval = 100 * time.Millisecond
-		busy     = 5  // ticks per interval: half a core
-		span     = 5  // intervals: 500 ms
-		spanBusy = 20 // ticks per span: 40 % of a core
-		quiet    = 2 * time.Second
-		limit    = settleLimit
-	)
-	last := click
-	prev := t0
-	lastBusy = click
-	var recent []int64 // the last span intervals' ticks
+// loadedLine is what the window logs when it draws a long replayed
+// conversation (ui.Window.replayEnded).
+type loadedLine struct {
+	at   time.Time     // shownAtMicros: the frame's sync, on the wall clock
+	took time.Duration // the replay, from subscribing to that frame
+	rows int
+}
+
+var (
+	loadedMsg    = regexp.MustCompile(`msg="conversation loaded".* rows=(\d+) took=(\S+) shownAtMicros=(\d+)`)
+	loadedPoll   = 20 * time.Millisecond
+	errNoLoadLog = errors.New(`the window logged no "conversation loaded"`)
+)
+
+// waitLoaded waits up to limit for p's log to say that the window drew the
+// replayed conversation, and returns what it says.
+func waitLoaded(ctx context.Context, p *proc, limit time.Duration) (loadedLine, error) {
+	deadline := time.Now().Add(limit)
 	for {
-		if err := ctxtime.Sleep(ctx, interval); err != nil {
-			return lastBusy, settledTicks, err
-		}
-		now := time.Now()
-		tk, err := procstat.Ticks(p.pid())
+		b, err := os.ReadFile(p.logPath)
 		if err != nil {
-			return lastBusy, settledTicks, err
+			return loadedLine{}, err
 		}
-		recent = append(recent, tk-prev)
-		if len(recent) > span {
-			recent = recent[1:]
+		if l, ok, err := parseLoaded(b); err != nil || ok {
+			return l, err
 		}
-		var sum int64
-		for _, n := range recent {
-			sum += n
+		if err := p.alive(); err != nil {
+			return loadedLine{}, err
 		}
-		if tk-prev >= busy && sum >= spanBusy {
-			lastBusy = now
-			settledTicks = tk - t0
+		if time.Now().After(deadline) {
+			return loadedLine{}, fmt.Errorf("%w within %s of the click at (130, 182) (see %s)", errNoLoadLog, limit, p.logPath)
 		}
-		prev, last = tk, now
-		if last.Sub(lastBusy) >= quiet {
-			break
-		}
-		if last.Sub(click) > limit {
-			// Still busy: what it cost so far is the figure.
-			lastBusy, settledTicks = last, tk-t0
-			break
+		if err := ctxtime.Sleep(ctx, loadedPoll); err != nil {
+			return loadedLine{}, err
 		}
 	}
-	return lastBusy, settledTicks, nil
+}
+
+// parseLoaded finds the window's "conversation loaded" line in its log.
+func parseLoaded(log []byte) (loadedLine, bool, error) {
+	m := loadedMsg.FindSubmatch(log)
+	if m == nil {
+		return loadedLine{}, false, nil
+	}
+	rows, err1 := strconv.Atoi(string(m[1]))
+	took, err2 := time.ParseDuration(string(m[2]))
+	us, err3 := strconv.ParseInt(string(m[3]), 10, 64)
+	if err := errors.Join(err1, err2, err3); err != nil {
+		return loadedLine{}, false, fmt.Errorf("reading %q: %w", m[0], err)
+	}
+	return loadedLine{at: time.UnixMicro(us), took: took, rows: rows}, true, nil
+}
+
+// floorMemory starts floor-idle (a focused entry: the window's composer
+// alone) and floor-naive -fill 10 (a long markdown text in a scroll
+// container) in turn and returns the RSS of each, openAfter after its
+// window settled: what a bare Fyne window costs on this machine, next to
+// which the open's RSS is judged.
+func (b *bench) floorMemory(ctx context.Context) (idle, naive float64, err error) {
+	one := func(name string, args ...string) (float64, error) {
+		p, _, err := b.ready(ctx, func() (*proc, error) { return b.floor(name, args...) })
+		if err != nil {
+			return 0, err
+		}
+		defer p.stop()
+		if err := ctxtime.Sleep(ctx, openAfter); err != nil {
+			return 0, err
+		}
+		rss, _, err := memory(p.pid())
+		return rss, err
+	}
+	if idle, err = one("floor-idle"); err != nil {
+		return 0, 0, err
+	}
+	naive, err = one("floor-naive", "-tokens", b.tokensFile, "-fill", "10")
+	return idle, naive, err
 }
 
 // scrollPair scrolls the opened conversation up in pilotdesk's window

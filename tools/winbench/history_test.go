@@ -1,6 +1,8 @@
 package main
 
 import (
+	"bytes"
+	"log/slog"
 	"testing"
 	"time"
 )
@@ -25,5 +27,22 @@ func TestDroppedIn(t *testing.T) {
 		if got := droppedIn(c.gap); got != c.want {
 			t.Errorf("droppedIn(%v) = %d, want %d", c.gap, got, c.want)
 		}
+	}
+}
+
+// parseLoaded reads the window's "conversation loaded" line as slog's text
+// handler writes it (cli's logger), among the log's other lines.
+func TestParseLoaded(t *testing.T) {
+	var buf bytes.Buffer
+	log := slog.New(slog.NewTextHandler(&buf, nil))
+	log.Info("relay started", "addr", "127.0.0.1:1")
+	if _, ok, err := parseLoaded(buf.Bytes()); ok || err != nil {
+		t.Fatalf("found a line in %q (%v)", buf.String(), err)
+	}
+	at := time.Date(2026, 12, 7, 12, 0, 0, 123456000, time.UTC)
+	log.Info("conversation loaded", "conversation", "c-1", "rows", 5000, "took", 412*time.Millisecond, "shownAtMicros", at.UnixMicro())
+	l, ok, err := parseLoaded(buf.Bytes())
+	if !ok || err != nil || !l.at.Equal(at) || l.took != 412*time.Millisecond || l.rows != 5000 {
+		t.Fatalf("parseLoaded(%q) = %+v, %v, %v", buf.String(), l, ok, err)
 	}
 }

@@ -32,8 +32,9 @@ type xconn struct {
 	maps        []mapEvent
 	notify      chan struct{} // closed and replaced on every MapNotify
 	// frames are the server times (ms) of the frames drawn in the
-	// watched window.
-	frames []uint32
+	// watched window, and frameAt when each reached the benchmark.
+	frames  []uint32
+	frameAt []time.Time
 
 	replies chan []byte
 	readErr chan error
@@ -196,6 +197,19 @@ func (x *xconn) framesSince(mark int) []uint32 {
 	return append([]uint32(nil), x.frames[mark:]...)
 }
 
+// frameAfter returns when the first frame recorded after mark that reached
+// the benchmark at or after t did, if one has.
+func (x *xconn) frameAfter(mark int, t time.Time) (time.Time, bool) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	for _, at := range x.frameAt[mark:] {
+		if !at.Before(t) {
+			return at, true
+		}
+	}
+	return time.Time{}, false
+}
+
 // read sorts what the server sends: replies to replies, MapNotify events
 // to maps; the rest is dropped.
 func (x *xconn) read() {
@@ -216,6 +230,7 @@ func (x *xconn) read() {
 			if pkt[1]&0x80 == 0 {
 				x.mu.Lock()
 				x.frames = append(x.frames, binary.LittleEndian.Uint32(pkt[12:]))
+				x.frameAt = append(x.frameAt, time.Now())
 				x.mu.Unlock()
 			}
 			continue
