@@ -25,7 +25,11 @@ import (
 //go:embed testdata/script.json
 var testScript []byte
 
-const waitTimeout = 10 * time.Second
+// waitTimeout bounds every wait for the window: what the tests wait for
+// does come (a turn through the real relay, a reconnect, a fetch), and a
+// busy machine with -race can hold a goroutine for seconds; only a wait
+// that should end fails at the bound.
+const waitTimeout = relaytest.Timeout
 
 // harness is a window on the Fyne test driver, connected through a cutting
 // proxy to a real relay that plays testdata/script.json.

@@ -8,7 +8,6 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/theme"
@@ -210,7 +209,7 @@ func TestLongConversationHeldInSteps(t *testing.T) {
 		}
 		base, held := tr.base, tr.rows[0]
 		tr.list.ScrollToTop()
-		h.loop.WaitFor(t, 5*time.Second, "older rows", func() bool { return tr.base < base }, nil)
+		h.loop.WaitFor(t, waitTimeout, "older rows", func() bool { return tr.base < base }, nil)
 		added := base - tr.base
 		if added != min(base, extendChunk) || !reflect.DeepEqual(tr.rows[added], held) || tr.list.Length() != len(tr.rows) {
 			t.Fatalf("step %d: %d rows added, the first held before at %d", step, added, added)
@@ -262,7 +261,7 @@ func TestOlderRowsComeBeforeTheTop(t *testing.T) {
 	target := prefetchRows / 2
 	tr.list.ScrollToOffset(tr.rowTop(target))
 	base, held := tr.base, tr.rows[target]
-	h.loop.WaitFor(t, 5*time.Second, "older rows", func() bool { return tr.base < base }, nil)
+	h.loop.WaitFor(t, waitTimeout, "older rows", func() bool { return tr.base < base }, nil)
 	added := base - tr.base
 	if added != min(base, extendChunk) || !reflect.DeepEqual(tr.rows[target+added], held) {
 		t.Fatalf("%d rows added; the row that was at the top of the view is not at %d", added, target+added)

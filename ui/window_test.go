@@ -567,7 +567,10 @@ func TestListHoldsStillUnderThePointer(t *testing.T) {
 	}
 	time.Sleep(1100 * time.Millisecond)
 	h.shownRow(0).MouseIn(nil)
-	other.Send(protocol.TypeSend, protocol.Send{ConversationID: mover, Prompt: "slow count"})
+	// A turn that streams until the test ends ("wait": 30 s): a short one
+	// (slow count streamed for 360 ms) could start and end between two
+	// looks of a test a busy machine held, and it never saw it stream.
+	other.Send(protocol.TypeSend, protocol.Send{ConversationID: mover, Prompt: "wait for it"})
 	h.waitFor("it streams", func() bool {
 		for _, e := range h.w.sidebar.entries {
 			if e.ID == mover {
