@@ -19,44 +19,27 @@ type NPMTool struct {
 	Path   string // where Script puts it, below the repository's root
 }
 
+// npmTool is the tool that scripts/install-<dir>.sh installs, as every
+// npm install script does (scripts/install-npm-tool.sh), below .tools/<dir>;
+// bin is its executable there, below node_modules.
+func npmTool(name, envVar, dir, bin string) NPMTool {
+	return NPMTool{Name: name, EnvVar: envVar,
+		Script: "scripts/install-" + dir + ".sh", Path: ".tools/" + dir + "/node_modules/" + bin}
+}
+
 // The agents the end-to-end tests run.
 var (
 	// CopilotCLI is the npm loader of the Copilot CLI (npm-loader.js),
 	// which runs with node.
-	CopilotCLI = NPMTool{
-		Name:   "the real Copilot CLI",
-		EnvVar: "PILOTDESK_COPILOT_PATH",
-		Script: "scripts/install-copilot.sh",
-		Path:   ".tools/copilot/node_modules/@github/copilot/npm-loader.js",
-	}
+	CopilotCLI = npmTool("the real Copilot CLI", "PILOTDESK_COPILOT_PATH", "copilot", "@github/copilot/npm-loader.js")
 	// Opencode is opencode's executable.
-	Opencode = NPMTool{
-		Name:   "opencode",
-		EnvVar: "PILOTDESK_OPENCODE_PATH",
-		Script: "scripts/install-opencode.sh",
-		Path:   ".tools/opencode/node_modules/.bin/opencode",
-	}
+	Opencode = npmTool("opencode", "PILOTDESK_OPENCODE_PATH", "opencode", ".bin/opencode")
 	// ClaudeACP is Claude Code's ACP adapter, claude-agent-acp.
-	ClaudeACP = NPMTool{
-		Name:   "claude-agent-acp",
-		EnvVar: "PILOTDESK_CLAUDE_ACP_PATH",
-		Script: "scripts/install-claude-acp.sh",
-		Path:   ".tools/claude-acp/node_modules/.bin/claude-agent-acp",
-	}
+	ClaudeACP = npmTool("claude-agent-acp", "PILOTDESK_CLAUDE_ACP_PATH", "claude-acp", ".bin/claude-agent-acp")
 	// GeminiCLI is the Gemini CLI's executable (`gemini --acp`).
-	GeminiCLI = NPMTool{
-		Name:   "the Gemini CLI",
-		EnvVar: "PILOTDESK_GEMINI_PATH",
-		Script: "scripts/install-gemini-cli.sh",
-		Path:   ".tools/gemini-cli/node_modules/.bin/gemini",
-	}
+	GeminiCLI = npmTool("the Gemini CLI", "PILOTDESK_GEMINI_PATH", "gemini-cli", ".bin/gemini")
 	// CodexACP is Codex's ACP adapter, codex-acp.
-	CodexACP = NPMTool{
-		Name:   "codex-acp",
-		EnvVar: "PILOTDESK_CODEX_ACP_PATH",
-		Script: "scripts/install-codex-acp.sh",
-		Path:   ".tools/codex-acp/node_modules/.bin/codex-acp",
-	}
+	CodexACP = npmTool("codex-acp", "PILOTDESK_CODEX_ACP_PATH", "codex-acp", ".bin/codex-acp")
 )
 
 // Find returns the tool's path: EnvVar's value (a name without a slash is
