@@ -112,7 +112,7 @@ func (r *Relay) snapshotAfter(conv *conversation, t *turn) *protocol.Changes {
 func changedFiles(files []checkpoint.File) []protocol.ChangedFile {
 	out := make([]protocol.ChangedFile, len(files))
 	for i, f := range files {
-		out[i] = f.ChangedFile
+		out[i] = protocol.ChangedFile{Path: f.Path, Status: f.Status, Additions: f.Additions, Deletions: f.Deletions, Binary: f.Binary, Error: f.Error}
 	}
 	return out
 }
@@ -174,7 +174,10 @@ func (r *Relay) diff(c *conn, d *protocol.Diff) {
 			c.sendError(checkpointError(protocol.TypeDiff, d.ConversationID, err))
 			return
 		}
-		reply := protocol.DiffReply{ConversationID: d.ConversationID, Checkpoint: d.Checkpoint, Files: patches}
+		reply := protocol.DiffReply{ConversationID: d.ConversationID, Checkpoint: d.Checkpoint, Files: make([]protocol.FilePatch, len(patches))}
+		for i, p := range patches {
+			reply.Files[i] = protocol.FilePatch{Path: p.Path, Status: p.Status, Patch: p.Patch, Truncated: p.Truncated}
+		}
 		frame, err := protocol.Encode(protocol.TypeDiff, &reply)
 		if err != nil {
 			r.log.Error("relay: encode a diff", "err", err)

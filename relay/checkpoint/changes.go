@@ -10,27 +10,27 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-
-	"github.com/pilotdesk/pilotdesk/protocol"
 )
 
-// File statuses: the protocol's, so that a change set or a restore goes
-// out to the clients as the store wrote it.
+// File statuses.
 const (
-	Added    = protocol.FileAdded
-	Modified = protocol.FileModified
-	Deleted  = protocol.FileDeleted
-	Skipped  = protocol.FileSkipped // a restore left it as it is (over MaxFile)
-	Failed   = protocol.FileFailed  // a restore could not write it (Error says why)
+	Added    = "added"
+	Modified = "modified"
+	Deleted  = "deleted"
+	Skipped  = "skipped" // a restore left it as it is (over MaxFile)
+	Failed   = "failed"  // a restore could not write it (Error says why)
 )
 
 // File is one changed file: its path relative to the folder, what
 // happened to it, its line counts, whether it is binary (or over MaxFile),
-// and for a restore that could not write it, why. Those are the
-// protocol's ChangedFile, which the relay sends as it is; the rest is what
-// the store needs to restore it.
+// and for a restore that could not write it, why.
 type File struct {
-	protocol.ChangedFile
+	Path      string `json:"path"`
+	Status    string `json:"status"`
+	Additions int    `json:"additions"`
+	Deletions int    `json:"deletions"`
+	Binary    bool   `json:"binary,omitempty"`
+	Error     string `json:"error,omitempty"`
 
 	large            bool   // over MaxFile in either snapshot
 	srcMode, dstMode string // from git's raw diff
@@ -106,7 +106,7 @@ func (s *Store) changes(ctx context.Context, l *location, from, to string, count
 				continue
 			}
 			i++
-			f := &File{ChangedFile: protocol.ChangedFile{Path: string(tokens[i])}, srcMode: parts[0], dstMode: parts[1], dstID: parts[3]}
+			f := &File{Path: string(tokens[i]), srcMode: parts[0], dstMode: parts[1], dstID: parts[3]}
 			switch parts[4][0] {
 			case 'A':
 				f.Status = Added
@@ -148,7 +148,7 @@ func (s *Store) changes(ctx context.Context, l *location, from, to string, count
 	mark := func(p, status string) {
 		f := byPath[p]
 		if f == nil {
-			f = &File{ChangedFile: protocol.ChangedFile{Path: p}}
+			f = &File{Path: p}
 			byPath[p] = f
 			files = append(files, f)
 		}
@@ -183,8 +183,13 @@ func (s *Store) changes(ctx context.Context, l *location, from, to string, count
 }
 
 // Patch is one file's unified diff, cut (Truncated) when the answer's
-// budget ran out: the protocol's FilePatch, which the relay sends as it is.
-type Patch = protocol.FilePatch
+// budget ran out.
+type Patch struct {
+	Path      string `json:"path"`
+	Status    string `json:"status"`
+	Patch     string `json:"patch"`
+	Truncated bool   `json:"truncated,omitempty"`
+}
 
 // Diff returns the unified diff of the turn that began at checkpoint
 // before (of one file when path is not empty), its patches' text at most
@@ -205,8 +210,7 @@ func (s *Store) Diff(ctx context.Context, dir, conv, before, path string, budget
 	if err != nil {
 		return nil, err
 	}
-	// Never nil: the relay sends it as the reply's files, a JSON list.
-	patches := []Patch{}
+	var patches []Patch
 	var kept []string // the files git prints a patch for, in its order
 	for _, f := range files {
 		if path != "" && f.Path != path {
