@@ -81,8 +81,19 @@ var ErrConnectionClosed = errors.New("the connection to the relay was closed")
 // Run runs the REPL until the user quits (/quit, Ctrl+D, the end of a piped
 // input), ctx ends, or the connection closes for good.
 func Run(ctx context.Context, cfg Config) error {
+	r, err := newREPL(cfg)
+	if err != nil {
+		return err
+	}
+	inputs, stopInput := startReader(r.cfg.In)
+	defer stopInput()
+	return r.loop(ctx, inputs)
+}
+
+// newREPL checks cfg and fills in its defaults.
+func newREPL(cfg Config) (*repl, error) {
 	if cfg.Conn == nil || cfg.Out == nil {
-		return errors.New("chat: Conn and Out are required")
+		return nil, errors.New("chat: Conn and Out are required")
 	}
 	if cfg.NewID == nil {
 		cfg.NewID = uuid.NewString
@@ -113,10 +124,7 @@ func Run(ctx context.Context, cfg Config) error {
 	if cfg.ConversationID == "" {
 		r.nextWorkspace = cfg.Workspace
 	}
-
-	inputs, stopInput := startReader(cfg.In)
-	defer stopInput()
-	return r.loop(ctx, inputs)
+	return r, nil
 }
 
 // inputChunk is one read of In.
@@ -285,25 +293,36 @@ func (r *repl) loop(ctx context.Context, inputs <-chan inputChunk) error {
 			clock.Stop()
 			clock = nil
 		}
+		// What the user typed at the screen as drawn goes to it before an
+		// event changes it: keys read while the loop was busy are taken
+		// first, not at random beside an event as a select would. So keys
+		// typed into a question that another window answers meanwhile go
+		// with it, and never to the question or prompt drawn next, which
+		// the user had not seen.
 		select {
-		case <-ctx.Done():
-			r.finish()
-			return nil
-		case ev, ok := <-events:
-			if !ok {
-				r.finish()
-				if r.closedBy != nil {
-					return fmt.Errorf("%w: %w", ErrConnectionClosed, r.closedBy)
-				}
-				return ErrConnectionClosed
-			}
-			r.event(ctx, ev)
 		case in := <-inputs:
 			r.input(ctx, in)
-		case <-tick:
-			r.spin++
-		case <-second: // render redraws the countdown
-		case <-r.cfg.Logs.ready():
+		default:
+			select {
+			case <-ctx.Done():
+				r.finish()
+				return nil
+			case ev, ok := <-events:
+				if !ok {
+					r.finish()
+					if r.closedBy != nil {
+						return fmt.Errorf("%w: %w", ErrConnectionClosed, r.closedBy)
+					}
+					return ErrConnectionClosed
+				}
+				r.event(ctx, ev)
+			case in := <-inputs:
+				r.input(ctx, in)
+			case <-tick:
+				r.spin++
+			case <-second: // render redraws the countdown
+			case <-r.cfg.Logs.ready():
+			}
 		}
 		if !r.cfg.Term.Raw {
 			r.drainLines(ctx)

@@ -41,19 +41,37 @@ type fakeConn struct {
 	calls  chan call
 
 	mu   sync.Mutex
-	fail map[string]error // kind → error to return
+	fail map[string]error         // kind → error to return
+	hold map[string]chan struct{} // kind → the next such call waits for it to close
 }
 
 func newFakeConn() *fakeConn {
-	return &fakeConn{events: make(chan client.Event, 256), calls: make(chan call, 256), fail: map[string]error{}}
+	return &fakeConn{events: make(chan client.Event, 256), calls: make(chan call, 256), fail: map[string]error{}, hold: map[string]chan struct{}{}}
 }
 
 func (f *fakeConn) record(c call) error {
 	f.mu.Lock()
 	err := f.fail[c.kind]
+	hold := f.hold[c.kind]
+	delete(f.hold, c.kind)
 	f.mu.Unlock()
 	f.calls <- c
+	if hold != nil {
+		<-hold
+	}
 	return err
+}
+
+// holdNext makes the REPL's next call of kind, once recorded, wait until
+// release is called: the loop is busy meanwhile, as a slow relay keeps
+// it, while the test readies what it takes next.
+func (f *fakeConn) holdNext(kind string) (release func()) {
+	ch := make(chan struct{})
+	f.mu.Lock()
+	f.hold[kind] = ch
+	f.mu.Unlock()
+	var once sync.Once
+	return func() { once.Do(func() { close(ch) }) }
 }
 
 func (f *fakeConn) Events() <-chan client.Event { return f.events }
@@ -141,6 +159,21 @@ const testConv = "11111111-2222-4333-8444-555555555555"
 // copilot:subscribed of an empty conversation, unless resume is set).
 func startREPL(t *testing.T, term Terminal, cfg func(*Config)) *harness {
 	t.Helper()
+	return startHarness(t, term, cfg, nil)
+}
+
+// startLoop runs the REPL's loop with the terminal t on keys in place of
+// In's reader: what the test sends there is what the loop's reader would
+// have read, ready for the loop at once (typeIn's reader may still be on
+// its way to it).
+func startLoop(t *testing.T, term Terminal) (*harness, chan<- inputChunk) {
+	t.Helper()
+	keys := make(chan inputChunk, 16)
+	return startHarness(t, term, nil, keys), keys
+}
+
+func startHarness(t *testing.T, term Terminal, cfg func(*Config), keys <-chan inputChunk) *harness {
+	t.Helper()
 	pr, pw := io.Pipe()
 	h := &harness{t: t, conn: newFakeConn(), out: &output{}, in: pw, conv: testConv, done: make(chan error, 1), width: 60}
 	if term.Live {
@@ -163,7 +196,15 @@ func startREPL(t *testing.T, term Terminal, cfg func(*Config)) *harness {
 		h.conv = c.ConversationID
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	go func() { h.done <- Run(ctx, c) }()
+	if keys == nil {
+		go func() { h.done <- Run(ctx, c) }()
+	} else {
+		r, err := newREPL(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		go func() { h.done <- r.loop(ctx, keys) }()
+	}
 	t.Cleanup(func() {
 		cancel()
 		pw.Close()

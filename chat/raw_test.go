@@ -1,6 +1,7 @@
 package chat
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -18,6 +19,8 @@ const (
 	keyUpSeq   = "\x1b[A"
 	ctrlC      = "\x03"
 	ctrlD      = "\x04"
+	// keyCtrlUSeq clears the line.
+	keyCtrlUSeq = "\x15"
 )
 
 func lastLine(screen string) string {
@@ -243,6 +246,47 @@ func TestRawClosedElsewhere(t *testing.T) {
 	h.idle(protocol.StatusCompleted)
 	h.waitScreen("the prompt", func(s string) bool { return lastLine(s) == "act>" })
 	h.noCall()
+}
+
+// TestRawKeysGoToTheQuestionTheyWereTypedAt: keys the loop has not taken
+// yet when another window answers the open question, and the agent asks
+// the next, were typed at the first: they go with it, never to the next
+// question (a "2" and Enter there would answer one the user has not seen)
+// or to the prompt. The loop is held in a call to the relay while the keys
+// and the events come, so both are ready when it looks again; twenty
+// times, as select would pick between them at random.
+func TestRawKeysGoToTheQuestionTheyWereTypedAt(t *testing.T) {
+	h, keys := startLoop(t, rawTerm)
+	h.subscribed(map[string]any{"streaming": true})
+	id := h.request(protocol.InputChoice, "Question 0?", []string{"x", "y"}, false)
+	for i := range 20 {
+		h.waitScreen("the question", func(s string) bool {
+			return strings.Contains(s, fmt.Sprintf("Question %d?", i)) && strings.HasSuffix(s, "r) Reject\n›")
+		})
+		release := h.conn.holdNext("abort")
+		keys <- inputChunk{data: []byte("/abort\r")}
+		h.nextCall("abort") // the loop waits in the call
+		keys <- inputChunk{data: []byte("2")}
+		h.emit(protocol.TypeUserInputClosed, map[string]any{"requestId": id, "reason": "answered"})
+		id = h.request(protocol.InputChoice, fmt.Sprintf("Question %d?", i+1), []string{"x", "y"}, false)
+		release()
+		// A key typed at the next question once it shows, after the keys
+		// before it.
+		h.waitScreen("the next question", func(s string) bool {
+			return strings.Contains(s, fmt.Sprintf("Question %d?", i+1))
+		})
+		keys <- inputChunk{data: []byte("z")}
+		screen := h.waitScreen("the key at the next question", func(s string) bool { return strings.HasSuffix(s, "z") })
+		if got := lastLine(screen); got != "› z" {
+			t.Fatalf("round %d: the next question's answer line is %q, want \"› z\" (the 2 typed at the one before landed in it):\n%s", i, got, screen)
+		}
+		keys <- inputChunk{data: []byte(keyCtrlUSeq)}
+	}
+	h.emit(protocol.TypeUserInputClosed, map[string]any{"requestId": id, "reason": "answered"})
+	h.idle(protocol.StatusCompleted)
+	if screen := h.waitScreen("the prompt", func(s string) bool { return strings.HasPrefix(lastLine(s), "act>") }); lastLine(screen) != "act>" {
+		t.Fatalf("keys typed at a question landed in the prompt: %q", lastLine(screen))
+	}
 }
 
 // TestColours checks the colours of docs/cli.md, Answering questions: the
