@@ -85,6 +85,9 @@ func DecodeEvent(frame []byte) (Event, error) {
 }
 
 func decodeEvent(table map[string]func() any, frame []byte) (Event, error) {
+	if ev, ok := decodeFlat(table, frame); ok {
+		return ev, nil
+	}
 	if ev, ok := decodeFramed(table, frame); ok {
 		return ev, nil
 	}
