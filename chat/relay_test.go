@@ -11,6 +11,7 @@ import (
 	"github.com/pilotdesk/pilotdesk/protocol"
 	"github.com/pilotdesk/pilotdesk/relay"
 	"github.com/pilotdesk/pilotdesk/relay/relaytest"
+	"github.com/pilotdesk/pilotdesk/session"
 	"github.com/pilotdesk/pilotdesk/session/script"
 )
 
@@ -30,7 +31,6 @@ const relayScript = `{"turns": [
   ]},
   {"match": "slow", "steps": [
     {"delta": "Step one. "},
-    {"sleep": "4s"},
     {"tool": {"name": "bash", "arguments": {"command": "make deploy"}, "result": "deployed"}},
     {"delta": "The tool was {{tool}}."}
   ]},
@@ -48,11 +48,17 @@ type relayHarness struct {
 
 func startRelayREPL(t *testing.T) *relayHarness {
 	t.Helper()
+	return startRelayREPLOf(t, func(a session.Agent) session.Agent { return a })
+}
+
+// startRelayREPLOf is startRelayREPL with the scripted agent wrapped.
+func startRelayREPLOf(t *testing.T, wrap func(session.Agent) session.Agent) *relayHarness {
+	t.Helper()
 	sc, err := script.Parse("test script", []byte(relayScript))
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := relaytest.Start(t, relay.Config{Agent: script.New(sc), Token: "t0ken"})
+	srv := relaytest.Start(t, relay.Config{Agent: wrap(script.New(sc)), Token: "t0ken"})
 	ctx, cancel := context.WithCancel(context.Background())
 	conn, err := client.Config{URL: srv.URL, Token: srv.Token}.Dial(ctx)
 	if err != nil {
@@ -172,18 +178,43 @@ func TestRelayAnsweredByAnotherClient(t *testing.T) {
 }
 
 // TestRelayMidStreamPlan: /plan while the turn streams makes the relay deny
-// the next tool call of that same turn.
+// the next tool call of that same turn. The tool call waits for the test
+// (heldTools), not for a pause of the script that a busy machine could
+// let pass before the /plan came.
 func TestRelayMidStreamPlan(t *testing.T) {
-	if testing.Short() {
-		t.Skip("waits for the script's 4 s pause")
-	}
-	h := startRelayREPL(t)
+	release := make(chan struct{})
+	h := startRelayREPLOf(t, func(a session.Agent) session.Agent { return heldTools{a, release} })
 	h.typeIn("slow please\n")
 	h.waitFor("Step one. ")
 	h.typeIn("/plan\n")
 	h.waitFor("Switched to Plan: every tool call is denied from the next tool call.")
+	close(release)
 	h.waitFor("⚙ bash make deploy — denied by plan mode")
 	h.waitFor("The tool was denied.\nusage: none reported for this turn\n")
 	h.typeIn("hi\n")
 	h.waitFor("plan> hi\nEcho: hi")
+}
+
+// heldTools is an agent whose tool calls ask for permission once release
+// is closed (or their turn ends).
+type heldTools struct {
+	session.Agent
+	release <-chan struct{}
+}
+
+func (a heldTools) Open(ctx context.Context, id string, opts session.OpenOptions, host session.Host) (session.Session, error) {
+	return a.Agent.Open(ctx, id, opts, heldHost{host, a.release})
+}
+
+type heldHost struct {
+	session.Host
+	release <-chan struct{}
+}
+
+func (h heldHost) Permission(ctx context.Context, req session.PermissionRequest) session.Decision {
+	select {
+	case <-h.release:
+	case <-ctx.Done():
+	}
+	return h.Host.Permission(ctx, req)
 }
