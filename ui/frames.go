@@ -104,4 +104,32 @@ func (w *Window) later(d time.Duration, f func()) *time.Timer { return w.frames.
 func (w *Window) frame() {
 	w.frames.drawing()
 	w.sync(false)
+	w.settleLayout()
+}
+
+// minSizer is the canvas of Fyne's GL driver (its common.Canvas), which
+// lays out the parents of every object whose minimum size changed.
+type minSizer interface{ EnsureMinSize() bool }
+
+// settleLayout lays out, now, what the changes just made need laid out,
+// so that the paint that follows has nothing left to lay out. Fyne 2.7.1
+// does it at the start of its paint (EnsureMinSize) otherwise, and that
+// layout marks the window dirty again while it is painted: a
+// fyne.Container's Move repaints even to the place it is at, and a
+// scroller's layout refreshes its bar, so a streaming row that grew, or
+// a list whose content grew, had every frame painted twice, the second
+// identical. Laid out here, on the UI goroutine before the paint, the
+// same refreshes only ask for the frame that is coming anyway.
+// (The test driver's canvas has no such pass: it lays out as it goes.)
+func (w *Window) settleLayout() {
+	c, ok := w.win.Canvas().(minSizer)
+	if !ok {
+		return
+	}
+	if c.EnsureMinSize() {
+		// The content's minimum size changed, which the paint would have
+		// seen and fitted the window to (grown it, or let it shrink):
+		// SetFixedSize fits it the same way.
+		w.win.SetFixedSize(w.win.FixedSize())
+	}
 }
