@@ -20,6 +20,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/pilotdesk/pilotdesk/relay/history/jetstream/natstest"
 	"github.com/pilotdesk/pilotdesk/relay/relaytest"
 )
 
@@ -32,21 +33,13 @@ func script(t *testing.T) string {
 	return p
 }
 
-// freePorts returns n ports nothing listens on now.
+// freePorts returns n ports nothing listens on now, as the script takes
+// them: in decimal.
 func freePorts(t *testing.T, n int) []string {
 	t.Helper()
 	var out []string
-	var lns []net.Listener
-	for range n {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		lns = append(lns, ln)
-		out = append(out, strconv.Itoa(ln.Addr().(*net.TCPAddr).Port))
-	}
-	for _, ln := range lns {
-		ln.Close()
+	for _, p := range natstest.FreePorts(t, n) {
+		out = append(out, strconv.Itoa(p))
 	}
 	return out
 }

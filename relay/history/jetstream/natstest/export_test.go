@@ -4,6 +4,3 @@ package natstest
 func PickPorts(f func(t TB, n int) []int) Option {
 	return func(o *settings) { o.pickPorts = f }
 }
-
-// FreePorts is the chooser Start uses by default.
-var FreePorts = freePorts

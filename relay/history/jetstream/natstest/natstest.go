@@ -180,7 +180,7 @@ func Command(f func(i int, name string, args ...string) *exec.Cmd) Option {
 // ends; their logs are printed if it failed.
 func Start(t TB, n int, opts ...Option) *Cluster {
 	t.Helper()
-	set := settings{syncInterval: "always", perms: RelayPermissions(), pickPorts: freePorts}
+	set := settings{syncInterval: "always", perms: RelayPermissions(), pickPorts: FreePorts}
 	for _, o := range opts {
 		o(&set)
 	}
@@ -492,8 +492,11 @@ func (c *Cluster) printLog(node *Node) {
 	c.t.Logf("--- %s log (tail) ---\n%s", node.Name, data)
 }
 
-// freePorts returns n distinct free TCP ports on 127.0.0.1.
-func freePorts(t TB, n int) []int {
+// FreePorts returns n distinct TCP ports on 127.0.0.1 that nothing
+// listens on now (all held open at once, so none comes twice): what Start
+// gives its nodes, and what a test that starts servers of its own
+// (tests/cluster) picks from.
+func FreePorts(t TB, n int) []int {
 	t.Helper()
 	var ports []int
 	var lns []net.Listener
