@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"runtime/debug"
 	"sync"
+	"time"
 
 	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/app"
@@ -88,12 +89,42 @@ func showWindow(ctx context.Context, fs *flag.FlagSet, cf *clientFlags, env Env)
 	a.Lifecycle().SetOnStarted(func() {
 		resumeGC()
 		d.startRelay()
-		d.wg.Go(ui.LoadLexers)
+		d.wg.Go(func() {
+			ui.LoadLexers()
+			d.releaseStartup(startupSettle, debug.FreeOSMemory)
+		})
 	})
 	d.win.ShowAndRun()
 	d.close()
 	return d.failed()
 }
+
+// releaseStartup returns to the system the heap that start-up left free,
+// once the first relay is in use (or could not start) and settled:
+// start-up runs with the collector off (pauseGC), and the garbage of the
+// window's building, of the relay's start and of chroma's lexers leaves
+// about 11 MiB of pages that the runtime's scavenger would give back only
+// over minutes: the idle window's RSS is 13-16 MiB less for it
+// (docs/performance.md). It waits for the relay's start, then settle, then
+// runs release (debug.FreeOSMemory), or returns when the desktop closes.
+func (d *desktop) releaseStartup(settle time.Duration, release func()) {
+	select {
+	case <-d.relayStarted:
+	case <-d.ctx.Done():
+		return
+	}
+	t := time.NewTimer(settle)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		release()
+	case <-d.ctx.Done():
+	}
+}
+
+// startupSettle is how long after the relay's start releaseStartup waits:
+// the window asks for the conversation list and draws it meanwhile.
+const startupSettle = time.Second
 
 // startupHeapLimit bounds the heap while pauseGC holds the collector off
 // at start-up. The window's start needs about 30 MiB; the bound is there
@@ -143,8 +174,10 @@ type desktop struct {
 	// startErr is why no relay could start at all (the window says so).
 	startErr error
 	// startRelay starts the first relay behind the window, once; the
-	// caller runs it when the window shows.
-	startRelay func()
+	// caller runs it when the window shows. relayStarted is closed once
+	// that start has ended, in a relay or in an error.
+	startRelay   func()
+	relayStarted chan struct{}
 
 	win *ui.Window // for the desktop's life
 
@@ -183,7 +216,7 @@ func (r *relayConn) close() {
 // says why; if those do not start either, the window says so. Only flags
 // that cannot be combined with the saved settings are an error here.
 func openDesktop(ctx context.Context, cfg desktopConfig) (*desktop, error) {
-	d := &desktop{desktopConfig: cfg}
+	d := &desktop{desktopConfig: cfg, relayStarted: make(chan struct{})}
 	d.ctx, d.cancel = context.WithCancel(ctx)
 	// One owner token for every relay this window embeds (window.go,
 	// clientFlags.ownerToken): random per app start, kept in memory and
@@ -204,6 +237,7 @@ func openDesktop(ctx context.Context, cfg desktopConfig) (*desktop, error) {
 		d.wg.Add(1)
 		go func() {
 			defer d.wg.Done()
+			defer close(d.relayStarted)
 			r, problem, err := d.start(base, want, wantErr)
 			d.handOverFirst(r, problem, err)
 		}()

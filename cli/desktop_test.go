@@ -852,3 +852,41 @@ func TestPauseGCHoldsTheCollectorUntilResumed(t *testing.T) {
 		t.Errorf("a second resume set the GC percent to %d", got)
 	}
 }
+
+// TestStartupReleasedOnceTheRelayStarted: the heap start-up left free goes
+// back to the system after the first relay's start has ended, not before,
+// and not at all once the desktop has closed.
+func TestStartupReleasedOnceTheRelayStarted(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	d := &desktop{ctx: ctx, cancel: cancel, relayStarted: make(chan struct{})}
+	released := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		d.releaseStartup(0, func() { close(released) })
+	}()
+	select {
+	case <-released:
+		t.Fatal("released while the relay starts")
+	case <-time.After(100 * time.Millisecond):
+	}
+	close(d.relayStarted)
+	select {
+	case <-done:
+	case <-time.After(relaytest.Timeout):
+		t.Fatal("releaseStartup did not return after the relay started")
+	}
+	select {
+	case <-released:
+	default:
+		t.Fatal("not released after the relay started")
+	}
+
+	closed, stop := context.WithCancel(context.Background())
+	stop()
+	d = &desktop{ctx: closed, cancel: stop, relayStarted: make(chan struct{})}
+	d.releaseStartup(time.Hour, func() { t.Error("released by a closed desktop") })
+	close(d.relayStarted)
+	d.releaseStartup(time.Hour, func() { t.Error("released by a closed desktop") })
+}
