@@ -154,44 +154,39 @@ func flatHeader(h *Header, key []byte, v flatValue) (string, bool) {
 	return "", false
 }
 
+// flatText sets the fields the text events (delta, reasoning and message)
+// share: their message's id, their text and the header.
+func flatText(h *Header, messageID, content *string, key []byte, v flatValue) (string, bool) {
+	switch string(key) {
+	case "messageId":
+		return "messageId", v.asString(messageID)
+	case "content":
+		return "content", v.asString(content)
+	}
+	return flatHeader(h, key, v)
+}
+
 func flatDelta() (any, flatSetter) {
 	d := &Delta{}
 	return d, func(key []byte, v flatValue) (string, bool) {
-		switch string(key) {
-		case "messageId":
-			return "messageId", v.asString(&d.MessageID)
-		case "content":
-			return "content", v.asString(&d.Content)
-		}
-		return flatHeader(&d.Header, key, v)
+		return flatText(&d.Header, &d.MessageID, &d.Content, key, v)
 	}
 }
 
 func flatReasoning() (any, flatSetter) {
 	d := &Reasoning{}
 	return d, func(key []byte, v flatValue) (string, bool) {
-		switch string(key) {
-		case "messageId":
-			return "messageId", v.asString(&d.MessageID)
-		case "content":
-			return "content", v.asString(&d.Content)
-		}
-		return flatHeader(&d.Header, key, v)
+		return flatText(&d.Header, &d.MessageID, &d.Content, key, v)
 	}
 }
 
 func flatMessage() (any, flatSetter) {
 	d := &Message{}
 	return d, func(key []byte, v flatValue) (string, bool) {
-		switch string(key) {
-		case "messageId":
-			return "messageId", v.asString(&d.MessageID)
-		case "content":
-			return "content", v.asString(&d.Content)
-		case "truncated":
+		if string(key) == "truncated" {
 			return "truncated", v.asBool(&d.Truncated)
 		}
-		return flatHeader(&d.Header, key, v)
+		return flatText(&d.Header, &d.MessageID, &d.Content, key, v)
 	}
 }
 
