@@ -19,6 +19,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -45,6 +46,9 @@ type Store struct {
 
 	mu   sync.Mutex
 	locs map[string]*location // by folder
+	// convs are the conversations (RefName) whose snapshots the store
+	// took, as its conversations file lists them; nil until read.
+	convs map[string]bool
 
 	// findMu serializes finding a folder's location the first time: two
 	// conversations starting at once in one new plain folder must not both
@@ -157,14 +161,59 @@ func (s *Store) folders() []string {
 	return strings.Fields(string(b))
 }
 
+// conversationsFile lists, one a line, the conversations (RefName) whose
+// snapshots the store took: the only ones Prune deletes. A repository's
+// refs/pilotdesk/ may hold another store's too (another relay's data dir
+// working in a folder of the same repository, or of another worktree of
+// it), which are not the store's to judge.
+func (s *Store) conversationsFile() string { return filepath.Join(s.data, "conversations") }
+
+// loadConvsLocked reads the conversations file once.
+func (s *Store) loadConvsLocked() {
+	if s.convs != nil {
+		return
+	}
+	s.convs = map[string]bool{}
+	b, _ := os.ReadFile(s.conversationsFile())
+	for _, c := range strings.Fields(string(b)) {
+		s.convs[c] = true
+	}
+}
+
+// rememberConv adds conv to the conversations file. A conversation it
+// could not add is not pruned: its refs stay, nothing is lost.
+func (s *Store) rememberConv(conv string) {
+	c := RefName(conv)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.loadConvsLocked()
+	if s.convs[c] {
+		return
+	}
+	if err := os.MkdirAll(s.data, 0o700); err != nil {
+		return
+	}
+	f, err := os.OpenFile(s.conversationsFile(), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+	if err != nil {
+		return
+	}
+	if _, err := f.WriteString(c + "\n"); err == nil {
+		s.convs[c] = true
+	}
+	_ = f.Close()
+}
+
 // Prune deletes, in every folder the store snapshotted, the refs of each
-// conversation keep does not keep (one deleted while the relay was not
-// running, or whose history --history-max-age dropped before the relay
-// started), as Delete does.
+// of its conversations keep does not keep (one deleted while the relay
+// was not running, or whose history --history-max-age dropped before the
+// relay started), as Delete does, and forgets them.
 func (s *Store) Prune(ctx context.Context, keep func(conv string) bool) error {
 	s.mu.Lock()
 	dirs := s.folders()
+	s.loadConvsLocked()
+	mine := maps.Clone(s.convs)
 	s.mu.Unlock()
+	failed := map[string]bool{}
 	var errs []error
 	for _, dir := range dirs {
 		l, err := s.locate(ctx, dir)
@@ -183,13 +232,51 @@ func (s *Store) Prune(ctx context.Context, keep func(conv string) bool) error {
 			parts := strings.SplitN(strings.TrimPrefix(ref, "refs/pilotdesk/"), "/", 2)
 			if c := parts[0]; !seen[c] {
 				seen[c] = true
-				if !keep(c) {
-					errs = append(errs, s.Delete(ctx, dir, c))
+				// A bare repository of the store's own holds its
+				// conversations only (those of a data dir from before the
+				// conversations file too).
+				if (mine[c] || l.bare != "") && !keep(c) {
+					if err := s.Delete(ctx, dir, c); err != nil {
+						failed[c] = true
+						errs = append(errs, err)
+					}
 				}
 			}
 		}
 	}
+	if err := s.forget(mine, keep, failed); err != nil {
+		errs = append(errs, err)
+	}
 	return errors.Join(errs...)
+}
+
+// forget rewrites the conversations file without the conversations of
+// mine that keep does not keep and whose refs are gone.
+func (s *Store) forget(mine map[string]bool, keep func(conv string) bool, failed map[string]bool) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	gone := 0
+	for c := range mine {
+		if !keep(c) && !failed[c] {
+			delete(s.convs, c)
+			gone++
+		}
+	}
+	if gone == 0 {
+		return nil
+	}
+	var b strings.Builder
+	for _, c := range slices.Sorted(maps.Keys(s.convs)) {
+		b.WriteString(c + "\n")
+	}
+	tmp := s.conversationsFile() + ".new"
+	if err := os.WriteFile(tmp, []byte(b.String()), 0o600); err != nil {
+		return fmt.Errorf("checkpoint: the list of conversations: %w", err)
+	}
+	if err := os.Rename(tmp, s.conversationsFile()); err != nil {
+		return fmt.Errorf("checkpoint: the list of conversations: %w", err)
+	}
+	return nil
 }
 
 // RefName is how a conversation's id appears in its refs'

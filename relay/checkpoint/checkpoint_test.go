@@ -626,6 +626,48 @@ func TestPruneKeepsOnlyLiveConversations(t *testing.T) {
 	}
 }
 
+// Prune leaves alone the refs of conversations another store took: two
+// relays (two data dirs) working in folders of one repository, or of two
+// worktrees of it, share its refs/pilotdesk/, and one starting again must
+// not delete the other's live snapshots (the other's turn then ended with
+// "its changes are not recorded": not a checkpoint of this conversation).
+func TestPruneLeavesAnotherStoresConversations(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	repo := newRepo(t)
+	s, other := newStore(t), newStore(t)
+	for _, c := range []string{"live", "gone"} {
+		if _, err := s.Snapshot(ctx, repo, c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	theirs, err := other.Snapshot(ctx, repo, "theirs")
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, err := New(filepath.Dir(s.data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := again.Prune(ctx, func(c string) bool { return c == RefName("live") }); err != nil {
+		t.Fatal(err)
+	}
+	if refs := run(t, repo, "for-each-ref", "--format=%(refname)", "refs/pilotdesk/"); strings.Contains(refs, "gone") || !strings.Contains(refs, "live") || !strings.Contains(refs, "theirs") {
+		t.Fatalf("refs after the prune: %s", refs)
+	}
+	change(t, repo)
+	if _, err := other.SnapshotAfter(ctx, repo, "theirs", theirs); err != nil {
+		t.Fatalf("the other store's turn after the prune: %v", err)
+	}
+	// A second start finds nothing more of its own to delete.
+	if err := again.Prune(ctx, func(c string) bool { return c == RefName("live") }); err != nil {
+		t.Fatal(err)
+	}
+	if refs := run(t, repo, "for-each-ref", "--format=%(refname)", "refs/pilotdesk/"); !strings.Contains(refs, "live") || !strings.Contains(refs, "theirs") {
+		t.Fatalf("refs after a second prune: %s", refs)
+	}
+}
+
 // A restore that finds the folder as the turn's checkpoint left it (the
 // second of two restores to it) takes an undo checkpoint of its own: the
 // restore's diff never replaces the turn's, which still answers.

@@ -90,6 +90,9 @@ func (s *Store) snapshot(ctx context.Context, dir, conv, before, note string) (s
 	if before != "" {
 		lines += "update " + refsOf(conv) + "turn/" + before + " " + id + "\n"
 	}
+	// Listed before its first ref is written: a crash between the two
+	// leaves a name with no refs, never refs Prune would not know as ours.
+	s.rememberConv(conv)
 	g = l.git(s, "update-ref", "--stdin")
 	g.in = strings.NewReader(lines)
 	if _, err := g.output(ctx); err != nil {
