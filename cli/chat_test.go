@@ -60,7 +60,11 @@ const chatTestScript = `{"turns": [
   ]},
   {"match": "slow", "steps": [
     {"delta": "Step one. "},
-    {"sleep": "4s"},
+    {"sleep": "10s"},
+    {"tool": {"name": "bash", "arguments": {"command": "make deploy"}, "result": "deployed"}},
+    {"delta": "The tool was {{tool}}."}
+  ]},
+  {"match": "deploy now", "steps": [
     {"tool": {"name": "bash", "arguments": {"command": "make deploy"}, "result": "deployed"}},
     {"delta": "The tool was {{tool}}."}
   ]},
@@ -500,7 +504,10 @@ func TestChatInTerminal(t *testing.T) {
 	})
 
 	// Ctrl+C while a turn streams aborts it; /plan typed while it streams
-	// denies the turn's next tool call.
+	// denies the turn's next tool call. The slow turn's pause is the time
+	// the Ctrl+C and the /plan have to reach the relay, from the test's
+	// look at the screen through tmux and the chat: 10 s, as a busy
+	// machine can take seconds over them.
 	t.Run("ctrl+c aborts and /plan mid-stream", func(t *testing.T) {
 		p := remote(t, colourEnv)
 		p.typeLine("slow one")
@@ -522,7 +529,7 @@ func TestChatInTerminal(t *testing.T) {
 		}
 		p.typeLine("/act")
 		p.waitText("Switched to Act: tool calls run from the next turn.")
-		p.typeLine("slow three")
+		p.typeLine("deploy now")
 		p.waitText("⚙ bash make deploy — approved → deployed\nThe tool was approved.")
 		p.waitPrompt("act>")
 	})
