@@ -52,7 +52,7 @@ func TestChatRemembersItsDevice(t *testing.T) {
 		if prompt != "" {
 			go func() { _, _ = io.WriteString(typing, prompt+"\n") }()
 		}
-		deadline := time.Now().Add(20 * time.Second)
+		deadline := time.Now().Add(relaytest.Timeout)
 		for !strings.Contains(out.String(), want) {
 			if time.Now().After(deadline) {
 				typing.Close()
@@ -66,7 +66,7 @@ func TestChatRemembersItsDevice(t *testing.T) {
 			if code != 0 {
 				t.Fatalf("exit %d; stderr:\n%s", code, stderr.String())
 			}
-		case <-time.After(20 * time.Second):
+		case <-time.After(relaytest.Timeout):
 			t.Fatal("chat did not end with its input")
 		}
 		return out.String()

@@ -354,13 +354,14 @@ func (td *testDesktop) prompt(text string) {
 }
 
 // dialOwner connects a client of the caller's own to the relay r with its
-// owner token. The returned context bounds the caller's wait to 20 s;
-// done closes the client and ends that context: one client and one
-// deadline per wait, so a wait that loops over another (waitPrompt over
-// waitConversation) does not keep the inner one's clients open.
+// owner token. The returned context bounds the caller's wait to
+// relaytest.Timeout; done closes the client and ends that context: one
+// client and one deadline per wait, so a wait that loops over another
+// (waitPrompt over waitConversation) does not keep the inner one's
+// clients open.
 func dialOwner(t *testing.T, r *relayConn) (context.Context, *client.Client, func()) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), relaytest.Timeout)
 	c, err := client.Config{URL: r.target.URL, Token: r.target.Token}.Dial(ctx)
 	if err != nil {
 		cancel()

@@ -45,7 +45,7 @@ func TestLANRelayHasItsOwnTLS(t *testing.T) {
 	if !strings.HasPrefix(tgt.URL, "wss://127.0.0.1:") || len(tgt.Fingerprint) != 64 {
 		t.Fatalf("target %+v", tgt)
 	}
-	dctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	dctx, cancel := context.WithTimeout(ctx, relaytest.Timeout)
 	defer cancel()
 	c, err := client.Config{URL: tgt.URL, Token: tgt.Token, HTTPClient: pinnedClient(tgt.Fingerprint)}.Dial(dctx)
 	if err != nil {

@@ -82,7 +82,7 @@ func TestServeNATSHistoryMaxAgeShared(t *testing.T) {
 	defer closeStack(t, st)
 
 	ca.WaitFor("copilot:deleted", func(f relaytest.Frame) bool { return f.Field("conversationId") == "orphan" })
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), relaytest.Timeout)
 	defer cancel()
 	if _, err := aStore.Conversation(ctx, "orphan"); err != history.ErrNotFound {
 		t.Errorf("orphan is still stored: %v", err)
