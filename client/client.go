@@ -9,6 +9,7 @@
 package client
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -435,10 +436,21 @@ func (c *Client) serve(ctx context.Context, conn *websocket.Conn, renew bool) er
 	}()
 	defer wg.Wait()
 	defer cancel()
+	// The end of connCtx closes the connection, which ends a read: the
+	// reads themselves get a context that never ends, for a read with a
+	// context that can end arms a context.AfterFunc of its own, and a
+	// replay is 25,000 reads (a third of what the window allocated to
+	// read them, docs/performance.md).
+	stop := context.AfterFunc(connCtx, func() { _ = conn.CloseNow() })
+	defer stop()
+	var buf bytes.Buffer
 
 	for {
-		_, frame, err := conn.Read(connCtx)
+		frame, err := readFrame(conn, &buf)
 		if err != nil {
+			if connCtx.Err() != nil {
+				err = fmt.Errorf("%w (%w)", connCtx.Err(), err)
+			}
 			return fmt.Errorf("read: %w", err)
 		}
 		alive := func() {
@@ -464,6 +476,28 @@ func (c *Client) serve(ctx context.Context, conn *websocket.Conn, renew bool) er
 		alive()
 	}
 }
+
+// readFrame reads the next message of conn through buf (kept from one
+// message to the next) and returns a copy of its exact size: the event
+// keeps it (Event.Raw), and io.ReadAll's growing buffer allocated most
+// frames twice.
+func readFrame(conn *websocket.Conn, buf *bytes.Buffer) ([]byte, error) {
+	_, r, err := conn.Reader(context.Background())
+	if err != nil {
+		return nil, err
+	}
+	buf.Reset()
+	if _, err := buf.ReadFrom(r); err != nil {
+		return nil, err
+	}
+	if buf.Cap() > maxKeptReadBuffer {
+		defer func() { *buf = bytes.Buffer{} }() // one long frame is not kept for good
+	}
+	return bytes.Clone(buf.Bytes()), nil
+}
+
+// maxKeptReadBuffer is the largest read buffer serve keeps between frames.
+const maxKeptReadBuffer = 64 << 10
 
 // renew publishes a new connection, renews every subscription from the
 // last seq delivered, and the watch of the list.
