@@ -45,7 +45,9 @@ func BenchmarkReadFrames(b *testing.B) {
 		name string
 		read func(ctx context.Context, conn *websocket.Conn, buf *bytes.Buffer) ([]byte, error)
 	}{
-		{"readFrame", func(_ context.Context, conn *websocket.Conn, buf *bytes.Buffer) ([]byte, error) { return readFrame(conn, buf) }},
+		{"readFrame", func(_ context.Context, conn *websocket.Conn, buf *bytes.Buffer) ([]byte, error) {
+			return readFrame(conn, buf)
+		}},
 		{"Conn.Read", func(ctx context.Context, conn *websocket.Conn, _ *bytes.Buffer) ([]byte, error) {
 			_, f, err := conn.Read(ctx)
 			return f, err
