@@ -50,7 +50,9 @@ func TestRawPromptShowsModeAndEditing(t *testing.T) {
 		return strings.HasSuffix(s, "Hi.\nusage: none reported for this turn\n\nact>")
 	})
 	// Ctrl+C at the prompt clears the line; Up recalls the last prompt.
-	h.typeIn("draft" + ctrlC)
+	h.typeIn("draft")
+	h.waitScreen("the draft", func(s string) bool { return lastLine(s) == "act> draft" })
+	h.typeIn(ctrlC)
 	h.waitScreen("a cleared line", func(s string) bool { return lastLine(s) == "act>" })
 	h.typeIn(keyUpSeq)
 	h.waitScreen("the recalled line", func(s string) bool { return lastLine(s) == "act> hello there" })
