@@ -284,6 +284,12 @@ func (h *harness) idle(status string) {
 	h.emit(protocol.TypeIdle, map[string]any{"status": status})
 }
 
+// typeIn writes s to the REPL's input. It returns once the REPL's reader
+// has read s, not once the loop has taken it: an event emitted next may
+// still be taken first. A test whose event must come after the keys waits
+// for what they do (the screen, a call) before it emits it, or, with
+// startLoop, readies both while the loop is held in a call (holdNext):
+// the loop then takes the keys first.
 func (h *harness) typeIn(s string) {
 	h.t.Helper()
 	if _, err := io.WriteString(h.in, s); err != nil {
