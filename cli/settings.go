@@ -43,6 +43,10 @@ type relaySettings struct {
 	// it serves wss:// with it, and the setup page in plain HTTP on the
 	// same port (lansetup.go).
 	lanCert *lanTLS
+	// commitInterval is the relay's Config.CommitInterval: set for the
+	// embedded relay of the window and the terminal (startTarget), 0 for
+	// serve's.
+	commitInterval time.Duration
 }
 
 // memoryDataDir as --data-dir keeps history in memory only.

@@ -136,6 +136,7 @@ func startStack(ctx context.Context, s relaySettings, logger *slog.Logger) (_ *s
 		WorkDir:          s.WorkDir,
 		Workspaces:       spaces,
 		Push:             push,
+		CommitInterval:   s.commitInterval,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("starting the relay: %w", err)

@@ -80,6 +80,8 @@ type committer struct {
 	// fenced: some conversation lost to another relay (cluster.go), so
 	// records may be stale even with no failure. The committer's own.
 	fenced bool
+	// lastPop is when the committer last took a batch (spaceWrites).
+	lastPop time.Time
 }
 
 func newCommitter(r *Relay) *committer {
@@ -140,8 +142,10 @@ func (c *committer) run() {
 			c.saveSpend()
 			return
 		}
+		c.spaceWrites()
 		var err error
 		batch, err = c.pop(batch)
+		c.lastPop = time.Now()
 		if errors.Is(err, context.DeadlineExceeded) {
 			c.retry()
 			continue
@@ -155,6 +159,18 @@ func (c *committer) run() {
 		if cap(batch) > 4*maxPending/64 && len(batch) < 64 {
 			batch = nil // a burst's array is not kept
 		}
+	}
+}
+
+// spaceWrites waits, with Config.CommitInterval set, until that long after
+// the committer last took a batch, so that what comes meanwhile is
+// written and fanned out together. A stop or a sync waits as long at most.
+func (c *committer) spaceWrites() {
+	if c.r.commitInterval <= 0 {
+		return
+	}
+	if wait := c.r.commitInterval - time.Since(c.lastPop); wait > 0 {
+		time.Sleep(wait)
 	}
 }
 

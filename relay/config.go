@@ -161,6 +161,17 @@ type Config struct {
 	// docs/push.md); nil: off, and GET /push/key answers 404.
 	Push *PushConfig
 
+	// CommitInterval is the least time from one write of the history to
+	// the next (committer.go): the events that come meanwhile, a
+	// streaming reply's deltas, wait and go in one write and one fan-out,
+	// so each costs a share of a commit, and of a WebSocket write and
+	// read, not one of its own. An event that comes after a quiet spell
+	// is written at once. 0 (the default): a write starts as soon as the
+	// one before returned, and only what came during it is gathered.
+	// The desktop's embedded relay sets it (cli/window.go), where one
+	// reply's deltas are most of the writes.
+	CommitInterval time.Duration
+
 	// FollowLinger is how long the relay goes on following a conversation
 	// another relay runs after its last local subscriber left (follow.go);
 	// 0: DefaultFollowLinger.
@@ -178,6 +189,7 @@ func newRelay(cfg Config) *Relay {
 		log:              cfg.Logger,
 		heartbeat:        cfg.HeartbeatTimeout,
 		inputTimeout:     cfg.InputTimeout,
+		commitInterval:   cfg.CommitInterval,
 		budgetClock:      cfg.BudgetClock,
 		deviceClock:      cfg.DeviceClock,
 		inputTimer:       cfg.InputTimer,

@@ -86,6 +86,10 @@ type Relay struct {
 	checkpointsOffWhy string
 	workDir           string
 
+	// commitInterval is Config.CommitInterval: the least time between
+	// two writes of the committer.
+	commitInterval time.Duration
+
 	heartbeat    time.Duration
 	inputTimeout time.Duration // <= 0: none
 	budgetClock  func() time.Time
