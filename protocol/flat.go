@@ -2,16 +2,19 @@ package protocol
 
 import (
 	"bytes"
+	"encoding/json"
 	"strconv"
 	"unicode/utf16"
 	"unicode/utf8"
 )
 
-// decodeFlat decodes, without encoding/json, the frames a replay is mostly
-// made of: copilot:delta, copilot:reasoning, copilot:message, copilot:idle
-// and copilot:tool_end, whose data is a flat object of strings, integers
-// and booleans. A 5,000-message replay is 25,000 frames, 20,000 of them
-// these, and decoding them with encoding/json (a validation pass, then
+// decodeFlat decodes, without encoding/json's reflection, the frames a
+// replay is made of: copilot:delta, copilot:reasoning, copilot:message,
+// copilot:idle and copilot:tool_end, whose data is a flat object of
+// strings, integers and booleans, and copilot:user_message (sentBy, a flat
+// object) and copilot:tool_start (its arguments kept as they are, once
+// json.Valid has checked them). A 5,000-message replay is 25,000 frames,
+// all of them these, and decoding them with encoding/json (a validation pass, then
 // reflection) was most of the window's CPU when it opened one
 // (docs/performance.md). It takes only what Encode writes: the type
 // first, then the data, no whitespace inside, each key once and spelled
@@ -43,6 +46,10 @@ func decodeFlat(table map[string]func() any, frame []byte) (ev Event, ok bool) {
 		build = flatIdle
 	case TypeToolEnd:
 		build = flatToolEnd
+	case TypeUserMessage:
+		build = flatUserMessage
+	case TypeToolStart:
+		build = flatToolStart
 	default:
 		return Event{}, false
 	}
@@ -55,48 +62,55 @@ func decodeFlat(table map[string]func() any, frame []byte) (ev Event, ok bool) {
 		return Event{}, false
 	}
 	data, set := build()
-	var seen [8]string // the keys so far: a repeated one goes the general way
-	n := 0
-	for first := true; ; first = false {
-		if len(rest) > 0 && rest[0] == '}' && first {
-			rest = rest[1:]
-			break
-		}
-		var key []byte
-		if key, rest, ok = flatKey(rest); !ok || n == len(seen) {
-			return Event{}, false
-		}
-		for _, k := range seen[:n] {
-			if k == string(key) {
-				return Event{}, false
-			}
-		}
-		var v flatValue
-		if v, rest, ok = flatScalar(rest); !ok {
-			return Event{}, false
-		}
-		k, ok := set(key, v)
-		if !ok {
-			return Event{}, false
-		}
-		seen[n] = k
-		n++
-		if len(rest) == 0 {
-			return Event{}, false
-		}
-		if rest[0] == '}' {
-			rest = rest[1:]
-			break
-		}
-		if rest[0] != ',' {
-			return Event{}, false
-		}
-		rest = rest[1:]
+	if rest, ok = flatObject(rest, set); !ok {
+		return Event{}, false
 	}
 	if len(rest) == 0 || rest[0] != '}' || len(bytes.TrimRight(rest[1:], " \t\r\n")) != 0 {
 		return Event{}, false
 	}
 	return Event{Type: name, Data: data}, true
+}
+
+// flatObject reads the members of an object (b is what follows its '{')
+// through set, and returns what follows its '}'.
+func flatObject(b []byte, set flatSetter) (rest []byte, ok bool) {
+	rest = b
+	var seen [8]string // the keys so far: a repeated one goes the general way
+	n := 0
+	for first := true; ; first = false {
+		if len(rest) > 0 && rest[0] == '}' && first {
+			return rest[1:], true
+		}
+		var key []byte
+		if key, rest, ok = flatKey(rest); !ok || n == len(seen) {
+			return nil, false
+		}
+		for _, k := range seen[:n] {
+			if k == string(key) {
+				return nil, false
+			}
+		}
+		var v flatValue
+		if v, rest, ok = flatScalar(rest); !ok {
+			return nil, false
+		}
+		k, ok := set(key, v)
+		if !ok {
+			return nil, false
+		}
+		seen[n] = k
+		n++
+		if len(rest) == 0 {
+			return nil, false
+		}
+		if rest[0] == '}' {
+			return rest[1:], true
+		}
+		if rest[0] != ',' {
+			return nil, false
+		}
+		rest = rest[1:]
+	}
 }
 
 // flatTypeName returns the type's constant, so that no event holds a copy.
@@ -110,17 +124,23 @@ func flatTypeName(typ []byte) string {
 		return TypeMessage
 	case TypeIdle:
 		return TypeIdle
+	case TypeUserMessage:
+		return TypeUserMessage
+	case TypeToolStart:
+		return TypeToolStart
 	default:
 		return TypeToolEnd
 	}
 }
 
-// flatValue is a string, an integer or a boolean of a flat object.
+// flatValue is a string, an integer or a boolean of a flat object, or the
+// raw bytes of an object (valid JSON, not copied).
 type flatValue struct {
-	kind byte // 's', 'i' or 'b'
+	kind byte // 's', 'i', 'b' or 'o'
 	s    string
 	i    int64
 	b    bool
+	raw  []byte
 }
 
 // flatSetter sets the field of a struct that key names to v, and returns
@@ -203,6 +223,59 @@ func flatIdle() (any, flatSetter) {
 	}
 }
 
+func flatUserMessage() (any, flatSetter) {
+	d := &UserMessage{}
+	return d, func(key []byte, v flatValue) (string, bool) {
+		switch string(key) {
+		case "messageId":
+			return "messageId", v.asString(&d.MessageID)
+		case "content":
+			return "content", v.asString(&d.Content)
+		case "mode":
+			var m string
+			ok := v.asString(&m)
+			d.Mode = Mode(m)
+			return "mode", ok
+		case "agent":
+			return "agent", v.asString(&d.Agent)
+		case "sentBy":
+			if v.kind != 'o' {
+				return "", false
+			}
+			by := &By{}
+			rest, ok := flatObject(v.raw[1:], func(key []byte, v flatValue) (string, bool) {
+				switch string(key) {
+				case "device":
+					return "device", v.asString(&by.Device)
+				case "client":
+					return "client", v.asString(&by.Client)
+				}
+				return "", false
+			})
+			d.SentBy = by
+			return "sentBy", ok && len(rest) == 0
+		}
+		return flatHeader(&d.Header, key, v)
+	}
+}
+
+func flatToolStart() (any, flatSetter) {
+	d := &ToolStart{}
+	return d, func(key []byte, v flatValue) (string, bool) {
+		switch string(key) {
+		case "toolCallId":
+			return "toolCallId", v.asString(&d.ToolCallID)
+		case "toolName":
+			return "toolName", v.asString(&d.ToolName)
+		case "arguments":
+			// A json.RawMessage gets the value's bytes as they are.
+			d.Arguments = bytes.Clone(v.raw)
+			return "arguments", v.kind == 'o'
+		}
+		return flatHeader(&d.Header, key, v)
+	}
+}
+
 func flatToolEnd() (any, flatSetter) {
 	d := &ToolEnd{}
 	return d, func(key []byte, v flatValue) (string, bool) {
@@ -243,6 +316,12 @@ func flatScalar(b []byte) (v flatValue, rest []byte, ok bool) {
 		return v, nil, false
 	}
 	switch c := b[0]; {
+	case c == '{':
+		end, ok := objectEnd(b)
+		if !ok || !json.Valid(b[:end]) {
+			return v, nil, false
+		}
+		return flatValue{kind: 'o', raw: b[:end]}, b[end:], true
 	case c == '"':
 		v.kind = 's'
 		v.s, rest, ok = flatString(b[1:])
@@ -274,6 +353,30 @@ func flatScalar(b []byte) (v flatValue, rest []byte, ok bool) {
 		return flatValue{kind: 'i', i: n}, b[i:], true
 	}
 	return v, nil, false
+}
+
+// objectEnd returns the length of the object b begins with, by its
+// brackets outside strings; the caller checks that it is valid JSON.
+func objectEnd(b []byte) (int, bool) {
+	depth := 0
+	for i := 0; i < len(b); i++ {
+		switch b[i] {
+		case '"':
+			for i++; i < len(b) && b[i] != '"'; i++ {
+				if b[i] == '\\' {
+					i++
+				}
+			}
+		case '{', '[':
+			depth++
+		case '}', ']':
+			depth--
+			if depth == 0 {
+				return i + 1, true
+			}
+		}
+	}
+	return 0, false
 }
 
 // flatString reads the rest of a JSON string (after its opening quote) and

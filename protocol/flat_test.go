@@ -45,7 +45,22 @@ var flatFrames = []struct {
 	{`{"type":"copilot:delta","data":{"content":"\x"}}`, false},
 	{`{"type":"copilot:delta","data":{"content":"\u12"}}`, false},
 	{`{"type":"copilot:message","data":{"truncated":1}}`, false},
-	{`{"type":"copilot:tool_start","data":{"conversationId":"c","seq":5,"toolCallId":"t","toolName":"bash"}}`, false},
+	{`{"type":"copilot:tool_start","data":{"conversationId":"c","seq":5,"toolCallId":"t","toolName":"bash"}}`, true},
+	{`{"type":"copilot:tool_start","data":{"conversationId":"c","seq":5,"toolCallId":"t","toolName":"bash","arguments":{"command":"go test ./...","n":[1,{"x":"}{\"]"}],"e":{}}}}`, true},
+	{`{"type":"copilot:tool_start","data":{"toolName":"bash","arguments":{ "a" : 1 }}}`, true}, // kept as it is
+	{`{"type":"copilot:tool_start","data":{"toolName":"bash","arguments":{"a":}}}`, false},
+	{`{"type":"copilot:tool_start","data":{"toolName":"bash","arguments":{"a":1}`, false},
+	{`{"type":"copilot:tool_start","data":{"toolName":"bash","arguments":null}}`, false},
+	{`{"type":"copilot:tool_start","data":{"toolName":"bash","arguments":[1]}}`, false},
+	{`{"type":"copilot:tool_start","data":{"toolName":{"a":1}}}`, false},
+	{`{"type":"copilot:user_message","data":{"conversationId":"c","seq":1,"messageId":"u","content":"step 1","mode":"act","sentBy":{"device":"this device","client":"other"},"agent":"demo (scripted)"}}`, true},
+	{`{"type":"copilot:user_message","data":{"conversationId":"c","seq":1,"messageId":"u","content":"x","mode":"plan","sentBy":{}}}`, true},
+	{`{"type":"copilot:user_message","data":{"conversationId":"c","seq":1,"messageId":"u","content":"x","mode":"plan"}}`, true},
+	{`{"type":"copilot:user_message","data":{"sentBy":{"device":"d","client":"web","extra":1}}}`, false},
+	{`{"type":"copilot:user_message","data":{"sentBy":{"device":"d","device":"e"}}}`, false},
+	{`{"type":"copilot:user_message","data":{"sentBy":{"device":{"x":1}}}}`, false},
+	{`{"type":"copilot:user_message","data":{"sentBy":null}}`, false},
+	{`{"type":"copilot:user_message","data":{"mode":1}}`, false},
 	{`{"type":"copilot:\u0064elta","data":{"seq":1}}`, false},
 }
 
@@ -81,7 +96,7 @@ func TestDecodeFlat(t *testing.T) {
 			t.Errorf("%s:\nflat %#v\njson %#v", frame, got.Data, want.Data)
 		}
 	}
-	for _, typ := range []string{TypeDelta, TypeMessage, TypeIdle, TypeToolEnd} {
+	for _, typ := range []string{TypeDelta, TypeMessage, TypeIdle, TypeToolEnd, TypeUserMessage, TypeToolStart} {
 		if taken[typ] == 0 {
 			t.Errorf("no recorded %s taken (taken: %v)", typ, taken)
 		}
