@@ -46,7 +46,18 @@ type natsSettings struct {
 	// DrainTimeout bounds a drain at SIGTERM: how long running turns may
 	// take to end before the relay stops (relay.Drain).
 	DrainTimeout time.Duration
+	// StartWait is how long serve waits at start for a cluster that does
+	// not answer yet (natsStartWait; tests shorten it).
+	StartWait time.Duration
 }
+
+// natsStartWait is how long serve waits at start for a NATS cluster that
+// does not answer yet: relays and nodes started together (a boot, a
+// compose file, a cluster restarted after an outage) find the nodes still
+// starting or electing their leaders for seconds to a minute. The relay
+// waits, saying so, instead of exiting; a cluster that stays away longer
+// is a fault the operator must see, so it exits then.
+const natsStartWait = 2 * time.Minute
 
 func (n *natsSettings) register(fs *flag.FlagSet, getenv func(string) string) {
 	n.Password = getenv(natsPasswordEnv)
@@ -57,6 +68,7 @@ func (n *natsSettings) register(fs *flag.FlagSet, getenv func(string) string) {
 	n.withStreams = true
 	fs.IntVar(&n.Streams, "nats-streams", 1, "spread the conversations over this many event streams, each with its own leader, when the relay makes the history; every relay of a cluster must give the same (1 with embedded)")
 	fs.DurationVar(&n.Lease, "nats-lease", jetstream.DefaultLease, "how long a relay may be silent before the other relays take its conversations over; it must outlast a NATS leader election (4-9 s)")
+	n.StartWait = natsStartWait
 	fs.DurationVar(&n.DrainTimeout, "drain-timeout", 10*time.Minute, "with --nats: on SIGTERM, how long the relay waits for its running turns to end (its clients moved to other relays, its idle conversations handed over) before it stops")
 }
 
@@ -171,6 +183,35 @@ func (n *natsStore) Close() error {
 // in-process node in --data-dir, and, on the in-process node, drops
 // conversations older than --history-max-age (before the relay loads
 // them, as with SQLite).
+// openNATSStoreWaiting opens the history as openNATSStore does, trying
+// again while the cluster does not answer yet (jetstream.Unavailable), for
+// up to StartWait or until ctx ends (SIGTERM). Any other failure (a
+// refused password, a configuration the cluster cannot hold) returns at
+// once. An embedded node is started here, so it never waits.
+func openNATSStoreWaiting(ctx context.Context, s relaySettings, logger *slog.Logger) (*natsStore, error) {
+	if s.NATS.URLs == natsEmbedded {
+		return openNATSStore(ctx, s, logger)
+	}
+	deadline := time.Now().Add(s.NATS.StartWait)
+	wait := time.Second
+	for {
+		st, err := openNATSStore(ctx, s, logger)
+		if err == nil || !jetstream.Unavailable(err) || ctx.Err() != nil {
+			return st, err
+		}
+		if time.Now().Add(wait).After(deadline) {
+			return nil, fmt.Errorf("%w; the cluster did not answer for %v", err, s.NATS.StartWait)
+		}
+		logger.Warn("the NATS cluster does not answer yet; trying again", "err", err, "in", wait)
+		select {
+		case <-ctx.Done():
+			return nil, err
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, 10*time.Second)
+	}
+}
+
 func openNATSStore(ctx context.Context, s relaySettings, logger *slog.Logger) (_ *natsStore, err error) {
 	n := s.NATS
 	st := &natsStore{}
@@ -203,8 +244,10 @@ func openNATSStore(ctx context.Context, s relaySettings, logger *slog.Logger) (_
 	}
 	store, err := jetstream.Open(ctx, st.nc, jetstream.Options{Replicas: replicas, Streams: streams, Logger: logger})
 	if err != nil {
-		if replicas > 1 && n.URLs != natsEmbedded {
-			err = fmt.Errorf("%w (is it a single nats-server? then pass --nats-replicas 1)", err)
+		// A server outside any cluster cannot hold replicas; a cluster
+		// short of a quorum can, once it has one again.
+		if replicas > 1 && n.URLs != natsEmbedded && st.nc.ConnectedClusterName() == "" {
+			err = fmt.Errorf("%w (a single nats-server, not a cluster: pass --nats-replicas 1)", err)
 		}
 		return nil, fmt.Errorf("opening the history on NATS: %w", err)
 	}

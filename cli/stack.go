@@ -186,7 +186,7 @@ func (st *stack) openHistory(ctx context.Context, s relaySettings, logger *slog.
 		}
 	}
 	if s.NATS.URLs != "" {
-		store, err := openNATSStore(ctx, s, logger)
+		store, err := openNATSStoreWaiting(ctx, s, logger)
 		if err != nil {
 			return err
 		}

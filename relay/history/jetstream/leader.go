@@ -56,6 +56,14 @@ const callTimeout = 2 * time.Second
 // as an election does.
 var errForming = errors.New("created by another relay a moment ago, and not answering yet")
 
+// Unavailable reports whether err, from Open or another call, says that
+// JetStream did not answer or said it cannot yet (no servers reachable, no
+// meta or stream leader, no quorum): a failure that passes when the
+// cluster is up, unlike a refused configuration or permission.
+func Unavailable(err error) bool {
+	return errors.Is(err, nats.ErrNoServers) || passing(err)
+}
+
 // passing reports whether a request's error passes with a leader election:
 // no answer, nobody listening, a watcher lost while reading, or the server
 // saying so.
