@@ -94,6 +94,19 @@ func (a *fakeAgent) nextTurn(t testing.TB) *fakeTurn {
 	}
 }
 
+// nextTurnFor is nextTurn for the turn of prompt: turns of other prompts
+// are passed over. A send whose start was lost was offered to the agent
+// too, and its context may end only after the test has sent again; taken
+// for the new turn, it would be finished in its place.
+func (a *fakeAgent) nextTurnFor(t testing.TB, prompt string) *fakeTurn {
+	t.Helper()
+	for {
+		if ft := a.nextTurn(t); ft.Turn.Prompt == prompt {
+			return ft
+		}
+	}
+}
+
 type fakeSession struct {
 	agent *fakeAgent
 	id    string

@@ -187,7 +187,7 @@ func TestClusterLostStartAnswered(t *testing.T) {
 			cb.WaitFor("copilot:subscribed", nil)
 
 			faults.refuse.Store(true)
-			send(sender, id, "again")
+			send(sender, id, "lost")
 			refused, before := sender.WaitForCollect("error", nil)
 			if refused.Field("code") != "limit" || refused.Field("type") != "copilot:send" || refused.Field("conversationId") != id {
 				t.Fatalf("the sender got %s", refused.Raw)
@@ -196,7 +196,7 @@ func TestClusterLostStartAnswered(t *testing.T) {
 				t.Fatalf("the sender saw a turn start before the refusal: %s", framesString(before))
 			}
 			send(sender, id, "again")
-			agentA.nextTurn(t).finish(nil)
+			agentA.nextTurnFor(t, "again").finish(nil)
 			for who, cl := range map[string]*relaytest.Client{"A's client": ca, "B's client": cb} {
 				done, got := cl.WaitForCollect("copilot:idle", nil)
 				got = append(got, done)
