@@ -9,6 +9,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
 	"github.com/pilotdesk/pilotdesk/relay/history"
 	"github.com/pilotdesk/pilotdesk/relay/history/jetstream/natstest"
 )
@@ -127,5 +130,60 @@ func TestClusterNoClaimWithoutLease(t *testing.T) {
 	}
 	if owner, _, err := a.Claim(ctx, "conv"); err != nil || owner != a.ID() {
 		t.Fatalf("the claim after the relay announced itself again as %s: owner %q, %v", a.ID(), owner, err)
+	}
+}
+
+// TestClusterFormerLeaseWithdrawn: a relay that announces itself again
+// after its lease lapsed deletes its former lease key, so the other relays
+// hear of the lapse (RelayGone) from that, not only from the key's TTL
+// marker, which a quorum loss can swallow (a TestChaos quorum-loss run:
+// no relay heard of the others' former leases, and a turn stayed open).
+// Here the former key outlives the lapse for an hour: the relay's
+// renewals land while it is told they failed, with a TTL the test makes
+// an hour, so only the delete can tell the other relay.
+func TestClusterFormerLeaseWithdrawn(t *testing.T) {
+	t.Parallel()
+	_, nc := embedded(t)
+	st := openEmbedded(t, nc, "withdraw", Options{})
+	other := goneHooks{gone: make(chan string, 16)}
+	startCluster(t, st, ClusterOptions{Lease: 15 * time.Second}, other)
+	var failing atomic.Bool
+	var a *Cluster
+	h := lapseHooks{lost: make(chan bool, 1)}
+	a = startCluster(t, st, ClusterOptions{Lease: 2 * time.Second, BeforeRenew: func(ctx context.Context) error {
+		if !failing.Load() {
+			return nil
+		}
+		// The renewal lands; its answer is lost.
+		_, err := st.js.PublishMsg(ctx, &nats.Msg{Subject: "$KV." + a.relaysBucket() + "." + a.ID(), Data: newLeaseValue()},
+			jetstream.WithMsgTTL(time.Hour))
+		return fmt.Errorf("the renewal's answer was lost (played by the test; it landed: %v)", err)
+	}}, h)
+	first := a.ID()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	failing.Store(true)
+	select {
+	case <-h.lost:
+	case <-ctx.Done():
+		t.Fatal("the lease never lapsed")
+	}
+	failing.Store(false)
+	for {
+		select {
+		case id := <-other.gone:
+			if id != first {
+				continue
+			}
+			if a.ID() == first {
+				t.Fatal("the other relay heard of the lapse before the relay announced itself again")
+			}
+			if _, err := a.relays.Get(ctx, first); !errors.Is(err, jetstream.ErrKeyNotFound) {
+				t.Fatalf("the former lease key: %v; want it deleted", err)
+			}
+			return
+		case <-ctx.Done():
+			t.Fatalf("the other relay never heard that %s is gone (the relay is %s now)", first, a.ID())
+		}
 	}
 }

@@ -62,6 +62,24 @@ func (c *Cluster) register(ctx context.Context, again bool) error {
 	return nil
 }
 
+// withdrawFormer deletes the lease key of id, the relay's former self,
+// once it has announced itself again: the other relays' watches see the
+// delete and take over what id owned (RelayGone) at once. Left to expire,
+// the key told them only through its TTL's delete marker, which a quorum
+// loss can swallow: in a TestChaos quorum-loss run (seed 3, load average
+// 30) no relay heard of any other's former lease lapsing, and a
+// conversation whose owner was one of them, left with its turn open and
+// not watched on the relay that had been its owner, stayed open for good.
+// A key that already expired is deleted again, harmlessly; a delete that
+// fails leaves the TTL to end it, as before.
+func (c *Cluster) withdrawFormer(ctx context.Context, id string) {
+	dctx, cancel := context.WithTimeout(ctx, c.lease)
+	defer cancel()
+	if err := c.relays.Delete(dctx, id); err != nil {
+		c.log.Warn("jetstream cluster: could not withdraw this relay's former lease; it ends with its TTL", "was", id, "err", err)
+	}
+}
+
 // renew keeps the lease: every lease/5 it publishes the key again with a
 // revision check and the TTL (nats.go's KeyValue.Update sets no TTL).
 // When no renewal has succeeded for a whole lease, the others may have
@@ -120,6 +138,7 @@ func (c *Cluster) renew(ctx context.Context) {
 				continue
 			}
 			c.log.Info("jetstream cluster: relay announced again, as another", "relay", c.ID(), "was", id)
+			c.withdrawFormer(ctx, id)
 			// What it owned as id is anyone's now, its own clients'
 			// conversations included: it may take them over like any
 			// relay whose clients watch them.
