@@ -36,6 +36,18 @@ type fakeAgent struct {
 	openErr   error
 	onClose   func(host session.Host) // called by Session.Close (say, to emit a Shutdown)
 	closedCtx []error
+	// onRun, if set, is called as Run begins, and onTaken by nextTurn
+	// with each turn it takes, once it has decided whether that is the
+	// turn that runs: a test holds the relay at a point until a turn is
+	// offered, or taken.
+	onRun, onTaken func(ft *fakeTurn)
+}
+
+// hooks returns onRun and onTaken.
+func (a *fakeAgent) hooks() (onRun, onTaken func(ft *fakeTurn)) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.onRun, a.onTaken
 }
 
 type openCall struct {
@@ -78,7 +90,11 @@ func (a *fakeAgent) nextTurn(t testing.TB) *fakeTurn {
 	for {
 		select {
 		case ft := <-a.turns:
-			if ft.Ctx.Err() != nil {
+			cancelled := ft.Ctx.Err() != nil
+			if _, onTaken := a.hooks(); onTaken != nil {
+				onTaken(ft)
+			}
+			if cancelled {
 				// A turn the relay cancelled while Run offered it (Run
 				// picks at random between the offer and its ending
 				// context): Run returns the context's error either
@@ -124,6 +140,9 @@ type fakeTurn struct {
 
 func (s *fakeSession) Run(ctx context.Context, turn session.Turn) error {
 	ft := &fakeTurn{ID: s.id, Turn: turn, Host: s.host, Ctx: ctx, end: make(chan error, 1), ran: make(chan error, 1)}
+	if onRun, _ := s.agent.hooks(); onRun != nil {
+		onRun(ft)
+	}
 	err := func() error {
 		select {
 		case s.agent.turns <- ft:
@@ -215,6 +234,16 @@ type logRecorder struct {
 	lines []string
 	attrs []slog.Attr
 	ch    chan string
+	// hold, if set, is called with each line before it is kept, on the
+	// logging goroutine: a test holds the relay at the point it logs.
+	hold func(line string)
+}
+
+// holdAt sets logRecorder.hold.
+func (h *logRecorder) holdAt(hold func(line string)) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.hold = hold
 }
 
 func newLogRecorder() *logRecorder { return &logRecorder{ch: make(chan string, 1024)} }
@@ -232,6 +261,12 @@ func (h *logRecorder) Handle(_ context.Context, r slog.Record) error {
 		return true
 	})
 	line := b.String()
+	h.mu.Lock()
+	hold := h.hold
+	h.mu.Unlock()
+	if hold != nil {
+		hold(line)
+	}
 	h.mu.Lock()
 	h.lines = append(h.lines, line)
 	h.mu.Unlock()

@@ -3,6 +3,8 @@ package relay_test
 import (
 	"errors"
 	"fmt"
+	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -23,6 +25,9 @@ type takeBackFaults struct {
 	refuse  atomic.Bool  // the next append is refused
 	latests atomic.Int32 // so many Latests fail
 	claims  atomic.Int32 // so many Claims fail
+	// beforeRefuse, if set before refuse, runs before the refusal, with
+	// the Net locked.
+	beforeRefuse func()
 }
 
 func (f *takeBackFaults) fault(op, id string) error {
@@ -42,6 +47,9 @@ func (f *takeBackFaults) fault(op, id string) error {
 	}
 	switch {
 	case op == memcluster.OpAppend && f.refuse.CompareAndSwap(true, false):
+		if f.beforeRefuse != nil {
+			f.beforeRefuse()
+		}
 		return fmt.Errorf("the subject's last message is not the one expected (a leader cut off, played by the test): %w", history.ErrConflict)
 	case op == memcluster.OpLatest && take(&f.latests):
 		return errors.New("no answer from the stream (played by the test)")
@@ -163,21 +171,46 @@ func TestClusterTakeBackEndsTurnOnce(t *testing.T) {
 // again, as a send that reaches a conversation just lost does, whether
 // it was sent on the owner or forwarded from another relay; sent again,
 // it runs once.
+//
+// otherLostTurnTaken plays the interleaving of a CI failure at load 25
+// (/other on 2037213: "no copilot:idle within 30s", both relays' logs
+// clean): the lost send's Run is offered to the agent before the append
+// is refused, and the owner is held between the start settled lost
+// (which answers the forwarded send) and the turn's cancel, until the
+// test has taken a turn. The sender, answered, sends again at once, and
+// the test's first turn is the lost one, its context not ended yet: the
+// test took it for the new one, finished it (its idle dropped, the
+// conversation remote), and waited for the idle of a turn nobody
+// finished. The test must finish the turn of the prompt sent again
+// (nextTurnFor); nothing was missing from what the clients got.
 func TestClusterLostStartAnswered(t *testing.T) {
 	parallel(t)
-	for _, from := range []string{"owner", "other"} {
-		t.Run(from, func(t *testing.T) {
+	for _, tc := range []struct {
+		name, from string
+		hold       bool // hold the owner between the answer and the cancel
+	}{
+		{"owner", "owner", false},
+		{"other", "other", false},
+		{"otherLostTurnTaken", "other", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
 			checkNoLeaks(t)
 			net := memcluster.New()
-			faults := &takeBackFaults{id: "lost-start-" + from}
+			faults := &takeBackFaults{id: "lost-start-" + tc.name}
 			id := faults.id
-			a, agentA, _ := startFaultyRelay(t, net, 0, faults.fault)
+			a, agentA, logsA := startFaultyRelay(t, net, 0, faults.fault)
 			b, _, _ := startFaultyRelay(t, net, 1, nil)
 			ca, cb := a.Dial(t), b.Dial(t)
 			sender := ca
-			if from == "other" {
+			if tc.from == "other" {
 				sender = cb
 			}
+			waiting := "" // the client whose idle the test waits for
+			t.Cleanup(func() {
+				if t.Failed() && waiting != "" {
+					t.Logf("failed while waiting for %s", waiting)
+				}
+			})
 
 			send(ca, id, "first")
 			ca.WaitFor("copilot:user_message", nil)
@@ -186,6 +219,9 @@ func TestClusterLostStartAnswered(t *testing.T) {
 			replayFrom(cb, id, int(first.Seq()))
 			cb.WaitFor("copilot:subscribed", nil)
 
+			if tc.hold {
+				holdLostTurn(t, agentA, logsA, faults)
+			}
 			faults.refuse.Store(true)
 			send(sender, id, "lost")
 			refused, before := sender.WaitForCollect("error", nil)
@@ -197,8 +233,12 @@ func TestClusterLostStartAnswered(t *testing.T) {
 			}
 			send(sender, id, "again")
 			agentA.nextTurnFor(t, "again").finish(nil)
-			for who, cl := range map[string]*relaytest.Client{"A's client": ca, "B's client": cb} {
-				done, got := cl.WaitForCollect("copilot:idle", nil)
+			for _, c := range []struct {
+				who string
+				cl  *relaytest.Client
+			}{{"A's client", ca}, {"B's client", cb}} {
+				waiting = c.who
+				done, got := c.cl.WaitForCollect("copilot:idle", nil)
 				got = append(got, done)
 				var events []relaytest.Frame
 				for _, f := range got {
@@ -206,11 +246,45 @@ func TestClusterLostStartAnswered(t *testing.T) {
 						events = append(events, f)
 					}
 				}
-				eventSeqs(t, who, events, first.Seq())
+				eventSeqs(t, c.who, events, first.Seq())
 				if done.Field("status") != "completed" || events[0].Type != "copilot:user_message" || events[0].Field("content") != "again" || countType(events, "copilot:user_message") != 1 {
-					t.Fatalf("%s: after the first turn got %s", who, framesString(events))
+					t.Fatalf("%s: after the first turn got %s", c.who, framesString(events))
 				}
 			}
+			waiting = ""
 		})
 	}
+}
+
+// holdLostTurn makes the next refused append (faults) wait until the
+// agent is running the "lost" turn, and then holds the owner where it has
+// settled that turn's start as lost (answering its forwarded send) but
+// not yet cancelled the turn, until the test has taken a turn from the
+// agent: the window a busy machine opened at random.
+func holdLostTurn(t *testing.T, agent *fakeAgent, logs *logRecorder, faults *takeBackFaults) {
+	t.Helper()
+	running, taken := make(chan struct{}), make(chan struct{})
+	var runOnce, takeOnce sync.Once
+	agent.mu.Lock()
+	agent.onRun = func(ft *fakeTurn) {
+		if ft.Turn.Prompt == "lost" {
+			runOnce.Do(func() { close(running) })
+		}
+	}
+	agent.onTaken = func(*fakeTurn) { takeOnce.Do(func() { close(taken) }) }
+	agent.mu.Unlock()
+	// Bounded, so that a relay that never gets there fails the test's own
+	// waits instead of hanging it.
+	hold := func(ch chan struct{}) {
+		select {
+		case <-ch:
+		case <-time.After(wait):
+		}
+	}
+	faults.beforeRefuse = func() { hold(running) }
+	logs.holdAt(func(line string) {
+		if strings.Contains(line, "a turn's start was never stored") {
+			hold(taken)
+		}
+	})
 }
