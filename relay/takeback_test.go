@@ -219,8 +219,9 @@ func TestClusterLostStartAnswered(t *testing.T) {
 			replayFrom(cb, id, int(first.Seq()))
 			cb.WaitFor("copilot:subscribed", nil)
 
+			held := func() bool { return true }
 			if tc.hold {
-				holdLostTurn(t, agentA, logsA, faults)
+				held = holdLostTurn(t, agentA, logsA, faults)
 			}
 			faults.refuse.Store(true)
 			send(sender, id, "lost")
@@ -252,6 +253,9 @@ func TestClusterLostStartAnswered(t *testing.T) {
 				}
 			}
 			waiting = ""
+			if !held() {
+				t.Error("the owner was never held where the lost start is settled: the test no longer plays the interleaving it means (a log line renamed?)")
+			}
 		})
 	}
 }
@@ -260,8 +264,9 @@ func TestClusterLostStartAnswered(t *testing.T) {
 // agent is running the "lost" turn, and then holds the owner where it has
 // settled that turn's start as lost (answering its forwarded send) but
 // not yet cancelled the turn, until the test has taken a turn from the
-// agent: the window a busy machine opened at random.
-func holdLostTurn(t *testing.T, agent *fakeAgent, logs *logRecorder, faults *takeBackFaults) {
+// agent: the window a busy machine opened at random. held reports
+// whether the owner was held there.
+func holdLostTurn(t *testing.T, agent *fakeAgent, logs *logRecorder, faults *takeBackFaults) (held func() bool) {
 	t.Helper()
 	running, taken := make(chan struct{}), make(chan struct{})
 	var runOnce, takeOnce sync.Once
@@ -282,9 +287,12 @@ func holdLostTurn(t *testing.T, agent *fakeAgent, logs *logRecorder, faults *tak
 		}
 	}
 	faults.beforeRefuse = func() { hold(running) }
+	var at atomic.Bool
 	logs.holdAt(func(line string) {
 		if strings.Contains(line, "a turn's start was never stored") {
+			at.Store(true)
 			hold(taken)
 		}
 	})
+	return at.Load
 }
