@@ -318,11 +318,22 @@ func Pace(q Quota, creditsPerDay float64, now time.Time) string {
 	return "at this pace it runs out on " + out.Format("2 Jan")
 }
 
+// reportsNoTotals: the session ended with totals of nothing from an agent
+// that said it reports no usage (an ACP agent; the relay's stand-in
+// copilot:shutdown after a close). Its "0 premium requests" would be a
+// figure nobody measured.
+func (u Usage) reportsNoTotals() bool {
+	return u.Unreported && u.TotalPremiumRequests == 0 && len(u.Models) == 0
+}
+
 // TotalsText is the session's totals from copilot:shutdown, "" before the
 // session ended.
 func TotalsText(u Usage) string {
 	if !u.HaveTotals {
 		return ""
+	}
+	if u.reportsNoTotals() {
+		return "Session ended: this agent reports no usage"
 	}
 	s := "Session total: " + Plural(u.TotalPremiumRequests, "premium request")
 	for _, m := range u.Models {
@@ -368,7 +379,10 @@ func TurnText(u, conv Usage, now time.Time) string {
 			break
 		}
 	}
-	if u.HaveTotals {
+	switch {
+	case u.HaveTotals && (u.Unreported || conv.Unreported) && u.TotalPremiumRequests == 0 && len(u.Models) == 0:
+		parts = append(parts, "session ended")
+	case u.HaveTotals:
 		parts = append(parts, "session ended: "+Plural(u.TotalPremiumRequests, "premium request"))
 	}
 	return "usage: " + strings.Join(parts, " · ")

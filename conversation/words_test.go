@@ -154,6 +154,12 @@ func wordCases() []wordCase {
 	}
 	add("turnText", []any{end1}, []any{end1}, now)
 	add("totalsText", []any{end})
+	// An agent that reports no usage, closed: the relay's stand-in
+	// shutdown carries zeros nobody measured.
+	standIn := shutdown(`{"totalPremiumRequests":0,"modelMetrics":{}}`)
+	add("totalsText", []any{unreported, standIn})
+	add("turnText", []any{standIn}, []any{unreported, standIn}, now)
+	add("totalsText", []any{standIn})
 
 	files := []protocol.ChangedFile{
 		{Path: "a.go", Status: "modified", Additions: 10, Deletions: 4},

@@ -504,9 +504,19 @@ export function usageText(conv, turn = newUsage(), now = Date.now()) {
   return parts.join('  ·  ');
 }
 
+/**
+ * reportsNoTotals: the session ended with totals of nothing from an agent
+ * that said it reports no usage; its "0 premium requests" would be a
+ * figure nobody measured (conversation.Usage.reportsNoTotals).
+ */
+function reportsNoTotals(u) {
+  return u.unreported && u.totalPremium === 0 && u.models.length === 0;
+}
+
 /** totalsText is the session's totals, '' before the session ended. */
 export function totalsText(u) {
   if (!u.haveTotals) return '';
+  if (reportsNoTotals(u)) return 'Session ended: this agent reports no usage';
   let s = `Session total: ${plural(u.totalPremium, 'premium request')}`;
   for (const m of u.models) {
     s += `  ·  ${m.model}: ${plural(m.requests, 'request')}, ${tokens(m.inputTokens)} tokens in / ${tokens(m.outputTokens)} out`;
@@ -533,7 +543,8 @@ export function turnText(u, conv = u, now = Date.now()) {
     parts.push(s);
     break;
   }
-  if (u.haveTotals) parts.push(`session ended: ${plural(u.totalPremium, 'premium request')}`);
+  if (u.haveTotals && (u.unreported || conv.unreported) && u.totalPremium === 0 && u.models.length === 0) parts.push('session ended');
+  else if (u.haveTotals) parts.push(`session ended: ${plural(u.totalPremium, 'premium request')}`);
   return `usage: ${parts.join(' · ')}`;
 }
 
