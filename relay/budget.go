@@ -45,6 +45,10 @@ const DefaultBudgetPeriod = 30 * 24 * time.Hour
 // turn's model calls in quick succession make one message.
 const budgetDelay = 100 * time.Millisecond
 
+// budgetSyncWait bounds how long copilot:budget waits for the events
+// queued before it to be written (flush).
+const budgetSyncWait = 5 * time.Second
+
 // budget is the relay's tally of spend and its budget.
 type budget struct {
 	r      *Relay
@@ -419,6 +423,16 @@ func (b *budget) armLocked(at time.Time) {
 // the next hour's spend to leave the period.
 func (b *budget) flush() {
 	defer b.flushes.Done()
+	// The events whose spend the message counts are queued for the
+	// committer before the spend is (spend): they go out first, so that no
+	// client hears of a spend before the turn that made it. Sent first
+	// (writes spaced by CommitInterval, or a busy machine), the terminal
+	// took it for news between turns and said it in the middle of the
+	// user's next one. A store that does not answer holds it back
+	// budgetSyncWait at most.
+	ctx, cancel := context.WithTimeout(b.r.ctx, budgetSyncWait)
+	b.r.commit.sync(ctx)
+	cancel()
 	b.r.mu.Lock()
 	conns := make([]*conn, 0, len(b.r.conns))
 	for c := range b.r.conns {

@@ -326,3 +326,24 @@ func storedSpend(t *testing.T, l history.Ledger) int64 {
 	}
 	return sum
 }
+
+// A copilot:budget never overtakes the events whose spend it counts: the
+// terminal holds a budget note while a turn runs, and one that came before
+// the turn's first event was said in the middle of the user's /run (a
+// docs/cost-and-plan.md recording, on a busy machine). Writes spaced far
+// apart (CommitInterval) make the quota's write come after budgetDelay.
+func TestBudgetAfterTheSpendingEvents(t *testing.T) {
+	checkNoLeaks(t)
+	srv := relaytest.Start(t, relay.Config{Agent: budgetAgent(t), BudgetCredits: 10, CommitInterval: 500 * time.Millisecond})
+	cl := srv.Dial(t)
+	decodeBudget(t, cl.Expect(protocol.TypeBudget))
+	cl.Send(protocol.TypeSend, protocol.Send{ConversationID: "a", Prompt: "four"})
+	budget, before := cl.WaitForCollect(protocol.TypeBudget, func(f relaytest.Frame) bool { return f.Field("spentCredits") == 4.0 })
+	var quota bool
+	for _, f := range before {
+		quota = quota || (f.Type == protocol.TypeQuota && f.Field("aiCredits") != nil)
+	}
+	if !quota {
+		t.Fatalf("%s came before the copilot:quota that spent it; before it: %s", budget.Raw, framesString(before))
+	}
+}
