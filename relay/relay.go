@@ -89,6 +89,10 @@ type Relay struct {
 	// commitInterval is Config.CommitInterval: the least time between
 	// two writes of the committer.
 	commitInterval time.Duration
+	// commitWindow is Config.CommitWindow: after a store write that took
+	// a round trip, a small commit waits up to this after the previous one
+	// began (committer.go, gather); 0: never.
+	commitWindow time.Duration
 
 	heartbeat    time.Duration
 	inputTimeout time.Duration // <= 0: none

@@ -69,7 +69,7 @@ type Queue[T any] struct {
 	ready chan struct{}
 	done  chan struct{}
 
-	mu     sync.Mutex // guards items, n, bytes, closed, room
+	mu     sync.Mutex // guards items, n, bytes, closed, room, enough, enoughAt
 	items  []T
 	n      int // the sum of Count over items (len(items) without Count)
 	bytes  int
@@ -77,6 +77,10 @@ type Queue[T any] struct {
 	// room is closed, and set to nil, when items leave the queue or it
 	// closes; a Push that has to wait makes it.
 	room chan struct{}
+	// enough is closed, and set to nil, once the queue holds enoughAt
+	// items (or closes); WaitLen makes it.
+	enough   chan struct{}
+	enoughAt int
 }
 
 // New returns an empty queue.
@@ -135,6 +139,10 @@ func (q *Queue[T]) appendUnlock(n, bytes int, vs ...T) {
 	q.items = append(q.items, vs...)
 	q.n += n
 	q.bytes += bytes
+	if q.enough != nil && q.n >= q.enoughAt {
+		close(q.enough)
+		q.enough = nil
+	}
 	q.mu.Unlock()
 	if first {
 		q.signal()
@@ -291,6 +299,53 @@ func (q *Queue[T]) PopAll(ctx context.Context, dst []T) ([]T, error) {
 			return dst, ctx.Err()
 		}
 	}
+}
+
+// WaitLen waits until the queue holds at least n items (as Count counts
+// them), or it is closed, or ctx ends (it returns ctx's error then). Unlike
+// PopAll it is woken once, when the count reaches n, not by every item
+// before: a consumer that gathers items into bigger batches is not woken
+// for each. It is for the one consumer: two WaitLens at once are not
+// supported.
+func (q *Queue[T]) WaitLen(ctx context.Context, n int) error {
+	q.mu.Lock()
+	if q.n >= n || q.closed {
+		q.mu.Unlock()
+		return nil
+	}
+	q.enough, q.enoughAt = make(chan struct{}), n
+	enough := q.enough
+	q.mu.Unlock()
+	select {
+	case <-enough:
+		return nil
+	case <-q.done:
+		return nil
+	case <-ctx.Done():
+		q.mu.Lock()
+		if q.enough == enough {
+			q.enough = nil
+		}
+		q.mu.Unlock()
+		return ctx.Err()
+	}
+}
+
+// TakeAll appends every item queued to dst, oldest first, without
+// waiting, and returns it. Unlike PopAll it keeps the queue's array (dst
+// is the consumer's, to add to).
+func (q *Queue[T]) TakeAll(dst []T) []T {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if len(q.items) == 0 {
+		return dst
+	}
+	dst = append(dst, q.items...)
+	clear(q.items)
+	q.items = q.items[:0]
+	q.n, q.bytes = 0, 0
+	q.wakePushersLocked()
+	return dst
 }
 
 // Close closes the queue: every push fails with ErrClosed from now on, and

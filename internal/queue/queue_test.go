@@ -405,6 +405,53 @@ func TestPopAllWaitsAndIsCancelled(t *testing.T) {
 	}
 }
 
+// WaitLen returns once the queue holds n items (counted as Count counts
+// them), at once if it does already, on Close, or with ctx's error; TakeAll
+// then appends them to the consumer's slice without waiting, and makes room.
+func TestWaitLenAndTakeAll(t *testing.T) {
+	q := queue.New(queue.Options[int]{MaxLen: 4, Count: func(v int) int { return max(v, 1) }})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	waited := async(func() error { return q.WaitLen(ctx, 3) })
+	stillWaiting(t, waited)
+	_ = q.TryPush(1)
+	stillWaiting(t, waited)
+	_ = q.TryPush(2) // counts 2: three in all
+	if err := waitErr(t, waited); err != nil {
+		t.Fatal(err)
+	}
+	if err := q.WaitLen(ctx, 3); err != nil {
+		t.Fatalf("WaitLen with enough queued: %v", err)
+	}
+	if err := q.TryPush(2); !errors.Is(err, queue.ErrFull) {
+		t.Fatalf("TryPush over the bound: %v", err)
+	}
+	got := q.TakeAll([]int{0})
+	if fmt.Sprint(got) != "[0 1 2]" {
+		t.Fatalf("TakeAll: %v", got)
+	}
+	if got := q.TakeAll(nil); len(got) != 0 {
+		t.Fatalf("TakeAll of an empty queue: %v", got)
+	}
+	if err := q.TryPush(4); err != nil {
+		t.Fatalf("TryPush after TakeAll: %v", err)
+	}
+	_ = pop(t, q)
+
+	waited = async(func() error { return q.WaitLen(ctx, 2) })
+	stillWaiting(t, waited)
+	cancel()
+	if err := waitErr(t, waited); !errors.Is(err, context.Canceled) {
+		t.Fatalf("WaitLen after cancel: %v", err)
+	}
+	waited = async(func() error { return q.WaitLen(context.Background(), 2) })
+	stillWaiting(t, waited)
+	q.Close()
+	if err := waitErr(t, waited); err != nil {
+		t.Fatalf("WaitLen after Close: %v", err)
+	}
+}
+
 // Close keeps what is queued for the consumer; pushes fail, waiting ones at
 // once; PopAll drains, then reports ErrClosed, and a waiting one wakes.
 func TestClose(t *testing.T) {
