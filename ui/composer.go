@@ -14,11 +14,12 @@ import (
 )
 
 // blinkTimeout is how long the composer's cursor blinks after the last key,
-// click or focus; then it stays solid until the next one, as GTK's cursor
-// does after its gtk-cursor-blink-timeout (10 s). Fyne redraws the whole
-// window for every change on screen, and the blink was nearly all of the
-// idle window's CPU (docs/performance.md).
-const blinkTimeout = 10 * time.Second
+// click or focus; then it stays solid until the next one, as Windows'
+// caret does after its caret timeout (SPI_GETCARETTIMEOUT, 5 s by default;
+// GTK's gtk-cursor-blink-timeout is 10 s). Fyne redraws the whole window
+// for every change on screen, and each step of the blink costs about what
+// a second of the idle window's own loop does (docs/performance.md).
+const blinkTimeout = 5 * time.Second
 
 // blinkStep is how long the blinking cursor is shown, then dimmed: one
 // frame each, two a second. Fyne's own blink fades the cursor in and out,
