@@ -3,10 +3,12 @@ package relay
 import (
 	"context"
 	"errors"
+	"slices"
 	"sync/atomic"
 	"time"
 
 	"github.com/pilotdesk/pilotdesk/internal/queue"
+	"github.com/pilotdesk/pilotdesk/protocol"
 	"github.com/pilotdesk/pilotdesk/relay/history"
 )
 
@@ -95,8 +97,13 @@ type committer struct {
 	// fenced: some conversation lost to another relay (cluster.go), so
 	// records may be stale even with no failure. The committer's own.
 	fenced bool
-	// lastPop is when the committer last took a batch (spaceWrites).
-	lastPop time.Time
+	// lastPop is when the committer last took a batch, and streaming
+	// whether it held deltas alone (spaceWrites). The committer's own.
+	lastPop   time.Time
+	streaming bool
+	// wake ends spaceWrites' wait: push sends to it (without blocking)
+	// for anything but a delta.
+	wake chan struct{}
 	// lastStart is when the last commit began, and lastWrite how long its
 	// Store.Write took (gather). The committer's own.
 	lastStart time.Time
@@ -117,6 +124,7 @@ func newCommitter(r *Relay) *committer {
 		done:   make(chan struct{}),
 		index:  map[*conversation]int{},
 		failed: map[*conversation]struct{}{},
+		wake:   make(chan struct{}, 1),
 	}
 	c.guard, _ = r.store.(history.UnstoredGuard)
 	c.ctx, c.cancel = context.WithCancel(context.Background())
@@ -126,8 +134,21 @@ func newCommitter(r *Relay) *committer {
 // push queues a record. It never blocks (callers hold a conversation's lock);
 // it reports false once the committer has stopped.
 func (c *committer) push(rec record) bool {
-	return c.queue.TryPush(rec) == nil
+	if c.queue.TryPush(rec) != nil {
+		return false
+	}
+	if c.r.commitInterval > 0 && !isDelta(rec) {
+		select {
+		case c.wake <- struct{}{}:
+		default:
+		}
+	}
+	return true
 }
+
+// isDelta reports whether rec is a streaming reply's delta, which
+// spaceWrites may hold back.
+func isDelta(rec record) bool { return rec.kind == recEvent && rec.typ == protocol.TypeDelta }
 
 // waitSpace blocks while the queue is full. Callers must not hold a
 // conversation's lock (the committer needs it to fan out).
@@ -182,6 +203,7 @@ func (c *committer) run() {
 		if !stopping {
 			batch = c.gather(batch)
 		}
+		c.streaming = len(batch) > 0 && !slices.ContainsFunc(batch, func(r record) bool { return !isDelta(r) })
 		if c.process(batch) {
 			stopping = true
 		}
@@ -191,15 +213,35 @@ func (c *committer) run() {
 	}
 }
 
-// spaceWrites waits, with Config.CommitInterval set, until that long after
-// the committer last took a batch, so that what comes meanwhile is
-// written and fanned out together. A stop or a sync waits as long at most.
+// spaceWrites waits, with Config.CommitInterval set and the last batch a
+// streaming reply's deltas alone, until that long after the committer took
+// it, so that the deltas that come meanwhile are written and fanned out
+// together. Anything else queued (the turn's next tool call or its end, a
+// sync, a stop) ends the wait: only deltas are ever held back, so the
+// relay's other messages (copilot:budget, 100 ms after a spend) keep their
+// place after the events that led to them.
+//
+// It ends by taking the wake-up of a record pushed by then, which the pop
+// that follows takes too, so that it does not cut the next wait short.
 func (c *committer) spaceWrites() {
 	if c.r.commitInterval <= 0 {
 		return
 	}
-	if wait := c.r.commitInterval - time.Since(c.lastPop); wait > 0 {
-		time.Sleep(wait)
+	defer func() {
+		select {
+		case <-c.wake:
+		default:
+		}
+	}()
+	wait := c.r.commitInterval - time.Since(c.lastPop)
+	if !c.streaming || wait <= 0 {
+		return
+	}
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-c.wake:
 	}
 }
 

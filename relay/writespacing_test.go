@@ -8,9 +8,9 @@ import (
 )
 
 // With Config.CommitInterval the deltas that come within it after a write
-// go to the store in one write (and to the clients in one fan-out), each
-// still stored before it is sent; without it each delta that comes while
-// the committer waits is a write of its own.
+// of deltas go to the store in one write (and to the clients in one
+// fan-out), each still stored before it is sent; without it each delta
+// that comes while the committer waits is a write of its own.
 func TestCommitIntervalGathersDeltas(t *testing.T) {
 	for _, tc := range []struct {
 		name     string
@@ -45,4 +45,20 @@ func TestCommitIntervalGathersDeltas(t *testing.T) {
 			cl.WaitFor("copilot:idle", nil)
 		})
 	}
+}
+
+// Only deltas wait for the interval: the turn's end, queued behind a delta
+// held back, is written at once and takes the delta with it, so that the
+// relay's other messages (copilot:budget) stay after the events that led
+// to them. The interval here is longer than the client waits.
+func TestCommitIntervalHoldsOnlyDeltas(t *testing.T) {
+	e := start(t, func(c *relay.Config) { c.CommitInterval = time.Hour })
+	cl, _ := e.subscribe("c1")
+	ft := e.startTurn(cl, "c1", "hi", nil)
+	ft.delta("m1", "one ")
+	cl.WaitFor("copilot:delta", nil) // the first after other events: at once
+	ft.delta("m1", "two ")           // held: the last write was deltas alone
+	ft.finish(nil)
+	cl.WaitFor("copilot:delta", nil)
+	cl.WaitFor("copilot:idle", nil)
 }
