@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -43,15 +44,25 @@ func scaleOrder(relays int) []int {
 // round's two runs of each count together (the runs deliver nearly, not
 // exactly, the same), and the median of the rounds, which decides the
 // verdict (one round on a machine others share can be far off either
-// way). Any run that loses or repeats a delivery fails it.
+// way). Any run that loses or repeats a delivery fails it. A run that
+// cannot be made (a relay that would not start, a connection refused)
+// ends the invocation, after what the runs before it measured is printed:
+// a failure in the last round of three lost the other two.
 func runScale(ctx context.Context, cfg config, log *slog.Logger, w io.Writer) (failed bool, err error) {
+	return scaleWith(ctx, cfg, log, w, run)
+}
+
+// scaleWith is runScale with the function that makes one run.
+func scaleWith(ctx context.Context, cfg config, log *slog.Logger, w io.Writer, run func(context.Context, config, *slog.Logger) (*result, error)) (failed bool, err error) {
 	rounds := max(cfg.Rounds, 1)
 	var runs []scaleRun
+	var runErr error
 	k := 0
+rounds:
 	for round := range rounds {
 		for _, n := range scaleOrder(cfg.Relays) {
 			if ctx.Err() != nil {
-				break
+				break rounds
 			}
 			k++
 			c := cfg
@@ -60,7 +71,8 @@ func runScale(ctx context.Context, cfg config, log *slog.Logger, w io.Writer) (f
 			log.Info("load: scale run", "round", round+1, "relays", n)
 			res, err := run(ctx, c, log)
 			if err != nil {
-				return true, fmt.Errorf("the run on %d relays: %w", n, err)
+				runErr = fmt.Errorf("the run on %d relays: %w", n, err)
+				break rounds
 			}
 			if res.failed() {
 				fmt.Fprintf(w, "load: the run on %d relays FAILED: %s\n", n, res.failure())
@@ -70,7 +82,11 @@ func runScale(ctx context.Context, cfg config, log *slog.Logger, w io.Writer) (f
 		}
 	}
 	if len(runs) == 0 {
-		return true, ctx.Err()
+		return true, cmp.Or(runErr, ctx.Err())
+	}
+	if runErr != nil {
+		defer func() { failed, err = true, runErr }()
+		fmt.Fprintf(w, "scale: cut short by a run that could not be made (%v); what the %d runs before it measured:\n", runErr, len(runs))
 	}
 	fmt.Fprintf(w, "scale: the same load on 1 to %d relays and back, %d round(s) (%d connections, %d conversations, %s each, a fresh 3-node cluster each; %d CPUs)\n",
 		cfg.Relays, rounds, cfg.Conns, cfg.Convs, cfg.Duration, runs[0].res.CPUs)
@@ -105,10 +121,13 @@ func runScale(ctx context.Context, cfg config, log *slog.Logger, w io.Writer) (f
 		}
 	}
 	if cfg.Relays == 3 {
-		met := 0
+		met, with3 := 0, 0 // a round cut short may have no run of 3
 		for _, s := range perRound {
-			if v, ok := s[3]; ok && v <= scaleTarget {
-				met++
+			if v, ok := s[3]; ok {
+				with3++
+				if v <= scaleTarget {
+					met++
+				}
 			}
 		}
 		v := "met"
@@ -116,7 +135,7 @@ func runScale(ctx context.Context, cfg config, log *slog.Logger, w io.Writer) (f
 			v = "MISSED"
 		}
 		fmt.Fprintf(w, "scale: with 3 relays each needs %.2f of one relay's CPU per delivery, the median of %d round(s) (target <= %.2f: %s; met in %d of %d rounds)\n",
-			verdict, len(perRound), scaleTarget, v, met, len(perRound))
+			verdict, with3, scaleTarget, v, met, with3)
 	}
 	return failed, nil
 }

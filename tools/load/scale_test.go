@@ -1,7 +1,11 @@
 package main
 
 import (
+	"context"
+	"errors"
+	"log/slog"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -40,5 +44,43 @@ func TestScaleShares(t *testing.T) {
 	}
 	if o := scaleOrder(3); !slices.Equal(o, []int{1, 2, 3, 3, 2, 1}) {
 		t.Errorf("order %v", o)
+	}
+}
+
+// TestScaleCutShort: a run that cannot be made ends -scale with its error,
+// and what the runs before it measured is printed all the same (a failure
+// in a third round had thrown the first two away).
+func TestScaleCutShort(t *testing.T) {
+	refused := errors.New("connection 138: before its subscription: EOF")
+	calls := 0
+	fake := func(_ context.Context, c config, _ *slog.Logger) (*result, error) {
+		calls++
+		if calls == 8 {
+			return nil, refused
+		}
+		// The relays' CPU together: 10 µs per delivery for one relay,
+		// 4 µs for each of three.
+		cpu := map[int]float64{1: 1.0, 2: 1.2, 3: 1.2}[c.Relays]
+		return &result{RelayCPUSeconds: cpu, Deliveries: 100_000}, nil
+	}
+	var out strings.Builder
+	cfg := config{Rounds: 3, Relays: 3}
+	failed, err := scaleWith(context.Background(), cfg, slog.New(slog.DiscardHandler), &out, fake)
+	if !failed || !errors.Is(err, refused) {
+		t.Fatalf("failed %v, err %v; want the run's error", failed, err)
+	}
+	if calls != 8 {
+		t.Errorf("%d runs made; want none after the one that could not be made", calls)
+	}
+	got := out.String()
+	for _, want := range []string{
+		"cut short by a run that could not be made",
+		"what the 7 runs before it measured",
+		"scale: 3 relays: each needs 0.40 of one relay's CPU per delivery (median of 1 round(s): 0.40)",
+		"the median of 1 round(s) (target <= 0.38: MISSED; met in 0 of 1 rounds)",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("the output lacks %q:\n%s", want, got)
+		}
 	}
 }
