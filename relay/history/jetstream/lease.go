@@ -331,11 +331,25 @@ func (c *Cluster) watchRelays(ctx context.Context, sw *standingWatch) {
 			c.noteRelay(e.Key(), e.Value())
 			return
 		}
-		if e.Key() == c.ID() {
-			return // the renewer finds out
+		if c.self(e.Key()) {
+			// The renewer finds out; and a former id of this relay's
+			// (withdrawFormer) it told the relay of when it announced
+			// itself again. Told twice, the relay took the conversation
+			// back twice at once, and the second take-over, finding it
+			// already its own, closed the turn without naming the
+			// relay that lost it (TestClusterLeaseLapses/stalled).
+			return
 		}
 		c.relayLapsed(e.Key())
 	}, func() { c.relaysResumed(ctx) })
+}
+
+// self reports whether id is this relay's, now or before it announced
+// itself again.
+func (c *Cluster) self(id string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return id == c.id || slices.Contains(c.former, id)
 }
 
 // relayLapsed tells of a relay whose lease lapsed: its commands waiting
