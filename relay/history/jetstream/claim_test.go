@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -12,6 +14,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/pilotdesk/pilotdesk/internal/testsupport"
 	"github.com/pilotdesk/pilotdesk/relay/history"
 	"github.com/pilotdesk/pilotdesk/relay/history/jetstream/natstest"
 )
@@ -186,4 +189,45 @@ func TestClusterFormerLeaseWithdrawn(t *testing.T) {
 			t.Fatalf("the other relay never heard that %s is gone (the relay is %s now)", first, a.ID())
 		}
 	}
+}
+
+// TestClusterStartWaitsForALeader: a relay that starts while the cluster
+// has no quorum (nodes restarting, a leader election) announces itself
+// once there is one, instead of failing at its first try.
+func TestClusterStartWaitsForALeader(t *testing.T) {
+	t.Parallel()
+	c := natstest.Start(t, 3)
+	nc := clusterConn(t, c, 0)
+	resetDefault(t, nc)
+	st := openR3(t, nc, Options{WriteTimeout: 2 * time.Minute})
+	logs := &testsupport.Buffer{}
+	cl := newCluster(t, st, ClusterOptions{Lease: 2 * time.Second, Logger: slog.New(slog.NewTextHandler(logs, nil))})
+	c.Kill(1)
+	c.Kill(2)
+	started := make(chan error, 1)
+	go func() { started <- cl.Start(quietHooks{}) }()
+	deadline := time.Now().Add(time.Minute)
+	for !strings.Contains(logs.String(), "trying again") {
+		select {
+		case err := <-started:
+			t.Fatalf("Start returned %v without a quorum", err)
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("Start neither returned nor tried again:\n%s", logs.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	c.Restart(1)
+	c.Restart(2)
+	select {
+	case err := <-started:
+		if err != nil {
+			t.Fatalf("Start after the quorum came back: %v\n%s", err, logs.String())
+		}
+	case <-time.After(2 * time.Minute):
+		t.Fatalf("Start still waits 2 minutes after the quorum came back:\n%s", logs.String())
+	}
+	// (Its 2 s lease may lapse again while the cluster settles: the
+	// renewer announces it again then, as after any lapse.)
 }

@@ -251,6 +251,29 @@ func (c *Cluster) ID() string {
 	return c.id
 }
 
+// announceAtStart announces the relay, again while nobody answers (a
+// leader election of the relays' bucket, 4-9 s, or a quorum that is not
+// back yet) for up to the store's WriteTimeout, as its Open waits: a relay
+// started during an election exited at once (tests/reliability's
+// TestNATSCrashRecovery, the stream's leader killed, at a load average of
+// 15: "announce relay …: nats: no response from stream"). Each try after
+// the first takes a new id, since an announcement whose answer was lost
+// may have been stored: its key then lapses with its TTL.
+func (c *Cluster) announceAtStart(ctx context.Context) error {
+	deadline := time.Now().Add(c.s.opts.WriteTimeout)
+	wait := 20 * time.Millisecond
+	for again := false; ; again = true {
+		err := c.register(ctx, again)
+		if err == nil || !passing(err) || time.Now().Add(wait).After(deadline) {
+			return err
+		}
+		c.log.Warn("jetstream cluster: nobody answered the relay's announcement (a leader election?); trying again", "err", err, "in", wait)
+		if backOff(ctx, &wait) != nil {
+			return err
+		}
+	}
+}
+
 // Start creates the lease, answers forwarded commands, follows the live
 // events and the other relays' leases.
 func (c *Cluster) Start(h history.ClusterHooks) error {
@@ -271,7 +294,7 @@ func (c *Cluster) Start(h history.ClusterHooks) error {
 		c.stopFollowing()
 		return err
 	}
-	if err := c.register(ctx, false); err != nil {
+	if err := c.announceAtStart(ctx); err != nil {
 		return fail(err)
 	}
 	c.s.lease.Store(c) // the store appends only while the lease holds
