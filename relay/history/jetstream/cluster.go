@@ -251,27 +251,25 @@ func (c *Cluster) ID() string {
 	return c.id
 }
 
-// announceAtStart announces the relay, again while nobody answers (a
-// leader election of the relays' bucket, 4-9 s, or a quorum that is not
-// back yet) for up to the store's WriteTimeout, as its Open waits: a relay
-// started during an election exited at once (tests/reliability's
-// TestNATSCrashRecovery, the stream's leader killed, at a load average of
-// 15: "announce relay …: nats: no response from stream"). Each try after
-// the first takes a new id, since an announcement whose answer was lost
-// may have been stored: its key then lapses with its TTL.
+// announceAtStart announces the relay as any leader's request is made
+// (leaderCall): again while nobody answers (a leader election of the
+// relays' bucket, 4-9 s, or a quorum that is not back yet), for up to the
+// store's WriteTimeout, as its Open waits. A relay started during an
+// election exited at once (tests/reliability's TestNATSCrashRecovery, the
+// stream's leader killed, at a load average of 15: "announce relay …:
+// nats: no response from stream"). Each try after the first takes a new
+// id, since an announcement whose answer was lost may have been stored:
+// its key then lapses with its TTL.
 func (c *Cluster) announceAtStart(ctx context.Context) error {
-	deadline := time.Now().Add(c.s.opts.WriteTimeout)
-	wait := 20 * time.Millisecond
-	for again := false; ; again = true {
+	again := false
+	return c.s.leaderCall(ctx, func(ctx context.Context) error {
 		err := c.register(ctx, again)
-		if err == nil || !passing(err) || time.Now().Add(wait).After(deadline) {
-			return err
+		if err != nil && passing(err) {
+			c.log.Warn("jetstream cluster: nobody answered the relay's announcement (a leader election?); trying again", "err", err)
 		}
-		c.log.Warn("jetstream cluster: nobody answered the relay's announcement (a leader election?); trying again", "err", err, "in", wait)
-		if backOff(ctx, &wait) != nil {
-			return err
-		}
-	}
+		again = true
+		return err
+	})
 }
 
 // Start creates the lease, answers forwarded commands, follows the live
