@@ -135,32 +135,34 @@ func TestServeStopsWaitingForNATS(t *testing.T) {
 			t.Fatal("still waiting after ctx ended")
 		}
 	})
-	t.Run("wrong password", func(t *testing.T) {
-		c := natstest.Start(t, 1)
-		logs := &testsupport.Buffer{}
-		s := natsWaitSettings(c.User, "wrong", []int{c.Nodes[0].ClientPort}, 10*time.Minute)
-		s.NATS.Replicas = 1
-		r := <-startOpening(t, context.Background(), s, slog.New(slog.NewTextHandler(logs, nil)))
-		if r.err == nil || !strings.Contains(r.err.Error(), "Authorization Violation") {
-			t.Fatalf("err = %v", r.err)
-		}
-		if strings.Contains(logs.String(), "does not answer yet") {
-			t.Errorf("waited for a wrong password:\n%s", logs.String())
-		}
-	})
-	// Three replicas on a server that is no cluster: said at once, with
-	// the flag that mends it (a cluster short of a quorum is waited for).
-	t.Run("replicas on a single server", func(t *testing.T) {
-		c := natstest.Start(t, 1)
-		logs := &testsupport.Buffer{}
-		s := natsWaitSettings(c.User, c.Password, []int{c.Nodes[0].ClientPort}, 10*time.Minute)
-		s.NATS.Replicas = 3
-		r := <-startOpening(t, context.Background(), s, slog.New(slog.NewTextHandler(logs, nil)))
-		if r.err == nil || !strings.Contains(r.err.Error(), "a single nats-server, not a cluster: pass --nats-replicas 1") {
-			t.Fatalf("err = %v", r.err)
-		}
-		if strings.Contains(logs.String(), "does not answer yet") {
-			t.Errorf("waited for a configuration the server cannot hold:\n%s", logs.String())
-		}
-	})
+	// What waiting cannot mend is said at once: a wrong password; three
+	// replicas on a server that is no cluster, with the flag that mends it
+	// (a cluster short of a quorum is waited for).
+	for _, tc := range []struct {
+		name     string
+		wrong    bool // the password
+		replicas int
+		want     string
+	}{
+		{"wrong password", true, 1, "Authorization Violation"},
+		{"replicas on a single server", false, 3, "a single nats-server, not a cluster: pass --nats-replicas 1"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := natstest.Start(t, 1)
+			password := c.Password
+			if tc.wrong {
+				password = "wrong"
+			}
+			logs := &testsupport.Buffer{}
+			s := natsWaitSettings(c.User, password, []int{c.Nodes[0].ClientPort}, 10*time.Minute)
+			s.NATS.Replicas = tc.replicas
+			r := <-startOpening(t, context.Background(), s, slog.New(slog.NewTextHandler(logs, nil)))
+			if r.err == nil || !strings.Contains(r.err.Error(), tc.want) {
+				t.Fatalf("err = %v", r.err)
+			}
+			if strings.Contains(logs.String(), "does not answer yet") {
+				t.Errorf("waited for what waiting cannot mend:\n%s", logs.String())
+			}
+		})
+	}
 }
