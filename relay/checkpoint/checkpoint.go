@@ -26,6 +26,8 @@ import (
 	"slices"
 	"strings"
 	"sync"
+
+	"github.com/pilotdesk/pilotdesk/internal/atomicfile"
 )
 
 // MaxFile is the largest file whose content a snapshot keeps (10 MiB).
@@ -269,11 +271,10 @@ func (s *Store) forget(mine map[string]bool, keep func(conv string) bool, failed
 	for _, c := range slices.Sorted(maps.Keys(s.convs)) {
 		b.WriteString(c + "\n")
 	}
-	tmp := s.conversationsFile() + ".new"
-	if err := os.WriteFile(tmp, []byte(b.String()), 0o600); err != nil {
-		return fmt.Errorf("checkpoint: the list of conversations: %w", err)
-	}
-	if err := os.Rename(tmp, s.conversationsFile()); err != nil {
+	// Synced before the rename: a crash must leave the old list or the
+	// new one, never an empty file, which would forget every
+	// conversation and leave their refs for good.
+	if err := atomicfile.WriteFile(s.conversationsFile(), []byte(b.String()), atomicfile.Private); err != nil {
 		return fmt.Errorf("checkpoint: the list of conversations: %w", err)
 	}
 	return nil
