@@ -62,13 +62,27 @@ func (r *repl) input(ctx context.Context, in inputChunk) {
 		r.typed.addLines(in.data)
 		return
 	}
-	for _, k := range r.typed.keys.feed(in.data) {
+	keys := r.typed.keys.feed(in.data)
+	for i, k := range keys {
+		at := r.ask.open
 		r.key(ctx, k)
 		if r.quit {
 			return
 		}
+		// A key that answered one question opened the next queued one,
+		// which is drawn only after this read: the keys after it were
+		// typed without seeing it, and must not answer it.
+		if at != nil && r.ask.open != nil && r.ask.open != at {
+			if i < len(keys)-1 {
+				r.ask.open.hint = typedAheadNote
+			}
+			return
+		}
 	}
 }
+
+// typedAheadNote says why keys typed past an answer were not used.
+const typedAheadNote = "Keys typed before this question showed were not used."
 
 // key handles one key in raw mode.
 func (r *repl) key(ctx context.Context, k key) {

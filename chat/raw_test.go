@@ -345,3 +345,31 @@ func TestNoColorStillEdits(t *testing.T) {
 		t.Errorf("NO_COLOR output has a spinner")
 	}
 }
+
+// TestRawTypeAheadNeverAnswersAnUnseenQuestion: keys that arrive in one
+// read with the Enter that answers a question were typed before the next
+// queued question was drawn; they must not answer it.
+func TestRawTypeAheadNeverAnswersAnUnseenQuestion(t *testing.T) {
+	h, keys := startLoop(t, rawTerm)
+	h.subscribed(map[string]any{"streaming": true})
+	first := h.request(protocol.InputChoice, "First?", []string{"x", "y"}, false)
+	second := h.request(protocol.InputChoice, "Second?", []string{"p", "q"}, false)
+	h.waitScreen("the first question", func(s string) bool {
+		return strings.Contains(s, "First?") && strings.HasSuffix(s, "r) Reject\n›")
+	})
+	keys <- inputChunk{data: []byte("1\r2\r")}
+	if a := h.nextCall("answer"); a.reqID != first || a.answer != "x" {
+		t.Fatalf("answer = %+v, want %s answered x", a, first)
+	}
+	screen := h.waitScreen("the second question", func(s string) bool {
+		return strings.Contains(s, "Second?") && strings.HasSuffix(s, "\n›")
+	})
+	if !strings.Contains(strings.ReplaceAll(screen, "\n", ""), typedAheadNote) {
+		t.Errorf("no word that the keys typed ahead were not used:\n%s", screen)
+	}
+	// What the user types once the question shows answers it.
+	keys <- inputChunk{data: []byte("2\r")}
+	if a := h.nextCall("answer"); a.reqID != second || a.answer != "q" {
+		t.Fatalf("answer = %+v, want %s answered q (the 2 typed ahead answered it)", a, second)
+	}
+}
