@@ -152,7 +152,7 @@ func nextOf(t *testing.T, c *client.Client, typ string) client.Event {
 				return ev
 			}
 		case <-deadline:
-			t.Fatalf("no %s within 10s", typ)
+			t.Fatalf("no %s within %s", typ, relaytest.Timeout)
 		}
 	}
 }
@@ -180,6 +180,14 @@ func TestRealRelayListPageAndWatch(t *testing.T) {
 		if err := other.SetMode(ctx, id, protocol.ModePlan); err != nil {
 			t.Fatal(err)
 		}
+		// SetMode returns once the frame is written. The relay handles a
+		// connection's frames in order, so the pong says the mode was
+		// set (and the conversation updated) before c lists: without
+		// it, c's list could overtake other's frames on a busy machine.
+		if err := other.Ping(ctx); err != nil {
+			t.Fatal(err)
+		}
+		nextOf(t, other, protocol.TypePong)
 	}
 	ids := []string{"7f9c2a5e-0000-4000-8000-00000000000a", "7f9c2a5e-0000-4000-8000-00000000000b", "7f9c2a5e-0000-4000-8000-00000000000c"}
 	for _, id := range ids {
