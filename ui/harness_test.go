@@ -1,16 +1,21 @@
 package ui
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	_ "embed"
+	"log/slog"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"fyne.io/fyne/v2"
+	"fyne.io/fyne/v2/test"
 	"fyne.io/fyne/v2/theme"
+	"fyne.io/fyne/v2/widget"
 
 	"github.com/pilotdesk/pilotdesk/client"
 	"github.com/pilotdesk/pilotdesk/client/clienttest"
@@ -230,3 +235,74 @@ func (h *harness) key(name fyne.KeyName) {
 
 // lastCode returns the code of the last code row.
 func (h *harness) lastCode() string { return h.lastRow(conversation.RowCode).Text }
+
+// texts returns the text of every label, hyperlink, entry and rich text
+// under o, in order.
+func texts(o fyne.CanvasObject) []string {
+	var out []string
+	uitest.Walk(o, func(o fyne.CanvasObject) bool {
+		switch x := o.(type) {
+		case *widget.Label:
+			out = append(out, x.Text)
+		case *widget.Hyperlink:
+			out = append(out, x.Text+" <"+x.URL.String()+">")
+		case *widget.RichText:
+			out = append(out, strings.ReplaceAll(x.String(), zeroWidth, "")) // wordSegments
+		case *widget.Entry:
+			out = append(out, x.Text)
+		default:
+			return true
+		}
+		return false
+	})
+	return out
+}
+
+func captureLogs() (*slog.Logger, func() string) {
+	var mu sync.Mutex
+	var buf bytes.Buffer
+	h := slog.NewTextHandler(writerFunc(func(p []byte) (int, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		return buf.Write(p)
+	}), &slog.HandlerOptions{Level: slog.LevelDebug})
+	return slog.New(h), func() string { mu.Lock(); defer mu.Unlock(); return buf.String() }
+}
+
+type writerFunc func([]byte) (int, error)
+
+func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
+
+// tapButton taps the button labelled text under o: a plain button, or a
+// transcript row's.
+func tapButton(t *testing.T, o fyne.CanvasObject, text string) {
+	t.Helper()
+	var found fyne.Tappable
+	uitest.Walk(o, func(o fyne.CanvasObject) bool {
+		switch b := o.(type) {
+		case *widget.Button:
+			if b.Text == text {
+				found = b
+			}
+		case *rowButton:
+			if b.Text == text {
+				found = b
+			}
+		}
+		return true
+	})
+	if found == nil {
+		t.Fatalf("no %q button", text)
+	}
+	test.Tap(found)
+}
+
+func statusRows(h *harness) int {
+	n := 0
+	for _, r := range h.rows() {
+		if r.Kind == conversation.RowStatus {
+			n++
+		}
+	}
+	return n
+}
