@@ -34,8 +34,8 @@ type call struct {
 
 // fakeConn is a relay connection the test drives: it records what the REPL
 // sends and delivers the events the test emits, decoded by client.Decode
-// from real frames. The end-to-end tests (cli/chat_test.go) use the real
-// relay.
+// from real frames. The end-to-end tests (cli/chat_terminal_test.go) use
+// the real relay.
 type fakeConn struct {
 	events chan client.Event
 	calls  chan call

@@ -17,7 +17,7 @@ import (
 
 // These tests run the REPL in-process against a real relay (relaytest)
 // with the scripted agent, through the shared client. The binary itself is
-// tested in a terminal in cli/chat_test.go.
+// tested in a terminal in cli/chat_terminal_test.go.
 
 const relayScript = `{"turns": [
   {"match": "approve", "steps": [
