@@ -1,6 +1,7 @@
 package copilot_test
 
 import (
+	"net"
 	"os"
 	"path/filepath"
 	"testing"
@@ -134,4 +135,25 @@ func open(t *testing.T, a session.Agent, conv string, opts session.OpenOptions, 
 func run(t *testing.T, s session.Session, prompt string) error {
 	t.Helper()
 	return testsupport.Run(t, wait, s, prompt)
+}
+
+// asEvents is es as events, for testsupport.Describe.
+func asEvents[E session.Event](es []E) []session.Event {
+	var out []session.Event
+	for _, e := range es {
+		out = append(out, e)
+	}
+	return out
+}
+
+// listeningURL is a provider URL whose address takes connections (the fake
+// CLI never calls it; the backend checks that it answers).
+func listeningURL(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	return "http://" + ln.Addr().String() + "/v1"
 }

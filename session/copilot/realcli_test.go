@@ -255,7 +255,7 @@ func TestRealCLIThroughAgent(t *testing.T) {
 	u := usage[0]
 	if u.Model != "gpt-4.1" || u.InputTokens == nil || *u.InputTokens != 1200 || u.OutputTokens == nil || *u.OutputTokens != 30 ||
 		u.CacheReadTokens == nil || *u.CacheReadTokens != 200 {
-		t.Errorf("usage = %s", testsupport.Describe(usage2events(usage[:1])))
+		t.Errorf("usage = %s", testsupport.Describe(asEvents(usage[:1])))
 	}
 
 	started = time.Now()
@@ -264,7 +264,7 @@ func TestRealCLIThroughAgent(t *testing.T) {
 	}
 	sd := testsupport.OfType[session.Shutdown](h.Events())
 	if len(sd) != 1 || !strings.Contains(string(sd[0].ModelMetrics), `"gpt-4.1"`) {
-		t.Errorf("shutdown = %s", testsupport.Describe(shutdown2events(sd)))
+		t.Errorf("shutdown = %s", testsupport.Describe(asEvents(sd)))
 	}
 	t.Logf("session close (detach, shutdown report): %v", time.Since(started))
 	if runtime.GOOS == "linux" && len(testsupport.ProcessesWithEnv(homeEnv(opts))) == 0 {
