@@ -28,8 +28,6 @@ type Event struct {
 	// for copilot:delta, *protocol.Error for error, …), nil for pong and for
 	// a type this client does not know.
 	Data any
-	// Raw is the frame as it arrived (nil for synthetic events).
-	Raw []byte
 }
 
 // ConversationID returns the conversation the event is about, or "".
@@ -101,11 +99,13 @@ func (s State) String() string {
 // Decode turns one server frame into an Event with protocol.DecodeEvent:
 // an unknown type decodes to an Event with nil Data (a newer relay may send
 // types this client does not know); a frame that is not a valid envelope, or
-// whose data does not fit its type, is an error.
+// whose data does not fit its type, is an error. The event keeps nothing
+// of frame, so the caller may reuse it: the client reads every frame into
+// the same buffer.
 func Decode(frame []byte) (Event, error) {
 	ev, err := protocol.DecodeEvent(frame)
 	if err != nil {
 		return Event{}, err
 	}
-	return Event{Type: ev.Type, Data: ev.Data, Raw: frame}, nil
+	return Event{Type: ev.Type, Data: ev.Data}, nil
 }

@@ -177,7 +177,7 @@ func TestDemoUsageAddsUp(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			st.Apply(client.Event{Type: ev.Type, Data: ev.Data, Raw: f.Raw})
+			st.Apply(client.Event{Type: ev.Type, Data: ev.Data})
 			if f.Type != "copilot:quota" {
 				continue
 			}
