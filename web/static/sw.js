@@ -11,8 +11,9 @@ const CACHE = 'pilotdesk-files-v1';
 const FILES = [
   './', 'app.css', 'icon.svg', 'icon-192.png', 'manifest.webmanifest',
   'js/main.js', 'js/app.js', 'js/composer.js', 'js/connection.js', 'js/conversation.js', 'js/dom.js',
-  'js/identity.js', 'js/ids.js', 'js/indicator.js', 'js/list.js', 'js/markdown.js', 'js/notify.js',
-  'js/question.js', 'js/token.js', 'js/transcript.js', 'js/words.js',
+  'js/drawer.js', 'js/entries.js', 'js/folders.js', 'js/identity.js', 'js/ids.js', 'js/indicator.js',
+  'js/list.js', 'js/login.js', 'js/markdown.js', 'js/notify.js', 'js/question.js', 'js/route.js',
+  'js/status.js', 'js/storage.js', 'js/token.js', 'js/transcript.js', 'js/words.js',
 ];
 const scope = new URL(self.registration.scope);
 const cached = new Set(FILES.map((f) => new URL(f, scope).pathname));

@@ -1,7 +1,11 @@
 // app.js: the page's state and what the user can do with it. It owns the
 // connection, one Conversation per conversation it follows, and the list
 // of the relay's conversations; the views (list, transcript, indicator,
-// composer, question, notifier) only render what it hands them.
+// composer, question, notifier) only render what it hands them. The drawer
+// (drawer.js) and the new conversation's folder picker (folders.js) keep
+// their own state; entries.js merges the list it shows, status.js words
+// the connection's state, route.js reads and writes the address, login.js
+// shows the login box.
 
 import { $, el, clear } from './dom.js';
 import { Connection } from './connection.js';
@@ -14,55 +18,19 @@ import { QuestionDialog } from './question.js';
 import { Notifier } from './notify.js';
 import { uuid } from './ids.js';
 import { Identity } from './identity.js';
-import { forgetDevice, saveToken, takeToken, tokenFromInput } from './token.js';
-import { entryTitle, folderLabel, relayErrorText, totalsText, usageText } from './words.js';
+import { forgetDevice, saveToken, takeToken, tokenCheck, tokenFromInput } from './token.js';
+import { entryTitle, relayErrorText, totalsText, usageText } from './words.js';
+import { load, store } from './storage.js';
+import { linkedId, linkOf } from './route.js';
+import { Drawer } from './drawer.js';
+import { FolderPicker } from './folders.js';
+import { folderOf, sortedEntries, waitingIds } from './entries.js';
+import { renderState, sendWhy } from './status.js';
+import { showLogin } from './login.js';
 
 const PAGE = 50; // conversations per copilot:list page
 
-// folderOf names a workspace of the relay's (a list entry's, a
-// subscription's) in short: "api", "api · pilotdesk/1a2b3c4d"; '' for none.
-function folderOf(ws) {
-  if (!ws || typeof ws !== 'object' || typeof ws.path !== 'string' || !ws.path) return '';
-  return folderLabel(ws.path, typeof ws.branch === 'string' ? ws.branch : '', ws.isolation === 'worktree');
-}
 const CURRENT_KEY = 'pilotdesk.current';
-
-// A conversation's link is #/c/<conversationId>; #/ is the list. The token
-// is never part of it: it comes once, in the first link's fragment.
-const LINK = /^#\/c\/(.+)$/;
-
-/** linkedId returns the conversation the address names, or ''. */
-function linkedId() {
-  const m = LINK.exec(location.hash);
-  if (!m) return '';
-  try {
-    return decodeURIComponent(m[1]);
-  } catch {
-    return '';
-  }
-}
-
-function linkOf(id) {
-  return `#/c/${encodeURIComponent(id)}`;
-}
-
-/**
- * tokenCheck asks the relay whether it would let token in (GET token:
- * {valid, required}); null when it cannot tell (no answer, an older
- * relay).
- */
-async function tokenCheck(token) {
-  try {
-    const res = await fetch(new URL('token', new URL('.', location.href)), {
-      cache: 'no-store', headers: token ? { Authorization: `Bearer ${token}` } : {},
-    });
-    if (!res.ok) return null;
-    const t = await res.json();
-    return typeof t.valid === 'boolean' ? t : null;
-  } catch {
-    return null;
-  }
-}
 
 export class App {
   constructor() {
@@ -78,9 +46,7 @@ export class App {
     this.linked = linkedId();
     this.current = this.linked || load(CURRENT_KEY);
     this.role = 'owner'; // the relay says otherwise in copilot:conversations
-    this.listPushed = false; // the drawer's #/ entry was pushed by this page
     this.lastPrompt = new Map(); // id → the prompt last sent, to restore when refused
-    this.workspaces = null; // the relay's copilot:workspaces answer
     this.state = 'connecting';
     this.stateInfo = {};
     this.frame = 0;
@@ -107,8 +73,8 @@ export class App {
     this.notifier = new Notifier({ button: $('notify'), state: $('notify-state'), text: $('notify-text'), textRow: $('notify-text-row') },
       (id) => this.open(id), () => this.token);
 
-    $('menu').addEventListener('click', () => this.toggleDrawer(undefined, { push: true }));
-    $('scrim').addEventListener('click', () => this.toggleDrawer(false));
+    this.drawer = new Drawer();
+    this.folders = new FolderPicker(() => this.scheduleRender());
     $('retry').addEventListener('click', () => this.conn?.retryNow());
     // The back button: #/ is the list, #/c/<id> a conversation.
     window.addEventListener('popstate', () => this.route());
@@ -116,11 +82,6 @@ export class App {
     // waiting out the backoff (a phone suspends a background tab's socket).
     window.addEventListener('online', () => this.conn?.retryNow());
     $('forget').addEventListener('click', () => this.forget());
-    $('folder').addEventListener('change', () => {
-      this.renderFolder();
-      this.scheduleRender(); // the folder under the title
-    });
-    $('worktree').addEventListener('change', () => this.scheduleRender());
     $('login-form').addEventListener('submit', (ev) => {
       ev.preventDefault();
       this.login($('login-token').value);
@@ -130,7 +91,7 @@ export class App {
       if (b) this.open(b.dataset.id);
     });
     document.addEventListener('keydown', (ev) => {
-      if (ev.key === 'Escape' && !this.question.open) this.toggleDrawer(false);
+      if (ev.key === 'Escape' && !this.question.open) this.drawer.toggle(false);
     });
     document.addEventListener('visibilitychange', () => {
       if (document.hidden) return;
@@ -142,8 +103,6 @@ export class App {
       this.render();
     });
     setInterval(() => this.tick(), 1000);
-    $('drawer').inert = !wide.matches;
-    wide.addEventListener('change', () => this.toggleDrawer(false, { history: 'none' }));
   }
 
   start() {
@@ -181,7 +140,7 @@ export class App {
         this.state = 'refused';
         this.stateInfo = { reason: 'missing' };
         document.body.dataset.state = 'refused';
-        this.showLogin('missing');
+        showLogin('missing');
         this.render();
       });
   }
@@ -219,8 +178,7 @@ export class App {
         this.deleted(d.conversationId);
         break;
       case 'copilot:workspaces':
-        this.workspaces = { default: String(d.default ?? ''), recent: Array.isArray(d.recent) ? d.recent : [], roots: Array.isArray(d.roots) ? d.roots : [] };
-        this.folderOptions();
+        this.folders.offered(d);
         break;
       case 'reset': {
         const c = this.convs.get(d.conversationId);
@@ -337,11 +295,11 @@ export class App {
   route() {
     const id = linkedId();
     if (id) {
-      this.listPushed = false;
+      this.drawer.listPushed = false;
       if (id !== this.current) this.open(id, { history: 'none' });
-      else this.toggleDrawer(false, { history: 'none' });
+      else this.drawer.toggle(false, { history: 'none' });
     } else if (location.hash === '#/') {
-      this.toggleDrawer(true, { history: 'none' });
+      this.drawer.toggle(true, { history: 'none' });
     }
   }
 
@@ -359,10 +317,10 @@ export class App {
       if (how === 'push') history.pushState(null, '', linkOf(id));
       else history.replaceState(null, '', linkOf(id));
     }
-    this.listPushed = false;
+    this.drawer.listPushed = false;
     const c = this.conv(id);
     if (this.conn && this.conn.live && (c.onRelay || this.entries.has(id) || id === this.linked)) this.conn.follow(id);
-    if (!keepDrawer) this.toggleDrawer(false, { history: 'none' });
+    if (!keepDrawer) this.drawer.toggle(false, { history: 'none' });
     this.scheduleRender();
   }
 
@@ -403,39 +361,10 @@ export class App {
     return !!c && !c.onRelay && c.rows.length === 0 && !this.entries.has(c.id);
   }
 
-  // folderOptions offers the relay's default folder and its recent ones.
-  folderOptions() {
-    const sel = $('folder');
-    const ws = this.workspaces;
-    const was = sel.value;
-    const opts = [el('option', { value: '', text: ws.default ? `Default: ${ws.default}` : "The relay's default folder" })];
-    for (const r of ws.recent) {
-      if (!r || typeof r.path !== 'string' || r.path === ws.default) continue;
-      opts.push(el('option', { value: r.path, dataset: { git: String(!!r.git) }, text: r.branch ? `${r.path} (${r.branch})` : r.path }));
-    }
-    clear(sel).append(...opts);
-    if ([...sel.options].some((o) => o.value === was)) sel.value = was;
-    this.renderFolder();
-  }
-
-  // renderFolder shows the worktree checkbox for a folder in a git repository.
-  renderFolder() {
-    const sel = $('folder');
-    const opt = sel.selectedOptions[0];
-    let git = opt?.dataset.git === 'true';
-    if (opt && opt.value === '' && this.workspaces) git = this.workspaces.recent.some((r) => r.path === this.workspaces.default && r.git);
-    $('worktree-label').hidden = !git;
-    if (!git) $('worktree').checked = false;
-  }
-
   // chosenWorkspace is what c's first prompt names: the folder chosen and
   // whether in a worktree (null: the relay's default folder, as is).
   chosenWorkspace(c) {
-    if (!this.isNew(c) || $('new-folder').hidden) return null;
-    const path = $('folder').value || (this.workspaces?.default ?? '');
-    const worktree = $('worktree').checked;
-    if (!path || (!$('folder').value && !worktree)) return null;
-    return worktree ? { path, isolation: 'worktree' } : { path };
+    return this.isNew(c) ? this.folders.chosen() : null;
   }
 
   restorePrompt(id) {
@@ -541,7 +470,7 @@ export class App {
    */
   async refused(reason) {
     if (!this.token) {
-      this.showLogin('missing');
+      showLogin('missing');
       return;
     }
     let dead = reason === 'revoked';
@@ -554,7 +483,7 @@ export class App {
       this.token = '';
       document.body.dataset.token = 'forgotten';
     }
-    this.showLogin(reason);
+    showLogin(reason);
   }
 
   forget() {
@@ -567,8 +496,8 @@ export class App {
     this.convs.clear();
     this.entries.clear();
     this.current = null;
-    this.toggleDrawer(false);
-    this.showLogin('forgotten');
+    this.drawer.toggle(false);
+    showLogin('forgotten');
     this.render();
   }
 
@@ -580,43 +509,6 @@ export class App {
     $('login').hidden = true;
     if (this.conn) this.conn.stop();
     this.start();
-  }
-
-  showLogin(reason) {
-    const why = {
-      token: 'The relay is up but refused this page: the token is wrong or was revoked.',
-      revoked: "This device's token was revoked or expired; ask for a new one.",
-      forgotten: 'This device is forgotten: the token is no longer stored here.',
-      missing: 'This page needs the token of the relay that served it.',
-    }[reason] || '';
-    $('login-why').textContent = why;
-    $('login').hidden = false;
-    if (reason !== 'token') $('login-token').focus();
-  }
-
-  /**
-   * toggleDrawer opens or closes the list. push: an opening the user
-   * asked for gets its own entry (#/), so that back closes it; history
-   * 'none': the address changed already (the back button).
-   */
-  toggleDrawer(open, { push = false, history: how = '' } = {}) {
-    const app = $('app');
-    const was = app.classList.contains('drawer-open');
-    const on = open === undefined ? !was : open;
-    app.classList.toggle('drawer-open', on);
-    $('menu').setAttribute('aria-expanded', String(on));
-    $('scrim').hidden = !on;
-    // Closed, the drawer is out of the Tab order and of what a screen
-    // reader reads (on a wide screen it is a sidebar, always there).
-    $('drawer').inert = !on && !wide.matches;
-    if (how === 'none' || on === was) return;
-    if (on && push) {
-      history.pushState(null, '', '#/');
-      this.listPushed = true;
-    } else if (!on && this.listPushed && location.hash === '#/') {
-      this.listPushed = false;
-      history.back();
-    }
   }
 
   toast(text) {
@@ -631,32 +523,12 @@ export class App {
 
   // waitingIds lists the conversations with a question open.
   waitingIds() {
-    const ids = new Set();
-    for (const [id, c] of this.convs) if (c.pending && !c.pending.answering) ids.add(id);
-    for (const [id, e] of this.entries) if (e.waitingInput && !this.conn?.following(id)) ids.add(id);
-    return [...ids];
+    return waitingIds(this.convs, this.entries, (id) => this.conn?.following(id));
   }
 
+  // sortedEntries is the list to show, most recently updated first.
   sortedEntries() {
-    const out = new Map();
-    for (const [id, e] of this.entries) {
-      out.set(id, {
-        id, title: e.title, streaming: !!e.streaming, mode: e.mode, waiting: !!e.waitingInput,
-        updatedAt: Date.parse(e.updatedAt) || 0, agent: typeof e.agent === 'string' ? e.agent : '',
-        folder: folderOf(e.workspace),
-      });
-    }
-    for (const [id, c] of this.convs) {
-      // A conversation made here shows once it has rows, or while it is open.
-      if (!out.has(id) && c.rows.length === 0 && id !== this.current) continue;
-      const prev = out.get(id) || {};
-      out.set(id, {
-        id, title: c.title || prev.title, streaming: c.synced ? c.streaming : prev.streaming,
-        mode: c.mode, waiting: c.synced ? !!c.pending : prev.waiting, updatedAt: Math.max(c.updatedAt || 0, prev.updatedAt || 0),
-        agent: prev.agent || c.agent, folder: prev.folder || folderOf(c.workspace),
-      });
-    }
-    return [...out.values()].sort((a, b) => b.updatedAt - a.updatedAt);
+    return sortedEntries(this.entries, this.convs, this.current);
   }
 
   scheduleRender() {
@@ -675,16 +547,16 @@ export class App {
     $('transcript').classList.toggle('paused', !!(c && c.pending));
     this.indicator.render(c, Date.now());
     const viewer = this.role === 'viewer';
-    this.composer.render(c, live, { viewer, why: this.sendWhy(c, live, viewer) });
+    this.composer.render(c, live, { viewer, why: sendWhy(c, live, viewer, this.state) });
     // A question of the history is asked once the replay is in: until
     // then a later event may answer it.
     this.question.show(c && c.synced ? c : null, { viewer });
-    $('new-folder').hidden = viewer || !this.workspaces || !this.isNew(c);
+    this.folders.render(!viewer && this.isNew(c));
     this.renderFolderLabel(c);
     $('usage').textContent = c ? [usageText(c.usage, c.turn, Date.now()), totalsText(c.usage)].filter(Boolean).join('  ·  ') : '';
     this.list.render(this.sortedEntries(), this.current, !!this.nextCursor);
     this.renderElsewhere();
-    this.renderState();
+    renderState(this.state, this.stateInfo);
   }
 
   // renderFolderLabel names, under the title, the folder the conversation
@@ -694,10 +566,7 @@ export class App {
   // ("api · new worktree").
   renderFolderLabel(c) {
     let ws = (c && (c.workspace || this.entries.get(c.id)?.workspace)) || null;
-    if (!ws && this.isNew(c) && !$('new-folder').hidden) {
-      const path = $('folder').value || (this.workspaces?.default ?? '');
-      if (path) ws = { path, isolation: $('worktree').checked ? 'worktree' : 'none' };
-    }
+    if (!ws && this.isNew(c)) ws = this.folders.pending();
     const label = $('folder-label');
     label.textContent = folderOf(ws);
     label.title = ws ? String(ws.dir || ws.path || '') : '';
@@ -720,39 +589,6 @@ export class App {
       el('button', { type: 'button', dataset: { id: others[0] }, text: 'Open' }));
   }
 
-  // sendWhy says in words why Send is off ('' when it is on).
-  sendWhy(c, live, viewer) {
-    if (viewer) return 'This device is a viewer: it follows conversations but cannot send, answer or change the mode. A controller or the owner can.';
-    if (!c) return 'No conversation is open.';
-    if (live) return '';
-    switch (this.state) {
-      case 'refused': return 'The relay refused this page: Send comes back once it is connected again.';
-      case 'closed': return 'Not connected to the relay.';
-      default: return 'Not connected to the relay: reconnecting, Send comes back once it is connected.';
-    }
-  }
-
-  renderState() {
-    $('retry').hidden = this.state !== 'reconnecting';
-    const s = $('conn');
-    const words = {
-      connecting: 'connecting…',
-      live: 'live',
-      reconnecting: `reconnecting${this.stateInfo.inMs ? ` in ${Math.max(1, Math.round(this.stateInfo.inMs / 1000))} s` : ''}…`,
-      refused: 'refused',
-      closed: 'offline',
-    };
-    if (this.state === 'reconnecting' && this.stateInfo.failures >= MOVED_AFTER) {
-      // The relay keeps its port across restarts; one that has not answered
-      // for this long may have had to take another (the old one was taken).
-      words.reconnecting = `no relay answers at ${location.host}: if pilotdesk restarted on another port, ` +
-        'open its new link (Connect a device… in its window) on this device';
-    }
-    s.textContent = words[this.state] || this.state;
-    s.dataset.state = this.state;
-    document.body.dataset.retryIn = String(this.state === 'reconnecting' && this.stateInfo.inMs ? this.stateInfo.inMs : 0);
-  }
-
   tick() {
     const c = this.current ? this.convs.get(this.current) : null;
     if (c && c.pending && c.pending.deadline) {
@@ -760,28 +596,5 @@ export class App {
       this.indicator.render(c, now);
       this.question.tick(now);
     }
-  }
-}
-
-// wide is when the drawer is a sidebar (app.css's breakpoint).
-const wide = window.matchMedia('(min-width: 860px)');
-
-// MOVED_AFTER is how many failed reconnections (half a minute of the
-// backoff) make the status say what to do if the relay moved.
-const MOVED_AFTER = 6;
-
-function load(key) {
-  try {
-    return localStorage.getItem(key);
-  } catch {
-    return null;
-  }
-}
-
-function store(key, value) {
-  try {
-    localStorage.setItem(key, value);
-  } catch {
-    // not kept across reloads
   }
 }

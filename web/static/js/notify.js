@@ -15,6 +15,7 @@
 // relay and in the browser. A push names the conversation and carries its
 // words only when the user asks for them.
 
+import { load, store } from './storage.js';
 import { questionNotification, turnNotification } from './words.js';
 
 const BASE_TITLE = 'pilotdesk';
@@ -24,23 +25,6 @@ const BASE_TITLE = 'pilotdesk';
 // earlier permission still lets the page notify while it is open.
 const PREF = 'pilotdesk.notify';
 const TEXT = 'pilotdesk.notifyText'; // '1': pushes carry the words
-
-function load(key) {
-  try {
-    return localStorage.getItem(key) || '';
-  } catch {
-    return '';
-  }
-}
-
-function store(key, value) {
-  try {
-    if (value) localStorage.setItem(key, value);
-    else localStorage.removeItem(key);
-  } catch {
-    // not kept: the page asks again next time
-  }
-}
 
 /** keyBytes decodes a base64url VAPID key for applicationServerKey. */
 function keyBytes(b64) {

@@ -60,3 +60,21 @@ export function forgetDevice() {
     // nothing stored
   }
 }
+
+/**
+ * tokenCheck asks the relay whether it would let token in (GET token:
+ * {valid, required}); null when it cannot tell (no answer, an older
+ * relay).
+ */
+export async function tokenCheck(token) {
+  try {
+    const res = await fetch(new URL('token', new URL('.', location.href)), {
+      cache: 'no-store', headers: token ? { Authorization: `Bearer ${token}` } : {},
+    });
+    if (!res.ok) return null;
+    const t = await res.json();
+    return typeof t.valid === 'boolean' ? t : null;
+  } catch {
+    return null;
+  }
+}
