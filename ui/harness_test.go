@@ -1,13 +1,11 @@
 package ui
 
 import (
-	"bytes"
 	"cmp"
 	"context"
 	_ "embed"
 	"log/slog"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -20,6 +18,7 @@ import (
 	"github.com/pilotdesk/pilotdesk/client"
 	"github.com/pilotdesk/pilotdesk/client/clienttest"
 	"github.com/pilotdesk/pilotdesk/conversation"
+	"github.com/pilotdesk/pilotdesk/internal/testsupport"
 	"github.com/pilotdesk/pilotdesk/protocol"
 	"github.com/pilotdesk/pilotdesk/relay"
 	"github.com/pilotdesk/pilotdesk/relay/relaytest"
@@ -258,20 +257,11 @@ func texts(o fyne.CanvasObject) []string {
 	return out
 }
 
+// captureLogs is a logger at debug level and what it has logged so far.
 func captureLogs() (*slog.Logger, func() string) {
-	var mu sync.Mutex
-	var buf bytes.Buffer
-	h := slog.NewTextHandler(writerFunc(func(p []byte) (int, error) {
-		mu.Lock()
-		defer mu.Unlock()
-		return buf.Write(p)
-	}), &slog.HandlerOptions{Level: slog.LevelDebug})
-	return slog.New(h), func() string { mu.Lock(); defer mu.Unlock(); return buf.String() }
+	var buf testsupport.Buffer
+	return slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug})), buf.String
 }
-
-type writerFunc func([]byte) (int, error)
-
-func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
 
 // tapButton taps the button labelled text under o: a plain button, or a
 // transcript row's.
