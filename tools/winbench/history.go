@@ -205,12 +205,16 @@ func (b *bench) open(ctx context.Context, rep *report) error {
 	if err != nil {
 		return err
 	}
+	anon, file, err := rssParts(p.pid())
+	if err != nil {
+		return err
+	}
 	res := openResult{
 		seconds: shown.Sub(click).Seconds(), replay: loaded.took, rows: loaded.rows,
 		ticks: ticksShown - t0, ticksAfter: tk - t0, rssBefore: rss0, rss: rss, peak: peak,
 	}
-	fmt.Printf("  open %d messages (%d rows): shown %.2f s after the click (the replay %s, its frame %s after it), %d ticks by then, %d by %s after; RSS %.0f → %.0f MiB (peak %.0f)\n",
-		b.cfg.messages, res.rows, res.seconds, res.replay, shown.Sub(loaded.at).Round(time.Millisecond), res.ticks, res.ticksAfter, openAfter, res.rssBefore, res.rss, res.peak)
+	fmt.Printf("  open %d messages (%d rows): shown %.2f s after the click (the replay %s, its frame %s after it), %d ticks by then, %d by %s after; RSS %.0f → %.0f MiB (peak %.0f; anon %.0f, file %.0f)\n",
+		b.cfg.messages, res.rows, res.seconds, res.replay, shown.Sub(loaded.at).Round(time.Millisecond), res.ticks, res.ticksAfter, openAfter, res.rssBefore, res.rss, res.peak, anon, file)
 	if b.cfg.only["scroll"] {
 		if err := b.scrollPair(ctx, rep, p, win.window); err != nil {
 			return err
@@ -305,7 +309,15 @@ func (b *bench) floorMemory(ctx context.Context) (idle, naive float64, err error
 			return 0, err
 		}
 		rss, _, err := memory(p.pid())
-		return rss, err
+		if err != nil {
+			return 0, err
+		}
+		anon, file, err := rssParts(p.pid())
+		if err != nil {
+			return 0, err
+		}
+		fmt.Printf("  %s: RSS %.0f MiB (anon %.0f, file %.0f)\n", name, rss, anon, file)
+		return rss, nil
 	}
 	if idle, err = one("floor-idle"); err != nil {
 		return 0, 0, err
