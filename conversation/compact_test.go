@@ -48,6 +48,22 @@ func TestLongReplayCompacted(t *testing.T) {
 	if got := st.MessageText("m3"); got != text {
 		t.Fatalf("message m3 is %q after the replay's end, %q before", got, text)
 	}
+	// A finished message's rows are pieces of its markdown, not copies.
+	md := st.MessageText("m3")
+	start := uintptr(unsafe.Pointer(unsafe.StringData(md)))
+	shared := 0
+	for _, r := range st.Rows {
+		if r.MessageID != "m3" || (r.Kind != RowText && r.Kind != RowCode) || r.Text == "" {
+			continue
+		}
+		if p := uintptr(unsafe.Pointer(unsafe.StringData(r.Text))); p < start || p+uintptr(len(r.Text)) > start+uintptr(len(md)) {
+			t.Errorf("m3's %v row %q is a copy, not a piece of the message's markdown", r.Kind, r.Text)
+		}
+		shared++
+	}
+	if shared != 3 {
+		t.Fatalf("m3 has %d text and code rows, want 3", shared)
+	}
 	for i, p := range prompts {
 		r := st.Rows[slices.IndexFunc(st.Rows, func(r Row) bool { return r.Kind == RowUser && r.Text == p.Content })]
 		if unsafe.StringData(r.Text) == unsafe.StringData(p.Content) {

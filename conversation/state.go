@@ -152,6 +152,9 @@ type message struct {
 	// else came in between.
 	lastRow int
 	done    bool
+	// text is the whole markdown of a finished message once compact has
+	// made it one string that its rows share; split then holds no text.
+	text string
 }
 
 // thought is one run of the agent's reasoning, shown in one row.
@@ -277,6 +280,9 @@ func (s *State) AddNote(tone, text string) int {
 // MessageText returns the whole markdown of an assistant message so far.
 func (s *State) MessageText(messageID string) string {
 	if m, ok := s.msgs[messageID]; ok {
+		if m.split.buf == nil && m.text != "" {
+			return m.text
+		}
 		return m.split.text()
 	}
 	return ""
