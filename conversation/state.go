@@ -311,11 +311,13 @@ func (s *State) self() protocol.By {
 
 func (s *State) appendRow(r Row) int {
 	r.Version = 1
-	if len(s.Rows) == cap(s.Rows) {
-		// Double the rows' capacity: append grows a long slice by a
-		// quarter at a time, so a replay of 22,500 rows (216 bytes each)
-		// allocated and copied the rows five times over (23 MB for a
-		// 5,000-message conversation); doubling copies them about once.
+	if len(s.Rows) == cap(s.Rows) && !s.Synced {
+		// While a replay folds, double the rows' capacity: append grows a
+		// long slice by a quarter at a time, so a replay of 22,500 rows
+		// (216 bytes each) allocated and copied the rows five times over
+		// (23 MB for a 5,000-message conversation); doubling copies them
+		// about once, and compact trims the slack at a long replay's
+		// end. Live rows grow as append grows them, with less slack.
 		grown := make([]Row, len(s.Rows), max(minRowsCap, 2*len(s.Rows)))
 		copy(grown, s.Rows)
 		s.Rows = grown
