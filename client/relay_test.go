@@ -177,17 +177,20 @@ func TestRealRelayListPageAndWatch(t *testing.T) {
 	defer other.Close()
 	touch := func(id string) {
 		t.Helper()
+		// SetMode returns once the frame is written, and the relay lists
+		// a conversation (and tells watchers of it) only once its event
+		// is stored and sent, after set_mode has been answered: a pong
+		// on other proves the first, not the second, and c's list could
+		// come between them on a busy machine. The mode_changed that
+		// other, subscribed first, receives is sent once it is stored.
+		if err := other.Subscribe(ctx, id, 0); err != nil {
+			t.Fatal(err)
+		}
 		if err := other.SetMode(ctx, id, protocol.ModePlan); err != nil {
 			t.Fatal(err)
 		}
-		// SetMode returns once the frame is written. The relay handles a
-		// connection's frames in order, so the pong says the mode was
-		// set (and the conversation updated) before c lists: without
-		// it, c's list could overtake other's frames on a busy machine.
-		if err := other.Ping(ctx); err != nil {
-			t.Fatal(err)
+		for nextOf(t, other, protocol.TypeModeChanged).ConversationID() != id {
 		}
-		nextOf(t, other, protocol.TypePong)
 	}
 	ids := []string{"7f9c2a5e-0000-4000-8000-00000000000a", "7f9c2a5e-0000-4000-8000-00000000000b", "7f9c2a5e-0000-4000-8000-00000000000c"}
 	for _, id := range ids {
