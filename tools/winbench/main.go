@@ -311,10 +311,11 @@ func (p *proc) stop() {
 // rssParts splits the process's resident set (MiB): anon is its own memory
 // (the Go heap, the C heap, SQLite's, Mesa's), file the pages of files it
 // maps (the binary, libLLVM and the other libraries, fonts), which the
-// page cache holds whether or not the process runs and which Linux 6.18
-// maps a whole large folio at a time, so their share follows how the file
-// was written more than what the process touched (the same pilotdesk binary
-// maps 42 MB written by the linker, 34 MB once copied with cp).
+// page cache holds whether or not the process runs and which the kernel
+// maps with the cached neighbours of each page touched (on Linux 6.18 most
+// likely a whole large folio), so their share follows how the file was
+// written more than what the process ran (the same pilotdesk binary maps
+// 42 MB written by the linker, 34 MB once copied with cp).
 func rssParts(pid int) (anon, file float64, err error) {
 	anonKiB, err1 := procstat.Field(pid, "RssAnon")
 	fileKiB, err2 := procstat.Field(pid, "RssFile")
