@@ -2,8 +2,10 @@ package reliability
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/url"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -75,6 +77,7 @@ func TestNATSCrashRecovery(t *testing.T) {
 		c.Nodes[leader].Name, before, y.count(stream)-before, time.Since(killedNode).Round(time.Millisecond))
 
 	killed := time.Now()
+	dead := p
 	p.kill()
 	x.drain()
 	y.drain()
@@ -89,7 +92,8 @@ func TestNATSCrashRecovery(t *testing.T) {
 	c.WaitReady(60 * time.Second)
 	p = startRelay(t, nil, args()...)
 	t.Logf("a new relay process on the cluster %s after the SIGKILL", time.Since(killed).Round(time.Millisecond))
-	time.Sleep(time.Until(killed.Add(lease + time.Second))) // the dead relay's lease lapses
+	waitLeasesLapsed(t, js, dead)
+	t.Logf("the dead relay's lease lapsed %s after the SIGKILL", time.Since(killed).Round(time.Millisecond))
 	r := newWatcher(t, "resumer", p.URL, token)
 	seq := checkResume(t, r, stream, maxSeq(saw), epoch, "plan", "")
 	checkHistory(t, p, token, stream, seq, saw, r.events[stream])
@@ -136,4 +140,43 @@ func TestNATSEmbeddedCrashRecovery(t *testing.T) {
 	seq := checkResume(t, r, stream, maxSeq(saw), epoch, "act", "")
 	checkHistory(t, p, token, stream, seq, saw, r.events[stream])
 	p.stop()
+}
+
+// announcedAs matches the log lines that name a lease the relay holds: its
+// announcement, and another after a renewal it lost (a leader election).
+var announcedAs = regexp.MustCompile(`msg="jetstream cluster: relay announced(?: again, as another)?" relay=(\S+)`)
+
+// waitLeasesLapsed waits until the cluster has dropped every lease the
+// relay p (killed) announced, as a relay asking whether it lives sees: a
+// lease ends a lease after the renewal before the kill, when the servers
+// delete its key, and a wait of a lease and a second after the kill was
+// as long as that with a renewal sent just before the kill, which a busy
+// machine's servers delete later.
+func waitLeasesLapsed(t *testing.T, js jetstream.JetStream, p *relayProc) {
+	t.Helper()
+	var ids []string
+	for _, m := range announcedAs.FindAllStringSubmatch(p.log.String(), -1) {
+		ids = append(ids, m[1])
+	}
+	if len(ids) == 0 {
+		t.Fatalf("the relay's log names no lease it announced:\n%s", p.log.String())
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	for _, id := range ids {
+		for {
+			kv, err := js.KeyValue(ctx, "pd_relays")
+			var e jetstream.KeyValueEntry
+			if err == nil {
+				e, err = kv.Get(ctx, id)
+			}
+			if errors.Is(err, jetstream.ErrKeyNotFound) || err == nil && e.Operation() != jetstream.KeyValuePut {
+				break
+			}
+			if ctx.Err() != nil {
+				t.Fatalf("the dead relay's lease %s did not lapse within %s (%v)", id, timeout, err)
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
 }
