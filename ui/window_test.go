@@ -13,6 +13,7 @@ import (
 	"github.com/pilotdesk/pilotdesk/conversation"
 	"github.com/pilotdesk/pilotdesk/protocol"
 	"github.com/pilotdesk/pilotdesk/relay"
+	"github.com/pilotdesk/pilotdesk/relay/relaytest"
 	"github.com/pilotdesk/pilotdesk/ui/uitest"
 )
 
@@ -475,8 +476,16 @@ func TestListPagesAndWatch(t *testing.T) {
 	for i := range 230 {
 		other.Send(protocol.TypeSetMode, protocol.SetMode{ConversationID: fmt.Sprintf("0b7e3a40-0000-4000-8000-%012d", i), Mode: protocol.ModePlan})
 	}
-	other.Send(protocol.TypePing, nil)
-	other.Expect(protocol.TypePong)
+	// The relay lists a conversation once its event is stored and sent,
+	// after set_mode is answered (a pong proves only the answer): with
+	// the last one's mode_changed, which the committer sends after every
+	// one before it, all 230 are listed, and the first page is a full one
+	// with a cursor, not what was stored by then with the rest coming as
+	// notices.
+	last := fmt.Sprintf("0b7e3a40-0000-4000-8000-%012d", 229)
+	since := int64(0)
+	other.Send(protocol.TypeSubscribe, protocol.Subscribe{ConversationID: last, SinceSeq: &since})
+	other.WaitFor(protocol.TypeModeChanged, func(f relaytest.Frame) bool { return f.Field("conversationId") == last })
 	h.w.refreshList()
 	h.waitFor("the first page", func() bool { return len(h.w.sidebar.entries) >= 200 })
 	h.w.sidebar.list.ScrollToBottom()
