@@ -89,12 +89,7 @@ func (r *Relay) snapshotAfter(conv *conversation, t *turn) *protocol.Changes {
 	}
 	// Not the turn's context: an aborted turn's changes count too.
 	ctx := context.WithoutCancel(t.ctx)
-	after, err := r.checkpoints.SnapshotAfter(ctx, t.cp.dir, conv.id, t.cp.before)
-	var files []checkpoint.File
-	truncated := false
-	if err == nil {
-		files, truncated, err = r.checkpoints.Changes(ctx, t.cp.dir, conv.id, t.cp.before, after)
-	}
+	after, files, truncated, err := r.checkpoints.SnapshotTurn(ctx, t.cp.dir, conv.id, t.cp.before)
 	if err != nil {
 		conv.mu.Lock()
 		conv.checkpointFailedLocked(err)

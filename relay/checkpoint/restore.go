@@ -30,7 +30,7 @@ func (s *Store) Restore(ctx context.Context, dir, conv, to string) (undo string,
 	if err := s.resolve(ctx, l, conv, to); err != nil {
 		return "", nil, err
 	}
-	undo, err = s.snapshot(ctx, dir, conv, "", "undo of a restore to "+to)
+	undo, _, err = s.snapshot(ctx, dir, conv, "", "undo of a restore to "+to)
 	if err != nil {
 		return "", nil, err
 	}
