@@ -361,20 +361,21 @@ func isID(id string) bool {
 }
 
 // resolve checks that id is a snapshot of conv in dir's repository, and
-// that its objects are still there.
+// that its commit is still there.
 func (s *Store) resolve(ctx context.Context, l *location, conv, id string) error {
 	if !isID(id) {
 		return fmt.Errorf("checkpoint %q: %w", id, ErrUnknown)
 	}
-	out, err := l.git(s, "for-each-ref", "--format=%(objectname)", refsOf(conv)+id).output(ctx)
+	// One git command where there were two (for-each-ref, then cat-file
+	// -e of the tree): %(tree) reads the commit, so git fails when the
+	// ref is there but its snapshot's objects are not, and prints nothing
+	// when there is no such ref.
+	out, err := l.git(s, "for-each-ref", "--format=%(objectname) %(tree)", refsOf(conv)+id).output(ctx)
 	if err != nil {
-		return fmt.Errorf("checkpoint %s: %w", id, err)
-	}
-	if strings.TrimSpace(string(out)) != id {
-		return fmt.Errorf("checkpoint %s: %w", id, ErrUnknown)
-	}
-	if _, err := l.git(s, "cat-file", "-e", id+"^{tree}").output(ctx); err != nil {
 		return fmt.Errorf("checkpoint %s: its snapshot is gone from the repository (were its objects pruned?): %w", id, err)
+	}
+	if got, _, _ := strings.Cut(strings.TrimSpace(string(out)), " "); got != id {
+		return fmt.Errorf("checkpoint %s: %w", id, ErrUnknown)
 	}
 	return nil
 }
