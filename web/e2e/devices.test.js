@@ -69,6 +69,9 @@ describe('devices', { skip: skip || false }, () => {
     await laptop.waitForFunction(() => /answered from/.test(document.querySelector('#transcript [data-kind="note"]')?.textContent ?? ''));
     assert.match(await laptop.textContent('#transcript [data-kind="note"]'), /"Deploy to production\?" was answered from Pixel \(web\)\./);
     assert.match(await laptop.textContent('#transcript [data-kind="user"] .who'), /^You/);
+    // The phone hears of the answer on its own socket, maybe after the
+    // laptop did.
+    await phone.waitForSelector('#transcript [data-kind="note"]');
     assert.match(await phone.textContent('#transcript [data-kind="note"]'), /You answered "approve"/);
     assert.match(await phone.textContent('#transcript [data-kind="user"] .who'), /Sent from the web client on the relay's computer/);
 

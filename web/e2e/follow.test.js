@@ -69,7 +69,7 @@ describe('following the conversation', { skip: skip || false }, () => {
       if (!last) return false;
       const gap = t.scrollHeight - t.scrollTop - t.clientHeight;
       return gap <= 2 && last.getBoundingClientRect().bottom <= t.getBoundingClientRect().bottom + 1;
-    }, null, { timeout: 10_000 }).catch(async () => {
+    }, null, { timeout: WAIT }).catch(async () => {
       const where = await page.evaluate(() => {
         const t = document.getElementById('transcript');
         return { scrollHeight: t.scrollHeight, scrollTop: t.scrollTop, clientHeight: t.clientHeight };

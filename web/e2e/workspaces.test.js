@@ -93,6 +93,9 @@ describe('workspaces', { skip: skip || false }, () => {
     await p.waitForFunction((want) => document.getElementById('folder-label').textContent === want, `api · ${branch}`);
     assert.equal(await p.isVisible('#folder-label'), true, 'the folder is not shown under the title');
     assert.match(await p.getAttribute('#folder-label', 'title'), new RegExp(`${branch.replace('/', '.')}|worktrees`), 'the whole folder is not its hover text');
+    // The list's entry comes from the relay's listing, which may reach the
+    // page after the conversation's own events.
+    await p.waitForFunction((want) => document.querySelector('.conv.current .conv-folder')?.textContent === want, `api · ${branch} · `).catch(() => {});
     assert.equal(await p.textContent('.conv.current .conv-folder'), `api · ${branch} · `);
     const fits = await p.evaluate(() => document.documentElement.scrollWidth <= window.innerWidth);
     assert.ok(fits, 'the header overflows a phone-wide page');
