@@ -277,9 +277,11 @@ describe('reconnecting', { skip: skip || false }, () => {
     await page.waitForSelector('#retry:not([hidden])');
     relay = await startRelay({ dataDir, port });
     // The page may get there by itself first (its backoff ran out), and
-    // then hides the button between the check and the click.
+    // then hides the button between the check and the click (the click then
+    // waits for it in vain: WAIT, not a short bound a busy machine could
+    // miss while the button shows).
     if (await page.evaluate(() => document.body.dataset.state) !== 'live') {
-      await page.click('#retry', { timeout: 5_000 }).catch((err) => {
+      await page.click('#retry', { timeout: WAIT }).catch((err) => {
         if (!/not visible|detached/.test(String(err))) throw err;
       });
     }
