@@ -12,6 +12,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 
+	"github.com/pilotdesk/pilotdesk/internal/ctxtime"
 	"github.com/pilotdesk/pilotdesk/relay/history"
 	"github.com/pilotdesk/pilotdesk/relay/history/jetstream"
 )
@@ -179,10 +180,6 @@ func (n *natsStore) Close() error {
 	return err
 }
 
-// openNATSStore opens the history on the cluster at --nats, or on an
-// in-process node in --data-dir, and, on the in-process node, drops
-// conversations older than --history-max-age (before the relay loads
-// them, as with SQLite).
 // openNATSStoreWaiting opens the history as openNATSStore does, trying
 // again while the cluster does not answer yet (jetstream.Unavailable), for
 // up to StartWait or until ctx ends (SIGTERM). Any other failure (a
@@ -203,15 +200,17 @@ func openNATSStoreWaiting(ctx context.Context, s relaySettings, logger *slog.Log
 			return nil, fmt.Errorf("%w; the cluster did not answer for %v", err, s.NATS.StartWait)
 		}
 		logger.Warn("the NATS cluster does not answer yet; trying again", "err", err, "in", wait)
-		select {
-		case <-ctx.Done():
+		if ctxtime.Sleep(ctx, wait) != nil {
 			return nil, err
-		case <-time.After(wait):
 		}
 		wait = min(2*wait, 10*time.Second)
 	}
 }
 
+// openNATSStore opens the history on the cluster at --nats, or on an
+// in-process node in --data-dir, and, on the in-process node, drops
+// conversations older than --history-max-age (before the relay loads
+// them, as with SQLite).
 func openNATSStore(ctx context.Context, s relaySettings, logger *slog.Logger) (_ *natsStore, err error) {
 	n := s.NATS
 	st := &natsStore{}
