@@ -318,12 +318,12 @@ func Pace(q Quota, creditsPerDay float64, now time.Time) string {
 	return "at this pace it runs out on " + out.Format("2 Jan")
 }
 
-// reportsNoTotals: the session ended with totals of nothing from an agent
-// that said it reports no usage (an ACP agent; the relay's stand-in
+// noTotalsFrom: the session ended with totals of nothing, and unreported
+// says the agent reports no usage (an ACP agent; the relay's stand-in
 // copilot:shutdown after a close). Its "0 premium requests" would be a
 // figure nobody measured.
-func (u Usage) reportsNoTotals() bool {
-	return u.Unreported && u.TotalPremiumRequests == 0 && len(u.Models) == 0
+func (u Usage) noTotalsFrom(unreported bool) bool {
+	return unreported && u.TotalPremiumRequests == 0 && len(u.Models) == 0
 }
 
 // TotalsText is the session's totals from copilot:shutdown, "" before the
@@ -332,7 +332,7 @@ func TotalsText(u Usage) string {
 	if !u.HaveTotals {
 		return ""
 	}
-	if u.reportsNoTotals() {
+	if u.noTotalsFrom(u.Unreported) {
 		return "Session ended: this agent reports no usage"
 	}
 	s := "Session total: " + Plural(u.TotalPremiumRequests, "premium request")
@@ -380,7 +380,7 @@ func TurnText(u, conv Usage, now time.Time) string {
 		}
 	}
 	switch {
-	case u.HaveTotals && (u.Unreported || conv.Unreported) && u.TotalPremiumRequests == 0 && len(u.Models) == 0:
+	case u.HaveTotals && u.noTotalsFrom(u.Unreported || conv.Unreported):
 		parts = append(parts, "session ended")
 	case u.HaveTotals:
 		parts = append(parts, "session ended: "+Plural(u.TotalPremiumRequests, "premium request"))
