@@ -5,6 +5,8 @@
 // keeps it for its token, so that after a reload its own earlier prompts
 // and answers are "You" again, as the window's are after a restart.
 
+import { load, store } from './storage.js';
+
 const PREFIX = 'pilotdesk.self.';
 
 export class Identity {
@@ -13,10 +15,10 @@ export class Identity {
     this.key = PREFIX + hash(token || '');
     this.self = null;
     try {
-      const v = JSON.parse(localStorage.getItem(this.key) || 'null');
+      const v = JSON.parse(load(this.key) || 'null');
       if (valid(v)) this.self = { device: v.device, client: v.client };
     } catch {
-      // nothing kept
+      // nothing kept, or not readable
     }
   }
 
@@ -24,11 +26,7 @@ export class Identity {
   learn(by) {
     if (!valid(by) || this.is(by)) return;
     this.self = { device: by.device, client: by.client };
-    try {
-      localStorage.setItem(this.key, JSON.stringify(this.self));
-    } catch {
-      // known until the page closes
-    }
+    store(this.key, JSON.stringify(this.self)); // else known until the page closes
   }
 
   /** is reports whether by names this page's device and kind of client. */

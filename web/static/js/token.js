@@ -3,6 +3,8 @@
 // origin's localStorage, and is taken out of the address bar at once so
 // that it is not bookmarked, shared or shown over a shoulder.
 
+import { load, store } from './storage.js';
+
 const KEY = 'pilotdesk.token';
 let memory = ''; // when storage is not available (some private modes)
 
@@ -19,11 +21,7 @@ export function takeToken() {
     history.replaceState(history.state, '', location.pathname + location.search + (rest ? `#${rest}` : ''));
     if (fromURL) saveToken(fromURL);
   }
-  try {
-    return localStorage.getItem(KEY) || memory;
-  } catch {
-    return memory;
-  }
+  return load(KEY) || memory;
 }
 
 function safeDecode(s) {
@@ -36,12 +34,8 @@ function safeDecode(s) {
 
 /** saveToken keeps a token for this origin. */
 export function saveToken(token) {
-  memory = token;
-  try {
-    localStorage.setItem(KEY, token);
-  } catch {
-    // kept in memory for this page only
-  }
+  memory = token; // for this page only when storage is not available
+  store(KEY, token);
 }
 
 /** tokenFromInput accepts a bare token or a whole link with #token=…. */
