@@ -144,24 +144,10 @@ func (s *Store) rememberLocked(dir string) {
 	if slices.Contains(s.folders(), dir) {
 		return
 	}
-	if err := os.MkdirAll(s.data, 0o700); err != nil {
-		return
-	}
-	f, err := os.OpenFile(s.foldersFile(), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
-	if err != nil {
-		return
-	}
-	_, _ = f.WriteString(dir + "\n")
-	_ = f.Close()
+	_ = s.appendLine(s.foldersFile(), dir) // a folder not listed is only not pruned
 }
 
-func (s *Store) folders() []string {
-	b, err := os.ReadFile(s.foldersFile())
-	if err != nil {
-		return nil
-	}
-	return strings.Fields(string(b))
-}
+func (s *Store) folders() []string { return readLines(s.foldersFile()) }
 
 // conversationsFile lists, one a line, the conversations (RefName) whose
 // snapshots the store took: the only ones Prune deletes. A repository's
@@ -176,8 +162,7 @@ func (s *Store) loadConvsLocked() {
 		return
 	}
 	s.convs = map[string]bool{}
-	b, _ := os.ReadFile(s.conversationsFile())
-	for _, c := range strings.Fields(string(b)) {
+	for _, c := range readLines(s.conversationsFile()) {
 		s.convs[c] = true
 	}
 }
@@ -192,17 +177,34 @@ func (s *Store) rememberConv(conv string) {
 	if s.convs[c] {
 		return
 	}
-	if err := os.MkdirAll(s.data, 0o700); err != nil {
-		return
-	}
-	f, err := os.OpenFile(s.conversationsFile(), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
-	if err != nil {
-		return
-	}
-	if _, err := f.WriteString(c + "\n"); err == nil {
+	if s.appendLine(s.conversationsFile(), c) == nil {
 		s.convs[c] = true
 	}
+}
+
+// appendLine adds line to file, one of the data dir's lists (the folders
+// and the conversations files), making the data dir first.
+func (s *Store) appendLine(file, line string) error {
+	if err := os.MkdirAll(s.data, 0o700); err != nil {
+		return err
+	}
+	f, err := os.OpenFile(file, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+	if err != nil {
+		return err
+	}
+	_, err = f.WriteString(line + "\n")
 	_ = f.Close()
+	return err
+}
+
+// readLines returns the lines of one of the data dir's lists: none when
+// it is missing or cannot be read.
+func readLines(file string) []string {
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return nil
+	}
+	return strings.Fields(string(b))
 }
 
 // Prune deletes, in every folder the store snapshotted, the refs of each
