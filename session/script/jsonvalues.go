@@ -123,21 +123,32 @@ func stringValue(raw json.RawMessage, key string) (string, error) {
 // The optional* helpers read m[key]; a missing key and null both mean "not
 // given".
 
-func optionalString(m map[string]json.RawMessage, key string) (string, error) {
+// given returns m[key] when it is given, after checking that it is of
+// kind; want words the kind in the error ("a whole number" for a number).
+// A key not given returns nil, nil.
+func given(m map[string]json.RawMessage, key, kind, want string) (json.RawMessage, error) {
 	raw, ok := m[key]
 	if !ok || kindOf(raw) == kindNull {
-		return "", nil
+		return nil, nil
+	}
+	if k := kindOf(raw); k != kind {
+		return nil, fmt.Errorf("%q must be %s, not %s", key, want, k)
+	}
+	return raw, nil
+}
+
+func optionalString(m map[string]json.RawMessage, key string) (string, error) {
+	raw, err := given(m, key, kindString, kindString)
+	if raw == nil {
+		return "", err
 	}
 	return stringValue(raw, key)
 }
 
 func optionalStrings(m map[string]json.RawMessage, key string) ([]string, error) {
-	raw, ok := m[key]
-	if !ok || kindOf(raw) == kindNull {
-		return nil, nil
-	}
-	if k := kindOf(raw); k != kindList {
-		return nil, fmt.Errorf("%q must be a list of strings, not %s", key, k)
+	raw, err := given(m, key, kindList, "a list of strings")
+	if raw == nil {
+		return nil, err
 	}
 	var items []json.RawMessage
 	if err := json.Unmarshal(raw, &items); err != nil {
@@ -155,59 +166,44 @@ func optionalStrings(m map[string]json.RawMessage, key string) ([]string, error)
 }
 
 func optionalBool(m map[string]json.RawMessage, key string) (*bool, error) {
-	raw, ok := m[key]
-	if !ok || kindOf(raw) == kindNull {
-		return nil, nil
-	}
-	if k := kindOf(raw); k != kindBool {
-		return nil, fmt.Errorf("%q must be true or false, not %s", key, k)
-	}
-	var b bool
-	if err := json.Unmarshal(raw, &b); err != nil {
-		return nil, fmt.Errorf("%q: %w", key, err)
-	}
-	return &b, nil
+	return optionalValue[bool](m, key, kindBool, kindBool, func(_ json.RawMessage, err error) error {
+		return fmt.Errorf("%q: %w", key, err)
+	})
 }
 
 func optionalNumber(m map[string]json.RawMessage, key string) (*float64, error) {
-	raw, ok := m[key]
-	if !ok || kindOf(raw) == kindNull {
-		return nil, nil
-	}
-	if k := kindOf(raw); k != kindNumber {
-		return nil, fmt.Errorf("%q must be a number, not %s", key, k)
-	}
-	var f float64
-	if err := json.Unmarshal(raw, &f); err != nil {
-		return nil, fmt.Errorf("%q: %s is not a number that fits", key, bytes.TrimSpace(raw))
-	}
-	return &f, nil
+	return optionalValue[float64](m, key, kindNumber, kindNumber, func(raw json.RawMessage, _ error) error {
+		return fmt.Errorf("%q: %s is not a number that fits", key, bytes.TrimSpace(raw))
+	})
 }
 
 func optionalInteger(m map[string]json.RawMessage, key string) (*int64, error) {
-	raw, ok := m[key]
-	if !ok || kindOf(raw) == kindNull {
-		return nil, nil
+	const want = "a whole number"
+	return optionalValue[int64](m, key, kindNumber, want, func(raw json.RawMessage, _ error) error {
+		return fmt.Errorf("%q must be %s, not %s", key, want, bytes.TrimSpace(raw))
+	})
+}
+
+// optionalValue decodes m[key], given and of kind, into a T; unfit words
+// a value of the kind that a T cannot hold (1.5 or 1e400 for an int64).
+func optionalValue[T bool | float64 | int64](m map[string]json.RawMessage, key, kind, want string, unfit func(json.RawMessage, error) error) (*T, error) {
+	raw, err := given(m, key, kind, want)
+	if raw == nil {
+		return nil, err
 	}
-	if k := kindOf(raw); k != kindNumber {
-		return nil, fmt.Errorf("%q must be a whole number, not %s", key, k)
+	var v T
+	if err := json.Unmarshal(raw, &v); err != nil {
+		return nil, unfit(raw, err)
 	}
-	var n int64
-	if err := json.Unmarshal(raw, &n); err != nil {
-		return nil, fmt.Errorf("%q must be a whole number, not %s", key, bytes.TrimSpace(raw))
-	}
-	return &n, nil
+	return &v, nil
 }
 
 // optionalObject returns the object compacted, so the events carry it
 // without the file's indentation.
 func optionalObject(m map[string]json.RawMessage, key string) (json.RawMessage, error) {
-	raw, ok := m[key]
-	if !ok || kindOf(raw) == kindNull {
-		return nil, nil
-	}
-	if k := kindOf(raw); k != kindObject {
-		return nil, fmt.Errorf("%q must be an object, not %s", key, k)
+	raw, err := given(m, key, kindObject, kindObject)
+	if raw == nil {
+		return nil, err
 	}
 	var b bytes.Buffer
 	if err := json.Compact(&b, raw); err != nil {
