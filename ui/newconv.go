@@ -219,11 +219,18 @@ func (d *newConvDialog) openBrowser() {
 		d.folder.SetText(u.Path())
 	}, d.w.win)
 	if p := strings.TrimSpace(d.folder.Text); filepath.IsAbs(p) {
-		if u, err := storage.ListerForURI(storage.NewFileURI(p)); err == nil {
-			fd.SetLocation(u)
-		}
+		startIn(fd, p)
 	}
 	fd.Show()
+}
+
+// startIn has a picker (this one, and Settings' file and folder pickers)
+// open at the folder dir, where Fyne can list it; elsewhere it opens where
+// it would have.
+func startIn(fd *dialog.FileDialog, dir string) {
+	if l, err := storage.ListerForURI(storage.NewFileURI(dir)); err == nil {
+		fd.SetLocation(l)
+	}
 }
 
 // submit opens the conversation in the folder chosen.

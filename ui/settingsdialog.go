@@ -10,7 +10,6 @@ import (
 	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/container"
 	"fyne.io/fyne/v2/dialog"
-	"fyne.io/fyne/v2/storage"
 	"fyne.io/fyne/v2/theme"
 	"fyne.io/fyne/v2/widget"
 
@@ -657,9 +656,7 @@ func (d *settingsDialog) pickFile(f settings.Field) {
 		e.SetText(path)
 	}, d.w.win)
 	if dir := existingDir(filepath.Dir(strings.TrimSpace(e.Text))); dir != "" {
-		if l, err := storage.ListerForURI(storage.NewFileURI(dir)); err == nil {
-			fd.SetLocation(l)
-		}
+		startIn(fd, dir)
 	}
 	fd.Show()
 }
@@ -679,9 +676,7 @@ func (d *settingsDialog) pickFolder(f settings.Field) {
 		e.SetText(l.Path())
 	}, d.w.win)
 	if dir := existingDir(strings.TrimSpace(e.Text)); dir != "" {
-		if l, err := storage.ListerForURI(storage.NewFileURI(dir)); err == nil {
-			fd.SetLocation(l)
-		}
+		startIn(fd, dir)
 	}
 	fd.Show()
 }
