@@ -317,20 +317,20 @@ func (p *proc) stop() {
 // written more than what the process ran (the same pilotdesk binary maps
 // 42 MB written by the linker, 34 MB once copied with cp).
 func rssParts(pid int) (anon, file float64, err error) {
-	anonKiB, err1 := procstat.Field(pid, "RssAnon")
-	fileKiB, err2 := procstat.Field(pid, "RssFile")
-	if err := errors.Join(err1, err2); err != nil {
-		return 0, 0, err
-	}
-	return float64(anonKiB) / 1024, float64(fileKiB) / 1024, nil
+	return statusMiB(pid, "RssAnon", "RssFile")
 }
 
 // memory returns the process's resident set and its peak, in MiB.
 func memory(pid int) (rss, peak float64, err error) {
-	rssKiB, err1 := procstat.Field(pid, "VmRSS")
-	peakKiB, err2 := procstat.Field(pid, "VmHWM")
+	return statusMiB(pid, "VmRSS", "VmHWM")
+}
+
+// statusMiB reads two fields of /proc/PID/status (in kB there) in MiB.
+func statusMiB(pid int, a, b string) (float64, float64, error) {
+	aKiB, err1 := procstat.Field(pid, a)
+	bKiB, err2 := procstat.Field(pid, b)
 	if err := errors.Join(err1, err2); err != nil {
 		return 0, 0, err
 	}
-	return float64(rssKiB) / 1024, float64(peakKiB) / 1024, nil
+	return float64(aKiB) / 1024, float64(bKiB) / 1024, nil
 }
