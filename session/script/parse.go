@@ -344,33 +344,14 @@ func parseTool(v json.RawMessage) (Step, error) {
 	if t.Name == "" {
 		return nil, errors.New(`tool: "name" is empty`)
 	}
-	if t.Arguments, err = optionalObject(m, "arguments"); err != nil {
-		return nil, fmt.Errorf("tool: %w", err)
-	}
-	if t.Result, err = optionalString(m, "result"); err != nil {
-		return nil, fmt.Errorf("tool: %w", err)
-	}
-	if raw, ok := m["write"]; ok && kindOf(raw) != kindNull {
-		w, err := members(raw, `"write"`, "path", "content")
-		if err != nil {
-			return nil, fmt.Errorf("tool: %w", err)
-		}
-		t.Write = &WriteEffect{}
-		if t.Write.Path, err = optionalString(w, "path"); err != nil {
-			return nil, fmt.Errorf("tool: write: %w", err)
-		}
-		if t.Write.Content, err = optionalString(w, "content"); err != nil {
-			return nil, fmt.Errorf("tool: write: %w", err)
-		}
-		if t.Write.Path == "" {
-			return nil, errors.New(`tool: write: no "path"`)
-		}
-	}
-	if t.Remove, err = optionalString(m, "remove"); err != nil {
-		return nil, fmt.Errorf("tool: %w", err)
-	}
-	if t.Run, err = optionalString(m, "run"); err != nil {
-		return nil, fmt.Errorf("tool: %w", err)
+	f := &fields{m: m, where: "tool"}
+	t.Arguments = field(f, "arguments", optionalObject)
+	t.Result = field(f, "result", optionalString)
+	t.Write = field(f, "write", optionalWrite)
+	t.Remove = field(f, "remove", optionalString)
+	t.Run = field(f, "run", optionalString)
+	if f.err != nil {
+		return nil, f.err
 	}
 	n := 0
 	for _, set := range []bool{t.Write != nil, t.Remove != "", t.Run != ""} {
@@ -384,102 +365,122 @@ func parseTool(v json.RawMessage) (Step, error) {
 	return t, nil
 }
 
-// parseAsk checks only the types of the fields (each must fit the request);
-// whether the request makes sense is the relay's judgement.
-func parseAsk(v json.RawMessage) (Step, error) {
-	m, err := members(v, `"ask"`, "question", "choices", "allowFreeform")
+// optionalWrite reads a tool step's "write", which needs a path.
+func optionalWrite(m map[string]json.RawMessage, key string) (*WriteEffect, error) {
+	raw, ok := m[key]
+	if !ok || kindOf(raw) == kindNull {
+		return nil, nil
+	}
+	wm, err := members(raw, `"write"`, "path", "content")
 	if err != nil {
 		return nil, err
 	}
-	var a AskStep
-	if a.Question, err = optionalString(m, "question"); err != nil {
-		return nil, fmt.Errorf("ask: %w", err)
+	f := &fields{m: wm, where: "write"}
+	w := &WriteEffect{Path: field(f, "path", optionalString), Content: field(f, "content", optionalString)}
+	if f.err == nil && w.Path == "" {
+		f.err = errors.New(`write: no "path"`)
 	}
-	if a.Choices, err = optionalStrings(m, "choices"); err != nil {
-		return nil, fmt.Errorf("ask: %w", err)
+	return checked(f, w)
+}
+
+// parseAsk checks only the types of the fields (each must fit the request);
+// whether the request makes sense is the relay's judgement.
+func parseAsk(v json.RawMessage) (Step, error) {
+	f, err := stepFields(v, "ask", "question", "choices", "allowFreeform")
+	if err != nil {
+		return nil, err
 	}
-	if a.AllowFreeform, err = optionalBool(m, "allowFreeform"); err != nil {
-		return nil, fmt.Errorf("ask: %w", err)
-	}
-	return a, nil
+	return checked[Step](f, AskStep{
+		Question:      field(f, "question", optionalString),
+		Choices:       field(f, "choices", optionalStrings),
+		AllowFreeform: field(f, "allowFreeform", optionalBool),
+	})
 }
 
 // parseInput, like parseAsk, checks types only: an unknown type or a choice
 // without choices reaches the relay as written.
 func parseInput(v json.RawMessage) (Step, error) {
-	m, err := members(v, `"input"`, "type", "prompt", "choices")
+	f, err := stepFields(v, "input", "type", "prompt", "choices")
 	if err != nil {
 		return nil, err
 	}
-	var in InputStep
-	if in.Type, err = optionalString(m, "type"); err != nil {
-		return nil, fmt.Errorf("input: %w", err)
-	}
-	if in.Prompt, err = optionalString(m, "prompt"); err != nil {
-		return nil, fmt.Errorf("input: %w", err)
-	}
-	if in.Choices, err = optionalStrings(m, "choices"); err != nil {
-		return nil, fmt.Errorf("input: %w", err)
-	}
-	return in, nil
+	return checked[Step](f, InputStep{
+		Type:    field(f, "type", optionalString),
+		Prompt:  field(f, "prompt", optionalString),
+		Choices: field(f, "choices", optionalStrings),
+	})
 }
 
 func parseUsage(v json.RawMessage) (Step, error) {
-	m, err := members(v, `"usage"`, "model", "cost", "inputTokens", "outputTokens", "cacheReadTokens", "cacheWriteTokens", "quotaSnapshots", "totalNanoAiu", "aiCreditsStatus")
+	f, err := stepFields(v, "usage", "model", "cost", "inputTokens", "outputTokens", "cacheReadTokens", "cacheWriteTokens", "quotaSnapshots", "totalNanoAiu", "aiCreditsStatus")
 	if err != nil {
 		return nil, err
 	}
-	var u session.Usage
-	wrap := func(err error) error { return fmt.Errorf("usage: %w", err) }
-	if u.Model, err = optionalString(m, "model"); err != nil {
-		return nil, wrap(err)
-	}
-	if u.Cost, err = optionalNumber(m, "cost"); err != nil {
-		return nil, wrap(err)
-	}
-	for _, f := range []struct {
-		key string
-		dst **int64
-	}{
-		{"inputTokens", &u.InputTokens},
-		{"outputTokens", &u.OutputTokens},
-		{"cacheReadTokens", &u.CacheReadTokens},
-		{"cacheWriteTokens", &u.CacheWriteTokens},
-	} {
-		if *f.dst, err = optionalInteger(m, f.key); err != nil {
-			return nil, wrap(err)
-		}
-	}
-	if u.QuotaSnapshots, err = optionalObject(m, "quotaSnapshots"); err != nil {
-		return nil, wrap(err)
-	}
-	if u.NanoAIU, err = optionalNumber(m, "totalNanoAiu"); err != nil {
-		return nil, wrap(err)
-	}
-	if u.AICreditsStatus, err = optionalString(m, "aiCreditsStatus"); err != nil {
-		return nil, wrap(err)
-	}
-	return UsageStep{Usage: u}, nil
+	return checked[Step](f, UsageStep{Usage: session.Usage{
+		Model:            field(f, "model", optionalString),
+		Cost:             field(f, "cost", optionalNumber),
+		InputTokens:      field(f, "inputTokens", optionalInteger),
+		OutputTokens:     field(f, "outputTokens", optionalInteger),
+		CacheReadTokens:  field(f, "cacheReadTokens", optionalInteger),
+		CacheWriteTokens: field(f, "cacheWriteTokens", optionalInteger),
+		QuotaSnapshots:   field(f, "quotaSnapshots", optionalObject),
+		NanoAIU:          field(f, "totalNanoAiu", optionalNumber),
+		AICreditsStatus:  field(f, "aiCreditsStatus", optionalString),
+	}})
 }
 
 func parseShutdown(v json.RawMessage) (Step, error) {
-	m, err := members(v, `"shutdown"`, "totalPremiumRequests", "modelMetrics", "totalNanoAiu")
+	f, err := stepFields(v, "shutdown", "totalPremiumRequests", "modelMetrics", "totalNanoAiu")
 	if err != nil {
 		return nil, err
 	}
 	var s session.Shutdown
-	total, err := optionalNumber(m, "totalPremiumRequests")
-	if err != nil {
-		return nil, fmt.Errorf("shutdown: %w", err)
-	}
-	if total != nil {
+	if total := field(f, "totalPremiumRequests", optionalNumber); total != nil {
 		s.TotalPremiumRequests = *total
 	}
-	if s.ModelMetrics, err = optionalObject(m, "modelMetrics"); err != nil {
-		return nil, fmt.Errorf("shutdown: %w", err)
+	s.ModelMetrics = field(f, "modelMetrics", optionalObject)
+	s.NanoAIU = field(f, "totalNanoAiu", optionalNumber)
+	return checked[Step](f, ShutdownStep{Shutdown: s})
+}
+
+// fields reads the members of one object of a script in a row: the first
+// error is kept, with where it is ("ask", "write") before it, and every
+// read after it gives the zero value, so that a parser checks once, at
+// the end (checked), and the error is the first field's in its order.
+type fields struct {
+	m     map[string]json.RawMessage
+	where string
+	err   error
+}
+
+// stepFields checks that a step's value is an object of the keys allowed,
+// and returns its fields; where is the step's key.
+func stepFields(v json.RawMessage, where string, allowed ...string) (*fields, error) {
+	m, err := members(v, `"`+where+`"`, allowed...)
+	if err != nil {
+		return nil, err
 	}
-	if s.NanoAIU, err = optionalNumber(m, "totalNanoAiu"); err != nil {
-		return nil, fmt.Errorf("shutdown: %w", err)
+	return &fields{m: m, where: where}, nil
+}
+
+// field reads f's key with get, one of the optional* readers.
+func field[T any](f *fields, key string, get func(map[string]json.RawMessage, string) (T, error)) T {
+	var v T
+	if f.err != nil {
+		return v
 	}
-	return ShutdownStep{Shutdown: s}, nil
+	v, err := get(f.m, key)
+	if err != nil {
+		f.err = fmt.Errorf("%s: %w", f.where, err)
+	}
+	return v
+}
+
+// checked returns v, what was read from f, or f's first error.
+func checked[T any](f *fields, v T) (T, error) {
+	if f.err != nil {
+		var zero T
+		return zero, f.err
+	}
+	return v, nil
 }
