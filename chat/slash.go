@@ -3,6 +3,7 @@ package chat
 import (
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -100,7 +101,11 @@ func workspaceArg(args []string) (*protocol.WorkspaceRequest, string) {
 		case a == "--worktree":
 			worktree = true
 		case ws == nil && !strings.HasPrefix(a, "-"):
-			abs, err := filepath.Abs(a)
+			dir, err := expandHome(a)
+			if err != nil {
+				return nil, fmt.Sprintf("The folder %q: %v.", sanitize(a), err)
+			}
+			abs, err := filepath.Abs(dir)
 			if err != nil {
 				return nil, fmt.Sprintf("The folder %q: %v.", sanitize(a), err)
 			}
@@ -116,6 +121,23 @@ func workspaceArg(args []string) (*protocol.WorkspaceRequest, string) {
 		ws.Isolation = protocol.IsolationWorktree
 	}
 	return ws, ""
+}
+
+// expandHome turns a leading ~ (alone, or before a separator) into the
+// user's home folder, as a shell would have: /new reads its folder from
+// the prompt line, where no shell expands it, and `/new ~/src/api` would
+// otherwise name a folder "~" inside the current one (docs/workspaces.md
+// gives that very example). ~user is left as it is.
+func expandHome(dir string) (string, error) {
+	rest, ok := strings.CutPrefix(dir, "~")
+	if !ok || (rest != "" && !os.IsPathSeparator(rest[0])) {
+		return dir, nil
+	}
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return "", fmt.Errorf("no home folder for ~: %w", err)
+	}
+	return home + rest, nil
 }
 
 // runPlan sends the chosen steps of the last plan (all when which is

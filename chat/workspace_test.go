@@ -2,6 +2,7 @@ package chat
 
 import (
 	"os"
+	"path/filepath"
 	"testing"
 )
 
@@ -35,5 +36,37 @@ func TestNewInFolder(t *testing.T) {
 	}
 	if !found {
 		t.Fatalf("no conversation in %s: %s", wd, list.Raw)
+	}
+}
+
+// /new ~/DIR names DIR in the home folder, as the same words in a shell
+// would (docs/workspaces.md's example): the prompt line has no shell to
+// expand ~, so /new does it, and a ~ that is part of a name stays.
+func TestNewExpandsHome(t *testing.T) {
+	home := t.TempDir()
+	t.Setenv("HOME", home)
+	t.Setenv("USERPROFILE", home) // os.UserHomeDir on Windows
+	wd, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for arg, want := range map[string]string{
+		"~":           home,
+		"~/src/api":   filepath.Join(home, "src", "api"),
+		"~user/x":     filepath.Join(wd, "~user", "x"),
+		"notes~/x":    filepath.Join(wd, "notes~", "x"),
+		"/abs/~/path": filepath.Clean("/abs/~/path"),
+	} {
+		ws, problem := workspaceArg([]string{arg})
+		if problem != "" {
+			t.Fatalf("/new %s: %s", arg, problem)
+		}
+		got := ws.Path
+		if arg == "/abs/~/path" {
+			want, _ = filepath.Abs(want)
+		}
+		if got != want {
+			t.Errorf("/new %s: folder %q, want %q", arg, got, want)
+		}
 	}
 }
