@@ -80,6 +80,7 @@ var schemas = map[string]schema{
 		{"mode", kindMode, false},
 		{"model", kindString, false},
 		{"workspace", kindWorkspace, false},
+		{"clientId", kindID, false},
 	}, build: func() any { return new(Send) }},
 	TypeWorkspaces: {build: func() any { return new(WorkspacesRequest) }},
 	// conversationId is optional on abort: its absence is the deprecated form.

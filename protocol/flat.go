@@ -238,6 +238,8 @@ func flatUserMessage() (any, flatSetter) {
 			return "mode", ok
 		case "agent":
 			return "agent", v.asString(&d.Agent)
+		case "clientId":
+			return "clientId", v.asString(&d.ClientID)
 		case "sentBy":
 			if v.kind != 'o' {
 				return "", false

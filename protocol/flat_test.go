@@ -54,6 +54,7 @@ var flatFrames = []struct {
 	{`{"type":"copilot:tool_start","data":{"toolName":"bash","arguments":[1]}}`, false},
 	{`{"type":"copilot:tool_start","data":{"toolName":{"a":1}}}`, false},
 	{`{"type":"copilot:user_message","data":{"conversationId":"c","seq":1,"messageId":"u","content":"step 1","mode":"act","sentBy":{"device":"this device","client":"other"},"agent":"demo (scripted)"}}`, true},
+	{`{"type":"copilot:user_message","data":{"conversationId":"c","seq":1,"messageId":"u","content":"x","mode":"act","agent":"a","clientId":"k-1"}}`, true},
 	{`{"type":"copilot:user_message","data":{"conversationId":"c","seq":1,"messageId":"u","content":"x","mode":"plan","sentBy":{}}}`, true},
 	{`{"type":"copilot:user_message","data":{"conversationId":"c","seq":1,"messageId":"u","content":"x","mode":"plan"}}`, true},
 	{`{"type":"copilot:user_message","data":{"sentBy":{"device":"d","client":"web","extra":1}}}`, false},

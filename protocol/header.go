@@ -68,6 +68,19 @@ type Subscribed struct {
 	// Workspace (ext) is where the conversation's agent works, once its
 	// first send fixed it.
 	Workspace *Workspace `json:"workspace,omitempty"`
+	// Starting (ext): a copilot:send the relay took is starting a turn
+	// whose copilot:user_message has not been sent yet (the
+	// conversation's folder is being set up, or the echo awaits its
+	// write): it follows, or the send's error goes to its sender. A
+	// client that sent a prompt on a connection that dropped knows by it
+	// that the relay got it.
+	Starting *Starting `json:"starting,omitempty"`
+}
+
+// Starting is copilot:subscribed's starting: ClientID is the send's
+// clientId ("" when it gave none).
+type Starting struct {
+	ClientID string `json:"clientId,omitempty"`
 }
 
 // Conversation returns the conversation subscribed to.

@@ -21,12 +21,20 @@ type ConversationRef struct {
 // Send is copilot:send. Workspace, honoured by the conversation's first
 // send only, names the folder its agent works in (nil: the relay's
 // default folder); a later send may repeat it or leave it out.
+//
+// ClientID (ext) is an id the client chose for this send: the relay
+// echoes it on the turn's copilot:user_message (stored with it, so a
+// replay carries it too) and names it in copilot:subscribed's starting
+// while the turn is being set up, so that a client that lost its
+// connection can tell whether the relay got the prompt (docs/protocol.md,
+// Lost sends).
 type Send struct {
 	ConversationID string            `json:"conversationId"`
 	Prompt         string            `json:"prompt"`
 	Mode           Mode              `json:"mode,omitempty"`
 	Model          string            `json:"model,omitempty"`
 	Workspace      *WorkspaceRequest `json:"workspace,omitempty"`
+	ClientID       string            `json:"clientId,omitempty"`
 }
 
 // MaxListLimit is the most conversations one copilot:conversations page

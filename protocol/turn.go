@@ -32,6 +32,10 @@ type UserMessage struct {
 	// restarts with another, and a client notes the change where it
 	// happened. Absent in history stored before relays recorded it.
 	Agent string `json:"agent,omitempty"`
+	// ClientID (ext) is the clientId of the copilot:send that started the
+	// turn, when it gave one: its sender knows the prompt reached the
+	// relay.
+	ClientID string `json:"clientId,omitempty"`
 }
 
 // Delta is copilot:delta: the new text only.

@@ -54,6 +54,11 @@ type conversation struct {
 	// preparing: the first send is fixing the workspace (a worktree being
 	// made), without the lock; another send meanwhile is busy.
 	preparing bool
+	// preparingID is the clientId of the send that is preparing, which
+	// copilot:subscribed names (starting): a client whose connection
+	// dropped as it sent learns the relay has its prompt.
+	preparingID string
+
 	fromStore bool // loaded at start: the agent session is opened with Resume
 	subs      []*subscriber
 
@@ -412,11 +417,27 @@ func (c *conversation) subscribedLocked(reset bool) []byte {
 		data := p.data
 		d.PendingInput = &data
 	}
+	d.Starting = c.startingLocked()
 	frame, err := protocol.Encode(protocol.TypeSubscribed, &d)
 	if err != nil {
 		c.r.log.Error("relay: encode copilot:subscribed", "err", err)
 	}
 	return frame
+}
+
+// startingLocked is copilot:subscribed's starting: the send that is
+// setting up a turn whose copilot:user_message the subscriber has not had
+// (its folder being made, or its echo waiting for its write), nil when
+// there is none. Unlike the rest of the frame it says how things are now,
+// not after seq: the echo follows the frame in either case.
+func (c *conversation) startingLocked() *protocol.Starting {
+	switch {
+	case c.preparing:
+		return &protocol.Starting{ClientID: c.preparingID}
+	case c.startUnsentLocked():
+		return &protocol.Starting{ClientID: c.turn.clientID}
+	}
+	return nil
 }
 
 // replay is what subscribeLocked leaves to catchUp: the stored events after

@@ -244,8 +244,9 @@ func userMessageFits(d *protocol.Send, by *protocol.By, agent string) (bool, int
 		Mode:      protocol.ModePlan,
 		SentBy:    by,
 		Agent:     agent,
+		ClientID:  d.ClientID,
 	}
-	if surelyFits(len(d.Prompt)+len(um.MessageID), d.ConversationID, by.Device, by.Client, agent) {
+	if surelyFits(len(d.Prompt)+len(um.MessageID), d.ConversationID, by.Device, by.Client, agent, d.ClientID) {
 		return true, 0
 	}
 	size := overhead(protocol.TypeUserMessage, &um) + jsonLen(d.Prompt)

@@ -35,6 +35,7 @@ type turn struct {
 	finished     map[string]bool // messages the agent sent whole
 
 	messageID string            // of the turn's copilot:user_message
+	clientID  string            // its copilot:send's clientId, for copilot:subscribed's starting
 	cp        turnCheckpoint    // its snapshots (checkpoints.go)
 	changes   *protocol.Changes // what it changed, sent before copilot:idle
 
@@ -187,7 +188,7 @@ func (r *Relay) startSendFrom(ctx context.Context, d *protocol.Send, by *protoco
 			if subscribeLocked != nil && !subscribeLocked(conv) {
 				return
 			}
-			conv.preparing = true
+			conv.preparing, conv.preparingID = true, d.ClientID
 			unfixed = conv
 			return
 		}
@@ -216,7 +217,7 @@ func (r *Relay) startSendFrom(ctx context.Context, d *protocol.Send, by *protoco
 func (c *conversation) startTurnLocked(d *protocol.Send, by *protocol.By, agent string, sender *conn) *turn {
 	r := c.r
 	ctx, cancel := context.WithCancelCause(r.ctx)
-	t := &turn{ctx: ctx, cancel: cancel, done: make(chan struct{}), messageID: uuid.NewString(), started: make(chan struct{}), sender: sender}
+	t := &turn{ctx: ctx, cancel: cancel, done: make(chan struct{}), messageID: uuid.NewString(), clientID: d.ClientID, started: make(chan struct{}), sender: sender}
 	mode := d.Mode
 	if mode == "" {
 		mode = protocol.ModeAct
@@ -241,7 +242,7 @@ func (c *conversation) startTurnLocked(d *protocol.Send, by *protocol.By, agent 
 	c.agent = agent
 	c.streaming = true
 	c.turn = t
-	um := protocol.UserMessage{MessageID: t.messageID, Content: prompt, Mode: mode, SentBy: by}
+	um := protocol.UserMessage{MessageID: t.messageID, Content: prompt, Mode: mode, SentBy: by, ClientID: d.ClientID}
 	if ok, _ := userMessageFits(d, by, agent); ok {
 		// Checked by the relay that took the send (handlers.go), whose
 		// agent may be named otherwise than this one's (a forwarded send):

@@ -119,7 +119,7 @@ func (r *Relay) fixWorkspace(ctx context.Context, conv *conversation, d *protoco
 				Message: "the conversation was deleted as its first send arrived: send again"}
 			return
 		}
-		c.preparing = false
+		c.preparing, c.preparingID = false, ""
 		if err != nil {
 			return
 		}
@@ -129,7 +129,7 @@ func (r *Relay) fixWorkspace(ctx context.Context, conv *conversation, d *protoco
 	})
 	if lockErr != nil {
 		conv.mu.Lock()
-		conv.preparing = false
+		conv.preparing, conv.preparingID = false, ""
 		conv.mu.Unlock()
 		answer = &protocol.Error{Code: protocol.CodeLimit, Type: protocol.TypeSend, ConversationID: conv.id, Message: "the send was cancelled"}
 	}
