@@ -12,7 +12,9 @@ import (
 
 // Checkpoints in the terminal (docs/cli.md): /changes lists the turns that
 // changed files, /diff N [PATH] prints a turn's diff, /restore N puts the
-// files back as they were before turn N after a y/N confirmation.
+// files back as they were before turn N after a y/N confirmation, and
+// /undo undoes the last restore, as the window's and the web client's
+// Undo do.
 
 // checkpointer is a Conn that can ask for diffs and restores (the
 // client's does).
@@ -62,6 +64,8 @@ func (r *repl) checkpointCommand(ctx context.Context, fields []string) bool {
 			return true
 		}
 		r.askRestore(ch)
+	case "/undo":
+		r.undoRestore(ctx)
 	default:
 		return false
 	}
@@ -145,6 +149,50 @@ func (r *repl) confirmRestore(ctx context.Context, line string) {
 	}
 }
 
+// undoRestore restores the undo checkpoint of the conversation's last
+// restore, at once, as the window's Undo does: what it puts back is what
+// that restore changed, and it can be undone in turn (it is now the last
+// restore). Without it a terminal user read "Undo: restore checkpoint
+// 6f4e01dc" and had no command that could.
+func (r *repl) undoRestore(ctx context.Context) {
+	last := r.lastRestore()
+	if last == nil {
+		r.note(styleWarn, "Nothing to undo: no restore of this conversation yet.")
+		return
+	}
+	if r.streaming() {
+		r.note(styleWarn, "A turn is running: wait for it to end, or /abort it, then /undo.")
+		return
+	}
+	cp, ok := r.conn.(checkpointer)
+	if !ok {
+		r.note(styleWarn, "This connection cannot restore.")
+		return
+	}
+	if err := r.send(ctx, func(c context.Context) error { return cp.Restore(c, r.conv, last.Undo) }); err != nil {
+		r.note(styleError, "Could not undo: "+err.Error())
+	}
+}
+
+// lastRestore is the conversation's most recent restore that is not
+// undone yet, or nil.
+func (r *repl) lastRestore() *protocol.Restored {
+	if r.fold == nil {
+		return nil
+	}
+	for i := len(r.fold.Rows) - 1; i >= 0; i-- {
+		row := r.fold.Rows[i]
+		if row.Restored == nil {
+			continue
+		}
+		if row.Card != nil && row.Card.Undone {
+			return nil
+		}
+		return row.Restored
+	}
+	return nil
+}
+
 // showChanges prints a turn's change set as it arrives.
 func (r *repl) showChanges(ch *protocol.Changes) {
 	r.scr.endLine()
@@ -166,7 +214,7 @@ func (r *repl) showRestored(d *protocol.Restored) {
 		}
 		r.note(style, "   "+sanitize(conversation.FileChangeText(f)))
 	}
-	r.note(styleDim, "Undo checkpoint: "+d.Undo)
+	r.note(styleDim, "/undo undoes the last restore (its undo checkpoint: "+d.Undo+").")
 }
 
 // showDiff prints a diff, coloured on a terminal.

@@ -17,7 +17,8 @@ import (
 
 // /changes, /diff N and /restore N against a real relay whose scripted
 // agent changes files: the turn's changes are printed, the diff too, and a
-// restore asks first, names the files, and prints its undo checkpoint.
+// restore asks first, names the files, and prints its undo checkpoint,
+// which /undo restores.
 func TestChangesDiffRestoreCommands(t *testing.T) {
 	dir := t.TempDir()
 	if err := os.WriteFile(filepath.Join(dir, "notes.md"), []byte("old\n"), 0o644); err != nil {
@@ -58,6 +59,8 @@ func TestChangesDiffRestoreCommands(t *testing.T) {
 
 	h.typeIn("/changes\n")
 	h.waitFor("No turn of this conversation changed files yet.")
+	h.typeIn("/undo\n")
+	h.waitFor("Nothing to undo: no restore of this conversation yet.")
 	h.typeIn("edit the notes\n")
 	h.waitFor("2 files changed +3 −1 (turn 1: /diff 1, /restore 1)")
 	h.typeIn("/changes\n")
@@ -74,11 +77,29 @@ func TestChangesDiffRestoreCommands(t *testing.T) {
 	h.waitFor("Restore? [y/N]")
 	h.typeIn("y\n")
 	h.waitFor("Files restored to checkpoint ")
-	h.waitFor("Undo checkpoint: ")
+	h.waitFor("/undo undoes the last restore (its undo checkpoint: ")
 	if b, _ := os.ReadFile(filepath.Join(dir, "notes.md")); string(b) != "old\n" {
 		t.Fatalf("notes.md is %q after the restore", b)
 	}
 	if _, err := os.Stat(filepath.Join(dir, "added.txt")); err == nil {
 		t.Fatal("added.txt is still there")
+	}
+
+	// /undo puts back what the restore changed, at once as the window's
+	// Undo does, and is itself the last restore: /undo again undoes it.
+	h.typeIn("/undo\n")
+	h.waitFor("Files restored to checkpoint ")
+	h.waitFor("/undo undoes the last restore")
+	if b, _ := os.ReadFile(filepath.Join(dir, "notes.md")); string(b) != "new\n" {
+		t.Fatalf("notes.md is %q after /undo", b)
+	}
+	if b, _ := os.ReadFile(filepath.Join(dir, "added.txt")); string(b) != "a\nb\n" {
+		t.Fatalf("added.txt is %q after /undo", b)
+	}
+	h.typeIn("/undo\n")
+	h.waitFor("Files restored to checkpoint ")
+	h.waitFor("/undo undoes the last restore")
+	if b, _ := os.ReadFile(filepath.Join(dir, "notes.md")); string(b) != "old\n" {
+		t.Fatalf("notes.md is %q after the second /undo", b)
 	}
 }

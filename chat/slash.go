@@ -25,6 +25,7 @@ const helpText = `Commands:
   /changes      list the turns that changed files, numbered, with their files
   /diff N [PATH]  show turn N's diff (of one file with PATH)
   /restore N    put the files back as they were before turn N (asks first; can be undone)
+  /undo         undo the last restore: put back what it changed
   /abort        stop the running turn (Ctrl+C does too)
   /quit         leave (Ctrl+D does too)`
 
@@ -87,7 +88,7 @@ func (r *repl) command(ctx context.Context, text string) {
 			r.note(styleDim, l)
 		}
 	default:
-		r.note(styleWarn, fmt.Sprintf("Unknown command %s. Commands: /plan /act /new /list /more /switch N /run /changes /diff N /restore N /abort /quit /help.", sanitize(fields[0])))
+		r.note(styleWarn, fmt.Sprintf("Unknown command %s. Commands: /plan /act /new /list /more /switch N /run /changes /diff N /restore N /undo /abort /quit /help.", sanitize(fields[0])))
 	}
 }
 
