@@ -3,7 +3,6 @@ package chat
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"regexp"
@@ -369,9 +368,4 @@ func (h *harness) exit() error {
 		h.t.Fatalf("the REPL did not quit; output:\n%s", h.out.text())
 	}
 	return nil
-}
-
-func jsonOf(v any) json.RawMessage {
-	b, _ := json.Marshal(v)
-	return b
 }

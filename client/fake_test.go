@@ -217,12 +217,6 @@ func (f *fakeRelay) setSilent(v bool) {
 	f.mu.Unlock()
 }
 
-func (f *fakeRelay) connCount() int {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return len(f.conns)
-}
-
 // receivedFrames returns a copy of every frame the fake relay received.
 func (f *fakeRelay) receivedFrames() []protocol.Envelope {
 	f.mu.Lock()

@@ -30,12 +30,11 @@ const wait = relaytest.Timeout
 type fakeAgent struct {
 	turns chan *fakeTurn
 
-	mu        sync.Mutex
-	opens     []openCall
-	closes    []string
-	openErr   error
-	onClose   func(host session.Host) // called by Session.Close (say, to emit a Shutdown)
-	closedCtx []error
+	mu      sync.Mutex
+	opens   []openCall
+	closes  []string
+	openErr error
+	onClose func(host session.Host) // called by Session.Close (say, to emit a Shutdown)
 	// onRun, if set, is called as Run begins, and onTaken by nextTurn
 	// with each turn it takes, once it has decided whether that is the
 	// turn that runs: a test holds the relay at a point until a turn is

@@ -179,13 +179,16 @@ func checkVAPID(t *testing.T, r *http.Request, keys relay.VAPIDKeys, origin stri
 		t.Fatalf("JWT header %+v, claims %+v; want ES256 for %s, expiring within 24 hours", hdr, claims, origin)
 	}
 	pub, _ := base64.RawURLEncoding.DecodeString(keys.Public)
-	x, y := elliptic.Unmarshal(elliptic.P256(), pub)
+	key, err := ecdsa.ParseUncompressedPublicKey(elliptic.P256(), pub)
+	if err != nil {
+		t.Fatalf("the relay's public key %q: %v", keys.Public, err)
+	}
 	sig, err := base64.RawURLEncoding.DecodeString(parts[2])
 	if err != nil || len(sig) != 64 {
 		t.Fatalf("JWT signature of %d bytes: %v", len(sig), err)
 	}
 	digest := sha256.Sum256([]byte(parts[0] + "." + parts[1]))
-	if !ecdsa.Verify(&ecdsa.PublicKey{Curve: elliptic.P256(), X: x, Y: y}, digest[:], new(big.Int).SetBytes(sig[:32]), new(big.Int).SetBytes(sig[32:])) {
+	if !ecdsa.Verify(key, digest[:], new(big.Int).SetBytes(sig[:32]), new(big.Int).SetBytes(sig[32:])) {
 		t.Fatal("the VAPID JWT is not signed by the relay's key")
 	}
 }

@@ -456,7 +456,6 @@ func TestFocusedLinkScrolledIntoView(t *testing.T) {
 		t.Fatalf("the last link ends at %v in a view %v high before the test: the reply is not cut", bottom, view)
 	}
 
-	before := tr.list.GetScrollOffset()
 	focusLink(t, h.w.Window(), first)
 	h.frame()
 	if top, bottom := inView(first); top < 0 || bottom > view {
@@ -466,7 +465,7 @@ func TestFocusedLinkScrolledIntoView(t *testing.T) {
 	// pass a row's button the view cuts, which is scrolled into view.)
 	c := h.w.Window().Canvas()
 	stop := c.Focused()
-	before = tr.list.GetScrollOffset()
+	before := tr.list.GetScrollOffset()
 	c.Focus(h.w.composer)
 	c.Focus(stop)
 	h.frame()

@@ -94,16 +94,6 @@ func TestRowButtonsScrolledIntoView(t *testing.T) {
 	}
 }
 
-func planRows(h *harness) []int {
-	var out []int
-	for i, r := range h.rows() {
-		if r.Kind == conversation.RowPlan {
-			out = append(out, i)
-		}
-	}
-	return out
-}
-
 func completedTurns(h *harness) int {
 	n := 0
 	for _, r := range h.rows() {

@@ -173,10 +173,20 @@ func TestMidStreamModeSwitch(t *testing.T) {
 	if !strings.Contains(h.text(), "The deploy tool was denied.") {
 		t.Fatalf("text %q", h.text())
 	}
-	// The marker sits between the text before and the question after.
-	var order []string
-	for _, r := range h.rows() {
-		order = append(order, fmt.Sprint(r.Kind))
+	// The marker sits between the text before and the tool call after.
+	text, marker, tool := -1, -1, -1
+	for i, r := range h.rows() {
+		switch {
+		case r.Kind == conversation.RowText && text < 0 && strings.Contains(r.Text, "Working in act mode."):
+			text = i
+		case r.Kind == conversation.RowMode && r.Mode == protocol.ModePlan:
+			marker = i
+		case r.Kind == conversation.RowTool:
+			tool = i
+		}
+	}
+	if !(text >= 0 && text < marker && marker < tool) {
+		t.Fatalf("text at row %d, the marker at %d, the tool call at %d: the marker is not between them\n%s", text, marker, tool, h.dump())
 	}
 	if !strings.Contains(h.dump(), "mode: Switched to Plan: every tool call is denied from the next tool call.") {
 		t.Fatalf("marker text:\n%s", h.dump())

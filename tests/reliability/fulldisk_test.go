@@ -206,6 +206,9 @@ func TestFullDisk(t *testing.T) {
 		t.Fatalf("after recovery and a SIGKILL: %v with %d replayed; want epoch %s kept, seq %d, nothing replayed", sub, len(replayed), epoch, end.Seq())
 	}
 	sub, replayed = resume(t, p.URL, token, a, 0, epoch)
+	if sub["epoch"] != epoch || sub["reset"] == true {
+		t.Fatalf("replayed from the start after the restart: %v; want epoch %s kept, no reset", sub, epoch)
+	}
 	for _, f := range replayed {
 		if string(saw[f.Seq()]) != string(f.Raw) {
 			t.Errorf("after the restart seq %d is %s; clients saw %s", f.Seq(), f.Raw, saw[f.Seq()])

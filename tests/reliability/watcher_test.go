@@ -2,8 +2,6 @@ package reliability
 
 import (
 	"encoding/json"
-	"fmt"
-	"slices"
 	"testing"
 	"time"
 
@@ -163,15 +161,6 @@ func (w *watcher) drain() {
 	}
 }
 
-// lastSeq is the highest seq of conv the watcher received.
-func (w *watcher) lastSeq(conv string) int64 {
-	var last int64
-	for seq := range w.events[conv] {
-		last = max(last, seq)
-	}
-	return last
-}
-
 // typeOf decodes a raw frame's type.
 func typeOf(raw []byte) string {
 	var env struct{ Type string }
@@ -201,17 +190,4 @@ func maxSeq(events map[int64][]byte) int64 {
 		last = max(last, seq)
 	}
 	return last
-}
-
-func describe(events map[int64][]byte) string {
-	seqs := make([]int64, 0, len(events))
-	for s := range events {
-		seqs = append(seqs, s)
-	}
-	slices.Sort(seqs)
-	out := ""
-	for _, s := range seqs {
-		out += fmt.Sprintf("  %d %s\n", s, events[s])
-	}
-	return out
 }

@@ -242,12 +242,6 @@ func (f *fleet) set(i int, p *relayProc) {
 	f.relays[i] = p
 }
 
-func (f *fleet) all() []*relayProc {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return slices.Clone(f.relays)
-}
-
 // faultRun is the state of one injected fault.
 type faultRun struct {
 	plan    faultPlan
