@@ -60,6 +60,9 @@ acp-agents:
 
 vet:
 	$(GO) vet -tags $(TEST_TAGS) ./...
+	@# staticcheck (pinned by go.mod's tool line): the unused code, the
+	@# deprecated calls and the checks that cannot fail that vet misses.
+	$(GO) tool staticcheck -tags $(TEST_TAGS) ./...
 	@# Every Go file as gofmt writes it (the installed tools' trees aside).
 	@unformatted=$$(find . -name '*.go' -not -path './.tools/*' -not -path '*/node_modules/*' -print0 | xargs -0 gofmt -l); \
 	if [ -n "$$unformatted" ]; then echo "gofmt -w these files:"; echo "$$unformatted"; exit 1; fi

@@ -199,12 +199,12 @@ func startXvfb(ctx context.Context, work string) (*xserver, error) {
 		if err != nil {
 			_ = cmd.Process.Kill()
 			_ = cmd.Wait()
-			return nil, fmt.Errorf("Xvfb did not say its display (see %s)", filepath.Join(work, "xvfb.log"))
+			return nil, fmt.Errorf("no display number from Xvfb (see %s)", filepath.Join(work, "xvfb.log"))
 		}
 	case <-time.After(20 * time.Second):
 		_ = cmd.Process.Kill()
 		_ = cmd.Wait()
-		return nil, errors.New("Xvfb did not start within 20 s")
+		return nil, errors.New("no Xvfb display within 20 s")
 	case <-ctx.Done():
 		_ = cmd.Process.Kill()
 		_ = cmd.Wait()

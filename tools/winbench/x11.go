@@ -85,15 +85,15 @@ func (x *xconn) Close() error { return x.c.Close() }
 func (x *xconn) setup() error {
 	hello := []byte{'l', 0, 11, 0, 0, 0, 0, 0, 0, 0, 0, 0}
 	if _, err := x.c.Write(hello); err != nil {
-		return fmt.Errorf("X setup: %w", err)
+		return fmt.Errorf("the X server's setup: %w", err)
 	}
 	head := make([]byte, 8)
 	if _, err := io.ReadFull(x.c, head); err != nil {
-		return fmt.Errorf("X setup reply: %w", err)
+		return fmt.Errorf("the X server's setup reply: %w", err)
 	}
 	body := make([]byte, int(binary.LittleEndian.Uint16(head[6:]))*4)
 	if _, err := io.ReadFull(x.c, body); err != nil {
-		return fmt.Errorf("X setup reply: %w", err)
+		return fmt.Errorf("the X server's setup reply: %w", err)
 	}
 	if head[0] != 1 {
 		return fmt.Errorf("the X server refused the connection: %q", body[:min(len(body), int(head[1]))])
@@ -105,7 +105,7 @@ func (x *xconn) setup() error {
 	formats := int(body[21])
 	off := 32 + (vendorLen+3)&^3 + 8*formats
 	if off+4 > len(body) {
-		return errors.New("X setup reply: too short")
+		return errors.New("the X server's setup reply: too short")
 	}
 	x.root = binary.LittleEndian.Uint32(body[off:])
 	x.idBase, x.idMask = binary.LittleEndian.Uint32(body[4:]), binary.LittleEndian.Uint32(body[8:])
@@ -237,7 +237,7 @@ func (x *xconn) read() {
 		}
 		switch code := pkt[0] & 0x7f; code {
 		case 0: // an error
-			x.readErr <- fmt.Errorf("X error %d (request %d)", pkt[1], pkt[10])
+			x.readErr <- fmt.Errorf("the X server's error %d (request %d)", pkt[1], pkt[10])
 		case 1: // a reply, maybe longer than 32 bytes
 			if extra := binary.LittleEndian.Uint32(pkt[4:]) * 4; extra > 0 {
 				more := make([]byte, extra)
