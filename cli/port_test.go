@@ -1,10 +1,13 @@
 package cli
 
 import (
+	"bytes"
 	"context"
 	"io"
 	"log/slog"
 	"net"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -109,4 +112,57 @@ func TestApplyKeepsThePort(t *testing.T) {
 		t.Fatalf("Apply moved the relay from %s to %s", first.target.URL, second.target.URL)
 	}
 	waitBackLive(t, states)
+}
+
+// TestAttachingDoesNotWarnOfATakenPort: a second pilotdesk on the data
+// dir (a `pilotdesk chat` while the window runs) finds the remembered port
+// held by the window's relay and attaches to that relay, on that port; it
+// must not log that the port was taken and a new one used ("saved links
+// and paired devices need the new link"), which `pilotdesk chat` printed
+// as a warning on its first lines although nothing moved.
+func TestAttachingDoesNotWarnOfATakenPort(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	cf := clientFlags{}
+	cf.relay.Settings = settings.Defaults()
+	cf.relay.Agent, cf.relay.DataDir = settings.AgentDemo, dir
+	cf.relay.HeartbeatTimeout = time.Minute
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	first, stop, err := cf.startTarget(ctx, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop()
+	var log lockedBuffer
+	second, stopSecond, err := cf.startTarget(ctx, slog.New(slog.NewTextHandler(&log, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	stopSecond()
+	if second.Attached == "" || second.URL != first.URL {
+		t.Fatalf("the second start did not attach to %s: %+v", first.URL, second)
+	}
+	if strings.Contains(log.String(), "port is taken") {
+		t.Fatalf("attaching warned of a taken port:\n%s", log.String())
+	}
+}
+
+// lockedBuffer is a log's destination that a test reads while the
+// logger may still write.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }

@@ -182,21 +182,25 @@ const (
 
 // stableListen is where the embedded relay listens on host: on the port
 // the data dir's file name remembers when that port is free, else on a new
-// one (logged; the Connect a device dialog shows the new link). A relay
-// without a data dir takes a new port each time.
-func stableListen(dir, host, name string, logger *slog.Logger) string {
+// one. A relay without a data dir takes a new port each time. taken says
+// why the remembered port was not free; the caller warns of it only once
+// its relay did start on the new port (the Connect a device dialog shows
+// the new link): the usual holder of the port is the relay of another
+// pilotdesk on the same data dir, which a window or a chat then attaches
+// to, keeping the port, so a warning given here would be false.
+func stableListen(dir, host, name string, logger *slog.Logger) (listen string, taken error) {
 	fresh := net.JoinHostPort(host, "0")
 	if dir == memoryDataDir {
-		return fresh
+		return fresh, nil
 	}
 	b, err := os.ReadFile(filepath.Join(dir, name))
 	if err != nil {
-		return fresh
+		return fresh, nil
 	}
 	port, err := strconv.Atoi(strings.TrimSpace(string(b)))
 	if err != nil || port <= 0 || port > 65535 {
 		logger.Warn("ignoring the remembered port of the relay", "file", filepath.Join(dir, name))
-		return fresh
+		return fresh, nil
 	}
 	addr := net.JoinHostPort(host, strconv.Itoa(port))
 	// A probe: the stack would fail on a port in use, after opening the
@@ -204,11 +208,10 @@ func stableListen(dir, host, name string, logger *slog.Logger) string {
 	// the port can be bound again at once after this close.
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
-		logger.Warn("the relay's port is taken; using a new one (saved links and paired devices need the new link)", "port", port, "err", err)
-		return fresh
+		return fresh, fmt.Errorf("port %d: %w", port, err)
 	}
 	ln.Close()
-	return addr
+	return addr, nil
 }
 
 // rememberPort writes the port of relayURL (ws(s)://HOST:PORT/ws) to the

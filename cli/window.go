@@ -143,9 +143,13 @@ func (c *clientFlags) startTarget(ctx context.Context, logger *slog.Logger) (tar
 	}
 	// The port of the last start, when it is free: saved links keep
 	// working across restarts.
-	s.Listen = stableListen(s.DataDir, host, portFile, logger)
+	var taken error
+	s.Listen, taken = stableListen(s.DataDir, host, portFile, logger)
 	st, err := startStack(ctx, s, logger)
 	if err == nil {
+		if taken != nil {
+			logger.Warn("the relay's port is taken; using a new one (saved links and paired devices need the new link)", "err", taken)
+		}
 		rememberPort(s.DataDir, portFile, st.URL, logger)
 	}
 	if errors.Is(err, sqlite.ErrInUse) {
