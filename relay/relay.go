@@ -176,12 +176,7 @@ func New(cfg Config) (*Relay, error) {
 	r.acceptOptions = websocket.AcceptOptions{OriginPatterns: append([]string(nil), cfg.OriginPatterns...)}
 	r.epoch = r.store.Epoch()
 
-	load := r.load
-	if r.cluster != nil {
-		// The turns left open are other relays' to close, or a takeover's.
-		load = r.loadShared
-	}
-	if err := load(); err != nil {
+	if err := r.load(); err != nil {
 		return nil, err
 	}
 	b, err := newBudget(r, cfg.BudgetCredits, cfg.BudgetPeriod)
@@ -231,13 +226,18 @@ func New(cfg Config) (*Relay, error) {
 // load reads the stored conversations. A conversation found streaming was
 // interrupted by a crash: its open input request is closed (reason aborted)
 // and its turn is closed (idle, status error, "relay restarted"), both stored
-// before anyone can subscribe.
+// before anyone can subscribe. In a cluster it only lists them (loadShared).
 func (r *Relay) load() error {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	stored, err := r.store.Conversations(ctx)
 	if err != nil {
 		return fmt.Errorf("relay: load conversations: %w", err)
+	}
+	if r.cluster != nil {
+		// The turns left open are other relays' to close, or a takeover's.
+		r.loadShared(stored)
+		return nil
 	}
 	var batch history.Batch
 	now := time.Now()
@@ -299,20 +299,13 @@ func (r *Relay) load() error {
 
 // loadShared lists the stored conversations of a shared history: remote
 // until this relay needs one (cluster.go), so that the list shows them.
-func (r *Relay) loadShared() error {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	stored, err := r.store.Conversations(ctx)
-	if err != nil {
-		return fmt.Errorf("relay: load conversations: %w", err)
-	}
+func (r *Relay) loadShared(stored []history.Conversation) {
 	for _, m := range stored {
 		c := newConversation(r, m.ID)
 		c.lastSeq, c.sentSeq = m.LastSeq, m.LastSeq
 		c.setStoredLocked(m) // not locked, but nobody else knows c yet
 		r.convs[c.id] = c
 	}
-	return nil
 }
 
 // abandon stops what New started, when it fails after starting it.
