@@ -5,6 +5,7 @@ import (
 	"math"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/pilotdesk/pilotdesk/session"
 )
@@ -14,14 +15,17 @@ import (
 // with no usage step of its own reports the demo's first one), and the
 // premium requests used add up over the agent's turns, all conversations
 // alike: a report's usedRequests is the previous report's plus its cost,
-// its remainingPercentage what that leaves of the entitlement. The first
-// report says what the script says.
+// its remainingPercentage what that leaves of the entitlement, and its
+// resetDate the first day of next month, as a monthly quota's is (the
+// script's own date, fixed when it was written, would soon be in the
+// past: "resets 1 Dec" on 7 Dec). The first report's counts are the
+// script's.
 //
 // A script played with New reports exactly what its usage steps say
 // (docs/script-agent.md); only the demo keeps an account.
 func NewDemo(s *Script) session.Agent {
 	a := New(s).(*Agent)
-	a.account = &account{template: firstUsage(s)}
+	a.account = &account{template: firstUsage(s), now: time.Now}
 	return a
 }
 
@@ -42,6 +46,8 @@ func firstUsage(s *Script) *session.Usage {
 type account struct {
 	// template is what a turn without a usage step reports (nil: nothing).
 	template *session.Usage
+	// now is the clock the reset date is reckoned from.
+	now func() time.Time
 
 	mu      sync.Mutex
 	started bool    // a report has been made
@@ -75,6 +81,9 @@ func (a *account) charge(u session.Usage) session.Usage {
 	a.mu.Unlock()
 
 	snap["usedRequests"] = used
+	if _, ok := snap["resetDate"]; ok {
+		snap["resetDate"] = nextMonth(a.now()).Format(time.RFC3339)
+	}
 	if total, _ := snap["entitlementRequests"].(float64); total > 0 {
 		// Whole percents, as the demo's own figures are.
 		snap["remainingPercentage"] = math.Max(0, math.Round(100*(total-used)/total))
@@ -85,6 +94,12 @@ func (a *account) charge(u session.Usage) session.Usage {
 	}
 	u.QuotaSnapshots = raw
 	return u
+}
+
+// nextMonth is midnight UTC of the first day of the month after t's.
+func nextMonth(t time.Time) time.Time {
+	t = t.UTC()
+	return time.Date(t.Year(), t.Month()+1, 1, 0, 0, 0, 0, time.UTC)
 }
 
 // cloneUsage copies u, so that what a turn emits shares nothing with the
