@@ -119,24 +119,11 @@ func (b *budget) spend(at time.Time, nanoAIU float64) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.tallyLocked(at) // drops what left the period
-	b.entries = addSpend(b.entries, s)
+	b.entries = history.AddSpend(b.entries, s)
 	if b.durable {
 		b.unsaved = append(b.unsaved, s)
 	}
 	b.armLocked(at.Add(budgetDelay))
-}
-
-// addSpend adds s to entries, one per UTC hour, as the store keeps them.
-func addSpend(entries []history.Spend, s history.Spend) []history.Spend {
-	if n := len(entries); n > 0 && history.SpendHour(entries[n-1].At).Equal(history.SpendHour(s.At)) {
-		e := &entries[n-1]
-		e.NanoAIU += s.NanoAIU
-		if s.At.After(e.At) {
-			e.At = s.At
-		}
-		return entries
-	}
-	return append(entries, s) // time goes forward: the newest hour
 }
 
 // watch makes the budget count the spend of the other relays that share
@@ -206,30 +193,12 @@ func (b *budget) read() {
 	}
 	before, _ := b.tallyLocked(now)
 	for _, s := range b.unsaved {
-		stored = mergeSpend(stored, s)
+		stored = history.AddSpend(stored, s)
 	}
 	b.entries = maxSpend(b.entries, stored)
 	if after, _ := b.tallyLocked(now); after != before {
 		b.armLocked(now)
 	}
-}
-
-// mergeSpend adds s to entries (one per UTC hour, oldest first), in its
-// hour wherever that is.
-func mergeSpend(entries []history.Spend, s history.Spend) []history.Spend {
-	hour := history.SpendHour(s.At)
-	i, found := slices.BinarySearchFunc(entries, hour, func(e history.Spend, h time.Time) int {
-		return history.SpendHour(e.At).Compare(h)
-	})
-	if !found {
-		return slices.Insert(entries, i, s)
-	}
-	e := &entries[i]
-	e.NanoAIU += s.NanoAIU
-	if s.At.After(e.At) {
-		e.At = s.At
-	}
-	return entries
 }
 
 // maxSpend merges two tallies of the same ledger hour by hour (both

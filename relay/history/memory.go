@@ -108,7 +108,9 @@ func (m *Memory) Write(ctx context.Context, b Batch) error {
 	for _, c := range b.Conversations {
 		m.convs[c.ID] = c
 	}
-	m.spend = mergeSpend(m.spend, b.Spend)
+	for _, sp := range b.Spend {
+		m.spend = AddSpend(m.spend, sp)
+	}
 	return nil
 }
 

@@ -49,23 +49,22 @@ type SpendWatcher interface {
 // SpendHour is the start of the UTC hour a spend at t belongs to.
 func SpendHour(t time.Time) time.Time { return t.UTC().Truncate(SpendGranularity) }
 
-// mergeSpend merges spends into entries (one per UTC hour, oldest first)
-// and returns the new slice: Memory's ledger.
-func mergeSpend(entries []Spend, spends []Spend) []Spend {
-	for _, s := range spends {
-		hour := SpendHour(s.At)
-		i, found := slices.BinarySearchFunc(entries, hour, func(e Spend, h time.Time) int {
-			return SpendHour(e.At).Compare(h)
-		})
-		if !found {
-			entries = slices.Insert(entries, i, s)
-			continue
-		}
-		e := &entries[i]
-		e.NanoAIU += s.NanoAIU
-		if s.At.After(e.At) {
-			e.At = s.At
-		}
+// AddSpend adds s to entries, a tally of one entry per UTC hour, oldest
+// first, as a Ledger keeps it: to the entry of its hour (NanoAIU summed,
+// At the latest of the two), or as a new entry where its hour goes. The
+// tally is changed in place where it can be, and returned.
+func AddSpend(entries []Spend, s Spend) []Spend {
+	hour := SpendHour(s.At)
+	i, found := slices.BinarySearchFunc(entries, hour, func(e Spend, h time.Time) int {
+		return SpendHour(e.At).Compare(h)
+	})
+	if !found {
+		return slices.Insert(entries, i, s)
+	}
+	e := &entries[i]
+	e.NanoAIU += s.NanoAIU
+	if s.At.After(e.At) {
+		e.At = s.At
 	}
 	return entries
 }
