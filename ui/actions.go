@@ -30,7 +30,9 @@ func (w *Window) switchTo(id string) {
 	if id == w.current && w.view.ID == id {
 		return
 	}
+	prev := w.current
 	w.current = id
+	w.dropUnused(prev)
 	w.mode.forget()
 	if w.opts.OnShown != nil {
 		w.opts.OnShown(id)
@@ -43,6 +45,19 @@ func (w *Window) switchTo(id string) {
 		w.subscribe(id)
 	}
 	w.sync(true)
+}
+
+// dropUnused forgets conversation id, just left, when it was never used:
+// made by New (or at start) and left before anything was sent in it, it
+// is on no relay and holds nothing. Without this each New conversation
+// (Ctrl+N, Start) left the one before it in the list, an empty "New
+// conversation" entry more each time. A prompt on its way (subscribed),
+// a note the window wrote in it, or the relay's knowing it keeps it.
+func (w *Window) dropUnused(id string) {
+	if id == "" || w.subscribed[id] || !w.store.Has(id) || w.store.OnRelay(id) || len(w.store.Transcript(id)) > 0 {
+		return
+	}
+	w.store.Remove(id)
 }
 
 func (w *Window) subscribe(id string) {

@@ -4,6 +4,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -182,5 +183,57 @@ func TestWorkingFolderIsTheDefaultOfNewConversations(t *testing.T) {
 	test.Tap(h.w.settings.apply)
 	if restarts != 1 {
 		t.Fatalf("a working folder outside the relay's roots: %d restarts, want 1", restarts)
+	}
+}
+
+// TestNewConversationReplacesAnUnusedOne: New conversation (Ctrl+N,
+// Start) on a conversation nothing was sent in replaces it instead of
+// leaving an empty "New conversation" entry behind, one more at each New;
+// so does opening another conversation from the list. A conversation that
+// was used stays.
+func TestNewConversationReplacesAnUnusedOne(t *testing.T) {
+	h := newHarness(t, harnessConfig{})
+	entries := func() []string {
+		h.frame()
+		var ids []string
+		for _, e := range h.w.sidebar.entries {
+			ids = append(ids, e.ID)
+		}
+		return ids
+	}
+	newConv := func() {
+		t.Helper()
+		h.w.shortcut(shortcutNew)
+		d := h.w.newConv
+		if d == nil {
+			t.Fatal("Ctrl+N asked nothing")
+		}
+		test.Tap(d.start)
+		h.frame()
+	}
+	first := h.w.current
+	if got := entries(); len(got) != 1 || got[0] != first {
+		t.Fatalf("at start the list is %v, want the one new conversation %s", got, first)
+	}
+	newConv()
+	newConv()
+	if got := entries(); len(got) != 1 || got[0] != h.w.current || h.w.current == first {
+		t.Fatalf("after two New conversation the list is %v (showing %s), want only the one shown", got, h.w.current)
+	}
+	if h.w.store.Has(first) {
+		t.Fatal("the unused conversation of the start is still known")
+	}
+
+	used := h.w.current
+	h.send("markdown")
+	h.waitFor("the turn", func() bool { return completedTurns(h) == 1 })
+	newConv()
+	fresh := h.w.current
+	if got := entries(); len(got) != 2 || !slices.Contains(got, used) || !slices.Contains(got, fresh) {
+		t.Fatalf("after New on a used conversation the list is %v, want %s and %s", got, used, fresh)
+	}
+	h.w.switchTo(used)
+	if got := entries(); len(got) != 1 || got[0] != used {
+		t.Fatalf("after leaving the unused conversation for another the list is %v, want only %s", got, used)
 	}
 }
