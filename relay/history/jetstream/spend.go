@@ -1,7 +1,6 @@
 package jetstream
 
 import (
-	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -84,16 +83,7 @@ func (s *Store) writeSpend(ctx context.Context, spends []history.Spend, events b
 	// One addition per hour.
 	var hours []history.Spend
 	for _, sp := range spends {
-		h := history.SpendHour(sp.At)
-		i := slices.IndexFunc(hours, func(e history.Spend) bool { return history.SpendHour(e.At).Equal(h) })
-		if i < 0 {
-			hours = append(hours, sp)
-			continue
-		}
-		hours[i].NanoAIU += sp.NanoAIU
-		if sp.At.After(hours[i].At) {
-			hours[i].At = sp.At
-		}
+		hours = history.AddSpend(hours, sp)
 	}
 	var failed []history.Spend
 	var first error
@@ -239,41 +229,21 @@ func (s *Store) Spent(ctx context.Context, since time.Time) ([]history.Spend, er
 	pending := slices.Clone(s.ext.pending)
 	s.ext.mu.Unlock()
 
-	type hourEntry struct {
-		hour int64
-		s    history.Spend
-	}
-	var out []hourEntry
-	add := func(hour int64, sp history.Spend) {
-		i := slices.IndexFunc(out, func(e hourEntry) bool { return e.hour == hour })
-		if i < 0 {
-			out = append(out, hourEntry{hour, sp})
-			return
-		}
-		out[i].s.NanoAIU += sp.NanoAIU
-		if sp.At.After(out[i].s.At) {
-			out[i].s.At = sp.At
-		}
-	}
+	// An hour's entry has the hour's key: its At, the latest of its
+	// spends, is in that hour (addSpend).
+	var out []history.Spend
 	for k, v := range byKey {
-		hour, err := strconv.ParseInt(strings.TrimPrefix(k, spendKeyPrefix), 10, 64)
-		if err != nil {
+		if _, err := strconv.ParseInt(strings.TrimPrefix(k, spendKeyPrefix), 10, 64); err != nil {
 			return nil, fmt.Errorf("history: read spend: a bad key %q", k)
 		}
-		add(hour, history.Spend{At: time.Unix(0, v.At).UTC(), NanoAIU: v.Nano})
+		out = history.AddSpend(out, history.Spend{At: time.Unix(0, v.At).UTC(), NanoAIU: v.Nano})
 	}
 	// Spend this store holds for a later write counts already: it was
 	// stored with its events.
 	for _, sp := range pending {
-		add(history.SpendHour(sp.At).Unix(), sp)
+		out = history.AddSpend(out, sp)
 	}
-	out = slices.DeleteFunc(out, func(e hourEntry) bool { return e.s.At.Before(since) })
-	slices.SortFunc(out, func(a, b hourEntry) int { return cmp.Compare(a.hour, b.hour) })
-	res := make([]history.Spend, len(out))
-	for i, e := range out {
-		res[i] = e.s
-	}
-	return res, nil
+	return slices.DeleteFunc(out, func(e history.Spend) bool { return e.At.Before(since) }), nil
 }
 
 // WatchSpend calls changed, from a goroutine of its own, each time any
