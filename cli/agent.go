@@ -31,11 +31,7 @@ func buildAgent(ctx context.Context, s relaySettings, logger *slog.Logger) (_ se
 		a, err := acpAgent(ctx, s, logger)
 		return a, "", err
 	case "copilot":
-		opts := copilotOptions(s, logger)
-		probeCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
-		defer cancel()
-		// The CLI the check starts serves the first turn too.
-		a, err := copilot.Start(probeCtx, opts)
+		a, err := startCopilot(ctx, s, logger)
 		if err != nil {
 			return nil, "", fmt.Errorf("the Copilot agent cannot start: %w", err)
 		}
@@ -46,10 +42,7 @@ func buildAgent(ctx context.Context, s relaySettings, logger *slog.Logger) (_ se
 			a, err := scriptAgent(s.Script)
 			return a, "", err
 		}
-		opts := copilotOptions(s, logger)
-		probeCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
-		defer cancel()
-		a, err := copilot.Start(probeCtx, opts)
+		a, err := startCopilot(ctx, s, logger)
 		if err != nil {
 			logger.Info("agent: script (built-in demo)", "why", err.Error())
 			a, err2 := scriptAgent("")
@@ -58,6 +51,14 @@ func buildAgent(ctx context.Context, s relaySettings, logger *slog.Logger) (_ se
 		logger.Info("agent: copilot", "why", "the Copilot CLI is installed and can run a turn")
 		return a, "", nil
 	}
+}
+
+// startCopilot starts the Copilot CLI and checks, within 30 s, that it can
+// run a turn; the CLI the check starts serves the first turn too.
+func startCopilot(ctx context.Context, s relaySettings, logger *slog.Logger) (*copilot.Agent, error) {
+	probeCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	return copilot.Start(probeCtx, copilotOptions(s, logger))
 }
 
 // whyDemo words the Copilot CLI's probe failure for the first-run notice.
