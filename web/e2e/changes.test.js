@@ -64,9 +64,16 @@ describe('changes card', { skip: skip || false }, () => {
     assert.equal(await card.locator('.card-title').textContent(), '2 files changed +3 −1');
     assert.deepEqual(await card.locator('.card-file summary').allTextContents(), ['Aadded.txt+2 −0', 'Mnotes.md+1 −1']);
 
+    // Each file shows that it opens: a triangle, turned once open (a
+    // flex summary has no marker of the browser's own).
+    const marker = (f) => card.locator(`.card-file[data-path="${f}"] summary`)
+      .evaluate((s) => getComputedStyle(s, '::before').content);
+    assert.equal(await marker('notes.md'), '"▸"');
     await card.locator('.card-file[data-path="notes.md"] summary').click();
     const diff = card.locator('.card-file[data-path="notes.md"] .diff');
     await diff.waitFor();
+    assert.equal(await marker('notes.md'), '"▾"');
+    assert.equal(await marker('added.txt'), '"▸"');
     assert.equal(await diff.locator('.del').textContent(), '- old\n');
     assert.equal(await diff.locator('.ins').textContent(), '+ new\n');
     await shot(p, 'phone-light-changes');
