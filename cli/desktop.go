@@ -41,13 +41,11 @@ func showWindow(ctx context.Context, fs *flag.FlagSet, cf *clientFlags, env Env)
 	// built, rather than on the main thread before the window can show.
 	waitDriver := glpreload.Start(logger)
 	defer waitDriver()
-	if addr := env.Getenv(pprofEnv); addr != "" {
-		wait, err := servePprof(ctx, addr, logger)
-		if err != nil {
-			return err
-		}
-		defer wait()
+	waitPprof, err := servePprof(ctx, env, logger)
+	if err != nil {
+		return err
 	}
+	defer waitPprof()
 	resumeGC := pauseGC(startupHeapLimit)
 	defer resumeGC()
 	a := app.NewWithID(AppID)

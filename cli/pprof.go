@@ -20,11 +20,16 @@ import (
 //	go tool pprof http://127.0.0.1:6060/debug/pprof/heap
 const pprofEnv = "PILOTDESK_PPROF"
 
-// servePprof serves the profiles on addr until ctx ends; it refuses an
-// address off the loopback (profiles show what the process holds). It
-// returns once the listener is up, and a func that waits for the server
-// to stop.
-func servePprof(ctx context.Context, addr string, logger *slog.Logger) (wait func(), err error) {
+// servePprof serves the profiles on the address pprofEnv gives in env,
+// if it gives one, until ctx ends; it refuses an address off the loopback
+// (profiles show what the process holds). 127.0.0.1:0 picks a port, which
+// the log names. It returns once the listener is up, and a func that waits
+// for the server to stop (that does nothing when there is none).
+func servePprof(ctx context.Context, env Env, logger *slog.Logger) (wait func(), err error) {
+	addr := env.Getenv(pprofEnv)
+	if addr == "" {
+		return func() {}, nil
+	}
 	host, _, err := net.SplitHostPort(addr)
 	if err != nil {
 		return nil, fmt.Errorf("%s=%q: %w", pprofEnv, addr, err)

@@ -23,15 +23,12 @@ func runServe(ctx context.Context, args []string, env Env) error {
 		level = slog.LevelDebug
 	}
 	logger := newLogger(env.Stderr, level)
-	if addr := env.Getenv(pprofEnv); addr != "" {
-		// For measuring a relay under load (make bench-nats, tools/load):
-		// 127.0.0.1:0 picks a port, which the log names.
-		wait, err := servePprof(ctx, addr, logger)
-		if err != nil {
-			return err
-		}
-		defer wait()
+	// For measuring a relay under load (make bench-nats, tools/load).
+	waitPprof, err := servePprof(ctx, env, logger)
+	if err != nil {
+		return err
 	}
+	defer waitPprof()
 	made := serveToken(&s) // auth.go
 
 	st, err := startStack(ctx, s, logger)
