@@ -400,7 +400,10 @@ func (w *Window) follow(c *client.Client) {
 		id = c.Identity()
 		rememberIdentity(w.app.Preferences(), id)
 	}
-	w.store = store.NewStore(store.Options{Self: self, Identity: id, Now: w.opts.Now, OnChange: w.requestFrame, Logger: w.opts.Logger, FullRows: windowRows})
+	w.store = store.NewStore(store.Options{
+		Options:  conversation.Options{Self: self, Identity: id, Now: w.opts.Now, Logger: w.opts.Logger},
+		OnChange: w.requestFrame, FullRows: windowRows,
+	})
 	w.subscribed = map[string]bool{}
 	w.ctx, w.cancel = context.WithCancel(context.Background())
 	w.frames.restart(w.ctx, w.opts.FrameInterval, w.opts.StreamInterval)

@@ -9,7 +9,6 @@ package store
 
 import (
 	"cmp"
-	"log/slog"
 	"slices"
 	"sort"
 	"sync"
@@ -22,17 +21,13 @@ import (
 
 // Options configures a Store.
 type Options struct {
-	// Self is who the window is on the relay (conversation.Options.Self).
-	Self protocol.By
-	// Identity is who it is as its client learns it
-	// (conversation.Options.Identity); nil: Self.
-	Identity *client.Identity
-	// Now is the clock (default time.Now).
-	Now func() time.Time
+	// Options is each conversation's (conversation.New): who the window is
+	// on the relay (Self, and Identity as its client learns it), the
+	// clock and the logger.
+	conversation.Options
 	// OnChange is called after every change, outside the lock. The window
 	// uses it to schedule a frame.
 	OnChange func()
-	Logger   *slog.Logger
 	// FullRows bounds a full take (Take, View.Full) to the conversation's
 	// last FullRows rows (0: every row); Rows gives older ones on demand.
 	// The window holds that many rows and more as the user scrolls up: a
@@ -85,12 +80,6 @@ type Store struct {
 
 // NewStore returns an empty store.
 func NewStore(opts Options) *Store {
-	if opts.Now == nil {
-		opts.Now = time.Now
-	}
-	if opts.Logger == nil {
-		opts.Logger = slog.Default()
-	}
 	return &Store{
 		opts:  opts,
 		convs: map[string]*entry{},
@@ -126,9 +115,7 @@ func (s *Store) convLocked(id string) *entry {
 	c, ok := s.convs[id]
 	if !ok {
 		c = &entry{
-			State: conversation.New(id, conversation.Options{
-				Self: s.opts.Self, Identity: s.opts.Identity, Now: s.opts.Now, Logger: s.opts.Logger,
-			}),
+			State:   conversation.New(id, s.opts.Options),
 			changed: map[int]struct{}{},
 		}
 		s.convs[id] = c

@@ -149,7 +149,7 @@ func TestModeChangeMarksTranscript(t *testing.T) {
 
 func TestInputRequestLifecycle(t *testing.T) {
 	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
-	f := newFeed(t, Options{Now: func() time.Time { return now }})
+	f := newFeed(t, Options{Options: conversation.Options{Now: func() time.Time { return now }}})
 	f.ev("c", &protocol.UserMessage{Content: "x"})
 	// The relay's deadline, as it sent it: the window adds no timeout.
 	f.ev("c", &protocol.UserInputRequest{RequestID: "r1", Question: "Which env?", Choices: []string{"staging", "prod"}, AllowFreeform: true,
@@ -203,7 +203,7 @@ func TestInputRequestLifecycle(t *testing.T) {
 func TestSubscribedPendingKeepsDeadline(t *testing.T) {
 	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
 	clock := now
-	f := newFeed(t, Options{Now: func() time.Time { return clock }})
+	f := newFeed(t, Options{Options: conversation.Options{Now: func() time.Time { return clock }}})
 	req := protocol.UserInputRequest{Header: protocol.Header{ConversationID: "c", Seq: 3}, RequestID: "r1", Question: "q", AllowFreeform: true}
 	f.s.Apply(client.Event{Data: &protocol.Subscribed{ConversationID: "c", Mode: protocol.ModePlan, Streaming: true, Seq: 3, Epoch: "e", PendingInput: &req}})
 	clock = now.Add(time.Minute)
@@ -270,7 +270,7 @@ func TestUsage(t *testing.T) {
 
 func TestSidebarOrderAndTitles(t *testing.T) {
 	clock := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	f := newFeed(t, Options{Now: func() time.Time { clock = clock.Add(time.Second); return clock }})
+	f := newFeed(t, Options{Options: conversation.Options{Now: func() time.Time { clock = clock.Add(time.Second); return clock }}})
 	f.s.Apply(client.Event{Data: &protocol.Conversations{Conversations: []protocol.ConversationInfo{
 		{ConversationID: "old", Title: "From the relay", UpdatedAt: "2025-01-01T00:00:00Z", Mode: protocol.ModeAct},
 	}}})
