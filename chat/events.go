@@ -549,5 +549,18 @@ func (r *repl) showPlan(steps []conversation.PlanStep) {
 	for i, p := range steps {
 		r.note("", fmt.Sprintf("  %d) %s", i+1, sanitize(conversation.StepText(p))))
 	}
-	r.note(styleDim, "/run carries it out in Act; /run 2 or /run 1,3 only those steps.")
+	r.note(styleDim, runHint(len(steps)))
+}
+
+// runHint says how /run carries out a plan of n steps, with examples that
+// name steps the plan has: "/run 2 or /run 1,3" under a plan of one step
+// offered steps that are not there.
+func runHint(n int) string {
+	switch {
+	case n <= 1:
+		return "/run carries it out in Act."
+	case n == 2:
+		return "/run carries it out in Act; /run 1 or /run 2 only that step."
+	}
+	return "/run carries it out in Act; /run 2 or /run 1,3 only those steps."
 }

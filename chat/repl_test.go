@@ -542,7 +542,7 @@ func TestPlanAndRun(t *testing.T) {
 	h.emit(protocol.TypeToolStart, map[string]any{"toolCallId": "t2", "toolName": "edit", "arguments": map[string]any{"path": "main.go", "old_str": "a", "new_str": "b"}})
 	h.emit(protocol.TypeToolEnd, map[string]any{"toolCallId": "t2", "denied": true, "result": "plan mode"})
 	h.idle(protocol.StatusCompleted)
-	h.waitFor("The plan (2 denied in Plan):\n  1) run `make deploy`\n  2) edit main.go\n/run carries it out in Act")
+	h.waitFor("The plan (2 denied in Plan):\n  1) run `make deploy`\n  2) edit main.go\n/run carries it out in Act; /run 1 or /run 2 only that step.\n")
 	h.typeIn("/run 3\n")
 	h.waitFor("There is no step \"3\": the plan has steps 1 to 2.")
 	h.typeIn("/run 2\n")

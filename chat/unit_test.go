@@ -186,3 +186,18 @@ func TestSanitize(t *testing.T) {
 		t.Errorf("oneLine = %q", got)
 	}
 }
+
+// TestRunHint: the line under a plan offers /run with steps the plan has;
+// under a plan of one step it offered "/run 2 or /run 1,3".
+func TestRunHint(t *testing.T) {
+	for n, want := range map[int]string{
+		1: "/run carries it out in Act.",
+		2: "/run carries it out in Act; /run 1 or /run 2 only that step.",
+		3: "/run carries it out in Act; /run 2 or /run 1,3 only those steps.",
+		7: "/run carries it out in Act; /run 2 or /run 1,3 only those steps.",
+	} {
+		if got := runHint(n); got != want {
+			t.Errorf("a plan of %d steps: %q, want %q", n, got, want)
+		}
+	}
+}
