@@ -184,3 +184,78 @@ test('a silent socket is pinged sooner while a followed conversation streams', (
   assert.equal(again.readyState, FakeSocket.OPEN);
   conn.stop();
 });
+
+// reconnect drops conn's socket and opens the next one; it returns it.
+function reconnect(conn, ws) {
+  ws.close(1006);
+  clearTimeout(conn.retry);
+  conn.open('reconnecting');
+  const again = FakeSocket.all.at(-1);
+  again.emit('open');
+  return again;
+}
+
+const lostOf = (got) => got.filter((m) => m.type === 'lost').map((m) => m.data);
+
+test('a prompt whose socket dropped before the relay got it is reported lost after the resubscription', () => {
+  const { conn, ws, got } = connect();
+  conn.follow('c');
+  ws.deliver('copilot:subscribed', { conversationId: 'c', seq: 2, epoch: 'e1' });
+  assert.ok(conn.sendPrompt({ conversationId: 'c', prompt: 'hello', clientId: 'k1' }));
+  assert.deepEqual(ws.sent.at(-1), { type: 'copilot:send', data: { conversationId: 'c', prompt: 'hello', clientId: 'k1' } });
+  // A subscription on the socket it went on says nothing of it: the
+  // relay may not have read it yet.
+  ws.deliver('copilot:subscribed', { conversationId: 'c', seq: 2, epoch: 'e1' });
+  assert.deepEqual(lostOf(got), []);
+
+  const again = reconnect(conn, ws);
+  assert.deepEqual(again.sent.at(-1), { type: 'copilot:subscribe', data: { conversationId: 'c', sinceSeq: 2, epoch: 'e1' } });
+  again.deliver('copilot:subscribed', { conversationId: 'c', seq: 2, epoch: 'e1' });
+  assert.deepEqual(lostOf(got), [{ conversationId: 'c', clientId: 'k1' }]);
+  assert.equal(got.at(-2).type, 'copilot:subscribed', 'lost comes after the copy is whole');
+  // Reported once; never sent again.
+  const third = reconnect(conn, again);
+  third.deliver('copilot:subscribed', { conversationId: 'c', seq: 2, epoch: 'e1' });
+  assert.equal(lostOf(got).length, 1);
+  assert.equal([ws, again, third].flatMap((s) => s.sent).filter((m) => m.type === 'copilot:send').length, 1);
+  conn.stop();
+});
+
+test('a prompt whose echo the replay holds, or that the relay names starting, is not lost', () => {
+  const { conn, ws, got } = connect();
+  conn.follow('c');
+  ws.deliver('copilot:subscribed', { conversationId: 'c', seq: 0, epoch: 'e1' });
+  conn.sendPrompt({ conversationId: 'c', prompt: 'one', clientId: 'k1' });
+
+  // Its echo comes in the resubscription's replay.
+  let again = reconnect(conn, ws);
+  again.deliver('copilot:user_message', { conversationId: 'c', seq: 1, content: 'one', clientId: 'k1' });
+  again.deliver('copilot:idle', { conversationId: 'c', seq: 2, status: 'completed' });
+  again.deliver('copilot:subscribed', { conversationId: 'c', seq: 2, epoch: 'e1' });
+  assert.deepEqual(lostOf(got), []);
+
+  // The next one's folder is being set up: starting names it, so it is
+  // held; its echo comes later, on this socket.
+  conn.sendPrompt({ conversationId: 'c', prompt: 'two', clientId: 'k2' });
+  again = reconnect(conn, again);
+  again.deliver('copilot:subscribed', { conversationId: 'c', seq: 2, epoch: 'e1', starting: { clientId: 'k2' } });
+  assert.deepEqual(lostOf(got), []);
+  // Another drop before the echo: the relay is asked again, and now it
+  // no longer holds it (its setup failed, the relay restarted).
+  again = reconnect(conn, again);
+  again.deliver('copilot:subscribed', { conversationId: 'c', seq: 2, epoch: 'e1', starting: { clientId: 'other' } });
+  assert.deepEqual(lostOf(got), [{ conversationId: 'c', clientId: 'k2' }]);
+  conn.stop();
+});
+
+test("a refused send is not lost: the page showed the relay's error", () => {
+  const { conn, ws, got } = connect();
+  conn.follow('c');
+  ws.deliver('copilot:subscribed', { conversationId: 'c', seq: 0, epoch: 'e1' });
+  conn.sendPrompt({ conversationId: 'c', prompt: 'busy', clientId: 'k1' });
+  ws.deliver('error', { code: 'conversation_busy', type: 'copilot:send', conversationId: 'c', message: 'busy' });
+  const again = reconnect(conn, ws);
+  again.deliver('copilot:subscribed', { conversationId: 'c', seq: 0, epoch: 'e1' });
+  assert.deepEqual(lostOf(got), []);
+  conn.stop();
+});

@@ -61,6 +61,8 @@ export class App {
       restore: (checkpoint) => this.restore(checkpoint),
       undo: (checkpoint) => this.restore(checkpoint),
       effects: (checkpoint) => this.restoreEffects(checkpoint),
+      putBack: (clientId) => this.putBack(clientId),
+      copy: (text) => this.copyText(text),
     });
     this.indicator = new Indicator($('indicator'));
     this.composer = new Composer(
@@ -185,6 +187,9 @@ export class App {
         if (c) c.resetCopy();
         break;
       }
+      case 'lost':
+        this.lostSend(d.conversationId, d.clientId);
+        break;
       default: {
         if (type === 'copilot:subscribed' && typeof d.serverTime === 'string') {
           const t = Date.parse(d.serverTime);
@@ -203,6 +208,7 @@ export class App {
         // The turn that led to a question is what the user reads to answer.
         if (ch.opened && c.id === this.current) this.transcript.follow();
         if (live && ch.ended) this.notifier.turnEnded(c, ch.ended, d.message);
+        if (ch.arrived !== null) this.arrivedLate(c, ch.arrived);
         if (ch.listing) this.upsertEntry(null, c);
       }
     }
@@ -341,12 +347,14 @@ export class App {
       return false;
     }
     this.conn.follow(c.id);
-    const data = { conversationId: c.id, prompt: text, mode: c.mode };
+    // The clientId tells its echo, and whether the relay got it should
+    // the socket drop now (docs/protocol.md, Lost sends).
+    const data = { conversationId: c.id, prompt: text, mode: c.mode, clientId: uuid() };
     const ws = this.chosenWorkspace(c);
     if (ws) data.workspace = ws;
-    this.conn.send('copilot:send', data);
+    this.conn.sendPrompt(data);
     this.lastPrompt.set(c.id, text);
-    c.markSending(text);
+    c.markSending(text, data.clientId);
     c.updatedAt = Date.now();
     // The user's own prompt, the reply and how it ends are what they
     // want to see next, wherever they had scrolled.
@@ -365,6 +373,59 @@ export class App {
   // whether in a worktree (null: the relay's default folder, as is).
   chosenWorkspace(c) {
     return this.isNew(c) ? this.folders.chosen() : null;
+  }
+
+  // lostSend gives back a prompt the relay did not get (the socket
+  // dropped before it read it): into the prompt box when it shows that
+  // conversation and is empty, else in the note, to put back or copy. It
+  // is never sent again from here: the user decides.
+  lostSend(id, clientId) {
+    const c = this.convs.get(id);
+    if (!c) return;
+    const input = $('prompt');
+    const back = id === this.current && !input.value.trim();
+    const text = c.lost(clientId, back);
+    if (text === null) return;
+    if (back) {
+      input.value = text;
+      this.composer.fit();
+    }
+    if (id === this.current) this.transcript.follow();
+  }
+
+  // putBack puts a lost prompt's text in the prompt box: after what the
+  // box holds, so that nothing in it is lost either.
+  putBack(clientId) {
+    const c = this.current && this.convs.get(this.current);
+    const row = c && c.lostHere.get(clientId);
+    if (!row) return;
+    const input = $('prompt');
+    input.value = input.value.trim() ? `${input.value.replace(/\s+$/, '')}\n\n${row.lost.prompt}` : row.lost.prompt;
+    this.composer.fit();
+    c.putBack(clientId);
+    input.focus();
+    this.scheduleRender();
+  }
+
+  async copyText(text) {
+    try {
+      await navigator.clipboard.writeText(text);
+      this.toast('Copied.');
+    } catch {
+      // No clipboard (plain http on a phone): the note shows the text to
+      // select by hand.
+      this.toast('This browser did not let the page copy: select the text in the note.');
+    }
+  }
+
+  // arrivedLate: the echo of a prompt given back as lost came after all;
+  // the box is emptied of it if it holds it as it was given back.
+  arrivedLate(c, text) {
+    const input = $('prompt');
+    if (c.id === this.current && input.value === text) {
+      input.value = '';
+      this.composer.fit();
+    }
   }
 
   restorePrompt(id) {

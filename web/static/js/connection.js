@@ -11,6 +11,15 @@
 // subscription has no copy a reset could replace, so its replay reaches
 // the page as it comes, in order: a long conversation is drawn while it
 // streams in, not after its end.
+//
+// A prompt sent on a socket that then dropped may never have reached the
+// relay (docs/protocol.md, Lost sends). Each copilot:send carries a
+// clientId; its echo (copilot:user_message with it) says it arrived, and
+// after a reconnect copilot:subscribed says whether the relay still holds
+// it (starting). One sent on an earlier socket that neither names is
+// reported to the page as {type: 'lost', data: {conversationId,
+// clientId}}, which gives the prompt back to the user: it is never sent
+// again from here.
 
 // The heartbeat, the Go client's numbers (client.DefaultPingInterval…):
 // web/unit/connection.test.mjs checks them against
@@ -51,6 +60,11 @@ export class Connection {
     this.connects = 0; // how many times a socket opened (the tests read it)
     this.attempts = 0; // how many times a socket was tried
     this.gaveUp = false; // the token was revoked: no retry
+    // Prompts sent whose echo has not come: clientId → {conversationId,
+    // socket (the value of connects when the relay was last known to hold
+    // it: the socket it went on, or one whose copilot:subscribed named it
+    // starting)}.
+    this.unechoed = new Map();
   }
 
   /**
@@ -100,6 +114,35 @@ export class Connection {
     if (!this.live) return false;
     this.ws.send(JSON.stringify(data === undefined ? { type } : { type, data }));
     return true;
+  }
+
+  /**
+   * sendPrompt sends copilot:send (data names its clientId) and watches
+   * for its echo; false when there is no live socket.
+   */
+  sendPrompt(data) {
+    if (!this.send('copilot:send', data)) return false;
+    if (typeof data.clientId === 'string') this.unechoed.set(data.clientId, { conversationId: data.conversationId, socket: this.connects });
+    return true;
+  }
+
+  // lostSends are the prompts for conversation id sent on an earlier
+  // socket than this one, whose echo has not come, and which d (the
+  // copilot:subscribed of this socket) does not name as starting: the
+  // relay does not have them. One it names is held now by this socket.
+  lostSends(id, d) {
+    const lost = [];
+    const starting = d.starting && typeof d.starting === 'object' ? d.starting.clientId : undefined;
+    for (const [clientId, u] of this.unechoed) {
+      if (u.conversationId !== id || u.socket >= this.connects) continue;
+      if (clientId === starting) {
+        u.socket = this.connects;
+        continue;
+      }
+      this.unechoed.delete(clientId);
+      lost.push({ type: 'lost', data: { conversationId: id, clientId } });
+    }
+    return lost;
   }
 
   /**
@@ -267,6 +310,14 @@ export class Connection {
     const id = d.conversationId;
     const s = typeof id === 'string' ? this.subs.get(id) : undefined;
 
+    // An echo says its prompt arrived, whether it comes live, in a
+    // replay, or held until copilot:subscribed.
+    if (msg.type === 'copilot:user_message' && typeof d.clientId === 'string') this.unechoed.delete(d.clientId);
+    if (msg.type === 'error' && d.type === 'copilot:send') {
+      // A refusal of what this socket sent (the page shows it and puts
+      // the prompt back): nothing more to wait for.
+      for (const [clientId, u] of this.unechoed) if (u.conversationId === id && u.socket === this.connects) this.unechoed.delete(clientId);
+    }
     if (s && msg.type === 'copilot:user_message') s.streaming = true;
     if (s && msg.type === 'copilot:idle') s.streaming = false;
     if (msg.type === 'copilot:subscribed' && s) {
@@ -284,6 +335,7 @@ export class Connection {
       out.push(...this.flush(s));
       s.lastSeq = Math.max(s.lastSeq, Number(d.seq) || 0);
       out.push(msg);
+      out.push(...this.lostSends(id, d));
       for (const m of out) this.onMessage(m);
       return;
     }
@@ -294,6 +346,7 @@ export class Connection {
     }
     if (msg.type === 'copilot:deleted' && s) {
       this.subs.delete(id);
+      for (const [clientId, u] of this.unechoed) if (u.conversationId === id) this.unechoed.delete(clientId);
       this.onMessage(msg);
       return;
     }

@@ -17,7 +17,9 @@ import {
  *   tool:   id, name, summary, state (running|approved|denied|failed), detail
  *   status: status, text, detail, usage
  *   mode:   mode, text
- *   note:   tone (info|warning|error), text; a turn's changes card also
+ *   note:   tone (info|warning|error), text; a prompt the relay did not
+ *           get also lost ({clientId, prompt, back (it is in the prompt
+ *           box again), arrived (its echo came after all)}); a turn's changes card also
  *           changes ({checkpoint, after, files, truncated}), a restore's
  *           notice restored ({checkpoint, undo, files}), and either card
  *           ({patches: path → {patch, truncated}, loading: path → true,
@@ -30,6 +32,14 @@ import {
 // ("Thought", not "Thinking…"); more would be another run, with another id.
 const ENDS_THOUGHTS = new Set(['copilot:delta', 'copilot:message', 'copilot:tool_start', 'copilot:tool_end',
   'copilot:plan', 'copilot:user_input_request', 'copilot:error']);
+
+// lostText is the note of a prompt the relay did not get; back: it is in
+// the prompt box again.
+function lostText(back) {
+  return back
+    ? 'The relay did not get your message (the connection dropped before it arrived): it is back in the box. Send it again when you are ready.'
+    : 'The relay did not get your message (the connection dropped before it arrived), and the box held something else: here it is.';
+}
 
 // RESTARTED is the relay's copilot:idle message for a turn it cut itself
 // (relay.RestartedMessage); INTERRUPTED is how the page says it.
@@ -55,6 +65,13 @@ export class Conversation {
     this.workspace = null; // {path, isolation, dir, branch?} once the relay fixed it (docs/workspaces.md)
     this.updatedAt = 0;
     this.onRelay = false;
+    // What this page did, which a new copy of the relay's history does not
+    // change (resetCopy keeps them): a replay started over still shows
+    // the page's own prompts, switches and answers as its own.
+    this.sentHere = []; // {text, clientId} of prompts sent from here whose copilot:user_message has not come
+    this.modesHere = []; // modes this page asked for whose copilot:mode_changed has not come
+    this.answered = new Map(); // requestId → answer sent from here ('' for a rejection)
+    this.lostHere = new Map(); // clientId → the note row of a prompt the relay did not get
     this.resetCopy();
   }
 
@@ -77,9 +94,10 @@ export class Conversation {
     this.planRow = -1; // the row of the running or last turn's agent plan
     this.turnStart = -1; // the row of the running or last turn's prompt
     this.ranOn = ''; // the agent the latest prompt named, to note where it changed
-    this.answered = new Map(); // requestId → answer sent from here ('' for a rejection)
-    this.sentHere = []; // prompts sent from here whose copilot:user_message has not come
-    this.modesHere = []; // modes this page asked for whose copilot:mode_changed has not come
+    // A prompt the relay did not get that only its note holds (the box
+    // held something else) is the page's to keep: the note stays, after
+    // the new copy's rows.
+    for (const row of this.lostHere.values()) if (!row.lost.back) this.push(row);
   }
 
   /** thinking: a turn runs and has shown nothing yet. */
@@ -89,11 +107,12 @@ export class Conversation {
 
   /**
    * apply folds one message of this conversation in. It returns what
-   * changed: {rows, listing, opened (a question opened), ended (a turn's
+   * changed: {rows, listing, opened (a question opened), arrived (the
+   * prompt of a lost send whose echo came after all), ended (a turn's
    * status)}.
    */
   apply(type, d) {
-    const ch = { rows: false, listing: false, opened: null, ended: null };
+    const ch = { rows: false, listing: false, opened: null, ended: null, arrived: null };
     this.ch = ch;
     try {
       this.applyInner(type, d || {}, ch);
@@ -136,12 +155,14 @@ export class Conversation {
           this.agent = d.agent;
         }
         // A prompt this page sent is its own; another's names its sender.
-        const mine = this.sentHere.indexOf(d.content ?? '');
-        if (mine >= 0) {
-          this.sentHere.splice(mine, 1);
-          this.identity.learn(d.sentBy);
-        }
-        const from = mine < 0 && !this.identity.is(d.sentBy) ? byText(d.sentBy) : '';
+        // The relay echoes the send's clientId; an older relay does not,
+        // and the prompt's text says which it was.
+        const byId = typeof d.clientId === 'string' && d.clientId !== '';
+        const sent = this.sentHere.findIndex((p) => (byId ? p.clientId === d.clientId : p.text === (d.content ?? '')));
+        if (sent >= 0) this.sentHere.splice(sent, 1);
+        const mine = sent >= 0 || (byId && this.lostHere.has(d.clientId) && this.arrivedLate(d.clientId));
+        if (mine) this.identity.learn(d.sentBy);
+        const from = !mine && !this.identity.is(d.sentBy) ? byText(d.sentBy) : '';
         this.turnStart = this.push({ kind: 'user', text: d.content ?? '', mode: this.mode, from });
         this.streaming = true;
         this.turnOutput = false;
@@ -338,10 +359,52 @@ export class Conversation {
 
   // ---- local actions ----
 
-  /** markSending records a prompt sent from here (its echo is not another's). */
-  markSending(text) {
-    this.sentHere.push(text);
+  /**
+   * markSending records a prompt sent from here with its copilot:send's
+   * clientId (its echo is not another's).
+   */
+  markSending(text, clientId = '') {
+    this.sentHere.push({ text, clientId });
     if (this.sentHere.length > 16) this.sentHere.shift();
+  }
+
+  /**
+   * lost records that the relay did not get the prompt sent from here as
+   * clientId (the socket dropped first, or the relay restarted): a note
+   * says so, holding the prompt; back: the page put it in the prompt box
+   * again. It returns the prompt, or null for a clientId this page did
+   * not send.
+   */
+  lost(clientId, back) {
+    const i = this.sentHere.findIndex((p) => p.clientId === clientId);
+    if (i < 0 || !clientId) return null;
+    const { text } = this.sentHere[i];
+    this.sentHere.splice(i, 1);
+    const row = { kind: 'note', tone: 'warning', text: lostText(back), lost: { clientId, prompt: text, back, arrived: false } };
+    this.push(row);
+    this.lostHere.set(clientId, row);
+    return text;
+  }
+
+  /** putBack records that the lost prompt of clientId is in the prompt box again. */
+  putBack(clientId) {
+    const row = this.lostHere.get(clientId);
+    const i = this.rows.indexOf(row);
+    if (i >= 0) this.update(i, { text: lostText(true), lost: { ...row.lost, back: true } });
+  }
+
+  // arrivedLate: the echo of a prompt this page took as lost came after
+  // all (a relay of the cluster that was setting it up). Its note says so,
+  // and the change names the prompt, which the page takes out of the box
+  // if it is still there as it was. True: the echo is this page's.
+  arrivedLate(clientId) {
+    const row = this.lostHere.get(clientId);
+    this.lostHere.delete(clientId);
+    const lost = { ...row.lost, arrived: true };
+    const i = this.rows.indexOf(row);
+    if (i >= 0) this.update(i, { tone: 'info', text: 'Your message reached the relay after all: it was sent.', lost });
+    if (this.ch) this.ch.arrived = lost.prompt;
+    return true;
   }
 
   /** markModeSent records a copilot:set_mode sent from here. */

@@ -305,6 +305,7 @@ export class Transcript {
   build(row) {
     if (row.kind === 'note' && row.changes) return this.updateChanges(this.buildChanges(row), row);
     if (row.kind === 'note' && row.restored) return this.updateRestored(this.buildRestored(row), row);
+    if (row.kind === 'note' && row.lost) return this.buildLost(row);
     switch (row.kind) {
       case 'user':
         return el('div', { class: 'row user', dataset: { kind: 'user' } },
@@ -502,6 +503,21 @@ export class Transcript {
     }
     if (p.truncated) out.append(el('div', { class: 'small', text: 'The diff was cut: too long for one message.' }));
     return out;
+  }
+
+  // buildLost makes the note of a prompt the relay did not get: while
+  // it is not back in the box, the prompt itself, Put back and Copy.
+  buildLost(row) {
+    const l = row.lost;
+    const node = el('div', { class: `row note lost ${row.tone || 'warning'}`, dataset: { kind: 'note', lost: l.arrived ? 'arrived' : l.back ? 'back' : 'held' }, role: 'status' },
+      el('span', { text: row.text }));
+    if (l.back || l.arrived) return node;
+    const back = el('button', { type: 'button', class: 'put-back', text: 'Put back in the box' });
+    back.addEventListener('click', () => this.actions.putBack?.(l.clientId));
+    const copy = el('button', { type: 'button', class: 'copy', text: 'Copy' });
+    copy.addEventListener('click', () => this.actions.copy?.(l.prompt));
+    node.append(el('div', { class: 'prompt', text: l.prompt }), el('div', { class: 'lost-buttons' }, back, copy));
+    return node;
   }
 
   // buildRestored makes a restore's notice: what it did, the files it

@@ -1,0 +1,153 @@
+// The web client when the relay drops its socket before it read a prompt
+// (docs/protocol.md, Lost sends): the page, which emptied the prompt box
+// as it sent, finds after it reconnected that the relay never got the
+// prompt, and gives it back with a note: into the box when the box is
+// empty, else in the note, with Put back and Copy. It never sends it
+// again by itself. Playwright stands between the page and the relay
+// (routeWebSocket) and drops the socket that carries the prompt, the
+// prompt with it, so the loss is certain and nothing here waits on time.
+
+import { describe, it, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { browser, chromiumMissing, startRelay, transcriptRows, watchPage } from './harness.js';
+
+const skip = chromiumMissing();
+const WAIT = 30_000;
+const LOST = 'The relay did not get your message';
+
+describe('a prompt the relay did not get', { skip: skip || false }, () => {
+  let chrome;
+  let relay;
+  const problems = [];
+
+  before(async () => {
+    chrome = await browser();
+    relay = await startRelay();
+  });
+
+  after(async () => {
+    await chrome?.close();
+    await relay?.stop();
+  });
+
+  // open opens the page behind a WebSocket route that forwards every
+  // frame, but: the next copilot:send once dropSend() asked (the socket
+  // is closed instead, and the relay never sees the prompt), and, while
+  // holdSubscribed() holds, copilot:subscribed from the relay (so that
+  // the test acts while the page does not know yet). sends counts the
+  // copilot:send frames that reached the relay.
+  async function open() {
+    const ctx = await chrome.newContext({ viewport: { width: 390, height: 844 } });
+    ctx.setDefaultTimeout(WAIT);
+    const page = await ctx.newPage();
+    watchPage(page, relay, problems);
+    const route = { drop: false, dropped: 0, sends: 0, hold: false, held: [] };
+    await page.routeWebSocket(/\/ws/, (ws) => {
+      const server = ws.connectToServer();
+      ws.onMessage((msg) => {
+        let m = null;
+        try {
+          m = JSON.parse(String(msg));
+        } catch {
+          // not JSON: forwarded as it is
+        }
+        if (m?.type === 'copilot:send' && route.drop) {
+          route.drop = false;
+          route.dropped++;
+          ws.close({ code: 1001, reason: 'the relay went away' });
+          server.close();
+          return;
+        }
+        if (m?.type === 'copilot:send') route.sends++;
+        server.send(msg);
+      });
+      server.onMessage((msg) => {
+        if (route.hold && String(msg).includes('"type":"copilot:subscribed"')) {
+          route.held.push(() => ws.send(msg));
+          return;
+        }
+        ws.send(msg);
+      });
+    });
+    await page.goto(relay.pageURL);
+    await page.waitForSelector('body[data-state="live"]');
+    await page.click('#menu');
+    await page.click('#new-conv');
+    return {
+      page,
+      route,
+      dropSend: () => { route.drop = true; },
+      holdSubscribed: () => { route.hold = true; },
+      release: () => {
+        route.hold = false;
+        for (const f of route.held.splice(0)) f();
+      },
+    };
+  }
+
+  const connects = (page) => page.evaluate(() => Number(document.body.dataset.connects));
+  const prompt = (page) => page.inputValue('#prompt');
+
+  // sendAndLose types text and sends it on a socket that is dropped with
+  // it; it resolves once the page opened another socket.
+  async function sendAndLose(t, text) {
+    const n = await connects(t.page);
+    t.dropSend();
+    await t.page.fill('#prompt', text);
+    await t.page.press('#prompt', 'Enter');
+    await t.page.waitForFunction((k) => Number(document.body.dataset.connects) > k, n);
+    assert.equal(t.route.dropped, 1, 'the socket was not dropped with the prompt');
+  }
+
+  it('puts the prompt back in an empty box with a note, and sends it only when the user does', async () => {
+    const t = await open();
+    // A turn first, so that the conversation is on the relay and the
+    // reconnect resumes it.
+    await t.page.fill('#prompt', 'hello');
+    await t.page.press('#prompt', 'Enter');
+    await t.page.waitForSelector('#transcript [data-kind="status"]');
+
+    await sendAndLose(t, 'deploy the fix');
+    const note = await t.page.waitForSelector('#transcript .note.lost[data-lost="back"]');
+    assert.match(await note.textContent(), new RegExp(`${LOST}.*it is back in the box`));
+    assert.equal(await prompt(t.page), 'deploy the fix');
+    const rows = await transcriptRows(t.page);
+    assert.deepEqual(rows.map((r) => r.kind), ['user', 'text', 'status', 'note'], JSON.stringify(rows));
+    assert.equal(t.route.sends, 1, 'the page sent the lost prompt again by itself');
+
+    // The user sends it: it runs once, as the user's own.
+    await t.page.press('#prompt', 'Enter');
+    await t.page.waitForFunction(() => document.querySelectorAll('#transcript [data-kind="status"]').length === 2);
+    const after = await transcriptRows(t.page);
+    assert.deepEqual(after.filter((r) => r.kind === 'user').map((r) => r.text), ['Youhello', 'Youdeploy the fix']);
+    assert.equal(t.route.sends, 2);
+    assert.equal(await prompt(t.page), '');
+    assert.deepEqual(problems, []);
+    await t.page.context().close();
+  });
+
+  it('keeps the prompt in the note when the box holds something else, to put back or copy', async () => {
+    const t = await open();
+    await t.page.fill('#prompt', 'hello');
+    await t.page.press('#prompt', 'Enter');
+    await t.page.waitForSelector('#transcript [data-kind="status"]');
+
+    // The page learns of the loss only once the new socket is subscribed:
+    // the user has typed something else by then.
+    t.holdSubscribed();
+    await sendAndLose(t, 'first thought');
+    await t.page.fill('#prompt', 'second thought');
+    t.release();
+    const note = await t.page.waitForSelector('#transcript .note.lost[data-lost="held"]');
+    assert.match(await note.textContent(), new RegExp(LOST));
+    assert.equal(await note.$eval('.prompt', (p) => p.textContent), 'first thought');
+    assert.equal(await prompt(t.page), 'second thought', 'what the user typed meanwhile was replaced');
+
+    await note.$eval('.put-back', (b) => b.click());
+    await t.page.waitForSelector('#transcript .note.lost[data-lost="back"]');
+    assert.equal(await prompt(t.page), 'second thought\n\nfirst thought');
+    assert.equal(t.route.sends, 1, 'the page sent the lost prompt again by itself');
+    assert.deepEqual(problems, []);
+    await t.page.context().close();
+  });
+});
