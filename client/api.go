@@ -2,6 +2,8 @@ package client
 
 import (
 	"context"
+
+	"github.com/google/uuid"
 	"strings"
 
 	"github.com/pilotdesk/pilotdesk/protocol"
@@ -68,12 +70,34 @@ func (c *Client) Send(ctx context.Context, conversationID, prompt string, mode p
 
 // SendIn is Send with the conversation's workspace (nil: none named; the
 // first send fixes it, docs/protocol.md, Workspaces).
+//
+// The send carries a clientId of the client's making, whose echo says the
+// relay got the prompt: should the connection drop first, the client
+// finds out after it reconnected whether the relay has it, and delivers a
+// TypeUnsent event if it does not (docs/protocol.md, Lost sends).
 func (c *Client) SendIn(ctx context.Context, conversationID, prompt string, mode protocol.Mode, model string, ws *protocol.WorkspaceRequest) error {
+	d := protocol.Send{ConversationID: conversationID, Prompt: prompt, Mode: mode, Model: model, Workspace: ws, ClientID: uuid.NewString()}
+	e := echo{protocol.TypeUserMessage, conversationID, prompt}
+	c.id.expect(e)
+	// The prompt is recorded as sent on the connection it is written to,
+	// taken in the same critical section: a reconnection in between would
+	// take it for one sent on the connection before.
 	c.mu.Lock()
 	c.sub(conversationID)
+	conn, gen := c.conn, c.gen
+	if conn != nil {
+		c.sends++
+		c.unechoed[d.ClientID] = &unechoed{conv: conversationID, prompt: prompt, gen: gen, order: c.sends}
+	}
 	c.mu.Unlock()
-	return c.writeEchoed(ctx, protocol.TypeSend, protocol.Send{ConversationID: conversationID, Prompt: prompt, Mode: mode, Model: model, Workspace: ws},
-		echo{protocol.TypeUserMessage, conversationID, prompt})
+	err := c.writeOn(ctx, conn, protocol.TypeSend, d)
+	if err != nil {
+		c.id.forget(e.typ, e.conv, e.key)
+		c.mu.Lock()
+		delete(c.unechoed, d.ClientID)
+		c.mu.Unlock()
+	}
+	return err
 }
 
 // writeEchoed sends a message whose echo names this client (Identity):

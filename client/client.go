@@ -181,12 +181,17 @@ type Client struct {
 	done   chan struct{}
 	id     *Identity // who this client is on the relay (identity.go)
 
-	mu       sync.Mutex      // guards ep, conn, state, subs, watching
+	mu       sync.Mutex      // guards ep, conn, gen, state, subs, watching, unechoed, sends
 	ep       Endpoint        // where the relay is: cfg's, or Relocate's
 	conn     *websocket.Conn // nil while disconnected
+	gen      int             // counts the connections published: conn's
 	state    State
 	subs     map[string]*subscription
 	watching bool // Watch(true): renewed after a reconnect
+	// unechoed are the prompts sent whose copilot:user_message has not
+	// come, by clientId (route.go, lostSendsLocked).
+	unechoed map[string]*unechoed
+	sends    int // prompts sent, which orders unechoed
 }
 
 // Dial connects to the relay at url with token (may be empty) using the
@@ -202,13 +207,14 @@ func Dial(ctx context.Context, relayURL, token string) (*Client, error) {
 func (cfg Config) Dial(ctx context.Context) (*Client, error) {
 	cfg.setDefaults()
 	c := &Client{
-		cfg:    cfg,
-		events: make(chan Event, cfg.EventBuffer),
-		done:   make(chan struct{}),
-		state:  StateConnecting,
-		subs:   make(map[string]*subscription),
-		id:     newIdentity(cfg.URL, cfg.Token, cfg.Kind),
-		ep:     Endpoint{URL: cfg.URL, Token: cfg.Token, HTTPClient: cfg.HTTPClient},
+		cfg:      cfg,
+		events:   make(chan Event, cfg.EventBuffer),
+		done:     make(chan struct{}),
+		state:    StateConnecting,
+		subs:     make(map[string]*subscription),
+		unechoed: make(map[string]*unechoed),
+		id:       newIdentity(cfg.URL, cfg.Token, cfg.Kind),
+		ep:       Endpoint{URL: cfg.URL, Token: cfg.Token, HTTPClient: cfg.HTTPClient},
 	}
 	c.logp.Store(cfg.Logger.With("relay", cfg.URL))
 	conn, err := c.dial(ctx)
@@ -510,6 +516,7 @@ func (c *Client) renew(ctx, connCtx context.Context, conn *websocket.Conn) error
 	// that runs after sends its own frame, so each is sent exactly once.
 	c.mu.Lock()
 	c.conn = conn
+	c.gen++
 	type renew struct {
 		id    string
 		since int64
@@ -643,14 +650,20 @@ func (c *Client) writeTo(ctx context.Context, conn *websocket.Conn, msgType stri
 
 // write sends one message on the current connection.
 func (c *Client) write(ctx context.Context, msgType string, data any) error {
+	c.mu.Lock()
+	conn := c.conn
+	c.mu.Unlock()
+	return c.writeOn(ctx, conn, msgType, data)
+}
+
+// writeOn sends one message on conn, the connection that was current
+// (nil: none was).
+func (c *Client) writeOn(ctx context.Context, conn *websocket.Conn, msgType string, data any) error {
 	select {
 	case <-c.done:
 		return ErrClosed
 	default:
 	}
-	c.mu.Lock()
-	conn := c.conn
-	c.mu.Unlock()
 	if conn == nil {
 		return fmt.Errorf("send %s: %w", msgType, ErrNotConnected)
 	}

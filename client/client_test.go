@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -148,6 +149,15 @@ func TestSubscribeDecodesAndSends(t *testing.T) {
 			t.Fatalf("%s: %v", ch.typ, err)
 		}
 		env := recvType(t, f, ch.typ)
+		if ch.typ == protocol.TypeSend {
+			// The clientId is the client's own making (a UUID): its echo
+			// says the relay got the prompt (unsent_test.go).
+			id := regexp.MustCompile(`,"clientId":"[0-9a-f-]{36}"`)
+			if !id.Match(env.Data) {
+				t.Errorf("copilot:send without a clientId: %s", env.Data)
+			}
+			env.Data = id.ReplaceAll(env.Data, nil)
+		}
 		if string(env.Data) != ch.want {
 			t.Errorf("%s data = %s, want %s", ch.typ, env.Data, ch.want)
 		}

@@ -17,6 +17,13 @@ const (
 	// changed): drop everything shown for it; the client replays it from
 	// seq 0 and the events that follow rebuild it. Data is a *Reset.
 	TypeReset = "client:reset"
+	// TypeUnsent says the relay did not get a prompt this client sent:
+	// the connection dropped (or the relay restarted) before the relay
+	// read it, and once the client reconnected the relay had neither
+	// echoed it nor named it starting (docs/protocol.md, Lost sends).
+	// The client never sends it again: the consumer gives it back to the
+	// user. Data is an *Unsent.
+	TypeUnsent = "client:unsent"
 )
 
 // Event is one message from the relay, decoded, or a synthetic client event.
@@ -61,6 +68,18 @@ type Reset struct {
 
 // Conversation returns the conversation whose history was lost.
 func (r *Reset) Conversation() string { return r.ConversationID }
+
+// Unsent is the data of a TypeUnsent event: the prompt the relay did not
+// get, and the clientId its copilot:send carried.
+type Unsent struct {
+	ConversationID string
+	ClientID       string
+	Prompt         string
+	order          int // of the sends whose loss one copilot:subscribed told
+}
+
+// Conversation returns the conversation the prompt was for.
+func (u *Unsent) Conversation() string { return u.ConversationID }
 
 // State is the connection's state as a person would name it.
 type State int

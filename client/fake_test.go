@@ -36,9 +36,12 @@ type fakeRelay struct {
 	sloppy bool
 	// hold, when set, keeps copilot:subscribed back after a replay until
 	// it is closed (or the connection ends).
-	hold   chan struct{}
-	recvCh chan protocol.Envelope
-	joined chan struct{} // one value per accepted connection
+	hold chan struct{}
+	// starting, when set, is the clientId copilot:subscribed names as a
+	// send it is setting up (starting).
+	starting string
+	recvCh   chan protocol.Envelope
+	joined   chan struct{} // one value per accepted connection
 }
 
 type fakeConn struct {
@@ -136,9 +139,13 @@ func (f *fakeRelay) serve(w http.ResponseWriter, r *http.Request) {
 					replay = append(replay, log[from:]...)
 				}
 			}
-			subscribed, _ := protocol.Encode(protocol.TypeSubscribed, protocol.Subscribed{
+			sd := protocol.Subscribed{
 				ConversationID: sub.ConversationID, Mode: protocol.ModeAct, Seq: int64(len(log)), Epoch: f.epoch, Reset: reset,
-			})
+			}
+			if f.starting != "" {
+				sd.Starting = &protocol.Starting{ClientID: f.starting}
+			}
+			subscribed, _ := protocol.Encode(protocol.TypeSubscribed, sd)
 			// Write under the lock so that live events cannot slip in
 			// between the replay and copilot:subscribed.
 			for _, fr := range replay {

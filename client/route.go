@@ -63,11 +63,17 @@ func (c *Client) route(ctx context.Context, ev Event) bool {
 		out = append(out, s.flush()...)
 		s.lastSeq = max(s.lastSeq, d.Seq)
 		out = append(out, ev)
+		out = append(out, c.lostSendsLocked(d)...)
 	case *protocol.Error:
 		if d.Type == protocol.TypeSubscribe && d.ConversationID != "" {
 			if s, ok := c.subs[d.ConversationID]; ok && s.syncing {
 				out = append(out, s.flush()...)
 			}
+		}
+		if d.Type == protocol.TypeSend {
+			// A refusal of what this connection sent (the consumer shows
+			// it and gives the prompt back): nothing more to wait for.
+			c.forgetSendsLocked(d.ConversationID, func(u *unechoed) bool { return u.gen == c.gen })
 		}
 		out = append(out, ev)
 	case protocol.Sequenced:
@@ -76,7 +82,13 @@ func (c *Client) route(ctx context.Context, ev Event) bool {
 			out = append(out, ev)
 			break
 		}
+		if um, ok := d.(*protocol.UserMessage); ok && um.ClientID != "" {
+			// Its prompt arrived, whether the echo comes live, in a
+			// replay, or held until copilot:subscribed.
+			delete(c.unechoed, um.ClientID)
+		}
 		if ev.Type == protocol.TypeDeleted {
+			c.forgetSendsLocked(h.ConversationID, func(*unechoed) bool { return true })
 			delete(c.subs, h.ConversationID)
 			out = append(out, ev)
 			break
@@ -115,6 +127,58 @@ func (c *Client) route(ctx context.Context, ev Event) bool {
 		}
 	}
 	return true
+}
+
+// unechoed is a prompt sent whose copilot:user_message has not come: its
+// conversation, its text, and gen, the connection on which the relay was
+// last known to hold it (the one it went on, or one whose
+// copilot:subscribed named it starting).
+type unechoed struct {
+	conv   string
+	prompt string
+	gen    int
+	order  int // when it was sent, in the client's count of sends
+}
+
+// lostSendsLocked is what copilot:subscribed d, on the current
+// connection, says of the prompts for its conversation sent on an earlier
+// one whose echo has not come: the relay does not have those it does not
+// name starting (TypeUnsent events, oldest first, once each); the one it
+// names is held now by this connection. c.mu is held.
+func (c *Client) lostSendsLocked(d *protocol.Subscribed) []Event {
+	starting := ""
+	if d.Starting != nil {
+		starting = d.Starting.ClientID
+	}
+	var lost []Event
+	for id, u := range c.unechoed {
+		if u.conv != d.ConversationID || u.gen >= c.gen {
+			continue
+		}
+		if id == starting {
+			u.gen = c.gen
+			continue
+		}
+		delete(c.unechoed, id)
+		lost = append(lost, Event{Type: TypeUnsent, Data: &Unsent{ConversationID: u.conv, ClientID: id, Prompt: u.prompt, order: u.order}})
+	}
+	slices.SortFunc(lost, func(a, b Event) int {
+		return cmp.Compare(a.Data.(*Unsent).order, b.Data.(*Unsent).order)
+	})
+	if len(lost) > 0 {
+		c.logger().Warn("the relay did not get prompts sent before the connection dropped; they are given back, not sent again", "conversation", d.ConversationID, "prompts", len(lost))
+	}
+	return lost
+}
+
+// forgetSendsLocked stops waiting for the echoes of conv's prompts that
+// match. c.mu is held.
+func (c *Client) forgetSendsLocked(conv string, match func(*unechoed) bool) {
+	for id, u := range c.unechoed {
+		if u.conv == conv && match(u) {
+			delete(c.unechoed, id)
+		}
+	}
 }
 
 // noteStreaming keeps a subscription's streaming up to date with an event
