@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/pilotdesk/pilotdesk/client"
@@ -32,6 +33,9 @@ func (r *repl) event(ctx context.Context, ev client.Event) {
 		if d.ConversationID == "" || d.ConversationID == r.conv {
 			r.relayError(d)
 		}
+		return
+	case *client.Unsent:
+		r.unsent(d)
 		return
 	}
 	if id := ev.ConversationID(); id == "" || id != r.conv {
@@ -483,6 +487,37 @@ func (r *repl) idle(d *protocol.Idle, u conversation.Update) {
 	r.lastMsgID = ""
 	r.sayBudget(r.budget.turnEnded(r.cfg.Now()))
 	r.errorShown = false
+}
+
+// unsentWhy says why a prompt comes back (docs/protocol.md, Lost sends).
+const unsentWhy = "The relay did not get your message (the connection dropped before it arrived)"
+
+// unsent gives back a prompt the relay did not get: the REPL stops waiting
+// for its turn and says so; on a terminal whose line is empty it puts the
+// prompt back on the line, for Enter to send again, and otherwise prints
+// it. It never sends it again by itself. A prompt of a conversation left
+// since says which.
+func (r *repl) unsent(d *client.Unsent) {
+	r.scr.endLine()
+	if d.ConversationID != r.conv {
+		r.note(styleWarn, unsentWhy+" in a conversation you left. Not sent: "+oneLine(d.Prompt))
+		return
+	}
+	if i := slices.Index(r.echoed, d.Prompt); i >= 0 {
+		r.echoed = slices.Delete(r.echoed, i, i+1)
+	}
+	if len(r.echoed) == 0 {
+		r.sendPending = false
+		if !r.running {
+			r.waiting = false
+		}
+	}
+	if r.cfg.Term.Raw && r.ask.open == nil && r.typed.editor.empty() && !strings.ContainsAny(d.Prompt, "\r\n") {
+		r.typed.editor.buf = append(r.typed.editor.buf[:0], []rune(d.Prompt)...)
+		r.note(styleWarn, unsentWhy+": it is back on the prompt line; press Enter to send it again.")
+		return
+	}
+	r.note(styleWarn, unsentWhy+". Not sent: "+oneLine(d.Prompt))
 }
 
 // relayError reports an `error` message in words a person can act on.

@@ -1,0 +1,60 @@
+package chat
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/pilotdesk/pilotdesk/client"
+	"github.com/pilotdesk/pilotdesk/protocol"
+)
+
+// unsent delivers what the client says of a prompt the relay did not get
+// (docs/protocol.md, Lost sends).
+func (h *harness) unsent(conv, prompt string) {
+	h.conn.events <- client.Event{Type: client.TypeUnsent, Data: &client.Unsent{ConversationID: conv, ClientID: "k1", Prompt: prompt}}
+}
+
+// TestRawUnsentBackOnTheLine: a prompt the relay did not get is said to
+// be so and put back on the empty prompt line; it goes again only when
+// the user presses Enter.
+func TestRawUnsentBackOnTheLine(t *testing.T) {
+	h := startREPL(t, rawTerm, nil)
+	h.subscribed(nil)
+	h.waitScreen("the act prompt", func(s string) bool { return lastLine(s) == "act>" })
+	h.typeIn("deploy the fix\r")
+	if s := h.nextCall("send"); s.prompt != "deploy the fix" {
+		t.Fatalf("send = %+v", s)
+	}
+	h.subscribed(nil) // the client reconnected
+	h.unsent(testConv, "deploy the fix")
+	const said = "The relay did not get your message (the connection dropped before it arrived): it is back on the prompt line; press Enter to send it again."
+	h.waitScreen("the note, and the prompt back on the line", func(s string) bool {
+		return strings.Contains(strings.ReplaceAll(s, "\n", ""), said) && lastLine(s) == "act> deploy the fix"
+	})
+	h.noCall()
+	h.typeIn("\r")
+	if s := h.nextCall("send"); s.prompt != "deploy the fix" {
+		t.Fatalf("send again = %+v", s)
+	}
+}
+
+// TestPlainUnsentPrinted: piped, the prompt is printed as not sent, never
+// sent again, and the REPL does not wait for its turn: the next line goes.
+func TestPlainUnsentPrinted(t *testing.T) {
+	h := startREPL(t, plain, nil)
+	h.subscribed(nil)
+	h.typeIn("deploy the fix\n")
+	if s := h.nextCall("send"); s.prompt != "deploy the fix" {
+		t.Fatalf("send = %+v", s)
+	}
+	h.typeIn("next step\n")
+	h.subscribed(nil)
+	h.unsent(testConv, "deploy the fix")
+	h.waitFor("The relay did not get your message (the connection dropped before it arrived). Not sent: deploy the fix")
+	if s := h.nextCall("send"); s.prompt != "next step" {
+		t.Fatalf("the next line: %+v, want next step (the lost prompt never again)", s)
+	}
+	h.emit(protocol.TypeUserMessage, map[string]any{"messageId": "u2", "content": "next step", "mode": "act"})
+	h.idle(protocol.StatusCompleted)
+	h.noCall()
+}
