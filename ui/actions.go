@@ -6,6 +6,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/pilotdesk/pilotdesk/client"
 	"github.com/pilotdesk/pilotdesk/conversation"
 	"github.com/pilotdesk/pilotdesk/protocol"
 )
@@ -129,6 +130,22 @@ func (w *Window) submit() {
 			})
 		}
 	})
+}
+
+// unsentWhy says why a prompt comes back (docs/protocol.md, Lost sends).
+const unsentWhy = "The relay did not get your message (the connection dropped before it arrived)"
+
+// unsent gives back a prompt the relay did not get (the client found, once
+// it reconnected, that the relay has neither echoed nor kept it): into the
+// composer when it shows that conversation and is empty, else in the note,
+// whole, to copy. It is never sent again by itself: the user decides.
+func (w *Window) unsent(u *client.Unsent) {
+	if u.ConversationID == w.current && strings.TrimSpace(w.composer.Text) == "" {
+		w.composer.setText(u.Prompt)
+		w.store.AddNote(u.ConversationID, conversation.NoteWarn, unsentWhy+": it is back in the box below. Send it again when you are ready.")
+		return
+	}
+	w.store.AddNote(u.ConversationID, conversation.NoteWarn, unsentWhy+", and the box held something else: here it is, to copy.\n\n"+u.Prompt)
 }
 
 // stop aborts the current conversation's turn.

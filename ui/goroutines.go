@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 
+	"github.com/pilotdesk/pilotdesk/client"
 	"github.com/pilotdesk/pilotdesk/protocol"
 )
 
@@ -46,6 +47,11 @@ func (w *Window) pump() {
 			// event at the latest.
 			if n := live.observe(ev); n.kind != notifyNone {
 				w.onUI(func() { w.notifier.notify(n) })
+			}
+			if u, ok := ev.Data.(*client.Unsent); ok {
+				// The composer is the UI goroutine's.
+				w.onUI(func() { w.unsent(u) })
+				continue
 			}
 			if d, ok := ev.Data.(*protocol.AgentError); ok && live.live[d.ConversationID] && strings.HasPrefix(d.Message, protocol.NoCheckpoint) {
 				// Said in the conversation; said once in the window too,

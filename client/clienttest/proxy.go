@@ -28,6 +28,10 @@ type Proxy struct {
 	// refuse makes the proxy close new connections at once (the relay looks
 	// down).
 	refuse bool
+	// swallow makes the proxy drop what clients send instead of passing it
+	// on (the relay never reads it); swallowed counts those bytes.
+	swallow   bool
+	swallowed int64
 }
 
 // StartProxy proxies to the host of wsURL (ws://HOST:PORT/path). It is shut
@@ -82,7 +86,32 @@ func (p *Proxy) accept() {
 		p.mu.Unlock()
 		p.wg.Add(2)
 		go p.pipe(c, up)
-		go p.pipe(up, c)
+		go p.pipe(up, &upstream{Conn: c, p: p})
+	}
+}
+
+// upstream is a client's side of a connection, read for the relay: what
+// it reads while the proxy swallows is dropped.
+type upstream struct {
+	net.Conn
+	p *Proxy
+}
+
+func (u *upstream) Read(b []byte) (int, error) {
+	for {
+		n, err := u.Conn.Read(b)
+		u.p.mu.Lock()
+		swallow := u.p.swallow
+		if swallow {
+			u.p.swallowed += int64(n)
+		}
+		u.p.mu.Unlock()
+		if !swallow || err != nil {
+			if swallow {
+				n = 0
+			}
+			return n, err
+		}
 	}
 }
 
@@ -111,6 +140,22 @@ func (p *Proxy) DropAll() {
 	for _, c := range conns {
 		c.Close()
 	}
+}
+
+// SetSwallow makes the proxy drop (true) or pass on (false) what its
+// clients send, as a relay that never reads it: a frame written then is
+// lost with the connection when DropAll cuts it.
+func (p *Proxy) SetSwallow(v bool) {
+	p.mu.Lock()
+	p.swallow = v
+	p.mu.Unlock()
+}
+
+// Swallowed returns how many bytes the proxy dropped while swallowing.
+func (p *Proxy) Swallowed() int64 {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.swallowed
 }
 
 // SetRefuse makes the proxy refuse (true) or accept (false) new connections.

@@ -1,0 +1,70 @@
+package ui
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/pilotdesk/pilotdesk/conversation"
+	"github.com/pilotdesk/pilotdesk/protocol"
+)
+
+// loseNext makes the proxy swallow what the window sends, sends prompt,
+// waits until its frame went into the proxy (and nowhere else), then
+// runs between (the user typing meanwhile) and cuts the connection: the
+// relay never read the prompt.
+func (h *harness) loseNext(prompt string, between func()) {
+	h.t.Helper()
+	before := h.proxy.Swallowed()
+	h.proxy.SetSwallow(true)
+	h.send(prompt)
+	// A copilot:send of a prompt is well over 100 bytes; a ping, the only
+	// other frame the client might write now, is a few.
+	h.waitFor("the prompt on its way", func() bool { return h.proxy.Swallowed() >= before+100 })
+	between()
+	h.proxy.SetSwallow(false)
+	h.proxy.DropAll()
+}
+
+func (h *harness) users() []string {
+	var out []string
+	for _, r := range h.rows() {
+		if r.Kind == conversation.RowUser {
+			out = append(out, r.Text)
+		}
+	}
+	return out
+}
+
+// TestUnsentPromptComesBack: a prompt whose connection dropped before the
+// relay read it is given back once the window reconnected: into the empty
+// composer with a note, or, when the user typed something else meanwhile,
+// whole in the note. It is never sent again by itself; sent by the user,
+// it runs once.
+func TestUnsentPromptComesBack(t *testing.T) {
+	h := newHarness(t, harnessConfig{})
+	h.send("hello")
+	h.waitFor("the first turn", func() bool { return h.hasStatus(protocol.StatusCompleted) })
+
+	h.loseNext("deploy the fix", func() {})
+	h.waitFor("the prompt back in the composer", func() bool { return h.w.composer.Text == "deploy the fix" })
+	h.frame()
+	if note := h.lastRow(conversation.RowNote); !strings.Contains(note.Text, unsentWhy+": it is back in the box below") || note.State != conversation.NoteWarn {
+		t.Fatalf("the note: %+v\n%s", note, h.dump())
+	}
+	if got := h.users(); len(got) != 1 {
+		t.Fatalf("prompts shown: %q, want hello alone", got)
+	}
+	h.send(h.w.composer.Text)
+	h.waitFor("the prompt sent again by the user", func() bool { return len(h.users()) == 2 && h.hasStatus(protocol.StatusCompleted) })
+
+	h.loseNext("second prompt", func() { h.w.composer.SetText("a draft") })
+	h.waitFor("the note holding the prompt", func() bool {
+		return strings.Contains(h.lastRow(conversation.RowNote).Text, unsentWhy+", and the box held something else: here it is, to copy.\n\nsecond prompt")
+	})
+	if h.w.composer.Text != "a draft" {
+		t.Fatalf("the composer holds %q, want the draft the user typed", h.w.composer.Text)
+	}
+	if got := h.users(); len(got) != 2 || got[1] != "deploy the fix" {
+		t.Fatalf("prompts shown: %q", got)
+	}
+}
