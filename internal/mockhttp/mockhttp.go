@@ -12,16 +12,38 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 )
 
 // Server is a mock's HTTP server.
 type Server struct {
-	srv *httptest.Server
+	srv      *httptest.Server
+	notFound Log[string]
+}
 
-	mu       sync.Mutex
-	notFound []string
+// Log keeps what a mock received, in order, for a test to read back: the
+// requests a mock answers, those it does not serve. It is safe for
+// concurrent use; its zero value is empty.
+type Log[T any] struct {
+	mu   sync.Mutex
+	list []T
+}
+
+// Add keeps v and returns its number, from 1.
+func (l *Log[T]) Add(v T) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.list = append(l.list, v)
+	return len(l.list)
+}
+
+// All returns what was kept, in order.
+func (l *Log[T]) All() []T {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return slices.Clone(l.list)
 }
 
 // New makes the server of mux, not started; a request mux does not route
@@ -29,9 +51,7 @@ type Server struct {
 func New(mux *http.ServeMux) *Server {
 	s := &Server{}
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		s.mu.Lock()
-		s.notFound = append(s.notFound, r.Method+" "+r.URL.Path)
-		s.mu.Unlock()
+		s.notFound.Add(r.Method + " " + r.URL.Path)
 		http.Error(w, "not served by the mock", http.StatusNotFound)
 	})
 	s.srv = httptest.NewUnstartedServer(mux)
@@ -60,11 +80,7 @@ func (s *Server) Close() {
 }
 
 // NotFound lists the requests for paths the mock does not serve.
-func (s *Server) NotFound() []string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([]string(nil), s.notFound...)
-}
+func (s *Server) NotFound() []string { return s.notFound.All() }
 
 // SSE writes server-sent events and flushes each.
 type SSE struct {

@@ -5,6 +5,7 @@ import (
 	"io"
 	"net/http"
 	"slices"
+	"sync"
 	"testing"
 )
 
@@ -51,6 +52,30 @@ func TestText(t *testing.T) {
 	} {
 		if got := Text(json.RawMessage(tc.raw)); got != tc.want {
 			t.Errorf("Text(%s) = %q, want %q", tc.raw, got, tc.want)
+		}
+	}
+}
+
+// TestLog: each Add gets a number of its own, from 1, also when they
+// race, and All lists what was added in the order of those numbers.
+func TestLog(t *testing.T) {
+	var l Log[int]
+	if l.All() != nil {
+		t.Fatalf("an empty log: %v", l.All())
+	}
+	nums := make([]int, 50)
+	var wg sync.WaitGroup
+	for i := range nums {
+		wg.Go(func() { nums[i] = l.Add(i) })
+	}
+	wg.Wait()
+	all := l.All()
+	if len(all) != len(nums) {
+		t.Fatalf("%d kept, want %d", len(all), len(nums))
+	}
+	for i, n := range nums {
+		if n < 1 || n > len(all) || all[n-1] != i {
+			t.Fatalf("Add(%d) got number %d; the log is %v", i, n, all)
 		}
 	}
 }

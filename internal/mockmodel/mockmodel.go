@@ -17,7 +17,6 @@ import (
 	"net/http"
 	"slices"
 	"strings"
-	"sync"
 
 	"github.com/pilotdesk/pilotdesk/internal/mockhttp"
 )
@@ -99,10 +98,7 @@ type Server struct {
 	URL              string
 	*mockhttp.Server // Close, NotFound
 	handler          Handler
-
-	mu    sync.Mutex
-	calls []*Request
-	seq   int
+	calls            mockhttp.Log[*Request]
 }
 
 // Start serves on a loopback port until Close.
@@ -124,19 +120,11 @@ func Start(h Handler) *Server {
 }
 
 // Calls returns the model calls received so far (those the script saw).
-func (s *Server) Calls() []*Request {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([]*Request(nil), s.calls...)
-}
+func (s *Server) Calls() []*Request { return s.calls.All() }
 
 // reply runs the script on req and numbers the answer.
 func (s *Server) reply(req *Request) (Reply, int) {
-	s.mu.Lock()
-	s.calls = append(s.calls, req)
-	s.seq++
-	n := s.seq
-	s.mu.Unlock()
+	n := s.calls.Add(req)
 	rep := s.handler(req)
 	if rep.InputTokens == 0 {
 		rep.InputTokens = 1000

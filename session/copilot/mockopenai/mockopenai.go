@@ -13,7 +13,6 @@ import (
 	"net/http"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/pilotdesk/pilotdesk/internal/mockhttp"
@@ -113,10 +112,7 @@ type Server struct {
 	URL              string
 	*mockhttp.Server // Close, NotFound
 	handler          Handler
-
-	mu       sync.Mutex
-	requests []*Request
-	seq      int
+	requests         mockhttp.Log[*Request]
 }
 
 // Start serves on a loopback port until Close.
@@ -148,11 +144,7 @@ func newServer(h Handler) *Server {
 }
 
 // Requests returns the chat requests received so far.
-func (s *Server) Requests() []*Request {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([]*Request(nil), s.requests...)
-}
+func (s *Server) Requests() []*Request { return s.requests.All() }
 
 func (s *Server) models(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "application/json")
@@ -204,11 +196,7 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 	for _, t := range wr.Tools {
 		req.Tools = append(req.Tools, t.Function.Name)
 	}
-	s.mu.Lock()
-	s.requests = append(s.requests, req)
-	s.seq++
-	id := fmt.Sprintf("chatcmpl-mock%d", s.seq)
-	s.mu.Unlock()
+	id := fmt.Sprintf("chatcmpl-mock%d", s.requests.Add(req))
 
 	reply := s.handler(req)
 	usage := reply.Usage
