@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/coder/websocket"
+
 	"github.com/pilotdesk/pilotdesk/client"
 	"github.com/pilotdesk/pilotdesk/conversation"
 	"github.com/pilotdesk/pilotdesk/protocol"
@@ -172,7 +174,15 @@ func (r *repl) connection(sc *client.StateChange) {
 		if !r.connDown {
 			r.connDown = true
 			msg := "The connection to the relay dropped; reconnecting…"
-			if sc.Err != nil {
+			var closed websocket.CloseError
+			switch {
+			case errors.As(sc.Err, &closed) && closed.Reason != "":
+				// The relay said why ("relay shutting down": the window
+				// quit or restarts it): its words, not the WebSocket
+				// library's "failed to get reader: received close
+				// frame: status = StatusGoingAway and reason = …".
+				msg = fmt.Sprintf("The relay closed the connection (%s); reconnecting…", oneLine(closed.Reason))
+			case sc.Err != nil:
 				msg = fmt.Sprintf("The connection to the relay dropped (%s); reconnecting…", oneLine(sc.Err.Error()))
 			}
 			r.note(styleWarn, msg)

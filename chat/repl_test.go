@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/coder/websocket"
+
 	"github.com/pilotdesk/pilotdesk/client"
 	"github.com/pilotdesk/pilotdesk/conversation"
 	"github.com/pilotdesk/pilotdesk/protocol"
@@ -401,6 +403,12 @@ func TestConnectionNotesAndLogs(t *testing.T) {
 	h.conn.events <- client.Event{Type: client.TypeState, Data: &client.StateChange{State: client.StateReconnecting, Attempt: 1}}
 	h.conn.events <- client.Event{Type: client.TypeState, Data: &client.StateChange{State: client.StateLive}}
 	h.waitFor("The connection to the relay dropped (EOF); reconnecting…\nReconnected.\n")
+	// A relay that closes the connection says why: that reason is said,
+	// not the WebSocket library's account of the close frame.
+	goingAway := fmt.Errorf("read: failed to get reader: %w", websocket.CloseError{Code: websocket.StatusGoingAway, Reason: "relay shutting down"})
+	h.conn.events <- client.Event{Type: client.TypeState, Data: &client.StateChange{State: client.StateReconnecting, Err: goingAway}}
+	h.conn.events <- client.Event{Type: client.TypeState, Data: &client.StateChange{State: client.StateLive}}
+	h.waitFor("The relay closed the connection (relay shutting down); reconnecting…\nReconnected.\n")
 	if strings.Contains(h.out.text(), "not shown") {
 		t.Errorf("an info log line was shown:\n%s", h.out.text())
 	}
