@@ -324,7 +324,11 @@ func (c *Client) run(ctx context.Context, conn *websocket.Conn) {
 			c.stopRevoked(ctx, err)
 			return
 		}
-		c.logger().Warn("relay connection lost", "err", err)
+		// Info, not a warning: the state change below carries err to the
+		// consumer, which says it (the window's "reconnecting…", the
+		// terminal's line); a warning of its own showed twice in the
+		// terminal, whose log lines are the warnings.
+		c.logger().Info("relay connection lost", "err", err)
 		conn, err = c.reconnect(ctx, err)
 		if errors.Is(err, errTokenRefused) {
 			c.stopRevoked(ctx, err)

@@ -3,8 +3,9 @@ package client_test
 import (
 	"context"
 	"errors"
-
+	"log/slog"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -360,3 +361,63 @@ func TestRealRelayRevokedTokenStops(t *testing.T) {
 		c.Close()
 	}
 }
+
+// TestDroppedConnectionIsNoWarning: a dropped connection is said by the
+// client's consumer, from the state change that carries its error; the
+// client itself logs it below warning level, so that the terminal, which
+// shows the warnings as log lines, does not say it twice.
+func TestDroppedConnectionIsNoWarning(t *testing.T) {
+	srv := startRelay(t)
+	proxy := clienttest.StartProxy(t, srv.URL)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var warnings warnCounter
+	c, err := client.Config{URL: proxy.URL, Token: srv.Token, MinBackoff: 20 * time.Millisecond, MaxBackoff: 100 * time.Millisecond,
+		Logger: slog.New(&warnings)}.Dial(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	proxy.DropAll()
+	deadline := time.After(relaytest.Timeout)
+	dropped := false
+	for {
+		var ev client.Event
+		select {
+		case ev = <-c.Events():
+		case <-deadline:
+			t.Fatal("the client did not reconnect")
+		}
+		sc, ok := ev.Data.(*client.StateChange)
+		if !ok {
+			continue
+		}
+		if sc.State == client.StateReconnecting && sc.Err != nil {
+			dropped = true
+		}
+		if dropped && sc.State == client.StateLive {
+			break
+		}
+	}
+	if n := warnings.n.Load(); n > 0 {
+		t.Fatalf("%d warnings logged for a dropped connection, the last %q", n, warnings.last.Load())
+	}
+}
+
+// warnCounter is a slog handler that counts the records at warning level
+// and above.
+type warnCounter struct {
+	n    atomic.Int64
+	last atomic.Value
+}
+
+func (w *warnCounter) Enabled(context.Context, slog.Level) bool { return true }
+func (w *warnCounter) Handle(_ context.Context, r slog.Record) error {
+	if r.Level >= slog.LevelWarn {
+		w.n.Add(1)
+		w.last.Store(r.Message)
+	}
+	return nil
+}
+func (w *warnCounter) WithAttrs([]slog.Attr) slog.Handler { return w }
+func (w *warnCounter) WithGroup(string) slog.Handler      { return w }
