@@ -96,11 +96,11 @@ func (r *mdRender) block(n ast.Node, width int) []string {
 	case *ast.ThematicBreak:
 		return []string{sgr(mdDim, strings.Repeat("─", min(width, 40)))}
 	case *ast.FencedCodeBlock:
-		return renderCode(r.lines(n), string(b.Language(r.src)))
+		return renderCode(markdown.Lines(n, r.src), string(b.Language(r.src)))
 	case *ast.CodeBlock:
-		return renderCode(r.lines(n), "")
+		return renderCode(markdown.Lines(n, r.src), "")
 	case *ast.HTMLBlock:
-		body := r.lines(n)
+		body := markdown.Lines(n, r.src)
 		if b.HasClosure() {
 			body += string(b.ClosureLine.Value(r.src))
 		}
@@ -126,17 +126,6 @@ func (r *mdRender) block(n ast.Node, width int) []string {
 		return wrap(r.inlines(n, ""), width)
 	}
 	return r.blocks(n, width, false)
-}
-
-// lines is a leaf block's source text.
-func (r *mdRender) lines(n ast.Node) string {
-	var b strings.Builder
-	ls := n.Lines()
-	for i := 0; i < ls.Len(); i++ {
-		seg := ls.At(i)
-		b.Write(seg.Value(r.src))
-	}
-	return b.String()
 }
 
 // bullets are an unordered list's markers by depth.

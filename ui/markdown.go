@@ -60,13 +60,7 @@ func (r *mdRenderer) block(n ast.Node, depth int) {
 	case *ast.ThematicBreak:
 		r.out = append(r.out, &widget.SeparatorSegment{})
 	case *ast.CodeBlock, *ast.FencedCodeBlock:
-		var code strings.Builder
-		lines := n.Lines()
-		for i := 0; i < lines.Len(); i++ {
-			seg := lines.At(i)
-			code.Write(seg.Value(r.src))
-		}
-		r.out = append(r.out, &widget.TextSegment{Style: widget.RichTextStyleCodeBlock, Text: strings.TrimSuffix(code.String(), "\n")})
+		r.out = append(r.out, &widget.TextSegment{Style: widget.RichTextStyleCodeBlock, Text: strings.TrimSuffix(markdown.Lines(n, r.src), "\n")})
 	case *ast.Blockquote:
 		// One segment per paragraph of the quote, so every line of it is
 		// indented, not only the first.
@@ -80,13 +74,7 @@ func (r *mdRenderer) block(n ast.Node, depth int) {
 	case *east.Table:
 		r.out = append(r.out, r.table(b))
 	case *ast.HTMLBlock:
-		var raw strings.Builder
-		lines := n.Lines()
-		for i := 0; i < lines.Len(); i++ {
-			seg := lines.At(i)
-			raw.Write(seg.Value(r.src))
-		}
-		r.out = append(r.out, &widget.TextSegment{Style: widget.RichTextStyleParagraph, Text: strings.TrimSpace(raw.String())})
+		r.out = append(r.out, &widget.TextSegment{Style: widget.RichTextStyleParagraph, Text: strings.TrimSpace(markdown.Lines(n, r.src))})
 	default:
 		r.blocks(n, depth)
 	}

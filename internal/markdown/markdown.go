@@ -6,6 +6,8 @@
 package markdown
 
 import (
+	"strings"
+
 	"github.com/alecthomas/chroma/v2"
 	"github.com/yuin/goldmark"
 	"github.com/yuin/goldmark/ast"
@@ -35,6 +37,18 @@ func Parse(md string) (ast.Node, []byte) {
 // goldmark leaves in the text for its renderer to drop.
 func Text(t *ast.Text, src []byte) string {
 	return string(util.UnescapePunctuations(t.Segment.Value(src)))
+}
+
+// Lines is the source of a leaf block of the tree of src (a code block,
+// an HTML block) as it was written: its lines, each with its line break.
+func Lines(n ast.Node, src []byte) string {
+	var b strings.Builder
+	lines := n.Lines()
+	for i := range lines.Len() {
+		seg := lines.At(i)
+		b.Write(seg.Value(src))
+	}
+	return b.String()
 }
 
 // Role is the part a code token plays, which a front end gives a colour.

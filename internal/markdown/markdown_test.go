@@ -55,3 +55,23 @@ func TestCodeRole(t *testing.T) {
 		}
 	}
 }
+
+// TestLines: a code block's and an HTML block's source comes back as it
+// was written, line breaks and indentation kept, the fences left out.
+func TestLines(t *testing.T) {
+	doc, src := Parse("```go\nif x {\n\treturn\n}\n```\n\n<div>\n  *raw*\n</div>\n")
+	var got []string
+	ast.Walk(doc, func(n ast.Node, entering bool) (ast.WalkStatus, error) {
+		switch n.(type) {
+		case *ast.FencedCodeBlock, *ast.HTMLBlock:
+			if entering {
+				got = append(got, Lines(n, src))
+			}
+		}
+		return ast.WalkContinue, nil
+	})
+	want := []string{"if x {\n\treturn\n}\n", "<div>\n  *raw*\n</div>\n"}
+	if len(got) != len(want) || got[0] != want[0] || got[1] != want[1] {
+		t.Fatalf("Lines = %q, want %q", got, want)
+	}
+}
