@@ -509,6 +509,15 @@ const unsentWhy = "The relay did not get your message (the connection dropped be
 // since says which.
 func (r *repl) unsent(d *client.Unsent) {
 	r.scr.endLine()
+	if d.Arrived {
+		// Given back before, and its echo came after all: the line is
+		// emptied of it if it holds it as it was given back.
+		if d.ConversationID == r.conv && r.typed.editor.String() == d.Prompt {
+			r.typed.editor.clear()
+		}
+		r.note(styleDim, "Your message reached the relay after all: it was sent. ("+oneLine(d.Prompt)+")")
+		return
+	}
 	if d.ConversationID != r.conv {
 		r.note(styleWarn, unsentWhy+" in a conversation you left. Not sent: "+oneLine(d.Prompt))
 		return

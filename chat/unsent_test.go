@@ -38,6 +38,29 @@ func TestRawUnsentBackOnTheLine(t *testing.T) {
 	}
 }
 
+// TestRawUnsentArrivedLate: a prompt given back whose echo came after all
+// is taken off the line (when it is still there as given back) and said
+// to be sent.
+func TestRawUnsentArrivedLate(t *testing.T) {
+	h := startREPL(t, rawTerm, nil)
+	h.subscribed(nil)
+	h.typeIn("deploy the fix\r")
+	h.nextCall("send")
+	h.subscribed(nil)
+	h.unsent(testConv, "deploy the fix")
+	h.waitScreen("the prompt back on the line", func(s string) bool {
+		return strings.Contains(s, "back on the prompt") && lastLine(s) == "act> deploy the fix"
+	})
+	h.emit(protocol.TypeUserMessage, map[string]any{"messageId": "u1", "content": "deploy the fix", "mode": "act", "clientId": "k1"})
+	h.conn.events <- client.Event{Type: client.TypeUnsent, Data: &client.Unsent{ConversationID: testConv, ClientID: "k1", Prompt: "deploy the fix", Arrived: true}}
+	h.waitScreen("the note", func(s string) bool {
+		return strings.Contains(strings.ReplaceAll(s, "\n", ""), "Your message reached the relay after all: it was sent.")
+	})
+	h.typeIn("x")
+	h.waitScreen("the line emptied of it", func(s string) bool { return lastLine(s) == "act> x" })
+	h.noCall()
+}
+
 // TestPlainUnsentPrinted: piped, the prompt is printed as not sent, never
 // sent again, and the REPL does not wait for its turn: the next line goes.
 func TestPlainUnsentPrinted(t *testing.T) {

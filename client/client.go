@@ -181,7 +181,7 @@ type Client struct {
 	done   chan struct{}
 	id     *Identity // who this client is on the relay (identity.go)
 
-	mu       sync.Mutex      // guards ep, conn, gen, state, subs, watching, unechoed, sends
+	mu       sync.Mutex      // guards ep, conn, gen, state, subs, watching, unechoed, sends, givenBack
 	ep       Endpoint        // where the relay is: cfg's, or Relocate's
 	conn     *websocket.Conn // nil while disconnected
 	gen      int             // counts the connections published: conn's
@@ -192,6 +192,9 @@ type Client struct {
 	// come, by clientId (route.go, lostSendsLocked).
 	unechoed map[string]*unechoed
 	sends    int // prompts sent, which orders unechoed
+	// givenBack are the prompts told lost (TypeUnsent) whose echo may
+	// still come, the latest maxGivenBack (route.go, arrivedLocked).
+	givenBack []Unsent
 }
 
 // Dial connects to the relay at url with token (may be empty) using the

@@ -22,7 +22,9 @@ const (
 	// read it, and once the client reconnected the relay had neither
 	// echoed it nor named it starting (docs/protocol.md, Lost sends).
 	// The client never sends it again: the consumer gives it back to the
-	// user. Data is an *Unsent.
+	// user. Should its echo come after all, another TypeUnsent with
+	// Arrived set follows the echo: the consumer takes it back. Data is an
+	// *Unsent.
 	TypeUnsent = "client:unsent"
 )
 
@@ -70,11 +72,13 @@ type Reset struct {
 func (r *Reset) Conversation() string { return r.ConversationID }
 
 // Unsent is the data of a TypeUnsent event: the prompt the relay did not
-// get, and the clientId its copilot:send carried.
+// get, and the clientId its copilot:send carried. Arrived: it was given
+// back before, and its echo came after all.
 type Unsent struct {
 	ConversationID string
 	ClientID       string
 	Prompt         string
+	Arrived        bool
 	order          int // of the sends whose loss one copilot:subscribed told
 }
 

@@ -116,6 +116,7 @@ func (c *Client) route(ctx context.Context, ev Event) bool {
 	default:
 		out = append(out, ev)
 	}
+	out = c.arrivedLocked(out)
 	for _, e := range out {
 		noteStreaming(c.subs, e)
 	}
@@ -161,6 +162,10 @@ func (c *Client) lostSendsLocked(d *protocol.Subscribed) []Event {
 		}
 		delete(c.unechoed, id)
 		lost = append(lost, Event{Type: TypeUnsent, Data: &Unsent{ConversationID: u.conv, ClientID: id, Prompt: u.prompt, order: u.order}})
+		if len(c.givenBack) == maxGivenBack {
+			c.givenBack = c.givenBack[1:]
+		}
+		c.givenBack = append(c.givenBack, Unsent{ConversationID: u.conv, ClientID: id, Prompt: u.prompt})
 	}
 	slices.SortFunc(lost, func(a, b Event) int {
 		return cmp.Compare(a.Data.(*Unsent).order, b.Data.(*Unsent).order)
@@ -169,6 +174,38 @@ func (c *Client) lostSendsLocked(d *protocol.Subscribed) []Event {
 		c.logger().Warn("the relay did not get prompts sent before the connection dropped; they are given back, not sent again", "conversation", d.ConversationID, "prompts", len(lost))
 	}
 	return lost
+}
+
+// maxGivenBack bounds the prompts given back whose echo the client still
+// watches for.
+const maxGivenBack = 16
+
+// arrivedLocked follows each echo in out of a prompt given back as lost
+// with a TypeUnsent event that says it arrived after all (a relay of a
+// cluster that was setting it up, which the relay this client reconnected
+// to could not name starting): the consumer takes it back from the user.
+// c.mu is held.
+func (c *Client) arrivedLocked(out []Event) []Event {
+	if len(c.givenBack) == 0 {
+		return out
+	}
+	with := make([]Event, 0, len(out)+1)
+	for _, e := range out {
+		with = append(with, e)
+		um, ok := e.Data.(*protocol.UserMessage)
+		if !ok || um.ClientID == "" {
+			continue
+		}
+		i := slices.IndexFunc(c.givenBack, func(g Unsent) bool { return g.ClientID == um.ClientID })
+		if i < 0 {
+			continue
+		}
+		arrived := c.givenBack[i]
+		arrived.Arrived = true
+		c.givenBack = slices.Delete(c.givenBack, i, i+1)
+		with = append(with, Event{Type: TypeUnsent, Data: &arrived})
+	}
+	return with
 }
 
 // forgetSendsLocked stops waiting for the echoes of conv's prompts that

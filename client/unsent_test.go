@@ -100,6 +100,21 @@ func TestUnsentAfterReconnect(t *testing.T) {
 		t.Fatalf("once the relay no longer names it: %+v", got)
 	}
 
+	// Its echo comes after all (a relay of a cluster was setting it up):
+	// a TypeUnsent marked Arrived follows the echo, once.
+	f.emit("c1", protocol.TypeUserMessage, map[string]any{"messageId": "u2", "content": "in a worktree", "mode": "act", "clientId": startingID})
+	if ev := nextEvent(t, c, func(e Event) bool { return e.ConversationID() == "c1" }); ev.Type != protocol.TypeUserMessage {
+		t.Fatalf("the late echo: %+v", ev)
+	}
+	ev := nextEvent(t, c, func(e Event) bool { return e.ConversationID() == "c1" })
+	if u, ok := ev.Data.(*Unsent); !ok || !u.Arrived || u.ClientID != startingID || u.Prompt != "in a worktree" {
+		t.Fatalf("after the late echo: %+v, want an Unsent that arrived", ev)
+	}
+	f.emit("c1", protocol.TypeIdle, map[string]any{"status": "completed"})
+	if got := afterResubscribe(t, c, f, "c1"); len(got) != 0 {
+		t.Fatalf("once it arrived: %+v, want nothing", got)
+	}
+
 	sends := 0
 	for _, env := range f.receivedFrames() {
 		if env.Type == protocol.TypeSend {

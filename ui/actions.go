@@ -135,11 +135,23 @@ func (w *Window) submit() {
 // unsentWhy says why a prompt comes back (docs/protocol.md, Lost sends).
 const unsentWhy = "The relay did not get your message (the connection dropped before it arrived)"
 
+// arrivedLate says a prompt given back reached the relay after all.
+const arrivedLate = "Your message reached the relay after all: it was sent."
+
 // unsent gives back a prompt the relay did not get (the client found, once
 // it reconnected, that the relay has neither echoed nor kept it): into the
 // composer when it shows that conversation and is empty, else in the note,
 // whole, to copy. It is never sent again by itself: the user decides.
 func (w *Window) unsent(u *client.Unsent) {
+	if u.Arrived {
+		// Given back before, and its echo came after all: the box is
+		// emptied of it if it holds it as it was given back.
+		if u.ConversationID == w.current && w.composer.Text == u.Prompt {
+			w.composer.setText("")
+		}
+		w.store.AddNote(u.ConversationID, conversation.NoteInfo, arrivedLate)
+		return
+	}
 	if u.ConversationID == w.current && strings.TrimSpace(w.composer.Text) == "" {
 		w.composer.setText(u.Prompt)
 		w.store.AddNote(u.ConversationID, conversation.NoteWarn, unsentWhy+": it is back in the box below. Send it again when you are ready.")

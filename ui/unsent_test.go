@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/pilotdesk/pilotdesk/client"
 	"github.com/pilotdesk/pilotdesk/conversation"
 	"github.com/pilotdesk/pilotdesk/protocol"
 )
@@ -66,5 +67,15 @@ func TestUnsentPromptComesBack(t *testing.T) {
 	}
 	if got := h.users(); len(got) != 2 || got[1] != "deploy the fix" {
 		t.Fatalf("prompts shown: %q", got)
+	}
+
+	// What the client says when the echo of a prompt given back comes
+	// after all (client/unsent_test.go makes it): the composer is
+	// emptied of it if it holds it as given back, and a note says so.
+	h.w.composer.SetText("deploy the fix")
+	h.w.unsent(&client.Unsent{ConversationID: h.w.current, ClientID: "k", Prompt: "deploy the fix", Arrived: true})
+	h.frame()
+	if h.w.composer.Text != "" || h.lastRow(conversation.RowNote).Text != arrivedLate {
+		t.Fatalf("after the late echo: composer %q, note %q", h.w.composer.Text, h.lastRow(conversation.RowNote).Text)
 	}
 }
