@@ -13,6 +13,8 @@ import (
 	"fyne.io/fyne/v2/layout"
 	"fyne.io/fyne/v2/theme"
 	"fyne.io/fyne/v2/widget"
+
+	"github.com/pilotdesk/pilotdesk/ui/store"
 )
 
 // noticeCard is an info card above the conversation: an icon, a title, a
@@ -180,6 +182,25 @@ func (w *Window) showCheckpointsOff(why string) {
 		sentence(why)+" Turns run as before, but the window shows no changes card for them and cannot restore their files.",
 		noticeAction{label: "Dismiss", do: func() { w.dismissNotice(checkpointsNoticeID) }},
 	))
+}
+
+// compactFirstRunOnHistory shrinks the first-run notice to its one line
+// once the relay lists a conversation: the demo has been used (at the
+// previous start, or from another device), and the notice's body would
+// take a fifth of the window from every conversation at every start, as
+// it did before its first prompt of this run shrank it.
+func (w *Window) compactFirstRunOnHistory(entries []store.Entry) {
+	n := w.notice
+	if n == nil || n.id != firstRunNoticeID || n.shrunk {
+		return
+	}
+	for _, e := range entries {
+		if w.store.OnRelay(e.ID) {
+			n.shrink()
+			relayout(w.chat)
+			return
+		}
+	}
 }
 
 // dismissFirstRun hides the first-run notice for good.

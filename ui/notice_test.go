@@ -129,3 +129,40 @@ func TestStartProblemNotice(t *testing.T) {
 		t.Fatal("dismissing the start notice dismissed the first-run one")
 	}
 }
+
+// TestFirstRunNoticeCompactWithHistory: a window that starts on a relay
+// whose conversations show the demo was used (the next start of the app)
+// shows the first-run notice as its one line from the start, as the first
+// prompt left it; it showed it whole again at every start, a fifth of the
+// window over the conversations.
+func TestFirstRunNoticeCompactWithHistory(t *testing.T) {
+	reason := "No GitHub Copilot CLI was found on this computer."
+	h := newHarness(t, harnessConfig{options: Options{DemoReason: reason}})
+	h.send("help")
+	h.waitFor("the help turn", func() bool { return h.hasStatus(protocol.StatusCompleted) })
+
+	c, err := client.Config{URL: h.srv.URL, Token: h.srv.Token}.Dial(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	later := NewWindow(h.app, c, Options{DemoReason: reason})
+	t.Cleanup(func() { later.Close(); c.Close(); later.Wait(); later.Window().Close() })
+	n := later.notice
+	if n == nil || n.id != firstRunNoticeID {
+		t.Fatal("no first-run notice at the next start")
+	}
+	h.waitFor("the notice to be one line", func() bool {
+		later.frame()
+		return n.shrunk
+	})
+	if later.notice != n {
+		t.Fatal("the history dismissed the notice: Use the demo does that")
+	}
+
+	// A relay with no conversation yet: the notice stays whole.
+	fresh := newHarness(t, harnessConfig{options: Options{DemoReason: reason}})
+	fresh.frame()
+	if n := fresh.w.notice; n == nil || n.shrunk {
+		t.Fatalf("on a relay with no conversation the notice is %+v, want it whole", n)
+	}
+}

@@ -476,6 +476,7 @@ drain:
 	if f.SidebarChanged {
 		w.sidebar.more = f.More
 		w.sidebar.set(f.Sidebar, w.current)
+		w.compactFirstRunOnHistory(f.Sidebar)
 	} else if w.sidebar.waiting() {
 		w.sidebar.list.Refresh() // the countdowns
 	}
