@@ -160,7 +160,7 @@ func (w *Window) defaultWorkspace() *protocol.WorkspaceRequest {
 // refresh shows the worktree checkbox for a folder known to be in a git
 // repository, and says which folders the relay accepts.
 func (d *newConvDialog) refresh() {
-	path := strings.TrimSpace(d.folder.Text)
+	path := d.path()
 	git, branch := d.isRepository(path)
 	if git {
 		d.worktree.Enable()
@@ -235,7 +235,7 @@ func startIn(fd *dialog.FileDialog, dir string) {
 
 // submit opens the conversation in the folder chosen.
 func (d *newConvDialog) submit() {
-	path := strings.TrimSpace(d.folder.Text)
+	path := d.path()
 	if path != "" && !filepath.IsAbs(path) && !isWindowsAbs(path) {
 		d.problem.SetText("The folder must be an absolute path on the relay's machine, such as /home/you/src/api.")
 		d.problem.Show()
@@ -250,6 +250,31 @@ func (d *newConvDialog) submit() {
 	}
 	d.dlg.Hide()
 	d.w.openNew(ws)
+}
+
+// path is the folder typed or picked; when the relay's machine is this
+// one, a leading ~ is this user's home, as in a shell (the terminal's
+// /new takes ~/src/api too): "~/src/api" was refused as not absolute.
+func (d *newConvDialog) path() string {
+	path := strings.TrimSpace(d.folder.Text)
+	if d.w.opts.Remote {
+		return path
+	}
+	return expandHome(path)
+}
+
+// expandHome turns a leading ~ (alone, or before a separator) into the
+// user's home folder; anything else, or no home folder, is left as it is.
+func expandHome(path string) string {
+	rest, ok := strings.CutPrefix(path, "~")
+	if !ok || (rest != "" && !os.IsPathSeparator(rest[0])) {
+		return path
+	}
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return path
+	}
+	return home + rest
 }
 
 // isWindowsAbs reports whether path is an absolute Windows path (a relay

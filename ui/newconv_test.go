@@ -237,3 +237,41 @@ func TestNewConversationReplacesAnUnusedOne(t *testing.T) {
 		t.Fatalf("after leaving the unused conversation for another the list is %v, want only %s", got, used)
 	}
 }
+
+// TestNewConversationFolderTilde: with the relay on this machine, a
+// folder typed as ~/DIR is DIR in the home folder, as in a shell and in
+// the terminal's /new; it was refused as not an absolute path.
+func TestNewConversationFolderTilde(t *testing.T) {
+	home := t.TempDir()
+	t.Setenv("HOME", home)
+	t.Setenv("USERPROFILE", home) // os.UserHomeDir on Windows
+	api := filepath.Join(home, "api")
+	if err := os.Mkdir(api, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	ws, err := workspace.New(workspace.Options{Roots: []string{home}, Default: home, WorktreeDir: filepath.Join(t.TempDir(), "worktrees")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := newHarness(t, harnessConfig{relay: relay.Config{WorkDir: home, Workspaces: ws}})
+	first := h.w.current
+	h.w.shortcut(shortcutNew)
+	d := h.w.newConv
+	if d == nil {
+		t.Fatal("Ctrl+N asked nothing")
+	}
+	d.folder.SetText("~/api")
+	test.Tap(d.start)
+	h.frame()
+	if d.problem.Visible() || h.w.current == first {
+		t.Fatalf("~/api was refused: %q", d.problem.Text)
+	}
+	if got := h.w.store.Wanted(h.w.current); got == nil || got.Path != api {
+		t.Fatalf("the new conversation's folder is %+v, want %s", got, api)
+	}
+	h.send("markdown")
+	h.waitFor("the turn in ~/api", func() bool { return completedTurns(h) == 1 && h.w.view.Dir != "" })
+	if real, _ := filepath.EvalSymlinks(api); h.w.view.Dir != real && h.w.view.Dir != api {
+		t.Fatalf("the conversation works in %q, want %s", h.w.view.Dir, api)
+	}
+}
