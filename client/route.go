@@ -82,10 +82,8 @@ func (c *Client) route(ctx context.Context, ev Event) bool {
 			out = append(out, ev)
 			break
 		}
-		if um, ok := d.(*protocol.UserMessage); ok && um.ClientID != "" {
-			// Its prompt arrived, whether the echo comes live, in a
-			// replay, or held until copilot:subscribed.
-			delete(c.unechoed, um.ClientID)
+		if um, ok := d.(*protocol.UserMessage); ok {
+			c.echoedLocked(um)
 		}
 		if ev.Type == protocol.TypeDeleted {
 			c.forgetSendsLocked(h.ConversationID, func(*unechoed) bool { return true })
@@ -174,6 +172,25 @@ func (c *Client) lostSendsLocked(d *protocol.Subscribed) []Event {
 		c.logger().Warn("the relay did not get prompts sent before the connection dropped; they are given back, not sent again", "conversation", d.ConversationID, "prompts", len(lost))
 	}
 	return lost
+}
+
+// echoedLocked records that the prompt um echoes arrived, whether the
+// echo comes live, in a replay, or held until copilot:subscribed. A relay
+// that echoes no clientId (an older one) is matched by the prompt's text,
+// the oldest first: else every prompt would look lost after a reconnect.
+// c.mu is held.
+func (c *Client) echoedLocked(um *protocol.UserMessage) {
+	if um.ClientID != "" {
+		delete(c.unechoed, um.ClientID)
+		return
+	}
+	oldest := ""
+	for id, u := range c.unechoed {
+		if u.conv == um.ConversationID && u.prompt == um.Content && (oldest == "" || u.order < c.unechoed[oldest].order) {
+			oldest = id
+		}
+	}
+	delete(c.unechoed, oldest)
 }
 
 // maxGivenBack bounds the prompts given back whose echo the client still

@@ -148,3 +148,28 @@ func TestRefusedSendIsNotUnsent(t *testing.T) {
 		t.Fatalf("after a refused send: %+v, want nothing", got)
 	}
 }
+
+// TestUnsentWithAnOlderRelay: a relay that echoes no clientId has its
+// echoes matched by the prompt's text, so a prompt that ran is not given
+// back after a reconnection, and one that did not is.
+func TestUnsentWithAnOlderRelay(t *testing.T) {
+	f := newFakeRelay(t, "")
+	c := dialT(t, fastConfig(f.url(), ""))
+	ctx := context.Background()
+	if err := c.Subscribe(ctx, "c1", 0); err != nil {
+		t.Fatal(err)
+	}
+	nextEvent(t, c, func(e Event) bool { return e.Type == protocol.TypeSubscribed })
+	for _, p := range []string{"ran", "lost"} {
+		if err := c.Send(ctx, "c1", p, protocol.ModeAct, ""); err != nil {
+			t.Fatal(err)
+		}
+		sentID(t, f)
+	}
+	f.emit("c1", protocol.TypeUserMessage, map[string]any{"messageId": "u1", "content": "ran", "mode": "act"})
+	nextEvent(t, c, func(e Event) bool { return e.Type == protocol.TypeUserMessage })
+	got := afterResubscribe(t, c, f, "c1")
+	if len(got) != 1 || got[0].Type != TypeUnsent || got[0].Data.(*Unsent).Prompt != "lost" {
+		t.Fatalf("after the resubscription: %+v, want the prompt lost alone", got)
+	}
+}

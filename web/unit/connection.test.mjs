@@ -259,3 +259,16 @@ test("a refused send is not lost: the page showed the relay's error", () => {
   assert.deepEqual(lostOf(got), []);
   conn.stop();
 });
+
+test('with a relay that echoes no clientId, an echo is matched by its text', () => {
+  const { conn, ws, got } = connect();
+  conn.follow('c');
+  ws.deliver('copilot:subscribed', { conversationId: 'c', seq: 0, epoch: 'e1' });
+  conn.sendPrompt({ conversationId: 'c', prompt: 'ran', clientId: 'k1' });
+  conn.sendPrompt({ conversationId: 'c', prompt: 'lost', clientId: 'k2' });
+  ws.deliver('copilot:user_message', { conversationId: 'c', seq: 1, content: 'ran' });
+  const again = reconnect(conn, ws);
+  again.deliver('copilot:subscribed', { conversationId: 'c', seq: 1, epoch: 'e1' });
+  assert.deepEqual(lostOf(got), [{ conversationId: 'c', clientId: 'k2' }]);
+  conn.stop();
+});

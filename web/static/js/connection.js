@@ -61,7 +61,7 @@ export class Connection {
     this.attempts = 0; // how many times a socket was tried
     this.gaveUp = false; // the token was revoked: no retry
     // Prompts sent whose echo has not come: clientId → {conversationId,
-    // socket (the value of connects when the relay was last known to hold
+    // prompt, socket (the value of connects when the relay was last known to hold
     // it: the socket it went on, or one whose copilot:subscribed named it
     // starting)}.
     this.unechoed = new Map();
@@ -122,7 +122,7 @@ export class Connection {
    */
   sendPrompt(data) {
     if (!this.send('copilot:send', data)) return false;
-    if (typeof data.clientId === 'string') this.unechoed.set(data.clientId, { conversationId: data.conversationId, socket: this.connects });
+    if (typeof data.clientId === 'string') this.unechoed.set(data.clientId, { conversationId: data.conversationId, prompt: data.prompt, socket: this.connects });
     return true;
   }
 
@@ -311,8 +311,20 @@ export class Connection {
     const s = typeof id === 'string' ? this.subs.get(id) : undefined;
 
     // An echo says its prompt arrived, whether it comes live, in a
-    // replay, or held until copilot:subscribed.
-    if (msg.type === 'copilot:user_message' && typeof d.clientId === 'string') this.unechoed.delete(d.clientId);
+    // replay, or held until copilot:subscribed. A relay that echoes no
+    // clientId (an older one) is matched by the prompt's text, the
+    // oldest first: else every prompt would look lost after a reconnect.
+    if (msg.type === 'copilot:user_message') {
+      if (typeof d.clientId === 'string') this.unechoed.delete(d.clientId);
+      else {
+        for (const [clientId, u] of this.unechoed) {
+          if (u.conversationId === id && u.prompt === d.content) {
+            this.unechoed.delete(clientId);
+            break;
+          }
+        }
+      }
+    }
     if (msg.type === 'error' && d.type === 'copilot:send') {
       // A refusal of what this socket sent (the page shows it and puts
       // the prompt back): nothing more to wait for.
