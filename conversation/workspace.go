@@ -78,3 +78,21 @@ func FolderLabel(path, branch string, worktree bool) string {
 	}
 	return name + " · new worktree"
 }
+
+// DeleteText is what deleting a conversation does, asked before a client
+// deletes it (the window's File → Delete conversation…, the terminal's
+// /delete), in the words of docs/workspaces.md: its history goes, for
+// every device; a worktree's work is committed on its branch, which stays;
+// a plain folder's files stay as they are.
+func DeleteText(title string, ws *protocol.Workspace) string {
+	text := "Delete “" + EntryTitle(title) + "” and its history, on the relay and for every device? This cannot be undone."
+	switch {
+	case ws != nil && ws.Isolation == protocol.IsolationWorktree && ws.Branch != "":
+		text += " Its worktree's work is committed on its branch " + ws.Branch + ", which stays in the repository; the worktree's folder is removed."
+	case ws != nil && ws.Isolation == protocol.IsolationWorktree:
+		text += " Its worktree's work is committed on its branch, which stays in the repository; the worktree's folder is removed."
+	case ws != nil && ws.Path != "":
+		text += " The files in its folder, " + ws.Path + ", stay as they are."
+	}
+	return text
+}

@@ -36,3 +36,24 @@ func TestWorkspaceFolder(t *testing.T) {
 		t.Fatalf("a Windows path's label %q", got)
 	}
 }
+
+// TestDeleteText: the question before a delete says what goes and what
+// stays: the history always, a worktree's branch stays, a folder's files
+// stay.
+func TestDeleteText(t *testing.T) {
+	for _, c := range []struct {
+		title string
+		ws    *protocol.Workspace
+		want  string
+	}{
+		{"", nil, "Delete “New conversation” and its history, on the relay and for every device? This cannot be undone."},
+		{"fix the build", &protocol.Workspace{Path: "/src/api", Isolation: protocol.IsolationNone, Dir: "/src/api"},
+			"Delete “fix the build” and its history, on the relay and for every device? This cannot be undone. The files in its folder, /src/api, stay as they are."},
+		{"try it", &protocol.Workspace{Path: "/src/api", Isolation: protocol.IsolationWorktree, Dir: "/d/worktrees/api-1", Branch: "pilotdesk/1a2b3c4d"},
+			"Delete “try it” and its history, on the relay and for every device? This cannot be undone. Its worktree's work is committed on its branch pilotdesk/1a2b3c4d, which stays in the repository; the worktree's folder is removed."},
+	} {
+		if got := DeleteText(c.title, c.ws); got != c.want {
+			t.Errorf("DeleteText(%q, %+v) =\n%q\nwant\n%q", c.title, c.ws, got, c.want)
+		}
+	}
+}

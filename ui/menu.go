@@ -6,7 +6,7 @@ import (
 )
 
 // mainMenu is the window's menu: File (New conversation, Open folder,
-// Connect a device…, Settings…, Quit), View (Group by folder) and Help
+// Delete conversation…, Connect a device…, Settings…, Quit), View (Group by folder) and Help
 // (About). The items show
 // the shortcuts the canvas handles. It keeps the items that change
 // (showOpenFolder).
@@ -22,6 +22,8 @@ func (w *Window) mainMenu() *fyne.MainMenu {
 	w.openFolderItem = fyne.NewMenuItemWithIcon(openFolderLabel, theme.FolderOpenIcon(), w.openFolder)
 	w.openFolderItem.Shortcut = shortcutOpenFolder
 	w.openFolderItem.Disabled = true // until a conversation has a folder (showOpenFolder)
+	w.deleteItem = fyne.NewMenuItemWithIcon(deleteLabel, theme.DeleteIcon(), w.confirmDelete)
+	w.deleteItem.Disabled = true // until the relay knows the conversation shown (showDeleteItem)
 	// With no action, the driver quits the app the way closing the window
 	// does.
 	quit := fyne.NewMenuItem("Quit", nil)
@@ -37,7 +39,7 @@ func (w *Window) mainMenu() *fyne.MainMenu {
 	}
 	w.groupItem = group
 	w.menu = fyne.NewMainMenu(
-		fyne.NewMenu("File", newConv, w.openFolderItem, share, settings, fyne.NewMenuItemSeparator(), quit),
+		fyne.NewMenu("File", newConv, w.openFolderItem, w.deleteItem, share, settings, fyne.NewMenuItemSeparator(), quit),
 		fyne.NewMenu("View", group),
 		fyne.NewMenu("Help", about),
 	)

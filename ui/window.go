@@ -200,6 +200,12 @@ type Window struct {
 	// newConv the open new-conversation dialog (newconv.go).
 	restoring *restoreConfirm
 	newConv   *newConvDialog
+	// deleting is the open confirmation of a delete (delete.go);
+	// shownID and shownOnRelay are the conversation shown at the last
+	// frame and whether the relay knew it, which tell that it was deleted.
+	deleting     *deleteConfirm
+	shownID      string
+	shownOnRelay bool
 	// menuOpened, if set, is told of each menu the keyboard opens, and
 	// quitHook replaces the app's Quit (tests: the test driver draws no
 	// menu, and its app cannot quit twice).
@@ -211,6 +217,9 @@ type Window struct {
 	menu           *fyne.MainMenu
 	openFolderItem *fyne.MenuItem
 	groupItem      *fyne.MenuItem
+	// deleteItem is File → Delete conversation…, enabled when the shown
+	// conversation may be deleted (showDeleteItem).
+	deleteItem *fyne.MenuItem
 }
 
 // NewWindow builds the window on a and starts following c's events. Show it
@@ -483,6 +492,11 @@ drain:
 
 	v := f.Conv
 	w.view = v
+	if w.deletedShown(v) {
+		// Deleted (here or by another device): a new conversation takes
+		// its place, as Ctrl+N would, once this frame is drawn.
+		defer w.newConversation()
+	}
 	// While the relay replays a conversation being opened (its history,
 	// from seq 0), rows are not drawn as they arrive: that measured every
 	// row of a long history, frame after frame (17 s for 5,000 messages,
@@ -519,6 +533,7 @@ drain:
 	}
 	w.showAgent(v.Agent, v.Folder) // agentname.go
 	w.showOpenFolder()
+	w.showDeleteItem()
 
 	w.mode.show(w.current, v.Mode)
 	w.showStreaming(v.Streaming)

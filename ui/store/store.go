@@ -325,6 +325,18 @@ func (s *Store) Wanted(convID string) *protocol.WorkspaceRequest {
 	return nil
 }
 
+// Workspace is where the relay fixed the conversation's folder (a copy),
+// nil before its first prompt or for a conversation the store lacks.
+func (s *Store) Workspace(convID string) *protocol.Workspace {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if c, ok := s.convs[convID]; ok && c.Workspace != nil {
+		ws := *c.Workspace
+		return &ws
+	}
+	return nil
+}
+
 // AskDiff records that the window asks for the diff of path in the
 // changes card of checkpoint, and reports whether to send the request
 // (conversation.State.AskDiff).
