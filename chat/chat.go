@@ -218,6 +218,9 @@ type repl struct {
 	// confirm is the checkpoint /restore asks to confirm (y/N): the next
 	// line answers it (checkpoints.go).
 	confirm string
+	// confirmDelete is the conversation /delete asks to confirm (y/N):
+	// the next line answers it (delete.go).
+	confirmDelete string
 
 	// typed is what the user types (input.go).
 	typed typedInput
@@ -241,7 +244,7 @@ func (r *repl) resetConversation() {
 	r.lastMsgID = ""
 	r.fold = nil
 	r.plan = nil
-	r.confirm = ""
+	r.confirm, r.confirmDelete = "", ""
 	r.errorShown = false
 	r.ask = questions{replayed: map[string]*protocol.UserInputRequest{}}
 }

@@ -189,6 +189,11 @@ func (r *repl) drainLines(ctx context.Context) {
 			r.confirmRestore(ctx, line)
 			continue
 		}
+		if r.confirmDelete != "" {
+			r.typed.lines = r.typed.lines[1:]
+			r.confirmDeletion(ctx, line)
+			continue
+		}
 		if r.ask.open == nil && r.streaming() && !midStreamCommand(line) {
 			return
 		}

@@ -26,6 +26,7 @@ const helpText = `Commands:
   /diff N [PATH]  show turn N's diff (of one file with PATH)
   /restore N    put the files back as they were before turn N (asks first; can be undone)
   /undo         undo the last restore: put back what it changed
+  /delete       delete this conversation and its history (asks first)
   /abort        stop the running turn (Ctrl+C does too)
   /quit         leave (Ctrl+D does too)`
 
@@ -79,6 +80,12 @@ func (r *repl) command(ctx context.Context, text string) {
 		}
 	case "/run":
 		r.runPlan(ctx, strings.Join(fields[1:], ""))
+	case "/delete":
+		if r.streaming() {
+			r.note(styleWarn, "A turn is running: wait for it to end, or /abort it, then /delete.")
+			return
+		}
+		r.askDelete()
 	case "/abort":
 		r.abort(ctx)
 	case "/quit", "/exit":
@@ -88,7 +95,7 @@ func (r *repl) command(ctx context.Context, text string) {
 			r.note(styleDim, l)
 		}
 	default:
-		r.note(styleWarn, fmt.Sprintf("Unknown command %s. Commands: /plan /act /new /list /more /switch N /run /changes /diff N /restore N /undo /abort /quit /help.", sanitize(fields[0])))
+		r.note(styleWarn, fmt.Sprintf("Unknown command %s. Commands: /plan /act /new /list /more /switch N /run /changes /diff N /restore N /undo /delete /abort /quit /help.", sanitize(fields[0])))
 	}
 }
 
