@@ -2,9 +2,9 @@ package client
 
 import (
 	"context"
+	"strings"
 
 	"github.com/google/uuid"
-	"strings"
 
 	"github.com/pilotdesk/pilotdesk/protocol"
 )
