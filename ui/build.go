@@ -67,6 +67,9 @@ func (w *Window) build() {
 			w.modal.typedKey(k)
 			return
 		}
+		if k.Name == fyne.KeyEscape && w.cancelDialog() {
+			return
+		}
 		w.typedKey(k, false)
 	})
 }

@@ -114,6 +114,18 @@ func TestChangesCard(t *testing.T) {
 	if readFile(t, filepath.Join(dir, "notes.md")) != "new\n" {
 		t.Fatal("the folder changed before the restore was confirmed")
 	}
+	// Escape cancels, as Cancel does (the keyboard is the canvas's).
+	if f := h.w.Window().Canvas().Focused(); f != nil {
+		t.Fatalf("the keyboard is on %T in the confirmation, which then gets Escape", f)
+	}
+	h.w.Window().Canvas().OnTypedKey()(&fyne.KeyEvent{Name: fyne.KeyEscape})
+	h.frame()
+	if h.w.restoring != nil || readFile(t, filepath.Join(dir, "notes.md")) != "new\n" {
+		t.Fatal("Escape did not cancel the restore, or restored")
+	}
+	test.Tap(card.restore)
+	h.frame()
+	c = h.w.restoring
 	test.Tap(c.ok)
 	h.waitFor("the restore's notice", func() bool { r := h.lastRow(conversation.RowNote); return r.Restored != nil })
 	if got := readFile(t, filepath.Join(dir, "notes.md")); got != "old\n" {

@@ -64,7 +64,6 @@ func (w *Window) confirmDelete() {
 	c.dlg.Resize(fyne.NewSize(min(560, w.win.Canvas().Size().Width-40), 0))
 	w.deleting = c
 	c.dlg.Show()
-	w.win.Canvas().Focus(cancel)
 }
 
 // deleteConversation asks the relay to delete conversation id; its

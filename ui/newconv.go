@@ -26,7 +26,7 @@ import (
 type newConvDialog struct {
 	w        *Window
 	dlg      *dialog.CustomDialog
-	folder   *widget.SelectEntry
+	folder   *escapeSelectEntry
 	browse   *widget.Button
 	worktree *widget.Check
 	hint     *widget.Label
@@ -52,7 +52,7 @@ func (w *Window) askNewConversation() {
 		return
 	}
 	d := &newConvDialog{w: w}
-	d.folder = widget.NewSelectEntry(nil)
+	d.folder = newEscapeSelectEntry(func() { d.dlg.Hide() })
 	d.folder.SetPlaceHolder("the relay's default folder")
 	d.folder.OnChanged = func(string) { d.refresh() }
 	d.folder.OnSubmitted = func(string) { d.submit() }
