@@ -3,6 +3,7 @@ package ui
 import (
 	"context"
 	"strings"
+	"unicode"
 
 	"github.com/google/uuid"
 
@@ -44,6 +45,10 @@ func (w *Window) switchTo(id string) {
 	}
 	if !w.subscribed[id] && w.store.OnRelay(id) {
 		w.subscribe(id)
+	}
+	if p, ok := w.givenBack[id]; ok {
+		delete(w.givenBack, id)
+		w.putBack(p)
 	}
 	w.sync(true)
 }
@@ -140,24 +145,44 @@ const arrivedLate = "Your message reached the relay after all: it was sent."
 
 // unsent gives back a prompt the relay did not get (the client found, once
 // it reconnected, that the relay has neither echoed nor kept it): into the
-// composer when it shows that conversation and is empty, else in the note,
-// whole, to copy. It is never sent again by itself: the user decides.
+// composer when it shows that conversation (after what the user typed
+// meanwhile, so that nothing is lost), else into it once the user opens
+// that conversation; a note says so and holds the prompt. It is never
+// sent again by itself: the user decides.
 func (w *Window) unsent(u *client.Unsent) {
+	id := u.ConversationID
 	if u.Arrived {
 		// Given back before, and its echo came after all: the box is
 		// emptied of it if it holds it as it was given back.
-		if u.ConversationID == w.current && w.composer.Text == u.Prompt {
+		if id == w.current && w.composer.Text == u.Prompt {
 			w.composer.setText("")
 		}
-		w.store.AddNote(u.ConversationID, conversation.NoteInfo, arrivedLate)
+		if w.givenBack[id] == u.Prompt {
+			delete(w.givenBack, id)
+		}
+		w.store.AddNote(id, conversation.NoteInfo, arrivedLate)
 		return
 	}
-	if u.ConversationID == w.current && strings.TrimSpace(w.composer.Text) == "" {
-		w.composer.setText(u.Prompt)
-		w.store.AddNote(u.ConversationID, conversation.NoteWarn, unsentWhy+": it is back in the box below. Send it again when you are ready.")
-		return
+	switch {
+	case id != w.current:
+		w.givenBack[id] = u.Prompt
+		w.store.AddNote(id, conversation.NoteWarn, unsentWhy+": it goes back in the box when you open this conversation.\n\n"+u.Prompt)
+	case strings.TrimSpace(w.composer.Text) == "":
+		w.putBack(u.Prompt)
+		w.store.AddNote(id, conversation.NoteWarn, unsentWhy+": it is back in the box below. Send it again when you are ready.")
+	default:
+		w.putBack(u.Prompt)
+		w.store.AddNote(id, conversation.NoteWarn, unsentWhy+": it is back in the box below, after what you typed.")
 	}
-	w.store.AddNote(u.ConversationID, conversation.NoteWarn, unsentWhy+", and the box held something else: here it is, to copy.\n\n"+u.Prompt)
+}
+
+// putBack puts a prompt given back into the composer: after what it
+// holds, if anything.
+func (w *Window) putBack(prompt string) {
+	if text := strings.TrimRightFunc(w.composer.Text, unicode.IsSpace); text != "" {
+		prompt = text + "\n\n" + prompt
+	}
+	w.composer.setText(prompt)
 }
 
 // stop aborts the current conversation's turn.

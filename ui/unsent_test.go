@@ -58,16 +58,35 @@ func TestUnsentPromptComesBack(t *testing.T) {
 	h.send(h.w.composer.Text)
 	h.waitFor("the prompt sent again by the user", func() bool { return len(h.users()) == 2 && h.hasStatus(protocol.StatusCompleted) })
 
+	// The user typed something else meanwhile: the prompt goes after it.
 	h.loseNext("second prompt", func() { h.w.composer.SetText("a draft") })
-	h.waitFor("the note holding the prompt", func() bool {
-		return strings.Contains(h.lastRow(conversation.RowNote).Text, unsentWhy+", and the box held something else: here it is, to copy.\n\nsecond prompt")
-	})
-	if h.w.composer.Text != "a draft" {
-		t.Fatalf("the composer holds %q, want the draft the user typed", h.w.composer.Text)
+	h.waitFor("the prompt after the draft", func() bool { return h.w.composer.Text == "a draft\n\nsecond prompt" })
+	h.frame()
+	if note := h.lastRow(conversation.RowNote).Text; note != unsentWhy+": it is back in the box below, after what you typed." {
+		t.Fatalf("the note: %q", note)
 	}
 	if got := h.users(); len(got) != 2 || got[1] != "deploy the fix" {
 		t.Fatalf("prompts shown: %q", got)
 	}
+
+	// The user went to another conversation meanwhile: the prompt waits
+	// there, in a note that holds it, and goes into the composer when the
+	// user comes back.
+	first := h.w.current
+	h.w.composer.SetText("")
+	h.loseNext("third prompt", func() { h.w.newConversation() })
+	h.waitFor("the note in the conversation left", func() bool {
+		rows := h.w.store.Transcript(first)
+		return len(rows) > 0 && rows[len(rows)-1].Text == unsentWhy+": it goes back in the box when you open this conversation.\n\nthird prompt"
+	})
+	if h.w.composer.Text != "" {
+		t.Fatalf("the other conversation's composer holds %q", h.w.composer.Text)
+	}
+	h.w.switchTo(first)
+	if h.w.composer.Text != "third prompt" {
+		t.Fatalf("back in the conversation, the composer holds %q", h.w.composer.Text)
+	}
+	h.w.composer.SetText("")
 
 	// What the client says when the echo of a prompt given back comes
 	// after all (client/unsent_test.go makes it): the composer is

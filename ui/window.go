@@ -149,6 +149,10 @@ type Window struct {
 	// Everything below belongs to the UI goroutine.
 	current    string
 	subscribed map[string]bool
+	// givenBack holds, per conversation, a prompt the relay did not get
+	// while another conversation was shown: it goes into the composer
+	// when the user opens its conversation (actions.go, unsent).
+	givenBack  map[string]string
 	transcript *transcript
 	sidebar    *sidebar
 	status     *statusBar
@@ -414,6 +418,7 @@ func (w *Window) follow(c *client.Client) {
 		OnChange: w.requestFrame, FullRows: windowRows,
 	})
 	w.subscribed = map[string]bool{}
+	w.givenBack = map[string]string{}
 	w.ctx, w.cancel = context.WithCancel(context.Background())
 	w.frames.restart(w.ctx, w.opts.FrameInterval, w.opts.StreamInterval)
 }
