@@ -85,6 +85,10 @@ describe('a prompt the relay did not get', { skip: skip || false }, () => {
     };
   }
 
+  // unexpected returns the page's problems but the ones a dropped socket
+  // causes on purpose (a reconnection refused on a busy machine).
+  const unexpected = () => problems.filter((p) => !/WebSocket connection to .* failed|Failed to load resource: net::ERR_CONNECTION_REFUSED/.test(p));
+
   const connects = (page) => page.evaluate(() => Number(document.body.dataset.connects));
   const prompt = (page) => page.inputValue('#prompt');
 
@@ -122,7 +126,7 @@ describe('a prompt the relay did not get', { skip: skip || false }, () => {
     assert.deepEqual(after.filter((r) => r.kind === 'user').map((r) => r.text), ['Youhello', 'Youdeploy the fix']);
     assert.equal(t.route.sends, 2);
     assert.equal(await prompt(t.page), '');
-    assert.deepEqual(problems, []);
+    assert.deepEqual(unexpected(), []);
     await t.page.context().close();
   });
 
@@ -147,7 +151,7 @@ describe('a prompt the relay did not get', { skip: skip || false }, () => {
     await t.page.waitForSelector('#transcript .note.lost[data-lost="back"]');
     assert.equal(await prompt(t.page), 'second thought\n\nfirst thought');
     assert.equal(t.route.sends, 1, 'the page sent the lost prompt again by itself');
-    assert.deepEqual(problems, []);
+    assert.deepEqual(unexpected(), []);
     await t.page.context().close();
   });
 });
