@@ -152,8 +152,8 @@ func (r *repl) confirmRestore(ctx context.Context, line string) {
 // undoRestore restores the undo checkpoint of the conversation's last
 // restore, at once, as the window's Undo does: what it puts back is what
 // that restore changed, and it can be undone in turn (it is now the last
-// restore). Without it a terminal user read "Undo: restore checkpoint
-// 6f4e01dc" and had no command that could.
+// restore). Without it a terminal user read that the undo checkpoint
+// undoes it and had no command that could restore it.
 func (r *repl) undoRestore(ctx context.Context) {
 	last := r.lastRestore()
 	if last == nil {

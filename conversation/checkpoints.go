@@ -330,8 +330,11 @@ func PatchLines(patch string) []DiffLine {
 	return out
 }
 
-// RestoredText says what a restore did: how many files, which failed, and
-// the checkpoint that undoes it.
+// RestoredText says what a restore did: how many files, and how many were
+// left or failed. How to undo it is each front end's own: the window's
+// and the web client's Undo beside it, the terminal's /undo line; "Undo:
+// restore checkpoint 6f4e01dc", which it said too, named a step that no
+// front end offers by that name.
 func RestoredText(d *protocol.Restored) string {
 	failed, skipped := 0, 0
 	for _, f := range d.Files {
@@ -349,7 +352,7 @@ func RestoredText(d *protocol.Restored) string {
 	if failed > 0 {
 		text += fmt.Sprintf(", %d could not be written", failed)
 	}
-	return text + fmt.Sprintf(". Undo: restore checkpoint %s.", Short(d.Undo))
+	return text + "."
 }
 
 // Short is a checkpoint's first 8 characters, as people read it.

@@ -27,7 +27,7 @@ func TestChangesRows(t *testing.T) {
 	if cps := st.Checkpoints(); len(cps) != 1 || cps[0].Checkpoint != "aaaaaaaaaa" || cps[0].Files[0].Path != "a.go" {
 		t.Fatalf("checkpoints %+v", cps)
 	}
-	if got, want := st.Rows[1].Text, "Files restored to checkpoint aaaaaaaa: 1 changed, 1 left as they are (over 10 MiB). Undo: restore checkpoint cccccccc."; got != want {
+	if got, want := st.Rows[1].Text, "Files restored to checkpoint aaaaaaaa: 1 changed, 1 left as they are (over 10 MiB)."; got != want {
 		t.Fatalf("restored note %q, want %q", got, want)
 	}
 	if got := FileChangeText(protocol.ChangedFile{Path: "c.png", Status: protocol.FileDeleted, Binary: true}); got != "D c.png (binary)" {

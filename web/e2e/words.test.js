@@ -42,7 +42,7 @@ describe('checkpoint words', () => {
     assert.equal(changesText(files.slice(0, 1), false), '1 file changed +10 −4');
     assert.equal(
       restoredText({ checkpoint: 'aaaaaaaaaa', undo: 'cccccccccc', files: [{ path: 'a.go', status: 'modified' }, { path: 'big', status: 'skipped' }] }),
-      'Files restored to checkpoint aaaaaaaa: 1 changed, 1 left as they are (over 10 MiB). Undo: restore checkpoint cccccccc.',
+      'Files restored to checkpoint aaaaaaaa: 1 changed, 1 left as they are (over 10 MiB).',
     );
   });
 });

@@ -675,8 +675,8 @@ export function folderLabel(path, branch, worktree) {
 }
 
 /**
- * restoredText says what a restore did and its undo checkpoint, as the
- * window does (conversation.RestoredText).
+ * restoredText says what a restore did, as the window does
+ * (conversation.RestoredText); the notice's Undo undoes it.
  */
 export function restoredText(d) {
   const files = Array.isArray(d.files) ? d.files : [];
@@ -686,5 +686,5 @@ export function restoredText(d) {
   let text = `Files restored to checkpoint ${short(d.checkpoint)}: ${files.length - failed - skipped} changed`;
   if (skipped) text += `, ${skipped} left as they are (over 10 MiB)`;
   if (failed) text += `, ${failed} could not be written`;
-  return `${text}. Undo: restore checkpoint ${short(d.undo)}.`;
+  return `${text}.`;
 }
