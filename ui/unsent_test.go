@@ -56,7 +56,9 @@ func TestUnsentPromptComesBack(t *testing.T) {
 		t.Fatalf("prompts shown: %q, want hello alone", got)
 	}
 	h.send(h.w.composer.Text)
-	h.waitFor("the prompt sent again by the user", func() bool { return len(h.users()) == 2 && h.hasStatus(protocol.StatusCompleted) })
+	// Its turn's end, not the first turn's status still last: a prompt
+	// typed while it runs stays in the box.
+	h.waitFor("the prompt sent again by the user, its turn done", func() bool { return len(h.users()) == 2 && completedTurns(h) == 2 })
 
 	// The user typed something else meanwhile: the prompt goes after it.
 	h.loseNext("second prompt", func() { h.w.composer.SetText("a draft") })
