@@ -193,14 +193,18 @@ func (r *repl) lastRestore() *protocol.Restored {
 	return nil
 }
 
-// showChanges prints a turn's change set as it arrives.
+// showChanges prints a turn's change set as it arrives, with the number
+// /diff and /restore take: its place in /changes, which counts the turns
+// that changed files only. It said "turn 1" after a conversation's fifth
+// turn, the first to change a file, which read as the conversation's
+// first turn.
 func (r *repl) showChanges(ch *protocol.Changes) {
 	r.scr.endLine()
 	n := 0
 	if r.fold != nil {
 		n = len(r.fold.Checkpoints())
 	}
-	r.note(styleInfo, fmt.Sprintf("%s (turn %d: /diff %d, /restore %d)", conversation.ChangesText(ch.Files, ch.Truncated), n, n, n))
+	r.note(styleInfo, fmt.Sprintf("%s (/diff %d, /restore %d)", conversation.ChangesText(ch.Files, ch.Truncated), n, n))
 }
 
 // showRestored prints what a restore did, and its undo checkpoint.

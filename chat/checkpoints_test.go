@@ -62,7 +62,7 @@ func TestChangesDiffRestoreCommands(t *testing.T) {
 	h.typeIn("/undo\n")
 	h.waitFor("Nothing to undo: no restore of this conversation yet.")
 	h.typeIn("edit the notes\n")
-	h.waitFor("2 files changed +3 −1 (turn 1: /diff 1, /restore 1)")
+	h.waitFor("2 files changed +3 −1 (/diff 1, /restore 1)")
 	h.typeIn("/changes\n")
 	h.waitFor("1. 2 files changed +3 −1 (checkpoint ")
 	h.waitFor("   A added.txt +2 −0\n   M notes.md +1 −1\n")
