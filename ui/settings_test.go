@@ -72,7 +72,7 @@ func TestSettingsShortcutAndMenu(t *testing.T) {
 			}
 		}
 	}
-	if got := strings.Join(labels, ", "); got != "File/New conversation, File/Open folder, File/Connect a device…, File/Settings…, File/Quit, View/Group by folder, Help/About pilotdesk" {
+	if got := strings.Join(labels, ", "); got != "File/New conversation, File/Open folder, File/Delete conversation…, File/Connect a device…, File/Settings…, File/Quit, View/Group by folder, Help/About pilotdesk" {
 		t.Fatalf("menu %s", got)
 	}
 	menu.Items[len(menu.Items)-1].Items[0].Action()
