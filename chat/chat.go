@@ -471,6 +471,18 @@ func (r *repl) render() {
 
 // run runs a submitted line: a command or a prompt.
 func (r *repl) run(ctx context.Context, line string) {
+	// A line typed under "Restore? [y/N]" or "Delete? [y/N]" answers it
+	// (Enter alone: no). Line mode answers in drainLines; a terminal's
+	// Enter comes here, and sent the "y" to the agent as a prompt, the
+	// files never restored.
+	switch {
+	case r.confirm != "":
+		r.confirmRestore(ctx, line)
+		return
+	case r.confirmDelete != "":
+		r.confirmDeletion(ctx, line)
+		return
+	}
 	text := strings.TrimSpace(line)
 	if text == "" {
 		return

@@ -95,6 +95,15 @@ func (f *fakeConn) Answer(_ context.Context, id, reqID, answer string, freeform 
 func (f *fakeConn) Reject(_ context.Context, id, reqID string) error {
 	return f.record(call{kind: "reject", conv: id, reqID: reqID})
 }
+func (f *fakeConn) Restore(_ context.Context, id, checkpoint string) error {
+	return f.record(call{kind: "restore", conv: id, answer: checkpoint})
+}
+func (f *fakeConn) Diff(_ context.Context, id, checkpoint, path string) error {
+	return f.record(call{kind: "diff", conv: id, answer: checkpoint})
+}
+func (f *fakeConn) DeleteConversation(_ context.Context, id string) error {
+	return f.record(call{kind: "delete", conv: id})
+}
 func (f *fakeConn) ListPage(_ context.Context, limit int, cursor string) error {
 	return f.record(call{kind: "list", limit: limit, cursor: cursor})
 }

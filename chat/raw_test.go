@@ -373,3 +373,34 @@ func TestRawTypeAheadNeverAnswersAnUnseenQuestion(t *testing.T) {
 		t.Fatalf("answer = %+v, want %s answered q (the 2 typed ahead answered it)", a, second)
 	}
 }
+
+// TestRawConfirmations: in a terminal, the line typed under "Restore?
+// [y/N]" and "Delete? [y/N]" answers it: y restores or deletes, Enter
+// alone does not. It went to the agent as a prompt ("You wrote “y”"),
+// and the files were never restored.
+func TestRawConfirmations(t *testing.T) {
+	h := startREPL(t, rawTerm, nil)
+	h.subscribed(nil)
+	h.emit(protocol.TypeUserMessage, map[string]any{"messageId": "u1", "content": "edit it", "mode": "act"})
+	h.emit(protocol.TypeChanges, map[string]any{"checkpoint": "815da21a0000000000000000000000000000aaaa",
+		"files": []map[string]any{{"path": "notes.md", "status": "added", "additions": 4, "deletions": 0}}})
+	h.idle(protocol.StatusCompleted)
+	h.waitScreen("the changes", func(s string) bool { return strings.Contains(s, "1 file changed +4 −0") })
+
+	h.typeIn("/restore 1\r")
+	h.waitScreen("the question", func(s string) bool { return strings.Contains(s, "Restore? [y/N]") })
+	h.typeIn("\r")
+	h.waitScreen("no restore", func(s string) bool { return strings.Contains(s, "Not restored.") })
+	h.typeIn("/restore 1\r")
+	h.typeIn("y\r")
+	if c := h.nextCall("restore"); c.answer != "815da21a0000000000000000000000000000aaaa" {
+		t.Fatalf("y restored %+v", c)
+	}
+
+	h.typeIn("/delete\r")
+	h.waitScreen("the delete's question", func(s string) bool { return strings.Contains(s, "Delete? [y/N]") })
+	h.typeIn("y\r")
+	if c := h.nextCall("delete"); c.conv != testConv {
+		t.Fatalf("y deleted %+v", c)
+	}
+}
