@@ -463,7 +463,13 @@ func (r *repl) render() {
 		// While a turn streams the prompt line shows only once the user
 		// types (a /plan, say); otherwise the text streams unobstructed.
 		if r.cfg.Term.Raw && r.ready && (!r.streaming() || !r.typed.editor.empty()) {
-			lines = append(lines, r.promptLabel(r.mode)+sanitize(r.typed.editor.String()))
+			label := r.promptLabel(r.mode)
+			if r.confirm != "" || r.confirmDelete != "" {
+				// The line answers "Restore? [y/N]": a prompt's label
+				// there said that it would go to the agent.
+				label = r.scr.style(styleWarn, "y/N") + "> "
+			}
+			lines = append(lines, label+sanitize(r.typed.editor.String()))
 		}
 	}
 	r.scr.showFooter(lines)

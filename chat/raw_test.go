@@ -388,7 +388,9 @@ func TestRawConfirmations(t *testing.T) {
 	h.waitScreen("the changes", func(s string) bool { return strings.Contains(s, "1 file changed +4 −0") })
 
 	h.typeIn("/restore 1\r")
-	h.waitScreen("the question", func(s string) bool { return strings.Contains(s, "Restore? [y/N]") })
+	h.waitScreen("the question, answered on a y/N line", func(s string) bool {
+		return strings.Contains(s, "Restore? [y/N]") && lastLine(s) == "y/N>"
+	})
 	h.typeIn("\r")
 	h.waitScreen("no restore", func(s string) bool { return strings.Contains(s, "Not restored.") })
 	h.typeIn("/restore 1\r")
