@@ -178,6 +178,10 @@ func wordCases() []wordCase {
 	}
 	add("restoredText", protocol.Restored{Checkpoint: "aaaaaaaaaa", Undo: "cccccccccc", Files: []protocol.ChangedFile{{Path: "a.go", Status: "modified"}, {Path: "big", Status: "skipped"}}})
 	add("restoredText", protocol.Restored{Checkpoint: "aaaaaaaaaa", Undo: "cccccccccc", Files: []protocol.ChangedFile{{Path: "a.go", Status: "failed"}, {Path: "b.go", Status: "modified"}, {Path: "c.go", Status: "added"}}})
+	add("deleteText", "", nil)
+	add("deleteText", "fix the build", protocol.Workspace{Path: "/src/api", Isolation: protocol.IsolationNone, Dir: "/src/api"})
+	add("deleteText", "try it", protocol.Workspace{Path: "/src/api", Isolation: protocol.IsolationWorktree, Dir: "/d/wt/api-1", Branch: "pilotdesk/1a2b3c4d"})
+	add("deleteText", "try it", protocol.Workspace{Path: "/src/api", Isolation: protocol.IsolationWorktree, Dir: "/d/wt/api-1"})
 	add("restoreCaveat", []string{})
 	add("restoreCaveat", []string{"Fix the build", "Write the docs\nand more"})
 	add("patchLines", "diff --git a/a.go b/a.go\nindex 1..2 100644\n--- a/a.go\n+++ b/a.go\n@@ -1 +1 @@\n-old\n+new\n\\ No newline at end of file\n")
@@ -345,6 +349,10 @@ func say(c wordCase) (any, error) {
 		var d protocol.Restored
 		arg(0, &d)
 		return RestoredText(&d), nil
+	case "deleteText":
+		var ws *protocol.Workspace
+		arg(1, &ws)
+		return DeleteText(str(0), ws), nil
 	case "folderLabel":
 		var worktree bool
 		arg(2, &worktree)

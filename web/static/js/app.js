@@ -19,7 +19,7 @@ import { Notifier } from './notify.js';
 import { uuid } from './ids.js';
 import { Identity } from './identity.js';
 import { forgetDevice, saveToken, takeToken, tokenCheck, tokenFromInput } from './token.js';
-import { entryTitle, relayErrorText, totalsText, usageText } from './words.js';
+import { deleteText, entryTitle, relayErrorText, totalsText, usageText } from './words.js';
 import { load, store } from './storage.js';
 import { linkedId, linkOf } from './route.js';
 import { Drawer } from './drawer.js';
@@ -84,6 +84,7 @@ export class App {
     // waiting out the backoff (a phone suspends a background tab's socket).
     window.addEventListener('online', () => this.conn?.retryNow());
     $('forget').addEventListener('click', () => this.forget());
+    $('delete-conv').addEventListener('click', () => this.deleteCurrent());
     $('login-form').addEventListener('submit', (ev) => {
       ev.preventDefault();
       this.login($('login-token').value);
@@ -547,6 +548,19 @@ export class App {
     showLogin(reason);
   }
 
+  // deleteCurrent deletes the open conversation on the relay after asking,
+  // in the words the window and the terminal ask with; the relay's
+  // copilot:deleted then takes it out of the page (deleted). No front end
+  // could delete a conversation before.
+  deleteCurrent() {
+    const c = this.current ? this.convs.get(this.current) : null;
+    if (!c || this.isNew(c)) return;
+    const ws = c.workspace || this.entries.get(c.id)?.workspace || null;
+    if (!window.confirm(deleteText(c.title, ws))) return;
+    if (this.conn.send('copilot:delete', { conversationId: c.id })) this.drawer.toggle(false);
+    else this.toast('Not deleted: the relay cannot be reached now.');
+  }
+
   forget() {
     if (!window.confirm("Forget this device? The page will need the relay's link (or its token) again.")) return;
     this.notifier.turnOff(); // the relay is told with the token it had
@@ -614,6 +628,7 @@ export class App {
     this.question.show(c && c.synced ? c : null, { viewer });
     this.folders.render(!viewer && this.isNew(c));
     this.renderFolderLabel(c);
+    $('delete-conv').hidden = !c || this.isNew(c);
     $('usage').textContent = c ? [usageText(c.usage, c.turn, Date.now()), totalsText(c.usage)].filter(Boolean).join('  ·  ') : '';
     this.list.render(this.sortedEntries(), this.current, !!this.nextCursor);
     this.renderElsewhere();

@@ -688,3 +688,19 @@ export function restoredText(d) {
   if (failed) text += `, ${failed} could not be written`;
   return `${text}.`;
 }
+
+/**
+ * deleteText is what deleting a conversation does, asked before the page
+ * deletes it, as the window and the terminal ask (conversation.DeleteText).
+ */
+export function deleteText(title, ws) {
+  let text = `Delete “${entryTitle(title)}” and its history, on the relay and for every device? This cannot be undone.`;
+  if (ws && ws.isolation === 'worktree' && ws.branch) {
+    text += ` Its worktree's work is committed on its branch ${ws.branch}, which stays in the repository; the worktree's folder is removed.`;
+  } else if (ws && ws.isolation === 'worktree') {
+    text += " Its worktree's work is committed on its branch, which stays in the repository; the worktree's folder is removed.";
+  } else if (ws && ws.path) {
+    text += ` The files in its folder, ${ws.path}, stay as they are.`;
+  }
+  return text;
+}
