@@ -371,6 +371,7 @@ func (d *desktop) options(r *relayConn, problem string) ui.Options {
 		opts.CheckpointsOff = t.checkpointsOff
 	}
 	opts.StartProblem = problem
+	opts.OpenFolder = folderOpener() // the window opens folders only of a relay on this machine
 	opts.Devices = newWindowDevices(t)
 	if dir := shownDir(r); dir != "" {
 		logger := d.logger

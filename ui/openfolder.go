@@ -56,15 +56,38 @@ func (w *Window) openFolder() {
 		} else if !fi.IsDir() {
 			return fmt.Errorf("the conversation's folder %s is not a folder", dir)
 		}
+		if w.opts.OpenFolder != nil {
+			w.openFolderAside(dir)
+			return nil
+		}
 		if err := w.app.OpenURL(folderURL(dir)); err != nil {
 			return fmt.Errorf("opening %s in the file manager: %w", dir, err)
 		}
 		return nil
 	}()
 	if err != nil {
-		w.log.Warn("open folder", "err", err)
-		dialog.ShowError(err, w.win)
+		w.showOpenFolderError(err)
 	}
+}
+
+// openFolderAside opens dir with Options.OpenFolder on a goroutine of the
+// window's own, and says on the UI goroutine why it could not.
+func (w *Window) openFolderAside(dir string) {
+	open := w.opts.OpenFolder
+	w.wg.Add(1)
+	go func() {
+		defer w.wg.Done()
+		if err := open(dir); err != nil {
+			err = fmt.Errorf("no file manager opened %s: %w", dir, err)
+			w.onUI(func() { w.showOpenFolderError(err) })
+		}
+	}()
+}
+
+// showOpenFolderError says why the folder did not open.
+func (w *Window) showOpenFolderError(err error) {
+	w.log.Warn("open folder", "err", err)
+	dialog.ShowError(err, w.win)
 }
 
 // showOpenFolder enables the File menu's Open folder when there is a

@@ -1,9 +1,11 @@
 package ui
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"fyne.io/fyne/v2"
@@ -84,5 +86,31 @@ func TestFolderURL(t *testing.T) {
 		if got := folderURL(in).String(); got != want {
 			t.Errorf("folderURL(%q) = %q, want %q", in, got, want)
 		}
+	}
+}
+
+// TestOpenFolderSaysWhyNot: when the system's way of opening a folder
+// (Options.OpenFolder: xdg-open on Linux) fails, the window says why in a
+// dialog; Ctrl+O did nothing visible before.
+func TestOpenFolderSaysWhyNot(t *testing.T) {
+	var asked []string
+	h, rec, home := folderHarness(t, Options{OpenFolder: func(dir string) error {
+		asked = append(asked, dir)
+		return errors.New("xdg-open: no method available for opening 'file:///x'")
+	}})
+	h.send("markdown")
+	h.waitFor("the turn in its folder", func() bool { return completedTurns(h) == 1 && h.w.view.Dir != "" })
+	h.frame()
+	overlays := len(h.w.Window().Canvas().Overlays().List())
+	h.w.openFolderItem.Action()
+	h.waitFor("the reason in a dialog", func() bool {
+		h.frame()
+		return len(h.w.Window().Canvas().Overlays().List()) > overlays
+	})
+	if got := strings.Join(texts(h.w.Window().Canvas().Overlays().Top()), "\n"); !strings.Contains(got, "no method available") || !strings.Contains(got, home) {
+		t.Fatalf("the dialog says:\n%s", got)
+	}
+	if len(asked) != 1 || asked[0] != home || len(rec.urls) != 0 {
+		t.Fatalf("opened %q by Options.OpenFolder and %q by the app, want %s once by Options.OpenFolder", asked, rec.urls, home)
 	}
 }

@@ -94,6 +94,12 @@ type Options struct {
 	// whose relay takes it as its default folder. nil: the relay's
 	// default folder is its own (a remote relay).
 	CheckFolder func(path string) (dir string, err error)
+	// OpenFolder, when set, opens a folder in the system's file manager
+	// and says whether it could (File → Open folder, Ctrl+O); without it
+	// the app's OpenURL does, which on Linux starts xdg-open and never
+	// learns how it ended, so a failure went unsaid. It may take seconds:
+	// the window calls it off the UI goroutine.
+	OpenFolder func(dir string) error
 	// CheckpointsOff, when set, says why the relay (this app's own)
 	// records no checkpoints (no git): the window says it once, in a
 	// notice (docs/checkpoints.md).
