@@ -24,14 +24,17 @@ func TestClusterJoiningRelayListsWhatIsStored(t *testing.T) {
 	parallel(t)
 	b := memoryBackend(t)
 	s := clusterScript(t)
-	a := b.relay(t, 0, s)
+	// No relay is lost here: a busy machine that stalls one past the
+	// test lease must not end A's turn.
+	opts := jetstream.ClusterOptions{Lease: shareLease}
+	a := b.relayWith(t, 0, s, opts)
 	ca := a.srv.Dial(t)
 	const id = "stored-before-the-join"
 	send(ca, id, "hello there")
 	wantIdle(t, ca, "A", "completed")
 
 	held := &heldListings{release: make(chan struct{})}
-	bb := b.relayMod(t, 1, script.New(s), jetstream.ClusterOptions{Lease: testLease}, func(cfg *relay.Config) {
+	bb := b.relayMod(t, 1, script.New(s), opts, func(cfg *relay.Config) {
 		held.Store = cfg.Store.(*memcluster.Store)
 		cfg.Store = held
 	})
