@@ -7,8 +7,8 @@ import (
 )
 
 // TestEscapeCancelsDialogs: Escape cancels the new-conversation dialog
-// (its folder box has the keyboard) and the confirmation of a delete, as
-// Cancel does; it did nothing, and a keyboard user had to Tab to Cancel.
+// (its folder box has the keyboard), Settings (its Model box has it) and
+// the confirmation of a delete, as Cancel does; it did nothing, and a keyboard user had to Tab to Cancel.
 // The conversation is left as it was.
 func TestEscapeCancelsDialogs(t *testing.T) {
 	h := newHarness(t, harnessConfig{})
@@ -35,6 +35,20 @@ func TestEscapeCancelsDialogs(t *testing.T) {
 	escape()
 	if h.w.newConv != nil || h.w.current != first {
 		t.Fatal("Escape did not cancel the new-conversation dialog")
+	}
+
+	// Settings opens with the keyboard in its Model box: Escape there
+	// cancels it.
+	h.w.ShowSettings()
+	if h.w.settings == nil {
+		t.Fatal("no Settings")
+	}
+	if _, ok := h.w.Window().Canvas().Focused().(*escapeEntry); !ok {
+		t.Fatalf("Settings opened with the keyboard on %T", h.w.Window().Canvas().Focused())
+	}
+	escape()
+	if h.w.settings != nil {
+		t.Fatal("Escape did not cancel Settings")
 	}
 
 	h.send("markdown")

@@ -44,9 +44,11 @@ func TestSettingsPersistInPreferences(t *testing.T) {
 }
 
 // The dialog's inputs, by setting, as the tests type into them.
-func (d *settingsDialog) entry(f settings.Field) *widget.Entry { return d.inputs[f].(*widget.Entry) }
+func (d *settingsDialog) entry(f settings.Field) *widget.Entry {
+	return &d.inputs[f].(*escapeEntry).Entry
+}
 func (d *settingsDialog) selectEntry(f settings.Field) *widget.SelectEntry {
-	return d.inputs[f].(*widget.SelectEntry)
+	return &d.inputs[f].(*escapeSelectEntry).SelectEntry
 }
 func (d *settingsDialog) check(f settings.Field) *widget.Check { return d.inputs[f].(*widget.Check) }
 func (d *settingsDialog) selector(f settings.Field) *widget.Select {

@@ -7,7 +7,6 @@ import (
 	"testing"
 
 	"fyne.io/fyne/v2/test"
-	"fyne.io/fyne/v2/widget"
 
 	"github.com/pilotdesk/pilotdesk/settings"
 )
@@ -35,7 +34,7 @@ func TestSettingsAgentsFound(t *testing.T) {
 	if got := d.items[settings.FieldACPCommand].HintText; got != "Pick one of the 2 on PATH or type a command line" {
 		t.Errorf("ACP agent hint %q", got)
 	}
-	cmd := d.inputs[settings.FieldACPCommand].(*widget.SelectEntry)
+	cmd := d.selectEntry(settings.FieldACPCommand)
 	// The presets the entry's dropdown offers.
 	if want := []settings.Choice{{Value: "opencode acp", Label: "opencode"}, {Value: "goose acp", Label: "goose"}}; !reflect.DeepEqual(d.found, want) {
 		t.Errorf("presets offered %v", d.found)

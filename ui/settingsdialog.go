@@ -198,7 +198,8 @@ func (d *settingsDialog) newInput(r settings.Setting, s settings.Settings) fyne.
 		c.SetChecked(value == "true")
 		in = c
 	case r.Kind == settings.KindDuration:
-		e := widget.NewSelectEntry(labels)
+		e := newEscapeSelectEntry(d.close)
+		e.SetOptions(labels)
 		e.SetText(value)
 		in = e
 	case len(r.Presets) > 0 && !r.Secret:
@@ -207,7 +208,8 @@ func (d *settingsDialog) newInput(r settings.Setting, s settings.Settings) fyne.
 		for i, p := range d.found {
 			cmds[i] = p.Value
 		}
-		e := widget.NewSelectEntry(cmds)
+		e := newEscapeSelectEntry(d.close)
+		e.SetOptions(cmds)
 		e.SetPlaceHolder(r.Placeholder)
 		e.SetText(value)
 		e.OnChanged = func(text string) {
@@ -221,10 +223,7 @@ func (d *settingsDialog) newInput(r settings.Setting, s settings.Settings) fyne.
 		sel.SetSelected(r.ChoiceLabel(value))
 		in = sel
 	default:
-		e := widget.NewEntry()
-		if r.Secret {
-			e = widget.NewPasswordEntry()
-		}
+		e := newEscapeEntry(r.Secret, d.close)
 		e.SetPlaceHolder(r.Placeholder)
 		e.SetText(value)
 		in = e
@@ -391,9 +390,9 @@ func (d *settingsDialog) text(f settings.Field) string {
 		return r.ChoiceValue(in.Selected)
 	case *widget.Check:
 		return strconv.FormatBool(in.Checked)
-	case *widget.SelectEntry:
+	case *escapeSelectEntry:
 		return in.Text
-	case *widget.Entry:
+	case *escapeEntry:
 		return in.Text
 	}
 	return ""
@@ -636,8 +635,10 @@ func (w *Window) folderRefused(old, s settings.Settings) bool {
 
 // entryOf returns the entry of a path setting.
 func (d *settingsDialog) entryOf(f settings.Field) *widget.Entry {
-	e, _ := d.inputs[f].(*widget.Entry)
-	return e
+	if e, ok := d.inputs[f].(*escapeEntry); ok {
+		return &e.Entry
+	}
+	return nil
 }
 
 // pickFile opens a file picker for a path setting (the Copilot CLI).
