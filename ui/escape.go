@@ -6,7 +6,8 @@ import (
 )
 
 // Escape cancels the window's own dialogs (New conversation, Settings,
-// the confirmations of a restore and of a delete), as Cancel does. Fyne 2.7.1
+// Connect a device…, the confirmations of a restore and of a delete), as
+// their Cancel or Close does. Fyne 2.7.1
 // dialogs take no key of their own, and a key goes to the widget that has
 // the keyboard, or to the canvas when none has it: the canvas's Escape
 // comes here (build.go), and the text boxes of the new-conversation
@@ -28,6 +29,8 @@ func (w *Window) cancelDialog() bool {
 		w.newConv.dlg.Hide()
 	case w.settings != nil:
 		w.settings.close()
+	case w.share != nil:
+		w.share.d.Hide()
 	default:
 		return false
 	}

@@ -7,8 +7,8 @@ import (
 )
 
 // TestEscapeCancelsDialogs: Escape cancels the new-conversation dialog
-// (its folder box has the keyboard), Settings (its Model box has it) and
-// the confirmation of a delete, as Cancel does; it did nothing, and a keyboard user had to Tab to Cancel.
+// (its folder box has the keyboard), Settings (its Model box has it),
+// Connect a device… and the confirmation of a delete, as Cancel does; it did nothing, and a keyboard user had to Tab to Cancel.
 // The conversation is left as it was.
 func TestEscapeCancelsDialogs(t *testing.T) {
 	h := newHarness(t, harnessConfig{})
@@ -49,6 +49,21 @@ func TestEscapeCancelsDialogs(t *testing.T) {
 	escape()
 	if h.w.settings != nil {
 		t.Fatal("Escape did not cancel Settings")
+	}
+
+	// Connect a device…: Escape closes it, from nothing or from its
+	// device name box.
+	h.w.opts.Devices = relayDevices{r: h.srv.Relay, info: ShareInfo{URL: "ws://127.0.0.1:7420/ws"}}
+	for _, inName := range []bool{false, true} {
+		d := h.w.showShare()
+		h.frame()
+		if inName {
+			h.w.Window().Canvas().Focus(d.name)
+		}
+		escape()
+		if h.w.share != nil || !d.closed {
+			t.Fatalf("Escape (keyboard in the name box: %v) did not close Connect a device…", inName)
+		}
 	}
 
 	h.send("markdown")

@@ -88,7 +88,7 @@ type shareDialog struct {
 	info    ShareInfo
 	d       dialog.Dialog
 
-	name    *widget.Entry
+	name    *escapeEntry
 	role    *widget.Select
 	expiry  *widget.Select
 	problem *widget.Label
@@ -120,7 +120,13 @@ func (w *Window) showShare() *shareDialog {
 	s := newShareDialog(w, w.opts.Devices)
 	s.d = dialog.NewCustom("Connect a device", "Close", s.content(), w.win)
 	s.d.Resize(w.dialogSize(fyne.NewSize(860, 720)))
-	s.d.SetOnClosed(func() { s.closed = true })
+	s.d.SetOnClosed(func() {
+		s.closed = true
+		if w.share == s {
+			w.share = nil
+		}
+	})
+	w.share = s
 	s.d.Show()
 	s.followDevices()
 	return s
@@ -142,7 +148,7 @@ func (s *shareDialog) followDevices() {
 
 func newShareDialog(w *Window, devs Devices) *shareDialog {
 	s := &shareDialog{win: w, devices: devs, info: devs.Share()}
-	s.name = widget.NewEntry()
+	s.name = newEscapeEntry(false, func() { s.d.Hide() })
 	s.name.SetPlaceHolder("Pixel, work laptop…")
 	s.role = widget.NewSelect([]string{protocol.RoleController, protocol.RoleViewer}, nil)
 	s.role.SetSelected(protocol.RoleController)

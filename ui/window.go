@@ -214,6 +214,7 @@ type Window struct {
 	// shownID and shownOnRelay are the conversation shown at the last
 	// frame and whether the relay knew it, which tell that it was deleted.
 	deleting     *deleteConfirm
+	share        *shareDialog // the open Connect a device… (share.go)
 	shownID      string
 	shownOnRelay bool
 	// menuOpened, if set, is told of each menu the keyboard opens, and
