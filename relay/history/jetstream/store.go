@@ -226,6 +226,7 @@ type Store struct {
 	// sends one message more than it).
 	readBytes int
 	inflight  chan struct{} // a semaphore of MaxInflight appends
+	acks      ackInbox      // where a Write awaits its appends' acks (acks.go)
 
 	// The KV syncer (kv.go): woken by kvWake, stopped by closing kvStop,
 	// done when kvDone is closed.
@@ -473,6 +474,7 @@ func (s *Store) Close() error {
 	s.mu.Unlock()
 	close(s.kvStop)
 	<-s.kvDone
+	s.closeAcks()
 	return nil
 }
 

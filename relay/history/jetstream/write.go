@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -61,7 +60,8 @@ type convWrite struct {
 // Write validates the whole batch before it appends anything, so a bad
 // batch (an unknown conversation, a repeated seq) writes nothing. Then it
 // appends each conversation's part as one fenced append, the conversations
-// concurrently; a conversation that fails (a conflict, the cluster gone
+// together (their first attempts sent at once, the acks collected by the
+// caller: acks.go); a conversation that fails (a conflict, the cluster gone
 // for longer than WriteTimeout) is named in a *history.PartialWriteError,
 // and the others are stored.
 func (s *Store) Write(ctx context.Context, b history.Batch) error {
@@ -150,17 +150,35 @@ func (s *Store) Write(ctx context.Context, b history.Batch) error {
 	// The lease this relay held when the write began: an append goes out
 	// only while that very lease surely holds (mayAppend).
 	epoch := s.leaseEpoch()
-	// The commits below write failed while they run: which conversations
-	// validation already failed is read from a copy.
-	prepFailed := maps.Clone(failed)
-	s.each(len(ws), func(i int) {
-		w := ws[i]
-		if _, ok := prepFailed[w.id]; ok {
-			return
+	// Plan each conversation's append, make every first attempt at once
+	// and collect their acks here (acks.go), then finish what those did
+	// not: the rest of a long append, or the retries, in parallel.
+	var jobs []*commitJob
+	for _, w := range ws {
+		if _, ok := failed[w.id]; ok {
+			continue
 		}
-		if err := s.commit(ctx, w, epoch); err != nil {
-			failedMu.Lock()
+		units, err := s.plan(w)
+		if err != nil {
 			failed[w.id] = err
+			continue
+		}
+		jobs = append(jobs, &commitJob{w: w, units: units})
+	}
+	s.firstAttempts(ctx, jobs, epoch)
+	var rest []*commitJob
+	for _, j := range jobs {
+		if !j.settled() {
+			rest = append(rest, j)
+		} else if err := s.commit(ctx, j, epoch); err != nil {
+			failed[j.w.id] = err // a lost ack (Options.LoseAck)
+		}
+	}
+	s.each(len(rest), func(i int) {
+		j := rest[i]
+		if err := s.commit(ctx, j, epoch); err != nil {
+			failedMu.Lock()
+			failed[j.w.id] = err
 			failedMu.Unlock()
 		}
 	})
@@ -452,16 +470,22 @@ func (p *planner) seal(last bool) error {
 	return nil
 }
 
-// commit appends the conversation's part and records the new state.
-func (s *Store) commit(ctx context.Context, w *convWrite, epoch uint64) error {
-	units, err := s.plan(w)
-	if err != nil {
-		return err
+// commit appends the conversation's part, planned in j.units, from the
+// outcome of its first attempt if firstAttempts made it, and records the
+// new state.
+func (s *Store) commit(ctx context.Context, j *commitJob, epoch uint64) error {
+	w, units := j.w, j.units
+	deadline := j.deadline
+	if j.first == nil {
+		deadline = time.Now().Add(s.opts.WriteTimeout)
 	}
-	deadline := time.Now().Add(s.opts.WriteTimeout)
 	tail := w.v.tail
 	for i, u := range units {
-		ack, uncertain, err := s.appendUnit(ctx, w, u, tail, deadline, epoch)
+		var first *firstTry
+		if i == 0 {
+			first = j.first
+		}
+		ack, uncertain, err := s.appendUnit(ctx, w, u, tail, deadline, epoch, first)
 		if err != nil {
 			if errors.Is(err, history.ErrConflict) {
 				s.forget(w.st)
@@ -501,18 +525,24 @@ func (s *Store) commit(ctx context.Context, w *convWrite, epoch uint64) error {
 // appendUnit sends one unit with the expectation that the subject's last
 // message is expect, until it is stored, refused for good, or deadline.
 // uncertain says a failed unit may have been stored all the same (an
-// attempt's ack never came).
-func (s *Store) appendUnit(ctx context.Context, w *convWrite, u *unit, expect uint64, deadline time.Time, epoch uint64) (ack uint64, uncertain bool, err error) {
+// attempt's ack never came). first, if not nil, is the outcome of the
+// first attempt, made already (firstAttempts).
+func (s *Store) appendUnit(ctx context.Context, w *convWrite, u *unit, expect uint64, deadline time.Time, epoch uint64, first *firstTry) (ack uint64, uncertain bool, err error) {
 	wait := 20 * time.Millisecond
 	for attempt := 1; ; attempt++ {
 		// Every attempt, right before it goes out: a relay paused (or cut
 		// off) past its lease must not append what it had queued, since
 		// another relay may have read the stream to take the conversation
 		// over and be about to append its own closing events.
-		if lerr := s.mayAppend(epoch); lerr != nil {
+		var lerr error
+		if attempt == 1 && first != nil {
+			lerr, ack, err = first.refused, first.ack, first.err
+		} else if lerr = s.mayAppend(epoch); lerr == nil {
+			ack, err = s.send(ctx, u, expect)
+		}
+		if lerr != nil {
 			return 0, uncertain, fmt.Errorf("jetstream history: append to %q: %w", w.id, lerr)
 		}
-		ack, err = s.send(ctx, u, expect)
 		if err == nil {
 			if s.opts.LoseAck != nil && s.opts.LoseAck(w.id) {
 				uncertain, err = true, fmt.Errorf("jetstream history: append to %q: the ack was lost (test)", w.id)
@@ -603,6 +633,21 @@ func attemptTimeout(bytes int) time.Duration {
 func (s *Store) send(ctx context.Context, u *unit, expect uint64) (uint64, error) {
 	ctx, cancel := context.WithTimeout(ctx, attemptTimeout(u.bytes))
 	defer cancel()
+	last, err := s.startAttempt(u, expect)
+	if err != nil {
+		return 0, err
+	}
+	reply, err := s.nc.RequestMsgWithContext(ctx, &nats.Msg{Subject: last.Subject, Header: last.Header, Data: last.Data})
+	if err != nil {
+		return 0, err
+	}
+	return parseAck(reply)
+}
+
+// startAttempt readies an attempt at a unit: the expectation on its first
+// message, and for a batch the batch's headers, every message but the last
+// published. The caller sends the last, whose reply is the ack.
+func (s *Store) startAttempt(u *unit, expect uint64) (*nats.Msg, error) {
 	u.msgs[0].Header.Set(jetstream.ExpectedLastSubjSeqHeader, strconv.FormatUint(expect, 10))
 	last := u.msgs[len(u.msgs)-1]
 	if len(u.msgs) > 1 {
@@ -617,28 +662,11 @@ func (s *Store) send(ctx context.Context, u *unit, expect uint64) (uint64, error
 				break
 			}
 			if err := s.nc.PublishMsg(m); err != nil {
-				return 0, err
+				return nil, err
 			}
 		}
 	}
-	reply, err := s.nc.RequestMsgWithContext(ctx, &nats.Msg{Subject: last.Subject, Header: last.Header, Data: last.Data})
-	if err != nil {
-		return 0, err
-	}
-	var resp struct {
-		Error *jetstream.APIError `json:"error"`
-		Seq   uint64              `json:"seq"`
-	}
-	if err := json.Unmarshal(reply.Data, &resp); err != nil {
-		return 0, fmt.Errorf("a bad ack %q: %w", reply.Data, err)
-	}
-	if resp.Error != nil {
-		return 0, resp.Error
-	}
-	if resp.Seq == 0 {
-		return 0, fmt.Errorf("an ack with no seq: %q", reply.Data)
-	}
-	return resp.Seq, nil
+	return last, nil
 }
 
 // undo is an append whose outcome is unsure (convState.unsure): it
