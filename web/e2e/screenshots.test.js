@@ -83,6 +83,21 @@ describe('screenshots', { skip: skip || false }, () => {
     await p.context().close();
   });
 
+  it('phone, light: the usage line is read whole, wrapped', async () => {
+    const p = await page(PHONE, 'light');
+    await turn(p, 'usage');
+    await done(p);
+    await fits(p, 'usage');
+    const u = await p.evaluate(() => {
+      const el = document.getElementById('usage');
+      return { text: el.textContent, scroll: el.scrollWidth, width: el.clientWidth };
+    });
+    assert.match(u.text, /\d+ of 300 premium requests used, \d+% left/);
+    assert.ok(u.scroll <= u.width, `the usage line is ${u.scroll} px wide in ${u.width} px: part of it is off screen`);
+    await shot(p, 'phone-light-usage');
+    await p.context().close();
+  });
+
   it('phone, dark: Plan mode, the banner and denied tools', async () => {
     const p = await page(PHONE, 'dark');
     await turn(p, 'tool', { plan: true });
