@@ -327,10 +327,10 @@ func (b *budget) refusal() string {
 	if spent < b.limit {
 		return ""
 	}
-	return fmt.Sprintf("the AI credit budget is used up: spent %s of %s credits in the last %s. "+
+	return fmt.Sprintf("the AI credit budget is used up: spent %s of %s in the last %s. "+
 		"No new turn starts until %s, when enough of that spend is older than %s; "+
 		"to go on sooner, raise the budget (--budget-credits, or Budget in the window's Settings)",
-		creditsText(spent), creditsText(b.limit), periodText(b.period),
+		creditsText(spent), creditsOf(b.limit), periodText(b.period),
 		b.resetsAtLocked(spent).UTC().Format("2 Jan 2006 15:04 UTC"), periodText(b.period))
 }
 
@@ -454,6 +454,15 @@ func creditsText(nanoAIU int64) string {
 		c = r
 	}
 	return strconv.FormatFloat(c, 'f', -1, 64)
+}
+
+// creditsOf is an amount of credits with its noun: "1 credit", "10
+// credits", "0.5 credits" (a budget of one credit was "1 credits").
+func creditsOf(nanoAIU int64) string {
+	if n := creditsText(nanoAIU); n != "1" {
+		return n + " credits"
+	}
+	return "1 credit"
 }
 
 // periodText names a period: "30 days", "24 hours", "1 hour", "1h30m0s".
