@@ -98,6 +98,54 @@ func wordCases() []wordCase {
 	for _, s := range []string{"completed", "in_progress", "pending", "other"} {
 		add("planMark", s)
 	}
+	// A plan's steps, each a tool call's name and arguments as the tool
+	// row has them, and whether a plan card was run.
+	type step struct {
+		Tool string `json:"tool"`
+		Args any    `json:"args"`
+	}
+	steps := []step{
+		{"bash", map[string]any{"command": "go test ./...\nrm -rf ~"}},
+		{"bash", map[string]any{"command": strings.Repeat("x", 250)}},
+		{"run", nil},
+		{"shell", map[string]any{"command": []string{"ls", "-la"}}},
+		{"edit", map[string]any{"path": "db/schema.sql", "old": "a", "new": "b"}},
+		{"str_replace", map[string]any{"filePath": "main.go", "oldString": "a", "newString": "b"}},
+		{"str_replace", map[string]any{"filePath": "main.go", "oldString": "same", "newString": "same\n"}},
+		{"anything", map[string]any{"file_path": "x.go", "new_string": "added"}},
+		{"edit", map[string]any{}},
+		{"create", map[string]any{"path": "notes.md", "file_text": "hi"}},
+		{"write", map[string]any{"content": "hi"}},
+		{"view", map[string]any{"path": "\u202Eexe.txt"}},
+		{"cat", nil},
+		{"grep", map[string]any{"pattern": `say "hi"\there`, "path": "src"}},
+		{"glob", map[string]any{"glob": "*.go"}},
+		{"search", map[string]any{}},
+		{"fetch", map[string]any{"url": "https://example.com"}},
+		{"t9", "just a string"},
+		{"t10", []string{"a"}},
+	}
+	for _, s := range steps {
+		add("stepText", s.Tool, s.Args)
+	}
+	add("planPrompt", steps)
+	add("planPrompt", steps[4:6])
+	add("planPrompt", []step{})
+	type row struct {
+		Kind string `json:"kind"`
+		Text string `json:"text,omitempty"`
+	}
+	ran := PlanPrompt(nil)
+	for _, rows := range [][]row{
+		{{Kind: "plancard"}},
+		{{Kind: "plancard"}, {Kind: "user", Text: ran + "1. edit a"}},
+		{{Kind: "plancard"}, {Kind: "text", Text: ran}, {Kind: "user", Text: "do it"}},
+		{{Kind: "plancard"}, {Kind: "user", Text: strings.TrimSuffix(ran, "\n")}},
+		{{Kind: "plancard"}, {Kind: "plancard"}, {Kind: "user", Text: ran}},
+		{{Kind: "user", Text: ran}, {Kind: "plancard"}},
+	} {
+		add("planRan", rows, 0)
+	}
 	for _, f := range []float64{0, 0.005, 0.42, 1, 1.5, 12.345} {
 		add("creditsText", f)
 	}
@@ -319,6 +367,28 @@ func say(c wordCase) (any, error) {
 		return PlanProgress(e), nil
 	case "planMark":
 		return PlanMark(str(0)), nil
+	case "stepText":
+		return StepText(PlanStep{Tool: str(0), Work: DescribeTool(str(0), c.Args[1], "")}), nil
+	case "planPrompt":
+		var steps []struct {
+			Tool string          `json:"tool"`
+			Args json.RawMessage `json:"args"`
+		}
+		arg(0, &steps)
+		var plan []PlanStep
+		for _, s := range steps {
+			plan = append(plan, PlanStep{Tool: s.Tool, Work: DescribeTool(s.Tool, s.Args, "")})
+		}
+		return PlanPrompt(plan), nil
+	case "planRan":
+		var rows []struct{ Kind, Text string }
+		arg(0, &rows)
+		kinds := map[string]RowKind{"user": RowUser, "plancard": RowPlan, "text": RowText}
+		var rs []Row
+		for _, r := range rows {
+			rs = append(rs, Row{Kind: kinds[r.Kind], Text: r.Text})
+		}
+		return PlanRan(rs, int(num(1))), nil
 	case "creditsText":
 		return CreditsText(num(0)), nil
 	case "num":

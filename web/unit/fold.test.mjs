@@ -16,15 +16,13 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 import { Conversation } from '../static/js/conversation.js';
-import { fileChangeText, totalsText, turnText, usageText } from '../static/js/words.js';
+import { fileChangeText, planStep, stepText, totalsText, turnText, usageText } from '../static/js/words.js';
 
 const testdata = join(dirname(fileURLToPath(import.meta.url)), '..', '..', 'conversation', 'testdata');
 
 // What the web client does not show yet, by the contract's row kind: the
 // test says so for each stream that has one, rather than failing on it.
-const NOT_YET = {
-  plancard: 'the plan card (the denied calls of a plan turn, Run in Act) is not in the web client yet',
-};
+const NOT_YET = {};
 
 // contractOf is what the page's fold made of a stream, in the contract's
 // terms (conversation/contract_test.go, Contract).
@@ -65,6 +63,9 @@ function contractOf(c, now) {
         if (r.changes) put({ kind: 'changes', text: r.text, detail: r.changes.files.map(fileChangeText).join('\n') });
         else if (r.restored) put({ kind: 'restored', text: r.text, detail: r.restored.files.map(fileChangeText).join('\n') });
         else put({ kind: 'note', text: r.text, state: r.tone });
+        break;
+      case 'plancard':
+        put({ kind: 'plancard', text: r.steps.map((s) => stepText(planStep(s.tool, s.args))).join('\n') });
         break;
       default:
         put({ kind: `web:${r.kind}` }); // a kind the contract does not know

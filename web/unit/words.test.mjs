@@ -40,6 +40,8 @@ const adapters = {
   entryStatus: (waiting, deadline, streaming, now) => words.entryStatus(waiting, deadline ? Date.parse(deadline) : 0, streaming, Date.parse(now)),
   ago: (t, now) => words.ago(Date.parse(t), Date.parse(now)),
   patchLines: (patch) => words.patchLines(patch).map((l) => l.op + l.text),
+  stepText: (tool, args) => words.stepText(words.planStep(tool, args)),
+  planPrompt: (steps) => words.planPrompt(steps.map((s) => words.planStep(s.tool, s.args))),
 };
 
 test('words.js says what the Go words say', () => {
@@ -59,4 +61,14 @@ test('words.js says what the Go words say', () => {
     }
   }
   assert.equal(failed.length, 0, `words.js differs from the Go words (${file}):\n${failed.join('\n')}`);
+});
+
+test('planPromptSteps reads back the steps of every planPrompt case', () => {
+  const prompts = cases.filter((c) => c.fn === 'planPrompt');
+  assert.ok(prompts.length > 0, `no planPrompt case in ${file}`);
+  for (const c of prompts) {
+    const steps = c.args[0].map((s) => words.planStep(s.tool, s.args));
+    assert.deepEqual(words.planPromptSteps(c.want), steps.map(words.stepText));
+  }
+  assert.deepEqual(words.planPromptSteps('1. run `make test`'), [], 'a prompt without the head is no plan');
 });

@@ -63,6 +63,7 @@ export class App {
       effects: (checkpoint) => this.restoreEffects(checkpoint),
       putBack: (clientId) => this.putBack(clientId),
       copy: (text) => this.copyText(text),
+      runPlan: (prompt) => this.runPlan(prompt),
     });
     this.indicator = new Indicator($('indicator'));
     this.composer = new Composer(
@@ -361,6 +362,28 @@ export class App {
     // want to see next, wherever they had scrolled.
     this.transcript.follow();
     return true;
+  }
+
+  // runPlan sends a plan card's prompt (its ticked steps) in Act, as the
+  // window's Run in Act does: the send carries the mode its turn runs in,
+  // and the relay switches the conversation to Act with it (its
+  // copilot:mode_changed, this page's own, moves the fold's mode, so the
+  // fold keeps its mode until then). It returns whether the prompt went.
+  runPlan(prompt) {
+    const c = this.current && this.convs.get(this.current);
+    if (!c) return false;
+    if (c.streaming) {
+      c.note('warning', 'A turn is still running: stop it or wait for its end, then run the plan.');
+      this.scheduleRender();
+      return false;
+    }
+    const was = c.mode;
+    c.mode = 'act';
+    const sent = this.send(prompt);
+    c.mode = was;
+    if (sent && was !== 'act') c.markModeSent('act');
+    this.scheduleRender();
+    return sent;
   }
 
   // ---- workspaces (docs/workspaces.md) ----

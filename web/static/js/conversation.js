@@ -6,7 +6,7 @@
 
 import {
   addQuota, addShutdown, agentChangeText, byText, changesText, closedText, modeByText, relayErrorText, modeChangeText, newUsage, oneLine, planProgress,
-  restoreEffects, restoredText, statusText, titleFrom, toolCommand, toolSummary, turnText,
+  planRan, restoreEffects, restoredText, statusText, titleFrom, toolCommand, toolSummary, turnText,
 } from './words.js';
 
 /**
@@ -14,7 +14,8 @@ import {
  * version, bumped on each change). Kinds and their fields:
  *   user:   text, mode, from (who sent it, when not this page)
  *   text:   messageId, text (markdown), done
- *   tool:   id, name, summary, state (running|approved|denied|failed), detail
+ *   tool:   id, name, summary, args (as the agent sent them), state
+ *           (running|approved|denied|failed), detail
  *   status: status, text, detail, usage
  *   mode:   mode, text
  *   note:   tone (info|warning|error), text; a prompt the relay did not
@@ -26,6 +27,12 @@ import {
  *           error, restoring, undone}), replaced whole on each change
  *   reasoning: messageId, text (the agent's reasoning, plain), done
  *   plan:   entries ([{content, priority, status}]), text (its progress), done
+ *   plancard: the tool calls a turn in Plan asked for and Plan denied,
+ *           under its end (conversation.State's RowPlan): id ("plan-" and
+ *           the first call's id), steps ([{row, tool, args}], the denied
+ *           tool rows in order), ran (a prompt of planPrompt's came after
+ *           it, before the next plan card: words.planRan), ranPrompt (that
+ *           prompt)
  */
 
 // The agent moved on from its reasoning on these: a run of it is over
@@ -164,6 +171,7 @@ export class Conversation {
         if (mine) this.identity.learn(d.sentBy);
         const from = !mine && !this.identity.is(d.sentBy) ? byText(d.sentBy) : '';
         this.turnStart = this.push({ kind: 'user', text: d.content ?? '', mode: this.mode, from });
+        this.planRun();
         this.streaming = true;
         this.turnOutput = false;
         this.lastError = '';
@@ -198,7 +206,7 @@ export class Conversation {
         break;
       case 'copilot:tool_start':
         this.turnOutput = true;
-        this.push({ kind: 'tool', id: d.toolCallId, name: d.toolName || 'tool', summary: toolSummary(d.arguments), command: toolCommand(d.arguments), state: 'running', detail: '' });
+        this.push({ kind: 'tool', id: d.toolCallId, name: d.toolName || 'tool', summary: toolSummary(d.arguments), command: toolCommand(d.arguments), args: d.arguments, state: 'running', detail: '' });
         break;
       case 'copilot:tool_end': {
         this.turnOutput = true;
@@ -304,6 +312,7 @@ export class Conversation {
           status.detail = '';
           this.push(status);
         }
+        this.planCard(); // under the turn's end
         this.streaming = false;
         this.turnOutput = false;
         this.pending = null;
@@ -528,6 +537,27 @@ export class Conversation {
     Object.assign(row, fields);
     row.v++;
     if (this.ch) this.ch.rows = true;
+  }
+
+  // planCard ends a turn whose tool calls Plan denied with the plan they
+  // make: what the agent wanted to do, to review and run in Act.
+  planCard() {
+    const steps = [];
+    for (let i = Math.max(this.turnStart, 0); i < this.rows.length; i++) {
+      const r = this.rows[i];
+      if (r.kind === 'tool' && r.state === 'denied') steps.push({ row: i, tool: r.name, args: r.args });
+    }
+    if (steps.length) this.push({ kind: 'plancard', id: `plan-${this.rows[steps[0].row].id}`, steps, ran: false });
+  }
+
+  // planRun marks the last plan card run when the prompt just folded ran
+  // it (words.planRan): the card is done and cannot run again.
+  planRun() {
+    for (let i = this.rows.length - 1; i >= 0; i--) {
+      if (this.rows[i].kind !== 'plancard') continue;
+      if (!this.rows[i].ran && planRan(this.rows, i)) this.update(i, { ran: true, ranPrompt: this.rows[this.rows.length - 1].text });
+      return;
+    }
   }
 
   // stopTools marks the tool calls still running as stopped: the turn

@@ -22,7 +22,9 @@
 
 import { el, clear } from './dom.js';
 import { renderBlock, splitBlocks } from './markdown.js';
-import { RESTORE_QUESTION, changesText, fileMark, oneLine, patchLines, planMark, restoreCaveat } from './words.js';
+import {
+  RESTORE_QUESTION, changesText, fileMark, oneLine, patchLines, planMark, planPrompt, planPromptSteps, planStep, restoreCaveat, stepText,
+} from './words.js';
 
 // A card lists this many files; the rest are counted. An open file's diff
 // shows this many lines before "Show all".
@@ -36,7 +38,7 @@ const PREVIEW_CHARS = 4096;
 
 // Rows that count as new messages for the pill (a mode change or a note
 // is not something to scroll down for).
-const COUNTED = new Set(['user', 'text', 'tool', 'plan', 'status', 'reasoning']);
+const COUNTED = new Set(['user', 'text', 'tool', 'plan', 'plancard', 'status', 'reasoning']);
 
 const TOOL_STATES = {
   running: { icon: '…', label: 'running' },
@@ -72,8 +74,13 @@ export class Transcript {
     this.pill = pill;
     // What a changes card asks of the page (app.js): diff(checkpoint,
     // path), restore(checkpoint) (confirmed), undo(checkpoint),
-    // effects(checkpoint) → {files, others}.
+    // effects(checkpoint) → {files, others}; a plan card asks
+    // runPlan(prompt) → whether it went.
     this.actions = actions;
+    // The plan cards' ticks, by plan id (every step ticked at first), and
+    // the plans run from here: kept while the card is built anew.
+    this.ticks = new Map();
+    this.ranHere = new Set();
     this.box = el('div', { class: 'rows' });
     root.append(this.box);
     this.convId = null;
@@ -297,6 +304,7 @@ export class Transcript {
     if (!old || old.dataset.kind !== row.kind) return null;
     if (row.kind === 'text') return this.updateText(old, row);
     if (row.kind === 'reasoning') return this.updateReasoning(old, row);
+    if (row.kind === 'plancard') return this.updatePlanCard(old, row);
     if (row.kind === 'note' && row.changes && old.classList.contains('changes')) return this.updateChanges(old, row);
     if (row.kind === 'note' && row.restored && old.classList.contains('restored')) return this.updateRestored(old, row);
     return null;
@@ -308,7 +316,7 @@ export class Transcript {
     if (row.kind === 'note' && row.lost) return this.buildLost(row);
     switch (row.kind) {
       case 'user':
-        return el('div', { class: 'row user', dataset: { kind: 'user' } },
+        return el('div', { class: 'row user', dataset: { kind: 'user', mode: row.mode } },
           el('div', { class: 'who' }, row.from ? `Sent from ${row.from}` : 'You', row.mode === 'plan' ? el('span', { class: 'tag plan', text: 'plan mode' }) : null),
           el('div', { class: 'prompt', text: row.text }));
       case 'text':
@@ -319,6 +327,8 @@ export class Transcript {
         return this.updateReasoning(this.buildReasoning(), row);
       case 'plan':
         return this.buildPlan(row);
+      case 'plancard':
+        return this.updatePlanCard(this.buildPlanCard(row), row);
       case 'status':
         return el('div', { class: `row status ${row.status}`, dataset: { kind: 'status', status: row.status } },
           el('span', { class: 'icon', 'aria-hidden': 'true', text: STATUS_ICONS[row.status] || '•' }),
@@ -396,6 +406,76 @@ export class Transcript {
           el('span', { class: 'step-text', text: e.content.trim() }),
           e.priority === 'high' ? el('span', { class: 'step-priority', text: 'high priority' }) : null);
       })));
+  }
+
+  // ---- the plan card (conversation.State's RowPlan, the window's card) ----
+
+  // buildPlanCard makes the card under a turn whose tool calls Plan
+  // denied: the steps the agent wanted to take, a checkbox each (all
+  // ticked at first), and Run in Act, which asks the agent for exactly the
+  // ticked steps in Act. Once run (from here or anywhere: the prompt in the
+  // conversation) it is done and cannot run again.
+  buildPlanCard(row) {
+    const plan = row.steps.map((s) => planStep(s.tool, s.args));
+    const ticks = this.ticks.get(row.id) || plan.map(() => true);
+    this.ticks.set(row.id, ticks);
+    const run = el('button', { type: 'button', class: 'primary run-plan needs-control' });
+    const steps = el('fieldset', { class: 'plan-card-steps' },
+      el('legend', { class: 'visually-hidden', text: 'Steps to run' }),
+      plan.map((p, i) => {
+        const box = el('input', { type: 'checkbox' });
+        box.checked = ticks[i];
+        box.addEventListener('change', () => {
+          ticks[i] = box.checked;
+          this.refreshRun(node);
+        });
+        return el('label', { class: 'plan-card-step' }, box, el('span', { text: `${i + 1}. ${stepText(p)}` }));
+      }));
+    const node = el('div', { class: 'row plan-card', dataset: { kind: 'plancard', id: row.id } },
+      el('div', { class: 'plan-card-title' }),
+      steps,
+      el('div', { class: 'plan-card-foot' },
+        el('p', { class: 'plan-card-hint needs-control', text: 'Untick what should not run. Run in Act switches this conversation to Act and asks the agent for exactly these steps.' }),
+        run));
+    run.addEventListener('click', () => {
+      if (this.ranHere.has(row.id) || node.dataset.ran === 'true') return;
+      const chosen = plan.filter((_, i) => ticks[i]);
+      if (chosen.length === 0) return;
+      if (this.actions.runPlan?.(planPrompt(chosen))) {
+        this.ranHere.add(row.id);
+        this.updatePlanCard(node, { ...row, ran: true });
+      }
+    });
+    node.ticks = ticks;
+    return node;
+  }
+
+  // updatePlanCard shows whether the plan ran: done, its checkboxes and
+  // Run in Act disabled.
+  updatePlanCard(node, row) {
+    const ran = !!row.ran || this.ranHere.has(row.id);
+    const n = row.steps.length;
+    const title = `The plan: ${n === 1 ? '1 step' : `${n} steps`}, ${ran ? 'run in Act' : 'denied in Plan'}`;
+    node.querySelector('.plan-card-title').textContent = title;
+    node.dataset.ran = String(ran);
+    // Run, it shows the steps that ran: those its prompt asked for.
+    const asked = row.ranPrompt ? new Set(planPromptSteps(row.ranPrompt)) : null;
+    node.querySelectorAll('.plan-card-steps input').forEach((box, i) => {
+      box.disabled = ran;
+      if (asked) box.checked = node.ticks[i] = asked.has(stepText(planStep(row.steps[i].tool, row.steps[i].args)));
+    });
+    node.querySelector('.plan-card-hint').hidden = ran;
+    this.refreshRun(node);
+    return node;
+  }
+
+  // refreshRun enables Run in Act while the plan has not run and a step is
+  // ticked.
+  refreshRun(node) {
+    const run = node.querySelector('.run-plan');
+    const ran = node.dataset.ran === 'true';
+    run.textContent = ran ? '✓ Ran in Act' : 'Run in Act';
+    run.disabled = ran || !node.ticks.some((t) => t);
   }
 
   // ---- checkpoints (docs/checkpoints.md) ----

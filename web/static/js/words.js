@@ -704,3 +704,112 @@ export function deleteText(title, ws) {
   }
   return text;
 }
+
+// ---- a plan's steps (conversation/plan.go and DescribeTool in
+// conversation/tools.go): the tool calls Plan denied, which the plan card
+// lists and Run in Act asks the agent to carry out.
+
+/**
+ * describeTool works out what a tool call would do from its name and its
+ * arguments, as far as a plan's words need it: kind (shell, edit, create,
+ * read, search or other), command, path, query, and whether an edit
+ * changes anything (diff). Agents name their tools differently, so the
+ * arguments decide where the name does not (conversation.DescribeTool).
+ */
+export function describeTool(name, args) {
+  const a = args && typeof args === 'object' && !Array.isArray(args) ? args : {};
+  const str = (...keys) => {
+    for (const k of keys) if (typeof a[k] === 'string' && a[k] !== '') return a[k];
+    return '';
+  };
+  const lower = String(name ?? '').toLowerCase();
+  const oneOf = (...words) => words.some((w) => lower.includes(w));
+  const path = str('path', 'file_path', 'filePath', 'file', 'fileName');
+  const w = { kind: 'other', command: '', path: '', query: '', diff: false };
+  const old = str('old_str', 'oldString', 'old_string');
+  const now = str('new_str', 'newString', 'new_string');
+  if (str('command', 'cmd') !== '' || oneOf('bash', 'shell', 'powershell', 'execute', 'run')) {
+    Object.assign(w, { kind: 'shell', command: str('command', 'cmd') });
+  } else if (old !== '' || now !== '' || oneOf('edit', 'str_replace', 'replace', 'patch')) {
+    // Either string makes a diff (Go's unifiedDiff has a hunk header
+    // even for the same lines): the change the agent proposed.
+    Object.assign(w, { kind: 'edit', path, diff: old !== '' || now !== '' });
+  } else if (str('file_text', 'content', 'contents') !== '' || oneOf('create', 'write')) {
+    Object.assign(w, { kind: 'create', path });
+  } else if (str('pattern', 'query', 'regex', 'glob') !== '' || oneOf('grep', 'glob', 'search', 'find')) {
+    Object.assign(w, { kind: 'search', query: str('pattern', 'query', 'regex', 'glob'), path });
+  } else if (path !== '' || oneOf('view', 'read', 'cat')) {
+    Object.assign(w, { kind: 'read', path });
+  }
+  w.command = visible(w.command);
+  w.path = visible(w.path);
+  w.query = visible(w.query);
+  return w;
+}
+
+/** planStep is a step of a plan: a tool call Plan denied, by its name and arguments. */
+export function planStep(tool, args) {
+  return { tool: String(tool ?? ''), work: describeTool(tool, args) };
+}
+
+// goQuote quotes s as Go's %q does for what visible left: printable
+// characters as they are, a quote, a backslash and a newline or a tab
+// escaped.
+function goQuote(s) {
+  const esc = { '"': '\\"', '\\': '\\\\', '\n': '\\n', '\t': '\\t' };
+  return `"${Array.from(s, (c) => esc[c] ?? c).join('')}"`;
+}
+
+/** stepText says what a step does, on one line: "run `go test ./...`", "edit main.go". */
+export function stepText(p) {
+  const w = p.work;
+  switch (w.kind) {
+    case 'shell':
+      return `run \`${oneLine(w.command, 200)}\``;
+    case 'edit':
+      return `edit ${w.path || 'a file'}`;
+    case 'create':
+      return `create ${w.path || 'a file'}`;
+    case 'read':
+      return `read ${w.path || 'a file'}`;
+    case 'search':
+      return `search for ${goQuote(w.query)} in ${w.path || 'the project'}`;
+  }
+  return p.tool;
+}
+
+/** PLAN_PROMPT_HEAD is the first line of planPrompt, which tells a prompt that ran a plan. */
+export const PLAN_PROMPT_HEAD = 'Carry out exactly these steps of your plan, in this order, and nothing else:';
+
+/** planPrompt is the prompt that asks the agent to carry out exactly these steps, in order. */
+export function planPrompt(steps) {
+  let out = `${PLAN_PROMPT_HEAD}\n`;
+  steps.forEach((p, i) => {
+    out += `${i + 1}. ${stepText(p)}`;
+    if (p.work.kind === 'edit' && p.work.diff) out += ' (the change you proposed)';
+    out += '\n';
+  });
+  return out;
+}
+
+/**
+ * planPromptSteps returns the steps a prompt of planPrompt's asks for, by
+ * their stepText: which of a plan's steps ran.
+ */
+export function planPromptSteps(prompt) {
+  const lines = String(prompt ?? '').split('\n');
+  if (lines[0] !== PLAN_PROMPT_HEAD) return [];
+  return lines.slice(1).map((l) => /^\d+\. (.*?)(?: \(the change you proposed\))?$/.exec(l)?.[1]).filter((t) => t !== undefined);
+}
+
+/**
+ * planRan reports whether the plan card rows[row] was run: a prompt of
+ * planPrompt's came after it, before the next plan card.
+ */
+export function planRan(rows, row) {
+  for (const r of rows.slice(row + 1)) {
+    if (r.kind === 'plancard') return false;
+    if (r.kind === 'user' && String(r.text ?? '').startsWith(`${PLAN_PROMPT_HEAD}\n`)) return true;
+  }
+  return false;
+}
