@@ -77,7 +77,7 @@ export class Transcript {
     // effects(checkpoint) → {files, others}; a plan card asks
     // runPlan(prompt) → whether it went.
     this.actions = actions;
-    // The plan cards' ticks, by plan id (every step ticked at first), and
+    // The plan cards' ticks, by planKey (every step ticked at first), and
     // the plans run from here: kept while the card is built anew.
     this.ticks = new Map();
     this.ranHere = new Set();
@@ -417,8 +417,9 @@ export class Transcript {
   // conversation) it is done and cannot run again.
   buildPlanCard(row) {
     const plan = row.steps.map((s) => planStep(s.tool, s.args));
-    const ticks = this.ticks.get(row.id) || plan.map(() => true);
-    this.ticks.set(row.id, ticks);
+    const key = this.planKey(row);
+    const ticks = this.ticks.get(key) || plan.map(() => true);
+    this.ticks.set(key, ticks);
     const run = el('button', { type: 'button', class: 'primary run-plan needs-control' });
     const steps = el('fieldset', { class: 'plan-card-steps' },
       el('legend', { class: 'visually-hidden', text: 'Steps to run' }),
@@ -438,11 +439,11 @@ export class Transcript {
         el('p', { class: 'plan-card-hint needs-control', text: 'Untick what should not run. Run in Act switches this conversation to Act and asks the agent for exactly these steps.' }),
         run));
     run.addEventListener('click', () => {
-      if (this.ranHere.has(row.id) || node.dataset.ran === 'true') return;
+      if (this.ranHere.has(key) || node.dataset.ran === 'true') return;
       const chosen = plan.filter((_, i) => ticks[i]);
       if (chosen.length === 0) return;
       if (this.actions.runPlan?.(planPrompt(chosen))) {
-        this.ranHere.add(row.id);
+        this.ranHere.add(key);
         this.updatePlanCard(node, { ...row, ran: true });
       }
     });
@@ -453,7 +454,7 @@ export class Transcript {
   // updatePlanCard shows whether the plan ran: done, its checkboxes and
   // Run in Act disabled.
   updatePlanCard(node, row) {
-    const ran = !!row.ran || this.ranHere.has(row.id);
+    const ran = !!row.ran || this.ranHere.has(this.planKey(row));
     const n = row.steps.length;
     const title = `The plan: ${n === 1 ? '1 step' : `${n} steps`}, ${ran ? 'run in Act' : 'denied in Plan'}`;
     node.querySelector('.plan-card-title').textContent = title;
@@ -467,6 +468,12 @@ export class Transcript {
     node.querySelector('.plan-card-hint').hidden = ran;
     this.refreshRun(node);
     return node;
+  }
+
+  // planKey names a plan card of the conversation shown: its id is its
+  // first call's, which another agent's conversation may use too.
+  planKey(row) {
+    return `${this.convId}\n${row.id}`;
   }
 
   // refreshRun enables Run in Act while the plan has not run and a step is
