@@ -215,12 +215,9 @@ type repl struct {
 	ask questions
 
 	list conversationList // the last /list and its /more pages, for /switch N (list.go)
-	// confirm is the checkpoint /restore asks to confirm (y/N): the next
-	// line answers it (checkpoints.go).
-	confirm string
-	// confirmDelete is the conversation /delete asks to confirm (y/N):
-	// the next line answers it (delete.go).
-	confirmDelete string
+	// confirm is the y/N question /restore or /delete asked, or nil: the
+	// next line answers it (confirm.go).
+	confirm *confirmation
 
 	// typed is what the user types (input.go).
 	typed typedInput
@@ -244,7 +241,7 @@ func (r *repl) resetConversation() {
 	r.lastMsgID = ""
 	r.fold = nil
 	r.plan = nil
-	r.confirm, r.confirmDelete = "", ""
+	r.confirm = nil
 	r.errorShown = false
 	r.ask = questions{replayed: map[string]*protocol.UserInputRequest{}}
 }
@@ -464,7 +461,7 @@ func (r *repl) render() {
 		// types (a /plan, say); otherwise the text streams unobstructed.
 		if r.cfg.Term.Raw && r.ready && (!r.streaming() || !r.typed.editor.empty()) {
 			label := r.promptLabel(r.mode)
-			if r.confirm != "" || r.confirmDelete != "" {
+			if r.confirm != nil {
 				// The line answers "Restore? [y/N]": a prompt's label
 				// there said that it would go to the agent.
 				label = r.scr.style(styleWarn, "y/N") + "> "
@@ -481,12 +478,8 @@ func (r *repl) run(ctx context.Context, line string) {
 	// (Enter alone: no). Line mode answers in drainLines; a terminal's
 	// Enter comes here, and sent the "y" to the agent as a prompt, the
 	// files never restored.
-	switch {
-	case r.confirm != "":
-		r.confirmRestore(ctx, line)
-		return
-	case r.confirmDelete != "":
-		r.confirmDeletion(ctx, line)
+	if r.confirm != nil {
+		r.answerConfirm(ctx, line)
 		return
 	}
 	text := strings.TrimSpace(line)

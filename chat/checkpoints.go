@@ -124,21 +124,15 @@ func (r *repl) askRestore(ch *protocol.Changes) {
 		r.note("", "   "+sanitize(e.Path)+" ("+e.Effect+")")
 	}
 	r.note(styleDim, conversation.RestoreCaveat(nil))
-	r.confirm = ch.Checkpoint
-	r.note(styleWarn, "Restore? [y/N]")
+	checkpoint := ch.Checkpoint
+	r.askConfirm("Restore? [y/N]", &confirmation{
+		yes: func(ctx context.Context) { r.restore(ctx, checkpoint) },
+		no:  "Not restored.",
+	})
 }
 
-// confirmRestore reads the answer to askRestore.
-func (r *repl) confirmRestore(ctx context.Context, line string) {
-	checkpoint := r.confirm
-	r.confirm = ""
-	r.echo("", line)
-	switch strings.ToLower(strings.TrimSpace(line)) {
-	case "y", "yes":
-	default:
-		r.note(styleDim, "Not restored.")
-		return
-	}
+// restore sends copilot:restore of checkpoint, confirmed (askRestore).
+func (r *repl) restore(ctx context.Context, checkpoint string) {
 	cp, ok := r.conn.(checkpointer)
 	if !ok {
 		r.note(styleWarn, "This connection cannot restore.")

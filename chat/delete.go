@@ -2,7 +2,6 @@ package chat
 
 import (
 	"context"
-	"strings"
 
 	"github.com/pilotdesk/pilotdesk/conversation"
 )
@@ -31,21 +30,15 @@ func (r *repl) askDelete() {
 		return
 	}
 	r.note(styleWarn, conversation.DeleteText(r.fold.Title, r.fold.Workspace))
-	r.confirmDelete = r.conv
-	r.note(styleWarn, "Delete? [y/N]")
+	id := r.conv
+	r.askConfirm("Delete? [y/N]", &confirmation{
+		yes: func(ctx context.Context) { r.deleteConversation(ctx, id) },
+		no:  "Not deleted.",
+	})
 }
 
-// confirmDeletion reads the answer to askDelete.
-func (r *repl) confirmDeletion(ctx context.Context, line string) {
-	id := r.confirmDelete
-	r.confirmDelete = ""
-	r.echo("", line)
-	switch strings.ToLower(strings.TrimSpace(line)) {
-	case "y", "yes":
-	default:
-		r.note(styleDim, "Not deleted.")
-		return
-	}
+// deleteConversation sends copilot:delete of id, confirmed (askDelete).
+func (r *repl) deleteConversation(ctx context.Context, id string) {
 	d, ok := r.conn.(deleter)
 	if !ok {
 		return

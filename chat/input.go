@@ -184,14 +184,9 @@ func (r *repl) drainLines(ctx context.Context) {
 			}
 			return
 		}
-		if r.confirm != "" {
+		if r.confirm != nil {
 			r.typed.lines = r.typed.lines[1:]
-			r.confirmRestore(ctx, line)
-			continue
-		}
-		if r.confirmDelete != "" {
-			r.typed.lines = r.typed.lines[1:]
-			r.confirmDeletion(ctx, line)
+			r.answerConfirm(ctx, line)
 			continue
 		}
 		if r.ask.open == nil && r.streaming() && !midStreamCommand(line) {
