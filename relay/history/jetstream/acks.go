@@ -22,7 +22,7 @@ import (
 // from the connection's reader to the reply handler's goroutine and from
 // it to the appender's. Now the Write publishes the first attempt of
 // every conversation's append (their first unit) with a reply subject of
-// the store's one ack inbox, a synchronous subscription, and reads the
+// the store's one ack inbox (a channel subscription), and reads the
 // acks from it: one goroutine, and each ack handed once, from the
 // reader to the writer.
 //
