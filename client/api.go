@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 
+	"github.com/coder/websocket"
 	"github.com/google/uuid"
 
 	"github.com/pilotdesk/pilotdesk/protocol"
@@ -77,8 +78,6 @@ func (c *Client) Send(ctx context.Context, conversationID, prompt string, mode p
 // TypeUnsent event if it does not (docs/protocol.md, Lost sends).
 func (c *Client) SendIn(ctx context.Context, conversationID, prompt string, mode protocol.Mode, model string, ws *protocol.WorkspaceRequest) error {
 	d := protocol.Send{ConversationID: conversationID, Prompt: prompt, Mode: mode, Model: model, Workspace: ws, ClientID: uuid.NewString()}
-	e := echo{protocol.TypeUserMessage, conversationID, prompt}
-	c.id.expect(e)
 	// The prompt is recorded as sent on the connection it is written to,
 	// taken in the same critical section: a reconnection in between would
 	// take it for one sent on the connection before.
@@ -90,9 +89,8 @@ func (c *Client) SendIn(ctx context.Context, conversationID, prompt string, mode
 		c.unechoed[d.ClientID] = &unechoed{conv: conversationID, prompt: prompt, gen: gen, order: c.sends}
 	}
 	c.mu.Unlock()
-	err := c.writeOn(ctx, conn, protocol.TypeSend, d)
+	err := c.writeEchoedOn(ctx, conn, protocol.TypeSend, d, echo{protocol.TypeUserMessage, conversationID, prompt})
 	if err != nil {
-		c.id.forget(e.typ, e.conv, e.key)
 		c.mu.Lock()
 		delete(c.unechoed, d.ClientID)
 		c.mu.Unlock()
@@ -104,8 +102,17 @@ func (c *Client) SendIn(ctx context.Context, conversationID, prompt string, mode
 // the echo is expected before the message leaves, since it may come back
 // before the write returns.
 func (c *Client) writeEchoed(ctx context.Context, msgType string, data any, e echo) error {
+	c.mu.Lock()
+	conn := c.conn
+	c.mu.Unlock()
+	return c.writeEchoedOn(ctx, conn, msgType, data, e)
+}
+
+// writeEchoedOn is writeEchoed on conn, the connection that was current
+// (nil: none was).
+func (c *Client) writeEchoedOn(ctx context.Context, conn *websocket.Conn, msgType string, data any, e echo) error {
 	c.id.expect(e)
-	err := c.write(ctx, msgType, data)
+	err := c.writeOn(ctx, conn, msgType, data)
 	if err != nil {
 		c.id.forget(e.typ, e.conv, e.key)
 	}
