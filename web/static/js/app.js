@@ -340,7 +340,9 @@ export class App {
     if (!opts) $('prompt').focus();
   }
 
-  send(text) {
+  // send sends text as a prompt of the open conversation, in mode (the
+  // conversation's when not given); it returns whether it went.
+  send(text, mode) {
     const c = this.current && this.convs.get(this.current);
     if (!c) return false;
     if (!this.conn.live) {
@@ -351,7 +353,7 @@ export class App {
     this.conn.follow(c.id);
     // The clientId tells its echo, and whether the relay got it should
     // the socket drop now (docs/protocol.md, Lost sends).
-    const data = { conversationId: c.id, prompt: text, mode: c.mode, clientId: uuid() };
+    const data = { conversationId: c.id, prompt: text, mode: mode ?? c.mode, clientId: uuid() };
     const ws = this.chosenWorkspace(c);
     if (ws) data.workspace = ws;
     this.conn.sendPrompt(data);
@@ -377,11 +379,8 @@ export class App {
       this.scheduleRender();
       return false;
     }
-    const was = c.mode;
-    c.mode = 'act';
-    const sent = this.send(prompt);
-    c.mode = was;
-    if (sent && was !== 'act') c.markModeSent('act');
+    const sent = this.send(prompt, 'act');
+    if (sent && c.mode !== 'act') c.markModeSent('act');
     this.scheduleRender();
     return sent;
   }
