@@ -8,7 +8,6 @@ import (
 	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/canvas"
 	"fyne.io/fyne/v2/container"
-	"fyne.io/fyne/v2/dialog"
 	"fyne.io/fyne/v2/theme"
 	"fyne.io/fyne/v2/widget"
 
@@ -273,14 +272,6 @@ func (w *Window) askDiff(checkpoint, path string) {
 	})
 }
 
-// restoreConfirm is the open confirmation of a restore (tests read it).
-type restoreConfirm struct {
-	dlg        *dialog.CustomDialog
-	checkpoint string
-	text       string
-	ok         *widget.Button
-}
-
 // confirmRestore asks before a restore to checkpoint, naming the files it
 // changes, and that it undoes whatever else changed the folder since
 // (another conversation working there too, by name).
@@ -308,25 +299,10 @@ func (w *Window) confirmRestore(checkpoint string) {
 	if len(others) > 0 {
 		caveat.Importance = widget.WarningImportance
 	}
-	c := &restoreConfirm{checkpoint: checkpoint, text: conversation.RestoreQuestion + "\n" + strings.Join(lines, "\n") + "\n" + caveat.Text}
+	c := &confirmation{id: checkpoint, text: conversation.RestoreQuestion + "\n" + strings.Join(lines, "\n") + "\n" + caveat.Text}
 	id := w.current
-	cancel := widget.NewButtonWithIcon("Cancel", theme.CancelIcon(), func() { c.dlg.Hide() })
-	c.ok = widget.NewButtonWithIcon("Restore", theme.HistoryIcon(), func() {
-		c.dlg.Hide()
-		w.restore(id, checkpoint)
-	})
-	c.ok.Importance = widget.DangerImportance
-	content := container.NewVBox(question, listBox, caveat)
-	c.dlg = dialog.NewCustomWithoutButtons("Restore the files?", content, w.win)
-	c.dlg.SetButtons([]fyne.CanvasObject{cancel, c.ok})
-	c.dlg.SetOnClosed(func() {
-		if w.restoring == c {
-			w.restoring = nil
-		}
-	})
-	c.dlg.Resize(fyne.NewSize(min(560, w.win.Canvas().Size().Width-40), 0))
-	w.restoring = c
-	c.dlg.Show()
+	w.confirmAction(&w.restoring, c, "Restore the files?", container.NewVBox(question, listBox, caveat),
+		"Restore", theme.HistoryIcon(), func() { w.restore(id, checkpoint) }, nil)
 }
 
 // restore asks the relay to put conversation id's files back as they were

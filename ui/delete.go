@@ -5,7 +5,6 @@ import (
 
 	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/container"
-	"fyne.io/fyne/v2/dialog"
 	"fyne.io/fyne/v2/theme"
 	"fyne.io/fyne/v2/widget"
 
@@ -25,14 +24,6 @@ import (
 // deleteLabel is the File menu's item.
 const deleteLabel = "Delete conversation…"
 
-// deleteConfirm is the open confirmation of a delete (tests read it).
-type deleteConfirm struct {
-	dlg  *dialog.CustomDialog
-	id   string
-	text string
-	ok   *widget.Button
-}
-
 // canDelete reports whether the conversation shown may be deleted.
 func (w *Window) canDelete() bool {
 	return w.client != nil && w.view.Exists && w.view.OnRelay && w.role == protocol.RoleOwner
@@ -44,26 +35,11 @@ func (w *Window) confirmDelete() {
 		return
 	}
 	id := w.current
-	c := &deleteConfirm{id: id, text: conversation.DeleteText(w.view.Title, w.store.Workspace(id))}
+	c := &confirmation{id: id, text: conversation.DeleteText(w.view.Title, w.store.Workspace(id))}
 	text := widget.NewLabel(c.text)
 	text.Wrapping = fyne.TextWrapWord
-	cancel := widget.NewButtonWithIcon("Cancel", theme.CancelIcon(), func() { c.dlg.Hide() })
-	c.ok = widget.NewButtonWithIcon("Delete", theme.DeleteIcon(), func() {
-		c.dlg.Hide()
-		w.deleteConversation(id)
-	})
-	c.ok.Importance = widget.DangerImportance
-	c.dlg = dialog.NewCustomWithoutButtons("Delete the conversation?", container.NewVBox(text), w.win)
-	c.dlg.SetButtons([]fyne.CanvasObject{cancel, c.ok})
-	c.dlg.SetOnClosed(func() {
-		if w.deleting == c {
-			w.deleting = nil
-		}
-		w.focusComposer()
-	})
-	c.dlg.Resize(fyne.NewSize(min(560, w.win.Canvas().Size().Width-40), 0))
-	w.deleting = c
-	c.dlg.Show()
+	w.confirmAction(&w.deleting, c, "Delete the conversation?", container.NewVBox(text),
+		"Delete", theme.DeleteIcon(), func() { w.deleteConversation(id) }, w.focusComposer)
 }
 
 // deleteConversation asks the relay to delete conversation id; its

@@ -208,12 +208,12 @@ type Window struct {
 	role string
 	// restoring is the open confirmation of a restore (changes.go), and
 	// newConv the open new-conversation dialog (newconv.go).
-	restoring *restoreConfirm
+	restoring *confirmation
 	newConv   *newConvDialog
 	// deleting is the open confirmation of a delete (delete.go);
 	// shownID and shownOnRelay are the conversation shown at the last
 	// frame and whether the relay knew it, which tell that it was deleted.
-	deleting     *deleteConfirm
+	deleting     *confirmation
 	share        *shareDialog // the open Connect a device… (share.go)
 	shownID      string
 	shownOnRelay bool
