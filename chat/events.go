@@ -499,9 +499,6 @@ func (r *repl) idle(d *protocol.Idle, u conversation.Update) {
 	r.errorShown = false
 }
 
-// unsentWhy says why a prompt comes back (docs/protocol.md, Lost sends).
-const unsentWhy = "The relay did not get your message (the connection dropped before it arrived)"
-
 // unsent gives back a prompt the relay did not get: the REPL stops waiting
 // for its turn and says so; on a terminal whose line is empty it puts the
 // prompt back on the line, for Enter to send again, and otherwise prints
@@ -515,11 +512,11 @@ func (r *repl) unsent(d *client.Unsent) {
 		if d.ConversationID == r.conv && r.typed.editor.String() == d.Prompt {
 			r.typed.editor.clear()
 		}
-		r.note(styleDim, "Your message reached the relay after all: it was sent. ("+oneLine(d.Prompt)+")")
+		r.note(styleDim, conversation.ArrivedLate+" ("+oneLine(d.Prompt)+")")
 		return
 	}
 	if d.ConversationID != r.conv {
-		r.note(styleWarn, unsentWhy+" in a conversation you left. Not sent: "+oneLine(d.Prompt))
+		r.note(styleWarn, conversation.UnsentWhy+" in a conversation you left. Not sent: "+oneLine(d.Prompt))
 		return
 	}
 	if i := slices.Index(r.echoed, d.Prompt); i >= 0 {
@@ -533,10 +530,10 @@ func (r *repl) unsent(d *client.Unsent) {
 	}
 	if r.cfg.Term.Raw && r.ask.open == nil && r.typed.editor.empty() && !strings.ContainsAny(d.Prompt, "\r\n") {
 		r.typed.editor.buf = append(r.typed.editor.buf[:0], []rune(d.Prompt)...)
-		r.note(styleWarn, unsentWhy+": it is back on the prompt line; press Enter to send it again.")
+		r.note(styleWarn, conversation.UnsentWhy+": it is back on the prompt line; press Enter to send it again.")
 		return
 	}
-	r.note(styleWarn, unsentWhy+". Not sent: "+oneLine(d.Prompt))
+	r.note(styleWarn, conversation.UnsentWhy+". Not sent: "+oneLine(d.Prompt))
 }
 
 // relayError reports an `error` message in words a person can act on.

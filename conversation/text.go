@@ -412,3 +412,12 @@ func QueuedText(n int) string {
 	}
 	return ""
 }
+
+// UnsentWhy says why a prompt comes back to the user: the connection
+// dropped before the relay read it (docs/protocol.md, Lost sends). Each
+// front end goes on to say where it put the prompt.
+const UnsentWhy = "The relay did not get your message (the connection dropped before it arrived)"
+
+// ArrivedLate says that a prompt given back as lost reached the relay
+// after all: its echo came late (a relay of a cluster was setting it up).
+const ArrivedLate = "Your message reached the relay after all: it was sent."

@@ -137,12 +137,6 @@ func (w *Window) submit() {
 	})
 }
 
-// unsentWhy says why a prompt comes back (docs/protocol.md, Lost sends).
-const unsentWhy = "The relay did not get your message (the connection dropped before it arrived)"
-
-// arrivedLate says a prompt given back reached the relay after all.
-const arrivedLate = "Your message reached the relay after all: it was sent."
-
 // unsent gives back a prompt the relay did not get (the client found, once
 // it reconnected, that the relay has neither echoed nor kept it): into the
 // composer when it shows that conversation (after what the user typed
@@ -160,19 +154,19 @@ func (w *Window) unsent(u *client.Unsent) {
 		if w.givenBack[id] == u.Prompt {
 			delete(w.givenBack, id)
 		}
-		w.store.AddNote(id, conversation.NoteInfo, arrivedLate)
+		w.store.AddNote(id, conversation.NoteInfo, conversation.ArrivedLate)
 		return
 	}
 	switch {
 	case id != w.current:
 		w.givenBack[id] = u.Prompt
-		w.store.AddNote(id, conversation.NoteWarn, unsentWhy+": it goes back in the box when you open this conversation.\n\n"+u.Prompt)
+		w.store.AddNote(id, conversation.NoteWarn, conversation.UnsentWhy+": it goes back in the box when you open this conversation.\n\n"+u.Prompt)
 	case strings.TrimSpace(w.composer.Text) == "":
 		w.putBack(u.Prompt)
-		w.store.AddNote(id, conversation.NoteWarn, unsentWhy+": it is back in the box below. Send it again when you are ready.")
+		w.store.AddNote(id, conversation.NoteWarn, conversation.UnsentWhy+": it is back in the box below. Send it again when you are ready.")
 	default:
 		w.putBack(u.Prompt)
-		w.store.AddNote(id, conversation.NoteWarn, unsentWhy+": it is back in the box below, after what you typed.")
+		w.store.AddNote(id, conversation.NoteWarn, conversation.UnsentWhy+": it is back in the box below, after what you typed.")
 	}
 }
 

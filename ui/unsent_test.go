@@ -49,7 +49,7 @@ func TestUnsentPromptComesBack(t *testing.T) {
 	h.loseNext("deploy the fix", func() {})
 	h.waitFor("the prompt back in the composer", func() bool { return h.w.composer.Text == "deploy the fix" })
 	h.frame()
-	if note := h.lastRow(conversation.RowNote); !strings.Contains(note.Text, unsentWhy+": it is back in the box below") || note.State != conversation.NoteWarn {
+	if note := h.lastRow(conversation.RowNote); !strings.Contains(note.Text, conversation.UnsentWhy+": it is back in the box below") || note.State != conversation.NoteWarn {
 		t.Fatalf("the note: %+v\n%s", note, h.dump())
 	}
 	if got := h.users(); len(got) != 1 {
@@ -64,7 +64,7 @@ func TestUnsentPromptComesBack(t *testing.T) {
 	h.loseNext("second prompt", func() { h.w.composer.SetText("a draft") })
 	h.waitFor("the prompt after the draft", func() bool { return h.w.composer.Text == "a draft\n\nsecond prompt" })
 	h.frame()
-	if note := h.lastRow(conversation.RowNote).Text; note != unsentWhy+": it is back in the box below, after what you typed." {
+	if note := h.lastRow(conversation.RowNote).Text; note != conversation.UnsentWhy+": it is back in the box below, after what you typed." {
 		t.Fatalf("the note: %q", note)
 	}
 	if got := h.users(); len(got) != 2 || got[1] != "deploy the fix" {
@@ -79,7 +79,7 @@ func TestUnsentPromptComesBack(t *testing.T) {
 	h.loseNext("third prompt", func() { h.w.newConversation() })
 	h.waitFor("the note in the conversation left", func() bool {
 		rows := h.w.store.Transcript(first)
-		return len(rows) > 0 && rows[len(rows)-1].Text == unsentWhy+": it goes back in the box when you open this conversation.\n\nthird prompt"
+		return len(rows) > 0 && rows[len(rows)-1].Text == conversation.UnsentWhy+": it goes back in the box when you open this conversation.\n\nthird prompt"
 	})
 	if h.w.composer.Text != "" {
 		t.Fatalf("the other conversation's composer holds %q", h.w.composer.Text)
@@ -96,7 +96,7 @@ func TestUnsentPromptComesBack(t *testing.T) {
 	h.w.composer.SetText("deploy the fix")
 	h.w.unsent(&client.Unsent{ConversationID: h.w.current, ClientID: "k", Prompt: "deploy the fix", Arrived: true})
 	h.frame()
-	if h.w.composer.Text != "" || h.lastRow(conversation.RowNote).Text != arrivedLate {
+	if h.w.composer.Text != "" || h.lastRow(conversation.RowNote).Text != conversation.ArrivedLate {
 		t.Fatalf("after the late echo: composer %q, note %q", h.w.composer.Text, h.lastRow(conversation.RowNote).Text)
 	}
 }
