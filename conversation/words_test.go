@@ -266,6 +266,8 @@ func wordCases() []wordCase {
 		add("countdownText", deadline, now)
 	}
 	add("thinkingText")
+	add("unsentWhy")
+	add("arrivedLate")
 	add("questionNotification", "Deploy", "Run the migration?")
 	add("questionNotification", "", "")
 	for _, s := range []string{"completed", "error", "aborted", "rejected", "timeout"} {
@@ -459,6 +461,10 @@ func say(c wordCase) (any, error) {
 		return []string{head, body}, nil
 	case "entryTitle":
 		return EntryTitle(str(0)), nil
+	case "unsentWhy":
+		return UnsentWhy, nil
+	case "arrivedLate":
+		return ArrivedLate, nil
 	case "thinkingText":
 		return ThinkingText, nil
 	case "ago":

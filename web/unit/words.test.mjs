@@ -37,6 +37,8 @@ const adapters = {
   waitingText: (deadline, now) => words.waitingText(deadline ? Date.parse(deadline) : 0, Date.parse(now)),
   countdownText: (deadline, now) => words.countdownText(deadline ? Date.parse(deadline) : 0, Date.parse(now)),
   thinkingText: () => words.THINKING_TEXT,
+  unsentWhy: () => words.UNSENT_WHY,
+  arrivedLate: () => words.ARRIVED_LATE,
   entryStatus: (waiting, deadline, streaming, now) => words.entryStatus(waiting, deadline ? Date.parse(deadline) : 0, streaming, Date.parse(now)),
   ago: (t, now) => words.ago(Date.parse(t), Date.parse(now)),
   patchLines: (patch) => words.patchLines(patch).map((l) => l.op + l.text),

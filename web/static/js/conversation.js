@@ -5,7 +5,7 @@
 // its deadline, and the usage. It touches no DOM; the views render it.
 
 import {
-  addQuota, addShutdown, agentChangeText, byText, changesText, closedText, modeByText, relayErrorText, modeChangeText, newUsage, oneLine, planProgress,
+  ARRIVED_LATE, UNSENT_WHY, addQuota, addShutdown, agentChangeText, byText, changesText, closedText, modeByText, relayErrorText, modeChangeText, newUsage, oneLine, planProgress,
   planRan, restoreEffects, restoredText, statusText, titleFrom, toolCommand, toolSummary, turnText,
 } from './words.js';
 
@@ -44,8 +44,8 @@ const ENDS_THOUGHTS = new Set(['copilot:delta', 'copilot:message', 'copilot:tool
 // the prompt box again.
 function lostText(back) {
   return back
-    ? 'The relay did not get your message (the connection dropped before it arrived): it is back in the box. Send it again when you are ready.'
-    : 'The relay did not get your message (the connection dropped before it arrived), and the box held something else: here it is.';
+    ? `${UNSENT_WHY}: it is back in the box. Send it again when you are ready.`
+    : `${UNSENT_WHY}, and the box held something else: here it is.`;
 }
 
 // RESTARTED is the relay's copilot:idle message for a turn it cut itself
@@ -411,7 +411,7 @@ export class Conversation {
     this.lostHere.delete(clientId);
     const lost = { ...row.lost, arrived: true };
     const i = this.rows.indexOf(row);
-    if (i >= 0) this.update(i, { tone: 'info', text: 'Your message reached the relay after all: it was sent.', lost });
+    if (i >= 0) this.update(i, { tone: 'info', text: ARRIVED_LATE, lost });
     if (this.ch) this.ch.arrived = lost.prompt;
     return true;
   }

@@ -244,6 +244,12 @@ export function turnNotification(title, status, message) {
   return [entryTitle(title), body];
 }
 
+/** UNSENT_WHY says why a prompt comes back: the relay did not get it (conversation.UnsentWhy). */
+export const UNSENT_WHY = 'The relay did not get your message (the connection dropped before it arrived)';
+
+/** ARRIVED_LATE says a prompt given back reached the relay after all (conversation.ArrivedLate). */
+export const ARRIVED_LATE = 'Your message reached the relay after all: it was sent.';
+
 /** THINKING_TEXT is the indicator's line while a turn has shown nothing yet. */
 export const THINKING_TEXT = 'Thinking…';
 
