@@ -64,13 +64,13 @@ func startCopilot(ctx context.Context, s relaySettings, logger *slog.Logger) (*c
 // whyDemo words the Copilot CLI's probe failure for the first-run notice.
 func whyDemo(s relaySettings, err error) string {
 	switch {
-	case errors.Is(err, copilot.ErrCLINotFound) && s.CopilotPath != "":
+	case errors.Is(err, session.ErrAgentNotFound) && s.CopilotPath != "":
 		return fmt.Sprintf("No GitHub Copilot CLI was found at %s.", s.CopilotPath)
-	case errors.Is(err, copilot.ErrCLINotFound):
+	case errors.Is(err, session.ErrAgentNotFound):
 		return "No GitHub Copilot CLI was found on this computer."
-	case errors.Is(err, copilot.ErrNotSignedIn):
+	case errors.Is(err, session.ErrNotSignedIn):
 		return "The GitHub Copilot CLI is installed but not signed in."
-	case errors.Is(err, copilot.ErrProtocolMismatch):
+	case errors.Is(err, session.ErrProtocolMismatch):
 		return "The installed GitHub Copilot CLI is a version pilotdesk cannot talk to (update it)."
 	}
 	return fmt.Sprintf("The GitHub Copilot CLI could not start (%v).", err)

@@ -87,6 +87,23 @@ type Host interface {
 	Ask(ctx context.Context, req InputRequest) (Answer, error)
 }
 
+// Errors a backend returns, the same whatever the backend, so that the relay
+// and the CLI tell them apart with errors.Is. A backend wraps each with its
+// own name (errors.Is still finds it) and adds what a person can do:
+// "GitHub Copilot CLI not found: no `copilot` on PATH; install it …".
+var (
+	// ErrAgentNotFound: the agent's executable is not installed, or not
+	// where the settings say.
+	ErrAgentNotFound = errors.New("not found")
+	// ErrNotSignedIn: the agent runs but wants its user signed in first.
+	ErrNotSignedIn = errors.New("is not signed in")
+	// ErrProtocolMismatch: the agent speaks another version of its
+	// protocol than the backend.
+	ErrProtocolMismatch = errors.New("protocol version mismatch")
+	// ErrClosed: the Agent or the Session was closed.
+	ErrClosed = errors.New("closed")
+)
+
 // Errors returned by Host.Ask.
 var (
 	ErrRejected       = errors.New("the user rejected the request")

@@ -47,18 +47,12 @@ import (
 	"github.com/pilotdesk/pilotdesk/session/backend"
 )
 
-// Errors a caller can tell apart with errors.Is. Each comes wrapped with a
-// message a person can act on.
+// The session package's errors, worded for an ACP agent.
 var (
-	// ErrAgentNotFound: the agent's executable is not installed or not where
-	// the command line says.
-	ErrAgentNotFound = errors.New("ACP agent not found")
-	// ErrAuthRequired: the agent wants its user signed in first.
-	ErrAuthRequired = errors.New("the ACP agent needs you to sign in")
-	// ErrProtocolMismatch: the agent speaks another ACP version.
-	ErrProtocolMismatch = errors.New("ACP protocol version mismatch")
-	// ErrClosed: the Agent or Session was closed.
-	ErrClosed = errors.New("acp: closed")
+	errAgentNotFound    = fmt.Errorf("ACP agent %w", session.ErrAgentNotFound)
+	errNotSignedIn      = fmt.Errorf("the ACP agent %w", session.ErrNotSignedIn)
+	errProtocolMismatch = fmt.Errorf("ACP %w", session.ErrProtocolMismatch)
+	errClosed           = fmt.Errorf("acp: %w", session.ErrClosed)
 )
 
 // Options configures the backend.
@@ -181,7 +175,7 @@ func New(opts Options) (*Agent, error) {
 		closedHere: make(map[sdk.SessionId]*process),
 		asleep:     make(map[*Session]bool),
 	}
-	a.procs = agentproc.NewKeeper(a.start, ErrClosed)
+	a.procs = agentproc.NewKeeper(a.start, errClosed)
 	return a, nil
 }
 
@@ -239,7 +233,7 @@ func (a *Agent) start(ctx context.Context, previous *process) (*process, error) 
 		ClientInfo: &sdk.Implementation{Name: "pilotdesk", Version: a.opts.ClientVersion},
 	})
 	if err == nil && info.ProtocolVersion != sdk.ProtocolVersionNumber {
-		err = fmt.Errorf("%w: the agent speaks ACP version %d, pilotdesk speaks %d", ErrProtocolMismatch, info.ProtocolVersion, sdk.ProtocolVersionNumber)
+		err = fmt.Errorf("%w: the agent speaks ACP version %d, pilotdesk speaks %d", errProtocolMismatch, info.ProtocolVersion, sdk.ProtocolVersionNumber)
 	}
 	if err != nil {
 		if dead := p.dead(); dead != nil {
@@ -293,7 +287,7 @@ func (a *Agent) register(id sdk.SessionId, s *Session) error {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.procs.Closed() {
-		return ErrClosed
+		return errClosed
 	}
 	if other, ok := a.sessions[id]; ok && other != s {
 		return fmt.Errorf("acp: the agent's session %s is already open for conversation %s", id, other.conversationID)

@@ -445,11 +445,11 @@ func TestStartFailures(t *testing.T) {
 		is      error
 		says    []string
 	}{
-		{"missing binary", "/nonexistent/agent --acp", nil, acp.ErrAgentNotFound, []string{"/nonexistent/agent", "--acp-command"}},
-		{"not on PATH", "no-such-acp-agent-here acp", nil, acp.ErrAgentNotFound, []string{"no-such-acp-agent-here"}},
+		{"missing binary", "/nonexistent/agent --acp", nil, session.ErrAgentNotFound, []string{"/nonexistent/agent", "--acp-command"}},
+		{"not on PATH", "no-such-acp-agent-here acp", nil, session.ErrAgentNotFound, []string{"no-such-acp-agent-here"}},
 		{"exits at once", "", []string{fakeagent.EnvExitEarly + "=1"}, nil, []string{"exit status 7", "cannot start (on purpose)"}},
-		{"protocol", "", []string{fakeagent.EnvProtocol + "=2"}, acp.ErrProtocolMismatch, []string{"version 2"}},
-		{"sign-in", "", []string{fakeagent.EnvAuth + "=1"}, acp.ErrAuthRequired, []string{"Run `fake-acp login` in a terminal"}},
+		{"protocol", "", []string{fakeagent.EnvProtocol + "=2"}, session.ErrProtocolMismatch, []string{"version 2"}},
+		{"sign-in", "", []string{fakeagent.EnvAuth + "=1"}, session.ErrNotSignedIn, []string{"Run `fake-acp login` in a terminal"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			opts, _ := newFake(t, tc.env...)
@@ -663,14 +663,14 @@ func TestClose(t *testing.T) {
 	if err := s.Close(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	if err := run(t, s, "hello"); !errors.Is(err, acp.ErrClosed) {
+	if err := run(t, s, "hello"); !errors.Is(err, session.ErrClosed) {
 		t.Errorf("Run after Close: %v", err)
 	}
 	if len(f.find("session/close")) != 1 {
 		t.Errorf("session/close sent %d times", len(f.find("session/close")))
 	}
 	a.Close()
-	if _, err := a.Open(context.Background(), "c2", session.OpenOptions{}, newHost("act")); !errors.Is(err, acp.ErrClosed) {
+	if _, err := a.Open(context.Background(), "c2", session.OpenOptions{}, newHost("act")); !errors.Is(err, session.ErrClosed) {
 		t.Errorf("Open after Close: %v", err)
 	}
 }

@@ -31,7 +31,7 @@ type process struct {
 func startProcess(argv []string, workDir string, env []string, grace time.Duration, client *router, log *slog.Logger) (*process, error) {
 	path, err := exec.LookPath(argv[0])
 	if err != nil {
-		return nil, fmt.Errorf("%w: %q (%v); install the agent or fix --acp-command", ErrAgentNotFound, argv[0], err)
+		return nil, fmt.Errorf("%w: %q (%v); install the agent or fix --acp-command", errAgentNotFound, argv[0], err)
 	}
 	env, unset := agentEnv(argv, env, os.Geteuid() == 0, os.Getenv)
 	if len(unset) > 0 {
@@ -56,7 +56,7 @@ func startProcess(argv []string, workDir string, env []string, grace time.Durati
 			return nil, fmt.Errorf("acp: %w", err)
 		}
 		if errors.Is(err, exec.ErrNotFound) || errors.Is(err, os.ErrNotExist) || errors.Is(err, os.ErrPermission) {
-			return nil, fmt.Errorf("%w: %v; install the agent or fix --acp-command", ErrAgentNotFound, err)
+			return nil, fmt.Errorf("%w: %v; install the agent or fix --acp-command", errAgentNotFound, err)
 		}
 		return nil, fmt.Errorf("acp: starting %s: %w", path, err)
 	}

@@ -233,7 +233,7 @@ func (s *Session) bind(p *process, id sdk.SessionId, loading bool) error {
 		// to it any more.
 		s.mu.Unlock()
 		s.a.unregister(id, s)
-		return ErrClosed
+		return errClosed
 	}
 	old := s.id
 	s.proc, s.id, s.loading = p, id, loading
@@ -257,7 +257,7 @@ func (s *Session) failed(ctx context.Context, p *process, method string, err err
 	}
 	var re *sdk.RequestError
 	if errors.As(err, &re) && re.Code == authRequiredCode {
-		return fmt.Errorf("%w: %s answered %s with %q; %s", ErrAuthRequired, p.agentName(), method, re.Message, authHint(p.info.AuthMethods))
+		return fmt.Errorf("%w: %s answered %s with %q; %s", errNotSignedIn, p.agentName(), method, re.Message, authHint(p.info.AuthMethods))
 	}
 	return fmt.Errorf("acp: %s: %s", method, rpcMessage(err))
 }
@@ -293,7 +293,7 @@ func (s *Session) live(ctx context.Context) (*process, sdk.SessionId, error) {
 // requests "cancelled", waits (bounded) for the agent to end the turn, and
 // returns ctx.Err().
 func (s *Session) Run(ctx context.Context, t session.Turn) error {
-	end, err := s.turns.Begin(ErrClosed)
+	end, err := s.turns.Begin(errClosed)
 	if err != nil {
 		return err
 	}
@@ -351,7 +351,7 @@ func (s *Session) Run(ctx context.Context, t session.Turn) error {
 			return dead
 		}
 		if s.ctx.Err() != nil {
-			return ErrClosed
+			return errClosed
 		}
 		return fmt.Errorf("acp: the agent failed the turn: %s", rpcMessage(err))
 	}

@@ -38,19 +38,12 @@ import (
 	"github.com/pilotdesk/pilotdesk/session/copilot/jsonrpc"
 )
 
-// Errors a caller can tell apart with errors.Is. Each comes wrapped with a
-// message a person can act on.
+// The session package's errors, worded for the Copilot CLI.
 var (
-	// ErrCLINotFound: the copilot executable is not installed or not where
-	// we were told.
-	ErrCLINotFound = errors.New("GitHub Copilot CLI not found")
-	// ErrNotSignedIn: the CLI runs but has no GitHub login and no provider
-	// URL is set, so a turn could not call any model.
-	ErrNotSignedIn = errors.New("GitHub Copilot CLI is not signed in")
-	// ErrProtocolMismatch: the CLI speaks another SDK protocol version.
-	ErrProtocolMismatch = errors.New("GitHub Copilot CLI protocol mismatch")
-	// ErrClosed: the Agent or Session was closed.
-	ErrClosed = errors.New("copilot: closed")
+	errCLINotFound      = fmt.Errorf("GitHub Copilot CLI %w", session.ErrAgentNotFound)
+	errNotSignedIn      = fmt.Errorf("GitHub Copilot CLI %w", session.ErrNotSignedIn)
+	errProtocolMismatch = fmt.Errorf("GitHub Copilot CLI %w", session.ErrProtocolMismatch)
+	errClosed           = fmt.Errorf("copilot: %w", session.ErrClosed)
 )
 
 // Options configures the backend.
@@ -144,7 +137,7 @@ func New(opts Options) (*Agent, error) {
 		log:      opts.Logger,
 		sessions: make(map[string]*Session),
 	}
-	a.procs = agentproc.NewKeeper(a.start, ErrClosed)
+	a.procs = agentproc.NewKeeper(a.start, errClosed)
 	return a, nil
 }
 
@@ -201,7 +194,7 @@ func (a *Agent) check(ctx context.Context) error {
 	}
 	if !status.IsAuthenticated {
 		msg := cmp.Or(status.StatusMessage, "not authenticated")
-		return fmt.Errorf("%w (%s): run `copilot` and type /login, or set a GitHub token in COPILOT_GITHUB_TOKEN, or use --provider-url to bring your own model", ErrNotSignedIn, msg)
+		return fmt.Errorf("%w (%s): run `copilot` and type /login, or set a GitHub token in COPILOT_GITHUB_TOKEN, or use --provider-url to bring your own model", errNotSignedIn, msg)
 	}
 	return nil
 }
@@ -258,11 +251,11 @@ func (a *Agent) handshake(ctx context.Context, p *process) error {
 		return fmt.Errorf("copilot: handshake with the CLI at %s: %w", p.path, err)
 	}
 	if res.ProtocolVersion == nil {
-		return fmt.Errorf("%w: the CLI at %s did not report a protocol version; pilotdesk speaks version %d", ErrProtocolMismatch, p.path, ProtocolVersion)
+		return fmt.Errorf("%w: the CLI at %s did not report a protocol version; pilotdesk speaks version %d", errProtocolMismatch, p.path, ProtocolVersion)
 	}
 	if *res.ProtocolVersion != ProtocolVersion {
 		return fmt.Errorf("%w: the CLI at %s (version %s) speaks protocol version %d, pilotdesk speaks version %d; install a matching CLI (npm install -g @github/copilot@1.0.102)",
-			ErrProtocolMismatch, p.path, cmp.Or(res.Version, "unknown"), *res.ProtocolVersion, ProtocolVersion)
+			errProtocolMismatch, p.path, cmp.Or(res.Version, "unknown"), *res.ProtocolVersion, ProtocolVersion)
 	}
 	p.version = res.Version
 	return nil
@@ -308,7 +301,7 @@ func (a *Agent) register(s *Session) error {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.procs.Closed() {
-		return ErrClosed
+		return errClosed
 	}
 	if _, ok := a.sessions[s.id]; ok {
 		return fmt.Errorf("copilot: conversation %s is already open", s.conversationID)

@@ -92,7 +92,7 @@ func TestStreamedTurnUsageAndShutdown(t *testing.T) {
 	if n := len(fake.find("session.detach")); n != 1 {
 		t.Errorf("session.detach sent %d times", n)
 	}
-	if err := s.Run(ctx, session.Turn{Prompt: "again"}); !errors.Is(err, copilot.ErrClosed) {
+	if err := s.Run(ctx, session.Turn{Prompt: "again"}); !errors.Is(err, session.ErrClosed) {
 		t.Errorf("Run after Close: %v", err)
 	}
 

@@ -30,28 +30,28 @@ func command(path string) (name string, args []string, err error) {
 	if path == "" {
 		found, err := exec.LookPath("copilot")
 		if err != nil {
-			return "", nil, fmt.Errorf("%w: no `copilot` on PATH; %s", ErrCLINotFound, installHint)
+			return "", nil, fmt.Errorf("%w: no `copilot` on PATH; %s", errCLINotFound, installHint)
 		}
 		path = found
 	} else if !strings.ContainsRune(path, filepath.Separator) && !strings.ContainsRune(path, '/') {
 		found, err := exec.LookPath(path)
 		if err != nil {
-			return "", nil, fmt.Errorf("%w: no %q on PATH; %s", ErrCLINotFound, path, installHint)
+			return "", nil, fmt.Errorf("%w: no %q on PATH; %s", errCLINotFound, path, installHint)
 		}
 		path = found
 	} else {
 		info, err := os.Stat(path)
 		if err != nil {
-			return "", nil, fmt.Errorf("%w: %s does not exist; %s", ErrCLINotFound, path, installHint)
+			return "", nil, fmt.Errorf("%w: %s does not exist; %s", errCLINotFound, path, installHint)
 		}
 		if info.IsDir() {
-			return "", nil, fmt.Errorf("%w: %s is a directory, not the copilot executable; %s", ErrCLINotFound, path, installHint)
+			return "", nil, fmt.Errorf("%w: %s is a directory, not the copilot executable; %s", errCLINotFound, path, installHint)
 		}
 	}
 	if strings.HasSuffix(path, ".js") {
 		node, err := exec.LookPath("node")
 		if err != nil {
-			return "", nil, fmt.Errorf("%w: %s is a Node.js script but `node` is not on PATH", ErrCLINotFound, path)
+			return "", nil, fmt.Errorf("%w: %s is a Node.js script but `node` is not on PATH", errCLINotFound, path)
 		}
 		return node, append([]string{path}, cliArgs...), nil
 	}
@@ -109,7 +109,7 @@ func startProcess(gen int, cfg processConfig) (*process, error) {
 			return nil, fmt.Errorf("copilot: %w", err)
 		}
 		if errors.Is(err, exec.ErrNotFound) || errors.Is(err, os.ErrNotExist) {
-			return nil, fmt.Errorf("%w: %v; %s", ErrCLINotFound, err, installHint)
+			return nil, fmt.Errorf("%w: %v; %s", errCLINotFound, err, installHint)
 		}
 		return nil, fmt.Errorf("copilot: starting %s: %w", cfg.path, err)
 	}

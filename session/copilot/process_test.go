@@ -133,11 +133,11 @@ func TestHandshakeProblems(t *testing.T) {
 	t.Run("protocol mismatch", func(t *testing.T) {
 		opts, _ := newFake(t, fakecli.EnvProtocol+"=2")
 		err := copilot.Probe(ctx, opts)
-		if !errors.Is(err, copilot.ErrProtocolMismatch) || !strings.Contains(err.Error(), "protocol version 2") || !strings.Contains(err.Error(), "version 3") {
+		if !errors.Is(err, session.ErrProtocolMismatch) || !strings.Contains(err.Error(), "protocol version 2") || !strings.Contains(err.Error(), "version 3") {
 			t.Errorf("Probe = %v", err)
 		}
 		a := newAgent(t, opts)
-		if _, err := a.Open(ctx, "c", session.OpenOptions{}, newHost("act")); !errors.Is(err, copilot.ErrProtocolMismatch) {
+		if _, err := a.Open(ctx, "c", session.OpenOptions{}, newHost("act")); !errors.Is(err, session.ErrProtocolMismatch) {
 			t.Errorf("Open = %v", err)
 		}
 	})
@@ -155,7 +155,7 @@ func TestHandshakeProblems(t *testing.T) {
 	t.Run("signed out", func(t *testing.T) {
 		opts, fake := newFake(t, fakecli.EnvSignedOut+"=1")
 		err := copilot.Probe(ctx, opts)
-		if !errors.Is(err, copilot.ErrNotSignedIn) || !strings.Contains(err.Error(), "/login") || !strings.Contains(err.Error(), "--provider-url") {
+		if !errors.Is(err, session.ErrNotSignedIn) || !strings.Contains(err.Error(), "/login") || !strings.Contains(err.Error(), "--provider-url") {
 			t.Errorf("Probe = %v", err)
 		}
 		testsupport.WaitGone(t, fake.pids()[0], wait) // Probe leaves nothing running
@@ -184,15 +184,15 @@ func TestHandshakeProblems(t *testing.T) {
 	t.Run("not found", func(t *testing.T) {
 		opts := copilot.Options{Path: "/nonexistent/bin/copilot"}
 		err := copilot.Probe(ctx, opts)
-		if !errors.Is(err, copilot.ErrCLINotFound) || !strings.Contains(err.Error(), "npm install -g @github/copilot") {
+		if !errors.Is(err, session.ErrAgentNotFound) || !strings.Contains(err.Error(), "npm install -g @github/copilot") {
 			t.Errorf("Probe = %v", err)
 		}
 		a := newAgent(t, opts)
-		if _, err := a.Open(ctx, "c", session.OpenOptions{}, newHost("act")); !errors.Is(err, copilot.ErrCLINotFound) {
+		if _, err := a.Open(ctx, "c", session.OpenOptions{}, newHost("act")); !errors.Is(err, session.ErrAgentNotFound) {
 			t.Errorf("Open = %v", err)
 		}
 		t.Setenv("PATH", t.TempDir())
-		if err := copilot.Probe(ctx, copilot.Options{}); !errors.Is(err, copilot.ErrCLINotFound) || !strings.Contains(err.Error(), "PATH") {
+		if err := copilot.Probe(ctx, copilot.Options{}); !errors.Is(err, session.ErrAgentNotFound) || !strings.Contains(err.Error(), "PATH") {
 			t.Errorf("Probe with no copilot on PATH = %v", err)
 		}
 	})

@@ -280,7 +280,7 @@ func (s *Session) live(ctx context.Context) (*process, error) {
 // Run sends the prompt and waits for the CLI to go idle. Cancelling ctx
 // aborts the turn (session.abort) and returns ctx.Err().
 func (s *Session) Run(ctx context.Context, t session.Turn) error {
-	end, err := s.turns.Begin(ErrClosed)
+	end, err := s.turns.Begin(errClosed)
 	if err != nil {
 		return err
 	}
@@ -330,7 +330,7 @@ func (s *Session) Run(ctx context.Context, t session.Turn) error {
 		s.abort(p, tr)
 		return ctx.Err()
 	case <-s.ctx.Done():
-		return ErrClosed
+		return errClosed
 	}
 }
 

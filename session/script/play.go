@@ -49,7 +49,7 @@ type Agent struct {
 }
 
 // errClosed is what a session of a closed agent answers.
-var errClosed = errors.New("scripted agent: closed")
+var errClosed = fmt.Errorf("scripted agent: %w", session.ErrClosed)
 
 // Name is the backend's name as the CLI spells it.
 func (a *Agent) Name() string { return "script" }

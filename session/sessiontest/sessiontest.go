@@ -330,7 +330,8 @@ func (s suite) sessionsApart(t *testing.T) {
 }
 
 // close: Session.Close returns, a closed agent opens nothing more (an
-// error, not a hang or a panic), and closing the agent ends its sessions.
+// error, session.ErrClosed, not a hang or a panic), and closing the agent
+// ends its sessions (their turns fail with session.ErrClosed).
 func (s suite) close(t *testing.T) {
 	a := s.agent(t)
 	h := testsupport.NewHost("act")
@@ -354,10 +355,12 @@ func (s suite) close(t *testing.T) {
 	case <-time.After(s.b.Wait):
 		t.Fatalf("Agent.Close did not return within %s", s.b.Wait)
 	}
-	if _, err := a.Open(ctx, "after-close", session.OpenOptions{WorkDir: t.TempDir()}, testsupport.NewHost("act")); err == nil {
-		t.Error("a closed agent opened a session")
+	// Both say session.ErrClosed, so the relay tells a closed backend
+	// apart the same way whatever the backend.
+	if _, err := a.Open(ctx, "after-close", session.OpenOptions{WorkDir: t.TempDir()}, testsupport.NewHost("act")); !errors.Is(err, session.ErrClosed) {
+		t.Errorf("a closed agent's Open: %v, want session.ErrClosed", err)
 	}
-	if err := testsupport.Run(t, s.b.Wait, other, s.b.Prompts.Reply); err == nil {
-		t.Error("a session of a closed agent played a turn")
+	if err := testsupport.Run(t, s.b.Wait, other, s.b.Prompts.Reply); !errors.Is(err, session.ErrClosed) {
+		t.Errorf("a turn of a closed agent's session: %v, want session.ErrClosed", err)
 	}
 }
