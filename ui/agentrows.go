@@ -6,7 +6,6 @@ import (
 	"unicode/utf8"
 
 	"fyne.io/fyne/v2"
-	"fyne.io/fyne/v2/canvas"
 	"fyne.io/fyne/v2/container"
 	"fyne.io/fyne/v2/layout"
 	"fyne.io/fyne/v2/theme"
@@ -108,7 +107,7 @@ func reasoningShown(text string) string {
 // agent reports progress.
 type agentPlanView struct {
 	obj     *fyne.Container
-	bg      *canvas.Rectangle
+	bg      cardBackground
 	title   *widget.Label
 	entries *fyne.Container
 	shown   []protocol.PlanEntry // what entries holds, to rebuild only on change
@@ -116,18 +115,16 @@ type agentPlanView struct {
 
 func newAgentPlanView() *agentPlanView {
 	v := &agentPlanView{}
-	v.bg = canvas.NewRectangle(colors(theme.Current()).codeBackground)
-	v.bg.CornerRadius = theme.InputRadiusSize()
+	v.bg = newCardBackground(codeCard)
 	v.title = widget.NewLabelWithStyle("", fyne.TextAlignLeading, fyne.TextStyle{Bold: true})
 	// Steps close together: a wrapped label's own padding spaces them.
 	v.entries = container.New(layout.NewCustomPaddedVBoxLayout(0))
-	v.obj = container.NewStack(v.bg, container.NewPadded(container.NewVBox(v.title, v.entries)))
+	v.obj = container.NewStack(v.bg.rect, container.NewPadded(container.NewVBox(v.title, v.entries)))
 	return v
 }
 
 func (v *agentPlanView) set(r conversation.Row) {
-	v.bg.FillColor = colors(theme.Current()).codeBackground
-	v.bg.Refresh()
+	v.bg.repaint()
 	v.title.SetText("The agent's plan · " + r.Text)
 	if planEqual(v.shown, r.Entries) && len(v.entries.Objects) == len(r.Entries) {
 		return

@@ -6,7 +6,6 @@ import (
 	"strings"
 
 	"fyne.io/fyne/v2"
-	"fyne.io/fyne/v2/canvas"
 	"fyne.io/fyne/v2/container"
 	"fyne.io/fyne/v2/theme"
 	"fyne.io/fyne/v2/widget"
@@ -40,7 +39,7 @@ func cardKey(checkpoint, path string) string { return checkpoint + "\x00" + path
 type changesView struct {
 	t       *transcript
 	obj     *fyne.Container
-	bg      *canvas.Rectangle
+	bg      cardBackground
 	title   *widget.Label
 	files   *fyne.Container
 	more    *widget.Label
@@ -62,10 +61,7 @@ type fileLine struct {
 
 func newChangesView(t *transcript) *changesView {
 	v := &changesView{t: t}
-	v.bg = canvas.NewRectangle(colors(theme.Current()).codeBackground)
-	v.bg.CornerRadius = theme.InputRadiusSize()
-	v.bg.StrokeColor = theme.Color(theme.ColorNameSeparator)
-	v.bg.StrokeWidth = 1
+	v.bg = newCardBackground(changesCard)
 	v.title = widget.NewLabelWithStyle("", fyne.TextAlignLeading, fyne.TextStyle{Bold: true})
 	v.files = container.NewVBox()
 	v.more = widget.NewLabel("")
@@ -80,15 +76,13 @@ func newChangesView(t *transcript) *changesView {
 	})
 	head := container.NewBorder(nil, nil, widget.NewIcon(theme.DocumentIcon()), nil, v.title)
 	foot := container.NewBorder(nil, nil, nil, v.restore, v.note)
-	v.obj = container.NewStack(v.bg, container.NewPadded(container.NewVBox(head, v.files, v.more, foot)))
+	v.obj = container.NewStack(v.bg.rect, container.NewPadded(container.NewVBox(head, v.files, v.more, foot)))
 	return v
 }
 
 func (v *changesView) set(r conversation.Row) {
 	v.row = r
-	v.bg.FillColor = colors(theme.Current()).codeBackground
-	v.bg.StrokeColor = theme.Color(theme.ColorNameSeparator)
-	v.bg.Refresh()
+	v.bg.repaint()
 	ch := r.Changes
 	card := r.Card
 	if card == nil {

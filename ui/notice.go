@@ -8,7 +8,6 @@ import (
 	"unicode/utf8"
 
 	"fyne.io/fyne/v2"
-	"fyne.io/fyne/v2/canvas"
 	"fyne.io/fyne/v2/container"
 	"fyne.io/fyne/v2/layout"
 	"fyne.io/fyne/v2/theme"
@@ -25,7 +24,7 @@ type noticeCard struct {
 	id      string // which notice: firstRunNoticeID, startNoticeID, relayNoticeID
 	title   *widget.Label
 	body    *widget.RichText
-	bg      *canvas.Rectangle
+	bg      cardBackground
 	root    fyne.CanvasObject
 	text    *fyne.Container // the title, the body and the buttons, or the title beside the buttons (shrunk)
 	buttons *fyne.Container
@@ -48,11 +47,7 @@ func newNoticeCard(id string, icon fyne.Resource, title, markdown string, action
 	// of an identifier ("COPILOT_ GITHUB_ TOKEN" in a start error).
 	n.body = widget.NewRichText(parseMarkdown(markdown)...)
 	n.body.Wrapping = fyne.TextWrapWord
-	bg, border := noticeColors()
-	n.bg = canvas.NewRectangle(bg)
-	n.bg.StrokeColor = border
-	n.bg.StrokeWidth = 1
-	n.bg.CornerRadius = theme.InputRadiusSize()
+	n.bg = newCardBackground(noticeColors)
 
 	buttons := container.NewHBox(layout.NewSpacer())
 	for _, a := range actions {
@@ -65,7 +60,7 @@ func newNoticeCard(id string, icon fyne.Resource, title, markdown string, action
 	n.buttons = buttons
 	n.text = container.NewVBox(n.title, n.body, buttons)
 	iconBox := container.NewVBox(container.NewPadded(widget.NewIcon(icon)))
-	n.root = container.NewPadded(container.NewStack(n.bg, container.NewPadded(container.NewBorder(nil, nil, iconBox, nil, n.text))))
+	n.root = container.NewPadded(container.NewStack(n.bg.rect, container.NewPadded(container.NewBorder(nil, nil, iconBox, nil, n.text))))
 	return n
 }
 

@@ -5,7 +5,6 @@ import (
 	"fmt"
 
 	"fyne.io/fyne/v2"
-	"fyne.io/fyne/v2/canvas"
 	"fyne.io/fyne/v2/container"
 	"fyne.io/fyne/v2/theme"
 	"fyne.io/fyne/v2/widget"
@@ -21,7 +20,7 @@ import (
 type planView struct {
 	t     *transcript
 	obj   *fyne.Container
-	bg    *canvas.Rectangle
+	bg    cardBackground
 	title *widget.Label
 	steps *fyne.Container
 	run   *rowButton
@@ -38,24 +37,19 @@ type planView struct {
 
 func newPlanView(t *transcript) *planView {
 	v := &planView{t: t}
-	v.bg = canvas.NewRectangle(colors(theme.Current()).amberBackground)
-	v.bg.CornerRadius = theme.InputRadiusSize()
-	v.bg.StrokeColor = colors(theme.Current()).amberBorder
-	v.bg.StrokeWidth = 1
+	v.bg = newCardBackground(amberCard)
 	v.title = widget.NewLabelWithStyle("", fyne.TextAlignLeading, fyne.TextStyle{Bold: true})
 	v.steps = container.NewVBox()
 	v.run = t.newButton("Run in Act", theme.MediaPlayIcon(), v.runTicked)
 	v.run.Importance = widget.HighImportance
 	hint := smallNote("Untick what should not run. Run in Act switches this conversation to Act and asks the agent for exactly these steps.")
 	body := container.NewVBox(v.title, v.steps, container.NewBorder(nil, nil, nil, v.run, hint))
-	v.obj = container.NewStack(v.bg, container.NewPadded(body))
+	v.obj = container.NewStack(v.bg.rect, container.NewPadded(body))
 	return v
 }
 
 func (v *planView) set(row int, rows []conversation.Row) {
-	v.bg.FillColor = colors(theme.Current()).amberBackground
-	v.bg.StrokeColor = colors(theme.Current()).amberBorder
-	v.bg.Refresh()
+	v.bg.repaint()
 	v.row = row
 	v.plan = conversation.PlanSteps(rows, row)
 	v.ticked = v.t.planTicks(rows[row].MessageID, len(v.plan))

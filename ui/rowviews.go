@@ -4,7 +4,6 @@ import (
 	"math"
 
 	"fyne.io/fyne/v2"
-	"fyne.io/fyne/v2/canvas"
 	"fyne.io/fyne/v2/container"
 	"fyne.io/fyne/v2/layout"
 	"fyne.io/fyne/v2/theme"
@@ -215,15 +214,14 @@ func relayout(c *fyne.Container) {
 // userView is the user's prompt in a tinted box.
 type userView struct {
 	obj  fyne.CanvasObject
-	bg   *canvas.Rectangle
+	bg   cardBackground
 	mode *widget.Label
 	text *widget.Label
 }
 
 func newUserView() *userView {
 	v := &userView{}
-	v.bg = canvas.NewRectangle(colors(theme.Current()).userBackground)
-	v.bg.CornerRadius = theme.InputRadiusSize()
+	v.bg = newCardBackground(userCard)
 	who := widget.NewLabelWithStyle("You", fyne.TextAlignLeading, fyne.TextStyle{Bold: true})
 	who.SizeName = theme.SizeNameCaptionText
 	v.mode = widget.NewLabel("")
@@ -233,13 +231,12 @@ func newUserView() *userView {
 	v.text.Wrapping = fyne.TextWrapWord
 	v.text.Selectable = true
 	head := container.NewHBox(who, v.mode)
-	v.obj = container.NewStack(v.bg, container.NewBorder(head, nil, nil, nil, v.text))
+	v.obj = container.NewStack(v.bg.rect, container.NewBorder(head, nil, nil, nil, v.text))
 	return v
 }
 
 func (v *userView) set(r conversation.Row) {
-	v.bg.FillColor = colors(theme.Current()).userBackground
-	v.bg.Refresh()
+	v.bg.repaint()
 	if r.Mode == protocol.ModePlan {
 		v.mode.SetText("plan mode")
 		v.mode.Show()
@@ -252,7 +249,7 @@ func (v *userView) set(r conversation.Row) {
 // codeView is a fenced code block: monospace, selectable, with a copy button.
 type codeView struct {
 	obj    fyne.CanvasObject
-	bg     *canvas.Rectangle
+	bg     cardBackground
 	lang   *widget.Label
 	code   *widget.RichText // highlighted by highlight once done
 	text   string
@@ -262,8 +259,7 @@ type codeView struct {
 
 func newCodeView(t *transcript) *codeView {
 	v := &codeView{}
-	v.bg = canvas.NewRectangle(colors(theme.Current()).codeBackground)
-	v.bg.CornerRadius = theme.InputRadiusSize()
+	v.bg = newCardBackground(codeCard)
 	v.lang = widget.NewLabel("")
 	v.lang.SizeName = theme.SizeNameCaptionText
 	v.lang.TextStyle = fyne.TextStyle{Italic: true}
@@ -277,13 +273,12 @@ func newCodeView(t *transcript) *codeView {
 	v.code.Wrapping = fyne.TextWrapBreak
 	head := container.NewBorder(nil, nil, v.lang, copyBtn)
 	body := container.NewPadded(v.code) // its colours are the app theme's (appTheme)
-	v.obj = container.NewStack(v.bg, container.NewBorder(head, nil, nil, nil, body))
+	v.obj = container.NewStack(v.bg.rect, container.NewBorder(head, nil, nil, nil, body))
 	return v
 }
 
 func (v *codeView) set(r conversation.Row) {
-	v.bg.FillColor = colors(theme.Current()).codeBackground
-	v.bg.Refresh()
+	v.bg.repaint()
 	lang := r.Lang
 	if lang == "" {
 		lang = "code"

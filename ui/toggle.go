@@ -127,7 +127,7 @@ const PlanBannerText = "Plan mode: the agent can read your request but every too
 type modeSwitch struct {
 	toggle     *PlanActToggle
 	banner     fyne.CanvasObject
-	bannerBg   *canvas.Rectangle
+	bannerBg   cardBackground
 	bannerText *widget.Label
 	// want is the mode the user picked and the relay has not confirmed
 	// ("" when none), for the conversation wantConv.
@@ -139,18 +139,14 @@ type modeSwitch struct {
 // user picks, and the banner, hidden.
 func newModeSwitch(onPick func(protocol.Mode)) *modeSwitch {
 	m := &modeSwitch{toggle: NewPlanActToggle(onPick)}
-	p := colors(theme.Current())
-	m.bannerBg = canvas.NewRectangle(p.amberBackground)
-	m.bannerBg.StrokeColor = p.amberBorder
-	m.bannerBg.StrokeWidth = 1
-	m.bannerBg.CornerRadius = theme.InputRadiusSize()
+	m.bannerBg = newCardBackground(amberCard)
 	// A wrapping label, so that a narrow window does not cut the banner;
 	// the override gives it the banner's text colour.
 	m.bannerText = widget.NewLabelWithStyle(PlanBannerText, fyne.TextAlignLeading, fyne.TextStyle{Bold: true})
 	m.bannerText.Wrapping = fyne.TextWrapWord
 	warn := widget.NewIcon(theme.WarningIcon())
 	m.banner = container.NewThemeOverride(
-		container.NewStack(m.bannerBg, container.NewBorder(nil, nil, container.NewPadded(warn), nil, m.bannerText)),
+		container.NewStack(m.bannerBg.rect, container.NewBorder(nil, nil, container.NewPadded(warn), nil, m.bannerText)),
 		bannerTheme{})
 	m.banner.Hide()
 	return m
@@ -208,8 +204,7 @@ func (m *modeSwitch) showBanner(on bool) {
 		return
 	}
 	if on {
-		p := colors(theme.Current())
-		m.bannerBg.FillColor, m.bannerBg.StrokeColor = p.amberBackground, p.amberBorder
+		m.bannerBg.repaint()
 		m.banner.Show()
 	} else {
 		m.banner.Hide()
