@@ -35,7 +35,7 @@ func runMoveStreams(ctx context.Context, args []string, env Env) error {
 		return err
 	}
 	logger := newLogger(env.Stderr, slog.LevelWarn)
-	nc, err := connectNATS(n, logger)
+	nc, err := connectNATS(n, "pilotdesk move-streams", logger)
 	if err != nil {
 		return err
 	}

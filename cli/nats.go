@@ -152,13 +152,76 @@ func natsUser(urls string) (bare, user string, err error) {
 // a warning.
 const minLease = 10 * time.Second
 
-// natsStore is the JetStream history with the connection (and the
-// in-process node) it runs on, which it closes after itself, and the
-// relays that share it (the relay starts and stops that).
-type natsStore struct {
+// natsHistory is a JetStream history with the connection it runs on, and
+// with --nats embedded the in-process node, which it closes after itself:
+// the relay's history (natsStore) and the token commands' device tokens
+// (natsDevices) are opened alike (openNATSHistory).
+type natsHistory struct {
 	*jetstream.Store
-	nc      *nats.Conn
-	node    *jetstream.Embedded // nil on a cluster
+	nc   *nats.Conn
+	node *jetstream.Embedded // --nats embedded only
+}
+
+func (h *natsHistory) Close() error {
+	err := h.Store.Close()
+	h.nc.Close()
+	if h.node != nil {
+		h.node.Shutdown()
+	}
+	return err
+}
+
+// openNATSHistory opens the history on the cluster at --nats, or on the
+// in-process node of dataDir with --nats embedded, for client (the name
+// the NATS servers list its connection by). Every command that opens it
+// says what went wrong the same way: which data dir's node a running
+// relay holds, which flag mends three replicas on a single server.
+func openNATSHistory(ctx context.Context, n natsSettings, dataDir, client string, logger *slog.Logger) (_ *natsHistory, err error) {
+	h := &natsHistory{}
+	defer func() {
+		if err != nil {
+			if h.nc != nil {
+				h.nc.Close()
+			}
+			if h.node != nil {
+				h.node.Shutdown()
+			}
+		}
+	}()
+	replicas, streams := n.Replicas, n.Streams
+	if n.URLs == natsEmbedded {
+		if dataDir == "" {
+			return nil, usageError("--nats %s needs the relay's --data-dir", natsEmbedded)
+		}
+		if h.node, err = jetstream.StartEmbedded(dataDir, logger); err != nil {
+			if errors.Is(err, jetstream.ErrInUse) {
+				return nil, fmt.Errorf("opening the NATS node in %s (a relay running on it holds it: use that relay, from its window, or stop it first): %w", dataDir, err)
+			}
+			return nil, fmt.Errorf("opening the NATS node in %s: %w", dataDir, err)
+		}
+		if h.nc, err = h.node.Connect(client); err != nil {
+			return nil, err
+		}
+		// One node: one stream has all it can give.
+		replicas, streams = 1, 0
+	} else if h.nc, err = connectNATS(n, client, logger); err != nil {
+		return nil, err
+	}
+	if h.Store, err = jetstream.Open(ctx, h.nc, jetstream.Options{Replicas: replicas, Streams: streams, Logger: logger}); err != nil {
+		// A server outside any cluster cannot hold replicas; a cluster
+		// short of a quorum can, once it has one again.
+		if replicas > 1 && n.URLs != natsEmbedded && h.nc.ConnectedClusterName() == "" {
+			err = fmt.Errorf("%w (a single nats-server, not a cluster: pass --nats-replicas 1)", err)
+		}
+		return nil, fmt.Errorf("opening the history on NATS: %w", err)
+	}
+	return h, nil
+}
+
+// natsStore is the relay's JetStream history and the relays that share
+// it (the relay starts and stops that).
+type natsStore struct {
+	*natsHistory
 	cluster *jetstream.Cluster
 }
 
@@ -169,15 +232,6 @@ func clusterOf(store history.Store) history.Cluster {
 		return n.cluster
 	}
 	return nil
-}
-
-func (n *natsStore) Close() error {
-	err := n.Store.Close()
-	n.nc.Close()
-	if n.node != nil {
-		n.node.Shutdown()
-	}
-	return err
 }
 
 // openNATSStoreWaiting opens the history as openNATSStore does, trying
@@ -213,44 +267,21 @@ func openNATSStoreWaiting(ctx context.Context, s relaySettings, logger *slog.Log
 // them, as with SQLite).
 func openNATSStore(ctx context.Context, s relaySettings, logger *slog.Logger) (_ *natsStore, err error) {
 	n := s.NATS
-	st := &natsStore{}
+	h, err := openNATSHistory(ctx, n, s.DataDir, "pilotdesk relay", logger)
+	if err != nil {
+		return nil, err
+	}
 	defer func() {
 		if err != nil {
-			if st.nc != nil {
-				st.nc.Close()
-			}
-			if st.node != nil {
-				st.node.Shutdown()
-			}
+			h.Close()
 		}
 	}()
-	replicas, streams := n.Replicas, n.Streams
+	st := &natsStore{natsHistory: h}
 	if n.URLs == natsEmbedded {
-		if st.node, err = jetstream.StartEmbedded(s.DataDir, logger); err != nil {
-			return nil, err
-		}
-		if st.nc, err = st.node.Connect("pilotdesk relay"); err != nil {
-			return nil, err
-		}
-		// One node: one stream has all it can give.
-		replicas, streams = 1, 0
 		logger.Info("history", "nats", natsEmbedded, "dir", s.DataDir)
 	} else {
-		if st.nc, err = connectNATS(n, logger); err != nil {
-			return nil, err
-		}
-		logger.Info("history", "nats", redactURLs(n.URLs), "server", st.nc.ConnectedServerName(), "replicas", replicas, "streams", streams)
+		logger.Info("history", "nats", redactURLs(n.URLs), "server", h.nc.ConnectedServerName(), "replicas", n.Replicas, "streams", n.Streams)
 	}
-	store, err := jetstream.Open(ctx, st.nc, jetstream.Options{Replicas: replicas, Streams: streams, Logger: logger})
-	if err != nil {
-		// A server outside any cluster cannot hold replicas; a cluster
-		// short of a quorum can, once it has one again.
-		if replicas > 1 && n.URLs != natsEmbedded && st.nc.ConnectedClusterName() == "" {
-			err = fmt.Errorf("%w (a single nats-server, not a cluster: pass --nats-replicas 1)", err)
-		}
-		return nil, fmt.Errorf("opening the history on NATS: %w", err)
-	}
-	st.Store = store
 	// Every relay on a cluster shares its conversations with the others.
 	// An embedded node is this relay's alone (its data dir is locked): no
 	// other relay can share it, so the relay owns every conversation and
@@ -259,8 +290,7 @@ func openNATSStore(ctx context.Context, s relaySettings, logger *slog.Logger) (_
 		if n.Lease < minLease {
 			logger.Warn("--nats-lease is shorter than a NATS leader election may take (4-9 s): when a node dies, other relays may take over conversations whose relay is fine, closing their turns", "lease", n.Lease)
 		}
-		if st.cluster, err = jetstream.NewCluster(ctx, store, jetstream.ClusterOptions{Lease: n.Lease, Logger: logger}); err != nil {
-			store.Close()
+		if st.cluster, err = jetstream.NewCluster(ctx, h.Store, jetstream.ClusterOptions{Lease: n.Lease, Logger: logger}); err != nil {
 			return nil, fmt.Errorf("joining the relays on NATS: %w", err)
 		}
 	}
@@ -271,9 +301,8 @@ func openNATSStore(ctx context.Context, s relaySettings, logger *slog.Logger) (_
 	// only what it owns or claims from a relay that is gone, telling the
 	// others.
 	if s.HistoryMaxAge > 0 && st.cluster == nil {
-		dropped, err := store.DeleteOlderThan(ctx, time.Now().Add(-s.HistoryMaxAge))
+		dropped, err := h.DeleteOlderThan(ctx, time.Now().Add(-s.HistoryMaxAge))
 		if err != nil {
-			store.Close()
 			return nil, fmt.Errorf("dropping conversations older than %v: %w", s.HistoryMaxAge, err)
 		}
 		logger.Info("history retention", "dropped", dropped, "maxAge", s.HistoryMaxAge)
@@ -281,13 +310,14 @@ func openNATSStore(ctx context.Context, s relaySettings, logger *slog.Logger) (_
 	return st, nil
 }
 
-// connectNATS connects to the cluster. It reconnects for as long as the
+// connectNATS connects to the cluster as client (the name the servers
+// list the connection by). It reconnects for as long as the
 // relay runs: while no node answers, writes wait (the store retries, the
 // committer backs up) instead of the relay giving up.
-func connectNATS(n natsSettings, logger *slog.Logger) (*nats.Conn, error) {
+func connectNATS(n natsSettings, client string, logger *slog.Logger) (*nats.Conn, error) {
 	ping := natsPingInterval(n.Lease)
 	opts := []nats.Option{
-		nats.Name("pilotdesk relay"),
+		nats.Name(client),
 		nats.Timeout(5 * time.Second),
 		nats.MaxReconnects(-1),
 		nats.ReconnectWait(250 * time.Millisecond),

@@ -102,7 +102,7 @@ func TestNATSDisconnectLog(t *testing.T) {
 		}
 	}
 
-	nc, err := connectNATS(natsSettings{URLs: addr, Password: c.Password}, logger)
+	nc, err := connectNATS(natsSettings{URLs: addr, Password: c.Password}, "pilotdesk test", logger)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -112,7 +112,7 @@ func TestNATSDisconnectLog(t *testing.T) {
 		t.Errorf("a clean close logged a warning:\n%s", logs.String())
 	}
 
-	nc, err = connectNATS(natsSettings{URLs: withPassword}, logger)
+	nc, err = connectNATS(natsSettings{URLs: withPassword}, "pilotdesk test", logger)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -193,7 +193,7 @@ func TestNATSLeavesASilentNode(t *testing.T) {
 	const lease = 5 * time.Second
 	addr, silence := silentProxy(t, fmt.Sprintf("127.0.0.1:%d", c.Nodes[0].ClientPort))
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
-	nc, err := connectNATS(natsSettings{URLs: fmt.Sprintf("nats://%s@%s", url.User(c.User), addr), Password: c.Password, Lease: lease}, logger)
+	nc, err := connectNATS(natsSettings{URLs: fmt.Sprintf("nats://%s@%s", url.User(c.User), addr), Password: c.Password, Lease: lease}, "pilotdesk test", logger)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,14 +12,12 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/nats-io/nats.go"
 	"golang.org/x/term"
 
 	"github.com/pilotdesk/pilotdesk/internal/qr"
 	"github.com/pilotdesk/pilotdesk/protocol"
 	"github.com/pilotdesk/pilotdesk/relay"
 	"github.com/pilotdesk/pilotdesk/relay/history"
-	"github.com/pilotdesk/pilotdesk/relay/history/jetstream"
 	"github.com/pilotdesk/pilotdesk/relay/history/sqlite"
 	"github.com/pilotdesk/pilotdesk/web"
 )
@@ -213,57 +211,28 @@ connect; the relays keep only its SHA-256, so it is shown once.
 
 // natsDevices is the device tokens of a NATS history, with the connection
 // (and the in-process node) it closes after itself.
-type natsDevices struct {
-	*jetstream.Store
-	nc   *nats.Conn
-	node *jetstream.Embedded // --nats embedded only
-}
+type natsDevices struct{ *natsHistory }
 
-func (d *natsDevices) Close() error {
-	err := d.Store.Close()
+func (d natsDevices) Close() error {
 	// The connection's handlers log a disconnection, from a goroutine of
 	// the client's, after Close returns: a command that ends says nothing.
 	d.nc.SetDisconnectErrHandler(nil)
 	d.nc.SetReconnectHandler(nil)
 	d.nc.SetErrorHandler(nil)
-	d.nc.Close()
-	if d.node != nil {
-		d.node.Shutdown()
-	}
-	return err
+	return d.natsHistory.Close()
 }
 
 // openNATSDevices opens the device tokens on the cluster at --nats, or on
 // the node of --data-dir with --nats embedded (refused, by the node's lock,
 // while a relay runs on it).
-func openNATSDevices(ctx context.Context, n natsSettings, dataDir string, logger *slog.Logger) (_ *natsDevices, err error) {
-	d := &natsDevices{}
-	replicas := n.Replicas
-	if n.URLs == natsEmbedded {
-		if dataDir == "" {
-			return nil, usageError("--nats %s needs the relay's --data-dir", natsEmbedded)
-		}
-		if d.node, err = jetstream.StartEmbedded(dataDir, logger); err != nil {
-			return nil, fmt.Errorf("opening the NATS node in %s (a relay running on it holds it: make the token in its window, or stop it first): %w", dataDir, err)
-		}
-		if d.nc, err = d.node.Connect("pilotdesk token"); err != nil {
-			d.node.Shutdown()
-			return nil, err
-		}
-		replicas = 1
-	} else if d.nc, err = connectNATS(n, logger); err != nil {
-		return nil, err
-	}
-	cctx, cancel := context.WithTimeout(ctx, time.Minute)
+func openNATSDevices(ctx context.Context, n natsSettings, dataDir string, logger *slog.Logger) (natsDevices, error) {
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
-	if d.Store, err = jetstream.Open(cctx, d.nc, jetstream.Options{Replicas: replicas, Logger: logger}); err != nil {
-		d.nc.Close()
-		if d.node != nil {
-			d.node.Shutdown()
-		}
-		return nil, fmt.Errorf("opening the device tokens on NATS: %w", err)
+	h, err := openNATSHistory(ctx, n, dataDir, "pilotdesk token", logger)
+	if err != nil {
+		return natsDevices{}, err
 	}
-	return d, nil
+	return natsDevices{h}, nil
 }
 
 // printTokenHead prints what every new token's output starts with: the

@@ -3,7 +3,10 @@ package cli
 import (
 	"context"
 	"crypto/sha256"
+	"errors"
 	"fmt"
+	"io"
+	"log/slog"
 	"net/url"
 	"strings"
 	"testing"
@@ -122,4 +125,50 @@ func TestTokenCommandOnEmbeddedNode(t *testing.T) {
 	if code, out, stderr := runCLI(t, ctx, "token", "revoke", "ssh", "--nats", "embedded", "--data-dir", dir); code != 0 || !strings.Contains(out, "Revoked") {
 		t.Fatalf("revoke: %d %s%s", code, out, stderr)
 	}
+}
+
+// The relay and the token commands open a NATS history with one opener:
+// what stops them is said to both alike, the node of a data dir that a
+// running relay holds, and three replicas asked of a single nats-server
+// with the flag that mends it.
+func TestNATSOpenersSayTheSame(t *testing.T) {
+	ctx := context.Background()
+	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
+	open := func(n natsSettings, dataDir string) (relayErr, tokenErr error) {
+		t.Helper()
+		st, err := openNATSStore(ctx, relaySettings{DataDir: dataDir, NATS: n}, logger)
+		if err == nil {
+			st.Close()
+		}
+		d, derr := openNATSDevices(ctx, n, dataDir, logger)
+		if derr == nil {
+			d.Close()
+		}
+		return err, derr
+	}
+	t.Run("held node", func(t *testing.T) {
+		dir := t.TempDir()
+		node, err := jetstream.StartEmbedded(dir, logger)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer node.Shutdown()
+		relayErr, tokenErr := open(natsSettings{URLs: natsEmbedded, Replicas: 1, Streams: 1, Lease: time.Second}, dir)
+		for who, err := range map[string]error{"serve": relayErr, "token": tokenErr} {
+			if err == nil || !errors.Is(err, jetstream.ErrInUse) || !strings.Contains(err.Error(), "opening the NATS node in "+dir) || !strings.Contains(err.Error(), "a relay running on it holds it") {
+				t.Errorf("%s beside a running node: %v", who, err)
+			}
+		}
+	})
+	t.Run("replicas on a single server", func(t *testing.T) {
+		c := natstest.Start(t, 1)
+		n := natsSettings{URLs: fmt.Sprintf("nats://%s@127.0.0.1:%d", url.User(c.User), c.Nodes[0].ClientPort),
+			Password: c.Password, Replicas: 3, Lease: 15 * time.Second}
+		relayErr, tokenErr := open(n, t.TempDir())
+		for who, err := range map[string]error{"serve": relayErr, "token": tokenErr} {
+			if err == nil || !strings.Contains(err.Error(), "opening the history on NATS") || !strings.Contains(err.Error(), "a single nats-server, not a cluster: pass --nats-replicas 1") {
+				t.Errorf("%s with 3 replicas on one server: %v", who, err)
+			}
+		}
+	})
 }

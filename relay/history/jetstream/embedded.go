@@ -29,8 +29,12 @@ type Embedded struct {
 	lock *os.File
 }
 
+// ErrInUse: another process (a relay) runs the node of the data dir.
+var ErrInUse = errors.New("in use by another pilotdesk")
+
 // StartEmbedded starts a node whose JetStream files are in dataDir/nats.
-// A second node on the same data dir is refused while the first runs.
+// A second node on the same data dir is refused while the first runs
+// (ErrInUse).
 func StartEmbedded(dataDir string, logger *slog.Logger) (_ *Embedded, err error) {
 	if logger == nil {
 		logger = slog.Default()
@@ -51,7 +55,7 @@ func StartEmbedded(dataDir string, logger *slog.Logger) (_ *Embedded, err error)
 	if held, err := filelock.TryLock(lock); err != nil {
 		return nil, fmt.Errorf("embedded NATS: lock %s: %w", dir, err)
 	} else if held {
-		return nil, fmt.Errorf("embedded NATS: %s is in use by another pilotdesk", dir)
+		return nil, fmt.Errorf("embedded NATS: %s is %w", dir, ErrInUse)
 	}
 	opts := &server.Options{
 		ServerName: "pilotdesk-embedded",
