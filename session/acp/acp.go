@@ -34,8 +34,10 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -370,15 +372,9 @@ func (a *Agent) Close() error {
 	}
 	a.mu.Unlock()
 
-	var wg sync.WaitGroup
-	for s := range open {
-		wg.Go(func() {
-			if err := s.Close(context.Background()); err != nil {
-				a.log.Warn("acp: closing a session", "conversation", s.conversationID, "err", err)
-			}
-		})
-	}
-	wg.Wait()
+	backend.CloseAll(slices.Collect(maps.Keys(open)), func(s *Session, err error) {
+		a.log.Warn("acp: closing a session", "conversation", s.conversationID, "err", err)
+	})
 
 	// Wait for a start in progress, then stop whatever runs.
 	if a.procs.Stop() {

@@ -1,8 +1,8 @@
 // Package backend holds what the agent backends of session.Agent that run an
 // agent process (session/copilot, session/acp) share above that process
 // (internal/agentproc keeps the process itself): their time limits and
-// the way a turn and a close treat the caller's context, and a session's
-// turns one at a time until it is closed.
+// the way a turn and a close treat the caller's context, a session's turns
+// one at a time until it is closed, and an Agent's Close of its sessions.
 package backend
 
 import (
@@ -102,3 +102,21 @@ func (t *Turns) Close() bool { return t.closed.CompareAndSwap(false, true) }
 
 // Closed reports whether the session is closed.
 func (t *Turns) Closed() bool { return t.closed.Load() }
+
+// CloseAll closes the sessions of an Agent being closed, all at once (each
+// waits for its agent's answer, at most its CloseTimeout), and waits for
+// every one; failed hears each that failed (from several goroutines at
+// once). The Agent closes its keeper
+// first, so that no session opens meanwhile, and stops its process after:
+// the sessions close in it.
+func CloseAll[S interface{ Close(context.Context) error }](sessions []S, failed func(s S, err error)) {
+	var wg sync.WaitGroup
+	for _, s := range sessions {
+		wg.Go(func() {
+			if err := s.Close(context.Background()); err != nil {
+				failed(s, err)
+			}
+		})
+	}
+	wg.Wait()
+}

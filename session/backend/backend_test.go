@@ -93,3 +93,54 @@ func TestTurns(t *testing.T) {
 		t.Fatalf("Begin after Close = %v", err)
 	}
 }
+
+// closing is a session whose Close says it started and then waits for
+// release, failing with err.
+type closing struct {
+	started chan<- struct{}
+	release <-chan struct{}
+	err     error
+}
+
+func (c *closing) Close(context.Context) error {
+	c.started <- struct{}{}
+	<-c.release
+	return c.err
+}
+
+// TestCloseAll: the sessions close at once (all three are in Close before
+// any returns: one after another would never get there), CloseAll waits
+// for every one, and failed hears the one that failed, once.
+func TestCloseAll(t *testing.T) {
+	started, release := make(chan struct{}), make(chan struct{})
+	bad := &closing{started: started, release: release, err: errors.New("boom")}
+	sessions := []*closing{{started: started, release: release}, bad, {started: started, release: release}}
+	var failed []*closing
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		CloseAll(sessions, func(s *closing, err error) {
+			if err != bad.err {
+				t.Errorf("failed heard %v, want %v", err, bad.err)
+			}
+			failed = append(failed, s)
+		})
+	}()
+	for i := range sessions {
+		select {
+		case <-started:
+		case <-time.After(30 * time.Second):
+			t.Fatalf("only %d of %d sessions were closing at once", i, len(sessions))
+		}
+	}
+	select {
+	case <-done:
+		t.Fatal("CloseAll returned before its sessions closed")
+	default:
+	}
+	close(release)
+	<-done
+	if len(failed) != 1 || failed[0] != bad {
+		t.Errorf("failed heard %v, want the failing session once", failed)
+	}
+}

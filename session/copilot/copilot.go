@@ -338,17 +338,9 @@ func (a *Agent) Close() error {
 	}
 	a.mu.Unlock()
 
-	var wg sync.WaitGroup
-	for _, s := range open {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			if err := s.Close(context.Background()); err != nil {
-				a.log.Warn("copilot: closing a session", "conversation", s.conversationID, "err", err)
-			}
-		}()
-	}
-	wg.Wait()
+	backend.CloseAll(open, func(s *Session, err error) {
+		a.log.Warn("copilot: closing a session", "conversation", s.conversationID, "err", err)
+	})
 
 	// Wait for a start in progress, then stop whatever runs.
 	if a.procs.Stop() {
