@@ -16,11 +16,8 @@ import (
 // Several event streams).
 func runMoveStreams(ctx context.Context, args []string, env Env) error {
 	fs := flag.NewFlagSet("move-streams", flag.ContinueOnError)
-	n := natsSettings{Lease: 15 * time.Second, Password: env.Getenv(natsPasswordEnv)}
-	fs.StringVar(&n.URLs, "nats", "", "the NATS cluster of the history, at these `URLS` (comma-separated)")
-	fs.StringVar(&n.Creds, "nats-creds", "", "NATS credentials `FILE` (a user JWT and its seed)")
-	fs.StringVar(&n.TLSCA, "nats-tls-ca", "", "verify the NATS servers' TLS certificates with this CA `FILE`")
-	fs.IntVar(&n.Replicas, "nats-replicas", 3, "replicas of the new streams")
+	n := natsSettings{Lease: 15 * time.Second}
+	n.registerConnection(fs, env.Getenv, "the NATS cluster of the history, at these `URLS` (comma-separated)", "replicas of the new streams")
 	fs.IntVar(&n.Streams, "nats-streams", 0, "the `N` streams to spread the history over (2 to 64), which every relay is then started with")
 	if err := parseFlags(fs, args, env.Stdout); err != nil {
 		return err

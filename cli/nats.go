@@ -61,16 +61,28 @@ type natsSettings struct {
 const natsStartWait = 2 * time.Minute
 
 func (n *natsSettings) register(fs *flag.FlagSet, getenv func(string) string) {
-	n.Password = getenv(natsPasswordEnv)
-	fs.StringVar(&n.URLs, "nats", "", "keep the history in NATS JetStream at these `URLS` (comma-separated) instead of SQLite; \""+natsEmbedded+"\" runs one in-process node in --data-dir")
-	fs.StringVar(&n.Creds, "nats-creds", "", "NATS credentials `FILE` (a user JWT and its seed)")
-	fs.StringVar(&n.TLSCA, "nats-tls-ca", "", "verify the NATS servers' TLS certificates with this CA `FILE`")
-	fs.IntVar(&n.Replicas, "nats-replicas", 3, "replicas of the events stream and bucket when the relay creates them (1 with embedded)")
+	n.registerConnection(fs, getenv,
+		"keep the history in NATS JetStream at these `URLS` (comma-separated) instead of SQLite; \""+natsEmbedded+"\" runs one in-process node in --data-dir",
+		"replicas of the events stream and bucket when the relay creates them (1 with embedded)")
 	n.withStreams = true
 	fs.IntVar(&n.Streams, "nats-streams", 1, "spread the conversations over this many event streams, each with its own leader, when the relay makes the history; every relay of a cluster must give the same (1 with embedded)")
 	fs.DurationVar(&n.Lease, "nats-lease", jetstream.DefaultLease, "how long a relay may be silent before the other relays take its conversations over; it must outlast a NATS leader election (4-9 s)")
 	n.StartWait = natsStartWait
 	fs.DurationVar(&n.DrainTimeout, "drain-timeout", 10*time.Minute, "with --nats: on SIGTERM, how long the relay waits for its running turns to end (its clients moved to other relays, its idle conversations handed over) before it stops")
+}
+
+// registerConnection registers the flags that reach a NATS history and
+// sign in to it, which every command that opens one takes alike (serve,
+// token, move-streams; validate checks them): --nats, whose usage says
+// what the command does with the history, --nats-creds, --nats-tls-ca,
+// --nats-replicas, whose usage says what the command may create, and the
+// password of natsPasswordEnv.
+func (n *natsSettings) registerConnection(fs *flag.FlagSet, getenv func(string) string, urlsUsage, replicasUsage string) {
+	n.Password = getenv(natsPasswordEnv)
+	fs.StringVar(&n.URLs, "nats", "", urlsUsage)
+	fs.StringVar(&n.Creds, "nats-creds", "", "NATS credentials `FILE` (a user JWT and its seed)")
+	fs.StringVar(&n.TLSCA, "nats-tls-ca", "", "verify the NATS servers' TLS certificates with this CA `FILE`")
+	fs.IntVar(&n.Replicas, "nats-replicas", 3, replicasUsage)
 }
 
 func (n *natsSettings) validate(dataDir string) error {

@@ -81,11 +81,10 @@ func parseTokenCommand(cmd string, args []string, env Env) (*tokenCommand, error
 	fs := flag.NewFlagSet("token "+cmd, flag.ContinueOnError)
 	fs.StringVar(&tc.dataDir, "data-dir", "", "the data dir of the relay (default: the OS's user data dir, as for serve)")
 	ns := &tc.nats
-	*ns = natsSettings{Lease: time.Second, Password: env.Getenv(natsPasswordEnv)} // no lease: the command joins no relay
-	fs.StringVar(&ns.URLs, "nats", "", "the device tokens of the relays on the NATS cluster at these `URLS` (comma-separated), or of the relay of --data-dir with --nats "+natsEmbedded+" when it is not running")
-	fs.StringVar(&ns.Creds, "nats-creds", "", "NATS credentials `FILE` (a user JWT and its seed)")
-	fs.StringVar(&ns.TLSCA, "nats-tls-ca", "", "verify the NATS servers' TLS certificates with this CA `FILE`")
-	fs.IntVar(&ns.Replicas, "nats-replicas", 3, "replicas of the buckets if this command is the first to make them")
+	*ns = natsSettings{Lease: time.Second} // no lease: the command joins no relay
+	ns.registerConnection(fs, env.Getenv,
+		"the device tokens of the relays on the NATS cluster at these `URLS` (comma-separated), or of the relay of --data-dir with --nats "+natsEmbedded+" when it is not running",
+		"replicas of the buckets if this command is the first to make them")
 	switch cmd {
 	case "create":
 		fs.StringVar(&tc.name, "name", "", "the device's `NAME`, as the window and answeredBy show it (required)")
