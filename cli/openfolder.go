@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"bytes"
 	"fmt"
 	"net/url"
 	"os/exec"
@@ -9,6 +8,8 @@ import (
 	"runtime"
 	"strings"
 	"time"
+
+	"github.com/pilotdesk/pilotdesk/internal/capped"
 )
 
 // The window's File → Open folder (Ctrl+O) on Linux and the BSDs: Fyne's
@@ -38,8 +39,10 @@ const openFolderPatience = 5 * time.Second
 func openFolder(dir string, patience time.Duration) error {
 	u := url.URL{Scheme: "file", Path: filepath.ToSlash(dir)}
 	cmd := exec.Command("xdg-open", u.String())
-	var out cappedBuffer
-	cmd.Stdout, cmd.Stderr = &out, &out
+	// The first 4 KiB: enough for xdg-open's reason, bounded whatever a
+	// file manager prints.
+	out := capped.NewBuffer(4096)
+	cmd.Stdout, cmd.Stderr = out, out
 	// A file manager started by xdg-open inherits its output: once
 	// xdg-open has ended, Wait does not wait for it to close that.
 	cmd.WaitDelay = time.Second
@@ -70,16 +73,3 @@ func lastLine(s string) string {
 	lines := strings.Split(strings.TrimSpace(s), "\n")
 	return strings.TrimSpace(lines[len(lines)-1])
 }
-
-// cappedBuffer keeps the first 4 KiB written to it: enough for
-// xdg-open's reason, bounded whatever a file manager prints.
-type cappedBuffer struct{ buf bytes.Buffer }
-
-func (b *cappedBuffer) Write(p []byte) (int, error) {
-	if room := 4096 - b.buf.Len(); room > 0 {
-		b.buf.Write(p[:min(len(p), room)])
-	}
-	return len(p), nil
-}
-
-func (b *cappedBuffer) String() string { return b.buf.String() }

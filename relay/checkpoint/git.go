@@ -8,6 +8,8 @@ import (
 	"os"
 	"os/exec"
 	"strings"
+
+	"github.com/pilotdesk/pilotdesk/internal/capped"
 )
 
 // gitCmd is one git command run for a location: its own environment (the
@@ -40,14 +42,14 @@ func baseEnv() []string {
 	)
 }
 
-func (g gitCmd) cmd(ctx context.Context) (*exec.Cmd, *bytes.Buffer) {
+func (g gitCmd) cmd(ctx context.Context) (*exec.Cmd, *capped.Buffer) {
 	cmd := exec.CommandContext(ctx, g.s.git, g.args...)
 	cmd.Dir = g.dir
 	cmd.Env = append(append([]string(nil), g.s.env...), g.env...)
 	cmd.Stdin = g.in
-	var stderr bytes.Buffer
-	cmd.Stderr = &limitedWriter{w: &stderr, n: 4096}
-	return cmd, &stderr
+	stderr := capped.NewBuffer(4096)
+	cmd.Stderr = stderr
+	return cmd, stderr
 }
 
 // output runs the command and returns its stdout.
@@ -62,7 +64,7 @@ func (g gitCmd) output(ctx context.Context) ([]byte, error) {
 }
 
 // fail wraps a failed git command's error with its stderr, which says why.
-func (g gitCmd) fail(err error, stderr *bytes.Buffer) error {
+func (g gitCmd) fail(err error, stderr *capped.Buffer) error {
 	name := "git"
 	for i := 0; i < len(g.args); i++ {
 		if a := g.args[i]; a == "-c" {
@@ -77,19 +79,4 @@ func (g gitCmd) fail(err error, stderr *bytes.Buffer) error {
 		return fmt.Errorf("%s: %w", name, err)
 	}
 	return fmt.Errorf("%s: %w: %s", name, err, msg)
-}
-
-// limitedWriter keeps the first n bytes written to it and drops the rest.
-type limitedWriter struct {
-	w io.Writer
-	n int
-}
-
-func (l *limitedWriter) Write(p []byte) (int, error) {
-	if l.n > 0 {
-		k := min(len(p), l.n)
-		_, _ = l.w.Write(p[:k])
-		l.n -= k
-	}
-	return len(p), nil
 }
