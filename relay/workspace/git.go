@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/pilotdesk/pilotdesk/internal/capped"
 )
 
 // gitTimeout bounds one git command: a worktree of a big repository takes
@@ -71,8 +73,9 @@ func (g gitCmd) run(ctx context.Context, dir string, env []string, args ...strin
 	defer cancel()
 	cmd := exec.CommandContext(ctx, g.path, append([]string{"-C", dir}, args...)...)
 	cmd.Env = append(gitEnv(), env...)
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	var stdout bytes.Buffer
+	stderr := capped.NewBuffer(4096)
+	cmd.Stdout, cmd.Stderr = &stdout, stderr
 	if err := cmd.Run(); err != nil {
 		return "", &gitError{args: args, stderr: stderr.String(), err: err}
 	}
