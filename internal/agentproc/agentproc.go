@@ -286,10 +286,15 @@ func (p *Process) Dead() error {
 	}
 }
 
-// ExitError says that who exited unexpectedly, with its exit status ("still
-// running" while it runs) and the last lines it wrote to stderr:
-// "who exited unexpectedly (exit status 3); its last output: …".
+// ExitError says why who ended: "who was stopped" after Stop, else that
+// it exited unexpectedly, with its exit status ("still running" while it
+// runs) and the last lines it wrote to stderr: "who exited unexpectedly
+// (exit status 3); its last output: …". It is what a backend's settle
+// returns (see Watch) when its connection has no better reason.
 func (p *Process) ExitError(who string) error {
+	if p.Stopped() {
+		return fmt.Errorf("%s was stopped", who)
+	}
 	exit := "still running"
 	select {
 	case <-p.exited:

@@ -124,9 +124,6 @@ func start(t *testing.T, mode string, env []string, unset []string, args ...stri
 		a.mu.Lock()
 		a.settled++
 		a.mu.Unlock()
-		if p.Stopped() {
-			return errors.New("stopped")
-		}
 		return p.ExitError("the helper")
 	})
 	t.Cleanup(func() {
@@ -181,11 +178,12 @@ func TestStop(t *testing.T) {
 	if !a.Stopped() || a.Alive() {
 		t.Errorf("after Stop: stopped %v, alive %v", a.Stopped(), a.Alive())
 	}
-	if err := a.Wait(); err == nil || err.Error() != "stopped" {
-		t.Errorf("Wait = %v, want settle's error", err)
+	// settle's error, ExitError's after a Stop: no "exited unexpectedly".
+	if err := a.Wait(); err == nil || err.Error() != "the helper was stopped" {
+		t.Errorf("Wait = %v, want settle's error, the helper was stopped", err)
 	}
-	if err := a.Err(); err == nil || err.Error() != "stopped" {
-		t.Errorf("Err = %v, want settle's error", err)
+	if err := a.Err(); err == nil || err.Error() != "the helper was stopped" {
+		t.Errorf("Err = %v, want settle's error, the helper was stopped", err)
 	}
 	a.Stop() // a second Stop is harmless
 	if a.settled != 1 {

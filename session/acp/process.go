@@ -105,14 +105,8 @@ func agentEnv(argv, env []string, root bool, getenv func(string) string) (add, u
 
 // cause explains why the process ended.
 func (p *process) cause() error {
-	if p.proc.Stopped() {
-		return errStopped
-	}
 	return p.proc.ExitError("acp: the agent (" + strings.Join(p.argv, " ") + ")")
 }
-
-// errStopped is the cause of a process we stopped on purpose.
-var errStopped = errors.New("acp: the agent was stopped")
 
 // Agent is the agent's process, for the Keeper.
 func (p *process) Agent() *agentproc.Process { return p.proc }

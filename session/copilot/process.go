@@ -132,21 +132,15 @@ func startProcess(gen int, cfg processConfig) (*process, error) {
 	return p, nil
 }
 
-// cause explains why the process ended.
+// cause explains why the process ended: its output became unreadable (and
+// nobody stopped it on purpose), else what ExitError says.
 func (p *process) cause() error {
-	if p.proc.Stopped() {
-		return errStopped
-	}
-	connErr := p.conn.Err()
 	var fe *jsonrpc.FrameError
-	if errors.As(connErr, &fe) {
+	if errors.As(p.conn.Err(), &fe) && !p.proc.Stopped() {
 		return fmt.Errorf("copilot: the CLI's output became unreadable (%v); it was stopped", fe)
 	}
 	return p.proc.ExitError("copilot: the CLI")
 }
-
-// errStopped is the cause of a process we stopped on purpose.
-var errStopped = errors.New("copilot: the CLI was stopped")
 
 // Agent is the CLI's process, for the Keeper.
 func (p *process) Agent() *agentproc.Process { return p.proc }
