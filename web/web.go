@@ -21,6 +21,7 @@ import (
 	"regexp"
 	"strings"
 	"sync"
+	"sync/atomic"
 )
 
 //go:embed static
@@ -34,11 +35,24 @@ type file struct {
 	etag  string
 }
 
-var (
-	loadOnce sync.Once
-	files    map[string]*file // by URL path, "/" for index.html
-	loadErr  error
-)
+// site is the page's files, by URL path ("/" for index.html), read and
+// compressed by the first request that needs them (load).
+type site struct {
+	files  func() (map[string]*file, error)
+	loaded atomic.Bool // load ran: what TestLoadedOnFirstRequest checks
+}
+
+func newSite(fsys fs.FS) *site {
+	s := &site{}
+	s.files = sync.OnceValues(func() (map[string]*file, error) {
+		s.loaded.Store(true)
+		return load(fsys)
+	})
+	return s
+}
+
+// page is the web client every relay of the process serves.
+var page = newSite(static)
 
 // contentTypes are the types of the files the page is made of; a file of
 // another kind is not served, so nothing unexpected leaves the binary.
@@ -53,12 +67,17 @@ var contentTypes = map[string]string{
 	".webmanifest": "application/manifest+json",
 }
 
-// load reads and compresses the embedded files once. Compressing here, not
-// per request, keeps a phone's first load small (the issue asks for under
-// 150 KB compressed) at no cost per request.
-func load() {
-	files = map[string]*file{}
-	loadErr = fs.WalkDir(static, "static", func(p string, d fs.DirEntry, err error) error {
+// load reads and compresses the embedded files, once per process.
+// Compressing here, not per request, keeps a phone's first load small (the
+// issue asks for under 150 KB compressed) at no cost per request. It runs
+// at the first request, not when a relay starts: the desktop window starts
+// its embedded relay every time it opens, and most of its runs never serve
+// the page, while the compression costs about 55 ms of CPU and 25 MB of
+// garbage (gzip's best level) right after the window is mapped, and keeps
+// 430 KB (docs/performance.md).
+func load(fsys fs.FS) (map[string]*file, error) {
+	files := map[string]*file{}
+	err := fs.WalkDir(fsys, "static", func(p string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() {
 			return err
 		}
@@ -66,7 +85,7 @@ func load() {
 		if !ok {
 			return nil
 		}
-		body, err := static.ReadFile(p)
+		body, err := fs.ReadFile(fsys, p)
 		if err != nil {
 			return fmt.Errorf("web: read %s: %w", p, err)
 		}
@@ -90,22 +109,22 @@ func load() {
 		files[urlPath] = f
 		return nil
 	})
+	return files, err
 }
 
 // Handler serves the web client: GET / is the page and the files it names
 // are beside it; any other path is 404. The relay mounts it at GET /, below
 // /ws and /healthz.
-func Handler() http.Handler {
-	loadOnce.Do(load)
-	return http.HandlerFunc(serve)
-}
+func Handler() http.Handler { return page.handler() }
+
+func (s *site) handler() http.Handler { return http.HandlerFunc(s.serve) }
 
 // Size returns the number of bytes a browser that accepts gzip transfers to
 // load every file of the page.
 func Size() (int, error) {
-	loadOnce.Do(load)
-	if loadErr != nil {
-		return 0, loadErr
+	files, err := page.files()
+	if err != nil {
+		return 0, err
 	}
 	n := 0
 	for _, f := range files {
@@ -118,9 +137,10 @@ func Size() (int, error) {
 	return n, nil
 }
 
-func serve(w http.ResponseWriter, req *http.Request) {
-	if loadErr != nil {
-		http.Error(w, "the web client is missing from this build: "+loadErr.Error(), http.StatusInternalServerError)
+func (s *site) serve(w http.ResponseWriter, req *http.Request) {
+	files, err := s.files()
+	if err != nil {
+		http.Error(w, "the web client is missing from this build: "+err.Error(), http.StatusInternalServerError)
 		return
 	}
 	f, ok := files[req.URL.Path]
