@@ -76,6 +76,14 @@ type Process struct {
 	err  error         // why it ended; read after done
 }
 
+// NotRunnable reports whether Start failed because the executable cannot
+// be run as given: it is not there, not on PATH, or not executable. The
+// backends word it as their agent not found (session.ErrAgentNotFound),
+// with what to install or fix.
+func NotRunnable(err error) bool {
+	return errors.Is(err, exec.ErrNotFound) || errors.Is(err, os.ErrNotExist) || errors.Is(err, os.ErrPermission)
+}
+
 // Start starts the command. The caller makes its connection on Stdin and
 // Stdout, then calls Watch.
 func Start(cfg Config) (*Process, error) {

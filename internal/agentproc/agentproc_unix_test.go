@@ -3,6 +3,9 @@
 package agentproc
 
 import (
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -54,4 +57,26 @@ func TestExitReachesTheGroup(t *testing.T) {
 		t.Errorf("Err = %v", err)
 	}
 	testsupport.WaitGone(t, pids[1], 10*time.Second)
+}
+
+// TestNotRunnable: a missing executable and one that is not executable
+// (a Unix file mode) cannot run, as Start and exec.LookPath say it; a pipe error is
+// something else.
+func TestNotRunnable(t *testing.T) {
+	dir := t.TempDir()
+	plain := filepath.Join(dir, "plain")
+	if err := os.WriteFile(plain, []byte("#!/bin/sh\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, missing := Start(Config{Path: filepath.Join(dir, "missing"), Grace: grace})
+	_, notExec := Start(Config{Path: plain, Grace: grace})
+	_, notOnPath := exec.LookPath("no-such-agent-on-any-path")
+	for name, err := range map[string]error{"missing": missing, "not executable": notExec, "not on PATH": notOnPath} {
+		if err == nil || !NotRunnable(err) {
+			t.Errorf("%s: NotRunnable(%v) = false", name, err)
+		}
+	}
+	if NotRunnable(&PipeError{Pipe: "stdin", Err: os.ErrClosed}) {
+		t.Error("a pipe error is NotRunnable")
+	}
 }

@@ -55,7 +55,7 @@ func startProcess(argv []string, workDir string, env []string, grace time.Durati
 		if errors.As(err, &pipe) {
 			return nil, fmt.Errorf("acp: %w", err)
 		}
-		if errors.Is(err, exec.ErrNotFound) || errors.Is(err, os.ErrNotExist) || errors.Is(err, os.ErrPermission) {
+		if agentproc.NotRunnable(err) {
 			return nil, fmt.Errorf("%w: %v; install the agent or fix --acp-command", errAgentNotFound, err)
 		}
 		return nil, fmt.Errorf("acp: starting %s: %w", path, err)

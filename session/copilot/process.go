@@ -108,7 +108,7 @@ func startProcess(gen int, cfg processConfig) (*process, error) {
 		if errors.As(err, &pipe) {
 			return nil, fmt.Errorf("copilot: %w", err)
 		}
-		if errors.Is(err, exec.ErrNotFound) || errors.Is(err, os.ErrNotExist) {
+		if agentproc.NotRunnable(err) {
 			return nil, fmt.Errorf("%w: %v; %s", errCLINotFound, err, installHint)
 		}
 		return nil, fmt.Errorf("copilot: starting %s: %w", cfg.path, err)

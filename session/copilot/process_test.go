@@ -5,6 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -194,6 +197,17 @@ func TestHandshakeProblems(t *testing.T) {
 		t.Setenv("PATH", t.TempDir())
 		if err := copilot.Probe(ctx, copilot.Options{}); !errors.Is(err, session.ErrAgentNotFound) || !strings.Contains(err.Error(), "PATH") {
 			t.Errorf("Probe with no copilot on PATH = %v", err)
+		}
+		if runtime.GOOS != "windows" {
+			// A file that is not executable cannot run either (as the
+			// ACP backend says of its agent).
+			plain := filepath.Join(t.TempDir(), "copilot")
+			if err := os.WriteFile(plain, []byte("#!/bin/sh\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if err := copilot.Probe(ctx, copilot.Options{Path: plain}); !errors.Is(err, session.ErrAgentNotFound) || !strings.Contains(err.Error(), "npm install -g @github/copilot") {
+				t.Errorf("Probe of a file that is not executable = %v", err)
+			}
 		}
 	})
 	t.Run("bad provider type", func(t *testing.T) {
