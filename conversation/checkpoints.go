@@ -246,6 +246,10 @@ func (s *State) RestoreEffects(checkpoint string) []RestoreItem {
 // RestoreCaveat.
 const RestoreQuestion = "Put the folder's files back as they were before this turn? This changes:"
 
+// RestoreBusy is said in place of a restore asked for while a turn runs:
+// the agent may be changing the files the restore would put back.
+const RestoreBusy = "A turn is running: stop it or wait for its end, then restore."
+
 // RestoreCaveat says what else a restore puts back; others names the
 // other conversations working in the same folder without a worktree.
 func RestoreCaveat(others []string) string {

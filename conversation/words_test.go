@@ -267,6 +267,7 @@ func wordCases() []wordCase {
 	}
 	add("thinkingText")
 	add("unsentWhy")
+	add("restoreBusy")
 	add("arrivedLate")
 	add("questionNotification", "Deploy", "Run the migration?")
 	add("questionNotification", "", "")
@@ -463,6 +464,8 @@ func say(c wordCase) (any, error) {
 		return EntryTitle(str(0)), nil
 	case "unsentWhy":
 		return UnsentWhy, nil
+	case "restoreBusy":
+		return RestoreBusy, nil
 	case "arrivedLate":
 		return ArrivedLate, nil
 	case "thinkingText":

@@ -271,7 +271,7 @@ func (w *Window) askDiff(checkpoint, path string) {
 // (another conversation working there too, by name).
 func (w *Window) confirmRestore(checkpoint string) {
 	if w.view.Streaming {
-		w.store.AddNote(w.current, conversation.NoteWarn, "A turn is running: stop it or wait for its end, then restore.")
+		w.store.AddNote(w.current, conversation.NoteWarn, conversation.RestoreBusy)
 		return
 	}
 	files, others := w.store.RestoreEffects(w.current, checkpoint)
@@ -303,7 +303,7 @@ func (w *Window) confirmRestore(checkpoint string) {
 // at checkpoint (a card's Restore, confirmed, or a notice's Undo).
 func (w *Window) restore(id, checkpoint string) {
 	if id == w.current && w.view.Streaming {
-		w.store.AddNote(id, conversation.NoteWarn, "A turn is running: stop it or wait for its end, then restore.")
+		w.store.AddNote(id, conversation.NoteWarn, conversation.RestoreBusy)
 		return
 	}
 	w.store.MarkRestoring(id, checkpoint)

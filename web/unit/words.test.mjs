@@ -38,6 +38,7 @@ const adapters = {
   countdownText: (deadline, now) => words.countdownText(deadline ? Date.parse(deadline) : 0, Date.parse(now)),
   thinkingText: () => words.THINKING_TEXT,
   unsentWhy: () => words.UNSENT_WHY,
+  restoreBusy: () => words.RESTORE_BUSY,
   arrivedLate: () => words.ARRIVED_LATE,
   entryStatus: (waiting, deadline, streaming, now) => words.entryStatus(waiting, deadline ? Date.parse(deadline) : 0, streaming, Date.parse(now)),
   ago: (t, now) => words.ago(Date.parse(t), Date.parse(now)),

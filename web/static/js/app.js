@@ -19,7 +19,7 @@ import { Notifier } from './notify.js';
 import { uuid } from './ids.js';
 import { Identity } from './identity.js';
 import { forgetDevice, saveToken, takeToken, tokenCheck, tokenFromInput } from './token.js';
-import { deleteText, entryTitle, relayErrorText, totalsText, usageText } from './words.js';
+import { RESTORE_BUSY, deleteText, entryTitle, relayErrorText, totalsText, usageText } from './words.js';
 import { load, store } from './storage.js';
 import { linkedId, linkOf } from './route.js';
 import { Drawer } from './drawer.js';
@@ -521,7 +521,7 @@ export class App {
     const c = this.current && this.convs.get(this.current);
     if (!c) return;
     if (c.streaming) {
-      c.note('warning', 'A turn is running: stop it or wait for its end, then restore.');
+      c.note('warning', RESTORE_BUSY);
     } else if (this.conn.send('copilot:restore', { conversationId: c.id, checkpoint })) {
       c.markRestoring(checkpoint);
     } else {

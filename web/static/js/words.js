@@ -617,6 +617,9 @@ export function restoreEffects(changeSets, checkpoint) {
   return out.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
 }
 
+/** RESTORE_BUSY is said in place of a restore while a turn runs (conversation.RestoreBusy). */
+export const RESTORE_BUSY = 'A turn is running: stop it or wait for its end, then restore.';
+
 /** RESTORE_QUESTION is asked before a restore (conversation.RestoreQuestion). */
 export const RESTORE_QUESTION = "Put the folder's files back as they were before this turn? This changes:";
 
