@@ -39,6 +39,9 @@ func (r *repl) event(ctx context.Context, ev client.Event) {
 	case *client.Unsent:
 		r.unsent(d)
 		return
+	case *client.Refused:
+		r.refused(d)
+		return
 	}
 	if id := ev.ConversationID(); id == "" || id != r.conv {
 		// Events of a conversation left behind by /new or /switch.
@@ -534,6 +537,18 @@ func (r *repl) unsent(d *client.Unsent) {
 		return
 	}
 	r.note(styleWarn, conversation.UnsentWhy+". Not sent: "+oneLine(d.Prompt))
+}
+
+// refused gives back a prompt the relay refused, whose error relayError
+// printed: on a terminal whose line is empty it goes back on the line, for
+// the user to change or send again; piped, it is in the scrollback.
+func (r *repl) refused(d *client.Refused) {
+	if d.ConversationID != r.conv || !r.cfg.Term.Raw || r.ask.open != nil || !r.typed.editor.empty() || strings.ContainsAny(d.Prompt, "\r\n") {
+		return
+	}
+	r.scr.endLine()
+	r.typed.editor.buf = append(r.typed.editor.buf[:0], []rune(d.Prompt)...)
+	r.note(styleDim, "Your prompt is back on the prompt line.")
 }
 
 // relayError reports an `error` message in words a person can act on.

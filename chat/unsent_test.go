@@ -81,3 +81,26 @@ func TestPlainUnsentPrinted(t *testing.T) {
 	h.idle(protocol.StatusCompleted)
 	h.noCall()
 }
+
+// TestRawRefusedBackOnTheLine: a prompt the relay refused goes back on an
+// empty prompt line under the relay's reason, and is not sent again until
+// the user presses Enter.
+func TestRawRefusedBackOnTheLine(t *testing.T) {
+	h := startREPL(t, rawTerm, nil)
+	h.subscribed(nil)
+	h.waitScreen("the act prompt", func(s string) bool { return lastLine(s) == "act>" })
+	h.typeIn("deploy the fix\r")
+	h.nextCall("send")
+	refusal := &protocol.Error{Code: protocol.CodeInvalidField, Type: protocol.TypeSend, ConversationID: testConv, Message: "the folder does not exist", ClientID: "k1"}
+	h.conn.events <- client.Event{Type: protocol.TypeError, Data: refusal}
+	h.conn.events <- client.Event{Type: client.TypeRefused, Data: &client.Refused{ConversationID: testConv, ClientID: "k1", Prompt: "deploy the fix", Err: refusal}}
+	h.waitScreen("the reason, and the prompt back on the line", func(s string) bool {
+		flat := strings.ReplaceAll(s, "\n", "")
+		return strings.Contains(flat, "Not sent: the folder does not exist") && strings.Contains(flat, "back on the prompt line") && lastLine(s) == "act> deploy the fix"
+	})
+	h.noCall()
+	h.typeIn("\r")
+	if s := h.nextCall("send"); s.prompt != "deploy the fix" {
+		t.Fatalf("send again = %+v", s)
+	}
+}

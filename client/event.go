@@ -26,6 +26,13 @@ const (
 	// Arrived set follows the echo: the consumer takes it back. Data is an
 	// *Unsent.
 	TypeUnsent = "client:unsent"
+	// TypeRefused follows the relay's error for a copilot:send of this
+	// client (a folder it cannot use, a role that may not send, a turn
+	// already running, the budget spent…): the error event itself comes
+	// first, as the relay sent it; this one carries the prompt the relay
+	// refused, for the consumer to give back to the user, who loses
+	// nothing they typed. Data is a *Refused.
+	TypeRefused = "client:refused"
 )
 
 // Event is one message from the relay, decoded, or a synthetic client event.
@@ -84,6 +91,18 @@ type Unsent struct {
 
 // Conversation returns the conversation the prompt was for.
 func (u *Unsent) Conversation() string { return u.ConversationID }
+
+// Refused is the data of a TypeRefused event: the prompt of a copilot:send
+// the relay answered with Err, and the clientId the send carried.
+type Refused struct {
+	ConversationID string
+	ClientID       string
+	Prompt         string
+	Err            *protocol.Error
+}
+
+// Conversation returns the conversation the prompt was for.
+func (r *Refused) Conversation() string { return r.ConversationID }
 
 // State is the connection's state as a person would name it.
 type State int

@@ -70,12 +70,14 @@ func (c *Client) route(ctx context.Context, ev Event) bool {
 				out = append(out, s.flush()...)
 			}
 		}
-		if d.Type == protocol.TypeSend {
-			// A refusal of what this connection sent (the consumer shows
-			// it and gives the prompt back): nothing more to wait for.
-			c.forgetSendsLocked(d.ConversationID, func(u *unechoed) bool { return u.gen == c.gen })
-		}
 		out = append(out, ev)
+		if d.Type == protocol.TypeSend {
+			// A refusal of what this connection sent: the consumer shows
+			// the error, and gets the prompt back to give to the user.
+			if r := c.refusedLocked(d); r != nil {
+				out = append(out, Event{Type: TypeRefused, Data: r})
+			}
+		}
 	case protocol.Sequenced:
 		h := d.EventHeader()
 		if h.ConversationID == "" {
@@ -223,6 +225,33 @@ func (c *Client) arrivedLocked(out []Event) []Event {
 		with = append(with, Event{Type: TypeUnsent, Data: &arrived})
 	}
 	return with
+}
+
+// refusedLocked is the send the relay's error e refused, no longer waited
+// for: the one e names by its clientId; from a relay that names none (an
+// older one), the one prompt of e's conversation sent on the current
+// connection whose echo has not come, if there is only one (with two, the
+// refused one is not known: none is given back, and none forgotten). nil
+// if there is none. c.mu is held.
+func (c *Client) refusedLocked(e *protocol.Error) *Refused {
+	id := e.ClientID
+	if id == "" {
+		for k, u := range c.unechoed {
+			if u.conv != e.ConversationID || u.gen != c.gen {
+				continue
+			}
+			if id != "" {
+				return nil
+			}
+			id = k
+		}
+	}
+	u, ok := c.unechoed[id]
+	if !ok || u.conv != e.ConversationID {
+		return nil
+	}
+	delete(c.unechoed, id)
+	return &Refused{ConversationID: u.conv, ClientID: id, Prompt: u.prompt, Err: e}
 }
 
 // forgetSendsLocked stops waiting for the echoes of conv's prompts that

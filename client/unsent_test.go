@@ -173,3 +173,74 @@ func TestUnsentWithAnOlderRelay(t *testing.T) {
 		t.Fatalf("after the resubscription: %+v, want the prompt lost alone", got)
 	}
 }
+
+// refuse has the fake relay answer every connection with an error for a
+// copilot:send of conv naming clientID ("": none, as an older relay).
+func refuse(t *testing.T, f *fakeRelay, conv, clientID string) {
+	t.Helper()
+	frame, err := protocol.Encode(protocol.TypeError, protocol.Error{Code: protocol.CodeConversationBusy, Type: protocol.TypeSend, ConversationID: conv, Message: "busy", ClientID: clientID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for conn := range f.conns {
+		_ = conn.Write(context.Background(), websocket.MessageText, frame)
+	}
+}
+
+// TestRefusedSendComesBack: the relay's error for a send is followed by a
+// TypeRefused event with the prompt it refused, for the consumer to give
+// back: the one the error names by clientId, or, from a relay that names
+// none, the only one on its way; with two on their way and none named,
+// nothing is given back (the wrong prompt would be).
+func TestRefusedSendComesBack(t *testing.T) {
+	f := newFakeRelay(t, "")
+	c := dialT(t, fastConfig(f.url(), ""))
+	ctx := context.Background()
+	if err := c.Subscribe(ctx, "c1", 0); err != nil {
+		t.Fatal(err)
+	}
+	nextEvent(t, c, func(e Event) bool { return e.Type == protocol.TypeSubscribed })
+	refusedNext := func(want string, clientID string) {
+		t.Helper()
+		nextEvent(t, c, func(e Event) bool { return e.Type == protocol.TypeError })
+		ev := nextEvent(t, c, func(e Event) bool { return true })
+		r, ok := ev.Data.(*Refused)
+		if ev.Type != TypeRefused || !ok || r.Prompt != want || r.ConversationID != "c1" || (clientID != "" && r.ClientID != clientID) || r.Err == nil {
+			t.Fatalf("after the error: %+v, want the prompt %q given back", ev, want)
+		}
+	}
+	if err := c.Send(ctx, "c1", "alone", protocol.ModeAct, ""); err != nil {
+		t.Fatal(err)
+	}
+	sentID(t, f)
+	refuse(t, f, "c1", "")
+	refusedNext("alone", "")
+
+	ids := map[string]string{}
+	for _, p := range []string{"first", "second"} {
+		if err := c.Send(ctx, "c1", p, protocol.ModeAct, ""); err != nil {
+			t.Fatal(err)
+		}
+		ids[p] = sentID(t, f)
+	}
+	refuse(t, f, "c1", ids["second"])
+	refusedNext("second", ids["second"])
+
+	if err := c.Send(ctx, "c1", "third", protocol.ModeAct, ""); err != nil {
+		t.Fatal(err)
+	}
+	sentID(t, f)
+	refuse(t, f, "c1", "")
+	nextEvent(t, c, func(e Event) bool { return e.Type == protocol.TypeError })
+	f.emit("c1", protocol.TypeReasoning, map[string]any{"messageId": "marker", "content": "."})
+	if ev := nextEvent(t, c, func(e Event) bool { return true }); ev.Type != protocol.TypeReasoning {
+		t.Fatalf("an error naming no send, with two on their way: %+v, want nothing given back", ev)
+	}
+	// Neither was forgotten: both are lost with the connection.
+	got := afterResubscribe(t, c, f, "c1")
+	if len(got) != 2 || got[0].Data.(*Unsent).Prompt != "first" || got[1].Data.(*Unsent).Prompt != "third" {
+		t.Fatalf("after the resubscription: %+v, want first and third given back as lost", got)
+	}
+}

@@ -9,6 +9,10 @@ type Error struct {
 	Message        string `json:"message"`
 	Type           string `json:"type,omitempty"`
 	ConversationID string `json:"conversationId,omitempty"`
+	// ClientID (ext) is the clientId of the copilot:send refused, when it
+	// carried one: the client gives that prompt back to the user
+	// (docs/protocol.md, Lost sends).
+	ClientID string `json:"clientId,omitempty"`
 }
 
 func (e *Error) Error() string { return e.Code + ": " + e.Message }

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pilotdesk/pilotdesk/protocol"
 	"github.com/pilotdesk/pilotdesk/relay"
 	"github.com/pilotdesk/pilotdesk/relay/relaytest"
 	"github.com/pilotdesk/pilotdesk/relay/workspace"
@@ -60,6 +61,35 @@ func TestSendClientIDEchoed(t *testing.T) {
 		if f := cl.Expect("error"); f.Field("code") != "invalid_field" || !strings.Contains(fmt.Sprint(f.Field("message")), "clientId") {
 			t.Fatalf("a clientId of %v: %s", bad, f.Raw)
 		}
+	}
+}
+
+// A send the relay refuses is answered with an error that names the
+// send's clientId, so that its client knows which prompt to give back
+// (two may be on their way at once); a send without one gets the error
+// without the key.
+func TestSendRefusalNamesItsClientID(t *testing.T) {
+	e := start(t, nil)
+	cl := e.dial()
+	cl.Send("copilot:send", map[string]any{"conversationId": "k", "prompt": "first", "clientId": "web-1"})
+	cl.Expect("copilot:subscribed")
+	cl.Expect("copilot:user_message")
+	turn := e.agent.nextTurn(t)
+
+	cl.Send("copilot:send", map[string]any{"conversationId": "k", "prompt": "second", "clientId": "web-2"})
+	if f := cl.Expect("error"); f.Field("code") != "conversation_busy" || f.Field("clientId") != "web-2" {
+		t.Fatalf("a send while a turn runs: %s, want conversation_busy naming web-2", f.Raw)
+	}
+	cl.Send("copilot:send", map[string]any{"conversationId": "k", "prompt": "third"})
+	if f := cl.Expect("error"); f.Field("code") != "conversation_busy" || f.Field("clientId") != nil {
+		t.Fatalf("a send without a clientId, refused: %s, want no clientId", f.Raw)
+	}
+	turn.finish(nil)
+	cl.Expect("copilot:idle")
+
+	cl.Send("copilot:send", map[string]any{"conversationId": "k", "prompt": strings.Repeat("x", protocol.MaxFrameBytes-100), "clientId": "web-3"})
+	if f := cl.Expect("error"); f.Field("code") != "too_large" || f.Field("clientId") != "web-3" {
+		t.Fatalf("a prompt over the frame limit: %s, want too_large naming web-3", f.Raw)
 	}
 }
 

@@ -616,3 +616,13 @@ func (c *conn) send(msgType string, data any) {
 func (c *conn) sendError(e *protocol.Error) {
 	c.send(protocol.TypeError, e)
 }
+
+// refuse answers request req (a decoded request frame's data) with e,
+// which names, for a copilot:send, the send's clientId: the client then
+// knows which of its prompts to give back.
+func (c *conn) refuse(req any, e *protocol.Error) {
+	if s, ok := req.(*protocol.Send); ok && e.Type == protocol.TypeSend && e.ClientID == "" {
+		e.ClientID = s.ClientID
+	}
+	c.sendError(e)
+}

@@ -106,7 +106,7 @@ func (r *Relay) checkToken(req *http.Request) (_ identity, _ bool, unchecked err
 
 // forbid answers a message the connection's role may not send.
 func (c *conn) forbid(req protocol.Request) {
-	c.sendError(&protocol.Error{Code: protocol.CodeForbidden, Type: req.Type, ConversationID: req.ConversationID(),
+	c.refuse(req.Data, &protocol.Error{Code: protocol.CodeForbidden, Type: req.Type, ConversationID: req.ConversationID(),
 		Message: fmt.Sprintf("this device's token (%q, role %s) may not send %s: that needs the %s role; ask the relay's owner for another token",
 			c.id.device, c.id.role, req.Type, protocol.RequiredRole(req.Type))})
 }

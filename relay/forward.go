@@ -70,7 +70,7 @@ func (r *Relay) forward(c *conn, msgType, id string, data any, before func()) (h
 		return false // a relay alone runs every conversation
 	}
 	if e := r.storeUnreachable(msgType, id); e != nil {
-		c.sendError(e)
+		c.refuse(data, e)
 		return true
 	}
 	deadline := time.Now().Add(unreachableWait)
@@ -78,11 +78,11 @@ func (r *Relay) forward(c *conn, msgType, id string, data any, before func()) (h
 	for {
 		owner, err := r.routeCommand(c.ctx, id)
 		if isNotVisible(err) {
-			c.sendError(notVisible(msgType, id, err))
+			c.refuse(data, notVisible(msgType, id, err))
 			return true
 		}
 		if err != nil {
-			c.sendError(clusterUnreachable(msgType, id, err))
+			c.refuse(data, clusterUnreachable(msgType, id, err))
 			return true
 		}
 		if owner == "" {
@@ -108,23 +108,23 @@ func (r *Relay) forward(c *conn, msgType, id string, data any, before func()) (h
 			continue
 		}
 		if err != nil {
-			c.sendError(clusterUnreachable(msgType, id, err))
+			c.refuse(data, clusterUnreachable(msgType, id, err))
 			return true
 		}
 		var rep forwardReply
 		if err := json.Unmarshal(answer, &rep); err != nil {
-			c.sendError(clusterUnreachable(msgType, id, fmt.Errorf("a bad answer from relay %s: %w", owner, err)))
+			c.refuse(data, clusterUnreachable(msgType, id, fmt.Errorf("a bad answer from relay %s: %w", owner, err)))
 			return true
 		}
 		if rep.NotOwner {
 			if moved++; moved < 3 {
 				continue // it lost the conversation meanwhile: ask again
 			}
-			c.sendError(clusterUnreachable(msgType, id, errors.New("its owner keeps changing")))
+			c.refuse(data, clusterUnreachable(msgType, id, errors.New("its owner keeps changing")))
 			return true
 		}
 		if rep.Error != nil {
-			c.sendError(rep.Error)
+			c.refuse(data, rep.Error)
 		}
 		return true
 	}

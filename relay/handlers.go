@@ -51,7 +51,7 @@ func (r *Relay) dispatch(c *conn, req protocol.Request) {
 		if ok, size := userMessageFits(d, c.id.by(), r.agentLabel()); !ok {
 			// The prompt goes back to every subscriber as
 			// copilot:user_message, which must fit a frame too.
-			c.sendError(&protocol.Error{Code: protocol.CodeTooLarge, Type: protocol.TypeSend, ConversationID: d.ConversationID,
+			c.refuse(d, &protocol.Error{Code: protocol.CodeTooLarge, Type: protocol.TypeSend, ConversationID: d.ConversationID,
 				Message: fmt.Sprintf("the prompt is too long: its copilot:user_message would be %d bytes, over the %d-byte frame limit; send a shorter prompt", size, protocol.MaxFrameBytes)})
 			return
 		}

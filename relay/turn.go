@@ -67,7 +67,9 @@ func (t *turn) settleStartLocked(c *conversation, lost bool) {
 	if lost {
 		c.r.log.Warn("relay: a turn's start was never stored (the conversation was lost as it began): its sender is told to send again", "conversationId", c.id)
 		if t.sender != nil {
-			t.sender.sendError(lostCommand(protocol.TypeSend, c.id))
+			e := lostCommand(protocol.TypeSend, c.id)
+			e.ClientID = t.clientID
+			t.sender.sendError(e)
 		}
 	}
 }
@@ -131,7 +133,7 @@ func (r *Relay) sendPrompt(c *conn, d *protocol.Send) {
 		return true
 	}
 	if _, e := r.startSendFrom(c.ctx, d, c.id.by(), subscribe, c); e != nil {
-		c.sendError(e)
+		c.refuse(d, e)
 	}
 }
 

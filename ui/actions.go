@@ -170,6 +170,23 @@ func (w *Window) unsent(u *client.Unsent) {
 	}
 }
 
+// refused gives back a prompt the relay refused (its error is in the
+// conversation already, in the relay's words): into the composer when it
+// shows that conversation, after what the user typed meanwhile, else into
+// it once the user opens that conversation. The user reads why, and sends
+// it again, changed or not, when they choose.
+func (w *Window) refused(r *client.Refused) {
+	id := r.ConversationID
+	if id != w.current {
+		if p := w.givenBack[id]; p != "" {
+			r.Prompt = p + "\n\n" + r.Prompt
+		}
+		w.givenBack[id] = r.Prompt
+		return
+	}
+	w.putBack(r.Prompt)
+}
+
 // putBack puts a prompt given back into the composer: after what it
 // holds, if anything.
 func (w *Window) putBack(prompt string) {

@@ -53,6 +53,10 @@ func (w *Window) pump() {
 				w.onUI(func() { w.unsent(u) })
 				continue
 			}
+			if r, ok := ev.Data.(*client.Refused); ok {
+				w.onUI(func() { w.refused(r) })
+				continue
+			}
 			if d, ok := ev.Data.(*protocol.AgentError); ok && live.live[d.ConversationID] && strings.HasPrefix(d.Message, protocol.NoCheckpoint) {
 				// Said in the conversation; said once in the window too,
 				// as a turn of another conversation may be the one.

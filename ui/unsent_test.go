@@ -100,3 +100,34 @@ func TestUnsentPromptComesBack(t *testing.T) {
 		t.Fatalf("after the late echo: composer %q, note %q", h.w.composer.Text, h.lastRow(conversation.RowNote).Text)
 	}
 }
+
+// TestRefusedPromptComesBack: a prompt the relay refuses (here its folder
+// does not exist) goes back into the composer, under the relay's reason,
+// and is not shown as sent; one refused in a conversation left meanwhile
+// goes into the composer when the user comes back.
+func TestRefusedPromptComesBack(t *testing.T) {
+	h := newHarness(t, harnessConfig{})
+	missing := t.TempDir() + "/no-such-folder"
+	h.w.store.WantWorkspace(h.w.current, protocol.WorkspaceRequest{Path: missing})
+	h.send("build it")
+	h.waitFor("the prompt back in the composer", func() bool { return h.w.composer.Text == "build it" })
+	h.frame()
+	if note := h.lastRow(conversation.RowNote); !strings.Contains(note.Text, "The relay refused the request") || note.State != conversation.NoteError {
+		t.Fatalf("the note: %+v\n%s", note, h.dump())
+	}
+	if got := h.users(); len(got) != 0 {
+		t.Fatalf("prompts shown: %q, want none", got)
+	}
+
+	first := h.w.current
+	h.w.composer.SetText("")
+	h.w.newConversation()
+	h.w.refused(&client.Refused{ConversationID: first, ClientID: "k", Prompt: "build it"})
+	if h.w.composer.Text != "" {
+		t.Fatalf("the other conversation's composer holds %q", h.w.composer.Text)
+	}
+	h.w.switchTo(first)
+	if h.w.composer.Text != "build it" {
+		t.Fatalf("back in the conversation, the composer holds %q", h.w.composer.Text)
+	}
+}
