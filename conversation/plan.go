@@ -65,11 +65,16 @@ func PlanRan(rows []Row, row int) bool {
 		switch {
 		case r.Kind == RowPlan:
 			return false
-		case r.Kind == RowUser && strings.HasPrefix(r.Text, planPromptHead+"\n"):
+		case r.Kind == RowUser && IsPlanPrompt(r.Text):
 			return true
 		}
 	}
 	return false
+}
+
+// IsPlanPrompt reports whether prompt is one of PlanPrompt's.
+func IsPlanPrompt(prompt string) bool {
+	return strings.HasPrefix(prompt, planPromptHead+"\n")
 }
 
 // PlanPrompt is the prompt that asks the agent to carry out exactly the

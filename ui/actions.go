@@ -157,6 +157,9 @@ func (w *Window) unsent(u *client.Unsent) {
 		w.store.AddNote(id, conversation.NoteInfo, conversation.ArrivedLate)
 		return
 	}
+	if conversation.IsPlanPrompt(u.Prompt) {
+		w.transcript.planGivenBack()
+	}
 	switch {
 	case id != w.current:
 		w.givenBack[id] = u.Prompt
@@ -176,6 +179,9 @@ func (w *Window) unsent(u *client.Unsent) {
 // it once the user opens that conversation. The user reads why, and sends
 // it again, changed or not, when they choose.
 func (w *Window) refused(r *client.Refused) {
+	if conversation.IsPlanPrompt(r.Prompt) {
+		w.transcript.planGivenBack()
+	}
 	id := r.ConversationID
 	if id != w.current {
 		if p := w.givenBack[id]; p != "" {

@@ -142,6 +142,19 @@ func (t *transcript) planTicks(id string, n int) []bool {
 	return ticks
 }
 
+// planGivenBack makes the plan cards whose Run in Act prompt never ran
+// (lost, or refused, and given back to the user) runnable again: a card
+// stays done only for a prompt the conversation holds
+// (conversation.PlanRan).
+func (t *transcript) planGivenBack() {
+	if len(t.ranPlans) == 0 {
+		return
+	}
+	clear(t.ranPlans)
+	t.ranGen++
+	t.list.Refresh()
+}
+
 // runPlan switches the current conversation to Act and sends prompt, the
 // chosen steps of its plan, and says whether it did: a turn that still
 // runs keeps it from starting.
@@ -157,6 +170,7 @@ func (w *Window) runPlan(prompt string) bool {
 		// A send carries the mode its turn runs in: Act, from now on.
 		if err := w.client.Send(ctx, id, prompt, protocol.ModeAct, modelName); err != nil {
 			w.store.AddNote(id, conversation.NoteError, "The plan was not sent: "+err.Error())
+			w.onUI(w.transcript.planGivenBack)
 		}
 	})
 	return true

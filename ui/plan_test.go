@@ -118,3 +118,40 @@ func TestPlanStepsByKeyboard(t *testing.T) {
 		t.Fatal("Run in Act is enabled with no step ticked")
 	}
 }
+
+// TestPlanRunGivenBack: a Run in Act prompt the relay never got (its
+// connection dropped first) comes back into the composer, and its card is
+// runnable again, not "run in Act"; run then, the plan runs and the card is
+// done.
+func TestPlanRunGivenBack(t *testing.T) {
+	h := newHarness(t, harnessConfig{size: fyne.NewSize(1000, 900)})
+	test.Tap(h.w.mode.toggle.plan)
+	h.send("do the work")
+	h.waitFor("the plan turn", func() bool { return h.lastRow(conversation.RowPlan).Kind == conversation.RowPlan })
+	planRow := len(h.rows()) - 1
+
+	before := h.proxy.Swallowed()
+	h.proxy.SetSwallow(true)
+	test.Tap(h.shownPlan(planRow).run)
+	h.waitFor("the plan's prompt on its way", func() bool { return h.proxy.Swallowed() >= before+100 })
+	h.frame()
+	if p := h.shownPlan(planRow); !p.run.Disabled() {
+		t.Fatal("the card can run again while its prompt is on its way")
+	}
+	h.proxy.SetSwallow(false)
+	h.proxy.DropAll()
+	h.waitFor("the plan's prompt back in the composer", func() bool { return conversation.IsPlanPrompt(h.w.composer.Text) })
+	h.frame()
+	p := h.shownPlan(planRow)
+	if p.run.Disabled() || !strings.Contains(p.title.Text, "denied in Plan") {
+		t.Fatalf("after its prompt came back the card says %q, its button %q (disabled %v)", p.title.Text, p.run.Text, p.run.Disabled())
+	}
+	h.w.composer.SetText("")
+	test.Tap(p.run)
+	h.waitFor("the plan to run", func() bool {
+		return conversation.IsPlanPrompt(h.lastRow(conversation.RowUser).Text) && h.hasStatus(protocol.StatusCompleted)
+	})
+	if p := h.shownPlan(planRow); !p.run.Disabled() || !strings.Contains(p.title.Text, "run in Act") {
+		t.Fatalf("after its run the card says %q (disabled %v)", p.title.Text, p.run.Disabled())
+	}
+}

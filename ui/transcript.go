@@ -78,6 +78,9 @@ type transcript struct {
 	// in the conversation, conversation.PlanRan).
 	ticks    map[string][]bool
 	ranPlans map[string]bool
+	// ranGen counts the times Run in Act prompts were given back, so that
+	// a plan card shown as run redraws as runnable (planGivenBack).
+	ranGen uint32
 	// cardOpen says which files of the changes cards are open, by
 	// cardKey, and cardGen counts the changes to a card's, by checkpoint,
 	// so that a row view redraws its card (changes.go).
@@ -120,6 +123,7 @@ type rowKey struct {
 	version uint32
 	open    toolOpen // a tool row's expansion
 	card    uint32   // a changes card's files opened and closed (cardGen)
+	ran     uint32   // a plan card's runs given back (ranGen)
 }
 
 func newTranscript(w *Window) *transcript {
@@ -198,9 +202,12 @@ func (t *transcript) updateItem(id widget.ListItemID, obj fyne.CanvasObject) {
 
 // keyOf is what row id's view must show again when it changes.
 func (t *transcript) keyOf(id int, r conversation.Row) rowKey {
-	k := rowKey{t.gen, id, r.Version, t.openOf(r), 0}
+	k := rowKey{t.gen, id, r.Version, t.openOf(r), 0, 0}
 	if r.Changes != nil {
 		k.card = t.cardGen[r.Changes.Checkpoint]
+	}
+	if r.Kind == conversation.RowPlan {
+		k.ran = t.ranGen
 	}
 	return k
 }
