@@ -249,6 +249,17 @@ func (r *repl) resetConversation() {
 // streaming reports whether a turn runs (or is about to).
 func (r *repl) streaming() bool { return r.running || r.sendPending }
 
+// turnBlocks says, while a turn runs, that command waits for its end (a
+// restore or a plan run under the agent's feet, a delete of what it still
+// writes), and reports whether one runs.
+func (r *repl) turnBlocks(command string) bool {
+	if !r.streaming() {
+		return false
+	}
+	r.note(styleWarn, "A turn is running: wait for it to end, or /abort it, then "+command+".")
+	return true
+}
+
 func (r *repl) loop(ctx context.Context, inputs <-chan inputChunk) error {
 	events := r.conn.Events()
 	r.banner()

@@ -59,8 +59,7 @@ func (r *repl) checkpointCommand(ctx context.Context, fields []string) bool {
 		if ch == nil {
 			return true
 		}
-		if r.streaming() {
-			r.note(styleWarn, "A turn is running: wait for it to end, or /abort it, then /restore.")
+		if r.turnBlocks("/restore") {
 			return true
 		}
 		r.askRestore(ch)
@@ -154,8 +153,7 @@ func (r *repl) undoRestore(ctx context.Context) {
 		r.note(styleWarn, "Nothing to undo: no restore of this conversation yet.")
 		return
 	}
-	if r.streaming() {
-		r.note(styleWarn, "A turn is running: wait for it to end, or /abort it, then /undo.")
+	if r.turnBlocks("/undo") {
 		return
 	}
 	cp, ok := r.conn.(checkpointer)

@@ -561,6 +561,37 @@ func TestPlanAndRun(t *testing.T) {
 	h.waitFor("Act mode: running 1 step(s) of the plan.")
 }
 
+// TestCommandsWaitForTheTurn: in a terminal (where a line is run while a
+// turn streams; piped lines wait for its end), /run, /restore, /undo and
+// /delete, each with something to act on, are refused while a turn runs,
+// each naming itself in the same sentence, and send nothing.
+func TestCommandsWaitForTheTurn(t *testing.T) {
+	h := startREPL(t, rawTerm, nil)
+	h.subscribed(nil)
+	h.emit(protocol.TypeUserMessage, map[string]any{"messageId": "u1", "content": "fix it", "mode": "plan"})
+	h.emit(protocol.TypeToolStart, map[string]any{"toolCallId": "t1", "toolName": "bash", "arguments": map[string]any{"command": "make deploy"}})
+	h.emit(protocol.TypeToolEnd, map[string]any{"toolCallId": "t1", "denied": true, "result": "plan mode"})
+	h.emit(protocol.TypeChanges, map[string]any{"checkpoint": "815da21a0000000000000000000000000000aaaa",
+		"files": []map[string]any{{"path": "notes.md", "status": "added", "additions": 4, "deletions": 0}}})
+	h.emit(protocol.TypeRestored, map[string]any{"checkpoint": "815da21a0000000000000000000000000000aaaa", "undo": "915da21a0000000000000000000000000000bbbb",
+		"files": []map[string]any{{"path": "notes.md", "status": "deleted", "additions": 0, "deletions": 4}}})
+	h.idle(protocol.StatusCompleted)
+	h.waitScreen("the plan", func(s string) bool { return strings.Contains(s, "/run carries it out in Act") })
+	h.emit(protocol.TypeUserMessage, map[string]any{"messageId": "u2", "content": "go on", "mode": "act"})
+	h.waitScreen("the next turn", func(s string) bool { return strings.Contains(s, "go on") })
+	for _, cmd := range []string{"/run", "/restore", "/undo", "/delete"} {
+		line := cmd
+		if cmd == "/restore" {
+			line += " 1"
+		}
+		h.typeIn(line + "\r")
+		want := "A turn is running: wait for it to end, or /abort it, then " + cmd + "."
+		// The screen is narrow: the sentence wraps.
+		h.waitScreen(want, func(s string) bool { return strings.Contains(strings.ReplaceAll(s, "\n", ""), want) })
+	}
+	h.noCall()
+}
+
 // TestBudgetNotes: the terminal warns once at 80% of the relay's credit
 // budget and says once that it is spent.
 func TestBudgetNotes(t *testing.T) {

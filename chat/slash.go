@@ -81,8 +81,7 @@ func (r *repl) command(ctx context.Context, text string) {
 	case "/run":
 		r.runPlan(ctx, strings.Join(fields[1:], ""))
 	case "/delete":
-		if r.streaming() {
-			r.note(styleWarn, "A turn is running: wait for it to end, or /abort it, then /delete.")
+		if r.turnBlocks("/delete") {
 			return
 		}
 		r.askDelete()
@@ -155,8 +154,7 @@ func (r *repl) runPlan(ctx context.Context, which string) {
 		r.note(styleWarn, "No plan to run: a turn in Plan mode whose tool calls were denied makes one.")
 		return
 	}
-	if r.streaming() {
-		r.note(styleWarn, "A turn is running: wait for it to end, or /abort it, then /run.")
+	if r.turnBlocks("/run") {
 		return
 	}
 	steps := r.plan
