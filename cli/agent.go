@@ -25,7 +25,7 @@ import (
 func buildAgent(ctx context.Context, s relaySettings, logger *slog.Logger) (_ session.Agent, demoReason string, _ error) {
 	switch s.Agent {
 	case "script":
-		a, err := scriptAgent(s.Script)
+		a, err := scriptAgent(s, logger)
 		return a, "", err
 	case settings.AgentACP:
 		a, err := acpAgent(ctx, s, logger)
@@ -39,13 +39,14 @@ func buildAgent(ctx context.Context, s relaySettings, logger *slog.Logger) (_ se
 	default: // auto
 		if s.Script != "" {
 			logger.Info("agent: script", "why", "--script was given", "script", s.Script)
-			a, err := scriptAgent(s.Script)
+			a, err := scriptAgent(s, logger)
 			return a, "", err
 		}
 		a, err := startCopilot(ctx, s, logger)
 		if err != nil {
 			logger.Info("agent: script (built-in demo)", "why", err.Error())
-			a, err2 := scriptAgent("")
+			s.Script = ""
+			a, err2 := scriptAgent(s, logger)
 			return a, whyDemo(s, err), err2
 		}
 		logger.Info("agent: copilot", "why", "the Copilot CLI is installed and can run a turn")
@@ -139,14 +140,25 @@ func acpOptions(s relaySettings, logger *slog.Logger) acp.Options {
 	}
 }
 
-// scriptAgent loads a scenario file, or the built-in demo when path is empty.
-func scriptAgent(path string) (session.Agent, error) {
+// demoAccountFile, in the data dir, keeps the built-in demo's premium
+// requests used.
+const demoAccountFile = "demo-account.json"
+
+// scriptAgent loads the scenario file s.Script, or the built-in demo when
+// it is empty, whose premium requests used are kept in the data dir
+// (demoAccountFile) so that they add up across restarts.
+func scriptAgent(s relaySettings, logger *slog.Logger) (session.Agent, error) {
+	path := s.Script
 	if path == "" {
 		sc, err := script.Parse("built-in demo", assets.DemoScript)
 		if err != nil {
 			return nil, fmt.Errorf("the built-in demo script is broken: %w", err)
 		}
-		return script.NewDemo(sc), nil
+		opts := script.DemoOptions{Logger: logger}
+		if s.DataDir != "" && s.DataDir != memoryDataDir {
+			opts.AccountFile = filepath.Join(s.DataDir, demoAccountFile)
+		}
+		return script.NewDemo(sc, opts), nil
 	}
 	sc, err := script.Load(path)
 	if err != nil {

@@ -151,7 +151,7 @@ func TestDemoUsageAddsUp(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := relaytest.Start(t, relay.Config{Agent: script.NewDemo(demo)})
+	srv := relaytest.Start(t, relay.Config{Agent: script.NewDemo(demo, script.DemoOptions{})})
 	cl := srv.Dial(t)
 	states := map[string]*conversation.State{}
 	turns := []struct{ conv, prompt, words string }{

@@ -2,8 +2,13 @@ package script
 
 import (
 	"encoding/json"
+	"log/slog"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/pilotdesk/pilotdesk/session"
 )
 
 // The demo's quota resets on the first day of next month, whenever it is
@@ -43,5 +48,61 @@ func TestDemoQuotaResetsNextMonth(t *testing.T) {
 				t.Errorf("at %s, turn %d: %v premium requests used, want %d", now, turn, got.Used, 42+turn)
 			}
 		}
+	}
+}
+
+// usedOf is what a usage report says of the premium requests used.
+func usedOf(t *testing.T, u session.Usage) float64 {
+	t.Helper()
+	var snaps map[string]struct {
+		Used float64 `json:"usedRequests"`
+	}
+	if err := json.Unmarshal(u.QuotaSnapshots, &snaps); err != nil {
+		t.Fatal(err)
+	}
+	return snaps["premium_interactions"].Used
+}
+
+// The demo's premium requests used go on from where they were after a
+// restart (a new account on the same file), within the month, and start
+// again at the script's figure in a new month; an unreadable file is
+// counted from the script's figure, not an error.
+func TestDemoAccountKeptAcrossRestarts(t *testing.T) {
+	demo, err := Demo()
+	if err != nil {
+		t.Fatal(err)
+	}
+	template := firstUsage(demo)
+	file := filepath.Join(t.TempDir(), "demo-account.json")
+	now := time.Date(2026, 12, 7, 17, 30, 0, 0, time.UTC)
+	start := func() *account {
+		a := &account{template: template, now: func() time.Time { return now }, file: file, log: slog.New(slog.DiscardHandler)}
+		a.load()
+		return a
+	}
+	a := start()
+	for turn := range 3 {
+		if got := usedOf(t, a.charge(cloneUsage(*template))); got != float64(42+turn) {
+			t.Fatalf("turn %d: %v used, want %d", turn, got, 42+turn)
+		}
+	}
+	a = start() // the app restarted
+	if got := usedOf(t, a.charge(cloneUsage(*template))); got != 45 {
+		t.Fatalf("after a restart: %v used, want 45 (44 before, and this turn)", got)
+	}
+	now = time.Date(2027, 1, 2, 9, 0, 0, 0, time.UTC)
+	a = start()
+	if got := usedOf(t, a.charge(cloneUsage(*template))); got != 42 {
+		t.Fatalf("in the next month: %v used, want the script's 42", got)
+	}
+	if got := usedOf(t, a.charge(cloneUsage(*template))); got != 43 {
+		t.Fatalf("in the next month, a second turn: %v used, want 43", got)
+	}
+	if err := os.WriteFile(file, []byte("not json"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	a = start()
+	if got := usedOf(t, a.charge(cloneUsage(*template))); got != 42 {
+		t.Fatalf("with an unreadable file: %v used, want the script's 42", got)
 	}
 }
