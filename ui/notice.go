@@ -29,6 +29,8 @@ type noticeCard struct {
 	text    *fyne.Container // the title, the body and the buttons, or the title beside the buttons (shrunk)
 	buttons *fyne.Container
 	shrunk  bool
+	// relabel are the buttons whose words change once it shrinks.
+	relabel map[*widget.Button]string
 }
 
 // noticeAction is one button of a notice.
@@ -37,6 +39,9 @@ type noticeAction struct {
 	icon      fyne.Resource
 	important bool
 	do        func()
+	// shrunk, if not "", is the button's label once the notice shrank:
+	// "Use the demo" reads as an offer, and the demo is in use by then.
+	shrunk string
 }
 
 func newNoticeCard(id string, icon fyne.Resource, title, markdown string, actions ...noticeAction) *noticeCard {
@@ -54,6 +59,12 @@ func newNoticeCard(id string, icon fyne.Resource, title, markdown string, action
 		b := widget.NewButtonWithIcon(a.label, a.icon, a.do)
 		if a.important {
 			b.Importance = widget.HighImportance
+		}
+		if a.shrunk != "" {
+			if n.relabel == nil {
+				n.relabel = map[*widget.Button]string{}
+			}
+			n.relabel[b] = a.shrunk
 		}
 		buttons.Add(b)
 	}
@@ -74,6 +85,9 @@ func (n *noticeCard) shrink() bool {
 		return false
 	}
 	n.shrunk = true
+	for b, label := range n.relabel {
+		b.SetText(label)
+	}
 	n.text.Objects = []fyne.CanvasObject{container.NewBorder(nil, nil, nil, n.buttons, n.title)}
 	n.text.Refresh()
 	return true
@@ -149,7 +163,7 @@ func (w *Window) showStartNotices() {
 		))
 	case w.opts.DemoReason != "" && !w.app.Preferences().Bool(prefFirstRunDismissed):
 		w.showNotice(newNoticeCard(firstRunNoticeID, theme.InfoIcon(), FirstRunTitle, firstRunText(w.opts.DemoReason),
-			noticeAction{label: "Use the demo", do: w.dismissFirstRun},
+			noticeAction{label: "Use the demo", shrunk: "Dismiss", do: w.dismissFirstRun},
 			noticeAction{label: "Open Settings", icon: theme.SettingsIcon(), important: true, do: w.ShowSettings},
 		))
 	case w.opts.CheckpointsOff != "":
