@@ -268,6 +268,16 @@ func wordCases() []wordCase {
 	add("thinkingText")
 	add("unsentWhy")
 	add("restoreBusy")
+	for _, c := range []string{"approvalKeys", "approvalHint", "textKeys", "answerRequired", "answerOrPick"} {
+		add(c)
+	}
+	add("choiceHint", 0)
+	for _, n := range []int{1, 3, 12} {
+		add("choiceKeys", n)
+		add("choiceHint", n)
+		add("nothingSelectedHint", n)
+	}
+	add("typedChoiceHint", "12")
 	add("arrivedLate")
 	add("questionNotification", "Deploy", "Run the migration?")
 	add("questionNotification", "", "")
@@ -466,6 +476,24 @@ func say(c wordCase) (any, error) {
 		return UnsentWhy, nil
 	case "restoreBusy":
 		return RestoreBusy, nil
+	case "approvalKeys":
+		return ApprovalKeys, nil
+	case "approvalHint":
+		return ApprovalHint, nil
+	case "textKeys":
+		return TextKeys, nil
+	case "answerRequired":
+		return AnswerRequired, nil
+	case "answerOrPick":
+		return AnswerOrPick, nil
+	case "choiceKeys":
+		return ChoiceKeys(int(num(0))), nil
+	case "choiceHint":
+		return ChoiceHint(int(num(0))), nil
+	case "nothingSelectedHint":
+		return NothingSelectedHint(int(num(0))), nil
+	case "typedChoiceHint":
+		return TypedChoiceHint(str(0)), nil
 	case "arrivedLate":
 		return ArrivedLate, nil
 	case "thinkingText":

@@ -126,7 +126,7 @@ func (m *inputModal) buildApproval(body *fyne.Container) {
 	r := widget.NewButtonWithIcon("r) "+reject, theme.CancelIcon(), m.reject)
 	r.Importance = widget.DangerImportance
 	body.Add(container.NewGridWithColumns(2, a, r))
-	body.Add(caption("Keys: a or 1 approves, r or 2 rejects (rejecting stops the agent)."))
+	body.Add(caption(conversation.ApprovalKeys))
 }
 
 func (m *inputModal) buildChoices(body *fyne.Container, withReject bool) {
@@ -142,12 +142,7 @@ func (m *inputModal) buildChoices(body *fyne.Container, withReject bool) {
 		body.Add(widget.NewSeparator())
 		m.addRejectRow(body)
 	}
-	n := len(m.req.Choices)
-	keys := fmt.Sprintf("Keys: 1–%d picks, ↑/↓ then Enter, r rejects.", n)
-	if n == 1 {
-		keys = "Keys: 1 picks, ↑/↓ then Enter, r rejects."
-	}
-	body.Add(caption(keys))
+	body.Add(caption(conversation.ChoiceKeys(len(m.req.Choices))))
 }
 
 func (m *inputModal) addRejectRow(body *fyne.Container) {
@@ -180,7 +175,7 @@ func (m *inputModal) buildText(body *fyne.Container) {
 	r.Importance = widget.DangerImportance
 	r.Alignment = widget.ButtonAlignLeading
 	body.Add(r)
-	body.Add(caption("Enter sends. Type r or /reject alone to reject (that stops the agent)."))
+	body.Add(caption(conversation.TextKeys))
 }
 
 func caption(text string) *widget.Label {
@@ -264,9 +259,9 @@ func (m *inputModal) submitText() {
 	}
 	if text == "" {
 		if m.kind == kindText {
-			m.setHint("An answer is required. Type it and press Enter, or type r to reject.")
+			m.setHint(conversation.AnswerRequired)
 		} else {
-			m.setHint("Type an answer first, or pick one of the options.")
+			m.setHint(conversation.AnswerOrPick)
 		}
 		return
 	}
@@ -284,7 +279,7 @@ func (m *inputModal) typedRune(r rune) {
 		case 'r', 'R', '2':
 			m.reject()
 		default:
-			m.setHint("Press a or 1 to approve, r or 2 to reject.")
+			m.setHint(conversation.ApprovalHint)
 		}
 	case kindChoice, kindAsk:
 		m.choiceRune(r)
@@ -315,7 +310,7 @@ func (m *inputModal) choiceRune(r rune) {
 		m.typed += string(r)
 		if v, err := strconv.Atoi(m.typed); err == nil && v >= 1 && v <= n {
 			m.setHighlight(v - 1)
-			m.setHint(fmt.Sprintf("%s: press Enter to pick it.", m.typed))
+			m.setHint(conversation.TypedChoiceHint(m.typed))
 		} else {
 			m.typed = ""
 			m.setHint(m.rangeHint())
@@ -326,14 +321,7 @@ func (m *inputModal) choiceRune(r rune) {
 }
 
 func (m *inputModal) rangeHint() string {
-	n := len(m.choices)
-	switch n {
-	case 0:
-		return "Type your answer in the field, or press r to reject."
-	case 1:
-		return "Press 1 (or ↓ then Enter) to pick the option, or r to reject."
-	}
-	return fmt.Sprintf("Press a number from 1 to %d, or ↑/↓ then Enter, or r to reject.", n)
+	return conversation.ChoiceHint(len(m.choices))
 }
 
 func (m *inputModal) typedKey(k *fyne.KeyEvent) {
@@ -348,7 +336,7 @@ func (m *inputModal) typedKey(k *fyne.KeyEvent) {
 	}
 	switch m.kind {
 	case kindApproval:
-		m.setHint("Press a or 1 to approve, r or 2 to reject.")
+		m.setHint(conversation.ApprovalHint)
 	case kindChoice, kindAsk:
 		n := len(m.choices)
 		switch k.Name {
@@ -368,7 +356,7 @@ func (m *inputModal) typedKey(k *fyne.KeyEvent) {
 			if m.highlight >= 0 {
 				m.pick(m.highlight)
 			} else {
-				m.setHint("Nothing is selected. " + m.rangeHint())
+				m.setHint(conversation.NothingSelectedHint(len(m.choices)))
 			}
 		case fyne.KeyBackspace:
 			m.typed = ""

@@ -15,7 +15,9 @@
 
 import { el, clear } from './dom.js';
 import { inline } from './markdown.js';
-import { countdownText, visible } from './words.js';
+import {
+  ANSWER_OR_PICK, ANSWER_REQUIRED, APPROVAL_HINT, APPROVAL_KEYS, TEXT_KEYS, choiceHint, choiceKeys, countdownText, nothingSelectedHint, typedChoiceHint, visible,
+} from './words.js';
 
 const TITLES = {
   approval: 'Approval needed',
@@ -178,7 +180,7 @@ export class QuestionDialog {
       case 'text':
         this.buildFreeform(body, 'Your answer');
         this.buildReject(body);
-        body.append(el('p', { class: 'keys', text: 'Enter sends. Type r or /reject alone to reject (that stops the agent).' }));
+        body.append(el('p', { class: 'keys', text: TEXT_KEYS }));
         break;
       default:
         if (choices.length) this.buildChoices(body, choices);
@@ -215,7 +217,7 @@ export class QuestionDialog {
     body.append(el('div', { class: 'q-pair' },
       el('button', { type: 'button', class: 'primary', dataset: { answer: 'approve' }, onclick: () => this.approve() }, el('kbd', { text: 'a' }), ` ${approve}`),
       el('button', { type: 'button', class: 'danger', dataset: { answer: 'reject' }, onclick: () => this.reject() }, el('kbd', { text: 'r' }), ` ${reject}`)));
-    body.append(el('p', { class: 'keys', text: 'Keys: a or 1 approves, r or 2 rejects (rejecting stops the agent).' }));
+    body.append(el('p', { class: 'keys', text: APPROVAL_KEYS }));
   }
 
   buildChoices(body, choices) {
@@ -228,7 +230,7 @@ export class QuestionDialog {
     });
     body.append(list);
     const n = choices.length;
-    body.append(el('p', { class: 'keys', text: n === 1 ? 'Keys: 1 picks, ↑/↓ then Enter, r rejects.' : `Keys: 1–${n} picks, ↑/↓ then Enter, r rejects.` }));
+    body.append(el('p', { class: 'keys', text: choiceKeys(n) }));
   }
 
   buildFreeform(body, placeholder) {
@@ -295,9 +297,7 @@ export class QuestionDialog {
       return;
     }
     if (!text) {
-      this.setHint(this.kind === 'text'
-        ? 'An answer is required. Type it and press Enter, or type r to reject.'
-        : 'Type an answer first, or pick one of the options.');
+      this.setHint(this.kind === 'text' ? ANSWER_REQUIRED : ANSWER_OR_PICK);
       this.input?.focus();
       return;
     }
@@ -307,10 +307,7 @@ export class QuestionDialog {
   // ---- keys ----
 
   rangeHint() {
-    const n = this.choices.length;
-    if (n === 0) return 'Type your answer in the field, or press r to reject.';
-    if (n === 1) return 'Press 1 (or ↓ then Enter) to pick the option, or r to reject.';
-    return `Press a number from 1 to ${n}, or ↑/↓ then Enter, or r to reject.`;
+    return choiceHint(this.choices.length);
   }
 
   onKey(ev) {
@@ -339,7 +336,7 @@ export class QuestionDialog {
       const k = ev.key.toLowerCase();
       if (k === 'a' || k === '1') this.approve();
       else if (k === 'r' || k === '2') this.reject();
-      else this.setHint('Press a or 1 to approve, r or 2 to reject.');
+      else this.setHint(APPROVAL_HINT);
       return;
     }
     if (this.kind === 'text') {
@@ -364,7 +361,7 @@ export class QuestionDialog {
       const v = Number(this.typed);
       if (v >= 1 && v <= n) {
         this.setHighlight(v - 1);
-        this.setHint(`${this.typed}: press Enter to pick it.`);
+        this.setHint(typedChoiceHint(this.typed));
       } else {
         this.typed = '';
         this.setHint(this.rangeHint());
@@ -375,7 +372,7 @@ export class QuestionDialog {
       this.setHighlight(this.highlight < 0 ? n - 1 : (this.highlight - 1 + n) % n);
     } else if (key === 'Enter') {
       if (this.highlight >= 0) this.pick(this.highlight);
-      else this.setHint(`Nothing is selected. ${this.rangeHint()}`);
+      else this.setHint(nothingSelectedHint(n));
     } else if (key === 'Backspace') {
       this.typed = '';
     } else if (this.input && key.length === 1) {

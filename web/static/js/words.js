@@ -250,6 +250,46 @@ export const UNSENT_WHY = 'The relay did not get your message (the connection dr
 /** ARRIVED_LATE says a prompt given back reached the relay after all (conversation.ArrivedLate). */
 export const ARRIVED_LATE = 'Your message reached the relay after all: it was sent.';
 
+// The keys of an open question, which the page and the window take alike,
+// and the words that teach them (conversation/questionkeys.go).
+
+/** APPROVAL_KEYS is the line under an approval (conversation.ApprovalKeys). */
+export const APPROVAL_KEYS = 'Keys: a or 1 approves, r or 2 rejects (rejecting stops the agent).';
+
+/** APPROVAL_HINT answers a key an approval does not take (conversation.ApprovalHint). */
+export const APPROVAL_HINT = 'Press a or 1 to approve, r or 2 to reject.';
+
+/** TEXT_KEYS is the line under a question answered in words (conversation.TextKeys). */
+export const TEXT_KEYS = 'Enter sends. Type r or /reject alone to reject (that stops the agent).';
+
+/** ANSWER_REQUIRED answers an empty answer to a question answered in words (conversation.AnswerRequired). */
+export const ANSWER_REQUIRED = 'An answer is required. Type it and press Enter, or type r to reject.';
+
+/** ANSWER_OR_PICK answers an empty answer to a choice that takes the user's own too (conversation.AnswerOrPick). */
+export const ANSWER_OR_PICK = 'Type an answer first, or pick one of the options.';
+
+/** choiceKeys is the line under a choice of n options (conversation.ChoiceKeys). */
+export function choiceKeys(n) {
+  return n === 1 ? 'Keys: 1 picks, ↑/↓ then Enter, r rejects.' : `Keys: 1–${n} picks, ↑/↓ then Enter, r rejects.`;
+}
+
+/** choiceHint answers a key a choice of n options does not take (conversation.ChoiceHint). */
+export function choiceHint(n) {
+  if (n === 0) return 'Type your answer in the field, or press r to reject.';
+  if (n === 1) return 'Press 1 (or ↓ then Enter) to pick the option, or r to reject.';
+  return `Press a number from 1 to ${n}, or ↑/↓ then Enter, or r to reject.`;
+}
+
+/** typedChoiceHint says what Enter does after the digits typed of an option's number (conversation.TypedChoiceHint). */
+export function typedChoiceHint(typed) {
+  return `${typed}: press Enter to pick it.`;
+}
+
+/** nothingSelectedHint answers Enter on a choice of n options none of which is selected (conversation.NothingSelectedHint). */
+export function nothingSelectedHint(n) {
+  return `Nothing is selected. ${choiceHint(n)}`;
+}
+
 /** THINKING_TEXT is the indicator's line while a turn has shown nothing yet. */
 export const THINKING_TEXT = 'Thinking…';
 

@@ -1,0 +1,57 @@
+package conversation
+
+import "fmt"
+
+// The keys of an open question, which the window and the web client take
+// alike, and the words that teach them: the line under the question and
+// the hint that a key the question does not take, or an empty answer,
+// brings up. (The terminal answers a question with a line, in its own
+// words: chat/request.go.)
+
+// ApprovalKeys is the line under an approval.
+const ApprovalKeys = "Keys: a or 1 approves, r or 2 rejects (rejecting stops the agent)."
+
+// ApprovalHint answers a key an approval does not take.
+const ApprovalHint = "Press a or 1 to approve, r or 2 to reject."
+
+// TextKeys is the line under a question answered in words.
+const TextKeys = "Enter sends. Type r or /reject alone to reject (that stops the agent)."
+
+// AnswerRequired answers an empty answer to a question answered in words.
+const AnswerRequired = "An answer is required. Type it and press Enter, or type r to reject."
+
+// AnswerOrPick answers an empty answer to a choice that also takes the
+// user's own.
+const AnswerOrPick = "Type an answer first, or pick one of the options."
+
+// ChoiceKeys is the line under a choice of n options.
+func ChoiceKeys(n int) string {
+	if n == 1 {
+		return "Keys: 1 picks, ↑/↓ then Enter, r rejects."
+	}
+	return fmt.Sprintf("Keys: 1–%d picks, ↑/↓ then Enter, r rejects.", n)
+}
+
+// ChoiceHint answers a key a choice of n options does not take (none: a
+// question answered only in words).
+func ChoiceHint(n int) string {
+	switch n {
+	case 0:
+		return "Type your answer in the field, or press r to reject."
+	case 1:
+		return "Press 1 (or ↓ then Enter) to pick the option, or r to reject."
+	}
+	return fmt.Sprintf("Press a number from 1 to %d, or ↑/↓ then Enter, or r to reject.", n)
+}
+
+// TypedChoiceHint says what Enter does after the digits typed of an
+// option's number (a choice of ten or more options takes them one by one).
+func TypedChoiceHint(typed string) string {
+	return typed + ": press Enter to pick it."
+}
+
+// NothingSelectedHint answers Enter on a choice of n options none of
+// which is selected.
+func NothingSelectedHint(n int) string {
+	return "Nothing is selected. " + ChoiceHint(n)
+}
