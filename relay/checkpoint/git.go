@@ -42,18 +42,66 @@ func baseEnv() []string {
 	)
 }
 
+// stderrLimit is how much of a command's stderr its error keeps.
+const stderrLimit = 4096
+
 func (g gitCmd) cmd(ctx context.Context) (*exec.Cmd, *capped.Buffer) {
 	cmd := exec.CommandContext(ctx, g.s.git, g.args...)
 	cmd.Dir = g.dir
 	cmd.Env = append(append([]string(nil), g.s.env...), g.env...)
 	cmd.Stdin = g.in
-	stderr := capped.NewBuffer(4096)
+	stderr := capped.NewBuffer(stderrLimit)
 	cmd.Stderr = stderr
 	return cmd, stderr
 }
 
 // output runs the command and returns its stdout.
+//
+// The command's stdin, stdout and stderr are files in memory (memfd), not
+// pipes: os/exec copies a pipe with a goroutine of its own, and waits for
+// them after the process, so each command woke several goroutines, each
+// often a parked thread when the relay has little else to do. With files
+// the child reads and writes them itself, and the relay reads what it
+// wrote once it has exited. A relay runs five git commands a turn
+// (checkpoints.go); in the bench-nats load their goroutines started a
+// sixth of the thread wake-ups of a relay with a third of the cluster's
+// conversations (issue #32, docs/scale-out.md). Where files in memory
+// cannot be made (not Linux), pipes as before.
 func (g gitCmd) output(ctx context.Context) ([]byte, error) {
+	files, err := memFiles(g.in != nil)
+	if err != nil {
+		return g.outputPiped(ctx)
+	}
+	defer files.close()
+	cmd := exec.CommandContext(ctx, g.s.git, g.args...)
+	cmd.Dir = g.dir
+	cmd.Env = append(append([]string(nil), g.s.env...), g.env...)
+	cmd.Stdout, cmd.Stderr = files.out, files.err
+	if g.in != nil {
+		if _, err := io.Copy(files.in, g.in); err != nil {
+			return nil, fmt.Errorf("git: its input: %w", err)
+		}
+		if _, err := files.in.Seek(0, io.SeekStart); err != nil {
+			return nil, fmt.Errorf("git: its input: %w", err)
+		}
+		cmd.Stdin = files.in
+	}
+	runErr := cmd.Run()
+	out, err := readFrom(files.out, -1)
+	if runErr == nil && err != nil {
+		runErr = fmt.Errorf("read its output: %w", err)
+	}
+	if runErr != nil {
+		stderr := capped.NewBuffer(stderrLimit)
+		msg, _ := readFrom(files.err, stderrLimit)
+		_, _ = stderr.Write(msg)
+		return out, g.fail(runErr, stderr)
+	}
+	return out, nil
+}
+
+// outputPiped is output with pipes, where files in memory cannot be made.
+func (g gitCmd) outputPiped(ctx context.Context) ([]byte, error) {
 	cmd, stderr := g.cmd(ctx)
 	var out bytes.Buffer
 	cmd.Stdout = &out
@@ -61,6 +109,41 @@ func (g gitCmd) output(ctx context.Context) ([]byte, error) {
 		return out.Bytes(), g.fail(err, stderr)
 	}
 	return out.Bytes(), nil
+}
+
+// cmdFiles are a command's stdin (nil: none), stdout and stderr in memory.
+type cmdFiles struct{ in, out, err *os.File }
+
+func memFiles(withIn bool) (f cmdFiles, err error) {
+	if f.out, err = memFile("git-stdout"); err == nil {
+		if f.err, err = memFile("git-stderr"); err == nil && withIn {
+			f.in, err = memFile("git-stdin")
+		}
+	}
+	if err != nil {
+		f.close()
+	}
+	return f, err
+}
+
+func (f cmdFiles) close() {
+	for _, file := range []*os.File{f.in, f.out, f.err} {
+		if file != nil {
+			file.Close()
+		}
+	}
+}
+
+// readFrom reads f from its start: all of it, or at most limit bytes.
+func readFrom(f *os.File, limit int64) ([]byte, error) {
+	if _, err := f.Seek(0, io.SeekStart); err != nil {
+		return nil, err
+	}
+	var r io.Reader = f
+	if limit >= 0 {
+		r = io.LimitReader(f, limit)
+	}
+	return io.ReadAll(r)
 }
 
 // fail wraps a failed git command's error with its stderr, which says why.
