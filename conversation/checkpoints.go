@@ -246,6 +246,40 @@ func (s *State) RestoreEffects(checkpoint string) []RestoreItem {
 // RestoreCaveat.
 const RestoreQuestion = "Put the folder's files back as they were before this turn? This changes:"
 
+// The words of a turn's changes card, the window's and the web client's.
+const (
+	// RestoreButton asks for a restore to before the card's turn;
+	// RestoringText is the button while that restore is on its way.
+	RestoreButton = "Restore files to before this turn…"
+	RestoringText = "Restoring…"
+	// DiffCut follows a file's diff that the relay cut.
+	DiffCut = "The diff was cut: too long for one message."
+)
+
+// MoreFilesText counts a card's files past the ones it lists: n more, or,
+// when the relay's own list was cut (truncated), more than it names.
+func MoreFilesText(n int, truncated bool) string {
+	if truncated {
+		return "and more files than the relay lists"
+	}
+	return fmt.Sprintf("and %d more files", n)
+}
+
+// DiffRefusedText says that the relay refused a file's diff, and why.
+func DiffRefusedText(why string) string {
+	return "The relay refused the diff: " + why
+}
+
+// ShowAllLinesText opens the whole of a diff or a tool's output, n lines.
+func ShowAllLinesText(n int) string {
+	return fmt.Sprintf("Show all %d lines", n)
+}
+
+// FirstLinesText says that a diff shows only its first shown of n lines.
+func FirstLinesText(shown, n int) string {
+	return fmt.Sprintf("… the first %d of %d lines", shown, n)
+}
+
 // RestoreBusy is said in place of a restore asked for while a turn runs:
 // the agent may be changing the files the restore would put back.
 const RestoreBusy = "A turn is running: stop it or wait for its end, then restore."

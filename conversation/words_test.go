@@ -268,6 +268,14 @@ func wordCases() []wordCase {
 	add("thinkingText")
 	add("unsentWhy")
 	add("restoreBusy")
+	for _, c := range []string{"restoreButton", "restoringText", "diffCut"} {
+		add(c)
+	}
+	add("moreFilesText", 3, false)
+	add("moreFilesText", 0, true)
+	add("diffRefusedText", "no such checkpoint")
+	add("showAllLinesText", 240)
+	add("firstLinesText", 200, 240)
 	for _, c := range []string{"approvalKeys", "approvalHint", "textKeys", "answerRequired", "answerOrPick"} {
 		add(c)
 	}
@@ -476,6 +484,22 @@ func say(c wordCase) (any, error) {
 		return UnsentWhy, nil
 	case "restoreBusy":
 		return RestoreBusy, nil
+	case "restoreButton":
+		return RestoreButton, nil
+	case "restoringText":
+		return RestoringText, nil
+	case "diffCut":
+		return DiffCut, nil
+	case "moreFilesText":
+		var truncated bool
+		arg(1, &truncated)
+		return MoreFilesText(int(num(0)), truncated), nil
+	case "diffRefusedText":
+		return DiffRefusedText(str(0)), nil
+	case "showAllLinesText":
+		return ShowAllLinesText(int(num(0))), nil
+	case "firstLinesText":
+		return FirstLinesText(int(num(0)), int(num(1))), nil
 	case "approvalKeys":
 		return ApprovalKeys, nil
 	case "approvalHint":

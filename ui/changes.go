@@ -69,7 +69,7 @@ func newChangesView(t *transcript) *changesView {
 	v.note = widget.NewLabel("")
 	v.note.Wrapping = fyne.TextWrapWord
 	v.note.SizeName = theme.SizeNameCaptionText
-	v.restore = t.newButton("Restore files to before this turn…", theme.HistoryIcon(), func() {
+	v.restore = t.newButton(conversation.RestoreButton, theme.HistoryIcon(), func() {
 		if ch := v.row.Changes; ch != nil {
 			v.t.win.confirmRestore(ch.Checkpoint)
 		}
@@ -107,29 +107,25 @@ func (v *changesView) set(r conversation.Row) {
 		v.files.Refresh()
 	}
 	if n := len(ch.Files) - len(files); n > 0 || ch.Truncated {
-		text := fmt.Sprintf("and %d more files", n)
-		if ch.Truncated {
-			text = "and more files than the relay lists"
-		}
-		v.more.SetText(text + " (pilotdesk chat's /changes lists them)")
+		v.more.SetText(conversation.MoreFilesText(n, ch.Truncated) + " (pilotdesk chat's /changes lists them)")
 		v.more.Show()
 	} else {
 		v.more.Hide()
 	}
 	var note []string
 	if card.Error != "" {
-		note = append(note, "The relay refused the diff: "+card.Error)
+		note = append(note, conversation.DiffRefusedText(card.Error))
 	}
 	switch {
 	case v.t.win.role == protocol.RoleViewer:
 		v.restore.Hide()
 	case card.Restoring:
 		v.restore.Show()
-		v.restore.SetText("Restoring…")
+		v.restore.SetText(conversation.RestoringText)
 		v.restore.Disable()
 	default:
 		v.restore.Show()
-		v.restore.SetText("Restore files to before this turn…")
+		v.restore.SetText(conversation.RestoreButton)
 		v.restore.Enable()
 	}
 	v.note.SetText(strings.Join(note, "\n"))
@@ -209,14 +205,14 @@ func fileDiff(checkpoint string, f protocol.ChangedFile, card *conversation.Card
 	key := cardKey(checkpoint, f.Path)
 	switch {
 	case len(lines) > len(shown) && open != toolShowAll:
-		all := t.newButton(fmt.Sprintf("Show all %d lines", len(lines)), nil, func() { t.setCardFile(key, toolShowAll, nil) })
+		all := t.newButton(conversation.ShowAllLinesText(len(lines)), nil, func() { t.setCardFile(key, toolShowAll, nil) })
 		all.Importance = widget.LowImportance
 		objs = append(objs, container.NewHBox(all))
 	case len(lines) > len(shown):
-		objs = append(objs, smallNote(fmt.Sprintf("… the first %d of %d lines; pilotdesk chat's /diff shows all", len(shown), len(lines))))
+		objs = append(objs, smallNote(conversation.FirstLinesText(len(shown), len(lines))+"; pilotdesk chat's /diff shows all"))
 	}
 	if p.Truncated {
-		objs = append(objs, smallNote("The diff was cut: too long for one message."))
+		objs = append(objs, smallNote(conversation.DiffCut))
 	}
 	return objs
 }

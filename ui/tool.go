@@ -221,7 +221,7 @@ func (v *toolView) output(out string, open toolOpen) []fyne.CanvasObject {
 		}
 		return objs
 	}
-	all := v.t.newButton(fmt.Sprintf("Show all %d lines", len(head)+len(tail)+hidden), nil, func() { v.t.setOpen(v.id, toolShowAll, nil) })
+	all := v.t.newButton(conversation.ShowAllLinesText(len(head)+len(tail)+hidden), nil, func() { v.t.setOpen(v.id, toolShowAll, nil) })
 	all.Importance = widget.LowImportance
 	return []fyne.CanvasObject{
 		mono(strings.Join(head, "\n")),

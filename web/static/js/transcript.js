@@ -23,7 +23,8 @@
 import { el, clear } from './dom.js';
 import { renderBlock, splitBlocks } from './markdown.js';
 import {
-  RESTORE_QUESTION, changesText, fileMark, oneLine, patchLines, planMark, planPrompt, planPromptSteps, planStep, restoreCaveat, stepText,
+  DIFF_CUT, RESTORE_BUTTON, RESTORE_QUESTION, RESTORING_TEXT, changesText, diffRefusedText, fileMark, firstLinesText, moreFilesText, oneLine, patchLines,
+  planMark, planPrompt, planPromptSteps, planStep, restoreCaveat, showAllLinesText, stepText,
 } from './words.js';
 
 // A card lists this many files; the rest are counted. An open file's diff
@@ -507,12 +508,12 @@ export class Transcript {
     }));
     const more = ch.files.length - files.length;
     const confirm = el('div', { class: 'confirm', role: 'group', 'aria-label': 'Confirm the restore', hidden: true });
-    const restore = el('button', { type: 'button', class: 'restore needs-control', text: 'Restore files to before this turn…' });
+    const restore = el('button', { type: 'button', class: 'restore needs-control', text: RESTORE_BUTTON });
     restore.addEventListener('click', () => this.openConfirm(confirm, ch.checkpoint, restore));
     return el('div', { class: 'row note changes', dataset: { kind: 'note', checkpoint: ch.checkpoint } },
       el('div', { class: 'card-title', text: changesText(ch.files, ch.truncated) }),
       list,
-      more > 0 || ch.truncated ? el('div', { class: 'small', text: ch.truncated ? 'and more files than the relay lists' : `and ${more} more files` }) : null,
+      more > 0 || ch.truncated ? el('div', { class: 'small', text: moreFilesText(more, !!ch.truncated) }) : null,
       el('div', { class: 'card-error', role: 'alert', hidden: true }),
       el('div', { class: 'card-foot' }, restore),
       confirm);
@@ -560,10 +561,10 @@ export class Transcript {
     }
     const err = node.querySelector('.card-error');
     err.hidden = !card.error;
-    err.textContent = card.error ? `The relay refused the diff: ${card.error}` : '';
+    err.textContent = card.error ? diffRefusedText(card.error) : '';
     const restore = node.querySelector('.restore');
     restore.disabled = !!card.restoring;
-    restore.textContent = card.restoring ? 'Restoring…' : 'Restore files to before this turn…';
+    restore.textContent = card.restoring ? RESTORING_TEXT : RESTORE_BUTTON;
     return node;
   }
 
@@ -579,16 +580,16 @@ export class Transcript {
     const pre = el('pre', { class: 'diff', tabindex: '0' }, shown.map((l) => el('span', { class: { '+': 'ins', '-': 'del', '@': 'hunk' }[l.op] || 'ctx', text: `${l.op === '@' ? '' : `${l.op} `}${l.text}\n` })));
     const out = el('div', null, pre);
     if (lines.length > shown.length && !all) {
-      const more = el('button', { type: 'button', class: 'link', text: `Show all ${lines.length} lines` });
+      const more = el('button', { type: 'button', class: 'link', text: showAllLinesText(lines.length) });
       more.addEventListener('click', () => {
         file.dataset.all = 'true';
         this.updateChanges(node, row);
       });
       out.append(more);
     } else if (lines.length > shown.length) {
-      out.append(el('div', { class: 'small', text: `… the first ${shown.length} of ${lines.length} lines` }));
+      out.append(el('div', { class: 'small', text: firstLinesText(shown.length, lines.length) }));
     }
-    if (p.truncated) out.append(el('div', { class: 'small', text: 'The diff was cut: too long for one message.' }));
+    if (p.truncated) out.append(el('div', { class: 'small', text: DIFF_CUT }));
     return out;
   }
 

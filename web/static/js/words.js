@@ -657,6 +657,38 @@ export function restoreEffects(changeSets, checkpoint) {
   return out.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
 }
 
+// The words of a turn's changes card, the page's and the window's
+// (conversation/checkpoints.go).
+
+/** RESTORE_BUTTON asks for a restore to before the card's turn (conversation.RestoreButton). */
+export const RESTORE_BUTTON = 'Restore files to before this turn…';
+
+/** RESTORING_TEXT is the button while the restore is on its way (conversation.RestoringText). */
+export const RESTORING_TEXT = 'Restoring…';
+
+/** DIFF_CUT follows a file's diff that the relay cut (conversation.DiffCut). */
+export const DIFF_CUT = 'The diff was cut: too long for one message.';
+
+/** moreFilesText counts a card's files past the ones it lists (conversation.MoreFilesText). */
+export function moreFilesText(n, truncated) {
+  return truncated ? 'and more files than the relay lists' : `and ${n} more files`;
+}
+
+/** diffRefusedText says that the relay refused a file's diff, and why (conversation.DiffRefusedText). */
+export function diffRefusedText(why) {
+  return `The relay refused the diff: ${why}`;
+}
+
+/** showAllLinesText opens the whole of a diff of n lines (conversation.ShowAllLinesText). */
+export function showAllLinesText(n) {
+  return `Show all ${n} lines`;
+}
+
+/** firstLinesText says that a diff shows only its first shown of n lines (conversation.FirstLinesText). */
+export function firstLinesText(shown, n) {
+  return `… the first ${shown} of ${n} lines`;
+}
+
 /** RESTORE_BUSY is said in place of a restore while a turn runs (conversation.RestoreBusy). */
 export const RESTORE_BUSY = 'A turn is running: stop it or wait for its end, then restore.';
 
