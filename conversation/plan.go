@@ -58,6 +58,31 @@ func StepText(p PlanStep) string {
 // planPromptHead is the first line of PlanPrompt.
 const planPromptHead = "Carry out exactly these steps of your plan, in this order, and nothing else:"
 
+// The words of a plan card (the steps a turn in Plan wanted to take), the
+// window's and the web client's.
+const (
+	// PlanCardHint is under the card's steps until the plan runs.
+	PlanCardHint = "Untick what should not run. Run in Act switches this conversation to Act and asks the agent for exactly these steps."
+	// RunInAct is the card's button; RanInAct, the button once the plan ran.
+	RunInAct = "Run in Act"
+	RanInAct = "Ran in Act"
+	// PlanBusy is said in place of a plan run while a turn runs.
+	PlanBusy = "A turn is still running: stop it or wait for its end, then run the plan."
+)
+
+// PlanCardTitle is the title of a plan card of n steps, run in Act
+// (ran) or not yet.
+func PlanCardTitle(n int, ran bool) string {
+	steps := "1 step"
+	if n != 1 {
+		steps = fmt.Sprintf("%d steps", n)
+	}
+	if ran {
+		return "The plan: " + steps + ", run in Act"
+	}
+	return "The plan: " + steps + ", denied in Plan"
+}
+
 // PlanRan reports whether the plan of rows[row] was run: a prompt of
 // PlanPrompt's was sent after it, before the next plan.
 func PlanRan(rows []Row, row int) bool {

@@ -268,6 +268,13 @@ func wordCases() []wordCase {
 	add("thinkingText")
 	add("unsentWhy")
 	add("restoreBusy")
+	for _, c := range []string{"planCardHint", "runInAct", "ranInAct", "planBusy"} {
+		add(c)
+	}
+	for _, n := range []int{1, 4} {
+		add("planCardTitle", n, false)
+		add("planCardTitle", n, true)
+	}
 	for _, c := range []string{"restoreButton", "restoringText", "diffCut"} {
 		add(c)
 	}
@@ -484,6 +491,18 @@ func say(c wordCase) (any, error) {
 		return UnsentWhy, nil
 	case "restoreBusy":
 		return RestoreBusy, nil
+	case "planCardHint":
+		return PlanCardHint, nil
+	case "runInAct":
+		return RunInAct, nil
+	case "ranInAct":
+		return RanInAct, nil
+	case "planBusy":
+		return PlanBusy, nil
+	case "planCardTitle":
+		var ran bool
+		arg(1, &ran)
+		return PlanCardTitle(int(num(0)), ran), nil
 	case "restoreButton":
 		return RestoreButton, nil
 	case "restoringText":

@@ -40,9 +40,9 @@ func newPlanView(t *transcript) *planView {
 	v.bg = newCardBackground(amberCard)
 	v.title = widget.NewLabelWithStyle("", fyne.TextAlignLeading, fyne.TextStyle{Bold: true})
 	v.steps = container.NewVBox()
-	v.run = t.newButton("Run in Act", theme.MediaPlayIcon(), v.runTicked)
+	v.run = t.newButton(conversation.RunInAct, theme.MediaPlayIcon(), v.runTicked)
 	v.run.Importance = widget.HighImportance
-	hint := smallNote("Untick what should not run. Run in Act switches this conversation to Act and asks the agent for exactly these steps.")
+	hint := smallNote(conversation.PlanCardHint)
 	body := container.NewVBox(v.title, v.steps, container.NewBorder(nil, nil, nil, v.run, hint))
 	v.obj = container.NewStack(v.bg.rect, container.NewPadded(body))
 	return v
@@ -54,16 +54,7 @@ func (v *planView) set(row int, rows []conversation.Row) {
 	v.plan = conversation.PlanSteps(rows, row)
 	v.ticked = v.t.planTicks(rows[row].MessageID, len(v.plan))
 	v.ran = v.t.ranPlans[rows[row].MessageID] || conversation.PlanRan(rows, row)
-	n := len(v.plan)
-	steps := "1 step"
-	if n != 1 {
-		steps = fmt.Sprintf("%d steps", n)
-	}
-	if v.ran {
-		v.title.SetText("The plan: " + steps + ", run in Act")
-	} else {
-		v.title.SetText("The plan: " + steps + ", denied in Plan")
-	}
+	v.title.SetText(conversation.PlanCardTitle(len(v.plan), v.ran))
 	// The checkboxes are kept and changed, not made anew: the card is set
 	// again whenever its turn's rows change, and a new checkbox would take
 	// the keyboard from one that Tab reached.
@@ -98,13 +89,13 @@ func (v *planView) set(row int, rows []conversation.Row) {
 
 func (v *planView) refreshRun() {
 	if v.ran {
-		v.run.SetText("Ran in Act")
+		v.run.SetText(conversation.RanInAct)
 		v.run.SetIcon(theme.ConfirmIcon())
 		v.run.Disable()
 		return
 	}
-	if v.run.Text != "Run in Act" {
-		v.run.SetText("Run in Act")
+	if v.run.Text != conversation.RunInAct {
+		v.run.SetText(conversation.RunInAct)
 		v.run.SetIcon(theme.MediaPlayIcon())
 	}
 	for _, on := range v.ticked {
@@ -160,7 +151,7 @@ func (t *transcript) planGivenBack() {
 // runs keeps it from starting.
 func (w *Window) runPlan(prompt string) bool {
 	if w.view.Streaming {
-		w.store.AddNote(w.current, conversation.NoteWarn, "A turn is still running: stop it or wait for its end, then run the plan.")
+		w.store.AddNote(w.current, conversation.NoteWarn, conversation.PlanBusy)
 		return false
 	}
 	id, modelName := w.current, w.opts.Model

@@ -19,7 +19,7 @@ import { Notifier } from './notify.js';
 import { uuid } from './ids.js';
 import { Identity } from './identity.js';
 import { forgetDevice, saveToken, takeToken, tokenCheck, tokenFromInput } from './token.js';
-import { RESTORE_BUSY, deleteText, entryTitle, relayErrorText, totalsText, usageText } from './words.js';
+import { PLAN_BUSY, RESTORE_BUSY, deleteText, entryTitle, relayErrorText, totalsText, usageText } from './words.js';
 import { load, store } from './storage.js';
 import { linkedId, linkOf } from './route.js';
 import { Drawer } from './drawer.js';
@@ -375,7 +375,7 @@ export class App {
     const c = this.current && this.convs.get(this.current);
     if (!c) return false;
     if (c.streaming) {
-      c.note('warning', 'A turn is still running: stop it or wait for its end, then run the plan.');
+      c.note('warning', PLAN_BUSY);
       this.scheduleRender();
       return false;
     }

@@ -23,8 +23,8 @@
 import { el, clear } from './dom.js';
 import { renderBlock, splitBlocks } from './markdown.js';
 import {
-  DIFF_CUT, RESTORE_BUTTON, RESTORE_QUESTION, RESTORING_TEXT, changesText, diffRefusedText, fileMark, firstLinesText, moreFilesText, oneLine, patchLines,
-  planMark, planPrompt, planPromptSteps, planStep, restoreCaveat, showAllLinesText, stepText,
+  DIFF_CUT, PLAN_CARD_HINT, RAN_IN_ACT, RESTORE_BUTTON, RUN_IN_ACT, RESTORE_QUESTION, RESTORING_TEXT, changesText, diffRefusedText, fileMark, firstLinesText, moreFilesText, oneLine, patchLines,
+  planCardTitle, planMark, planPrompt, planPromptSteps, planStep, restoreCaveat, showAllLinesText, stepText,
 } from './words.js';
 
 // A card lists this many files; the rest are counted. An open file's diff
@@ -437,7 +437,7 @@ export class Transcript {
       el('div', { class: 'plan-card-title' }),
       steps,
       el('div', { class: 'plan-card-foot' },
-        el('p', { class: 'plan-card-hint needs-control', text: 'Untick what should not run. Run in Act switches this conversation to Act and asks the agent for exactly these steps.' }),
+        el('p', { class: 'plan-card-hint needs-control', text: PLAN_CARD_HINT }),
         run));
     run.addEventListener('click', () => {
       if (this.ranHere.has(key) || node.dataset.ran === 'true') return;
@@ -456,9 +456,7 @@ export class Transcript {
   // Run in Act disabled.
   updatePlanCard(node, row) {
     const ran = !!row.ran || this.ranHere.has(this.planKey(row));
-    const n = row.steps.length;
-    const title = `The plan: ${n === 1 ? '1 step' : `${n} steps`}, ${ran ? 'run in Act' : 'denied in Plan'}`;
-    node.querySelector('.plan-card-title').textContent = title;
+    node.querySelector('.plan-card-title').textContent = planCardTitle(row.steps.length, ran);
     node.dataset.ran = String(ran);
     // Run, it shows the steps that ran: those its prompt asked for.
     const asked = row.ranPrompt ? new Set(planPromptSteps(row.ranPrompt)) : null;
@@ -482,7 +480,7 @@ export class Transcript {
   refreshRun(node) {
     const run = node.querySelector('.run-plan');
     const ran = node.dataset.ran === 'true';
-    run.textContent = ran ? '✓ Ran in Act' : 'Run in Act';
+    run.textContent = ran ? `✓ ${RAN_IN_ACT}` : RUN_IN_ACT; // the window's button shows the ✓ as its icon
     run.disabled = ran || !node.ticks.some((t) => t);
   }
 

@@ -657,6 +657,24 @@ export function restoreEffects(changeSets, checkpoint) {
   return out.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
 }
 
+// The words of a plan card, the page's and the window's
+// (conversation/plan.go).
+
+/** PLAN_CARD_HINT is under the card's steps until the plan runs (conversation.PlanCardHint). */
+export const PLAN_CARD_HINT = 'Untick what should not run. Run in Act switches this conversation to Act and asks the agent for exactly these steps.';
+
+/** RUN_IN_ACT is the card's button, RAN_IN_ACT the button once the plan ran (conversation.RunInAct, RanInAct). */
+export const RUN_IN_ACT = 'Run in Act';
+export const RAN_IN_ACT = 'Ran in Act';
+
+/** PLAN_BUSY is said in place of a plan run while a turn runs (conversation.PlanBusy). */
+export const PLAN_BUSY = 'A turn is still running: stop it or wait for its end, then run the plan.';
+
+/** planCardTitle is the title of a plan card of n steps, run in Act or not yet (conversation.PlanCardTitle). */
+export function planCardTitle(n, ran) {
+  return `The plan: ${n === 1 ? '1 step' : `${n} steps`}, ${ran ? 'run in Act' : 'denied in Plan'}`;
+}
+
 // The words of a turn's changes card, the page's and the window's
 // (conversation/checkpoints.go).
 
