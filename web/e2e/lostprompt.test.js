@@ -6,6 +6,10 @@
 // again by itself. Playwright stands between the page and the relay
 // (routeWebSocket) and drops the socket that carries the prompt, the
 // prompt with it, so the loss is certain and nothing here waits on time.
+// A prompt the relay refuses (a second prompt while a turn runs) comes
+// back alike, the one the relay's error names. And a page reloaded before
+// the echo came (the route swallows the prompt, or the echo) asks the
+// relay and gives back only a prompt the relay never got.
 
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -41,9 +45,16 @@ describe('a prompt the relay did not get', { skip: skip || false }, () => {
     ctx.setDefaultTimeout(WAIT);
     const page = await ctx.newPage();
     watchPage(page, relay, problems);
-    const route = { drop: false, dropped: 0, sends: 0, hold: false, held: [] };
+    // Also: swallow (the next copilot:send goes nowhere, and the socket
+    // stays up), mute() (the relay's frames to the sockets open now go
+    // nowhere; heard() resolves once one of them was of a type), and
+    // holdErrors (the relay's error frames are held too).
+    const route = { drop: false, dropped: 0, sends: 0, hold: false, holdErrors: false, held: [], swallow: false, swallowed: 0, sockets: [], waits: [] };
+    const heard = (type) => new Promise((resolve) => route.waits.push({ type, resolve }));
     await page.routeWebSocket(/\/ws/, (ws) => {
       const server = ws.connectToServer();
+      const socket = { muted: false };
+      route.sockets.push(socket);
       ws.onMessage((msg) => {
         let m = null;
         try {
@@ -58,11 +69,23 @@ describe('a prompt the relay did not get', { skip: skip || false }, () => {
           server.close();
           return;
         }
+        if (m?.type === 'copilot:send' && route.swallow) {
+          route.swallow = false;
+          route.swallowed++;
+          return;
+        }
         if (m?.type === 'copilot:send') route.sends++;
         server.send(msg);
       });
       server.onMessage((msg) => {
-        if (route.hold && String(msg).includes('"type":"copilot:subscribed"')) {
+        const text = String(msg);
+        const type = /"type":"([^"]+)"/.exec(text)?.[1];
+        for (const w of route.waits.filter((x) => x.type === type)) {
+          route.waits.splice(route.waits.indexOf(w), 1);
+          w.resolve(text);
+        }
+        if (socket.muted) return;
+        if ((route.hold && type === 'copilot:subscribed') || (route.holdErrors && type === 'error')) {
           route.held.push(() => ws.send(msg));
           return;
         }
@@ -76,10 +99,15 @@ describe('a prompt the relay did not get', { skip: skip || false }, () => {
     return {
       page,
       route,
+      heard,
       dropSend: () => { route.drop = true; },
+      swallowSend: () => { route.swallow = true; },
+      mute: () => { for (const s of route.sockets) s.muted = true; },
       holdSubscribed: () => { route.hold = true; },
+      holdErrors: () => { route.holdErrors = true; },
       release: () => {
         route.hold = false;
+        route.holdErrors = false;
         for (const f of route.held.splice(0)) f();
       },
     };
@@ -151,6 +179,110 @@ describe('a prompt the relay did not get', { skip: skip || false }, () => {
     await t.page.waitForSelector('#transcript .note.lost[data-lost="back"]');
     assert.equal(await prompt(t.page), 'second thought\n\nfirst thought');
     assert.equal(t.route.sends, 1, 'the page sent the lost prompt again by itself');
+    assert.deepEqual(unexpected(), []);
+    await t.page.context().close();
+  });
+
+  // sendTwice sends first and then second from the prompt box at once, in
+  // one task of the page: the second goes before the page could see the
+  // first's turn start, and the relay refuses it (a turn runs).
+  const sendTwice = (page, first, second) => page.evaluate(([a, b]) => {
+    const input = document.getElementById('prompt');
+    const form = document.getElementById('composer');
+    input.value = a;
+    form.requestSubmit();
+    input.value = b;
+    form.requestSubmit();
+  }, [first, second]);
+  const BUSY = 'Not sent: the agent is still working on the last prompt';
+
+  it('puts a refused prompt back in an empty box, exactly', async () => {
+    const t = await open();
+    await t.page.fill('#prompt', 'hello');
+    await t.page.press('#prompt', 'Enter');
+    await t.page.waitForSelector('#transcript [data-kind="status"]');
+
+    const refused = t.heard('error');
+    await sendTwice(t.page, 'hello', 'deploy the fix');
+    assert.match(await refused, /"clientId":"/, 'the relay named no clientId');
+    await t.page.waitForFunction((busy) => [...document.querySelectorAll('#transcript .note.warning')].some((n) => n.textContent.startsWith(busy)), BUSY);
+    await t.page.waitForFunction(() => document.getElementById('prompt').value !== '');
+    assert.equal(await prompt(t.page), 'deploy the fix');
+    assert.equal(await t.page.locator('#transcript .note.lost').count(), 0, 'a refused prompt back in the box got a note of a lost one');
+    assert.equal(t.route.sends, 3);
+    // The user sends it once the turn ended: it runs once.
+    await t.page.waitForFunction(() => document.querySelectorAll('#transcript [data-kind="status"]').length === 2);
+    await t.page.press('#prompt', 'Enter');
+    await t.page.waitForFunction(() => document.querySelectorAll('#transcript [data-kind="status"]').length === 3);
+    const users = (await transcriptRows(t.page)).filter((r) => r.kind === 'user').map((r) => r.text);
+    assert.deepEqual(users, ['Youhello', 'Youhello', 'Youdeploy the fix']);
+    assert.deepEqual(unexpected(), []);
+    await t.page.context().close();
+  });
+
+  it('keeps a refused prompt in a note when the box holds something else, to put back or copy', async () => {
+    const t = await open();
+    await t.page.fill('#prompt', 'hello');
+    await t.page.press('#prompt', 'Enter');
+    await t.page.waitForSelector('#transcript [data-kind="status"]');
+
+    // The refusal reaches the page once the user has typed something else.
+    t.holdErrors();
+    const refused = t.heard('error');
+    await sendTwice(t.page, 'hello', 'first thought');
+    await refused;
+    await t.page.fill('#prompt', 'second thought');
+    t.release();
+    const note = await t.page.waitForSelector('#transcript .note.lost[data-lost="held"]');
+    assert.match(await note.textContent(), /^The relay did not take your message \(why is just above\), and the box held something else/);
+    assert.equal(await note.$eval('.prompt', (p) => p.textContent), 'first thought');
+    assert.equal(await prompt(t.page), 'second thought', 'what the user typed meanwhile was replaced');
+    await note.$eval('.put-back', (b) => b.click());
+    await t.page.waitForSelector('#transcript .note.lost[data-lost="back"]');
+    assert.equal(await prompt(t.page), 'second thought\n\nfirst thought');
+    assert.equal(t.route.sends, 3, 'the page sent the refused prompt again by itself');
+    assert.deepEqual(unexpected(), []);
+    await t.page.context().close();
+  });
+
+  it('gives back, after a reload, a prompt the relay never got, and nothing it got', async () => {
+    const t = await open();
+    await t.page.fill('#prompt', 'hello');
+    await t.page.press('#prompt', 'Enter');
+    await t.page.waitForSelector('#transcript [data-kind="status"]');
+
+    // The prompt goes nowhere and the page is reloaded before it knows.
+    t.swallowSend();
+    await t.page.fill('#prompt', 'deploy the fix');
+    await t.page.press('#prompt', 'Enter');
+    await t.page.waitForFunction(() => document.getElementById('prompt').value === '');
+    assert.equal(t.route.swallowed, 1, 'the prompt was not swallowed');
+    await t.page.reload();
+    const note = await t.page.waitForSelector('#transcript .note.lost[data-lost="back"]');
+    assert.match(await note.textContent(), new RegExp(`${LOST}.*it is back in the box`));
+    assert.equal(await prompt(t.page), 'deploy the fix');
+    const rows = await transcriptRows(t.page);
+    assert.deepEqual(rows.map((r) => r.kind), ['user', 'text', 'status', 'note'], JSON.stringify(rows));
+    assert.equal(await t.page.evaluate(() => sessionStorage.getItem('pilotdesk.unsent')), null, 'the tab still keeps the prompt given back');
+
+    // The next one reaches the relay, but its echo not the page before
+    // the reload: the reloaded page finds it in the conversation and
+    // gives nothing back.
+    await t.page.fill('#prompt', '');
+    t.mute();
+    const ended = t.heard('copilot:idle');
+    await t.page.fill('#prompt', 'hello');
+    await t.page.press('#prompt', 'Enter');
+    await ended;
+    assert.match(await t.page.evaluate(() => sessionStorage.getItem('pilotdesk.unsent')), /"prompt":"hello"/);
+    await t.page.reload();
+    await t.page.waitForFunction(() => document.querySelectorAll('#transcript [data-kind="status"]').length === 2);
+    await t.page.waitForFunction(() => sessionStorage.getItem('pilotdesk.unsent') === null);
+    const after = await transcriptRows(t.page);
+    assert.deepEqual(after.filter((r) => r.kind === 'user').map((r) => r.text), ['Youhello', 'Youhello']);
+    assert.equal(await t.page.locator('#transcript .note.lost').count(), 0, 'a prompt the relay got came back after the reload');
+    assert.equal(await prompt(t.page), '');
+    assert.equal(t.route.sends, 2, 'the page sent a prompt again by itself');
     assert.deepEqual(unexpected(), []);
     await t.page.context().close();
   });

@@ -4,7 +4,9 @@
 // Run in Act sends exactly the ticked steps (the prompt of
 // conversation.PlanPrompt) in Act, the agent carries out those (the script
 // agent's numbered steps), and the card is then done and cannot run again,
-// on this page and on one opened afterwards.
+// on this page and on one opened afterwards. A Run in Act whose prompt
+// comes back to the user (the relay did not get it, or refused it) ran
+// nothing: the card can run again.
 
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -23,7 +25,9 @@ describe('plan card', { skip: skip || false }, () => {
   before(async () => {
     const dataDir = tempDir('pilotdesk-e2e-plancard-');
     const script = path.join(dataDir, 'script.json');
-    writeFileSync(script, JSON.stringify({ turns: [{ match: 'release', steps: [
+    writeFileSync(script, JSON.stringify({ turns: [{ match: 'slow', steps: [
+      { delta: 'Working. ' }, { sleep: '300ms' }, { delta: 'Still working. ' }, { sleep: '300ms' }, { delta: 'Done.' },
+    ] }, { match: 'release', steps: [
       { delta: 'First the tests, then the notes, then the deploy. ' },
       { tool: { name: 'bash', arguments: { command: 'make test' }, result: 'ok' } },
       { tool: { name: 'edit', arguments: { path: 'NOTES.md', old_str: 'v1', new_str: 'v2' }, result: 'edited' } },
@@ -39,11 +43,29 @@ describe('plan card', { skip: skip || false }, () => {
     await relay?.stop();
   });
 
-  async function page(url, problems, colorScheme = 'light') {
+  // page opens the page; with route, behind a WebSocket route that
+  // forwards every frame but drops the socket with the next copilot:send
+  // once route.drop is set (the relay never gets that prompt).
+  async function page(url, problems, colorScheme = 'light', route = null) {
     const ctx = await chrome.newContext({ ...PHONE, colorScheme });
     ctx.setDefaultTimeout(WAIT);
     const p = await ctx.newPage();
     watchPage(p, relay, problems);
+    if (route) {
+      await p.routeWebSocket(/\/ws/, (ws) => {
+        const server = ws.connectToServer();
+        ws.onMessage((msg) => {
+          if (route.drop && String(msg).includes('"type":"copilot:send"')) {
+            route.drop = false;
+            ws.close({ code: 1001, reason: 'the relay went away' });
+            server.close();
+            return;
+          }
+          server.send(msg);
+        });
+        server.onMessage((msg) => ws.send(msg));
+      });
+    }
     await p.goto(url);
     await p.waitForSelector('body[data-state="live"]');
     return p;
@@ -122,6 +144,94 @@ describe('plan card', { skip: skip || false }, () => {
     await card2.scrollIntoViewIfNeeded();
     await shot(again, 'phone-dark-plancard-ran');
     await again.context().close();
+    await p.context().close();
+    assert.deepEqual(problems, []);
+  });
+
+  // planTurn runs a plan turn on a new page and returns the page and its
+  // plan card, not run.
+  async function planTurn(problems, route) {
+    const p = await page(relay.pageURL, problems, 'light', route);
+    await p.waitForSelector('#send:not([disabled])');
+    await p.click('#menu');
+    await p.click('#new-conv');
+    await p.click('#mode-plan');
+    await p.fill('#prompt', 'plan the release');
+    await p.click('#send');
+    await statuses(p, 1);
+    const card = p.locator('#transcript [data-kind="plancard"]');
+    await card.waitFor();
+    assert.equal(await card.getAttribute('data-ran'), 'false');
+    return { p, card };
+  }
+
+  const PROMPT = 'Carry out exactly these steps of your plan, in this order, and nothing else:\n1. run `make test`\n2. edit NOTES.md (the change you proposed)\n3. run `make deploy`\n';
+
+  // runnable checks that card (the page's only one) has not run: it says
+  // so, and Run in Act runs it.
+  const runnable = async (card) => {
+    await card.page().waitForFunction(() => document.querySelector('#transcript [data-kind="plancard"]').dataset.ran === 'false');
+    assert.equal(await card.locator('.plan-card-title').textContent(), 'The plan: 3 steps, denied in Plan');
+    assert.equal(await card.getByRole('button', { name: 'Run in Act' }).isEnabled(), true);
+    for (const b of await card.getByRole('checkbox').all()) assert.equal(await b.isDisabled(), false);
+  };
+
+  it('can run again when its prompt did not reach the relay', async () => {
+    const problems = [];
+    const route = { drop: false };
+    const { p, card } = await planTurn(problems, route);
+    const n = await p.evaluate(() => Number(document.body.dataset.connects));
+    route.drop = true;
+    await card.getByRole('button', { name: 'Run in Act' }).click();
+    await p.waitForFunction((k) => Number(document.body.dataset.connects) > k, n);
+    await p.waitForSelector('#transcript .note.lost[data-lost="back"]');
+    assert.equal(await p.inputValue('#prompt'), PROMPT);
+    await runnable(card);
+
+    // Run again, it runs, once, and is done.
+    await p.fill('#prompt', '');
+    await card.getByRole('button', { name: 'Run in Act' }).click();
+    await statuses(p, 2);
+    assert.equal(await card.getAttribute('data-ran'), 'true');
+    assert.equal(await card.locator('.plan-card-title').textContent(), 'The plan: 3 steps, run in Act');
+    assert.equal(await p.locator('#transcript [data-kind="user"]').count(), 2);
+    await p.context().close();
+    assert.deepEqual(problems.filter((x) => !/WebSocket connection to .* failed|ERR_CONNECTION_REFUSED/.test(x)), []);
+  });
+
+  it('can run again when the relay refused its prompt, and a card that ran stays done', async () => {
+    const problems = [];
+    const { p, card } = await planTurn(problems, null);
+    // Another prompt goes first, in the same task of the page: Run in Act
+    // goes before the page saw that turn start, and the relay refuses it.
+    await p.evaluate(() => {
+      document.getElementById('prompt').value = 'slow work';
+      document.getElementById('composer').requestSubmit();
+      document.querySelector('#transcript [data-kind="plancard"] .run-plan').click();
+    });
+    await p.waitForFunction(() => document.getElementById('prompt').value !== '');
+    assert.equal(await p.inputValue('#prompt'), PROMPT);
+    await runnable(card);
+    await statuses(p, 2);
+    await runnable(card);
+
+    // Sent from the box by hand, in Act, the plan ran: the card is done,
+    // and a later prompt of it given back does not change that.
+    await p.click('#mode-act');
+    await p.waitForSelector('#mode-act[aria-pressed="true"]');
+    await p.click('#send');
+    await statuses(p, 3);
+    assert.equal(await card.getAttribute('data-ran'), 'true');
+    await p.evaluate((prompt) => {
+      document.getElementById('prompt').value = 'slow work';
+      document.getElementById('composer').requestSubmit();
+      document.getElementById('prompt').value = prompt;
+      document.getElementById('composer').requestSubmit();
+    }, PROMPT);
+    await p.waitForFunction((want) => document.getElementById('prompt').value === want, PROMPT);
+    assert.equal(await card.getAttribute('data-ran'), 'true');
+    assert.equal(await card.locator('.plan-card-title').textContent(), 'The plan: 3 steps, run in Act');
+    await statuses(p, 4);
     await p.context().close();
     assert.deepEqual(problems, []);
   });

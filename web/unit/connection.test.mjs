@@ -4,7 +4,10 @@
 // it streams in); an event out of order waits for the end; a
 // resubscription's replay is held until copilot:subscribed, as before; a
 // first replay cut short by a dropped socket starts the copy over, since
-// nothing names the history it came from. Its heartbeat is the Go
+// nothing names the history it came from. A prompt sent is waited for
+// until its echo, its refusal (the one the relay's error names) or its
+// loss, in the tab's sessionStorage too, so that a page loaded after it
+// asks the relay about it and reports it lost alike. Its heartbeat is the Go
 // client's: the numbers of client/testdata/heartbeat.json (which Go's
 // TestHeartbeatFile writes from client.DefaultPingInterval…), and while a
 // followed conversation runs a turn, a silent socket is pinged after 5 s
@@ -22,6 +25,8 @@ import {
   PONG_WITHIN,
   STREAMING_PING_AFTER,
   STREAMING_PONG_WITHIN,
+  UNSENT_KEY,
+  UNSENT_KEPT,
 } from '../static/js/connection.js';
 
 // FakeSocket plays the browser's WebSocket: the test opens, sends
@@ -271,4 +276,104 @@ test('with a relay that echoes no clientId, an echo is matched by its text', () 
   again.deliver('copilot:subscribed', { conversationId: 'c', seq: 1, epoch: 'e1' });
   assert.deepEqual(lostOf(got), [{ conversationId: 'c', clientId: 'k2' }]);
   conn.stop();
+});
+
+test('a refusal that names its send settles that one; the other is still waited for', () => {
+  const { conn, ws, got } = connect();
+  conn.follow('c');
+  ws.deliver('copilot:subscribed', { conversationId: 'c', seq: 0, epoch: 'e1' });
+  conn.sendPrompt({ conversationId: 'c', prompt: 'one', clientId: 'k1' });
+  conn.sendPrompt({ conversationId: 'c', prompt: 'two', clientId: 'k2' });
+  ws.deliver('error', { code: 'invalid_field', type: 'copilot:send', conversationId: 'c', clientId: 'k1', message: 'no such folder' });
+  assert.deepEqual([...conn.unechoed.keys()], ['k2']);
+  // The socket drops before the relay read the second one: it is lost;
+  // the refused one is not reported lost as well.
+  const again = reconnect(conn, ws);
+  again.deliver('copilot:subscribed', { conversationId: 'c', seq: 0, epoch: 'e1' });
+  assert.deepEqual(lostOf(got), [{ conversationId: 'c', clientId: 'k2' }]);
+  conn.stop();
+});
+
+// FakeStorage plays the tab's sessionStorage.
+class FakeStorage {
+  constructor() {
+    this.m = new Map();
+  }
+
+  getItem(k) {
+    return this.m.has(k) ? this.m.get(k) : null;
+  }
+
+  setItem(k, v) {
+    this.m.set(k, String(v));
+  }
+
+  removeItem(k) {
+    this.m.delete(k);
+  }
+}
+
+const kept = () => JSON.parse(globalThis.sessionStorage.getItem(UNSENT_KEY) || '[]');
+
+test("a page loaded after a send asks the relay about the prompts it kept, and gives back the ones it never got", (t) => {
+  globalThis.sessionStorage = new FakeStorage();
+  t.after(() => { delete globalThis.sessionStorage; });
+  const { conn, ws } = connect();
+  conn.follow('c');
+  ws.deliver('copilot:subscribed', { conversationId: 'c', seq: 2, epoch: 'e1' });
+  conn.sendPrompt({ conversationId: 'c', prompt: 'ran', clientId: 'k1' });
+  conn.sendPrompt({ conversationId: 'c', prompt: 'refused', clientId: 'k2' });
+  conn.sendPrompt({ conversationId: 'd', prompt: 'never got', clientId: 'k3' });
+  conn.sendPrompt({ conversationId: 'c', prompt: 'starting', clientId: 'k4' });
+  assert.deepEqual(kept().map((u) => u.clientId), ['k1', 'k2', 'k3', 'k4']);
+  ws.deliver('error', { code: 'conversation_busy', type: 'copilot:send', conversationId: 'c', clientId: 'k2', message: 'busy' });
+  assert.deepEqual(kept(), [
+    { conversationId: 'c', clientId: 'k1', prompt: 'ran' },
+    { conversationId: 'd', clientId: 'k3', prompt: 'never got' },
+    { conversationId: 'c', clientId: 'k4', prompt: 'starting' },
+  ]);
+
+  // The tab reloads: the socket goes with the page, and a new page's
+  // connection starts from what the tab kept.
+  FakeSocket.all = [];
+  const got = [];
+  const page = new Connection({ url: 'ws://127.0.0.1/ws', token: 't', onMessage: (m) => got.push(m), onState: () => {} });
+  assert.deepEqual(page.restored.map((u) => u.clientId), ['k1', 'k3', 'k4']);
+  page.open('connecting');
+  const next = FakeSocket.all[0];
+  next.emit('open');
+  // It follows the conversations of the prompts it waits for.
+  assert.deepEqual(next.sent.filter((m) => m.type === 'copilot:subscribe').map((m) => m.data), [
+    { conversationId: 'c', sinceSeq: 0 },
+    { conversationId: 'd', sinceSeq: 0 },
+  ]);
+  next.deliver('copilot:user_message', { conversationId: 'c', seq: 1, content: 'ran', clientId: 'k1' });
+  next.deliver('copilot:idle', { conversationId: 'c', seq: 2, status: 'completed' });
+  next.deliver('copilot:subscribed', { conversationId: 'c', seq: 2, epoch: 'e1', starting: { clientId: 'k4' } });
+  next.deliver('copilot:subscribed', { conversationId: 'd', seq: 0, epoch: 'e2' });
+  assert.deepEqual(lostOf(got), [{ conversationId: 'd', clientId: 'k3' }]);
+  assert.deepEqual(kept().map((u) => u.clientId), ['k4'], 'the one the relay sets up is still waited for');
+  next.deliver('copilot:user_message', { conversationId: 'c', seq: 3, content: 'starting', clientId: 'k4' });
+  assert.equal(globalThis.sessionStorage.getItem(UNSENT_KEY), null, 'an echoed prompt was kept');
+  // Never sent again by the page.
+  assert.equal(next.sent.filter((m) => m.type === 'copilot:send').length, 0);
+  page.stop();
+  conn.stop();
+});
+
+test('the tab keeps the newest prompts waited for, and ignores what is not one', (t) => {
+  globalThis.sessionStorage = new FakeStorage();
+  t.after(() => { delete globalThis.sessionStorage; });
+  const { conn, ws } = connect();
+  conn.follow('c');
+  ws.deliver('copilot:subscribed', { conversationId: 'c', seq: 0, epoch: 'e1' });
+  for (let i = 0; i < UNSENT_KEPT + 4; i++) conn.sendPrompt({ conversationId: 'c', prompt: `p${i}`, clientId: `k${i}` });
+  assert.equal(kept().length, UNSENT_KEPT);
+  assert.equal(kept()[0].clientId, 'k4');
+  conn.stop();
+
+  globalThis.sessionStorage.setItem(UNSENT_KEY, JSON.stringify([{ conversationId: 'c', clientId: 'k', prompt: 'ok' }, { conversationId: '', clientId: 'x', prompt: 'no' }, 'junk', { conversationId: 'c', prompt: 'no id' }]));
+  assert.deepEqual(new Connection({ url: 'ws://127.0.0.1/ws', token: 't', onMessage: () => {}, onState: () => {} }).restored, [{ conversationId: 'c', clientId: 'k', prompt: 'ok' }]);
+  globalThis.sessionStorage.setItem(UNSENT_KEY, '{not json');
+  assert.deepEqual(new Connection({ url: 'ws://127.0.0.1/ws', token: 't', onMessage: () => {}, onState: () => {} }).restored, []);
 });

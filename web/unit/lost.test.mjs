@@ -3,7 +3,8 @@
 // the clientId the relay echoes, or by its text with an older relay; a
 // prompt the relay did not get (connection.js reports it lost) is a note
 // holding it, which stays across a new copy and says so when its echo
-// comes after all. Run by scripts/web-unit.sh.
+// comes after all; a prompt the relay refused is the one its error names,
+// back in the box or in a note of its own. Run by scripts/web-unit.sh.
 
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -52,7 +53,7 @@ test('a prompt the relay did not get is a note that holds it, across a new copy,
   assert.equal(note.kind, 'note');
   assert.equal(note.tone, 'warning');
   assert.match(note.text, /The relay did not get your message/);
-  assert.deepEqual(note.lost, { clientId: 'k1', prompt: 'deploy it', back: false, arrived: false });
+  assert.deepEqual(note.lost, { clientId: 'k1', prompt: 'deploy it', back: false, arrived: false, refused: false });
   assert.equal(c.lost('k1', false), null, 'reported once');
 
   // Only the note holds it: a new copy keeps the note.
@@ -81,4 +82,30 @@ test('a prompt the relay did not get is a note that holds it, across a new copy,
   ch = c.apply('copilot:user_message', { conversationId: 'c', seq: 3, content: 'second', mode: 'act', sentBy: phone, clientId: 'k2' });
   assert.equal(ch.arrived, 'second');
   assert.deepEqual(users(c), [{ text: 'second', from: '' }]);
+});
+
+test('a refused prompt is the one its error names: back in the box, or a note that holds it', () => {
+  const c = new Conversation('c', { skew: 0 }, stranger());
+  c.markSending('first', 'k1');
+  c.markSending('second', 'k2');
+  assert.equal(c.refused('unknown', true), null, 'a clientId this page did not send');
+  // The first of two is refused, not the last sent.
+  assert.equal(c.refused('k1', true), 'first');
+  assert.deepEqual(c.rows, [], 'back in the box: the relay\'s error says enough');
+  assert.equal(c.refused('k1', true), null, 'given back once');
+  assert.equal(c.lost('k1', true), null, 'a refused prompt was also reported lost');
+
+  // The box held something else: a note holds it, to put back or copy,
+  // and stays across a new copy as a lost prompt's does.
+  assert.equal(c.refused('k2', false), 'second');
+  let note = c.rows.at(-1);
+  assert.equal(note.tone, 'warning');
+  assert.match(note.text, /^The relay did not take your message \(why is just above\), and the box held something else/);
+  assert.deepEqual(note.lost, { clientId: 'k2', prompt: 'second', back: false, arrived: false, refused: true });
+  c.resetCopy();
+  assert.equal(c.rows.length, 1);
+  c.putBack('k2');
+  note = c.rows.at(-1);
+  assert.equal(note.lost.back, true);
+  assert.match(note.text, /^The relay did not take your message \(why is just above\): it is back in the box/);
 });

@@ -8,7 +8,7 @@
 // shows the login box.
 
 import { $, el, clear } from './dom.js';
-import { Connection } from './connection.js';
+import { Connection, UNSENT_KEY } from './connection.js';
 import { Conversation } from './conversation.js';
 import { ConversationList } from './list.js';
 import { Transcript } from './transcript.js';
@@ -19,7 +19,7 @@ import { Notifier } from './notify.js';
 import { uuid } from './ids.js';
 import { Identity } from './identity.js';
 import { forgetDevice, saveToken, takeToken, tokenCheck, tokenFromInput } from './token.js';
-import { PLAN_BUSY, RESTORE_BUSY, deleteText, entryTitle, relayErrorText, totalsText, usageText } from './words.js';
+import { PLAN_BUSY, PLAN_PROMPT_HEAD, RESTORE_BUSY, deleteText, entryTitle, relayErrorText, totalsText, usageText } from './words.js';
 import { load, store } from './storage.js';
 import { linkedId, linkOf } from './route.js';
 import { Drawer } from './drawer.js';
@@ -46,7 +46,7 @@ export class App {
     this.linked = linkedId();
     this.current = this.linked || load(CURRENT_KEY);
     this.role = 'owner'; // the relay says otherwise in copilot:conversations
-    this.lastPrompt = new Map(); // id → the prompt last sent, to restore when refused
+    this.lastPrompt = new Map(); // id → the prompt last sent, to restore when an older relay refuses one (naming no clientId)
     this.state = 'connecting';
     this.stateInfo = {};
     this.frame = 0;
@@ -124,6 +124,10 @@ export class App {
       onMessage: (m) => this.onMessage(m),
       onState: (s, info) => this.onState(s, info),
     });
+    // The prompts an earlier page of this tab sent and had not seen
+    // echoed: the connection asks the relay about them; they are this
+    // page's own, to give back if the relay never got them.
+    for (const u of this.conn.restored) this.conv(u.conversationId).markSending(u.prompt, u.clientId);
     this.render();
     if (this.token) {
       this.conn.start();
@@ -198,7 +202,6 @@ export class App {
           if (!Number.isNaN(t)) this.clock.skew = t - Date.now();
         }
         const id = d.conversationId;
-        if (type === 'error' && d.type === 'copilot:send' && id) this.restorePrompt(id);
         const c = typeof id === 'string' ? this.conv(id) : null;
         if (!c) {
           if (type === 'error') this.toast(relayErrorText(d));
@@ -212,6 +215,13 @@ export class App {
         if (live && ch.ended) this.notifier.turnEnded(c, ch.ended, d.message);
         if (ch.arrived !== null) this.arrivedLate(c, ch.arrived);
         if (ch.listing) this.upsertEntry(null, c);
+        // A refused prompt goes back to the user, under the relay's error:
+        // the one the error names; an older relay names none, and the
+        // conversation's last prompt goes back.
+        if (type === 'error' && d.type === 'copilot:send') {
+          if (typeof d.clientId === 'string' && d.clientId !== '') this.giveBack(id, d.clientId, true);
+          else this.restorePrompt(id);
+        }
       }
     }
     this.notifier.setCount(this.waitingIds().length);
@@ -341,14 +351,15 @@ export class App {
   }
 
   // send sends text as a prompt of the open conversation, in mode (the
-  // conversation's when not given); it returns whether it went.
+  // conversation's when not given); it returns the clientId it went with,
+  // '' when it did not go.
   send(text, mode) {
     const c = this.current && this.convs.get(this.current);
-    if (!c) return false;
+    if (!c) return '';
     if (!this.conn.live) {
       c.note('error', 'Not connected to the relay: the prompt was not sent.');
       this.scheduleRender();
-      return false;
+      return '';
     }
     this.conn.follow(c.id);
     // The clientId tells its echo, and whether the relay got it should
@@ -363,21 +374,22 @@ export class App {
     // The user's own prompt, the reply and how it ends are what they
     // want to see next, wherever they had scrolled.
     this.transcript.follow();
-    return true;
+    return data.clientId;
   }
 
   // runPlan sends a plan card's prompt (its ticked steps) in Act, as the
   // window's Run in Act does: the send carries the mode its turn runs in,
   // and the relay switches the conversation to Act with it (its
   // copilot:mode_changed, this page's own, moves the fold's mode, so the
-  // fold keeps its mode until then). It returns whether the prompt went.
+  // fold keeps its mode until then). It returns the send's clientId, ''
+  // when the prompt did not go.
   runPlan(prompt) {
     const c = this.current && this.convs.get(this.current);
-    if (!c) return false;
+    if (!c) return '';
     if (c.streaming) {
       c.note('warning', PLAN_BUSY);
       this.scheduleRender();
-      return false;
+      return '';
     }
     const sent = this.send(prompt, 'act');
     if (sent && c.mode !== 'act') c.markModeSent('act');
@@ -399,20 +411,29 @@ export class App {
   }
 
   // lostSend gives back a prompt the relay did not get (the socket
-  // dropped before it read it): into the prompt box when it shows that
-  // conversation and is empty, else in the note, to put back or copy. It
-  // is never sent again from here: the user decides.
+  // dropped before it read it).
   lostSend(id, clientId) {
+    this.giveBack(id, clientId, false);
+  }
+
+  // giveBack gives back the prompt sent as clientId, which the relay did
+  // not get or (refused) refused: into the prompt box when it shows that
+  // conversation and is empty, else in a note, to put back or copy, so
+  // that nothing typed is overwritten and nothing is lost. It is never
+  // sent again from here: the user decides. A plan card it was sent from
+  // has not run, and can run again.
+  giveBack(id, clientId, refused) {
     const c = this.convs.get(id);
     if (!c) return;
     const input = $('prompt');
     const back = id === this.current && !input.value.trim();
-    const text = c.lost(clientId, back);
+    const text = refused ? c.refused(clientId, back) : c.lost(clientId, back);
     if (text === null) return;
     if (back) {
       input.value = text;
       this.composer.fit();
     }
+    if (text.startsWith(`${PLAN_PROMPT_HEAD}\n`)) this.transcript.planGivenBack(id, clientId);
     if (id === this.current) this.transcript.follow();
   }
 
@@ -451,6 +472,8 @@ export class App {
     }
   }
 
+  // restorePrompt puts the conversation's last prompt back into an empty
+  // box: an older relay's refusal names no send.
   restorePrompt(id) {
     const text = this.lastPrompt.get(id);
     const input = $('prompt');
@@ -587,6 +610,9 @@ export class App {
     if (!window.confirm("Forget this device? The page will need the relay's link (or its token) again.")) return;
     this.notifier.turnOff(); // the relay is told with the token it had
     forgetDevice();
+    // The tab's prompts waiting for their echo too (a token the relay
+    // refused keeps them, for the page to ask about with the next one).
+    store(UNSENT_KEY, '', { session: true });
     this.notifier.keepOff();
     this.token = '';
     this.conn.stop();

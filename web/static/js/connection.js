@@ -19,7 +19,12 @@
 // it (starting). One sent on an earlier socket that neither names is
 // reported to the page as {type: 'lost', data: {conversationId,
 // clientId}}, which gives the prompt back to the user: it is never sent
-// again from here.
+// again from here. The prompts waited for are kept in the tab's
+// sessionStorage too, so that a reload (or a phone's browser dropping the
+// tab) right after a send asks the relay about them all the same: the new
+// page follows their conversations and reports them lost alike.
+
+import { load, store } from './storage.js';
 
 // The heartbeat, the Go client's numbers (client.DefaultPingInterval…):
 // web/unit/connection.test.mjs checks them against
@@ -31,6 +36,26 @@ export const STREAMING_PONG_WITHIN = 10_000;
 const BACKOFF_MIN = 500;
 const BACKOFF_MAX = 15_000;
 const PROBE_WITHIN = 5_000; // a pong after coming back, or the socket is dead
+
+// UNSENT_KEY is where the tab's sessionStorage keeps the prompts sent whose
+// echo has not come ([{conversationId, clientId, prompt}], oldest first),
+// at most UNSENT_KEPT of them: the newest.
+export const UNSENT_KEY = 'pilotdesk.unsent';
+export const UNSENT_KEPT = 16;
+
+// keptSends are the prompts an earlier page of this tab sent and kept
+// (UNSENT_KEY); what is not one is left out.
+function keptSends() {
+  let list;
+  try {
+    list = JSON.parse(load(UNSENT_KEY, { session: true }) || '[]');
+  } catch {
+    return [];
+  }
+  if (!Array.isArray(list)) return [];
+  return list.filter((u) => u && typeof u.conversationId === 'string' && u.conversationId !== ''
+    && typeof u.clientId === 'string' && u.clientId !== '' && typeof u.prompt === 'string').slice(-UNSENT_KEPT);
+}
 
 // Messages about a conversation that are not events: they have no seq of
 // their own to order or de-duplicate by.
@@ -63,8 +88,13 @@ export class Connection {
     // Prompts sent whose echo has not come: clientId → {conversationId,
     // prompt, socket (the value of connects when the relay was last known to hold
     // it: the socket it went on, or one whose copilot:subscribed named it
-    // starting)}.
+    // starting)}. Those an earlier page of this tab kept went on a socket
+    // before any of this page's (0); their conversations are followed, so
+    // that the first subscription says whether the relay has them.
     this.unechoed = new Map();
+    this.restored = keptSends(); // [{conversationId, clientId, prompt}], for the page's own records
+    for (const u of this.restored) this.unechoed.set(u.clientId, { conversationId: u.conversationId, prompt: u.prompt, socket: 0 });
+    for (const u of this.restored) this.follow(u.conversationId);
   }
 
   /**
@@ -122,8 +152,24 @@ export class Connection {
    */
   sendPrompt(data) {
     if (!this.send('copilot:send', data)) return false;
-    if (typeof data.clientId === 'string') this.unechoed.set(data.clientId, { conversationId: data.conversationId, prompt: data.prompt, socket: this.connects });
+    if (typeof data.clientId === 'string') {
+      this.unechoed.set(data.clientId, { conversationId: data.conversationId, prompt: data.prompt, socket: this.connects });
+      this.keepSends();
+    }
     return true;
+  }
+
+  // settle stops waiting for the echo of clientId (it came, the relay
+  // refused the send, or it is reported lost).
+  settle(clientId) {
+    if (this.unechoed.delete(clientId)) this.keepSends();
+  }
+
+  // keepSends writes the prompts waited for to the tab's sessionStorage
+  // (the newest UNSENT_KEPT), for a page loaded after this one.
+  keepSends() {
+    const list = [...this.unechoed].slice(-UNSENT_KEPT).map(([clientId, u]) => ({ conversationId: u.conversationId, clientId, prompt: u.prompt }));
+    store(UNSENT_KEY, list.length ? JSON.stringify(list) : '', { session: true });
   }
 
   // lostSends are the prompts for conversation id sent on an earlier
@@ -139,7 +185,7 @@ export class Connection {
         u.socket = this.connects;
         continue;
       }
-      this.unechoed.delete(clientId);
+      this.settle(clientId);
       lost.push({ type: 'lost', data: { conversationId: id, clientId } });
     }
     return lost;
@@ -315,20 +361,26 @@ export class Connection {
     // clientId (an older one) is matched by the prompt's text, the
     // oldest first: else every prompt would look lost after a reconnect.
     if (msg.type === 'copilot:user_message') {
-      if (typeof d.clientId === 'string') this.unechoed.delete(d.clientId);
+      if (typeof d.clientId === 'string') this.settle(d.clientId);
       else {
         for (const [clientId, u] of this.unechoed) {
           if (u.conversationId === id && u.prompt === d.content) {
-            this.unechoed.delete(clientId);
+            this.settle(clientId);
             break;
           }
         }
       }
     }
     if (msg.type === 'error' && d.type === 'copilot:send') {
-      // A refusal of what this socket sent (the page shows it and puts
-      // the prompt back): nothing more to wait for.
-      for (const [clientId, u] of this.unechoed) if (u.conversationId === id && u.socket === this.connects) this.unechoed.delete(clientId);
+      // A refusal (the page shows it and gives the prompt back): nothing
+      // more to wait for. The relay names the send refused; an older one
+      // does not, and every send of this socket to the conversation is
+      // taken as refused.
+      if (typeof d.clientId === 'string' && d.clientId !== '') {
+        if (this.unechoed.get(d.clientId)?.conversationId === id) this.settle(d.clientId);
+      } else {
+        for (const [clientId, u] of this.unechoed) if (u.conversationId === id && u.socket === this.connects) this.settle(clientId);
+      }
     }
     if (s && msg.type === 'copilot:user_message') s.streaming = true;
     if (s && msg.type === 'copilot:idle') s.streaming = false;
@@ -358,7 +410,7 @@ export class Connection {
     }
     if (msg.type === 'copilot:deleted' && s) {
       this.subs.delete(id);
-      for (const [clientId, u] of this.unechoed) if (u.conversationId === id) this.unechoed.delete(clientId);
+      for (const [clientId, u] of this.unechoed) if (u.conversationId === id) this.settle(clientId);
       this.onMessage(msg);
       return;
     }

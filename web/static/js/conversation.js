@@ -19,8 +19,9 @@ import {
  *   status: status, text, detail, usage
  *   mode:   mode, text
  *   note:   tone (info|warning|error), text; a prompt the relay did not
- *           get also lost ({clientId, prompt, back (it is in the prompt
- *           box again), arrived (its echo came after all)}); a turn's changes card also
+ *           get, or refused, also lost ({clientId, prompt, back (it is in
+ *           the prompt box again), arrived (its echo came after all),
+ *           refused}); a turn's changes card also
  *           changes ({checkpoint, after, files, truncated}), a restore's
  *           notice restored ({checkpoint, undo, files}), and either card
  *           ({patches: path → {patch, truncated}, loading: path → true,
@@ -40,13 +41,18 @@ import {
 const ENDS_THOUGHTS = new Set(['copilot:delta', 'copilot:message', 'copilot:tool_start', 'copilot:tool_end',
   'copilot:plan', 'copilot:user_input_request', 'copilot:error']);
 
-// lostText is the note of a prompt the relay did not get; back: it is in
-// the prompt box again.
-function lostText(back) {
+// lostText is the note of a prompt the relay did not get, or refused
+// (its error, just above, says why); back: it is in the prompt box again.
+function lostText(back, refused) {
+  const why = refused ? REFUSED_WHY : UNSENT_WHY;
   return back
-    ? `${UNSENT_WHY}: it is back in the box. Send it again when you are ready.`
-    : `${UNSENT_WHY}, and the box held something else: here it is.`;
+    ? `${why}: it is back in the box. Send it again when you are ready.`
+    : `${why}, and the box held something else: here it is.`;
 }
+
+// REFUSED_WHY says why a refused prompt comes back; the relay's error
+// (the note before) gives the reason.
+const REFUSED_WHY = 'The relay did not take your message (why is just above)';
 
 // RESTARTED is the relay's copilot:idle message for a turn it cut itself
 // (relay.RestartedMessage); INTERRUPTED is how the page says it.
@@ -78,7 +84,7 @@ export class Conversation {
     this.sentHere = []; // {text, clientId} of prompts sent from here whose copilot:user_message has not come
     this.modesHere = []; // modes this page asked for whose copilot:mode_changed has not come
     this.answered = new Map(); // requestId → answer sent from here ('' for a rejection)
-    this.lostHere = new Map(); // clientId → the note row of a prompt the relay did not get
+    this.lostHere = new Map(); // clientId → the note row of a prompt the relay did not get, or refused
     this.resetCopy();
   }
 
@@ -385,21 +391,37 @@ export class Conversation {
    * not send.
    */
   lost(clientId, back) {
+    return this.giveBack(clientId, back, false);
+  }
+
+  /**
+   * refused records that the relay refused the prompt sent from here as
+   * clientId (its error is the row before): back, the page put it in the
+   * prompt box again and the error says enough; else a note holds it, as
+   * lost's does. It returns the prompt, or null for a clientId this page
+   * did not send.
+   */
+  refused(clientId, back) {
+    return this.giveBack(clientId, back, true);
+  }
+
+  giveBack(clientId, back, refused) {
     const i = this.sentHere.findIndex((p) => p.clientId === clientId);
     if (i < 0 || !clientId) return null;
     const { text } = this.sentHere[i];
     this.sentHere.splice(i, 1);
-    const row = { kind: 'note', tone: 'warning', text: lostText(back), lost: { clientId, prompt: text, back, arrived: false } };
+    if (refused && back) return text;
+    const row = { kind: 'note', tone: 'warning', text: lostText(back, refused), lost: { clientId, prompt: text, back, arrived: false, refused } };
     this.push(row);
     this.lostHere.set(clientId, row);
     return text;
   }
 
-  /** putBack records that the lost prompt of clientId is in the prompt box again. */
+  /** putBack records that the given-back prompt of clientId is in the prompt box again. */
   putBack(clientId) {
     const row = this.lostHere.get(clientId);
     const i = this.rows.indexOf(row);
-    if (i >= 0) this.update(i, { text: lostText(true), lost: { ...row.lost, back: true } });
+    if (i >= 0) this.update(i, { text: lostText(true, row.lost.refused), lost: { ...row.lost, back: true } });
   }
 
   // arrivedLate: the echo of a prompt this page took as lost came after

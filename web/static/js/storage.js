@@ -1,21 +1,27 @@
 // storage.js: what the page keeps across reloads in this origin's
-// localStorage. Storage may be missing (some private modes) or full: then
-// nothing is kept, and nothing fails.
+// localStorage (every tab of the browser), or, with session, in this tab's
+// sessionStorage. Storage may be missing (some private modes) or full:
+// then nothing is kept, and nothing fails.
+
+// area is where key lives; it throws where the browser refuses storage.
+function area(session) {
+  return session ? sessionStorage : localStorage;
+}
 
 /** load returns what key holds, '' for nothing. */
-export function load(key) {
+export function load(key, { session = false } = {}) {
   try {
-    return localStorage.getItem(key) || '';
+    return area(session).getItem(key) || '';
   } catch {
     return '';
   }
 }
 
 /** store keeps value under key; an empty value removes the key. */
-export function store(key, value) {
+export function store(key, value, { session = false } = {}) {
   try {
-    if (value) localStorage.setItem(key, value);
-    else localStorage.removeItem(key);
+    if (value) area(session).setItem(key, value);
+    else area(session).removeItem(key);
   } catch {
     // not kept across reloads
   }

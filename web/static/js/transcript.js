@@ -76,12 +76,14 @@ export class Transcript {
     // What a changes card asks of the page (app.js): diff(checkpoint,
     // path), restore(checkpoint) (confirmed), undo(checkpoint),
     // effects(checkpoint) → {files, others}; a plan card asks
-    // runPlan(prompt) → whether it went.
+    // runPlan(prompt) → the clientId of its copilot:send ('' when it did
+    // not go).
     this.actions = actions;
     // The plan cards' ticks, by planKey (every step ticked at first), and
-    // the plans run from here: kept while the card is built anew.
+    // the plans run from here (planKey → the clientId of their send):
+    // kept while the card is built anew.
     this.ticks = new Map();
-    this.ranHere = new Set();
+    this.ranHere = new Map();
     this.box = el('div', { class: 'rows' });
     root.append(this.box);
     this.convId = null;
@@ -443,8 +445,9 @@ export class Transcript {
       if (this.ranHere.has(key) || node.dataset.ran === 'true') return;
       const chosen = plan.filter((_, i) => ticks[i]);
       if (chosen.length === 0) return;
-      if (this.actions.runPlan?.(planPrompt(chosen))) {
-        this.ranHere.add(key);
+      const sent = this.actions.runPlan?.(planPrompt(chosen));
+      if (sent) {
+        this.ranHere.set(key, sent);
         this.updatePlanCard(node, { ...row, ran: true });
       }
     });
@@ -467,6 +470,23 @@ export class Transcript {
     node.querySelector('.plan-card-hint').hidden = ran;
     this.refreshRun(node);
     return node;
+  }
+
+  /**
+   * planGivenBack: the prompt sent as clientId in conversation convId came
+   * back to the user (the relay did not get it, or refused it), so a card
+   * it was sent from has not run: it can run again. A card whose prompt
+   * is in the conversation (row.ran) stays done. The next render draws
+   * the cards anew.
+   */
+  planGivenBack(convId, clientId) {
+    for (const [key, sent] of this.ranHere) {
+      if (sent === clientId && key.startsWith(`${convId}\n`)) this.ranHere.delete(key);
+    }
+    if (convId !== this.convId || !this.conv) return;
+    this.conv.rows.forEach((row, i) => {
+      if (row.kind === 'plancard' && this.nodes[i]) this.versions[i] = -1;
+    });
   }
 
   // planKey names a plan card of the conversation shown: its id is its
