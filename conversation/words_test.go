@@ -286,6 +286,9 @@ func wordCases() []wordCase {
 	for _, c := range []string{"approvalKeys", "approvalHint", "textKeys", "answerRequired", "answerOrPick"} {
 		add(c)
 	}
+	for _, k := range []string{"approval", "choice", "text", "", "confirm"} {
+		add("questionTitle", k)
+	}
 	add("choiceHint", 0)
 	for _, n := range []int{1, 3, 12} {
 		add("choiceKeys", n)
@@ -519,6 +522,8 @@ func say(c wordCase) (any, error) {
 		return ShowAllLinesText(int(num(0))), nil
 	case "firstLinesText":
 		return FirstLinesText(int(num(0)), int(num(1))), nil
+	case "questionTitle":
+		return QuestionTitle(str(0)), nil
 	case "approvalKeys":
 		return ApprovalKeys, nil
 	case "approvalHint":

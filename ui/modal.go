@@ -71,13 +71,7 @@ func newInputModal(w *Window, convID string, p conversation.Pending) *inputModal
 	m.queued.SizeName = theme.SizeNameCaptionText
 	m.queued.Hide()
 
-	titles := map[string]string{
-		kindApproval: "Approval needed",
-		kindChoice:   "Choose an option",
-		kindText:     "The agent needs your input",
-		kindAsk:      "The agent asks",
-	}
-	title := widget.NewLabelWithStyle(titles[m.kind], fyne.TextAlignLeading, fyne.TextStyle{Bold: true})
+	title := widget.NewLabelWithStyle(conversation.QuestionTitle(m.kind), fyne.TextAlignLeading, fyne.TextStyle{Bold: true})
 	question := widget.NewLabel(p.Request.Question)
 	question.Wrapping = fyne.TextWrapWord
 	question.Selectable = true

@@ -16,15 +16,9 @@
 import { el, clear } from './dom.js';
 import { inline } from './markdown.js';
 import {
-  ANSWER_OR_PICK, ANSWER_REQUIRED, APPROVAL_HINT, APPROVAL_KEYS, TEXT_KEYS, choiceHint, choiceKeys, countdownText, nothingSelectedHint, typedChoiceHint, visible,
+  ANSWER_OR_PICK, ANSWER_REQUIRED, APPROVAL_HINT, APPROVAL_KEYS, TEXT_KEYS, choiceHint, choiceKeys, countdownText, nothingSelectedHint, questionTitle,
+  typedChoiceHint, visible,
 } from './words.js';
-
-const TITLES = {
-  approval: 'Approval needed',
-  choice: 'Choose an option',
-  text: 'The agent needs your input',
-  ask: 'The agent asks',
-};
 
 /** kindOf names the dialog a request needs: approval, choice, text or ask. */
 export function kindOf(req) {
@@ -192,7 +186,7 @@ export class QuestionDialog {
     const queued = Number(req.queued) > 0
       ? el('p', { class: 'small', text: `${req.queued} more ${req.queued === 1 ? 'question waits' : 'questions wait'} after this one.` })
       : null;
-    const title = el('h2', { id: 'q-title', text: TITLES[this.kind] });
+    const title = el('h2', { id: 'q-title', text: questionTitle(this.kind) });
     const fold = el('button', { type: 'button', class: 'q-fold link', 'aria-controls': 'q-fold-part', 'aria-expanded': 'true', text: 'Read the conversation', onclick: () => this.setFolded(!this.folded) });
     const card = el('div', { class: 'q-card', role: 'dialog', 'aria-modal': this.viewer ? 'false' : 'true', 'aria-labelledby': 'q-title', 'aria-describedby': 'q-question', tabindex: '-1', dataset: { kind: this.kind, viewer: String(this.viewer) } },
       el('div', { class: 'q-head' }, el('span', { class: 'q-icon', 'aria-hidden': 'true', text: '?' }), title, fold),

@@ -250,8 +250,19 @@ export const UNSENT_WHY = 'The relay did not get your message (the connection dr
 /** ARRIVED_LATE says a prompt given back reached the relay after all (conversation.ArrivedLate). */
 export const ARRIVED_LATE = 'Your message reached the relay after all: it was sent.';
 
-// The keys of an open question, which the page and the window take alike,
-// and the words that teach them (conversation/questionkeys.go).
+// The dialog of an open question, the page's and the window's: its title,
+// the keys both take alike, and the words that teach them
+// (conversation/question.go).
+
+/** questionTitle is the title of the dialog of a question of inputType (conversation.QuestionTitle). */
+export function questionTitle(inputType) {
+  switch (inputType) {
+    case 'approval': return 'Approval needed';
+    case 'choice': return 'Choose an option';
+    case 'text': return 'The agent needs your input';
+    default: return 'The agent asks';
+  }
+}
 
 /** APPROVAL_KEYS is the line under an approval (conversation.ApprovalKeys). */
 export const APPROVAL_KEYS = 'Keys: a or 1 approves, r or 2 rejects (rejecting stops the agent).';

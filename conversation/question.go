@@ -1,12 +1,31 @@
 package conversation
 
-import "fmt"
+import (
+	"fmt"
 
-// The keys of an open question, which the window and the web client take
-// alike, and the words that teach them: the line under the question and
-// the hint that a key the question does not take, or an empty answer,
-// brings up. (The terminal answers a question with a line, in its own
-// words: chat/request.go.)
+	"github.com/pilotdesk/pilotdesk/protocol"
+)
+
+// The dialog of an open question, the window's and the web client's: its
+// title, the keys both take alike, and the words that teach them (the
+// line under the question, and the hint that a key the question does not
+// take, or an empty answer, brings up). The terminal answers a question
+// with a line, in its own words (chat/request.go).
+
+// QuestionTitle is the title of the dialog of a question of inputType: an
+// approval, a choice, one answered in words, or, any other, the agent's
+// plain question (ask_user).
+func QuestionTitle(inputType string) string {
+	switch inputType {
+	case protocol.InputApproval:
+		return "Approval needed"
+	case protocol.InputChoice:
+		return "Choose an option"
+	case protocol.InputText:
+		return "The agent needs your input"
+	}
+	return "The agent asks"
+}
 
 // ApprovalKeys is the line under an approval.
 const ApprovalKeys = "Keys: a or 1 approves, r or 2 rejects (rejecting stops the agent)."
