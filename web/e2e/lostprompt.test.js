@@ -286,4 +286,24 @@ describe('a prompt the relay did not get', { skip: skip || false }, () => {
     assert.deepEqual(unexpected(), []);
     await t.page.context().close();
   });
+
+  it("gives back, after a reload, a new conversation's first prompt the relay never got", async () => {
+    const t = await open();
+    t.swallowSend();
+    await t.page.fill('#prompt', 'first words');
+    await t.page.press('#prompt', 'Enter');
+    await t.page.waitForFunction(() => document.getElementById('prompt').value === '');
+    assert.equal(t.route.swallowed, 1, 'the prompt was not swallowed');
+    const link = new URL(t.page.url()).hash;
+    await t.page.reload();
+    // The page opens that conversation again, which the relay has no
+    // event of, and finds the prompt missing.
+    const note = await t.page.waitForSelector('#transcript .note.lost[data-lost="back"]');
+    assert.match(await note.textContent(), new RegExp(`${LOST}.*it is back in the box`));
+    assert.equal(new URL(t.page.url()).hash, link);
+    assert.equal(await prompt(t.page), 'first words');
+    assert.equal(t.route.sends, 0, 'the page sent the prompt again by itself');
+    assert.deepEqual(unexpected(), []);
+    await t.page.context().close();
+  });
 });

@@ -109,3 +109,21 @@ test('a refused prompt is the one its error names: back in the box, or a note th
   assert.equal(note.lost.back, true);
   assert.match(note.text, /^The relay did not take your message \(why is just above\): it is back in the box/);
 });
+
+test("a prompt given back did not switch the mode it was sent in: a switch to it then is another's", () => {
+  const c = new Conversation('c', { skew: 0 }, stranger());
+  c.apply('copilot:subscribed', { conversationId: 'c', mode: 'plan', seq: 0 });
+  c.apply('copilot:mode_changed', { conversationId: 'c', seq: 1, mode: 'plan' });
+  c.note('info', 'a row, so that a switch shows');
+  // Run in Act: the prompt goes in Act, and its switch would be this page's.
+  c.markSending('run the plan', 'k1', 'act');
+  assert.equal(c.refused('k1', true), 'run the plan');
+  c.apply('copilot:mode_changed', { conversationId: 'c', seq: 2, mode: 'act', changedBy: phone });
+  assert.match(c.rows.at(-1).text, /^Switched to Act by Pixel \(web\)/);
+
+  // Sent and echoed, the switch is this page's own.
+  c.apply('copilot:mode_changed', { conversationId: 'c', seq: 3, mode: 'plan', changedBy: phone });
+  c.markSending('run it again', 'k2', 'act');
+  c.apply('copilot:mode_changed', { conversationId: 'c', seq: 4, mode: 'act', changedBy: phone });
+  assert.doesNotMatch(c.rows.at(-1).text, /by Pixel/);
+});

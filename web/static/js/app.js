@@ -369,7 +369,9 @@ export class App {
     if (ws) data.workspace = ws;
     this.conn.sendPrompt(data);
     this.lastPrompt.set(c.id, text);
-    c.markSending(text, data.clientId);
+    // A send in another mode switches the conversation to it (its
+    // copilot:mode_changed is this page's own).
+    c.markSending(text, data.clientId, data.mode !== c.mode ? data.mode : '');
     c.updatedAt = Date.now();
     // The user's own prompt, the reply and how it ends are what they
     // want to see next, wherever they had scrolled.
@@ -392,7 +394,6 @@ export class App {
       return '';
     }
     const sent = this.send(prompt, 'act');
-    if (sent && c.mode !== 'act') c.markModeSent('act');
     this.scheduleRender();
     return sent;
   }

@@ -376,10 +376,13 @@ export class Conversation {
 
   /**
    * markSending records a prompt sent from here with its copilot:send's
-   * clientId (its echo is not another's).
+   * clientId (its echo is not another's); switches: the mode the send
+   * switches the conversation to ('' for none), whose copilot:mode_changed
+   * is this page's own too.
    */
-  markSending(text, clientId = '') {
-    this.sentHere.push({ text, clientId });
+  markSending(text, clientId = '', switches = '') {
+    if (switches) this.markModeSent(switches);
+    this.sentHere.push({ text, clientId, switches });
     if (this.sentHere.length > 16) this.sentHere.shift();
   }
 
@@ -408,8 +411,12 @@ export class Conversation {
   giveBack(clientId, back, refused) {
     const i = this.sentHere.findIndex((p) => p.clientId === clientId);
     if (i < 0 || !clientId) return null;
-    const { text } = this.sentHere[i];
+    const { text, switches } = this.sentHere[i];
     this.sentHere.splice(i, 1);
+    // Nor did the switch it carried happen: a switch to that mode now is
+    // another's.
+    const m = switches ? this.modesHere.indexOf(switches) : -1;
+    if (m >= 0) this.modesHere.splice(m, 1);
     if (refused && back) return text;
     const row = { kind: 'note', tone: 'warning', text: lostText(back, refused), lost: { clientId, prompt: text, back, arrived: false, refused } };
     this.push(row);
