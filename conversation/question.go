@@ -27,6 +27,12 @@ func QuestionTitle(inputType string) string {
 	return "The agent asks"
 }
 
+// AnswerRefusedText is the hint of a question the relay reopened, with its
+// reason, after it did not accept the answer.
+func AnswerRefusedText(why string) string {
+	return "The relay did not accept that answer: " + why
+}
+
 // ApprovalKeys is the line under an approval.
 const ApprovalKeys = "Keys: a or 1 approves, r or 2 rejects (rejecting stops the agent)."
 

@@ -289,6 +289,7 @@ func wordCases() []wordCase {
 	for _, k := range []string{"approval", "choice", "text", "", "confirm"} {
 		add("questionTitle", k)
 	}
+	add("answerRefusedText", "not one of the choices")
 	add("choiceHint", 0)
 	for _, n := range []int{1, 3, 12} {
 		add("choiceKeys", n)
@@ -522,6 +523,8 @@ func say(c wordCase) (any, error) {
 		return ShowAllLinesText(int(num(0))), nil
 	case "firstLinesText":
 		return FirstLinesText(int(num(0)), int(num(1))), nil
+	case "answerRefusedText":
+		return AnswerRefusedText(str(0)), nil
 	case "questionTitle":
 		return QuestionTitle(str(0)), nil
 	case "approvalKeys":

@@ -104,10 +104,16 @@ func newInputModal(w *Window, convID string, p conversation.Pending) *inputModal
 	content := container.NewVBox(head, question, widget.NewSeparator(), body, m.hint, m.countdown, m.queued, m.sink)
 	m.popup = newQuestionLayer(w, container.NewPadded(content))
 	m.update(p, w.now())
-	if p.Hint != "" {
-		m.setHint("The relay did not accept that answer: " + p.Hint)
-	}
+	m.refused(p.Hint)
 	return m
+}
+
+// refused shows the hint of a question the relay reopened (why: its
+// reason; none, nothing to show), once.
+func (m *inputModal) refused(why string) {
+	if text := conversation.AnswerRefusedText(why); why != "" && m.hint.Text != text {
+		m.setHint(text)
+	}
 }
 
 func (m *inputModal) buildApproval(body *fyne.Container) {

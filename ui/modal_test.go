@@ -163,6 +163,26 @@ func TestSingleChoiceIsStillAList(t *testing.T) {
 	}
 }
 
+// TestRefusedAnswerReopens: an answer the relay does not accept (here a
+// choice that is none of the options) opens the question again, with the
+// relay's reason as its hint, in the words the web client says it with.
+func TestRefusedAnswerReopens(t *testing.T) {
+	h := newHarness(t, harnessConfig{})
+	h.send("choose an environment")
+	m := h.waitModal(kindChoice)
+	h.w.answer(m.convID, m.req.RequestID, "nowhere", false, nil)
+	want := conversation.AnswerRefusedText(`the answer must be one of the choices ("staging", "production", "local")`)
+	h.waitFor("the relay's reason", func() bool { return h.w.modal != nil && h.w.modal.hint.Text == want })
+	if !h.modalOpen() || !h.w.modal.hint.Visible() {
+		t.Fatalf("after the refusal: open %v, hint shown %v", h.modalOpen(), h.w.modal.hint.Visible())
+	}
+	h.typeRunes("2")
+	h.waitFor("the turn", func() bool { return h.hasStatus(protocol.StatusCompleted) })
+	if !strings.Contains(h.text(), "You picked production (index 1).") {
+		t.Fatalf("text %q", h.text())
+	}
+}
+
 func TestTextModal(t *testing.T) {
 	t.Run("answer", func(t *testing.T) {
 		h := newHarness(t, harnessConfig{})

@@ -642,8 +642,8 @@ func (w *Window) showModal(v store.View, now time.Time) {
 	if w.modal == nil {
 		w.modal = newInputModal(w, v.ID, *p)
 		w.modal.show()
-	} else if p.Hint != "" && w.modal.hint.Text != "The relay did not accept that answer: "+p.Hint {
-		w.modal.setHint("The relay did not accept that answer: " + p.Hint)
+	} else {
+		w.modal.refused(p.Hint)
 	}
 	w.modal.update(*p, now)
 }

@@ -5,7 +5,7 @@
 // its deadline, and the usage. It touches no DOM; the views render it.
 
 import {
-  ARRIVED_LATE, UNSENT_WHY, addQuota, addShutdown, agentChangeText, byText, changesText, closedText, modeByText, relayErrorText, modeChangeText, newUsage, oneLine, planProgress,
+  ARRIVED_LATE, UNSENT_WHY, addQuota, answerRefusedText, addShutdown, agentChangeText, byText, changesText, closedText, modeByText, relayErrorText, modeChangeText, newUsage, oneLine, planProgress,
   planRan, restoreEffects, restoredText, statusText, titleFrom, toolCommand, toolSummary, turnText,
 } from './words.js';
 
@@ -524,7 +524,7 @@ export class Conversation {
   relayError(e) {
     if (e.code === 'invalid_answer' && this.pending) {
       this.pending.answering = false;
-      this.pending.hint = `The relay did not accept that answer: ${e.message ?? ''}`;
+      this.pending.hint = answerRefusedText(e.message ?? '');
       return;
     }
     // The busy prompt is a warning (what to do), the rest an error; the

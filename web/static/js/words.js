@@ -264,6 +264,11 @@ export function questionTitle(inputType) {
   }
 }
 
+/** answerRefusedText is the hint of a question the relay reopened, with its reason (conversation.AnswerRefusedText). */
+export function answerRefusedText(why) {
+  return `The relay did not accept that answer: ${why}`;
+}
+
 /** APPROVAL_KEYS is the line under an approval (conversation.ApprovalKeys). */
 export const APPROVAL_KEYS = 'Keys: a or 1 approves, r or 2 rejects (rejecting stops the agent).';
 
