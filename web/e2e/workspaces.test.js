@@ -2,12 +2,14 @@
 // relay: a new conversation offers the relay's default folder and its
 // recent ones (copilot:workspaces), a folder in a git repository offers a
 // worktree, and the first prompt carries the folder chosen; the header and
-// the list name each conversation's folder.
+// the list name each conversation's folder. A first prompt the relay
+// refuses (its folder is gone) leaves the folder to choose, and the prompt
+// sent again goes there.
 
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { browser, chromiumMissing, screenshot as shot, startRelay, tempDir, watchPage } from './harness.js';
 
@@ -103,5 +105,50 @@ describe('workspaces', { skip: skip || false }, () => {
     // in the list too.
     assert.equal(await p.textContent('.conv[data-id="c0ffee00-0000-4000-8000-000000000001"] .conv-folder'), 'api · ');
     assert.deepEqual(problems, []);
+  });
+
+  it("keeps the folder chosen when the relay refuses a conversation's first prompt", async () => {
+    // A recent folder that is gone by the time it is chosen.
+    const gone = path.join(root, 'gone');
+    mkdirSync(gone);
+    const ws = `ws://127.0.0.1:${relay.port}/ws?token=${encodeURIComponent(relay.token)}`;
+    const problems = [];
+    const ctx = await chrome.newContext({ viewport: PHONE });
+    ctx.setDefaultTimeout(WAIT);
+    const p = await ctx.newPage();
+    watchPage(p, relay, problems);
+    await p.goto(relay.pageURL);
+    await p.waitForSelector('body[data-state="live"]');
+    await p.evaluate(({ url, dir }) => new Promise((resolve, reject) => {
+      const s = new WebSocket(url);
+      s.onopen = () => s.send(JSON.stringify({ type: 'copilot:send', data: { conversationId: 'c0ffee00-0000-4000-8000-000000000002', prompt: 'hello', workspace: { path: dir } } }));
+      s.onmessage = (m) => {
+        const msg = JSON.parse(m.data);
+        if (msg.type === 'copilot:idle') { s.close(); resolve(); }
+        if (msg.type === 'error') reject(new Error(msg.data.message));
+      };
+    }), { url: ws, dir: gone });
+    rmSync(gone, { recursive: true });
+    await p.reload();
+    await p.waitForSelector('body[data-state="live"]');
+    if (await p.isVisible('#menu')) await p.click('#menu');
+    await p.click('#new-conv');
+    await p.waitForSelector('#new-folder:not([hidden])');
+    await p.selectOption('#folder', gone);
+    await p.fill('#prompt', 'where are you');
+    await p.press('#prompt', 'Enter');
+    await p.waitForSelector('#transcript [data-kind="note"].error');
+    await p.waitForFunction(() => document.getElementById('prompt').value === 'where are you');
+    assert.equal(await p.isVisible('#new-folder'), true, 'the folder field went with the refused prompt');
+    assert.equal(await p.inputValue('#folder'), gone);
+
+    // The folder is back: the prompt sent again works there.
+    mkdirSync(gone);
+    await p.press('#prompt', 'Enter');
+    await p.waitForSelector('[data-kind="status"]');
+    assert.match(await p.textContent('#transcript'), new RegExp(`Working in ${gone.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}\\.`));
+    assert.equal(await p.isVisible('#new-folder'), false, 'the folder field stays after the first prompt');
+    assert.deepEqual(problems, []);
+    await ctx.close();
   });
 });

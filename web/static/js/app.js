@@ -405,10 +405,21 @@ export class App {
     return !!c && !c.onRelay && c.rows.length === 0 && !this.entries.has(c.id);
   }
 
+  // unfixed: c's next prompt fixes its folder: it is new, or the relay,
+  // which has all of it (synced), names no folder for it and holds no
+  // prompt of it, and none sent from here is on its way. A first prompt
+  // the relay refused or never got leaves it so: sent again, it goes to
+  // the folder chosen, not the relay's default.
+  unfixed(c) {
+    if (this.isNew(c)) return true;
+    return !!c && c.synced && !c.streaming && !c.workspace && !this.entries.get(c.id)?.workspace
+      && c.sentHere.length === 0 && !c.rows.some((r) => r.kind === 'user');
+  }
+
   // chosenWorkspace is what c's first prompt names: the folder chosen and
   // whether in a worktree (null: the relay's default folder, as is).
   chosenWorkspace(c) {
-    return this.isNew(c) ? this.folders.chosen() : null;
+    return this.unfixed(c) ? this.folders.chosen() : null;
   }
 
   // lostSend gives back a prompt the relay did not get (the socket
@@ -675,7 +686,7 @@ export class App {
     // A question of the history is asked once the replay is in: until
     // then a later event may answer it.
     this.question.show(c && c.synced ? c : null, { viewer });
-    this.folders.render(!viewer && this.isNew(c));
+    this.folders.render(!viewer && this.unfixed(c));
     this.renderFolderLabel(c);
     $('delete-conv').hidden = !c || this.isNew(c);
     $('usage').textContent = c ? [usageText(c.usage, c.turn, Date.now()), totalsText(c.usage)].filter(Boolean).join('  ·  ') : '';
@@ -691,7 +702,7 @@ export class App {
   // ("api · new worktree").
   renderFolderLabel(c) {
     let ws = (c && (c.workspace || this.entries.get(c.id)?.workspace)) || null;
-    if (!ws && this.isNew(c)) ws = this.folders.pending();
+    if (!ws && this.unfixed(c)) ws = this.folders.pending();
     const label = $('folder-label');
     label.textContent = folderOf(ws);
     label.title = ws ? String(ws.dir || ws.path || '') : '';
