@@ -2,7 +2,10 @@ package sqlite
 
 import (
 	"context"
+	"fmt"
 	"testing"
+
+	"modernc.org/sqlite"
 )
 
 // TestReadersKeepASmallPageCache: the connections that replay histories
@@ -25,5 +28,40 @@ func TestReadersKeepASmallPageCache(t *testing.T) {
 	}
 	if writer != -2000 {
 		t.Errorf("the writer's cache_size is %d, want SQLite's default -2000", writer)
+	}
+}
+
+// TestCheckLeavesTheWriterCacheEmpty: Open's quick_check reads the whole
+// file on a connection of its own, so the writer's cache holds none of
+// it after Open. Through the writer, a history of a few MiB left its
+// 2,000 KiB cache full of pages no commit needed.
+func TestCheckLeavesTheWriterCacheEmpty(t *testing.T) {
+	dir := t.TempDir()
+	s := openStore(t, dir, Options{})
+	fill(t, s, "big", 30000) // about 5 MiB of events
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s = openStore(t, dir, Options{})
+	defer s.Close()
+	ctx := context.Background()
+	conn, err := s.w.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	var used int
+	if err := conn.Raw(func(dc any) error {
+		st, ok := dc.(sqlite.DBStatus)
+		if !ok {
+			return fmt.Errorf("the driver's connection %T has no Status", dc)
+		}
+		used, _, err = st.Status(sqlite.DBStatusCacheUsed, false)
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if used > 512<<10 {
+		t.Errorf("the writer's page cache holds %d KiB after Open, want the check's pages elsewhere (under 512 KiB)", used>>10)
 	}
 }

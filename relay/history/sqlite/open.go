@@ -431,7 +431,20 @@ func create(ctx context.Context, path string, opts Options) error {
 // whole, that it is ours, and that its schema is one this code knows.
 func inspect(ctx context.Context, db *sql.DB, path string, opts Options) error {
 	if !opts.SkipCheck {
-		rows, err := db.QueryContext(ctx, "PRAGMA quick_check(20)")
+		// The check reads every page of the file, so it runs on a
+		// connection of its own with a reader's small cache, closed
+		// after it: through the writer it filled the writer's 2,000 KiB
+		// cache with pages no commit needs, and SQLite's allocator keeps
+		// the memory it used for reuse. The desktop window, whose
+		// embedded relay opens the history at every start, held 4 MiB
+		// more for it, idle and after opening a long conversation
+		// (docs/performance.md).
+		check, err := sql.Open("sqlite", dsn(path, opts, true))
+		if err != nil {
+			return fmt.Errorf("history: open %s: %w", path, err)
+		}
+		defer check.Close()
+		rows, err := check.QueryContext(ctx, "PRAGMA quick_check(20)")
 		if err != nil {
 			return classify(path, "checking the database", err)
 		}
