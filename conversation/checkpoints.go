@@ -254,6 +254,8 @@ const (
 	RestoringText = "Restoring…"
 	// DiffCut follows a file's diff that the relay cut.
 	DiffCut = "The diff was cut: too long for one message."
+	// DiffLoading stands in for a file's diff on its way from the relay.
+	DiffLoading = "Loading the diff…"
 )
 
 // MoreFilesText counts a card's files past the ones it lists: n more, or,

@@ -275,7 +275,7 @@ func wordCases() []wordCase {
 		add("planCardTitle", n, false)
 		add("planCardTitle", n, true)
 	}
-	for _, c := range []string{"restoreButton", "restoringText", "diffCut"} {
+	for _, c := range []string{"restoreButton", "restoringText", "diffCut", "diffLoading"} {
 		add(c)
 	}
 	add("moreFilesText", 3, false)
@@ -513,6 +513,8 @@ func say(c wordCase) (any, error) {
 		return RestoringText, nil
 	case "diffCut":
 		return DiffCut, nil
+	case "diffLoading":
+		return DiffLoading, nil
 	case "moreFilesText":
 		var truncated bool
 		arg(1, &truncated)

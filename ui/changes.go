@@ -184,7 +184,7 @@ func fileDiff(checkpoint string, f protocol.ChangedFile, card *conversation.Card
 	p, ok := card.Patches[f.Path]
 	switch {
 	case card.Loading[f.Path]:
-		return []fyne.CanvasObject{smallNote("Loading the diff…")}
+		return []fyne.CanvasObject{smallNote(conversation.DiffLoading)}
 	case !ok:
 		return []fyne.CanvasObject{smallNote("No diff yet.")}
 	}

@@ -46,6 +46,7 @@ const adapters = {
   planBusy: () => words.PLAN_BUSY,
   restoringText: () => words.RESTORING_TEXT,
   diffCut: () => words.DIFF_CUT,
+  diffLoading: () => words.DIFF_LOADING,
   approvalKeys: () => words.APPROVAL_KEYS,
   approvalHint: () => words.APPROVAL_HINT,
   textKeys: () => words.TEXT_KEYS,

@@ -23,7 +23,7 @@
 import { el, clear } from './dom.js';
 import { renderBlock, splitBlocks } from './markdown.js';
 import {
-  DIFF_CUT, PLAN_CARD_HINT, RAN_IN_ACT, RESTORE_BUTTON, RUN_IN_ACT, RESTORE_QUESTION, RESTORING_TEXT, changesText, diffRefusedText, fileMark, firstLinesText, moreFilesText, oneLine, patchLines,
+  DIFF_CUT, DIFF_LOADING, PLAN_CARD_HINT, RAN_IN_ACT, RESTORE_BUTTON, RUN_IN_ACT, RESTORE_QUESTION, RESTORING_TEXT, changesText, diffRefusedText, fileMark, firstLinesText, moreFilesText, oneLine, patchLines,
   planCardTitle, planMark, planPrompt, planPromptSteps, planStep, restoreCaveat, showAllLinesText, stepText,
 } from './words.js';
 
@@ -574,7 +574,7 @@ export class Transcript {
       if (body.dataset.shows === key) continue;
       body.dataset.shows = key;
       clear(body);
-      if (key === 'loading') body.append(el('div', { class: 'small', text: 'Loading the diff…' }));
+      if (key === 'loading') body.append(el('div', { class: 'small', text: DIFF_LOADING }));
       else if (key !== 'none') body.append(this.diffOf(file, card.patches[path], node, row));
     }
     const err = node.querySelector('.card-error');

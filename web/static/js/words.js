@@ -703,6 +703,9 @@ export const RESTORING_TEXT = 'Restoring…';
 /** DIFF_CUT follows a file's diff that the relay cut (conversation.DiffCut). */
 export const DIFF_CUT = 'The diff was cut: too long for one message.';
 
+/** DIFF_LOADING stands in for a file's diff on its way from the relay (conversation.DiffLoading). */
+export const DIFF_LOADING = 'Loading the diff…';
+
 /** moreFilesText counts a card's files past the ones it lists (conversation.MoreFilesText). */
 export function moreFilesText(n, truncated) {
   return truncated ? 'and more files than the relay lists' : `and ${n} more files`;
