@@ -25,6 +25,7 @@ import {
   PONG_WITHIN,
   STREAMING_PING_AFTER,
   STREAMING_PONG_WITHIN,
+  UNSENT_CHARS,
   UNSENT_KEY,
   UNSENT_KEPT,
 } from '../static/js/connection.js';
@@ -305,6 +306,7 @@ class FakeStorage {
   }
 
   setItem(k, v) {
+    if (this.full) throw new Error('QuotaExceededError');
     this.m.set(k, String(v));
   }
 
@@ -376,4 +378,24 @@ test('the tab keeps the newest prompts waited for, and ignores what is not one',
   assert.deepEqual(new Connection({ url: 'ws://127.0.0.1/ws', token: 't', onMessage: () => {}, onState: () => {} }).restored, [{ conversationId: 'c', clientId: 'k', prompt: 'ok' }]);
   globalThis.sessionStorage.setItem(UNSENT_KEY, '{not json');
   assert.deepEqual(new Connection({ url: 'ws://127.0.0.1/ws', token: 't', onMessage: () => {}, onState: () => {} }).restored, []);
+});
+
+test('a prompt too long for the tab is waited for in memory only, and a list the tab cannot take is not left stale', (t) => {
+  globalThis.sessionStorage = new FakeStorage();
+  t.after(() => { delete globalThis.sessionStorage; });
+  const { conn, ws, got } = connect();
+  conn.follow('c');
+  ws.deliver('copilot:subscribed', { conversationId: 'c', seq: 0, epoch: 'e1' });
+  conn.sendPrompt({ conversationId: 'c', prompt: 'short', clientId: 'k1' });
+  conn.sendPrompt({ conversationId: 'c', prompt: 'x'.repeat(UNSENT_CHARS), clientId: 'k2' });
+  assert.deepEqual(kept().map((u) => u.clientId), ['k1']);
+  // The storage is full: the list is not kept, rather than left as it was.
+  globalThis.sessionStorage.full = true;
+  conn.sendPrompt({ conversationId: 'c', prompt: 'third', clientId: 'k3' });
+  assert.equal(globalThis.sessionStorage.getItem(UNSENT_KEY), null);
+  // In memory all three are still waited for.
+  const again = reconnect(conn, ws);
+  again.deliver('copilot:subscribed', { conversationId: 'c', seq: 0, epoch: 'e1' });
+  assert.deepEqual(lostOf(got).map((l) => l.clientId), ['k1', 'k2', 'k3']);
+  conn.stop();
 });

@@ -39,9 +39,12 @@ const PROBE_WITHIN = 5_000; // a pong after coming back, or the socket is dead
 
 // UNSENT_KEY is where the tab's sessionStorage keeps the prompts sent whose
 // echo has not come ([{conversationId, clientId, prompt}], oldest first),
-// at most UNSENT_KEPT of them: the newest.
+// at most UNSENT_KEPT of them, the newest, and UNSENT_CHARS of text in all
+// (the browser allows a few MB an origin): a longer prompt is waited for
+// in memory only.
 export const UNSENT_KEY = 'pilotdesk.unsent';
 export const UNSENT_KEPT = 16;
+export const UNSENT_CHARS = 1_000_000;
 
 // keptSends are the prompts an earlier page of this tab sent and kept
 // (UNSENT_KEY); what is not one is left out.
@@ -166,10 +169,20 @@ export class Connection {
   }
 
   // keepSends writes the prompts waited for to the tab's sessionStorage
-  // (the newest UNSENT_KEPT), for a page loaded after this one.
+  // (the newest that fit UNSENT_KEPT and UNSENT_CHARS), for a page loaded
+  // after this one. Where the browser does not keep the list, it keeps
+  // none rather than an old one, whose prompts may have come since.
   keepSends() {
-    const list = [...this.unechoed].slice(-UNSENT_KEPT).map(([clientId, u]) => ({ conversationId: u.conversationId, clientId, prompt: u.prompt }));
-    store(UNSENT_KEY, list.length ? JSON.stringify(list) : '', { session: true });
+    const list = [];
+    let chars = 0;
+    for (const [clientId, u] of [...this.unechoed].reverse()) {
+      if (list.length === UNSENT_KEPT) break;
+      const n = u.prompt.length + u.conversationId.length + clientId.length;
+      if (chars + n > UNSENT_CHARS) continue;
+      chars += n;
+      list.unshift({ conversationId: u.conversationId, clientId, prompt: u.prompt });
+    }
+    if (!store(UNSENT_KEY, list.length ? JSON.stringify(list) : '', { session: true })) store(UNSENT_KEY, '', { session: true });
   }
 
   // lostSends are the prompts for conversation id sent on an earlier

@@ -17,12 +17,17 @@ export function load(key, { session = false } = {}) {
   }
 }
 
-/** store keeps value under key; an empty value removes the key. */
+/**
+ * store keeps value under key; an empty value removes the key. It returns
+ * false when the browser did not (no storage, or full): the key then
+ * holds what it held before.
+ */
 export function store(key, value, { session = false } = {}) {
   try {
     if (value) area(session).setItem(key, value);
     else area(session).removeItem(key);
+    return true;
   } catch {
-    // not kept across reloads
+    return false; // not kept across reloads
   }
 }
