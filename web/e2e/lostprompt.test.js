@@ -234,7 +234,7 @@ describe('a prompt the relay did not get', { skip: skip || false }, () => {
     await t.page.fill('#prompt', 'second thought');
     t.release();
     const note = await t.page.waitForSelector('#transcript .note.lost[data-lost="held"]');
-    assert.match(await note.textContent(), /^The relay did not take your message \(why is just above\), and the box held something else/);
+    assert.match(await note.textContent(), /^The relay did not take your message, and the box held something else/);
     assert.equal(await note.$eval('.prompt', (p) => p.textContent), 'first thought');
     assert.equal(await prompt(t.page), 'second thought', 'what the user typed meanwhile was replaced');
     await note.$eval('.put-back', (b) => b.click());

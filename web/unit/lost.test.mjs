@@ -100,14 +100,14 @@ test('a refused prompt is the one its error names: back in the box, or a note th
   assert.equal(c.refused('k2', false), 'second');
   let note = c.rows.at(-1);
   assert.equal(note.tone, 'warning');
-  assert.match(note.text, /^The relay did not take your message \(why is just above\), and the box held something else/);
+  assert.match(note.text, /^The relay did not take your message, and the box held something else/);
   assert.deepEqual(note.lost, { clientId: 'k2', prompt: 'second', back: false, arrived: false, refused: true });
   c.resetCopy();
   assert.equal(c.rows.length, 1);
   c.putBack('k2');
   note = c.rows.at(-1);
   assert.equal(note.lost.back, true);
-  assert.match(note.text, /^The relay did not take your message \(why is just above\): it is back in the box/);
+  assert.match(note.text, /^The relay did not take your message: it is back in the box/);
 });
 
 test("a prompt given back did not switch the mode it was sent in: a switch to it then is another's", () => {

@@ -51,8 +51,9 @@ function lostText(back, refused) {
 }
 
 // REFUSED_WHY says why a refused prompt comes back; the relay's error
-// (the note before) gives the reason.
-const REFUSED_WHY = 'The relay did not take your message (why is just above)';
+// (the note before it, until a new copy of the conversation) gives the
+// reason, so the note does not point at it.
+const REFUSED_WHY = 'The relay did not take your message';
 
 // RESTARTED is the relay's copilot:idle message for a turn it cut itself
 // (relay.RestartedMessage); INTERRUPTED is how the page says it.
