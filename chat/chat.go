@@ -408,6 +408,15 @@ func (r *repl) send(ctx context.Context, f func(ctx context.Context) error) erro
 	return f(sctx)
 }
 
+// request sends f, a command's request to the relay, and says when it
+// failed that the terminal could not do what the command does: "Could not
+// restore: …".
+func (r *repl) request(ctx context.Context, what string, f func(ctx context.Context) error) {
+	if err := r.send(ctx, f); err != nil {
+		r.note(styleError, "Could not "+what+": "+err.Error())
+	}
+}
+
 // printLogs prints the log lines that arrived.
 func (r *repl) printLogs() {
 	if r.cfg.Logs == nil {
@@ -558,9 +567,7 @@ func (r *repl) switchTo(ctx context.Context, id string) error {
 }
 
 func (r *repl) abort(ctx context.Context) {
-	if err := r.send(ctx, func(c context.Context) error { return r.conn.Abort(c, r.conv) }); err != nil {
-		r.note(styleError, "Could not abort: "+err.Error())
-	}
+	r.request(ctx, "abort", func(c context.Context) error { return r.conn.Abort(c, r.conv) })
 }
 
 // quitWithOpenQuestion quits, saying that the question stays open: another

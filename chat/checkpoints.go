@@ -47,9 +47,7 @@ func (r *repl) checkpointCommand(ctx context.Context, fields []string) bool {
 			r.note(styleWarn, "This connection cannot ask for diffs.")
 			return true
 		}
-		if err := r.send(ctx, func(c context.Context) error { return cp.Diff(c, r.conv, ch.Checkpoint, path) }); err != nil {
-			r.note(styleError, "Could not ask for the diff: "+err.Error())
-		}
+		r.request(ctx, "ask for the diff", func(c context.Context) error { return cp.Diff(c, r.conv, ch.Checkpoint, path) })
 	case "/restore":
 		if len(fields) != 2 {
 			r.note(styleWarn, "Usage: /restore N, N a turn from /changes.")
@@ -137,9 +135,7 @@ func (r *repl) restore(ctx context.Context, checkpoint string) {
 		r.note(styleWarn, "This connection cannot restore.")
 		return
 	}
-	if err := r.send(ctx, func(c context.Context) error { return cp.Restore(c, r.conv, checkpoint) }); err != nil {
-		r.note(styleError, "Could not restore: "+err.Error())
-	}
+	r.request(ctx, "restore", func(c context.Context) error { return cp.Restore(c, r.conv, checkpoint) })
 }
 
 // undoRestore restores the undo checkpoint of the conversation's last
@@ -161,9 +157,7 @@ func (r *repl) undoRestore(ctx context.Context) {
 		r.note(styleWarn, "This connection cannot restore.")
 		return
 	}
-	if err := r.send(ctx, func(c context.Context) error { return cp.Restore(c, r.conv, last.Undo) }); err != nil {
-		r.note(styleError, "Could not undo: "+err.Error())
-	}
+	r.request(ctx, "undo", func(c context.Context) error { return cp.Restore(c, r.conv, last.Undo) })
 }
 
 // lastRestore is the conversation's most recent restore that is not

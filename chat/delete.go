@@ -43,7 +43,5 @@ func (r *repl) deleteConversation(ctx context.Context, id string) {
 	if !ok {
 		return
 	}
-	if err := r.send(ctx, func(c context.Context) error { return d.DeleteConversation(c, id) }); err != nil {
-		r.note(styleError, "Could not delete: "+err.Error())
-	}
+	r.request(ctx, "delete", func(c context.Context) error { return d.DeleteConversation(c, id) })
 }

@@ -592,6 +592,39 @@ func TestCommandsWaitForTheTurn(t *testing.T) {
 	h.noCall()
 }
 
+// TestFailedRequestsSaySo: a command whose request does not reach the
+// relay says what could not be done, and why: /abort, /diff, /restore,
+// /undo, /delete and /list.
+func TestFailedRequestsSaySo(t *testing.T) {
+	h := startREPL(t, rawTerm, nil)
+	h.subscribed(nil)
+	h.emit(protocol.TypeUserMessage, map[string]any{"messageId": "u1", "content": "edit it", "mode": "act"})
+	h.emit(protocol.TypeChanges, map[string]any{"checkpoint": "815da21a0000000000000000000000000000aaaa",
+		"files": []map[string]any{{"path": "notes.md", "status": "added", "additions": 4, "deletions": 0}}})
+	h.emit(protocol.TypeRestored, map[string]any{"checkpoint": "815da21a0000000000000000000000000000aaaa", "undo": "915da21a0000000000000000000000000000bbbb",
+		"files": []map[string]any{{"path": "notes.md", "status": "deleted", "additions": 0, "deletions": 4}}})
+	h.idle(protocol.StatusCompleted)
+	h.waitScreen("the restore", func(s string) bool { return strings.Contains(s, "/undo undoes the last restore") })
+	h.conn.mu.Lock()
+	for _, kind := range []string{"abort", "diff", "restore", "delete", "list"} {
+		h.conn.fail[kind] = errors.New("the relay is gone")
+	}
+	h.conn.mu.Unlock()
+	for _, c := range []struct{ lines, kind, says string }{
+		{"/abort\r", "abort", "Could not abort: the relay is gone"},
+		{"/diff 1\r", "diff", "Could not ask for the diff: the relay is gone"},
+		{"/restore 1\ry\r", "restore", "Could not restore: the relay is gone"},
+		{"/undo\r", "restore", "Could not undo: the relay is gone"},
+		{"/delete\ry\r", "delete", "Could not delete: the relay is gone"},
+		{"/list\r", "list", "Could not list the conversations: the relay is gone"},
+	} {
+		h.typeIn(c.lines)
+		h.nextCall(c.kind)
+		// The screen is narrow: a sentence may wrap.
+		h.waitScreen(c.says, func(s string) bool { return strings.Contains(strings.ReplaceAll(s, "\n", ""), c.says) })
+	}
+}
+
 // TestBudgetNotes: the terminal warns once at 80% of the relay's credit
 // budget and says once that it is spent.
 func TestBudgetNotes(t *testing.T) {

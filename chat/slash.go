@@ -62,9 +62,7 @@ func (r *repl) command(ctx context.Context, text string) {
 			r.note(styleDim, "Nothing more to list: /list starts from the most recent again.")
 			return
 		}
-		if err := r.send(ctx, func(c context.Context) error { return r.conn.ListPage(c, listPageSize, cursor) }); err != nil {
-			r.note(styleError, "Could not list the conversations: "+err.Error())
-		}
+		r.request(ctx, "list the conversations", func(c context.Context) error { return r.conn.ListPage(c, listPageSize, cursor) })
 	case "/switch":
 		if len(fields) != 2 {
 			r.note(styleWarn, "Usage: /switch N (a number from /list) or /switch ID.")
