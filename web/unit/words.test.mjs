@@ -39,6 +39,7 @@ const adapters = {
   thinkingText: () => words.THINKING_TEXT,
   unsentWhy: () => words.UNSENT_WHY,
   restoreBusy: () => words.RESTORE_BUSY,
+  restoreQuestion: () => words.RESTORE_QUESTION,
   restoreButton: () => words.RESTORE_BUTTON,
   planCardHint: () => words.PLAN_CARD_HINT,
   runInAct: () => words.RUN_IN_ACT,
