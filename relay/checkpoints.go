@@ -42,6 +42,19 @@ func (c *conversation) checkpointDirLocked() string {
 	return c.r.workDir
 }
 
+// checkpointRefsDirLocked is a folder of the repository that holds the
+// conversation's snapshots, for deleting their refs: for a worktree, the
+// folder the user chose in the repository, since the delete removes the
+// worktree's own folder before it drops the refs (and git then no longer
+// finds a repository there); the refs are the repository's, shared by
+// all its worktrees. Otherwise checkpointDirLocked.
+func (c *conversation) checkpointRefsDirLocked() string {
+	if c.r.checkpoints != nil && c.workspace.Worktree != "" && c.workspace.Path != "" {
+		return c.workspace.Path
+	}
+	return c.checkpointDirLocked()
+}
+
 // snapshotBefore takes the snapshot of an Act turn's folder before its
 // agent runs. A snapshot that fails lets the turn run and says so once
 // (until a snapshot of the conversation succeeds again).

@@ -399,3 +399,42 @@ func TestPlanTurnSwitchedToActRecorded(t *testing.T) {
 		t.Fatalf("changes %s", last.Raw)
 	}
 }
+
+// Deleting a conversation that works in a worktree deletes the refs of its
+// snapshots from the repository, as for any folder (docs/checkpoints.md,
+// Pruning), although the delete removes the worktree's folder first: the
+// refs are the repository's, shared by all its worktrees, and left there
+// they would keep every snapshot's objects for good.
+func TestWorktreeDeleteDropsCheckpoints(t *testing.T) {
+	checkNoLeaks(t)
+	home := t.TempDir()
+	user := gitRepo(t, filepath.Join(home, "project"))
+	sc, err := script.Parse("changes.json", []byte(changesScript))
+	if err != nil {
+		t.Fatal(err)
+	}
+	data := t.TempDir()
+	cps, err := checkpoint.New(data)
+	if err != nil {
+		t.Skip(err)
+	}
+	srv := relaytest.Start(t, relay.Config{Agent: script.New(sc), Checkpoints: cps, Workspaces: workspaces(t, home, data)})
+	cl := srv.Dial(t)
+	const id = "cccccccc-3333-4000-8000-000000000003"
+	cl.Send("copilot:send", map[string]any{"conversationId": id, "prompt": "change it",
+		"workspace": map[string]any{"path": user, "isolation": "worktree"}})
+	cl.WaitFor("copilot:changes", nil)
+	cl.WaitFor("copilot:idle", nil)
+	if refs := git(t, user, "for-each-ref", "refs/pilotdesk/"+id+"/"); refs == "" {
+		t.Fatal("the turn left no refs under refs/pilotdesk/ in the repository")
+	}
+	cl.Send("copilot:delete", map[string]any{"conversationId": id})
+	cl.WaitFor("copilot:deleted", nil)
+	srv.Close() // the delete's work is done
+	if refs := git(t, user, "for-each-ref", "refs/pilotdesk/"); refs != "" {
+		t.Fatalf("refs left after the delete of a worktree's conversation:\n%s", refs)
+	}
+	if got := git(t, user, "show", "pilotdesk/cccccccc:new.txt"); got != "one\ntwo" {
+		t.Errorf("the branch's new.txt: %q", got)
+	}
+}

@@ -370,7 +370,7 @@ func (c *conversation) startDeleteLocked(failed func(error)) bool {
 	t := c.turn
 	c.abortLocked(errDeleted)
 	closing := c.closing
-	dir := c.checkpointDirLocked()
+	dir := c.checkpointRefsDirLocked()
 	started := r.track(&r.work, func() {
 		defer close(ch)
 		if t != nil {
