@@ -33,6 +33,17 @@ func AnswerRefusedText(why string) string {
 	return "The relay did not accept that answer: " + why
 }
 
+// AnswerNotSentText is the hint of a question reopened because the
+// client could not send its answer (rejected: its rejection) to the relay,
+// which never saw it: err says why.
+func AnswerNotSentText(rejected bool, err error) string {
+	what := "answer"
+	if rejected {
+		what = "rejection"
+	}
+	return "Your " + what + " was not sent (" + err.Error() + "): give it again once the window is connected."
+}
+
 // ApprovalKeys is the line under an approval.
 const ApprovalKeys = "Keys: a or 1 approves, r or 2 rejects (rejecting stops the agent)."
 

@@ -34,7 +34,9 @@ type Pending struct {
 	// Answering is true while this client's answer is on its way; the
 	// question hides, and shows again if the relay refuses the answer.
 	Answering bool
-	// Hint is the relay's reason for refusing the last answer.
+	// Hint says why the question is open again after an answer: the
+	// relay's refusal (AnswerRefusedText) or the client's own failure to
+	// send it (AnswerFailed's why), whole, as the question shows it.
 	Hint string
 }
 
@@ -240,7 +242,7 @@ func (s *State) setWorkspace(ws protocol.Workspace) {
 func (s *State) relayError(e *protocol.Error) {
 	if e.Code == protocol.CodeInvalidAnswer && s.Pending != nil {
 		s.Pending.Answering = false
-		s.Pending.Hint = e.Message
+		s.Pending.Hint = AnswerRefusedText(e.Message)
 		return
 	}
 	tone := NoteError
@@ -263,7 +265,8 @@ func (s *State) MarkAnswering(requestID, answer string, rejected bool) {
 	}
 }
 
-// AnswerFailed reopens the request after the answer could not be sent.
+// AnswerFailed reopens the request after the answer could not be sent,
+// with why, as the question is to show it (AnswerNotSentText).
 func (s *State) AnswerFailed(requestID, why string) {
 	if s.Pending != nil && s.Pending.Request.RequestID == requestID {
 		s.Pending.Answering = false

@@ -240,7 +240,7 @@ func (w *Window) answer(convID, requestID, answer string, freeform bool, index *
 	w.store.MarkAnswering(convID, requestID, answer, false)
 	w.enqueue(func(ctx context.Context) {
 		if err := w.client.Answer(ctx, convID, requestID, answer, freeform, index); err != nil {
-			w.store.AnswerFailed(convID, requestID, "not sent: "+err.Error())
+			w.store.AnswerFailed(convID, requestID, conversation.AnswerNotSentText(false, err))
 		}
 	})
 	w.closeModalNow()
@@ -251,7 +251,7 @@ func (w *Window) reject(convID, requestID string) {
 	w.store.MarkAnswering(convID, requestID, "", true)
 	w.enqueue(func(ctx context.Context) {
 		if err := w.client.Reject(ctx, convID, requestID); err != nil {
-			w.store.AnswerFailed(convID, requestID, "not sent: "+err.Error())
+			w.store.AnswerFailed(convID, requestID, conversation.AnswerNotSentText(true, err))
 		}
 	})
 	w.closeModalNow()

@@ -108,11 +108,11 @@ func newInputModal(w *Window, convID string, p conversation.Pending) *inputModal
 	return m
 }
 
-// refused shows the hint of a question the relay reopened (why: its
-// reason; none, nothing to show), once.
-func (m *inputModal) refused(why string) {
-	if text := conversation.AnswerRefusedText(why); why != "" && m.hint.Text != text {
-		m.setHint(text)
+// refused shows the hint of a question reopened after its answer (why the
+// answer did not count, Pending.Hint; none, nothing to show), once.
+func (m *inputModal) refused(hint string) {
+	if hint != "" && m.hint.Text != hint {
+		m.setHint(hint)
 	}
 }
 

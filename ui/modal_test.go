@@ -9,6 +9,7 @@ import (
 	"fyne.io/fyne/v2/test"
 	"fyne.io/fyne/v2/widget"
 
+	"github.com/pilotdesk/pilotdesk/client"
 	"github.com/pilotdesk/pilotdesk/conversation"
 	"github.com/pilotdesk/pilotdesk/protocol"
 	"github.com/pilotdesk/pilotdesk/relay"
@@ -387,5 +388,24 @@ func TestNoInputTimeout(t *testing.T) {
 func TestRemoteTitle(t *testing.T) {
 	if got := windowTitle(Options{Remote: true}, "wss://relay.example.com:7420/ws"); got != "pilotdesk — remote relay wss://relay.example.com:7420" {
 		t.Fatalf("title %q", got)
+	}
+}
+
+// TestUnsentAnswerReopens: an answer the window could not send (the relay
+// is gone) opens the question again saying so, not that the relay refused
+// it (it never saw it).
+func TestUnsentAnswerReopens(t *testing.T) {
+	h := newHarness(t, harnessConfig{})
+	h.send("choose an environment")
+	m := h.waitModal(kindChoice)
+	h.proxy.SetRefuse(true)
+	h.proxy.DropAll()
+	h.waitFor("the window offline", func() bool { return h.w.client.State() != client.StateLive })
+	h.w.answer(m.convID, m.req.RequestID, "staging", false, nil)
+	h.waitFor("the question again", func() bool {
+		return h.w.modal != nil && strings.HasPrefix(h.w.modal.hint.Text, "Your answer was not sent (")
+	})
+	if hint := h.w.modal.hint.Text; strings.Contains(hint, "did not accept") || !strings.HasSuffix(hint, "give it again once the window is connected.") {
+		t.Fatalf("hint %q", hint)
 	}
 }
