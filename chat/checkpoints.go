@@ -24,23 +24,27 @@ type checkpointer interface {
 }
 
 // checkpointCommand runs /changes, /diff and /restore, and reports whether
-// fields was one of them.
-func (r *repl) checkpointCommand(ctx context.Context, fields []string) bool {
+// the line (text, split into fields) was one of them.
+func (r *repl) checkpointCommand(ctx context.Context, text string, fields []string) bool {
 	switch fields[0] {
 	case "/changes":
 		r.listChanges()
 	case "/diff":
-		if len(fields) < 2 || len(fields) > 3 {
-			r.note(styleWarn, "Usage: /diff N [PATH], N a turn from /changes.")
+		path := ""
+		switch {
+		case len(fields) == 3:
+			path = fields[2]
+		case len(fields) > 3 && !strings.ContainsAny(text, `"'`):
+			// A path with spaces, as /changes prints it: the rest of
+			// the line, its spaces as typed.
+			path = afterWords(text, 2)
+		case len(fields) != 2:
+			r.note(styleWarn, `Usage: /diff N [PATH], N a turn from /changes; a PATH with spaces may be in quotes: /diff 2 "my notes.md".`)
 			return true
 		}
 		ch := r.changesOf(fields[1])
 		if ch == nil {
 			return true
-		}
-		path := ""
-		if len(fields) == 3 {
-			path = fields[2]
 		}
 		cp, ok := r.conn.(checkpointer)
 		if !ok {
@@ -67,6 +71,19 @@ func (r *repl) checkpointCommand(ctx context.Context, fields []string) bool {
 		return false
 	}
 	return true
+}
+
+// afterWords is text after its first n words, trimmed.
+func afterWords(text string, n int) string {
+	rest := strings.TrimLeft(text, " \t")
+	for range n {
+		end := strings.IndexAny(rest, " \t")
+		if end < 0 {
+			return ""
+		}
+		rest = strings.TrimLeft(rest[end:], " \t")
+	}
+	return strings.TrimRight(rest, " \t")
 }
 
 // changesOf is the change set of turn arg ("1" the first that changed

@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
@@ -101,5 +102,80 @@ func TestChangesDiffRestoreCommands(t *testing.T) {
 	h.waitFor("/undo undoes the last restore")
 	if b, _ := os.ReadFile(filepath.Join(dir, "notes.md")); string(b) != "old\n" {
 		t.Fatalf("notes.md is %q after the second /undo", b)
+	}
+}
+
+// A folder or a file with spaces in its name can be named on the prompt
+// line: /new "DIR" in quotes, /diff N PATH with PATH in quotes or as the
+// rest of the line, as /changes prints it. Split at every space, /new
+// said its usage and /diff too, so neither could be reached.
+func TestCommandsTakeNamesWithSpaces(t *testing.T) {
+	root := t.TempDir()
+	dir := filepath.Join(root, "my project")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	sc, err := script.Parse("s", []byte(`{"turns": [{"steps": [
+		{"tool": {"name": "edit", "write": {"path": "my  notes.md", "content": "new\n"}}},
+		{"delta": "Edited {{workspace}}."}]}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cps, err := checkpoint.New(t.TempDir())
+	if err != nil {
+		t.Skip(err)
+	}
+	srv := relaytest.Start(t, relay.Config{Agent: script.New(sc), Token: "t0ken", Checkpoints: cps, WorkDir: root})
+	ctx, cancel := context.WithCancel(context.Background())
+	conn, err := client.Config{URL: srv.URL, Token: srv.Token}.Dial(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pr, pw := io.Pipe()
+	h := &relayHarness{t: t, srv: srv, out: &output{}, in: pw, done: make(chan error, 1)}
+	go func() {
+		h.done <- Run(ctx, Config{Conn: conn, In: pr, Out: h.out, NewID: func() string { return testConv }})
+	}()
+	t.Cleanup(func() {
+		cancel()
+		pw.Close()
+		select {
+		case <-h.done:
+		case <-time.After(relaytest.Timeout):
+			t.Error("Run did not return")
+		}
+		conn.Close()
+	})
+
+	h.typeIn("/new \"" + dir + "\n")
+	h.waitFor("is not closed")
+	h.typeIn("/new \"" + dir + "\"\n")
+	h.waitFor("Folder: " + dir + "\n")
+	h.typeIn("edit the notes\n")
+	h.waitFor("Edited " + dir + ".")
+	h.waitFor("1 file changed +1 −0 (/diff 1, /restore 1)")
+	h.typeIn("/diff 1 my  notes.md\n")
+	h.waitFor("act> /diff 1 my  notes.md\n" + "diff --git a/my  notes.md b/my  notes.md\n")
+	h.typeIn("/diff 1 'my  notes.md'\n")
+	h.waitFor("+new\n" + "act> /diff 1 'my  notes.md'\n" + "diff --git a/my  notes.md b/my  notes.md\n")
+}
+
+// commandWords splits at spaces, keeps a quoted word whole, and leaves a
+// quote inside a word and a backslash as they are.
+func TestCommandWords(t *testing.T) {
+	for line, want := range map[string][]string{
+		`/new "~/my project" --worktree`: {"/new", "~/my project", "--worktree"},
+		`/diff 2 'a "b" c.txt'`:          {"/diff", "2", `a "b" c.txt`},
+		`/diff  2   don't.txt `:          {"/diff", "2", "don't.txt"},
+		`/new C:\Users\me\src`:           {"/new", `C:\Users\me\src`},
+		`/diff 1 "it"s.txt"`:             {"/diff", "1", `it"s.txt`},
+	} {
+		got, problem := commandWords(line)
+		if problem != "" || !slices.Equal(got, want) {
+			t.Errorf("commandWords(%q) = %q, %q; want %q", line, got, problem, want)
+		}
+	}
+	if _, problem := commandWords(`/new "~/my project`); problem == "" {
+		t.Error("an unclosed quote is no problem")
 	}
 }

@@ -32,8 +32,12 @@ const helpText = `Commands:
 
 // command runs a slash command, already echoed.
 func (r *repl) command(ctx context.Context, text string) {
-	fields := strings.Fields(text)
-	if r.checkpointCommand(ctx, fields) {
+	fields, problem := commandWords(text)
+	if problem != "" {
+		r.note(styleWarn, problem)
+		return
+	}
+	if r.checkpointCommand(ctx, text, fields) {
 		return
 	}
 	switch fields[0] {
@@ -96,6 +100,40 @@ func (r *repl) command(ctx context.Context, text string) {
 	}
 }
 
+// commandWords splits a command line into its words at spaces, where a
+// word that starts with a quote (" or ') runs to the same quote followed
+// by a space or the end of the line, quotes left out: `/new "~/my
+// project"`, `/diff 2 'my file.txt'`. A quote inside a word is a letter
+// (don't.txt), and a backslash is one too, so a Windows path stays as
+// typed. An unclosed quote is a problem said in words.
+func commandWords(text string) ([]string, string) {
+	var words []string
+	for rest := strings.TrimLeft(text, " \t"); rest != ""; rest = strings.TrimLeft(rest, " \t") {
+		if q := rest[0]; q == '"' || q == '\'' {
+			end := -1
+			for i := 1; i < len(rest); i++ {
+				if rest[i] == q && (i+1 == len(rest) || rest[i+1] == ' ' || rest[i+1] == '\t') {
+					end = i
+					break
+				}
+			}
+			if end < 0 {
+				return nil, fmt.Sprintf("The quote %c before %q is not closed: put the same quote after the name.", q, sanitize(rest[1:]))
+			}
+			words = append(words, rest[1:end])
+			rest = rest[end+1:]
+			continue
+		}
+		end := strings.IndexAny(rest, " \t")
+		if end < 0 {
+			end = len(rest)
+		}
+		words = append(words, rest[:end])
+		rest = rest[end:]
+	}
+	return words, ""
+}
+
 // workspaceArg reads /new's arguments: a folder, made absolute, and
 // --worktree; a problem is said in words.
 func workspaceArg(args []string) (*protocol.WorkspaceRequest, string) {
@@ -116,7 +154,7 @@ func workspaceArg(args []string) (*protocol.WorkspaceRequest, string) {
 			}
 			ws = &protocol.WorkspaceRequest{Path: abs}
 		default:
-			return nil, "Usage: /new [DIR] [--worktree]."
+			return nil, `Usage: /new [DIR] [--worktree]; a DIR with spaces in quotes: /new "~/my project".`
 		}
 	}
 	if worktree {
