@@ -67,41 +67,10 @@ func (s *Store) Write(ctx context.Context, b history.Batch) error {
 	if len(b.Events) == 0 && len(b.Conversations) == 0 {
 		return s.writeSpend(ctx, b.Spend, false)
 	}
-	byID := map[string]*convWrite{}
-	part := func(id string) (*convWrite, error) {
-		w := byID[id]
-		if w == nil {
-			st, err := s.state(id)
-			if err != nil {
-				return nil, err
-			}
-			sh := s.shardOf(id)
-			w = &convWrite{id: id, sh: sh, subj: sh.subjectOf(id), st: st}
-			byID[id] = w
-		}
-		return w, nil
+	ws, err := s.parts(b)
+	if err != nil {
+		return err
 	}
-	for _, e := range b.Events {
-		w, err := part(e.ConversationID)
-		if err != nil {
-			return err
-		}
-		w.events = append(w.events, e)
-	}
-	for i := range b.Conversations {
-		w, err := part(b.Conversations[i].ID)
-		if err != nil {
-			return err
-		}
-		w.meta = &b.Conversations[i] // the last one of an id wins
-	}
-	ws := make([]*convWrite, 0, len(byID))
-	for _, w := range byID {
-		ws = append(ws, w)
-	}
-	// Locked in one order, so two Writes that share conversations cannot
-	// each hold one the other waits for.
-	slices.SortFunc(ws, func(a, b *convWrite) int { return cmp.Compare(a.id, b.id) })
 	for _, w := range ws {
 		w.st.write.Lock()
 	}
@@ -187,6 +156,47 @@ func (s *Store) Write(ctx context.Context, b history.Batch) error {
 	// Only once every conversation is stored: a failed Write stores no
 	// spend (spend.go).
 	return s.writeSpend(ctx, b.Spend, true)
+}
+
+// parts is the batch b by conversation, each part with its events and
+// its last listing entry, in the order their locks are taken: by id, so
+// that two Writes that share conversations cannot each hold one the other
+// waits for.
+func (s *Store) parts(b history.Batch) ([]*convWrite, error) {
+	byID := map[string]*convWrite{}
+	part := func(id string) (*convWrite, error) {
+		w := byID[id]
+		if w == nil {
+			st, err := s.state(id)
+			if err != nil {
+				return nil, err
+			}
+			sh := s.shardOf(id)
+			w = &convWrite{id: id, sh: sh, subj: sh.subjectOf(id), st: st}
+			byID[id] = w
+		}
+		return w, nil
+	}
+	for _, e := range b.Events {
+		w, err := part(e.ConversationID)
+		if err != nil {
+			return nil, err
+		}
+		w.events = append(w.events, e)
+	}
+	for i := range b.Conversations {
+		w, err := part(b.Conversations[i].ID)
+		if err != nil {
+			return nil, err
+		}
+		w.meta = &b.Conversations[i] // the last one of an id wins
+	}
+	ws := make([]*convWrite, 0, len(byID))
+	for _, w := range byID {
+		ws = append(ws, w)
+	}
+	slices.SortFunc(ws, func(a, b *convWrite) int { return cmp.Compare(a.id, b.id) })
+	return ws, nil
 }
 
 // errInvalid marks the errors of a bad batch.
