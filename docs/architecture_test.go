@@ -470,3 +470,64 @@ func TestEveryLockSaysWhatItGuards(t *testing.T) {
 		t.Fatalf("found %d locks: the walk no longer reaches the code", locks)
 	}
 }
+
+// TestRoomsStaySmall holds the repository to ARCHITECTURE.md's bounds: no
+// Go file over 700 lines, no function outside tests over 120 (generated
+// code and third_party/ left out).
+func TestRoomsStaySmall(t *testing.T) {
+	const maxFileLines, maxFuncLines = 700, 120
+	doc := readDoc(t, "ARCHITECTURE.md")
+	if !strings.Contains(doc, "holds more than 700 lines, and no function outside tests more than 120") {
+		t.Fatal("ARCHITECTURE.md no longer gives the bounds of a file and a function: change this test with it")
+	}
+	files := 0
+	err := filepath.WalkDir("..", func(path string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && (strings.HasPrefix(d.Name(), ".") && path != ".." || d.Name() == "third_party" || d.Name() == "node_modules") {
+			return filepath.SkipDir
+		}
+		if d.IsDir() || !strings.HasSuffix(path, ".go") {
+			return nil
+		}
+		fset := token.NewFileSet()
+		file, err := parser.ParseFile(fset, path, nil, parser.ParseComments|parser.SkipObjectResolution)
+		if err != nil {
+			return err
+		}
+		if ast.IsGenerated(file) {
+			return nil
+		}
+		files++
+		name := strings.TrimPrefix(path, "../")
+		if n := fset.File(file.Pos()).LineCount(); n > maxFileLines {
+			t.Errorf("%s holds %d lines, over %d: split it by what its parts do", name, n, maxFileLines)
+		}
+		if strings.HasSuffix(path, "_test.go") {
+			return nil
+		}
+		ast.Inspect(file, func(n ast.Node) bool {
+			var body *ast.BlockStmt
+			switch f := n.(type) {
+			case *ast.FuncDecl:
+				body = f.Body
+			case *ast.FuncLit:
+				body = f.Body
+			}
+			if body != nil {
+				if lines := fset.Position(body.End()).Line - fset.Position(n.Pos()).Line + 1; lines > maxFuncLines {
+					t.Errorf("%s:%d: a function of %d lines, over %d", name, fset.Position(n.Pos()).Line, lines, maxFuncLines)
+				}
+			}
+			return true
+		})
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if files < 300 {
+		t.Fatalf("read %d Go files: the walk missed the repository", files)
+	}
+}
