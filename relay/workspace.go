@@ -83,11 +83,25 @@ func (c *conversation) otherWorkspaceLocked(req *protocol.WorkspaceRequest) stri
 
 // errNotVisible: the conversation's folder is not there on this relay's
 // machine (another relay's folder on a volume this one does not share),
-// so this relay does not take the conversation over.
-type errNotVisible struct{ dir string }
+// so this relay does not take the conversation over. A relay alone has no
+// other relay to blame: the folder was moved or removed (a worktree
+// removed by hand), and the sentence says how to go on.
+type errNotVisible struct {
+	w       history.Workspace
+	cluster bool
+}
 
 func (e *errNotVisible) Error() string {
-	return fmt.Sprintf("this relay cannot see the conversation's folder %s (a folder every relay must see alike, on a shared volume), so it does not run it", e.dir)
+	w := e.w
+	switch {
+	case e.cluster:
+		return fmt.Sprintf("this relay cannot see the conversation's folder %s (a folder every relay must see alike, on a shared volume), so it does not run it", w.Dir)
+	case w.Isolation == protocol.IsolationWorktree && w.Worktree != "" && w.Branch != "":
+		return fmt.Sprintf("the conversation's folder %s is gone: its worktree was removed (its branch %s keeps what was committed on it). To go on here, put the worktree back (git -C %s worktree prune && git -C %s worktree add %s %s); or start a new conversation",
+			w.Dir, w.Branch, w.Path, w.Path, w.Worktree, w.Branch)
+	default:
+		return fmt.Sprintf("the conversation's folder %s is gone (moved or removed): put it back to go on here, or start a new conversation", w.Dir)
+	}
 }
 
 // visibleLocked is nil when the conversation's folder is there, or it has
@@ -96,7 +110,7 @@ func (c *conversation) visibleLocked() error {
 	if c.workspace.IsZero() || workspace.Visible(setWorkspace(c.workspace)) {
 		return nil
 	}
-	return &errNotVisible{dir: c.workspace.Dir}
+	return &errNotVisible{w: c.workspace, cluster: c.r.cluster != nil}
 }
 
 // fixWorkspace fixes the workspace of conv, which startSend marked

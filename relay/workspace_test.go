@@ -345,3 +345,50 @@ func TestWorktreesInParallel(t *testing.T) {
 		t.Errorf("after close beta's worktree holds %q", got)
 	}
 }
+
+// A relay alone whose conversation's worktree was removed by hand says so,
+// and how to go on, where it blamed a shared volume that no other relay
+// has: the git commands it gives put the worktree back, and the next
+// send runs there again.
+func TestWorktreeRemovedByHandSaysHowToGoOn(t *testing.T) {
+	checkNoLeaks(t)
+	home := t.TempDir()
+	user := gitRepo(t, filepath.Join(home, "project"))
+	sc, err := script.Parse("two edits", []byte(twoEdits))
+	if err != nil {
+		t.Fatal(err)
+	}
+	data := t.TempDir()
+	srv := relaytest.Start(t, relay.Config{Agent: script.New(sc), Workspaces: workspaces(t, home, data)})
+	cl := srv.Dial(t)
+	const id = "dddddddd-4444-4000-8000-000000000004"
+	ws := map[string]any{"path": user, "isolation": "worktree"}
+	cl.Send("copilot:send", map[string]any{"conversationId": id, "prompt": "alpha edit", "workspace": ws})
+	ask := cl.WaitFor("copilot:user_input_request", nil)
+	cl.Send("copilot:user_input_response", map[string]any{"conversationId": id, "requestId": ask.Field("requestId"), "answer": "yes"})
+	cl.WaitFor("copilot:idle", nil)
+	root := filepath.Join(data, "worktrees", "project-dddddddd")
+	if got := readFile(t, filepath.Join(root, "notes.txt")); got != "alpha was here\n" {
+		t.Fatalf("the worktree holds %q", got)
+	}
+	git(t, user, "-C", root, "-c", "user.name=t", "-c", "user.email=t@example.com", "commit", "--quiet", "-am", "kept")
+	if err := os.RemoveAll(root); err != nil { // by hand, as rm -rf does
+		t.Fatal(err)
+	}
+
+	cl.Send("copilot:send", map[string]any{"conversationId": id, "prompt": "alpha again"})
+	e := cl.WaitFor("error", nil)
+	msg := e.Field("message").(string)
+	want := "the conversation's folder " + root + " is gone: its worktree was removed (its branch pilotdesk/dddddddd keeps what was committed on it). To go on here, put the worktree back (git -C " + user + " worktree prune && git -C " + user + " worktree add " + root + " pilotdesk/dddddddd); or start a new conversation"
+	if e.Field("code") != protocol.CodeLimit || msg != want {
+		t.Fatalf("error %s\nwant message %q", e.Raw, want)
+	}
+	git(t, user, "worktree", "prune")
+	git(t, user, "worktree", "add", "--quiet", root, "pilotdesk/dddddddd")
+	cl.Send("copilot:send", map[string]any{"conversationId": id, "prompt": "alpha again"})
+	ask = cl.WaitFor("copilot:user_input_request", nil)
+	cl.Send("copilot:user_input_response", map[string]any{"conversationId": id, "requestId": ask.Field("requestId"), "answer": "yes"})
+	if idle := cl.WaitFor("copilot:idle", nil); idle.Field("status") != "completed" {
+		t.Fatalf("idle %s", idle.Raw)
+	}
+}
