@@ -197,14 +197,21 @@ func (s *Store) appendLine(file, line string) error {
 	return err
 }
 
-// readLines returns the lines of one of the data dir's lists: none when
-// it is missing or cannot be read.
+// readLines returns the lines of one of the data dir's lists, less empty
+// ones: none when it is missing or cannot be read. Split at line ends
+// only: a folder's name may hold spaces.
 func readLines(file string) []string {
 	b, err := os.ReadFile(file)
 	if err != nil {
 		return nil
 	}
-	return strings.Fields(string(b))
+	var lines []string
+	for l := range strings.Lines(string(b)) {
+		if l = strings.TrimRight(l, "\r\n"); l != "" {
+			lines = append(lines, l)
+		}
+	}
+	return lines
 }
 
 // Prune deletes, in every folder the store snapshotted, the refs of each

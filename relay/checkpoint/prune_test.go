@@ -154,3 +154,38 @@ func TestPruneLeavesAnotherStoresConversations(t *testing.T) {
 		t.Fatalf("refs after a second prune: %s", refs)
 	}
 }
+
+// Prune finds the folders whose names hold a space: the folders file is
+// read a line a folder, where it was split at every space and Prune
+// looked for "…/my" and "project", so the refs of a conversation deleted
+// while the relay was not running stayed there for good.
+func TestPruneFindsFoldersWithSpaces(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := newStore(t)
+	repo := filepath.Join(newRepo(t), "my project")
+	folder := filepath.Join(newFolder(t), "my  notes")
+	for _, dir := range []string{repo, folder} {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		write(t, dir, "a.txt", "a\n")
+		if _, err := s.Snapshot(ctx, dir, "gone"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	l, _ := s.locate(ctx, folder)
+	again, err := New(filepath.Dir(s.data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := again.Prune(ctx, func(string) bool { return false }); err != nil {
+		t.Fatal(err)
+	}
+	if refs := run(t, repo, "for-each-ref", "--format=%(refname)", "refs/pilotdesk/"); refs != "" {
+		t.Fatalf("refs after the prune: %s", refs)
+	}
+	if _, err := os.Stat(l.bare); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("the plain folder's bare repository is still there: %v", err)
+	}
+}
