@@ -48,11 +48,13 @@ func (c *conversation) checkpointDirLocked() string {
 // worktree's own folder before it drops the refs (and git then no longer
 // finds a repository there); the refs are the repository's, shared by
 // all its worktrees. Otherwise checkpointDirLocked.
-func (c *conversation) checkpointRefsDirLocked() string {
+// A worktree's own folder is returned as gone, for the store to forget
+// once the delete removed it.
+func (c *conversation) checkpointRefsDirLocked() (dir, gone string) {
 	if c.r.checkpoints != nil && c.workspace.Worktree != "" && c.workspace.Path != "" {
-		return c.workspace.Path
+		return c.workspace.Path, c.workspace.Dir
 	}
-	return c.checkpointDirLocked()
+	return c.checkpointDirLocked(), ""
 }
 
 // snapshotBefore takes the snapshot of an Act turn's folder before its
@@ -275,13 +277,19 @@ func (r *Relay) restoreConversation(ctx context.Context, d *protocol.Restore) *p
 }
 
 // dropCheckpoints deletes the refs of a deleted conversation's snapshots.
-func (r *Relay) dropCheckpoints(conv *conversation, dir string) {
+func (r *Relay) dropCheckpoints(conv *conversation, dir, gone string) {
 	if r.checkpoints == nil || dir == "" {
 		return
 	}
 	// Not the relay's context: a delete is finished even at shutdown.
 	if err := r.checkpoints.Delete(context.WithoutCancel(r.ctx), dir, conv.id); err != nil {
 		r.log.Warn("relay: the checkpoints of a deleted conversation were not removed", "conversationId", conv.id, "err", err)
+	}
+	if gone == "" {
+		return
+	}
+	if err := r.checkpoints.Forget(gone); err != nil {
+		r.log.Warn("relay: what the checkpoints kept of a deleted worktree was not removed", "conversationId", conv.id, "err", err)
 	}
 }
 

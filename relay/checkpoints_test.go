@@ -434,6 +434,13 @@ func TestWorktreeDeleteDropsCheckpoints(t *testing.T) {
 	if refs := git(t, user, "for-each-ref", "refs/pilotdesk/"); refs != "" {
 		t.Fatalf("refs left after the delete of a worktree's conversation:\n%s", refs)
 	}
+	// Nor is the worktree's private index kept, nor its folder listed.
+	if left, _ := filepath.Glob(filepath.Join(data, "checkpoints", "index", "*")); len(left) != 0 {
+		t.Errorf("the deleted worktree's index is still in the data dir: %v", left)
+	}
+	if b, _ := os.ReadFile(filepath.Join(data, "checkpoints", "folders")); strings.Contains(string(b), filepath.Join(data, "worktrees")) {
+		t.Errorf("the folders file still lists the deleted worktree:\n%s", b)
+	}
 	if got := git(t, user, "show", "pilotdesk/cccccccc:new.txt"); got != "one\ntwo" {
 		t.Errorf("the branch's new.txt: %q", got)
 	}

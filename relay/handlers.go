@@ -370,7 +370,7 @@ func (c *conversation) startDeleteLocked(failed func(error)) bool {
 	t := c.turn
 	c.abortLocked(errDeleted)
 	closing := c.closing
-	dir := c.checkpointRefsDirLocked()
+	dir, gone := c.checkpointRefsDirLocked()
 	started := r.track(&r.work, func() {
 		defer close(ch)
 		if t != nil {
@@ -387,7 +387,7 @@ func (c *conversation) startDeleteLocked(failed func(error)) bool {
 			err = <-rec.done
 		}
 		if err == nil {
-			r.dropCheckpoints(c, dir)
+			r.dropCheckpoints(c, dir, gone)
 		}
 		c.finishDeleteAttempt(err)
 		if err != nil && failed != nil {

@@ -432,6 +432,64 @@ func (s *Store) Delete(ctx context.Context, dir, conv string) error {
 	return nil
 }
 
+// Forget drops what the store keeps for dir once the folder is gone for
+// good (a deleted conversation's worktree, removed with it): its private
+// index, which no snapshot would read again and which is as large as the
+// repository's index, and its line in the folders file. Its snapshots'
+// refs are Delete's. A folder that is still there is left alone.
+func (s *Store) Forget(dir string) error {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return nil
+	}
+	if _, err := os.Lstat(abs); !errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	abs = resolveGone(abs)
+	s.mu.Lock()
+	l := s.locs[abs]
+	delete(s.locs, abs)
+	folders := s.folders()
+	kept := slices.DeleteFunc(slices.Clone(folders), func(f string) bool { return f == abs })
+	var errs []error
+	if len(kept) < len(folders) {
+		var b strings.Builder
+		for _, f := range kept {
+			b.WriteString(f + "\n")
+		}
+		if err := atomicfile.WriteFile(s.foldersFile(), []byte(b.String()), atomicfile.Private); err != nil {
+			errs = append(errs, fmt.Errorf("checkpoint: the list of folders: %w", err))
+		}
+	}
+	s.mu.Unlock()
+	if l != nil && l.bare == "" { // a bare repository's index goes with it
+		l.mu.Lock()
+		err := os.Remove(l.index)
+		l.tree = ""
+		l.mu.Unlock()
+		if err != nil && !errors.Is(err, os.ErrNotExist) {
+			errs = append(errs, fmt.Errorf("checkpoint: the index of %s: %w", abs, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// resolveGone is path, gone, with the symlinks of its deepest folder that
+// is still there resolved, as locate resolved the whole path when it was
+// there.
+func resolveGone(path string) string {
+	rest := ""
+	for dir := path; ; dir = filepath.Dir(dir) {
+		if real, err := filepath.EvalSymlinks(dir); err == nil {
+			return filepath.Join(real, rest)
+		}
+		if filepath.Dir(dir) == dir {
+			return path
+		}
+		rest = filepath.Join(filepath.Base(dir), rest)
+	}
+}
+
 // removingSuffix marks a bare repository being removed: renamed first, it
 // is no repository of the store's any more, so no one (a later start, a
 // glob of repos/*.git) finds it half removed.
