@@ -67,7 +67,7 @@ func (e *gitError) exitCode() int {
 // to the relay's environment, less what would point git elsewhere.
 func (g gitCmd) run(ctx context.Context, dir string, env []string, args ...string) (string, error) {
 	if g.path == "" {
-		return "", refuse("a worktree needs git, and this relay cannot find %q on its PATH: install git, or work in the folder itself (isolation %q)", g.name, None)
+		return "", refuse("a worktree needs git, and this relay cannot find %q on its PATH: install git, or work in the folder itself, without a worktree", g.name)
 	}
 	ctx, cancel := context.WithTimeout(ctx, gitTimeout)
 	defer cancel()
@@ -130,14 +130,14 @@ const maxNames = 100
 // branch from its HEAD, and returns it with Dir the same subfolder of it.
 func (s *Set) makeWorktree(ctx context.Context, id, dir string) (Workspace, error) {
 	if s.worktreeDir == "" {
-		return Workspace{}, refuse("this relay keeps no data dir, so it makes no worktrees: work in the folder itself (isolation %q)", None)
+		return Workspace{}, refuse("this relay keeps no data dir, so it makes no worktrees: work in the folder itself, without a worktree")
 	}
 	top, err := s.git.run(ctx, dir, nil, "rev-parse", "--show-toplevel")
 	if err != nil {
 		if IsRefusal(err) {
 			return Workspace{}, err
 		}
-		return Workspace{}, refuse("the folder %s is not inside a git repository, so it cannot have a worktree (%v): choose a folder of a repository, or work in the folder itself (isolation %q)", dir, err, None)
+		return Workspace{}, refuse("the folder %s is not inside a git repository, so it cannot have a worktree (%v): choose a folder of a repository, or work in the folder itself, without a worktree", dir, err)
 	}
 	if r, err := filepath.EvalSymlinks(top); err == nil {
 		top = r
@@ -148,7 +148,7 @@ func (s *Set) makeWorktree(ctx context.Context, id, dir string) (Workspace, erro
 	}
 	base, err := s.git.run(ctx, top, nil, "rev-parse", "--verify", "--quiet", "HEAD^{commit}")
 	if err != nil || base == "" {
-		return Workspace{}, refuse("the repository %s has no commit yet, so a worktree has nothing to start from: make a first commit, or work in the folder itself (isolation %q)", top, None)
+		return Workspace{}, refuse("the repository %s has no commit yet, so a worktree has nothing to start from: make a first commit, or work in the folder itself, without a worktree", top)
 	}
 	if err := os.MkdirAll(s.worktreeDir, 0o755); err != nil {
 		return Workspace{}, fmt.Errorf("make the worktrees' folder: %w", err)

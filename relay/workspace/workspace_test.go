@@ -175,6 +175,11 @@ func TestWorktree(t *testing.T) {
 	}
 }
 
+// theFolderItself ends a worktree's refusal: what to do instead, in the
+// words of the window's checkbox and the terminal's --worktree, where it
+// said (isolation "none"), the protocol's field, which neither shows.
+const theFolderItself = "work in the folder itself, without a worktree"
+
 // No repository, a repository with no commit, no git, no data dir: each
 // is refused with a sentence, and nothing is made.
 func TestWorktreeRefusals(t *testing.T) {
@@ -195,8 +200,8 @@ func TestWorktreeRefusals(t *testing.T) {
 		{plain, "not inside a git repository"},
 		{empty, "has no commit yet"},
 	} {
-		if _, err := s.Fix(ctx, "c1", tc.path, Worktree); !IsRefusal(err) || !strings.Contains(err.Error(), tc.says) {
-			t.Errorf("Fix(%s) = %v; want a refusal saying %q", tc.path, err, tc.says)
+		if _, err := s.Fix(ctx, "c1", tc.path, Worktree); !IsRefusal(err) || !strings.Contains(err.Error(), tc.says) || !strings.HasSuffix(err.Error(), theFolderItself) {
+			t.Errorf("Fix(%s) = %v; want a refusal saying %q and ending %q", tc.path, err, tc.says, theFolderItself)
 		}
 	}
 	if entries, _ := os.ReadDir(filepath.Join(data, "worktrees")); len(entries) != 0 {
@@ -208,7 +213,7 @@ func TestWorktreeRefusals(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := noGit.Fix(ctx, "c1", user, Worktree); !IsRefusal(err) || !strings.Contains(err.Error(), "cannot find") {
+	if _, err := noGit.Fix(ctx, "c1", user, Worktree); !IsRefusal(err) || !strings.Contains(err.Error(), "cannot find") || !strings.HasSuffix(err.Error(), theFolderItself) {
 		t.Errorf("without git: %v", err)
 	}
 	if w, err := noGit.Fix(ctx, "c1", user, None); err != nil || w.Dir != user {
@@ -218,7 +223,7 @@ func TestWorktreeRefusals(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := noData.Fix(ctx, "c1", user, Worktree); !IsRefusal(err) || !strings.Contains(err.Error(), "no data dir") {
+	if _, err := noData.Fix(ctx, "c1", user, Worktree); !IsRefusal(err) || !strings.Contains(err.Error(), "no data dir") || !strings.HasSuffix(err.Error(), theFolderItself) {
 		t.Errorf("without a data dir: %v", err)
 	}
 }
