@@ -9,6 +9,7 @@ import (
 
 	"github.com/pilotdesk/pilotdesk/protocol"
 	"github.com/pilotdesk/pilotdesk/relay/checkpoint"
+	"github.com/pilotdesk/pilotdesk/relay/workspace"
 )
 
 // Checkpoints (docs/protocol.md, Checkpoints; docs/checkpoints.md): the
@@ -55,6 +56,18 @@ func (c *conversation) checkpointRefsDirLocked() (dir, gone string) {
 		return c.workspace.Path, c.workspace.Dir
 	}
 	return c.checkpointDirLocked(), ""
+}
+
+// checkpointReadDirLocked is the folder through which the conversation's
+// snapshots are read (copilot:diff): its own, or, for a worktree whose
+// folder is gone (removed by hand), the folder the user chose in its
+// repository, which holds the same snapshots: a diff is then how to see,
+// and get back, what the removal took with it.
+func (c *conversation) checkpointReadDirLocked() string {
+	if refs, gone := c.checkpointRefsDirLocked(); gone != "" && !workspace.Visible(setWorkspace(c.workspace)) {
+		return refs
+	}
+	return c.checkpointDirLocked()
 }
 
 // snapshotBefore takes the snapshot of an Act turn's folder before its
@@ -169,7 +182,7 @@ func (r *Relay) diff(c *conn, d *protocol.Diff) {
 	dir := ""
 	if conv := r.lookupConversation(d.ConversationID); conv != nil {
 		conv.mu.Lock()
-		dir = conv.checkpointDirLocked()
+		dir = conv.checkpointReadDirLocked()
 		conv.mu.Unlock()
 	}
 	if dir == "" {

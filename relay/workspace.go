@@ -97,7 +97,7 @@ func (e *errNotVisible) Error() string {
 	case e.cluster:
 		return fmt.Sprintf("this relay cannot see the conversation's folder %s (a folder every relay must see alike, on a shared volume), so it does not run it", w.Dir)
 	case w.Isolation == protocol.IsolationWorktree && w.Worktree != "" && w.Branch != "":
-		return fmt.Sprintf("the conversation's folder %s is gone: its worktree was removed (its branch %s keeps what was committed on it). To go on here, put the worktree back (git -C %s worktree prune && git -C %s worktree add %s %s); or start a new conversation",
+		return fmt.Sprintf("the conversation's folder %s is gone: its worktree was removed (its branch %s keeps what was committed on it, and the turns' diffs what they changed). To go on here, put the worktree back (git -C %s worktree prune && git -C %s worktree add %s %s); or start a new conversation",
 			w.Dir, w.Branch, w.Path, w.Path, w.Worktree, w.Branch)
 	default:
 		return fmt.Sprintf("the conversation's folder %s is gone (moved or removed): put it back to go on here, or start a new conversation", w.Dir)

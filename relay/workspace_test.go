@@ -11,6 +11,7 @@ import (
 
 	"github.com/pilotdesk/pilotdesk/protocol"
 	"github.com/pilotdesk/pilotdesk/relay"
+	"github.com/pilotdesk/pilotdesk/relay/checkpoint"
 	"github.com/pilotdesk/pilotdesk/relay/history/sqlite"
 	"github.com/pilotdesk/pilotdesk/relay/relaytest"
 	"github.com/pilotdesk/pilotdesk/relay/workspace"
@@ -359,13 +360,18 @@ func TestWorktreeRemovedByHandSaysHowToGoOn(t *testing.T) {
 		t.Fatal(err)
 	}
 	data := t.TempDir()
-	srv := relaytest.Start(t, relay.Config{Agent: script.New(sc), Workspaces: workspaces(t, home, data)})
+	cps, err := checkpoint.New(data)
+	if err != nil {
+		t.Skip(err)
+	}
+	srv := relaytest.Start(t, relay.Config{Agent: script.New(sc), Workspaces: workspaces(t, home, data), Checkpoints: cps})
 	cl := srv.Dial(t)
 	const id = "dddddddd-4444-4000-8000-000000000004"
 	ws := map[string]any{"path": user, "isolation": "worktree"}
 	cl.Send("copilot:send", map[string]any{"conversationId": id, "prompt": "alpha edit", "workspace": ws})
 	ask := cl.WaitFor("copilot:user_input_request", nil)
 	cl.Send("copilot:user_input_response", map[string]any{"conversationId": id, "requestId": ask.Field("requestId"), "answer": "yes"})
+	changes := cl.WaitFor("copilot:changes", nil)
 	cl.WaitFor("copilot:idle", nil)
 	root := filepath.Join(data, "worktrees", "project-dddddddd")
 	if got := readFile(t, filepath.Join(root, "notes.txt")); got != "alpha was here\n" {
@@ -379,9 +385,17 @@ func TestWorktreeRemovedByHandSaysHowToGoOn(t *testing.T) {
 	cl.Send("copilot:send", map[string]any{"conversationId": id, "prompt": "alpha again"})
 	e := cl.WaitFor("error", nil)
 	msg := e.Field("message").(string)
-	want := "the conversation's folder " + root + " is gone: its worktree was removed (its branch pilotdesk/dddddddd keeps what was committed on it). To go on here, put the worktree back (git -C " + user + " worktree prune && git -C " + user + " worktree add " + root + " pilotdesk/dddddddd); or start a new conversation"
+	want := "the conversation's folder " + root + " is gone: its worktree was removed (its branch pilotdesk/dddddddd keeps what was committed on it, and the turns' diffs what they changed). To go on here, put the worktree back (git -C " + user + " worktree prune && git -C " + user + " worktree add " + root + " pilotdesk/dddddddd); or start a new conversation"
 	if e.Field("code") != protocol.CodeLimit || msg != want {
 		t.Fatalf("error %s\nwant message %q", e.Raw, want)
+	}
+	// The turn's diff is still there to read, from the repository: what
+	// the removal took can be seen, and got back.
+	cl.Send("copilot:diff", map[string]any{"conversationId": id, "checkpoint": changes.Field("checkpoint")})
+	var diff protocol.DiffReply
+	cl.Expect("copilot:diff").Decode(t, &diff)
+	if len(diff.Files) != 1 || diff.Files[0].Path != "notes.txt" || !strings.Contains(diff.Files[0].Patch, "+alpha was here") {
+		t.Fatalf("the diff of a turn whose worktree is gone: %+v", diff)
 	}
 	git(t, user, "worktree", "prune")
 	git(t, user, "worktree", "add", "--quiet", root, "pilotdesk/dddddddd")
