@@ -140,19 +140,20 @@ func (r *repl) askRestore(ch *protocol.Changes) {
 	r.note(styleDim, conversation.RestoreCaveat(nil))
 	checkpoint := ch.Checkpoint
 	r.askConfirm("Restore? [y/N]", &confirmation{
-		yes: func(ctx context.Context) { r.restore(ctx, checkpoint) },
+		yes: func(ctx context.Context) { r.restore(ctx, "restore", checkpoint) },
 		no:  "Not restored.",
 	})
 }
 
-// restore sends copilot:restore of checkpoint, confirmed (askRestore).
-func (r *repl) restore(ctx context.Context, checkpoint string) {
+// restore sends copilot:restore of checkpoint, confirmed (askRestore), or
+// of a restore's undo checkpoint (what: "undo", as a failure says it).
+func (r *repl) restore(ctx context.Context, what, checkpoint string) {
 	cp, ok := r.conn.(checkpointer)
 	if !ok {
 		r.note(styleWarn, "This connection cannot restore.")
 		return
 	}
-	r.request(ctx, "restore", func(c context.Context) error { return cp.Restore(c, r.conv, checkpoint) })
+	r.request(ctx, what, func(c context.Context) error { return cp.Restore(c, r.conv, checkpoint) })
 }
 
 // undoRestore restores the undo checkpoint of the conversation's last
@@ -160,8 +161,12 @@ func (r *repl) restore(ctx context.Context, checkpoint string) {
 // that restore changed, and it can be undone in turn (it is now the last
 // restore). Without it a terminal user read that the undo checkpoint
 // undoes it and had no command that could restore it.
+//
+// Turns that changed files since that restore are undone too (the folder
+// goes back to what it held before the restore): then /undo names their
+// files and asks first, as /restore does, where it wiped them at once.
 func (r *repl) undoRestore(ctx context.Context) {
-	last := r.lastRestore()
+	last, at := r.lastRestore()
 	if last == nil {
 		r.note(styleWarn, "Nothing to undo: no restore of this conversation yet.")
 		return
@@ -169,19 +174,34 @@ func (r *repl) undoRestore(ctx context.Context) {
 	if r.turnBlocks("/undo") {
 		return
 	}
-	cp, ok := r.conn.(checkpointer)
-	if !ok {
-		r.note(styleWarn, "This connection cannot restore.")
+	var since *protocol.Changes
+	for _, row := range r.fold.Rows[at+1:] {
+		if row.Changes != nil {
+			since = row.Changes
+			break
+		}
+	}
+	if since == nil {
+		r.restore(ctx, "undo", last.Undo)
 		return
 	}
-	r.request(ctx, "undo", func(c context.Context) error { return cp.Restore(c, r.conv, last.Undo) })
+	r.note(styleWarn, "Turns since that restore changed files: undoing it puts the folder back as it was before the restore, so it also undoes them:")
+	for _, e := range r.fold.RestoreEffects(since.Checkpoint) {
+		r.note("", "   "+sanitize(e.Path)+" ("+e.Effect+")")
+	}
+	r.note(styleDim, "The undo can be undone in turn (/undo again).")
+	undo := last.Undo
+	r.askConfirm("Undo? [y/N]", &confirmation{
+		yes: func(ctx context.Context) { r.restore(ctx, "undo", undo) },
+		no:  "Not undone.",
+	})
 }
 
 // lastRestore is the conversation's most recent restore that is not
-// undone yet, or nil.
-func (r *repl) lastRestore() *protocol.Restored {
+// undone yet and its row in the fold, or nil.
+func (r *repl) lastRestore() (*protocol.Restored, int) {
 	if r.fold == nil {
-		return nil
+		return nil, -1
 	}
 	for i := len(r.fold.Rows) - 1; i >= 0; i-- {
 		row := r.fold.Rows[i]
@@ -189,11 +209,11 @@ func (r *repl) lastRestore() *protocol.Restored {
 			continue
 		}
 		if row.Card != nil && row.Card.Undone {
-			return nil
+			return nil, -1
 		}
-		return row.Restored
+		return row.Restored, i
 	}
-	return nil
+	return nil, -1
 }
 
 // showChanges prints a turn's change set as it arrives, with the number

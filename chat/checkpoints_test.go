@@ -179,3 +179,68 @@ func TestCommandWords(t *testing.T) {
 		t.Error("an unclosed quote is no problem")
 	}
 }
+
+// /undo after turns that changed files since the restore would undo them
+// too (the folder goes back to what it held before the restore): it names
+// their files and asks first, where it wiped them at once.
+func TestUndoAsksWhenTurnsChangedFilesSince(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "notes.md"), []byte("old\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	sc, err := script.Parse("s", []byte(`{"turns": [
+		{"match": "later", "steps": [{"tool": {"name": "edit", "write": {"path": "later.txt", "content": "kept\n"}}}, {"delta": "Later."}]},
+		{"steps": [{"tool": {"name": "edit", "write": {"path": "notes.md", "content": "new\n"}}}, {"delta": "Edited."}]}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cps, err := checkpoint.New(t.TempDir())
+	if err != nil {
+		t.Skip(err)
+	}
+	srv := relaytest.Start(t, relay.Config{Agent: script.New(sc), Token: "t0ken", Checkpoints: cps, WorkDir: dir})
+	ctx, cancel := context.WithCancel(context.Background())
+	conn, err := client.Config{URL: srv.URL, Token: srv.Token}.Dial(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pr, pw := io.Pipe()
+	h := &relayHarness{t: t, srv: srv, out: &output{}, in: pw, done: make(chan error, 1)}
+	go func() {
+		h.done <- Run(ctx, Config{Conn: conn, In: pr, Out: h.out, NewID: func() string { return testConv }})
+	}()
+	t.Cleanup(func() {
+		cancel()
+		pw.Close()
+		select {
+		case <-h.done:
+		case <-time.After(relaytest.Timeout):
+			t.Error("Run did not return")
+		}
+		conn.Close()
+	})
+
+	h.typeIn("edit the notes\n")
+	h.waitFor("1 file changed +1 −1 (/diff 1, /restore 1)")
+	h.typeIn("/restore 1\n")
+	h.waitFor("Restore? [y/N]")
+	h.typeIn("y\n")
+	h.waitFor("/undo undoes the last restore")
+	h.typeIn("later work\n")
+	h.waitFor("1 file changed +1 −0 (/diff 2, /restore 2)")
+	h.typeIn("/undo\n")
+	h.waitFor("so it also undoes them:\n   later.txt (removed)\n")
+	h.waitFor("Undo? [y/N]")
+	h.typeIn("n\n")
+	h.waitFor("Not undone.")
+	if b, _ := os.ReadFile(filepath.Join(dir, "later.txt")); string(b) != "kept\n" {
+		t.Fatalf("later.txt is %q after an undo answered no", b)
+	}
+	h.typeIn("/undo\n")
+	h.waitFor("Undo? [y/N]")
+	h.typeIn("y\n")
+	h.waitFor("Files restored to checkpoint ")
+	if b, _ := os.ReadFile(filepath.Join(dir, "notes.md")); string(b) != "new\n" {
+		t.Fatalf("notes.md is %q after the undo", b)
+	}
+}
