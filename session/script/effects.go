@@ -42,7 +42,13 @@ func (p *player) effect(ctx context.Context, st ToolStep) (string, error) {
 		cmd.Dir = p.dir
 		out, err := cmd.CombinedOutput()
 		if err != nil {
-			return "", fmt.Errorf("%s: %w: %s", st.Run, err, out)
+			// The reason first: a tool row shows the start of the
+			// result, and the command is the call's own argument, shown
+			// beside it already.
+			if msg := strings.TrimSpace(string(out)); msg != "" {
+				return "", fmt.Errorf("%w: %s (running %s)", err, msg, st.Run)
+			}
+			return "", fmt.Errorf("%w (running %s)", err, st.Run)
 		}
 		return string(out), nil
 	}

@@ -90,3 +90,36 @@ func TestToolEffectsParse(t *testing.T) {
 		t.Fatalf("write without a path: %v", err)
 	}
 }
+
+// A run that fails says why first (its exit status and output), then the
+// command: a tool row shows the start of the result, and showed the
+// command again, which the row names already, the reason cut off.
+func TestFailedRunSaysWhyFirst(t *testing.T) {
+	t.Parallel()
+	const src = `{"turns": [{"steps": [
+		{"tool": {"name": "bash", "run": "echo 'chmod: no such file' >&2; exit 3"}},
+		{"tool": {"name": "bash", "run": "exit 4"}}
+	]}]}`
+	host := newFakeHost("act")
+	sess, err := New(mustParse(t, src)).Open(context.Background(), "c", session.OpenOptions{WorkDir: t.TempDir()}, host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := run(t, sess, "x"); err != nil {
+		t.Fatal(err)
+	}
+	events, _, _ := host.recorded()
+	var results []string
+	for _, e := range events {
+		if end, ok := e.(session.ToolEnd); ok && !end.Success {
+			results = append(results, end.Result)
+		}
+	}
+	want := []string{
+		"exit status 3: chmod: no such file (running echo 'chmod: no such file' >&2; exit 3)",
+		"exit status 4 (running exit 4)",
+	}
+	if len(results) != 2 || results[0] != want[0] || results[1] != want[1] {
+		t.Fatalf("failed runs' results: %q, want %q", results, want)
+	}
+}
