@@ -276,17 +276,23 @@ func (s *Store) forget(mine map[string]bool, keep func(conv string) bool, failed
 	if gone == 0 {
 		return nil
 	}
-	var b strings.Builder
-	for _, c := range slices.Sorted(maps.Keys(s.convs)) {
-		b.WriteString(c + "\n")
-	}
-	// Synced before the rename: a crash must leave the old list or the
-	// new one, never an empty file, which would forget every
-	// conversation and leave their refs for good.
-	if err := atomicfile.WriteFile(s.conversationsFile(), []byte(b.String()), atomicfile.Private); err != nil {
+	if err := writeLines(s.conversationsFile(), slices.Sorted(maps.Keys(s.convs))); err != nil {
 		return fmt.Errorf("checkpoint: the list of conversations: %w", err)
 	}
 	return nil
+}
+
+// writeLines replaces one of the data dir's lists (the folders and the
+// conversations files) with lines, one an entry. Synced before the
+// rename: a crash must leave the old list or the new one, never an empty
+// file, which would forget every conversation and leave their refs for
+// good.
+func writeLines(file string, lines []string) error {
+	var b strings.Builder
+	for _, l := range lines {
+		b.WriteString(l + "\n")
+	}
+	return atomicfile.WriteFile(file, []byte(b.String()), atomicfile.Private)
 }
 
 // RefName is how a conversation's id appears in its refs'
@@ -453,11 +459,7 @@ func (s *Store) Forget(dir string) error {
 	kept := slices.DeleteFunc(slices.Clone(folders), func(f string) bool { return f == abs })
 	var errs []error
 	if len(kept) < len(folders) {
-		var b strings.Builder
-		for _, f := range kept {
-			b.WriteString(f + "\n")
-		}
-		if err := atomicfile.WriteFile(s.foldersFile(), []byte(b.String()), atomicfile.Private); err != nil {
+		if err := writeLines(s.foldersFile(), kept); err != nil {
 			errs = append(errs, fmt.Errorf("checkpoint: the list of folders: %w", err))
 		}
 	}
