@@ -166,7 +166,7 @@ func (r *repl) restore(ctx context.Context, what, checkpoint string) {
 // goes back to what it held before the restore): then /undo names their
 // files and asks first, as /restore does, where it wiped them at once.
 func (r *repl) undoRestore(ctx context.Context) {
-	last, at := r.lastRestore()
+	last := r.lastRestore()
 	if last == nil {
 		r.note(styleWarn, "Nothing to undo: no restore of this conversation yet.")
 		return
@@ -174,19 +174,13 @@ func (r *repl) undoRestore(ctx context.Context) {
 	if r.turnBlocks("/undo") {
 		return
 	}
-	var since *protocol.Changes
-	for _, row := range r.fold.Rows[at+1:] {
-		if row.Changes != nil {
-			since = row.Changes
-			break
-		}
-	}
-	if since == nil {
+	discards := r.fold.UndoDiscards(last.Undo)
+	if len(discards) == 0 {
 		r.restore(ctx, "undo", last.Undo)
 		return
 	}
-	r.note(styleWarn, "Turns since that restore changed files: undoing it puts the folder back as it was before the restore, so it also undoes them:")
-	for _, e := range r.fold.RestoreEffects(since.Checkpoint) {
+	r.note(styleWarn, conversation.UndoQuestion)
+	for _, e := range discards {
 		r.note("", "   "+sanitize(e.Path)+" ("+e.Effect+")")
 	}
 	r.note(styleDim, "The undo can be undone in turn (/undo again).")
@@ -198,10 +192,10 @@ func (r *repl) undoRestore(ctx context.Context) {
 }
 
 // lastRestore is the conversation's most recent restore that is not
-// undone yet and its row in the fold, or nil.
-func (r *repl) lastRestore() (*protocol.Restored, int) {
+// undone yet, or nil.
+func (r *repl) lastRestore() *protocol.Restored {
 	if r.fold == nil {
-		return nil, -1
+		return nil
 	}
 	for i := len(r.fold.Rows) - 1; i >= 0; i-- {
 		row := r.fold.Rows[i]
@@ -209,11 +203,11 @@ func (r *repl) lastRestore() (*protocol.Restored, int) {
 			continue
 		}
 		if row.Card != nil && row.Card.Undone {
-			return nil, -1
+			return nil
 		}
-		return row.Restored, i
+		return row.Restored
 	}
-	return nil, -1
+	return nil
 }
 
 // showChanges prints a turn's change set as it arrives, with the number

@@ -241,6 +241,31 @@ func (s *State) RestoreEffects(checkpoint string) []RestoreItem {
 	return out
 }
 
+// UndoDiscards is what the undo of a restore (undo: its undo checkpoint)
+// also undoes: the folder goes back to what it held before the restore,
+// so the work of every turn that changed files since the restore goes
+// too (RestoreEffects of the first of them). None when no turn changed
+// files since: the undo then takes back the restore alone, and the front
+// ends undo at once; else they name these files and ask (UndoQuestion).
+func (s *State) UndoDiscards(undo string) []RestoreItem {
+	for i := range s.Rows {
+		if r := s.Rows[i].Restored; r == nil || r.Undo != undo {
+			continue
+		}
+		for _, later := range s.Rows[i+1:] {
+			if later.Changes != nil {
+				return s.RestoreEffects(later.Changes.Checkpoint)
+			}
+		}
+		return nil
+	}
+	return nil
+}
+
+// UndoQuestion heads the files UndoDiscards names, asked before such an
+// undo.
+const UndoQuestion = "Turns since that restore changed files: undoing it puts the folder back as it was before the restore, so it also undoes them:"
+
 // RestoreQuestion is what a front end asks before a restore to checkpoint
 // of a turn: the question, then (RestoreEffects) the files, then
 // RestoreCaveat.

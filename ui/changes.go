@@ -271,19 +271,9 @@ func (w *Window) confirmRestore(checkpoint string) {
 		return
 	}
 	files, others := w.store.RestoreEffects(w.current, checkpoint)
-	lines := make([]string, 0, len(files))
-	for _, f := range files {
-		lines = append(lines, f.Path+"  ("+f.Effect+")")
-	}
+	lines, listBox := effectLines(files)
 	question := widget.NewLabel(conversation.RestoreQuestion)
 	question.Wrapping = fyne.TextWrapWord
-	list := widget.NewLabelWithStyle(strings.Join(lines, "\n"), fyne.TextAlignLeading, fyne.TextStyle{Monospace: true})
-	var listBox fyne.CanvasObject = list
-	if len(lines) > 12 {
-		s := container.NewVScroll(list)
-		s.SetMinSize(fyne.NewSize(0, 12*theme.TextSize()*1.4))
-		listBox = s
-	}
 	caveat := widget.NewLabel(conversation.RestoreCaveat(others))
 	caveat.Wrapping = fyne.TextWrapWord
 	if len(others) > 0 {
@@ -293,6 +283,46 @@ func (w *Window) confirmRestore(checkpoint string) {
 	id := w.current
 	w.confirmAction(&w.restoring, c, "Restore the files?", container.NewVBox(question, listBox, caveat),
 		"Restore", theme.HistoryIcon(), func() { w.restore(id, checkpoint) }, nil)
+}
+
+// effectLines are the files a restore or an undo changes, a line each,
+// in a monospace label that scrolls beyond twelve.
+func effectLines(files []conversation.RestoreItem) (lines []string, box fyne.CanvasObject) {
+	lines = make([]string, 0, len(files))
+	for _, f := range files {
+		lines = append(lines, f.Path+"  ("+f.Effect+")")
+	}
+	list := widget.NewLabelWithStyle(strings.Join(lines, "\n"), fyne.TextAlignLeading, fyne.TextStyle{Monospace: true})
+	box = list
+	if len(lines) > 12 {
+		s := container.NewVScroll(list)
+		s.SetMinSize(fyne.NewSize(0, 12*theme.TextSize()*1.4))
+		box = s
+	}
+	return lines, box
+}
+
+// confirmUndo undoes the current conversation's restore whose undo
+// checkpoint is undo: at once when no turn changed files since, else
+// after asking, naming the files those turns changed, which the undo
+// takes back too (conversation.State.UndoDiscards).
+func (w *Window) confirmUndo(undo string) {
+	id := w.current
+	discards := w.store.UndoDiscards(id, undo)
+	if len(discards) == 0 {
+		w.restore(id, undo)
+		return
+	}
+	if w.view.Streaming {
+		w.store.AddNote(id, conversation.NoteWarn, conversation.RestoreBusy)
+		return
+	}
+	lines, listBox := effectLines(discards)
+	question := widget.NewLabel(conversation.UndoQuestion)
+	question.Wrapping = fyne.TextWrapWord
+	c := &confirmation{id: undo, text: conversation.UndoQuestion + "\n" + strings.Join(lines, "\n")}
+	w.confirmAction(&w.restoring, c, "Undo the restore?", container.NewVBox(question, listBox),
+		"Undo", theme.ContentUndoIcon(), func() { w.restore(id, undo) }, nil)
 }
 
 // restore asks the relay to put conversation id's files back as they were

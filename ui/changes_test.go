@@ -211,3 +211,58 @@ func TestCheckpointsOffSaidOnce(t *testing.T) {
 		t.Fatalf("said twice: %q", h.w.notice.title.Text)
 	}
 }
+
+// TestUndoAsksWhenTurnsChangedFilesSince: Undo of a restore after a turn
+// that changed files since asks first, naming them (the undo takes them
+// back too: the folder goes back to what it held before the restore), and
+// undoes nothing until confirmed; with no such turn it undoes at once
+// (TestChangesCard).
+func TestUndoAsksWhenTurnsChangedFilesSince(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "notes.md"), []byte("old\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	sc, err := script.Parse("s", []byte(`{"turns": [
+		{"match": "later", "steps": [{"tool": {"name": "edit", "write": {"path": "later.txt", "content": "kept\n"}}}, {"delta": "Later."}]},
+		{"steps": [{"tool": {"name": "edit", "write": {"path": "notes.md", "content": "new\n"}}}, {"delta": "Edited."}]}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cps, err := checkpoint.New(t.TempDir())
+	if err != nil {
+		t.Skip(err) // no git
+	}
+	h := newHarness(t, harnessConfig{size: fyne.NewSize(1000, 900), relay: relay.Config{Agent: script.New(sc), Checkpoints: cps, WorkDir: dir}})
+	h.send("edit the notes")
+	h.waitFor("the changes card", func() bool { return cardRow(h) >= 0 && completedTurns(h) == 1 })
+	h.frame()
+	test.Tap(h.shownRowOf(cardRow(h)).changes.restore)
+	h.frame()
+	test.Tap(h.w.restoring.ok)
+	h.waitFor("the restore's notice", func() bool { return h.lastRow(conversation.RowNote).Restored != nil })
+	notice := len(h.rows()) - 1
+	h.send("later")
+	h.waitFor("the later turn's card", func() bool { return cardRow(h) > notice && completedTurns(h) == 2 })
+	h.frame()
+
+	test.Tap(h.shownRowOf(notice).line.undo)
+	h.frame()
+	c := h.w.restoring
+	if c == nil {
+		t.Fatal("Undo asked nothing after a turn that changed files since the restore")
+	}
+	if !strings.HasPrefix(c.text, conversation.UndoQuestion) || !strings.Contains(c.text, "later.txt  (removed)") {
+		t.Fatalf("the question:\n%s", c.text)
+	}
+	if readFile(t, filepath.Join(dir, "later.txt")) != "kept\n" || readFile(t, filepath.Join(dir, "notes.md")) != "old\n" {
+		t.Fatal("the folder changed before the undo was confirmed")
+	}
+	test.Tap(c.ok)
+	h.waitFor("the undo", func() bool { c := h.rows()[notice].Card; return c != nil && c.Undone })
+	if got := readFile(t, filepath.Join(dir, "notes.md")); got != "new\n" {
+		t.Fatalf("notes.md is %q after the undo", got)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "later.txt")); err == nil {
+		t.Fatal("later.txt is still there after the undo it was named in")
+	}
+}

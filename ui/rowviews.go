@@ -334,7 +334,7 @@ func newLineView(t *transcript) *lineView {
 	v.copy.Importance = widget.LowImportance
 	v.undo = t.newButton("Undo", theme.ContentUndoIcon(), func() {
 		if d := v.restored; d != nil {
-			t.win.restore(t.win.current, d.Undo)
+			t.win.confirmUndo(d.Undo)
 		}
 	})
 	v.undo.Hide()

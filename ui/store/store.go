@@ -410,6 +410,18 @@ func (s *Store) RestoreEffects(convID, checkpoint string) (files []conversation.
 	return files, others
 }
 
+// UndoDiscards is what the undo of conversation convID's restore (undo:
+// its undo checkpoint) also undoes (conversation.State.UndoDiscards).
+func (s *Store) UndoDiscards(convID, undo string) []conversation.RestoreItem {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c, ok := s.convs[convID]
+	if !ok {
+		return nil
+	}
+	return c.UndoDiscards(undo)
+}
+
 // ClearNotice forgets the last relay error not tied to a conversation.
 func (s *Store) ClearNotice() {
 	s.mu.Lock()
