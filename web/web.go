@@ -38,14 +38,14 @@ type file struct {
 // site is the page's files, by URL path ("/" for index.html), read and
 // compressed by the first request that needs them (load).
 type site struct {
-	files  func() (map[string]*file, error)
-	loaded atomic.Bool // load ran: what TestLoadedOnFirstRequest checks
+	files func() (map[string]*file, error)
+	loads atomic.Int32 // how often load ran: what TestLoadedOnFirstRequest checks
 }
 
 func newSite(fsys fs.FS) *site {
 	s := &site{}
 	s.files = sync.OnceValues(func() (map[string]*file, error) {
-		s.loaded.Store(true)
+		s.loads.Add(1)
 		return load(fsys)
 	})
 	return s
