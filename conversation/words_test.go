@@ -275,7 +275,7 @@ func wordCases() []wordCase {
 		add("planCardTitle", n, false)
 		add("planCardTitle", n, true)
 	}
-	for _, c := range []string{"restoreQuestion", "restoreButton", "restoringText", "diffCut", "diffLoading"} {
+	for _, c := range []string{"restoreQuestion", "undoQuestion", "restoreButton", "restoringText", "diffCut", "diffLoading"} {
 		add(c)
 	}
 	add("moreFilesText", 3, false)
@@ -509,6 +509,8 @@ func say(c wordCase) (any, error) {
 		return PlanCardTitle(int(num(0)), ran), nil
 	case "restoreQuestion":
 		return RestoreQuestion, nil
+	case "undoQuestion":
+		return UndoQuestion, nil
 	case "restoreButton":
 		return RestoreButton, nil
 	case "restoringText":

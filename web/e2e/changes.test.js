@@ -111,4 +111,41 @@ describe('changes card', { skip: skip || false }, () => {
     await vcard.locator('.card-file[data-path="added.txt"] .diff .ins').first().waitFor();
     assert.deepEqual(problems, []);
   });
+
+  it('asks before an undo that takes back the turns since the restore', async () => {
+    const problems = [];
+    writeFileSync(path.join(work, 'notes.md'), 'old\n');
+    execFileSync('rm', ['-f', path.join(work, 'added.txt')]);
+    const p = await page(relay.pageURL, problems);
+    await p.click('#menu');
+    await p.click('#new-conv');
+    await p.waitForSelector('#send:not([disabled])');
+    const send = async (text, cards) => {
+      await p.fill('#prompt', text);
+      await p.press('#prompt', 'Enter');
+      await p.waitForFunction((n) => document.querySelectorAll('.note.changes').length === n, cards);
+    };
+    await send('edit the notes', 1);
+    const first = p.locator('.note.changes').first();
+    await first.locator('.restore').click();
+    await first.locator('.confirm button.danger').click();
+    const notice = p.locator('.note.restored');
+    await notice.waitFor();
+    assert.equal(read('added.txt'), null);
+    await send('edit them again', 2);
+    assert.equal(read('added.txt'), 'a\nb\n');
+
+    await notice.locator('.undo').click();
+    const confirm = notice.locator('.confirm');
+    await confirm.waitFor();
+    assert.match(await confirm.textContent(), /^Turns since that restore changed files/);
+    assert.deepEqual(await confirm.locator('.effects li').allTextContents(), ['added.txt (removed)', 'notes.md (rewritten)']);
+    await confirm.locator('button:text("Cancel")').click();
+    assert.equal(await notice.locator('.undo').textContent(), 'Undo', 'Cancel undid');
+    await notice.locator('.undo').click();
+    await confirm.locator('button.danger').click();
+    await p.waitForSelector('.note.restored >> nth=0 >> .undo:text("Undone")');
+    assert.equal(read('notes.md'), 'new\n');
+    assert.deepEqual(problems, []);
+  });
 });

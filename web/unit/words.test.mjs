@@ -40,6 +40,7 @@ const adapters = {
   unsentWhy: () => words.UNSENT_WHY,
   restoreBusy: () => words.RESTORE_BUSY,
   restoreQuestion: () => words.RESTORE_QUESTION,
+  undoQuestion: () => words.UNDO_QUESTION,
   restoreButton: () => words.RESTORE_BUTTON,
   planCardHint: () => words.PLAN_CARD_HINT,
   runInAct: () => words.RUN_IN_ACT,

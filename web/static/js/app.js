@@ -61,6 +61,7 @@ export class App {
       restore: (checkpoint) => this.restore(checkpoint),
       undo: (checkpoint) => this.restore(checkpoint),
       effects: (checkpoint) => this.restoreEffects(checkpoint),
+      undoDiscards: (undo) => this.current && this.convs.get(this.current)?.undoDiscards(undo),
       putBack: (clientId) => this.putBack(clientId),
       copy: (text) => this.copyText(text),
       runPlan: (prompt) => this.runPlan(prompt),

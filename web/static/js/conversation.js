@@ -6,7 +6,7 @@
 
 import {
   ARRIVED_LATE, UNSENT_WHY, addQuota, answerRefusedText, addShutdown, agentChangeText, byText, changesText, closedText, modeByText, relayErrorText, modeChangeText, newUsage, oneLine, planProgress,
-  planRan, restoreEffects, restoredText, statusText, titleFrom, toolCommand, toolSummary, turnText,
+  planRan, restoreEffects, undoDiscards, restoredText, statusText, titleFrom, toolCommand, toolSummary, turnText,
 } from './words.js';
 
 /**
@@ -513,6 +513,11 @@ export class Conversation {
   /** restoreEffects is what a restore to checkpoint would change (words.js). */
   restoreEffects(checkpoint) {
     return restoreEffects(this.rows.filter((r) => r.changes).map((r) => r.changes), checkpoint);
+  }
+
+  /** undoDiscards is what the undo of a restore also undoes (words.js). */
+  undoDiscards(undo) {
+    return undoDiscards(this.rows, undo);
   }
 
   /** note adds a note row: something the page itself has to say. */

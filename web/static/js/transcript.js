@@ -23,7 +23,7 @@
 import { el, clear } from './dom.js';
 import { renderBlock, splitBlocks } from './markdown.js';
 import {
-  DIFF_CUT, DIFF_LOADING, PLAN_CARD_HINT, RAN_IN_ACT, RESTORE_BUTTON, RUN_IN_ACT, RESTORE_QUESTION, RESTORING_TEXT, changesText, diffRefusedText, fileMark, firstLinesText, moreFilesText, oneLine, patchLines,
+  DIFF_CUT, DIFF_LOADING, PLAN_CARD_HINT, RAN_IN_ACT, RESTORE_BUTTON, RUN_IN_ACT, RESTORE_QUESTION, RESTORING_TEXT, UNDO_QUESTION, changesText, diffRefusedText, fileMark, firstLinesText, moreFilesText, oneLine, patchLines,
   planCardTitle, planMark, planPrompt, planPromptSteps, planStep, restoreCaveat, showAllLinesText, stepText,
 } from './words.js';
 
@@ -632,11 +632,45 @@ export class Transcript {
     const d = row.restored;
     const failed = d.files.filter((f) => f.status === 'failed');
     const undo = el('button', { type: 'button', class: 'undo needs-control', text: 'Undo' });
-    undo.addEventListener('click', () => this.actions.undo?.(d.undo));
+    const confirm = el('div', { class: 'confirm', hidden: true });
+    // Turns that changed files since the restore are undone with it (the
+    // folder goes back to what it held before the restore): ask first,
+    // naming their files; else undo at once.
+    undo.addEventListener('click', () => {
+      const files = this.actions.undoDiscards?.(d.undo) || [];
+      if (files.length === 0) this.actions.undo?.(d.undo);
+      else this.openUndoConfirm(confirm, d.undo, undo, files);
+    });
     return el('div', { class: 'row note restored info', dataset: { kind: 'note' } },
       el('span', { text: row.text }),
       failed.length ? el('ul', { class: 'failed' }, failed.map((f) => el('li', { text: `${f.path}: ${f.error || 'could not be written'}` }))) : null,
-      undo);
+      undo, confirm);
+  }
+
+  // openUndoConfirm fills and shows a restore notice's confirmation of an
+  // undo that also takes back files, the turns since the restore's.
+  openUndoConfirm(box, undo, button, files) {
+    const cancel = el('button', { type: 'button', text: 'Cancel' });
+    const ok = el('button', { type: 'button', class: 'danger', text: 'Undo' });
+    const close = () => {
+      box.hidden = true;
+      button.hidden = false;
+    };
+    cancel.addEventListener('click', () => {
+      close();
+      button.focus();
+    });
+    ok.addEventListener('click', () => {
+      close();
+      this.actions.undo?.(undo);
+    });
+    clear(box).append(
+      el('p', { text: UNDO_QUESTION }),
+      el('ul', { class: 'effects' }, files.map((f) => el('li', null, el('code', { text: f.path }), ` (${f.effect})`))),
+      el('div', { class: 'confirm-buttons' }, cancel, ok));
+    box.hidden = false;
+    button.hidden = true;
+    cancel.focus();
   }
 
   updateRestored(node, row) {

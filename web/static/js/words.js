@@ -673,6 +673,23 @@ export function restoreEffects(changeSets, checkpoint) {
   return out.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
 }
 
+/**
+ * undoDiscards is what the undo of a restore (undo: its undo checkpoint)
+ * also undoes, as the fold's rows say (conversation.State.UndoDiscards):
+ * the files the turns since the restore changed, the folder going back to
+ * what it held before the restore; [] when none did (Undo goes at once).
+ */
+export function undoDiscards(rows, undo) {
+  const at = rows.findIndex((r) => r.restored?.undo === undo);
+  if (at < 0) return [];
+  const later = rows.slice(at + 1).find((r) => r.changes);
+  if (!later) return [];
+  return restoreEffects(rows.filter((r) => r.changes).map((r) => r.changes), later.changes.checkpoint);
+}
+
+/** UNDO_QUESTION heads the files undoDiscards names, asked before such an undo (conversation.UndoQuestion). */
+export const UNDO_QUESTION = 'Turns since that restore changed files: undoing it puts the folder back as it was before the restore, so it also undoes them:';
+
 // The words of a plan card, the page's and the window's
 // (conversation/plan.go).
 
