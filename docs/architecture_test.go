@@ -399,20 +399,9 @@ func TestEveryLockSaysWhatItGuards(t *testing.T) {
 		t.Fatal("ARCHITECTURE.md no longer says that a lock field documents what it guards: change this test with it")
 	}
 	locks := 0
-	err := filepath.WalkDir("..", func(path string, d os.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if d.IsDir() && (strings.HasPrefix(d.Name(), ".") && path != ".." || d.Name() == "third_party" || d.Name() == "node_modules") {
-			return filepath.SkipDir
-		}
-		if d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
-			return nil
-		}
-		fset := token.NewFileSet()
-		file, err := parser.ParseFile(fset, path, nil, parser.ParseComments|parser.SkipObjectResolution)
-		if err != nil {
-			return err
+	walkGo(t, func(path string, fset *token.FileSet, file *ast.File) {
+		if strings.HasSuffix(path, "_test.go") {
+			return
 		}
 		line := func(p token.Pos) int { return fset.Position(p).Line }
 		for _, decl := range file.Decls {
@@ -454,18 +443,14 @@ func TestEveryLockSaysWhatItGuards(t *testing.T) {
 							heads = line(next) == line(f.End())+1
 						}
 						if f.Doc == nil && f.Comment == nil && !heads && !strings.Contains(typeDoc, name) {
-							t.Errorf("%s:%d: the lock %s says nothing of what it guards", strings.TrimPrefix(path, "../"), line(f.Pos()), name)
+							t.Errorf("%s:%d: the lock %s says nothing of what it guards", path, line(f.Pos()), name)
 						}
 					}
 					return true
 				})
 			}
 		}
-		return nil
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
 	if locks < 20 {
 		t.Fatalf("found %d locks: the walk no longer reaches the code", locks)
 	}
@@ -481,6 +466,43 @@ func TestRoomsStaySmall(t *testing.T) {
 		t.Fatal("ARCHITECTURE.md no longer gives the bounds of a file and a function: change this test with it")
 	}
 	files := 0
+	walkGo(t, func(path string, fset *token.FileSet, file *ast.File) {
+		if ast.IsGenerated(file) {
+			return
+		}
+		files++
+		if n := fset.File(file.Pos()).LineCount(); n > maxFileLines {
+			t.Errorf("%s holds %d lines, over %d: split it by what its parts do", path, n, maxFileLines)
+		}
+		if strings.HasSuffix(path, "_test.go") {
+			return
+		}
+		ast.Inspect(file, func(n ast.Node) bool {
+			var body *ast.BlockStmt
+			switch f := n.(type) {
+			case *ast.FuncDecl:
+				body = f.Body
+			case *ast.FuncLit:
+				body = f.Body
+			}
+			if body != nil {
+				if lines := fset.Position(body.End()).Line - fset.Position(n.Pos()).Line + 1; lines > maxFuncLines {
+					t.Errorf("%s:%d: a function of %d lines, over %d", path, fset.Position(n.Pos()).Line, lines, maxFuncLines)
+				}
+			}
+			return true
+		})
+	})
+	if files < 300 {
+		t.Fatalf("read %d Go files: the walk missed the repository", files)
+	}
+}
+
+// walkGo parses every Go file of the repository (third_party/, node_modules
+// and dot folders left out) and hands it to fn with its path from the
+// repository's root.
+func walkGo(t *testing.T, fn func(path string, fset *token.FileSet, file *ast.File)) {
+	t.Helper()
 	err := filepath.WalkDir("..", func(path string, d os.DirEntry, err error) error {
 		if err != nil {
 			return err
@@ -496,38 +518,10 @@ func TestRoomsStaySmall(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		if ast.IsGenerated(file) {
-			return nil
-		}
-		files++
-		name := strings.TrimPrefix(path, "../")
-		if n := fset.File(file.Pos()).LineCount(); n > maxFileLines {
-			t.Errorf("%s holds %d lines, over %d: split it by what its parts do", name, n, maxFileLines)
-		}
-		if strings.HasSuffix(path, "_test.go") {
-			return nil
-		}
-		ast.Inspect(file, func(n ast.Node) bool {
-			var body *ast.BlockStmt
-			switch f := n.(type) {
-			case *ast.FuncDecl:
-				body = f.Body
-			case *ast.FuncLit:
-				body = f.Body
-			}
-			if body != nil {
-				if lines := fset.Position(body.End()).Line - fset.Position(n.Pos()).Line + 1; lines > maxFuncLines {
-					t.Errorf("%s:%d: a function of %d lines, over %d", name, fset.Position(n.Pos()).Line, lines, maxFuncLines)
-				}
-			}
-			return true
-		})
+		fn(strings.TrimPrefix(path, "../"), fset, file)
 		return nil
 	})
 	if err != nil {
 		t.Fatal(err)
-	}
-	if files < 300 {
-		t.Fatalf("read %d Go files: the walk missed the repository", files)
 	}
 }
