@@ -1,18 +1,13 @@
 package chat
 
 import (
-	"context"
-	"io"
 	"os"
 	"path/filepath"
 	"slices"
 	"testing"
-	"time"
 
-	"github.com/pilotdesk/pilotdesk/client"
 	"github.com/pilotdesk/pilotdesk/relay"
 	"github.com/pilotdesk/pilotdesk/relay/checkpoint"
-	"github.com/pilotdesk/pilotdesk/relay/relaytest"
 	"github.com/pilotdesk/pilotdesk/session/script"
 )
 
@@ -25,38 +20,10 @@ func TestChangesDiffRestoreCommands(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "notes.md"), []byte("old\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	sc, err := script.Parse("s", []byte(`{"turns": [{"steps": [
+	h := startCheckpointREPL(t, dir, `{"turns": [{"steps": [
 		{"tool": {"name": "edit", "write": {"path": "notes.md", "content": "new\n"}}},
 		{"tool": {"name": "edit", "write": {"path": "added.txt", "content": "a\nb\n"}}},
-		{"delta": "Edited."}]}]}`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	cps, err := checkpoint.New(t.TempDir())
-	if err != nil {
-		t.Skip(err)
-	}
-	srv := relaytest.Start(t, relay.Config{Agent: script.New(sc), Token: "t0ken", Checkpoints: cps, WorkDir: dir})
-	ctx, cancel := context.WithCancel(context.Background())
-	conn, err := client.Config{URL: srv.URL, Token: srv.Token}.Dial(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pr, pw := io.Pipe()
-	h := &relayHarness{t: t, srv: srv, out: &output{}, in: pw, done: make(chan error, 1)}
-	go func() {
-		h.done <- Run(ctx, Config{Conn: conn, In: pr, Out: h.out, NewID: func() string { return testConv }})
-	}()
-	t.Cleanup(func() {
-		cancel()
-		pw.Close()
-		select {
-		case <-h.done:
-		case <-time.After(relaytest.Timeout):
-			t.Error("Run did not return")
-		}
-		conn.Close()
-	})
+		{"delta": "Edited."}]}]}`)
 
 	h.typeIn("/changes\n")
 	h.waitFor("No turn of this conversation changed files yet.")
@@ -115,37 +82,9 @@ func TestCommandsTakeNamesWithSpaces(t *testing.T) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	sc, err := script.Parse("s", []byte(`{"turns": [{"steps": [
+	h := startCheckpointREPL(t, root, `{"turns": [{"steps": [
 		{"tool": {"name": "edit", "write": {"path": "my  notes.md", "content": "new\n"}}},
-		{"delta": "Edited {{workspace}}."}]}]}`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	cps, err := checkpoint.New(t.TempDir())
-	if err != nil {
-		t.Skip(err)
-	}
-	srv := relaytest.Start(t, relay.Config{Agent: script.New(sc), Token: "t0ken", Checkpoints: cps, WorkDir: root})
-	ctx, cancel := context.WithCancel(context.Background())
-	conn, err := client.Config{URL: srv.URL, Token: srv.Token}.Dial(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pr, pw := io.Pipe()
-	h := &relayHarness{t: t, srv: srv, out: &output{}, in: pw, done: make(chan error, 1)}
-	go func() {
-		h.done <- Run(ctx, Config{Conn: conn, In: pr, Out: h.out, NewID: func() string { return testConv }})
-	}()
-	t.Cleanup(func() {
-		cancel()
-		pw.Close()
-		select {
-		case <-h.done:
-		case <-time.After(relaytest.Timeout):
-			t.Error("Run did not return")
-		}
-		conn.Close()
-	})
+		{"delta": "Edited {{workspace}}."}]}]}`)
 
 	h.typeIn("/new \"" + dir + "\n")
 	h.waitFor("is not closed")
@@ -188,37 +127,9 @@ func TestUndoAsksWhenTurnsChangedFilesSince(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "notes.md"), []byte("old\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	sc, err := script.Parse("s", []byte(`{"turns": [
+	h := startCheckpointREPL(t, dir, `{"turns": [
 		{"match": "later", "steps": [{"tool": {"name": "edit", "write": {"path": "later.txt", "content": "kept\n"}}}, {"delta": "Later."}]},
-		{"steps": [{"tool": {"name": "edit", "write": {"path": "notes.md", "content": "new\n"}}}, {"delta": "Edited."}]}]}`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	cps, err := checkpoint.New(t.TempDir())
-	if err != nil {
-		t.Skip(err)
-	}
-	srv := relaytest.Start(t, relay.Config{Agent: script.New(sc), Token: "t0ken", Checkpoints: cps, WorkDir: dir})
-	ctx, cancel := context.WithCancel(context.Background())
-	conn, err := client.Config{URL: srv.URL, Token: srv.Token}.Dial(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pr, pw := io.Pipe()
-	h := &relayHarness{t: t, srv: srv, out: &output{}, in: pw, done: make(chan error, 1)}
-	go func() {
-		h.done <- Run(ctx, Config{Conn: conn, In: pr, Out: h.out, NewID: func() string { return testConv }})
-	}()
-	t.Cleanup(func() {
-		cancel()
-		pw.Close()
-		select {
-		case <-h.done:
-		case <-time.After(relaytest.Timeout):
-			t.Error("Run did not return")
-		}
-		conn.Close()
-	})
+		{"steps": [{"tool": {"name": "edit", "write": {"path": "notes.md", "content": "new\n"}}}, {"delta": "Edited."}]}]}`)
 
 	h.typeIn("edit the notes\n")
 	h.waitFor("1 file changed +1 −1 (/diff 1, /restore 1)")
@@ -243,4 +154,19 @@ func TestUndoAsksWhenTurnsChangedFilesSince(t *testing.T) {
 	if b, _ := os.ReadFile(filepath.Join(dir, "notes.md")); string(b) != "new\n" {
 		t.Fatalf("notes.md is %q after the undo", b)
 	}
+}
+
+// startCheckpointREPL is a REPL on a relay whose scripted agent plays
+// scenario in workDir, with checkpoints (skipped without git).
+func startCheckpointREPL(t *testing.T, workDir, scenario string) *relayHarness {
+	t.Helper()
+	sc, err := script.Parse("s", []byte(scenario))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cps, err := checkpoint.New(t.TempDir())
+	if err != nil {
+		t.Skip(err)
+	}
+	return startREPLOn(t, relay.Config{Agent: script.New(sc), Checkpoints: cps, WorkDir: workDir})
 }

@@ -58,7 +58,15 @@ func startRelayREPLOf(t *testing.T, wrap func(session.Agent) session.Agent) *rel
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := relaytest.Start(t, relay.Config{Agent: wrap(script.New(sc)), Token: "t0ken"})
+	return startREPLOn(t, relay.Config{Agent: wrap(script.New(sc))})
+}
+
+// startREPLOn is a REPL on a relay started with cfg (its token t0ken),
+// stopped with the test.
+func startREPLOn(t *testing.T, cfg relay.Config) *relayHarness {
+	t.Helper()
+	cfg.Token = "t0ken"
+	srv := relaytest.Start(t, cfg)
 	ctx, cancel := context.WithCancel(context.Background())
 	conn, err := client.Config{URL: srv.URL, Token: srv.Token}.Dial(ctx)
 	if err != nil {
