@@ -170,7 +170,7 @@ func TestInputRequestLifecycle(t *testing.T) {
 	f.ev("c", &protocol.UserInputRequest{RequestID: "r3", Question: "Pick", Choices: []string{"a", "b"}, InputType: protocol.InputChoice})
 	f.s.MarkAnswering("c", "r3", "b", false)
 	f.s.Apply(client.Event{Data: &protocol.Error{Code: protocol.CodeInvalidAnswer, Message: "not a choice", ConversationID: "c"}})
-	if v := f.s.Take("c", false).Conv; v.Pending == nil || v.Pending.Answering || v.Pending.Hint != "not a choice" {
+	if v := f.s.Take("c", false).Conv; v.Pending == nil || v.Pending.Answering || v.Pending.Hint != conversation.AnswerRefusedText("not a choice") {
 		t.Fatalf("refused answer should reopen the request: %+v", v.Pending)
 	}
 	f.s.MarkAnswering("c", "r3", "b", false)
