@@ -11,6 +11,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/pilotdesk/pilotdesk/internal/shellquote"
 	"github.com/pilotdesk/pilotdesk/relay"
 	"github.com/pilotdesk/pilotdesk/relay/history"
 )
@@ -63,7 +64,7 @@ func announceAuth(s relaySettings, made bool, running string, stdout io.Writer, 
 			" can connect as the owner and run commands through the agent. Drop --insecure-no-auth to get a token")
 	case made && running != "":
 		logger.Info("relay token made for this run: clients must present it; pilotdesk chat and pilotdesk token on this data dir find it, others read it from the file (only this user can)",
-			"file", running, "read", "jq -r .token "+shellQuote(running))
+			"file", running, "read", "jq -r .token "+shellquote.Word(filepath.Clean(running)))
 	case made:
 		// No data dir (:memory:): standard output is the only place.
 		fmt.Fprintf(stdout, "relay token (made for this run; pass --token to choose one): %s\n", s.Token)
@@ -71,14 +72,6 @@ func announceAuth(s relaySettings, made bool, running string, stdout io.Writer, 
 	case utf8.RuneCountInString(s.Token) < minTokenLength:
 		logger.Warn(fmt.Sprintf("relay: the token is %d characters long: one under %d is easy to guess; make one with openssl rand -hex 32", utf8.RuneCountInString(s.Token), minTokenLength))
 	}
-}
-
-// shellQuote quotes a path for a command line shown to the user.
-func shellQuote(p string) string {
-	if strings.ContainsAny(p, " '\"\\$`!*?[]{}()<>|&;#~") {
-		return "'" + strings.ReplaceAll(p, "'", `'\''`) + "'"
-	}
-	return filepath.Clean(p)
 }
 
 // liveDeviceNames lists, quoted, the names of the device tokens of the

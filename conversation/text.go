@@ -9,6 +9,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/pilotdesk/pilotdesk/internal/shellquote"
 	"github.com/pilotdesk/pilotdesk/protocol"
 )
 
@@ -99,20 +100,9 @@ func commandLine(argv []string) string {
 	}
 	words := make([]string, len(argv))
 	for i, w := range argv {
-		words[i] = shellQuote(w)
+		words[i] = shellquote.Word(w)
 	}
 	return strings.Join(words, " ")
-}
-
-// shellQuote quotes w in single quotes when a shell would split or expand
-// it.
-func shellQuote(w string) string {
-	if w != "" && strings.IndexFunc(w, func(r rune) bool {
-		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-_./=:,+@%", r))
-	}) < 0 {
-		return w
-	}
-	return "'" + strings.ReplaceAll(w, "'", `'\''`) + "'"
 }
 
 // summaryLine is s on one line of at most ToolSummaryMax runes: its first

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/pilotdesk/pilotdesk/internal/shellquote"
 	"github.com/pilotdesk/pilotdesk/protocol"
 	"github.com/pilotdesk/pilotdesk/relay/history"
 	"github.com/pilotdesk/pilotdesk/relay/workspace"
@@ -97,8 +98,9 @@ func (e *errNotVisible) Error() string {
 	case e.cluster:
 		return fmt.Sprintf("this relay cannot see the conversation's folder %s (a folder every relay must see alike, on a shared volume), so it does not run it", w.Dir)
 	case w.Isolation == protocol.IsolationWorktree && w.Worktree != "" && w.Branch != "":
+		path, q := shellquote.Word(w.Path), shellquote.Word
 		return fmt.Sprintf("the conversation's folder %s is gone: its worktree was removed (its branch %s keeps what was committed on it, and the turns' diffs what they changed). To go on here, put the worktree back (git -C %s worktree prune && git -C %s worktree add %s %s); or start a new conversation",
-			w.Dir, w.Branch, w.Path, w.Path, w.Worktree, w.Branch)
+			w.Dir, w.Branch, path, path, q(w.Worktree), q(w.Branch))
 	default:
 		return fmt.Sprintf("the conversation's folder %s is gone (moved or removed): put it back to go on here, or start a new conversation", w.Dir)
 	}

@@ -354,7 +354,9 @@ func TestWorktreesInParallel(t *testing.T) {
 func TestWorktreeRemovedByHandSaysHowToGoOn(t *testing.T) {
 	checkNoLeaks(t)
 	home := t.TempDir()
-	user := gitRepo(t, filepath.Join(home, "project"))
+	// A folder with a space: the git commands given quote it, for a
+	// shell to read it as one word.
+	user := gitRepo(t, filepath.Join(home, "my project"))
 	sc, err := script.Parse("two edits", []byte(twoEdits))
 	if err != nil {
 		t.Fatal(err)
@@ -373,7 +375,7 @@ func TestWorktreeRemovedByHandSaysHowToGoOn(t *testing.T) {
 	cl.Send("copilot:user_input_response", map[string]any{"conversationId": id, "requestId": ask.Field("requestId"), "answer": "yes"})
 	changes := cl.WaitFor("copilot:changes", nil)
 	cl.WaitFor("copilot:idle", nil)
-	root := filepath.Join(data, "worktrees", "project-dddddddd")
+	root := filepath.Join(data, "worktrees", "my project-dddddddd")
 	if got := readFile(t, filepath.Join(root, "notes.txt")); got != "alpha was here\n" {
 		t.Fatalf("the worktree holds %q", got)
 	}
@@ -385,7 +387,7 @@ func TestWorktreeRemovedByHandSaysHowToGoOn(t *testing.T) {
 	cl.Send("copilot:send", map[string]any{"conversationId": id, "prompt": "alpha again"})
 	e := cl.WaitFor("error", nil)
 	msg := e.Field("message").(string)
-	want := "the conversation's folder " + root + " is gone: its worktree was removed (its branch pilotdesk/dddddddd keeps what was committed on it, and the turns' diffs what they changed). To go on here, put the worktree back (git -C " + user + " worktree prune && git -C " + user + " worktree add " + root + " pilotdesk/dddddddd); or start a new conversation"
+	want := "the conversation's folder " + root + " is gone: its worktree was removed (its branch pilotdesk/dddddddd keeps what was committed on it, and the turns' diffs what they changed). To go on here, put the worktree back (git -C '" + user + "' worktree prune && git -C '" + user + "' worktree add '" + root + "' pilotdesk/dddddddd); or start a new conversation"
 	if e.Field("code") != protocol.CodeLimit || msg != want {
 		t.Fatalf("error %s\nwant message %q", e.Raw, want)
 	}
