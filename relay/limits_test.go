@@ -3,6 +3,8 @@ package relay_test
 import (
 	"bytes"
 	"context"
+	"errors"
+	"fmt"
 	"regexp"
 	"strconv"
 	"strings"
@@ -152,6 +154,66 @@ func (s *countStore) Events(ctx context.Context, id string, since int64, fn func
 		s.read.Add(int64(len(e.Frame)))
 		return fn(e)
 	})
+}
+
+// flakyStore's Events fails its first fails calls, as a JetStream store
+// does while its cluster elects a leader, after handing out up to one
+// event.
+type flakyStore struct {
+	history.Store
+	fails atomic.Int32
+}
+
+func (s *flakyStore) Events(ctx context.Context, id string, since int64, fn func(history.Event) error) error {
+	if s.fails.Add(-1) < 0 {
+		return s.Store.Events(ctx, id, since, fn)
+	}
+	sent := false
+	err := s.Store.Events(ctx, id, since, func(e history.Event) error {
+		if sent {
+			return errors.New("nats: API error: code=503 err_code=10008 description=JetStream system temporarily unavailable")
+		}
+		sent = true
+		return fn(e)
+	})
+	if !sent && err == nil {
+		err = errors.New("nats: API error: code=503 err_code=10008 description=JetStream system temporarily unavailable")
+	}
+	return err
+}
+
+// A replay whose reads of the history fail for a moment (a store whose
+// cluster is electing a leader) reads again from the last event it sent,
+// and the client gets the whole history once, in order, where the first
+// failure closed its connection.
+func TestReplayReadsAgainAfterAFailure(t *testing.T) {
+	parallel(t)
+	st := &flakyStore{Store: history.NewMemory()}
+	e := start(t, func(c *relay.Config) { c.Store = st })
+	cl, _ := e.subscribe("c")
+	ft := e.startTurn(cl, "c", "go", nil)
+	for i := range 10 {
+		ft.delta("m", fmt.Sprint(i))
+	}
+	ft.finish(nil)
+	last := cl.WaitFor("copilot:idle", nil).Seq()
+
+	st.fails.Store(3)
+	late := e.dial()
+	late.Send("copilot:subscribe", map[string]any{"conversationId": "c", "sinceSeq": 0})
+	sub, replay := late.WaitForCollect("copilot:subscribed", nil)
+	var seqs []int64
+	for _, f := range replay {
+		seqs = append(seqs, f.Seq())
+	}
+	if len(seqs) != int(last) || seqs[0] != 1 || seqs[len(seqs)-1] != last || sub.Field("seq") != float64(last) {
+		t.Fatalf("replay after three failed reads: seqs %v, subscribed %s; want 1..%d once each", seqs, sub.Raw, last)
+	}
+	for i := range seqs {
+		if seqs[i] != int64(i+1) {
+			t.Fatalf("replay after three failed reads: seqs %v", seqs)
+		}
+	}
 }
 
 // A replay reads the history as the socket drains: a client that subscribes

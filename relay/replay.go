@@ -2,12 +2,21 @@ package relay
 
 import (
 	"errors"
+	"time"
 
 	"github.com/coder/websocket"
 
 	"github.com/pilotdesk/pilotdesk/protocol"
 	"github.com/pilotdesk/pilotdesk/relay/history"
 )
+
+// replayRetry are the waits before a replay reads the history again after
+// a read failed, from the last event it sent: a store that cannot answer
+// for a moment (a JetStream node rejoining its cluster, a stream's leader
+// being elected: "JetStream system temporarily unavailable") is asked for
+// about 15 s before the client is told to come back, where the first
+// failure closed its connection.
+var replayRetry = []time.Duration{250 * time.Millisecond, 500 * time.Millisecond, time.Second, 2 * time.Second, 4 * time.Second, 8 * time.Second}
 
 var (
 	errStopReplay  = errors.New("replay done")
@@ -26,6 +35,7 @@ var (
 // for a client that never reads.
 func (c *conversation) replayStored(cn *conn, rp *replay) {
 	since := rp.since
+	failed := 0 // reads failed in a row
 	for since < rp.upTo {
 		if !cn.replayRoom() {
 			return
@@ -55,9 +65,18 @@ func (c *conversation) replayStored(cn *conn, rp *replay) {
 		})
 		switch {
 		case errors.Is(err, errPauseReplay):
+			failed = 0
 			continue
 		case err == nil, errors.Is(err, errStopReplay), errors.Is(err, errConnClosed), cn.ctx.Err() != nil:
 			return // the history ends before upTo only when the conversation was deleted meanwhile
+		case failed < len(replayRetry):
+			c.r.log.Warn("relay: a replay could not read the history; reading again", "conversationId", c.id, "after", since, "in", replayRetry[failed], "err", err)
+			select {
+			case <-cn.ctx.Done():
+				return
+			case <-time.After(replayRetry[failed]):
+			}
+			failed++
 		default:
 			c.r.log.Error("relay: replay from the history store failed", "conversationId", c.id, "err", err)
 			cn.closeWith(websocket.StatusInternalError, "could not read the history: try again", false)
