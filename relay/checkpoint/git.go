@@ -73,9 +73,9 @@ func (g gitCmd) output(ctx context.Context) ([]byte, error) {
 		return g.outputPiped(ctx)
 	}
 	defer files.close()
-	cmd := exec.CommandContext(ctx, g.s.git, g.args...)
-	cmd.Dir = g.dir
-	cmd.Env = append(append([]string(nil), g.s.env...), g.env...)
+	// The command as cmd makes it, its stdio the files; its stderr is read
+	// into the capped buffer once it has exited.
+	cmd, stderr := g.cmd(ctx)
 	cmd.Stdout, cmd.Stderr = files.out, files.err
 	if g.in != nil {
 		if _, err := io.Copy(files.in, g.in); err != nil {
@@ -92,7 +92,6 @@ func (g gitCmd) output(ctx context.Context) ([]byte, error) {
 		runErr = fmt.Errorf("read its output: %w", err)
 	}
 	if runErr != nil {
-		stderr := capped.NewBuffer(stderrLimit)
 		msg, _ := readFrom(files.err, stderrLimit)
 		_, _ = stderr.Write(msg)
 		return out, g.fail(runErr, stderr)
