@@ -118,16 +118,26 @@ type dataDirDevices struct {
 	// clear: the relay listens on the network without TLS, so no token
 	// is made for it (tls.go, refuseClearDevices).
 	clear bool
+	// inNATS: the relay keeps its tokens in the data dir's NATS node,
+	// which it holds (target.tokensInNATS): none can be made from here.
+	inNATS bool
+	pid    string
 }
 
 func newDataDirDevices(t target) dataDirDevices {
 	r := t.attachedTo
-	return dataDirDevices{dir: t.dataDir, share: shareInfo(r.deviceURL(), r.LAN, r.CAFingerprint), clear: r.ClearNetwork}
+	return dataDirDevices{dir: t.dataDir, share: shareInfo(r.deviceURL(), r.LAN, r.CAFingerprint), clear: r.ClearNetwork,
+		inNATS: t.tokensInNATS, pid: t.Attached}
 }
 
 func (d dataDirDevices) Share() ui.ShareInfo { return d.share }
 
 func (d dataDirDevices) open(ctx context.Context) (*sqlite.DeviceStore, error) {
+	if d.inNATS {
+		// The SQLite table of the data dir is not the relay's: a token
+		// made there would never open a connection.
+		return nil, fmt.Errorf("the relay of %s keeps its device tokens in its NATS node in %s, which it holds: make them in its window (Connect a device…)", d.pid, d.dir)
+	}
 	store, err := sqlite.OpenDevices(ctx, d.dir, sqlite.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
 		return nil, fmt.Errorf("opening the device tokens in %s: %w", d.dir, err)

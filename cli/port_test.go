@@ -3,16 +3,21 @@ package cli
 import (
 	"bytes"
 	"context"
+	"errors"
 	"io"
 	"log/slog"
 	"net"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/pilotdesk/pilotdesk/client"
+	"github.com/pilotdesk/pilotdesk/protocol"
 	"github.com/pilotdesk/pilotdesk/relay"
+	"github.com/pilotdesk/pilotdesk/relay/history/sqlite"
 	"github.com/pilotdesk/pilotdesk/settings"
 )
 
@@ -165,4 +170,46 @@ func (b *lockedBuffer) String() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.buf.String()
+}
+
+// TestWindowAttachesToAnEmbeddedNATSRelay: a second pilotdesk started with
+// --nats embedded on the data dir whose node a running relay holds
+// attaches to that relay, as it does on SQLite, where it failed with
+// "opening the NATS node … in use by another pilotdesk". Its devices
+// dialog says where the tokens are made rather than writing them into
+// the data dir's SQLite table, which that relay does not read.
+func TestWindowAttachesToAnEmbeddedNATSRelay(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	cf := clientFlags{}
+	cf.relay.Settings = settings.Defaults()
+	cf.relay.Agent, cf.relay.DataDir = settings.AgentDemo, dir
+	cf.relay.NATS = natsSettings{URLs: natsEmbedded, Replicas: 1, Streams: 1, Lease: 15 * time.Second}
+	cf.relay.HeartbeatTimeout = time.Minute
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
+	first, stop, err := cf.startTarget(ctx, logger)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop()
+	second, stopSecond, err := cf.startTarget(ctx, logger)
+	if err != nil {
+		t.Fatalf("a second start on the held node: %v", err)
+	}
+	defer stopSecond()
+	if second.Attached == "" || second.Embedded || second.URL != first.URL {
+		t.Fatalf("the second start did not attach to %s: %+v", first.URL, second)
+	}
+	devs := newWindowDevices(second)
+	if devs == nil {
+		t.Fatal("the attached window has no devices dialog")
+	}
+	if _, err := devs.CreateDevice(ctx, "Pixel", protocol.RoleController, time.Time{}); err == nil || !strings.Contains(err.Error(), "NATS node in "+dir) {
+		t.Fatalf("making a token beside a NATS relay: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, sqlite.FileName)); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("the attached window made a SQLite history beside the NATS one: %v", err)
+	}
 }

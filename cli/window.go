@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/pilotdesk/pilotdesk/relay"
+	"github.com/pilotdesk/pilotdesk/relay/history/jetstream"
 	"github.com/pilotdesk/pilotdesk/relay/history/sqlite"
 	"github.com/pilotdesk/pilotdesk/relay/workspace"
 	"github.com/pilotdesk/pilotdesk/settings"
@@ -44,6 +45,10 @@ type target struct {
 	// relay's device tokens through the data dir (devices.go).
 	attachedTo *runningRelay
 	dataDir    string
+	// tokensInNATS: the attached relay keeps its device tokens in the
+	// data dir's embedded NATS node, which it holds, not in the SQLite
+	// devices table the window would otherwise change (devices.go).
+	tokensInNATS bool
 	// DemoReason: why --agent auto picked the built-in demo ("" if not).
 	DemoReason string
 	// spaces are the embedded relay's workspaces (nil for another
@@ -152,13 +157,14 @@ func (c *clientFlags) startTarget(ctx context.Context, logger *slog.Logger) (tar
 		}
 		rememberPort(s.DataDir, portFile, st.URL, logger)
 	}
-	if errors.Is(err, sqlite.ErrInUse) {
+	if errors.Is(err, sqlite.ErrInUse) || errors.Is(err, jetstream.ErrInUse) {
 		// Another pilotdesk (a window, serve) of this user holds the data
-		// dir: attach to its relay instead of refusing.
+		// dir, its SQLite history or its embedded NATS node: attach to
+		// its relay instead of refusing.
 		if r, rerr := readRunning(s.DataDir); rerr == nil {
 			logger.Info("attaching to the relay already running on the data dir", "url", r.URL, "pid", r.PID)
 			return target{URL: r.URL, Token: r.Token, Attached: pidText(r.PID), Fingerprint: r.Fingerprint,
-				lan: r.LAN, attachedTo: &r, dataDir: s.DataDir}, func() {}, nil
+				lan: r.LAN, attachedTo: &r, dataDir: s.DataDir, tokensInNATS: errors.Is(err, jetstream.ErrInUse)}, func() {}, nil
 		}
 	}
 	if err != nil {
