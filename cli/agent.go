@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/pilotdesk/pilotdesk/assets"
 	"github.com/pilotdesk/pilotdesk/session"
 	"github.com/pilotdesk/pilotdesk/session/acp"
 	"github.com/pilotdesk/pilotdesk/session/copilot"
@@ -150,7 +149,7 @@ const demoAccountFile = "demo-account.json"
 func scriptAgent(s relaySettings, logger *slog.Logger) (session.Agent, error) {
 	path := s.Script
 	if path == "" {
-		sc, err := script.Parse("built-in demo", assets.DemoScript)
+		sc, err := script.Demo()
 		if err != nil {
 			return nil, fmt.Errorf("the built-in demo script is broken: %w", err)
 		}

@@ -365,6 +365,9 @@ func (d *desktop) options(r *relayConn, problem string) ui.Options {
 		opts.Agent = t.Agent
 		opts.AgentLabel = t.AgentLabel
 		opts.DemoReason = t.DemoReason
+		if t.Agent == "script" {
+			opts.Script = r.flags.relay.Script
+		}
 		if t.spaces != nil {
 			opts.CheckFolder = t.spaces.Check
 		}

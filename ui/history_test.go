@@ -97,7 +97,7 @@ func TestReplayDrawnOnce(t *testing.T) {
 	}
 	h.w.store.Apply(client.Event{Data: &protocol.Subscribed{ConversationID: conv, Mode: protocol.ModeAct, Seq: seq}})
 	h.frame()
-	if len(tr.rows) < 150 || tr.empty.Visible() || tr.hint.Text != emptyHint(h.w.opts.Agent) {
+	if len(tr.rows) < 150 || tr.empty.Visible() || tr.hint.Text != emptyHint(h.w.opts) {
 		t.Fatalf("after the replay: %d rows drawn, hint shown %v", len(tr.rows), tr.empty.Visible())
 	}
 	if !tr.atBottom() {

@@ -2,6 +2,7 @@ package ui
 
 import (
 	"fmt"
+	"path/filepath"
 	"time"
 
 	"fyne.io/fyne/v2"
@@ -89,12 +90,16 @@ type transcript struct {
 }
 
 // emptyHint greets a conversation with nothing in it yet; with the
-// built-in demo agent (agent "script") it says what to type first.
-func emptyHint(agent string) string {
-	if agent == "script" {
-		return demoHint + "\n\n" + emptyText
+// scripted agent (agent "script") it says what runs: the built-in demo,
+// and what to type first, or the scenario file --script named.
+func emptyHint(opts Options) string {
+	switch {
+	case opts.Agent != "script":
+		return emptyText
+	case opts.Script != "":
+		return "This is the scripted agent playing " + filepath.Base(opts.Script) + ": it answers as that scenario says.\n\n" + emptyText
 	}
-	return emptyText
+	return demoHint + "\n\n" + emptyText
 }
 
 const demoHint = "This is the built-in demo agent: type help to see what it can show."
@@ -130,7 +135,7 @@ func newTranscript(w *Window) *transcript {
 	t := &transcript{win: w, views: map[fyne.CanvasObject]*rowState{}, fixes: map[int]float32{}, open: map[string]toolOpen{}, ticks: map[string][]bool{}, ranPlans: map[string]bool{}, cardOpen: map[string]toolOpen{}, cardGen: map[string]uint32{}}
 	t.list = t.newList()
 	t.measure = t.newRowState()
-	t.hint = widget.NewLabel(emptyHint(w.opts.Agent))
+	t.hint = widget.NewLabel(emptyHint(w.opts))
 	t.hint.Wrapping = fyne.TextWrapWord
 	t.hint.Alignment = fyne.TextAlignCenter
 	t.hint.Importance = widget.MediumImportance

@@ -67,6 +67,10 @@ type Options struct {
 	// Agent names the embedded relay's agent backend ("copilot", "acp",
 	// "script"); "" when the relay is remote. The About dialog shows it.
 	Agent string
+	// Script is the scenario file the embedded relay's scripted agent
+	// (Agent "script") plays, "" for the built-in demo: the empty
+	// conversation's hint names what runs.
+	Script string
 	// AgentLabel names that agent for people ("OpenCode (ACP)"), when its
 	// backend knows (session.Labeler); the About dialog and the notice of
 	// a restarted relay prefer it to Agent.
@@ -367,7 +371,7 @@ drain:
 	w.composer.blinkCheck = false
 	w.composer.awake()
 	w.win.SetTitle(windowTitle(w.opts, c.URL()))
-	w.transcript.hint.SetText(emptyHint(w.opts.Agent))
+	w.transcript.hint.SetText(emptyHint(w.opts))
 	w.store.Create(w.current)
 	if onRelay {
 		w.subscribe(w.current)
@@ -523,7 +527,7 @@ drain:
 			w.transcript.hint.SetText("Loading the conversation…")
 			w.transcript.apply(store.View{ID: v.ID, Full: true})
 		} else {
-			w.transcript.hint.SetText(emptyHint(w.opts.Agent))
+			w.transcript.hint.SetText(emptyHint(w.opts))
 		}
 	}
 	if !replaying && (v.Full || len(v.Changed) > 0) {

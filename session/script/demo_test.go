@@ -349,3 +349,28 @@ func TestDemoWordsFitWhatHappened(t *testing.T) {
 		t.Errorf("help does not name the window's buttons:\n%s", text)
 	}
 }
+
+// TestLabelNamesTheScenario: the built-in demo is labelled the demo, any
+// other scenario by its file's name, which the list and the window show.
+func TestLabelNamesTheScenario(t *testing.T) {
+	demo, err := Demo()
+	if err != nil {
+		t.Fatal(err)
+	}
+	file, err := Parse("/home/me/scenarios/deploy.json", []byte(`{"turns": [{"steps": [{"delta": "hi"}]}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		agent session.Agent
+		want  string
+	}{
+		{NewDemo(demo, DemoOptions{}), "demo (scripted)"},
+		{New(demo), "demo (scripted)"},
+		{New(file), "deploy.json (scripted)"},
+	} {
+		if got := tc.agent.(session.Labeler).Label(); got != tc.want {
+			t.Errorf("Label() = %q, want %q", got, tc.want)
+		}
+	}
+}

@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -54,8 +55,15 @@ var errClosed = fmt.Errorf("scripted agent: %w", session.ErrClosed)
 // Name is the backend's name as the CLI spells it.
 func (a *Agent) Name() string { return "script" }
 
-// Label names the backend for people (session.Labeler).
-func (a *Agent) Label() string { return "demo (scripted)" }
+// Label names the backend for people (session.Labeler): the built-in demo
+// as the demo, any other scenario by its file's name, so that the list and
+// the window say what actually runs ("demo.json (scripted)").
+func (a *Agent) Label() string {
+	if a.script == nil || a.script.Name == "" || a.script.Name == DemoName {
+		return "demo (scripted)"
+	}
+	return filepath.Base(a.script.Name) + " (scripted)"
+}
 
 // Open returns the conversation's scripted session. A script has no state to
 // resume, so opts.Resume changes nothing; opts.Model is ignored too (a
