@@ -2,12 +2,14 @@ package cli
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/pilotdesk/pilotdesk/session"
 	"github.com/pilotdesk/pilotdesk/session/acp"
@@ -46,7 +48,7 @@ func buildAgent(ctx context.Context, s relaySettings, logger *slog.Logger) (_ se
 			logger.Info("agent: script (built-in demo)", "why", err.Error())
 			s.Script = ""
 			a, err2 := scriptAgent(s, logger)
-			return a, whyDemo(s, err), err2
+			return a, whyDemo(err), err2
 		}
 		logger.Info("agent: copilot", "why", "the Copilot CLI is installed and can run a turn")
 		return a, "", nil
@@ -61,19 +63,21 @@ func startCopilot(ctx context.Context, s relaySettings, logger *slog.Logger) (*c
 	return copilot.Start(probeCtx, copilotOptions(s, logger))
 }
 
-// whyDemo words the Copilot CLI's probe failure for the first-run notice.
-func whyDemo(s relaySettings, err error) string {
-	switch {
-	case errors.Is(err, session.ErrAgentNotFound) && s.CopilotPath != "":
-		return fmt.Sprintf("No GitHub Copilot CLI was found at %s.", s.CopilotPath)
-	case errors.Is(err, session.ErrAgentNotFound):
-		return "No GitHub Copilot CLI was found on this computer."
-	case errors.Is(err, session.ErrNotSignedIn):
-		return "The GitHub Copilot CLI is installed but not signed in."
-	case errors.Is(err, session.ErrProtocolMismatch):
-		return "The installed GitHub Copilot CLI is a version pilotdesk cannot talk to (update it)."
+// whyDemo words an agent's start failure for the first-run notice as a
+// sentence of the backend's own words: every backend names its agent and
+// the file or setting at fault, and says what to do (not found: install
+// it; not executable: chmod it; not signed in: how to sign in), in the
+// words the relay logs and serve prints. A table of its own here knew
+// the Copilot CLI only, and called a file it could not run "not found".
+func whyDemo(err error) string {
+	msg := strings.TrimSpace(err.Error())
+	if r, size := utf8.DecodeRuneInString(msg); r != utf8.RuneError {
+		msg = string(unicode.ToUpper(r)) + msg[size:]
 	}
-	return fmt.Sprintf("The GitHub Copilot CLI could not start (%v).", err)
+	if !strings.HasSuffix(msg, ".") {
+		msg += "."
+	}
+	return msg
 }
 
 func copilotOptions(s relaySettings, logger *slog.Logger) copilot.Options {

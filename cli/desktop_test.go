@@ -2,6 +2,8 @@ package cli
 
 import (
 	"context"
+	"io"
+	"log/slog"
 	neturl "net/url"
 	"os"
 	"path/filepath"
@@ -105,11 +107,48 @@ func TestFirstRunPicksTheDemo(t *testing.T) {
 		t.Fatal(err)
 	}
 	tg := td.d.cur.target
-	if tg.Agent != "script" || tg.DemoReason != "No GitHub Copilot CLI was found at "+missing+"." {
+	if tg.Agent != "script" || !strings.HasPrefix(tg.DemoReason, "GitHub Copilot CLI not found: "+missing+" does not exist; install it") {
 		t.Fatalf("agent %q, reason %q", tg.Agent, tg.DemoReason)
 	}
 	if opts := td.d.options(td.d.cur, ""); opts.DemoReason != tg.DemoReason || opts.Agent != "script" || opts.Version != Version {
 		t.Fatalf("window options %+v", opts)
+	}
+}
+
+// TestDemoReasonIsTheBackendsOwnWords: why the window runs the demo is
+// said in the words the backend gives the relay, whatever the backend:
+// a Copilot CLI that is there but not executable is named, with the
+// permission it lacks (where the first-run notice said "No GitHub Copilot
+// CLI was found"), and an ACP agent's missing command is explained too
+// (where any failure but Copilot's read "The GitHub Copilot CLI could not
+// start").
+func TestDemoReasonIsTheBackendsOwnWords(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
+	plain := filepath.Join(t.TempDir(), "copilot")
+	if err := os.WriteFile(plain, []byte("#!/bin/sh\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s := relaySettings{Settings: settings.Settings{Agent: settings.AgentAuto, CopilotPath: plain}, DataDir: memoryDataDir}
+	a, reason, err := buildAgent(ctx, s, logger)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.Close()
+	if a.Name() != "script" || !strings.HasPrefix(reason, "GitHub Copilot CLI cannot be run: permission denied on "+plain+"; make it executable") ||
+		strings.Contains(reason, "not found") || !strings.HasSuffix(reason, ".") {
+		t.Errorf("a Copilot CLI that is not executable: agent %s, reason %q", a.Name(), reason)
+	}
+
+	s = relaySettings{Settings: settings.Settings{Agent: settings.AgentACP, ACPCommand: "/nonexistent/agent --acp"}, DataDir: memoryDataDir}
+	_, _, err = buildAgent(ctx, s, logger)
+	if err == nil {
+		t.Fatal("an ACP agent with a missing command started")
+	}
+	if got, want := whyDemo(err), "The ACP agent cannot start: ACP agent not found: \"/nonexistent/agent\""; !strings.HasPrefix(got, want) ||
+		!strings.Contains(got, "install the agent or fix --acp-command") || !strings.HasSuffix(got, ".") || !strings.Contains(got, err.Error()[1:]) {
+		t.Errorf("an ACP agent's missing command: %q, want %q…, the relay's %q", got, want, err)
 	}
 }
 

@@ -95,6 +95,10 @@ var (
 	// ErrAgentNotFound: the agent's executable is not installed, or not
 	// where the settings say.
 	ErrAgentNotFound = errors.New("not found")
+	// ErrAgentNotExecutable: the agent's executable is there, but this
+	// user may not run it (no execute permission, a noexec mount): the
+	// file needs mending, not installing.
+	ErrAgentNotExecutable = errors.New("cannot be run")
 	// ErrNotSignedIn: the agent runs but wants its user signed in first.
 	ErrNotSignedIn = errors.New("is not signed in")
 	// ErrProtocolMismatch: the agent speaks another version of its

@@ -20,6 +20,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/pilotdesk/pilotdesk/internal/shellquote"
 )
 
 // Config describes the command to start.
@@ -79,9 +81,21 @@ type Process struct {
 // NotRunnable reports whether Start failed because the executable cannot
 // be run as given: it is not there, not on PATH, or not executable. The
 // backends word it as their agent not found (session.ErrAgentNotFound),
-// with what to install or fix.
+// with what to install or fix, or, when NotExecutable, as their agent
+// that cannot be run (session.ErrAgentNotExecutable).
 func NotRunnable(err error) bool {
 	return errors.Is(err, exec.ErrNotFound) || errors.Is(err, os.ErrNotExist) || errors.Is(err, os.ErrPermission)
+}
+
+// NotExecutable reports whether Start (or exec.LookPath of a path) failed
+// because the file is there but this user may not run it: installing the
+// agent again would not help, its mode (or its mount) would.
+func NotExecutable(err error) bool { return errors.Is(err, os.ErrPermission) }
+
+// NotExecutableText says what NotExecutable found, naming the file, and
+// how to mend it; each backend adds its own setting to change instead.
+func NotExecutableText(path string) string {
+	return fmt.Sprintf("permission denied on %s; make it executable (chmod +x %s)", path, shellquote.Word(path))
 }
 
 // Start starts the command. The caller makes its connection on Stdin and

@@ -76,6 +76,11 @@ func TestNotRunnable(t *testing.T) {
 			t.Errorf("%s: NotRunnable(%v) = false", name, err)
 		}
 	}
+	// Only the file that is there but not executable is NotExecutable:
+	// the backends name it rather than say to install their agent.
+	if !NotExecutable(notExec) || NotExecutable(missing) || NotExecutable(notOnPath) {
+		t.Errorf("NotExecutable: not executable %v, missing %v, not on PATH %v", NotExecutable(notExec), NotExecutable(missing), NotExecutable(notOnPath))
+	}
 	if NotRunnable(&PipeError{Pipe: "stdin", Err: os.ErrClosed}) {
 		t.Error("a pipe error is NotRunnable")
 	}

@@ -52,6 +52,7 @@ import (
 // The session package's errors, worded for an ACP agent.
 var (
 	errAgentNotFound    = fmt.Errorf("ACP agent %w", session.ErrAgentNotFound)
+	errNotExecutable    = fmt.Errorf("ACP agent %w", session.ErrAgentNotExecutable)
 	errNotSignedIn      = fmt.Errorf("the ACP agent %w", session.ErrNotSignedIn)
 	errProtocolMismatch = fmt.Errorf("ACP %w", session.ErrProtocolMismatch)
 	errClosed           = fmt.Errorf("acp: %w", session.ErrClosed)

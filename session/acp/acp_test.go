@@ -6,6 +6,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -470,6 +471,21 @@ func TestStartFailures(t *testing.T) {
 				}
 			}
 		})
+	}
+	if runtime.GOOS != "windows" {
+		// An agent that is there but not executable is not "not found":
+		// the error names it and says it may not be run.
+		plain := filepath.Join(t.TempDir(), "agent")
+		if err := os.WriteFile(plain, []byte("#!/bin/sh\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		opts, _ := newFake(t)
+		opts.Command = plain + " --acp"
+		_, err := newAgent(t, opts).Open(ctx, "c1", session.OpenOptions{}, newHost("act"))
+		if !errors.Is(err, session.ErrAgentNotExecutable) || errors.Is(err, session.ErrAgentNotFound) ||
+			!strings.Contains(err.Error(), "permission denied on "+plain) || !strings.Contains(err.Error(), "--acp-command") || strings.Contains(err.Error(), "not found") {
+			t.Errorf("an agent that is not executable: %v", err)
+		}
 	}
 	if _, err := acp.New(acp.Options{Command: "agent 'unterminated"}); err == nil || !strings.Contains(err.Error(), "--acp-command") {
 		t.Errorf("New with a bad command line: %v", err)

@@ -30,6 +30,10 @@ type process struct {
 // agentproc), so that stopping it reaches what it started too.
 func startProcess(argv []string, workDir string, env []string, grace time.Duration, client *router, log *slog.Logger) (*process, error) {
 	path, err := exec.LookPath(argv[0])
+	if agentproc.NotExecutable(err) {
+		// A path (LookPath skips such a file on PATH): it is there.
+		return nil, fmt.Errorf("%w: %s, or fix --acp-command", errNotExecutable, agentproc.NotExecutableText(argv[0]))
+	}
 	if err != nil {
 		return nil, fmt.Errorf("%w: %q (%v); install the agent or fix --acp-command", errAgentNotFound, argv[0], err)
 	}
@@ -54,6 +58,9 @@ func startProcess(argv []string, workDir string, env []string, grace time.Durati
 		var pipe *agentproc.PipeError
 		if errors.As(err, &pipe) {
 			return nil, fmt.Errorf("acp: %w", err)
+		}
+		if agentproc.NotExecutable(err) {
+			return nil, fmt.Errorf("%w: %s, or fix --acp-command", errNotExecutable, agentproc.NotExecutableText(path))
 		}
 		if agentproc.NotRunnable(err) {
 			return nil, fmt.Errorf("%w: %v; install the agent or fix --acp-command", errAgentNotFound, err)

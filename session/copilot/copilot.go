@@ -41,6 +41,7 @@ import (
 // The session package's errors, worded for the Copilot CLI.
 var (
 	errCLINotFound      = fmt.Errorf("GitHub Copilot CLI %w", session.ErrAgentNotFound)
+	errCLINotExecutable = fmt.Errorf("GitHub Copilot CLI %w", session.ErrAgentNotExecutable)
 	errNotSignedIn      = fmt.Errorf("GitHub Copilot CLI %w", session.ErrNotSignedIn)
 	errProtocolMismatch = fmt.Errorf("GitHub Copilot CLI %w", session.ErrProtocolMismatch)
 	errClosed           = fmt.Errorf("copilot: %w", session.ErrClosed)

@@ -108,6 +108,9 @@ func startProcess(gen int, cfg processConfig) (*process, error) {
 		if errors.As(err, &pipe) {
 			return nil, fmt.Errorf("copilot: %w", err)
 		}
+		if agentproc.NotExecutable(err) {
+			return nil, fmt.Errorf("%w: %s, or pass another path with --copilot-path", errCLINotExecutable, agentproc.NotExecutableText(name))
+		}
 		if agentproc.NotRunnable(err) {
 			return nil, fmt.Errorf("%w: %v; %s", errCLINotFound, err, installHint)
 		}

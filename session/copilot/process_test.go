@@ -200,12 +200,16 @@ func TestHandshakeProblems(t *testing.T) {
 		}
 		if runtime.GOOS != "windows" {
 			// A file that is not executable cannot run either (as the
-			// ACP backend says of its agent).
+			// ACP backend says of its agent), but it is there: the error
+			// names it and says why, rather than to install the CLI.
 			plain := filepath.Join(t.TempDir(), "copilot")
 			if err := os.WriteFile(plain, []byte("#!/bin/sh\n"), 0o644); err != nil {
 				t.Fatal(err)
 			}
-			if err := copilot.Probe(ctx, copilot.Options{Path: plain}); !errors.Is(err, session.ErrAgentNotFound) || !strings.Contains(err.Error(), "npm install -g @github/copilot") {
+			err := copilot.Probe(ctx, copilot.Options{Path: plain})
+			if !errors.Is(err, session.ErrAgentNotExecutable) || errors.Is(err, session.ErrAgentNotFound) ||
+				!strings.Contains(err.Error(), "permission denied on "+plain) || !strings.Contains(err.Error(), "--copilot-path") ||
+				strings.Contains(err.Error(), "not found") || strings.Contains(err.Error(), "npm install") {
 				t.Errorf("Probe of a file that is not executable = %v", err)
 			}
 		}
