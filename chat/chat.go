@@ -189,6 +189,10 @@ type repl struct {
 	// for a new conversation from Config.Workspace or /new DIR; nil: none
 	// named); nextWorkspace is the one the next new conversation takes.
 	workspace, nextWorkspace *protocol.WorkspaceRequest
+	// folderUnsaid: the new conversation's folder is said once the relay
+	// took it, at the echo of its first prompt (folderTaken), not at
+	// /new: the relay checks it at that send and may refuse it.
+	folderUnsaid bool
 	mode                     protocol.Mode
 	syncing                  bool // replaying the conversation (our own subscribe), until copilot:subscribed
 	ready                    bool // copilot:subscribed arrived: the conversation's state is known
@@ -376,15 +380,9 @@ func (r *repl) subscribe(ctx context.Context, id string) error {
 	if fresh {
 		r.workspace, r.nextWorkspace = r.nextWorkspace, nil
 	}
+	r.folderUnsaid = fresh && r.workspace != nil
 	if fresh {
 		r.note(styleDim, "New conversation "+id)
-		if ws := r.workspace; ws != nil {
-			how := ""
-			if ws.Worktree() {
-				how = ", on a branch of its own (a git worktree)"
-			}
-			r.note(styleDim, "Folder: "+sanitize(ws.Path)+how)
-		}
 	} else {
 		r.note(styleDim, "Conversation "+id)
 	}
@@ -394,6 +392,23 @@ func (r *repl) subscribe(ctx context.Context, id string) error {
 		return fmt.Errorf("subscribing to conversation %s: %w", id, err)
 	}
 	return nil
+}
+
+// folderTaken says the new conversation's folder once: the relay echoed
+// its first prompt, so it fixed the folder the send named (a folder it
+// refuses gets an error, and no echo).
+func (r *repl) folderTaken() {
+	if !r.folderUnsaid {
+		return
+	}
+	r.folderUnsaid = false
+	ws := r.workspace
+	how := ""
+	if ws.Worktree() {
+		how = ", on a branch of its own (a git worktree)"
+	}
+	r.scr.endLine()
+	r.note(styleDim, "Folder: "+sanitize(ws.Path)+how)
 }
 
 // note prints a line of the REPL's own, in a style.

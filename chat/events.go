@@ -278,6 +278,7 @@ func (r *repl) agentChanged(u conversation.Update) {
 
 func (r *repl) userMessage(d *protocol.UserMessage) {
 	r.running = true
+	r.folderTaken()
 	if !r.syncing && len(r.echoed) > 0 && r.echoed[0] == d.Content {
 		r.echoed = r.echoed[1:]
 		r.sendPending = false

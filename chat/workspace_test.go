@@ -3,12 +3,15 @@ package chat
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
 // /new DIR starts a conversation whose sends name DIR as its workspace:
 // the relay fixes it there (its list says so), and a bad /new says how to
-// use it and starts nothing.
+// use it and starts nothing. "Folder: DIR" is said once the relay took
+// the folder, at the first prompt's echo: a folder it refuses is never
+// announced (it was, at /new, and then refused).
 func TestNewInFolder(t *testing.T) {
 	h := startRelayREPL(t)
 	wd, err := os.Getwd() // the relay's default folder, its one root
@@ -17,9 +20,17 @@ func TestNewInFolder(t *testing.T) {
 	}
 	h.typeIn("/new --worktree\n")
 	h.waitFor("--worktree needs a folder")
+	missing := filepath.Join(wd, "no such folder")
+	h.typeIn("/new '" + missing + "'\n")
+	h.typeIn("hello nowhere\n")
+	h.waitFor("Not sent: ")
+	h.waitFor("does not exist")
+	if out := h.out.text(); strings.Contains(out, "Folder: "+missing) {
+		t.Fatalf("the refused folder was announced:\n%s", out)
+	}
 	h.typeIn("/new .\n")
-	h.waitFor("Folder: " + wd)
 	h.typeIn("hello there\n")
+	h.waitFor("hello there\n" + "Folder: " + wd + "\n")
 	h.waitFor("Echo: hello there")
 
 	h.typeIn("/list\n")
