@@ -189,13 +189,14 @@ type repl struct {
 	// for a new conversation from Config.Workspace or /new DIR; nil: none
 	// named); nextWorkspace is the one the next new conversation takes.
 	workspace, nextWorkspace *protocol.WorkspaceRequest
+	mode                     protocol.Mode
+	syncing                  bool // replaying the conversation (our own subscribe), until copilot:subscribed
+	ready                    bool // copilot:subscribed arrived: the conversation's state is known
+
 	// folderUnsaid: the new conversation's folder is said once the relay
 	// took it, at the echo of its first prompt (folderTaken), not at
 	// /new: the relay checks it at that send and may refuse it.
 	folderUnsaid bool
-	mode                     protocol.Mode
-	syncing                  bool // replaying the conversation (our own subscribe), until copilot:subscribed
-	ready                    bool // copilot:subscribed arrived: the conversation's state is known
 
 	// The turn.
 	running     bool     // the relay says a turn runs
