@@ -55,6 +55,7 @@ type config struct {
 	CPUProfile    string // write the load tool's own CPU profile here
 	Scale         bool   // with -nats: the same load on 1, 2, … -relays relays (scale.go)
 	Rounds        int    // with -scale: how many rounds of the counts up and down
+	Placement     string // with -nats: which relay each connection goes to (placement.go)
 	RelayProfile  string // write each relay's CPU profile of the streaming window in this folder (profile.go)
 
 	// profileTag starts the profiles' file names (-scale names its runs).
@@ -97,6 +98,7 @@ func loadMain() int {
 	flag.BoolVar(&cfg.Verbose, "v", false, "log progress details")
 	flag.BoolVar(&cfg.Scale, "scale", false, "with -nats: run the same load on 1, 2, … -relays relays, one run each with no fault, and print each relay's CPU as a share of the single relay's (target with 3 relays: <= 0.38)")
 	flag.IntVar(&cfg.Rounds, "rounds", 1, "with -scale: rounds of the relay counts up and back down (1, 2, 3, 3, 2, 1); the verdict is the median of the rounds' shares")
+	flag.StringVar(&cfg.Placement, "placement", "", "with -nats: which relay each connection goes to: "+placementUsage+" (default: spread with -scale, conn otherwise)")
 	flag.StringVar(&cfg.CPUProfile, "cpuprofile", "", "write the load tool's own CPU profile to `FILE` (to see what the clients cost)")
 	flag.StringVar(&cfg.RelayProfile, "relay-profile", "", "write each relay's CPU profile of the streaming window (its first -duration less a second) in `DIR` (relay<i>.pprof; with -scale run<k>-relays<n>-relay<i>.pprof), for go tool pprof -diff_base")
 	flag.Parse()
@@ -115,6 +117,12 @@ func loadMain() int {
 	}
 	if cfg.Fault != "" && cfg.Fault != faultNone && cfg.Fault != faultRelayKill && !killSet {
 		cfg.KillAt = min(20*time.Second, cfg.Duration/3)
+	}
+	if cfg.Placement == "" {
+		cfg.Placement = placeConn
+		if cfg.Scale {
+			cfg.Placement = placeSpread
+		}
 	}
 	if cfg.Seed == 0 {
 		cfg.Seed = rand.Uint64N(1<<31) + 1
@@ -209,6 +217,8 @@ func (c *config) validate() error {
 		return fmt.Errorf("-scale goes with -nats")
 	case c.Scale && c.Rounds < 1:
 		return fmt.Errorf("-rounds must be at least 1")
+	case validPlacement(c.Placement, c.Scale) != nil:
+		return validPlacement(c.Placement, c.Scale)
 	case c.NATSStreams < 0 || (c.NATSStreams > 0 && !c.NATS):
 		return fmt.Errorf("-nats-streams goes with -nats and must not be negative")
 	case c.NATSLease < 0 || (c.NATSLease > 0 && !c.NATS):

@@ -18,10 +18,13 @@ type result struct {
 	Relays   int    `json:"relays"`
 	// IdleRelays (with -nats) are relays no client connects to, after
 	// the Relays that clients use.
-	IdleRelays int    `json:"idleRelays,omitempty"`
-	Deltas     int    `json:"deltasPerTurn"`
-	Interval   string `json:"deltaInterval"`
-	Payload    int    `json:"deltaBytes"`
+	IdleRelays int `json:"idleRelays,omitempty"`
+	// Placement (with -nats) is which relay each connection went to
+	// (-placement).
+	Placement string `json:"placement,omitempty"`
+	Deltas    int    `json:"deltasPerTurn"`
+	Interval  string `json:"deltaInterval"`
+	Payload   int    `json:"deltaBytes"`
 
 	ConnectSeconds   float64  `json:"connectSeconds"`
 	Turns            int64    `json:"turns"`
@@ -154,6 +157,10 @@ func (r *result) print(w io.Writer) {
 	if r.History == "nats" {
 		p("pilotdesk load: %d connections over %d relays, %d conversations (%d subscribers each), %s, history in a 3-node nats-server cluster (R3)",
 			r.Conns, r.Relays, r.Convs, r.Conns/r.Convs, r.Duration)
+		if r.Relays > 1 {
+			off, all := following(r.Placement, r.Conns, r.Convs, r.Relays)
+			p("  connections placed %s: %d of %d on a relay that does not own their conversation", r.Placement, off, all)
+		}
 		if r.IdleRelays > 0 {
 			p("  and %d more relay(s) on the cluster that no client connects to", r.IdleRelays)
 		}

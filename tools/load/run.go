@@ -169,6 +169,7 @@ func newLoadRun(cfg config, log *slog.Logger, dir string) *loadRun {
 		res.History = "memory"
 	case cfg.NATS:
 		res.History, res.Relays, res.IdleRelays = "nats", cfg.Relays, cfg.IdleRelays
+		res.Placement = cfg.Placement
 	}
 	token := relayproc.NewToken()
 	r := &loadRun{
@@ -254,10 +255,11 @@ func (r *loadRun) makeClients() {
 	r.clients = make([]*client, r.cfg.Conns)
 	for i := range r.clients {
 		conv := r.convs[i%r.cfg.Convs]
-		// Connection i goes to relay i mod relays: a conversation's
-		// sender (its first connection) and its subscribers are on
-		// different relays.
-		c := &client{id: i, home: i % r.res.Relays, conv: conv, sender: i < r.cfg.Convs, log: r.log, run: r.state, ready: make(chan error, 1)}
+		// Connection i watches conversation i mod convs, and its
+		// first (i < convs) sends its prompts: the sender's relay
+		// writes the conversation first and owns it. Which relays its
+		// other connections go to is -placement's (homeOf).
+		c := &client{id: i, home: homeOf(r.cfg.Placement, i, r.cfg.Convs, r.res.Relays), conv: conv, sender: i < r.cfg.Convs, log: r.log, run: r.state, ready: make(chan error, 1)}
 		if c.sender {
 			conv.sender = c
 		}
