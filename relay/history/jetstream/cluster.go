@@ -121,6 +121,10 @@ type Cluster struct {
 	// message (which carries the record). Owned by deliver, the one
 	// goroutine that handles the live and change messages.
 	pending map[string][]history.Event
+	// records is the last record decoded of each followed conversation,
+	// by subject token, to decode its next one against
+	// (recordAfter). Owned by deliver, as pending.
+	records map[string]*recordMemo
 }
 
 // ClusterOptions tune a Cluster.
@@ -164,6 +168,7 @@ func NewCluster(ctx context.Context, s *Store, opts ClusterOptions) (*Cluster, e
 		base:        strings.TrimSuffix(s.names.prefix, ".conv"),
 		claimed:     map[string]uint64{},
 		pending:     map[string][]history.Event{},
+		records:     map[string]*recordMemo{},
 		slots:       make(chan struct{}, maxForwarded),
 	}
 	suffix := strings.TrimPrefix(s.names.bucket, "pd_meta")

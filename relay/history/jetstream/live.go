@@ -69,6 +69,7 @@ func (c *Cluster) Latest(ctx context.Context, id string) (history.Conversation, 
 // deliver's goroutine, which owns pending.
 func (c *Cluster) deletedRemote(h history.ClusterHooks, tok, id string) {
 	delete(c.pending, tok)
+	delete(c.records, tok)
 	c.s.dropSeen(id)
 	h.Deleted(id)
 }
@@ -129,13 +130,13 @@ func (c *Cluster) onLive(m *nats.Msg) {
 		// A frame in several messages is left to the relay, which reads it
 		// from the stream when it sees the gap.
 	}
-	rec, ok, err := recordOf(m.Header, m.Data)
+	memo, err := recordAfter(m.Header, m.Data, c.records[tok])
 	if err != nil {
 		c.log.Warn("jetstream cluster: a bad record on a live subject; the next one shows the gap", "subject", m.Subject, "err", err)
 		delete(c.pending, tok)
 		return
 	}
-	if !ok {
+	if memo == nil {
 		// Bounded, whatever a peer publishes: an append whose last message
 		// never comes (dropped, or a hostile publisher) would keep its
 		// events for ever. What is dropped here the relay reads from the
@@ -150,6 +151,11 @@ func (c *Cluster) onLive(m *nats.Msg) {
 		return
 	}
 	delete(c.pending, tok)
+	if _, held := c.records[tok]; !held && len(c.records) >= maxPendingConvs {
+		clear(c.records) // bounded as pending: only a cost, not a loss
+	}
+	c.records[tok] = memo
+	rec := memo.rec
 	if streamSeq > 0 {
 		c.s.observe(rec.ID, streamSeq, rec)
 	}

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -107,19 +108,26 @@ func (r record) withConversation(c history.Conversation) record {
 
 // recordOf reads the record a message carries, if any.
 func recordOf(h nats.Header, body []byte) (record, bool, error) {
+	m, err := recordAfter(h, body, nil)
+	if m == nil || err != nil {
+		return record{}, false, err
+	}
+	return m.rec, true, nil
+}
+
+// recordAfter is recordOf of a message that follows prev's of the same
+// conversation (nil: none): the record's values equal to prev's are taken
+// from prev rather than decoded again (decodeRecord). Nil if the message
+// carries no record.
+func recordAfter(h nats.Header, body []byte, prev *recordMemo) (*recordMemo, error) {
 	v := h.Get(hdrConv)
 	if v == "" {
-		return record{}, false, nil
+		return nil, nil
 	}
-	data := []byte(v)
 	if v == "-" {
-		data = body
+		v = string(body)
 	}
-	var r record
-	if err := json.Unmarshal(data, &r); err != nil {
-		return record{}, false, fmt.Errorf("a bad conversation record: %w", err)
-	}
-	return r, true, nil
+	return decodeRecord(v, prev)
 }
 
 // msgInfo is what a message's headers say of its place in the history.
@@ -195,20 +203,18 @@ func parseInfo(h nats.Header) (msgInfo, error) {
 		return msgInfo{kind: kindEvent, seq: seq, max: mx, parts: parts, typ: f[3]}, nil
 	}
 	if v := h.Get(hdrPack); v != "" {
-		var mx int64
-		var n int
-		if _, err := fmt.Sscanf(v, "%d %d", &mx, &n); err != nil || n < 1 {
+		mx, n, ok := twoInts(v)
+		if !ok || n < 1 || n > math.MaxInt32 {
 			return msgInfo{}, fmt.Errorf("bad %s header %q", hdrPack, v)
 		}
-		return msgInfo{kind: kindPack, max: mx, parts: n}, nil
+		return msgInfo{kind: kindPack, max: mx, parts: int(n)}, nil
 	}
 	if v := h.Get(hdrPart); v != "" {
-		var i int
-		var mx int64
-		if _, err := fmt.Sscanf(v, "%d %d", &i, &mx); err != nil {
+		i, mx, ok := twoInts(v)
+		if !ok || i < math.MinInt32 || i > math.MaxInt32 {
 			return msgInfo{}, fmt.Errorf("bad %s header %q", hdrPart, v)
 		}
-		return msgInfo{kind: kindPart, parts: i, max: mx}, nil
+		return msgInfo{kind: kindPart, parts: int(i), max: mx}, nil
 	}
 	if v := h.Get(hdrMeta); v != "" {
 		mx, err := strconv.ParseInt(v, 10, 64)
@@ -218,6 +224,24 @@ func parseInfo(h nats.Header) (msgInfo, error) {
 		return msgInfo{kind: kindMeta, max: mx}, nil
 	}
 	return msgInfo{}, errors.New("a message with no pilotdesk header")
+}
+
+// twoInts reads a header of two integers, "<a> <b>", as written with
+// "%d %d": strconv on the usual form (every live message has such a
+// header, and fmt.Sscanf cost as much as the rest of the header's
+// parsing), fmt.Sscanf on any other, which it accepted before.
+func twoInts(v string) (a, b int64, ok bool) {
+	x, y, cut := strings.Cut(v, " ")
+	if cut {
+		var err1, err2 error
+		a, err1 = strconv.ParseInt(x, 10, 64)
+		b, err2 = strconv.ParseInt(y, 10, 64)
+		if err1 == nil && err2 == nil {
+			return a, b, true
+		}
+	}
+	_, err := fmt.Sscanf(v, "%d %d", &a, &b)
+	return a, b, err == nil
 }
 
 // storedMsg is a message read from the stream through its leader.
