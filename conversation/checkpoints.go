@@ -187,7 +187,8 @@ func (s *State) Checkpoints() []*protocol.Changes {
 }
 
 // RestoreItem is one file a restore to a checkpoint would change, and
-// how: Effect "removed", "rewritten" or "brought back".
+// how: Effect "removed", "rewritten" or "brought back", or, for a file
+// over 10 MiB, which the restore does not touch, EffectLeftAsIs.
 type RestoreItem struct {
 	Path   string
 	Effect string
@@ -198,6 +199,10 @@ const (
 	EffectRemoved     = "removed"
 	EffectRewritten   = "rewritten"
 	EffectBroughtBack = "brought back"
+	// EffectLeftAsIs: the file is over 10 MiB in a change set since, so
+	// no snapshot kept its content and the restore leaves it as it is
+	// (copilot:restored lists it skipped), whatever the turns did to it.
+	EffectLeftAsIs = "left as it is: over 10 MiB"
 )
 
 // RestoreEffects is what a restore to checkpoint would change, as far as
@@ -207,6 +212,7 @@ const (
 // in them: the front ends say so.
 func (s *State) RestoreEffects(checkpoint string) []RestoreItem {
 	first, last := map[string]string{}, map[string]string{}
+	large := map[string]bool{}
 	on := false
 	for i := range s.Rows {
 		ch := s.Rows[i].Changes
@@ -222,6 +228,7 @@ func (s *State) RestoreEffects(checkpoint string) []RestoreItem {
 				first[f.Path] = f.Status
 			}
 			last[f.Path] = f.Status
+			large[f.Path] = large[f.Path] || f.Large
 		}
 	}
 	var out []RestoreItem
@@ -230,6 +237,8 @@ func (s *State) RestoreEffects(checkpoint string) []RestoreItem {
 		switch {
 		case st == protocol.FileAdded && last[p] == protocol.FileDeleted:
 			continue // made and removed since: nothing to put back
+		case large[p]:
+			effect = EffectLeftAsIs
 		case st == protocol.FileAdded:
 			effect = EffectRemoved
 		case last[p] == protocol.FileDeleted:

@@ -117,6 +117,18 @@ func TestRestoreEffects(t *testing.T) {
 	if !slices.Equal(got, want) {
 		t.Fatalf("RestoreEffects(t1) = %v, want %v", got, want)
 	}
+	// A file over 10 MiB (large) is left as it is: no snapshot has its
+	// content. One made and removed since is not named at all.
+	large := func(p, status string) protocol.ChangedFile {
+		return protocol.ChangedFile{Path: p, Status: status, Binary: true, Large: true}
+	}
+	turn("t3", large("big.bin", protocol.FileAdded), large("tmp.bin", protocol.FileAdded), f("video.mp4", protocol.FileModified))
+	turn("t4", large("video.mp4", protocol.FileModified), large("tmp.bin", protocol.FileDeleted))
+	got = st.RestoreEffects("t3")
+	want = []RestoreItem{{"big.bin", EffectLeftAsIs}, {"video.mp4", EffectLeftAsIs}}
+	if !slices.Equal(got, want) {
+		t.Fatalf("RestoreEffects(t3) = %v, want %v", got, want)
+	}
 	if got := RestoreCaveat([]string{"Fix the build"}); !strings.HasPrefix(got, `Another conversation works in this folder ("Fix the build")`) {
 		t.Fatalf("caveat %q", got)
 	}

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pilotdesk/pilotdesk/client"
 	"github.com/pilotdesk/pilotdesk/protocol"
 )
 
@@ -230,6 +231,23 @@ func wordCases() []wordCase {
 	add("deleteText", "fix the build", protocol.Workspace{Path: "/src/api", Isolation: protocol.IsolationNone, Dir: "/src/api"})
 	add("deleteText", "try it", protocol.Workspace{Path: "/src/api", Isolation: protocol.IsolationWorktree, Dir: "/d/wt/api-1", Branch: "pilotdesk/1a2b3c4d"})
 	add("deleteText", "try it", protocol.Workspace{Path: "/src/api", Isolation: protocol.IsolationWorktree, Dir: "/d/wt/api-1"})
+	// What a restore names: a file over 10 MiB (large) is left as it is,
+	// whatever the turns did to it, unless it came and went since.
+	type changeSet struct {
+		Checkpoint string                 `json:"checkpoint"`
+		Files      []protocol.ChangedFile `json:"files"`
+	}
+	cf := func(p, status string, large bool) protocol.ChangedFile {
+		return protocol.ChangedFile{Path: p, Status: status, Binary: large, Large: large}
+	}
+	sets := []changeSet{
+		{"t0", []protocol.ChangedFile{cf("before.go", "modified", false)}},
+		{"t1", []protocol.ChangedFile{cf("new.go", "added", false), cf("gone.go", "deleted", false), cf("big.bin", "added", true), cf("tmp.bin", "added", true), cf("video.mp4", "modified", false)}},
+		{"t2", []protocol.ChangedFile{cf("tmp.bin", "deleted", true), cf("gone.go", "added", false), cf("video.mp4", "modified", true)}},
+	}
+	add("restoreEffects", sets, "t1")
+	add("restoreEffects", sets, "t2")
+	add("restoreEffects", sets, "t9")
 	add("restoreCaveat", []string{})
 	add("restoreCaveat", []string{"Fix the build", "Write the docs\nand more"})
 	add("patchLines", "diff --git a/a.go b/a.go\nindex 1..2 100644\n--- a/a.go\n+++ b/a.go\n@@ -1 +1 @@\n-old\n+new\n\\ No newline at end of file\n")
@@ -557,6 +575,23 @@ func say(c wordCase) (any, error) {
 		return ThinkingText, nil
 	case "ago":
 		return Ago(at(0), at(1)), nil
+	case "restoreEffects":
+		var sets []protocol.Changes
+		arg(0, &sets)
+		st := New("c", Options{})
+		for i := range sets {
+			sets[i].ConversationID = "c"
+			st.Apply(client.Event{Type: protocol.TypeChanges, Data: &sets[i]})
+		}
+		type item struct {
+			Path   string `json:"path"`
+			Effect string `json:"effect"`
+		}
+		out := []item{}
+		for _, e := range st.RestoreEffects(str(1)) {
+			out = append(out, item(e))
+		}
+		return out, nil
 	case "restoreCaveat":
 		var others []string
 		arg(0, &others)

@@ -38,7 +38,10 @@ type ChangedFile struct {
 	Additions int    `json:"additions"`
 	Deletions int    `json:"deletions"`
 	Binary    bool   `json:"binary,omitempty"`
-	Error     string `json:"error,omitempty"`
+	// Large (ext): the file is over 10 MiB (then Binary too), its
+	// content not kept, so a restore leaves it as it is (FileSkipped).
+	Large bool   `json:"large,omitempty"`
+	Error string `json:"error,omitempty"`
 }
 
 // Changes is copilot:changes, an Act turn's last event before copilot:idle

@@ -135,7 +135,7 @@ func (r *Relay) snapshotAfter(conv *conversation, t *turn) *protocol.Changes {
 func changedFiles(files []checkpoint.File) []protocol.ChangedFile {
 	out := make([]protocol.ChangedFile, len(files))
 	for i, f := range files {
-		out[i] = protocol.ChangedFile{Path: f.Path, Status: f.Status, Additions: f.Additions, Deletions: f.Deletions, Binary: f.Binary, Error: f.Error}
+		out[i] = protocol.ChangedFile{Path: f.Path, Status: f.Status, Additions: f.Additions, Deletions: f.Deletions, Binary: f.Binary, Large: f.Large, Error: f.Error}
 	}
 	return out
 }

@@ -30,6 +30,10 @@ const changesScript = `{"turns": [
     {"delta": "Changed."}
   ]},
   {"match": "wait", "steps": [{"sleep": "30s"}]},
+  {"match": "big", "steps": [
+    {"tool": {"name": "bash", "arguments": {"command": "head"}, "run": "head -c 10485761 /dev/zero > big.bin"}},
+    {"delta": "Made it."}
+  ]},
   {"match": "switch", "steps": [
     {"ask": {"question": "Act now?"}},
     {"tool": {"name": "edit", "arguments": {"path": "switched.txt"}, "write": {"path": "switched.txt", "content": "made in Act\n"}}},
@@ -178,6 +182,35 @@ func TestTurnChangesDiffRestore(t *testing.T) {
 	cl.Send("copilot:restore", map[string]any{"conversationId": "other", "checkpoint": ch.Checkpoint})
 	if e := cl.WaitFor("error", nil); e.Field("code") != protocol.CodeInvalidField {
 		t.Fatalf("restore of a foreign checkpoint: %s", e.Raw)
+	}
+}
+
+// A file over 10 MiB is marked large in the turn's change set, where it
+// was binary only, so that the restore's confirmation can say the restore
+// leaves it as it is (it did say "removed"); the restore then lists it
+// skipped, and the file is still there.
+func TestLargeFileMarkedInChangeSet(t *testing.T) {
+	dir := checkpointFolder(t)
+	r := startCheckpointRelay(t, dir, t.TempDir(), nil)
+	cl := r.srv.Dial(t)
+	cl.Send("copilot:send", map[string]any{"conversationId": "big", "prompt": "big file", "mode": "act"})
+	_, frames := cl.WaitForCollect("copilot:idle", nil)
+	last := frames[len(frames)-1]
+	if last.Type != protocol.TypeChanges {
+		t.Fatalf("the event before idle is %s: %s", last.Type, framesString(frames))
+	}
+	ch := changesOf(t, last)
+	if len(ch.Files) != 1 || ch.Files[0].Path != "big.bin" || ch.Files[0].Status != protocol.FileAdded || !ch.Files[0].Large || !ch.Files[0].Binary {
+		t.Fatalf("changes %s, want big.bin added, large", last.Raw)
+	}
+	cl.Send("copilot:restore", map[string]any{"conversationId": "big", "checkpoint": ch.Checkpoint})
+	var restored protocol.Restored
+	cl.Expect("copilot:restored").Decode(t, &restored)
+	if len(restored.Files) != 1 || restored.Files[0].Status != protocol.FileSkipped || !restored.Files[0].Large {
+		t.Fatalf("restored %+v", restored)
+	}
+	if st, err := os.Stat(filepath.Join(dir, "big.bin")); err != nil || st.Size() != checkpoint.MaxFile+1 {
+		t.Fatalf("after the restore big.bin is %v, %v", st, err)
 	}
 }
 

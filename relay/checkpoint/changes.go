@@ -22,17 +22,19 @@ const (
 )
 
 // File is one changed file: its path relative to the folder, what
-// happened to it, its line counts, whether it is binary (or over MaxFile),
-// and for a restore that could not write it, why.
+// happened to it, its line counts, whether it is binary (or over MaxFile:
+// Large too), and for a restore that could not write it, why.
 type File struct {
 	Path      string `json:"path"`
 	Status    string `json:"status"`
 	Additions int    `json:"additions"`
 	Deletions int    `json:"deletions"`
 	Binary    bool   `json:"binary,omitempty"`
-	Error     string `json:"error,omitempty"`
+	// Large: over MaxFile in either snapshot, so its content is not kept
+	// and a restore leaves it as it is (Skipped).
+	Large bool   `json:"large,omitempty"`
+	Error string `json:"error,omitempty"`
 
-	large            bool   // over MaxFile in either snapshot
 	srcMode, dstMode string // from git's raw diff
 	dstID            string
 }
@@ -152,7 +154,7 @@ func (s *Store) changes(ctx context.Context, l *location, from, to string, count
 			byPath[p] = f
 			files = append(files, f)
 		}
-		f.Status, f.Binary, f.large, f.Additions, f.Deletions = status, true, true, 0, 0
+		f.Status, f.Binary, f.Large, f.Additions, f.Deletions = status, true, true, 0, 0
 	}
 	for p, b := range bigTo {
 		a, was := bigFrom[p]
@@ -217,7 +219,7 @@ func (s *Store) Diff(ctx context.Context, dir, conv, before, path string, budget
 			continue
 		}
 		patches = append(patches, Patch{Path: f.Path, Status: f.Status})
-		if f.large {
+		if f.Large {
 			patches[len(patches)-1].Patch = "(a file over 10 MiB: its content is not kept)\n"
 		} else {
 			kept = append(kept, f.Path)

@@ -42,7 +42,7 @@ func (s *Store) Restore(ctx context.Context, dir, conv, to string) (undo string,
 	var writes []int
 	for i := range files {
 		f := &files[i]
-		if f.large {
+		if f.Large {
 			f.Status, f.Additions, f.Deletions = Skipped, 0, 0
 			continue
 		}

@@ -121,6 +121,11 @@ func TestLargeFilesNamedNotKept(t *testing.T) {
 	if err != nil || !slices.Equal(summary(files), want) {
 		t.Fatalf("changes: %v, %v", summary(files), err)
 	}
+	for _, f := range files {
+		if f.Large != (f.Path != "a.txt") {
+			t.Errorf("%s: Large %v", f.Path, f.Large)
+		}
+	}
 	if size := dirSize(t, s.data); size > MaxFile {
 		t.Fatalf("the store holds %d bytes: a large file's content was kept", size)
 	}

@@ -648,11 +648,13 @@ export function fileChangeText(f) {
 /**
  * restoreEffects is what a restore to checkpoint would change, as the
  * change sets from that turn on say (conversation.State.RestoreEffects):
- * [{path, effect: removed|rewritten|brought back}], by path.
+ * [{path, effect: removed|rewritten|brought back|EFFECT_LEFT_AS_IS}], by
+ * path; a file over 10 MiB (large) is left as it is.
  */
 export function restoreEffects(changeSets, checkpoint) {
   const first = new Map();
   const last = new Map();
+  const large = new Set();
   let on = false;
   for (const ch of changeSets) {
     on = on || ch.checkpoint === checkpoint;
@@ -660,13 +662,15 @@ export function restoreEffects(changeSets, checkpoint) {
     for (const f of ch.files) {
       if (!first.has(f.path)) first.set(f.path, f.status);
       last.set(f.path, f.status);
+      if (f.large) large.add(f.path);
     }
   }
   const out = [];
   for (const [path, st] of first) {
     let effect = 'rewritten';
     if (st === 'added' && last.get(path) === 'deleted') continue;
-    if (st === 'added') effect = 'removed';
+    if (large.has(path)) effect = EFFECT_LEFT_AS_IS;
+    else if (st === 'added') effect = 'removed';
     else if (last.get(path) === 'deleted') effect = 'brought back';
     out.push({ path, effect });
   }
@@ -686,6 +690,9 @@ export function undoDiscards(rows, undo) {
   if (!later) return [];
   return restoreEffects(rows.filter((r) => r.changes).map((r) => r.changes), later.changes.checkpoint);
 }
+
+/** EFFECT_LEFT_AS_IS is a file over 10 MiB in a restore's list: the restore does not touch it (conversation.EffectLeftAsIs). */
+export const EFFECT_LEFT_AS_IS = 'left as it is: over 10 MiB';
 
 /** UNDO_QUESTION heads the files undoDiscards names, asked before such an undo (conversation.UndoQuestion). */
 export const UNDO_QUESTION = 'Turns since that restore changed files: undoing it puts the folder back as it was before the restore, so it also undoes them:';
