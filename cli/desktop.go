@@ -376,7 +376,11 @@ func (d *desktop) options(r *relayConn, problem string) ui.Options {
 	opts.StartProblem = problem
 	opts.OpenFolder = folderOpener() // the window opens folders only of a relay on this machine
 	opts.Devices = newWindowDevices(t)
+	// The window goes back where the user was: read before it notes the
+	// conversation it shows now (OnShown).
+	opts.Reopen = true
 	if dir := shownDir(r); dir != "" {
+		opts.LastShown = lastShown(dir)
 		logger := d.logger
 		opts.OnShown = func(id string) { rememberShown(dir, id, logger) }
 	}

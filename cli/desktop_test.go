@@ -189,7 +189,7 @@ func TestSavedSettingsThatFailFallBack(t *testing.T) {
 // TestTheWindowShowsBeforeItsRelay: the window is built before its relay
 // runs and says that it connects; what is typed meanwhile is kept and sent
 // once the relay is there. A window whose relay could not start gets one
-// when Settings are applied.
+// when Settings are applied, and shows its latest conversation.
 func TestTheWindowShowsBeforeItsRelay(t *testing.T) {
 	remote := startRemoteStack(t)
 	u, err := neturl.Parse(remote.LocalURL)
@@ -265,8 +265,13 @@ func TestTheWindowShowsBeforeItsRelay(t *testing.T) {
 	if got := tb.texts(); strings.Contains(got, "pilotdesk could not start") {
 		t.Fatalf("the start failure is still shown:\n%s", got)
 	}
+	// Its first relay's list brings the window to the latest
+	// conversation, as at any start; the prompt goes on there.
+	tb.loop.WaitFor(t, 30*time.Second, "the window to show the latest conversation", func() bool {
+		return strings.Contains(windowText(tb.d.win.Window()), "typed while connecting")
+	}, func() string { return windowText(tb.d.win.Window()) })
 	tb.prompt("after the settings were fixed")
-	waitConversation(t, tb.d.cur, "after the settings were fixed")
+	waitPrompt(t, tb.d.cur, "typed while connecting", "after the settings were fixed")
 }
 
 // TestApplyingSettingsSwitchesToARemoteRelay: picking a remote relay in

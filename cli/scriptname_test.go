@@ -34,11 +34,15 @@ func TestScriptNamedInTheWindow(t *testing.T) {
 	}
 }
 
-// windowText is the text of every label the window shows.
+// windowText is the text of every label the window shows (none under a
+// hidden container).
 func windowText(w fyne.Window) string {
 	var parts []string
 	uitest.Walk(w.Canvas().Content(), func(o fyne.CanvasObject) bool {
-		if l, ok := o.(*widget.Label); ok && l.Visible() {
+		if !o.Visible() {
+			return false
+		}
+		if l, ok := o.(*widget.Label); ok {
 			parts = append(parts, l.Text)
 		}
 		return true

@@ -36,16 +36,27 @@ func rememberShown(dir, id string, logger *slog.Logger) {
 	}
 }
 
+// readShown is what dir's shownName holds (zero if nothing readable).
+func readShown(dir string) shownConversation {
+	var s shownConversation
+	if b, err := os.ReadFile(filepath.Join(dir, shownName)); err == nil && json.Unmarshal(b, &s) != nil {
+		return shownConversation{}
+	}
+	return s
+}
+
+// lastShown is the conversation a window on dir showed last, whichever
+// process it was: a window starting there goes back to it, or else to the
+// latest conversation, as a chat attached to it does (ui.Options.Reopen).
+func lastShown(dir string) string { return readShown(dir).ConversationID }
+
 // attachConversation is the conversation a chat attached to the relay of
 // another process (r) opens without --conversation: the one that
 // process's window shows, else the latest one on the relay, else "" (a
 // new one).
 func attachConversation(ctx context.Context, dir string, r runningRelay, ccfg client.Config, logger *slog.Logger) string {
-	if b, err := os.ReadFile(filepath.Join(dir, shownName)); err == nil {
-		var s shownConversation
-		if json.Unmarshal(b, &s) == nil && s.PID == r.PID && s.ConversationID != "" {
-			return s.ConversationID
-		}
+	if s := readShown(dir); s.PID == r.PID && s.ConversationID != "" {
+		return s.ConversationID
 	}
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()

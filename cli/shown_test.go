@@ -8,7 +8,11 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/google/uuid"
+
+	"github.com/pilotdesk/pilotdesk/protocol"
 	"github.com/pilotdesk/pilotdesk/settings"
 )
 
@@ -56,4 +60,65 @@ func TestChatAttachesToTheWindowsConversation(t *testing.T) {
 	if out := chat(); !strings.Contains(out, "Conversation "+shown.ConversationID) {
 		t.Fatalf("without window.json the chat did not open the latest conversation %s:\n%s", shown.ConversationID, out)
 	}
+}
+
+// TestWindowReopensWhereTheUserWas: a window started again on its data
+// dir shows the conversation it showed when it closed, not a new, empty
+// one; without that note (window.json), the latest conversation, as a
+// chat attached to the app does. On a fresh data dir it starts in a new
+// conversation with its greeting.
+func TestWindowReopensWhereTheUserWas(t *testing.T) {
+	a := newPrefsApp(t, testAppID())
+	start := settings.Defaults()
+	start.Agent = settings.AgentDemo
+	settings.Save(a.Preferences(), start)
+	dir := t.TempDir()
+	// shows waits until the window shows the conversation holding text,
+	// and returns the conversation it notes in window.json.
+	shows := func(td *testDesktop, text string) string {
+		t.Helper()
+		td.loop.WaitFor(t, 30*time.Second, "the window to show "+text, func() bool {
+			return strings.Contains(windowText(td.d.win.Window()), text)
+		}, func() string { return windowText(td.d.win.Window()) })
+		return readShown(dir).ConversationID
+	}
+
+	td, err := openTestDesktop(t, a, "--data-dir", dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	shows(td, "Type a prompt below and press Enter")
+	td.prompt("markdown shown at the end")
+	waitConversation(t, td.d.cur, "markdown shown at the end")
+	shown := shows(td, "markdown shown at the end")
+	// A later conversation, made from elsewhere: the latest, not shown.
+	ctx, c, done := dialOwner(t, td.d.cur)
+	if err := c.Send(ctx, uuid.NewString(), "markdown made elsewhere", protocol.ModeAct, ""); err != nil {
+		t.Fatal(err)
+	}
+	waitConversation(t, td.d.cur, "markdown made elsewhere")
+	done()
+	td.d.close()
+
+	reopen := func(want string) {
+		t.Helper()
+		td, err := openTestDesktop(t, a, "--data-dir", dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer td.d.close()
+		td.loop.WaitFor(t, 30*time.Second, "the window to show "+want, func() bool {
+			text := windowText(td.d.win.Window())
+			return strings.Contains(text, want) && !strings.Contains(text, "Type a prompt below")
+		}, func() string { return windowText(td.d.win.Window()) })
+	}
+	reopen("markdown shown at the end")
+	if got := readShown(dir).ConversationID; got != shown {
+		t.Fatalf("the reopened window notes %q, want %q", got, shown)
+	}
+	// Without the note: the latest conversation.
+	if err := os.Remove(filepath.Join(dir, shownName)); err != nil {
+		t.Fatal(err)
+	}
+	reopen("markdown made elsewhere")
 }

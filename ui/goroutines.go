@@ -63,6 +63,9 @@ func (w *Window) pump() {
 				w.onUI(func() { w.showCheckpointsOff(d.Message) })
 			}
 			w.store.Apply(ev)
+			if l, ok := ev.Data.(*protocol.Conversations); ok {
+				w.onUI(func() { w.reopen(l) })
+			}
 		case <-w.ctx.Done():
 			return
 		}

@@ -120,6 +120,13 @@ type Options struct {
 	// the window opens (the app notes it for `pilotdesk chat`, which
 	// attaches to the same conversation).
 	OnShown func(conversationID string)
+	// Reopen makes the window, once its first relay lists the
+	// conversations, leave the new conversation it starts in for the one
+	// it showed last (LastShown), or else the latest (reopen.go). The app
+	// sets it, with LastShown from its data dir; only the first client
+	// counts (SetClient keeps the conversation shown).
+	Reopen    bool
+	LastShown string
 	// Connecting is what the empty window says while it has no client yet
 	// (NewWindow with a nil client): the relay and its agent start behind
 	// it. Default: "Connecting to the relay…".
@@ -232,6 +239,10 @@ type Window struct {
 	menu           *fyne.MainMenu
 	openFolderItem *fyne.MenuItem
 	groupItem      *fyne.MenuItem
+	// reopenFrom is the new conversation the window started in while it
+	// waits for the relay's first list to go back where the user was
+	// (reopen.go); "" once done, or without Options.Reopen.
+	reopenFrom string
 	// deleteItem is File → Delete conversation…, enabled when the shown
 	// conversation may be deleted (showDeleteItem).
 	deleteItem *fyne.MenuItem
@@ -277,6 +288,7 @@ func NewWindow(a fyne.App, c *client.Client, opts Options) *Window {
 		w.refreshSend()
 	} else {
 		w.showStartNotices()
+		w.startReopen()
 	}
 	// The widgets become the window's content once they hold their first
 	// text: Fyne measures and lays out a tree when it becomes content, and
@@ -381,6 +393,7 @@ drain:
 			w.dismissNotice(startNoticeID) // StartFailed's, if any
 		}
 		w.showStartNotices()
+		w.startReopen()
 	} else if w.quietRestart {
 		w.quietRestart = false
 	} else {
