@@ -69,7 +69,7 @@ func (t *transcript) calibrate(width float32) {
 	th := theme.Current()
 	textW := fyne.MeasureText("The quick brown fox jumps over the lazy dog", th.Size(theme.SizeNameText), fyne.TextStyle{}).Width / 43
 	monoW := fyne.MeasureText("0123456789", th.Size(theme.SizeNameText), fyne.TextStyle{Monospace: true}).Width / 10
-	for _, k := range []conversation.RowKind{conversation.RowUser, conversation.RowText, conversation.RowCode, conversation.RowTool, conversation.RowStatus, conversation.RowMode, conversation.RowNote} {
+	for _, k := range []conversation.RowKind{conversation.RowUser, conversation.RowText, conversation.RowCode, conversation.RowTool, conversation.RowStatus, conversation.RowNote} {
 		one := conversation.Row{Kind: k, Text: "x", State: conversation.NoteInfo}
 		two := one
 		two.Text = "x\nx"
@@ -83,6 +83,11 @@ func (t *transcript) calibrate(width float32) {
 		}
 		t.unit[k] = estimate{base: h1, perLine: max(h2-h1, 0), charWidth: cw}
 	}
+	// A mode change is a note's line in italic, and measuring one here
+	// had Fyne parse the italic faces (3.6 MB of Go heap, kept) for every
+	// conversation opened, mode changes or not: a note's estimate stands
+	// for it until one is shown and measured.
+	t.unit[conversation.RowMode] = t.unit[conversation.RowNote]
 	t.measure.key = rowKey{}
 }
 

@@ -261,8 +261,12 @@ func newCodeView(t *transcript) *codeView {
 	v := &codeView{}
 	v.bg = newCardBackground(codeCard)
 	v.lang = widget.NewLabel("")
+	// Caption size, regular: the caption alone sets it apart from the
+	// code. It was italic, and a conversation with code but no emphasis
+	// then had Fyne parse the italic faces (the theme's and the system
+	// fallback it adds, 3.6 MB of Go heap, kept for good) for this label
+	// alone.
 	v.lang.SizeName = theme.SizeNameCaptionText
-	v.lang.TextStyle = fyne.TextStyle{Italic: true}
 	var copyBtn *rowButton
 	copyBtn = t.newButton("Copy", theme.ContentCopyIcon(), func() {
 		t.win.copyText(v.text)
