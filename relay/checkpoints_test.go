@@ -437,8 +437,19 @@ func TestPlanTurnSwitchedToActRecorded(t *testing.T) {
 // snapshots from the repository, as for any folder (docs/checkpoints.md,
 // Pruning), although the delete removes the worktree's folder first: the
 // refs are the repository's, shared by all its worktrees, and left there
-// they would keep every snapshot's objects for good.
+// they would keep every snapshot's objects for good. The worktree's
+// private index goes too, also when the relay restarted since the last
+// snapshot (it was kept: only a folder located since the start was
+// known, and a removed worktree can no longer be asked where it was).
 func TestWorktreeDeleteDropsCheckpoints(t *testing.T) {
+	for _, restart := range []bool{false, true} {
+		t.Run(map[bool]string{false: "running", true: "restarted"}[restart], func(t *testing.T) {
+			worktreeDeleteDropsCheckpoints(t, restart)
+		})
+	}
+}
+
+func worktreeDeleteDropsCheckpoints(t *testing.T, restart bool) {
 	checkNoLeaks(t)
 	home := t.TempDir()
 	user := gitRepo(t, filepath.Join(home, "project"))
@@ -446,12 +457,19 @@ func TestWorktreeDeleteDropsCheckpoints(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	data := t.TempDir()
-	cps, err := checkpoint.New(data)
-	if err != nil {
-		t.Skip(err)
+	data, history := t.TempDir(), t.TempDir()
+	start := func() (*relaytest.Server, *sqlite.Store) {
+		cps, err := checkpoint.New(data)
+		if err != nil {
+			t.Skip(err)
+		}
+		store, err := sqlite.Open(context.Background(), history, sqlite.Options{Logger: slog.New(slog.DiscardHandler)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return relaytest.Start(t, relay.Config{Agent: script.New(sc), Checkpoints: cps, Workspaces: workspaces(t, home, data), Store: store}), store
 	}
-	srv := relaytest.Start(t, relay.Config{Agent: script.New(sc), Checkpoints: cps, Workspaces: workspaces(t, home, data)})
+	srv, store := start()
 	cl := srv.Dial(t)
 	const id = "cccccccc-3333-4000-8000-000000000003"
 	cl.Send("copilot:send", map[string]any{"conversationId": id, "prompt": "change it",
@@ -461,6 +479,20 @@ func TestWorktreeDeleteDropsCheckpoints(t *testing.T) {
 	if refs := git(t, user, "for-each-ref", "refs/pilotdesk/"+id+"/"); refs == "" {
 		t.Fatal("the turn left no refs under refs/pilotdesk/ in the repository")
 	}
+	if left, _ := filepath.Glob(filepath.Join(data, "checkpoints", "index", "*")); len(left) == 0 {
+		t.Fatal("the worktree has no private index to remove")
+	}
+	if restart {
+		srv.Close()
+		if err := store.Close(); err != nil {
+			t.Fatal(err)
+		}
+		srv, store = start()
+		cl = srv.Dial(t)
+		cl.Send("copilot:subscribe", map[string]any{"conversationId": id})
+		cl.WaitFor("copilot:subscribed", nil)
+	}
+	defer store.Close()
 	cl.Send("copilot:delete", map[string]any{"conversationId": id})
 	cl.WaitFor("copilot:deleted", nil)
 	srv.Close() // the delete's work is done

@@ -339,6 +339,42 @@ func (s *Store) find(ctx context.Context, dir string) (*location, error) {
 	}, nil
 }
 
+// indexNote is the file beside the private indexes that names the one of
+// the folder dir. Forget reads it once the folder is gone: git can no
+// longer say which index it had (a removed worktree's git dir goes with
+// it), and a store started since has not located the folder.
+func (s *Store) indexNote(dir string) string {
+	return filepath.Join(s.data, "index", hashOf(dir)+".folder")
+}
+
+// noteIndex writes the indexNote of l, a folder in a repository whose
+// snapshot writes its private index, unless it is there. Without it a
+// worktree's index outlives the worktree; the snapshot goes on all the
+// same.
+func (s *Store) noteIndex(l *location) {
+	if l.bare != "" {
+		return // its index goes with the bare repository
+	}
+	note := s.indexNote(l.dir)
+	if _, err := os.Stat(note); err == nil {
+		return
+	}
+	if err := os.MkdirAll(filepath.Dir(note), 0o700); err != nil {
+		return
+	}
+	_ = atomicfile.WriteFile(note, []byte(filepath.Base(l.index)+"\n"), atomicfile.Private)
+}
+
+// notedIndex is the private index indexNote names for dir, "" if none.
+func (s *Store) notedIndex(dir string) string {
+	b, err := os.ReadFile(s.indexNote(dir))
+	name := strings.TrimSpace(string(b))
+	if err != nil || name == "" || name != filepath.Base(name) || strings.HasPrefix(name, ".") {
+		return ""
+	}
+	return filepath.Join(s.data, "index", name)
+}
+
 // git is a git command on the location's repository, run at its top.
 func (l *location) git(s *Store, args ...string) gitCmd {
 	a := append([]string{"--literal-pathspecs", "-c", "core.quotePath=false"}, l.gitDir...)
@@ -464,6 +500,8 @@ func (s *Store) Forget(dir string) error {
 		}
 	}
 	s.mu.Unlock()
+	// A folder not located since the store started: its note names it.
+	index := s.notedIndex(abs)
 	if l != nil && l.bare == "" { // a bare repository's index goes with it
 		l.mu.Lock()
 		err := os.Remove(l.index)
@@ -472,6 +510,13 @@ func (s *Store) Forget(dir string) error {
 		if err != nil && !errors.Is(err, os.ErrNotExist) {
 			errs = append(errs, fmt.Errorf("checkpoint: the index of %s: %w", abs, err))
 		}
+	} else if l == nil && index != "" {
+		if err := os.Remove(index); err != nil && !errors.Is(err, os.ErrNotExist) {
+			errs = append(errs, fmt.Errorf("checkpoint: the index of %s: %w", abs, err))
+		}
+	}
+	if err := os.Remove(s.indexNote(abs)); err != nil && !errors.Is(err, os.ErrNotExist) {
+		errs = append(errs, fmt.Errorf("checkpoint: the note of the index of %s: %w", abs, err))
 	}
 	return errors.Join(errs...)
 }

@@ -189,3 +189,41 @@ func TestPruneFindsFoldersWithSpaces(t *testing.T) {
 		t.Fatalf("the plain folder's bare repository is still there: %v", err)
 	}
 }
+
+// TestForgetAfterRestart: a worktree snapshotted by a store that has
+// since stopped (a relay restarted after the worktree's last snapshot) is
+// forgotten whole once it is removed, its private index too: a store
+// knew the index only of a folder it had located since it started, and a
+// removed worktree can no longer tell git which it was, so it was left
+// in the data dir for good, as large as the repository's index.
+func TestForgetAfterRestart(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	repo := newRepo(t)
+	wt := filepath.Join(t.TempDir(), "wt")
+	run(t, repo, "worktree", "add", "-q", "-b", "pilotdesk/x", wt)
+	data := t.TempDir()
+	first, err := New(data)
+	if err != nil {
+		t.Skip(err)
+	}
+	write(t, wt, "new.txt", "new\n")
+	if _, err := first.Snapshot(ctx, wt, conv); err != nil {
+		t.Fatal(err)
+	}
+	indexes := filepath.Join(data, "checkpoints", "index", "*")
+	if left, _ := filepath.Glob(indexes); len(left) == 0 {
+		t.Fatal("the snapshot kept no private index")
+	}
+	again, err := New(data) // the relay restarted
+	if err != nil {
+		t.Fatal(err)
+	}
+	run(t, repo, "worktree", "remove", "--force", wt)
+	if err := again.Forget(wt); err != nil {
+		t.Fatal(err)
+	}
+	if left, _ := filepath.Glob(indexes); len(left) != 0 {
+		t.Fatalf("the removed worktree's index is still in the data dir: %v", left)
+	}
+}

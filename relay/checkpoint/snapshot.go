@@ -212,6 +212,11 @@ func (s *Store) startIndex(l *location) (tmp, known string, err error) {
 	err = copyIndex(l.index, tmp)
 	known = l.tree // the tree of the index just copied, if known
 	l.mu.Unlock()
+	if known == "" {
+		// The folder's first snapshot since the store started (or one
+		// with large files): an index written now is noted.
+		s.noteIndex(l)
+	}
 	if errors.Is(err, fs.ErrNotExist) && l.seed != "" {
 		err = copyIndex(l.seed, tmp)
 	}
