@@ -462,6 +462,10 @@ func ratio(a, b float64) float64 {
 	return a / b
 }
 
+// shortPrompt is the prompt of the short conversation stored after the
+// long one (prepareHistory), which its script answers in one line.
+const shortPrompt = "is the history kept?"
+
 // words for the stored conversation's script.
 func historyScript() script {
 	reply := []step{
@@ -472,5 +476,6 @@ func historyScript() script {
 		{"delta": "The tests pass. The change to the loop is small:\n\n```go\nfor _, b := range blocks {\n\tif b.done {\n\t\tcontinue\n\t}\n\tb.segs = parse(b.text)\n}\n```\n\n"},
 		{"delta": "With that, a long reply costs the same per token at its end as at its start, and a `make bench` run shows it."},
 	}
-	return script{Turns: []scriptTurn{{Steps: reply}}}
+	short := scriptTurn{Match: shortPrompt, Steps: []step{{"delta": "Yes: the relay keeps every conversation."}}}
+	return script{Turns: []scriptTurn{short, {Steps: reply}}}
 }

@@ -29,26 +29,56 @@ const relayStopWait = 5 * time.Minute
 // the scripted agent, on a data dir in the work directory), so the SQLite
 // history holds exactly what a relay writes. It is made once and kept; a
 // file named complete marks a finished one.
+//
+// A short conversation of one turn is stored after it (a file named newer
+// marks it): a window started on a data dir goes back to the latest
+// conversation, and the window measured must start in a small one for the
+// click on the long one to be the open measured.
 func (b *bench) prepareHistory(ctx context.Context) error {
 	turns := b.cfg.messages / 2
 	dir := filepath.Join(b.cfg.work, fmt.Sprintf("history-%d", turns))
 	b.historyDir = filepath.Join(dir, "data")
 	b.historyJSON = filepath.Join(dir, "script.json")
-	if _, err := os.Stat(filepath.Join(dir, "complete")); err == nil {
+	if _, err := os.Stat(filepath.Join(dir, "complete")); err != nil {
+		if err := os.RemoveAll(dir); err != nil {
+			return err
+		}
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return err
+		}
+		if err := writeJSON(b.historyJSON, historyScript()); err != nil {
+			return err
+		}
+		fmt.Printf("winbench: writing a conversation of %d turns through a relay into %s (once)\n", turns, b.historyDir)
+		t0 := time.Now()
+		err := b.storeTurns(ctx, dir, turns, func(i int) string {
+			return fmt.Sprintf("step %d of the plan: make the transcript's parser incremental", i)
+		})
+		if err != nil {
+			return err
+		}
+		fmt.Printf("winbench: stored in %s\n", time.Since(t0).Round(time.Second))
+		if err := os.WriteFile(filepath.Join(dir, "complete"), []byte(time.Now().Format(time.RFC3339)+"\n"), 0o644); err != nil {
+			return err
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "newer")); err == nil {
 		return nil
 	}
-	if err := os.RemoveAll(dir); err != nil {
-		return err
-	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
-	}
+	// A history written before the short conversation was has a script
+	// without its turn.
 	if err := writeJSON(b.historyJSON, historyScript()); err != nil {
 		return err
 	}
-	fmt.Printf("winbench: writing a conversation of %d turns through a relay into %s (once)\n", turns, b.historyDir)
-	t0 := time.Now()
+	if err := b.storeTurns(ctx, dir, 1, func(int) string { return shortPrompt }); err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(dir, "newer"), []byte(time.Now().Format(time.RFC3339)+"\n"), 0o644)
+}
 
+// storeTurns plays turns prompts in a new conversation through a relay on
+// dir's data dir, and stops it once it has written them.
+func (b *bench) storeTurns(ctx context.Context, dir string, turns int, prompt func(i int) string) error {
 	token := relayproc.NewToken()
 	r, err := relayproc.Start(ctx, relayproc.Config{
 		Bin:     b.cfg.bin,
@@ -75,8 +105,7 @@ func (b *bench) prepareHistory(ctx context.Context) error {
 		return fmt.Errorf("subscribing: %w", err)
 	}
 	for i := 1; i <= turns; i++ {
-		prompt := fmt.Sprintf("step %d of the plan: make the transcript's parser incremental", i)
-		if err := c.Send(ctx, id, prompt, protocol.ModeAct, ""); err != nil {
+		if err := c.Send(ctx, id, prompt(i), protocol.ModeAct, ""); err != nil {
 			return fmt.Errorf("turn %d: %w", i, err)
 		}
 		if err := waitIdle(ctx, c, id); err != nil {
@@ -90,8 +119,7 @@ func (b *bench) prepareHistory(ctx context.Context) error {
 	if err := r.Stop(relayStopWait); err != nil {
 		return fmt.Errorf("the relay did not stop cleanly: %w (log: %s)", err, r.LogPath)
 	}
-	fmt.Printf("winbench: stored in %s\n", time.Since(t0).Round(time.Second))
-	return os.WriteFile(filepath.Join(dir, "complete"), []byte(time.Now().Format(time.RFC3339)+"\n"), 0o644)
+	return nil
 }
 
 // waitIdle reads events until the conversation's turn ends.
