@@ -151,8 +151,8 @@ func (c *Cluster) onLive(m *nats.Msg) {
 		return
 	}
 	delete(c.pending, tok)
-	if _, held := c.records[tok]; !held && len(c.records) >= maxPendingConvs {
-		clear(c.records) // bounded as pending: only a cost, not a loss
+	if _, held := c.records[tok]; !held && len(c.records) >= maxRecordMemos {
+		clear(c.records) // a memo only saves work: none is lost
 	}
 	c.records[tok] = memo
 	rec := memo.rec
@@ -213,3 +213,7 @@ const (
 	maxPendingConvs  = 4096
 	maxPendingEvents = 4096
 )
+
+// maxRecordMemos bounds Cluster.records, whose records may be 8 KiB each
+// (a pending question): past it, the memos are dropped and made again.
+const maxRecordMemos = 1024

@@ -42,6 +42,33 @@ func TestClusterLivePendingBounded(t *testing.T) {
 	}
 }
 
+// TestClusterLiveRecordsBounded: the records onLive keeps to decode each
+// conversation's next one against stay bounded, however many
+// conversations it follows, and a deleted conversation's goes.
+func TestClusterLiveRecordsBounded(t *testing.T) {
+	t.Parallel()
+	c := liveOnlyCluster()
+	for i := range 3 * maxRecordMemos {
+		tok := fmt.Sprintf("c%d", i)
+		m := &nats.Msg{Subject: c.liveSubject(tok), Header: nats.Header{}, Data: []byte(`{}`)}
+		m.Header.Set(hdrEvent, "1 1 1 assistant")
+		m.Header.Set(hdrConv, fmt.Sprintf(`{"id":%q,"lastSeq":1,"msgs":1,"max":1,"append":"a:1"}`, tok))
+		c.onLive(m)
+		if c.records[tok] == nil {
+			t.Fatalf("conversation %s's record not kept", tok)
+		}
+	}
+	if n := len(c.records); n > maxRecordMemos {
+		t.Fatalf("%d conversations' records kept, want at most %d", n, maxRecordMemos)
+	}
+	tok := fmt.Sprintf("c%d", 3*maxRecordMemos-1)
+	c.s = &Store{} // what deletedRemote forgets of the conversation there: nothing
+	c.deletedRemote(quietHooks{}, tok, tok)
+	if c.records[tok] != nil {
+		t.Errorf("a deleted conversation's record kept")
+	}
+}
+
 // TestDeliverHandlesNothingOnceStopped: once Stop has ended deliver's
 // context, the messages still queued run no hook, however often select
 // would pick them over the context's end.
@@ -69,6 +96,7 @@ func liveOnlyCluster() *Cluster {
 		base:    "pilotdesk",
 		log:     slog.New(slog.NewTextHandler(io.Discard, nil)),
 		pending: map[string][]history.Event{},
+		records: map[string]*recordMemo{},
 		hooks:   quietHooks{},
 	}
 }
