@@ -192,8 +192,11 @@ bench-nats: nats-server
 	@# The same offered load on 1, 2 and 3 relays, one after the other:
 	@# each relay's CPU per delivery as a share of the single relay's
 	@# (issue #32: <= 0.38 with 3 relays), three rounds of 1, 2, 3, 3, 2, 1
-	@# and their median (one round moves by a third on a shared machine).
-	.tools/load/load -bin .tools/load/pilotdesk -nats -scale -rounds 3 -relays 3 -conns 150 -convs 15 -duration 30s
+	@# and their median (one round moves by a third on a shared machine);
+	@# each count above one twice, a conversation's clients spread over the
+	@# relays (most of them served by a relay that follows it) and all on
+	@# its owner, side by side.
+	.tools/load/load -bin .tools/load/pilotdesk -nats -scale -placement both -rounds 3 -relays 3 -conns 150 -convs 15 -duration 30s
 
 # The window's speed targets (docs/performance.md): the real GL binary under
 # Xvfb next to the floor programs of tools/winbench on the same X server,
