@@ -14,18 +14,19 @@ type confirmation struct {
 	dlg  *dialog.CustomDialog
 	id   string // what it is about: the checkpoint (a restore), the conversation (a delete)
 	text string // what it says
-	ok   *widget.Button
+	ok   *escapeButton
 }
 
 // confirmAction shows c, titled title, with content: ok (label, icon)
 // hides it and runs do. *open holds c while it shows; afterClose, if
 // set, runs once it has closed, however.
 func (w *Window) confirmAction(open **confirmation, c *confirmation, title string, content fyne.CanvasObject, label string, icon fyne.Resource, do, afterClose func()) {
-	cancel := widget.NewButtonWithIcon("Cancel", theme.CancelIcon(), func() { c.dlg.Hide() })
-	c.ok = widget.NewButtonWithIcon(label, icon, func() {
+	hide := func() { c.dlg.Hide() }
+	cancel := newEscapeButton("Cancel", theme.CancelIcon(), hide, hide)
+	c.ok = newEscapeButton(label, icon, func() {
 		c.dlg.Hide()
 		do()
-	})
+	}, hide)
 	c.ok.Importance = widget.DangerImportance
 	c.dlg = dialog.NewCustomWithoutButtons(title, content, w.win)
 	c.dlg.SetButtons([]fyne.CanvasObject{cancel, c.ok})

@@ -10,10 +10,10 @@ import (
 // their Cancel or Close does. Fyne 2.7.1
 // dialogs take no key of their own, and a key goes to the widget that has
 // the keyboard, or to the canvas when none has it: the canvas's Escape
-// comes here (build.go), and the text boxes of the new-conversation
-// dialog and of Settings, which have the keyboard when they open, hand
-// their Escape on. (Settings' lists and checkboxes do not: Escape there
-// does nothing, as before.)
+// comes here (build.go), and every widget of theirs that takes the
+// keyboard hands its Escape on: the dialogs build their text boxes,
+// dropdowns, checkboxes and buttons with the wrappers below (Tab moves the
+// keyboard to a dropdown or a button, where Escape did nothing).
 // The agent's question is not one of them: Escape never closes it
 // (modal.go).
 
@@ -52,13 +52,21 @@ func newEscapeEntry(password bool, onEscape func()) *escapeEntry {
 	return e
 }
 
+// escaped hands Escape to onEscape, and reports whether it did: each
+// wrapper's TypedKey gives any other key to its widget.
+func escaped(k *fyne.KeyEvent, onEscape func()) bool {
+	if k.Name != fyne.KeyEscape || onEscape == nil {
+		return false
+	}
+	onEscape()
+	return true
+}
+
 // TypedKey hands Escape to onEscape, and every other key to the entry.
 func (e *escapeEntry) TypedKey(k *fyne.KeyEvent) {
-	if k.Name == fyne.KeyEscape && e.onEscape != nil {
-		e.onEscape()
-		return
+	if !escaped(k, e.onEscape) {
+		e.Entry.TypedKey(k)
 	}
-	e.Entry.TypedKey(k)
 }
 
 // escapeSelectEntry is a SelectEntry whose Escape calls onEscape.
@@ -71,14 +79,81 @@ func newEscapeSelectEntry(onEscape func()) *escapeSelectEntry {
 	e := &escapeSelectEntry{onEscape: onEscape}
 	e.ExtendBaseWidget(e)
 	e.Wrapping = fyne.TextWrap(fyne.TextTruncateClip)
+	// Its menu's button takes the keyboard too (Tab stops there): the
+	// entry makes it in its first SetOptions, and keeps it after.
+	e.SetOptions(nil)
+	if b, ok := e.ActionItem.(*widget.Button); ok {
+		menu := newEscapeButton("", b.Icon, b.OnTapped, onEscape)
+		menu.Importance = b.Importance
+		e.ActionItem = menu
+	}
 	return e
 }
 
 // TypedKey hands Escape to onEscape, and every other key to the entry.
 func (e *escapeSelectEntry) TypedKey(k *fyne.KeyEvent) {
-	if k.Name == fyne.KeyEscape && e.onEscape != nil {
-		e.onEscape()
-		return
+	if !escaped(k, e.onEscape) {
+		e.SelectEntry.TypedKey(k)
 	}
-	e.SelectEntry.TypedKey(k)
+}
+
+// escapeSelect is a Select (a dropdown) whose Escape calls onEscape.
+type escapeSelect struct {
+	widget.Select
+	onEscape func()
+}
+
+func newEscapeSelect(options []string, changed func(string), onEscape func()) *escapeSelect {
+	s := &escapeSelect{onEscape: onEscape}
+	s.Options, s.OnChanged = options, changed
+	s.PlaceHolder = "(Select one)" // widget.NewSelect's
+	s.ExtendBaseWidget(s)
+	return s
+}
+
+// TypedKey hands Escape to onEscape, and every other key to the dropdown.
+func (s *escapeSelect) TypedKey(k *fyne.KeyEvent) {
+	if !escaped(k, s.onEscape) {
+		s.Select.TypedKey(k)
+	}
+}
+
+// escapeCheck is a Check whose Escape calls onEscape.
+type escapeCheck struct {
+	widget.Check
+	onEscape func()
+}
+
+func newEscapeCheck(label string, onEscape func()) *escapeCheck {
+	c := &escapeCheck{onEscape: onEscape}
+	c.Text = label
+	c.ExtendBaseWidget(c)
+	return c
+}
+
+// TypedKey hands Escape to onEscape, and every other key to the box.
+func (c *escapeCheck) TypedKey(k *fyne.KeyEvent) {
+	if !escaped(k, c.onEscape) {
+		c.Check.TypedKey(k)
+	}
+}
+
+// escapeButton is a Button whose Escape calls onEscape.
+type escapeButton struct {
+	widget.Button
+	onEscape func()
+}
+
+func newEscapeButton(label string, icon fyne.Resource, tapped, onEscape func()) *escapeButton {
+	b := &escapeButton{onEscape: onEscape}
+	b.Text, b.Icon, b.OnTapped = label, icon, tapped
+	b.ExtendBaseWidget(b)
+	return b
+}
+
+// TypedKey hands Escape to onEscape, and every other key to the button.
+func (b *escapeButton) TypedKey(k *fyne.KeyEvent) {
+	if !escaped(k, b.onEscape) {
+		b.Button.TypedKey(k)
+	}
 }

@@ -1,9 +1,12 @@
 package ui
 
 import (
+	"fmt"
 	"testing"
 
 	"fyne.io/fyne/v2"
+
+	"github.com/pilotdesk/pilotdesk/ui/uitest"
 )
 
 // TestEscapeCancelsDialogs: Escape cancels the new-conversation dialog
@@ -81,5 +84,92 @@ func TestEscapeCancelsDialogs(t *testing.T) {
 	h.frame()
 	if h.w.current != id || !h.w.store.Has(id) {
 		t.Fatal("Escape deleted the conversation")
+	}
+}
+
+// TestEscapeFromEveryWidgetOfADialog: Escape closes Settings, the
+// new-conversation dialog, Connect a device… and a confirmation whichever
+// of their widgets has the keyboard: a dropdown, a checkbox, a button
+// (Tab puts it there), not only a text box. Fyne gives the key to the
+// focused widget, and these did nothing with it.
+func TestEscapeFromEveryWidgetOfADialog(t *testing.T) {
+	h := newHarness(t, harnessConfig{})
+	h.w.opts.Devices = relayDevices{r: h.srv.Relay, info: ShareInfo{URL: "wss://192.168.1.20:7421/ws", LAN: true, SetupURL: "http://192.168.1.20:7421/"}}
+	h.send("markdown")
+	h.waitFor("the turn", func() bool { return completedTurns(h) == 1 })
+	h.frame()
+	c := h.w.Window().Canvas()
+	// focusables are the widgets of the open dialog that take the
+	// keyboard, as Tab visits them.
+	focusables := func() []fyne.Focusable {
+		var out []fyne.Focusable
+		top := c.Overlays().Top()
+		if top == nil {
+			t.Fatal("no dialog is open")
+		}
+		uitest.Walk(top, func(o fyne.CanvasObject) bool {
+			if !o.Visible() {
+				return false
+			}
+			// A selectable label's text (the token, its link) is
+			// Fyne's own widget, which no wrapper reaches: Escape
+			// there does nothing still.
+			if f, ok := o.(fyne.Focusable); ok && fmt.Sprintf("%T", f) != "*widget.focusSelectable" {
+				if d, ok := o.(fyne.Disableable); !ok || !d.Disabled() {
+					out = append(out, f)
+				}
+			}
+			return true
+		})
+		return out
+	}
+	devices := 0
+	for _, tc := range []struct {
+		name   string
+		open   func()
+		isOpen func() bool
+		// want are kinds of widget the dialog must hold, so that the
+		// test checks them.
+		want []string
+	}{
+		{"Settings", h.w.ShowSettings, func() bool { return h.w.settings != nil }, []string{"*ui.escapeSelect", "*ui.escapeCheck", "*ui.escapeButton", "*ui.escapeEntry"}},
+		{"New conversation", h.w.askNewConversation, func() bool { return h.w.newConv != nil }, []string{"*ui.escapeCheck", "*ui.escapeButton"}},
+		{"Connect a device", func() {
+			devices++
+			d := h.w.showShare()
+			d.name.SetText(fmt.Sprint("Pixel ", devices))
+			d.create()
+		}, func() bool { return h.w.share != nil }, []string{"*ui.escapeSelect", "*ui.escapeButton"}},
+		{"Delete", h.w.confirmDelete, func() bool { return h.w.deleting != nil }, []string{"*ui.escapeButton"}},
+	} {
+		tc.open()
+		h.frame()
+		n := len(focusables())
+		kinds := map[string]bool{}
+		for i := 0; i < n; i++ {
+			if !tc.isOpen() {
+				tc.open()
+				h.frame()
+			}
+			f := focusables()[i]
+			kinds[fmt.Sprintf("%T", f)] = true
+			c.Focus(f)
+			if c.Focused() != f {
+				t.Fatalf("%s: %T does not take the keyboard", tc.name, f)
+			}
+			f.TypedKey(&fyne.KeyEvent{Name: fyne.KeyEscape})
+			h.frame()
+			if tc.isOpen() {
+				t.Errorf("%s: Escape with the keyboard on its %T (widget %d of %d) did not close it", tc.name, f, i+1, n)
+				c.Unfocus()
+				h.w.cancelDialog()
+				h.frame()
+			}
+		}
+		for _, k := range tc.want {
+			if !kinds[k] {
+				t.Errorf("%s: no %s among its widgets %v", tc.name, k, kinds)
+			}
+		}
 	}
 }

@@ -27,11 +27,11 @@ type newConvDialog struct {
 	w        *Window
 	dlg      *dialog.CustomDialog
 	folder   *escapeSelectEntry
-	browse   *widget.Button
-	worktree *widget.Check
+	browse   *escapeButton
+	worktree *escapeCheck
 	hint     *widget.Label
 	problem  *widget.Label
-	start    *widget.Button
+	start    *escapeButton
 	// ws is the relay's answer to copilot:workspaces (nil until it came).
 	ws *protocol.Workspaces
 }
@@ -52,17 +52,18 @@ func (w *Window) askNewConversation() {
 		return
 	}
 	d := &newConvDialog{w: w}
-	d.folder = newEscapeSelectEntry(func() { d.dlg.Hide() })
+	hide := func() { d.dlg.Hide() }
+	d.folder = newEscapeSelectEntry(hide)
 	d.folder.SetPlaceHolder("the relay's default folder")
 	d.folder.OnChanged = func(string) { d.refresh() }
 	d.folder.OnSubmitted = func(string) { d.submit() }
-	d.browse = widget.NewButtonWithIcon("Browse…", theme.FolderOpenIcon(), d.openBrowser)
+	d.browse = newEscapeButton("Browse…", theme.FolderOpenIcon(), d.openBrowser, hide)
 	if w.opts.Remote {
 		// The relay's disk is another machine's: the folder is typed or
 		// picked from the relay's recent ones.
 		d.browse.Hide()
 	}
-	d.worktree = widget.NewCheck(worktreeLabel, nil)
+	d.worktree = newEscapeCheck(worktreeLabel, hide)
 	d.hint = widget.NewLabel("")
 	d.hint.Wrapping = fyne.TextWrapWord
 	d.hint.SizeName = theme.SizeNameCaptionText
@@ -70,8 +71,8 @@ func (w *Window) askNewConversation() {
 	d.problem.Wrapping = fyne.TextWrapWord
 	d.problem.Importance = widget.DangerImportance
 	d.problem.Hide()
-	cancel := widget.NewButtonWithIcon("Cancel", theme.CancelIcon(), func() { d.dlg.Hide() })
-	d.start = widget.NewButtonWithIcon("Start", theme.ConfirmIcon(), d.submit)
+	cancel := newEscapeButton("Cancel", theme.CancelIcon(), hide, hide)
+	d.start = newEscapeButton("Start", theme.ConfirmIcon(), d.submit, hide)
 	d.start.Importance = widget.HighImportance
 	question := widget.NewLabelWithStyle("Where should the agent work?", fyne.TextAlignLeading, fyne.TextStyle{Bold: true})
 	row := container.NewBorder(nil, nil, nil, d.browse, d.folder)

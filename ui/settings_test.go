@@ -50,9 +50,11 @@ func (d *settingsDialog) entry(f settings.Field) *widget.Entry {
 func (d *settingsDialog) selectEntry(f settings.Field) *widget.SelectEntry {
 	return &d.inputs[f].(*escapeSelectEntry).SelectEntry
 }
-func (d *settingsDialog) check(f settings.Field) *widget.Check { return d.inputs[f].(*widget.Check) }
+func (d *settingsDialog) check(f settings.Field) *widget.Check {
+	return &d.inputs[f].(*escapeCheck).Check
+}
 func (d *settingsDialog) selector(f settings.Field) *widget.Select {
-	return d.inputs[f].(*widget.Select)
+	return &d.inputs[f].(*escapeSelect).Select
 }
 
 func TestSettingsShortcutAndMenu(t *testing.T) {

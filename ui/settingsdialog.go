@@ -49,7 +49,7 @@ type settingsDialog struct {
 	dlg    *dialog.CustomDialog
 
 	inputs map[settings.Field]fyne.CanvasObject // the widget that edits each setting
-	browse map[settings.Field]*widget.Button    // the pickers next to paths
+	browse map[settings.Field]*escapeButton     // the pickers next to paths
 
 	// found are the ACP agents' presets installed here, agents every
 	// agent found (settings.FoundAgents), when the dialog opened.
@@ -63,8 +63,8 @@ type settingsDialog struct {
 	items    map[settings.Field]*widget.FormItem
 	status   *widget.Label
 	activity *widget.Activity
-	apply    *widget.Button
-	cancel   *widget.Button
+	apply    *escapeButton
+	cancel   *escapeButton
 	busy     bool
 }
 
@@ -86,7 +86,7 @@ func newSettingsDialog(w *Window) *settingsDialog {
 		saved:  settings.Load(w.app.Preferences(), settings.Defaults()),
 		locked: w.opts.Locked,
 		inputs: map[settings.Field]fyne.CanvasObject{},
-		browse: map[settings.Field]*widget.Button{},
+		browse: map[settings.Field]*escapeButton{},
 		errs:   map[settings.Field]*widget.Label{},
 		items:  map[settings.Field]*widget.FormItem{},
 	}
@@ -150,8 +150,8 @@ func newSettingsDialog(w *Window) *settingsDialog {
 	statusRow := container.NewBorder(nil, nil, d.activity, nil, d.status)
 	content := container.NewBorder(nil, container.NewVBox(widget.NewSeparator(), statusRow), nil, nil, d.scroll)
 
-	d.cancel = widget.NewButtonWithIcon("Cancel", theme.CancelIcon(), d.close)
-	d.apply = widget.NewButtonWithIcon("Apply", theme.ConfirmIcon(), d.applyChanges)
+	d.cancel = newEscapeButton("Cancel", theme.CancelIcon(), d.close, d.close)
+	d.apply = newEscapeButton("Apply", theme.ConfirmIcon(), d.applyChanges, d.close)
 	d.apply.Importance = widget.HighImportance
 	d.dlg = dialog.NewCustomWithoutButtons("Settings", content, w.win)
 	d.dlg.SetButtons([]fyne.CanvasObject{d.cancel, d.apply})
@@ -190,11 +190,11 @@ func (d *settingsDialog) newInput(r settings.Setting, s settings.Settings) fyne.
 		// enables the remote relay's fields. A select, not radio buttons:
 		// one line instead of two keeps the right column in a 720 px
 		// window.
-		sel := widget.NewSelect(labels, func(string) { d.connectionChanged() })
+		sel := newEscapeSelect(labels, func(string) { d.connectionChanged() }, d.close)
 		sel.SetSelected(r.ChoiceLabel(value))
 		in = sel
 	case r.Kind == settings.KindBool:
-		c := widget.NewCheck(r.Placeholder, nil)
+		c := newEscapeCheck(r.Placeholder, d.close)
 		c.SetChecked(value == "true")
 		in = c
 	case r.Kind == settings.KindDuration:
@@ -219,7 +219,7 @@ func (d *settingsDialog) newInput(r settings.Setting, s settings.Settings) fyne.
 		}
 		in = e
 	case len(r.Choices) > 0:
-		sel := widget.NewSelect(labels, nil)
+		sel := newEscapeSelect(labels, nil, d.close)
 		sel.SetSelected(r.ChoiceLabel(value))
 		in = sel
 	default:
@@ -231,9 +231,9 @@ func (d *settingsDialog) newInput(r settings.Setting, s settings.Settings) fyne.
 	d.inputs[r.Field] = in
 	switch r.Browse {
 	case settings.BrowseFile:
-		d.browse[r.Field] = widget.NewButtonWithIcon("Browse…", theme.FileIcon(), func() { d.pickFile(r.Field) })
+		d.browse[r.Field] = newEscapeButton("Browse…", theme.FileIcon(), func() { d.pickFile(r.Field) }, d.close)
 	case settings.BrowseFolder:
-		d.browse[r.Field] = widget.NewButtonWithIcon("Browse…", theme.FolderOpenIcon(), func() { d.pickFolder(r.Field) })
+		d.browse[r.Field] = newEscapeButton("Browse…", theme.FolderOpenIcon(), func() { d.pickFolder(r.Field) }, d.close)
 	}
 	if b := d.browse[r.Field]; b != nil {
 		return container.NewBorder(nil, nil, nil, b, in)
@@ -377,7 +377,7 @@ func (d *settingsDialog) pickACP() {
 	if _, locked := d.locked[settings.FieldAgent]; locked {
 		return
 	}
-	if sel, ok := d.inputs[settings.FieldAgent].(*widget.Select); ok {
+	if sel, ok := d.inputs[settings.FieldAgent].(*escapeSelect); ok {
 		sel.SetSelected(settings.Lookup(settings.FieldAgent).ChoiceLabel(settings.AgentACP))
 	}
 }
@@ -386,9 +386,9 @@ func (d *settingsDialog) pickACP() {
 func (d *settingsDialog) text(f settings.Field) string {
 	r := settings.Lookup(f)
 	switch in := d.inputs[f].(type) {
-	case *widget.Select:
+	case *escapeSelect:
 		return r.ChoiceValue(in.Selected)
-	case *widget.Check:
+	case *escapeCheck:
 		return strconv.FormatBool(in.Checked)
 	case *escapeSelectEntry:
 		return in.Text
@@ -515,7 +515,7 @@ func (d *settingsDialog) setBusy(on bool) {
 			}
 		}
 	}
-	for _, b := range []*widget.Button{d.apply, d.cancel} {
+	for _, b := range []*escapeButton{d.apply, d.cancel} {
 		if on {
 			b.Disable()
 		} else {

@@ -89,8 +89,8 @@ type shareDialog struct {
 	d       dialog.Dialog
 
 	name    *escapeEntry
-	role    *widget.Select
-	expiry  *widget.Select
+	role    *escapeSelect
+	expiry  *escapeSelect
 	problem *widget.Label
 	result  *fyne.Container // the token made, with its link and QR code
 	list    *fyne.Container // the devices
@@ -103,7 +103,7 @@ type shareDialog struct {
 	// reachable turns on "Reachable from my network" and restarts the
 	// relay; nil when the relay is reachable already or cannot be
 	// restarted from here.
-	reachable *widget.Button
+	reachable *escapeButton
 }
 
 // ShowShare opens the "Connect a device…" dialog.
@@ -118,7 +118,9 @@ func (w *Window) showShare() *shareDialog {
 		return nil
 	}
 	s := newShareDialog(w, w.opts.Devices)
-	s.d = dialog.NewCustom("Connect a device", "Close", s.content(), w.win)
+	dlg := dialog.NewCustomWithoutButtons("Connect a device", s.content(), w.win)
+	dlg.SetButtons([]fyne.CanvasObject{newEscapeButton("Close", nil, s.hide, s.hide)})
+	s.d = dlg
 	s.d.Resize(w.dialogSize(fyne.NewSize(860, 720)))
 	s.d.SetOnClosed(func() {
 		s.closed = true
@@ -148,15 +150,15 @@ func (s *shareDialog) followDevices() {
 
 func newShareDialog(w *Window, devs Devices) *shareDialog {
 	s := &shareDialog{win: w, devices: devs, info: devs.Share()}
-	s.name = newEscapeEntry(false, func() { s.d.Hide() })
+	s.name = newEscapeEntry(false, s.hide)
 	s.name.SetPlaceHolder("Pixel, work laptop…")
-	s.role = widget.NewSelect([]string{protocol.RoleController, protocol.RoleViewer}, nil)
+	s.role = newEscapeSelect([]string{protocol.RoleController, protocol.RoleViewer}, nil, s.hide)
 	s.role.SetSelected(protocol.RoleController)
 	labels := make([]string, len(expiries))
 	for i, e := range expiries {
 		labels[i] = e.label
 	}
-	s.expiry = widget.NewSelect(labels, nil)
+	s.expiry = newEscapeSelect(labels, nil, s.hide)
 	s.expiry.SetSelected(labels[0])
 	s.problem = widget.NewLabel("")
 	s.problem.Importance = widget.DangerImportance
@@ -166,6 +168,9 @@ func newShareDialog(w *Window, devs Devices) *shareDialog {
 	s.list = container.NewVBox()
 	return s
 }
+
+// hide closes the dialog (Close, and Escape in any of its widgets).
+func (s *shareDialog) hide() { s.d.Hide() }
 
 // reach says plainly who can reach the relay.
 func (s *shareDialog) reach() string {
@@ -194,7 +199,7 @@ func httpsOf(relayURL string) string {
 
 func (s *shareDialog) content() fyne.CanvasObject {
 	if !s.info.LAN && s.info.Unreachable == "" && s.win.opts.Restart != nil {
-		s.reachable = widget.NewButtonWithIcon("Make reachable from my network", theme.ComputerIcon(), s.makeReachable)
+		s.reachable = newEscapeButton("Make reachable from my network", theme.ComputerIcon(), s.makeReachable, s.hide)
 		s.reachable.Importance = widget.HighImportance
 	}
 	reach := widget.NewLabel(s.reach())
@@ -220,7 +225,7 @@ func (s *shareDialog) content() fyne.CanvasObject {
 		widget.NewFormItem("Expires", s.expiry),
 	)
 	form.Items[1].HintText = "A controller may send, answer and stop; a viewer only follows"
-	makeBtn := widget.NewButtonWithIcon("Make a token", theme.ContentAddIcon(), s.create)
+	makeBtn := newEscapeButton("Make a token", theme.ContentAddIcon(), s.create, s.hide)
 	if s.reachable == nil {
 		makeBtn.Importance = widget.HighImportance
 	}
@@ -298,9 +303,9 @@ func (s *shareDialog) showToken(name, token string) {
 	linkText := widget.NewLabelWithStyle(link, fyne.TextAlignLeading, fyne.TextStyle{Monospace: true})
 	linkText.Selectable = true
 	linkText.Wrapping = fyne.TextWrapBreak
-	copyBtn := widget.NewButtonWithIcon("Copy link", theme.ContentCopyIcon(), func() {
+	copyBtn := newEscapeButton("Copy link", theme.ContentCopyIcon(), func() {
 		s.win.app.Clipboard().SetContent(link)
-	})
+	}, s.hide)
 	// codeLink is what the QR code opens, "" for none.
 	scan, codeLink := "", link
 	switch {
@@ -370,7 +375,7 @@ func (s *shareDialog) refresh() {
 	}
 	for i, d := range devs {
 		name := d.Name
-		revoke := widget.NewButtonWithIcon("Revoke", theme.DeleteIcon(), func() { s.revoke(name) })
+		revoke := newEscapeButton("Revoke", theme.DeleteIcon(), func() { s.revoke(name) }, s.hide)
 		revoke.Importance = widget.DangerImportance
 		rows = append(rows, container.NewBorder(nil, nil, nil, revoke, widget.NewLabel(texts[len(texts)-len(devs)+i])))
 	}
