@@ -377,3 +377,38 @@ func listText(o fyne.CanvasObject) string {
 	}
 	return ""
 }
+
+// A new token's device comes into view: in the default window the
+// dialog scrolls so that its row shows below the token and its code,
+// where it was below the fold and seemed not to be listed; the token's
+// text still shows above it. It does so again for a second device.
+func TestShareDialogShowsTheNewDevice(t *testing.T) {
+	th := FixedVariant(theme.DefaultTheme(), theme.VariantLight)
+	h := newHarness(t, harnessConfig{theme: th, fakeClock: true, size: defaultWindowSize})
+	h.w.opts.Devices = relayDevices{r: h.srv.Relay, info: ShareInfo{URL: "wss://192.168.1.20:7421/ws", LAN: true, SetupURL: "http://192.168.1.20:7421/"}}
+	d := h.w.showShare()
+	h.frame()
+	for _, name := range []string{"Pixel", "Work laptop"} {
+		d.name.SetText(name)
+		d.create()
+		h.frame()
+		h.w.Window().Canvas().Overlays().Top().Refresh()
+		row := d.rowOf[name]
+		if row == nil {
+			t.Fatalf("%s is not listed", name)
+		}
+		// Where the row and the token's text are in the window, against
+		// the part of the dialog's content that shows.
+		driver := fyne.CurrentApp().Driver()
+		view := driver.AbsolutePositionForObject(d.scroll).Y
+		rowTop := driver.AbsolutePositionForObject(row).Y
+		rowBottom := rowTop + row.Size().Height
+		if rowTop < view || rowBottom > view+d.scroll.Size().Height {
+			t.Fatalf("%s's row is at %v-%v, the dialog shows %v-%v: out of view", name, rowTop, rowBottom, view, view+d.scroll.Size().Height)
+		}
+		if note := driver.AbsolutePositionForObject(d.result).Y; note < view {
+			t.Errorf("the token of %s scrolled out of view (%v above %v)", name, note, view)
+		}
+	}
+	(&shooter{t: t, variant: "light"}).shot(h, "share-new-device")
+}

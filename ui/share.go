@@ -94,6 +94,10 @@ type shareDialog struct {
 	problem *widget.Label
 	result  *fyne.Container // the token made, with its link and QR code
 	list    *fyne.Container // the devices
+	// scroll holds the dialog's content; rowOf is each device's row of
+	// list, by name, which a new token's device is scrolled to.
+	scroll *container.Scroll
+	rowOf  map[string]fyne.CanvasObject
 	// rows are the device list's lines as last shown: refresh rebuilds
 	// the list only when they change.
 	rows []string
@@ -231,8 +235,9 @@ func (s *shareDialog) content() fyne.CanvasObject {
 	}
 	s.refresh()
 	devicesTitle := widget.NewLabelWithStyle("Devices", fyne.TextAlignLeading, fyne.TextStyle{Bold: true})
-	return container.NewVScroll(container.NewVBox(append(top, form, container.NewHBox(makeBtn), s.problem, s.result,
+	s.scroll = container.NewVScroll(container.NewVBox(append(top, form, container.NewHBox(makeBtn), s.problem, s.result,
 		widget.NewSeparator(), devicesTitle, s.list)...))
+	return s.scroll
 }
 
 // makeReachable turns on "Reachable from my network" as the Settings
@@ -287,9 +292,29 @@ func (s *shareDialog) create() {
 		return
 	}
 	s.problem.Hide()
-	s.showToken(strings.TrimSpace(s.name.Text), token)
+	name := strings.TrimSpace(s.name.Text)
+	s.showToken(name, token)
 	s.name.SetText("")
 	s.refresh()
+	s.reveal(s.rowOf[name])
+}
+
+// reveal scrolls the dialog so that row, a new token's device at the end
+// of the list (below the token, its link and its code), shows at the
+// bottom of the dialog, with as much of the token as fits above it; it
+// was below the fold, and the device seemed not to be there.
+func (s *shareDialog) reveal(row fyne.CanvasObject) {
+	if row == nil || s.scroll == nil {
+		return
+	}
+	// The list and the token grew: lay the content out now (the driver
+	// would at the next frame) to know where the row is.
+	s.scroll.Refresh()
+	s.scroll.Content.Refresh()
+	bottom := s.list.Position().Y + row.Position().Y + row.Size().Height + theme.Padding()
+	if view := s.scroll.Size().Height; bottom > s.scroll.Offset.Y+view {
+		s.scroll.ScrollToOffset(fyne.NewPos(0, bottom-view))
+	}
 }
 
 // showToken shows a new token as text and as the web client's link, and,
@@ -369,6 +394,7 @@ func (s *shareDialog) refresh() {
 		return // unchanged: keep the widgets (and the focus)
 	}
 	s.rows = texts
+	s.rowOf = make(map[string]fyne.CanvasObject, len(devs))
 	var rows []fyne.CanvasObject
 	if err != nil || len(devs) == 0 {
 		rows = append(rows, widget.NewLabel(texts[0]))
@@ -377,7 +403,9 @@ func (s *shareDialog) refresh() {
 		name := d.Name
 		revoke := newEscapeButton("Revoke", theme.DeleteIcon(), func() { s.revoke(name) }, s.hide)
 		revoke.Importance = widget.DangerImportance
-		rows = append(rows, container.NewBorder(nil, nil, nil, revoke, widget.NewLabel(texts[len(texts)-len(devs)+i])))
+		row := container.NewBorder(nil, nil, nil, revoke, widget.NewLabel(texts[len(texts)-len(devs)+i]))
+		s.rowOf[name] = row
+		rows = append(rows, row)
 	}
 	s.list.Objects = rows
 	s.list.Refresh()
