@@ -54,6 +54,11 @@ type ackInbox struct {
 	prefix string             // the inbox and a dot: a reply subject is prefix + a token
 	next   uint64             // the last token handed out
 	closed bool               // the store is closed: no subscription any more
+	// connClosed gets the connection's CLOSED, registered with sub: a
+	// closed connection leaves ch open and silent (nats.go closes only a
+	// synchronous subscription's), so without it an attempt learned of
+	// it only when its ack was given up, 2 s on.
+	connClosed chan nats.Status
 }
 
 // firstTry is the outcome of an append's first attempt, made for the
@@ -91,10 +96,9 @@ func (s *Store) firstAttempts(ctx context.Context, jobs []*commitJob, epoch uint
 	}
 	defer a.mu.Unlock()
 	if a.sub != nil && !a.sub.IsValid() {
-		// Unsubscribed under it (the server refused it, say): no ack
-		// would come. Subscribed again below.
-		_ = a.sub.Unsubscribe()
-		a.sub = nil
+		// Unsubscribed under it (the server refused it, say, or the
+		// connection closed): no ack would come. Subscribed again below.
+		a.unsubscribe(s.nc)
 	}
 	if a.sub == nil {
 		if a.closed {
@@ -106,13 +110,16 @@ func (s *Store) firstAttempts(ctx context.Context, jobs []*commitJob, epoch uint
 		// whose ack was lost.
 		ch := make(chan *nats.Msg, 4*cap(s.inflight))
 		prefix := s.nc.NewInbox() + "."
+		// Before the subscription: a close after it is heard.
+		closed := s.nc.StatusChanged(nats.CLOSED)
 		sub, err := s.nc.ChanSubscribe(prefix+"*", ch)
 		if err != nil {
 			// A closed connection: the appends' requests say so.
+			s.nc.RemoveStatusListener(closed)
 			s.log.Debug("jetstream history: no ack inbox: each append waits for its ack on its own", "err", err)
 			return
 		}
-		a.sub, a.ch, a.prefix = sub, ch, prefix
+		a.sub, a.ch, a.prefix, a.connClosed = sub, ch, prefix, closed
 	}
 	for start := 0; start < len(jobs); start += cap(s.inflight) {
 		s.attemptWave(ctx, jobs[start:min(len(jobs), start+cap(s.inflight))], epoch)
@@ -196,6 +203,14 @@ func (s *Store) collectAcks(ctx context.Context, waiting map[string]*commitJob, 
 				j.first.err = ctx.Err()
 				delete(waiting, token)
 			}
+		case <-a.connClosed:
+			// No ack will come: every attempt fails at once, as a request
+			// does when the connection closes under it.
+			for token, j := range waiting {
+				j.first.err = nats.ErrConnectionClosed
+				delete(waiting, token)
+			}
+			return
 		case <-timer.C:
 			// No ack in time: as a request's context says then, or, if
 			// the connection was closed meanwhile, as a request says of
@@ -223,8 +238,18 @@ func (s *Store) closeAcks() {
 	defer s.acks.mu.Unlock()
 	s.acks.closed = true
 	if s.acks.sub != nil {
-		_ = s.acks.sub.Unsubscribe()
-		s.acks.sub = nil
+		s.acks.unsubscribe(s.nc)
+	}
+}
+
+// unsubscribe ends the inbox's subscription and its listener for the
+// connection's close; a's lock is held.
+func (a *ackInbox) unsubscribe(nc *nats.Conn) {
+	_ = a.sub.Unsubscribe()
+	a.sub = nil
+	if a.connClosed != nil {
+		nc.RemoveStatusListener(a.connClosed)
+		a.connClosed = nil
 	}
 }
 

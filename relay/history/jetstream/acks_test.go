@@ -191,3 +191,79 @@ func TestFirstAttemptOutcomes(t *testing.T) {
 		t.Fatalf("the attempt after a late ack: %+v, want its own ack, 9", again.first)
 	}
 }
+
+// TestFirstAttemptHearsTheConnectionClose: an append's first attempt
+// whose ack is awaited when the connection closes fails at once with
+// nats.ErrConnectionClosed, as a request does, where it waited for its
+// ack until the attempt was given up (2 s; here ten minutes): the ack
+// inbox's channel is neither closed nor told.
+func TestFirstAttemptHearsTheConnectionClose(t *testing.T) {
+	t.Parallel()
+	e, other := embedded(t)
+	nc, err := e.Connect("closing")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	s := openEmbedded(t, nc, "closing", Options{})
+	ctx := context.Background()
+	held := make(chan *nats.Msg, 1)
+	for subject, answer := range map[string]func(*nats.Msg){
+		"test.ok":   func(m *nats.Msg) { _ = m.Respond([]byte(`{"seq":1}`)) },
+		"test.held": func(m *nats.Msg) { held <- m }, // never answered
+	} {
+		sub, err := other.Subscribe(subject, answer)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer sub.Unsubscribe()
+	}
+	if err := other.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	job := func(subject string) *commitJob {
+		m := &nats.Msg{Subject: subject, Header: nats.Header{}, Data: []byte("x")}
+		return &commitJob{w: &convWrite{id: subject, subj: subject}, units: []*unit{{msgs: []*nats.Msg{m}}}}
+	}
+	ok := job("test.ok") // subscribes the ack inbox
+	s.firstAttempts(ctx, []*commitJob{ok}, 0)
+	if ok.first == nil || ok.first.err != nil || ok.first.ack != 1 {
+		t.Fatalf("the first attempt answered: %+v", ok.first)
+	}
+
+	j := job("test.held")
+	j.first = &firstTry{}
+	s.acks.mu.Lock() // as a Write holds it
+	if err := nc.PublishMsg(&nats.Msg{Subject: "test.held", Reply: s.acks.prefix + "held", Data: []byte("x")}); err != nil {
+		t.Fatal(err)
+	}
+	wait, stop := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		s.collectAcks(wait, map[string]*commitJob{"held": j}, time.Now().Add(10*time.Minute))
+	}()
+	// A failure ends the wait first: the store's Close takes the inbox's lock.
+	fail := func(why string) {
+		stop()
+		<-done
+		s.acks.mu.Unlock()
+		t.Fatal(why)
+	}
+	select {
+	case <-held:
+	case <-time.After(30 * time.Second):
+		fail("the attempt never reached its responder")
+	}
+	nc.Close()
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second):
+		fail("the attempt still waits for its ack 30 s after the connection closed")
+	}
+	stop()
+	s.acks.mu.Unlock()
+	if !errors.Is(j.first.err, nats.ErrConnectionClosed) {
+		t.Fatalf("the attempt's outcome: %v, want nats.ErrConnectionClosed", j.first.err)
+	}
+}
