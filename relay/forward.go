@@ -65,6 +65,12 @@ const unreachableWait = 30 * time.Second
 // asked again until it answers or its lease lapses and this relay takes
 // the conversation over, for up to unreachableWait. Without a cluster it
 // reports false.
+//
+// It runs on c.ctx, which a client going away does not cut: forward runs
+// in c's read loop (dispatch), and c.ctx is cancelled only once that loop
+// has returned, or with the relay's own context when it stops. A command
+// whose sender left meanwhile is forwarded and run all the same; only
+// its answer finds no one.
 func (r *Relay) forward(c *conn, msgType, id string, data any, before func()) (handled bool) {
 	if r.cluster == nil {
 		return false // a relay alone runs every conversation
