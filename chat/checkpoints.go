@@ -199,13 +199,13 @@ func (r *repl) lastRestore() *protocol.Restored {
 	}
 	for i := len(r.fold.Rows) - 1; i >= 0; i-- {
 		row := r.fold.Rows[i]
-		if row.Restored == nil {
+		if row.Restored() == nil {
 			continue
 		}
-		if row.Card != nil && row.Card.Undone {
+		if row.Card() != nil && row.Card().Undone {
 			return nil
 		}
-		return row.Restored
+		return row.Restored()
 	}
 	return nil
 }

@@ -50,38 +50,36 @@ func (s *State) checkpointRow(data any) {
 	case *protocol.Changes:
 		ch := *d
 		ch.Files = slices.Clone(d.Files)
-		s.appendRow(Row{Kind: RowNote, State: NoteInfo, Done: true, Text: ChangesText(ch.Files, ch.Truncated), Changes: &ch})
+		s.appendRow(Row{Kind: RowNote, State: NoteInfo, Done: true, Text: ChangesText(ch.Files, ch.Truncated), more: &rowMore{changes: &ch}})
 	case *protocol.Restored:
 		// The card (or the notice) that asked for it is no longer
 		// restoring; a notice whose undo this was is undone.
 		for i := range s.Rows {
 			r := s.Rows[i]
 			switch {
-			case r.Changes != nil && r.Changes.Checkpoint == d.Checkpoint && r.Card != nil && r.Card.Restoring:
+			case r.Changes() != nil && r.Changes().Checkpoint == d.Checkpoint && r.Card() != nil && r.Card().Restoring:
 				s.setCard(i, func(c *Card) { c.Restoring = false })
-			case r.Restored != nil && r.Restored.Undo == d.Checkpoint && (r.Card == nil || !r.Card.Undone):
+			case r.Restored() != nil && r.Restored().Undo == d.Checkpoint && (r.Card() == nil || !r.Card().Undone):
 				s.setCard(i, func(c *Card) { c.Restoring, c.Undone = false, true })
 			}
 		}
 		rd := *d
 		rd.Files = slices.Clone(d.Files)
-		s.appendRow(Row{Kind: RowNote, State: NoteInfo, Done: true, Text: RestoredText(d), Restored: &rd})
+		s.appendRow(Row{Kind: RowNote, State: NoteInfo, Done: true, Text: RestoredText(d), more: &rowMore{restored: &rd}})
 	}
 }
 
 // setCard replaces row i's Card with a changed copy.
 func (s *State) setCard(i int, change func(*Card)) {
-	r := s.Rows[i]
-	c := r.Card.clone()
+	c := s.Rows[i].Card().clone()
 	change(c)
-	r.Card = c
-	s.setRow(i, r)
+	s.setRow(i, s.Rows[i].withMore(func(m *rowMore) { m.card = c }))
 }
 
 // cardRow is the row of the changes card of checkpoint (-1: none).
 func (s *State) cardRow(checkpoint string) int {
 	for i := len(s.Rows) - 1; i >= 0; i-- {
-		if ch := s.Rows[i].Changes; ch != nil && ch.Checkpoint == checkpoint {
+		if ch := s.Rows[i].Changes(); ch != nil && ch.Checkpoint == checkpoint {
 			return i
 		}
 	}
@@ -96,7 +94,7 @@ func (s *State) AskDiff(checkpoint, path string) bool {
 	if i < 0 {
 		return false
 	}
-	if c := s.Rows[i].Card; c != nil {
+	if c := s.Rows[i].Card(); c != nil {
 		if _, ok := c.Patches[path]; ok || c.Loading[path] {
 			return false
 		}
@@ -138,7 +136,7 @@ func (s *State) diffReply(d *protocol.DiffReply) {
 // checkpoint: of a changes card (Restore) or of a restore's undo (Undo).
 func (s *State) MarkRestoring(checkpoint string) {
 	for i, r := range s.Rows {
-		if (r.Changes != nil && r.Changes.Checkpoint == checkpoint) || (r.Restored != nil && r.Restored.Undo == checkpoint) {
+		if (r.Changes() != nil && r.Changes().Checkpoint == checkpoint) || (r.Restored() != nil && r.Restored().Undo == checkpoint) {
 			s.setCard(i, func(c *Card) { c.Restoring = true })
 		}
 	}
@@ -148,7 +146,7 @@ func (s *State) MarkRestoring(checkpoint string) {
 // refused it, or it could not be sent.
 func (s *State) RestoreFailed() {
 	for i, r := range s.Rows {
-		if r.Card != nil && r.Card.Restoring {
+		if r.Card() != nil && r.Card().Restoring {
 			s.setCard(i, func(c *Card) { c.Restoring = false })
 		}
 	}
@@ -160,7 +158,7 @@ func (s *State) checkpointError(e *protocol.Error) bool {
 	switch e.Type {
 	case protocol.TypeDiff:
 		for i, r := range s.Rows {
-			if r.Card != nil && len(r.Card.Loading) > 0 {
+			if r.Card() != nil && len(r.Card().Loading) > 0 {
 				s.setCard(i, func(c *Card) {
 					clear(c.Loading)
 					c.Error = e.Message
@@ -179,7 +177,7 @@ func (s *State) checkpointError(e *protocol.Error) bool {
 func (s *State) Checkpoints() []*protocol.Changes {
 	var out []*protocol.Changes
 	for i := range s.Rows {
-		if ch := s.Rows[i].Changes; ch != nil {
+		if ch := s.Rows[i].Changes(); ch != nil {
 			out = append(out, ch)
 		}
 	}
@@ -215,7 +213,7 @@ func (s *State) RestoreEffects(checkpoint string) []RestoreItem {
 	large := map[string]bool{}
 	on := false
 	for i := range s.Rows {
-		ch := s.Rows[i].Changes
+		ch := s.Rows[i].Changes()
 		if ch == nil {
 			continue
 		}
@@ -258,12 +256,12 @@ func (s *State) RestoreEffects(checkpoint string) []RestoreItem {
 // ends undo at once; else they name these files and ask (UndoQuestion).
 func (s *State) UndoDiscards(undo string) []RestoreItem {
 	for i := range s.Rows {
-		if r := s.Rows[i].Restored; r == nil || r.Undo != undo {
+		if r := s.Rows[i].Restored(); r == nil || r.Undo != undo {
 			continue
 		}
 		for _, later := range s.Rows[i+1:] {
-			if later.Changes != nil {
-				return s.RestoreEffects(later.Changes.Checkpoint)
+			if later.Changes() != nil {
+				return s.RestoreEffects(later.Changes().Checkpoint)
 			}
 		}
 		return nil

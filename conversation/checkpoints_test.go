@@ -51,17 +51,17 @@ func TestChangesCard(t *testing.T) {
 		t.Fatal("AskDiff: want true once for a card's file, then false")
 	}
 	before := st.Rows[0]
-	if !before.Card.Loading["a.go"] {
-		t.Fatalf("card %+v: a.go not loading", before.Card)
+	if !before.Card().Loading["a.go"] {
+		t.Fatalf("card %+v: a.go not loading", before.Card())
 	}
 	u := st.Apply(client.Event{Type: protocol.TypeDiff, Data: &protocol.DiffReply{ConversationID: "c", Checkpoint: "c1",
 		Files: []protocol.FilePatch{{Path: "a.go", Status: protocol.FileModified, Patch: "diff --git a/a.go b/a.go\nindex 1..2 100644\n--- a/a.go\n+++ b/a.go\n@@ -1 +1 @@\n-old\n+new\n\\ No newline at end of file\n"}}}})
 	if len(u.Rows) != 1 || u.Rows[0] != 0 {
 		t.Fatalf("the diff changed rows %v, want the card's", u.Rows)
 	}
-	c := st.Rows[0].Card
-	if c.Loading["a.go"] || c.Patches["a.go"].Patch == "" || !before.Card.Loading["a.go"] {
-		t.Fatalf("after the reply: card %+v, the copy before it %+v", c, before.Card)
+	c := st.Rows[0].Card()
+	if c.Loading["a.go"] || c.Patches["a.go"].Patch == "" || !before.Card().Loading["a.go"] {
+		t.Fatalf("after the reply: card %+v, the copy before it %+v", c, before.Card())
 	}
 	lines := PatchLines(c.Patches["a.go"].Patch)
 	if len(lines) != 4 || lines[0].Op != '@' || lines[1] != (DiffLine{'-', "old"}) || lines[2] != (DiffLine{'+', "new"}) || lines[3].Op != '@' {
@@ -72,30 +72,30 @@ func TestChangesCard(t *testing.T) {
 	}
 	st.AskDiff("c1", "img.png")
 	st.Apply(client.Event{Type: protocol.TypeError, Data: &protocol.Error{Code: protocol.CodeInvalidField, Type: protocol.TypeDiff, ConversationID: "c", Message: "unknown checkpoint"}})
-	if c := st.Rows[0].Card; c.Error != "unknown checkpoint" || c.Loading["img.png"] || len(st.Rows) != 1 {
+	if c := st.Rows[0].Card(); c.Error != "unknown checkpoint" || c.Loading["img.png"] || len(st.Rows) != 1 {
 		t.Fatalf("after a refused diff: card %+v, %d rows", c, len(st.Rows))
 	}
 
 	st.MarkRestoring("c1")
-	if !st.Rows[0].Card.Restoring {
+	if !st.Rows[0].Card().Restoring {
 		t.Fatal("the card is not restoring")
 	}
 	st.Apply(client.Event{Type: protocol.TypeError, Data: &protocol.Error{Code: protocol.CodeConversationBusy, Type: protocol.TypeRestore, ConversationID: "c", Message: "a turn runs"}})
-	if st.Rows[0].Card.Restoring || st.Rows[1].Text != "The relay refused the request: a turn runs" {
-		t.Fatalf("after a refused restore: card %+v, rows %+v", st.Rows[0].Card, st.Rows[1:])
+	if st.Rows[0].Card().Restoring || st.Rows[1].Text != "The relay refused the request: a turn runs" {
+		t.Fatalf("after a refused restore: card %+v, rows %+v", st.Rows[0].Card(), st.Rows[1:])
 	}
 	st.MarkRestoring("c1")
 	st.Apply(client.Event{Type: protocol.TypeRestored, Data: &protocol.Restored{Header: hdr, Checkpoint: "c1", Undo: "u1", Files: []protocol.ChangedFile{{Path: "a.go", Status: protocol.FileModified}}}})
 	notice := len(st.Rows) - 1
-	if st.Rows[0].Card.Restoring || st.Rows[notice].Restored == nil || st.Rows[notice].Restored.Undo != "u1" {
-		t.Fatalf("after the restore: card %+v, notice %+v", st.Rows[0].Card, st.Rows[notice])
+	if st.Rows[0].Card().Restoring || st.Rows[notice].Restored() == nil || st.Rows[notice].Restored().Undo != "u1" {
+		t.Fatalf("after the restore: card %+v, notice %+v", st.Rows[0].Card(), st.Rows[notice])
 	}
 	st.MarkRestoring("u1")
-	if !st.Rows[notice].Card.Restoring {
+	if !st.Rows[notice].Card().Restoring {
 		t.Fatal("the notice's Undo is not marked")
 	}
 	st.Apply(client.Event{Type: protocol.TypeRestored, Data: &protocol.Restored{Header: hdr, Checkpoint: "u1", Undo: "u2"}})
-	if c := st.Rows[notice].Card; c.Restoring || !c.Undone {
+	if c := st.Rows[notice].Card(); c.Restoring || !c.Undone {
 		t.Fatalf("after the undo: notice card %+v", c)
 	}
 }

@@ -89,10 +89,10 @@ func contractOf(st *State) Contract {
 			row = ContractRow{Kind: "mode", Mode: string(r.Mode), Text: r.Text}
 		case RowNote:
 			switch {
-			case r.Changes != nil:
-				row = ContractRow{Kind: "changes", Text: r.Text, Detail: fileLines(r.Changes.Files)}
-			case r.Restored != nil:
-				row = ContractRow{Kind: "restored", Text: r.Text, Detail: fileLines(r.Restored.Files)}
+			case r.Changes() != nil:
+				row = ContractRow{Kind: "changes", Text: r.Text, Detail: fileLines(r.Changes().Files)}
+			case r.Restored() != nil:
+				row = ContractRow{Kind: "restored", Text: r.Text, Detail: fileLines(r.Restored().Files)}
 			default:
 				row = ContractRow{Kind: "note", State: r.State, Text: r.Text}
 			}

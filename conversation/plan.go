@@ -26,7 +26,7 @@ func PlanSteps(rows []Row, row int) []PlanStep {
 		return nil
 	}
 	var out []PlanStep
-	for _, i := range rows[row].Steps {
+	for _, i := range rows[row].Steps() {
 		if i < 0 || i >= len(rows) {
 			continue
 		}

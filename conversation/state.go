@@ -356,7 +356,7 @@ func (s *State) planCard() {
 		}
 	}
 	if len(steps) > 0 {
-		s.appendRow(Row{Kind: RowPlan, Steps: steps, MessageID: "plan-" + s.Rows[steps[0]].MessageID, Done: true})
+		s.appendRow(Row{Kind: RowPlan, MessageID: "plan-" + s.Rows[steps[0]].MessageID, Done: true, more: &rowMore{steps: steps}})
 	}
 }
 
@@ -597,7 +597,7 @@ func (s *State) reasoning(id, text string) {
 // agentPlan shows the agent's plan: a turn's first one as a new row, each
 // later one of the turn in that row, replacing the entries.
 func (s *State) agentPlan(entries []protocol.PlanEntry) {
-	r := Row{Kind: RowAgentPlan, Entries: slices.Clone(entries), Text: PlanProgress(entries)}
+	r := Row{Kind: RowAgentPlan, Text: PlanProgress(entries), more: &rowMore{entries: slices.Clone(entries)}}
 	if s.planRow >= 0 && s.planRow > s.turnStart && !s.Rows[s.planRow].Done {
 		r.MessageID = s.Rows[s.planRow].MessageID
 		s.setRow(s.planRow, r)

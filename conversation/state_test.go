@@ -97,7 +97,7 @@ func TestFoldRecordedStreams(t *testing.T) {
 			4: {Kind: RowText, Text: "I would migrate", MessageID: "m1"},
 			5: {Kind: RowNote, State: NoteInfo, Text: `"Run the migration?" was rejected from another window.`},
 			6: {Kind: RowStatus, Text: RejectedText, State: protocol.StatusRejected},
-			7: {Kind: RowPlan, Steps: []int{1}, MessageID: "plan-t1"},
+			7: {Kind: RowPlan, MessageID: "plan-t1", more: &rowMore{steps: []int{1}}},
 		},
 		title: "migrate the database",
 		mode:  protocol.ModeAct,
@@ -134,9 +134,9 @@ func TestFoldRecordedStreams(t *testing.T) {
 		kinds: "user,reasoning,agentplan,tool,text,reasoning,status",
 		rows: map[int]Row{
 			1: {Kind: RowReasoning, Text: "The notes shout in places.", MessageID: "r1"},
-			2: {Kind: RowAgentPlan, Text: "2 of 2 steps done", MessageID: "agent-plan-2", Entries: []protocol.PlanEntry{
+			2: {Kind: RowAgentPlan, Text: "2 of 2 steps done", MessageID: "agent-plan-2", more: &rowMore{entries: []protocol.PlanEntry{
 				{Content: "Read notes.txt", Priority: "high", Status: protocol.PlanCompleted},
-				{Content: "Lower-case TWO", Priority: "medium", Status: protocol.PlanCompleted}}},
+				{Content: "Lower-case TWO", Priority: "medium", Status: protocol.PlanCompleted}}}},
 			3: {Kind: RowTool, Title: "Edit notes.txt", Text: "notes.txt", State: ToolApproved, MessageID: "d1",
 				Detail: "--- /w/notes.txt\n+++ /w/notes.txt\n@@ -2 +2 @@\n-TWO\n+two"},
 			4: {Kind: RowText, Text: "Tidied.", MessageID: "m1"},
@@ -375,7 +375,7 @@ func TestReasoningAndPlanRows(t *testing.T) {
 	}
 	next(15, "copilot:plan", `"entries":[{"content":"One more","priority":"low","status":"pending"}]`)
 	last := st.Rows[len(st.Rows)-1]
-	if last.Kind != RowAgentPlan || len(last.Entries) != 1 || last.Text != "0 of 1 step done" || last.MessageID == before.MessageID {
+	if last.Kind != RowAgentPlan || len(last.Entries()) != 1 || last.Text != "0 of 1 step done" || last.MessageID == before.MessageID {
 		t.Errorf("the second turn's plan = %+v", last)
 	}
 	if !reflect.DeepEqual(st.Rows[2], before) {

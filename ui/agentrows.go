@@ -126,12 +126,12 @@ func newAgentPlanView() *agentPlanView {
 func (v *agentPlanView) set(r conversation.Row) {
 	v.bg.repaint()
 	v.title.SetText("The agent's plan · " + r.Text)
-	if planEqual(v.shown, r.Entries) && len(v.entries.Objects) == len(r.Entries) {
+	if planEqual(v.shown, r.Entries()) && len(v.entries.Objects) == len(r.Entries()) {
 		return
 	}
-	v.shown = r.Entries
+	v.shown = r.Entries()
 	v.entries.RemoveAll()
-	for _, e := range r.Entries {
+	for _, e := range r.Entries() {
 		l := widget.NewLabel(planLine(e))
 		l.Wrapping = fyne.TextWrapWord
 		switch e.Status {

@@ -70,7 +70,7 @@ func newChangesView(t *transcript) *changesView {
 	v.note.Wrapping = fyne.TextWrapWord
 	v.note.SizeName = theme.SizeNameCaptionText
 	v.restore = t.newButton(conversation.RestoreButton, theme.HistoryIcon(), func() {
-		if ch := v.row.Changes; ch != nil {
+		if ch := v.row.Changes(); ch != nil {
 			v.t.win.confirmRestore(ch.Checkpoint)
 		}
 	})
@@ -83,8 +83,8 @@ func newChangesView(t *transcript) *changesView {
 func (v *changesView) set(r conversation.Row) {
 	v.row = r
 	v.bg.repaint()
-	ch := r.Changes
-	card := r.Card
+	ch := r.Changes()
+	card := r.Card()
 	if card == nil {
 		card = &conversation.Card{}
 	}
@@ -140,7 +140,7 @@ func (v *changesView) set(r conversation.Row) {
 func (v *changesView) newFileLine() *fileLine {
 	l := &fileLine{}
 	l.open = v.t.newButton("", theme.MenuExpandIcon(), func() {
-		if ch := v.row.Changes; ch != nil {
+		if ch := v.row.Changes(); ch != nil {
 			v.t.toggleCardFile(ch.Checkpoint, l.path, l.open)
 		}
 	})
@@ -240,7 +240,7 @@ func (t *transcript) setCardFile(key string, o toolOpen, by fyne.Focusable) {
 	checkpoint, _, _ := strings.Cut(key, "\x00")
 	t.cardGen[checkpoint]++
 	for id, r := range t.rows {
-		if r.Changes == nil || r.Changes.Checkpoint != checkpoint {
+		if r.Changes() == nil || r.Changes().Checkpoint != checkpoint {
 			continue
 		}
 		t.remeasureRow(id)

@@ -44,7 +44,7 @@ func changesHarness(t *testing.T, size fyne.Size) (*harness, string) {
 func cardRow(h *harness) int {
 	rows := h.rows()
 	for i := len(rows) - 1; i >= 0; i-- {
-		if rows[i].Changes != nil {
+		if rows[i].Changes() != nil {
 			return i
 		}
 	}
@@ -88,7 +88,7 @@ func TestChangesCard(t *testing.T) {
 	// notes.md is the second file (the relay lists them by path).
 	test.Tap(card.lines[1].open)
 	h.waitFor("the diff of notes.md", func() bool {
-		c := h.rows()[i].Card
+		c := h.rows()[i].Card()
 		return c != nil && c.Patches["notes.md"].Patch != ""
 	})
 	h.frame()
@@ -127,7 +127,7 @@ func TestChangesCard(t *testing.T) {
 	h.frame()
 	c = h.w.restoring
 	test.Tap(c.ok)
-	h.waitFor("the restore's notice", func() bool { r := h.lastRow(conversation.RowNote); return r.Restored != nil })
+	h.waitFor("the restore's notice", func() bool { r := h.lastRow(conversation.RowNote); return r.Restored() != nil })
 	if got := readFile(t, filepath.Join(dir, "notes.md")); got != "old\n" {
 		t.Fatalf("notes.md is %q after the restore", got)
 	}
@@ -143,7 +143,7 @@ func TestChangesCard(t *testing.T) {
 	// make screenshots (-update) photographs the card and the notice.
 	(&shooter{t: t, variant: "dark"}).shot(h, "restore-undo")
 	test.Tap(line.undo)
-	h.waitFor("the undo", func() bool { c := h.rows()[notice].Card; return c != nil && c.Undone })
+	h.waitFor("the undo", func() bool { c := h.rows()[notice].Card(); return c != nil && c.Undone })
 	if got := readFile(t, filepath.Join(dir, "notes.md")); got != "new\n" {
 		t.Fatalf("notes.md is %q after the undo", got)
 	}
@@ -239,7 +239,7 @@ func TestUndoAsksWhenTurnsChangedFilesSince(t *testing.T) {
 	test.Tap(h.shownRowOf(cardRow(h)).changes.restore)
 	h.frame()
 	test.Tap(h.w.restoring.ok)
-	h.waitFor("the restore's notice", func() bool { return h.lastRow(conversation.RowNote).Restored != nil })
+	h.waitFor("the restore's notice", func() bool { return h.lastRow(conversation.RowNote).Restored() != nil })
 	notice := len(h.rows()) - 1
 	h.send("later")
 	h.waitFor("the later turn's card", func() bool { return cardRow(h) > notice && completedTurns(h) == 2 })
@@ -258,7 +258,7 @@ func TestUndoAsksWhenTurnsChangedFilesSince(t *testing.T) {
 		t.Fatal("the folder changed before the undo was confirmed")
 	}
 	test.Tap(c.ok)
-	h.waitFor("the undo", func() bool { c := h.rows()[notice].Card; return c != nil && c.Undone })
+	h.waitFor("the undo", func() bool { c := h.rows()[notice].Card(); return c != nil && c.Undone })
 	if got := readFile(t, filepath.Join(dir, "notes.md")); got != "new\n" {
 		t.Fatalf("notes.md is %q after the undo", got)
 	}

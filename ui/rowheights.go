@@ -39,17 +39,17 @@ func (t *transcript) estimate(r conversation.Row) float32 {
 	switch r.Kind {
 	case conversation.RowPlan:
 		// A title, a line per step and the button's line.
-		return float32(len(r.Steps)+2) * 2 * theme.TextSize()
+		return float32(len(r.Steps())+2) * 2 * theme.TextSize()
 	case conversation.RowAgentPlan:
 		// A title and a line per step.
-		return float32(len(r.Entries)+1) * 2 * theme.TextSize()
+		return float32(len(r.Entries())+1) * 2 * theme.TextSize()
 	case conversation.RowReasoning:
 		// Collapsed, one line; expanded it is measured.
 		return 2 * theme.TextSize()
 	}
-	if r.Changes != nil {
+	if r.Changes() != nil {
 		// A title, a line per file and the Restore button's line.
-		return float32(min(len(r.Changes.Files), cardFiles)+2) * 2.4 * theme.TextSize()
+		return float32(min(len(r.Changes().Files), cardFiles)+2) * 2.4 * theme.TextSize()
 	}
 	u := t.unit[r.Kind]
 	if u.charWidth <= 0 {

@@ -128,7 +128,7 @@ func (s *rowState) show(id int, r conversation.Row, segs []widget.RichTextSegmen
 		s.agentPlan.set(r)
 		obj = s.agentPlan.obj
 	case conversation.RowNote:
-		if r.Changes == nil {
+		if r.Changes() == nil {
 			obj = s.showLine(id, r)
 			break
 		}
@@ -349,13 +349,13 @@ func newLineView(t *transcript) *lineView {
 // setUndo shows Undo on a restore's notice, to a window that may restore:
 // "Undoing…" while it is on its way, "Undone" once it was.
 func (v *lineView) setUndo(r conversation.Row) {
-	v.restored = r.Restored
-	if r.Restored == nil || v.win.role == protocol.RoleViewer {
+	v.restored = r.Restored()
+	if r.Restored() == nil || v.win.role == protocol.RoleViewer {
 		v.undo.Hide()
 		return
 	}
 	v.undo.Show()
-	switch c := r.Card; {
+	switch c := r.Card(); {
 	case c != nil && c.Undone:
 		v.undo.SetText("Undone")
 		v.undo.Disable()
@@ -438,9 +438,9 @@ func (v *lineView) set(idx int, r conversation.Row) {
 	}
 	v.text.SetText(r.Text)
 	detail := r.Detail
-	if r.Restored != nil {
+	if r.Restored() != nil {
 		v.icon.SetResource(theme.HistoryIcon())
-		detail = restoredDetail(r.Restored)
+		detail = restoredDetail(r.Restored())
 	}
 	if detail != "" {
 		v.detail.SetText(detail)

@@ -208,8 +208,8 @@ func (t *transcript) updateItem(id widget.ListItemID, obj fyne.CanvasObject) {
 // keyOf is what row id's view must show again when it changes.
 func (t *transcript) keyOf(id int, r conversation.Row) rowKey {
 	k := rowKey{t.gen, id, r.Version, t.openOf(r), 0, 0}
-	if r.Changes != nil {
-		k.card = t.cardGen[r.Changes.Checkpoint]
+	if r.Changes() != nil {
+		k.card = t.cardGen[r.Changes().Checkpoint]
 	}
 	if r.Kind == conversation.RowPlan {
 		k.ran = t.ranGen
