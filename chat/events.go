@@ -350,14 +350,14 @@ func (r *repl) toolLine(tool conversation.Row) {
 	case conversation.ToolDenied:
 		tail = r.scr.style(styleWarn, "denied by plan mode")
 	case conversation.ToolApproved:
-		tail = r.scr.style(styleOK, "approved")
+		tail = r.scr.style(styleOK, conversation.ToolStateText(tool.State))
 		if result != "" {
 			tail += r.scr.style(styleDim, " → "+result)
 		}
 	case conversation.ToolStopped:
-		tail = r.scr.style(styleDim, "stopped with the turn")
+		tail = r.scr.style(styleDim, conversation.ToolStateText(tool.State))
 	default:
-		tail = r.scr.style(styleError, "failed")
+		tail = r.scr.style(styleError, conversation.ToolStateText(conversation.ToolFailed))
 		if result != "" {
 			tail += r.scr.style(styleError, ": "+result)
 		}

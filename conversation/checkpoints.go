@@ -434,3 +434,37 @@ func Short(id string) string {
 	}
 	return id
 }
+
+// NoLinesText says why a changed file's diff (patch, git's, of a
+// copilot:diff reply) has no lines to show: a binary file, a change of its
+// mode alone ("Mode changed: 100644 → 100755"), an empty file added or
+// deleted, else none changed (a patch the relay did not find).
+func NoLinesText(binary bool, patch string) string {
+	var oldMode, newMode string
+	var added, deleted bool
+	for _, l := range strings.Split(patch, "\n") {
+		switch {
+		case strings.HasPrefix(l, "old mode "):
+			oldMode = strings.TrimPrefix(l, "old mode ")
+		case strings.HasPrefix(l, "new mode "):
+			newMode = strings.TrimPrefix(l, "new mode ")
+		case strings.HasPrefix(l, "new file mode "):
+			added = true
+		case strings.HasPrefix(l, "deleted file mode "):
+			deleted = true
+		case strings.HasPrefix(l, "Binary files "):
+			binary = true
+		}
+	}
+	switch {
+	case binary:
+		return "A binary file: no diff to show."
+	case oldMode != "" && newMode != "":
+		return "Mode changed: " + oldMode + " → " + newMode
+	case added:
+		return "An empty file, added: no lines to show."
+	case deleted:
+		return "An empty file, deleted: no lines to show."
+	}
+	return "No lines changed."
+}

@@ -33,6 +33,23 @@ const (
 	ToolStopped = "stopped"
 )
 
+// ToolStateText is what every front end says of a tool call in state (a
+// Tool* constant) beside it: the window's row, the page's (words.js
+// toolStateText), the terminal's line.
+func ToolStateText(state string) string {
+	switch state {
+	case ToolRunning:
+		return "running…"
+	case ToolApproved:
+		return "approved"
+	case ToolDenied:
+		return "denied by plan"
+	case ToolStopped:
+		return "stopped with the turn"
+	}
+	return "failed"
+}
+
 // Note tones for RowNote.
 const (
 	NoteInfo  = "info"

@@ -52,6 +52,10 @@ func wordCases() []wordCase {
 	for _, s := range []string{"completed", "aborted", "rejected", "error", "timeout"} {
 		add("statusText", s)
 	}
+	// A tool call's state as the page's fold names it.
+	for _, st := range []string{"running", "approved", "denied", "failed", "stopped"} {
+		add("toolStateText", st)
+	}
 	for _, m := range []string{"plan", "act"} {
 		add("modeChangeText", m, false)
 		add("modeChangeText", m, true)
@@ -252,6 +256,21 @@ func wordCases() []wordCase {
 	add("restoreCaveat", []string{"Fix the build", "Write the docs\nand more"})
 	add("patchLines", "diff --git a/a.go b/a.go\nindex 1..2 100644\n--- a/a.go\n+++ b/a.go\n@@ -1 +1 @@\n-old\n+new\n\\ No newline at end of file\n")
 	add("patchLines", "Binary files a/x and b/x differ\n")
+	// A file's diff without lines, and why: as the page's file has it
+	// (binary from the change set), the patch of the relay's reply.
+	for _, c := range []struct {
+		binary bool
+		patch  string
+	}{
+		{true, ""},
+		{false, "diff --git a/x b/x\nindex 1..2 100644\nBinary files a/x and b/x differ\n"},
+		{false, "diff --git a/run.sh b/run.sh\nold mode 100644\nnew mode 100755\n"},
+		{false, "diff --git a/e b/e\nnew file mode 100644\nindex 0000000..e69de29\n"},
+		{false, "diff --git a/e b/e\ndeleted file mode 100644\nindex e69de29..0000000\n"},
+		{false, ""},
+	} {
+		add("noLinesText", c.binary, c.patch)
+	}
 	add("patchLines", "@@ -1,2 +1,2 @@\n keep\n-gone\n+come\n")
 	add("folderLabel", "/home/me/src/api", "", false)
 	add("folderLabel", "/home/me/src/api/", "pilotdesk/1a2b3c4d", true)
@@ -596,6 +615,16 @@ func say(c wordCase) (any, error) {
 		var others []string
 		arg(0, &others)
 		return RestoreCaveat(others), nil
+	case "toolStateText":
+		st := str(0)
+		if st == "denied" { // the page's name of it
+			st = ToolDenied
+		}
+		return ToolStateText(st), nil
+	case "noLinesText":
+		var binary bool
+		arg(0, &binary)
+		return NoLinesText(binary, str(1)), nil
 	case "patchLines":
 		lines := []string{}
 		for _, l := range PatchLines(str(0)) {

@@ -3,8 +3,8 @@
 # test runner, nothing from npm: the web fold (web/static/js/conversation.js
 # and words.js) against the contracts of the recorded streams in
 # conversation/testdata, which the Go fold and the terminal are checked
-# against too, words.js against the Go words (testdata/words.json), and the
-# script of the relay's setup page for phones (cli/lansetup.html). Without Node.js 20+ it says so on stderr and skips (exit 0);
+# against too, words.js against the Go words (testdata/words.json), the
+# transcript's use of them (on web/e2e/fakedom.js), and the script of the relay's setup page for phones (cli/lansetup.html). Without Node.js 20+ it says so on stderr and skips (exit 0);
 # with WEB_UNIT=require a skip is an error (exit 1).
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -190,10 +190,7 @@ func fileDiff(checkpoint string, f protocol.ChangedFile, card *conversation.Card
 	}
 	lines := conversation.PatchLines(p.Patch)
 	if len(lines) == 0 {
-		if f.Binary {
-			return []fyne.CanvasObject{smallNote("A binary file: no diff to show.")}
-		}
-		return []fyne.CanvasObject{smallNote("No lines changed (a mode or an empty file).")}
+		return []fyne.CanvasObject{smallNote(conversation.NoLinesText(f.Binary, p.Patch))}
 	}
 	var objs []fyne.CanvasObject
 	limit := cardDiffLines

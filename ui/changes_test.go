@@ -266,3 +266,25 @@ func TestUndoAsksWhenTurnsChangedFilesSince(t *testing.T) {
 		t.Fatal("later.txt is still there after the undo it was named in")
 	}
 }
+
+// A file whose diff has no lines says why, in the words of every front
+// end (conversation.NoLinesText): a change of its mode alone names the
+// modes, where it said "No lines changed (a mode or an empty file)".
+func TestFileDiffSaysWhyItHasNoLines(t *testing.T) {
+	h := newHarness(t, harnessConfig{})
+	for _, tc := range []struct {
+		f     protocol.ChangedFile
+		patch string
+		want  string
+	}{
+		{protocol.ChangedFile{Path: "run.sh", Status: protocol.FileModified}, "diff --git a/run.sh b/run.sh\nold mode 100644\nnew mode 100755\n", "Mode changed: 100644 → 100755"},
+		{protocol.ChangedFile{Path: "logo.png", Status: protocol.FileModified, Binary: true}, "", "A binary file: no diff to show."},
+		{protocol.ChangedFile{Path: "empty", Status: protocol.FileAdded}, "diff --git a/empty b/empty\nnew file mode 100644\nindex 0000000..e69de29\n", "An empty file, added: no lines to show."},
+	} {
+		card := &conversation.Card{Patches: map[string]protocol.FilePatch{tc.f.Path: {Path: tc.f.Path, Patch: tc.patch}}}
+		objs := fileDiff("cp", tc.f, card, toolOpened, h.w.transcript)
+		if len(objs) != 1 || strings.TrimSpace(shownText(objs[0])) != tc.want {
+			t.Errorf("%s: the open file says %q, want %q", tc.f.Path, shownText(objs[0]), tc.want)
+		}
+	}
+}

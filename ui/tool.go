@@ -133,19 +133,19 @@ func (v *toolView) set(id int, r conversation.Row, open toolOpen) {
 	switch r.State {
 	case conversation.ToolRunning:
 		v.icon.SetResource(theme.MediaPlayIcon())
-		v.state.set("running…", theme.ColorNameForeground)
+		v.state.set(conversation.ToolStateText(r.State), theme.ColorNameForeground)
 	case conversation.ToolApproved:
 		v.icon.SetResource(theme.ConfirmIcon())
-		v.state.set("approved", theme.ColorNameSuccess)
+		v.state.set(conversation.ToolStateText(r.State), theme.ColorNameSuccess)
 	case conversation.ToolDenied:
 		v.icon.SetResource(theme.CancelIcon())
-		v.state.set("denied by plan", theme.ColorNameWarning)
+		v.state.set(conversation.ToolStateText(r.State), theme.ColorNameWarning)
 	case conversation.ToolStopped:
 		v.icon.SetResource(theme.MediaStopIcon())
-		v.state.set("stopped with the turn", colorNameHint)
+		v.state.set(conversation.ToolStateText(r.State), colorNameHint)
 	default:
 		v.icon.SetResource(theme.ErrorIcon())
-		v.state.set("failed", theme.ColorNameError)
+		v.state.set(conversation.ToolStateText(conversation.ToolFailed), theme.ColorNameError)
 	}
 	if open == toolClosed {
 		v.expand.SetIcon(theme.MenuExpandIcon())

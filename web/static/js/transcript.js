@@ -23,8 +23,8 @@
 import { el, clear } from './dom.js';
 import { renderBlock, splitBlocks } from './markdown.js';
 import {
-  DIFF_CUT, DIFF_LOADING, PLAN_CARD_HINT, RAN_IN_ACT, RESTORE_BUTTON, RUN_IN_ACT, RESTORE_QUESTION, RESTORING_TEXT, UNDO_QUESTION, changesText, diffRefusedText, fileMark, firstLinesText, moreFilesText, oneLine, patchLines,
-  planCardTitle, planMark, planPrompt, planPromptSteps, planStep, restoreCaveat, showAllLinesText, stepText,
+  DIFF_CUT, DIFF_LOADING, PLAN_CARD_HINT, RAN_IN_ACT, RESTORE_BUTTON, RUN_IN_ACT, RESTORE_QUESTION, RESTORING_TEXT, UNDO_QUESTION, changesText, diffRefusedText, fileMark, firstLinesText, moreFilesText, noLinesText, oneLine, patchLines,
+  planCardTitle, planMark, planPrompt, planPromptSteps, planStep, restoreCaveat, showAllLinesText, stepText, toolStateText,
 } from './words.js';
 
 // A card lists this many files; the rest are counted. An open file's diff
@@ -41,13 +41,8 @@ const PREVIEW_CHARS = 4096;
 // is not something to scroll down for).
 const COUNTED = new Set(['user', 'text', 'tool', 'plan', 'plancard', 'status', 'reasoning']);
 
-const TOOL_STATES = {
-  running: { icon: '…', label: 'running' },
-  approved: { icon: '✓', label: 'approved' },
-  denied: { icon: '✕', label: 'denied by plan' },
-  failed: { icon: '!', label: 'failed' },
-  stopped: { icon: '■', label: 'stopped' },
-};
+// A tool call's icon by its state; its words are toolStateText's.
+const TOOL_ICONS = { running: '…', approved: '✓', denied: '✕', failed: '!', stopped: '■' };
 
 const STATUS_ICONS = { completed: '✓', aborted: '■', rejected: '✕', error: '!' };
 
@@ -348,12 +343,11 @@ export class Transcript {
   }
 
   buildTool(row) {
-    const st = TOOL_STATES[row.state] || TOOL_STATES.failed;
     const head = el('div', { class: 'tool-head' },
-      el('span', { class: 'icon', 'aria-hidden': 'true', text: st.icon }),
+      el('span', { class: 'icon', 'aria-hidden': 'true', text: TOOL_ICONS[row.state] || TOOL_ICONS.failed }),
       el('span', { class: 'tool-name', text: row.name }),
       el('code', { class: 'tool-args', text: row.summary }),
-      el('span', { class: 'tool-state', text: st.label }));
+      el('span', { class: 'tool-state', text: toolStateText(row.state) }));
     const node = el('div', { class: `row tool ${row.state}`, dataset: { kind: 'tool', state: row.state } }, head);
     // A command of several lines is shown whole: its summary has only
     // the first and "+N lines".
@@ -516,7 +510,7 @@ export class Transcript {
     const list = el('div', { class: 'card-files' }, files.map((f) => {
       const counts = f.binary ? el('span', { class: 'counts', text: 'binary' })
         : el('span', { class: 'counts' }, el('span', { class: 'add', text: `+${f.additions || 0}` }), ' ', el('span', { class: 'del', text: `−${f.deletions || 0}` }));
-      const file = el('details', { class: 'card-file', dataset: { path: f.path, status: f.status } },
+      const file = el('details', { class: 'card-file', dataset: { path: f.path, status: f.status, binary: String(!!f.binary) } },
         el('summary', null, el('span', { class: 'mark', text: fileMark(f.status) }), el('code', { class: 'path', text: f.path }), counts),
         el('div', { class: 'file-diff' }));
       file.addEventListener('toggle', () => {
@@ -591,7 +585,7 @@ export class Transcript {
   diffOf(file, p, node, row) {
     const lines = patchLines(p.patch);
     if (!lines.length) {
-      return el('div', { class: 'small', text: file.dataset.status && p.patch === '' ? 'No diff to show (a binary file, or no lines changed).' : 'No lines changed.' });
+      return el('div', { class: 'small', text: noLinesText(file.dataset.binary === 'true', p.patch) });
     }
     const all = file.dataset.all === 'true';
     const shown = lines.slice(0, all ? MAX_DIFF_LINES : DIFF_LINES);

@@ -788,6 +788,37 @@ export function patchLines(patch) {
 }
 
 /**
+ * noLinesText says why a changed file's diff has no lines to show
+ * (conversation.NoLinesText): a binary file, a change of its mode alone
+ * ("Mode changed: 100644 → 100755"), an empty file added or deleted, else
+ * none changed.
+ */
+export function noLinesText(binary, patch) {
+  let oldMode = '', newMode = '', added = false, deleted = false;
+  for (const l of String(patch ?? '').split('\n')) {
+    if (l.startsWith('old mode ')) oldMode = l.slice('old mode '.length);
+    else if (l.startsWith('new mode ')) newMode = l.slice('new mode '.length);
+    else if (l.startsWith('new file mode ')) added = true;
+    else if (l.startsWith('deleted file mode ')) deleted = true;
+    else if (l.startsWith('Binary files ')) binary = true;
+  }
+  if (binary) return 'A binary file: no diff to show.';
+  if (oldMode && newMode) return `Mode changed: ${oldMode} → ${newMode}`;
+  if (added) return 'An empty file, added: no lines to show.';
+  if (deleted) return 'An empty file, deleted: no lines to show.';
+  return 'No lines changed.';
+}
+
+/**
+ * toolStateText is what the page says of a tool call in state, as the
+ * window and the terminal do (conversation.ToolStateText): the fold's
+ * running, approved, denied, failed or stopped.
+ */
+export function toolStateText(state) {
+  return { running: 'running…', approved: 'approved', denied: 'denied by plan', stopped: 'stopped with the turn' }[state] || 'failed';
+}
+
+/**
  * folderLabel names a conversation's folder in short, as the window's
  * title and list do (conversation.FolderLabel): the folder's last name
  * and, for a worktree, its branch ("api · pilotdesk/1a2b3c4d"), or "new
