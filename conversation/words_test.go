@@ -235,6 +235,8 @@ func wordCases() []wordCase {
 	add("deleteText", "fix the build", protocol.Workspace{Path: "/src/api", Isolation: protocol.IsolationNone, Dir: "/src/api"})
 	add("deleteText", "try it", protocol.Workspace{Path: "/src/api", Isolation: protocol.IsolationWorktree, Dir: "/d/wt/api-1", Branch: "pilotdesk/1a2b3c4d"})
 	add("deleteText", "try it", protocol.Workspace{Path: "/src/api", Isolation: protocol.IsolationWorktree, Dir: "/d/wt/api-1"})
+	add("deleteText", "try it", protocol.Workspace{Path: "/src/api", Isolation: protocol.IsolationWorktree, Dir: "/d/wt/api-1", Branch: "pilotdesk/1a2b3c4d", Ignored: true})
+	add("deleteText", "fix the build", protocol.Workspace{Path: "/src/api", Isolation: protocol.IsolationNone, Dir: "/src/api", Ignored: true})
 	// What a restore names: a file over 10 MiB (large) is left as it is,
 	// whatever the turns did to it, unless it came and went since.
 	type changeSet struct {

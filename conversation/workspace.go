@@ -83,7 +83,9 @@ func FolderLabel(path, branch string, worktree bool) string {
 // deletes it (the window's File → Delete conversation…, the terminal's
 // /delete), in the words of docs/workspaces.md: its history goes, for
 // every device; a worktree's work is committed on its branch, which stays;
-// a plain folder's files stay as they are.
+// a plain folder's files stay as they are. A worktree that holds files
+// its .gitignore ignores (ws.Ignored: .env, build output) loses them:
+// the commit leaves them out and they go with the folder.
 func DeleteText(title string, ws *protocol.Workspace) string {
 	text := "Delete “" + EntryTitle(title) + "” and its history, on the relay and for every device? This cannot be undone."
 	switch {
@@ -94,5 +96,12 @@ func DeleteText(title string, ws *protocol.Workspace) string {
 	case ws != nil && ws.Path != "":
 		text += " The files in its folder, " + ws.Path + ", stay as they are."
 	}
+	if ws != nil && ws.Isolation == protocol.IsolationWorktree && ws.Ignored {
+		text += " " + DeleteLosesIgnored
+	}
 	return text
 }
+
+// DeleteLosesIgnored ends DeleteText for a worktree that holds ignored
+// files.
+const DeleteLosesIgnored = "Files its .gitignore ignores (.env, build output) are not committed: they are lost with the folder."

@@ -32,6 +32,10 @@ type Workspace struct {
 	Dir       string `json:"dir"`
 	Branch    string `json:"branch,omitempty"`
 	Base      string `json:"base,omitempty"`
+	// Ignored (ext): the worktree held files its .gitignore ignores
+	// (.env, build output) when the last turn ended, which a delete does
+	// not commit and loses with the worktree's folder.
+	Ignored bool `json:"ignored,omitempty"`
 }
 
 // WorkspacesRequest is the (empty) data of the copilot:workspaces request.

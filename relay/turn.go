@@ -296,6 +296,7 @@ func (r *Relay) runTurn(conv *conversation, t *turn, prompt, model string) {
 		r.log.Warn("relay: turn failed", "conversationId", conv.id, "err", runErr)
 	}
 	t.changes = r.snapshotAfter(conv, t)
+	r.noteIgnored(context.WithoutCancel(t.ctx), conv, t)
 	conv.finishTurn(t, status, runErr)
 }
 

@@ -38,7 +38,32 @@ func protocolWorkspace(w history.Workspace) *protocol.Workspace {
 	if w.IsZero() {
 		return nil
 	}
-	return &protocol.Workspace{Path: w.Path, Isolation: cmpOr(w.Isolation, protocol.IsolationNone), Dir: w.Dir, Branch: w.Branch, Base: w.Base}
+	return &protocol.Workspace{Path: w.Path, Isolation: cmpOr(w.Isolation, protocol.IsolationNone), Dir: w.Dir, Branch: w.Branch, Base: w.Base, Ignored: w.Ignored}
+}
+
+// noteIgnored records, as an Act turn ends, whether the conversation's
+// worktree holds files its .gitignore ignores (Workspace.Ignored): a
+// delete does not commit them and removes them with the folder, and the
+// clients' delete confirmations say so. Read before the turn's idle, whose
+// list entry and subscriptions carry it. A git that fails leaves it as
+// it was.
+func (r *Relay) noteIgnored(ctx context.Context, conv *conversation, t *turn) {
+	conv.mu.Lock()
+	w, act := conv.workspace, t.cp.act
+	conv.mu.Unlock()
+	if !act || w.Isolation != workspace.Worktree || w.Worktree == "" {
+		return
+	}
+	has, err := r.workspaces.HasIgnored(ctx, setWorkspace(w))
+	if err != nil {
+		r.log.Debug("relay: whether a worktree holds ignored files", "conversationId", conv.id, "err", err)
+		return
+	}
+	conv.mu.Lock()
+	if conv.workspace.Worktree == w.Worktree {
+		conv.workspace.Ignored = has
+	}
+	conv.mu.Unlock()
 }
 
 func cmpOr(s, def string) string {

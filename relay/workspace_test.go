@@ -408,3 +408,55 @@ func TestWorktreeRemovedByHandSaysHowToGoOn(t *testing.T) {
 		t.Fatalf("idle %s", idle.Raw)
 	}
 }
+
+// A worktree conversation's workspace says, once a turn left files its
+// .gitignore ignores there, that it holds some (ignored: true): a delete
+// does not commit them and removes them with the folder, which the
+// clients' delete confirmations now say (conversation.DeleteText), where
+// only docs/workspaces.md did. The list entry and copilot:subscribed
+// carry it; before that turn they do not.
+func TestWorktreeSaysItHoldsIgnoredFiles(t *testing.T) {
+	checkNoLeaks(t)
+	home := t.TempDir()
+	user := gitRepo(t, filepath.Join(home, "project"))
+	sc, err := script.Parse("build", []byte(`{"turns": [
+  {"match": "build", "steps": [
+    {"tool": {"name": "bash", "arguments": {"command": "make"}, "run": "printf '*.log\\n' > .gitignore && echo built > build.log"}},
+    {"delta": "Built."}
+  ]},
+  {"steps": [{"tool": {"name": "edit", "arguments": {"path": "notes.txt"}, "write": {"path": "notes.txt", "content": "edited\n"}}}, {"delta": "Edited."}]}
+]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := relaytest.Start(t, relay.Config{Agent: script.New(sc), Workspaces: workspaces(t, home, t.TempDir())})
+	cl := srv.Dial(t)
+	const id = "dddddddd-4444-4000-8000-000000000004"
+	ignored := func() (subscribed, listed any) {
+		t.Helper()
+		c := srv.Dial(t)
+		defer c.Close()
+		c.Send("copilot:subscribe", map[string]any{"conversationId": id})
+		sub := c.WaitFor("copilot:subscribed", nil)
+		c.Send("copilot:list", nil)
+		list := c.WaitFor("copilot:conversations", nil)
+		for _, e := range list.Field("conversations").([]any) {
+			if e := e.(map[string]any); e["conversationId"] == id {
+				w, _ := e["workspace"].(map[string]any)
+				listed = w["ignored"]
+			}
+		}
+		return workspaceOf(sub)["ignored"], listed
+	}
+	cl.Send("copilot:send", map[string]any{"conversationId": id, "prompt": "edit the notes", "mode": "act",
+		"workspace": map[string]any{"path": user, "isolation": "worktree"}})
+	cl.WaitFor("copilot:idle", nil)
+	if s, l := ignored(); s != nil || l != nil {
+		t.Fatalf("before any ignored file: subscribed says %v, the list %v", s, l)
+	}
+	cl.Send("copilot:send", map[string]any{"conversationId": id, "prompt": "build it", "mode": "act"})
+	cl.WaitFor("copilot:idle", nil)
+	if s, l := ignored(); s != true || l != true {
+		t.Fatalf("with build.log ignored in the worktree: subscribed says %v, the list %v", s, l)
+	}
+}

@@ -66,6 +66,9 @@ type Workspace struct {
 	Branch    string `json:"branch,omitempty"`
 	Base      string `json:"base,omitempty"`
 	Worktree  string `json:"worktree,omitempty"`
+	// Ignored: the worktree held files its .gitignore ignores at the end
+	// of the last turn (protocol.Workspace.Ignored).
+	Ignored bool `json:"ignored,omitempty"`
 }
 
 // IsZero reports whether no workspace is fixed.

@@ -203,6 +203,43 @@ func (s *Set) Release(ctx context.Context, w Workspace, title string) error {
 	return nil
 }
 
+// HasIgnored reports whether the worktree w holds files its .gitignore
+// ignores (.env, build output): the commit of a delete leaves them out and
+// the removal of its folder takes them, so the delete's confirmation says
+// so. Only whether there is one is read: git stops at the first (an
+// ignored folder is one entry, not walked), its output is not kept. A
+// folder that is not a worktree has none to lose: false.
+func (s *Set) HasIgnored(ctx context.Context, w Workspace) (bool, error) {
+	if w.Isolation != Worktree || w.Root == "" || s.git.path == "" {
+		return false, nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, gitTimeout)
+	defer cancel()
+	args := []string{"-C", w.Root, "ls-files", "-z", "--others", "--ignored", "--exclude-standard", "--directory", "--no-empty-directory"}
+	cmd := exec.CommandContext(ctx, s.git.path, args...)
+	cmd.Env = gitEnv()
+	stderr := capped.NewBuffer(4096)
+	cmd.Stderr = stderr
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return false, err
+	}
+	if err := cmd.Start(); err != nil {
+		return false, &gitError{args: args[2:], err: err}
+	}
+	var first [1]byte
+	n, _ := out.Read(first[:])
+	if n > 0 {
+		cancel() // one is enough: the rest is not read
+		_ = cmd.Wait()
+		return true, nil
+	}
+	if err := cmd.Wait(); err != nil {
+		return false, &gitError{args: args[2:], stderr: stderr.String(), err: err}
+	}
+	return false, nil
+}
+
 // commitAll commits everything the worktree at root holds that its branch
 // does not: new, changed and removed files (less what .gitignore
 // ignores). Hooks do not run and nothing is signed: the commit only keeps

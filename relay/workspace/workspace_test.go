@@ -152,6 +152,23 @@ func TestWorktree(t *testing.T) {
 		t.Errorf("GitInfo(user's sub) = %v, %q", git, branch)
 	}
 
+	// Changed and new files are not ignored ones; a file .gitignore
+	// ignores is, which the delete's commit leaves out (HasIgnored).
+	if has, err := s.HasIgnored(ctx, w); err != nil || has {
+		t.Fatalf("HasIgnored with no ignored file = %v, %v", has, err)
+	}
+	write(t, filepath.Join(w.Root, ".gitignore"), "*.log\n")
+	if err := os.MkdirAll(filepath.Join(w.Dir, "out"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	write(t, filepath.Join(w.Dir, "out", "build.log"), "built\n")
+	if has, err := s.HasIgnored(ctx, w); err != nil || !has {
+		t.Fatalf("HasIgnored with out/build.log = %v, %v", has, err)
+	}
+	if has, err := s.HasIgnored(ctx, Workspace{Path: user, Isolation: None, Dir: user}); err != nil || has {
+		t.Fatalf("HasIgnored of the folder itself = %v, %v", has, err)
+	}
+
 	if err := s.Release(ctx, w, "Edit f.txt"); err != nil {
 		t.Fatal(err)
 	}

@@ -613,7 +613,10 @@ export class App {
   deleteCurrent() {
     const c = this.current ? this.convs.get(this.current) : null;
     if (!c || this.isNew(c)) return;
-    const ws = c.workspace || this.entries.get(c.id)?.workspace || null;
+    // The list entry first: the watch keeps it as of the last turn
+    // (whether the worktree holds ignored files), the subscription's as
+    // of when it began.
+    const ws = this.entries.get(c.id)?.workspace || c.workspace || null;
     if (!window.confirm(deleteText(c.title, ws))) return;
     if (this.conn.send('copilot:delete', { conversationId: c.id })) this.drawer.toggle(false);
     else this.toast('Not deleted: the relay cannot be reached now.');

@@ -875,8 +875,12 @@ export function deleteText(title, ws) {
   } else if (ws && ws.path) {
     text += ` The files in its folder, ${ws.path}, stay as they are.`;
   }
+  if (ws && ws.isolation === 'worktree' && ws.ignored) text += ` ${DELETE_LOSES_IGNORED}`;
   return text;
 }
+
+/** DELETE_LOSES_IGNORED ends deleteText for a worktree that holds ignored files (conversation.DeleteLosesIgnored). */
+export const DELETE_LOSES_IGNORED = 'Files its .gitignore ignores (.env, build output) are not committed: they are lost with the folder.';
 
 // ---- a plan's steps (conversation/plan.go and DescribeTool in
 // conversation/tools.go): the tool calls Plan denied, which the plan card
