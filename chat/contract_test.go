@@ -101,7 +101,7 @@ func TestRecordedStreams(t *testing.T) {
 					says("the prompt", oneLine(row.Text))
 				case "tool":
 					says("a tool call", row.Title+" "+row.Text)
-					says("a tool call's end", map[string]string{"approved": "approved", "denied": "denied by plan mode", "failed": "failed", "stopped": "stopped with the turn"}[row.State])
+					says("a tool call's end", map[string]string{"approved": "approved", "denied": "denied by plan", "failed": "failed", "stopped": "stopped with the turn"}[row.State])
 				case "note":
 					if strings.HasPrefix(row.Text, "Agent error: ") {
 						errorShown = true

@@ -337,8 +337,9 @@ func (r *repl) toolEnd(u conversation.Update) {
 	r.waiting = !r.syncing && r.streaming()
 }
 
-// toolLine prints a tool call as one line: approved, denied by plan mode,
-// failed, or stopped with its turn.
+// toolLine prints a tool call as one line: approved, denied by plan,
+// failed, or stopped with its turn, in the words of every front end
+// (conversation.ToolStateText).
 func (r *repl) toolLine(tool conversation.Row) {
 	head := "⚙ " + r.scr.style(styleBold, oneLine(tool.Title))
 	if tool.Text != "" {
@@ -348,7 +349,7 @@ func (r *repl) toolLine(tool conversation.Row) {
 	var tail string
 	switch tool.State {
 	case conversation.ToolDenied:
-		tail = r.scr.style(styleWarn, "denied by plan mode")
+		tail = r.scr.style(styleWarn, conversation.ToolStateText(tool.State))
 	case conversation.ToolApproved:
 		tail = r.scr.style(styleOK, conversation.ToolStateText(tool.State))
 		if result != "" {

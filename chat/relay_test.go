@@ -197,7 +197,7 @@ func TestRelayMidStreamPlan(t *testing.T) {
 	h.typeIn("/plan\n")
 	h.waitFor("Switched to Plan: every tool call is denied from the next tool call.")
 	close(release)
-	h.waitFor("⚙ bash make deploy — denied by plan mode")
+	h.waitFor("⚙ bash make deploy — denied by plan")
 	h.waitFor("The tool was denied.\nusage: none reported for this turn\n")
 	h.typeIn("hi\n")
 	h.waitFor("plan> hi\nEcho: hi")

@@ -230,7 +230,7 @@ func TestPlainModeCommands(t *testing.T) {
 	h.emit(protocol.TypeUserMessage, map[string]any{"messageId": "u1", "content": "look around", "mode": "plan"})
 	h.emit(protocol.TypeToolStart, map[string]any{"toolCallId": "t1", "toolName": "bash", "arguments": map[string]any{"command": "ls -la"}})
 	h.emit(protocol.TypeToolEnd, map[string]any{"toolCallId": "t1", "success": false, "denied": true, "result": "plan mode"})
-	h.waitFor("⚙ bash ls -la — denied by plan mode")
+	h.waitFor("⚙ bash ls -la — denied by plan")
 	// /act while the turn streams runs at once.
 	h.typeIn("/act\n")
 	if c := h.nextCall("set_mode"); c.mode != protocol.ModeAct {

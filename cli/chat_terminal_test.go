@@ -257,7 +257,7 @@ func TestChatInTerminal(t *testing.T) {
 		p.typeLine("/plan")
 		p.waitText("Switched to Plan: every tool call is denied from the next tool call.")
 		s = p.waitPrompt("plan>")
-		want := "act> slow two\nStep one.\nact> /plan\nSwitched to Plan: every tool call is denied from the next tool call.\n⚙ bash make deploy — denied by plan mode\nThe tool was denied.\nusage: none reported for this turn\n" +
+		want := "act> slow two\nStep one.\nact> /plan\nSwitched to Plan: every tool call is denied from the next tool call.\n⚙ bash make deploy — denied by plan\nThe tool was denied.\nusage: none reported for this turn\n" +
 			"The plan (1 denied in Plan):\n  1) run `make deploy`\n/run carries it out in Act.\n\nplan>"
 		if !strings.HasSuffix(s, want) {
 			t.Errorf("a mid-stream /plan:\n%s\nwant the end:\n%s", s, want)
