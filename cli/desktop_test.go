@@ -267,9 +267,7 @@ func TestTheWindowShowsBeforeItsRelay(t *testing.T) {
 	}
 	// Its first relay's list brings the window to the latest
 	// conversation, as at any start; the prompt goes on there.
-	tb.loop.WaitFor(t, 30*time.Second, "the window to show the latest conversation", func() bool {
-		return strings.Contains(windowText(tb.d.win.Window()), "typed while connecting")
-	}, func() string { return windowText(tb.d.win.Window()) })
+	tb.waitConversationShown("typed while connecting")
 	tb.prompt("after the settings were fixed")
 	waitPrompt(t, tb.d.cur, "typed while connecting", "after the settings were fixed")
 }

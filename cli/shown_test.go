@@ -107,10 +107,7 @@ func TestWindowReopensWhereTheUserWas(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer td.d.close()
-		td.loop.WaitFor(t, 30*time.Second, "the window to show "+want, func() bool {
-			text := windowText(td.d.win.Window())
-			return strings.Contains(text, want) && !strings.Contains(text, "Type a prompt below")
-		}, func() string { return windowText(td.d.win.Window()) })
+		td.waitConversationShown(want)
 	}
 	reopen("markdown shown at the end")
 	if got := readShown(dir).ConversationID; got != shown {
@@ -121,4 +118,15 @@ func TestWindowReopensWhereTheUserWas(t *testing.T) {
 		t.Fatal(err)
 	}
 	reopen("markdown made elsewhere")
+}
+
+// waitConversationShown waits until the window shows a conversation that
+// holds text: not the new one's greeting, with text maybe only in the
+// list.
+func (td *testDesktop) waitConversationShown(text string) {
+	td.t.Helper()
+	td.loop.WaitFor(td.t, 30*time.Second, "the window to show the conversation with "+text, func() bool {
+		shown := windowText(td.d.win.Window())
+		return strings.Contains(shown, text) && !strings.Contains(shown, "Type a prompt below")
+	}, func() string { return windowText(td.d.win.Window()) })
 }
