@@ -6,9 +6,9 @@ import (
 )
 
 // Escape cancels the window's own dialogs (New conversation, Settings,
-// Connect a device…, the confirmations of a restore and of a delete), as
-// their Cancel or Close does. Fyne 2.7.1
-// dialogs take no key of their own, and a key goes to the widget that has
+// Connect a device…, the confirmations of a restore and of a delete,
+// About), as their Cancel or Close does. Fyne 2.7.1 dialogs take no key
+// of their own, and a key goes to the widget that has
 // the keyboard, or to the canvas when none has it: the canvas's Escape
 // comes here (build.go), and every widget of theirs that takes the
 // keyboard hands its Escape on: the dialogs build their text boxes,
@@ -31,6 +31,8 @@ func (w *Window) cancelDialog() bool {
 		w.settings.close()
 	case w.share != nil:
 		w.share.d.Hide()
+	case w.about != nil:
+		w.about.Hide()
 	default:
 		return false
 	}

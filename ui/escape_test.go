@@ -69,6 +69,13 @@ func TestEscapeCancelsDialogs(t *testing.T) {
 		}
 	}
 
+	// About opens with the keyboard nowhere: Escape closes it.
+	h.w.ShowAbout()
+	escape()
+	if h.w.about != nil {
+		t.Fatal("Escape did not close About")
+	}
+
 	h.send("markdown")
 	h.waitFor("the turn", func() bool { return completedTurns(h) == 1 })
 	h.frame()
