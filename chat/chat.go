@@ -69,6 +69,11 @@ type Config struct {
 	Workspace *protocol.WorkspaceRequest
 }
 
+// watcher is a Conn that can follow the relay's list (client.Watch).
+type watcher interface {
+	Watch(ctx context.Context, on bool) error
+}
+
 // workspaceSender is a Conn that can name a conversation's workspace.
 type workspaceSender interface {
 	SendIn(ctx context.Context, conversationID, prompt string, mode protocol.Mode, model string, ws *protocol.WorkspaceRequest) error
@@ -193,6 +198,10 @@ type repl struct {
 	syncing                  bool // replaying the conversation (our own subscribe), until copilot:subscribed
 	ready                    bool // copilot:subscribed arrived: the conversation's state is known
 
+	// listAsked counts the pages /list and /more asked for that have not
+	// come: only those are shown (the list's notices bring pages too).
+	listAsked int
+
 	// folderUnsaid: the new conversation's folder is said once the relay
 	// took it, at the echo of its first prompt (folderTaken), not at
 	// /new: the relay checks it at that send and may refuse it.
@@ -271,6 +280,14 @@ func (r *repl) loop(ctx context.Context, inputs <-chan inputChunk) error {
 	if err := r.subscribe(ctx, r.cfg.ConversationID); err != nil {
 		r.scr.flush()
 		return err
+	}
+	if w, ok := r.conn.(watcher); ok {
+		// The list's notices keep the fold's entry of the conversation
+		// as of its last turn (its folder, whether its worktree holds
+		// ignored files), which /delete's confirmation says; a
+		// subscription's is as of when it began. Without them it says
+		// less, nothing worse.
+		_ = r.send(ctx, func(c context.Context) error { return w.Watch(c, true) })
 	}
 	var ticker, clock *time.Ticker
 	defer func() {

@@ -14,6 +14,15 @@ import (
 	"github.com/pilotdesk/pilotdesk/protocol"
 )
 
+// listed folds the relay's list entry info into the conversation's fold
+// when it is this one's: its folder as of the last turn, which /delete
+// names.
+func (r *repl) listed(info protocol.ConversationInfo) {
+	if info.ConversationID == r.conv && r.fold != nil && r.fold.ID == r.conv {
+		r.fold.Listed(info)
+	}
+}
+
 // event handles one message from the relay.
 func (r *repl) event(ctx context.Context, ev client.Event) {
 	switch d := ev.Data.(type) {
@@ -24,7 +33,24 @@ func (r *repl) event(ctx context.Context, ev client.Event) {
 		r.budgetChanged(d)
 		return
 	case *protocol.Conversations:
+		if r.listAsked == 0 {
+			// Not an answer to /list: the first page that comes with
+			// the list's notices (watcher), at start and after each
+			// reconnect. Its entry of this conversation is kept, quietly.
+			for _, info := range d.Conversations {
+				r.listed(info)
+			}
+			return
+		}
+		r.listAsked--
 		r.showList(d)
+		return
+	case *protocol.ConversationChanged:
+		// The list's notice (watcher): the entry of this conversation
+		// goes into its fold, quietly.
+		if !d.Deleted {
+			r.listed(d.ConversationInfo)
+		}
 		return
 	case *protocol.DiffReply:
 		if d.ConversationID == r.conv {
@@ -555,6 +581,9 @@ func (r *repl) refused(d *client.Refused) {
 
 // relayError reports an `error` message in words a person can act on.
 func (r *repl) relayError(d *protocol.Error) {
+	if d.Type == protocol.TypeList && r.listAsked > 0 {
+		r.listAsked-- // refused: no page answers it
+	}
 	switch {
 	case d.Type == protocol.TypeSend:
 		if len(r.echoed) > 0 {

@@ -66,7 +66,14 @@ func (r *repl) command(ctx context.Context, text string) {
 			r.note(styleDim, "Nothing more to list: /list starts from the most recent again.")
 			return
 		}
-		r.request(ctx, "list the conversations", func(c context.Context) error { return r.conn.ListPage(c, listPageSize, cursor) })
+		r.listAsked++
+		r.request(ctx, "list the conversations", func(c context.Context) error {
+			err := r.conn.ListPage(c, listPageSize, cursor)
+			if err != nil {
+				r.listAsked-- // no page will answer
+			}
+			return err
+		})
 	case "/switch":
 		if len(fields) != 2 {
 			r.note(styleWarn, "Usage: /switch N (a number from /list) or /switch ID.")
