@@ -257,7 +257,7 @@ func (r *repl) showDiff(d *protocol.DiffReply) {
 			r.note(style, sanitize(l))
 		}
 		if f.Truncated {
-			r.note(styleWarn, "(cut: the diff is too long for one message)")
+			r.note(styleWarn, conversation.DiffCut)
 		}
 	}
 }

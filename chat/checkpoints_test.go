@@ -6,6 +6,8 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/pilotdesk/pilotdesk/conversation"
+	"github.com/pilotdesk/pilotdesk/protocol"
 	"github.com/pilotdesk/pilotdesk/relay"
 	"github.com/pilotdesk/pilotdesk/relay/checkpoint"
 	"github.com/pilotdesk/pilotdesk/session/script"
@@ -169,4 +171,15 @@ func startCheckpointREPL(t *testing.T, workDir, scenario string) *relayHarness {
 		t.Skip(err)
 	}
 	return startREPLOn(t, relay.Config{Agent: script.New(sc), Checkpoints: cps, WorkDir: workDir})
+}
+
+// A diff the relay cut says so in the words of every front end
+// (conversation.DiffCut), where the terminal had its own.
+func TestDiffCutSaysSo(t *testing.T) {
+	h := startREPL(t, plain, nil)
+	h.subscribed(nil)
+	h.emit(protocol.TypeDiff, map[string]any{"checkpoint": "815da21a0000000000000000000000000000aaaa",
+		"files": []map[string]any{{"path": "big.txt", "status": "modified", "patch": "@@ -1 +1 @@\n-a\n+b\n", "truncated": true}}})
+	h.waitFor("+b")
+	h.waitFor(conversation.DiffCut)
 }
