@@ -14,6 +14,28 @@ import (
 	"github.com/pilotdesk/pilotdesk/protocol"
 )
 
+// listNews shows a page of the list that /list or /more asked for. Any
+// other page is the first that comes with the list's notices (watcher),
+// at start and after each reconnect, and a notice (copilot:conversation)
+// one entry: only the entry of this conversation is kept, quietly.
+func (r *repl) listNews(data any) {
+	switch d := data.(type) {
+	case *protocol.Conversations:
+		if r.listAsked > 0 {
+			r.listAsked--
+			r.showList(d)
+			return
+		}
+		for _, info := range d.Conversations {
+			r.listed(info)
+		}
+	case *protocol.ConversationChanged:
+		if !d.Deleted {
+			r.listed(d.ConversationInfo)
+		}
+	}
+}
+
 // listed folds the relay's list entry info into the conversation's fold
 // when it is this one's: its folder as of the last turn, which /delete
 // names.
@@ -32,25 +54,8 @@ func (r *repl) event(ctx context.Context, ev client.Event) {
 	case *protocol.Budget:
 		r.budgetChanged(d)
 		return
-	case *protocol.Conversations:
-		if r.listAsked == 0 {
-			// Not an answer to /list: the first page that comes with
-			// the list's notices (watcher), at start and after each
-			// reconnect. Its entry of this conversation is kept, quietly.
-			for _, info := range d.Conversations {
-				r.listed(info)
-			}
-			return
-		}
-		r.listAsked--
-		r.showList(d)
-		return
-	case *protocol.ConversationChanged:
-		// The list's notice (watcher): the entry of this conversation
-		// goes into its fold, quietly.
-		if !d.Deleted {
-			r.listed(d.ConversationInfo)
-		}
+	case *protocol.Conversations, *protocol.ConversationChanged:
+		r.listNews(d)
 		return
 	case *protocol.DiffReply:
 		if d.ConversationID == r.conv {
