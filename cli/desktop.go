@@ -383,6 +383,12 @@ func (d *desktop) options(r *relayConn, problem string) ui.Options {
 		opts.LastShown = lastShown(dir)
 		logger := d.logger
 		opts.OnShown = func(id string) { rememberShown(dir, id, logger) }
+	} else if !t.Embedded {
+		// A remote relay's, which no chat here attaches to: noted in the
+		// window's preferences, by relay.
+		prefs, key := d.app.Preferences(), remoteShownPref+t.URL
+		opts.LastShown = prefs.String(key)
+		opts.OnShown = func(id string) { prefs.SetString(key, id) }
 	}
 	opts.Effective = effectiveSettings(r.flags)
 	opts.Locked = d.locked

@@ -17,6 +17,11 @@ import (
 // relay opens that one rather than a new, empty one.
 const shownName = "window.json"
 
+// remoteShownPref, followed by a remote relay's URL, is the preference
+// that holds the conversation the window showed last on that relay (the
+// window goes back to it, as to shownName's on a local data dir).
+const remoteShownPref = "window.shown."
+
 // shownConversation is what shownName holds: the window's process (the
 // file counts only while that process runs the relay the chat attaches
 // to) and its conversation.

@@ -93,13 +93,16 @@ func TestWindowReopensWhereTheUserWas(t *testing.T) {
 	shown := shows(td, "markdown shown at the end")
 	// A later conversation, made from elsewhere: the latest, not shown.
 	ctx, c, done := dialOwner(t, td.d.cur)
-	if err := c.Send(ctx, uuid.NewString(), "markdown made elsewhere", protocol.ModeAct, ""); err != nil {
+	latest := uuid.NewString()
+	if err := c.Send(ctx, latest, "markdown made elsewhere", protocol.ModeAct, ""); err != nil {
 		t.Fatal(err)
 	}
 	waitConversation(t, td.d.cur, "markdown made elsewhere")
 	done()
 	td.d.close()
 
+	// reopen starts the window again and waits until it shows a
+	// conversation holding want (the list names both).
 	reopen := func(want string) {
 		t.Helper()
 		td, err := openTestDesktop(t, a, "--data-dir", dir)
@@ -118,6 +121,9 @@ func TestWindowReopensWhereTheUserWas(t *testing.T) {
 		t.Fatal(err)
 	}
 	reopen("markdown made elsewhere")
+	if got := readShown(dir).ConversationID; got != latest {
+		t.Fatalf("the reopened window notes %q, want the latest %q", got, latest)
+	}
 }
 
 // waitConversationShown waits until the window shows a conversation that
@@ -129,4 +135,43 @@ func (td *testDesktop) waitConversationShown(text string) {
 		shown := windowText(td.d.win.Window())
 		return strings.Contains(shown, text) && !strings.Contains(shown, "Type a prompt below")
 	}, func() string { return windowText(td.d.win.Window()) })
+}
+
+// TestWindowReopensOnARemoteRelay: on a remote relay too, a window started
+// again shows the conversation it showed last there (kept in its
+// preferences), not the latest.
+func TestWindowReopensOnARemoteRelay(t *testing.T) {
+	remote := startRemoteStack(t)
+	a := newPrefsApp(t, testAppID())
+	open := func() *testDesktop {
+		t.Helper()
+		td, err := openTestDesktop(t, a, "--data-dir", memoryDataDir, "--connect", remote.URL, "--token", "remote-token")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return td
+	}
+	key := remoteShownPref + remote.URL
+	td := open()
+	td.prompt("markdown shown at the end")
+	waitConversation(t, td.d.cur, "markdown shown at the end")
+	td.waitConversationShown("markdown shown at the end")
+	shown := a.Preferences().String(key)
+	if shown == "" {
+		t.Fatal("the window did not note its conversation")
+	}
+	ctx, c, done := dialOwner(t, td.d.cur)
+	if err := c.Send(ctx, uuid.NewString(), "markdown made elsewhere", protocol.ModeAct, ""); err != nil {
+		t.Fatal(err)
+	}
+	waitConversation(t, td.d.cur, "markdown made elsewhere")
+	done()
+	td.d.close()
+
+	td = open()
+	defer td.d.close()
+	td.waitConversationShown("markdown shown at the end")
+	if got := a.Preferences().String(key); got != shown {
+		t.Fatalf("the reopened window shows %q, want %q, the one it showed last", got, shown)
+	}
 }
