@@ -92,10 +92,35 @@ func NotRunnable(err error) bool {
 // agent again would not help, its mode (or its mount) would.
 func NotExecutable(err error) bool { return errors.Is(err, os.ErrPermission) }
 
-// NotExecutableText says what NotExecutable found, naming the file, and
-// how to mend it; each backend adds its own setting to change instead.
-func NotExecutableText(path string) string {
-	return fmt.Sprintf("permission denied on %s; make it executable (chmod +x %s)", path, shellquote.Word(path))
+// StartWords is how a backend words a failure to start its agent: Who
+// begins the errors that are not the agent's ("copilot", "acp"),
+// NotFound and NotExecutable are the backend's own wrappings of the
+// session package's errors, NotFoundFix says what to install or set,
+// Setting what to change instead of a file that may not be run.
+type StartWords struct {
+	Who                     string
+	NotFound, NotExecutable error
+	NotFoundFix, Setting    string
+}
+
+// Error words err, Start's failure to run path.
+func (w StartWords) Error(path string, err error) error {
+	var pipe *PipeError
+	switch {
+	case errors.As(err, &pipe):
+		return fmt.Errorf("%s: %w", w.Who, err)
+	case NotExecutable(err):
+		return w.NotExecutableError(path)
+	case NotRunnable(err):
+		return fmt.Errorf("%w: %v; %s", w.NotFound, err, w.NotFoundFix)
+	}
+	return fmt.Errorf("%s: starting %s: %w", w.Who, path, err)
+}
+
+// NotExecutableError says that path is there but may not be run, naming
+// it, and how to mend it.
+func (w StartWords) NotExecutableError(path string) error {
+	return fmt.Errorf("%w: permission denied on %s; make it executable (chmod +x %s), or %s", w.NotExecutable, path, shellquote.Word(path), w.Setting)
 }
 
 // Start starts the command. The caller makes its connection on Stdin and

@@ -2,7 +2,6 @@ package acp
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -26,13 +25,17 @@ type process struct {
 	info sdk.InitializeResponse
 }
 
+// startWords words an agent that could not start.
+var startWords = agentproc.StartWords{Who: "acp", NotFound: errAgentNotFound, NotExecutable: errNotExecutable,
+	NotFoundFix: "install the agent or fix --acp-command", Setting: "fix --acp-command"}
+
 // startProcess spawns the agent in a process group of its own (see
 // agentproc), so that stopping it reaches what it started too.
 func startProcess(argv []string, workDir string, env []string, grace time.Duration, client *router, log *slog.Logger) (*process, error) {
 	path, err := exec.LookPath(argv[0])
 	if agentproc.NotExecutable(err) {
 		// A path (LookPath skips such a file on PATH): it is there.
-		return nil, fmt.Errorf("%w: %s, or fix --acp-command", errNotExecutable, agentproc.NotExecutableText(argv[0]))
+		return nil, startWords.NotExecutableError(argv[0])
 	}
 	if err != nil {
 		return nil, fmt.Errorf("%w: %q (%v); install the agent or fix --acp-command", errAgentNotFound, argv[0], err)
@@ -55,17 +58,7 @@ func startProcess(argv []string, workDir string, env []string, grace time.Durati
 		},
 	})
 	if err != nil {
-		var pipe *agentproc.PipeError
-		if errors.As(err, &pipe) {
-			return nil, fmt.Errorf("acp: %w", err)
-		}
-		if agentproc.NotExecutable(err) {
-			return nil, fmt.Errorf("%w: %s, or fix --acp-command", errNotExecutable, agentproc.NotExecutableText(path))
-		}
-		if agentproc.NotRunnable(err) {
-			return nil, fmt.Errorf("%w: %v; install the agent or fix --acp-command", errAgentNotFound, err)
-		}
-		return nil, fmt.Errorf("acp: starting %s: %w", path, err)
+		return nil, startWords.Error(path, err)
 	}
 	p := &process{argv: argv, proc: proc, log: log}
 	// elicitReader hands elicitation/create to the router whole (elicit.go).

@@ -24,6 +24,10 @@ var cliArgs = []string{"--headless", "--no-auto-update", "--stdio"}
 // installHint tells a person how to get the CLI.
 const installHint = "install it with `npm install -g @github/copilot` (Node.js 22 or newer), or pass its path with --copilot-path"
 
+// startWords words a CLI that could not start.
+var startWords = agentproc.StartWords{Who: "copilot", NotFound: errCLINotFound, NotExecutable: errCLINotExecutable,
+	NotFoundFix: installHint, Setting: "pass another path with --copilot-path"}
+
 // command resolves the executable to run: the configured path, else
 // "copilot" on PATH; a .js path (the npm loader) runs with node.
 func command(path string) (name string, args []string, err error) {
@@ -104,17 +108,7 @@ func startProcess(gen int, cfg processConfig) (*process, error) {
 		},
 	})
 	if err != nil {
-		var pipe *agentproc.PipeError
-		if errors.As(err, &pipe) {
-			return nil, fmt.Errorf("copilot: %w", err)
-		}
-		if agentproc.NotExecutable(err) {
-			return nil, fmt.Errorf("%w: %s, or pass another path with --copilot-path", errCLINotExecutable, agentproc.NotExecutableText(name))
-		}
-		if agentproc.NotRunnable(err) {
-			return nil, fmt.Errorf("%w: %v; %s", errCLINotFound, err, installHint)
-		}
-		return nil, fmt.Errorf("copilot: starting %s: %w", cfg.path, err)
+		return nil, startWords.Error(name, err)
 	}
 	p := &process{
 		gen:   gen,
