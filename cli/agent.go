@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -48,7 +49,7 @@ func buildAgent(ctx context.Context, s relaySettings, logger *slog.Logger) (_ se
 			logger.Info("agent: script (built-in demo)", "why", err.Error())
 			s.Script = ""
 			a, err2 := scriptAgent(s, logger)
-			return a, whyDemo(err), err2
+			return a, whyDemo(s, err), err2
 		}
 		logger.Info("agent: copilot", "why", "the Copilot CLI is installed and can run a turn")
 		return a, "", nil
@@ -63,13 +64,28 @@ func startCopilot(ctx context.Context, s relaySettings, logger *slog.Logger) (*c
 	return copilot.Start(probeCtx, copilotOptions(s, logger))
 }
 
-// whyDemo words an agent's start failure for the first-run notice as a
-// sentence of the backend's own words: every backend names its agent and
-// the file or setting at fault, and says what to do (not found: install
-// it; not executable: chmod it; not signed in: how to sign in), in the
-// words the relay logs and serve prints. A table of its own here knew
-// the Copilot CLI only, and called a file it could not run "not found".
-func whyDemo(err error) string {
+// whyDemo words an agent's start failure for the first-run notice. For
+// the Copilot CLI that --agent auto probed, the three failures a new user
+// meets most (not installed, not signed in, too old) get a plain
+// sentence, because the notice goes on to say how to install the CLI and
+// sign in: the backend's own words there repeated that install hint with
+// a command-line flag the window has no use for. Any other failure (a file
+// that may not be run, an ACP agent's) is said in the backend's own
+// words, those the relay logs and serve prints, which name the file or
+// setting at fault and what to do.
+func whyDemo(s relaySettings, err error) string {
+	if s.Agent == settings.AgentAuto {
+		switch {
+		case errors.Is(err, session.ErrAgentNotFound) && s.CopilotPath != "":
+			return fmt.Sprintf("No GitHub Copilot CLI was found at %s.", s.CopilotPath)
+		case errors.Is(err, session.ErrAgentNotFound):
+			return "No GitHub Copilot CLI was found on this computer."
+		case errors.Is(err, session.ErrNotSignedIn):
+			return "The GitHub Copilot CLI is installed but not signed in."
+		case errors.Is(err, session.ErrProtocolMismatch):
+			return "The installed GitHub Copilot CLI is a version pilotdesk cannot talk to (update it)."
+		}
+	}
 	msg := strings.TrimSpace(err.Error())
 	if r, size := utf8.DecodeRuneInString(msg); r != utf8.RuneError {
 		msg = string(unicode.ToUpper(r)) + msg[size:]

@@ -107,7 +107,11 @@ func TestFirstRunPicksTheDemo(t *testing.T) {
 		t.Fatal(err)
 	}
 	tg := td.d.cur.target
-	if tg.Agent != "script" || !strings.HasPrefix(tg.DemoReason, "GitHub Copilot CLI not found: "+missing+" does not exist; install it") {
+	// A plain sentence: the first-run notice goes on to say how to install
+	// the CLI, so the reason must not say it again (5a6776c made it the
+	// backend's "not found: …; install it with npm install …, or pass its
+	// path with --copilot-path", and the notice gave the hint twice).
+	if tg.Agent != "script" || tg.DemoReason != "No GitHub Copilot CLI was found at "+missing+"." {
 		t.Fatalf("agent %q, reason %q", tg.Agent, tg.DemoReason)
 	}
 	if opts := td.d.options(td.d.cur, ""); opts.DemoReason != tg.DemoReason || opts.Agent != "script" || opts.Version != Version {
@@ -146,7 +150,7 @@ func TestDemoReasonIsTheBackendsOwnWords(t *testing.T) {
 	if err == nil {
 		t.Fatal("an ACP agent with a missing command started")
 	}
-	if got, want := whyDemo(err), "The ACP agent cannot start: ACP agent not found: \"/nonexistent/agent\""; !strings.HasPrefix(got, want) ||
+	if got, want := whyDemo(s, err), "The ACP agent cannot start: ACP agent not found: \"/nonexistent/agent\""; !strings.HasPrefix(got, want) ||
 		!strings.Contains(got, "install the agent or fix --acp-command") || !strings.HasSuffix(got, ".") || !strings.Contains(got, err.Error()[1:]) {
 		t.Errorf("an ACP agent's missing command: %q, want %q…, the relay's %q", got, want, err)
 	}
