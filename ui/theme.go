@@ -98,7 +98,7 @@ func FixedVariant(th fyne.Theme, variant fyne.ThemeVariant) fyne.Theme {
 
 // appTheme is the app's theme plus the window's own colour names (the
 // syntax colours of code blocks and diffs; colorNameHint, the colour of
-// hint text). Code views used a container.ThemeOverride each for them,
+// hint text; colorNameBanner, the Plan mode banner's text). Code views used a container.ThemeOverride each for them,
 // and Fyne 2.7.1 keeps a set of parsed fonts per override (the theme's,
 // the fallback, the 4 MB emoji font and a system font, for each text
 // style), never freed: every code block ever drawn added megabytes. With
@@ -111,6 +111,9 @@ func (t appTheme) Color(n fyne.ThemeColorName, v fyne.ThemeVariant) color.Color 
 	}
 	if n == colorNameHint {
 		return colors(t.Theme).subtle
+	}
+	if n == colorNameBanner {
+		return colors(t.Theme).amberText
 	}
 	return t.readableColor(n, v)
 }
@@ -206,28 +209,6 @@ func warmFaces(styles []fyne.TextStyle) *sync.WaitGroup {
 	}
 	return &wg
 }
-
-// bannerTheme is the app's theme with the plan banner's text colour as the
-// foreground, for the label inside the amber banner.
-type bannerTheme struct{}
-
-func (bannerTheme) base() fyne.Theme {
-	if a := fyne.CurrentApp(); a != nil && a.Settings().Theme() != nil {
-		return a.Settings().Theme()
-	}
-	return theme.DefaultTheme()
-}
-
-func (t bannerTheme) Color(n fyne.ThemeColorName, v fyne.ThemeVariant) color.Color {
-	if n == theme.ColorNameForeground {
-		return colors(t.base()).amberText
-	}
-	return t.base().Color(n, v)
-}
-
-func (t bannerTheme) Font(s fyne.TextStyle) fyne.Resource     { return t.base().Font(s) }
-func (t bannerTheme) Icon(n fyne.ThemeIconName) fyne.Resource { return t.base().Icon(n) }
-func (t bannerTheme) Size(n fyne.ThemeSizeName) float32       { return t.base().Size(n) }
 
 // over is the opaque colour of fg laid on the opaque colour bg.
 func over(fg, bg color.Color) color.Color {

@@ -13,6 +13,10 @@ import (
 // 1.5:1 on the dark one, too faint to read.
 const colorNameHint fyne.ThemeColorName = "pilotdesk-hint"
 
+// colorNameBanner is the app theme's colour of the Plan mode banner's text
+// (palette.amberText), which reads on the banner's amber card.
+const colorNameBanner fyne.ThemeColorName = "pilotdesk-banner"
+
 // tintedText is a line of text in colours the theme names: the status
 // bar's lines, a tool row's state, a reasoning row's preview.
 type tintedText struct {

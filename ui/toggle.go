@@ -128,7 +128,7 @@ type modeSwitch struct {
 	toggle     *PlanActToggle
 	banner     fyne.CanvasObject
 	bannerBg   cardBackground
-	bannerText *widget.Label
+	bannerText *widget.RichText
 	// want is the mode the user picked and the relay has not confirmed
 	// ("" when none), for the conversation wantConv.
 	want     protocol.Mode
@@ -140,14 +140,18 @@ type modeSwitch struct {
 func newModeSwitch(onPick func(protocol.Mode)) *modeSwitch {
 	m := &modeSwitch{toggle: NewPlanActToggle(onPick)}
 	m.bannerBg = newCardBackground(amberCard)
-	// A wrapping label, so that a narrow window does not cut the banner;
-	// the override gives it the banner's text colour.
-	m.bannerText = widget.NewLabelWithStyle(PlanBannerText, fyne.TextAlignLeading, fyne.TextStyle{Bold: true})
+	// Wrapping text, so that a narrow window does not cut the banner, in
+	// the banner's colour, which the app's theme names: it was a Label in
+	// a theme override, and Fyne parses the faces of every style drawn in
+	// an override again for it (the bold Noto and DejaVu faces, 4 MB of Go
+	// heap kept from the first switch to Plan on). The segment is the one
+	// a bold Label makes, but for its colour, which the icon takes too.
+	m.bannerText = widget.NewRichText(&widget.TextSegment{Text: PlanBannerText, Style: widget.RichTextStyle{
+		ColorName: colorNameBanner, Inline: true, TextStyle: fyne.TextStyle{Bold: true}, SizeName: theme.SizeNameText,
+	}})
 	m.bannerText.Wrapping = fyne.TextWrapWord
-	warn := widget.NewIcon(theme.WarningIcon())
-	m.banner = container.NewThemeOverride(
-		container.NewStack(m.bannerBg.rect, container.NewBorder(nil, nil, container.NewPadded(warn), nil, m.bannerText)),
-		bannerTheme{})
+	warn := widget.NewIcon(theme.NewColoredResource(theme.WarningIcon(), colorNameBanner))
+	m.banner = container.NewStack(m.bannerBg.rect, container.NewBorder(nil, nil, container.NewPadded(warn), nil, m.bannerText))
 	m.banner.Hide()
 	return m
 }

@@ -135,7 +135,7 @@ func TestPlanToggleBannerAndDeniedTool(t *testing.T) {
 		t.Fatal("a new conversation must start in Act without the banner")
 	}
 	test.Tap(h.w.mode.toggle.plan)
-	if !h.w.mode.banner.Visible() || h.w.mode.bannerText.Text != PlanBannerText {
+	if !h.w.mode.banner.Visible() || h.w.mode.bannerText.String() != PlanBannerText {
 		t.Fatal("plan banner not shown")
 	}
 	h.send("use the tool")
