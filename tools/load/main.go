@@ -118,12 +118,6 @@ func loadMain() int {
 	if cfg.Fault != "" && cfg.Fault != faultNone && cfg.Fault != faultRelayKill && !killSet {
 		cfg.KillAt = min(20*time.Second, cfg.Duration/3)
 	}
-	if cfg.Placement == "" {
-		cfg.Placement = placeConn
-		if cfg.Scale {
-			cfg.Placement = placeSpread
-		}
-	}
 	if cfg.Seed == 0 {
 		cfg.Seed = rand.Uint64N(1<<31) + 1
 	}
@@ -185,7 +179,16 @@ func loadMain() int {
 	return 0
 }
 
+// validate checks c and fills in what depends on other fields (the
+// default -placement), so that a config built in code, as the tests build
+// theirs, gets the same defaults as one from the command line.
 func (c *config) validate() error {
+	if c.Placement == "" {
+		c.Placement = placeConn
+		if c.Scale {
+			c.Placement = placeSpread
+		}
+	}
 	switch {
 	case c.Conns < 1 || c.Convs < 1:
 		return fmt.Errorf("-conns and -convs must be at least 1")
