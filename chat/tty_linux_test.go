@@ -2,6 +2,7 @@ package chat
 
 import (
 	"os"
+	"syscall"
 	"testing"
 	"time"
 
@@ -119,5 +120,66 @@ func TestOpenTerminal(t *testing.T) {
 	restore()
 	if tm.Raw || !tm.Live || !tm.Color {
 		t.Errorf("piped stdin, terminal stdout: %+v", tm)
+	}
+}
+
+// TestTerminalOutputStaysBlocking checks that reading keys leaves the
+// terminal's stdout blocking: a shell gives stdin and stdout one open file
+// description, and a non-blocking one made a write of a long replay, which
+// the terminal had not drawn yet, fail with EAGAIN and end the chat.
+func TestTerminalOutputStaysBlocking(t *testing.T) {
+	ptmx, tty, err := pty.Open()
+	if err != nil {
+		t.Skipf("no pseudo-terminal here: %v", err)
+	}
+	defer ptmx.Close()
+	defer tty.Close()
+	// As a shell hands it over: one blocking description, which os.NewFile
+	// leaves blocking (os.OpenFile would make it non-blocking itself).
+	fd, err := syscall.Open(tty.Name(), syscall.O_RDWR|syscall.O_NOCTTY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	term := os.NewFile(uintptr(fd), tty.Name())
+	defer term.Close()
+
+	tm, in, restore, err := OpenTerminal(term, term, func(string) string { return "" })
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer restore()
+	if !tm.Raw {
+		t.Fatalf("a terminal: %+v, want raw", tm)
+	}
+	if fl, err := unix.FcntlInt(uintptr(fd), unix.F_GETFL, 0); err != nil || fl&unix.O_NONBLOCK != 0 {
+		t.Errorf("stdout is non-blocking while the chat reads keys (flags %#x, %v)", fl, err)
+	}
+	// The keys still come through the reader, and a deadline still stops it.
+	if _, err := ptmx.Write([]byte("k")); err != nil {
+		t.Fatal(err)
+	}
+	b := make([]byte, 4)
+	if n, err := in.Read(b); err != nil || string(b[:n]) != "k" {
+		t.Errorf("read %q, %v; want the key k", b[:n], err)
+	}
+	d, ok := in.(interface{ SetReadDeadline(time.Time) error })
+	if !ok {
+		t.Fatalf("the reader %T takes no deadline", in)
+	}
+	readDone := make(chan error, 1)
+	go func() {
+		_, err := in.Read(b)
+		readDone <- err
+	}()
+	if err := d.SetReadDeadline(time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-readDone:
+		if !os.IsTimeout(err) {
+			t.Errorf("the interrupted read returned %v", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("a read deadline did not interrupt the read")
 	}
 }
