@@ -23,61 +23,52 @@ import (
 // json.Unmarshal makes of it, which TestDecodeRecordAsJSON and
 // FuzzDecodeRecord check.
 
-// The record's keys, in the order encoding/json writes them.
+// recordFields is the record's JSON keys, in the order encoding/json
+// writes them, each with how its raw value is decoded into a record (false:
+// not as json.Unmarshal would) and how it is taken from the previous one.
+// The pending question's bytes are shared (nothing writes a record's bytes
+// once it is made); the workspace is copied, since a record's is a pointer.
+// TestRecordFieldsAreTheRecords checks that it names every field of record.
+var recordFields = [...]struct {
+	key    string
+	decode func(r *record, raw string) bool
+	take   func(r, prev *record)
+}{
+	{"id", func(r *record, raw string) (ok bool) { r.ID, ok = jsonString(raw); return }, func(r, p *record) { r.ID = p.ID }},
+	{"title", func(r *record, raw string) (ok bool) { r.Title, ok = jsonString(raw); return }, func(r, p *record) { r.Title = p.Title }},
+	{"mode", func(r *record, raw string) (ok bool) { r.Mode, ok = jsonString(raw); return }, func(r, p *record) { r.Mode = p.Mode }},
+	{"created", func(r *record, raw string) bool { return r.CreatedAt.UnmarshalJSON([]byte(raw)) == nil }, func(r, p *record) { r.CreatedAt = p.CreatedAt }},
+	{"updated", func(r *record, raw string) bool { return r.UpdatedAt.UnmarshalJSON([]byte(raw)) == nil }, func(r, p *record) { r.UpdatedAt = p.UpdatedAt }},
+	{"lastSeq", func(r *record, raw string) (ok bool) { r.LastSeq, ok = jsonInt(raw); return }, func(r, p *record) { r.LastSeq = p.LastSeq }},
+	{"streaming", func(r *record, raw string) (ok bool) { r.Streaming, ok = jsonBool(raw); return }, func(r, p *record) { r.Streaming = p.Streaming }},
+	{"pending", func(r *record, raw string) bool { return json.Unmarshal([]byte(raw), &r.PendingInput) == nil }, func(r, p *record) { r.PendingInput = p.PendingInput }},
+	{"model", func(r *record, raw string) (ok bool) { r.Model, ok = jsonString(raw); return }, func(r, p *record) { r.Model = p.Model }},
+	{"agent", func(r *record, raw string) (ok bool) { r.Agent, ok = jsonString(raw); return }, func(r, p *record) { r.Agent = p.Agent }},
+	{"workspace", func(r *record, raw string) bool { return json.Unmarshal([]byte(raw), &r.Workspace) == nil }, func(r, p *record) {
+		if p.Workspace != nil {
+			w := *p.Workspace
+			r.Workspace = &w
+		}
+	}},
+	{"msgs", func(r *record, raw string) (ok bool) { r.Msgs, ok = jsonUint(raw); return }, func(r, p *record) { r.Msgs = p.Msgs }},
+	{"max", func(r *record, raw string) (ok bool) { r.Max, ok = jsonInt(raw); return }, func(r, p *record) { r.Max = p.Max }},
+	{"unsorted", func(r *record, raw string) (ok bool) { r.Unsorted, ok = jsonBool(raw); return }, func(r, p *record) { r.Unsorted = p.Unsorted }},
+	{"append", func(r *record, raw string) (ok bool) { r.Append, ok = jsonString(raw); return }, func(r, p *record) { r.Append = p.Append }},
+	{"tail", func(r *record, raw string) (ok bool) { r.Tail, ok = jsonUint(raw); return }, func(r, p *record) { r.Tail = p.Tail }},
+}
+
+// rkID is recordFields' index of the id, and rkCount its length.
 const (
-	rkID = iota
-	rkTitle
-	rkMode
-	rkCreated
-	rkUpdated
-	rkLastSeq
-	rkStreaming
-	rkPending
-	rkModel
-	rkAgent
-	rkWorkspace
-	rkMsgs
-	rkMax
-	rkUnsorted
-	rkAppend
-	rkTail
-	rkCount
+	rkID    = 0
+	rkCount = len(recordFields)
 )
 
+// recordKey is k's index in recordFields, -1 if it is none of them.
 func recordKey(k string) int {
-	switch k {
-	case "id":
-		return rkID
-	case "title":
-		return rkTitle
-	case "mode":
-		return rkMode
-	case "created":
-		return rkCreated
-	case "updated":
-		return rkUpdated
-	case "lastSeq":
-		return rkLastSeq
-	case "streaming":
-		return rkStreaming
-	case "pending":
-		return rkPending
-	case "model":
-		return rkModel
-	case "agent":
-		return rkAgent
-	case "workspace":
-		return rkWorkspace
-	case "msgs":
-		return rkMsgs
-	case "max":
-		return rkMax
-	case "unsorted":
-		return rkUnsorted
-	case "append":
-		return rkAppend
-	case "tail":
-		return rkTail
+	for i := range recordFields {
+		if recordFields[i].key == k {
+			return i
+		}
 	}
 	return -1
 }
@@ -115,93 +106,14 @@ func (m *recordMemo) decode(prev *recordMemo) bool {
 			continue
 		}
 		if prev != nil && prev.raw[k] == raw {
-			m.copyField(k, &prev.rec)
+			recordFields[k].take(r, &prev.rec)
 			continue
 		}
-		var ok bool
-		switch k {
-		case rkID:
-			r.ID, ok = jsonString(raw)
-		case rkTitle:
-			r.Title, ok = jsonString(raw)
-		case rkMode:
-			r.Mode, ok = jsonString(raw)
-		case rkModel:
-			r.Model, ok = jsonString(raw)
-		case rkAgent:
-			r.Agent, ok = jsonString(raw)
-		case rkAppend:
-			r.Append, ok = jsonString(raw)
-		case rkCreated:
-			ok = r.CreatedAt.UnmarshalJSON([]byte(raw)) == nil
-		case rkUpdated:
-			ok = r.UpdatedAt.UnmarshalJSON([]byte(raw)) == nil
-		case rkLastSeq:
-			r.LastSeq, ok = jsonInt(raw)
-		case rkMax:
-			r.Max, ok = jsonInt(raw)
-		case rkMsgs:
-			r.Msgs, ok = jsonUint(raw)
-		case rkTail:
-			r.Tail, ok = jsonUint(raw)
-		case rkStreaming:
-			r.Streaming, ok = jsonBool(raw)
-		case rkUnsorted:
-			r.Unsorted, ok = jsonBool(raw)
-		case rkPending:
-			ok = json.Unmarshal([]byte(raw), &r.PendingInput) == nil
-		case rkWorkspace:
-			ok = json.Unmarshal([]byte(raw), &r.Workspace) == nil
-		}
-		if !ok {
+		if !recordFields[k].decode(r, raw) {
 			return false
 		}
 	}
 	return true
-}
-
-// copyField sets field k of m.rec to p's. The pending question's bytes are
-// shared: nothing writes a record's bytes once it is made. The workspace is
-// copied, since a record's is a pointer.
-func (m *recordMemo) copyField(k int, p *record) {
-	r := &m.rec
-	switch k {
-	case rkID:
-		r.ID = p.ID
-	case rkTitle:
-		r.Title = p.Title
-	case rkMode:
-		r.Mode = p.Mode
-	case rkCreated:
-		r.CreatedAt = p.CreatedAt
-	case rkUpdated:
-		r.UpdatedAt = p.UpdatedAt
-	case rkLastSeq:
-		r.LastSeq = p.LastSeq
-	case rkStreaming:
-		r.Streaming = p.Streaming
-	case rkPending:
-		r.PendingInput = p.PendingInput
-	case rkModel:
-		r.Model = p.Model
-	case rkAgent:
-		r.Agent = p.Agent
-	case rkWorkspace:
-		if p.Workspace != nil {
-			w := *p.Workspace
-			r.Workspace = &w
-		}
-	case rkMsgs:
-		r.Msgs = p.Msgs
-	case rkMax:
-		r.Max = p.Max
-	case rkUnsorted:
-		r.Unsorted = p.Unsorted
-	case rkAppend:
-		r.Append = p.Append
-	case rkTail:
-		r.Tail = p.Tail
-	}
 }
 
 // splitRecord puts the raw value of each of the object's keys in raw;

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 	"unsafe"
@@ -154,6 +155,43 @@ func FuzzDecodeRecord(f *testing.F) {
 			t.Fatalf("%q after %q:\n got  %+v\n want %+v", b, a, got.rec, want)
 		}
 	})
+}
+
+// TestRecordFieldsAreTheRecords: recordFields names every field of
+// record, by its JSON key, in order, and decodes and takes each into that
+// field alone: a field added to record and not to the table would send
+// every record to json.Unmarshal whole.
+func TestRecordFieldsAreTheRecords(t *testing.T) {
+	rt := reflect.TypeFor[record]()
+	if rt.NumField() != len(recordFields) {
+		t.Fatalf("record has %d fields, recordFields %d", rt.NumField(), len(recordFields))
+	}
+	full := record{}
+	if err := json.Unmarshal([]byte(recordSamples()[2]), &full); err != nil {
+		t.Fatal(err)
+	}
+	js, _ := json.Marshal(full)
+	var raw [rkCount]string
+	if !splitRecord(string(js), &raw) {
+		t.Fatalf("a record as encoding/json writes it not split: %s", js)
+	}
+	for i, f := range recordFields {
+		key, _, _ := strings.Cut(rt.Field(i).Tag.Get("json"), ",")
+		if key != f.key {
+			t.Errorf("field %d: record's key %q, recordFields' %q", i, key, f.key)
+			continue
+		}
+		var decoded, taken record
+		if !f.decode(&decoded, raw[i]) {
+			t.Errorf("%s: %s not decoded", f.key, raw[i])
+		}
+		f.take(&taken, &full)
+		want := reflect.New(rt).Elem()
+		want.Field(i).Set(reflect.ValueOf(full).Field(i))
+		if !reflect.DeepEqual(decoded, want.Interface()) || !reflect.DeepEqual(taken, want.Interface()) {
+			t.Errorf("%s: decoded %+v, taken %+v, want %+v", f.key, decoded, taken, want.Interface())
+		}
+	}
 }
 
 // TestTwoInts: the pack and part headers read as fmt.Sscanf read them.
