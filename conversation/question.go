@@ -44,6 +44,11 @@ func AnswerNotSentText(rejected bool, err error) string {
 	return "Your " + what + " was not sent (" + err.Error() + "): give it again once the window is connected."
 }
 
+// ViewerCannotAnswer is under a question shown to a viewer, which may read
+// it but not answer: the relay refuses a viewer's answer (protocol's
+// roles), so the dialog offers none and says who can.
+const ViewerCannotAnswer = "This device is a viewer: it cannot answer. The agent waits for a controller or the owner to answer or reject it."
+
 // ApprovalKeys is the line under an approval.
 const ApprovalKeys = "Keys: a or 1 approves, r or 2 rejects (rejecting stops the agent)."
 

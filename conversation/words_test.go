@@ -322,7 +322,7 @@ func wordCases() []wordCase {
 	add("diffRefusedText", "no such checkpoint")
 	add("showAllLinesText", 240)
 	add("firstLinesText", 200, 240)
-	for _, c := range []string{"approvalKeys", "approvalHint", "textKeys", "answerRequired", "answerOrPick"} {
+	for _, c := range []string{"approvalKeys", "approvalHint", "textKeys", "answerRequired", "answerOrPick", "viewerCannotAnswer"} {
 		add(c)
 	}
 	for _, k := range []string{"approval", "choice", "text", "", "confirm"} {
@@ -582,6 +582,8 @@ func say(c wordCase) (any, error) {
 		return AnswerRequired, nil
 	case "answerOrPick":
 		return AnswerOrPick, nil
+	case "viewerCannotAnswer":
+		return ViewerCannotAnswer, nil
 	case "choiceKeys":
 		return ChoiceKeys(int(num(0))), nil
 	case "choiceHint":

@@ -54,6 +54,7 @@ const adapters = {
   textKeys: () => words.TEXT_KEYS,
   answerRequired: () => words.ANSWER_REQUIRED,
   answerOrPick: () => words.ANSWER_OR_PICK,
+  viewerCannotAnswer: () => words.VIEWER_CANNOT_ANSWER,
   arrivedLate: () => words.ARRIVED_LATE,
   entryStatus: (waiting, deadline, streaming, now) => words.entryStatus(waiting, deadline ? Date.parse(deadline) : 0, streaming, Date.parse(now)),
   ago: (t, now) => words.ago(Date.parse(t), Date.parse(now)),

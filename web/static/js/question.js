@@ -16,7 +16,7 @@
 import { el, clear } from './dom.js';
 import { inline } from './markdown.js';
 import {
-  ANSWER_OR_PICK, ANSWER_REQUIRED, APPROVAL_HINT, APPROVAL_KEYS, TEXT_KEYS, choiceHint, choiceKeys, countdownText, nothingSelectedHint, questionTitle,
+  ANSWER_OR_PICK, ANSWER_REQUIRED, APPROVAL_HINT, APPROVAL_KEYS, TEXT_KEYS, VIEWER_CANNOT_ANSWER, choiceHint, choiceKeys, countdownText, nothingSelectedHint, questionTitle,
   typedChoiceHint, visible,
 } from './words.js';
 
@@ -161,7 +161,7 @@ export class QuestionDialog {
     switch (this.viewer ? 'viewer' : this.kind) {
       case 'viewer':
         if (choices.length) body.append(el('ul', { class: 'q-readonly' }, choices.map((c, i) => el('li', { text: `${i + 1}) ${c}` }))));
-        body.append(el('p', { class: 'q-viewer', text: 'This device is a viewer: it cannot answer. The agent waits for a controller or the owner to answer or reject it.' }));
+        body.append(el('p', { class: 'q-viewer', text: VIEWER_CANNOT_ANSWER }));
         break;
       case 'approval':
         this.buildApproval(body, choices);

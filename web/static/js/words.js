@@ -284,6 +284,9 @@ export const ANSWER_REQUIRED = 'An answer is required. Type it and press Enter, 
 /** ANSWER_OR_PICK answers an empty answer to a choice that takes the user's own too (conversation.AnswerOrPick). */
 export const ANSWER_OR_PICK = 'Type an answer first, or pick one of the options.';
 
+/** VIEWER_CANNOT_ANSWER is under a question shown to a viewer, which may only read it (conversation.ViewerCannotAnswer). */
+export const VIEWER_CANNOT_ANSWER = 'This device is a viewer: it cannot answer. The agent waits for a controller or the owner to answer or reject it.';
+
 /** choiceKeys is the line under a choice of n options (conversation.ChoiceKeys). */
 export function choiceKeys(n) {
   return n === 1 ? 'Keys: 1 picks, ↑/↓ then Enter, r rejects.' : `Keys: 1–${n} picks, ↑/↓ then Enter, r rejects.`;
