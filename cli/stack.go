@@ -20,6 +20,7 @@ import (
 	"github.com/pilotdesk/pilotdesk/relay"
 	"github.com/pilotdesk/pilotdesk/relay/checkpoint"
 	"github.com/pilotdesk/pilotdesk/relay/history"
+	"github.com/pilotdesk/pilotdesk/relay/history/jetstream"
 	"github.com/pilotdesk/pilotdesk/relay/history/sqlite"
 	"github.com/pilotdesk/pilotdesk/relay/workspace"
 	"github.com/pilotdesk/pilotdesk/session"
@@ -197,7 +198,15 @@ func (st *stack) openHistory(ctx context.Context, s relaySettings, logger *slog.
 		st.Store = history.NewMemory()
 		return nil
 	}
-	// The store locks the data dir: a second relay on it is refused.
+	// The store locks the data dir: a second relay on it is refused. A
+	// relay with --nats embedded (serve) holds its node instead, which
+	// SQLite's lock does not see: refused alike, so that a window or a
+	// chat attaches to it (startTarget) rather than run a second relay.
+	if held, err := jetstream.NodeHeld(s.DataDir); err != nil {
+		return fmt.Errorf("opening the history in %s: %w", s.DataDir, err)
+	} else if held {
+		return fmt.Errorf("opening the history in %s (a relay running on it with --nats embedded holds it: use that relay, or stop it first): its NATS node is %w", s.DataDir, jetstream.ErrInUse)
+	}
 	store, err := sqlite.Open(ctx, s.DataDir, sqlite.Options{Logger: logger})
 	if err != nil {
 		return fmt.Errorf("opening the history in %s: %w", s.DataDir, err)

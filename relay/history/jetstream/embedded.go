@@ -81,6 +81,28 @@ func StartEmbedded(dataDir string, logger *slog.Logger) (_ *Embedded, err error)
 	return &Embedded{srv: srv, lock: lock}, nil
 }
 
+// NodeHeld reports whether a running node (a relay with --nats
+// embedded) holds dataDir's node: a relay that would keep its history in
+// SQLite there checks it first, since the two stores take different locks
+// and a second relay on the data dir would otherwise start beside the
+// first, and take its relay.json. The lock taken to find out is dropped
+// at once; a data dir with no node is not held.
+func NodeHeld(dataDir string) (bool, error) {
+	lock, err := os.OpenFile(filepath.Join(dataDir, EmbeddedDir, "pilotdesk.lock"), os.O_RDWR, 0)
+	if errors.Is(err, os.ErrNotExist) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("embedded NATS: %w", err)
+	}
+	defer lock.Close() // releases the lock, if it was taken here
+	held, err := filelock.TryLock(lock)
+	if err != nil {
+		return false, fmt.Errorf("embedded NATS: lock %s: %w", filepath.Dir(lock.Name()), err)
+	}
+	return held, nil
+}
+
 // Connect returns a new in-process connection to the node.
 func (e *Embedded) Connect(name string) (*nats.Conn, error) {
 	nc, err := nats.Connect("", nats.InProcessServer(e.srv), nats.Name(name))

@@ -1,0 +1,62 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/pilotdesk/pilotdesk/protocol"
+	"github.com/pilotdesk/pilotdesk/relay/history/sqlite"
+	"github.com/pilotdesk/pilotdesk/settings"
+)
+
+// TestWindowAttachesToServeOnEmbeddedNATS: a window or a chat (which take
+// no --nats: their relay would keep its history in SQLite) started on the
+// data dir of a `serve --nats embedded` attaches to that relay, where it
+// started a second relay beside it, with a SQLite history of its own and
+// no conversation, and took the data dir's relay.json, so that the next
+// chat and `pilotdesk token` went to it (seen in a walk).
+func TestWindowAttachesToServeOnEmbeddedNATS(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	serve := clientFlags{}
+	serve.relay.Settings = settings.Defaults()
+	serve.relay.Agent, serve.relay.DataDir = settings.AgentDemo, dir
+	serve.relay.NATS = natsSettings{URLs: natsEmbedded, Replicas: 1, Streams: 1, Lease: 15 * time.Second}
+	serve.relay.HeartbeatTimeout = time.Minute
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
+	first, stop, err := serve.startTarget(ctx, logger)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop()
+
+	window := serve
+	window.relay.NATS = natsSettings{} // the window's flags: no --nats
+	second, stopSecond, err := window.startTarget(ctx, logger)
+	if err != nil {
+		t.Fatalf("a window on the data dir of a NATS relay: %v", err)
+	}
+	defer stopSecond()
+	if second.Attached == "" || second.Embedded || second.URL != first.URL {
+		t.Fatalf("the window did not attach to %s: %+v", first.URL, second)
+	}
+	if _, err := os.Stat(filepath.Join(dir, sqlite.FileName)); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("the window made a SQLite history beside the NATS one: %v", err)
+	}
+	if r, err := readRunning(dir); err != nil || r.URL != first.URL {
+		t.Fatalf("relay.json names %+v (%v), want the NATS relay at %s", r, err, first.URL)
+	}
+	// Its devices dialog says where tokens are made.
+	if _, err := newWindowDevices(second).CreateDevice(ctx, "Pixel", protocol.RoleController, time.Time{}); err == nil || !strings.Contains(err.Error(), "NATS node in "+dir) {
+		t.Fatalf("making a token beside a NATS relay: %v", err)
+	}
+}
