@@ -288,6 +288,10 @@ const (
 	DiffCut = "The diff was cut: too long for one message."
 	// DiffLoading stands in for a file's diff on its way from the relay.
 	DiffLoading = "Loading the diff…"
+	// NoDiff stands in for the diff of a file opened that has none and
+	// waits for none: the relay refused it (the card says why), or the
+	// conversation was read anew since. Opening the file asks again.
+	NoDiff = "No diff yet: close the file and open it again to ask for it."
 )
 
 // MoreFilesText counts a card's files past the ones it lists: n more, or,

@@ -314,7 +314,7 @@ func wordCases() []wordCase {
 		add("planCardTitle", n, false)
 		add("planCardTitle", n, true)
 	}
-	for _, c := range []string{"restoreQuestion", "undoQuestion", "restoreButton", "restoringText", "diffCut", "diffLoading"} {
+	for _, c := range []string{"restoreQuestion", "undoQuestion", "restoreButton", "restoringText", "diffCut", "diffLoading", "noDiff"} {
 		add(c)
 	}
 	add("moreFilesText", 3, false)
@@ -558,6 +558,8 @@ func say(c wordCase) (any, error) {
 		return DiffCut, nil
 	case "diffLoading":
 		return DiffLoading, nil
+	case "noDiff":
+		return NoDiff, nil
 	case "moreFilesText":
 		var truncated bool
 		arg(1, &truncated)

@@ -186,7 +186,7 @@ func fileDiff(checkpoint string, f protocol.ChangedFile, card *conversation.Card
 	case card.Loading[f.Path]:
 		return []fyne.CanvasObject{smallNote(conversation.DiffLoading)}
 	case !ok:
-		return []fyne.CanvasObject{smallNote("No diff yet.")}
+		return []fyne.CanvasObject{smallNote(conversation.NoDiff)}
 	}
 	lines := conversation.PatchLines(p.Patch)
 	if len(lines) == 0 {

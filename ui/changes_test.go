@@ -269,7 +269,8 @@ func TestUndoAsksWhenTurnsChangedFilesSince(t *testing.T) {
 
 // A file whose diff has no lines says why, in the words of every front
 // end (conversation.NoLinesText): a change of its mode alone names the
-// modes, where it said "No lines changed (a mode or an empty file)".
+// modes, where it said "No lines changed (a mode or an empty file)"; one
+// with no diff at all says how to ask again, where it said "No diff yet.".
 func TestFileDiffSaysWhyItHasNoLines(t *testing.T) {
 	h := newHarness(t, harnessConfig{})
 	for _, tc := range []struct {
@@ -286,5 +287,12 @@ func TestFileDiffSaysWhyItHasNoLines(t *testing.T) {
 		if len(objs) != 1 || strings.TrimSpace(shownText(objs[0])) != tc.want {
 			t.Errorf("%s: the open file says %q, want %q", tc.f.Path, shownText(objs[0]), tc.want)
 		}
+	}
+	// A file whose diff the relay refused has none, nor one on its way:
+	// it says how to ask again (the page says the same, words.js NO_DIFF).
+	f := protocol.ChangedFile{Path: "main.go", Status: protocol.FileModified}
+	objs := fileDiff("cp", f, &conversation.Card{Error: "no such checkpoint"}, toolOpened, h.w.transcript)
+	if want := "No diff yet: close the file and open it again to ask for it."; len(objs) != 1 || strings.TrimSpace(shownText(objs[0])) != want {
+		t.Errorf("a refused diff: the open file says %q, want %q", shownText(objs[0]), want)
 	}
 }

@@ -29,6 +29,30 @@ class Node_ {
 
   addEventListener() {}
 
+  replaceChildren(...nodes) {
+    for (const n of this.childNodes) n.parent = null;
+    this.childNodes = [];
+    this.append(...nodes);
+  }
+
+  // querySelectorAll finds the descendants of one class ('.name'), the
+  // only selector this fake knows.
+  querySelectorAll(selector) {
+    const m = /^\.([\w-]+)$/.exec(selector);
+    if (!m) throw new Error(`fakedom: ${selector} is not one class`);
+    const out = [];
+    const walk = (n) => {
+      for (const c of n.childNodes ?? []) {
+        if (c.className?.split(' ').includes(m[1])) out.push(c);
+        walk(c);
+      }
+    };
+    walk(this);
+    return out;
+  }
+
+  querySelector(selector) { return this.querySelectorAll(selector)[0] ?? null; }
+
   set textContent(t) {
     this.childNodes = [];
     this.append(String(t));

@@ -3,7 +3,8 @@
 // words.test.mjs), on a fake DOM: it said "running" and "stopped" where
 // the window and the terminal say "running…" and "stopped with the
 // turn", and "No diff to show (a binary file, or no lines changed)." for
-// a change of a file's mode alone.
+// a change of a file's mode alone. An open file whose diff the relay
+// refused showed nothing where the window says conversation.NoDiff.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 
@@ -29,4 +30,21 @@ test('a file without lines says why', () => {
   assert.equal(said(false, 'diff --git a/run.sh b/run.sh\nold mode 100644\nnew mode 100755\n'), 'Mode changed: 100644 → 100755');
   assert.equal(said(true, ''), 'A binary file: no diff to show.');
   assert.equal(said(false, ''), 'No lines changed.');
+});
+
+test('an open file with no diff on its way says so, a closed one nothing', () => {
+  const t = Object.create(Transcript.prototype);
+  t.actions = {};
+  const file = (path) => ({ path, status: 'modified', additions: 1, deletions: 0 });
+  const row = { kind: 'note', changes: { checkpoint: 'cp', files: [file('open.go'), file('closed.go')] } };
+  const node = t.buildChanges(row);
+  const [open, closed] = node.querySelectorAll('.card-file');
+  open.open = true;
+  t.updateChanges(node, { ...row, card: { patches: {}, loading: {}, error: 'no such checkpoint' } });
+  assert.equal(open.querySelector('.file-diff').textContent, words.NO_DIFF);
+  assert.equal(closed.querySelector('.file-diff').textContent, '');
+  assert.equal(node.querySelector('.card-error').textContent, words.diffRefusedText('no such checkpoint'));
+  // Asked again, it loads.
+  t.updateChanges(node, { ...row, card: { patches: {}, loading: { 'open.go': true } } });
+  assert.equal(open.querySelector('.file-diff').textContent, words.DIFF_LOADING);
 });

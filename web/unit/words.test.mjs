@@ -49,6 +49,7 @@ const adapters = {
   restoringText: () => words.RESTORING_TEXT,
   diffCut: () => words.DIFF_CUT,
   diffLoading: () => words.DIFF_LOADING,
+  noDiff: () => words.NO_DIFF,
   approvalKeys: () => words.APPROVAL_KEYS,
   approvalHint: () => words.APPROVAL_HINT,
   textKeys: () => words.TEXT_KEYS,

@@ -23,7 +23,7 @@
 import { el, clear } from './dom.js';
 import { renderBlock, splitBlocks } from './markdown.js';
 import {
-  DIFF_CUT, DIFF_LOADING, PLAN_CARD_HINT, RAN_IN_ACT, RESTORE_BUTTON, RUN_IN_ACT, RESTORE_QUESTION, RESTORING_TEXT, UNDO_QUESTION, changesText, diffRefusedText, fileMark, firstLinesText, moreFilesText, noLinesText, oneLine, patchLines,
+  DIFF_CUT, DIFF_LOADING, NO_DIFF, PLAN_CARD_HINT, RAN_IN_ACT, RESTORE_BUTTON, RUN_IN_ACT, RESTORE_QUESTION, RESTORING_TEXT, UNDO_QUESTION, changesText, diffRefusedText, fileMark, firstLinesText, moreFilesText, noLinesText, oneLine, patchLines,
   planCardTitle, planMark, planPrompt, planPromptSteps, planStep, restoreCaveat, showAllLinesText, stepText, toolStateText,
 } from './words.js';
 
@@ -564,12 +564,15 @@ export class Transcript {
     for (const file of node.querySelectorAll('.card-file')) {
       const path = file.dataset.path;
       const body = file.querySelector('.file-diff');
-      const key = card.loading[path] ? 'loading' : path in card.patches ? `patch:${file.dataset.all || ''}` : 'none';
+      // An open file with no diff on its way says so (a closed one holds
+      // nothing, for find in page opens a closed file whose text it finds).
+      const key = card.loading[path] ? 'loading' : path in card.patches ? `patch:${file.dataset.all || ''}` : file.open ? 'none' : 'closed';
       if (body.dataset.shows === key) continue;
       body.dataset.shows = key;
       clear(body);
       if (key === 'loading') body.append(el('div', { class: 'small', text: DIFF_LOADING }));
-      else if (key !== 'none') body.append(this.diffOf(file, card.patches[path], node, row));
+      else if (key === 'none') body.append(el('div', { class: 'small', text: NO_DIFF }));
+      else if (key !== 'closed') body.append(this.diffOf(file, card.patches[path], node, row));
     }
     const err = node.querySelector('.card-error');
     err.hidden = !card.error;

@@ -733,6 +733,9 @@ export const DIFF_CUT = 'The diff was cut: too long for one message.';
 /** DIFF_LOADING stands in for a file's diff on its way from the relay (conversation.DiffLoading). */
 export const DIFF_LOADING = 'Loading the diff…';
 
+/** NO_DIFF stands in for the diff of a file opened that has none and waits for none (conversation.NoDiff). */
+export const NO_DIFF = 'No diff yet: close the file and open it again to ask for it.';
+
 /** moreFilesText counts a card's files past the ones it lists (conversation.MoreFilesText). */
 export function moreFilesText(n, truncated) {
   return truncated ? 'and more files than the relay lists' : `and ${n} more files`;
