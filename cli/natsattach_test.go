@@ -55,8 +55,17 @@ func TestWindowAttachesToServeOnEmbeddedNATS(t *testing.T) {
 	if r, err := readRunning(dir); err != nil || r.URL != first.URL {
 		t.Fatalf("relay.json names %+v (%v), want the NATS relay at %s", r, err, first.URL)
 	}
-	// Its devices dialog says where tokens are made.
-	if _, err := newWindowDevices(second).CreateDevice(ctx, "Pixel", protocol.RoleController, time.Time{}); err == nil || !strings.Contains(err.Error(), "NATS node in "+dir) {
+	// Its devices dialog, and pilotdesk token without --nats, say how
+	// tokens are made: none is written where that relay does not read it.
+	howTo := "pilotdesk token create --nats embedded --data-dir " + dir
+	if _, err := newWindowDevices(second).CreateDevice(ctx, "Pixel", protocol.RoleController, time.Time{}); err == nil || !strings.Contains(err.Error(), howTo) {
 		t.Fatalf("making a token beside a NATS relay: %v", err)
+	}
+	code, out, stderr := runCLI(t, ctx, "token", "create", "--name", "Pixel", "--role", "controller", "--data-dir", dir)
+	if code != 1 || !strings.Contains(stderr, howTo) || strings.Contains(out, "pdt_") {
+		t.Fatalf("pilotdesk token create beside a NATS relay: exit %d\n%s%s", code, out, stderr)
+	}
+	if _, err := os.Stat(filepath.Join(dir, sqlite.FileName)); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("pilotdesk token made a SQLite history beside the NATS one: %v", err)
 	}
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/pilotdesk/pilotdesk/protocol"
 	"github.com/pilotdesk/pilotdesk/relay"
 	"github.com/pilotdesk/pilotdesk/relay/history"
+	"github.com/pilotdesk/pilotdesk/relay/history/jetstream"
 	"github.com/pilotdesk/pilotdesk/relay/history/sqlite"
 	"github.com/pilotdesk/pilotdesk/web"
 )
@@ -149,6 +150,18 @@ func (tc *tokenCommand) openDevices(ctx context.Context, logger *slog.Logger) (s
 			return nil, false, nil, err
 		}
 		return st, tc.nats.URLs != natsEmbedded, func() { st.Close() }, nil
+	}
+	// A relay with --nats embedded there reads its tokens from its node,
+	// not from the data dir's SQLite table: one made there would never
+	// open a connection.
+	if held, err := jetstream.NodeHeld(tc.dataDir); err != nil {
+		return nil, false, nil, fmt.Errorf("opening the device tokens in %s: %w", tc.dataDir, err)
+	} else if held {
+		who := ""
+		if r, err := readRunning(tc.dataDir); err == nil {
+			who = pidText(r.PID)
+		}
+		return nil, false, nil, errTokensInHeldNode(who, tc.dataDir)
 	}
 	st, err := sqlite.OpenDevices(ctx, tc.dataDir, sqlite.Options{Logger: logger})
 	if err != nil {
