@@ -412,3 +412,34 @@ func TestShareDialogShowsTheNewDevice(t *testing.T) {
 	}
 	(&shooter{t: t, variant: "light"}).shot(h, "share-new-device")
 }
+
+// failingDevices is a relay's Devices that cannot be read.
+type failingDevices struct {
+	relayDevices
+	err error
+}
+
+func (d failingDevices) Devices(context.Context) ([]DeviceInfo, error) { return nil, d.err }
+
+// A devices list that cannot be read says why on as many lines as it
+// takes: the long reason (a serve --nats embedded's, seen in a walk) was
+// one line that widened the dialog past the window, cut on both sides.
+func TestShareDialogWrapsWhyDevicesCannotBeRead(t *testing.T) {
+	h := newHarness(t, harnessConfig{fakeClock: true, size: defaultWindowSize})
+	why := errors.New("the relay of process 12127 keeps its device tokens in its NATS node in /tmp/walk/data-n, which it holds while it runs: stop it, make the token with pilotdesk token create --nats embedded --data-dir /tmp/walk/data-n, and start it again")
+	h.w.opts.Devices = failingDevices{relayDevices: relayDevices{r: h.srv.Relay, info: ShareInfo{URL: "ws://127.0.0.1:7420/ws"}}, err: why}
+	d := h.w.showShare()
+	h.frame()
+	h.w.Window().Canvas().Overlays().Top().Refresh()
+	pop, ok := h.w.Window().Canvas().Overlays().Top().(*widget.PopUp)
+	if !ok {
+		t.Fatal("the dialog is not the top overlay")
+	}
+	if !strings.Contains(listText(d.list.Objects[0]), "could not be read: "+why.Error()) {
+		t.Fatalf("devices %q", listText(d.list.Objects[0]))
+	}
+	canvasSize := h.w.Window().Canvas().Size()
+	if got := pop.Content.Size(); got.Width > canvasSize.Width-dialogMargin {
+		t.Fatalf("the dialog is %v in a %v window: the reason widened it past the window", got, canvasSize)
+	}
+}

@@ -397,7 +397,11 @@ func (s *shareDialog) refresh() {
 	s.rowOf = make(map[string]fyne.CanvasObject, len(devs))
 	var rows []fyne.CanvasObject
 	if err != nil || len(devs) == 0 {
-		rows = append(rows, widget.NewLabel(texts[0]))
+		// Wrapped: a reason may be long, and one line would widen the
+		// dialog past the window.
+		l := widget.NewLabel(texts[0])
+		l.Wrapping = fyne.TextWrapWord
+		rows = append(rows, l)
 	}
 	for i, d := range devs {
 		name := d.Name
