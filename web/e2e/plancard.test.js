@@ -84,6 +84,9 @@ describe('plan card', { skip: skip || false }, () => {
     const card = p.locator('#transcript [data-kind="plancard"]');
     await card.waitFor();
     assert.equal(await card.locator('.plan-card-title').textContent(), 'The plan: 3 steps, denied in Plan');
+    // The steps are a group named by the title a user sees (the window's
+    // words too), where a hidden legend named it 'Steps to run'.
+    assert.equal(await card.getByRole('group', { name: 'The plan: 3 steps, denied in Plan', exact: true }).count(), 1);
     const steps = card.locator('label.plan-card-step');
     assert.deepEqual(await steps.allTextContents(), ['1. run `make test`', '2. edit NOTES.md', '3. run `make deploy`']);
     // Real checkboxes, named by their labels, all ticked; a real button.

@@ -418,8 +418,10 @@ export class Transcript {
     const ticks = this.ticks.get(key) || plan.map(() => true);
     this.ticks.set(key, ticks);
     const run = el('button', { type: 'button', class: 'primary run-plan needs-control' });
+    // The card's title is its steps' legend: a screen reader names them
+    // with the words the page and the window show (planCardTitle).
     const steps = el('fieldset', { class: 'plan-card-steps' },
-      el('legend', { class: 'visually-hidden', text: 'Steps to run' }),
+      el('legend', { class: 'plan-card-title' }),
       plan.map((p, i) => {
         const box = el('input', { type: 'checkbox' });
         box.checked = ticks[i];
@@ -430,7 +432,6 @@ export class Transcript {
         return el('label', { class: 'plan-card-step' }, box, el('span', { text: `${i + 1}. ${stepText(p)}` }));
       }));
     const node = el('div', { class: 'row plan-card', dataset: { kind: 'plancard', id: row.id } },
-      el('div', { class: 'plan-card-title' }),
       steps,
       el('div', { class: 'plan-card-foot' },
         el('p', { class: 'plan-card-hint needs-control', text: PLAN_CARD_HINT }),
