@@ -134,6 +134,17 @@ func PlanProgress(entries []protocol.PlanEntry) string {
 	return fmt.Sprintf("%d of %d steps done", done, len(entries))
 }
 
+// PriorityText says an entry of the agent's plan's priority, after its
+// text: only a high one is said ("high priority"), for most agents give
+// every step a priority and medium or low would be noise. The window
+// shows it after the step in bold amber, as the page does its badge.
+func PriorityText(priority string) string {
+	if priority == "high" {
+		return "high priority"
+	}
+	return ""
+}
+
 // PlanMark is the mark of an entry of the agent's plan, for a line of
 // text: ✓ done, ▶ in progress, ○ pending (and any status the agent made
 // up).

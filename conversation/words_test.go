@@ -103,6 +103,9 @@ func wordCases() []wordCase {
 	for _, s := range []string{"completed", "in_progress", "pending", "other"} {
 		add("planMark", s)
 	}
+	for _, p := range []string{"high", "medium", "low", ""} {
+		add("priorityText", p)
+	}
 	// A plan's steps, each a tool call's name and arguments as the tool
 	// row has them, and whether a plan card was run.
 	type step struct {
@@ -438,6 +441,8 @@ func say(c wordCase) (any, error) {
 		return PlanProgress(e), nil
 	case "planMark":
 		return PlanMark(str(0)), nil
+	case "priorityText":
+		return PriorityText(str(0)), nil
 	case "stepText":
 		return StepText(PlanStep{Tool: str(0), Work: DescribeTool(str(0), c.Args[1], "")}), nil
 	case "planPrompt":

@@ -132,29 +132,38 @@ func (v *agentPlanView) set(r conversation.Row) {
 	v.shown = r.Entries()
 	v.entries.RemoveAll()
 	for _, e := range r.Entries() {
-		l := widget.NewLabel(planLine(e))
-		l.Wrapping = fyne.TextWrapWord
-		switch e.Status {
-		case protocol.PlanCompleted:
-			l.Importance = widget.SuccessImportance
-		case protocol.PlanInProgress:
-			l.TextStyle = fyne.TextStyle{Bold: true}
-		default:
-			l.Importance = widget.MediumImportance
-		}
-		v.entries.Add(l)
+		v.entries.Add(planLine(e))
 	}
 	relayout(v.obj)
 }
 
-// planLine is one step of the agent's plan: its mark, its text, and its
-// priority when high.
-func planLine(e protocol.PlanEntry) string {
-	line := conversation.PlanMark(e.Status) + "  " + strings.TrimSpace(e.Content)
-	if e.Priority == "high" {
-		line += "  (high priority)"
+// planLine is one step of the agent's plan: its mark and its text, green
+// when done and bold in progress, then its priority when high, in amber
+// as the page's badge says it (conversation.PriorityText). The mark is a
+// segment of its own: Fyne draws a text at the ascent of its first run's
+// font, which for a mark of a fallback font (✓) set the step 2 px higher
+// than a segment after it.
+func planLine(e protocol.PlanEntry) *widget.RichText {
+	style := widget.RichTextStyleInline
+	switch e.Status {
+	case protocol.PlanCompleted:
+		style.ColorName = theme.ColorNameSuccess
+	case protocol.PlanInProgress:
+		style.TextStyle = fyne.TextStyle{Bold: true}
 	}
-	return line
+	segs := []widget.RichTextSegment{
+		&widget.TextSegment{Text: conversation.PlanMark(e.Status) + "  ", Style: style},
+		&widget.TextSegment{Text: strings.TrimSpace(e.Content), Style: style},
+	}
+	// The spaces before the priority end the step's segment: a segment's
+	// leading spaces are laid out as one.
+	if p := conversation.PriorityText(e.Priority); p != "" {
+		segs[1].(*widget.TextSegment).Text += "  "
+		segs = append(segs, &widget.TextSegment{Text: p, Style: widget.RichTextStyle{Inline: true, ColorName: theme.ColorNameWarning}})
+	}
+	l := widget.NewRichText(segs...)
+	l.Wrapping = fyne.TextWrapWord
+	return l
 }
 
 func planEqual(a, b []protocol.PlanEntry) bool {

@@ -175,8 +175,8 @@ func TestAgentReasoningAndPlanRows(t *testing.T) {
 	}
 	p := h.shownRowOf(pi).agentPlan
 	got := shownText(p.obj)
-	for _, want := range []string{"The agent's plan · 2 of 3 steps done", "✓  Read client.go  (high priority)",
-		"✓  Raise maxRetries to 3 and back off exponentially  (high priority)", "○  Run the tests"} {
+	for _, want := range []string{"The agent's plan · 2 of 3 steps done", "✓  Read client.go  high priority",
+		"✓  Raise maxRetries to 3 and back off exponentially  high priority", "○  Run the tests"} {
 		if !strings.Contains(got, want) {
 			t.Errorf("the plan card shows %q, without %q", got, want)
 		}

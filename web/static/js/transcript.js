@@ -24,7 +24,7 @@ import { el, clear } from './dom.js';
 import { renderBlock, splitBlocks } from './markdown.js';
 import {
   DIFF_CUT, DIFF_LOADING, NO_DIFF, PLAN_CARD_HINT, RAN_IN_ACT, RESTORE_BUTTON, RUN_IN_ACT, RESTORE_QUESTION, RESTORING_TEXT, UNDO_QUESTION, changesText, diffRefusedText, fileMark, firstLinesText, moreFilesText, noLinesText, oneLine, patchLines,
-  planCardTitle, planMark, planPrompt, planPromptSteps, planStep, restoreCaveat, showAllLinesText, stepText, toolStateText,
+  planCardTitle, planMark, planPrompt, priorityText, planPromptSteps, planStep, restoreCaveat, showAllLinesText, stepText, toolStateText,
 } from './words.js';
 
 // A card lists this many files; the rest are counted. An open file's diff
@@ -398,10 +398,11 @@ export class Transcript {
       el('ol', { class: 'plan-steps' }, row.entries.map((e) => {
         const status = ['completed', 'in_progress'].includes(e.status) ? e.status : 'pending';
         const label = { completed: 'done', in_progress: 'in progress', pending: 'pending' }[status];
+        const priority = priorityText(e.priority);
         return el('li', { class: `step ${status}`, dataset: { status } },
           el('span', { class: 'step-mark', 'aria-label': label, title: label, text: planMark(status) }),
           el('span', { class: 'step-text', text: e.content.trim() }),
-          e.priority === 'high' ? el('span', { class: 'step-priority', text: 'high priority' }) : null);
+          priority ? el('span', { class: 'step-priority', text: priority }) : null);
       })));
   }
 

@@ -199,6 +199,11 @@ export function planMark(status) {
   return status === 'completed' ? '✓' : status === 'in_progress' ? '▶' : '○';
 }
 
+/** priorityText says a step of the agent's plan's priority: a high one alone (conversation.PriorityText). */
+export function priorityText(priority) {
+  return priority === 'high' ? 'high priority' : '';
+}
+
 /** clock formats milliseconds as m:ss (conversation.Clock). */
 export function clock(ms) {
   const s = Math.max(0, Math.round(ms / 1000));
