@@ -15,6 +15,7 @@ import (
 	"github.com/pilotdesk/pilotdesk/internal/ctxtime"
 	"github.com/pilotdesk/pilotdesk/relay/history"
 	"github.com/pilotdesk/pilotdesk/relay/history/jetstream"
+	"github.com/pilotdesk/pilotdesk/relay/history/sqlite"
 )
 
 // natsEmbedded as --nats runs one JetStream node in the relay's process.
@@ -204,6 +205,13 @@ func openNATSHistory(ctx context.Context, n natsSettings, dataDir, client string
 	if n.URLs == natsEmbedded {
 		if dataDir == "" {
 			return nil, usageError("--nats %s needs the relay's --data-dir", natsEmbedded)
+		}
+		// A relay that keeps its history in SQLite there (a window,
+		// serve) holds another lock than the node's: refused alike.
+		if who, held, err := sqlite.Held(dataDir); err != nil {
+			return nil, fmt.Errorf("opening the NATS node in %s: %w", dataDir, err)
+		} else if held {
+			return nil, fmt.Errorf("opening the NATS node in %s (%s runs a relay on it, with its history in SQLite: use that relay, or stop it first): the data dir is %w", dataDir, who, sqlite.ErrInUse)
 		}
 		if h.node, err = jetstream.StartEmbedded(dataDir, logger); err != nil {
 			if errors.Is(err, jetstream.ErrInUse) {

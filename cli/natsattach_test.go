@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"os"
@@ -67,5 +68,40 @@ func TestWindowAttachesToServeOnEmbeddedNATS(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(dir, sqlite.FileName)); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("pilotdesk token made a SQLite history beside the NATS one: %v", err)
+	}
+}
+
+// TestServeOnEmbeddedNATSRefusedBesideSQLite: `serve --nats embedded` on
+// the data dir of a running window (or serve) that keeps its history in
+// SQLite is refused, naming it, where it started a second relay beside it
+// and took its relay.json, which it removed when it stopped, so that a
+// chat could no longer find the first (seen in a walk).
+func TestServeOnEmbeddedNATSRefusedBesideSQLite(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	window := clientFlags{}
+	window.relay.Settings = settings.Defaults()
+	window.relay.Agent, window.relay.DataDir = settings.AgentDemo, dir
+	window.relay.HeartbeatTimeout = time.Minute
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
+	first, stop, err := window.startTarget(ctx, logger)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop()
+
+	serveCtx, cancelServe := context.WithTimeout(ctx, 60*time.Second)
+	defer cancelServe()
+	code, _, stderr := runCLI(t, serveCtx, "serve", "--nats", "embedded", "--data-dir", dir, "--agent", "script", "--listen", "127.0.0.1:0")
+	if code != 1 || !strings.Contains(stderr, fmt.Sprintf("process %d runs a relay on it", os.Getpid())) {
+		t.Fatalf("serve --nats embedded beside a SQLite relay: exit %d\n%s", code, stderr)
+	}
+	if r, err := readRunning(dir); err != nil || r.URL != first.URL {
+		t.Fatalf("relay.json names %+v (%v), want the window's relay at %s", r, err, first.URL)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "nats")); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("serve made a NATS node beside the SQLite history: %v", err)
 	}
 }

@@ -291,6 +291,33 @@ func prepareDir(dir string) error {
 	return os.Remove(probe.Name())
 }
 
+// Held reports whether a relay holds dir's history (its lock), and who
+// ("process N" when it says). A relay with --nats embedded checks it
+// before it starts its node there, since the two stores take different
+// locks and it would otherwise start beside the first and take its
+// relay.json. The lock taken to find out is dropped at once; a data dir
+// with no history is not held.
+func Held(dir string) (who string, held bool, err error) {
+	path := filepath.Join(dir, lockName)
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if errors.Is(err, fs.ErrNotExist) {
+		return "", false, nil
+	}
+	if err != nil {
+		return "", false, &OpenError{Path: path, Kind: ErrAccess, Detail: "cannot open the lock file", Err: err}
+	}
+	defer f.Close() // releases the lock, if it was taken here
+	if held, err = filelock.TryLock(f); err != nil || !held {
+		return "", false, err
+	}
+	who = "another process"
+	owner, _ := io.ReadAll(io.LimitReader(f, 32))
+	if pid := strings.TrimSpace(string(owner)); pid != "" {
+		who = "process " + pid
+	}
+	return who, true, nil
+}
+
 func takeLock(dir string) (*os.File, error) {
 	path := filepath.Join(dir, lockName)
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
