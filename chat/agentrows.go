@@ -77,7 +77,7 @@ func (r *repl) agentPlan(d *protocol.Plan, u conversation.Update) {
 	}
 	r.scr.endLine()
 	if !sameSteps {
-		r.note(styleBold, "Plan · "+conversation.PlanProgress(d.Entries))
+		r.note(styleBold, conversation.AgentPlanTitle+" · "+conversation.PlanProgress(d.Entries))
 		for _, e := range d.Entries {
 			r.planStep(e, false)
 		}

@@ -30,7 +30,7 @@ func TestReasoningAndPlanLines(t *testing.T) {
 
 	want := "act> retry three times\n" +
 		"✻ Thought: The retry loop gives up; the config says three.\n" +
-		"Plan · 0 of 2 steps done\n" +
+		"The agent's plan · 0 of 2 steps done\n" +
 		"  ▶ Read client.go\n" +
 		"  ○ Fix the constant\n" +
 		"  ✓ Read client.go — done\n" +
@@ -46,5 +46,5 @@ func TestReasoningAndPlanLines(t *testing.T) {
 	h.emit(protocol.TypeUserMessage, map[string]any{"messageId": "u2", "content": "again", "mode": "act"})
 	h.emit(protocol.TypePlan, map[string]any{"entries": []any{step("Read client.go", "completed"), step("Fix the constant", "in_progress")}})
 	h.idle(protocol.StatusCompleted)
-	h.waitFor("act> again\nPlan · 1 of 2 steps done\n  ✓ Read client.go\n  ▶ Fix the constant\n")
+	h.waitFor("act> again\nThe agent's plan · 1 of 2 steps done\n  ✓ Read client.go\n  ▶ Fix the constant\n")
 }

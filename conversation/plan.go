@@ -117,6 +117,12 @@ func PlanPrompt(steps []PlanStep) string {
 	return b.String()
 }
 
+// AgentPlanTitle heads the plan an agent reports as it works (ACP's
+// plan), which is not a plan card of Plan mode: the window and the
+// terminal follow it with " · " and PlanProgress, the page sets the
+// progress beside it.
+const AgentPlanTitle = "The agent's plan"
+
 // PlanProgress says how far the agent's plan is: "2 of 5 steps done".
 func PlanProgress(entries []protocol.PlanEntry) string {
 	done := 0

@@ -97,6 +97,7 @@ func wordCases() []wordCase {
 		add("toolSummary", a)
 	}
 	entries := []protocol.PlanEntry{{Content: "a", Status: "completed"}, {Content: "b", Status: "in_progress"}, {Content: "c", Status: "pending"}}
+	add("agentPlanTitle")
 	add("planProgress", entries)
 	add("planProgress", entries[:1])
 	add("planProgress", []protocol.PlanEntry{})
@@ -435,6 +436,8 @@ func say(c wordCase) (any, error) {
 		return Visible(str(0)), nil
 	case "toolSummary":
 		return ToolSummary(c.Args[0]), nil
+	case "agentPlanTitle":
+		return AgentPlanTitle, nil
 	case "planProgress":
 		var e []protocol.PlanEntry
 		arg(0, &e)

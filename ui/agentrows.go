@@ -125,7 +125,7 @@ func newAgentPlanView() *agentPlanView {
 
 func (v *agentPlanView) set(r conversation.Row) {
 	v.bg.repaint()
-	v.title.SetText("The agent's plan · " + r.Text)
+	v.title.SetText(conversation.AgentPlanTitle + " · " + r.Text)
 	if planEqual(v.shown, r.Entries()) && len(v.entries.Objects) == len(r.Entries()) {
 		return
 	}

@@ -43,6 +43,7 @@ const adapters = {
   undoQuestion: () => words.UNDO_QUESTION,
   restoreButton: () => words.RESTORE_BUTTON,
   planCardHint: () => words.PLAN_CARD_HINT,
+  agentPlanTitle: () => words.AGENT_PLAN_TITLE,
   runInAct: () => words.RUN_IN_ACT,
   ranInAct: () => words.RAN_IN_ACT,
   planBusy: () => words.PLAN_BUSY,

@@ -23,7 +23,7 @@
 import { el, clear } from './dom.js';
 import { renderBlock, splitBlocks } from './markdown.js';
 import {
-  DIFF_CUT, DIFF_LOADING, NO_DIFF, PLAN_CARD_HINT, RAN_IN_ACT, RESTORE_BUTTON, RUN_IN_ACT, RESTORE_QUESTION, RESTORING_TEXT, UNDO_QUESTION, changesText, diffRefusedText, fileMark, firstLinesText, moreFilesText, noLinesText, oneLine, patchLines,
+  AGENT_PLAN_TITLE, DIFF_CUT, DIFF_LOADING, NO_DIFF, PLAN_CARD_HINT, RAN_IN_ACT, RESTORE_BUTTON, RUN_IN_ACT, RESTORE_QUESTION, RESTORING_TEXT, UNDO_QUESTION, changesText, diffRefusedText, fileMark, firstLinesText, moreFilesText, noLinesText, oneLine, patchLines,
   planCardTitle, planMark, planPrompt, priorityText, planPromptSteps, planStep, restoreCaveat, showAllLinesText, stepText, toolStateText,
 } from './words.js';
 
@@ -394,7 +394,7 @@ export class Transcript {
   // per step, marked done, in progress or pending.
   buildPlan(row) {
     return el('div', { class: `row agent-plan${row.done ? '' : ' live'}`, dataset: { kind: 'plan' } },
-      el('div', { class: 'plan-head' }, el('span', { class: 'plan-title', text: "The agent's plan" }), el('span', { class: 'plan-progress', text: row.text })),
+      el('div', { class: 'plan-head' }, el('span', { class: 'plan-title', text: AGENT_PLAN_TITLE }), el('span', { class: 'plan-progress', text: row.text })),
       el('ol', { class: 'plan-steps' }, row.entries.map((e) => {
         const status = ['completed', 'in_progress'].includes(e.status) ? e.status : 'pending';
         const label = { completed: 'done', in_progress: 'in progress', pending: 'pending' }[status];

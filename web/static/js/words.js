@@ -194,6 +194,9 @@ export function planProgress(entries) {
   return `${done} of ${entries.length} steps done`;
 }
 
+/** AGENT_PLAN_TITLE heads the plan an agent reports as it works (conversation.AgentPlanTitle). */
+export const AGENT_PLAN_TITLE = "The agent's plan";
+
 /** planMark marks a step of the agent's plan: ✓ done, ▶ in progress, ○ pending. */
 export function planMark(status) {
   return status === 'completed' ? '✓' : status === 'in_progress' ? '▶' : '○';
