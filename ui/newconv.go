@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"unicode/utf8"
 
 	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/container"
@@ -103,7 +104,7 @@ func (d *newConvDialog) setWorkspaces(ws *protocol.Workspaces) {
 	def := d.w.defaultFolder()
 	if ws == nil {
 		if d.folder.Text == "" && def != "" {
-			d.folder.SetText(def)
+			d.offer(def)
 		}
 		d.refresh()
 		return
@@ -123,9 +124,18 @@ func (d *newConvDialog) setWorkspaces(ws *protocol.Workspaces) {
 	}
 	d.folder.SetOptions(opts)
 	if d.folder.Text == "" && def != "" {
-		d.folder.SetText(def)
+		d.offer(def)
 	}
 	d.refresh()
+}
+
+// offer puts folder in the entry with the cursor after it, where a typed
+// subfolder goes: at the start, where SetText leaves it, what the user
+// typed went in front of the folder ("tool/tmp/repo", seen in a walk).
+func (d *newConvDialog) offer(folder string) {
+	d.folder.SetText(folder)
+	d.folder.CursorColumn = utf8.RuneCountInString(folder)
+	d.folder.Refresh()
 }
 
 // defaultFolder is where a new conversation works when the user names no

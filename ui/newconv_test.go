@@ -275,3 +275,27 @@ func TestNewConversationFolderTilde(t *testing.T) {
 		t.Fatalf("the conversation works in %q, want %s", h.w.view.Dir, api)
 	}
 }
+
+// TestNewConversationTypesAfterTheFolder: the dialog opens with the
+// default folder in its focused entry and the cursor after it, so what the
+// user types goes on the end of the folder, where it went in front of it
+// ("sub/home" for "home/sub", seen in a walk).
+func TestNewConversationTypesAfterTheFolder(t *testing.T) {
+	root := t.TempDir()
+	ws, err := workspace.New(workspace.Options{Roots: []string{root}, Default: root})
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts := Options{CheckFolder: ws.Check, Effective: settings.Settings{WorkDir: root}}
+	h := newHarness(t, harnessConfig{relay: relay.Config{WorkDir: root, Workspaces: ws}, options: opts})
+	h.w.shortcut(shortcutNew)
+	d := h.w.newConv
+	h.waitFor("the relay's folders", func() bool { return d.ws != nil })
+	if h.w.Window().Canvas().Focused() != d.folder {
+		t.Fatalf("the focus is on %T, want the folder", h.w.Window().Canvas().Focused())
+	}
+	test.Type(d.folder, "/sub")
+	if want := root + "/sub"; d.folder.Text != want {
+		t.Fatalf("typed into the offered folder: %q, want %q", d.folder.Text, want)
+	}
+}
