@@ -317,7 +317,7 @@ describe('reconnecting', { skip: skip || false }, () => {
     const rows = await shown(page);
     const notes = rows.flatMap((r, i) => (r.kind === 'note' ? [{ i, text: r.text }] : []));
     assert.equal(notes.length, 1, `notes: ${JSON.stringify(notes)}`);
-    assert.match(notes[0].text, /The agent changed from demo \(scripted\) to .+ \(ACP\)\./);
+    assert.match(notes[0].text, /The agent changed from scenario\.json \(scripted\) to .+ \(ACP\)\./);
     assert.equal(rows[notes[0].i + 1].kind, 'user', 'the note is not just before the prompt the new agent ran');
     assert.equal(rows.slice(0, notes[0].i).filter((r) => r.kind === 'status').length, 1, 'the note is not after the first turn');
     assert.deepEqual(unexpected(), []);
