@@ -371,7 +371,7 @@ func TestAgentErrorsAndRelayErrors(t *testing.T) {
 		t.Errorf("the error was reported twice:\n%s", h.out.text())
 	}
 	h.emit(protocol.TypeIdle, map[string]any{"status": "error", "message": "relay restarted"})
-	h.waitFor("The turn failed: relay restarted")
+	h.waitFor("Interrupted: the relay restarted")
 	// An agent that smuggles escape sequences does not reach the terminal.
 	h.emit(protocol.TypeUserMessage, map[string]any{"messageId": "u9", "content": "x", "mode": "act"})
 	h.delta("evil\x1b[2Jtext")

@@ -3,6 +3,7 @@ package conversation
 import (
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/pilotdesk/pilotdesk/client"
 	"github.com/pilotdesk/pilotdesk/protocol"
@@ -241,6 +242,13 @@ func (s *State) idle(d *protocol.Idle) {
 		detail = s.lastError
 	}
 	status := Row{Kind: RowStatus, State: d.Status, Text: StatusText(d.Status), Detail: detail, Done: true}
+	// A turn the relay cut (its restart, or a relay of the cluster lost)
+	// was not stopped by anyone.
+	if detail == RestartedMessage {
+		status.Text, status.Detail = InterruptedText, ""
+	} else if strings.HasPrefix(detail, "relay lost") {
+		status.Text = InterruptedText
+	}
 	switch {
 	case detail == "" || detail != s.lastError || s.errorRow < 0:
 		s.appendRow(status)

@@ -156,6 +156,18 @@ func OneLine(s string, max int) string {
 	return ""
 }
 
+// RestartedMessage is the copilot:idle message of a turn the relay itself
+// cut: stopped with the relay, or left open by a crash and closed when it
+// started again (relay.RestartedMessage). A relay of a cluster that took a
+// lost relay's conversation over closes its turn with "relay lost: …".
+const RestartedMessage = "relay restarted"
+
+// InterruptedText is how every front end words the end of a turn the
+// relay cut (RestartedMessage, "relay lost: …"): nobody stopped it, so it
+// is not StatusText's "Stopped" (web/static/js/conversation.js says the
+// same).
+const InterruptedText = "Interrupted: the relay restarted"
+
 // StatusText is how the window words a turn's end.
 func StatusText(status string) string {
 	switch status {
