@@ -250,8 +250,10 @@ flood:
 # SIGKILLed or SIGSTOPped, the stream leader SIGKILLed, two of three nodes
 # down, a rolling restart of the relays, a node or a relay cut off the
 # network (both ways, or one) in a namespace of its own, as root),
-# CHAOS_RUNS times each, with the seed and a verdict per run
-# (docs/reliability.md, Faults).
+# CHAOS_RUNS times each, with the seed and a verdict per run, the runs
+# taking turns at CHAOS_PLACEMENTS (default "spread owner": a
+# conversation's clients over every relay, most following it, then all on
+# its owner) (docs/reliability.md, Faults).
 chaos: nats-server
 	$(LOAD_BUILD)
 	scripts/chaos.sh

@@ -15,11 +15,17 @@
 #   CHAOS_RUNS     runs per fault (default 3)
 #   CHAOS_FLAGS    more flags for tools/load (e.g. -conns 300 -convs 30)
 #   CHAOS_SEED     the first run's seed (default: random; run i adds i)
+#   CHAOS_PLACEMENTS the placements the runs take turns at (default:
+#                  spread owner)
 set -u
 cd "$(dirname "$0")/.."
 faults=${CHAOS_FAULTS:-"relay-kill relay-stop leader-kill quorum-loss rolling-restart node-partition relay-partition node-partition-oneway relay-partition-oneway"}
 runs=${CHAOS_RUNS:-3}
 seed=${CHAOS_SEED:-$(od -An -N3 -tu4 /dev/urandom | tr -d ' ')}
+placements=${CHAOS_PLACEMENTS:-"spread owner"}
+# shellcheck disable=SC2086 # split on purpose
+set -- $placements
+nplace=$#
 out=.tools/chaos
 mkdir -p "$out"
 summary="$out/summary.txt"
@@ -29,13 +35,15 @@ for fault in $faults; do
 	i=0
 	while [ "$i" -lt "$runs" ]; do
 		s=$((seed + i))
-		log="$out/$fault-$s.txt"
-		echo "chaos: $fault, run $((i + 1)) of $runs, seed $s (output in $log)"
+		# The (i mod nplace)-th placement: shift in a subshell.
+		p=$(shift $((i % nplace)) && echo "$1")
+		log="$out/$fault-$s-$p.txt"
+		echo "chaos: $fault, run $((i + 1)) of $runs, seed $s, placement $p (output in $log)"
 		# shellcheck disable=SC2086 # CHAOS_FLAGS is split on purpose
-		.tools/load/load -bin .tools/load/pilotdesk -nats -fault "$fault" -seed "$s" \
+		.tools/load/load -bin .tools/load/pilotdesk -nats -fault "$fault" -seed "$s" -placement "$p" \
 			-conns 120 -convs 24 -duration 90s -deltas 50 ${CHAOS_FLAGS:-} >"$log" 2>"$log.err" || status=1
 		v=$(grep '^VERDICT' "$log" || echo "VERDICT $fault seed=$s: FAIL: the run did not finish ($(tail -n 1 "$log.err"))")
-		echo "$v" | tee -a "$summary"
+		echo "$v (placement $p)" | tee -a "$summary"
 		i=$((i + 1))
 	done
 done
