@@ -88,17 +88,10 @@ func StartEmbedded(dataDir string, logger *slog.Logger) (_ *Embedded, err error)
 // first, and take its relay.json. The lock taken to find out is dropped
 // at once; a data dir with no node is not held.
 func NodeHeld(dataDir string) (bool, error) {
-	lock, err := os.OpenFile(filepath.Join(dataDir, EmbeddedDir, "pilotdesk.lock"), os.O_RDWR, 0)
-	if errors.Is(err, os.ErrNotExist) {
-		return false, nil
-	}
+	dir := filepath.Join(dataDir, EmbeddedDir)
+	held, err := filelock.Probe(filepath.Join(dir, "pilotdesk.lock"))
 	if err != nil {
-		return false, fmt.Errorf("embedded NATS: %w", err)
-	}
-	defer lock.Close() // releases the lock, if it was taken here
-	held, err := filelock.TryLock(lock)
-	if err != nil {
-		return false, fmt.Errorf("embedded NATS: lock %s: %w", filepath.Dir(lock.Name()), err)
+		return false, fmt.Errorf("embedded NATS: lock %s: %w", dir, err)
 	}
 	return held, nil
 }

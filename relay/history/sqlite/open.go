@@ -299,21 +299,14 @@ func prepareDir(dir string) error {
 // with no history is not held.
 func Held(dir string) (who string, held bool, err error) {
 	path := filepath.Join(dir, lockName)
-	f, err := os.OpenFile(path, os.O_RDWR, 0)
-	if errors.Is(err, fs.ErrNotExist) {
+	if held, err = filelock.Probe(path); err != nil {
+		return "", false, &OpenError{Path: path, Kind: ErrAccess, Detail: "cannot probe the lock file", Err: err}
+	} else if !held {
 		return "", false, nil
 	}
-	if err != nil {
-		return "", false, &OpenError{Path: path, Kind: ErrAccess, Detail: "cannot open the lock file", Err: err}
-	}
-	defer f.Close() // releases the lock, if it was taken here
-	if held, err = filelock.TryLock(f); err != nil || !held {
-		return "", false, err
-	}
 	who = "another process"
-	owner, _ := io.ReadAll(io.LimitReader(f, 32))
-	if pid := strings.TrimSpace(string(owner)); pid != "" {
-		who = "process " + pid
+	if owner, err := os.ReadFile(path); err == nil && len(owner) <= 32 && strings.TrimSpace(string(owner)) != "" {
+		who = "process " + strings.TrimSpace(string(owner))
 	}
 	return who, true, nil
 }
