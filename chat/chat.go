@@ -201,6 +201,9 @@ type repl struct {
 	// listAsked counts the pages /list and /more asked for that have not
 	// come: only those are shown (the list's notices bring pages too).
 	listAsked int
+	// diffAsked counts the diffs /diff asked for that have not come: line
+	// mode's next line waits for them (drainLines, awaitingReply).
+	diffAsked int
 
 	// folderUnsaid: the new conversation's folder is said once the relay
 	// took it, at the echo of its first prompt (folderTaken), not at

@@ -51,7 +51,14 @@ func (r *repl) checkpointCommand(ctx context.Context, text string, fields []stri
 			r.note(styleWarn, "This connection cannot ask for diffs.")
 			return true
 		}
-		r.request(ctx, "ask for the diff", func(c context.Context) error { return cp.Diff(c, r.conv, ch.Checkpoint, path) })
+		r.diffAsked++
+		r.request(ctx, "ask for the diff", func(c context.Context) error {
+			err := cp.Diff(c, r.conv, ch.Checkpoint, path)
+			if err != nil {
+				r.diffAsked-- // no diff will answer
+			}
+			return err
+		})
 	case "/restore":
 		if len(fields) != 2 {
 			r.note(styleWarn, "Usage: /restore N, N a turn from /changes.")

@@ -58,6 +58,7 @@ func (r *repl) event(ctx context.Context, ev client.Event) {
 		r.listNews(d)
 		return
 	case *protocol.DiffReply:
+		r.diffAsked = max(r.diffAsked-1, 0)
 		if d.ConversationID == r.conv {
 			r.showDiff(d)
 		}
@@ -202,6 +203,11 @@ func (r *repl) isSelf(by protocol.By) bool {
 func (r *repl) connection(sc *client.StateChange) {
 	if (sc.State == client.StateReconnecting || sc.State == client.StateOffline) && !r.ready {
 		r.dropped = true
+	}
+	if sc.State == client.StateReconnecting || sc.State == client.StateOffline {
+		// What was asked may never be answered: piped lines must not
+		// wait for it (awaitingReply).
+		r.listAsked, r.diffAsked = 0, 0
 	}
 	switch sc.State {
 	case client.StateReconnecting:
@@ -588,6 +594,9 @@ func (r *repl) refused(d *client.Refused) {
 func (r *repl) relayError(d *protocol.Error) {
 	if d.Type == protocol.TypeList && r.listAsked > 0 {
 		r.listAsked-- // refused: no page answers it
+	}
+	if d.Type == protocol.TypeDiff && r.diffAsked > 0 {
+		r.diffAsked--
 	}
 	switch {
 	case d.Type == protocol.TypeSend:

@@ -161,6 +161,9 @@ func (r *repl) key(ctx context.Context, k key) {
 // with "a" and quits once the turn is over.
 func (r *repl) drainLines(ctx context.Context) {
 	for !r.quit {
+		if r.awaitingReply() {
+			return
+		}
 		if len(r.typed.lines) == 0 {
 			if r.typed.eof && r.ready && (r.ask.open != nil || !r.streaming()) {
 				if r.ask.open != nil {
@@ -241,3 +244,9 @@ func midStreamCommand(line string) bool {
 	}
 	return false
 }
+
+// awaitingReply: a page /list or /more asked for, or a diff of /diff, has
+// not come yet. Piped lines wait for it, so that printf '/diff 1\n/quit\n'
+// prints the diff (the /quit, or the input's end, ended the chat before it
+// came: nothing was printed); a dropped connection forgets what it asked.
+func (r *repl) awaitingReply() bool { return r.listAsked > 0 || r.diffAsked > 0 }
