@@ -475,7 +475,10 @@ func TestPlanFaultStreams(t *testing.T) {
 // (docs/reliability.md, Faults); relay-kill is TestRunNATS, and the
 // leader's death is relay's TestClusterNodeDies. The partitions are
 // skipped, saying why, where network namespaces cannot be made (not
-// root).
+// root). The clients are spread (-placement spread): two of three watch
+// their conversation on a relay that follows it, so each fault meets the
+// following path too (the conn placement put all 12 conversations'
+// clients on their owners, where nothing was followed).
 func TestChaos(t *testing.T) {
 	if _, err := natstest.Binary(); err != nil {
 		t.Skipf("skipping: %v", err)
@@ -509,7 +512,7 @@ func TestChaos(t *testing.T) {
 				}
 			}
 			cfg := config{Bin: bin, Conns: 60, Convs: 12, Duration: 20 * time.Second, KillAt: 4 * time.Second,
-				NATS: true, Relays: 3, NATSLease: tc.lease, Fault: tc.fault, FaultFor: tc.dur, Seed: tc.seed,
+				NATS: true, Relays: 3, NATSLease: tc.lease, Fault: tc.fault, FaultFor: tc.dur, Seed: tc.seed, Placement: placeSpread,
 				Deltas: 40, Interval: 20 * time.Millisecond, Payload: 24, DialConc: 16, Drain: 60 * time.Second, VerifyHistory: true}
 			if err := cfg.validate(); err != nil {
 				t.Fatal(err)
