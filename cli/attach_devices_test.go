@@ -10,7 +10,6 @@ import (
 
 	"github.com/pilotdesk/pilotdesk/client"
 	"github.com/pilotdesk/pilotdesk/protocol"
-	"github.com/pilotdesk/pilotdesk/settings"
 )
 
 // A window attached to the relay another process runs on its data dir
@@ -26,10 +25,7 @@ func TestAttachedWindowManagesDevices(t *testing.T) {
 	_, addr, _ := startServe(t, "--listen", "127.0.0.1:0", "--agent", "script", "--data-dir", dir, "--token", "the-owner-token")
 
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
-	cf := clientFlags{}
-	cf.relay.Settings = settings.Defaults()
-	cf.relay.Agent, cf.relay.DataDir = settings.AgentDemo, dir
-	cf.relay.HeartbeatTimeout = time.Minute
+	cf := demoFlags(dir)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	tgt, stop, err := cf.startTarget(ctx, logger)

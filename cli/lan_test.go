@@ -22,7 +22,6 @@ import (
 	"github.com/pilotdesk/pilotdesk/client"
 	"github.com/pilotdesk/pilotdesk/relay/history"
 	"github.com/pilotdesk/pilotdesk/relay/relaytest"
-	"github.com/pilotdesk/pilotdesk/settings"
 )
 
 // "Reachable from my network": the embedded relay listens on every
@@ -33,10 +32,8 @@ import (
 func TestLANRelayHasItsOwnTLS(t *testing.T) {
 	dir := t.TempDir()
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
-	cf := clientFlags{}
-	cf.relay.Settings = settings.Defaults()
-	cf.relay.Agent, cf.relay.LAN, cf.relay.DataDir = settings.AgentDemo, true, dir
-	cf.relay.HeartbeatTimeout = time.Minute
+	cf := demoFlags(dir)
+	cf.relay.LAN = true
 	ctx := context.Background()
 	tgt, stop, err := cf.startTarget(ctx, logger)
 	if err != nil {
@@ -90,10 +87,8 @@ func TestLANRelayHasItsOwnTLS(t *testing.T) {
 func TestLANRelayKeepsItsPort(t *testing.T) {
 	dir := t.TempDir()
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
-	cf := clientFlags{}
-	cf.relay.Settings = settings.Defaults()
-	cf.relay.Agent, cf.relay.LAN, cf.relay.DataDir = settings.AgentDemo, true, dir
-	cf.relay.HeartbeatTimeout = time.Minute
+	cf := demoFlags(dir)
+	cf.relay.LAN = true
 	ctx := context.Background()
 	port := func() string {
 		t.Helper()
@@ -134,10 +129,8 @@ func TestLANRelayKeepsItsPort(t *testing.T) {
 func TestLANSetupPage(t *testing.T) {
 	dir := t.TempDir()
 	logger := slog.New(slog.DiscardHandler)
-	cf := clientFlags{}
-	cf.relay.Settings = settings.Defaults()
-	cf.relay.Agent, cf.relay.LAN, cf.relay.DataDir = settings.AgentDemo, true, dir
-	cf.relay.HeartbeatTimeout = time.Minute
+	cf := demoFlags(dir)
+	cf.relay.LAN = true
 	tgt, stop, err := cf.startTarget(t.Context(), logger)
 	if err != nil {
 		t.Fatal(err)

@@ -14,7 +14,6 @@ import (
 
 	"github.com/pilotdesk/pilotdesk/protocol"
 	"github.com/pilotdesk/pilotdesk/relay/history/sqlite"
-	"github.com/pilotdesk/pilotdesk/settings"
 )
 
 // TestWindowAttachesToServeOnEmbeddedNATS: a window or a chat (which take
@@ -26,11 +25,8 @@ import (
 func TestWindowAttachesToServeOnEmbeddedNATS(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	serve := clientFlags{}
-	serve.relay.Settings = settings.Defaults()
-	serve.relay.Agent, serve.relay.DataDir = settings.AgentDemo, dir
+	serve := demoFlags(dir)
 	serve.relay.NATS = natsSettings{URLs: natsEmbedded, Replicas: 1, Streams: 1, Lease: 15 * time.Second}
-	serve.relay.HeartbeatTimeout = time.Minute
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -79,10 +75,7 @@ func TestWindowAttachesToServeOnEmbeddedNATS(t *testing.T) {
 func TestServeOnEmbeddedNATSRefusedBesideSQLite(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	window := clientFlags{}
-	window.relay.Settings = settings.Defaults()
-	window.relay.Agent, window.relay.DataDir = settings.AgentDemo, dir
-	window.relay.HeartbeatTimeout = time.Minute
+	window := demoFlags(dir)
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))

@@ -31,10 +31,7 @@ func TestEmbeddedRelayKeepsItsPort(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
-	cf := clientFlags{}
-	cf.relay.Settings = settings.Defaults()
-	cf.relay.Agent, cf.relay.DataDir = settings.AgentDemo, dir
-	cf.relay.HeartbeatTimeout = time.Minute
+	cf := demoFlags(dir)
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	start := func() (target, func()) {
@@ -128,10 +125,7 @@ func TestApplyKeepsThePort(t *testing.T) {
 func TestAttachingDoesNotWarnOfATakenPort(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	cf := clientFlags{}
-	cf.relay.Settings = settings.Defaults()
-	cf.relay.Agent, cf.relay.DataDir = settings.AgentDemo, dir
-	cf.relay.HeartbeatTimeout = time.Minute
+	cf := demoFlags(dir)
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	first, stop, err := cf.startTarget(ctx, slog.New(slog.NewTextHandler(io.Discard, nil)))
@@ -151,6 +145,17 @@ func TestAttachingDoesNotWarnOfATakenPort(t *testing.T) {
 	if strings.Contains(log.String(), "port is taken") {
 		t.Fatalf("attaching warned of a taken port:\n%s", log.String())
 	}
+}
+
+// demoFlags are the flags of a pilotdesk on the data dir dir that runs the
+// built-in demo, with a minute's heartbeat so that a slow test machine
+// does not see its clients as gone.
+func demoFlags(dir string) clientFlags {
+	cf := clientFlags{}
+	cf.relay.Settings = settings.Defaults()
+	cf.relay.Agent, cf.relay.DataDir = settings.AgentDemo, dir
+	cf.relay.HeartbeatTimeout = time.Minute
+	return cf
 }
 
 // lockedBuffer is a log's destination that a test reads while the
@@ -181,11 +186,8 @@ func (b *lockedBuffer) String() string {
 func TestWindowAttachesToAnEmbeddedNATSRelay(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	cf := clientFlags{}
-	cf.relay.Settings = settings.Defaults()
-	cf.relay.Agent, cf.relay.DataDir = settings.AgentDemo, dir
+	cf := demoFlags(dir)
 	cf.relay.NATS = natsSettings{URLs: natsEmbedded, Replicas: 1, Streams: 1, Lease: 15 * time.Second}
-	cf.relay.HeartbeatTimeout = time.Minute
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
