@@ -409,6 +409,13 @@ func TestShareDialogShowsTheNewDevice(t *testing.T) {
 		if note := driver.AbsolutePositionForObject(d.result).Y; note < view {
 			t.Errorf("the token of %s scrolled out of view (%v above %v)", name, note, view)
 		}
+		// Fyne draws the scroll bar over the content's right edge: the
+		// row's Revoke button must end left of it.
+		rowRight := driver.AbsolutePositionForObject(row).X + row.Size().Width
+		bar := driver.AbsolutePositionForObject(d.scroll).X + d.scroll.Size().Width - theme.Size(theme.SizeNameScrollBarSmall)
+		if rowRight > bar {
+			t.Errorf("%s's row ends at x %v, under the scroll bar (from %v)", name, rowRight, bar)
+		}
 	}
 	(&shooter{t: t, variant: "light"}).shot(h, "share-new-device")
 }

@@ -235,8 +235,11 @@ func (s *shareDialog) content() fyne.CanvasObject {
 	}
 	s.refresh()
 	devicesTitle := widget.NewLabelWithStyle("Devices", fyne.TextAlignLeading, fyne.TextStyle{Bold: true})
-	s.scroll = container.NewVScroll(container.NewVBox(append(top, form, container.NewHBox(makeBtn), s.problem, s.result,
-		widget.NewSeparator(), devicesTitle, s.list)...))
+	// Padded, as the Settings dialog's body is: Fyne draws the scroll bar
+	// over the content's right edge, where it covered the Revoke buttons
+	// and the fields' ends.
+	s.scroll = container.NewVScroll(container.NewPadded(container.NewVBox(append(top, form, container.NewHBox(makeBtn), s.problem, s.result,
+		widget.NewSeparator(), devicesTitle, s.list)...)))
 	return s.scroll
 }
 
@@ -311,7 +314,8 @@ func (s *shareDialog) reveal(row fyne.CanvasObject) {
 	// would at the next frame) to know where the row is.
 	s.scroll.Refresh()
 	s.scroll.Content.Refresh()
-	bottom := s.list.Position().Y + row.Position().Y + row.Size().Height + theme.Padding()
+	// The list's place in its box, the box's in the padding around it.
+	bottom := theme.Padding() + s.list.Position().Y + row.Position().Y + row.Size().Height + theme.Padding()
 	if view := s.scroll.Size().Height; bottom > s.scroll.Offset.Y+view {
 		s.scroll.ScrollToOffset(fyne.NewPos(0, bottom-view))
 	}
