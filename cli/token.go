@@ -337,3 +337,16 @@ func printDevices(w io.Writer, devs []history.Device, now time.Time) {
 	}
 	tw.Flush()
 }
+
+// errTokensInHeldNode says why no token can be made for the relay
+// (who: "process N", or "" when not known) that runs on dir with --nats
+// embedded: its tokens are in the node it holds, which nothing else may
+// open while it runs, and it has no window when it is a serve.
+func errTokensInHeldNode(who, dir string) error {
+	if who == "" {
+		who = "running on it"
+	} else {
+		who = "of " + who
+	}
+	return fmt.Errorf("the relay %s keeps its device tokens in its NATS node in %s, which it holds while it runs: stop it, make the token with pilotdesk token create --nats embedded --data-dir %s, and start it again", who, dir, dir)
+}
